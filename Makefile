@@ -1,0 +1,46 @@
+# Sophos: `make run` starts the server, `make test` runs every test. Both bootstrap first.
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+NPM_DIR := config/mcp-servers
+NPM_STAMP := $(NPM_DIR)/node_modules/.installed
+
+.PHONY: install run test test-unit lint bench soak clean-db help
+
+help:
+	@echo "make run      start Sophos (creates .venv and installs everything first)"
+	@echo "make test     run the whole test suite"
+	@echo "make bench    run the benchmarks and print their figures"
+
+$(STAMP): requirements.lock pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --disable-pip-version-check -q -r requirements.lock 2>&1 | grep -v "is ignored" || true
+	$(PY) -m pip install --disable-pip-version-check -q --no-deps -e . 2>&1 | grep -v "is ignored" || true
+	$(PY) -c "import langgraph, langchain_ollama, starlette, click, dependency_injector"
+	touch $(STAMP)
+
+$(NPM_STAMP): $(NPM_DIR)/package.json $(NPM_DIR)/package-lock.json
+	cd $(NPM_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	touch $(NPM_STAMP)
+
+install: $(STAMP) $(NPM_STAMP)
+
+run: install
+	$(VENV)/bin/sophos serve
+
+test: install
+	$(VENV)/bin/lint-imports
+	$(PY) -m pytest -q
+
+test-unit: install
+	$(PY) -m pytest -q tests/unit tests/contracts
+
+lint: install
+	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/lint-imports
+
+bench: install
+	$(PY) -m bench
+
+clean-db:
+	rm -rf data/db

@@ -1,0 +1,73 @@
+"""Translation between LangChain message objects and the domain's messages."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+
+from domain.model import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
+
+
+def flatten(content: Any) -> str:
+    """Plain text of a message's content; multi-part content is flattened to its text."""
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for part in content or []:
+        if isinstance(part, str):
+            parts.append(part)
+        elif isinstance(part, dict) and part.get("type") == "text":
+            parts.append(str(part.get("text", "")))
+    return "".join(parts)
+
+
+def to_domain(message: BaseMessage) -> Message | None:
+    """The domain message, or None for types a thread never shows (system, …)."""
+    if isinstance(message, HumanMessage):
+        return UserMessage(flatten(message.content), id=message.id)
+    if isinstance(message, AIMessage):
+        calls = tuple(
+            ToolCall(c.get("id") or "", c["name"], dict(c.get("args") or {})) for c in message.tool_calls
+        )
+        reasoning = message.additional_kwargs.get("reasoning_content")
+        return AssistantMessage(flatten(message.content), calls, id=message.id, reasoning=reasoning)
+    if isinstance(message, ToolMessage):
+        status = "error" if message.status == "error" else "success"
+        return ToolResult(
+            flatten(message.content), message.tool_call_id, message.name or "?", status, id=message.id
+        )
+    return None
+
+
+def to_domain_all(messages: Iterable[BaseMessage]) -> tuple[Message, ...]:
+    return tuple(m for m in (to_domain(x) for x in messages) if m is not None)
+
+
+def to_langchain(message: Message) -> AnyMessage:
+    if isinstance(message, UserMessage):
+        return HumanMessage(message.content, id=message.id)
+    if isinstance(message, AssistantMessage):
+        extra = {"reasoning_content": message.reasoning} if message.reasoning else {}
+        calls = [{"id": c.id, "name": c.name, "args": c.args, "type": "tool_call"} for c in message.tool_calls]
+        return AIMessage(message.content, tool_calls=calls, id=message.id, additional_kwargs=extra)
+    return ToolMessage(
+        message.content,
+        tool_call_id=message.tool_call_id,
+        name=message.name,
+        status=message.status,
+        id=message.id,
+    )
+
+
+def prompt(system: str, messages: Sequence[Message]) -> list[AnyMessage]:
+    """The model's input: the system prompt, then the whole thread."""
+    return [SystemMessage(system), *(to_langchain(m) for m in messages)]

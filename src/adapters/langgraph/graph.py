@@ -1,0 +1,109 @@
+"""The agent graph: START -> agent <-> tools -> END, one `tools` task per tool call.
+
+Nodes talk to the outside only through ports (ModelPort, ToolPort, SystemPromptSource) and
+report progress through LangGraph's custom stream as domain events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.config import get_stream_writer
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Send
+
+from adapters.langchain.messages import to_domain_all, to_langchain
+from domain.events import NodeStarted, TokenDelta, ToolCallFinished, ToolCallRequested
+from domain.model import AssistantMessage, ToolCall, ToolResult
+from ports.model import ModelPort, TextChunk
+from ports.prompts import SystemPromptSource
+from ports.tools import ToolPort
+
+
+class AgentState(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+class ToolTask(TypedDict):
+    """What one `tools` task receives: a single call of the last assistant turn."""
+
+    call: dict[str, Any]
+
+
+def idempotency_key(thread_id: str, tool_call_id: str) -> str:
+    return f"{thread_id}:{tool_call_id}"
+
+
+def _step(config: RunnableConfig) -> int:
+    return int((config.get("metadata") or {}).get("langgraph_step", 0))
+
+
+def route_after_agent(state: AgentState) -> Sequence[Send] | str:
+    last = state["messages"][-1] if state["messages"] else None
+    if isinstance(last, AIMessage) and last.tool_calls:
+        return [Send("tools", ToolTask(call=dict(c))) for c in last.tool_calls]
+    return END
+
+
+class AgentNodes:
+    def __init__(self, model: ModelPort, tools: ToolPort, prompt: SystemPromptSource) -> None:
+        self.model = model
+        self.tools = tools
+        self.prompt = prompt
+
+    async def agent(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        step, write = _step(config), get_stream_writer()
+        write(NodeStarted(step, "agent", self.model.name))
+        specs = await self.tools.list_tools()
+        system = self.prompt.read()
+        reply: AssistantMessage | None = None
+        async for out in self.model.stream(system, to_domain_all(state["messages"]), specs):
+            if isinstance(out, TextChunk):
+                write(TokenDelta(step, out.text))
+            else:
+                reply = out
+        if reply is None:
+            raise RuntimeError("the model ended its stream without a reply")
+        for call in reply.tool_calls:
+            write(ToolCallRequested(step, call))
+        return {"messages": [to_langchain(reply)]}
+
+    async def tool(self, task: ToolTask, config: RunnableConfig) -> dict[str, Any]:
+        step, write = _step(config), get_stream_writer()
+        raw = task["call"]
+        call = ToolCall(raw.get("id") or "", raw["name"], dict(raw.get("args") or {}))
+        write(NodeStarted(step, "tools", call.name))
+        thread_id = str(config["configurable"]["thread_id"])
+        try:
+            outcome = await self.tools.call(call.name, call.args, idempotency_key(thread_id, call.id))
+            content, failed = outcome.content, outcome.is_error
+        except Exception as e:  # a tool's failure is data for the model, not a failed run
+            content, failed = f"Error: {type(e).__name__}: {e}", True
+        result = ToolResult(content, call.id, call.name, "error" if failed else "success")
+        write(ToolCallFinished(step, result))
+        message = ToolMessage(content, tool_call_id=call.id, name=call.name, status=result.status)
+        return {"messages": [message]}
+
+
+def build_graph(
+    nodes: AgentNodes | None, checkpointer: BaseCheckpointSaver[Any]
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """Compile the graph. With `nodes` None the graph can only read state (no model, no
+    tools), which is all the read paths need."""
+
+    async def unavailable(*_: Any) -> dict[str, Any]:
+        raise RuntimeError("this graph is read-only")
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(AgentState)
+    builder.add_node("agent", nodes.agent if nodes else unavailable)
+    builder.add_node("tools", nodes.tool if nodes else unavailable, input_schema=ToolTask)
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", route_after_agent, ["tools", END])
+    builder.add_edge("tools", "agent")
+    return builder.compile(checkpointer=checkpointer)

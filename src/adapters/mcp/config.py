@@ -1,0 +1,73 @@
+"""`<CONFIG_DIR>/mcp.json`: server name -> stdio `{command, args, env}` or HTTP `{url}`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+PLACEHOLDERS = ("${MEMORY_FILE_PATH}", "${PYTHON}", "${CONFIG_DIR}")
+
+
+class McpConfigError(ValueError):
+    """Raised when mcp.json is missing, unreadable or malformed; names file and entry."""
+
+
+def _expand(value: str, subs: dict[str, str]) -> str:
+    for key, sub in subs.items():
+        value = value.replace(key, sub)
+    return value
+
+
+def load_mcp_config(config_dir: Path, memory_file: Path) -> dict[str, dict[str, Any]]:
+    """Connections in the form langchain-mcp-adapters takes, keyed by server name.
+
+    `${MEMORY_FILE_PATH}` becomes the absolute memory file path (its directory created),
+    `${PYTHON}` this interpreter, `${CONFIG_DIR}` the absolute config directory.
+    """
+    path = config_dir / "mcp.json"
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as e:
+        raise McpConfigError(f"Failed to load MCP configuration from {path}: {e}") from e
+    if not isinstance(raw, dict):
+        raise McpConfigError(f"MCP configuration in {path} must map server names to objects")
+    servers = raw.get("mcpServers", raw) if isinstance(raw.get("mcpServers"), dict) else raw
+    memory = memory_file.resolve()
+    subs = {"${MEMORY_FILE_PATH}": str(memory), "${PYTHON}": sys.executable, "${CONFIG_DIR}": str(config_dir.resolve())}
+    out: dict[str, dict[str, Any]] = {}
+    for name, entry in servers.items():
+        where = f"MCP configuration in {path}, server {name!r}"
+        if not isinstance(entry, dict):
+            raise McpConfigError(f"{where}: must be an object")
+        if "__" in name or not name:
+            raise McpConfigError(f"{where}: a server name must be non-empty and without '__'")
+        if "url" in entry:
+            if not isinstance(entry["url"], str) or not entry["url"].startswith(("http://", "https://")):
+                raise McpConfigError(f"{where}: url must be an http(s) URL")
+            conn: dict[str, Any] = {"transport": "streamable_http", "url": entry["url"]}
+            if isinstance(entry.get("headers"), dict):
+                conn["headers"] = {str(k): str(v) for k, v in entry["headers"].items()}
+        elif "command" in entry:
+            args, env = entry.get("args", []), entry.get("env", {})
+            if not isinstance(entry["command"], str) or not entry["command"]:
+                raise McpConfigError(f"{where}: command must be a non-empty string")
+            if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+                raise McpConfigError(f"{where}: args must be a list of strings")
+            if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+                raise McpConfigError(f"{where}: env must map names to strings")
+            if any("${MEMORY_FILE_PATH}" in v for v in env.values()):
+                memory.parent.mkdir(parents=True, exist_ok=True)
+            conn = {
+                "transport": "stdio",
+                "command": _expand(entry["command"], subs),
+                "args": [_expand(a, subs) for a in args],
+                "env": {k: _expand(v, subs) for k, v in env.items()} or None,
+            }
+        else:
+            raise McpConfigError(f"{where}: needs either command (stdio) or url (HTTP)")
+        out[name] = conn
+    return out

@@ -1,0 +1,127 @@
+"""Use cases that read and manage conversations: list, get, export, rename, delete."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from domain.errors import ConversationNotFound, InvalidInput, SessionInProgress
+from domain.export import checkpoint_jsonl, markdown_transcript
+from domain.model import (
+    Conversation,
+    Message,
+    PendingCall,
+    clean_title,
+    parse_conversation_id,
+    utc_now,
+)
+from ports.checkpoints import CheckpointPort
+from ports.runs import RunRepository
+
+MAX_PAGE = 500
+
+
+@dataclass(frozen=True)
+class ConversationDetail:
+    conversation: Conversation
+    messages: tuple[Message, ...]
+    resumable: bool
+    pending_calls: tuple[PendingCall, ...] = ()
+
+
+@dataclass(frozen=True)
+class Page:
+    conversations: Sequence[Conversation]
+    next_cursor: str | None
+
+
+def encode_cursor(c: Conversation) -> str:
+    return f"{c.updated_at.isoformat()}~{c.id}"
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        ts, cid = cursor.split("~", 1)
+        return datetime.fromisoformat(ts), parse_conversation_id(cid)
+    except (ValueError, InvalidInput):
+        raise InvalidInput("Invalid cursor") from None
+
+
+class ConversationService:
+    def __init__(
+        self,
+        runs: RunRepository,
+        checkpoints: CheckpointPort,
+        is_active: Callable[[str], bool],
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.runs = runs
+        self.checkpoints = checkpoints
+        self.is_active = is_active
+        self.clock = clock
+
+    def list(self) -> Sequence[Conversation]:
+        """Every conversation, most recently updated first."""
+        return self.runs.list_conversations()
+
+    def page(self, limit: object = None, before: object = None) -> Page:
+        """A page of `limit` conversations after the cursor `before`."""
+        size = _page_size(limit)
+        cursor = decode_cursor(before) if isinstance(before, str) and before else None
+        items = self.runs.list_conversations(limit=size + 1, before=cursor)
+        more = len(items) > size
+        items = items[:size]
+        return Page(items, encode_cursor(items[-1]) if more and items else None)
+
+    def summary(self, conversation: object) -> Conversation:
+        cid = parse_conversation_id(conversation)
+        conv = self.runs.get_conversation(cid)
+        if conv is None:
+            raise ConversationNotFound()
+        return conv
+
+    def get(self, conversation: object) -> ConversationDetail:
+        """Summary, messages of the latest checkpoint, and whether it can be resumed:
+        pending work (`next` non-empty) and no active run."""
+        conv = self.summary(conversation)
+        thread = self.checkpoints.get_thread(conv.id)
+        resumable = thread.has_pending_work and not self.is_active(conv.id)
+        return ConversationDetail(conv, thread.messages, resumable, thread.pending_calls)
+
+    def export_markdown(self, conversation: object) -> tuple[Conversation, str]:
+        conv = self.summary(conversation)
+        return conv, markdown_transcript(conv, self.checkpoints.get_thread(conv.id).messages)
+
+    def export_jsonl(self, conversation: object) -> tuple[Conversation, str]:
+        conv = self.summary(conversation)
+        return conv, checkpoint_jsonl(self.checkpoints.list_checkpoints(conv.id))
+
+    def rename(self, conversation: object, title: object) -> Conversation:
+        conv = self.summary(conversation)
+        if not self.runs.rename_conversation(conv.id, clean_title(title), self.clock()):
+            raise ConversationNotFound()
+        return self.summary(conv.id)
+
+    def delete(self, conversation: object) -> None:
+        """Remove the conversation, its runs and every checkpoint of its thread.
+
+        The thread goes first: a crash in between leaves a visible, empty conversation to
+        delete again, never invisible orphaned checkpoints."""
+        conv = self.summary(conversation)
+        if self.is_active(conv.id):
+            raise SessionInProgress()
+        self.checkpoints.delete_thread(conv.id)
+        self.runs.delete_conversation(conv.id)
+
+
+def _page_size(limit: object) -> int:
+    if limit is None:
+        return 50
+    try:
+        size = int(str(limit))
+    except ValueError:
+        raise InvalidInput("limit must be an integer") from None
+    if not 1 <= size <= MAX_PAGE:
+        raise InvalidInput(f"limit must be between 1 and {MAX_PAGE}")
+    return size

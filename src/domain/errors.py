@@ -1,0 +1,117 @@
+"""Error codes and domain errors.
+
+Every expected failure is a named exception carrying the contract's error code, so the
+entrypoints translate them once (HTTP status table, CLI exit codes) and never guess.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ErrorCode(StrEnum):
+    BAD_REQUEST = "BAD_REQUEST"
+    NOT_FOUND = "NOT_FOUND"
+    SESSION_IN_PROGRESS = "SESSION_IN_PROGRESS"
+    RUN_NOT_RESUMABLE = "RUN_NOT_RESUMABLE"
+    NO_ACTIVE_RUN = "NO_ACTIVE_RUN"
+    SHUTTING_DOWN = "SHUTTING_DOWN"
+    MODEL_UNAVAILABLE = "MODEL_UNAVAILABLE"
+    MODEL_UNREACHABLE = "MODEL_UNREACHABLE"
+    RECURSION_LIMIT = "RECURSION_LIMIT"
+    AGENT_FAILURE = "AGENT_FAILURE"
+    INPUT_NOT_RECORDED = "INPUT_NOT_RECORDED"
+    UNKNOWN_ERROR = "UNKNOWN_ERROR"
+
+
+class SophosError(Exception):
+    """Base of every expected failure; carries a contract error code."""
+
+    code: ErrorCode = ErrorCode.UNKNOWN_ERROR
+    default_message = "Unknown error"
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or self.default_message)
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0])
+
+
+class InvalidInput(SophosError):
+    """Raised when a request or command argument is malformed."""
+
+    code = ErrorCode.BAD_REQUEST
+    default_message = "Bad request"
+
+
+class ConversationNotFound(SophosError):
+    """Raised when a conversation id names no conversation."""
+
+    code = ErrorCode.NOT_FOUND
+    default_message = "Conversation Not Found"
+
+
+class SessionInProgress(SophosError):
+    """Raised when a conversation already has an active run (in any process)."""
+
+    code = ErrorCode.SESSION_IN_PROGRESS
+    default_message = "Previous request still in progress"
+
+
+class RunNotResumable(SophosError):
+    """Raised when a resume is asked for a thread with no pending work."""
+
+    code = ErrorCode.RUN_NOT_RESUMABLE
+    default_message = "Nothing to resume: the last run finished"
+
+
+class NoActiveRun(SophosError):
+    """Raised when a cancel names a conversation with no active run."""
+
+    code = ErrorCode.NO_ACTIVE_RUN
+    default_message = "No run is active for this conversation"
+
+
+class ShuttingDown(SophosError):
+    """Raised when a run is asked for while the process drains for shutdown."""
+
+    code = ErrorCode.SHUTTING_DOWN
+    default_message = "The server is shutting down; try again shortly"
+
+
+class ModelUnavailable(SophosError):
+    """Raised when the model server answers but does not have the configured model."""
+
+    code = ErrorCode.MODEL_UNAVAILABLE
+    default_message = "The configured model is not available."
+
+
+class ModelUnreachable(SophosError):
+    """Raised when the model server does not answer, refuses the connection or times out."""
+
+    code = ErrorCode.MODEL_UNREACHABLE
+    default_message = "The model server could not be reached."
+
+
+class RecursionLimitReached(SophosError):
+    """Raised when a run exceeds AGENT_RECURSION_LIMIT steps."""
+
+    code = ErrorCode.RECURSION_LIMIT
+    default_message = (
+        "The agent reached its step limit (AGENT_RECURSION_LIMIT) without finishing."
+    )
+
+
+class AgentFailure(SophosError):
+    """Raised when the agent fails for any other reason (a node raised, a write failed)."""
+
+    code = ErrorCode.AGENT_FAILURE
+    default_message = "Agent failed"
+
+
+def to_chat_error(exc: BaseException) -> tuple[ErrorCode, str]:
+    """Map any exception escaping a run onto (code, message), as the contract's toChatError."""
+    if isinstance(exc, SophosError):
+        return exc.code, exc.message
+    return ErrorCode.AGENT_FAILURE, str(exc) or "Agent failed"

@@ -1,0 +1,95 @@
+"""What a run tells its watchers: raw engine events, and their translation into the
+contract's stream events (`token`, `trace`, `end`, `chat-error`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from domain.model import ToolCall, ToolResult
+
+# --- raw events, produced by the agent engine while a run executes ----------------------
+
+
+@dataclass(frozen=True)
+class NodeStarted:
+    step: int
+    node: Literal["agent", "tools"]
+    name: str  # the model name for `agent`, the tool name for `tools`
+
+
+@dataclass(frozen=True)
+class TokenDelta:
+    step: int
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallRequested:
+    step: int
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class ToolCallFinished:
+    step: int
+    result: ToolResult
+
+
+AgentEvent = NodeStarted | TokenDelta | ToolCallRequested | ToolCallFinished
+
+
+# --- events of the public stream -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    """One SSE event: `event` is its name, `data` is JSON-encodable."""
+
+    event: str
+    data: Any
+
+
+def trace(step: int, name: str, node: str, event: str, data: Any = None) -> StreamEvent:
+    note: dict[str, Any] = {"step": step, "name": name, "node": node, "event": event}
+    if data is not None:
+        note["data"] = data
+    return StreamEvent("trace", note)
+
+
+class StreamTranslator:
+    """Turns engine events into `token` and `trace` events.
+
+    `enter` is sent when the step number grows, preceded by `leave` for the previous node
+    when the node changes; a final `leave` closes the stream (seed-contract 4.5).
+    """
+
+    def __init__(self) -> None:
+        self._step: int | None = None
+        self._node: str | None = None
+        self._name: str = ""
+
+    def feed(self, event: AgentEvent) -> list[StreamEvent]:
+        out: list[StreamEvent] = []
+        if isinstance(event, NodeStarted):
+            if self._step is None or event.step > self._step:
+                if self._node is not None and self._node != event.node:
+                    out.append(trace(self._step or 0, self._name, self._node, "leave"))
+                out.append(trace(event.step, event.name, event.node, "enter"))
+                self._step, self._node, self._name = event.step, event.node, event.name
+        elif isinstance(event, TokenDelta):
+            if event.text:
+                out.append(StreamEvent("token", event.text))
+        elif isinstance(event, ToolCallRequested):
+            data = {"name": event.call.name, "arguments": event.call.args, "tool_call_id": event.call.id}
+            out.append(trace(event.step, event.call.name, "tools", "call", data))
+        elif isinstance(event, ToolCallFinished):
+            r = event.result
+            data = {"name": r.name, "tool_call_id": r.tool_call_id, "result": r.content}
+            out.append(trace(event.step, r.name, "tools", "result", data))
+        return out
+
+    def close(self) -> list[StreamEvent]:
+        if self._node is None:
+            return []
+        return [trace(self._step or 0, self._name, self._node, "leave")]

@@ -1,0 +1,58 @@
+"""The two exports (seed-contract 6): a Markdown transcript and the checkpoint JSONL.
+Generated on request, never read back."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+
+from domain.model import (
+    AssistantMessage,
+    CheckpointSummary,
+    Conversation,
+    Message,
+    ToolResult,
+    UserMessage,
+    iso,
+)
+
+
+def _quote_json(args: object) -> list[str]:
+    return ["> " + line for line in json.dumps(args, indent=2, ensure_ascii=False).split("\n")]
+
+
+def markdown_transcript(conversation: Conversation, messages: Sequence[Message]) -> str:
+    lines = [
+        f"# {conversation.title}",
+        "",
+        f"- Conversation / thread_id: `{conversation.id}`",
+        f"- Created: {iso(conversation.created_at)}",
+        f"- Updated: {iso(conversation.updated_at)}",
+        "",
+    ]
+    for m in messages:
+        if isinstance(m, UserMessage):
+            lines += ["## User", "", m.content, ""]
+        elif isinstance(m, AssistantMessage):
+            lines += ["## Assistant", ""]
+            if m.content:
+                lines += [m.content, ""]
+            for call in m.tool_calls:
+                lines += [f"> **Tool call** `{call.name}` ({call.id or '?'})", ">", "> ```json"]
+                lines += _quote_json(call.args)
+                lines += ["> ```", ""]
+        elif isinstance(m, ToolResult):
+            lines += [
+                f"### Tool result: `{m.name or '?'}` ({m.status or 'success'})",
+                "",
+                "```",
+                m.content,
+                "```",
+                "",
+            ]
+    return "\n".join(lines)
+
+
+def checkpoint_jsonl(checkpoints: Iterable[CheckpointSummary]) -> str:
+    """One JSON object per checkpoint, oldest first, newline-terminated ("\\n" when none)."""
+    return "\n".join(json.dumps(c.to_dto(), ensure_ascii=False) for c in checkpoints) + "\n"

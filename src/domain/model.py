@@ -1,0 +1,241 @@
+"""Entities and value objects of the run lifecycle.
+
+A conversation's id is also its LangGraph thread id (1:1, no lookup table). A run is one
+execution attempt on that thread; a resume is a new run on the same thread.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from domain.errors import InvalidInput
+
+NEW_CONVERSATION_TITLE = "New Conversation"
+TITLE_MAX = 50
+TITLE_LIMIT = 200
+
+_UUID_RE = re.compile(
+    r"^[0-9a-f]{8}-[0-9a-f]{4}-[1-5][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$", re.IGNORECASE
+)
+
+
+def parse_conversation_id(value: object) -> str:
+    """Return the lower-cased id, or raise InvalidInput("Invalid Conversation ID")."""
+    if not isinstance(value, str) or not _UUID_RE.match(value):
+        raise InvalidInput("Invalid Conversation ID")
+    return value.lower()
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def iso(ts: datetime) -> str:
+    """ISO-8601 with milliseconds and Z, as JavaScript's Date.toISOString()."""
+    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ts.microsecond // 1000:03d}Z"
+
+
+def title_from_message(message: str) -> str:
+    """First line of the trimmed message, cut to 50 characters plus '...'."""
+    first = message.strip().split("\n", 1)[0].strip()
+    if not first:
+        return NEW_CONVERSATION_TITLE
+    return first[:TITLE_MAX] + "..." if len(first) > TITLE_MAX else first
+
+
+def clean_title(title: object) -> str:
+    """Validate a title given by a user (rename): a non-empty string, trimmed, bounded."""
+    if not isinstance(title, str) or not title.strip():
+        raise InvalidInput("Title must be a non-empty string")
+    text = " ".join(title.split())
+    if len(text) > TITLE_LIMIT:
+        raise InvalidInput(f"Title is longer than {TITLE_LIMIT} characters")
+    return text
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+    CANCELLED = "cancelled"
+
+    @property
+    def finished(self) -> bool:
+        return self is not RunStatus.RUNNING
+
+
+@dataclass(frozen=True)
+class RunOwner:
+    """The process that executes a run; recovery reclaims a run only when it is dead."""
+
+    host: str
+    pid: int
+    started: float  # the process's start time, so a recycled pid is not taken for its owner
+
+
+@dataclass(frozen=True)
+class Run:
+    id: str
+    conversation_id: str
+    status: RunStatus
+    started_at: datetime
+    finished_at: datetime | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+    owner: RunOwner | None = None
+    heartbeat_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class RunError:
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """What the sidebar shows: the conversation's metadata plus its latest run's outcome."""
+
+    id: str
+    title: str
+    created_at: datetime
+    updated_at: datetime
+    message_count: int = 0
+    status: RunStatus | None = None
+    error: RunError | None = None
+
+    @property
+    def thread_id(self) -> str:
+        return self.id
+
+
+# --- messages of a thread ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class UserMessage:
+    content: str
+    id: str | None = None
+    role: Literal["user"] = "user"
+
+
+@dataclass(frozen=True)
+class AssistantMessage:
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    id: str | None = None
+    reasoning: str | None = None
+    role: Literal["assistant"] = "assistant"
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    content: str
+    tool_call_id: str
+    name: str
+    status: Literal["success", "error"] = "success"
+    id: str | None = None
+    role: Literal["tool"] = "tool"
+
+
+Message = UserMessage | AssistantMessage | ToolResult
+
+
+def message_to_dto(message: Message) -> dict[str, Any]:
+    """The contract's MessageDto."""
+    dto: dict[str, Any] = {"id": message.id, "role": message.role, "content": message.content}
+    if isinstance(message, AssistantMessage) and message.tool_calls:
+        dto["toolCalls"] = [{"id": c.id, "name": c.name, "args": c.args} for c in message.tool_calls]
+    if isinstance(message, ToolResult):
+        dto.update(name=message.name, toolCallId=message.tool_call_id, status=message.status)
+    return dto
+
+
+def summary_to_dto(conversation: Conversation) -> dict[str, Any]:
+    """The contract's ConversationSummary."""
+    dto: dict[str, Any] = {
+        "id": conversation.id,
+        "title": conversation.title,
+        "createdAt": iso(conversation.created_at),
+        "updatedAt": iso(conversation.updated_at),
+        "messageCount": conversation.message_count,
+        "status": conversation.status.value if conversation.status else None,
+    }
+    if conversation.error:
+        dto["error"] = {"code": conversation.error.code, "message": conversation.error.message}
+    return dto
+
+
+# --- thread state as the checkpointer sees it --------------------------------------------
+
+
+@dataclass(frozen=True)
+class PendingCall:
+    """A tool call of the latest assistant turn whose result is not saved yet."""
+
+    call: ToolCall
+    destructive: bool = False
+
+
+@dataclass(frozen=True)
+class ThreadState:
+    """The latest checkpoint of a thread: its messages and the nodes still to run."""
+
+    messages: tuple[Message, ...] = ()
+    next: tuple[str, ...] = ()
+    checkpoint_id: str | None = None
+    run_id: str | None = None  # the run that wrote the latest checkpoint, when known
+    pending_calls: tuple[PendingCall, ...] = field(default=())
+
+    @property
+    def exists(self) -> bool:
+        return self.checkpoint_id is not None
+
+    @property
+    def has_pending_work(self) -> bool:
+        return bool(self.next)
+
+
+@dataclass(frozen=True)
+class CheckpointSummary:
+    """One line of the checkpoint JSONL export."""
+
+    checkpoint_id: str
+    created_at: str
+    step: int
+    source: str
+    next: tuple[str, ...]
+    message_count: int
+    last_message: Message | None
+    run_id: str | None = None
+
+    def to_dto(self) -> dict[str, Any]:
+        dto: dict[str, Any] = {
+            "checkpoint_id": self.checkpoint_id,
+            "created_at": self.created_at,
+            "step": self.step,
+            "source": self.source,
+            "next": list(self.next),
+            "message_count": self.message_count,
+            "last_message": message_to_dto(self.last_message) if self.last_message else None,
+        }
+        if self.run_id:
+            dto["run_id"] = self.run_id
+        return dto

@@ -1,0 +1,258 @@
+"""`sophos`: the command line, thin over the use cases."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from domain.errors import ErrorCode, SophosError
+from domain.model import RunStatus, iso, message_to_dto, summary_to_dto
+from entrypoints.logs import configure_logging
+from entrypoints.settings import SettingsError
+
+T = TypeVar("T")
+
+EXIT_CODES = {
+    ErrorCode.BAD_REQUEST: 2,
+    ErrorCode.NOT_FOUND: 3,
+    ErrorCode.SESSION_IN_PROGRESS: 4,
+    ErrorCode.RUN_NOT_RESUMABLE: 4,
+    ErrorCode.NO_ACTIVE_RUN: 4,
+    ErrorCode.MODEL_UNAVAILABLE: 5,
+    ErrorCode.MODEL_UNREACHABLE: 5,
+}
+
+
+class CliError(click.ClickException):
+    """An expected failure: one line on stderr, a meaningful exit code."""
+
+    def __init__(self, code: str, message: str, exit_code: int = 1) -> None:
+        super().__init__(f"{code}: {message}")
+        self.exit_code = exit_code
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.message}", err=True)
+
+
+def _fail(e: SophosError) -> CliError:
+    return CliError(e.code.value, e.message, EXIT_CODES.get(e.code, 1))
+
+
+class Context:
+    """Builds the container lazily, so `--help` and bad options open nothing."""
+
+    def __init__(self, overrides: dict[str, Any]) -> None:
+        self.overrides = overrides
+        self._container: Any = None
+
+    @property
+    def container(self) -> Any:
+        if self._container is None:
+            from entrypoints.container import create_container
+
+            try:
+                self._container = create_container(**self.overrides)
+            except SettingsError as e:
+                raise CliError("BAD_CONFIG", str(e), 2) from None
+        return self._container
+
+    def call(self, fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except SophosError as e:
+            raise _fail(e) from None
+
+    def run(self, coro: Callable[[], Awaitable[T]]) -> T:
+        """Run a coroutine, then close tools and database."""
+        from entrypoints.container import close_container
+
+        async def main() -> T:
+            try:
+                return await coro()
+            finally:
+                await close_container(self.container)
+
+        try:
+            return asyncio.run(main())
+        except SophosError as e:
+            raise _fail(e) from None
+
+
+pass_ctx = click.make_pass_decorator(Context)
+
+
+@click.group()
+@click.option("--db", "database", help="SQLite file (DATABASE_PATH).")
+@click.option("--model", "model_backend", type=click.Choice(["ollama", "openai", "demo"]), help="Model backend (MODEL_BACKEND).")
+@click.option("--tools", "tools_backend", type=click.Choice(["mcp", "demo", "none"]), help="Tools backend (TOOLS_BACKEND).")
+@click.option("-v", "--verbose", is_flag=True, help="Log progress to stderr.")
+@click.pass_context
+def main(ctx: click.Context, database: str | None, model_backend: str | None, tools_backend: str | None, verbose: bool) -> None:
+    """Sophos: a local-first chat agent whose runs survive crashes."""
+    overrides: dict[str, Any] = {}
+    if database:
+        overrides["DATABASE_PATH"] = database
+    if model_backend:
+        overrides["MODEL_BACKEND"] = model_backend
+    if tools_backend:
+        overrides["TOOLS_BACKEND"] = tools_backend
+    configure_logging("INFO" if verbose else "WARNING")
+    ctx.obj = Context(overrides)
+
+
+# --- runs -------------------------------------------------------------------------------
+
+
+def _print_event(event: str, data: Any, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps({"event": event, "data": data}, ensure_ascii=False))
+        return
+    if event == "token":
+        click.echo(data, nl=False)
+    elif event == "trace" and data["event"] == "call":
+        args = json.dumps(data["data"]["arguments"], ensure_ascii=False)
+        click.secho(f"\n→ {data['name']} {args}", fg="cyan", err=True)
+    elif event == "trace" and data["event"] == "result":
+        text = data["data"]["result"].replace("\n", " ")
+        click.secho(f"← {data['name']}: {text[:200]}", fg="cyan", err=True)
+
+
+async def _drive(ctx: Context, start: Callable[[Any], Awaitable[Any]], as_json: bool) -> int:
+    container = ctx.container
+    service = container.run_service()
+    service.recover()
+    started = await start(service)
+    active = service.active(started.conversation_id)
+    loop = asyncio.get_running_loop()
+
+    def interrupt() -> None:  # Ctrl-C: stop at once, record `interrupted` (resumable)
+        asyncio.ensure_future(service.stop_all(RunStatus.INTERRUPTED))
+
+    loop.add_signal_handler(signal.SIGINT, interrupt)
+    loop.add_signal_handler(signal.SIGTERM, interrupt)
+    beat = asyncio.create_task(service.maintain())
+    status, error = "completed", None
+    try:
+        if active is not None:
+            async for _, ev in active.subscribe(0):
+                _print_event(ev.event, ev.data, as_json)
+                if ev.event == "end":
+                    status = ev.data["status"]
+                elif ev.event == "chat-error":
+                    status, error = "failed", ev.data
+    finally:
+        beat.cancel()
+        loop.remove_signal_handler(signal.SIGINT)
+        loop.remove_signal_handler(signal.SIGTERM)
+    cid = started.conversation_id
+    if not as_json:
+        click.echo("")
+        if error:
+            click.echo(f"error: {error['code']}: {error['message']}", err=True)
+        if status == "interrupted":
+            click.echo(f"interrupted; its progress is saved. Resume with: sophos resume {cid}", err=True)
+        click.echo(f"conversation: {cid}  run: {started.run_id}  status: {status}", err=True)
+    return {"completed": 0, "interrupted": 130, "cancelled": 130}.get(status, 1)
+
+
+@main.command()
+@click.argument("message")
+@click.option("-c", "--conversation", help="Continue this conversation.")
+@click.option("--json", "as_json", is_flag=True, help="Print events as JSON lines.")
+@pass_ctx
+def chat(ctx: Context, message: str, conversation: str | None, as_json: bool) -> None:
+    """Send MESSAGE and stream the answer (tokens, tool calls) as it comes."""
+    code = ctx.run(lambda: _drive(ctx, lambda s: s.start(message, conversation), as_json))
+    sys.exit(code)
+
+
+@main.command()
+@click.argument("conversation")
+@click.option("--decision", type=click.Choice(["retry", "skip"]), help="For a tool call whose outcome is unknown.")
+@click.option("--json", "as_json", is_flag=True, help="Print events as JSON lines.")
+@pass_ctx
+def resume(ctx: Context, conversation: str, decision: str | None, as_json: bool) -> None:
+    """Continue CONVERSATION from its last checkpoint."""
+    code = ctx.run(lambda: _drive(ctx, lambda s: s.start(None, conversation, True, decision), as_json))
+    sys.exit(code)
+
+
+# --- reading ----------------------------------------------------------------------------
+
+
+def _recover(ctx: Context) -> None:
+    ctx.container.run_service().recover()
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def conversations(ctx: Context, as_json: bool) -> None:
+    """List conversations, most recently updated first."""
+    _recover(ctx)
+    items = ctx.call(lambda: ctx.container.conversations().list())
+    if as_json:
+        click.echo(json.dumps({"conversations": [summary_to_dto(c) for c in items]}, ensure_ascii=False))
+        return
+    if not items:
+        click.echo("No conversations yet.")
+    for c in items:
+        status = c.status.value if c.status else "-"
+        click.echo(f"{c.id}  {iso(c.updated_at)}  {c.message_count:>4} msgs  {status:<11}  {c.title}")
+
+
+@main.command()
+@click.argument("conversation")
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def show(ctx: Context, conversation: str, as_json: bool) -> None:
+    """Show a conversation's messages and whether it can be resumed."""
+    _recover(ctx)
+    d = ctx.call(lambda: ctx.container.conversations().get(conversation))
+    if as_json:
+        body = {
+            "conversation": summary_to_dto(d.conversation),
+            "messages": [message_to_dto(m) for m in d.messages],
+            "resumable": d.resumable,
+        }
+        click.echo(json.dumps(body, ensure_ascii=False))
+        return
+    c = d.conversation
+    click.echo(f"# {c.title}\n{c.id} · {c.message_count} messages · {c.status.value if c.status else 'no runs'}")
+    if c.error:
+        click.echo(f"error: {c.error.code}: {c.error.message}")
+    for m in d.messages:
+        dto = message_to_dto(m)
+        if dto["role"] == "tool":
+            click.echo(f"\n[tool {dto['name']} · {dto['status']}]\n{dto['content']}")
+        else:
+            click.echo(f"\n[{dto['role']}]\n{dto['content']}")
+            for call in dto.get("toolCalls", []):
+                click.echo(f"→ {call['name']} {json.dumps(call['args'], ensure_ascii=False)}")
+    if d.resumable:
+        click.echo(f"\nThe last run stopped before it finished. Resume with: sophos resume {c.id}")
+
+
+@main.command()
+@click.argument("conversation")
+@click.option("--format", "fmt", type=click.Choice(["md", "jsonl"]), default="md", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write to a file.")
+@pass_ctx
+def export(ctx: Context, conversation: str, fmt: str, output: str | None) -> None:
+    """Export a transcript (Markdown) or the checkpoint history (JSONL)."""
+    service = ctx.container.conversations()
+    _, text = ctx.call(
+        lambda: service.export_jsonl(conversation) if fmt == "jsonl" else service.export_markdown(conversation)
+    )
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+        click.echo(f"wrote {output}", err=True)
+    else:
+        click.echo(text, nl=False)

@@ -1,0 +1,43 @@
+"""ModelPort: a chat model that streams text and asks for tool calls."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from domain.model import AssistantMessage, Message
+from ports.tools import ToolSpec
+
+
+@dataclass(frozen=True)
+class TextChunk:
+    text: str
+
+
+ModelOutput = TextChunk | AssistantMessage
+
+
+class ModelPort(Protocol):
+    """One model backend (Ollama, an OpenAI-compatible server, a scripted double)."""
+
+    @property
+    @abstractmethod
+    def name(self) -> str:
+        """The model's name as shown in traces (e.g. `qwen3`)."""
+
+    @abstractmethod
+    def stream(
+        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
+    ) -> AsyncIterator[ModelOutput]:
+        """Answer the conversation: yield TextChunks as they arrive, then exactly one
+        AssistantMessage (the whole reply, with its tool calls, each with a unique id).
+
+        Raises ModelUnavailable when the server lacks the model and ModelUnreachable when
+        it does not answer or times out. Cancelling the iteration stops the request.
+        """
+
+    @abstractmethod
+    async def check(self) -> tuple[bool, str]:
+        """Readiness: (True, "ok") if the server answers and has the model, else (False, why)."""

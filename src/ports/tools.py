@@ -1,0 +1,62 @@
+"""ToolPort: the tools offered to the model (MCP servers, a static toolbox)."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool as the model sees it, plus the MCP annotations recovery relies on."""
+
+    name: str  # `<server>__<tool>`
+    description: str
+    parameters: Mapping[str, Any]  # JSON schema of the arguments
+    read_only: bool = False
+    destructive: bool = True  # MCP's default when a server says nothing
+    idempotent: bool = False
+
+    @property
+    def unsafe_to_repeat(self) -> bool:
+        return self.destructive and not self.idempotent and not self.read_only
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    content: str
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class ToolServerStatus:
+    name: str
+    ok: bool
+    tools: int = 0
+    error: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+class ToolPort(Protocol):
+    """Lists and calls tools. Discovery is lazy and shared; a server that cannot start is
+    left out (its status says why) rather than failing the caller."""
+
+    @abstractmethod
+    async def list_tools(self) -> Sequence[ToolSpec]:
+        """Every tool currently offered, in a stable order."""
+
+    @abstractmethod
+    async def call(self, name: str, args: Mapping[str, Any], idempotency_key: str) -> ToolOutcome:
+        """Run one tool call. A tool's own failure (unknown tool, bad arguments, an error
+        result) is an outcome with is_error=True, never an exception. `idempotency_key`
+        is the same every time the same call is run again (crash, resume)."""
+
+    @abstractmethod
+    async def status(self) -> Sequence[ToolServerStatus]:
+        """One entry per configured server, after trying discovery."""
+
+    @abstractmethod
+    async def aclose(self) -> None:
+        """Close every session and stop every server process. Idempotent."""
