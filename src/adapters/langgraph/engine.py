@@ -31,10 +31,15 @@ SKIPPED = (
 )
 
 
+RUN_KEY = "sophos_run_id"
+
+
 def _config(thread_id: str, run_id: str | None = None, limit: int | None = None) -> RunnableConfig:
     configurable: dict[str, Any] = {"thread_id": thread_id}
     if run_id:
-        configurable["run_id"] = run_id  # copied into every checkpoint's metadata
+        # copied into every checkpoint's metadata. Not "run_id": LangGraph reads a matching
+        # run_id on the latest checkpoint as re-entry into that run and would drop new input
+        configurable[RUN_KEY] = run_id
     config: RunnableConfig = {"configurable": configurable}
     if limit is not None:
         config["recursion_limit"] = limit
@@ -87,7 +92,7 @@ class LangGraphThreads(CheckpointPort):
         if "tools" in snap.next:
             calls = _unanswered(messages, _finished_call_ids(snap))
             pending = tuple(PendingCall(c) for c in calls)
-        run_id = (snap.metadata or {}).get("run_id")
+        run_id = (snap.metadata or {}).get(RUN_KEY)
         return ThreadState(
             messages=to_domain_all(messages),
             next=tuple(snap.next),
@@ -110,7 +115,7 @@ class LangGraphThreads(CheckpointPort):
                     next=tuple(snap.next),
                     message_count=len(messages),
                     last_message=to_domain(messages[-1]) if messages else None,
-                    run_id=str(meta["run_id"]) if meta.get("run_id") else None,
+                    run_id=str(meta[RUN_KEY]) if meta.get(RUN_KEY) else None,
                 )
             )
         out.reverse()

@@ -1,0 +1,155 @@
+"""A fake Ollama HTTP server speaking the real wire protocol (NDJSON streaming /api/chat,
+/api/tags), serving scripted replies and recording every request.
+
+Reply forms (dicts): {"text": "..."}; {"tool_calls": [(name, args), ...], "text": ""};
+{"status": 404} (unknown model); {"stall": seconds} (no byte before that); {"error": "..."}
+(an error line mid-stream). "token_delay" slows the stream down per token.
+When the script runs out, `default` answers (a short text).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class FakeOllama:
+    def __init__(self, replies: list[dict[str, Any]] | None = None, models: tuple[str, ...] = ("qwen3:latest",)) -> None:
+        self.replies = list(replies or [])
+        self.models = models
+        self.requests: list[dict[str, Any]] = []
+        self.default: dict[str, Any] = {"text": "Done."}
+        self.lock = threading.Lock()
+        self.server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def next_reply(self) -> dict[str, Any]:
+        with self.lock:
+            return self.replies.pop(0) if self.replies else dict(self.default)
+
+    def add(self, *replies: dict[str, Any]) -> None:
+        with self.lock:
+            self.replies.extend(replies)
+
+    def start(self) -> FakeOllama:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _json(self, status: int, body: Any) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                if self.path == "/api/tags":
+                    self._json(200, {"models": [{"name": m, "model": m} for m in fake.models]})
+                elif self.path == "/api/version":
+                    self._json(200, {"version": "0.0.0-fake"})
+                else:
+                    self._json(404, {"error": "not found"})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with fake.lock:
+                    fake.requests.append(body)
+                if self.path != "/api/chat":
+                    self._json(404, {"error": "not found"})
+                    return
+                reply = fake.next_reply()
+                model = body.get("model", "qwen3")
+                if reply.get("status") == 404 or model not in {m.split(":")[0] for m in fake.models} | set(fake.models):
+                    self._json(404, {"error": f'model "{model}" not found, try pulling it first'})
+                    return
+                if "stall" in reply:
+                    time.sleep(float(reply["stall"]))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-ndjson")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                try:
+                    for line in fake.lines(model, reply):
+                        self._chunk(json.dumps(line).encode() + b"\n")
+                        if reply.get("token_delay"):
+                            time.sleep(float(reply["token_delay"]))
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def _chunk(self, data: bytes) -> None:
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def lines(self, model: str, reply: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        now = "2026-12-02T00:00:00Z"
+        words = str(reply.get("text", "")).split(" ") if reply.get("text") else []
+        for i, word in enumerate(words):
+            token = word if i == len(words) - 1 else word + " "
+            yield {"model": model, "created_at": now, "message": {"role": "assistant", "content": token}, "done": False}
+        if reply.get("error"):
+            yield {"error": reply["error"]}
+            return
+        calls = reply.get("tool_calls") or []
+        if calls:
+            yield {
+                "model": model,
+                "created_at": now,
+                "message": {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [
+                        {"function": {"index": i, "name": name, "arguments": args}}
+                        for i, (name, args) in enumerate(calls)
+                    ],
+                },
+                "done": False,
+            }
+        yield {
+            "model": model,
+            "created_at": now,
+            "message": {"role": "assistant", "content": ""},
+            "done": True,
+            "done_reason": "stop",
+            "total_duration": 1000,
+            "prompt_eval_count": 10,
+            "eval_count": max(len(words), 1),
+            "eval_duration": 1000,
+        }
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+
+
+@contextmanager
+def fake_ollama(replies: list[dict[str, Any]] | None = None, **kwargs: Any) -> Iterator[FakeOllama]:
+    fake = FakeOllama(replies, **kwargs).start()
+    try:
+        yield fake
+    finally:
+        fake.stop()

@@ -1,0 +1,280 @@
+"""The run lifecycle over in-memory adapters: statuses, titles, counts, events, resume."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from domain.errors import (
+    ConversationNotFound,
+    InvalidInput,
+    ModelUnavailable,
+    NoActiveRun,
+    RunNotResumable,
+    SessionInProgress,
+    ShuttingDown,
+)
+from domain.model import AssistantMessage, RunStatus, ToolResult, UserMessage, new_id
+from tests.support.harness import make_harness, recording_tool
+
+
+def names(events: list[Any]) -> list[str]:
+    return [e.event if e.event != "trace" else f"trace:{e.data['event']}:{e.data['node']}" for e in events]
+
+
+async def test_a_message_completes_a_run_with_tokens_and_an_end_event() -> None:
+    h = make_harness(["Hello there friend"])
+    started, events = await h.send("  Hi!\nsecond line  ")
+    assert names(events) == [
+        "trace:enter:agent", "token", "token", "token", "trace:leave:agent", "end",
+    ]
+    assert "".join(e.data for e in events if e.event == "token") == "Hello there friend "
+    assert events[-1].data == {"conversation": started.conversation_id, "status": "completed"}
+    conv = h.conversations.summary(started.conversation_id)
+    assert (conv.title, conv.status, conv.message_count) == ("Hi!", RunStatus.COMPLETED, 2)
+
+
+async def test_the_enter_trace_names_the_model() -> None:
+    h = make_harness(["ok"])
+    _, events = await h.send("hi")
+    assert events[0].data == {"step": 1, "name": "scripted", "node": "agent", "event": "enter"}
+
+
+async def test_tool_calls_run_once_each_with_a_stable_idempotency_key() -> None:
+    log: list[Any] = []
+    h = make_harness(
+        [[("t__a", {"x": 1}), ("t__b", {})], "All done"],
+        tools=[recording_tool(log, "t__a"), recording_tool(log, "t__b")],
+    )
+    started, events = await h.send("use tools")
+    cid = started.conversation_id
+    kinds = names(events)
+    assert kinds.count("trace:call:tools") == 2 and kinds.count("trace:result:tools") == 2
+    assert kinds[-1] == "end"
+    detail = h.conversations.get(cid)
+    roles = [m.role for m in detail.messages]
+    assert roles == ["user", "assistant", "tool", "tool", "assistant"]
+    call_ids = {c.id for c in detail.messages[1].tool_calls}  # type: ignore[union-attr]
+    assert sorted(name for name, _, _ in log) == ["t__a", "t__b"]
+    assert {key for _, _, key in log} == {f"{cid}:{i}" for i in call_ids}
+    assert detail.conversation.message_count == 5 and not detail.resumable
+
+
+async def test_a_second_turn_sends_the_whole_thread_to_the_model() -> None:
+    h = make_harness(["first answer", "second answer"])
+    started, _ = await h.send("one")
+    await h.send("two", started.conversation_id)
+    seen = h.model.seen[-1]
+    assert [m.role for m in seen.messages] == ["user", "assistant", "user"]
+    assert seen.system == "You are a test."
+    # the system prompt is never stored in the thread
+    detail = h.conversations.get(started.conversation_id)
+    assert all(m.content != "You are a test." for m in detail.messages)
+
+
+async def test_a_model_error_fails_the_run_and_leaves_it_resumable() -> None:
+    log: list[Any] = []
+    h = make_harness(
+        [[("t__a", {})], ModelUnavailable(), "recovered"], tools=[recording_tool(log, "t__a")]
+    )
+    started, events = await h.send("go")
+    cid = started.conversation_id
+    assert events[-1].event == "chat-error"
+    assert events[-1].data == {"code": "MODEL_UNAVAILABLE", "message": ModelUnavailable().message, "conversation": cid}
+    detail = h.conversations.get(cid)
+    assert detail.conversation.status is RunStatus.FAILED
+    assert detail.conversation.error is not None and detail.conversation.error.code == "MODEL_UNAVAILABLE"
+    assert detail.resumable
+    events = await h.resume(cid)
+    assert events[-1].data["status"] == "completed"
+    assert len(log) == 1  # the tool that ran before the failure did not run again
+    assert h.conversations.get(cid).messages[-1].content == "recovered"
+
+
+async def test_the_recursion_limit_fails_the_run_with_its_code() -> None:
+    log: list[Any] = []
+    h = make_harness([[("t__a", {})]] * 10, tools=[recording_tool(log, "t__a")], recursion_limit=5)
+    started, events = await h.send("loop forever")
+    assert events[-1].event == "chat-error" and events[-1].data["code"] == "RECURSION_LIMIT"
+    assert h.conversations.summary(started.conversation_id).status is RunStatus.FAILED
+
+
+async def test_a_failing_tool_is_a_tool_message_with_error_status_not_a_failed_run() -> None:
+    async def boom(args: Any, key: str) -> str:
+        raise RuntimeError("Entity with name X not found")
+
+    from tests.support.harness import spec
+
+    h = make_harness([[("t__boom", {})], "sorry"], tools=[(spec("t__boom"), boom)])
+    started, events = await h.send("try")
+    assert events[-1].data["status"] == "completed"
+    tool = h.conversations.get(started.conversation_id).messages[2]
+    assert isinstance(tool, ToolResult) and tool.status == "error" and "not found" in tool.content
+
+
+@pytest.mark.parametrize(
+    ("message", "conversation", "resume", "error", "text"),
+    [
+        ("   ", None, False, InvalidInput, "Message is required"),
+        (None, None, True, InvalidInput, "A conversation is required to resume"),
+        ("hi", "../../etc/passwd", False, InvalidInput, "Invalid Conversation ID"),
+        ("hi", "", False, InvalidInput, "Invalid Conversation ID"),
+        ("hi", 42, False, InvalidInput, "Invalid Conversation ID"),
+        ("hi", "11111111-1111-4111-8111-111111111111", False, ConversationNotFound, "Conversation Not Found"),
+    ],
+)
+async def test_bad_starts_are_refused_with_the_contract_messages(
+    message: Any, conversation: Any, resume: bool, error: type[Exception], text: str
+) -> None:
+    h = make_harness()
+    with pytest.raises(error, match=text):
+        await h.runs.start(message, conversation, resume)
+    assert h.repo.list_conversations() == [] or conversation is None
+
+
+async def test_resume_of_a_finished_thread_is_refused() -> None:
+    h = make_harness(["ok"])
+    started, _ = await h.send("hi")
+    with pytest.raises(RunNotResumable):
+        await h.runs.start(None, started.conversation_id, resume=True)
+
+
+async def test_resume_wins_over_a_message() -> None:
+    h = make_harness([ModelUnavailable(), "fine"])
+    started, _ = await h.send("hi")
+    again = await h.runs.start("ignored", started.conversation_id, resume=True)
+    await h.follow(again.conversation_id)
+    users = [m for m in h.conversations.get(started.conversation_id).messages if isinstance(m, UserMessage)]
+    assert [u.content for u in users] == ["hi"]
+
+
+async def test_upper_case_ids_are_accepted_and_stored_lower_case() -> None:
+    h = make_harness(["a", "b"])
+    started, _ = await h.send("hi")
+    again, _ = await h.send("more", started.conversation_id.upper())
+    assert again.conversation_id == started.conversation_id
+
+
+async def test_one_active_run_per_conversation() -> None:
+    h = make_harness(["slow " * 20], delay=0.01)
+    started = await h.runs.start("hi")
+    with pytest.raises(SessionInProgress):
+        await h.runs.start("again", started.conversation_id)
+    assert not h.conversations.get(started.conversation_id).resumable
+    await h.follow(started.conversation_id)
+    assert h.conversations.summary(started.conversation_id).status is RunStatus.COMPLETED
+
+
+async def test_a_late_subscriber_replays_what_it_missed_after_its_last_id() -> None:
+    h = make_harness(["one two three four"], delay=0.01)
+    started = await h.runs.start("hi")
+    active = h.runs.active(started.conversation_id)
+    assert active is not None
+    await asyncio.sleep(0.03)
+    seen = [i async for i, _ in active.subscribe(2)]
+    assert seen[0] == 3 and seen == list(range(3, 3 + len(seen)))
+    assert active.events[-1][1].event == "end" and seen[-1] == active.events[-1][0]
+
+
+async def test_a_broken_subscriber_never_stops_the_run() -> None:
+    h = make_harness(["a b c"], delay=0.01)
+    started = await h.runs.start("hi")
+    active = h.runs.active(started.conversation_id)
+    assert active is not None
+
+    class Broken(asyncio.Queue):  # type: ignore[type-arg]
+        def put_nowait(self, item: Any) -> None:
+            raise RuntimeError("subscriber gone")
+
+    active.subscribers.add(Broken())
+    events = await h.follow(started.conversation_id)
+    assert events[-1].data["status"] == "completed"
+
+
+async def test_cancel_stops_the_model_stream_and_records_cancelled() -> None:
+    h = make_harness(["word " * 200, "after cancel"], delay=0.01)
+    started = await h.runs.start("long answer please")
+    cid = started.conversation_id
+    active = h.runs.active(cid)
+    assert active is not None
+    await asyncio.sleep(0.05)
+    run_id = await h.runs.cancel(cid)
+    assert run_id == started.run_id
+    assert active.events[-1][1].data == {"conversation": cid, "status": "cancelled"}
+    detail = h.conversations.get(cid)
+    assert detail.conversation.status is RunStatus.CANCELLED and detail.resumable
+    with pytest.raises(NoActiveRun):
+        await h.runs.cancel(cid)
+    _, events = await h.send("next message", cid)
+    assert events[-1].data["status"] == "completed"
+
+
+async def test_cancel_in_a_slow_tool_closes_the_dangling_call_for_the_next_turn() -> None:
+    gate = asyncio.Event()
+
+    async def slow(args: Any, key: str) -> str:
+        await gate.wait()
+        return "never"
+
+    async def quick(args: Any, key: str) -> str:
+        return "quick ok"
+
+    from tests.support.harness import spec
+
+    h = make_harness(
+        [[("t__quick", {}), ("t__slow", {})], "fresh answer"],
+        tools=[(spec("t__quick"), quick), (spec("t__slow"), slow)],
+    )
+    started = await h.runs.start("call both")
+    cid = started.conversation_id
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if h.conversations.get(cid).pending_calls and len(h.tools.calls) == 2:
+            break
+    await h.runs.cancel(cid)
+    assert h.conversations.summary(cid).status is RunStatus.CANCELLED
+    _, events = await h.send("forget it", cid)
+    assert events[-1].data["status"] == "completed"
+    msgs = h.conversations.get(cid).messages
+    tool_results = {m.name: m for m in msgs if isinstance(m, ToolResult)}
+    assert tool_results["t__quick"].content == "quick ok"  # the finished call's result is kept
+    assert tool_results["t__slow"].status == "error"  # the abandoned call is closed
+    seen = h.model.seen[-1].messages
+    assert [m.role for m in seen] == ["user", "assistant", "tool", "tool", "user"]
+
+
+async def test_drain_lets_short_runs_finish_and_interrupts_long_ones() -> None:
+    h = make_harness(["word " * 500], delay=0.01)
+    started = await h.runs.start("long")
+    stopped = await h.runs.drain(0.05)
+    assert stopped == 1
+    detail = h.conversations.get(started.conversation_id)
+    assert detail.conversation.status is RunStatus.INTERRUPTED and detail.resumable
+    with pytest.raises(ShuttingDown):
+        await h.runs.start("new")
+
+
+async def test_drain_waits_for_a_run_that_ends_in_time() -> None:
+    h = make_harness(["quick answer"], delay=0.01)
+    started = await h.runs.start("short")
+    assert await h.runs.drain(5) == 0
+    assert h.conversations.summary(started.conversation_id).status is RunStatus.COMPLETED
+
+
+async def test_message_count_matches_the_thread_after_each_run() -> None:
+    h = make_harness(["a", "b"])
+    started, _ = await h.send("1")
+    await h.send("2", started.conversation_id)
+    detail = h.conversations.get(started.conversation_id)
+    assert detail.conversation.message_count == len(detail.messages) == 4
+    assert isinstance(detail.messages[-1], AssistantMessage)
+
+
+async def test_a_conversation_without_runs_has_no_messages_and_is_not_resumable() -> None:
+    h = make_harness()
+    cid = new_id()
+    h.repo.create_conversation(cid, "empty", __import__("domain.model").model.utc_now())
+    detail = h.conversations.get(cid)
+    assert detail.messages == () and not detail.resumable and detail.conversation.status is None
