@@ -188,6 +188,7 @@ class McpToolbox(ToolPort):
         return [t for s in self.servers.values() if s.session is not None for t in s.tools]
 
     async def call(self, name: str, args: Mapping[str, Any], idempotency_key: str) -> ToolOutcome:
+        await self._discover()  # a resume can start at the tools step, before any listing
         server_name, _, tool = name.partition(SEP)
         server = self.servers.get(server_name)
         if server is None or not tool:

@@ -1,0 +1,74 @@
+"""The Ollama adapter (real ChatOllama) against a fake Ollama speaking the wire protocol."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import pytest
+
+from adapters.ollama.model import OllamaModel
+from domain.errors import ModelUnavailable, ModelUnreachable
+from domain.model import AssistantMessage, UserMessage
+from ports.model import TextChunk
+from ports.tools import ToolSpec
+from tests.support.fake_ollama import fake_ollama
+
+FETCH = ToolSpec("fetch__fetch", "Fetch a URL", {"type": "object", "properties": {"url": {"type": "string"}}})
+
+
+async def collect(model: OllamaModel, tools: list[ToolSpec] | None = None) -> list[Any]:
+    return [o async for o in model.stream("sys", [UserMessage("hi")], tools or [])]
+
+
+async def test_tokens_stream_then_one_reply() -> None:
+    with fake_ollama([{"text": "Hello brave new world"}]) as fake:
+        out = await collect(OllamaModel(fake.url, "qwen3"))
+    chunks = [o.text for o in out if isinstance(o, TextChunk)]
+    assert chunks == ["Hello ", "brave ", "new ", "world"]
+    assert isinstance(out[-1], AssistantMessage) and out[-1].content == "Hello brave new world"
+    request = fake.requests[0]
+    assert request["stream"] is True and request["messages"][0] == {"role": "system", "content": "sys"}
+
+
+async def test_tool_calls_arrive_with_unique_ids_and_the_tools_are_offered() -> None:
+    calls = [("fetch__fetch", {"url": "http://a"}), ("fetch__fetch", {"url": "http://b"})]
+    with fake_ollama([{"tool_calls": calls}]) as fake:
+        out = await collect(OllamaModel(fake.url, "qwen3"), [FETCH])
+    reply = out[-1]
+    assert isinstance(reply, AssistantMessage)
+    assert [(c.name, c.args) for c in reply.tool_calls] == calls
+    assert len({c.id for c in reply.tool_calls}) == 2 and all(c.id for c in reply.tool_calls)
+    assert fake.requests[0]["tools"][0]["function"]["name"] == "fetch__fetch"
+
+
+async def test_an_unknown_model_is_model_unavailable() -> None:
+    with fake_ollama() as fake:
+        with pytest.raises(ModelUnavailable):
+            await collect(OllamaModel(fake.url, "nope"))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_a_server_that_is_down_is_model_unreachable() -> None:
+    with pytest.raises(ModelUnreachable, match="unreachable"):
+        await collect(OllamaModel(f"http://127.0.0.1:{_free_port()}", "qwen3"))
+
+
+async def test_a_stalled_server_hits_the_timeout() -> None:
+    with fake_ollama([{"stall": 3, "text": "late"}]) as fake:
+        with pytest.raises(ModelUnreachable, match="timed out"):
+            await collect(OllamaModel(fake.url, "qwen3", timeout=0.5))
+
+
+async def test_readiness_matches_the_model_name_as_a_substring() -> None:
+    with fake_ollama(models=("qwen3:8b",)) as fake:
+        assert await OllamaModel(fake.url, "qwen3").check() == (True, "ok")
+        ok, why = await OllamaModel(fake.url, "llama").check()
+        assert not ok and why == 'Ollama model "llama" not available'
+    ok, why = await OllamaModel(f"http://127.0.0.1:{_free_port()}", "qwen3").check()
+    assert (ok, why) == (False, "Failed to connect to Ollama")

@@ -1,0 +1,129 @@
+"""Pure rules: ids, titles, the stream translation, the export formats, settings."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from domain.errors import InvalidInput
+from domain.events import NodeStarted, StreamTranslator, TokenDelta, ToolCallFinished, ToolCallRequested
+from domain.export import checkpoint_jsonl, markdown_transcript
+from domain.model import (
+    AssistantMessage,
+    CheckpointSummary,
+    Conversation,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+    clean_title,
+    iso,
+    parse_conversation_id,
+    title_from_message,
+)
+from entrypoints.settings import SettingsError, load_settings
+
+
+@pytest.mark.parametrize(
+    "bad", ["../../etc/passwd", "not-a-uuid", "", "11111111-1111-6111-8111-111111111111",
+            "11111111-1111-4111-7111-111111111111", None, 3, "11111111-1111-4111-8111-1111111111111"],
+)
+def test_ids_that_are_not_uuid_shaped_are_refused(bad: object) -> None:
+    with pytest.raises(InvalidInput, match="Invalid Conversation ID"):
+        parse_conversation_id(bad)
+
+
+def test_ids_are_lower_cased() -> None:
+    assert parse_conversation_id("AAAAAAAA-BBBB-4CCC-8DDD-EEEEEEEEEEEE") == "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee"
+
+
+@pytest.mark.parametrize(
+    ("message", "title"),
+    [
+        ("  hello  ", "hello"),
+        ("first line\nsecond", "first line"),
+        ("x" * 50, "x" * 50),
+        ("x" * 51, "x" * 50 + "..."),
+        ("   \n  ", "New Conversation"),
+    ],
+)
+def test_titles_come_from_the_first_line(message: str, title: str) -> None:
+    assert title_from_message(message) == title
+
+
+def test_a_rename_is_trimmed_and_bounded() -> None:
+    assert clean_title("  new   name ") == "new name"
+    for bad in ("", "   ", None, 5, "x" * 201):
+        with pytest.raises(InvalidInput):
+            clean_title(bad)
+
+
+def test_iso_has_milliseconds_and_z() -> None:
+    assert iso(datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)) == "2026-01-02T03:04:05.678Z"
+
+
+def test_the_translator_emits_enter_leave_call_result_as_the_contract() -> None:
+    t = StreamTranslator()
+    call = ToolCall("c1", "fetch__fetch", {"url": "u"})
+    out = []
+    for ev in [
+        NodeStarted(1, "agent", "qwen3"), TokenDelta(1, "Hi"), TokenDelta(1, ""), ToolCallRequested(1, call),
+        NodeStarted(2, "tools", "fetch__fetch"), NodeStarted(2, "tools", "fetch__fetch"),
+        ToolCallFinished(2, ToolResult("body", "c1", "fetch__fetch")), NodeStarted(3, "agent", "qwen3"),
+    ]:
+        out += t.feed(ev)
+    out += t.close()
+    summary = [(e.event, e.data["event"], e.data["node"], e.data["step"]) if e.event == "trace" else (e.event, e.data) for e in out]
+    assert summary == [
+        ("trace", "enter", "agent", 1), ("token", "Hi"), ("trace", "call", "tools", 1),
+        ("trace", "leave", "agent", 1), ("trace", "enter", "tools", 2), ("trace", "result", "tools", 2),
+        ("trace", "leave", "tools", 2), ("trace", "enter", "agent", 3), ("trace", "leave", "agent", 3),
+    ]
+    assert out[2].data["data"] == {"name": "fetch__fetch", "arguments": {"url": "u"}, "tool_call_id": "c1"}
+    assert out[5].data["data"] == {"name": "fetch__fetch", "tool_call_id": "c1", "result": "body"}
+
+
+def test_the_markdown_transcript_has_the_reference_layout() -> None:
+    t = datetime(2026, 1, 1, tzinfo=UTC)
+    conv = Conversation("aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee", "Title", t, t)
+    md = markdown_transcript(conv, [
+        UserMessage("hi"),
+        AssistantMessage("", (ToolCall("c1", "fetch__fetch", {"url": "x"}),)),
+        ToolResult("page", "c1", "fetch__fetch", "error"),
+        AssistantMessage("done"),
+    ])
+    assert md.split("\n") == [
+        "# Title", "", "- Conversation / thread_id: `aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee`",
+        "- Created: 2026-01-01T00:00:00.000Z", "- Updated: 2026-01-01T00:00:00.000Z", "",
+        "## User", "", "hi", "",
+        "## Assistant", "", "> **Tool call** `fetch__fetch` (c1)", ">", "> ```json", "> {", '>   "url": "x"', "> }", "> ```", "",
+        "### Tool result: `fetch__fetch` (error)", "", "```", "page", "```", "",
+        "## Assistant", "", "done", "",
+    ]
+
+
+def test_the_jsonl_export_is_one_line_per_checkpoint_and_newline_when_empty() -> None:
+    assert checkpoint_jsonl([]) == "\n"
+    line = CheckpointSummary("c", "2026", -1, "input", ("__start__",), 0, None, "r1")
+    text = checkpoint_jsonl([line, line])
+    assert text.endswith("\n") and len(text.strip().split("\n")) == 2
+    assert json.loads(text.split("\n")[0]) == {
+        "checkpoint_id": "c", "created_at": "2026", "step": -1, "source": "input",
+        "next": ["__start__"], "message_count": 0, "last_message": None, "run_id": "r1",
+    }
+
+
+def test_empty_environment_variables_count_as_unset(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    s = load_settings({"CONFIG_DIR": str(tmp_path), "OLLAMA_MODEL": "", "PORT": "9001", "OLLAMA_THINK": "TRUE"})
+    assert s["OLLAMA_MODEL"] == "qwen3" and s["PORT"] == 9001 and s["OLLAMA_THINK"] is True
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "abc"])
+def test_a_bad_recursion_limit_falls_back_to_25(value: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    assert load_settings({"CONFIG_DIR": str(tmp_path), "AGENT_RECURSION_LIMIT": value})["AGENT_RECURSION_LIMIT"] == 25
+
+
+def test_an_unknown_backend_is_a_clear_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(SettingsError, match="MODEL_BACKEND"):
+        load_settings({"CONFIG_DIR": str(tmp_path), "MODEL_BACKEND": "gpt"})
