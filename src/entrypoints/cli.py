@@ -256,3 +256,22 @@ def export(ctx: Context, conversation: str, fmt: str, output: str | None) -> Non
         click.echo(f"wrote {output}", err=True)
     else:
         click.echo(text, nl=False)
+
+
+@main.command()
+@click.option("--host", help="Interface to listen on (HOST, default 127.0.0.1).")
+@click.option("--port", type=int, help="Port (PORT, default 8000).")
+@pass_ctx
+def serve(ctx: Context, host: str | None, port: int | None) -> None:
+    """Start the HTTP API and web page."""
+    from entrypoints.server import is_loopback, serve as run_server
+
+    container = ctx.container
+    if host:
+        container.config.HOST.from_value(host)
+    if port:
+        container.config.PORT.from_value(port)
+    configure_logging(container.config.LOG_LEVEL())
+    if not is_loopback(container.config.HOST()) and not container.config.API_TOKEN():
+        raise CliError("BAD_CONFIG", f"refusing to listen on {container.config.HOST()} without API_TOKEN set", 2)
+    run_server(container)

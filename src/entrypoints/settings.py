@@ -30,9 +30,11 @@ DEFAULTS: dict[str, Any] = {
     "SHUTDOWN_TIMEOUT": 30,
     "API_TOKEN": "",
     "LOG_LEVEL": "INFO",
+    "SSE_PING_SECONDS": 15,
 }
 
 INTS = {"MODEL_TIMEOUT", "AGENT_RECURSION_LIMIT", "RUN_LEASE_SECONDS", "PORT", "SHUTDOWN_TIMEOUT"}
+FLOATS = {"SSE_PING_SECONDS"}
 
 
 class SettingsError(ValueError):
@@ -65,6 +67,11 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
                 settings[key] = 25  # the reference's rule: invalid means the default
                 continue
             raise SettingsError(f"{key} must be a whole number, got {settings[key]!r}") from None
+    for key in FLOATS:
+        try:
+            settings[key] = float(settings[key])
+        except (TypeError, ValueError):
+            raise SettingsError(f"{key} must be a number, got {settings[key]!r}") from None
     if settings["AGENT_RECURSION_LIMIT"] <= 0:
         settings["AGENT_RECURSION_LIMIT"] = 25  # the reference's rule: invalid means default
     settings["OLLAMA_THINK"] = str(settings["OLLAMA_THINK"]).lower() == "true"

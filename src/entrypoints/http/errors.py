@@ -1,0 +1,77 @@
+"""Domain errors to HTTP, in one table; the `{"error": {"code", "message"}}` envelope."""
+
+from __future__ import annotations
+
+import logging
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from domain.errors import ErrorCode, SophosError
+
+log = logging.getLogger(__name__)
+
+STATUS: dict[ErrorCode, int] = {
+    ErrorCode.BAD_REQUEST: 400,
+    ErrorCode.NOT_FOUND: 404,
+    ErrorCode.SESSION_IN_PROGRESS: 409,
+    ErrorCode.RUN_NOT_RESUMABLE: 409,
+    ErrorCode.NO_ACTIVE_RUN: 409,
+    ErrorCode.SHUTTING_DOWN: 503,
+    ErrorCode.MODEL_UNAVAILABLE: 503,
+    ErrorCode.MODEL_UNREACHABLE: 503,
+}
+
+HTTP_CODES = {
+    400: "BAD_REQUEST",
+    401: "UNAUTHORIZED",
+    403: "FORBIDDEN",
+    404: "NOT_FOUND",
+    405: "METHOD_NOT_ALLOWED",
+    413: "PAYLOAD_TOO_LARGE",
+    415: "UNSUPPORTED_MEDIA_TYPE",
+}
+
+
+def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
+
+
+class RouteFailure(Exception):
+    """Raised by a route whose unexpected failure has its own code (FETCH_ERROR, LOAD_ERROR)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+async def on_domain_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, SophosError)
+    return error_response(STATUS.get(exc.code, 500), exc.code.value, exc.message)
+
+
+async def on_route_failure(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RouteFailure)
+    log.error("%s %s failed: %s", request.method, request.url.path, exc.__cause__, exc_info=exc.__cause__)
+    return error_response(500, exc.code, exc.message)
+
+
+async def on_http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    code = HTTP_CODES.get(exc.status_code, f"HTTP_{exc.status_code}")
+    return error_response(exc.status_code, code, str(exc.detail), dict(exc.headers or {}))
+
+
+async def on_unexpected(request: Request, exc: Exception) -> Response:
+    log.exception("%s %s failed", request.method, request.url.path)
+    return error_response(500, "UNKNOWN_ERROR", "Internal error")
+
+
+EXCEPTION_HANDLERS = {
+    SophosError: on_domain_error,
+    RouteFailure: on_route_failure,
+    HTTPException: on_http_error,
+    Exception: on_unexpected,
+}

@@ -1,0 +1,131 @@
+"""The OpenAPI 3 document of /api (served at /api/openapi.json; a test keeps it in step
+with the real routes and fuzzes the API against it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+UUID = {"type": "string", "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-5][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$"}
+ERROR = {"$ref": "#/components/schemas/Error"}
+
+
+def _json(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"content": {"application/json": {"schema": schema}}}
+
+
+def _responses(ok: int, ok_schema: dict[str, Any] | None, *errors: int, ok_type: str = "application/json") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    out[str(ok)] = {"description": "OK"}
+    if ok_schema is not None:
+        out[str(ok)]["content"] = {ok_type: {"schema": ok_schema}}
+    for status in errors:
+        out[str(status)] = {"description": "Error", **_json(ERROR)}
+    return out
+
+
+CONV_PARAM = {"name": "conversation_id", "in": "path", "required": True, "schema": {"type": "string"}}
+
+
+def openapi_document() -> dict[str, Any]:
+    summary = {"$ref": "#/components/schemas/ConversationSummary"}
+    return {
+        "openapi": "3.0.3",
+        "info": {"title": "Sophos API", "version": "1"},
+        "paths": {
+            "/api/chat": {
+                "post": {
+                    "summary": "Start a run: a new message, or resume",
+                    "requestBody": {"required": True, **_json({
+                        "type": "object",
+                        "additionalProperties": False,
+                        "properties": {
+                            "message": {"type": "string"},
+                            "conversation": {"type": "string"},
+                            "resume": {"type": "boolean"},
+                            "decision": {"type": "string", "enum": ["retry", "skip"]},
+                        },
+                    })},
+                    "responses": _responses(200, {"type": "object", "properties": {
+                        "conversation": UUID, "run": {"type": "string"}}}, 400, 404, 409, 413, 503),
+                },
+                "get": {
+                    "summary": "Server-sent events of the conversation's active run",
+                    "parameters": [{"name": "conversation", "in": "query", "required": True, "schema": {"type": "string"}}],
+                    "responses": _responses(200, {"type": "string"}, ok_type="text/event-stream"),
+                },
+            },
+            "/api/chat/cancel": {
+                "post": {
+                    "summary": "Cancel the active run",
+                    "requestBody": {"required": True, **_json({
+                        "type": "object", "additionalProperties": False, "required": ["conversation"],
+                        "properties": {"conversation": {"type": "string"}},
+                    })},
+                    "responses": _responses(200, {"type": "object"}, 400, 404, 409, 413),
+                }
+            },
+            "/api/conversations": {
+                "get": {
+                    "summary": "Conversations, most recently updated first",
+                    "parameters": [
+                        {"name": "limit", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1, "maximum": 500}},
+                        {"name": "before", "in": "query", "required": False, "schema": {"type": "string"}},
+                    ],
+                    "responses": _responses(200, {"type": "object", "properties": {
+                        "conversations": {"type": "array", "items": summary}}}, 400, 500),
+                }
+            },
+            "/api/conversations/{conversation_id}": {
+                "get": {
+                    "summary": "A conversation with its messages",
+                    "parameters": [CONV_PARAM],
+                    "responses": _responses(200, {"type": "object"}, 400, 404, 500),
+                },
+                "patch": {
+                    "summary": "Rename",
+                    "parameters": [CONV_PARAM],
+                    "requestBody": {"required": True, **_json({
+                        "type": "object", "additionalProperties": False, "required": ["title"],
+                        "properties": {"title": {"type": "string", "minLength": 1, "maxLength": 200}},
+                    })},
+                    "responses": _responses(200, {"type": "object"}, 400, 404, 413),
+                },
+                "delete": {
+                    "summary": "Delete the conversation, its runs and its checkpoints",
+                    "parameters": [CONV_PARAM],
+                    "responses": _responses(204, None, 400, 404, 409),
+                },
+            },
+            "/api/conversations/{conversation_id}/export": {
+                "get": {
+                    "summary": "Markdown transcript, or checkpoint JSONL with format=jsonl",
+                    "parameters": [CONV_PARAM, {"name": "format", "in": "query", "required": False, "schema": {"type": "string"}}],
+                    "responses": _responses(200, {"type": "string"}, 400, 404, ok_type="text/markdown"),
+                }
+            },
+            "/api/healthz": {"get": {"summary": "Liveness", "responses": _responses(200, {"type": "object"})}},
+            "/api/readyz": {"get": {"summary": "Model and tool readiness", "responses": _responses(200, {"type": "object"}, 503)}},
+            "/api/openapi.json": {"get": {"summary": "This document", "responses": _responses(200, {"type": "object"})}},
+        },
+        "components": {
+            "schemas": {
+                "Error": {
+                    "type": "object",
+                    "required": ["error"],
+                    "properties": {"error": {"type": "object", "required": ["code", "message"], "properties": {
+                        "code": {"type": "string"}, "message": {"type": "string"}}}},
+                },
+                "ConversationSummary": {
+                    "type": "object",
+                    "required": ["id", "title", "createdAt", "updatedAt", "messageCount", "status"],
+                    "properties": {
+                        "id": {"type": "string"}, "title": {"type": "string"},
+                        "createdAt": {"type": "string"}, "updatedAt": {"type": "string"},
+                        "messageCount": {"type": "integer"},
+                        "status": {"type": "string", "nullable": True},
+                        "error": {"type": "object"},
+                    },
+                },
+            }
+        },
+    }

@@ -1,0 +1,170 @@
+"""Route handlers: parse, call one use case, serialise."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from domain.errors import InvalidInput
+from domain.events import StreamEvent
+from domain.model import message_to_dto, parse_conversation_id, summary_to_dto
+from entrypoints.http import sse
+from entrypoints.http.errors import RouteFailure, error_response
+
+MAX_BODY = 64 * 1024  # bytes; a larger body gets 413
+MAX_MESSAGE = 32_000  # characters
+
+
+async def read_json(request: Request, allowed: set[str]) -> dict[str, Any]:
+    """The body as a JSON object with only `allowed` keys; 400 or 413 otherwise."""
+    size = 0
+    chunks: list[bytes] = []
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise HTTPException(413, f"Request body is larger than {MAX_BODY} bytes")
+        chunks.append(chunk)
+    try:
+        body = json.loads(b"".join(chunks))
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidInput("Request body must be JSON") from None
+    if not isinstance(body, dict):
+        raise InvalidInput("Request body must be a JSON object")
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise InvalidInput(f"Unknown field(s): {', '.join(unknown)}")
+    return body
+
+
+def _services(request: Request) -> Any:
+    return request.app.state.container
+
+
+async def post_chat(request: Request) -> Response:
+    body = await read_json(request, {"message", "conversation", "resume", "decision"})
+    resume = body.get("resume") is True
+    message = body.get("message") if isinstance(body.get("message"), str) else None
+    if not resume and message is not None and len(message) > MAX_MESSAGE:
+        raise InvalidInput(f"Message is longer than {MAX_MESSAGE} characters")
+    decision = body.get("decision")
+    if decision is not None and not isinstance(decision, str):
+        raise InvalidInput('decision must be "retry" or "skip"')
+    started = await _services(request).run_service().start(message, body.get("conversation"), resume, decision)
+    return JSONResponse({"conversation": started.conversation_id, "run": started.run_id})
+
+
+async def get_chat(request: Request) -> Response:
+    raw = request.query_params.get("conversation")
+    try:
+        cid = parse_conversation_id(raw)
+    except InvalidInput as e:
+        return sse.single(StreamEvent("chat-error", {"code": e.code.value, "message": e.message}))
+    container = _services(request)
+    active = container.run_service().active(cid)
+    if active is None:
+        conv = container.run_repository().get_conversation(cid)
+        if conv is None:
+            data = {"code": "NOT_FOUND", "message": "Conversation Not Found", "conversation": cid}
+            return sse.single(StreamEvent("chat-error", data))
+        status = conv.status.value if conv.status else None
+        return sse.single(StreamEvent("end", {"conversation": cid, "status": status}))
+    after = sse.last_event_id(request.headers.get("last-event-id"))
+    state = request.app.state
+    return sse.follow(active, after, state.ping_seconds, state.closing)
+
+
+async def cancel_chat(request: Request) -> Response:
+    body = await read_json(request, {"conversation"})
+    run_id = await _services(request).run_service().cancel(body.get("conversation"))
+    return JSONResponse({"conversation": parse_conversation_id(body["conversation"]), "run": run_id, "status": "cancelled"})
+
+
+async def list_conversations(request: Request) -> Response:
+    service = _services(request).conversations()
+    params = request.query_params
+    unknown = set(params) - {"limit", "before"}
+    if unknown:
+        raise InvalidInput(f"Unknown parameter(s): {', '.join(sorted(unknown))}")
+    if "limit" in params or "before" in params:
+        page = service.page(params.get("limit"), params.get("before"))
+        items, cursor = page.conversations, page.next_cursor
+    else:
+        try:
+            items, cursor = service.list(), None
+        except Exception as e:
+            raise RouteFailure("FETCH_ERROR", "Failed to fetch conversations") from e
+    body: dict[str, Any] = {"conversations": [summary_to_dto(c) for c in items]}
+    if "limit" in params or "before" in params:
+        body["nextCursor"] = cursor
+    return JSONResponse(body)
+
+
+async def get_conversation(request: Request) -> Response:
+    service = _services(request).conversations()
+    conv = service.summary(request.path_params["conversation_id"])
+    try:
+        detail = service.get(conv.id)
+    except Exception as e:
+        raise RouteFailure("LOAD_ERROR", "Failed to load conversation") from e
+    body: dict[str, Any] = {
+        "conversation": summary_to_dto(detail.conversation),
+        "messages": [message_to_dto(m) for m in detail.messages],
+        "resumable": detail.resumable,
+    }
+    if detail.pending_calls:
+        body["pendingToolCalls"] = [
+            {"id": p.call.id, "name": p.call.name, "args": p.call.args, "destructive": p.destructive}
+            for p in detail.pending_calls
+        ]
+    return JSONResponse(body)
+
+
+async def patch_conversation(request: Request) -> Response:
+    body = await read_json(request, {"title"})
+    if "title" not in body:
+        raise InvalidInput("title is required")
+    conv = _services(request).conversations().rename(request.path_params["conversation_id"], body["title"])
+    return JSONResponse({"conversation": summary_to_dto(conv)})
+
+
+async def delete_conversation(request: Request) -> Response:
+    _services(request).conversations().delete(request.path_params["conversation_id"])
+    return Response(status_code=204)
+
+
+async def export_conversation(request: Request) -> Response:
+    service = _services(request).conversations()
+    cid = request.path_params["conversation_id"]
+    if request.query_params.get("format") == "jsonl":
+        conv, text = service.export_jsonl(cid)
+        media, name = "application/x-ndjson; charset=utf-8", f"{conv.id}.checkpoints.jsonl"
+    else:
+        conv, text = service.export_markdown(cid)
+        media, name = "text/markdown; charset=utf-8", f"{conv.id}.md"
+    headers = {"Content-Disposition": f'attachment; filename="{name}"'}
+    return Response(text, headers=headers, media_type=media)
+
+
+async def healthz(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+async def readyz(request: Request) -> Response:
+    """Model readiness as the reference, plus each tool server (advisory)."""
+    container = _services(request)
+    ok, why = await container.model().check()
+    servers = [
+        {"name": s.name, "ok": s.ok, "tools": s.tools, **({"error": s.error} if s.error else {})}
+        for s in await container.tools().status()
+    ]
+    if not ok:
+        return JSONResponse({"status": "error", "message": why, "tools": servers}, status_code=503)
+    return JSONResponse({"status": "ok", "tools": servers})
+
+
+async def not_found(request: Request) -> Response:
+    return error_response(404, "NOT_FOUND", "Not Found")

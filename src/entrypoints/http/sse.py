@@ -1,0 +1,78 @@
+"""Server-sent events: the contract's wire format, replay after Last-Event-ID, id-less pings."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.responses import StreamingResponse
+
+from domain.events import StreamEvent
+from domain.hub import TERMINAL_EVENTS, ActiveRun
+
+HEADERS = {
+    "Cache-Control": "no-cache, no-transform",
+    "Connection": "keep-alive",
+    "X-Accel-Buffering": "no",
+}
+
+
+def format_event(event: str, data: Any, event_id: int | None = None) -> bytes:
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+
+def last_event_id(header: str | None) -> int:
+    """The Last-Event-ID header as a number; missing or invalid means 0."""
+    try:
+        value = int((header or "").strip())
+    except ValueError:
+        return 0
+    return max(value, 0)
+
+
+def single(event: StreamEvent) -> StreamingResponse:
+    """A stream of one event without an id (the durable and invalid-id answers)."""
+
+    async def body() -> AsyncIterator[bytes]:
+        yield format_event(event.event, event.data)
+
+    return StreamingResponse(body(), media_type="text/event-stream", headers=HEADERS)
+
+
+def follow(run: ActiveRun, after: int, ping_seconds: float, closing: asyncio.Event) -> StreamingResponse:
+    """Replay the run's events after `after`, then follow it to its last event; a `ping`
+    every `ping_seconds` meanwhile. Ends early, with no error, when `closing` is set."""
+
+    async def body() -> AsyncIterator[bytes]:
+        events = run.subscribe(after).__aiter__()
+        closed = asyncio.ensure_future(closing.wait())
+        pending: asyncio.Future[tuple[int, StreamEvent]] | None = None
+        try:
+            while True:
+                if pending is None:
+                    pending = asyncio.ensure_future(events.__anext__())
+                done, _ = await asyncio.wait({pending, closed}, timeout=ping_seconds, return_when=asyncio.FIRST_COMPLETED)
+                if pending in done:
+                    try:
+                        event_id, event = pending.result()
+                    except StopAsyncIteration:
+                        return
+                    pending = None
+                    yield format_event(event.event, event.data, event_id)
+                    if event.event in TERMINAL_EVENTS:
+                        return
+                elif closed in done:
+                    return
+                else:
+                    yield format_event("ping", "")
+        finally:
+            closed.cancel()
+            if pending is not None:
+                pending.cancel()
+                await asyncio.gather(pending, return_exceptions=True)
+            await events.aclose()  # type: ignore[attr-defined]
+
+    return StreamingResponse(body(), media_type="text/event-stream", headers=HEADERS)

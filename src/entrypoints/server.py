@@ -1,0 +1,83 @@
+"""`sophos serve`: uvicorn with a drain on SIGTERM/SIGINT.
+
+uvicorn, on a signal, stops listening and then waits for open responses, SSE streams
+included, before the app's lifespan shutdown runs. So the drain starts on the signal: new
+runs get 503 while the active ones finish (up to SHUTDOWN_TIMEOUT), the rest are stopped
+as `interrupted`, their streams end with that last event, and only then does uvicorn stop.
+A second signal stops the runs at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import socket
+from types import FrameType
+from typing import Any
+
+import uvicorn
+
+from entrypoints.http.app import create_app
+
+log = logging.getLogger(__name__)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class DrainingServer(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, app: Any, timeout: float) -> None:
+        super().__init__(config)
+        self.sophos_app = app
+        self.drain_timeout = timeout
+        self.drain_task: asyncio.Task[None] | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        self.loop = asyncio.get_running_loop()
+        await super().serve(sockets)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.loop is None:
+            super().handle_exit(sig, frame)
+            return
+        if self.drain_task is None:
+            log.info("signal %s: draining runs for up to %.0f s", sig, self.drain_timeout)
+            self.loop.call_soon_threadsafe(self._start_drain, self.drain_timeout)
+        else:
+            log.info("second signal: stopping runs now")
+            self.loop.call_soon_threadsafe(self._start_drain, 0.0)
+
+    def _start_drain(self, timeout: float) -> None:
+        self.drain_task = asyncio.ensure_future(self._drain(timeout))
+
+    async def _drain(self, timeout: float) -> None:
+        service = self.sophos_app.state.container.run_service()
+        await service.drain(timeout)
+        self.sophos_app.state.closing.set()
+        self.should_exit = True
+
+
+def serve(container: Any) -> None:
+    config = container.config
+    host, port = config.HOST(), int(config.PORT())
+    app = create_app(container)
+    timeout = float(config.SHUTDOWN_TIMEOUT())
+    uv_config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_config=None,
+        timeout_graceful_shutdown=5,  # a stream still open after the drain is cut then
+        access_log=False,
+    )
+    server = DrainingServer(uv_config, app, timeout)
+    print(f"Sophos is listening on http://{host}:{port}", flush=True)
+    server.run()
