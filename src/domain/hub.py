@@ -46,13 +46,15 @@ class ActiveRun:
         queue: asyncio.Queue[tuple[int, StreamEvent] | None] = asyncio.Queue()
         replay = [e for e in self.events if e[0] > after]
         last = replay[-1][0] if replay else after
-        self.subscribers.add(queue)
+        ended = self.finished.is_set()  # then the buffer already holds every event
+        if not ended:
+            self.subscribers.add(queue)  # from here on, close() will wake this queue
         try:
             for item in replay:
                 yield item
                 if item[1].event in TERMINAL_EVENTS:
                     return
-            if self.finished.is_set():
+            if ended:
                 return
             while True:
                 item = await queue.get()
