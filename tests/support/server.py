@@ -1,0 +1,95 @@
+"""A real `sophos serve` in a subprocess, and a small SSE reader for tests."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.support.app import SOPHOS, process_env
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LiveServer:
+    def __init__(self, env: dict[str, str], cwd: Path) -> None:
+        self.port = free_port()
+        self.env = process_env({**env, "PORT": str(self.port), "HOST": "127.0.0.1"})
+        self.cwd = cwd
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = cwd / f"server-{self.port}.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> LiveServer:
+        out = self.log.open("ab")
+        self.proc = subprocess.Popen([SOPHOS, "serve"], env=self.env, cwd=self.cwd, stdout=out, stderr=out)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: {self.log.read_text()}")
+            try:
+                if httpx.get(f"{self.url}/api/healthz", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        raise RuntimeError("server did not start")
+
+    def signal(self, sig: int) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+
+    def kill(self) -> None:
+        self.signal(signal.SIGKILL)
+        self.wait(10)
+
+    def wait(self, timeout: float) -> int:
+        assert self.proc is not None
+        return self.proc.wait(timeout)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(40)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def post(self, path: str, body: Any, **kw: Any) -> httpx.Response:
+        return httpx.post(f"{self.url}{path}", json=body, timeout=30, **kw)
+
+    def get(self, path: str, **kw: Any) -> httpx.Response:
+        return httpx.get(f"{self.url}{path}", timeout=30, **kw)
+
+
+def sse_events(response: httpx.Response) -> Iterator[tuple[str | None, str, Any]]:
+    """Parse a streaming httpx response into (id, event, data) as they arrive."""
+    block: dict[str, str] = {}
+    for line in response.iter_lines():
+        if line == "":
+            if block:
+                yield block.get("id"), block["event"], json.loads(block["data"])
+            block = {}
+            continue
+        key, _, value = line.partition(": ")
+        block[key] = value
+
+
+def stream(server: LiveServer, cid: str, last_id: int | None = None, timeout: float = 30) -> list[tuple[str | None, str, Any]]:
+    headers = {"Last-Event-ID": str(last_id)} if last_id is not None else {}
+    with httpx.stream("GET", f"{server.url}/api/chat", params={"conversation": cid}, headers=headers, timeout=timeout) as r:
+        return list(sse_events(r))
