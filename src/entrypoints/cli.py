@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -124,6 +125,25 @@ def _print_event(event: str, data: Any, as_json: bool) -> None:
         click.secho(f"← {data['name']}: {text[:200]}", fg="cyan", err=True)
 
 
+def _report(cid: str, run_id: str, status: str, error: dict[str, Any] | None, as_json: bool) -> int:
+    if not as_json:
+        click.echo("")
+        if error:
+            click.echo(f"error: {error['code']}: {error['message']}", err=True)
+        if status == "interrupted":
+            click.echo(f"interrupted; its progress is saved. Resume with: sophos resume {cid}", err=True)
+        click.echo(f"conversation: {cid}  run: {run_id}  status: {status}", err=True)
+    return {"completed": 0, "interrupted": 130, "cancelled": 130}.get(status, 1)
+
+
+def _outcome(event: str, data: Any, status: str, error: Any) -> tuple[str, Any]:
+    if event == "end":
+        return data["status"], None
+    if event == "chat-error":
+        return "failed", data
+    return status, error
+
+
 async def _drive(ctx: Context, start: Callable[[Any], Awaitable[Any]], as_json: bool) -> int:
     container = ctx.container
     service = container.run_service()
@@ -143,32 +163,40 @@ async def _drive(ctx: Context, start: Callable[[Any], Awaitable[Any]], as_json: 
         if active is not None:
             async for _, ev in active.subscribe(0):
                 _print_event(ev.event, ev.data, as_json)
-                if ev.event == "end":
-                    status = ev.data["status"]
-                elif ev.event == "chat-error":
-                    status, error = "failed", ev.data
+                status, error = _outcome(ev.event, ev.data, status, error)
     finally:
         beat.cancel()
         loop.remove_signal_handler(signal.SIGINT)
         loop.remove_signal_handler(signal.SIGTERM)
-    cid = started.conversation_id
-    if not as_json:
-        click.echo("")
-        if error:
-            click.echo(f"error: {error['code']}: {error['message']}", err=True)
-        if status == "interrupted":
-            click.echo(f"interrupted; its progress is saved. Resume with: sophos resume {cid}", err=True)
-        click.echo(f"conversation: {cid}  run: {started.run_id}  status: {status}", err=True)
-    return {"completed": 0, "interrupted": 130, "cancelled": 130}.get(status, 1)
+    return _report(started.conversation_id, started.run_id, status, error, as_json)
+
+
+def _drive_remote(server: str, body: dict[str, Any], as_json: bool) -> int:
+    """Be a client of a running server: POST the run, then follow its SSE stream."""
+    from entrypoints.remote import RemoteError, follow_run
+
+    status, error = "completed", None
+    try:
+        started, events = follow_run(server, body, os.environ.get("API_TOKEN") or None)
+        for event, data in events:
+            _print_event(event, data, as_json)
+            status, error = _outcome(event, data, status, error)
+    except RemoteError as e:
+        raise CliError(e.code, e.message, EXIT_CODES.get(ErrorCode(e.code), 1) if e.code in ErrorCode.__members__ else 1) from None
+    return _report(started["conversation"], started["run"], status, error, as_json)
 
 
 @main.command()
 @click.argument("message")
 @click.option("-c", "--conversation", help="Continue this conversation.")
 @click.option("--json", "as_json", is_flag=True, help="Print events as JSON lines.")
+@click.option("--server", metavar="URL", help="Use a running server instead of the database file.")
 @pass_ctx
-def chat(ctx: Context, message: str, conversation: str | None, as_json: bool) -> None:
+def chat(ctx: Context, message: str, conversation: str | None, as_json: bool, server: str | None) -> None:
     """Send MESSAGE and stream the answer (tokens, tool calls) as it comes."""
+    if server:
+        body: dict[str, Any] = {"message": message, **({"conversation": conversation} if conversation else {})}
+        sys.exit(_drive_remote(server, body, as_json))
     code = ctx.run(lambda: _drive(ctx, lambda s: s.start(message, conversation), as_json))
     sys.exit(code)
 
@@ -177,9 +205,15 @@ def chat(ctx: Context, message: str, conversation: str | None, as_json: bool) ->
 @click.argument("conversation")
 @click.option("--decision", type=click.Choice(["retry", "skip"]), help="For a tool call whose outcome is unknown.")
 @click.option("--json", "as_json", is_flag=True, help="Print events as JSON lines.")
+@click.option("--server", metavar="URL", help="Use a running server instead of the database file.")
 @pass_ctx
-def resume(ctx: Context, conversation: str, decision: str | None, as_json: bool) -> None:
+def resume(ctx: Context, conversation: str, decision: str | None, as_json: bool, server: str | None) -> None:
     """Continue CONVERSATION from its last checkpoint."""
+    if server:
+        body: dict[str, Any] = {"resume": True, "conversation": conversation}
+        if decision:
+            body["decision"] = decision
+        sys.exit(_drive_remote(server, body, as_json))
     code = ctx.run(lambda: _drive(ctx, lambda s: s.start(None, conversation, True, decision), as_json))
     sys.exit(code)
 

@@ -220,3 +220,22 @@ def test_two_servers_on_one_file_never_run_one_conversation_twice(servers: list[
     stream(a, cid)
     assert b.post("/api/chat", {"message": "now b", "conversation": cid}).status_code == 200
     assert stream(b, cid)[-1][2]["status"] == "completed"
+
+
+def test_the_cli_can_drive_a_running_server(servers: list[LiveServer], tmp_path: Path, ollama: FakeOllama) -> None:
+    import subprocess
+
+    from tests.support.app import SOPHOS
+
+    server = launch(servers, tmp_path, ollama, TOOLS_BACKEND="none")
+    ollama.add({"text": "over the wire"}, {"text": "second turn"})
+    env = {**server.env, "DATABASE_PATH": str(tmp_path / "elsewhere.db")}  # the client never opens the file
+    run = subprocess.run([SOPHOS, "chat", "--server", server.url, "hello"], env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert "over the wire" in run.stdout
+    cid = run.stderr.split("conversation: ")[1].split()[0]
+    again = subprocess.run([SOPHOS, "chat", "--server", server.url, "-c", cid, "more"], env=env, capture_output=True, text=True, timeout=60)
+    assert "second turn" in again.stdout
+    refused = subprocess.run([SOPHOS, "resume", "--server", server.url, cid], env=env, capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 4 and refused.stderr.strip() == "error: RUN_NOT_RESUMABLE: Nothing to resume: the last run finished"
+    assert not (tmp_path / "elsewhere.db").exists()
