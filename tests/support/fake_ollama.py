@@ -3,7 +3,8 @@
 
 Reply forms (dicts): {"text": "..."}; {"tool_calls": [(name, args), ...], "text": ""};
 {"status": 404} (unknown model); {"stall": seconds} (no byte before that); {"error": "..."}
-(an error line mid-stream). "token_delay" slows the stream down per token.
+(an error line mid-stream). "token_delay" slows the stream down per token; "before" is a
+callable run when the reply is served.
 When the script runs out, `default` answers (a short text).
 """
 
@@ -75,6 +76,8 @@ class FakeOllama:
                     self._json(404, {"error": "not found"})
                     return
                 reply = fake.next_reply()
+                if callable(reply.get("before")):
+                    reply["before"]()
                 model = body.get("model", "qwen3")
                 if reply.get("status") == 404 or model not in {m.split(":")[0] for m in fake.models} | set(fake.models):
                     self._json(404, {"error": f'model "{model}" not found, try pulling it first'})

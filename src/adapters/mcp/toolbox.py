@@ -138,14 +138,22 @@ def _text(result: types.CallToolResult) -> str:
     return "\n".join(parts)
 
 
+def _session_lost(e: McpError) -> bool:
+    # stdio: the pipe closed; streamable HTTP: the server restarted and forgot the session
+    return e.error.code == CONNECTION_CLOSED or e.error.message == "Session terminated"
+
+
 _BROKEN = (McpError, anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)
 
 
 class McpToolbox(ToolPort):
-    def __init__(self, config_dir: Path, memory_file: Path, call_timeout: float = 120.0) -> None:
+    def __init__(
+        self, config_dir: Path, memory_file: Path, call_timeout: float = 120.0, retry_after: float = RETRY_AFTER
+    ) -> None:
         self.config_dir = config_dir
         self.memory_file = memory_file
         self.call_timeout = call_timeout
+        self.retry_after = retry_after
         self.servers: dict[str, McpServer] = {}
         self.config_error: str | None = None
         self._discovered = False
@@ -158,7 +166,7 @@ class McpToolbox(ToolPort):
         loop = asyncio.get_running_loop()
         if self._discovered:
             healthy = all(s.session for s in self.servers.values()) and not self.config_error
-            if healthy or loop.time() - self._last_attempt < RETRY_AFTER:
+            if healthy or loop.time() - self._last_attempt < self.retry_after:
                 return
         async with self._lock:
             self._last_attempt = loop.time()
@@ -197,7 +205,7 @@ class McpToolbox(ToolPort):
             try:
                 result = await server.call(tool, args, idempotency_key)
             except _BROKEN as first:
-                if isinstance(first, McpError) and first.error.code != CONNECTION_CLOSED:
+                if isinstance(first, McpError) and not _session_lost(first):
                     raise
                 log.warning("MCP server %s: session broken (%s); restarting it", server_name, first)
                 await server.restart()

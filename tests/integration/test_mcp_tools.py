@@ -1,0 +1,204 @@
+"""MCP servers for real: live sessions, annotations, reconnects, isolation, the shipped servers."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import http.server
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.mcp.config import McpConfigError, load_mcp_config
+from adapters.mcp.toolbox import McpToolbox
+from tests.support.app import ROOT, SOPHOS, app_env, config_dir, ledger_server_entry, process_env
+from tests.support.fake_ollama import fake_ollama
+from tests.support.server import free_port
+
+
+def ledger(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
+async def test_annotations_are_kept_with_each_tool(tmp_path: Path) -> None:
+    box = McpToolbox(config_dir(tmp_path, {"ledger": ledger_server_entry(tmp_path / "l.jsonl")}), tmp_path / "m.jsonl")
+    try:
+        tools = {t.name: t for t in await box.list_tools()}
+        assert (tools["ledger__append"].destructive, tools["ledger__append"].idempotent) == (False, True)
+        assert tools["ledger__charge"].unsafe_to_repeat
+        assert tools["ledger__whoami"].read_only and not tools["ledger__whoami"].unsafe_to_repeat
+        assert tools["ledger__fail"].destructive  # MCP's default when a server says nothing
+    finally:
+        await box.aclose()
+
+
+async def test_one_live_session_serves_every_call_and_concurrent_calls(tmp_path: Path) -> None:
+    book = tmp_path / "l.jsonl"
+    box = McpToolbox(config_dir(tmp_path, {"ledger": ledger_server_entry(book)}), tmp_path / "m.jsonl")
+    try:
+        pids = {(await box.call("ledger__whoami", {}, "k")).content for _ in range(5)}
+        assert len(pids) == 1
+        outs = await asyncio.gather(*(box.call("ledger__append", {"label": str(i), "delay": 0.3}, f"k{i}") for i in range(5)))
+        assert all(not o.is_error for o in outs)
+        entries = ledger(book)
+        first_done = min(e["t"] for e in entries if e["event"] == "done")
+        assert sum(1 for e in entries if e["event"] == "start" and e["t"] < first_done) == 5  # all ran at once
+    finally:
+        await box.aclose()
+
+
+async def test_a_killed_stdio_server_is_restarted_and_the_call_retried(tmp_path: Path) -> None:
+    box = McpToolbox(config_dir(tmp_path, {"ledger": ledger_server_entry(tmp_path / "l.jsonl")}), tmp_path / "m.jsonl")
+    try:
+        pid = int((await box.call("ledger__whoami", {}, "k")).content)
+        os.kill(pid, signal.SIGKILL)
+        await asyncio.sleep(0.2)
+        again = await box.call("ledger__whoami", {}, "k")
+        assert not again.is_error and int(again.content) != pid
+        assert [s.extra["restarts"] for s in await box.status()] == [1]
+    finally:
+        await box.aclose()
+
+
+async def test_a_restarted_http_server_is_reconnected(tmp_path: Path) -> None:
+    port, book = free_port(), tmp_path / "l.jsonl"
+    cmd = [sys.executable, "-m", "tests.support.ledger_server", str(book), "--http", str(port)]
+
+    def start() -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen(cmd, env=process_env({}), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1.5)
+        return proc
+
+    proc = start()
+    box = McpToolbox(config_dir(tmp_path, {"ledger": {"url": f"http://127.0.0.1:{port}/mcp"}}), tmp_path / "m.jsonl")
+    try:
+        first = (await box.call("ledger__whoami", {}, "k")).content
+        proc.kill()
+        proc.wait()
+        proc = start()
+        second = await box.call("ledger__whoami", {}, "k")
+        assert not second.is_error and second.content != first
+    finally:
+        await box.aclose()
+        proc.kill()
+        proc.wait()
+
+
+async def test_a_server_that_cannot_start_is_left_out_and_retried_after_a_config_fix(tmp_path: Path) -> None:
+    book = tmp_path / "l.jsonl"
+    servers = {"ledger": ledger_server_entry(book), "broken": {"command": str(tmp_path / "missing-binary"), "args": []}}
+    cfg = config_dir(tmp_path, servers)
+    box = McpToolbox(cfg, tmp_path / "m.jsonl", retry_after=0)
+    try:
+        names = {t.name for t in await box.list_tools()}
+        assert "ledger__append" in names and not any(n.startswith("broken__") for n in names)
+        status = {s.name: s for s in await box.status()}
+        assert status["ledger"].ok and not status["broken"].ok and status["broken"].error
+        assert not (await box.call("ledger__append", {"label": "x"}, "k")).is_error
+        servers["broken"] = ledger_server_entry(tmp_path / "other.jsonl")  # mcp.json is fixed
+        (cfg / "mcp.json").write_text(json.dumps(servers))
+        names = {t.name for t in await box.list_tools()}
+        assert "broken__append" in names
+    finally:
+        await box.aclose()
+
+
+def test_a_malformed_config_names_the_file_and_the_entry(tmp_path: Path) -> None:
+    cfg = tmp_path / "config"
+    cfg.mkdir()
+    for text, needle in [
+        ("{not json", "Failed to load MCP configuration from"),
+        ("[]", "must map server names to objects"),
+        ('{"fetch": 3}', "server 'fetch': must be an object"),
+        ('{"fetch": {"args": []}}', "server 'fetch': needs either command"),
+        ('{"fetch": {"command": "x", "args": "no"}}', "server 'fetch': args must be a list"),
+        ('{"fetch": {"url": "ftp://x"}}', "server .fetch.: url must be an http\\(s\\) URL"),
+    ]:
+        (cfg / "mcp.json").write_text(text)
+        with pytest.raises(McpConfigError, match=needle) as info:
+            load_mcp_config(cfg, tmp_path / "m.jsonl")
+        assert str(cfg / "mcp.json") in str(info.value)
+
+
+def test_the_memory_placeholder_becomes_an_absolute_path_with_its_directory(tmp_path: Path) -> None:
+    cfg = config_dir(tmp_path, {"memory": {"command": "node", "args": [], "env": {"MEMORY_FILE_PATH": "${MEMORY_FILE_PATH}"}}})
+    os.chdir(tmp_path)
+    conn = load_mcp_config(cfg, Path("rel/dir/memory.jsonl"))["memory"]
+    assert conn["env"]["MEMORY_FILE_PATH"] == str(tmp_path / "rel" / "dir" / "memory.jsonl")
+    assert (tmp_path / "rel" / "dir").is_dir()
+
+
+@pytest.fixture
+def web_page(tmp_path: Path) -> Iterator[str]:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "page.html").write_text("<html><body><h1>Local page</h1><p>The secret word is pelican.</p></body></html>")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/page.html"
+    httpd.shutdown()
+
+
+async def test_the_shipped_fetch_server_fetches_a_page_when_private_addresses_are_allowed(tmp_path: Path, web_page: str) -> None:
+    shipped = json.loads((ROOT / "config" / "mcp.json").read_text())["fetch"]
+    allowed = {**shipped, "args": [*shipped["args"], "--ignore-robots-txt", "--allow-private-ips"]}
+    box = McpToolbox(config_dir(tmp_path, {"fetch": allowed}), tmp_path / "m.jsonl")
+    try:
+        out = await box.call("fetch__fetch", {"url": web_page}, "k")
+        assert not out.is_error and "pelican" in out.content
+    finally:
+        await box.aclose()
+    safe = McpToolbox(config_dir(tmp_path, {"fetch": shipped}), tmp_path / "m.jsonl")
+    try:  # the shipped flags keep loopback refused
+        out = await safe.call("fetch__fetch", {"url": web_page}, "k")
+        assert out.is_error and "pelican" not in out.content
+    finally:
+        await safe.aclose()
+
+
+def test_remembering_with_the_shipped_config_writes_the_memory_file(tmp_path: Path) -> None:
+    entity = {"name": "user", "entityType": "person", "observations": ["favourite colour is green"]}
+    replies = [{"tool_calls": [("memory__create_entities", {"entities": [entity]})]}, {"text": "I will remember that."}]
+    with fake_ollama(replies) as fake:
+        env = app_env(tmp_path, fake.url, CONFIG_DIR=str(ROOT / "config"))
+        run = subprocess.run([SOPHOS, "chat", "remember that my favourite colour is green"], env=process_env(env),
+                             cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "memory__create_entities" in run.stderr
+    memory = Path(env["MEMORY_FILE_PATH"]).read_text()
+    assert "favourite colour is green" in memory
+    offered = {t["function"]["name"] for t in fake.requests[0]["tools"]}
+    assert {"memory__create_entities", "memory__read_graph", "fetch__fetch"} <= offered
+
+
+def test_a_run_survives_its_tool_server_being_killed_between_two_calls(tmp_path: Path) -> None:
+    book = tmp_path / "l.jsonl"
+    config_dir(tmp_path, {"ledger": ledger_server_entry(book)})
+
+    def kill_ledger_server() -> None:
+        for pid in {e["pid"] for e in ledger(book)}:
+            os.kill(pid, signal.SIGKILL)
+
+    replies = [
+        {"tool_calls": [("ledger__append", {"label": "first"})]},
+        {"tool_calls": [("ledger__append", {"label": "second"})], "before": kill_ledger_server},
+        {"text": "both done"},
+    ]
+    with fake_ollama(replies) as fake:
+        env = app_env(tmp_path, fake.url)
+        run = subprocess.run([SOPHOS, "chat", "two calls"], env=process_env(env), cwd=tmp_path,
+                             capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "both done" in run.stdout
+    done = [e for e in ledger(book) if e["event"] == "done"]
+    assert [e["label"] for e in done] == ["first", "second"] and done[0]["pid"] != done[1]["pid"]
