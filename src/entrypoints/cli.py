@@ -293,6 +293,30 @@ def export(ctx: Context, conversation: str, fmt: str, output: str | None) -> Non
 
 
 @main.command()
+@pass_ctx
+def doctor(ctx: Context) -> None:
+    """Check the model server and every MCP server, as readyz does, for a person."""
+
+    async def check() -> bool:
+        container = ctx.container
+        model = container.model()
+        ok, why = await model.check()
+        click.echo(f"{'ok ' if ok else 'BAD'}  model    {container.config.MODEL_BACKEND()} {model.name}: {why}")
+        healthy = ok
+        statuses = await container.tools().status()
+        if not statuses:
+            click.echo("ok   tools    none configured")
+        for s in statuses:
+            detail = f"{s.tools} tool(s)" if s.ok else (s.error or "not running")
+            click.echo(f"{'ok ' if s.ok else 'BAD'}  tools    {s.name}: {detail}")
+            healthy = healthy and s.ok
+        click.echo(f"ok   database {container.config.DATABASE_PATH()} (schema v{container.run_repository().schema_version})")
+        return healthy
+
+    sys.exit(0 if ctx.run(check) else 1)
+
+
+@main.command()
 @click.option("--host", help="Interface to listen on (HOST, default 127.0.0.1).")
 @click.option("--port", type=int, help="Port (PORT, default 8000).")
 @pass_ctx

@@ -95,3 +95,19 @@ async def test_the_recursion_limit_stops_an_endless_tool_loop(tmp_path: Path) ->
         events = await chat(c, "loop")
         assert events[-1][1].data["code"] == "RECURSION_LIMIT"
         await close_container(c)
+
+
+async def test_switching_the_model_backend_is_a_config_change_on_the_same_data(tmp_path: Path) -> None:
+    from tests.support.fake_openai import fake_openai
+
+    with fake_ollama([{"text": "from ollama"}]) as ollama, fake_openai([{"text": "from openai"}]) as oai:
+        c1 = create_container(app_env(tmp_path, ollama.url, TOOLS_BACKEND="none"))
+        events = await chat(c1, "hello")
+        cid = events[0][0].conversation_id
+        await close_container(c1)
+        c2 = create_container(app_env(tmp_path, TOOLS_BACKEND="none", MODEL_BACKEND="openai", OPENAI_BASE_URL=oai.url))
+        await chat(c2, "and now?", cid)
+        messages = c2.conversations().get(cid).messages
+        assert [m.content for m in messages] == ["hello", "from ollama", "and now?", "from openai"]
+        assert [m["role"] for m in oai.requests[0]["messages"]] == ["system", "user", "assistant", "user"]
+        await close_container(c2)

@@ -30,7 +30,7 @@ async def test_a_message_completes_a_run_with_tokens_and_an_end_event() -> None:
     assert names(events) == [
         "trace:enter:agent", "token", "token", "token", "trace:leave:agent", "end",
     ]
-    assert "".join(e.data for e in events if e.event == "token") == "Hello there friend "
+    assert "".join(e.data for e in events if e.event == "token") == "Hello there friend"
     assert events[-1].data == {"conversation": started.conversation_id, "status": "completed"}
     conv = h.conversations.summary(started.conversation_id)
     assert (conv.title, conv.status, conv.message_count) == ("Hi!", RunStatus.COMPLETED, 2)

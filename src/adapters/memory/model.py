@@ -40,10 +40,11 @@ class ScriptedModel(ModelPort):
         if isinstance(reply, BaseException):
             raise reply
         if isinstance(reply, str):
-            for word in reply.split(" "):
+            words = reply.split(" ")
+            for i, word in enumerate(words):
                 if self.delay:
                     await asyncio.sleep(self.delay)
-                yield TextChunk(word + " ")
+                yield TextChunk(word if i == len(words) - 1 else word + " ")
             yield AssistantMessage(reply, id=f"run-{new_id()}")
             return
         calls = tuple(ToolCall(f"call_{new_id()[:8]}", n, dict(a)) for n, a in reply)

@@ -1,0 +1,71 @@
+"""ModelPort on any OpenAI-compatible server (llama.cpp server, vLLM, LM Studio)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+
+import httpx
+import openai
+from langchain_core.messages import AIMessageChunk
+from langchain_openai import ChatOpenAI
+
+from adapters.langchain.messages import flatten, prompt
+from adapters.ollama.model import reply_from_chunk, tool_schema
+from domain.errors import AgentFailure, ModelUnavailable, ModelUnreachable
+from domain.model import Message
+from ports.model import ModelOutput, ModelPort, TextChunk
+from ports.tools import ToolSpec
+
+
+class OpenAIModel(ModelPort):
+    def __init__(self, base_url: str, model: str, api_key: str = "", timeout: float = 120.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.api_key = api_key or "not-needed"
+        self.timeout = timeout
+        self._chat = ChatOpenAI(
+            model=model, base_url=self.base_url, api_key=self.api_key, timeout=timeout, max_retries=0, streaming=True
+        )
+
+    @property
+    def name(self) -> str:
+        return self.model
+
+    async def stream(
+        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
+    ) -> AsyncIterator[ModelOutput]:
+        chat = self._chat.bind_tools([tool_schema(t) for t in tools]) if tools else self._chat
+        full: AIMessageChunk | None = None
+        try:
+            async for chunk in chat.astream(prompt(system, messages)):
+                if not isinstance(chunk, AIMessageChunk):
+                    continue
+                full = chunk if full is None else full + chunk
+                text = flatten(chunk.content)
+                if text:
+                    yield TextChunk(text)
+        except openai.NotFoundError as e:
+            raise ModelUnavailable(f"The configured model {self.model!r} is not available.") from e
+        except openai.APITimeoutError as e:
+            raise ModelUnreachable(f"{self.base_url} timed out after {self.timeout:g} s") from e
+        except openai.APIConnectionError as e:
+            raise ModelUnreachable(f"{self.base_url} is unreachable: {e}") from e
+        except openai.APIStatusError as e:
+            raise AgentFailure(f"Model server error {e.status_code}: {e.message}") from e
+        yield reply_from_chunk(full)
+
+    async def check(self) -> tuple[bool, str]:
+        try:
+            async with httpx.AsyncClient(timeout=5.0) as client:
+                response = await client.get(f"{self.base_url}/models", headers={"Authorization": f"Bearer {self.api_key}"})
+        except Exception:
+            return False, f"Failed to connect to {self.base_url}"
+        if not response.is_success:
+            return False, "Model server not available"
+        try:
+            ids = [str(m.get("id", "")) for m in response.json().get("data", [])]
+        except (ValueError, AttributeError):
+            return False, "Model server not available"
+        if any(self.model in i for i in ids):
+            return True, "ok"
+        return False, f'Model "{self.model}" not available'

@@ -1,0 +1,106 @@
+"""A fake OpenAI-compatible server: streaming /v1/chat/completions (SSE) and /v1/models.
+
+Replies: {"text": "..."}; {"tool_calls": [(name, args), ...]}; {"status": 404}; {"stall": s}.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class FakeOpenAI:
+    def __init__(self, replies: list[dict[str, Any]] | None = None, models: tuple[str, ...] = ("local-model",)) -> None:
+        self.replies = list(replies or [])
+        self.models = models
+        self.requests: list[dict[str, Any]] = []
+        self.server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def start(self) -> FakeOpenAI:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _json(self, status: int, body: Any) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                if self.path == "/v1/models":
+                    self._json(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in fake.models]})
+                else:
+                    self._json(404, {"error": {"message": "not found"}})
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                fake.requests.append(body)
+                reply = fake.replies.pop(0) if fake.replies else {"text": "Done."}
+                if reply.get("status") == 404 or body.get("model") not in fake.models:
+                    self._json(404, {"error": {"message": f"model {body.get('model')} not found", "type": "invalid_request_error"}})
+                    return
+                if "stall" in reply:
+                    time.sleep(float(reply["stall"]))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                try:
+                    for chunk in fake.chunks(body["model"], reply):
+                        data = f"data: {json.dumps(chunk)}\n\n".encode()
+                        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                        self.wfile.flush()
+                    done = b"data: [DONE]\n\n"
+                    self.wfile.write(f"{len(done):x}\r\n".encode() + done + b"\r\n0\r\n\r\n")
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def chunks(self, model: str, reply: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": model}
+        yield {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}
+        words = str(reply.get("text", "")).split(" ") if reply.get("text") else []
+        for i, word in enumerate(words):
+            token = word if i == len(words) - 1 else word + " "
+            yield {**base, "choices": [{"index": 0, "delta": {"content": token}, "finish_reason": None}]}
+        for i, (name, args) in enumerate(reply.get("tool_calls") or []):
+            call = {"index": i, "id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+            yield {**base, "choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}]}
+        finish = "tool_calls" if reply.get("tool_calls") else "stop"
+        yield {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+
+
+@contextmanager
+def fake_openai(replies: list[dict[str, Any]] | None = None, **kw: Any) -> Iterator[FakeOpenAI]:
+    fake = FakeOpenAI(replies, **kw).start()
+    try:
+        yield fake
+    finally:
+        fake.stop()
