@@ -8,6 +8,7 @@ from datetime import datetime
 
 from domain.errors import ConversationNotFound, InvalidInput, SessionInProgress
 from domain.export import checkpoint_jsonl, markdown_transcript
+from domain.runs import annotate_pending
 from domain.model import (
     Conversation,
     Message,
@@ -17,6 +18,7 @@ from domain.model import (
     utc_now,
 )
 from ports.checkpoints import CheckpointPort
+from ports.journal import ToolJournal
 from ports.runs import RunRepository
 
 MAX_PAGE = 500
@@ -28,6 +30,10 @@ class ConversationDetail:
     messages: tuple[Message, ...]
     resumable: bool
     pending_calls: tuple[PendingCall, ...] = ()
+
+    @property
+    def decision_required(self) -> bool:
+        return self.resumable and any(p.needs_decision for p in self.pending_calls)
 
 
 @dataclass(frozen=True)
@@ -55,7 +61,9 @@ class ConversationService:
         checkpoints: CheckpointPort,
         is_active: Callable[[str], bool],
         clock: Callable[[], datetime] = utc_now,
+        journal: ToolJournal | None = None,
     ) -> None:
+        self.journal = journal
         self.runs = runs
         self.checkpoints = checkpoints
         self.is_active = is_active
@@ -87,7 +95,8 @@ class ConversationService:
         conv = self.summary(conversation)
         thread = self.checkpoints.get_thread(conv.id)
         resumable = thread.has_pending_work and not self.is_active(conv.id)
-        return ConversationDetail(conv, thread.messages, resumable, thread.pending_calls)
+        pending = annotate_pending(thread.pending_calls, self.journal, conv.id)
+        return ConversationDetail(conv, thread.messages, resumable, pending)
 
     def export_markdown(self, conversation: object) -> tuple[Conversation, str]:
         conv = self.summary(conversation)

@@ -15,12 +15,14 @@ class ErrorCode(StrEnum):
     SESSION_IN_PROGRESS = "SESSION_IN_PROGRESS"
     RUN_NOT_RESUMABLE = "RUN_NOT_RESUMABLE"
     NO_ACTIVE_RUN = "NO_ACTIVE_RUN"
+    DECISION_REQUIRED = "DECISION_REQUIRED"
     SHUTTING_DOWN = "SHUTTING_DOWN"
     MODEL_UNAVAILABLE = "MODEL_UNAVAILABLE"
     MODEL_UNREACHABLE = "MODEL_UNREACHABLE"
     RECURSION_LIMIT = "RECURSION_LIMIT"
     AGENT_FAILURE = "AGENT_FAILURE"
     INPUT_NOT_RECORDED = "INPUT_NOT_RECORDED"
+    STORAGE_FAILURE = "STORAGE_FAILURE"
     UNKNOWN_ERROR = "UNKNOWN_ERROR"
 
 
@@ -64,6 +66,23 @@ class RunNotResumable(SophosError):
 
     code = ErrorCode.RUN_NOT_RESUMABLE
     default_message = "Nothing to resume: the last run finished"
+
+
+class DecisionRequired(SophosError):
+    """Raised when a resume would re-run an unsafe tool call whose outcome is unknown."""
+
+    code = ErrorCode.DECISION_REQUIRED
+    default_message = (
+        "A destructive tool call was in flight when the run stopped and may have taken effect: "
+        'resume with decision "retry" or "skip"'
+    )
+
+
+class StorageFailure(SophosError):
+    """Raised when the database cannot be written (disk full, read-only, I/O error)."""
+
+    code = ErrorCode.STORAGE_FAILURE
+    default_message = "The database could not be written"
 
 
 class NoActiveRun(SophosError):

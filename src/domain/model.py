@@ -188,10 +188,18 @@ def summary_to_dto(conversation: Conversation) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class PendingCall:
-    """A tool call of the latest assistant turn whose result is not saved yet."""
+    """A tool call of the latest assistant turn whose result is not saved yet.
+
+    `started`: the journal shows it was sent, so it may have taken effect; `unsafe`: the
+    tool is destructive and not idempotent. Both together call for a user's decision."""
 
     call: ToolCall
-    destructive: bool = False
+    started: bool = False
+    unsafe: bool = False
+
+    @property
+    def needs_decision(self) -> bool:
+        return self.started and self.unsafe
 
 
 @dataclass(frozen=True)

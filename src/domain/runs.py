@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 
 from domain.errors import (
     ConversationNotFound,
+    DecisionRequired,
     InvalidInput,
     NoActiveRun,
     RunNotResumable,
@@ -20,6 +21,7 @@ from domain.errors import (
 from domain.events import StreamEvent, StreamTranslator
 from domain.hub import ActiveRun, RunHub
 from domain.model import (
+    PendingCall,
     Run,
     RunError,
     RunStatus,
@@ -30,6 +32,7 @@ from domain.model import (
 )
 from ports.checkpoints import CheckpointPort
 from ports.engine import AgentEngine, Resume
+from ports.journal import ToolJournal
 from ports.processes import ProcessPort
 from ports.runs import RunRepository
 
@@ -40,6 +43,20 @@ INPUT_NOT_RECORDED = RunError(
     "INPUT_NOT_RECORDED",
     "The run stopped before its message was saved; send the message again.",
 )
+
+
+def annotate_pending(
+    pending: tuple[PendingCall, ...], journal: ToolJournal | None, conversation_id: str
+) -> tuple[PendingCall, ...]:
+    """Mark the pending calls that were started (per the journal) and are unsafe to repeat."""
+    if journal is None or not pending:
+        return pending
+    entries = journal.entries(f"{conversation_id}:{p.call.id}" for p in pending)
+    out = []
+    for p in pending:
+        entry = entries.get(f"{conversation_id}:{p.call.id}")
+        out.append(PendingCall(p.call, started=entry is not None, unsafe=bool(entry and entry.unsafe)))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -73,7 +90,9 @@ class RunService:
         recursion_limit: int = DEFAULT_RECURSION_LIMIT,
         lease_seconds: float = 30.0,
         clock: Callable[[], datetime] = utc_now,
+        journal: ToolJournal | None = None,
     ) -> None:
+        self.journal = journal
         self.runs = runs
         self.checkpoints = checkpoints
         self.engine = engine
@@ -112,9 +131,17 @@ class RunService:
             if self.runs.get_conversation(cid) is None:
                 raise ConversationNotFound()
         self._refuse_if_active(cid)
-        if resume and not self.checkpoints.get_thread(cid).has_pending_work:
-            raise RunNotResumable()
-        return await self._launch(cid, None if resume else text, decision)
+        skip: frozenset[str] = frozenset()
+        if resume:
+            thread = self.checkpoints.get_thread(cid)
+            if not thread.has_pending_work:
+                raise RunNotResumable()
+            unknown = [p for p in annotate_pending(thread.pending_calls, self.journal, cid) if p.needs_decision]
+            if unknown and decision is None:
+                raise DecisionRequired()
+            if decision == "skip":
+                skip = frozenset(p.call.id for p in unknown)
+        return await self._launch(cid, None if resume else text, skip)
 
     def _refuse_if_active(self, cid: str) -> None:
         if self.hub.get(cid) is not None:
@@ -125,7 +152,7 @@ class RunService:
             if not self._reclaim(latest):
                 raise SessionInProgress()
 
-    async def _launch(self, cid: str, text: str | None, decision: str | None) -> StartedRun:
+    async def _launch(self, cid: str, text: str | None, skip: frozenset[str] = frozenset()) -> StartedRun:
         now = self.clock()
         run = Run(new_id(), cid, RunStatus.RUNNING, now, owner=self.processes.current())
         self.runs.start_run(run, now)  # raises SessionInProgress if another process won
@@ -140,7 +167,7 @@ class RunService:
                 self.runs.finish_run(run.id, RunStatus.FAILED, None, RunError(code, msg), self.clock())
                 self.hub.remove(active)
                 raise
-        resume = Resume(decision=decision)  # type: ignore[arg-type]
+        resume = Resume(skip=skip)
         active.task = asyncio.create_task(self._execute(active, resume), name=f"run-{run.id}")
         return StartedRun(cid, run.id)
 
@@ -286,6 +313,19 @@ class RunService:
         if changed:
             log.info("recovered run as %s", status.value, extra=ctx)
         return changed
+
+    async def resume_interrupted(self) -> list[StartedRun]:
+        """Resume every conversation whose latest run was interrupted and whose thread has
+        pending work that needs no decision (AUTO_RESUME)."""
+        started = []
+        for conv in self.runs.list_conversations():
+            if conv.status is not RunStatus.INTERRUPTED or self.hub.get(conv.id):
+                continue
+            try:
+                started.append(await self.start(None, conv.id, resume=True))
+            except (RunNotResumable, DecisionRequired, SessionInProgress) as e:
+                log.info("not resumed: %s", e.message, extra={"conversation_id": conv.id})
+        return started
 
     def heartbeat(self) -> None:
         ids = [a.run_id for a in self.hub.all()]

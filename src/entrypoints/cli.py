@@ -26,6 +26,7 @@ EXIT_CODES = {
     ErrorCode.SESSION_IN_PROGRESS: 4,
     ErrorCode.RUN_NOT_RESUMABLE: 4,
     ErrorCode.NO_ACTIVE_RUN: 4,
+    ErrorCode.DECISION_REQUIRED: 4,
     ErrorCode.MODEL_UNAVAILABLE: 5,
     ErrorCode.MODEL_UNREACHABLE: 5,
 }
@@ -256,6 +257,12 @@ def show(ctx: Context, conversation: str, as_json: bool) -> None:
             "messages": [message_to_dto(m) for m in d.messages],
             "resumable": d.resumable,
         }
+        if d.pending_calls:
+            body["pendingToolCalls"] = [
+                {"id": p.call.id, "name": p.call.name, "args": p.call.args, "outcomeUnknown": p.started, "unsafe": p.unsafe}
+                for p in d.pending_calls
+            ]
+            body["decisionRequired"] = d.decision_required
         click.echo(json.dumps(body, ensure_ascii=False))
         return
     c = d.conversation
@@ -270,7 +277,12 @@ def show(ctx: Context, conversation: str, as_json: bool) -> None:
             click.echo(f"\n[{dto['role']}]\n{dto['content']}")
             for call in dto.get("toolCalls", []):
                 click.echo(f"→ {call['name']} {json.dumps(call['args'], ensure_ascii=False)}")
-    if d.resumable:
+    if d.decision_required:
+        for p in d.pending_calls:
+            if p.needs_decision:
+                click.echo(f"\n! {p.call.name} {json.dumps(p.call.args, ensure_ascii=False)} may have taken effect")
+        click.echo(f"Decide: sophos resume {c.id} --decision retry   (or --decision skip)")
+    elif d.resumable:
         click.echo(f"\nThe last run stopped before it finished. Resume with: sophos resume {c.id}")
 
 

@@ -87,7 +87,7 @@ class Container(containers.DeclarativeContainer):
         none=providers.Singleton(StaticToolbox),
     )
 
-    nodes = providers.Singleton(AgentNodes, model=model, tools=tools, prompt=prompt)
+    nodes = providers.Singleton(AgentNodes, model=model, tools=tools, prompt=prompt, journal=run_repository)
     graph = providers.Singleton(build_graph, nodes, checkpointer)
     # reading threads needs the graph's shape only: no model client, no MCP servers
     read_graph = providers.Singleton(build_graph, None, checkpointer)
@@ -103,12 +103,14 @@ class Container(containers.DeclarativeContainer):
         hub=hub,
         recursion_limit=config.AGENT_RECURSION_LIMIT,
         lease_seconds=config.RUN_LEASE_SECONDS,
+        journal=run_repository,
     )
     conversations = providers.Singleton(
         ConversationService,
         runs=run_repository,
         checkpoints=threads,
         is_active=run_service.provided.is_active,
+        journal=run_repository,
     )
 
 

@@ -31,6 +31,7 @@ DEFAULTS: dict[str, Any] = {
     "API_TOKEN": "",
     "LOG_LEVEL": "INFO",
     "SSE_PING_SECONDS": 15,
+    "AUTO_RESUME": "false",
 }
 
 INTS = {"MODEL_TIMEOUT", "AGENT_RECURSION_LIMIT", "RUN_LEASE_SECONDS", "PORT", "SHUTDOWN_TIMEOUT"}
@@ -74,7 +75,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
             raise SettingsError(f"{key} must be a number, got {settings[key]!r}") from None
     if settings["AGENT_RECURSION_LIMIT"] <= 0:
         settings["AGENT_RECURSION_LIMIT"] = 25  # the reference's rule: invalid means default
-    settings["OLLAMA_THINK"] = str(settings["OLLAMA_THINK"]).lower() == "true"
+    for key in ("OLLAMA_THINK", "AUTO_RESUME"):
+        settings[key] = str(settings[key]).lower() == "true"
     for key in ("MODEL_BACKEND", "TOOLS_BACKEND"):
         settings[key] = str(settings[key]).lower()
     if settings["MODEL_BACKEND"] not in ("ollama", "openai", "demo"):

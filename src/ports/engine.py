@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
 from domain.events import AgentEvent
 
@@ -17,9 +17,10 @@ class NewMessage:
 
 @dataclass(frozen=True)
 class Resume:
-    """Continue from the latest checkpoint. `decision` answers a pending unsafe tool call."""
+    """Continue from the latest checkpoint. The pending tool calls named in `skip` are not
+    run again: each gets a result saying its outcome is unknown."""
 
-    decision: Literal["retry", "skip"] | None = None
+    skip: frozenset[str] = frozenset()
 
 
 RunInput = NewMessage | Resume

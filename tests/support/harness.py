@@ -20,6 +20,7 @@ from domain.events import StreamEvent
 from domain.hub import RunHub
 from domain.model import RunOwner
 from domain.runs import RunService, StartedRun
+from ports.journal import ToolJournal
 from ports.processes import ProcessPort
 from ports.runs import RunRepository
 from ports.tools import ToolSpec
@@ -90,8 +91,9 @@ def make_harness(
     repo = repo or InMemoryRunRepository()
     saver = saver or InMemorySaver()
     processes = processes or FakeProcesses()
-    graph = build_graph(AgentNodes(model, toolbox, FixedPrompt("You are a test.")), saver)
+    journal: ToolJournal | None = repo if hasattr(repo, "call_started") else None  # type: ignore[assignment]
+    graph = build_graph(AgentNodes(model, toolbox, FixedPrompt("You are a test."), journal), saver)
     threads = LangGraphThreads(graph)
-    runs = RunService(repo, threads, LangGraphEngine(graph), processes, RunHub(), recursion_limit)
-    conversations = ConversationService(repo, threads, runs.is_active)
+    runs = RunService(repo, threads, LangGraphEngine(graph), processes, RunHub(), recursion_limit, journal=journal)
+    conversations = ConversationService(repo, threads, runs.is_active, journal=journal)
     return Harness(model, toolbox, repo, saver, processes, runs, conversations)

@@ -8,7 +8,8 @@ worker thread: the event loop never blocks on a commit or on the busy timeout.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -16,6 +17,16 @@ from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMet
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from adapters.sqlite.database import connect
+from domain.errors import StorageFailure
+
+
+async def _write(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run a write in a worker thread; a database that cannot be written (disk full,
+    read-only, I/O error) becomes StorageFailure, so the run fails with a clear code."""
+    try:
+        return await asyncio.to_thread(fn, *args)
+    except sqlite3.Error as e:
+        raise StorageFailure(f"The database could not be written: {e}") from e
 
 
 class ThreadedSqliteSaver(SqliteSaver):
@@ -56,7 +67,7 @@ class ThreadedSqliteSaver(SqliteSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+        return await _write(self.put, config, checkpoint, metadata, new_versions)
 
     async def aput_writes(
         self,
@@ -65,7 +76,7 @@ class ThreadedSqliteSaver(SqliteSaver):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+        await _write(self.put_writes, config, writes, task_id, task_path)
 
     async def adelete_thread(self, thread_id: str) -> None:
         await asyncio.to_thread(self.delete_thread, thread_id)

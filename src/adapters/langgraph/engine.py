@@ -14,6 +14,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
 
 from adapters.langchain.messages import to_domain, to_domain_all
+from adapters.langgraph.graph import RUN_KEY, SKIP_KEY
 from domain.errors import RecursionLimitReached
 from domain.events import AgentEvent
 from domain.model import CheckpointSummary, PendingCall, ThreadState, ToolCall
@@ -25,13 +26,6 @@ log = logging.getLogger(__name__)
 Graph = CompiledStateGraph[Any, Any, Any, Any]
 
 ABANDONED = "Not run: the step that requested this call was abandoned for a new message."
-SKIPPED = (
-    "Skipped: this call was in flight when the previous run stopped and its outcome is "
-    "unknown. It may or may not have taken effect."
-)
-
-
-RUN_KEY = "sophos_run_id"
 
 
 def _config(thread_id: str, run_id: str | None = None, limit: int | None = None) -> RunnableConfig:
@@ -152,18 +146,12 @@ class LangGraphEngine(AgentEngine):
         async for _ in self.graph.astream(update, config, interrupt_before=["agent"], durability="sync"):
             pass
 
-    async def _skip_pending(self, config: RunnableConfig) -> None:
-        dangling = await self._settle(config)
-        if dangling:
-            skipped = [ToolMessage(SKIPPED, tool_call_id=c.id, name=c.name, status="error") for c in dangling]
-            await self.graph.aupdate_state(config, {"messages": skipped}, as_node="tools")
-
     async def run(
         self, thread_id: str, run_id: str, run_input: Resume, recursion_limit: int
     ) -> AsyncIterator[AgentEvent]:
         config = _config(thread_id, run_id, recursion_limit)
-        if run_input.decision == "skip":
-            await self._skip_pending(config)
+        if run_input.skip:
+            config["configurable"][SKIP_KEY] = sorted(run_input.skip)
         try:
             async for event in self.graph.astream(None, config, stream_mode="custom", durability="sync"):
                 yield event

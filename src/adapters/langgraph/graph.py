@@ -6,7 +6,9 @@ report progress through LangGraph's custom stream as domain events.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
@@ -20,7 +22,8 @@ from langgraph.types import Send
 
 from adapters.langchain.messages import to_domain_all, to_langchain
 from domain.events import NodeStarted, TokenDelta, ToolCallFinished, ToolCallRequested
-from domain.model import AssistantMessage, ToolCall, ToolResult
+from domain.model import AssistantMessage, ToolCall, ToolResult, utc_now
+from ports.journal import ToolJournal
 from ports.model import ModelPort, TextChunk
 from ports.prompts import SystemPromptSource
 from ports.tools import ToolPort
@@ -51,11 +54,28 @@ def route_after_agent(state: AgentState) -> Sequence[Send] | str:
     return END
 
 
+RUN_KEY = "sophos_run_id"  # in `configurable`, hence in every checkpoint's metadata
+SKIP_KEY = "sophos_skip"  # tool call ids not to run again (outcome unknown, user said skip)
+SKIPPED = (
+    "Skipped: this call was in flight when an earlier run stopped, so it may or may not have "
+    "taken effect. The user chose not to run it again."
+)
+
+
 class AgentNodes:
-    def __init__(self, model: ModelPort, tools: ToolPort, prompt: SystemPromptSource) -> None:
+    def __init__(
+        self,
+        model: ModelPort,
+        tools: ToolPort,
+        prompt: SystemPromptSource,
+        journal: ToolJournal | None = None,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
         self.model = model
         self.tools = tools
         self.prompt = prompt
+        self.journal = journal
+        self.clock = clock
 
     async def agent(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         step, write = _step(config), get_stream_writer()
@@ -79,16 +99,30 @@ class AgentNodes:
         raw = task["call"]
         call = ToolCall(raw.get("id") or "", raw["name"], dict(raw.get("args") or {}))
         write(NodeStarted(step, "tools", call.name))
-        thread_id = str(config["configurable"]["thread_id"])
-        try:
-            outcome = await self.tools.call(call.name, call.args, idempotency_key(thread_id, call.id))
-            content, failed = outcome.content, outcome.is_error
-        except Exception as e:  # a tool's failure is data for the model, not a failed run
-            content, failed = f"Error: {type(e).__name__}: {e}", True
+        configurable = config["configurable"]
+        if call.id in set(configurable.get(SKIP_KEY) or ()):
+            content, failed = SKIPPED, True
+        else:
+            content, failed = await self._call(call, str(configurable["thread_id"]), configurable.get(RUN_KEY))
         result = ToolResult(content, call.id, call.name, "error" if failed else "success")
         write(ToolCallFinished(step, result))
         message = ToolMessage(content, tool_call_id=call.id, name=call.name, status=result.status)
         return {"messages": [message]}
+
+    async def _call(self, call: ToolCall, thread_id: str, run_id: str | None) -> tuple[str, bool]:
+        key = idempotency_key(thread_id, call.id)
+        try:
+            if self.journal is not None:
+                spec = next((t for t in await self.tools.list_tools() if t.name == call.name), None)
+                unsafe = spec.unsafe_to_repeat if spec else False
+                # durably "about to call": after a crash, this call's outcome is known to be unknown
+                await asyncio.to_thread(self.journal.call_started, key, thread_id, run_id, call.name, unsafe, self.clock())
+            outcome = await self.tools.call(call.name, call.args, key)
+            if self.journal is not None:
+                await asyncio.to_thread(self.journal.call_finished, key, self.clock())
+            return outcome.content, outcome.is_error
+        except Exception as e:  # a tool's failure is data for the model, not a failed run
+            return f"Error: {type(e).__name__}: {e}", True
 
 
 def build_graph(

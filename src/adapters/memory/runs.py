@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
 
 from domain.errors import SessionInProgress
 from domain.model import Conversation, Run, RunError, RunStatus, iso
+from ports.journal import JournalEntry, ToolJournal
 from ports.runs import RunRepository
 
 
@@ -17,8 +18,9 @@ def _ms(ts: datetime) -> datetime:
     return ts.replace(microsecond=ts.microsecond // 1000 * 1000)
 
 
-class InMemoryRunRepository(RunRepository):
+class InMemoryRunRepository(RunRepository, ToolJournal):
     def __init__(self) -> None:
+        self._journal: dict[str, tuple[str, JournalEntry]] = {}  # key -> (conversation, entry)
         self._conversations: dict[str, Conversation] = {}
         self._runs: dict[str, Run] = {}  # insertion order is the tie-breaker
         self._lock = threading.Lock()
@@ -83,6 +85,8 @@ class InMemoryRunRepository(RunRepository):
                 raise SessionInProgress()
             for run in runs:
                 del self._runs[run.id]
+            for key in [k for k, (cid, _) in self._journal.items() if cid == conversation_id]:
+                del self._journal[key]
             del self._conversations[conversation_id]
             return True
 
@@ -143,3 +147,19 @@ class InMemoryRunRepository(RunRepository):
                 run = self._runs.get(rid)
                 if run is not None and run.status is RunStatus.RUNNING:
                     self._runs[rid] = replace(run, heartbeat_at=_ms(now))
+
+    def call_started(self, key: str, conversation_id: str, run_id: str | None, tool: str, unsafe: bool, now: datetime) -> None:
+        with self._lock:
+            old = self._journal.get(key)
+            attempts = old[1].attempts + 1 if old else 1
+            self._journal[key] = (conversation_id, JournalEntry(key, tool, unsafe, attempts, False))
+
+    def call_finished(self, key: str, now: datetime) -> None:
+        with self._lock:
+            if key in self._journal:
+                cid, entry = self._journal[key]
+                self._journal[key] = (cid, replace(entry, finished=True))
+
+    def entries(self, keys: Iterable[str]) -> dict[str, JournalEntry]:
+        with self._lock:
+            return {k: self._journal[k][1] for k in keys if k in self._journal}

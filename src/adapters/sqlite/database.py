@@ -60,7 +60,22 @@ CREATE UNIQUE INDEX runs_one_running ON runs (conversation_id) WHERE status = 'r
 CREATE INDEX conversations_by_updated ON conversations (updated_at DESC, id DESC);
 """
 
-MIGRATIONS: tuple[str, ...] = (MIGRATION_1, MIGRATION_2)
+# v3: the tool-call journal ("about to call" records), deleted with its conversation.
+MIGRATION_3 = """
+CREATE TABLE tool_calls (
+    key TEXT PRIMARY KEY,
+    conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    run_id TEXT,
+    tool TEXT NOT NULL,
+    unsafe INTEGER NOT NULL DEFAULT 0,
+    attempts INTEGER NOT NULL DEFAULT 1,
+    started_at TEXT NOT NULL,
+    finished_at TEXT
+);
+CREATE INDEX tool_calls_by_conversation ON tool_calls (conversation_id);
+"""
+
+MIGRATIONS: tuple[str, ...] = (MIGRATION_1, MIGRATION_2, MIGRATION_3)
 
 
 def connect(path: str) -> sqlite3.Connection:

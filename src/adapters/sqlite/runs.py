@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
 from adapters.sqlite.database import connect, migrate, transaction
 from domain.errors import SessionInProgress
 from domain.model import Conversation, Run, RunError, RunOwner, RunStatus, iso
+from ports.journal import JournalEntry, ToolJournal
 from ports.runs import RunRepository
 
 _SUMMARY = """
@@ -61,7 +62,7 @@ def _run(row: tuple[Any, ...]) -> Run:
     )
 
 
-class SqliteRunRepository(RunRepository):
+class SqliteRunRepository(RunRepository, ToolJournal):
     """One connection, serialised by a lock; writes are BEGIN IMMEDIATE transactions so
     several processes on one file queue behind the busy timeout instead of failing."""
 
@@ -215,3 +216,29 @@ class SqliteRunRepository(RunRepository):
                 f"UPDATE runs SET heartbeat_at = ? WHERE status = 'running' AND id IN ({marks})",
                 (iso(now), *run_ids),
             )
+
+    # --- ToolJournal ----------------------------------------------------------------------
+
+    def call_started(self, key: str, conversation_id: str, run_id: str | None, tool: str, unsafe: bool, now: datetime) -> None:
+        with self._lock, transaction(self._conn) as c:
+            c.execute(
+                "INSERT INTO tool_calls (key, conversation_id, run_id, tool, unsafe, started_at) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET attempts = attempts + 1, "
+                "run_id = excluded.run_id, started_at = excluded.started_at, finished_at = NULL",
+                (key, conversation_id, run_id, tool, int(unsafe), iso(now)),
+            )
+
+    def call_finished(self, key: str, now: datetime) -> None:
+        with self._lock, transaction(self._conn) as c:
+            c.execute("UPDATE tool_calls SET finished_at = ? WHERE key = ?", (iso(now), key))
+
+    def entries(self, keys: Iterable[str]) -> dict[str, JournalEntry]:
+        wanted = list(keys)
+        if not wanted:
+            return {}
+        marks = ",".join("?" * len(wanted))
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT key, tool, unsafe, attempts, finished_at FROM tool_calls WHERE key IN ({marks})", wanted
+            ).fetchall()
+        return {r[0]: JournalEntry(r[0], r[1], bool(r[2]), r[3], r[4] is not None) for r in rows}

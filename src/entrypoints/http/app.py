@@ -70,6 +70,9 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
             if recovered:
                 log.info("recovered %d run(s) left running", recovered)
             maintenance = asyncio.create_task(container.run_service().maintain())
+            if settings.AUTO_RESUME():
+                resumed = await container.run_service().resume_interrupted()
+                log.info("auto-resumed %d interrupted run(s)", len(resumed))
         try:
             yield
         finally:

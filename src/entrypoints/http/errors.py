@@ -18,7 +18,9 @@ STATUS: dict[ErrorCode, int] = {
     ErrorCode.SESSION_IN_PROGRESS: 409,
     ErrorCode.RUN_NOT_RESUMABLE: 409,
     ErrorCode.NO_ACTIVE_RUN: 409,
+    ErrorCode.DECISION_REQUIRED: 409,
     ErrorCode.SHUTTING_DOWN: 503,
+    ErrorCode.STORAGE_FAILURE: 503,
     ErrorCode.MODEL_UNAVAILABLE: 503,
     ErrorCode.MODEL_UNREACHABLE: 503,
 }

@@ -117,9 +117,10 @@ async def get_conversation(request: Request) -> Response:
     }
     if detail.pending_calls:
         body["pendingToolCalls"] = [
-            {"id": p.call.id, "name": p.call.name, "args": p.call.args, "destructive": p.destructive}
+            {"id": p.call.id, "name": p.call.name, "args": p.call.args, "outcomeUnknown": p.started, "unsafe": p.unsafe}
             for p in detail.pending_calls
         ]
+        body["decisionRequired"] = detail.decision_required
     return JSONResponse(body)
 
 
