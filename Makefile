@@ -11,6 +11,7 @@ help:
 	@echo "make run      start Sophos (creates .venv and installs everything first)"
 	@echo "make test     run the whole test suite"
 	@echo "make bench    run the benchmarks and print their figures"
+	@echo "make soak N=1000   the kill -9 torture test, long form"
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -41,6 +42,10 @@ lint: install
 
 bench: install
 	$(PY) -m bench
+
+N ?= 1000
+soak: install
+	PYTHONPATH=.:src $(PY) -m tests.support.torture --kills $(N)
 
 clean-db:
 	rm -rf data/db

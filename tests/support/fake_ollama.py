@@ -25,6 +25,8 @@ class FakeOllama:
         self.models = models
         self.requests: list[dict[str, Any]] = []
         self.default: dict[str, Any] = {"text": "Done."}
+        # when set, answers every request the script does not: (request body) -> reply
+        self.responder: Any = None
         self.lock = threading.Lock()
         self.server: ThreadingHTTPServer | None = None
 
@@ -34,9 +36,13 @@ class FakeOllama:
         host, port = self.server.server_address[:2]
         return f"http://{host}:{port}"
 
-    def next_reply(self) -> dict[str, Any]:
+    def next_reply(self, body: dict[str, Any] | None = None) -> dict[str, Any]:
         with self.lock:
-            return self.replies.pop(0) if self.replies else dict(self.default)
+            if self.replies:
+                return self.replies.pop(0)
+        if self.responder is not None:
+            return dict(self.responder(body or {}))
+        return dict(self.default)
 
     def add(self, *replies: dict[str, Any]) -> None:
         with self.lock:
@@ -75,7 +81,7 @@ class FakeOllama:
                 if self.path != "/api/chat":
                     self._json(404, {"error": "not found"})
                     return
-                reply = fake.next_reply()
+                reply = fake.next_reply(body)
                 if callable(reply.get("before")):
                     reply["before"]()
                 model = body.get("model", "qwen3")

@@ -1,0 +1,15 @@
+"""The short form of the kill -9 torture test (`make soak N=1000` runs the long form)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.support.torture import run
+
+
+def test_thirty_random_sigkills_lose_nothing_and_repeat_no_finished_call(tmp_path: Path) -> None:
+    tallies = run(kills=30, seed=2026, workdir=tmp_path)
+    print(tallies.table())
+    assert tallies.kills == 30 and tallies.acknowledged > 0
+    assert tallies.violations == []
+    assert tallies.ok()

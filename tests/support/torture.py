@@ -1,0 +1,219 @@
+"""The kill -9 torture harness: a real `sophos serve` subprocess, a fake Ollama scripting
+tool calls, and a ledger MCP server that appends every execution with its idempotency key.
+It sends turns, SIGKILLs the server at random moments, restarts it, resumes what is
+resumable, and checks the invariants after every restart and at the end.
+
+    python -m tests.support.torture --kills 1000 [--seed 7] [--dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sqlite3
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.support.app import app_env, config_dir, ledger_server_entry
+from tests.support.fake_ollama import FakeOllama
+from tests.support.server import LiveServer
+
+
+@dataclass
+class Tallies:
+    kills: int = 0
+    trials: int = 0
+    acknowledged: int = 0
+    lost_messages: int = 0
+    duplicate_executions: int = 0  # a call with a saved result that ran again
+    reexecutions_in_flight: int = 0  # a call in flight at a kill that ran again, same key
+    executions_of_unrecorded_calls: int = 0  # a key no saved assistant message holds
+    stuck_runs: int = 0
+    unanswered_tool_calls: int = 0
+    not_completed: int = 0
+    integrity_failures: int = 0
+    violations: list[str] = field(default_factory=list)
+
+    def ok(self) -> bool:
+        return not (self.lost_messages or self.duplicate_executions or self.stuck_runs or self.unanswered_tool_calls
+                    or self.not_completed or self.integrity_failures or self.executions_of_unrecorded_calls)
+
+    def table(self) -> str:
+        rows = [(k, v) for k, v in self.__dict__.items() if k != "violations"]
+        return "\n".join(f"{k:<30} {v}" for k, v in rows)
+
+
+def responder(body: dict[str, Any]) -> dict[str, Any]:
+    """First answer to a user turn: 1-3 tool calls; after tool results: streamed text."""
+    messages = body.get("messages") or []
+    last = messages[-1] if messages else {}
+    if last.get("role") == "user":
+        rng = random.Random(last.get("content"))
+        n = rng.randint(1, 3)
+        calls = [("ledger__append", {"label": f"{last['content']}#{i}", "delay": rng.choice([0, 0.05, 0.3, 0.8])}) for i in range(n)]
+        return {"tool_calls": calls, "text": "Let me note that.", "token_delay": 0.02}
+    return {"text": "All noted, " + "thank you " * 10, "token_delay": 0.02}
+
+
+class Torture:
+    def __init__(self, workdir: Path, seed: int) -> None:
+        self.dir = workdir
+        self.rng = random.Random(seed)
+        self.book = workdir / "ledger.jsonl"
+        config_dir(workdir, {"ledger": ledger_server_entry(self.book)})
+        self.ollama = FakeOllama().start()
+        self.ollama.responder = responder
+        self.env = app_env(workdir, self.ollama.url, RUN_LEASE_SECONDS="5", SHUTDOWN_TIMEOUT="2")
+        self.db = Path(self.env["DATABASE_PATH"])
+        self.acked: dict[str, list[str]] = {}  # conversation -> acknowledged messages
+        self.saved: dict[str, int] = {}  # key with a saved result -> ledger starts when first seen
+        self.turn = 0
+        self.t = Tallies()
+
+    # --- observations -------------------------------------------------------------------
+
+    def ledger_starts(self) -> Counter[str]:
+        if not self.book.exists():
+            return Counter()
+        entries = [json.loads(x) for x in self.book.read_text().splitlines() if x.strip()]
+        return Counter(e["key"] for e in entries if e["event"] == "start")
+
+    def check(self, server: LiveServer, final: bool = False) -> None:
+        db = sqlite3.connect(self.db)
+        try:
+            if db.execute("PRAGMA integrity_check").fetchone()[0] != "ok":
+                self.t.integrity_failures += 1
+            stuck = db.execute("SELECT count(*) FROM runs WHERE status = 'running'").fetchone()[0]
+        finally:
+            db.close()
+        if stuck and not final:
+            self.t.stuck_runs += stuck
+            self.t.violations.append(f"{stuck} run(s) left running after restart")
+        starts = self.ledger_starts()
+        for cid, messages in self.acked.items():
+            detail = server.get(f"/api/conversations/{cid}").json()
+            users = [m["content"] for m in detail["messages"] if m["role"] == "user"]
+            for m in messages:
+                if m not in users:
+                    self.t.lost_messages += 1
+                    self.t.violations.append(f"lost acknowledged message {m!r} of {cid}")
+            results = [m for m in detail["messages"] if m["role"] == "tool"]
+            per_call = Counter(m["toolCallId"] for m in results)
+            if any(n > 1 for n in per_call.values()):
+                self.t.violations.append(f"a tool call with two results in {cid}")
+                self.t.unanswered_tool_calls += 1
+            for m in results:
+                key = f"{cid}:{m['toolCallId']}"
+                if m["status"] == "success":
+                    self.saved.setdefault(key, starts[key])
+            if final:
+                recorded = {f"{cid}:{c['id']}" for m in detail["messages"] if m["role"] == "assistant" for c in m.get("toolCalls", [])}
+                for key in starts:
+                    if key.startswith(cid + ":") and key not in recorded:
+                        self.t.executions_of_unrecorded_calls += 1
+                        self.t.violations.append(f"{key} ran but no saved message holds that call")
+                if detail["conversation"]["status"] != "completed" or detail["resumable"]:
+                    self.t.not_completed += 1
+                    self.t.violations.append(f"{cid} ended {detail['conversation']['status']}")
+                called = [c["id"] for m in detail["messages"] if m["role"] == "assistant" for c in m.get("toolCalls", [])]
+                missing = [c for c in called if per_call.get(c) != 1]
+                self.t.unanswered_tool_calls += len(missing)
+        for key, seen in self.saved.items():
+            if starts[key] > seen:
+                self.t.duplicate_executions += starts[key] - seen
+                self.t.violations.append(f"{key} ran again after its result was saved")
+                self.saved[key] = starts[key]
+
+    # --- actions ------------------------------------------------------------------------
+
+    def resume_all(self, server: LiveServer, wait: bool) -> None:
+        for cid in list(self.acked):
+            detail = server.get(f"/api/conversations/{cid}").json()
+            if not detail["resumable"]:
+                continue
+            body: dict[str, Any] = {"resume": True, "conversation": cid}
+            if detail.get("decisionRequired"):
+                body["decision"] = "retry"
+            if server.post("/api/chat", body).status_code == 200 and wait:
+                self.follow(server, cid)
+
+    def follow(self, server: LiveServer, cid: str) -> None:
+        with httpx.stream("GET", f"{server.url}/api/chat", params={"conversation": cid}, timeout=60) as r:
+            for _ in r.iter_lines():
+                pass
+
+    def send(self, server: LiveServer) -> None:
+        self.turn += 1
+        cid = self.rng.choice([*self.acked, None, None]) if len(self.acked) < 4 else self.rng.choice(list(self.acked))
+        message = f"turn-{self.turn}"
+        body = {"message": message, **({"conversation": cid} if cid else {})}
+        try:
+            response = server.post("/api/chat", body)
+        except httpx.HTTPError:
+            return
+        if response.status_code == 200:
+            got = response.json()["conversation"]
+            self.acked.setdefault(got, []).append(message)
+            self.t.acknowledged += 1
+
+    def trial(self) -> None:
+        server = LiveServer(self.env, self.dir).start()
+        try:
+            self.check(server)
+            self.resume_all(server, wait=False)
+            for _ in range(self.rng.randint(1, 2)):
+                self.send(server)
+            time.sleep(self.rng.uniform(0.0, 1.5))
+        finally:
+            server.kill()
+        self.t.kills += 1
+        self.t.trials += 1
+
+    def finish(self) -> None:
+        server = LiveServer(self.env, self.dir).start()
+        try:
+            self.check(server)
+            for _ in range(3):
+                self.resume_all(server, wait=True)
+            self.check(server, final=True)
+        finally:
+            server.stop()
+        starts = self.ledger_starts()
+        self.t.reexecutions_in_flight = sum(n - 1 for n in starts.values() if n > 1)
+        self.ollama.stop()
+
+
+def run(kills: int, seed: int, workdir: Path) -> Tallies:
+    torture = Torture(workdir, seed)
+    for _ in range(kills):
+        torture.trial()
+    torture.finish()
+    return torture.t
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--kills", type=int, default=30)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--dir", type=Path)
+    args = parser.parse_args()
+    workdir = args.dir or Path(tempfile.mkdtemp(prefix="sophos-soak-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    tallies = run(args.kills, args.seed, workdir)
+    print(tallies.table())
+    print(f"{'seconds':<30} {time.monotonic() - started:.0f}")
+    for v in tallies.violations[:20]:
+        print("violation:", v)
+    raise SystemExit(0 if tallies.ok() else 1)
+
+
+if __name__ == "__main__":
+    main()
