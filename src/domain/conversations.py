@@ -94,7 +94,8 @@ class ConversationService:
         pending work (`next` non-empty) and no active run."""
         conv = self.summary(conversation)
         thread = self.checkpoints.get_thread(conv.id)
-        resumable = thread.has_pending_work and not self.is_active(conv.id)
+        # the head's `next` counts tasks whose results are saved but not yet applied: work left
+        resumable = bool(thread.next or self.checkpoints.head(conv.id).next) and not self.is_active(conv.id)
         pending = annotate_pending(thread.pending_calls, self.journal, conv.id)
         return ConversationDetail(conv, thread.messages, resumable, pending)
 

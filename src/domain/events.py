@@ -36,7 +36,12 @@ class ToolCallFinished:
     result: ToolResult
 
 
-AgentEvent = NodeStarted | TokenDelta | ToolCallRequested | ToolCallFinished
+@dataclass(frozen=True)
+class InputRecorded:
+    """The run's new message is in a committed checkpoint: it may be acknowledged."""
+
+
+AgentEvent = InputRecorded | NodeStarted | TokenDelta | ToolCallRequested | ToolCallFinished
 
 
 # --- events of the public stream -------------------------------------------------------

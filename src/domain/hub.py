@@ -28,6 +28,8 @@ class ActiveRun:
     task: asyncio.Task[None] | None = None
     stop_reason: RunStatus | None = None  # why the task was cancelled: cancelled or interrupted
     finished: asyncio.Event = field(default_factory=asyncio.Event)
+    input_recorded: asyncio.Event = field(default_factory=asyncio.Event)
+    failure: BaseException | None = None  # what stopped the run before its input was saved
 
     def publish(self, event: StreamEvent) -> int:
         event_id = len(self.events) + 1

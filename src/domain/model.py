@@ -168,6 +168,16 @@ def message_to_dto(message: Message) -> dict[str, Any]:
     return dto
 
 
+def message_from_dto(dto: dict[str, Any]) -> Message:
+    """The inverse of message_to_dto."""
+    if dto["role"] == "user":
+        return UserMessage(dto["content"], id=dto.get("id"))
+    if dto["role"] == "assistant":
+        calls = tuple(ToolCall(c.get("id") or "", c["name"], c.get("args") or {}) for c in dto.get("toolCalls", []))
+        return AssistantMessage(dto["content"], calls, id=dto.get("id"))
+    return ToolResult(dto["content"], dto.get("toolCallId") or "", dto.get("name") or "?", dto.get("status") or "success", id=dto.get("id"))
+
+
 def summary_to_dto(conversation: Conversation) -> dict[str, Any]:
     """The contract's ConversationSummary."""
     dto: dict[str, Any] = {
@@ -219,6 +229,16 @@ class ThreadState:
     @property
     def has_pending_work(self) -> bool:
         return bool(self.next)
+
+
+@dataclass(frozen=True)
+class ThreadHead:
+    """What a thread's latest checkpoint says without loading its messages."""
+
+    next: tuple[str, ...] = ()
+    message_count: int = 0
+    run_id: str | None = None
+    checkpoint_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from domain.errors import (
+    AgentFailure,
     ConversationNotFound,
     DecisionRequired,
     InvalidInput,
@@ -18,7 +19,7 @@ from domain.errors import (
     ShuttingDown,
     to_chat_error,
 )
-from domain.events import StreamEvent, StreamTranslator
+from domain.events import InputRecorded, StreamEvent, StreamTranslator
 from domain.hub import ActiveRun, RunHub
 from domain.model import (
     PendingCall,
@@ -31,7 +32,7 @@ from domain.model import (
     utc_now,
 )
 from ports.checkpoints import CheckpointPort
-from ports.engine import AgentEngine, Resume
+from ports.engine import AgentEngine, NewMessage, Resume, RunInput
 from ports.journal import ToolJournal
 from ports.processes import ProcessPort
 from ports.runs import RunRepository
@@ -133,10 +134,11 @@ class RunService:
         self._refuse_if_active(cid)
         skip: frozenset[str] = frozenset()
         if resume:
-            thread = self.checkpoints.get_thread(cid)
-            if not thread.has_pending_work:
+            head = self.checkpoints.head(cid)
+            if not head.next:
                 raise RunNotResumable()
-            unknown = [p for p in annotate_pending(thread.pending_calls, self.journal, cid) if p.needs_decision]
+            pending = self.checkpoints.get_thread(cid).pending_calls if "tools" in head.next else ()
+            unknown = [p for p in annotate_pending(pending, self.journal, cid) if p.needs_decision]
             if unknown and decision is None:
                 raise DecisionRequired()
             if decision == "skip":
@@ -159,28 +161,32 @@ class RunService:
         active = ActiveRun(run.id, cid)
         self.hub.add(active)
         log.info("run started", extra={"conversation_id": cid, "run_id": run.id})
+        run_input: RunInput = NewMessage(text) if text is not None else Resume(skip=skip)
+        active.task = asyncio.create_task(self._execute(active, run_input), name=f"run-{run.id}")
         if text is not None:
-            try:
-                await self.engine.record_input(cid, run.id, text)
-            except BaseException as e:
-                code, msg = to_chat_error(e)
-                self.runs.finish_run(run.id, RunStatus.FAILED, None, RunError(code, msg), self.clock())
-                self.hub.remove(active)
-                raise
-        resume = Resume(skip=skip)
-        active.task = asyncio.create_task(self._execute(active, resume), name=f"run-{run.id}")
+            # acknowledged means durable: return only once the message is committed
+            recorded = asyncio.ensure_future(active.input_recorded.wait())
+            ended = asyncio.ensure_future(active.finished.wait())
+            await asyncio.wait({recorded, ended}, return_when=asyncio.FIRST_COMPLETED)
+            recorded.cancel()
+            ended.cancel()
+            if not active.input_recorded.is_set():
+                raise active.failure or AgentFailure("The run stopped before the message was saved")
         return StartedRun(cid, run.id)
 
     # --- executing ----------------------------------------------------------------------
 
-    async def _execute(self, active: ActiveRun, resume: Resume) -> None:
+    async def _execute(self, active: ActiveRun, run_input: RunInput) -> None:
         ctx = {"conversation_id": active.conversation_id, "run_id": active.run_id}
         translator = StreamTranslator()
         status, error = RunStatus.COMPLETED, None
         try:
             async for event in self.engine.run(
-                active.conversation_id, active.run_id, resume, self.recursion_limit
+                active.conversation_id, active.run_id, run_input, self.recursion_limit
             ):
+                if isinstance(event, InputRecorded):
+                    active.input_recorded.set()
+                    continue
                 for out in translator.feed(event):
                     active.publish(out)
         except asyncio.CancelledError:
@@ -190,6 +196,7 @@ class RunService:
             status = active.stop_reason or RunStatus.INTERRUPTED
             log.info("run stopped: %s", status.value, extra=ctx)
         except Exception as e:  # every failure becomes data on the run, never a crash
+            active.failure = e
             code, msg = to_chat_error(e)
             status, error = RunStatus.FAILED, RunError(code, msg)
             log.warning("run failed: %s %s", code, msg, extra=ctx, exc_info=code == "AGENT_FAILURE")
@@ -207,7 +214,7 @@ class RunService:
     def _record(self, run_id: str, cid: str, status: RunStatus, error: RunError | None) -> None:
         ctx = {"conversation_id": cid, "run_id": run_id}
         try:
-            count: int | None = len(self.checkpoints.get_thread(cid).messages)
+            count: int | None = self.checkpoints.head(cid).message_count
         except Exception:
             log.exception("could not read the thread to count messages", extra=ctx)
             count = None
@@ -303,13 +310,13 @@ class RunService:
         if not self._reclaimable(run):
             return False
         ctx = {"conversation_id": run.conversation_id, "run_id": run.id}
-        thread = self.checkpoints.get_thread(run.conversation_id)
+        head = self.checkpoints.head(run.conversation_id)
         status, error = RunStatus.INTERRUPTED, None
-        if thread.run_id == run.id and not thread.next:
+        if head.run_id == run.id and not head.next:
             status = RunStatus.COMPLETED  # the final checkpoint was written, the outcome not
-        elif thread.run_id != run.id and not thread.next:
+        elif head.run_id != run.id and not head.next:
             error = INPUT_NOT_RECORDED
-        changed = self.runs.finish_run(run.id, status, len(thread.messages), error, self.clock())
+        changed = self.runs.finish_run(run.id, status, head.message_count, error, self.clock())
         if changed:
             log.info("recovered run as %s", status.value, extra=ctx)
         return changed

@@ -223,7 +223,9 @@ def resume(ctx: Context, conversation: str, decision: str | None, as_json: bool,
 
 
 def _recover(ctx: Context) -> None:
-    ctx.container.run_service().recover()
+    # the full stack (LangGraph, the model client) loads only when there is a run to reclaim
+    if ctx.container.run_repository().running_runs():
+        ctx.container.run_service().recover()
 
 
 @main.command()

@@ -1,4 +1,8 @@
-"""The composition root: the only module that knows every adapter and wires them."""
+"""The composition root: the only module that knows every adapter and wires them.
+
+Adapters are imported inside their factories, so a command that only lists conversations
+never loads LangGraph, LangChain or the MCP client (a cold `sophos conversations` stays fast).
+"""
 
 from __future__ import annotations
 
@@ -8,17 +12,6 @@ from typing import Any
 
 from dependency_injector import containers, providers
 
-from adapters.demo.model import DemoModel
-from adapters.demo.tools import demo_toolbox
-from adapters.langgraph.checkpointer import ThreadedSqliteSaver
-from adapters.langgraph.engine import LangGraphEngine, LangGraphThreads
-from adapters.langgraph.graph import AgentNodes, build_graph
-from adapters.mcp.toolbox import McpToolbox
-from adapters.memory.toolbox import StaticToolbox
-from adapters.ollama.model import OllamaModel
-from adapters.sqlite.runs import SqliteRunRepository
-from adapters.system.processes import LocalProcesses
-from adapters.system.prompt import FilePrompt
 from domain.conversations import ConversationService
 from domain.hub import RunHub
 from domain.runs import RunService
@@ -34,10 +27,103 @@ def _opened(factory: Any, opened: list[Any], *args: Any, **kwargs: Any) -> Any:
     return thing
 
 
-def _openai_model(**kwargs: Any) -> Any:
-    from adapters.openai.model import OpenAIModel  # imported only when selected
+def _run_repository(path: str) -> Any:
+    from adapters.sqlite.runs import SqliteRunRepository
+
+    return SqliteRunRepository(path)
+
+
+def _checkpointer(path: str, keep: int) -> Any:
+    from adapters.langgraph.checkpointer import ThreadedSqliteSaver
+
+    return ThreadedSqliteSaver.open(path, keep=keep)
+
+
+def _processes() -> Any:
+    from adapters.system.processes import LocalProcesses
+
+    return LocalProcesses()
+
+
+def _prompt(config_dir: str) -> Any:
+    from adapters.system.prompt import FilePrompt
+
+    return FilePrompt(Path(config_dir) / "system.md")
+
+
+def _ollama(**kwargs: Any) -> Any:
+    from adapters.ollama.model import OllamaModel
+
+    return OllamaModel(**kwargs)
+
+
+def _openai(**kwargs: Any) -> Any:
+    from adapters.openai.model import OpenAIModel
 
     return OpenAIModel(**kwargs)
+
+
+def _demo_model() -> Any:
+    from adapters.demo.model import DemoModel
+
+    return DemoModel()
+
+
+def _mcp(config_dir: str, memory_file: str) -> Any:
+    from adapters.mcp.toolbox import McpToolbox
+
+    return McpToolbox(Path(config_dir), Path(memory_file))
+
+
+def _demo_tools() -> Any:
+    from adapters.demo.tools import demo_toolbox
+
+    return demo_toolbox()
+
+
+def _no_tools() -> Any:
+    from adapters.memory.toolbox import StaticToolbox
+
+    return StaticToolbox()
+
+
+def _graph(nodes: Any, checkpointer: Any) -> Any:
+    from adapters.langgraph.graph import build_graph
+
+    return build_graph(nodes, checkpointer)
+
+
+def _nodes(**kwargs: Any) -> Any:
+    from adapters.langgraph.graph import AgentNodes
+
+    return AgentNodes(**kwargs)
+
+
+def _threads(checkpointer: Any) -> Any:
+    from adapters.langgraph.engine import LangGraphThreads
+
+    # reading threads needs the graph's shape only: no model client, no MCP servers
+    return LangGraphThreads(_graph(None, checkpointer))
+
+
+class _LazyThreads:
+    """A CheckpointPort built on first use: listing conversations never loads LangGraph."""
+
+    def __init__(self, build: Any) -> None:
+        self._build = build
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._build(), name)
+
+
+def _is_active(run_service: Any) -> Any:
+    return lambda conversation_id: run_service().is_active(conversation_id)
+
+
+def _engine(graph: Any) -> Any:
+    from adapters.langgraph.engine import LangGraphEngine
+
+    return LangGraphEngine(graph)
 
 
 class Container(containers.DeclarativeContainer):
@@ -45,54 +131,40 @@ class Container(containers.DeclarativeContainer):
 
     opened = providers.Singleton(list)
     hub = providers.Singleton(RunHub)
-    processes = providers.Singleton(LocalProcesses)
-    run_repository = providers.Singleton(
-        _opened, SqliteRunRepository, opened, path=config.DATABASE_PATH
-    )
-    checkpointer = providers.Singleton(
-        _opened, ThreadedSqliteSaver.open, opened, path=config.DATABASE_PATH
-    )
-    prompt = providers.Singleton(
-        lambda d: FilePrompt(Path(d) / "system.md"), config.CONFIG_DIR
-    )
+    processes = providers.Singleton(_processes)
+    run_repository = providers.Singleton(_opened, _run_repository, opened, config.DATABASE_PATH)
+    checkpointer = providers.Singleton(_opened, _checkpointer, opened, config.DATABASE_PATH, config.CHECKPOINT_KEEP)
+    prompt = providers.Singleton(_prompt, config.CONFIG_DIR)
 
     model = providers.Selector(
         config.MODEL_BACKEND,
         ollama=providers.Singleton(
-            OllamaModel,
+            _ollama,
             base_url=config.OLLAMA_HOST,
             model=config.OLLAMA_MODEL,
             think=config.OLLAMA_THINK,
             timeout=config.MODEL_TIMEOUT,
         ),
         openai=providers.Singleton(
-            _openai_model,
+            _openai,
             base_url=config.OPENAI_BASE_URL,
             model=config.OPENAI_MODEL,
             api_key=config.OPENAI_API_KEY,
             timeout=config.MODEL_TIMEOUT,
         ),
-        demo=providers.Singleton(DemoModel),
+        demo=providers.Singleton(_demo_model),
     )
     tools = providers.Selector(
         config.TOOLS_BACKEND,
-        mcp=providers.Singleton(
-            _opened,
-            lambda d, m: McpToolbox(Path(d), Path(m)),
-            opened,
-            config.CONFIG_DIR,
-            config.MEMORY_FILE_PATH,
-        ),
-        demo=providers.Singleton(demo_toolbox),
-        none=providers.Singleton(StaticToolbox),
+        mcp=providers.Singleton(_opened, _mcp, opened, config.CONFIG_DIR, config.MEMORY_FILE_PATH),
+        demo=providers.Singleton(_demo_tools),
+        none=providers.Singleton(_no_tools),
     )
 
-    nodes = providers.Singleton(AgentNodes, model=model, tools=tools, prompt=prompt, journal=run_repository)
-    graph = providers.Singleton(build_graph, nodes, checkpointer)
-    # reading threads needs the graph's shape only: no model client, no MCP servers
-    read_graph = providers.Singleton(build_graph, None, checkpointer)
-    threads = providers.Singleton(LangGraphThreads, read_graph)
-    engine = providers.Singleton(LangGraphEngine, graph)
+    nodes = providers.Singleton(_nodes, model=model, tools=tools, prompt=prompt, journal=run_repository)
+    graph = providers.Singleton(_graph, nodes, checkpointer)
+    threads = providers.Singleton(_threads, checkpointer)
+    engine = providers.Singleton(_engine, graph)
 
     run_service = providers.Singleton(
         RunService,
@@ -108,8 +180,8 @@ class Container(containers.DeclarativeContainer):
     conversations = providers.Singleton(
         ConversationService,
         runs=run_repository,
-        checkpoints=threads,
-        is_active=run_service.provided.is_active,
+        checkpoints=providers.Singleton(_LazyThreads, threads.provider),
+        is_active=providers.Callable(_is_active, run_service.provider),
         journal=run_repository,
     )
 

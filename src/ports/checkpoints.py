@@ -6,7 +6,7 @@ from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Protocol
 
-from domain.model import CheckpointSummary, ThreadState
+from domain.model import CheckpointSummary, ThreadHead, ThreadState
 
 
 class CheckpointPort(Protocol):
@@ -21,6 +21,11 @@ class CheckpointPort(Protocol):
 
         An unknown thread gives an empty ThreadState (no messages, next empty).
         """
+
+    @abstractmethod
+    def head(self, thread_id: str) -> ThreadHead:
+        """`next`, message count and writing run of the latest checkpoint, cheaply (no
+        messages are loaded). An unknown thread gives an empty ThreadHead."""
 
     @abstractmethod
     def list_checkpoints(self, thread_id: str) -> Sequence[CheckpointSummary]:

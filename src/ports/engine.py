@@ -30,19 +30,16 @@ class AgentEngine(Protocol):
     """The agent graph (START -> agent <-> tools -> END) over a durable checkpointer."""
 
     @abstractmethod
-    async def record_input(self, thread_id: str, run_id: str, text: str) -> None:
-        """Durably append the user's message to the thread (a committed checkpoint) so
-        that a following `run(..., Resume())` starts from it. Tool calls left without a
-        result by an abandoned step are closed first with an error result, so the
-        thread stays valid for the model."""
-
-    @abstractmethod
     def run(
-        self, thread_id: str, run_id: str, run_input: Resume, recursion_limit: int
+        self, thread_id: str, run_id: str, run_input: RunInput, recursion_limit: int
     ) -> AsyncIterator[AgentEvent]:
-        """Execute from the latest checkpoint until the graph stops, yielding events.
+        """Execute until the graph stops, yielding events.
 
+        A NewMessage is appended to the thread (tool calls left without a result by an
+        abandoned step are first closed with an error result, so the thread stays valid for
+        the model); the engine yields InputRecorded once the message is in a committed
+        checkpoint, before any other event. A Resume continues from the latest checkpoint.
         Each tool call is its own task: a call whose result was saved never runs again.
-        Raises RecursionLimitReached, ModelUnavailable, ModelUnreachable or AgentFailure;
-        cancelling the iteration stops the model stream and tool calls at once.
+        Raises RecursionLimitReached, ModelUnavailable, ModelUnreachable, StorageFailure or
+        AgentFailure; cancelling the iteration stops the model stream and tool calls at once.
         """

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from domain.model import Run, RunOwner, RunStatus, new_id, utc_now
 from domain.runs import INPUT_NOT_RECORDED
-from ports.engine import Resume
+from ports.engine import NewMessage
 from tests.support.harness import FakeProcesses, make_harness
 
 DEAD = RunOwner("test-host", 4242, 7.0)
@@ -25,8 +25,7 @@ async def test_a_run_whose_final_checkpoint_was_written_is_recovered_completed()
     h.repo.create_conversation(cid, "t", utc_now())
     run = leftover(h, cid)
     # the crash window: the engine saved the final checkpoint, the outcome was never recorded
-    await h.runs.engine.record_input(cid, run.id, "hi")
-    async for _ in h.runs.engine.run(cid, run.id, Resume(), 25):
+    async for _ in h.runs.engine.run(cid, run.id, NewMessage("hi"), 25):
         pass
     assert h.runs.recover() == 1
     conv = h.conversations.get(cid)

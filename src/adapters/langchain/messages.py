@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -50,6 +51,35 @@ def to_domain(message: BaseMessage) -> Message | None:
 
 def to_domain_all(messages: Iterable[BaseMessage]) -> tuple[Message, ...]:
     return tuple(m for m in (to_domain(x) for x in messages) if m is not None)
+
+
+class ConversionCache:
+    """Domain views of stored messages, by message id. A thread's messages are re-read
+    from the checkpoint before every model call; converting only the new ones keeps a long
+    conversation's per-call cost flat. A message replaced under the same id is noticed by
+    its content length and type."""
+
+    def __init__(self, size: int = 20_000) -> None:
+        self.size = size
+        self._items: OrderedDict[str, tuple[type, int, Message]] = OrderedDict()
+
+    def convert(self, messages: Iterable[BaseMessage]) -> tuple[Message, ...]:
+        out: list[Message] = []
+        for m in messages:
+            key = m.id
+            hit = self._items.get(key) if key else None
+            if hit is not None and hit[0] is type(m) and hit[1] == len(m.content):
+                out.append(hit[2])
+                continue
+            converted = to_domain(m)
+            if converted is None:
+                continue
+            out.append(converted)
+            if key:
+                self._items[key] = (type(m), len(m.content), converted)
+                if len(self._items) > self.size:
+                    self._items.popitem(last=False)
+        return tuple(out)
 
 
 def to_langchain(message: Message) -> AnyMessage:

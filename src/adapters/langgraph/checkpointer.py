@@ -1,23 +1,78 @@
-"""LangGraph's official SqliteSaver, usable from async graphs.
+"""LangGraph's official SqliteSaver, made usable from async graphs, with linear storage.
 
-SqliteSaver only implements the sync methods; AsyncSqliteSaver (aiosqlite) measured 1.4x
-slower per turn (shared/notes/baseline.md). The async methods here run the sync ones in a
-worker thread: the event loop never blocks on a commit or on the busy timeout.
+- Async: SqliteSaver only implements the sync methods; AsyncSqliteSaver (aiosqlite) was
+  1.4x slower per turn (shared/notes/baseline.md). The async methods here run the sync ones
+  in a worker thread, so the event loop never waits on a commit or on the busy timeout.
+- Linear storage: SqliteSaver stores every channel value in every checkpoint, so a thread
+  grows with the square of its length. Each `put` also writes a one-line summary of the
+  checkpoint to `checkpoint_log` (what the JSONL export shows) and, in the same transaction,
+  deletes the thread's checkpoints older than the last `keep` with their writes. A resume
+  only ever needs the latest checkpoint and its pending writes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_metadata,
+)
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from adapters.langchain.messages import to_domain
+from adapters.langgraph.graph import RUN_KEY
 from adapters.sqlite.database import connect
 from domain.errors import StorageFailure
+from domain.model import message_to_dto
+
+LOG_TABLE = """
+CREATE TABLE IF NOT EXISTS checkpoint_log (
+    thread_id TEXT NOT NULL,
+    checkpoint_ns TEXT NOT NULL DEFAULT '',
+    checkpoint_id TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    source TEXT NOT NULL,
+    next TEXT NOT NULL,
+    message_count INTEGER NOT NULL,
+    last_message TEXT,
+    run_id TEXT,
+    PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
+)
+"""
+
+
+def next_nodes(checkpoint: Checkpoint) -> list[str]:
+    """The nodes a checkpoint will run next, read from its channels: a pending trigger
+    channel (`__start__`, `branch:to:<node>`) and one entry per pending Send task."""
+    values = checkpoint["channel_values"]
+    out = ["__start__"] if "__start__" in values else []
+    out += sorted(k.removeprefix("branch:to:") for k in values if k.startswith("branch:to:"))
+    out += [getattr(task, "node", "?") for task in values.get("__pregel_tasks") or []]
+    return out
+
+
+def summary_row(checkpoint: Checkpoint, metadata: CheckpointMetadata) -> tuple[Any, ...]:
+    messages = checkpoint["channel_values"].get("messages") or []
+    last = to_domain(messages[-1]) if messages else None
+    return (
+        checkpoint["ts"],
+        int(metadata.get("step", -1)),
+        str(metadata.get("source", "")),
+        json.dumps(next_nodes(checkpoint)),
+        len(messages),
+        json.dumps(message_to_dto(last), ensure_ascii=False) if last else None,
+        metadata.get(RUN_KEY),  # type: ignore[misc]
+    )
 
 
 async def _write(fn: Callable[..., Any], *args: Any) -> Any:
@@ -30,18 +85,99 @@ async def _write(fn: Callable[..., Any], *args: Any) -> Any:
 
 
 class ThreadedSqliteSaver(SqliteSaver):
+    def __init__(self, conn: sqlite3.Connection, keep: int = 3) -> None:
+        super().__init__(conn)
+        self.keep = keep  # checkpoints kept per thread; 0 keeps all (plain SqliteSaver)
+
     @classmethod
-    def open(cls, path: str) -> ThreadedSqliteSaver:
+    def open(cls, path: str, keep: int = 3) -> ThreadedSqliteSaver:
         conn = connect(path)
-        # SqliteSaver manages its own transactions (commit after each cursor)
-        conn.isolation_level = ""
-        saver = cls(conn)
+        conn.isolation_level = ""  # SqliteSaver commits after each cursor
+        saver = cls(conn, keep=keep)
         saver.setup()
         return saver
+
+    def setup(self) -> None:
+        if self.is_setup:
+            return
+        super().setup()
+        self.conn.execute(LOG_TABLE)
+        self.conn.commit()
 
     def close(self) -> None:
         with self.lock:
             self.conn.close()
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        configurable = config["configurable"]
+        thread_id, ns = str(configurable["thread_id"]), str(configurable.get("checkpoint_ns", ""))
+        full_metadata = get_checkpoint_metadata(config, metadata)
+        type_, blob = self.serde.dumps_typed(checkpoint)
+        meta_blob = json.dumps(full_metadata, ensure_ascii=False).encode("utf-8", "ignore")
+        key = (thread_id, ns, checkpoint["id"])
+        with self.cursor() as cur:  # one transaction: checkpoint, its summary, the pruning
+            cur.execute(
+                "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
+                "parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (*key, configurable.get("checkpoint_id"), type_, blob, meta_blob),
+            )
+            cur.execute(
+                "INSERT OR REPLACE INTO checkpoint_log (thread_id, checkpoint_ns, checkpoint_id, created_at, "
+                "step, source, next, message_count, last_message, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (*key, *summary_row(checkpoint, full_metadata)),
+            )
+            if self.keep > 0:
+                self._prune(cur, thread_id, ns, self.keep)
+        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
+
+    @staticmethod
+    def _prune(cur: sqlite3.Cursor, thread_id: str, ns: str, keep: int) -> int:
+        old = (
+            "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
+            "ORDER BY checkpoint_id DESC LIMIT -1 OFFSET ?"
+        )
+        args = (thread_id, ns, keep)
+        cur.execute(f"DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({old})", (thread_id, ns, *args))
+        cur.execute(f"DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({old})", (thread_id, ns, *args))
+        return cur.rowcount
+
+    def prune_all(self, keep: int) -> int:
+        """Apply the retention policy to every thread; returns the checkpoints deleted."""
+        deleted = 0
+        with self.cursor() as cur:
+            threads = cur.execute("SELECT DISTINCT thread_id, checkpoint_ns FROM checkpoints").fetchall()
+            for thread_id, ns in threads:
+                deleted += self._prune(cur, thread_id, ns, keep)
+        return deleted
+
+    def head(self, thread_id: str) -> tuple[Any, ...] | None:
+        """(checkpoint_id, next, message_count, run_id) of the latest checkpoint, or None."""
+        with self.cursor(transaction=False) as cur:
+            return cur.execute(  # type: ignore[no-any-return]
+                "SELECT checkpoint_id, next, message_count, run_id FROM checkpoint_log "
+                "WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1",
+                (thread_id,),
+            ).fetchone()
+
+    def history(self, thread_id: str) -> list[tuple[Any, ...]]:
+        """The checkpoint log of a thread, oldest first."""
+        with self.cursor(transaction=False) as cur:
+            return cur.execute(
+                "SELECT checkpoint_id, created_at, step, source, next, message_count, last_message, run_id "
+                "FROM checkpoint_log WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id",
+                (thread_id,),
+            ).fetchall()
+
+    def delete_thread(self, thread_id: str) -> None:
+        with self.cursor() as cur:
+            for table in ("checkpoints", "writes", "checkpoint_log"):
+                cur.execute(f"DELETE FROM {table} WHERE thread_id = ?", (str(thread_id),))
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await asyncio.to_thread(self.get_tuple, config)
@@ -67,7 +203,7 @@ class ThreadedSqliteSaver(SqliteSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return await _write(self.put, config, checkpoint, metadata, new_versions)
+        return await _write(self.put, config, checkpoint, metadata, new_versions)  # type: ignore[no-any-return]
 
     async def aput_writes(
         self,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -16,10 +18,10 @@ from langgraph.types import StateSnapshot
 from adapters.langchain.messages import to_domain, to_domain_all
 from adapters.langgraph.graph import RUN_KEY, SKIP_KEY
 from domain.errors import RecursionLimitReached
-from domain.events import AgentEvent
-from domain.model import CheckpointSummary, PendingCall, ThreadState, ToolCall
+from domain.events import AgentEvent, InputRecorded
+from domain.model import CheckpointSummary, PendingCall, ThreadHead, ThreadState, ToolCall, message_from_dto
 from ports.checkpoints import CheckpointPort
-from ports.engine import AgentEngine, Resume
+from ports.engine import AgentEngine, NewMessage, RunInput
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +74,28 @@ def _finished_call_ids(snapshot: StateSnapshot) -> set[str]:
     return done
 
 
+def _from_log(row: tuple[Any, ...]) -> CheckpointSummary:
+    checkpoint_id, created_at, step, source, next_json, count, last_json, run_id = row
+    last = message_from_dto(json.loads(last_json)) if last_json else None
+    return CheckpointSummary(checkpoint_id, created_at, step, source, tuple(json.loads(next_json)), count, last, run_id)
+
+
+def read_head(graph: Graph, thread_id: str) -> ThreadHead:
+    head = getattr(graph.checkpointer, "head", None)
+    if head is not None:  # the SQLite saver's log: no blob to deserialize
+        row = head(thread_id)
+        if row is None:
+            return ThreadHead()
+        checkpoint_id, next_json, count, run_id = row
+        return ThreadHead(tuple(json.loads(next_json)), count, run_id, checkpoint_id)
+    snap = graph.get_state(_config(thread_id))
+    checkpoint_id = (snap.config.get("configurable") or {}).get("checkpoint_id")
+    if checkpoint_id is None:
+        return ThreadHead()
+    run_id = (snap.metadata or {}).get(RUN_KEY)
+    return ThreadHead(tuple(snap.next), len(to_domain_all(_messages(snap))), run_id, checkpoint_id)
+
+
 class LangGraphThreads(CheckpointPort):
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
@@ -95,7 +119,13 @@ class LangGraphThreads(CheckpointPort):
             pending_calls=pending,
         )
 
+    def head(self, thread_id: str) -> ThreadHead:
+        return read_head(self.graph, thread_id)
+
     def list_checkpoints(self, thread_id: str) -> Sequence[CheckpointSummary]:
+        history = getattr(self.graph.checkpointer, "history", None)
+        if history is not None:  # the SQLite saver's log: complete even after pruning
+            return [_from_log(row) for row in history(thread_id)]
         out: list[CheckpointSummary] = []
         for snap in self.graph.get_state_history(_config(thread_id)):
             messages = _messages(snap)
@@ -128,32 +158,36 @@ class LangGraphEngine(AgentEngine):
     async def _settle(self, config: RunnableConfig) -> list[ToolCall]:
         """Close the abandoned step, if any: keep the results of tool calls that finished,
         drop the tasks still pending. Returns the tool calls left without a result."""
+        thread_id = str(config["configurable"]["thread_id"])
+        if not (await asyncio.to_thread(read_head, self.graph, thread_id)).next:
+            return []  # the last run finished: nothing is left dangling
+        await self.graph.aupdate_state(config, None, as_node=END)
         snap = await self.graph.aget_state(config)
-        if snap.next:
-            await self.graph.aupdate_state(config, None, as_node=END)
-            snap = await self.graph.aget_state(config)
         return _unanswered(_messages(snap), set())
 
-    async def record_input(self, thread_id: str, run_id: str, text: str) -> None:
-        config = _config(thread_id, run_id)
-        dangling = await self._settle(config)
-        closing: list[BaseMessage] = [
-            ToolMessage(ABANDONED, tool_call_id=c.id, name=c.name, status="error") for c in dangling
-        ]
-        update = {"messages": [*closing, HumanMessage(text)]}
-        # run the input step only: its checkpoints (input, then next=[agent]) are committed
-        # when this returns, so an acknowledged message is never lost
-        async for _ in self.graph.astream(update, config, interrupt_before=["agent"], durability="sync"):
-            pass
-
     async def run(
-        self, thread_id: str, run_id: str, run_input: Resume, recursion_limit: int
+        self, thread_id: str, run_id: str, run_input: RunInput, recursion_limit: int
     ) -> AsyncIterator[AgentEvent]:
         config = _config(thread_id, run_id, recursion_limit)
-        if run_input.skip:
+        update: dict[str, Any] | None = None
+        if isinstance(run_input, NewMessage):
+            dangling = await self._settle(_config(thread_id, run_id))
+            closing: list[BaseMessage] = [
+                ToolMessage(ABANDONED, tool_call_id=c.id, name=c.name, status="error") for c in dangling
+            ]
+            update = {"messages": [*closing, HumanMessage(run_input.text)]}
+        elif run_input.skip:
             config["configurable"][SKIP_KEY] = sorted(run_input.skip)
+        recorded = update is None
         try:
-            async for event in self.graph.astream(None, config, stream_mode="custom", durability="sync"):
+            async for event in self.graph.astream(update, config, stream_mode="custom", durability="sync"):
+                if not recorded:
+                    # with durability="sync", a node runs only after the checkpoints before
+                    # it are committed: the message is durable once the agent node speaks
+                    recorded = True
+                    yield InputRecorded()
                 yield event
         except GraphRecursionError as e:
             raise RecursionLimitReached() from e
+        if not recorded:
+            yield InputRecorded()

@@ -20,7 +20,7 @@ from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 
-from adapters.langchain.messages import to_domain_all, to_langchain
+from adapters.langchain.messages import ConversionCache, to_langchain
 from domain.events import NodeStarted, TokenDelta, ToolCallFinished, ToolCallRequested
 from domain.model import AssistantMessage, ToolCall, ToolResult, utc_now
 from ports.journal import ToolJournal
@@ -76,6 +76,7 @@ class AgentNodes:
         self.prompt = prompt
         self.journal = journal
         self.clock = clock
+        self.cache = ConversionCache()
 
     async def agent(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         step, write = _step(config), get_stream_writer()
@@ -83,7 +84,7 @@ class AgentNodes:
         specs = await self.tools.list_tools()
         system = self.prompt.read()
         reply: AssistantMessage | None = None
-        async for out in self.model.stream(system, to_domain_all(state["messages"]), specs):
+        async for out in self.model.stream(system, self.cache.convert(state["messages"]), specs):
             if isinstance(out, TextChunk):
                 write(TokenDelta(step, out.text))
             else:

@@ -1,0 +1,94 @@
+"""The CheckpointPort contract over LangGraph's in-memory saver and our SQLite saver: the
+same runs give the same thread and the same checkpoint history."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
+from adapters.langgraph.checkpointer import ThreadedSqliteSaver
+from domain.errors import ModelUnreachable
+from tests.support.harness import Harness, make_harness, recording_tool
+
+
+async def scenario(h: Harness) -> str:
+    """A tool round, a failed model call, a resume, and a second turn."""
+    started, _ = await h.send("first")
+    cid = started.conversation_id
+    await h.send("second", cid)
+    await h.resume(cid)
+    await h.send("third", cid)
+    return cid
+
+
+REPLIES: list[Any] = [[("t__a", {"n": 1})], "one", ModelUnreachable(), "two", "three"]
+
+
+class CheckpointPortContract:
+    @pytest.fixture
+    def saver(self, tmp_path: Path) -> Iterator[Any]:
+        raise NotImplementedError
+
+    @pytest.fixture
+    def harness(self, saver: Any) -> Harness:
+        return make_harness(REPLIES, tools=[recording_tool([], "t__a")], saver=saver)
+
+    async def test_an_unknown_thread_is_empty(self, harness: Harness) -> None:
+        thread = harness.runs.checkpoints.get_thread("nope")
+        assert thread.messages == () and thread.next == () and not thread.exists
+        assert list(harness.runs.checkpoints.list_checkpoints("nope")) == []
+
+    async def test_the_thread_holds_every_message_in_order(self, harness: Harness) -> None:
+        cid = await scenario(harness)
+        thread = harness.runs.checkpoints.get_thread(cid)
+        assert [m.role for m in thread.messages] == ["user", "assistant", "tool", "assistant", "user", "assistant", "user", "assistant"]
+        assert thread.next == () and thread.run_id == harness.repo.latest_run(cid).id  # type: ignore[union-attr]
+
+    async def test_the_history_lists_every_checkpoint_oldest_first(self, harness: Harness) -> None:
+        cid = await scenario(harness)
+        history = list(harness.runs.checkpoints.list_checkpoints(cid))
+        shape = [(c.step, c.source, c.next, c.message_count) for c in history]
+        assert shape == EXPECTED
+        assert history[-1].last_message is not None and history[-1].last_message.content == "three"
+        assert len({c.run_id for c in history}) == 4  # four runs wrote checkpoints
+
+    async def test_delete_removes_the_thread(self, harness: Harness) -> None:
+        cid = await scenario(harness)
+        harness.runs.checkpoints.delete_thread(cid)
+        assert harness.runs.checkpoints.get_thread(cid).messages == ()
+        assert list(harness.runs.checkpoints.list_checkpoints(cid)) == []
+
+
+EXPECTED = [
+    (-1, "input", ("__start__",), 0), (0, "loop", ("agent",), 1), (1, "loop", ("tools",), 2),
+    (2, "loop", ("agent",), 3), (3, "loop", (), 4),
+    (4, "input", ("__start__",), 4), (5, "loop", ("agent",), 5),  # the failed model call
+    (6, "loop", (), 6),  # the resume
+    (7, "input", ("__start__",), 6), (8, "loop", ("agent",), 7), (9, "loop", (), 8),
+]
+
+
+class TestInMemorySaver(CheckpointPortContract):
+    @pytest.fixture
+    def saver(self, tmp_path: Path) -> Iterator[Any]:
+        yield InMemorySaver()
+
+
+class TestSqliteSaverKeepingEverything(CheckpointPortContract):
+    @pytest.fixture
+    def saver(self, tmp_path: Path) -> Iterator[Any]:
+        saver = ThreadedSqliteSaver.open(str(tmp_path / "db.sqlite"), keep=0)
+        yield saver
+        saver.close()
+
+
+class TestSqliteSaverPruning(CheckpointPortContract):
+    @pytest.fixture
+    def saver(self, tmp_path: Path) -> Iterator[Any]:
+        saver = ThreadedSqliteSaver.open(str(tmp_path / "db.sqlite"), keep=2)
+        yield saver
+        saver.close()

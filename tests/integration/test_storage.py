@@ -1,0 +1,36 @@
+"""Storage stays linear in a conversation's length (a test of size, not of time)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from tests.support.long_thread import TEXT, file_size, long_thread_harness
+
+TURNS = 300
+BOUND = 5 * 1024 * 1024
+
+
+async def test_a_300_turn_thread_stays_under_five_megabytes_and_grows_linearly(tmp_path: Path) -> None:
+    db = tmp_path / "sophos.db"
+    h, saver, repo = long_thread_harness(db, TURNS)
+    started, _ = await h.send(f"0 {TEXT}")
+    cid = started.conversation_id
+    sizes = {1: file_size(db)}
+    for i in range(1, TURNS):
+        await h.send(f"{i} {TEXT}", cid)
+        if i + 1 in (10, 11, 299, 300):
+            sizes[i + 1] = file_size(db)
+    detail = h.conversations.get(cid)
+    assert len(detail.messages) == 4 * TURNS and detail.conversation.message_count == 4 * TURNS
+    size = file_size(db)
+    assert size < BOUND, f"{size} bytes"
+    history = h.conversations.export_jsonl(cid)[1].strip().split("\n")
+    assert len(history) == TURNS * 5  # every checkpoint of every run is in the export
+    late, early = sizes[300] - sizes[299], max(sizes[11] - sizes[10], 1)
+    assert late <= 1.5 * early or late <= 16 * 1024, (early, late)  # linear, not quadratic
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT count(*) FROM checkpoints WHERE thread_id = ?", (cid,)).fetchone()[0] <= 3
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    saver.close()
+    repo.close()
