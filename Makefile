@@ -41,7 +41,7 @@ lint: install
 	$(VENV)/bin/lint-imports
 
 bench: install
-	$(PY) -m bench
+	PYTHONPATH=.:src $(PY) -m bench
 
 N ?= 1000
 soak: install

@@ -17,7 +17,7 @@ from mcp.types import ToolAnnotations
 
 LEDGER = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("LEDGER", "ledger.jsonl")
 
-mcp = FastMCP("ledger")
+mcp = FastMCP("ledger", log_level="WARNING")
 
 
 def _key(ctx: Context) -> str | None:  # type: ignore[type-arg]

@@ -1,0 +1,1 @@
+"""Benchmarks: `make bench` (python -m bench) prints every figure beside its baseline."""

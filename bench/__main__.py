@@ -1,0 +1,217 @@
+"""Run every benchmark and print a table: baseline (plain LangGraph + SqliteSaver, same run)
+against Sophos. Usage: python -m bench [--turns 300] [--conversations 10000]"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench import baseline
+from tests.support.app import SOPHOS, app_env, ledger_server_entry, process_env
+from tests.support.long_thread import TEXT, file_size, long_thread_harness
+
+Row = tuple[str, str, str, str, bool]
+
+
+def median_ms(fn: Callable[[], Any], n: int) -> float:
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times)
+
+
+async def amedian_ms(fn: Callable[[], Any], n: int) -> float:
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        await fn()
+        times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times)
+
+
+def mb(n: int) -> str:
+    return f"{n / 1e6:.2f} MB"
+
+
+async def long_thread(tmp: Path, turns: int) -> tuple[list[Row], Path, str]:
+    # baseline
+    base_db = tmp / "baseline.db"
+    graph, saver = baseline.build(str(base_db))
+    thread = str(uuid.uuid4())
+    base_sizes: dict[int, int] = {}
+    t0 = time.perf_counter()
+    base_pause = 0.0
+    for i in range(1, turns + 1):
+        baseline.turn(graph, thread, i)
+        if i in (9, 10, turns - 1, turns):
+            p = time.perf_counter()
+            base_sizes[i] = file_size(base_db)
+            base_pause += time.perf_counter() - p
+    base_turn = (time.perf_counter() - t0 - base_pause) * 1000 / turns
+    # Sophos, through the use case
+    db = tmp / "sophos.db"
+    h, sophos_saver, repo = long_thread_harness(db, turns)
+    sizes: dict[int, int] = {}
+    cid = None
+    t0 = time.perf_counter()
+    pause = 0.0
+    for i in range(1, turns + 1):
+        started, _ = await h.send(f"{i} {TEXT}", cid)
+        cid = started.conversation_id
+        if i in (9, 10, turns - 1, turns):
+            p = time.perf_counter()
+            sizes[i] = file_size(db)
+            pause += time.perf_counter() - p
+    our_turn = (time.perf_counter() - t0 - pause) * 1000 / turns
+    assert cid is not None
+    sophos_saver.close()
+    repo.close()
+
+    def growth(s: dict[int, int]) -> tuple[int, int]:
+        return s[10] - s[9], s[turns] - s[turns - 1]
+
+    b10, b300 = growth(base_sizes)
+    o10, o300 = growth(sizes)
+    ratio_base = b300 / max(b10, 1)
+    ratio = o300 / max(o10, 4096)  # below a page, growth is noise
+    # JSONL export: the baseline reads the whole history; Sophos reads its checkpoint log
+    t = time.perf_counter()
+    history = list(graph.get_state_history({"configurable": {"thread_id": thread}}))
+    base_export = (time.perf_counter() - t) * 1000
+    saver.conn.close()
+    rows: list[Row] = [
+        (f"database size after {turns} turns", mb(base_sizes[turns]), mb(sizes[turns]), "<= 5 MB", sizes[turns] <= 5e6),
+        (f"bytes added by turn {turns} / by turn 10", f"{b300} / {b10} = {ratio_base:.1f}x",
+         f"{o300} / {o10} = {ratio:.2f}x", "<= 1.5x", ratio <= 1.5),
+        ("time per turn (fake model, sync)", f"{base_turn:.1f} ms", f"{our_turn:.1f} ms = {our_turn / base_turn:.2f}x",
+         "<= 1.3x", our_turn / base_turn <= 1.3),
+    ]
+    return rows + [("__export__", f"{base_export:.0f} ms ({len(history)} checkpoints)", "", "", True)], db, cid
+
+
+async def http_reads(db: Path, cid: str, tmp: Path) -> list[Row]:
+    from entrypoints.container import close_container, create_container
+    from entrypoints.http.app import create_app
+
+    container = create_container(app_env(tmp, TOOLS_BACKEND="none", MODEL_BACKEND="demo", DATABASE_PATH=str(db)))
+    app = create_app(container, manage_lifecycle=False)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://sophos") as client:
+        async def detail() -> None:
+            r = await client.get(f"/api/conversations/{cid}")
+            assert r.status_code == 200 and len(r.json()["messages"]) > 0
+
+        async def export() -> None:
+            r = await client.get(f"/api/conversations/{cid}/export", params={"format": "jsonl"})
+            assert r.status_code == 200
+
+        await detail()
+        detail_ms = await amedian_ms(detail, 20)
+        export_ms = await amedian_ms(export, 5)
+    await close_container(container)
+    return [
+        ("GET /api/conversations/ID (long thread)", "-", f"{detail_ms:.1f} ms", "<= 30 ms", detail_ms <= 30),
+        ("JSONL export of the long thread", "{export}", f"{export_ms:.1f} ms", "<= 1000 ms", export_ms <= 1000),
+    ]
+
+
+async def listing(tmp: Path, n: int) -> list[Row]:
+    from adapters.sqlite.runs import SqliteRunRepository
+    from entrypoints.container import close_container, create_container
+    from entrypoints.http.app import create_app
+
+    db = tmp / "many.db"
+    repo = SqliteRunRepository(str(db))
+    repo.close()
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.executemany(
+            "INSERT INTO conversations (id, title, created_at, updated_at, message_count) VALUES (?, ?, ?, ?, 4)",
+            [(str(uuid.uuid4()), f"conversation {i}", f"2026-01-01T00:00:{i % 60:02d}.{i % 1000:03d}Z",
+              f"2026-{1 + i % 12:02d}-01T00:00:00.{i % 1000:03d}Z") for i in range(n)],
+        )
+        conn.executemany(
+            "INSERT INTO runs (id, conversation_id, status, started_at) SELECT ?, id, 'completed', updated_at FROM conversations WHERE rowid = ?",
+            [(str(uuid.uuid4()), i + 1) for i in range(n)],
+        )
+    conn.close()
+    container = create_container(app_env(tmp, TOOLS_BACKEND="none", MODEL_BACKEND="demo", DATABASE_PATH=str(db)))
+    app = create_app(container, manage_lifecycle=False)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://sophos") as client:
+        async def page() -> None:
+            r = await client.get("/api/conversations", params={"limit": 50})
+            assert len(r.json()["conversations"]) == 50
+
+        await page()
+        ms = await amedian_ms(page, 30)
+    await close_container(container)
+    cold = median_ms(lambda: subprocess.run([SOPHOS, "conversations"], env=process_env({"DATABASE_PATH": str(db)}),
+                                            stdout=subprocess.DEVNULL, check=True), 5)
+    return [
+        (f"GET /api/conversations, {n} conversations, first 50", "-", f"{ms:.1f} ms", "<= 20 ms", ms <= 20),
+        (f"`sophos conversations` cold start ({n} rows)", "-", f"{cold:.0f} ms", "<= 500 ms", cold <= 500),
+    ]
+
+
+async def mcp_calls(tmp: Path) -> list[Row]:
+    from langchain_mcp_adapters.client import MultiServerMCPClient
+
+    from adapters.mcp.toolbox import McpToolbox
+
+    entry = ledger_server_entry(tmp / "ledger.jsonl")
+    (tmp / "mcpcfg").mkdir(exist_ok=True)
+    (tmp / "mcpcfg" / "mcp.json").write_text(json.dumps({"ledger": entry}))
+    box = McpToolbox(tmp / "mcpcfg", tmp / "memory.jsonl")
+    await box.call("ledger__whoami", {}, "warm-up")
+    warm = await amedian_ms(lambda: box.call("ledger__whoami", {}, "k"), 50)
+    await box.aclose()
+    client = MultiServerMCPClient({"ledger": {"transport": "stdio", **entry}})
+    tools = {t.name: t for t in await client.get_tools()}
+    cold = await amedian_ms(lambda: tools["whoami"].ainvoke({}), 5)
+    return [("trivial MCP tool call", f"{cold:.0f} ms (process per call)", f"{warm:.1f} ms (warm session)",
+             "<= 20 ms", warm <= 20)]
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--turns", type=int, default=300)
+    parser.add_argument("--conversations", type=int, default=10_000)
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="sophos-bench-"))
+    try:
+        print(f"running on {os.cpu_count()} cores, python {sys.version.split()[0]} ...", flush=True)
+        rows, db, cid = await long_thread(tmp, args.turns)
+        export = rows.pop()[1]
+        rows += [(a, b.replace("{export}", export), c, d, e) for a, b, c, d, e in await http_reads(db, cid, tmp)]
+        rows += await listing(tmp, args.conversations)
+        rows += await mcp_calls(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    head = ("figure", "baseline (LangGraph + SqliteSaver)", "sophos", "target")
+    widths = [max(w, len(h)) for w, h in zip(widths, head, strict=True)]
+    line = " | ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)) + " | met"
+    print(line)
+    print("-" * len(line))
+    for r in rows:
+        print(" | ".join(str(c).ljust(w) for c, w in zip(r[:4], widths, strict=True)) + f" | {'yes' if r[4] else 'NO'}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
