@@ -39,6 +39,12 @@ def _checkpointer(path: str, keep: int) -> Any:
     return ThreadedSqliteSaver.open(path, keep=keep)
 
 
+def _storage(path: str) -> Any:
+    from adapters.sqlite.maintenance import SqliteMaintenance
+
+    return SqliteMaintenance(path)
+
+
 def _processes() -> Any:
     from adapters.system.processes import LocalProcesses
 
@@ -135,6 +141,7 @@ class Container(containers.DeclarativeContainer):
     run_repository = providers.Singleton(_opened, _run_repository, opened, config.DATABASE_PATH)
     checkpointer = providers.Singleton(_opened, _checkpointer, opened, config.DATABASE_PATH, config.CHECKPOINT_KEEP)
     prompt = providers.Singleton(_prompt, config.CONFIG_DIR)
+    storage = providers.Singleton(_storage, config.DATABASE_PATH)
 
     model = providers.Selector(
         config.MODEL_BACKEND,

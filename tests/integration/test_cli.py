@@ -90,3 +90,43 @@ def test_doctor_reports_the_model_and_each_tool_server(tmp_path: Path) -> None:
     assert lines[0].startswith("ok   model    ollama qwen3")
     assert any(line.startswith("ok   tools    ledger: 4 tool(s)") for line in lines)
     assert any(line.startswith("BAD  tools    broken:") for line in lines)
+
+
+def test_db_stats_prune_and_vacuum(tmp_path: Path) -> None:
+    import sqlite3
+
+    env = app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="demo", CHECKPOINT_KEEP="0")  # keep everything
+    chat = sophos(env, tmp_path, "chat", "one")
+    cid = chat.stderr.split("conversation: ")[1].split()[0]
+    sophos(env, tmp_path, "chat", "-c", cid, "two")
+    stats = json.loads(sophos(env, tmp_path, "db", "stats", "--json").stdout)
+    assert stats["conversations"] == 1 and stats["runs"] == 2 and stats["checkpoints"] == 10
+    assert stats["largest"][0]["thread_id"] == cid
+    pruned = sophos(env, tmp_path, "db", "prune", "--keep", "1")
+    assert pruned.returncode == 0 and pruned.stdout.startswith("deleted 9 checkpoint(s)")
+    assert sophos(env, tmp_path, "db", "prune", "--keep", "0").returncode == 2
+    after = json.loads(sophos(env, tmp_path, "db", "stats", "--json").stdout)
+    assert after["checkpoints"] == 1 and after["logged_checkpoints"] == 10
+    lines = sophos(env, tmp_path, "export", cid, "--format", "jsonl").stdout.strip().split("\n")
+    assert len(lines) == 10  # the history survives pruning
+    assert sophos(env, tmp_path, "db", "vacuum").returncode == 0
+    shown = json.loads(sophos(env, tmp_path, "show", cid, "--json").stdout)
+    assert len(shown["messages"]) == 10
+    db = sqlite3.connect(env["DATABASE_PATH"])
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_deleting_a_conversation_frees_its_space(tmp_path: Path) -> None:
+    import sqlite3
+
+    env = app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="demo")
+    chat = sophos(env, tmp_path, "chat", "remember me")
+    cid = chat.stderr.split("conversation: ")[1].split()[0]
+    from entrypoints.container import create_container
+
+    container = create_container(env)
+    container.conversations().delete(cid)
+    db = sqlite3.connect(env["DATABASE_PATH"])
+    for table in ("checkpoints", "writes", "checkpoint_log"):
+        assert db.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
+    assert db.execute("SELECT count(*) FROM tool_calls").fetchone()[0] == 0

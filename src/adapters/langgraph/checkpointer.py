@@ -31,6 +31,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from adapters.langchain.messages import to_domain
 from adapters.langgraph.graph import RUN_KEY
 from adapters.sqlite.database import connect
+from adapters.sqlite.maintenance import prune_thread
 from domain.errors import StorageFailure
 from domain.model import message_to_dto
 
@@ -133,28 +134,8 @@ class ThreadedSqliteSaver(SqliteSaver):
                 (*key, *summary_row(checkpoint, full_metadata)),
             )
             if self.keep > 0:
-                self._prune(cur, thread_id, ns, self.keep)
+                prune_thread(cur, thread_id, ns, self.keep)
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
-
-    @staticmethod
-    def _prune(cur: sqlite3.Cursor, thread_id: str, ns: str, keep: int) -> int:
-        old = (
-            "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
-            "ORDER BY checkpoint_id DESC LIMIT -1 OFFSET ?"
-        )
-        args = (thread_id, ns, keep)
-        cur.execute(f"DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({old})", (thread_id, ns, *args))
-        cur.execute(f"DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({old})", (thread_id, ns, *args))
-        return cur.rowcount
-
-    def prune_all(self, keep: int) -> int:
-        """Apply the retention policy to every thread; returns the checkpoints deleted."""
-        deleted = 0
-        with self.cursor() as cur:
-            threads = cur.execute("SELECT DISTINCT thread_id, checkpoint_ns FROM checkpoints").fetchall()
-            for thread_id, ns in threads:
-                deleted += self._prune(cur, thread_id, ns, keep)
-        return deleted
 
     def head(self, thread_id: str) -> tuple[Any, ...] | None:
         """(checkpoint_id, next, message_count, run_id) of the latest checkpoint, or None."""

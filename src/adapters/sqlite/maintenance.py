@@ -1,0 +1,92 @@
+"""StoragePort on the SQLite file: stats, retention (prune) and VACUUM."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+from adapters.sqlite.database import connect
+from domain.errors import InvalidInput
+from ports.storage import StoragePort, StorageStats, ThreadUsage
+
+OLDER_THAN_KEPT = (
+    "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
+    "ORDER BY checkpoint_id DESC LIMIT -1 OFFSET ?"
+)
+
+
+def prune_thread(cur: sqlite3.Cursor, thread_id: str, ns: str, keep: int) -> int:
+    """Delete a thread's checkpoints older than its latest `keep`, and their writes."""
+    args = (thread_id, ns, thread_id, ns, keep)
+    cur.execute(f"DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({OLDER_THAN_KEPT})", args)
+    cur.execute(f"DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({OLDER_THAN_KEPT})", args)
+    return cur.rowcount
+
+
+def _count(conn: sqlite3.Connection, table: str) -> int:
+    try:
+        return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+    except sqlite3.OperationalError:  # the checkpointer has not created its tables yet
+        return 0
+
+
+class SqliteMaintenance(StoragePort):
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def _size(self) -> int:
+        return sum(os.path.getsize(p) for p in (self.path, f"{self.path}-wal") if os.path.exists(p))
+
+    def stats(self, top: int = 5) -> StorageStats:
+        conn = connect(self.path)
+        try:
+            page = conn.execute("PRAGMA page_size").fetchone()[0]
+            free = conn.execute("PRAGMA freelist_count").fetchone()[0] * page
+            largest: list[ThreadUsage] = []
+            if _count(conn, "checkpoints"):
+                rows = conn.execute(
+                    "SELECT thread_id, count(*), sum(length(checkpoint) + length(metadata)) FROM checkpoints "
+                    "GROUP BY thread_id ORDER BY 3 DESC LIMIT ?",
+                    (top,),
+                ).fetchall()
+                largest = [ThreadUsage(t, n, b or 0) for t, n, b in rows]
+            return StorageStats(
+                path=self.path,
+                file_bytes=self._size(),
+                conversations=_count(conn, "conversations"),
+                runs=_count(conn, "runs"),
+                checkpoints=_count(conn, "checkpoints"),
+                writes=_count(conn, "writes"),
+                logged_checkpoints=_count(conn, "checkpoint_log"),
+                free_bytes=free,
+                largest=largest,
+            )
+        finally:
+            conn.close()
+
+    def prune(self, keep: int) -> int:
+        if keep < 1:
+            raise InvalidInput("keep must be at least 1: a resume needs the latest checkpoint")
+        conn = connect(self.path)
+        try:
+            if not _count(conn, "checkpoints"):
+                return 0
+            conn.execute("BEGIN IMMEDIATE")
+            cur = conn.cursor()
+            deleted = 0
+            for thread_id, ns in cur.execute("SELECT DISTINCT thread_id, checkpoint_ns FROM checkpoints").fetchall():
+                deleted += prune_thread(cur, thread_id, ns, keep)
+            conn.execute("COMMIT")
+            return deleted
+        finally:
+            conn.close()
+
+    def vacuum(self) -> tuple[int, int]:
+        before = self._size()
+        conn = connect(self.path)
+        try:
+            conn.execute("VACUUM")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            conn.close()
+        return before, self._size()
