@@ -121,12 +121,18 @@ async def http_reads(db: Path, cid: str, tmp: Path) -> list[Row]:
             r = await client.get(f"/api/conversations/{cid}/export", params={"format": "jsonl"})
             assert r.status_code == 200
 
+        async def cold_detail() -> None:
+            container.threads()._cache.clear()  # as after a restart, or for a thread just changed
+            await detail()
+
         await detail()
-        detail_ms = await amedian_ms(detail, 20)
+        warm_ms = await amedian_ms(detail, 20)
+        detail_ms = await amedian_ms(cold_detail, 10)
         export_ms = await amedian_ms(export, 5)
     await close_container(container)
     return [
-        ("GET /api/conversations/ID (long thread)", "-", f"{detail_ms:.1f} ms", "<= 30 ms", detail_ms <= 30),
+        ("GET /api/conversations/ID (long thread)", "(get_state alone 10.5 ms at 300 turns)",
+         f"{detail_ms:.1f} ms uncached, {warm_ms:.1f} ms cached", "<= 30 ms", detail_ms <= 30),
         ("JSONL export of the long thread", "{export}", f"{export_ms:.1f} ms", "<= 1000 ms", export_ms <= 1000),
     ]
 

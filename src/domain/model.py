@@ -239,6 +239,7 @@ class ThreadHead:
     message_count: int = 0
     run_id: str | None = None
     checkpoint_id: str | None = None
+    writes: int = 0  # pending writes saved on it (finished tasks of an unfinished step)
 
 
 @dataclass(frozen=True)

@@ -20,17 +20,12 @@ class JournalEntry:
     tool: str
     unsafe: bool  # destructive and not idempotent (MCP annotations)
     attempts: int
-    finished: bool
 
 
 class ToolJournal(Protocol):
     @abstractmethod
     def call_started(self, key: str, conversation_id: str, run_id: str | None, tool: str, unsafe: bool, now: datetime) -> None:
         """Record (durably, before the call is sent) that the call starts; counts attempts."""
-
-    @abstractmethod
-    def call_finished(self, key: str, now: datetime) -> None:
-        """Record that the call returned (its result may still not be saved)."""
 
     @abstractmethod
     def entries(self, keys: Iterable[str]) -> dict[str, JournalEntry]:

@@ -138,11 +138,14 @@ class ThreadedSqliteSaver(SqliteSaver):
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
 
     def head(self, thread_id: str) -> tuple[Any, ...] | None:
-        """(checkpoint_id, next, message_count, run_id) of the latest checkpoint, or None."""
+        """(checkpoint_id, next, message_count, run_id, pending writes) of the latest
+        checkpoint, or None."""
         with self.cursor(transaction=False) as cur:
             return cur.execute(  # type: ignore[no-any-return]
-                "SELECT checkpoint_id, next, message_count, run_id FROM checkpoint_log "
-                "WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1",
+                "SELECT l.checkpoint_id, l.next, l.message_count, l.run_id, (SELECT count(*) FROM writes w "
+                "WHERE w.thread_id = l.thread_id AND w.checkpoint_ns = '' AND w.checkpoint_id = l.checkpoint_id) "
+                "FROM checkpoint_log l WHERE l.thread_id = ? AND l.checkpoint_ns = '' "
+                "ORDER BY l.checkpoint_id DESC LIMIT 1",
                 (thread_id,),
             ).fetchone()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import OrderedDict
 import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -86,8 +87,8 @@ def read_head(graph: Graph, thread_id: str) -> ThreadHead:
         row = head(thread_id)
         if row is None:
             return ThreadHead()
-        checkpoint_id, next_json, count, run_id = row
-        return ThreadHead(tuple(json.loads(next_json)), count, run_id, checkpoint_id)
+        checkpoint_id, next_json, count, run_id, writes = row
+        return ThreadHead(tuple(json.loads(next_json)), count, run_id, checkpoint_id, writes)
     snap = graph.get_state(_config(thread_id))
     checkpoint_id = (snap.config.get("configurable") or {}).get("checkpoint_id")
     if checkpoint_id is None:
@@ -97,10 +98,30 @@ def read_head(graph: Graph, thread_id: str) -> ThreadHead:
 
 
 class LangGraphThreads(CheckpointPort):
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, cache_size: int = 64) -> None:
         self.graph = graph
+        self.cache_size = cache_size
+        # thread id -> ((checkpoint id, pending writes), state): a checkpoint never changes,
+        # so re-reading an unchanged thread (the UI does, after every run) costs one query
+        self._cache: OrderedDict[str, tuple[tuple[str | None, int], ThreadState]] = OrderedDict()
 
     def get_thread(self, thread_id: str) -> ThreadState:
+        if not hasattr(self.graph.checkpointer, "head"):
+            return self._load(thread_id)
+        head = read_head(self.graph, thread_id)
+        key = (head.checkpoint_id, head.writes)
+        hit = self._cache.get(thread_id)
+        if hit is not None and hit[0] == key:
+            self._cache.move_to_end(thread_id)
+            return hit[1]
+        state = self._load(thread_id)
+        if state.checkpoint_id == head.checkpoint_id:
+            self._cache[thread_id] = (key, state)
+            if len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return state
+
+    def _load(self, thread_id: str) -> ThreadState:
         snap = self.graph.get_state(_config(thread_id))
         checkpoint_id = (snap.config.get("configurable") or {}).get("checkpoint_id")
         if checkpoint_id is None:
@@ -146,6 +167,7 @@ class LangGraphThreads(CheckpointPort):
         return out
 
     def delete_thread(self, thread_id: str) -> None:
+        self._cache.pop(thread_id, None)
         checkpointer = self.graph.checkpointer
         if checkpointer is not None and not isinstance(checkpointer, bool):
             checkpointer.delete_thread(thread_id)

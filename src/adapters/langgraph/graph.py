@@ -119,8 +119,6 @@ class AgentNodes:
                 # durably "about to call": after a crash, this call's outcome is known to be unknown
                 await asyncio.to_thread(self.journal.call_started, key, thread_id, run_id, call.name, unsafe, self.clock())
             outcome = await self.tools.call(call.name, call.args, key)
-            if self.journal is not None:
-                await asyncio.to_thread(self.journal.call_finished, key, self.clock())
             return outcome.content, outcome.is_error
         except Exception as e:  # a tool's failure is data for the model, not a failed run
             return f"Error: {type(e).__name__}: {e}", True

@@ -152,13 +152,7 @@ class InMemoryRunRepository(RunRepository, ToolJournal):
         with self._lock:
             old = self._journal.get(key)
             attempts = old[1].attempts + 1 if old else 1
-            self._journal[key] = (conversation_id, JournalEntry(key, tool, unsafe, attempts, False))
-
-    def call_finished(self, key: str, now: datetime) -> None:
-        with self._lock:
-            if key in self._journal:
-                cid, entry = self._journal[key]
-                self._journal[key] = (cid, replace(entry, finished=True))
+            self._journal[key] = (conversation_id, JournalEntry(key, tool, unsafe, attempts))
 
     def entries(self, keys: Iterable[str]) -> dict[str, JournalEntry]:
         with self._lock:

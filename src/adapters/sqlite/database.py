@@ -69,8 +69,7 @@ CREATE TABLE tool_calls (
     tool TEXT NOT NULL,
     unsafe INTEGER NOT NULL DEFAULT 0,
     attempts INTEGER NOT NULL DEFAULT 1,
-    started_at TEXT NOT NULL,
-    finished_at TEXT
+    started_at TEXT NOT NULL
 );
 CREATE INDEX tool_calls_by_conversation ON tool_calls (conversation_id);
 """

@@ -224,13 +224,9 @@ class SqliteRunRepository(RunRepository, ToolJournal):
             c.execute(
                 "INSERT INTO tool_calls (key, conversation_id, run_id, tool, unsafe, started_at) "
                 "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET attempts = attempts + 1, "
-                "run_id = excluded.run_id, started_at = excluded.started_at, finished_at = NULL",
+                "run_id = excluded.run_id, started_at = excluded.started_at",
                 (key, conversation_id, run_id, tool, int(unsafe), iso(now)),
             )
-
-    def call_finished(self, key: str, now: datetime) -> None:
-        with self._lock, transaction(self._conn) as c:
-            c.execute("UPDATE tool_calls SET finished_at = ? WHERE key = ?", (iso(now), key))
 
     def entries(self, keys: Iterable[str]) -> dict[str, JournalEntry]:
         wanted = list(keys)
@@ -239,6 +235,6 @@ class SqliteRunRepository(RunRepository, ToolJournal):
         marks = ",".join("?" * len(wanted))
         with self._lock:
             rows = self._conn.execute(
-                f"SELECT key, tool, unsafe, attempts, finished_at FROM tool_calls WHERE key IN ({marks})", wanted
+                f"SELECT key, tool, unsafe, attempts FROM tool_calls WHERE key IN ({marks})", wanted
             ).fetchall()
-        return {r[0]: JournalEntry(r[0], r[1], bool(r[2]), r[3], r[4] is not None) for r in rows}
+        return {r[0]: JournalEntry(r[0], r[1], bool(r[2]), r[3]) for r in rows}
