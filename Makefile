@@ -4,6 +4,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 NPM_DIR := config/mcp-servers
 NPM_STAMP := $(NPM_DIR)/node_modules/.installed
+WEB_DIR := src/entrypoints/http/web
+WEB_STAMP := $(WEB_DIR)/node_modules/.installed
 
 .PHONY: install run test test-unit lint bench soak clean-db help
 
@@ -24,7 +26,11 @@ $(NPM_STAMP): $(NPM_DIR)/package.json $(NPM_DIR)/package-lock.json
 	cd $(NPM_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	touch $(NPM_STAMP)
 
-install: $(STAMP) $(NPM_STAMP)
+$(WEB_STAMP): $(WEB_DIR)/package.json $(WEB_DIR)/package-lock.json
+	cd $(WEB_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	touch $(WEB_STAMP)
+
+install: $(STAMP) $(NPM_STAMP) $(WEB_STAMP)
 
 run: install
 	$(VENV)/bin/sophos serve

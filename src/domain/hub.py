@@ -30,6 +30,7 @@ class ActiveRun:
     finished: asyncio.Event = field(default_factory=asyncio.Event)
     input_recorded: asyncio.Event = field(default_factory=asyncio.Event)
     failure: BaseException | None = None  # what stopped the run before its input was saved
+    base_count: int = 0  # thread messages before this run's output (its own message included)
 
     def publish(self, event: StreamEvent) -> int:
         event_id = len(self.events) + 1

@@ -159,6 +159,8 @@ class RunService:
         run = Run(new_id(), cid, RunStatus.RUNNING, now, owner=self.processes.current())
         self.runs.start_run(run, now)  # raises SessionInProgress if another process won
         active = ActiveRun(run.id, cid)
+        if text is None:
+            active.base_count = self.checkpoints.head(cid).message_count
         self.hub.add(active)
         log.info("run started", extra={"conversation_id": cid, "run_id": run.id})
         run_input: RunInput = NewMessage(text) if text is not None else Resume(skip=skip)
@@ -185,6 +187,7 @@ class RunService:
                 active.conversation_id, active.run_id, run_input, self.recursion_limit
             ):
                 if isinstance(event, InputRecorded):
+                    active.base_count = self.checkpoints.head(active.conversation_id).message_count
                     active.input_recorded.set()
                     continue
                 for out in translator.feed(event):

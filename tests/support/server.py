@@ -23,8 +23,8 @@ def free_port() -> int:
 
 
 class LiveServer:
-    def __init__(self, env: dict[str, str], cwd: Path) -> None:
-        self.port = free_port()
+    def __init__(self, env: dict[str, str], cwd: Path, port: int | None = None) -> None:
+        self.port = port or free_port()
         self.env = process_env({**env, "PORT": str(self.port), "HOST": "127.0.0.1"})
         self.cwd = cwd
         self.proc: subprocess.Popen[bytes] | None = None

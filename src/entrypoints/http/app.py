@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from entrypoints.http import routes
+from entrypoints.http import routes, web
 from entrypoints.http.errors import EXCEPTION_HANDLERS, error_response
 from entrypoints.http.openapi import openapi_document
 
@@ -102,7 +102,7 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
         return JSONResponse(openapi_document())
 
     app = Starlette(
-        routes=[*api, Route("/api/openapi.json", openapi, methods=["GET"])],
+        routes=[*api, Route("/api/openapi.json", openapi, methods=["GET"]), *web.ROUTES],
         middleware=[Middleware(GuardMiddleware, token=settings.API_TOKEN() or "")],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         lifespan=lifespan,

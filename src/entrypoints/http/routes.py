@@ -115,6 +115,9 @@ async def get_conversation(request: Request) -> Response:
         "messages": [message_to_dto(m) for m in detail.messages],
         "resumable": detail.resumable,
     }
+    active = _services(request).run_service().active(conv.id)
+    if active is not None:  # lets a reloaded page show what precedes the run, then replay it
+        body["activeRun"] = {"id": active.run_id, "baseMessageCount": active.base_count}
     if detail.pending_calls:
         body["pendingToolCalls"] = [
             {"id": p.call.id, "name": p.call.name, "args": p.call.args, "outcomeUnknown": p.started, "unsafe": p.unsafe}
