@@ -190,10 +190,16 @@ class Torture:
         self.ollama.stop()
 
 
-def run(kills: int, seed: int, workdir: Path) -> Tallies:
+def run(kills: int, seed: int, workdir: Path, progress: int = 0) -> Tallies:
     torture = Torture(workdir, seed)
-    for _ in range(kills):
+    started = time.monotonic()
+    for i in range(kills):
         torture.trial()
+        if progress and (i + 1) % progress == 0:
+            t = torture.t
+            print(f"[{time.monotonic() - started:5.0f} s] kills {t.kills} acknowledged {t.acknowledged} "
+                  f"lost {t.lost_messages} duplicates {t.duplicate_executions} stuck {t.stuck_runs} "
+                  f"integrity {t.integrity_failures} violations {len(t.violations)}", flush=True)
     torture.finish()
     return torture.t
 
@@ -207,7 +213,7 @@ def main() -> None:
     workdir = args.dir or Path(tempfile.mkdtemp(prefix="sophos-soak-"))
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    tallies = run(args.kills, args.seed, workdir)
+    tallies = run(args.kills, args.seed, workdir, progress=50)
     print(tallies.table())
     print(f"{'seconds':<30} {time.monotonic() - started:.0f}")
     for v in tallies.violations[:20]:
