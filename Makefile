@@ -37,6 +37,7 @@ run: install
 
 test: install
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/ruff check src tests bench
 	$(PY) -m pytest -q
 
 test-unit: install

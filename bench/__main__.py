@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
-from bench import baseline
 from tests.support.app import SOPHOS, app_env, ledger_server_entry, process_env
 from tests.support.long_thread import TEXT, file_size, long_thread_harness
+
+from bench import baseline
 
 Row = tuple[str, str, str, str, bool]
 

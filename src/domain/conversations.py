@@ -8,7 +8,6 @@ from datetime import datetime
 
 from domain.errors import ConversationNotFound, InvalidInput, SessionInProgress
 from domain.export import checkpoint_jsonl, markdown_transcript
-from domain.runs import annotate_pending
 from domain.model import (
     Conversation,
     Message,
@@ -17,6 +16,7 @@ from domain.model import (
     parse_conversation_id,
     utc_now,
 )
+from domain.runs import annotate_pending
 from ports.checkpoints import CheckpointPort
 from ports.journal import ToolJournal
 from ports.runs import RunRepository

@@ -381,7 +381,8 @@ def doctor(ctx: Context) -> None:
 @pass_ctx
 def serve(ctx: Context, host: str | None, port: int | None) -> None:
     """Start the HTTP API and web page."""
-    from entrypoints.server import is_loopback, serve as run_server
+    from entrypoints.server import is_loopback
+    from entrypoints.server import serve as run_server
 
     container = ctx.container
     if host:

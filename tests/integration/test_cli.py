@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 from pathlib import Path
-from typing import Any
 
 from tests.support.app import SOPHOS, app_env, config_dir, ledger_server_entry, process_env
 from tests.support.fake_ollama import fake_ollama

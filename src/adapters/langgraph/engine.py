@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections import OrderedDict
 import logging
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 

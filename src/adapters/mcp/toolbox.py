@@ -15,8 +15,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from langchain_mcp_adapters.sessions import create_session
 import anyio
+from langchain_mcp_adapters.sessions import create_session
 from mcp import ClientSession, types
 from mcp.shared.exceptions import McpError
 from mcp.types import CONNECTION_CLOSED
