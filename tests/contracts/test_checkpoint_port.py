@@ -92,3 +92,19 @@ class TestSqliteSaverPruning(CheckpointPortContract):
         saver = ThreadedSqliteSaver.open(str(tmp_path / "db.sqlite"), keep=2)
         yield saver
         saver.close()
+
+
+async def test_the_fast_read_of_a_finished_thread_equals_langgraphs_own(tmp_path: Path) -> None:
+    from adapters.langgraph.engine import LangGraphThreads
+
+    saver = ThreadedSqliteSaver.open(str(tmp_path / "db.sqlite"))
+    h = make_harness(REPLIES, tools=[recording_tool([], "t__a")], saver=saver)
+    cid = await scenario(h)
+    threads = h.runs.checkpoints
+    assert isinstance(threads, LangGraphThreads)
+    fast = threads._load_finished(cid)
+    assert fast is not None
+    slow = LangGraphThreads(threads.graph)
+    slow._load_finished = lambda thread_id: None  # type: ignore[method-assign]
+    assert fast == slow._load(cid)
+    saver.close()

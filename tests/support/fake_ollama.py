@@ -19,6 +19,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
+class QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client killed mid-request (the crash tests do that) is not news
+
+
 class FakeOllama:
     def __init__(self, replies: list[dict[str, Any]] | None = None, models: tuple[str, ...] = ("qwen3:latest",)) -> None:
         self.replies = list(replies or [])
@@ -108,7 +113,7 @@ class FakeOllama:
                 self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                 self.wfile.flush()
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = QuietServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         return self

@@ -49,6 +49,26 @@ def to_domain(message: BaseMessage) -> Message | None:
     return None
 
 
+def from_fields(fields: dict[str, Any]) -> Message | None:
+    """A message from the plain fields of a serialized LangChain message (see to_domain)."""
+    kind = fields.get("type")
+    content = flatten(fields.get("content"))
+    if kind == "human":
+        return UserMessage(content, id=fields.get("id"))
+    if kind in ("ai", "AIMessageChunk"):
+        calls = tuple(
+            ToolCall(c.get("id") or "", c["name"], dict(c.get("args") or {}))
+            for c in fields.get("tool_calls") or []
+            if isinstance(c, dict) and "name" in c
+        )
+        reasoning = (fields.get("additional_kwargs") or {}).get("reasoning_content")
+        return AssistantMessage(content, calls, id=fields.get("id"), reasoning=reasoning)
+    if kind == "tool":
+        status = "error" if fields.get("status") == "error" else "success"
+        return ToolResult(content, fields.get("tool_call_id") or "", fields.get("name") or "?", status, id=fields.get("id"))
+    return None
+
+
 def to_domain_all(messages: Iterable[BaseMessage]) -> tuple[Message, ...]:
     return tuple(m for m in (to_domain(x) for x in messages) if m is not None)
 

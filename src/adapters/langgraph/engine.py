@@ -16,7 +16,7 @@ from langgraph.graph import END
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
 
-from adapters.langchain.messages import to_domain, to_domain_all
+from adapters.langchain.messages import from_fields, to_domain, to_domain_all
 from adapters.langgraph.graph import RUN_KEY, SKIP_KEY
 from domain.errors import RecursionLimitReached
 from domain.events import AgentEvent, InputRecorded
@@ -122,6 +122,9 @@ class LangGraphThreads(CheckpointPort):
         return state
 
     def _load(self, thread_id: str) -> ThreadState:
+        fast = self._load_finished(thread_id)
+        if fast is not None:
+            return fast
         snap = self.graph.get_state(_config(thread_id))
         checkpoint_id = (snap.config.get("configurable") or {}).get("checkpoint_id")
         if checkpoint_id is None:
@@ -139,6 +142,21 @@ class LangGraphThreads(CheckpointPort):
             run_id=str(run_id) if run_id else None,
             pending_calls=pending,
         )
+
+    def _load_finished(self, thread_id: str) -> ThreadState | None:
+        """A thread with no step in progress (no pending writes, no tool tasks) is read
+        straight from its checkpoint's fields; anything else goes through get_state."""
+        fields_of = getattr(self.graph.checkpointer, "latest_message_fields", None)
+        if fields_of is None:
+            return None
+        head = read_head(self.graph, thread_id)
+        if head.checkpoint_id is None or head.writes or "tools" in head.next:
+            return None
+        fields = fields_of(thread_id, head.checkpoint_id)
+        if fields is None:
+            return None
+        messages = tuple(m for m in (from_fields(f) for f in fields) if m is not None)
+        return ThreadState(messages, head.next, head.checkpoint_id, head.run_id)
 
     def head(self, thread_id: str) -> ThreadHead:
         return read_head(self.graph, thread_id)
