@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.support.torture import run
 
 
+@pytest.mark.timeout(900)
 def test_thirty_random_sigkills_lose_nothing_and_repeat_no_finished_call(tmp_path: Path) -> None:
     tallies = run(kills=30, seed=2026, workdir=tmp_path)
     print(tallies.table())

@@ -15,11 +15,10 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-
-import ormsgpack
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
+import ormsgpack
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     ChannelVersions,
