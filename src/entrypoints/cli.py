@@ -240,9 +240,12 @@ def conversations(ctx: Context, as_json: bool) -> None:
         return
     if not items:
         click.echo("No conversations yet.")
-    for c in items:
-        status = c.status.value if c.status else "-"
-        click.echo(f"{c.id}  {iso(c.updated_at)}  {c.message_count:>4} msgs  {status:<11}  {c.title}")
+    lines = (
+        f"{c.id}  {iso(c.updated_at)}  {c.message_count:>4} msgs  {(c.status.value if c.status else '-'):<11}  {c.title}"
+        for c in items
+    )
+    if items:
+        click.echo("\n".join(lines))  # one write, not one per row
 
 
 @main.command()

@@ -135,3 +135,33 @@ def test_the_page_works_at_375_pixels_and_exports_are_linked(page: Page, app: Ap
     assert cid is not None
     body = page.request.get(f"{app.server.url}/api/conversations/{cid.group(1)}/export?format=jsonl").text()
     assert json.loads(body.strip().split("\n")[-1])["next"] == []
+
+
+def test_a_model_error_shows_its_code_in_a_banner(page: Page, ollama: FakeOllama) -> None:
+    ollama.add({"status": 404})
+    send(page, "anyone there?")
+    banner = page.get_by_test_id("error-banner")
+    expect(banner).to_contain_text("Error: MODEL_UNAVAILABLE", timeout=15000)
+    expect(page.locator(".conversation-item .badge")).to_have_text("failed")
+    expect(page.get_by_test_id("resume-banner")).to_be_visible()
+
+
+def test_an_unsafe_call_cut_short_asks_retry_or_skip(page: Page, app: App, ollama: FakeOllama) -> None:
+    ollama.add({"tool_calls": [("ledger__charge", {"amount": 5, "delay": 30})]}, {"text": "Skipped the charge."})
+    send(page, "pay five")
+    expect(page.get_by_test_id("tool-call")).to_contain_text("ledger__charge", timeout=15000)
+    ledger = app.tmp / "ledger.jsonl"
+    deadline = __import__("time").monotonic() + 15
+    while not (ledger.exists() and "charge-5" in ledger.read_text()) and __import__("time").monotonic() < deadline:
+        page.wait_for_timeout(100)
+    app.restart(kill=True)  # the charge was in flight: its outcome is unknown
+    page.reload()
+    banner = page.get_by_test_id("resume-banner")
+    expect(banner).to_contain_text("ledger__charge")
+    expect(page.get_by_test_id("resume-button")).to_be_hidden()
+    page.get_by_test_id("skip-button").click()
+    expect(page.get_by_test_id("assistant-message").last).to_have_text("Skipped the charge.", timeout=15000)
+    result = page.get_by_test_id("tool-result")
+    expect(result).to_contain_text("⚠ ledger__charge")
+    starts = [line for line in ledger.read_text().splitlines() if '"start"' in line and "charge-5" in line]
+    assert len(starts) == 1  # skipped, not run again

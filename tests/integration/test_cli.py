@@ -128,3 +128,10 @@ def test_deleting_a_conversation_frees_its_space(tmp_path: Path) -> None:
     for table in ("checkpoints", "writes", "checkpoint_log"):
         assert db.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
     assert db.execute("SELECT count(*) FROM tool_calls").fetchone()[0] == 0
+
+
+def test_serve_refuses_a_public_address_without_a_token(tmp_path: Path) -> None:
+    env = app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none")
+    result = sophos(env, tmp_path, "serve", "--host", "0.0.0.0")
+    assert result.returncode == 2
+    assert result.stderr.strip() == "error: BAD_CONFIG: refusing to listen on 0.0.0.0 without API_TOKEN set"
