@@ -3,38 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
 
 import httpx
 import ollama
-from langchain_core.messages import AIMessageChunk
 from langchain_ollama import ChatOllama
 
-from adapters.langchain.messages import flatten, prompt
+from adapters.langchain.streaming import stream_chat
 from domain.errors import AgentFailure, ModelUnavailable, ModelUnreachable
-from domain.model import AssistantMessage, Message, ToolCall
-from ports.model import ModelOutput, ModelPort, TextChunk
+from domain.model import Message
+from ports.model import ModelOutput, ModelPort
 from ports.tools import ToolSpec
-
-
-def tool_schema(spec: ToolSpec) -> dict[str, Any]:
-    """The OpenAI function format both ChatOllama and ChatOpenAI accept."""
-    return {
-        "type": "function",
-        "function": {
-            "name": spec.name,
-            "description": spec.description,
-            "parameters": dict(spec.parameters) or {"type": "object", "properties": {}},
-        },
-    }
-
-
-def reply_from_chunk(full: AIMessageChunk | None) -> AssistantMessage:
-    if full is None:
-        return AssistantMessage("")
-    calls = tuple(ToolCall(c.get("id") or "", c["name"], dict(c.get("args") or {})) for c in full.tool_calls)
-    reasoning = full.additional_kwargs.get("reasoning_content")
-    return AssistantMessage(flatten(full.content), calls, id=full.id, reasoning=reasoning)
 
 
 class OllamaModel(ModelPort):
@@ -54,16 +32,9 @@ class OllamaModel(ModelPort):
     async def stream(
         self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> AsyncIterator[ModelOutput]:
-        chat = self._chat.bind_tools([tool_schema(t) for t in tools]) if tools else self._chat
-        full: AIMessageChunk | None = None
         try:
-            async for chunk in chat.astream(prompt(system, messages)):
-                if not isinstance(chunk, AIMessageChunk):
-                    continue
-                full = chunk if full is None else full + chunk
-                text = flatten(chunk.content)
-                if text:
-                    yield TextChunk(text)
+            async for out in stream_chat(self._chat, system, messages, tools):
+                yield out
         except ollama.ResponseError as e:
             if e.status_code == 404:
                 raise ModelUnavailable(f"The configured Ollama model {self.model!r} is not available.") from e
@@ -72,7 +43,6 @@ class OllamaModel(ModelPort):
             raise ModelUnreachable(f"Ollama at {self.base_url} timed out after {self.timeout:g} s") from e
         except (httpx.TransportError, ConnectionError) as e:
             raise ModelUnreachable(f"Ollama at {self.base_url} is unreachable: {e}") from e
-        yield reply_from_chunk(full)
 
     async def check(self) -> tuple[bool, str]:
         """The reference's readyz rule: /api/tags answers and a model name contains ours."""

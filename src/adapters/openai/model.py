@@ -6,14 +6,12 @@ from collections.abc import AsyncIterator, Sequence
 
 import httpx
 import openai
-from langchain_core.messages import AIMessageChunk
 from langchain_openai import ChatOpenAI
 
-from adapters.langchain.messages import flatten, prompt
-from adapters.ollama.model import reply_from_chunk, tool_schema
+from adapters.langchain.streaming import stream_chat
 from domain.errors import AgentFailure, ModelUnavailable, ModelUnreachable
 from domain.model import Message
-from ports.model import ModelOutput, ModelPort, TextChunk
+from ports.model import ModelOutput, ModelPort
 from ports.tools import ToolSpec
 
 
@@ -34,16 +32,9 @@ class OpenAIModel(ModelPort):
     async def stream(
         self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> AsyncIterator[ModelOutput]:
-        chat = self._chat.bind_tools([tool_schema(t) for t in tools]) if tools else self._chat
-        full: AIMessageChunk | None = None
         try:
-            async for chunk in chat.astream(prompt(system, messages)):
-                if not isinstance(chunk, AIMessageChunk):
-                    continue
-                full = chunk if full is None else full + chunk
-                text = flatten(chunk.content)
-                if text:
-                    yield TextChunk(text)
+            async for out in stream_chat(self._chat, system, messages, tools):
+                yield out
         except openai.NotFoundError as e:
             raise ModelUnavailable(f"The configured model {self.model!r} is not available.") from e
         except openai.APITimeoutError as e:
@@ -52,7 +43,6 @@ class OpenAIModel(ModelPort):
             raise ModelUnreachable(f"{self.base_url} is unreachable: {e}") from e
         except openai.APIStatusError as e:
             raise AgentFailure(f"Model server error {e.status_code}: {e.message}") from e
-        yield reply_from_chunk(full)
 
     async def check(self) -> tuple[bool, str]:
         try:
