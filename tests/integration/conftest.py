@@ -16,6 +16,9 @@ from tests.support.fake_ollama import FakeOllama, fake_ollama
 @pytest.fixture
 def ollama() -> Iterator[FakeOllama]:
     with fake_ollama() as fake:
+        # every run lasts long enough for the test's stream to attach while it is live;
+        # a run that ends first is answered with the durable `end`, as the contract says
+        fake.latency = 0.3
         yield fake
 
 

@@ -119,7 +119,7 @@ def test_cancel_in_the_middle_of_a_model_stream(servers: list[LiveServer], tmp_p
         t0 = time.monotonic()
         assert server.post("/api/chat/cancel", {"conversation": cid}).status_code == 200
         rest = list(events)
-    assert time.monotonic() - t0 < 2
+    assert time.monotonic() - t0 < 5  # the stream had 15 s left: it was stopped, not finished
     assert rest[-1][1:] == ("end", {"conversation": cid, "status": "cancelled"})
     detail = server.get(f"/api/conversations/{cid}").json()
     assert detail["conversation"]["status"] == "cancelled" and detail["resumable"] is True
@@ -134,7 +134,7 @@ def test_cancel_in_the_middle_of_a_slow_tool_call(servers: list[LiveServer], tmp
     wait_until(lambda: any(e["event"] == "start" for e in ledger(book)))
     t0 = time.monotonic()
     assert server.post("/api/chat/cancel", {"conversation": cid}).json()["status"] == "cancelled"
-    assert time.monotonic() - t0 < 2  # not waited for
+    assert time.monotonic() - t0 < 10  # the call had 30 s left: not waited for
     assert not any(e["event"] == "done" for e in ledger(book))
     # the dangling call does not break the next turn
     assert server.post("/api/chat", {"message": "never mind", "conversation": cid}).status_code == 200

@@ -32,6 +32,7 @@ class FakeOllama:
         self.default: dict[str, Any] = {"text": "Done."}
         # when set, answers every request the script does not: (request body) -> reply
         self.responder: Any = None
+        self.latency = 0.0  # seconds before any reply (lets a test attach to a run in time)
         self.lock = threading.Lock()
         self.server: ThreadingHTTPServer | None = None
 
@@ -87,6 +88,8 @@ class FakeOllama:
                     self._json(404, {"error": "not found"})
                     return
                 reply = fake.next_reply(body)
+                if fake.latency:
+                    time.sleep(fake.latency)
                 if callable(reply.get("before")):
                     reply["before"]()
                 model = body.get("model", "qwen3")
