@@ -7,15 +7,36 @@ never loads LangGraph, LangChain or the MCP client (a cold `sophos conversations
 from __future__ import annotations
 
 import logging
+import sys
+from importlib.abc import MetaPathFinder
 from pathlib import Path
 from typing import Any
 
-from dependency_injector import containers, providers
 
-from domain.conversations import ConversationService
-from domain.hub import RunHub
-from domain.runs import RunService
-from entrypoints.settings import load_settings
+class _SkipOptionalIntegrations(MetaPathFinder):
+    """dependency-injector imports its optional integrations (pydantic-settings, Flask's
+    werkzeug) if they are installed; Sophos uses neither, and skipping them takes about
+    150 ms off every CLI start. Only active while dependency-injector itself loads."""
+
+    SKIPPED = frozenset({"pydantic_settings", "werkzeug"})
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name.partition(".")[0] in self.SKIPPED:
+            raise ImportError(f"{name} skipped while dependency_injector loads")
+        return None
+
+
+_finder = _SkipOptionalIntegrations()
+sys.meta_path.insert(0, _finder)
+try:
+    from dependency_injector import containers, providers
+finally:
+    sys.meta_path.remove(_finder)
+
+from domain.conversations import ConversationService  # noqa: E402 - after the finder above
+from domain.hub import RunHub  # noqa: E402 - after the finder above
+from domain.runs import RunService  # noqa: E402 - after the finder above
+from entrypoints.settings import load_settings  # noqa: E402 - after the finder above
 
 log = logging.getLogger(__name__)
 
