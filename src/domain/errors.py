@@ -23,6 +23,8 @@ class ErrorCode(StrEnum):
     AGENT_FAILURE = "AGENT_FAILURE"
     INPUT_NOT_RECORDED = "INPUT_NOT_RECORDED"
     STORAGE_FAILURE = "STORAGE_FAILURE"
+    RUN_LOST = "RUN_LOST"
+    ADOPTION_FAILED = "ADOPTION_FAILED"
     UNKNOWN_ERROR = "UNKNOWN_ERROR"
 
 
@@ -83,6 +85,17 @@ class StorageFailure(SophosError):
 
     code = ErrorCode.STORAGE_FAILURE
     default_message = "The database could not be written"
+
+
+class RunLost(SophosError):
+    """Raised when a process writes for a run it no longer owns (its lease expired and
+    another process took the run over): the write is refused and the local task stops."""
+
+    code = ErrorCode.RUN_LOST
+    default_message = (
+        "This process lost the run: it was paused past its lease and another process took "
+        "the conversation over. Nothing more was written by this process."
+    )
 
 
 class NoActiveRun(SophosError):

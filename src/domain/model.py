@@ -76,11 +76,23 @@ class RunStatus(StrEnum):
 
 @dataclass(frozen=True)
 class RunOwner:
-    """The process that executes a run; recovery reclaims a run only when it is dead."""
+    """The process that executes a run.
+
+    `instance` is unique per process start: it is the fencing identity (a run is written
+    only by the instance that owns it). `host`, `pid`, `started` and `namespace` (the pid
+    namespace) let a process on the same host and namespace tell at once that an owner is
+    dead; anywhere else, only the lease tells."""
 
     host: str
     pid: int
     started: float  # the process's start time, so a recycled pid is not taken for its owner
+    instance: str = ""
+    namespace: int = 0
+
+
+class RunTrigger(StrEnum):
+    USER = "user"  # a message or a resume asked for by a person
+    ADOPT = "adopt"  # a resume started by a live process for an orphaned run (AUTO_RESUME)
 
 
 @dataclass(frozen=True)
@@ -94,6 +106,13 @@ class Run:
     error_message: str | None = None
     owner: RunOwner | None = None
     heartbeat_at: datetime | None = None
+    base_count: int = 0  # thread messages before the run's output (its own message included)
+    trigger: RunTrigger = RunTrigger.USER
+    lease_expired: bool = False  # as the store's clock saw it when the row was read
+
+    @property
+    def error(self) -> RunError | None:
+        return RunError(self.error_code, self.error_message or "") if self.error_code else None
 
 
 @dataclass(frozen=True)
@@ -214,10 +233,14 @@ class PendingCall:
 
 @dataclass(frozen=True)
 class ThreadState:
-    """The latest checkpoint of a thread: its messages and the nodes still to run."""
+    """The latest checkpoint of a thread: its messages and whether work is left.
+
+    `work_left`: the run that wrote it stopped before the agent finished (a resume has
+    something to do). `pending_calls`: the tool calls of the last assistant turn whose
+    results are not saved yet (empty unless the agent is waiting on tools)."""
 
     messages: tuple[Message, ...] = ()
-    next: tuple[str, ...] = ()
+    work_left: bool = False
     checkpoint_id: str | None = None
     run_id: str | None = None  # the run that wrote the latest checkpoint, when known
     pending_calls: tuple[PendingCall, ...] = field(default=())
@@ -226,16 +249,13 @@ class ThreadState:
     def exists(self) -> bool:
         return self.checkpoint_id is not None
 
-    @property
-    def has_pending_work(self) -> bool:
-        return bool(self.next)
-
 
 @dataclass(frozen=True)
 class ThreadHead:
     """What a thread's latest checkpoint says without loading its messages."""
 
-    next: tuple[str, ...] = ()
+    work_left: bool = False
+    awaiting_tools: bool = False  # the work left is tool calls of the last assistant turn
     message_count: int = 0
     run_id: str | None = None
     checkpoint_id: str | None = None

@@ -10,27 +10,28 @@ from domain.model import CheckpointSummary, ThreadHead, ThreadState
 
 
 class CheckpointPort(Protocol):
-    """The thread (thread_id = conversation id) as the checkpointer saved it.
+    """The thread (thread_id = conversation id) as the checkpointer saved it, in the
+    lifecycle's terms: messages, whether work is left, which tool calls are pending.
 
-    Reading never calls the model or resolves tools.
+    Reading never calls the model or resolves tools, and never blocks the event loop.
     """
 
     @abstractmethod
-    def get_thread(self, thread_id: str) -> ThreadState:
-        """The latest checkpoint: messages, `next`, and the tool calls still pending.
+    async def get_thread(self, thread_id: str) -> ThreadState:
+        """The latest checkpoint: messages, work left, and the tool calls still pending.
 
-        An unknown thread gives an empty ThreadState (no messages, next empty).
+        An unknown thread gives an empty ThreadState (no messages, no work left).
         """
 
     @abstractmethod
-    def head(self, thread_id: str) -> ThreadHead:
-        """`next`, message count and writing run of the latest checkpoint, cheaply (no
+    async def head(self, thread_id: str) -> ThreadHead:
+        """Work left, message count and writing run of the latest checkpoint, cheaply (no
         messages are loaded). An unknown thread gives an empty ThreadHead."""
 
     @abstractmethod
-    def list_checkpoints(self, thread_id: str) -> Sequence[CheckpointSummary]:
+    async def list_checkpoints(self, thread_id: str) -> Sequence[CheckpointSummary]:
         """Every checkpoint of the thread, across all runs, oldest first."""
 
     @abstractmethod
-    def delete_thread(self, thread_id: str) -> None:
+    async def delete_thread(self, thread_id: str) -> None:
         """Remove every checkpoint and pending write of the thread. Idempotent."""

@@ -8,11 +8,17 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from domain.events import AgentEvent
+from domain.model import ToolResult
 
 
 @dataclass(frozen=True)
 class NewMessage:
+    """Append a user message. `closings` are the results that close the tool calls an
+    abandoned step left pending (decided by domain.lifecycle.settle_plan), written with
+    the message so the thread stays valid for the model."""
+
     text: str
+    closings: tuple[ToolResult, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -27,19 +33,20 @@ RunInput = NewMessage | Resume
 
 
 class AgentEngine(Protocol):
-    """The agent graph (START -> agent <-> tools -> END) over a durable checkpointer."""
+    """The agent (model ⇄ tools) over a durable checkpointer."""
 
     @abstractmethod
     def run(
         self, thread_id: str, run_id: str, run_input: RunInput, recursion_limit: int
     ) -> AsyncIterator[AgentEvent]:
-        """Execute until the graph stops, yielding events.
+        """Execute until the agent stops, yielding events.
 
-        A NewMessage is appended to the thread (tool calls left without a result by an
-        abandoned step are first closed with an error result, so the thread stays valid for
-        the model); the engine yields InputRecorded once the message is in a committed
-        checkpoint, before any other event. A Resume continues from the latest checkpoint.
-        Each tool call is its own task: a call whose result was saved never runs again.
-        Raises RecursionLimitReached, ModelUnavailable, ModelUnreachable, StorageFailure or
-        AgentFailure; cancelling the iteration stops the model stream and tool calls at once.
+        A NewMessage is appended to the thread (after its closings); the engine yields
+        InputRecorded once the message is in a committed checkpoint, before any other
+        event. A Resume continues from the latest checkpoint. Each tool call is its own
+        task: a call whose result was saved never runs again. Every checkpoint is written
+        only while `run_id` is running: a run taken over by another process raises RunLost
+        at its next write. Raises RecursionLimitReached, ModelUnavailable,
+        ModelUnreachable, StorageFailure, RunLost or AgentFailure; cancelling the
+        iteration stops the model stream and tool calls at once.
         """

@@ -1,32 +1,54 @@
-"""RunRepository: the application's own records, conversations and runs."""
+"""RunRepository: the application's own records, conversations and runs, and the run
+lifecycle's durable half (ownership, leases, outcomes)."""
 
 from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from domain.model import Conversation, Run, RunError, RunStatus
+from domain.events import StreamEvent
+from domain.model import Conversation, Run, RunError, RunOwner, RunStatus
+
+
+@dataclass(frozen=True)
+class RunFinish:
+    """The outcome of a run, as one write.
+
+    `event` is the run's terminal stream event (`end` or `chat-error`); it is appended to
+    the run's events in the same transaction, with id `event_id` or, when None (or not
+    above the last stored id), the last stored id + 1."""
+
+    status: RunStatus
+    now: datetime
+    error: RunError | None = None
+    message_count: int | None = None
+    event: StreamEvent | None = None
+    event_id: int | None = None
 
 
 class RunRepository(Protocol):
-    """Conversations and the runs executed on them.
+    """Conversations and the runs executed on them, shared by every process on the store.
 
-    Timestamps are given by the caller. "Latest run" is the run with the greatest
-    `started_at`, ties broken by insertion order. Every method is atomic.
+    Every method is atomic and never blocks the event loop. Display timestamps (`now`)
+    are given by the caller; lease times come from the store's own clock, so processes
+    with skewed clocks agree. "Latest run" is the run with the greatest `started_at`, ties
+    broken by insertion order. A store that cannot be read or written raises
+    StorageFailure.
     """
 
     @abstractmethod
-    def create_conversation(self, conversation_id: str, title: str, now: datetime) -> Conversation:
+    async def create_conversation(self, conversation_id: str, title: str, now: datetime) -> Conversation:
         """Insert a conversation with message_count 0 and created_at = updated_at = now."""
 
     @abstractmethod
-    def get_conversation(self, conversation_id: str) -> Conversation | None:
+    async def get_conversation(self, conversation_id: str) -> Conversation | None:
         """The conversation with its latest run's status and error, or None if unknown."""
 
     @abstractmethod
-    def list_conversations(
+    async def list_conversations(
         self, limit: int | None = None, before: tuple[datetime, str] | None = None
     ) -> Sequence[Conversation]:
         """Conversations by updated_at descending (then id descending).
@@ -36,51 +58,70 @@ class RunRepository(Protocol):
         """
 
     @abstractmethod
-    def rename_conversation(self, conversation_id: str, title: str, now: datetime) -> bool:
+    async def rename_conversation(self, conversation_id: str, title: str, now: datetime) -> bool:
         """Set the title and bump updated_at; False if the conversation is unknown."""
 
     @abstractmethod
-    def delete_conversation(self, conversation_id: str) -> bool:
-        """Delete the conversation and its runs; False if unknown.
+    async def delete_conversation(self, conversation_id: str) -> bool:
+        """Delete the conversation, its runs, their events and its journal; False if unknown.
 
         Raises SessionInProgress if a run of it is `running`.
         """
 
     @abstractmethod
-    def start_run(self, run: Run, now: datetime) -> None:
-        """Insert `run` (status running) and bump the conversation's updated_at, atomically.
+    async def start_run(self, run: Run, now: datetime) -> None:
+        """Insert `run` (status running, heartbeat = the store's now) and bump the
+        conversation's updated_at to `now`, atomically.
 
         At most one run per conversation may be running, across every process sharing the
         store: raises SessionInProgress if one is.
         """
 
     @abstractmethod
-    def finish_run(
+    async def finish_run(
         self,
         run_id: str,
-        status: RunStatus,
-        message_count: int | None,
-        error: RunError | None,
-        now: datetime,
+        finish: RunFinish,
+        owner: RunOwner | None = None,
+        heartbeat: datetime | None = None,
     ) -> bool:
         """Record the outcome of a run that is still `running`, atomically with the
-        conversation's message_count (unless None) and updated_at.
+        conversation's message_count (unless None) and updated_at, and the terminal event.
 
-        Returns False, changing nothing, when the run is unknown or already finished.
+        Fencing: with `owner`, only if the run is still owned by that instance; with
+        `heartbeat` (a reclaimer's compare-and-set), only if the run's heartbeat is still
+        the one the reclaimer read (its owner did not renew meanwhile). Returns False,
+        changing nothing, when the run is unknown, finished, or the guard fails.
         """
 
     @abstractmethod
-    def get_run(self, run_id: str) -> Run | None:
+    async def give_up(self, run_id: str, error: RunError, now: datetime) -> bool:
+        """Turn an `interrupted` run into `failed` with `error` (automatic resumes gave up).
+        False, changing nothing, unless the run is interrupted."""
+
+    @abstractmethod
+    async def get_run(self, run_id: str) -> Run | None:
         """The run, or None."""
 
     @abstractmethod
-    def latest_run(self, conversation_id: str) -> Run | None:
-        """The conversation's latest run, or None if it never had one."""
+    async def latest_run(self, conversation_id: str, lease_seconds: float = 0.0) -> Run | None:
+        """The conversation's latest run, or None if it never had one. With a positive
+        `lease_seconds`, `lease_expired` tells whether a running run's heartbeat is older
+        than that by the store's clock."""
 
     @abstractmethod
-    def running_runs(self) -> Sequence[Run]:
-        """Every run whose status is `running`, oldest first."""
+    async def recent_runs(self, conversation_id: str, limit: int) -> Sequence[Run]:
+        """The conversation's latest `limit` runs, newest first."""
 
     @abstractmethod
-    def heartbeat(self, run_ids: Sequence[str], now: datetime) -> None:
-        """Set heartbeat_at = now on those runs that are still running."""
+    async def running_runs(self, lease_seconds: float = 0.0) -> Sequence[Run]:
+        """Every run whose status is `running`, oldest first (`lease_expired` as above)."""
+
+    @abstractmethod
+    async def interrupted_conversations(self) -> Sequence[Run]:
+        """The latest run of every conversation whose latest run is `interrupted`."""
+
+    @abstractmethod
+    async def renew(self, owner: RunOwner, run_ids: Sequence[str]) -> set[str]:
+        """Set heartbeat = the store's now on those runs that are still running and owned
+        by `owner`; return the ids renewed (the others are no longer this owner's)."""
