@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -16,6 +16,7 @@ from domain.model import (
     parse_conversation_id,
     utc_now,
 )
+from domain.lifecycle import resumable
 from domain.runs import annotate_pending
 from ports.checkpoints import CheckpointPort
 from ports.journal import ToolJournal
@@ -59,9 +60,9 @@ class ConversationService:
         self,
         runs: RunRepository,
         checkpoints: CheckpointPort,
-        is_active: Callable[[str], bool],
+        is_active: Callable[[str], Awaitable[bool]],
+        journal: ToolJournal,
         clock: Callable[[], datetime] = utc_now,
-        journal: ToolJournal | None = None,
     ) -> None:
         self.journal = journal
         self.runs = runs
@@ -69,60 +70,60 @@ class ConversationService:
         self.is_active = is_active
         self.clock = clock
 
-    def list(self) -> Sequence[Conversation]:
+    async def list(self) -> Sequence[Conversation]:
         """Every conversation, most recently updated first."""
-        return self.runs.list_conversations()
+        return await self.runs.list_conversations()
 
-    def page(self, limit: object = None, before: object = None) -> Page:
+    async def page(self, limit: object = None, before: object = None) -> Page:
         """A page of `limit` conversations after the cursor `before`."""
         size = _page_size(limit)
         cursor = decode_cursor(before) if isinstance(before, str) and before else None
-        items = self.runs.list_conversations(limit=size + 1, before=cursor)
+        items = await self.runs.list_conversations(limit=size + 1, before=cursor)
         more = len(items) > size
         items = items[:size]
         return Page(items, encode_cursor(items[-1]) if more and items else None)
 
-    def summary(self, conversation: object) -> Conversation:
+    async def summary(self, conversation: object) -> Conversation:
         cid = parse_conversation_id(conversation)
-        conv = self.runs.get_conversation(cid)
+        conv = await self.runs.get_conversation(cid)
         if conv is None:
             raise ConversationNotFound()
         return conv
 
-    def get(self, conversation: object) -> ConversationDetail:
+    async def get(self, conversation: object) -> ConversationDetail:
         """Summary, messages of the latest checkpoint, and whether it can be resumed:
         pending work (`next` non-empty) and no active run."""
-        conv = self.summary(conversation)
-        thread = self.checkpoints.get_thread(conv.id)
-        # the head's `next` counts tasks whose results are saved but not yet applied: work left
-        resumable = bool(thread.next or self.checkpoints.head(conv.id).next) and not self.is_active(conv.id)
-        pending = annotate_pending(thread.pending_calls, self.journal, conv.id)
-        return ConversationDetail(conv, thread.messages, resumable, pending)
+        conv = await self.summary(conversation)
+        thread = await self.checkpoints.get_thread(conv.id)
+        head = await self.checkpoints.head(conv.id)
+        can_resume = resumable(head, await self.is_active(conv.id))
+        pending = await annotate_pending(thread.pending_calls, self.journal, conv.id)
+        return ConversationDetail(conv, thread.messages, can_resume, pending)
 
-    def export_markdown(self, conversation: object) -> tuple[Conversation, str]:
-        conv = self.summary(conversation)
-        return conv, markdown_transcript(conv, self.checkpoints.get_thread(conv.id).messages)
+    async def export_markdown(self, conversation: object) -> tuple[Conversation, str]:
+        conv = await self.summary(conversation)
+        return conv, markdown_transcript(conv, (await self.checkpoints.get_thread(conv.id)).messages)
 
-    def export_jsonl(self, conversation: object) -> tuple[Conversation, str]:
-        conv = self.summary(conversation)
-        return conv, checkpoint_jsonl(self.checkpoints.list_checkpoints(conv.id))
+    async def export_jsonl(self, conversation: object) -> tuple[Conversation, str]:
+        conv = await self.summary(conversation)
+        return conv, checkpoint_jsonl(await self.checkpoints.list_checkpoints(conv.id))
 
-    def rename(self, conversation: object, title: object) -> Conversation:
-        conv = self.summary(conversation)
-        if not self.runs.rename_conversation(conv.id, clean_title(title), self.clock()):
+    async def rename(self, conversation: object, title: object) -> Conversation:
+        conv = await self.summary(conversation)
+        if not await self.runs.rename_conversation(conv.id, clean_title(title), self.clock()):
             raise ConversationNotFound()
-        return self.summary(conv.id)
+        return await self.summary(conv.id)
 
-    def delete(self, conversation: object) -> None:
+    async def delete(self, conversation: object) -> None:
         """Remove the conversation, its runs and every checkpoint of its thread.
 
         The thread goes first: a crash in between leaves a visible, empty conversation to
         delete again, never invisible orphaned checkpoints."""
-        conv = self.summary(conversation)
-        if self.is_active(conv.id):
+        conv = await self.summary(conversation)
+        if await self.is_active(conv.id):
             raise SessionInProgress()
-        self.checkpoints.delete_thread(conv.id)
-        self.runs.delete_conversation(conv.id)
+        await self.checkpoints.delete_thread(conv.id)
+        await self.runs.delete_conversation(conv.id)
 
 
 def _page_size(limit: object) -> int:

@@ -1,7 +1,9 @@
-"""The runs this process executes: their tasks, event buffers and subscribers.
+"""The runs this process executes: their tasks, event buffers and local subscribers.
 
-Event ids are 1, 2, 3… per run. The buffer keeps every event of the live run so a late or
-reconnecting subscriber replays what it missed (Last-Event-ID); it goes with the run.
+Event ids are 1, 2, 3… per run. A local subscriber replays the buffer and follows live
+events with no delay; every event is also queued for the run event log (RunEventLog), so
+followers in other processes, and reconnects after this process is gone, see the same
+events with the same ids.
 """
 
 from __future__ import annotations
@@ -12,41 +14,75 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from domain.events import StreamEvent
-from domain.model import RunStatus
+from domain.lifecycle import Outcome, StopReason
 
 log = logging.getLogger(__name__)
 
 TERMINAL_EVENTS = frozenset({"end", "chat-error"})
+Item = tuple[int, StreamEvent]
 
 
 @dataclass
 class ActiveRun:
     run_id: str
     conversation_id: str
-    events: list[tuple[int, StreamEvent]] = field(default_factory=list)
-    subscribers: set[asyncio.Queue[tuple[int, StreamEvent] | None]] = field(default_factory=set)
+    base_count: int = 0  # thread messages before this run's output (its own message included)
+    events: list[Item] = field(default_factory=list)
+    unflushed: list[Item] = field(default_factory=list)  # not yet in the run event log
+    subscribers: set[asyncio.Queue[Item | None]] = field(default_factory=set)
     task: asyncio.Task[None] | None = None
-    stop_reason: RunStatus | None = None  # why the task was cancelled: cancelled or interrupted
+    started: bool = False  # the task's body runs: cancelling it now runs its cleanup
+    finishing: bool = False  # the outcome is being recorded: too late to stop
+    stop_reason: StopReason | None = None
+    needs_input: bool = False  # a new message: a stop waits until it is durable
     finished: asyncio.Event = field(default_factory=asyncio.Event)
     input_recorded: asyncio.Event = field(default_factory=asyncio.Event)
-    failure: BaseException | None = None  # what stopped the run before its input was saved
-    base_count: int = 0  # thread messages before this run's output (its own message included)
+    failure: BaseException | None = None  # what ended the run, if it failed
+    outcome: Outcome | None = None
 
-    def publish(self, event: StreamEvent) -> int:
-        event_id = len(self.events) + 1
-        self.events.append((event_id, event))
+    @property
+    def context(self) -> dict[str, str]:
+        return {"conversation_id": self.conversation_id, "run_id": self.run_id}
+
+    @property
+    def next_id(self) -> int:
+        return len(self.events) + 1
+
+    def publish(self, event: StreamEvent, durable: bool = True) -> int:
+        """Give the event the next id and hand it to subscribers; `durable` queues it for
+        the event log (a terminal event is written with the outcome instead)."""
+        item = (self.next_id, event)
+        self.events.append(item)
+        if durable:
+            self.unflushed.append(item)
         for queue in list(self.subscribers):
             try:
-                queue.put_nowait((event_id, event))
+                queue.put_nowait(item)
             except Exception:  # a broken subscriber must never stop the run
-                log.warning("dropping a subscriber of run %s", self.run_id, exc_info=True)
+                log.warning("dropping a subscriber", extra=self.context, exc_info=True)
                 self.subscribers.discard(queue)
-        return event_id
+        return item[0]
 
-    async def subscribe(self, after: int = 0) -> AsyncIterator[tuple[int, StreamEvent]]:
+    def take_unflushed(self) -> list[Item]:
+        items, self.unflushed = self.unflushed, []
+        return items
+
+    def request_stop(self, reason: StopReason) -> None:
+        """Stop the task: at once if its body runs and its input is durable, otherwise as
+        soon as it is (a task cancelled before its first step would skip its cleanup, and
+        a message acknowledged to its sender must be saved)."""
+        if self.stop_reason is None or reason is StopReason.LOST:
+            self.stop_reason = reason
+        if self.task is None or self.task.done() or not self.started or self.finishing:
+            return
+        if self.needs_input and not self.input_recorded.is_set() and reason is not StopReason.LOST:
+            return
+        self.task.cancel()
+
+    async def subscribe(self, after: int = 0) -> AsyncIterator[Item]:
         """Replay buffered events with id > after, then follow live ones until the run's
         terminal event (`end` or `chat-error`)."""
-        queue: asyncio.Queue[tuple[int, StreamEvent] | None] = asyncio.Queue()
+        queue: asyncio.Queue[Item | None] = asyncio.Queue()
         replay = [e for e in self.events if e[0] > after]
         last = replay[-1][0] if replay else after
         ended = self.finished.is_set()  # then the buffer already holds every event
@@ -60,13 +96,13 @@ class ActiveRun:
             if ended:
                 return
             while True:
-                item = await queue.get()
-                if item is None:
+                got = await queue.get()
+                if got is None:
                     return
-                if item[0] <= last:
+                if got[0] <= last:
                     continue
-                yield item
-                if item[1].event in TERMINAL_EVENTS:
+                yield got
+                if got[1].event in TERMINAL_EVENTS:
                     return
         finally:
             self.subscribers.discard(queue)
@@ -88,6 +124,9 @@ class RunHub:
 
     def get(self, conversation_id: str) -> ActiveRun | None:
         return self._runs.get(conversation_id)
+
+    def by_run(self, run_id: str) -> ActiveRun | None:
+        return next((r for r in self._runs.values() if r.run_id == run_id), None)
 
     def remove(self, run: ActiveRun) -> None:
         if self._runs.get(run.conversation_id) is run:

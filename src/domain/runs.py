@@ -1,31 +1,37 @@
-"""Use cases that drive runs: send a message, resume, cancel, drain, recover."""
+"""Use cases that drive runs: send a message, resume, cancel, follow.
+
+A run is owned by the store, not by a process: its row says who executes it, the owner
+renews a lease, every checkpoint and the outcome are written only while the row is still
+its own, and its events go to the run event log, so any process can follow or cancel it.
+The rules are in domain.lifecycle; the process's background work in domain.supervisor.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
+from domain import lifecycle
 from domain.errors import (
-    AgentFailure,
     ConversationNotFound,
-    DecisionRequired,
     InvalidInput,
     NoActiveRun,
-    RunNotResumable,
     SessionInProgress,
     ShuttingDown,
-    to_chat_error,
+    StorageFailure,
 )
 from domain.events import InputRecorded, StreamEvent, StreamTranslator
-from domain.hub import ActiveRun, RunHub
+from domain.hub import TERMINAL_EVENTS, ActiveRun, Item, RunHub
+from domain.lifecycle import Outcome, StopReason
 from domain.model import (
     PendingCall,
     Run,
-    RunError,
     RunStatus,
+    RunTrigger,
     new_id,
     parse_conversation_id,
     title_from_message,
@@ -33,31 +39,15 @@ from domain.model import (
 )
 from ports.checkpoints import CheckpointPort
 from ports.engine import AgentEngine, NewMessage, Resume, RunInput
+from ports.events import RunEventLog
 from ports.journal import ToolJournal
 from ports.processes import ProcessPort
-from ports.runs import RunRepository
+from ports.runs import RunFinish, RunRepository
+from ports.signals import RunSignals
 
 log = logging.getLogger(__name__)
 
 DEFAULT_RECURSION_LIMIT = 25
-INPUT_NOT_RECORDED = RunError(
-    "INPUT_NOT_RECORDED",
-    "The run stopped before its message was saved; send the message again.",
-)
-
-
-def annotate_pending(
-    pending: tuple[PendingCall, ...], journal: ToolJournal | None, conversation_id: str
-) -> tuple[PendingCall, ...]:
-    """Mark the pending calls that were started (per the journal) and are unsafe to repeat."""
-    if journal is None or not pending:
-        return pending
-    entries = journal.entries(f"{conversation_id}:{p.call.id}" for p in pending)
-    out = []
-    for p in pending:
-        entry = entries.get(f"{conversation_id}:{p.call.id}")
-        out.append(PendingCall(p.call, started=entry is not None, unsafe=bool(entry and entry.unsafe)))
-    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -67,42 +57,74 @@ class StartedRun:
 
 
 @dataclass(frozen=True)
-class RunOutcome:
+class CancelResult:
     conversation_id: str
     run_id: str
-    status: RunStatus
-    error: RunError | None = None
+    status: RunStatus  # `running` when the owner did not stop within the wait
+
+
+@dataclass(frozen=True)
+class LiveRun:
+    run_id: str
+    base_count: int
+
+
+@dataclass(frozen=True)
+class RunStores:
+    """The ports a run touches, bundled (one store adapter usually implements the first four)."""
+
+    runs: RunRepository
+    events: RunEventLog
+    signals: RunSignals
+    journal: ToolJournal
+    checkpoints: CheckpointPort
+
+
+async def annotate_pending(
+    pending: Iterable[PendingCall], journal: ToolJournal, conversation_id: str
+) -> tuple[PendingCall, ...]:
+    """Mark the pending calls that were started (per the journal) and are unsafe to repeat."""
+    calls = tuple(pending)
+    if not calls:
+        return calls
+    keys = {p.call.id: lifecycle.idempotency_key(conversation_id, p.call.id) for p in calls}
+    entries = await journal.entries(keys.values())
+    out = []
+    for p in calls:
+        entry = entries.get(keys[p.call.id])
+        out.append(PendingCall(p.call, started=entry is not None, unsafe=bool(entry and entry.unsafe)))
+    return tuple(out)
 
 
 class RunService:
-    """Starts runs as owned background tasks and records their outcome.
-
-    The run row is `running` before the graph runs; the outcome is committed before the
-    stream's last event (`end` or `chat-error`) is published.
-    """
+    """Starts runs as owned background tasks, records their outcome, follows and cancels
+    them from any process."""
 
     def __init__(
         self,
-        runs: RunRepository,
-        checkpoints: CheckpointPort,
+        stores: RunStores,
         engine: AgentEngine,
         processes: ProcessPort,
         hub: RunHub,
         recursion_limit: int = DEFAULT_RECURSION_LIMIT,
         lease_seconds: float = 30.0,
+        cancel_wait: float = 5.0,
+        poll_seconds: float = 0.1,
         clock: Callable[[], datetime] = utc_now,
-        journal: ToolJournal | None = None,
     ) -> None:
-        self.journal = journal
-        self.runs = runs
-        self.checkpoints = checkpoints
+        self.stores = stores
+        self.runs = stores.runs
+        self.checkpoints = stores.checkpoints
         self.engine = engine
         self.processes = processes
         self.hub = hub
         self.recursion_limit = recursion_limit if recursion_limit > 0 else DEFAULT_RECURSION_LIMIT
-        self.lease = timedelta(seconds=lease_seconds)
+        self.lease_seconds = lease_seconds
+        self.cancel_wait = cancel_wait
+        self.poll_seconds = poll_seconds
         self.clock = clock
         self.draining = False
+        self.unrecorded: dict[str, tuple[ActiveRun, RunFinish]] = {}  # outcomes the store refused
 
     # --- starting -----------------------------------------------------------------------
 
@@ -112,6 +134,7 @@ class RunService:
         conversation: object = None,
         resume: bool = False,
         decision: str | None = None,
+        trigger: RunTrigger = RunTrigger.USER,
     ) -> StartedRun:
         """Validate in the contract's order, record the run and (for a message) the input,
         then execute in the background. Returns once the input is durable."""
@@ -126,46 +149,45 @@ class RunService:
             if resume:
                 raise InvalidInput("A conversation is required to resume")
             cid = new_id()
-            self.runs.create_conversation(cid, title_from_message(text), self.clock())
+            await self.runs.create_conversation(cid, title_from_message(text), self.clock())
         else:
             cid = parse_conversation_id(conversation)
-            if self.runs.get_conversation(cid) is None:
+            if await self.runs.get_conversation(cid) is None:
                 raise ConversationNotFound()
-        self._refuse_if_active(cid)
-        skip: frozenset[str] = frozenset()
+            await self._refuse_if_active(cid)
+        head = await self.checkpoints.head(cid)
+        pending: tuple[PendingCall, ...] = ()
+        if head.awaiting_tools:
+            thread = await self.checkpoints.get_thread(cid)
+            pending = await annotate_pending(thread.pending_calls, self.stores.journal, cid)
+        run_input: RunInput
         if resume:
-            head = self.checkpoints.head(cid)
-            if not head.next:
-                raise RunNotResumable()
-            pending = self.checkpoints.get_thread(cid).pending_calls if "tools" in head.next else ()
-            unknown = [p for p in annotate_pending(pending, self.journal, cid) if p.needs_decision]
-            if unknown and decision is None:
-                raise DecisionRequired()
-            if decision == "skip":
-                skip = frozenset(p.call.id for p in unknown)
-        return await self._launch(cid, None if resume else text, skip)
+            run_input = Resume(skip=lifecycle.resume_plan(head, pending, decision))
+            base = lifecycle.base_count(head, 0, new_message=False)
+        else:
+            closings = lifecycle.settle_plan(pending)
+            run_input = NewMessage(text, closings)
+            base = lifecycle.base_count(head, len(closings), new_message=True)
+        return await self._launch(cid, run_input, base, trigger)
 
-    def _refuse_if_active(self, cid: str) -> None:
+    async def _refuse_if_active(self, cid: str) -> None:
         if self.hub.get(cid) is not None:
             raise SessionInProgress()
-        latest = self.runs.latest_run(cid)
+        latest = await self.runs.latest_run(cid, self.lease_seconds)
         if latest is not None and latest.status is RunStatus.RUNNING:
-            # a row left by a dead process is reclaimed here rather than blocking the user
-            if not self._reclaim(latest):
+            # a row left by a dead or lost owner is reclaimed here rather than blocking the user
+            if not await self.reclaim(latest):
                 raise SessionInProgress()
 
-    async def _launch(self, cid: str, text: str | None, skip: frozenset[str] = frozenset()) -> StartedRun:
+    async def _launch(self, cid: str, run_input: RunInput, base: int, trigger: RunTrigger) -> StartedRun:
         now = self.clock()
-        run = Run(new_id(), cid, RunStatus.RUNNING, now, owner=self.processes.current())
-        self.runs.start_run(run, now)  # raises SessionInProgress if another process won
-        active = ActiveRun(run.id, cid)
-        if text is None:
-            active.base_count = self.checkpoints.head(cid).message_count
+        run = Run(new_id(), cid, RunStatus.RUNNING, now, owner=self.processes.current(), base_count=base, trigger=trigger)
+        await self.runs.start_run(run, now)  # raises SessionInProgress if another process won
+        active = ActiveRun(run.id, cid, base, needs_input=isinstance(run_input, NewMessage))
         self.hub.add(active)
-        log.info("run started", extra={"conversation_id": cid, "run_id": run.id})
-        run_input: RunInput = NewMessage(text) if text is not None else Resume(skip=skip)
+        log.info("run started (%s)", trigger.value, extra=active.context)
         active.task = asyncio.create_task(self._execute(active, run_input), name=f"run-{run.id}")
-        if text is not None:
+        if active.needs_input:
             # acknowledged means durable: return only once the message is committed
             recorded = asyncio.ensure_future(active.input_recorded.wait())
             ended = asyncio.ensure_future(active.finished.wait())
@@ -173,181 +195,209 @@ class RunService:
             recorded.cancel()
             ended.cancel()
             if not active.input_recorded.is_set():
-                raise active.failure or AgentFailure("The run stopped before the message was saved")
+                failure = active.failure
+                raise failure if isinstance(failure, Exception) else StorageFailure(
+                    "The run stopped before its message was saved"
+                )
         return StartedRun(cid, run.id)
 
     # --- executing ----------------------------------------------------------------------
 
     async def _execute(self, active: ActiveRun, run_input: RunInput) -> None:
-        ctx = {"conversation_id": active.conversation_id, "run_id": active.run_id}
+        active.started = True
         translator = StreamTranslator()
-        status, error = RunStatus.COMPLETED, None
+        failure: BaseException | None = None
         try:
-            async for event in self.engine.run(
-                active.conversation_id, active.run_id, run_input, self.recursion_limit
-            ):
-                if isinstance(event, InputRecorded):
-                    active.base_count = self.checkpoints.head(active.conversation_id).message_count
-                    active.input_recorded.set()
-                    continue
-                for out in translator.feed(event):
-                    active.publish(out)
+            if active.stop_reason is not None and not active.needs_input:
+                raise asyncio.CancelledError  # stopped before its first step
+            events = self.engine.run(active.conversation_id, active.run_id, run_input, self.recursion_limit)
+            async with contextlib.aclosing(events):
+                async for event in events:
+                    if isinstance(event, InputRecorded):
+                        active.input_recorded.set()
+                        if active.stop_reason is not None:
+                            raise asyncio.CancelledError  # a stop that waited for the input
+                        continue
+                    for out in translator.feed(event):
+                        active.publish(out)
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
-            status = active.stop_reason or RunStatus.INTERRUPTED
-            log.info("run stopped: %s", status.value, extra=ctx)
+            if active.stop_reason is None:
+                active.stop_reason = StopReason.SHUTDOWN
         except Exception as e:  # every failure becomes data on the run, never a crash
-            active.failure = e
-            code, msg = to_chat_error(e)
-            status, error = RunStatus.FAILED, RunError(code, msg)
-            log.warning("run failed: %s %s", code, msg, extra=ctx, exc_info=code == "AGENT_FAILURE")
+            failure = e
+        active.finishing = True
+        active.failure = failure
+        outcome = lifecycle.outcome_of(failure, active.stop_reason)
         for out in translator.close():
             active.publish(out)
-        self._record(active.run_id, active.conversation_id, status, error)
-        if error is not None:
-            data = {"code": error.code, "message": error.message, "conversation": active.conversation_id}
-            active.publish(StreamEvent("chat-error", data))
-        else:
-            active.publish(StreamEvent("end", {"conversation": active.conversation_id, "status": status.value}))
-        self.hub.remove(active)
-        log.info("run finished: %s", status.value, extra=ctx)
+        await self._finish(active, outcome)
 
-    def _record(self, run_id: str, cid: str, status: RunStatus, error: RunError | None) -> None:
-        ctx = {"conversation_id": cid, "run_id": run_id}
+    async def _finish(self, active: ActiveRun, outcome: Outcome) -> None:
+        ctx = active.context
+        if outcome.error is not None and outcome.status is RunStatus.FAILED:
+            code = outcome.error.code
+            log.warning("run failed: %s %s", code, outcome.error.message, extra=ctx,
+                        exc_info=active.failure if code == "AGENT_FAILURE" else None)
+        active.outcome = outcome
+        event = lifecycle.terminal_event(active.conversation_id, outcome)
+        if outcome.recorded:
+            finish = RunFinish(outcome.status, self.clock(), outcome.error, None, event, active.next_id)
+            await self._record(active, finish)
+        else:
+            log.warning("run lost to another process; this process wrote nothing more", extra=ctx)
+        active.publish(event, durable=False)
+        self.hub.remove(active)
+        log.info("run finished: %s", outcome.status.value, extra=ctx)
+
+    async def _record(self, active: ActiveRun, finish: RunFinish) -> bool:
+        """Flush the run's events and write its outcome (fenced by ownership). A store that
+        refuses keeps the outcome for the supervisor to retry with its real code."""
         try:
-            count: int | None = self.checkpoints.head(cid).message_count
+            items = active.take_unflushed()
+            if items:
+                await self.stores.events.append({active.run_id: items})
+            count = (await self.checkpoints.head(active.conversation_id)).message_count
+            finish = RunFinish(finish.status, finish.now, finish.error, count, finish.event, finish.event_id)
+            written = await self.runs.finish_run(active.run_id, finish, owner=self.processes.current())
         except Exception:
-            log.exception("could not read the thread to count messages", extra=ctx)
-            count = None
-        try:
-            self.runs.finish_run(run_id, status, count, error, self.clock())
-        except Exception:
-            log.exception("could not record the outcome of the run", extra=ctx)
+            log.exception("could not record the outcome of the run; will retry", extra=active.context)
+            self.unrecorded[active.run_id] = (active, finish)
+            return False
+        self.unrecorded.pop(active.run_id, None)
+        if not written:
+            log.warning("the outcome was not recorded: the run is no longer this process's", extra=active.context)
+        return True
 
     # --- following, stopping ------------------------------------------------------------
 
-    def active(self, conversation_id: str) -> ActiveRun | None:
-        return self.hub.get(conversation_id)
-
-    def is_active(self, conversation_id: str) -> bool:
-        if self.hub.get(conversation_id) is not None:
-            return True
-        latest = self.runs.latest_run(conversation_id)
-        return latest is not None and latest.status is RunStatus.RUNNING
-
-    async def wait(self, conversation_id: str) -> RunOutcome | None:
-        """Wait for this process's active run on the conversation to finish."""
+    async def live_run(self, conversation_id: str) -> LiveRun | None:
+        """The conversation's running run, wherever it executes."""
         active = self.hub.get(conversation_id)
-        if active is None:
-            return None
-        await active.finished.wait()
-        run = self.runs.get_run(active.run_id)
-        if run is None:
-            return None
-        error = RunError(run.error_code, run.error_message or "") if run.error_code else None
-        return RunOutcome(conversation_id, run.id, run.status, error)
+        if active is not None:
+            return LiveRun(active.run_id, active.base_count)
+        latest = await self.runs.latest_run(conversation_id)
+        if latest is not None and latest.status is RunStatus.RUNNING:
+            return LiveRun(latest.id, latest.base_count)
+        return None
 
-    async def cancel(self, conversation: object) -> str:
-        """Stop the active run at once; it is recorded `cancelled`. Returns its id."""
+    async def is_active(self, conversation_id: str) -> bool:
+        return await self.live_run(conversation_id) is not None
+
+    async def follow(self, conversation_id: str, after: int) -> AsyncIterator[Item] | StreamEvent:
+        """The events of the conversation's live run after id `after` (ending with its
+        terminal event), from this process's memory or from the run event log; or, when no
+        run is live, the durable answer (a single event without an id)."""
+        active = self.hub.get(conversation_id)
+        if active is not None:
+            return active.subscribe(after)
+        conv = await self.runs.get_conversation(conversation_id)
+        if conv is None:
+            data = {"code": "NOT_FOUND", "message": "Conversation Not Found", "conversation": conversation_id}
+            return StreamEvent("chat-error", data)
+        latest = await self.runs.latest_run(conversation_id)
+        if latest is not None and latest.status is RunStatus.RUNNING:
+            return self._follow_log(latest, after)
+        if latest is not None and after > 0:
+            replay = await self.stores.events.read(latest.id, after)
+            if replay and replay[-1][1].event in TERMINAL_EVENTS:
+                return _iterate(replay)
+        status = conv.status.value if conv.status else None
+        return StreamEvent("end", {"conversation": conversation_id, "status": status})
+
+    async def _follow_log(self, run: Run, after: int) -> AsyncIterator[Item]:
+        """Follow a run executed by another process through the event log. The terminal
+        event is written with the outcome, by the owner or by whoever reclaims the run."""
+        last, idle = after, 0.0
+        while True:
+            items = await self.stores.events.wait(run.id, last, self.poll_seconds * 10)
+            for item in items:
+                last = item[0]
+                yield item
+                if item[1].event in TERMINAL_EVENTS:
+                    return
+            if items:
+                idle = 0.0
+                continue
+            idle += self.poll_seconds * 10
+            if idle >= max(self.lease_seconds / 3, 1.0):
+                idle = 0.0
+                current = await self.runs.latest_run(run.conversation_id, self.lease_seconds)
+                if current is None or current.id != run.id or current.status is not RunStatus.RUNNING:
+                    tail = await self.stores.events.read(run.id, last)
+                    for item in tail:
+                        yield item
+                    if not tail or tail[-1][1].event not in TERMINAL_EVENTS:
+                        status = current.status.value if current and current.id == run.id else "interrupted"
+                        yield last + len(tail) + 1, StreamEvent("end", {"conversation": run.conversation_id, "status": status})
+                    return
+                if await self.reclaim(current):
+                    continue  # its terminal event is in the log now
+
+    async def cancel(self, conversation: object) -> CancelResult:
+        """Stop the conversation's running run wherever it executes; it is recorded
+        `cancelled`. Waits up to `cancel_wait` seconds for the owner to stop it; a run whose
+        owner is dead is finished by the caller itself."""
         cid = parse_conversation_id(conversation)
-        if self.runs.get_conversation(cid) is None:
+        if await self.runs.get_conversation(cid) is None:
             raise ConversationNotFound()
         active = self.hub.get(cid)
-        if active is None or active.task is None:
+        if active is not None:
+            active.request_stop(StopReason.CANCEL)
+            await active.finished.wait()
+            outcome = active.outcome
+            return CancelResult(cid, active.run_id, outcome.status if outcome else RunStatus.CANCELLED)
+        latest = await self.runs.latest_run(cid, self.lease_seconds)
+        if latest is None or latest.status is not RunStatus.RUNNING:
             raise NoActiveRun()
-        await self._stop(active, RunStatus.CANCELLED)
-        return active.run_id
+        await self.stores.signals.request_cancel(latest.id)
+        if await self.reclaim(latest, lifecycle.Outcome(RunStatus.CANCELLED)):
+            return CancelResult(cid, latest.id, RunStatus.CANCELLED)
+        deadline = asyncio.get_running_loop().time() + self.cancel_wait
+        while asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(self.poll_seconds)
+            run = await self.runs.get_run(latest.id)
+            if run is not None and run.status is not RunStatus.RUNNING:
+                return CancelResult(cid, run.id, run.status)
+        return CancelResult(cid, latest.id, RunStatus.RUNNING)
 
-    async def _stop(self, active: ActiveRun, reason: RunStatus) -> None:
-        if active.task is not None and not active.task.done():
-            active.stop_reason = reason
-            active.task.cancel()
-        await active.finished.wait()
+    def stop_local(self, run_id: str, reason: StopReason) -> None:
+        active = self.hub.by_run(run_id)
+        if active is not None:
+            active.request_stop(reason)
 
-    async def stop_all(self, reason: RunStatus = RunStatus.INTERRUPTED) -> None:
-        await asyncio.gather(*(self._stop(a, reason) for a in self.hub.all()))
+    async def stop_all(self, reason: StopReason = StopReason.SHUTDOWN) -> None:
+        runs = self.hub.all()
+        for active in runs:
+            active.request_stop(reason)
+        await asyncio.gather(*(a.finished.wait() for a in runs))
 
-    async def drain(self, timeout: float) -> int:
-        """Refuse new runs, let active ones finish for up to `timeout` seconds, then stop
-        the rest as `interrupted` (resumable). Returns how many had to be stopped."""
-        self.draining = True
-        pending = [a for a in self.hub.all()]
-        if pending:
-            log.info("draining %d run(s) for up to %.0f s", len(pending), timeout)
-            waits = [asyncio.ensure_future(a.finished.wait()) for a in pending]
-            _, late = await asyncio.wait(waits, timeout=timeout)
-            for w in late:
-                w.cancel()
-        left = self.hub.all()
-        await self.stop_all(RunStatus.INTERRUPTED)
-        return len(left)
+    # --- reclaiming ---------------------------------------------------------------------
 
-    # --- recovery -----------------------------------------------------------------------
-
-    def recover(self) -> int:
-        """Reclaim `running` runs whose owner is dead or whose heartbeat is older than the
-        lease, reconciling each with its thread. Never touches a live run."""
-        count = 0
-        for run in self.runs.running_runs():
-            if self._reclaim(run):
-                count += 1
-        return count
-
-    def _reclaimable(self, run: Run) -> bool:
-        active = self.hub.get(run.conversation_id)
-        if active is not None and active.run_id == run.id:
+    async def reclaim(self, run: Run, outcome: Outcome | None = None) -> bool:
+        """Record a `running` run that nobody executes any more as stopped (the verdict of
+        its thread, or `outcome`), with its terminal event. Never touches a live run: the
+        write is a compare-and-set on the heartbeat the caller read."""
+        active = self.hub.by_run(run.id)
+        alive = self.processes.is_alive(run.owner) if run.owner else None
+        if not lifecycle.reclaimable(run, self.processes.current(), active is not None, alive):
             return False
-        owner = run.owner
-        if owner is None:
-            return True  # written before runs had owners: a single-process database
-        if owner == self.processes.current():
-            return True  # ours, yet not executing: its task is gone
-        if self.processes.is_alive(owner) is False:
-            return True
-        beat = run.heartbeat_at or run.started_at
-        return self.clock() - beat > self.lease
-
-    def _reclaim(self, run: Run) -> bool:
-        if not self._reclaimable(run):
-            return False
-        ctx = {"conversation_id": run.conversation_id, "run_id": run.id}
-        head = self.checkpoints.head(run.conversation_id)
-        status, error = RunStatus.INTERRUPTED, None
-        if head.run_id == run.id and not head.next:
-            status = RunStatus.COMPLETED  # the final checkpoint was written, the outcome not
-        elif head.run_id != run.id and not head.next:
-            error = INPUT_NOT_RECORDED
-        changed = self.runs.finish_run(run.id, status, head.message_count, error, self.clock())
+        mine = self.unrecorded.get(run.id)
+        if mine is not None:  # our own outcome, refused by the store earlier: its real code
+            return await self._record(*mine)
+        head = await self.checkpoints.head(run.conversation_id)
+        verdict = outcome or lifecycle.recovery_verdict(run, head)
+        event = lifecycle.terminal_event(run.conversation_id, verdict)
+        finish = RunFinish(verdict.status, self.clock(), verdict.error, head.message_count, event)
+        changed = await self.runs.finish_run(run.id, finish, heartbeat=run.heartbeat_at)
         if changed:
-            log.info("recovered run as %s", status.value, extra=ctx)
+            ctx = {"conversation_id": run.conversation_id, "run_id": run.id}
+            log.info("reclaimed run as %s", verdict.status.value, extra=ctx)
         return changed
 
-    async def resume_interrupted(self) -> list[StartedRun]:
-        """Resume every conversation whose latest run was interrupted and whose thread has
-        pending work that needs no decision (AUTO_RESUME)."""
-        started = []
-        for conv in self.runs.list_conversations():
-            if conv.status is not RunStatus.INTERRUPTED or self.hub.get(conv.id):
-                continue
-            try:
-                started.append(await self.start(None, conv.id, resume=True))
-            except (RunNotResumable, DecisionRequired, SessionInProgress) as e:
-                log.info("not resumed: %s", e.message, extra={"conversation_id": conv.id})
-        return started
 
-    def heartbeat(self) -> None:
-        ids = [a.run_id for a in self.hub.all()]
-        self.runs.heartbeat(ids, self.clock())
-
-    async def maintain(self, interval: float | None = None) -> None:
-        """Heartbeat this process's runs and reclaim dead ones, forever (a background task)."""
-        period = interval or max(self.lease.total_seconds() / 3, 0.5)
-        while True:
-            await asyncio.sleep(period)
-            try:
-                self.heartbeat()
-                self.recover()
-            except Exception:
-                log.exception("maintenance failed")
+async def _iterate(items: Iterable[Item]) -> AsyncIterator[Item]:
+    for item in items:
+        yield item

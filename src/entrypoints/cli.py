@@ -14,7 +14,8 @@ from typing import Any, TypeVar
 import click
 
 from domain.errors import ErrorCode, SophosError
-from domain.model import RunStatus, iso, message_to_dto, summary_to_dto
+from domain.events import StreamEvent
+from domain.model import iso, message_to_dto, summary_to_dto
 from entrypoints.logs import configure_logging
 from entrypoints.settings import SettingsError
 
@@ -37,7 +38,7 @@ class CliError(click.ClickException):
 
     def __init__(self, code: str, message: str, exit_code: int = 1) -> None:
         super().__init__(f"{code}: {message}")
-        self.exit_code = exit_code
+        self.exit_code = exit_code  # type: ignore[misc]  # click reads it per instance
 
     def show(self, file: Any = None) -> None:
         click.echo(f"error: {self.message}", err=True)
@@ -131,8 +132,8 @@ def _report(cid: str, run_id: str, status: str, error: dict[str, Any] | None, as
         click.echo("")
         if error:
             click.echo(f"error: {error['code']}: {error['message']}", err=True)
-        if status == "interrupted":
-            click.echo(f"interrupted; its progress is saved. Resume with: sophos resume {cid}", err=True)
+        if status in ("interrupted", "cancelled"):
+            click.echo(f"{status}; its progress is saved. Resume with: sophos resume {cid}", err=True)
         click.echo(f"conversation: {cid}  run: {run_id}  status: {status}", err=True)
     return {"completed": 0, "interrupted": 130, "cancelled": 130}.get(status, 1)
 
@@ -141,34 +142,35 @@ def _outcome(event: str, data: Any, status: str, error: Any) -> tuple[str, Any]:
     if event == "end":
         return data["status"], None
     if event == "chat-error":
-        return "failed", data
+        return "lost" if data.get("code") == "RUN_LOST" else "failed", data
     return status, error
 
 
 async def _drive(ctx: Context, start: Callable[[Any], Awaitable[Any]], as_json: bool) -> int:
-    container = ctx.container
-    service = container.run_service()
-    service.recover()
-    started = await start(service)
-    active = service.active(started.conversation_id)
+    from domain.lifecycle import StopReason
+    from domain.supervisor import Supervisor
+
+    service = ctx.container.run_service()
+    supervisor = Supervisor(service)  # leases, signals, events: no adoption from a CLI
+    await supervisor.start()
     loop = asyncio.get_running_loop()
-
-    def interrupt() -> None:  # Ctrl-C: stop at once, record `interrupted` (resumable)
-        asyncio.ensure_future(service.stop_all(RunStatus.INTERRUPTED))
-
-    loop.add_signal_handler(signal.SIGINT, interrupt)
-    loop.add_signal_handler(signal.SIGTERM, interrupt)
-    beat = asyncio.create_task(service.maintain())
     status, error = "completed", None
     try:
-        if active is not None:
-            async for _, ev in active.subscribe(0):
+        started = await start(service)
+        # Ctrl-C: the person stops the run (`cancelled`, resumable); SIGTERM: `interrupted`
+        loop.add_signal_handler(signal.SIGINT, service.stop_local, started.run_id, StopReason.CANCEL)
+        loop.add_signal_handler(signal.SIGTERM, service.stop_local, started.run_id, StopReason.SHUTDOWN)
+        events = await service.follow(started.conversation_id, 0)
+        if isinstance(events, StreamEvent):  # it ended before we could attach: the durable answer
+            status, error = _outcome(events.event, events.data, status, error)
+        else:
+            async for _, ev in events:
                 _print_event(ev.event, ev.data, as_json)
                 status, error = _outcome(ev.event, ev.data, status, error)
     finally:
-        beat.cancel()
         loop.remove_signal_handler(signal.SIGINT)
         loop.remove_signal_handler(signal.SIGTERM)
+        await supervisor.close()
     return _report(started.conversation_id, started.run_id, status, error, as_json)
 
 
@@ -222,10 +224,13 @@ def resume(ctx: Context, conversation: str, decision: str | None, as_json: bool,
 # --- reading ----------------------------------------------------------------------------
 
 
-def _recover(ctx: Context) -> None:
+async def _recover(ctx: Context) -> None:
     # the full stack (LangGraph, the model client) loads only when there is a run to reclaim
-    if ctx.container.run_repository().running_runs():
-        ctx.container.run_service().recover()
+    container = ctx.container
+    if await container.store().running_runs():
+        from domain.supervisor import Supervisor
+
+        await Supervisor(container.run_service()).recover()
 
 
 @main.command()
@@ -233,8 +238,11 @@ def _recover(ctx: Context) -> None:
 @pass_ctx
 def conversations(ctx: Context, as_json: bool) -> None:
     """List conversations, most recently updated first."""
-    _recover(ctx)
-    items = ctx.call(lambda: ctx.container.conversations().list())
+    async def load() -> Any:
+        await _recover(ctx)
+        return await ctx.container.conversations().list()
+
+    items = ctx.run(load)
     if as_json:
         click.echo(json.dumps({"conversations": [summary_to_dto(c) for c in items]}, ensure_ascii=False))
         return
@@ -254,8 +262,11 @@ def conversations(ctx: Context, as_json: bool) -> None:
 @pass_ctx
 def show(ctx: Context, conversation: str, as_json: bool) -> None:
     """Show a conversation's messages and whether it can be resumed."""
-    _recover(ctx)
-    d = ctx.call(lambda: ctx.container.conversations().get(conversation))
+    async def load() -> Any:
+        await _recover(ctx)
+        return await ctx.container.conversations().get(conversation)
+
+    d = ctx.run(load)
     if as_json:
         body = {
             "conversation": summary_to_dto(d.conversation),
@@ -299,7 +310,7 @@ def show(ctx: Context, conversation: str, as_json: bool) -> None:
 def export(ctx: Context, conversation: str, fmt: str, output: str | None) -> None:
     """Export a transcript (Markdown) or the checkpoint history (JSONL)."""
     service = ctx.container.conversations()
-    _, text = ctx.call(
+    _, text = ctx.run(
         lambda: service.export_jsonl(conversation) if fmt == "jsonl" else service.export_markdown(conversation)
     )
     if output:
@@ -363,6 +374,7 @@ def doctor(ctx: Context) -> None:
         container = ctx.container
         model = container.model()
         ok, why = await model.check()
+        ok = bool(ok)
         click.echo(f"{'ok ' if ok else 'BAD'}  model    {container.config.MODEL_BACKEND()} {model.name}: {why}")
         healthy = ok
         statuses = await container.tools().status()
@@ -371,8 +383,8 @@ def doctor(ctx: Context) -> None:
         for s in statuses:
             detail = f"{s.tools} tool(s)" if s.ok else (s.error or "not running")
             click.echo(f"{'ok ' if s.ok else 'BAD'}  tools    {s.name}: {detail}")
-            healthy = healthy and s.ok
-        click.echo(f"ok   database {container.config.DATABASE_PATH()} (schema v{container.run_repository().schema_version})")
+            healthy = healthy and bool(s.ok)
+        click.echo(f"ok   database {container.config.DATABASE_PATH()} (schema v{container.store().schema_version})")
         return healthy
 
     sys.exit(0 if ctx.run(check) else 1)

@@ -10,7 +10,8 @@ import logging
 import sys
 from importlib.abc import MetaPathFinder
 from pathlib import Path
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 
 class _SkipOptionalIntegrations(MetaPathFinder):
@@ -33,185 +34,204 @@ try:
 finally:
     sys.meta_path.remove(_finder)
 
+T = TypeVar("T")
+
 from domain.conversations import ConversationService  # noqa: E402 - after the finder above
 from domain.hub import RunHub  # noqa: E402 - after the finder above
-from domain.runs import RunService  # noqa: E402 - after the finder above
+from domain.runs import RunService, RunStores  # noqa: E402 - after the finder above
+from domain.supervisor import Supervisor  # noqa: E402 - after the finder above
 from entrypoints.settings import load_settings  # noqa: E402 - after the finder above
+from domain.model import CheckpointSummary, ThreadHead, ThreadState  # noqa: E402 - after the finder above
+from ports.checkpoints import CheckpointPort  # noqa: E402 - after the finder above
+from ports.engine import AgentEngine  # noqa: E402 - after the finder above
+from ports.model import ModelPort  # noqa: E402 - after the finder above
+from ports.processes import ProcessPort  # noqa: E402 - after the finder above
+from ports.prompts import SystemPromptSource  # noqa: E402 - after the finder above
+from ports.storage import StoragePort  # noqa: E402 - after the finder above
+from ports.tools import ToolPort  # noqa: E402 - after the finder above
+
+if TYPE_CHECKING:
+    from adapters.langgraph.checkpointer import ThreadedSqliteSaver
+    from adapters.langgraph.graph import AgentNodes
+    from adapters.sqlite.runs import SqliteRunStore
 
 log = logging.getLogger(__name__)
 
+Closeable = Any  # something with close() or aclose()
 
-def _opened(factory: Any, opened: list[Any], *args: Any, **kwargs: Any) -> Any:
-    """Build a thing that must be closed, and remember it for close_container()."""
-    thing = factory(*args, **kwargs)
+
+def _opened(opened: list[Closeable], thing: T) -> T:
+    """Remember a thing that must be closed, for close_container()."""
     opened.append(thing)
     return thing
 
 
-def _run_repository(path: str) -> Any:
-    from adapters.sqlite.runs import SqliteRunRepository
+def _run_store(opened: list[Closeable], path: str, busy_timeout: float) -> SqliteRunStore:
+    from adapters.sqlite.runs import SqliteRunStore
 
-    return SqliteRunRepository(path)
+    return _opened(opened, SqliteRunStore(path, busy_timeout=busy_timeout))
 
 
-def _checkpointer(path: str, keep: int) -> Any:
+def _checkpointer(opened: list[Closeable], path: str, keep: int) -> ThreadedSqliteSaver:
     from adapters.langgraph.checkpointer import ThreadedSqliteSaver
 
-    return ThreadedSqliteSaver.open(path, keep=keep)
+    return _opened(opened, ThreadedSqliteSaver.open(path, keep=keep))
 
 
-def _storage(path: str) -> Any:
+def _storage(path: str) -> StoragePort:
     from adapters.sqlite.maintenance import SqliteMaintenance
 
     return SqliteMaintenance(path)
 
 
-def _processes() -> Any:
+def _processes() -> ProcessPort:
     from adapters.system.processes import LocalProcesses
 
     return LocalProcesses()
 
 
-def _prompt(config_dir: str) -> Any:
+def _prompt(config_dir: str) -> SystemPromptSource:
     from adapters.system.prompt import FilePrompt
 
     return FilePrompt(Path(config_dir) / "system.md")
 
 
-def _ollama(**kwargs: Any) -> Any:
+def _ollama(base_url: str, model: str, think: bool, timeout: float) -> ModelPort:
     from adapters.ollama.model import OllamaModel
 
-    return OllamaModel(**kwargs)
+    return OllamaModel(base_url=base_url, model=model, think=think, timeout=timeout)
 
 
-def _openai(**kwargs: Any) -> Any:
+def _openai(base_url: str, model: str, api_key: str, timeout: float) -> ModelPort:
     from adapters.openai.model import OpenAIModel
 
-    return OpenAIModel(**kwargs)
+    return OpenAIModel(base_url=base_url, model=model, api_key=api_key, timeout=timeout)
 
 
-def _demo_model() -> Any:
+def _demo_model() -> ModelPort:
     from adapters.demo.model import DemoModel
 
     return DemoModel()
 
 
-def _mcp(config_dir: str, memory_file: str) -> Any:
+def _mcp(opened: list[Closeable], config_dir: str, memory_file: str) -> ToolPort:
     from adapters.mcp.toolbox import McpToolbox
 
-    return McpToolbox(Path(config_dir), Path(memory_file))
+    return _opened(opened, McpToolbox(Path(config_dir), Path(memory_file)))
 
 
-def _demo_tools() -> Any:
+def _demo_tools() -> ToolPort:
     from adapters.demo.tools import demo_toolbox
 
     return demo_toolbox()
 
 
-def _no_tools() -> Any:
+def _no_tools() -> ToolPort:
     from adapters.memory.toolbox import StaticToolbox
 
     return StaticToolbox()
 
 
-def _graph(nodes: Any, checkpointer: Any) -> Any:
-    from adapters.langgraph.graph import build_graph
-
-    return build_graph(nodes, checkpointer)
-
-
-def _nodes(**kwargs: Any) -> Any:
+def _nodes(model: ModelPort, tools: ToolPort, prompt: SystemPromptSource, journal: SqliteRunStore) -> AgentNodes:
     from adapters.langgraph.graph import AgentNodes
 
-    return AgentNodes(**kwargs)
+    return AgentNodes(model, tools, prompt, journal)
 
 
-def _threads(checkpointer: Any) -> Any:
+def _engine(nodes: AgentNodes, checkpointer: ThreadedSqliteSaver) -> AgentEngine:
+    from adapters.langgraph.engine import LangGraphEngine
+    from adapters.langgraph.graph import build_graph
+
+    return LangGraphEngine(build_graph(nodes, checkpointer))
+
+
+def _threads(checkpointer: ThreadedSqliteSaver) -> CheckpointPort:
     from adapters.langgraph.engine import LangGraphThreads
+    from adapters.langgraph.graph import build_graph
 
     # reading threads needs the graph's shape only: no model client, no MCP servers
-    return LangGraphThreads(_graph(None, checkpointer))
+    return LangGraphThreads(build_graph(None, checkpointer))
 
 
-class _LazyThreads:
+class _LazyThreads(CheckpointPort):
     """A CheckpointPort built on first use: listing conversations never loads LangGraph."""
 
-    def __init__(self, build: Any) -> None:
+    def __init__(self, build: Callable[[], CheckpointPort]) -> None:
         self._build = build
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._build(), name)
+    async def get_thread(self, thread_id: str) -> ThreadState:
+        return await self._build().get_thread(thread_id)
+
+    async def head(self, thread_id: str) -> ThreadHead:
+        return await self._build().head(thread_id)
+
+    async def list_checkpoints(self, thread_id: str) -> Sequence[CheckpointSummary]:
+        return await self._build().list_checkpoints(thread_id)
+
+    async def delete_thread(self, thread_id: str) -> None:
+        await self._build().delete_thread(thread_id)
 
 
-def _is_active(run_service: Any) -> Any:
-    return lambda conversation_id: run_service().is_active(conversation_id)
+def _stores(store: SqliteRunStore, threads: CheckpointPort) -> RunStores:
+    return RunStores(runs=store, events=store, signals=store, journal=store, checkpoints=threads)
 
 
-def _engine(graph: Any) -> Any:
-    from adapters.langgraph.engine import LangGraphEngine
+def _conversations(store: SqliteRunStore, threads: Callable[[], CheckpointPort], service: Callable[[], RunService]) -> ConversationService:
+    async def is_active(conversation_id: str) -> bool:
+        return await service().is_active(conversation_id)
 
-    return LangGraphEngine(graph)
+    return ConversationService(store, _LazyThreads(threads), is_active, store)
 
 
 class Container(containers.DeclarativeContainer):
     config = providers.Configuration(strict=True)
 
-    opened = providers.Singleton(list)
+    opened: providers.Singleton[list[Closeable]] = providers.Singleton(list)
     hub = providers.Singleton(RunHub)
     processes = providers.Singleton(_processes)
-    run_repository = providers.Singleton(_opened, _run_repository, opened, config.DATABASE_PATH)
-    checkpointer = providers.Singleton(_opened, _checkpointer, opened, config.DATABASE_PATH, config.CHECKPOINT_KEEP)
+    store = providers.Singleton(_run_store, opened, config.DATABASE_PATH, config.DATABASE_BUSY_TIMEOUT)
+    checkpointer = providers.Singleton(_checkpointer, opened, config.DATABASE_PATH, config.CHECKPOINT_KEEP)
     prompt = providers.Singleton(_prompt, config.CONFIG_DIR)
     storage = providers.Singleton(_storage, config.DATABASE_PATH)
 
     model = providers.Selector(
         config.MODEL_BACKEND,
         ollama=providers.Singleton(
-            _ollama,
-            base_url=config.OLLAMA_HOST,
-            model=config.OLLAMA_MODEL,
-            think=config.OLLAMA_THINK,
-            timeout=config.MODEL_TIMEOUT,
+            _ollama, config.OLLAMA_HOST, config.OLLAMA_MODEL, config.OLLAMA_THINK, config.MODEL_TIMEOUT
         ),
         openai=providers.Singleton(
-            _openai,
-            base_url=config.OPENAI_BASE_URL,
-            model=config.OPENAI_MODEL,
-            api_key=config.OPENAI_API_KEY,
-            timeout=config.MODEL_TIMEOUT,
+            _openai, config.OPENAI_BASE_URL, config.OPENAI_MODEL, config.OPENAI_API_KEY, config.MODEL_TIMEOUT
         ),
         demo=providers.Singleton(_demo_model),
     )
     tools = providers.Selector(
         config.TOOLS_BACKEND,
-        mcp=providers.Singleton(_opened, _mcp, opened, config.CONFIG_DIR, config.MEMORY_FILE_PATH),
+        mcp=providers.Singleton(_mcp, opened, config.CONFIG_DIR, config.MEMORY_FILE_PATH),
         demo=providers.Singleton(_demo_tools),
         none=providers.Singleton(_no_tools),
     )
 
-    nodes = providers.Singleton(_nodes, model=model, tools=tools, prompt=prompt, journal=run_repository)
-    graph = providers.Singleton(_graph, nodes, checkpointer)
+    nodes = providers.Singleton(_nodes, model, tools, prompt, store)
+    engine = providers.Singleton(_engine, nodes, checkpointer)
     threads = providers.Singleton(_threads, checkpointer)
-    engine = providers.Singleton(_engine, graph)
+    stores = providers.Singleton(_stores, store, threads)
 
     run_service = providers.Singleton(
         RunService,
-        runs=run_repository,
-        checkpoints=threads,
+        stores=stores,
         engine=engine,
         processes=processes,
         hub=hub,
         recursion_limit=config.AGENT_RECURSION_LIMIT,
         lease_seconds=config.RUN_LEASE_SECONDS,
-        journal=run_repository,
     )
-    conversations = providers.Singleton(
-        ConversationService,
-        runs=run_repository,
-        checkpoints=providers.Singleton(_LazyThreads, threads.provider),
-        is_active=providers.Callable(_is_active, run_service.provider),
-        journal=run_repository,
+    supervisor = providers.Singleton(
+        Supervisor,
+        service=run_service,
+        auto_resume=config.AUTO_RESUME,
+        event_retention=config.RUN_EVENT_RETENTION_SECONDS,
     )
+    conversations = providers.Singleton(_conversations, store, threads.provider, run_service.provider)
 
 
 def create_container(env: dict[str, str] | None = None, **overrides: Any) -> Container:
@@ -226,7 +246,7 @@ def create_container(env: dict[str, str] | None = None, **overrides: Any) -> Con
 
 async def close_container(container: Container) -> None:
     """Close what was opened, newest first: the tool servers, then the database."""
-    opened: list[Any] = container.opened()
+    opened: list[Closeable] = container.opened()
     while opened:
         thing = opened.pop()
         try:

@@ -59,8 +59,7 @@ class DrainingServer(uvicorn.Server):
         self.drain_task = asyncio.ensure_future(self._drain(timeout))
 
     async def _drain(self, timeout: float) -> None:
-        service = self.sophos_app.state.container.run_service()
-        await service.drain(timeout)
+        await self.sophos_app.state.container.supervisor().drain(timeout)
         self.sophos_app.state.closing.set()
         self.should_exit = True
 

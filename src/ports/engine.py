@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -38,7 +38,7 @@ class AgentEngine(Protocol):
     @abstractmethod
     def run(
         self, thread_id: str, run_id: str, run_input: RunInput, recursion_limit: int
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         """Execute until the agent stops, yielding events.
 
         A NewMessage is appended to the thread (after its closings); the engine yields

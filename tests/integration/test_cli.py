@@ -61,7 +61,7 @@ def test_a_missing_model_is_one_clear_line(tmp_path: Path) -> None:
     assert "error: MODEL_UNAVAILABLE: The configured Ollama model 'nope' is not available." in result.stderr
 
 
-def test_ctrl_c_interrupts_the_run_and_resume_finishes_it(tmp_path: Path) -> None:
+def test_ctrl_c_stops_the_run_as_cancelled_and_resume_finishes_it(tmp_path: Path) -> None:
     with fake_ollama([{"text": "word " * 200, "token_delay": 0.05}, {"text": "resumed answer"}]) as fake:
         env = app_env(tmp_path, fake.url, TOOLS_BACKEND="none")
         child = subprocess.Popen([SOPHOS, "chat", "talk a lot"], env=process_env(env), cwd=tmp_path,
@@ -71,10 +71,10 @@ def test_ctrl_c_interrupts_the_run_and_resume_finishes_it(tmp_path: Path) -> Non
         child.send_signal(signal.SIGINT)
         out, err = child.communicate(timeout=30)
         assert child.returncode == 130 and "Traceback" not in err
-        assert "interrupted; its progress is saved" in err
+        assert "cancelled; its progress is saved" in err
         cid = err.split("conversation: ")[1].split()[0]
         shown = json.loads(sophos(env, tmp_path, "show", cid, "--json").stdout)
-        assert shown["conversation"]["status"] == "interrupted" and shown["resumable"] is True
+        assert shown["conversation"]["status"] == "cancelled" and shown["resumable"] is True
         resumed = sophos(env, tmp_path, "resume", cid)
         assert resumed.returncode == 0 and "resumed answer" in resumed.stdout
 

@@ -12,23 +12,22 @@ from langgraph.checkpoint.memory import InMemorySaver
 from adapters.langgraph.engine import LangGraphEngine, LangGraphThreads
 from adapters.langgraph.graph import AgentNodes, build_graph
 from adapters.memory.model import ScriptedModel
-from adapters.memory.runs import InMemoryRunRepository
+from adapters.memory.runs import InMemoryRunStore
 from adapters.memory.toolbox import StaticToolbox, ToolFn
 from adapters.system.prompt import FixedPrompt
 from domain.conversations import ConversationService
 from domain.events import StreamEvent
 from domain.hub import RunHub
 from domain.model import RunOwner
-from domain.runs import RunService, StartedRun
-from ports.journal import ToolJournal
+from domain.runs import RunService, RunStores, StartedRun
+from domain.supervisor import Supervisor
 from ports.processes import ProcessPort
-from ports.runs import RunRepository
 from ports.tools import ToolSpec
 
 
 @dataclass
 class FakeProcesses(ProcessPort):
-    me: RunOwner = field(default_factory=lambda: RunOwner("test-host", 1000, 1.0))
+    me: RunOwner = field(default_factory=lambda: RunOwner("test-host", 1000, 1.0, "instance-1"))
     dead: set[int] = field(default_factory=set)
 
     def current(self) -> RunOwner:
@@ -56,44 +55,54 @@ def recording_tool(log: list[tuple[str, dict[str, Any], str]], name: str) -> tup
 class Harness:
     model: ScriptedModel
     tools: StaticToolbox
-    repo: RunRepository
+    repo: InMemoryRunStore
     saver: BaseCheckpointSaver[Any]
     processes: FakeProcesses
     runs: RunService
     conversations: ConversationService
+    supervisor: Supervisor
 
     async def send(self, message: str, conversation: str | None = None) -> tuple[StartedRun, list[StreamEvent]]:
         started = await self.runs.start(message, conversation)
-        return started, await self.follow(started.conversation_id)
+        return started, await self.events_of(started)
 
     async def resume(self, conversation: str, decision: str | None = None) -> list[StreamEvent]:
         started = await self.runs.start(None, conversation, resume=True, decision=decision)
-        return await self.follow(started.conversation_id)
+        return await self.events_of(started)
+
+    async def events_of(self, started: StartedRun) -> list[StreamEvent]:
+        """Every event of the run, once it has ended: live from this process's memory, or
+        from the run event log if it ended first."""
+        active = self.runs.hub.by_run(started.run_id)
+        if active is not None:
+            return [e for _, e in [item async for item in active.subscribe(0)]]
+        return [e for _, e in await self.repo.read(started.run_id, 0)]
 
     async def follow(self, cid: str, after: int = 0) -> list[StreamEvent]:
-        active = self.runs.active(cid)
-        if active is None:
+        answer = await self.runs.follow(cid, after)
+        if isinstance(answer, StreamEvent):
             return []
-        return [e for _, e in [item async for item in active.subscribe(after)]]
+        return [e for _, e in [item async for item in answer]]
 
 
 def make_harness(
     replies: Sequence[Any] = (),
     tools: Sequence[tuple[ToolSpec, ToolFn]] = (),
-    repo: RunRepository | None = None,
+    repo: InMemoryRunStore | None = None,
     saver: BaseCheckpointSaver[Any] | None = None,
     recursion_limit: int = 25,
     delay: float = 0.0,
     processes: FakeProcesses | None = None,
+    lease_seconds: float = 30.0,
 ) -> Harness:
     model = ScriptedModel(list(replies), delay=delay)
     toolbox = StaticToolbox(tools)
-    repo = repo or InMemoryRunRepository()
+    store = repo or InMemoryRunStore()
     saver = saver or InMemorySaver()
     processes = processes or FakeProcesses()
-    journal: ToolJournal | None = repo if hasattr(repo, "call_started") else None  # type: ignore[assignment]
-    graph = build_graph(AgentNodes(model, toolbox, FixedPrompt("You are a test."), journal), saver)
+    graph = build_graph(AgentNodes(model, toolbox, FixedPrompt("You are a test."), store), saver)
     threads = LangGraphThreads(graph)
-    runs = RunService(repo, threads, LangGraphEngine(graph), processes, RunHub(), recursion_limit, journal=journal)
-    conversations = ConversationService(repo, threads, runs.is_active, journal=journal)
-    return Harness(model, toolbox, repo, saver, processes, runs, conversations)
+    stores = RunStores(runs=store, events=store, signals=store, journal=store, checkpoints=threads)
+    runs = RunService(stores, LangGraphEngine(graph), processes, RunHub(), recursion_limit, lease_seconds, cancel_wait=2.0)
+    conversations = ConversationService(store, threads, runs.is_active, store)
+    return Harness(model, toolbox, store, saver, processes, runs, conversations, Supervisor(runs))

@@ -15,20 +15,20 @@ DEAD = RunOwner("test-host", 4242, 7.0)
 def leftover(h, cid: str, owner: RunOwner | None = DEAD, beat_age: float = 0.0) -> Run:  # type: ignore[no-untyped-def]
     now = utc_now()
     run = Run(new_id(), cid, RunStatus.RUNNING, now - timedelta(seconds=beat_age), owner=owner)
-    h.repo.start_run(run, now - timedelta(seconds=beat_age))
+    await h.repo.start_run(run, now - timedelta(seconds=beat_age))
     return run
 
 
 async def test_a_run_whose_final_checkpoint_was_written_is_recovered_completed() -> None:
     h = make_harness(["answer"], processes=FakeProcesses(dead={DEAD.pid}))
     cid = new_id()
-    h.repo.create_conversation(cid, "t", utc_now())
+    await h.repo.create_conversation(cid, "t", utc_now())
     run = leftover(h, cid)
     # the crash window: the engine saved the final checkpoint, the outcome was never recorded
     async for _ in h.runs.engine.run(cid, run.id, NewMessage("hi"), 25):
         pass
-    assert h.runs.recover() == 1
-    conv = h.conversations.get(cid)
+    assert await h.supervisor.recover() == 1
+    conv = await h.conversations.get(cid)
     assert conv.conversation.status is RunStatus.COMPLETED and not conv.resumable
     assert conv.conversation.message_count == 2
 
@@ -38,11 +38,11 @@ async def test_a_run_that_never_recorded_its_input_is_interrupted_with_a_clear_e
     started, _ = await h.send("hi")
     cid = started.conversation_id
     run = leftover(h, cid)  # a second run that died before its message was saved
-    assert h.runs.recover() == 1
-    stored = h.repo.get_run(run.id)
+    assert await h.supervisor.recover() == 1
+    stored = await h.repo.get_run(run.id)
     assert stored is not None and stored.status is RunStatus.INTERRUPTED
     assert stored.error_code == INPUT_NOT_RECORDED.code
-    detail = h.conversations.get(cid)
+    detail = await h.conversations.get(cid)
     assert not detail.resumable and detail.conversation.error is not None
 
 
@@ -54,9 +54,9 @@ async def test_a_run_with_pending_work_is_interrupted_and_resumable() -> None:
     cid = started.conversation_id
     assert events[-1].data["code"] == "MODEL_UNREACHABLE"
     run = leftover(h, cid)
-    h.runs.recover()
-    detail = h.conversations.get(cid)
-    assert h.repo.get_run(run.id).status is RunStatus.INTERRUPTED  # type: ignore[union-attr]
+    await h.supervisor.recover()
+    detail = await h.conversations.get(cid)
+    assert (await h.repo.get_run(run.id)).status is RunStatus.INTERRUPTED  # type: ignore[union-attr]
     assert detail.resumable and detail.conversation.status is RunStatus.INTERRUPTED
     events = await h.resume(cid)
     assert events[-1].data["status"] == "completed"
@@ -65,32 +65,32 @@ async def test_a_run_with_pending_work_is_interrupted_and_resumable() -> None:
 async def test_a_live_owners_run_with_a_fresh_heartbeat_is_left_alone() -> None:
     h = make_harness()
     cid = new_id()
-    h.repo.create_conversation(cid, "t", utc_now())
+    await h.repo.create_conversation(cid, "t", utc_now())
     alive = RunOwner("test-host", 777, 1.0)
     run = leftover(h, cid, owner=alive)
-    assert h.runs.recover() == 0
-    assert h.repo.get_run(run.id).status is RunStatus.RUNNING  # type: ignore[union-attr]
+    assert await h.supervisor.recover() == 0
+    assert (await h.repo.get_run(run.id)).status is RunStatus.RUNNING  # type: ignore[union-attr]
 
 
 async def test_another_hosts_run_is_reclaimed_only_after_its_lease() -> None:
     h = make_harness()
     cid, other = new_id(), new_id()
     for c in (cid, other):
-        h.repo.create_conversation(c, "t", utc_now())
+        await h.repo.create_conversation(c, "t", utc_now())
     fresh = leftover(h, cid, owner=RunOwner("elsewhere", 1, 1.0), beat_age=1)
     stale = leftover(h, other, owner=RunOwner("elsewhere", 2, 1.0), beat_age=120)
-    assert h.runs.recover() == 1
-    assert h.repo.get_run(fresh.id).status is RunStatus.RUNNING  # type: ignore[union-attr]
-    assert h.repo.get_run(stale.id).status is RunStatus.INTERRUPTED  # type: ignore[union-attr]
+    assert await h.supervisor.recover() == 1
+    assert (await h.repo.get_run(fresh.id)).status is RunStatus.RUNNING  # type: ignore[union-attr]
+    assert (await h.repo.get_run(stale.id)).status is RunStatus.INTERRUPTED  # type: ignore[union-attr]
 
 
 async def test_rows_from_before_owners_existed_are_recovered() -> None:
     h = make_harness()
     cid = new_id()
-    h.repo.create_conversation(cid, "t", utc_now())
+    await h.repo.create_conversation(cid, "t", utc_now())
     run = leftover(h, cid, owner=None)
-    assert h.runs.recover() == 1
-    assert h.repo.get_run(run.id).status is RunStatus.INTERRUPTED  # type: ignore[union-attr]
+    assert await h.supervisor.recover() == 1
+    assert (await h.repo.get_run(run.id)).status is RunStatus.INTERRUPTED  # type: ignore[union-attr]
 
 
 async def test_a_dead_owners_row_does_not_block_a_new_message() -> None:
@@ -104,9 +104,9 @@ async def test_a_dead_owners_row_does_not_block_a_new_message() -> None:
 async def test_heartbeat_refreshes_this_processs_runs() -> None:
     h = make_harness(["a " * 50], delay=0.01)
     started = await h.runs.start("hi")
-    before = h.repo.get_run(started.run_id).heartbeat_at  # type: ignore[union-attr]
+    before = (await h.repo.get_run(started.run_id)).heartbeat_at  # type: ignore[union-attr]
     h.runs.clock = lambda: utc_now() + timedelta(seconds=60)
     h.runs.heartbeat()
-    after = h.repo.get_run(started.run_id).heartbeat_at  # type: ignore[union-attr]
+    after = (await h.repo.get_run(started.run_id)).heartbeat_at  # type: ignore[union-attr]
     assert before is not None and after is not None and after > before
     await h.follow(started.conversation_id)

@@ -32,7 +32,7 @@ async def test_a_message_completes_a_run_with_tokens_and_an_end_event() -> None:
     ]
     assert "".join(e.data for e in events if e.event == "token") == "Hello there friend"
     assert events[-1].data == {"conversation": started.conversation_id, "status": "completed"}
-    conv = h.conversations.summary(started.conversation_id)
+    conv = await h.conversations.summary(started.conversation_id)
     assert (conv.title, conv.status, conv.message_count) == ("Hi!", RunStatus.COMPLETED, 2)
 
 
@@ -53,7 +53,7 @@ async def test_tool_calls_run_once_each_with_a_stable_idempotency_key() -> None:
     kinds = names(events)
     assert kinds.count("trace:call:tools") == 2 and kinds.count("trace:result:tools") == 2
     assert kinds[-1] == "end"
-    detail = h.conversations.get(cid)
+    detail = await h.conversations.get(cid)
     roles = [m.role for m in detail.messages]
     assert roles == ["user", "assistant", "tool", "tool", "assistant"]
     call_ids = {c.id for c in detail.messages[1].tool_calls}  # type: ignore[union-attr]
@@ -70,7 +70,7 @@ async def test_a_second_turn_sends_the_whole_thread_to_the_model() -> None:
     assert [m.role for m in seen.messages] == ["user", "assistant", "user"]
     assert seen.system == "You are a test."
     # the system prompt is never stored in the thread
-    detail = h.conversations.get(started.conversation_id)
+    detail = await h.conversations.get(started.conversation_id)
     assert all(m.content != "You are a test." for m in detail.messages)
 
 
@@ -83,14 +83,14 @@ async def test_a_model_error_fails_the_run_and_leaves_it_resumable() -> None:
     cid = started.conversation_id
     assert events[-1].event == "chat-error"
     assert events[-1].data == {"code": "MODEL_UNAVAILABLE", "message": ModelUnavailable().message, "conversation": cid}
-    detail = h.conversations.get(cid)
+    detail = await h.conversations.get(cid)
     assert detail.conversation.status is RunStatus.FAILED
     assert detail.conversation.error is not None and detail.conversation.error.code == "MODEL_UNAVAILABLE"
     assert detail.resumable
     events = await h.resume(cid)
     assert events[-1].data["status"] == "completed"
     assert len(log) == 1  # the tool that ran before the failure did not run again
-    assert h.conversations.get(cid).messages[-1].content == "recovered"
+    assert (await h.conversations.get(cid)).messages[-1].content == "recovered"
 
 
 async def test_the_recursion_limit_fails_the_run_with_its_code() -> None:
@@ -98,7 +98,7 @@ async def test_the_recursion_limit_fails_the_run_with_its_code() -> None:
     h = make_harness([[("t__a", {})]] * 10, tools=[recording_tool(log, "t__a")], recursion_limit=5)
     started, events = await h.send("loop forever")
     assert events[-1].event == "chat-error" and events[-1].data["code"] == "RECURSION_LIMIT"
-    assert h.conversations.summary(started.conversation_id).status is RunStatus.FAILED
+    assert (await h.conversations.summary(started.conversation_id)).status is RunStatus.FAILED
 
 
 async def test_a_failing_tool_is_a_tool_message_with_error_status_not_a_failed_run() -> None:
@@ -110,7 +110,7 @@ async def test_a_failing_tool_is_a_tool_message_with_error_status_not_a_failed_r
     h = make_harness([[("t__boom", {})], "sorry"], tools=[(spec("t__boom"), boom)])
     started, events = await h.send("try")
     assert events[-1].data["status"] == "completed"
-    tool = h.conversations.get(started.conversation_id).messages[2]
+    tool = (await h.conversations.get(started.conversation_id)).messages[2]
     assert isinstance(tool, ToolResult) and tool.status == "error" and "not found" in tool.content
 
 
@@ -131,7 +131,7 @@ async def test_bad_starts_are_refused_with_the_contract_messages(
     h = make_harness()
     with pytest.raises(error, match=text):
         await h.runs.start(message, conversation, resume)
-    assert h.repo.list_conversations() == [] or conversation is None
+    assert await h.repo.list_conversations() == [] or conversation is None
 
 
 async def test_resume_of_a_finished_thread_is_refused() -> None:
@@ -146,7 +146,7 @@ async def test_resume_wins_over_a_message() -> None:
     started, _ = await h.send("hi")
     again = await h.runs.start("ignored", started.conversation_id, resume=True)
     await h.follow(again.conversation_id)
-    users = [m for m in h.conversations.get(started.conversation_id).messages if isinstance(m, UserMessage)]
+    users = [m for m in (await h.conversations.get(started.conversation_id)).messages if isinstance(m, UserMessage)]
     assert [u.content for u in users] == ["hi"]
 
 
@@ -162,15 +162,15 @@ async def test_one_active_run_per_conversation() -> None:
     started = await h.runs.start("hi")
     with pytest.raises(SessionInProgress):
         await h.runs.start("again", started.conversation_id)
-    assert not h.conversations.get(started.conversation_id).resumable
+    assert not (await h.conversations.get(started.conversation_id)).resumable
     await h.follow(started.conversation_id)
-    assert h.conversations.summary(started.conversation_id).status is RunStatus.COMPLETED
+    assert (await h.conversations.summary(started.conversation_id)).status is RunStatus.COMPLETED
 
 
 async def test_a_late_subscriber_replays_what_it_missed_after_its_last_id() -> None:
     h = make_harness(["one two three four"], delay=0.01)
     started = await h.runs.start("hi")
-    active = h.runs.active(started.conversation_id)
+    active = h.runs.hub.get(started.conversation_id)
     assert active is not None
     await asyncio.sleep(0.03)
     seen = [i async for i, _ in active.subscribe(2)]
@@ -181,7 +181,7 @@ async def test_a_late_subscriber_replays_what_it_missed_after_its_last_id() -> N
 async def test_a_broken_subscriber_never_stops_the_run() -> None:
     h = make_harness(["a b c"], delay=0.01)
     started = await h.runs.start("hi")
-    active = h.runs.active(started.conversation_id)
+    active = h.runs.hub.get(started.conversation_id)
     assert active is not None
 
     class Broken(asyncio.Queue):  # type: ignore[type-arg]
@@ -197,13 +197,13 @@ async def test_cancel_stops_the_model_stream_and_records_cancelled() -> None:
     h = make_harness(["word " * 200, "after cancel"], delay=0.01)
     started = await h.runs.start("long answer please")
     cid = started.conversation_id
-    active = h.runs.active(cid)
+    active = h.runs.hub.get(cid)
     assert active is not None
     await asyncio.sleep(0.05)
-    run_id = await h.runs.cancel(cid)
-    assert run_id == started.run_id
+    result = await h.runs.cancel(cid)
+    assert result.run_id == started.run_id and result.status is RunStatus.CANCELLED
     assert active.events[-1][1].data == {"conversation": cid, "status": "cancelled"}
-    detail = h.conversations.get(cid)
+    detail = await h.conversations.get(cid)
     assert detail.conversation.status is RunStatus.CANCELLED and detail.resumable
     with pytest.raises(NoActiveRun):
         await h.runs.cancel(cid)
@@ -231,13 +231,13 @@ async def test_cancel_in_a_slow_tool_closes_the_dangling_call_for_the_next_turn(
     cid = started.conversation_id
     for _ in range(100):
         await asyncio.sleep(0.01)
-        if h.conversations.get(cid).pending_calls and len(h.tools.calls) == 2:
+        if (await h.conversations.get(cid)).pending_calls and len(h.tools.calls) == 2:
             break
     await h.runs.cancel(cid)
-    assert h.conversations.summary(cid).status is RunStatus.CANCELLED
+    assert (await h.conversations.summary(cid)).status is RunStatus.CANCELLED
     _, events = await h.send("forget it", cid)
     assert events[-1].data["status"] == "completed"
-    msgs = h.conversations.get(cid).messages
+    msgs = (await h.conversations.get(cid)).messages
     tool_results = {m.name: m for m in msgs if isinstance(m, ToolResult)}
     assert tool_results["t__quick"].content == "quick ok"  # the finished call's result is kept
     assert tool_results["t__slow"].status == "error"  # the abandoned call is closed
@@ -248,9 +248,9 @@ async def test_cancel_in_a_slow_tool_closes_the_dangling_call_for_the_next_turn(
 async def test_drain_lets_short_runs_finish_and_interrupts_long_ones() -> None:
     h = make_harness(["word " * 500], delay=0.01)
     started = await h.runs.start("long")
-    stopped = await h.runs.drain(0.05)
+    stopped = await h.supervisor.drain(0.05)
     assert stopped == 1
-    detail = h.conversations.get(started.conversation_id)
+    detail = await h.conversations.get(started.conversation_id)
     assert detail.conversation.status is RunStatus.INTERRUPTED and detail.resumable
     with pytest.raises(ShuttingDown):
         await h.runs.start("new")
@@ -259,15 +259,15 @@ async def test_drain_lets_short_runs_finish_and_interrupts_long_ones() -> None:
 async def test_drain_waits_for_a_run_that_ends_in_time() -> None:
     h = make_harness(["quick answer"], delay=0.01)
     started = await h.runs.start("short")
-    assert await h.runs.drain(5) == 0
-    assert h.conversations.summary(started.conversation_id).status is RunStatus.COMPLETED
+    assert await h.supervisor.drain(5) == 0
+    assert (await h.conversations.summary(started.conversation_id)).status is RunStatus.COMPLETED
 
 
 async def test_message_count_matches_the_thread_after_each_run() -> None:
     h = make_harness(["a", "b"])
     started, _ = await h.send("1")
     await h.send("2", started.conversation_id)
-    detail = h.conversations.get(started.conversation_id)
+    detail = await h.conversations.get(started.conversation_id)
     assert detail.conversation.message_count == len(detail.messages) == 4
     assert isinstance(detail.messages[-1], AssistantMessage)
 
@@ -275,6 +275,6 @@ async def test_message_count_matches_the_thread_after_each_run() -> None:
 async def test_a_conversation_without_runs_has_no_messages_and_is_not_resumable() -> None:
     h = make_harness()
     cid = new_id()
-    h.repo.create_conversation(cid, "empty", __import__("domain.model").model.utc_now())
-    detail = h.conversations.get(cid)
+    await h.repo.create_conversation(cid, "empty", __import__("domain.model").model.utc_now())
+    detail = await h.conversations.get(cid)
     assert detail.messages == () and not detail.resumable and detail.conversation.status is None

@@ -42,7 +42,7 @@ async def test_resume_pauses_for_a_decision_and_shows_the_call() -> None:
     calls: list[str] = []
     h = harness_with_a_payment(calls, asyncio.Event())
     cid = await stop_in_flight(h, calls)
-    detail = h.conversations.get(cid)
+    detail = await h.conversations.get(cid)
     assert detail.resumable and detail.decision_required
     unknown = [p for p in detail.pending_calls if p.needs_decision]
     assert [p.call.name for p in unknown] == ["pay__charge"]
@@ -57,7 +57,7 @@ async def test_skip_records_an_unknown_outcome_and_does_not_call_again() -> None
     events = await h.resume(cid, decision="skip")
     assert events[-1].data["status"] == "completed"
     assert len(calls) == 1
-    results = {m.name: m for m in h.conversations.get(cid).messages if isinstance(m, ToolResult)}
+    results = {m.name: m for m in (await h.conversations.get(cid)).messages if isinstance(m, ToolResult)}
     assert results["pay__charge"].status == "error" and "may or may not have taken effect" in results["pay__charge"].content
     assert results["pay__lookup"].content == "looked up"
 
@@ -71,7 +71,7 @@ async def test_retry_runs_the_call_again_with_the_same_key() -> None:
     events = await h.resume(cid, decision="retry")
     assert events[-1].data["status"] == "completed"
     assert len(calls) == 2 and calls[0] == calls[1]
-    assert not h.conversations.get(cid).decision_required
+    assert not (await h.conversations.get(cid)).decision_required
 
 
 async def test_a_safe_tool_in_flight_resumes_without_asking() -> None:
@@ -90,6 +90,6 @@ async def test_a_safe_tool_in_flight_resumes_without_asking() -> None:
         if seen:
             break
     await h.runs.cancel(started.conversation_id)
-    assert not h.conversations.get(started.conversation_id).decision_required
+    assert not (await h.conversations.get(started.conversation_id)).decision_required
     events = await h.resume(started.conversation_id)
     assert events[-1].data["status"] == "completed" and len(seen) == 2

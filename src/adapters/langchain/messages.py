@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.messages import (
     AIMessage,
@@ -42,7 +42,7 @@ def to_domain(message: BaseMessage) -> Message | None:
         reasoning = message.additional_kwargs.get("reasoning_content")
         return AssistantMessage(flatten(message.content), calls, id=message.id, reasoning=reasoning)
     if isinstance(message, ToolMessage):
-        status = "error" if message.status == "error" else "success"
+        status: Literal["success", "error"] = "error" if message.status == "error" else "success"
         return ToolResult(
             flatten(message.content), message.tool_call_id, message.name or "?", status, id=message.id
         )
@@ -64,7 +64,7 @@ def from_fields(fields: dict[str, Any]) -> Message | None:
         reasoning = (fields.get("additional_kwargs") or {}).get("reasoning_content")
         return AssistantMessage(content, calls, id=fields.get("id"), reasoning=reasoning)
     if kind == "tool":
-        status = "error" if fields.get("status") == "error" else "success"
+        status: Literal["success", "error"] = "error" if fields.get("status") == "error" else "success"
         return ToolResult(content, fields.get("tool_call_id") or "", fields.get("name") or "?", status, id=fields.get("id"))
     return None
 

@@ -2,7 +2,11 @@
 
 - Async: SqliteSaver only implements the sync methods; AsyncSqliteSaver (aiosqlite) was
   1.4x slower per turn (shared/notes/baseline.md). The async methods here run the sync ones
-  in a worker thread, so the event loop never waits on a commit or on the busy timeout.
+  on the saver's own thread, so the event loop never waits on a commit or on the busy
+  timeout, and a write stuck behind another process's lock holds no shared worker.
+- Fencing: a write made for a run (its id is in the config) checks, in the same
+  transaction, that the run is still `running` in the `runs` table; a process that lost
+  its run (paused past its lease, taken over) gets RunLost and writes nothing.
 - Linear storage: SqliteSaver stores every channel value in every checkpoint, so a thread
   grows with the square of its length. Each `put` also writes a one-line summary of the
   checkpoint to `checkpoint_log` (what the JSONL export shows) and, in the same transaction,
@@ -13,9 +17,12 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import json
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 import ormsgpack
@@ -25,6 +32,7 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    WRITES_IDX_MAP,
     get_checkpoint_metadata,
 )
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -33,8 +41,10 @@ from adapters.langchain.messages import to_domain
 from adapters.langgraph.graph import RUN_KEY
 from adapters.sqlite.database import connect
 from adapters.sqlite.maintenance import prune_thread
-from domain.errors import StorageFailure
+from domain.errors import RunLost, StorageFailure
 from domain.model import message_to_dto
+
+log = logging.getLogger(__name__)
 
 LOG_TABLE = """
 CREATE TABLE IF NOT EXISTS checkpoint_log (
@@ -73,7 +83,7 @@ def summary_row(checkpoint: Checkpoint, metadata: CheckpointMetadata) -> tuple[A
         json.dumps(next_nodes(checkpoint)),
         len(messages),
         json.dumps(message_to_dto(last), ensure_ascii=False) if last else None,
-        metadata.get(RUN_KEY),  # type: ignore[misc]
+        dict(metadata).get(RUN_KEY),
     )
 
 
@@ -88,24 +98,19 @@ def _as_plain(code: int, data: bytes) -> Any:
     return None
 
 
-async def _write(fn: Callable[..., Any], *args: Any) -> Any:
-    """Run a write in a worker thread; a database that cannot be written (disk full,
-    read-only, I/O error) becomes StorageFailure, so the run fails with a clear code."""
-    try:
-        return await asyncio.to_thread(fn, *args)
-    except sqlite3.Error as e:
-        raise StorageFailure(f"The database could not be written: {e}") from e
+STORAGE_MESSAGE = "The database could not be read or written (disk full, read-only, locked or I/O error)"
 
 
 class ThreadedSqliteSaver(SqliteSaver):
     def __init__(self, conn: sqlite3.Connection, keep: int = 3) -> None:
         super().__init__(conn)
         self.keep = keep  # checkpoints kept per thread; 0 keeps all (plain SqliteSaver)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sophos-saver")
 
     @classmethod
     def open(cls, path: str, keep: int = 3) -> ThreadedSqliteSaver:
         conn = connect(path)
-        conn.isolation_level = ""  # SqliteSaver commits after each cursor
+        conn.isolation_level = "DEFERRED"  # SqliteSaver commits after each cursor
         saver = cls(conn, keep=keep)
         saver.setup()
         return saver
@@ -120,6 +125,39 @@ class ThreadedSqliteSaver(SqliteSaver):
     def close(self) -> None:
         with self.lock:
             self.conn.close()
+        self._executor.shutdown(wait=False)
+
+    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run a sync method on the saver's thread; a database that cannot be read or
+        written becomes StorageFailure, so the run fails with a clear code."""
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+        except sqlite3.Error as e:
+            log.warning("checkpoint store: %s", e)
+            raise StorageFailure(STORAGE_MESSAGE) from e
+
+    @contextmanager
+    def _transaction(self, config: RunnableConfig) -> Iterator[sqlite3.Cursor]:
+        """BEGIN IMMEDIATE … COMMIT, fenced: a write for a run that is no longer running
+        raises RunLost and is rolled back."""
+        with self.lock:
+            self.setup()
+            cur = self.conn.cursor()
+            try:
+                cur.execute("BEGIN IMMEDIATE")
+                run_id = config["configurable"].get(RUN_KEY)
+                if run_id is not None:
+                    row = cur.execute("SELECT status FROM runs WHERE id = ?", (str(run_id),)).fetchone()
+                    if row is None or row[0] != "running":
+                        raise RunLost()
+                yield cur
+                self.conn.commit()
+            except BaseException:
+                if self.conn.in_transaction:
+                    self.conn.rollback()
+                raise
+            finally:
+                cur.close()
 
     def put(
         self,
@@ -134,7 +172,7 @@ class ThreadedSqliteSaver(SqliteSaver):
         type_, blob = self.serde.dumps_typed(checkpoint)
         meta_blob = json.dumps(full_metadata, ensure_ascii=False).encode("utf-8", "ignore")
         key = (thread_id, ns, checkpoint["id"])
-        with self.cursor() as cur:  # one transaction: checkpoint, its summary, the pruning
+        with self._transaction(config) as cur:  # one transaction: fence, checkpoint, summary, pruning
             cur.execute(
                 "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
                 "parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -148,6 +186,36 @@ class ThreadedSqliteSaver(SqliteSaver):
             if self.keep > 0:
                 prune_thread(cur, thread_id, ns, self.keep)
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        # as SqliteSaver.put_writes, in one fenced transaction
+        verb = "REPLACE" if all(w[0] in WRITES_IDX_MAP for w in writes) else "IGNORE"
+        configurable = config["configurable"]
+        rows = [
+            (
+                str(configurable["thread_id"]),
+                str(configurable["checkpoint_ns"]),
+                str(configurable["checkpoint_id"]),
+                task_id,
+                task_path,
+                WRITES_IDX_MAP.get(channel, idx),
+                channel,
+                *self.serde.dumps_typed(value),
+            )
+            for idx, (channel, value) in enumerate(writes)
+        ]
+        with self._transaction(config) as cur:
+            cur.executemany(
+                f"INSERT OR {verb} INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, "
+                "idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
 
     def head(self, thread_id: str) -> tuple[Any, ...] | None:
         """(checkpoint_id, next, message_count, run_id, pending writes) of the latest
@@ -190,7 +258,7 @@ class ThreadedSqliteSaver(SqliteSaver):
                 cur.execute(f"DELETE FROM {table} WHERE thread_id = ?", (str(thread_id),))
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await asyncio.to_thread(self.get_tuple, config)
+        return await self.call(self.get_tuple, config)  # type: ignore[no-any-return]
 
     async def alist(
         self,
@@ -200,9 +268,7 @@ class ThreadedSqliteSaver(SqliteSaver):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        items = await asyncio.to_thread(
-            lambda: list(self.list(config, filter=filter, before=before, limit=limit))
-        )
+        items = await self.call(lambda: list(self.list(config, filter=filter, before=before, limit=limit)))
         for item in items:
             yield item
 
@@ -213,7 +279,7 @@ class ThreadedSqliteSaver(SqliteSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return await _write(self.put, config, checkpoint, metadata, new_versions)  # type: ignore[no-any-return]
+        return await self.call(self.put, config, checkpoint, metadata, new_versions)  # type: ignore[no-any-return]
 
     async def aput_writes(
         self,
@@ -222,7 +288,7 @@ class ThreadedSqliteSaver(SqliteSaver):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        await _write(self.put_writes, config, writes, task_id, task_path)
+        await self.call(self.put_writes, config, writes, task_id, task_path)
 
     async def adelete_thread(self, thread_id: str) -> None:
-        await asyncio.to_thread(self.delete_thread, thread_id)
+        await self.call(self.delete_thread, thread_id)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from collections.abc import AsyncGenerator, Callable, Sequence
+from typing import Any, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -20,7 +19,15 @@ from adapters.langchain.messages import from_fields, to_domain, to_domain_all
 from adapters.langgraph.graph import RUN_KEY, SKIP_KEY
 from domain.errors import RecursionLimitReached
 from domain.events import AgentEvent, InputRecorded
-from domain.model import CheckpointSummary, PendingCall, ThreadHead, ThreadState, ToolCall, message_from_dto
+from domain.model import (
+    CheckpointSummary,
+    PendingCall,
+    ThreadHead,
+    ThreadState,
+    ToolCall,
+    ToolResult,
+    message_from_dto,
+)
 from ports.checkpoints import CheckpointPort
 from ports.engine import AgentEngine, NewMessage, RunInput
 
@@ -28,7 +35,7 @@ log = logging.getLogger(__name__)
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
 
-ABANDONED = "Not run: the step that requested this call was abandoned for a new message."
+UNPLANNED = "Outcome unknown: this call was left pending when a new message was sent."
 
 
 def _config(thread_id: str, run_id: str | None = None, limit: int | None = None) -> RunnableConfig:
@@ -81,20 +88,40 @@ def _from_log(row: tuple[Any, ...]) -> CheckpointSummary:
     return CheckpointSummary(checkpoint_id, created_at, step, source, tuple(json.loads(next_json)), count, last, run_id)
 
 
-def read_head(graph: Graph, thread_id: str) -> ThreadHead:
+def _head(next_nodes: Sequence[str], count: int, run_id: Any, checkpoint_id: str | None, writes: int = 0) -> ThreadHead:
+    """The lifecycle's view of a checkpoint: work left and whether it is tool calls."""
+    return ThreadHead(
+        work_left=bool(next_nodes),
+        awaiting_tools="tools" in next_nodes,
+        message_count=count,
+        run_id=str(run_id) if run_id else None,
+        checkpoint_id=checkpoint_id,
+        writes=writes,
+    )
+
+
+async def _blocking(graph: Graph, fn: Callable[..., Any], *args: Any) -> Any:
+    """Run a sync read of the saver off the event loop (on its own thread, when it has one)."""
+    call = getattr(graph.checkpointer, "call", None)
+    if call is not None:
+        return await call(fn, *args)
+    return fn(*args)  # an in-memory saver: nothing to wait on
+
+
+async def read_head(graph: Graph, thread_id: str) -> ThreadHead:
     head = getattr(graph.checkpointer, "head", None)
     if head is not None:  # the SQLite saver's log: no blob to deserialize
-        row = head(thread_id)
+        row = await _blocking(graph, head, thread_id)
         if row is None:
             return ThreadHead()
         checkpoint_id, next_json, count, run_id, writes = row
-        return ThreadHead(tuple(json.loads(next_json)), count, run_id, checkpoint_id, writes)
-    snap = graph.get_state(_config(thread_id))
+        return _head(json.loads(next_json), count, run_id, checkpoint_id, writes)
+    snap = await graph.aget_state(_config(thread_id))
     checkpoint_id = (snap.config.get("configurable") or {}).get("checkpoint_id")
     if checkpoint_id is None:
         return ThreadHead()
     run_id = (snap.metadata or {}).get(RUN_KEY)
-    return ThreadHead(tuple(snap.next), len(to_domain_all(_messages(snap))), run_id, checkpoint_id)
+    return _head(snap.next, len(to_domain_all(_messages(snap))), run_id, checkpoint_id)
 
 
 class LangGraphThreads(CheckpointPort):
@@ -105,27 +132,27 @@ class LangGraphThreads(CheckpointPort):
         # so re-reading an unchanged thread (the UI does, after every run) costs one query
         self._cache: OrderedDict[str, tuple[tuple[str | None, int], ThreadState]] = OrderedDict()
 
-    def get_thread(self, thread_id: str) -> ThreadState:
+    async def get_thread(self, thread_id: str) -> ThreadState:
         if not hasattr(self.graph.checkpointer, "head"):
-            return self._load(thread_id)
-        head = read_head(self.graph, thread_id)
+            return await self._load(thread_id)
+        head = await read_head(self.graph, thread_id)
         key = (head.checkpoint_id, head.writes)
         hit = self._cache.get(thread_id)
         if hit is not None and hit[0] == key:
             self._cache.move_to_end(thread_id)
             return hit[1]
-        state = self._load(thread_id)
+        state = await self._load(thread_id, head)
         if state.checkpoint_id == head.checkpoint_id:
             self._cache[thread_id] = (key, state)
             if len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
         return state
 
-    def _load(self, thread_id: str) -> ThreadState:
-        fast = self._load_finished(thread_id)
+    async def _load(self, thread_id: str, head: ThreadHead | None = None) -> ThreadState:
+        fast = await self._load_finished(thread_id, head)
         if fast is not None:
             return fast
-        snap = self.graph.get_state(_config(thread_id))
+        snap = await self.graph.aget_state(_config(thread_id))
         checkpoint_id = (snap.config.get("configurable") or {}).get("checkpoint_id")
         if checkpoint_id is None:
             return ThreadState()
@@ -137,38 +164,38 @@ class LangGraphThreads(CheckpointPort):
         run_id = (snap.metadata or {}).get(RUN_KEY)
         return ThreadState(
             messages=to_domain_all(messages),
-            next=tuple(snap.next),
+            work_left=bool(snap.next),
             checkpoint_id=checkpoint_id,
             run_id=str(run_id) if run_id else None,
             pending_calls=pending,
         )
 
-    def _load_finished(self, thread_id: str) -> ThreadState | None:
+    async def _load_finished(self, thread_id: str, head: ThreadHead | None) -> ThreadState | None:
         """A thread with no step in progress (no pending writes, no tool tasks) is read
         straight from its checkpoint's fields; anything else goes through get_state."""
         fields_of = getattr(self.graph.checkpointer, "latest_message_fields", None)
         if fields_of is None:
             return None
-        head = read_head(self.graph, thread_id)
-        if head.checkpoint_id is None or head.writes or "tools" in head.next:
+        head = head or await read_head(self.graph, thread_id)
+        if head.checkpoint_id is None or head.writes or head.awaiting_tools:
             return None
-        fields = fields_of(thread_id, head.checkpoint_id)
+        fields = await _blocking(self.graph, fields_of, thread_id, head.checkpoint_id)
         if fields is None:
             return None
         messages = tuple(m for m in (from_fields(f) for f in fields) if m is not None)
-        return ThreadState(messages, head.next, head.checkpoint_id, head.run_id)
+        return ThreadState(messages, head.work_left, head.checkpoint_id, head.run_id)
 
-    def head(self, thread_id: str) -> ThreadHead:
-        return read_head(self.graph, thread_id)
+    async def head(self, thread_id: str) -> ThreadHead:
+        return await read_head(self.graph, thread_id)
 
-    def list_checkpoints(self, thread_id: str) -> Sequence[CheckpointSummary]:
+    async def list_checkpoints(self, thread_id: str) -> Sequence[CheckpointSummary]:
         history = getattr(self.graph.checkpointer, "history", None)
         if history is not None:  # the SQLite saver's log: complete even after pruning
-            return [_from_log(row) for row in history(thread_id)]
+            return [_from_log(row) for row in await _blocking(self.graph, history, thread_id)]
         out: list[CheckpointSummary] = []
-        for snap in self.graph.get_state_history(_config(thread_id)):
+        async for snap in self.graph.aget_state_history(_config(thread_id)):
             messages = _messages(snap)
-            meta = snap.metadata or {}
+            meta: dict[str, Any] = dict(snap.metadata or {})
             out.append(
                 CheckpointSummary(
                     checkpoint_id=str((snap.config.get("configurable") or {}).get("checkpoint_id")),
@@ -184,37 +211,41 @@ class LangGraphThreads(CheckpointPort):
         out.reverse()
         return out
 
-    def delete_thread(self, thread_id: str) -> None:
+    async def delete_thread(self, thread_id: str) -> None:
         self._cache.pop(thread_id, None)
         checkpointer = self.graph.checkpointer
         if checkpointer is not None and not isinstance(checkpointer, bool):
-            checkpointer.delete_thread(thread_id)
+            await checkpointer.adelete_thread(thread_id)
 
 
 class LangGraphEngine(AgentEngine):
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
 
-    async def _settle(self, config: RunnableConfig) -> list[ToolCall]:
+    async def _settle(self, config: RunnableConfig, closings: Sequence[ToolResult]) -> list[BaseMessage]:
         """Close the abandoned step, if any: keep the results of tool calls that finished,
-        drop the tasks still pending. Returns the tool calls left without a result."""
+        drop the tasks still pending, and answer the calls left without a result with the
+        closings the lifecycle decided (any other with an "outcome unknown" result)."""
         thread_id = str(config["configurable"]["thread_id"])
-        if not (await asyncio.to_thread(read_head, self.graph, thread_id)).next:
+        if not (await read_head(self.graph, thread_id)).work_left:
             return []  # the last run finished: nothing is left dangling
         await self.graph.aupdate_state(config, None, as_node=END)
         snap = await self.graph.aget_state(config)
-        return _unanswered(_messages(snap), set())
+        planned = {c.tool_call_id: c for c in closings}
+        out: list[BaseMessage] = []
+        for call in _unanswered(_messages(snap), set()):
+            closing = planned.get(call.id)
+            content = closing.content if closing else UNPLANNED
+            out.append(ToolMessage(content, tool_call_id=call.id, name=call.name, status="error"))
+        return out
 
     async def run(
         self, thread_id: str, run_id: str, run_input: RunInput, recursion_limit: int
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         config = _config(thread_id, run_id, recursion_limit)
         update: dict[str, Any] | None = None
         if isinstance(run_input, NewMessage):
-            dangling = await self._settle(_config(thread_id, run_id))
-            closing: list[BaseMessage] = [
-                ToolMessage(ABANDONED, tool_call_id=c.id, name=c.name, status="error") for c in dangling
-            ]
+            closing = await self._settle(_config(thread_id, run_id), run_input.closings)
             update = {"messages": [*closing, HumanMessage(run_input.text)]}
         elif run_input.skip:
             config["configurable"][SKIP_KEY] = sorted(run_input.skip)
@@ -226,7 +257,7 @@ class LangGraphEngine(AgentEngine):
                     # it are committed: the message is durable once the agent node speaks
                     recorded = True
                     yield InputRecorded()
-                yield event
+                yield cast(AgentEvent, event)  # the nodes write only domain events
         except GraphRecursionError as e:
             raise RecursionLimitReached() from e
         if not recorded:

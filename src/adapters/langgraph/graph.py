@@ -6,7 +6,6 @@ report progress through LangGraph's custom stream as domain events.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Annotated, Any, TypedDict
@@ -21,7 +20,9 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 
 from adapters.langchain.messages import ConversionCache, to_langchain
+from domain.errors import RunLost, StorageFailure
 from domain.events import NodeStarted, TokenDelta, ToolCallFinished, ToolCallRequested
+from domain.lifecycle import idempotency_key
 from domain.model import AssistantMessage, ToolCall, ToolResult, utc_now
 from ports.journal import ToolJournal
 from ports.model import ModelPort, TextChunk
@@ -37,10 +38,6 @@ class ToolTask(TypedDict):
     """What one `tools` task receives: a single call of the last assistant turn."""
 
     call: dict[str, Any]
-
-
-def idempotency_key(thread_id: str, tool_call_id: str) -> str:
-    return f"{thread_id}:{tool_call_id}"
 
 
 def _step(config: RunnableConfig) -> int:
@@ -117,9 +114,11 @@ class AgentNodes:
                 spec = next((t for t in await self.tools.list_tools() if t.name == call.name), None)
                 unsafe = spec.unsafe_to_repeat if spec else False
                 # durably "about to call": after a crash, this call's outcome is known to be unknown
-                await asyncio.to_thread(self.journal.call_started, key, thread_id, run_id, call.name, unsafe, self.clock())
+                await self.journal.call_started(key, thread_id, run_id, call.name, unsafe, self.clock())
             outcome = await self.tools.call(call.name, call.args, key)
             return outcome.content, outcome.is_error
+        except (RunLost, StorageFailure):
+            raise  # the run lost its owner or its store: the call must not be sent
         except Exception as e:  # a tool's failure is data for the model, not a failed run
             return f"Error: {type(e).__name__}: {e}", True
 
@@ -134,8 +133,10 @@ def build_graph(
         raise RuntimeError("this graph is read-only")
 
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(AgentState)
-    builder.add_node("agent", nodes.agent if nodes else unavailable)
-    builder.add_node("tools", nodes.tool if nodes else unavailable, input_schema=ToolTask)
+    agent: Any = nodes.agent if nodes else unavailable
+    tool: Any = nodes.tool if nodes else unavailable
+    builder.add_node("agent", agent)
+    builder.add_node("tools", tool, input_schema=ToolTask)
     builder.add_edge(START, "agent")
     builder.add_conditional_edges("agent", route_after_agent, ["tools", END])
     builder.add_edge("tools", "agent")

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Sequence
 import httpx
 import openai
 from langchain_openai import ChatOpenAI
+from pydantic import SecretStr
 
 from adapters.langchain.streaming import stream_chat
 from domain.errors import AgentFailure, ModelUnavailable, ModelUnreachable
@@ -22,7 +23,7 @@ class OpenAIModel(ModelPort):
         self.api_key = api_key or "not-needed"
         self.timeout = timeout
         self._chat = ChatOpenAI(
-            model=model, base_url=self.base_url, api_key=self.api_key, timeout=timeout, max_retries=0, streaming=True
+            model=model, base_url=self.base_url, api_key=SecretStr(self.api_key), timeout=timeout, max_retries=0, streaming=True
         )
 
     @property

@@ -58,31 +58,25 @@ class GuardMiddleware:
 
 
 def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
-    """The app over a configured container. With `manage_lifecycle`, start-up recovers
-    leftover runs and starts the heartbeat; shutdown drains runs and closes everything."""
+    """The app over a configured container. With `manage_lifecycle`, the process's
+    supervisor starts with the app (recovery, leases, signals, adoption) and shutdown
+    drains runs and closes everything."""
     settings = container.config
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        maintenance = None
-        if manage_lifecycle:
-            recovered = container.run_service().recover()
-            if recovered:
-                log.info("recovered %d run(s) left running", recovered)
-            maintenance = asyncio.create_task(container.run_service().maintain())
-            if settings.AUTO_RESUME():
-                resumed = await container.run_service().resume_interrupted()
-                log.info("auto-resumed %d interrupted run(s)", len(resumed))
+        supervisor = container.supervisor() if manage_lifecycle else None
+        if supervisor is not None:
+            await supervisor.start()
         try:
             yield
         finally:
-            if manage_lifecycle:
+            if supervisor is not None:
                 from entrypoints.container import close_container
 
-                await container.run_service().drain(float(settings.SHUTDOWN_TIMEOUT()))
+                await supervisor.drain(float(settings.SHUTDOWN_TIMEOUT()))
                 app.state.closing.set()
-                if maintenance is not None:
-                    maintenance.cancel()
+                await supervisor.close()
                 await close_container(container)
 
     api = [
@@ -104,7 +98,7 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
     app = Starlette(
         routes=[*api, Route("/api/openapi.json", openapi, methods=["GET"]), *web.ROUTES],
         middleware=[Middleware(GuardMiddleware, token=settings.API_TOKEN() or "")],
-        exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
+        exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,
     )
     app.state.container = container

@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse, Response
 
 from domain.errors import InvalidInput
 from domain.events import StreamEvent
-from domain.model import message_to_dto, parse_conversation_id, summary_to_dto
+from domain.model import RunStatus, message_to_dto, parse_conversation_id, summary_to_dto
 from entrypoints.http import sse
 from entrypoints.http.errors import RouteFailure, error_response
 
@@ -63,24 +63,20 @@ async def get_chat(request: Request) -> Response:
         cid = parse_conversation_id(raw)
     except InvalidInput as e:
         return sse.single(StreamEvent("chat-error", {"code": e.code.value, "message": e.message}))
-    container = _services(request)
-    active = container.run_service().active(cid)
-    if active is None:
-        conv = container.run_repository().get_conversation(cid)
-        if conv is None:
-            data = {"code": "NOT_FOUND", "message": "Conversation Not Found", "conversation": cid}
-            return sse.single(StreamEvent("chat-error", data))
-        status = conv.status.value if conv.status else None
-        return sse.single(StreamEvent("end", {"conversation": cid, "status": status}))
     after = sse.last_event_id(request.headers.get("last-event-id"))
+    answer = await _services(request).run_service().follow(cid, after)
+    if isinstance(answer, StreamEvent):
+        return sse.single(answer)
     state = request.app.state
-    return sse.follow(active, after, state.ping_seconds, state.closing)
+    return sse.follow(answer, state.ping_seconds, state.closing)
 
 
 async def cancel_chat(request: Request) -> Response:
+    """200 once the run is stopped; 202 when its owner has not stopped it yet."""
     body = await read_json(request, {"conversation"})
-    run_id = await _services(request).run_service().cancel(body.get("conversation"))
-    return JSONResponse({"conversation": parse_conversation_id(body["conversation"]), "run": run_id, "status": "cancelled"})
+    result = await _services(request).run_service().cancel(body.get("conversation"))
+    payload = {"conversation": result.conversation_id, "run": result.run_id, "status": result.status.value}
+    return JSONResponse(payload, status_code=202 if result.status is RunStatus.RUNNING else 200)
 
 
 async def list_conversations(request: Request) -> Response:
@@ -90,11 +86,11 @@ async def list_conversations(request: Request) -> Response:
     if unknown:
         raise InvalidInput(f"Unknown parameter(s): {', '.join(sorted(unknown))}")
     if "limit" in params or "before" in params:
-        page = service.page(params.get("limit"), params.get("before"))
+        page = await service.page(params.get("limit"), params.get("before"))
         items, cursor = page.conversations, page.next_cursor
     else:
         try:
-            items, cursor = service.list(), None
+            items, cursor = await service.list(), None
         except Exception as e:
             raise RouteFailure("FETCH_ERROR", "Failed to fetch conversations") from e
     body: dict[str, Any] = {"conversations": [summary_to_dto(c) for c in items]}
@@ -105,9 +101,9 @@ async def list_conversations(request: Request) -> Response:
 
 async def get_conversation(request: Request) -> Response:
     service = _services(request).conversations()
-    conv = service.summary(request.path_params["conversation_id"])
+    conv = await service.summary(request.path_params["conversation_id"])
     try:
-        detail = service.get(conv.id)
+        detail = await service.get(conv.id)
     except Exception as e:
         raise RouteFailure("LOAD_ERROR", "Failed to load conversation") from e
     body: dict[str, Any] = {
@@ -115,9 +111,9 @@ async def get_conversation(request: Request) -> Response:
         "messages": [message_to_dto(m) for m in detail.messages],
         "resumable": detail.resumable,
     }
-    active = _services(request).run_service().active(conv.id)
-    if active is not None:  # lets a reloaded page show what precedes the run, then replay it
-        body["activeRun"] = {"id": active.run_id, "baseMessageCount": active.base_count}
+    live = await _services(request).run_service().live_run(conv.id)
+    if live is not None:  # lets a reloaded page show what precedes the run, then replay it
+        body["activeRun"] = {"id": live.run_id, "baseMessageCount": live.base_count}
     if detail.pending_calls:
         body["pendingToolCalls"] = [
             {"id": p.call.id, "name": p.call.name, "args": p.call.args, "outcomeUnknown": p.started, "unsafe": p.unsafe}
@@ -131,12 +127,12 @@ async def patch_conversation(request: Request) -> Response:
     body = await read_json(request, {"title"})
     if "title" not in body:
         raise InvalidInput("title is required")
-    conv = _services(request).conversations().rename(request.path_params["conversation_id"], body["title"])
+    conv = await _services(request).conversations().rename(request.path_params["conversation_id"], body["title"])
     return JSONResponse({"conversation": summary_to_dto(conv)})
 
 
 async def delete_conversation(request: Request) -> Response:
-    _services(request).conversations().delete(request.path_params["conversation_id"])
+    await _services(request).conversations().delete(request.path_params["conversation_id"])
     return Response(status_code=204)
 
 
@@ -144,10 +140,10 @@ async def export_conversation(request: Request) -> Response:
     service = _services(request).conversations()
     cid = request.path_params["conversation_id"]
     if request.query_params.get("format") == "jsonl":
-        conv, text = service.export_jsonl(cid)
+        conv, text = await service.export_jsonl(cid)
         media, name = "application/x-ndjson; charset=utf-8", f"{conv.id}.checkpoints.jsonl"
     else:
-        conv, text = service.export_markdown(cid)
+        conv, text = await service.export_markdown(cid)
         media, name = "text/markdown; charset=utf-8", f"{conv.id}.md"
     headers = {"Content-Disposition": f'attachment; filename="{name}"'}
     return Response(text, headers=headers, media_type=media)

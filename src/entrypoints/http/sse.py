@@ -10,7 +10,7 @@ from typing import Any
 from starlette.responses import StreamingResponse
 
 from domain.events import StreamEvent
-from domain.hub import TERMINAL_EVENTS, ActiveRun
+from domain.hub import TERMINAL_EVENTS, Item
 
 HEADERS = {
     "Cache-Control": "no-cache, no-transform",
@@ -42,14 +42,13 @@ def single(event: StreamEvent) -> StreamingResponse:
     return StreamingResponse(body(), media_type="text/event-stream", headers=HEADERS)
 
 
-def follow(run: ActiveRun, after: int, ping_seconds: float, closing: asyncio.Event) -> StreamingResponse:
-    """Replay the run's events after `after`, then follow it to its last event; a `ping`
-    every `ping_seconds` meanwhile. Ends early, with no error, when `closing` is set."""
+def follow(events: AsyncIterator[Item], ping_seconds: float, closing: asyncio.Event) -> StreamingResponse:
+    """Stream a run's events up to its last one; a `ping` every `ping_seconds` meanwhile.
+    Ends early, with no error, when `closing` is set."""
 
     async def body() -> AsyncIterator[bytes]:
-        events = run.subscribe(after).__aiter__()
-        closed = asyncio.ensure_future(closing.wait())
-        pending: asyncio.Future[tuple[int, StreamEvent]] | None = None
+        closed: asyncio.Future[Any] = asyncio.ensure_future(closing.wait())
+        pending: asyncio.Future[Item] | None = None
         try:
             while True:
                 if pending is None:

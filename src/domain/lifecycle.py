@@ -1,0 +1,215 @@
+"""The run lifecycle as rules over plain values: the state machine, what outcome a stop
+or a failure gives, what recovery concludes from a thread head, what a resume or a new
+message needs, when a run may be reclaimed and when an orphan is adopted.
+
+The services (domain.runs, domain.supervisor) only orchestrate: every decision is here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from domain.errors import (
+    DecisionRequired,
+    ErrorCode,
+    RunLost,
+    RunNotResumable,
+    to_chat_error,
+)
+from domain.events import StreamEvent
+from domain.model import (
+    PendingCall,
+    Run,
+    RunError,
+    RunOwner,
+    RunStatus,
+    RunTrigger,
+    ThreadHead,
+    ToolResult,
+)
+
+# --- identities --------------------------------------------------------------------------
+
+
+def idempotency_key(conversation_id: str, tool_call_id: str) -> str:
+    """The key a tool call carries to its server and into the journal: stable across
+    replays of the step, unique per call."""
+    return f"{conversation_id}:{tool_call_id}"
+
+
+# --- the state machine -------------------------------------------------------------------
+
+TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
+    RunStatus.RUNNING: frozenset(
+        {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.INTERRUPTED, RunStatus.CANCELLED}
+    ),
+    # automatic resumes gave up on an orphan: the interruption becomes a failure
+    RunStatus.INTERRUPTED: frozenset({RunStatus.FAILED}),
+    RunStatus.COMPLETED: frozenset(),
+    RunStatus.FAILED: frozenset(),
+    RunStatus.CANCELLED: frozenset(),
+}
+
+
+def can_transition(current: RunStatus, target: RunStatus) -> bool:
+    return target in TRANSITIONS[current]
+
+
+class StopReason(StrEnum):
+    """Why a run's local task was stopped before the agent finished."""
+
+    CANCEL = "cancel"  # a person asked (API cancel, Ctrl-C): recorded `cancelled`
+    SHUTDOWN = "shutdown"  # the process drains or exits: `interrupted`, adoptable
+    LOST = "lost"  # another process took the run over: nothing is recorded by this one
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a run ended, as this process saw it. `recorded` False: the outcome belongs to
+    whoever took the run over, this process writes nothing."""
+
+    status: RunStatus
+    error: RunError | None = None
+    recorded: bool = True
+
+
+LOST_ERROR = RunError(ErrorCode.RUN_LOST.value, RunLost.default_message)
+INPUT_NOT_RECORDED = RunError(
+    ErrorCode.INPUT_NOT_RECORDED.value,
+    "The run stopped before its message was saved; send the message again.",
+)
+ADOPTION_ATTEMPTS = 3
+ADOPTION_FAILED = RunError(
+    ErrorCode.ADOPTION_FAILED.value,
+    f"Resumed automatically {ADOPTION_ATTEMPTS} times without finishing; resume it by hand to retry.",
+)
+
+
+def outcome_of(failure: BaseException | None, stop: StopReason | None) -> Outcome:
+    """The outcome of a run whose task ended with `failure` (None: the agent finished) or
+    was stopped for `stop`."""
+    if isinstance(failure, RunLost) or stop is StopReason.LOST:
+        return Outcome(RunStatus.INTERRUPTED, LOST_ERROR, recorded=False)
+    if stop is StopReason.CANCEL:
+        return Outcome(RunStatus.CANCELLED)
+    if stop is StopReason.SHUTDOWN:
+        return Outcome(RunStatus.INTERRUPTED)
+    if failure is None:
+        return Outcome(RunStatus.COMPLETED)
+    code, message = to_chat_error(failure)
+    return Outcome(RunStatus.FAILED, RunError(code.value, message))
+
+
+def terminal_event(conversation_id: str, outcome: Outcome) -> StreamEvent:
+    """The last event of a run's stream: `chat-error` for an error, else `end`."""
+    if outcome.error is not None and (outcome.status is RunStatus.FAILED or not outcome.recorded):
+        data = {"code": outcome.error.code, "message": outcome.error.message, "conversation": conversation_id}
+        return StreamEvent("chat-error", data)
+    return StreamEvent("end", {"conversation": conversation_id, "status": outcome.status.value})
+
+
+# --- ownership -----------------------------------------------------------------------------
+
+
+def reclaimable(run: Run, me: RunOwner, executing_here: bool, owner_alive: bool | None) -> bool:
+    """May a process reclaim this `running` run (record it stopped)? Never a run it
+    executes; a run of its own instance that it no longer executes; a run whose owner is
+    known dead; a run whose lease expired by the store's clock (the owner may be paused:
+    fencing stops it writing anything more)."""
+    if run.status is not RunStatus.RUNNING or executing_here:
+        return False
+    owner = run.owner
+    if owner is None:
+        return True  # written before runs had owners: a single-process database
+    if owner.instance and owner.instance == me.instance:
+        return True
+    if owner_alive is False:
+        return True
+    return run.lease_expired
+
+
+def recovery_verdict(run: Run, head: ThreadHead) -> Outcome:
+    """What a reclaimed run's thread says about it: its final checkpoint is written (the
+    outcome was not) → completed; no work left and the head is not its own → its message
+    was never recorded; otherwise → interrupted, resumable from the head."""
+    if not head.work_left and head.run_id == run.id:
+        return Outcome(RunStatus.COMPLETED)
+    if not head.work_left:
+        return Outcome(RunStatus.INTERRUPTED, INPUT_NOT_RECORDED)
+    return Outcome(RunStatus.INTERRUPTED)
+
+
+# --- resume, new message, adoption --------------------------------------------------------
+
+
+def resume_plan(head: ThreadHead, pending: Sequence[PendingCall], decision: str | None) -> frozenset[str]:
+    """The pending calls a resume must skip. Raises RunNotResumable when no work is left,
+    DecisionRequired when a call that may have taken effect is pending and no decision
+    (retry or skip) was given."""
+    if not head.work_left:
+        raise RunNotResumable()
+    unknown = [p for p in pending if p.needs_decision]
+    if unknown and decision is None:
+        raise DecisionRequired()
+    if decision == "skip":
+        return frozenset(p.call.id for p in unknown)
+    return frozenset()
+
+
+NOT_RUN = "Not run: the step that requested this call was abandoned for a new message."
+OUTCOME_UNKNOWN = (
+    "Outcome unknown: this call was sent before the run stopped and its result was not saved; "
+    "it was not run again."
+)
+
+
+def settle_plan(pending: Sequence[PendingCall]) -> tuple[ToolResult, ...]:
+    """The results that close an abandoned step's pending calls when a new message is sent
+    instead of a resume. The transcript never lies: a call the journal shows as sent is
+    never "not run"; one that may have taken effect and is unsafe to repeat needs the
+    user's decision first (DecisionRequired)."""
+    if any(p.needs_decision for p in pending):
+        raise DecisionRequired()
+    return tuple(
+        ToolResult(OUTCOME_UNKNOWN if p.started else NOT_RUN, p.call.id, p.call.name, "error")
+        for p in pending
+    )
+
+
+def base_count(head: ThreadHead, closings: int, new_message: bool) -> int:
+    """The thread's length before the run's output: what precedes it on a page that
+    replays the run's stream."""
+    return head.message_count + closings + (1 if new_message else 0)
+
+
+class Adoption(StrEnum):
+    ADOPT = "adopt"
+    GIVE_UP = "give_up"
+    LEAVE = "leave"
+
+
+def adoption_verdict(recent: Sequence[Run], head: ThreadHead, pending: Sequence[PendingCall]) -> Adoption:
+    """Should a live process resume this orphan (AUTO_RESUME)? `recent` are the
+    conversation's latest runs, newest first, the first being interrupted. Only work a
+    resume can do without a person: no decision pending. After ADOPTION_ATTEMPTS adopted
+    runs in a row that did not finish, give up with a clear error instead of looping."""
+    if not recent or recent[0].status is not RunStatus.INTERRUPTED or not head.work_left:
+        return Adoption.LEAVE
+    if recent[0].error_code == ErrorCode.INPUT_NOT_RECORDED.value:
+        return Adoption.LEAVE
+    if any(p.needs_decision for p in pending):
+        return Adoption.LEAVE
+    attempts = 0
+    for run in recent:
+        if run.trigger is not RunTrigger.ADOPT:
+            break
+        attempts += 1
+    return Adoption.GIVE_UP if attempts >= ADOPTION_ATTEMPTS else Adoption.ADOPT
+
+
+def resumable(head: ThreadHead, active: bool) -> bool:
+    """A conversation is resumable exactly when its latest checkpoint has work left and no
+    run is active on it."""
+    return head.work_left and not active

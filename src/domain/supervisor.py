@@ -1,0 +1,187 @@
+"""The one owner of a process's run lifecycle work, used by the server and the CLI alike:
+recover at start, then in the background renew the leases of the runs this process
+executes, stop those it lost, obey cancel requests from other processes, write their
+events to the log, reclaim runs whose owner died, adopt orphans (AUTO_RESUME), prune old
+events; drain on shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from domain import lifecycle
+from domain.errors import DecisionRequired, RunNotResumable, SessionInProgress, ShuttingDown, SophosError
+from domain.lifecycle import Adoption, StopReason
+from domain.model import PendingCall, RunTrigger
+from domain.runs import RunService, StartedRun, annotate_pending
+
+log = logging.getLogger(__name__)
+
+STOP_GRACE = 5.0  # seconds a stopped run gets to record its outcome at shutdown
+
+
+class Supervisor:
+    def __init__(
+        self,
+        service: RunService,
+        auto_resume: bool = False,
+        period: float | None = None,
+        signal_seconds: float = 0.2,
+        flush_seconds: float = 0.05,
+        event_retention: float = 300.0,
+    ) -> None:
+        self.service = service
+        self.auto_resume = auto_resume
+        self.period = period or max(service.lease_seconds / 3, 0.2)
+        self.signal_seconds = signal_seconds
+        self.flush_seconds = flush_seconds
+        self.event_retention = event_retention
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        """Recover what dead owners left, adopt orphans (AUTO_RESUME), then start the
+        background loops."""
+        recovered = await self.recover()
+        if recovered:
+            log.info("recovered %d run(s) left running", recovered)
+        if self.auto_resume:
+            adopted = await self.adopt()
+            if adopted:
+                log.info("adopted %d interrupted run(s)", len(adopted))
+        self._tasks = [
+            asyncio.create_task(self._every(self.period, self.maintain_once), name="sophos-maintain"),
+            asyncio.create_task(self._every(self.signal_seconds, self.check_signals), name="sophos-signals"),
+            asyncio.create_task(self._every(self.flush_seconds, self.flush), name="sophos-events"),
+        ]
+
+    async def _every(self, seconds: float, work: Callable[[], Awaitable[object]]) -> None:
+        while True:
+            await asyncio.sleep(seconds)
+            try:
+                await work()
+            except SophosError as e:
+                log.warning("%s: %s", getattr(work, "__name__", "maintenance"), e.message)
+            except Exception:
+                log.exception("%s failed", getattr(work, "__name__", "maintenance"))
+
+    # --- the periodic work ------------------------------------------------------------
+
+    async def maintain_once(self) -> None:
+        await self.renew()
+        await self.retry_unrecorded()
+        await self.recover()
+        if self.auto_resume:
+            await self.adopt()
+        await self.service.stores.events.prune(self.event_retention)
+
+    async def renew(self) -> None:
+        """Renew the leases of this process's runs; stop at once those it lost."""
+        service = self.service
+        ids = [a.run_id for a in service.hub.all() if not a.finishing]
+        if not ids:
+            return
+        renewed = await service.runs.renew(service.processes.current(), ids)
+        for run_id in set(ids) - renewed:
+            active = service.hub.by_run(run_id)
+            if active is not None and not active.finishing:
+                log.warning("lease lost: another process took the run over", extra=active.context)
+                active.request_stop(StopReason.LOST)
+
+    async def check_signals(self) -> None:
+        """Obey cancel requests made in other processes."""
+        service = self.service
+        ids = [a.run_id for a in service.hub.all() if not a.finishing]
+        if not ids:
+            return
+        for run_id in await service.stores.signals.cancel_requested(ids):
+            service.stop_local(run_id, StopReason.CANCEL)
+
+    async def flush(self) -> None:
+        """Write the events published since the last flush, for every local run, at once."""
+        batches = {a.run_id: items for a in self.service.hub.all() if (items := a.take_unflushed())}
+        if not batches:
+            return
+        try:
+            await self.service.stores.events.append(batches)
+        except Exception:
+            for run_id, items in batches.items():  # keep them for the next flush
+                active = self.service.hub.by_run(run_id)
+                if active is not None:
+                    active.unflushed[:0] = items
+            raise
+
+    async def retry_unrecorded(self) -> None:
+        for active, finish in list(self.service.unrecorded.values()):
+            await self.service._record(active, finish)
+
+    async def recover(self) -> int:
+        """Reclaim the running runs whose owner is dead or whose lease expired."""
+        count = 0
+        for run in await self.service.runs.running_runs(self.service.lease_seconds):
+            if await self.service.reclaim(run):
+                count += 1
+        return count
+
+    async def adopt(self) -> list[StartedRun]:
+        """Resume the interrupted conversations a person need not decide on; give up on
+        those adopted too often."""
+        service, started = self.service, []
+        for run in await service.runs.interrupted_conversations():
+            cid = run.conversation_id
+            if service.hub.get(cid) is not None or service.draining:
+                continue
+            recent = await service.runs.recent_runs(cid, lifecycle.ADOPTION_ATTEMPTS + 1)
+            head = await service.checkpoints.head(cid)
+            pending: tuple[PendingCall, ...] = ()
+            if head.awaiting_tools:
+                thread = await service.checkpoints.get_thread(cid)
+                pending = await annotate_pending(thread.pending_calls, service.stores.journal, cid)
+            verdict = lifecycle.adoption_verdict(recent, head, pending)
+            ctx = {"conversation_id": cid, "run_id": run.id}
+            if verdict is Adoption.GIVE_UP:
+                if await service.runs.give_up(run.id, lifecycle.ADOPTION_FAILED, service.clock()):
+                    log.warning("gave up resuming after %d attempts", lifecycle.ADOPTION_ATTEMPTS, extra=ctx)
+                continue
+            if verdict is not Adoption.ADOPT:
+                continue
+            try:
+                started.append(await service.start(None, cid, resume=True, trigger=RunTrigger.ADOPT))
+                log.info("adopted an interrupted run", extra=ctx)
+            except (RunNotResumable, DecisionRequired, SessionInProgress, ShuttingDown) as e:
+                log.info("not adopted: %s", e.message, extra=ctx)
+        return started
+
+    # --- shutdown ---------------------------------------------------------------------
+
+    async def drain(self, timeout: float) -> int:
+        """Refuse new runs, let active ones finish for up to `timeout` seconds, then stop
+        the rest as `interrupted` (resumable, adoptable). Returns how many were stopped."""
+        service = self.service
+        service.draining = True
+        pending = service.hub.all()
+        if pending:
+            log.info("draining %d run(s) for up to %.0f s", len(pending), timeout)
+            waits = [asyncio.ensure_future(a.finished.wait()) for a in pending]
+            _, late = await asyncio.wait(waits, timeout=timeout) if timeout > 0 else (set(), set(waits))
+            for w in late:
+                w.cancel()
+        left = service.hub.all()
+        try:
+            await asyncio.wait_for(service.stop_all(StopReason.SHUTDOWN), STOP_GRACE)
+        except TimeoutError:
+            log.error("%d run(s) did not stop within %.0f s", len(service.hub.all()), STOP_GRACE)
+        return len(left)
+
+    async def close(self) -> None:
+        """Stop the background loops; write the last events."""
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        try:
+            await self.flush()
+            await self.retry_unrecorded()
+        except Exception:
+            log.exception("final flush failed")
