@@ -92,7 +92,9 @@ async def a_conversation(store: RunStore, clock: StoreClock) -> str:
     return cid
 
 
-async def a_running_run(store: RunStore, clock: StoreClock, cid: str | None = None, owner: RunOwner = OWNER) -> Run:
+async def a_running_run(
+    store: RunStore, clock: StoreClock, cid: str | None = None, owner: RunOwner = OWNER
+) -> Run:
     cid = cid or await a_conversation(store, clock)
     run = Run(new_id(), cid, RunStatus.RUNNING, clock.now(), owner=owner)
     await store.start_run(run, clock.now())

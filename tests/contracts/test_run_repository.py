@@ -32,7 +32,9 @@ def run_on(cid: str, started: datetime, owner: RunOwner | None = None) -> Run:
     return Run(new_id(), cid, RunStatus.RUNNING, started, owner=owner)
 
 
-def done(status: RunStatus, now: datetime, count: int | None = None, error: RunError | None = None) -> RunFinish:
+def done(
+    status: RunStatus, now: datetime, count: int | None = None, error: RunError | None = None
+) -> RunFinish:
     return RunFinish(status, now, error=error, message_count=count)
 
 
@@ -112,13 +114,20 @@ class RunRepositoryContract:
     async def test_starting_a_run_marks_it_running_and_bumps_updated_at(self, store: RunStore) -> None:
         cid = new_id()
         await store.create_conversation(cid, "t", at(0))
-        run = Run(new_id(), cid, RunStatus.RUNNING, at(5), owner=OWNER, base_count=3, trigger=RunTrigger.ADOPT)
+        run = Run(
+            new_id(), cid, RunStatus.RUNNING, at(5), owner=OWNER, base_count=3, trigger=RunTrigger.ADOPT
+        )
         await store.start_run(run, at(5))
         conv = await store.get_conversation(cid)
         assert conv is not None and conv.status is RunStatus.RUNNING and conv.updated_at == at(5)
         stored = await store.get_run(run.id)
         assert stored is not None and stored.status is RunStatus.RUNNING and stored.heartbeat_at is not None
-        assert (stored.owner, stored.base_count, stored.trigger, stored.started_at) == (OWNER, 3, RunTrigger.ADOPT, at(5))
+        assert (stored.owner, stored.base_count, stored.trigger, stored.started_at) == (
+            OWNER,
+            3,
+            RunTrigger.ADOPT,
+            at(5),
+        )
         assert not stored.lease_expired and stored.finished_at is None
 
     async def test_a_run_without_owner_reads_back_without_one(self, store: RunStore) -> None:
@@ -162,7 +171,12 @@ class RunRepositoryContract:
         assert await store.finish_run(run.id, done(RunStatus.FAILED, at(9), 3, error))
         conv = await store.get_conversation(cid)
         assert conv is not None
-        assert (conv.status, conv.message_count, conv.updated_at, conv.error) == (RunStatus.FAILED, 3, at(9), error)
+        assert (conv.status, conv.message_count, conv.updated_at, conv.error) == (
+            RunStatus.FAILED,
+            3,
+            at(9),
+            error,
+        )
         stored = await store.get_run(run.id)
         assert stored is not None and stored.finished_at == at(9) and stored.error == error
         assert await store.running_runs() == []
@@ -206,33 +220,47 @@ class RunRepositoryContract:
         reclaim = done(RunStatus.INTERRUPTED, at(3), error=RunError("RUN_LOST", "owner gone"))
         assert not await store.finish_run(run.id, reclaim, heartbeat=seen.heartbeat_at)
         fresh = await store.get_run(run.id)
-        assert fresh is not None and fresh.status is RunStatus.RUNNING and fresh.heartbeat_at != seen.heartbeat_at
+        assert (
+            fresh is not None
+            and fresh.status is RunStatus.RUNNING
+            and fresh.heartbeat_at != seen.heartbeat_at
+        )
         assert await store.finish_run(run.id, reclaim, heartbeat=fresh.heartbeat_at)
         assert (await store.get_run(run.id)).status is RunStatus.INTERRUPTED  # type: ignore[union-attr]
 
-    async def test_the_terminal_event_is_written_with_the_outcome(self, store: RunStore, clock: StoreClock) -> None:
+    async def test_the_terminal_event_is_written_with_the_outcome(
+        self, store: RunStore, clock: StoreClock
+    ) -> None:
         run = await a_running_run(store, clock)
         end = StreamEvent("end", {"status": "completed"})
         assert await store.finish_run(run.id, RunFinish(RunStatus.COMPLETED, at(2), event=end))
         assert await store.read(run.id, 0) == ((1, end),)
 
-    async def test_the_terminal_event_id_is_the_given_one_or_the_next(self, store: RunStore, clock: StoreClock) -> None:
+    async def test_the_terminal_event_id_is_the_given_one_or_the_next(
+        self, store: RunStore, clock: StoreClock
+    ) -> None:
         cases = [(None, 4), (10, 10), (3, 4), (2, 4)]  # (event_id, stored id) after events 1..3
         for event_id, expected in cases:
             run = await a_running_run(store, clock)
             await store.append({run.id: [(i, StreamEvent("token", str(i))) for i in (1, 2, 3)]})
             end = StreamEvent("chat-error", {"code": "AGENT_FAILURE", "message": "x"})
-            assert await store.finish_run(run.id, RunFinish(RunStatus.FAILED, at(2), event=end, event_id=event_id))
+            assert await store.finish_run(
+                run.id, RunFinish(RunStatus.FAILED, at(2), event=end, event_id=event_id)
+            )
             events = await store.read(run.id, 0)
             assert [seq for seq, _ in events] == [1, 2, 3, expected] and events[-1][1] == end
 
     async def test_a_refused_finish_writes_no_event(self, store: RunStore, clock: StoreClock) -> None:
         run = await a_running_run(store, clock)
         end = StreamEvent("end", {})
-        assert not await store.finish_run(run.id, RunFinish(RunStatus.COMPLETED, at(2), event=end), owner=other_owner())
+        assert not await store.finish_run(
+            run.id, RunFinish(RunStatus.COMPLETED, at(2), event=end), owner=other_owner()
+        )
         assert await store.read(run.id, 0) == ()
 
-    async def test_give_up_turns_only_an_interrupted_run_into_failed(self, store: RunStore, clock: StoreClock) -> None:
+    async def test_give_up_turns_only_an_interrupted_run_into_failed(
+        self, store: RunStore, clock: StoreClock
+    ) -> None:
         error = RunError("ADOPTION_FAILED", "gave up after 3 attempts")
         run = await a_running_run(store, clock)
         assert not await store.give_up(run.id, error, at(2))
@@ -253,7 +281,9 @@ class RunRepositoryContract:
         await store.create_conversation(cid, "t", at(0))
         first, second = run_on(cid, at(1)), run_on(cid, at(2))
         await store.start_run(first, at(1))
-        await store.finish_run(first.id, done(RunStatus.FAILED, at(1.5), 1, RunError("AGENT_FAILURE", "boom")))
+        await store.finish_run(
+            first.id, done(RunStatus.FAILED, at(1.5), 1, RunError("AGENT_FAILURE", "boom"))
+        )
         await store.start_run(second, at(2))
         await store.finish_run(second.id, done(RunStatus.COMPLETED, at(3), 2))
         latest = await store.latest_run(cid)
@@ -304,7 +334,9 @@ class RunRepositoryContract:
 
     # --- leases --------------------------------------------------------------------------
 
-    async def test_renew_returns_only_the_owners_running_runs(self, store: RunStore, clock: StoreClock) -> None:
+    async def test_renew_returns_only_the_owners_running_runs(
+        self, store: RunStore, clock: StoreClock
+    ) -> None:
         mine = await a_running_run(store, clock)
         finished = await a_running_run(store, clock)
         await store.finish_run(finished.id, done(RunStatus.COMPLETED, at(2)))
@@ -313,7 +345,8 @@ class RunRepositoryContract:
         renewed = await store.renew(OWNER, [mine.id, finished.id, theirs.id, new_id()])
         assert renewed == {mine.id}
         after = {r.id: r.heartbeat_at for r in await store.running_runs()}
-        assert after[mine.id] is not None and mine.heartbeat_at is not None and after[mine.id] > mine.heartbeat_at
+        renewed_at, before = after[mine.id], mine.heartbeat_at
+        assert renewed_at is not None and before is not None and renewed_at > before
         assert after[theirs.id] == theirs.heartbeat_at
         assert await store.renew(OWNER, []) == set()
 
@@ -330,7 +363,9 @@ class RunRepositoryContract:
         await store.renew(OWNER, [run.id])
         assert not (await store.latest_run(cid, lease_seconds=30)).lease_expired  # type: ignore[union-attr]
 
-    async def test_a_finished_run_never_has_an_expired_lease(self, store: RunStore, clock: StoreClock) -> None:
+    async def test_a_finished_run_never_has_an_expired_lease(
+        self, store: RunStore, clock: StoreClock
+    ) -> None:
         run = await a_running_run(store, clock)
         await store.finish_run(run.id, done(RunStatus.COMPLETED, at(2)))
         await clock.advance(0.2)

@@ -65,7 +65,9 @@ class InMemoryRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
     def _latest(self, conversation_id: str) -> Run | None:
         latest: Run | None = None
         for run in self._runs.values():
-            if run.conversation_id == conversation_id and (latest is None or run.started_at >= latest.started_at):
+            if run.conversation_id == conversation_id and (
+                latest is None or run.started_at >= latest.started_at
+            ):
                 latest = run
         return latest
 
@@ -84,7 +86,9 @@ class InMemoryRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
         self, limit: int | None = None, before: tuple[datetime, str] | None = None
     ) -> Sequence[Conversation]:
         with self._lock:
-            items = sorted(self._conversations.values(), key=lambda c: (iso(c.updated_at), c.id), reverse=True)
+            items = sorted(
+                self._conversations.values(), key=lambda c: (iso(c.updated_at), c.id), reverse=True
+            )
             if before is not None:
                 cursor = (iso(before[0]), before[1])
                 items = [c for c in items if (iso(c.updated_at), c.id) < cursor]
@@ -122,13 +126,19 @@ class InMemoryRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
         expired = (
             lease_seconds > 0
             and run.status is RunStatus.RUNNING
-            and (run.heartbeat_at is None or run.heartbeat_at < _ms(self.clock()) - timedelta(seconds=lease_seconds))
+            and (
+                run.heartbeat_at is None
+                or run.heartbeat_at < _ms(self.clock()) - timedelta(seconds=lease_seconds)
+            )
         )
         return replace(run, lease_expired=expired)
 
     async def start_run(self, run: Run, now: datetime) -> None:
         with self._lock:
-            if any(r.conversation_id == run.conversation_id and r.status is RunStatus.RUNNING for r in self._runs.values()):
+            if any(
+                r.conversation_id == run.conversation_id and r.status is RunStatus.RUNNING
+                for r in self._runs.values()
+            ):
                 raise SessionInProgress()
             conv = self._conversations.get(run.conversation_id)
             if conv is None:
@@ -161,7 +171,9 @@ class InMemoryRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
                 return False
             if owner is not None and (run.owner is None or run.owner.instance != owner.instance):
                 return False
-            if heartbeat is not None and (run.heartbeat_at is None or iso(run.heartbeat_at) != iso(heartbeat)):
+            if heartbeat is not None and (
+                run.heartbeat_at is None or iso(run.heartbeat_at) != iso(heartbeat)
+            ):
                 return False
             error = finish.error
             self._runs[run_id] = replace(
@@ -187,7 +199,11 @@ class InMemoryRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
             if run is None or run.status is not RunStatus.INTERRUPTED:
                 return False
             self._runs[run_id] = replace(
-                run, status=RunStatus.FAILED, error_code=error.code, error_message=error.message, finished_at=_ms(now)
+                run,
+                status=RunStatus.FAILED,
+                error_code=error.code,
+                error_message=error.message,
+                finished_at=_ms(now),
             )
             return True
 
@@ -238,7 +254,9 @@ class InMemoryRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
     # --- RunEventLog ---------------------------------------------------------------------
 
     async def append(self, batches: Mapping[str, EventBatch]) -> None:
-        encoded = {rid: [(seq, e.event, json.dumps(e.data)) for seq, e in batch] for rid, batch in batches.items()}
+        encoded = {
+            rid: [(seq, e.event, json.dumps(e.data)) for seq, e in batch] for rid, batch in batches.items()
+        }
         with self._lock:
             for rid, batch in encoded.items():
                 run = self._runs.get(rid)
@@ -255,7 +273,11 @@ class InMemoryRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
 
     def _read(self, run_id: str, after: int) -> EventBatch:
         events = self._events.get(run_id, {})
-        return tuple((seq, StreamEvent(name, json.loads(data))) for seq, (name, data) in sorted(events.items()) if seq > after)
+        return tuple(
+            (seq, StreamEvent(name, json.loads(data)))
+            for seq, (name, data) in sorted(events.items())
+            if seq > after
+        )
 
     async def wait(self, run_id: str, after: int, timeout: float) -> EventBatch:
         waiter = _Waiter(asyncio.get_running_loop(), asyncio.Event())
@@ -307,7 +329,9 @@ class InMemoryRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
             return {
                 rid
                 for rid in run_ids
-                if rid in self._cancels and (run := self._runs.get(rid)) is not None and run.status is RunStatus.RUNNING
+                if rid in self._cancels
+                and (run := self._runs.get(rid)) is not None
+                and run.status is RunStatus.RUNNING
             }
 
     # --- ToolJournal ---------------------------------------------------------------------

@@ -189,12 +189,16 @@ class Worker:
             self._pool.shutdown(wait=False)
             raise
 
-    def call(self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
+    def call(
+        self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
         """Run `fn(connection, …)` on the worker's thread and wait for it (blocking: for
         opening and closing, outside the event loop)."""
         return self._pool.submit(_guarded, partial(fn, self._conn, *args, **kwargs)).result()
 
-    async def run(self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
+    async def run(
+        self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
         """Run `fn(connection, …)` on the worker's thread; the loop goes on meanwhile.
 
         A cancelled caller does not stop a call already started: it completes (or rolls

@@ -189,7 +189,8 @@ class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
         def write(c: sqlite3.Connection) -> None:
             with transaction(c):
                 if c.execute(
-                    "SELECT 1 FROM runs WHERE conversation_id = ? AND status = 'running'", (run.conversation_id,)
+                    "SELECT 1 FROM runs WHERE conversation_id = ? AND status = 'running'",
+                    (run.conversation_id,),
                 ).fetchone():
                     raise SessionInProgress()
                 bumped = c.execute(
@@ -254,7 +255,9 @@ class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
                 if row is None:
                     return False
                 if finish.message_count is None:
-                    c.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (iso(finish.now), row[0]))
+                    c.execute(
+                        "UPDATE conversations SET updated_at = ? WHERE id = ?", (iso(finish.now), row[0])
+                    )
                 else:
                     c.execute(
                         "UPDATE conversations SET updated_at = ?, message_count = ? WHERE id = ?",
@@ -363,7 +366,8 @@ class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
 
     async def read(self, run_id: str, after: int) -> EventBatch:
         rows = await self._read(
-            "SELECT seq, event, data FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq", (run_id, after)
+            "SELECT seq, event, data FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq",
+            (run_id, after),
         )
         return tuple((seq, StreamEvent(event, json.loads(data))) for seq, event, data in rows)
 
@@ -420,9 +424,12 @@ class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
     ) -> None:
         def write(c: sqlite3.Connection) -> None:
             with transaction(c):
-                if run_id is not None and not c.execute(
-                    "SELECT 1 FROM runs WHERE id = ? AND status = 'running'", (run_id,)
-                ).fetchone():
+                if (
+                    run_id is not None
+                    and not c.execute(
+                        "SELECT 1 FROM runs WHERE id = ? AND status = 'running'", (run_id,)
+                    ).fetchone()
+                ):
                     raise RunLost()
                 c.execute(
                     "INSERT INTO tool_calls (key, conversation_id, run_id, tool, unsafe, started_at) "
