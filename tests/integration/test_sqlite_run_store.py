@@ -294,3 +294,44 @@ async def test_a_paused_owner_writes_nothing_after_a_takeover(store: SqliteRunSt
         )
     finally:
         await reclaimer.aclose()
+
+
+async def test_a_follower_in_the_writing_process_wakes_up_without_waiting_for_a_poll(db: Path) -> None:
+    store = await SqliteRunStore.open(str(db), poll_interval=5.0)
+    try:
+        run = await a_running_run(store, RealClock())
+        follower = asyncio.create_task(store.wait(run.id, 0, timeout=10))
+        await asyncio.sleep(0.05)
+        started = time.monotonic()
+        await store.append({run.id: [(1, StreamEvent("token", "a"))]})
+        assert len(await asyncio.wait_for(follower, 2)) == 1
+        assert time.monotonic() - started < 0.2
+        follower = asyncio.create_task(store.wait(run.id, 1, timeout=10))
+        await asyncio.sleep(0.05)
+        started = time.monotonic()
+        await store.finish_run(
+            run.id, RunFinish(RunStatus.COMPLETED, utc_now(), event=StreamEvent("end", {}))
+        )
+        assert [e.event for _, e in await asyncio.wait_for(follower, 2)] == ["end"]
+        assert time.monotonic() - started < 0.2
+    finally:
+        await store.aclose()
+
+
+async def test_a_follower_in_another_process_sees_events_within_the_poll_interval(
+    store: SqliteRunStore, db: Path
+) -> None:
+    other = await SqliteRunStore.open(str(db), poll_interval=0.05)
+    try:
+        run = await a_running_run(store, RealClock())
+        delays = []
+        for seq in range(1, 11):
+            follower = asyncio.create_task(other.wait(run.id, seq - 1, timeout=5))
+            await asyncio.sleep(0.013 * seq % 0.05)  # land anywhere in the poll period
+            started = time.monotonic()
+            await store.append({run.id: [(seq, StreamEvent("token", str(seq)))]})
+            assert [s for s, _ in await asyncio.wait_for(follower, 2)] == [seq]
+            delays.append(time.monotonic() - started)
+        assert max(delays) < 0.25
+    finally:
+        await other.aclose()

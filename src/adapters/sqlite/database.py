@@ -203,10 +203,12 @@ class Worker:
 
         A cancelled caller does not stop a call already started: it completes (or rolls
         back) on its thread, as a write sent to a network database would."""
-        if self._closed:
-            raise StorageFailure("The database is closed")
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, _guarded, partial(fn, self._conn, *args, **kwargs))
+        try:
+            pending = loop.run_in_executor(self._pool, _guarded, partial(fn, self._conn, *args, **kwargs))
+        except RuntimeError as e:  # the pool is shut down: the store was closed
+            raise StorageFailure("The database is closed") from e
+        return await pending
 
     def close(self) -> None:
         """Finish the calls already submitted, then close the connection and the thread."""

@@ -13,81 +13,15 @@ from functools import partial
 from typing import Any
 
 from adapters.sqlite.database import Worker, connect, migrate, transaction
+from adapters.sqlite.rows import AGO, NOW, RUNS, SUMMARY, conversation_from_row, fetchall, marks, run_from_row
+from adapters.sqlite.wakeups import Wakeups
 from domain.errors import ConversationNotFound, RunLost, SessionInProgress
 from domain.events import StreamEvent
-from domain.model import Conversation, Run, RunError, RunOwner, RunStatus, RunTrigger, iso
+from domain.model import Conversation, Run, RunError, RunOwner, iso
 from ports.events import EventBatch, RunEventLog
 from ports.journal import JournalEntry, ToolJournal
 from ports.runs import RunFinish, RunRepository
 from ports.signals import RunSignals
-
-# The store's clock, in the format of domain.model.iso, so text order is time order and
-# the stored text parses back to the same instant (a heartbeat is compared as text).
-NOW = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
-_AGO = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now', printf('-%f seconds', ?))"
-
-_SUMMARY = """
-SELECT c.id, c.title, c.created_at, c.updated_at, c.message_count,
-       r.status, r.error_code, r.error_message
-FROM conversations c
-LEFT JOIN runs r ON r.rowid = (
-    SELECT rowid FROM runs WHERE conversation_id = c.id
-    ORDER BY started_at DESC, rowid DESC LIMIT 1)
-"""
-
-# The last column is lease_expired; its two parameters are the lease in seconds.
-_RUNS = f"""
-SELECT id, conversation_id, status, started_at, finished_at, error_code, error_message,
-       owner_host, owner_pid, owner_started, owner_instance, owner_ns, heartbeat_at,
-       base_count, "trigger",
-       (? > 0 AND status = 'running' AND coalesce(heartbeat_at, '') < {_AGO})
-FROM runs
-"""
-
-
-def _ts(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value) if value else None
-
-
-def _conversation(row: tuple[Any, ...]) -> Conversation:
-    cid, title, created, updated, count, status, code, message = row
-    return Conversation(
-        id=cid,
-        title=title,
-        created_at=datetime.fromisoformat(created),
-        updated_at=datetime.fromisoformat(updated),
-        message_count=count,
-        status=RunStatus(status) if status else None,
-        error=RunError(code, message or "") if code else None,
-    )
-
-
-def _run(row: tuple[Any, ...]) -> Run:
-    rid, cid, status, started, finished, code, message = row[:7]
-    host, pid, pstart, instance, ns, beat, base_count, trigger, expired = row[7:]
-    owner = RunOwner(host, pid, pstart, instance or "", ns or 0) if host is not None else None
-    return Run(
-        id=rid,
-        conversation_id=cid,
-        status=RunStatus(status),
-        started_at=datetime.fromisoformat(started),
-        finished_at=_ts(finished),
-        error_code=code,
-        error_message=message,
-        owner=owner,
-        heartbeat_at=_ts(beat),
-        base_count=base_count,
-        trigger=RunTrigger(trigger),
-        lease_expired=bool(expired),
-    )
-
-
-def _marks(values: Sequence[object]) -> str:
-    return ",".join("?" * len(values))
-
-
-def _fetchall(c: sqlite3.Connection, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:
-    return c.execute(sql, args).fetchall()
 
 
 class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
@@ -98,11 +32,12 @@ class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
 
     def __init__(self, path: str, busy_timeout: float = 5.0, poll_interval: float = 0.05) -> None:
         self.path = path
-        self.poll_interval = poll_interval  # how often `wait` polls for new events
+        self.poll_interval = poll_interval  # how often `wait` polls for other processes' events
+        self._wakeups = Wakeups()
         self._writer = Worker("writer", partial(connect, path, busy_timeout))
         try:
             self.schema_version = self._writer.call(migrate)
-            self._synchronous = int(self._writer.call(_fetchall, "PRAGMA synchronous")[0][0])
+            self._synchronous = int(self._writer.call(fetchall, "PRAGMA synchronous")[0][0])
             self._reader = Worker("reader", partial(_open_reader, path, busy_timeout))
         except BaseException:
             self._writer.close()
@@ -122,7 +57,7 @@ class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
         await asyncio.to_thread(self.close)
 
     async def _read(self, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:
-        return await self._reader.run(_fetchall, sql, args)
+        return await self._reader.run(fetchall, sql, args)
 
     # --- conversations -------------------------------------------------------------------
 
@@ -140,13 +75,13 @@ class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
         return Conversation(conversation_id, title, stamp, stamp)
 
     async def get_conversation(self, conversation_id: str) -> Conversation | None:
-        rows = await self._read(_SUMMARY + " WHERE c.id = ?", (conversation_id,))
-        return _conversation(rows[0]) if rows else None
+        rows = await self._read(SUMMARY + " WHERE c.id = ?", (conversation_id,))
+        return conversation_from_row(rows[0]) if rows else None
 
     async def list_conversations(
         self, limit: int | None = None, before: tuple[datetime, str] | None = None
     ) -> Sequence[Conversation]:
-        sql, args = _SUMMARY, list[object]()
+        sql, args = SUMMARY, list[object]()
         if before is not None:
             sql += " WHERE (c.updated_at, c.id) < (?, ?)"
             args += [iso(before[0]), before[1]]
@@ -154,7 +89,7 @@ class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit)
-        return [_conversation(r) for r in await self._read(sql, args)]
+        return [conversation_from_row(r) for r in await self._read(sql, args)]
 
     async def rename_conversation(self, conversation_id: str, title: str, now: datetime) -> bool:
         def write(c: sqlite3.Connection) -> bool:
@@ -271,7 +206,10 @@ class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
                     )
             return True
 
-        return await self._writer.run(write)
+        finished = await self._writer.run(write)
+        if finished and event is not None:
+            self._wakeups.wake([run_id])
+        return finished
 
     async def give_up(self, run_id: str, error: RunError, now: datetime) -> bool:
         def write(c: sqlite3.Connection) -> bool:
@@ -286,37 +224,37 @@ class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
         return await self._writer.run(write)
 
     async def get_run(self, run_id: str) -> Run | None:
-        rows = await self._read(_RUNS + " WHERE id = ?", (0, 0, run_id))
-        return _run(rows[0]) if rows else None
+        rows = await self._read(RUNS + " WHERE id = ?", (0, 0, run_id))
+        return run_from_row(rows[0]) if rows else None
 
     async def latest_run(self, conversation_id: str, lease_seconds: float = 0.0) -> Run | None:
         rows = await self._read(
-            _RUNS + " WHERE conversation_id = ? ORDER BY started_at DESC, rowid DESC LIMIT 1",
+            RUNS + " WHERE conversation_id = ? ORDER BY started_at DESC, rowid DESC LIMIT 1",
             (lease_seconds, lease_seconds, conversation_id),
         )
-        return _run(rows[0]) if rows else None
+        return run_from_row(rows[0]) if rows else None
 
     async def recent_runs(self, conversation_id: str, limit: int) -> Sequence[Run]:
         rows = await self._read(
-            _RUNS + " WHERE conversation_id = ? ORDER BY started_at DESC, rowid DESC LIMIT ?",
+            RUNS + " WHERE conversation_id = ? ORDER BY started_at DESC, rowid DESC LIMIT ?",
             (0, 0, conversation_id, limit),
         )
-        return [_run(r) for r in rows]
+        return [run_from_row(r) for r in rows]
 
     async def running_runs(self, lease_seconds: float = 0.0) -> Sequence[Run]:
         rows = await self._read(
-            _RUNS + " WHERE status = 'running' ORDER BY started_at, rowid", (lease_seconds, lease_seconds)
+            RUNS + " WHERE status = 'running' ORDER BY started_at, rowid", (lease_seconds, lease_seconds)
         )
-        return [_run(r) for r in rows]
+        return [run_from_row(r) for r in rows]
 
     async def interrupted_conversations(self) -> Sequence[Run]:
         rows = await self._read(
-            _RUNS + " WHERE status = 'interrupted' AND rowid IN (SELECT (SELECT rowid FROM runs "
+            RUNS + " WHERE status = 'interrupted' AND rowid IN (SELECT (SELECT rowid FROM runs "
             "WHERE conversation_id = c.id ORDER BY started_at DESC, rowid DESC LIMIT 1) FROM conversations c) "
             "ORDER BY started_at, rowid",
             (0, 0),
         )
-        return [_run(r) for r in rows]
+        return [run_from_row(r) for r in rows]
 
     async def renew(self, owner: RunOwner, run_ids: Sequence[str]) -> set[str]:
         ids = list(dict.fromkeys(run_ids))
@@ -324,7 +262,7 @@ class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
             return set()
         sql = (
             f"UPDATE runs SET heartbeat_at = {NOW} WHERE status = 'running' AND owner_instance = ? "
-            f"AND id IN ({_marks(ids)}) RETURNING id"
+            f"AND id IN ({marks(ids)}) RETURNING id"
         )
 
         def write(c: sqlite3.Connection) -> set[str]:
@@ -352,7 +290,7 @@ class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
                     live = {
                         r[0]
                         for r in c.execute(
-                            f"SELECT id FROM runs WHERE status = 'running' AND id IN ({_marks(ids)})", ids
+                            f"SELECT id FROM runs WHERE status = 'running' AND id IN ({marks(ids)})", ids
                         ).fetchall()
                     }
                     c.executemany(
@@ -363,6 +301,7 @@ class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
                 c.execute(f"PRAGMA synchronous = {self._synchronous}")
 
         await self._writer.run(write)
+        self._wakeups.wake(batches)
 
     async def read(self, run_id: str, after: int) -> EventBatch:
         rows = await self._read(
@@ -375,16 +314,20 @@ class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
-            events = await self.read(run_id, after)
-            left = deadline - loop.time()
-            if events or left <= 0:
-                return events
-            await asyncio.sleep(min(self.poll_interval, left))
+            woken = self._wakeups.listen(run_id)  # before reading, so no write slips between
+            try:
+                events = await self.read(run_id, after)
+                left = deadline - loop.time()
+                if events or left <= 0:
+                    return events
+                await asyncio.wait({woken}, timeout=min(self.poll_interval, left))
+            finally:
+                self._wakeups.forget(run_id, woken)
 
     async def prune(self, retention_seconds: float) -> int:
         sql = (
             "DELETE FROM run_events WHERE run_id IN (SELECT e.run_id FROM (SELECT DISTINCT run_id FROM run_events) e "
-            f"JOIN runs r ON r.id = e.run_id WHERE r.status != 'running' AND r.finished_at < {_AGO})"
+            f"JOIN runs r ON r.id = e.run_id WHERE r.status != 'running' AND r.finished_at < {AGO})"
         )
 
         def write(c: sqlite3.Connection) -> int:
@@ -412,7 +355,7 @@ class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
         if not ids:
             return set()
         rows = await self._read(
-            f"SELECT id FROM runs WHERE status = 'running' AND cancel_requested_at IS NOT NULL AND id IN ({_marks(ids)})",
+            f"SELECT id FROM runs WHERE status = 'running' AND cancel_requested_at IS NOT NULL AND id IN ({marks(ids)})",
             ids,
         )
         return {r[0] for r in rows}
@@ -445,7 +388,7 @@ class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
         if not wanted:
             return {}
         rows = await self._read(
-            f"SELECT key, tool, unsafe, attempts FROM tool_calls WHERE key IN ({_marks(wanted)})", wanted
+            f"SELECT key, tool, unsafe, attempts FROM tool_calls WHERE key IN ({marks(wanted)})", wanted
         )
         return {r[0]: JournalEntry(r[0], r[1], bool(r[2]), r[3]) for r in rows}
 
