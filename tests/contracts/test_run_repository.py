@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
-from adapters.memory.runs import InMemoryRunRepository
-from adapters.sqlite.runs import SqliteRunRepository
-from domain.errors import SessionInProgress
-from domain.model import Run, RunError, RunOwner, RunStatus, new_id
-from ports.runs import RunRepository
+from domain.errors import ConversationNotFound, SessionInProgress
+from domain.events import StreamEvent
+from domain.model import Run, RunError, RunOwner, RunStatus, RunTrigger, new_id
+from ports.runs import RunFinish
+from tests.contracts.run_stores import (
+    OWNER,
+    InMemoryStores,
+    RunStore,
+    SqliteStores,
+    StoreClock,
+    a_conversation,
+    a_running_run,
+    other_owner,
+)
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -25,172 +32,349 @@ def run_on(cid: str, started: datetime, owner: RunOwner | None = None) -> Run:
     return Run(new_id(), cid, RunStatus.RUNNING, started, owner=owner)
 
 
+def done(
+    status: RunStatus, now: datetime, count: int | None = None, error: RunError | None = None
+) -> RunFinish:
+    return RunFinish(status, now, error=error, message_count=count)
+
+
 class RunRepositoryContract:
     @pytest.fixture
-    def repo(self) -> Iterator[RunRepository]:
+    def store(self) -> RunStore:
         raise NotImplementedError
 
-    def test_a_new_conversation_has_no_runs_and_no_messages(self, repo: RunRepository) -> None:
+    @pytest.fixture
+    def clock(self) -> StoreClock:
+        raise NotImplementedError
+
+    # --- conversations -------------------------------------------------------------------
+
+    async def test_a_new_conversation_has_no_runs_and_no_messages(self, store: RunStore) -> None:
         cid = new_id()
-        repo.create_conversation(cid, "Hello", at(0))
-        conv = repo.get_conversation(cid)
-        assert conv is not None
+        created = await store.create_conversation(cid, "Hello", at(0))
+        conv = await store.get_conversation(cid)
+        assert conv is not None and conv == created
         assert (conv.title, conv.message_count, conv.status, conv.error) == ("Hello", 0, None, None)
         assert conv.created_at == conv.updated_at == at(0)
 
-    def test_an_unknown_conversation_is_none(self, repo: RunRepository) -> None:
-        assert repo.get_conversation(new_id()) is None
-        assert repo.latest_run(new_id()) is None
+    async def test_an_unknown_conversation_is_none(self, store: RunStore) -> None:
+        assert await store.get_conversation(new_id()) is None
+        assert await store.latest_run(new_id()) is None
+        assert await store.get_run(new_id()) is None
+        assert await store.recent_runs(new_id(), 5) == []
 
-    def test_starting_a_run_marks_it_running_and_bumps_updated_at(self, repo: RunRepository) -> None:
-        cid = new_id()
-        repo.create_conversation(cid, "t", at(0))
-        run = run_on(cid, at(5))
-        repo.start_run(run, at(5))
-        conv = repo.get_conversation(cid)
-        assert conv is not None and conv.status is RunStatus.RUNNING and conv.updated_at == at(5)
-        stored = repo.get_run(run.id)
-        assert stored is not None and stored.status is RunStatus.RUNNING
-
-    def test_a_second_running_run_on_one_conversation_is_refused(self, repo: RunRepository) -> None:
-        cid = new_id()
-        repo.create_conversation(cid, "t", at(0))
-        repo.start_run(run_on(cid, at(1)), at(1))
-        with pytest.raises(SessionInProgress):
-            repo.start_run(run_on(cid, at(2)), at(2))
-
-    def test_other_conversations_may_run_at_the_same_time(self, repo: RunRepository) -> None:
-        a, b = new_id(), new_id()
-        repo.create_conversation(a, "a", at(0))
-        repo.create_conversation(b, "b", at(0))
-        repo.start_run(run_on(a, at(1)), at(1))
-        repo.start_run(run_on(b, at(1)), at(1))
-        assert len(repo.running_runs()) == 2
-
-    def test_finishing_records_outcome_and_count_together(self, repo: RunRepository) -> None:
-        cid = new_id()
-        repo.create_conversation(cid, "t", at(0))
-        run = run_on(cid, at(1))
-        repo.start_run(run, at(1))
-        assert repo.finish_run(run.id, RunStatus.FAILED, 3, RunError("RECURSION_LIMIT", "too deep"), at(9))
-        conv = repo.get_conversation(cid)
-        assert conv is not None
-        assert (conv.status, conv.message_count, conv.updated_at) == (RunStatus.FAILED, 3, at(9))
-        assert conv.error == RunError("RECURSION_LIMIT", "too deep")
-        stored = repo.get_run(run.id)
-        assert stored is not None and stored.finished_at == at(9)
-
-    def test_a_finished_run_cannot_be_finished_again(self, repo: RunRepository) -> None:
-        cid = new_id()
-        repo.create_conversation(cid, "t", at(0))
-        run = run_on(cid, at(1))
-        repo.start_run(run, at(1))
-        assert repo.finish_run(run.id, RunStatus.COMPLETED, 2, None, at(2))
-        assert not repo.finish_run(run.id, RunStatus.INTERRUPTED, 0, None, at(3))
-        conv = repo.get_conversation(cid)
-        assert conv is not None and conv.status is RunStatus.COMPLETED and conv.message_count == 2
-
-    def test_finishing_without_a_count_keeps_the_old_count(self, repo: RunRepository) -> None:
-        cid = new_id()
-        repo.create_conversation(cid, "t", at(0))
-        first, second = run_on(cid, at(1)), run_on(cid, at(3))
-        repo.start_run(first, at(1))
-        repo.finish_run(first.id, RunStatus.COMPLETED, 4, None, at(2))
-        repo.start_run(second, at(3))
-        repo.finish_run(second.id, RunStatus.FAILED, None, RunError("AGENT_FAILURE", "x"), at(4))
-        conv = repo.get_conversation(cid)
-        assert conv is not None and conv.message_count == 4
-
-    def test_the_latest_run_is_the_last_started(self, repo: RunRepository) -> None:
-        cid = new_id()
-        repo.create_conversation(cid, "t", at(0))
-        first, second = run_on(cid, at(1)), run_on(cid, at(2))
-        repo.start_run(first, at(1))
-        repo.finish_run(first.id, RunStatus.FAILED, 1, RunError("AGENT_FAILURE", "boom"), at(1.5))
-        repo.start_run(second, at(2))
-        repo.finish_run(second.id, RunStatus.COMPLETED, 2, None, at(3))
-        latest = repo.latest_run(cid)
-        assert latest is not None and latest.id == second.id
-        conv = repo.get_conversation(cid)
-        assert conv is not None and conv.status is RunStatus.COMPLETED and conv.error is None
-
-    def test_ties_on_start_time_go_to_the_later_insert(self, repo: RunRepository) -> None:
-        cid = new_id()
-        repo.create_conversation(cid, "t", at(0))
-        first, second = run_on(cid, at(1)), run_on(cid, at(1))
-        repo.start_run(first, at(1))
-        repo.finish_run(first.id, RunStatus.COMPLETED, 1, None, at(1))
-        repo.start_run(second, at(1))
-        latest = repo.latest_run(cid)
-        assert latest is not None and latest.id == second.id
-
-    def test_list_is_most_recently_updated_first(self, repo: RunRepository) -> None:
+    async def test_list_is_most_recently_updated_first(self, store: RunStore) -> None:
         ids = [new_id() for _ in range(3)]
         for i, cid in enumerate(ids):
-            repo.create_conversation(cid, f"c{i}", at(i))
-        repo.start_run(run_on(ids[0], at(10)), at(10))
-        listed = [c.id for c in repo.list_conversations() if c.id in ids]
+            await store.create_conversation(cid, f"c{i}", at(i))
+        await store.start_run(run_on(ids[0], at(10)), at(10))
+        listed = [c.id for c in await store.list_conversations() if c.id in ids]
         assert listed == [ids[0], ids[2], ids[1]]
 
-    def test_paging_walks_the_whole_list_once(self, repo: RunRepository) -> None:
+    async def test_paging_walks_the_whole_list_once(self, store: RunStore) -> None:
         ids = [new_id() for _ in range(7)]
         for i, cid in enumerate(ids):
-            repo.create_conversation(cid, f"c{i}", at(i % 3))  # ties on updated_at
+            await store.create_conversation(cid, f"c{i}", at(i % 3))  # ties on updated_at
         seen: list[str] = []
         cursor = None
         while True:
-            page = repo.list_conversations(limit=3, before=cursor)
+            page = await store.list_conversations(limit=3, before=cursor)
             if not page:
                 break
             seen += [c.id for c in page]
             cursor = (page[-1].updated_at, page[-1].id)
         assert sorted(seen) == sorted(ids) and len(seen) == len(set(seen))
-        assert seen == [c.id for c in repo.list_conversations()]
+        assert seen == [c.id for c in await store.list_conversations()]
 
-    def test_rename_changes_the_title(self, repo: RunRepository) -> None:
+    async def test_rename_changes_the_title_and_bumps_updated_at(self, store: RunStore) -> None:
         cid = new_id()
-        repo.create_conversation(cid, "old", at(0))
-        assert repo.rename_conversation(cid, "new", at(1))
-        conv = repo.get_conversation(cid)
-        assert conv is not None and conv.title == "new"
-        assert not repo.rename_conversation(new_id(), "x", at(1))
+        await store.create_conversation(cid, "old", at(0))
+        assert await store.rename_conversation(cid, "new", at(1))
+        conv = await store.get_conversation(cid)
+        assert conv is not None and (conv.title, conv.updated_at) == ("new", at(1))
+        assert not await store.rename_conversation(new_id(), "x", at(1))
 
-    def test_delete_removes_conversation_and_runs(self, repo: RunRepository) -> None:
-        cid = new_id()
-        repo.create_conversation(cid, "t", at(0))
-        run = run_on(cid, at(1))
-        repo.start_run(run, at(1))
+    async def test_delete_removes_the_conversation_its_runs_events_and_journal(
+        self, store: RunStore, clock: StoreClock
+    ) -> None:
+        run = await a_running_run(store, clock)
+        cid = run.conversation_id
+        await store.append({run.id: [(1, StreamEvent("token", "a"))]})
+        await store.call_started("k1", cid, run.id, "t", False, at(1))
         with pytest.raises(SessionInProgress):
-            repo.delete_conversation(cid)
-        repo.finish_run(run.id, RunStatus.COMPLETED, 2, None, at(2))
-        assert repo.delete_conversation(cid)
-        assert repo.get_conversation(cid) is None and repo.get_run(run.id) is None
-        assert not repo.delete_conversation(cid)
+            await store.delete_conversation(cid)
+        await store.finish_run(run.id, RunFinish(RunStatus.COMPLETED, at(2), event=StreamEvent("end", {})))
+        assert await store.delete_conversation(cid)
+        assert await store.get_conversation(cid) is None and await store.get_run(run.id) is None
+        assert await store.read(run.id, 0) == () and await store.entries(["k1"]) == {}
+        assert not await store.delete_conversation(cid)
 
-    def test_heartbeat_touches_only_running_runs(self, repo: RunRepository) -> None:
+    # --- starting ------------------------------------------------------------------------
+
+    async def test_starting_a_run_marks_it_running_and_bumps_updated_at(self, store: RunStore) -> None:
         cid = new_id()
-        repo.create_conversation(cid, "t", at(0))
-        owner = RunOwner("host", 42, 1.0)
-        run = run_on(cid, at(1), owner)
-        repo.start_run(run, at(1))
-        repo.heartbeat([run.id], at(7))
-        stored = repo.get_run(run.id)
-        assert stored is not None and stored.heartbeat_at == at(7) and stored.owner == owner
-        repo.finish_run(run.id, RunStatus.COMPLETED, 0, None, at(8))
-        repo.heartbeat([run.id], at(9))
-        stored = repo.get_run(run.id)
-        assert stored is not None and stored.heartbeat_at == at(7)
+        await store.create_conversation(cid, "t", at(0))
+        run = Run(
+            new_id(), cid, RunStatus.RUNNING, at(5), owner=OWNER, base_count=3, trigger=RunTrigger.ADOPT
+        )
+        await store.start_run(run, at(5))
+        conv = await store.get_conversation(cid)
+        assert conv is not None and conv.status is RunStatus.RUNNING and conv.updated_at == at(5)
+        stored = await store.get_run(run.id)
+        assert stored is not None and stored.status is RunStatus.RUNNING and stored.heartbeat_at is not None
+        assert (stored.owner, stored.base_count, stored.trigger, stored.started_at) == (
+            OWNER,
+            3,
+            RunTrigger.ADOPT,
+            at(5),
+        )
+        assert not stored.lease_expired and stored.finished_at is None
+
+    async def test_a_run_without_owner_reads_back_without_one(self, store: RunStore) -> None:
+        cid = new_id()
+        await store.create_conversation(cid, "t", at(0))
+        run = run_on(cid, at(1))
+        await store.start_run(run, at(1))
+        stored = await store.get_run(run.id)
+        assert stored is not None and stored.owner is None and stored.trigger is RunTrigger.USER
+
+    async def test_a_second_running_run_on_one_conversation_is_refused(self, store: RunStore) -> None:
+        cid = new_id()
+        await store.create_conversation(cid, "t", at(0))
+        first = run_on(cid, at(1))
+        await store.start_run(first, at(1))
+        with pytest.raises(SessionInProgress):
+            await store.start_run(run_on(cid, at(2)), at(2))
+        assert [r.id for r in await store.running_runs()] == [first.id]
+
+    async def test_a_run_on_an_unknown_conversation_is_refused(self, store: RunStore) -> None:
+        with pytest.raises(ConversationNotFound):
+            await store.start_run(run_on(new_id(), at(1)), at(1))
+
+    async def test_other_conversations_may_run_at_the_same_time(self, store: RunStore) -> None:
+        a, b = new_id(), new_id()
+        await store.create_conversation(a, "a", at(0))
+        await store.create_conversation(b, "b", at(0))
+        first, second = run_on(a, at(1)), run_on(b, at(2))
+        await store.start_run(second, at(2))
+        await store.start_run(first, at(1))
+        assert [r.id for r in await store.running_runs()] == [first.id, second.id]  # oldest first
+
+    # --- finishing -----------------------------------------------------------------------
+
+    async def test_finishing_records_outcome_and_count_together(self, store: RunStore) -> None:
+        cid = new_id()
+        await store.create_conversation(cid, "t", at(0))
+        run = run_on(cid, at(1))
+        await store.start_run(run, at(1))
+        error = RunError("RECURSION_LIMIT", "too deep")
+        assert await store.finish_run(run.id, done(RunStatus.FAILED, at(9), 3, error))
+        conv = await store.get_conversation(cid)
+        assert conv is not None
+        assert (conv.status, conv.message_count, conv.updated_at, conv.error) == (
+            RunStatus.FAILED,
+            3,
+            at(9),
+            error,
+        )
+        stored = await store.get_run(run.id)
+        assert stored is not None and stored.finished_at == at(9) and stored.error == error
+        assert await store.running_runs() == []
+
+    async def test_a_finished_run_cannot_be_finished_again(self, store: RunStore) -> None:
+        cid = new_id()
+        await store.create_conversation(cid, "t", at(0))
+        run = run_on(cid, at(1))
+        await store.start_run(run, at(1))
+        assert await store.finish_run(run.id, done(RunStatus.COMPLETED, at(2), 2))
+        assert not await store.finish_run(run.id, done(RunStatus.INTERRUPTED, at(3), 0))
+        assert not await store.finish_run(new_id(), done(RunStatus.INTERRUPTED, at(3), 0))
+        conv = await store.get_conversation(cid)
+        assert conv is not None and conv.status is RunStatus.COMPLETED and conv.message_count == 2
+
+    async def test_finishing_without_a_count_keeps_the_old_count(self, store: RunStore) -> None:
+        cid = new_id()
+        await store.create_conversation(cid, "t", at(0))
+        first, second = run_on(cid, at(1)), run_on(cid, at(3))
+        await store.start_run(first, at(1))
+        await store.finish_run(first.id, done(RunStatus.COMPLETED, at(2), 4))
+        await store.start_run(second, at(3))
+        await store.finish_run(second.id, done(RunStatus.FAILED, at(4), None, RunError("AGENT_FAILURE", "x")))
+        conv = await store.get_conversation(cid)
+        assert conv is not None and conv.message_count == 4 and conv.updated_at == at(4)
+
+    async def test_only_the_owner_may_finish_its_run(self, store: RunStore, clock: StoreClock) -> None:
+        run = await a_running_run(store, clock)
+        assert not await store.finish_run(run.id, done(RunStatus.COMPLETED, at(2)), owner=other_owner())
+        assert (await store.get_run(run.id)).status is RunStatus.RUNNING  # type: ignore[union-attr]
+        assert await store.finish_run(run.id, done(RunStatus.COMPLETED, at(2)), owner=OWNER)
+
+    async def test_a_reclaim_fails_when_the_owner_renewed_after_it_was_read(
+        self, store: RunStore, clock: StoreClock
+    ) -> None:
+        run = await a_running_run(store, clock)
+        seen = await store.get_run(run.id)
+        assert seen is not None and seen.heartbeat_at is not None
+        await clock.advance(0.01)
+        assert await store.renew(OWNER, [run.id]) == {run.id}
+        reclaim = done(RunStatus.INTERRUPTED, at(3), error=RunError("RUN_LOST", "owner gone"))
+        assert not await store.finish_run(run.id, reclaim, heartbeat=seen.heartbeat_at)
+        fresh = await store.get_run(run.id)
+        assert (
+            fresh is not None
+            and fresh.status is RunStatus.RUNNING
+            and fresh.heartbeat_at != seen.heartbeat_at
+        )
+        assert await store.finish_run(run.id, reclaim, heartbeat=fresh.heartbeat_at)
+        assert (await store.get_run(run.id)).status is RunStatus.INTERRUPTED  # type: ignore[union-attr]
+
+    async def test_the_terminal_event_is_written_with_the_outcome(
+        self, store: RunStore, clock: StoreClock
+    ) -> None:
+        run = await a_running_run(store, clock)
+        end = StreamEvent("end", {"status": "completed"})
+        assert await store.finish_run(run.id, RunFinish(RunStatus.COMPLETED, at(2), event=end))
+        assert await store.read(run.id, 0) == ((1, end),)
+
+    async def test_the_terminal_event_id_is_the_given_one_or_the_next(
+        self, store: RunStore, clock: StoreClock
+    ) -> None:
+        cases = [(None, 4), (10, 10), (3, 4), (2, 4)]  # (event_id, stored id) after events 1..3
+        for event_id, expected in cases:
+            run = await a_running_run(store, clock)
+            await store.append({run.id: [(i, StreamEvent("token", str(i))) for i in (1, 2, 3)]})
+            end = StreamEvent("chat-error", {"code": "AGENT_FAILURE", "message": "x"})
+            assert await store.finish_run(
+                run.id, RunFinish(RunStatus.FAILED, at(2), event=end, event_id=event_id)
+            )
+            events = await store.read(run.id, 0)
+            assert [seq for seq, _ in events] == [1, 2, 3, expected] and events[-1][1] == end
+
+    async def test_a_refused_finish_writes_no_event(self, store: RunStore, clock: StoreClock) -> None:
+        run = await a_running_run(store, clock)
+        end = StreamEvent("end", {})
+        assert not await store.finish_run(
+            run.id, RunFinish(RunStatus.COMPLETED, at(2), event=end), owner=other_owner()
+        )
+        assert await store.read(run.id, 0) == ()
+
+    async def test_give_up_turns_only_an_interrupted_run_into_failed(
+        self, store: RunStore, clock: StoreClock
+    ) -> None:
+        error = RunError("ADOPTION_FAILED", "gave up after 3 attempts")
+        run = await a_running_run(store, clock)
+        assert not await store.give_up(run.id, error, at(2))
+        await store.finish_run(run.id, done(RunStatus.INTERRUPTED, at(2), error=RunError("RUN_LOST", "x")))
+        assert await store.give_up(run.id, error, at(3))
+        stored = await store.get_run(run.id)
+        assert stored is not None and stored.status is RunStatus.FAILED and stored.error == error
+        assert not await store.give_up(run.id, error, at(4))
+        completed = await a_running_run(store, clock)
+        await store.finish_run(completed.id, done(RunStatus.COMPLETED, at(2)))
+        assert not await store.give_up(completed.id, error, at(3))
+        assert not await store.give_up(new_id(), error, at(3))
+
+    # --- reading runs --------------------------------------------------------------------
+
+    async def test_the_latest_run_is_the_last_started(self, store: RunStore) -> None:
+        cid = new_id()
+        await store.create_conversation(cid, "t", at(0))
+        first, second = run_on(cid, at(1)), run_on(cid, at(2))
+        await store.start_run(first, at(1))
+        await store.finish_run(
+            first.id, done(RunStatus.FAILED, at(1.5), 1, RunError("AGENT_FAILURE", "boom"))
+        )
+        await store.start_run(second, at(2))
+        await store.finish_run(second.id, done(RunStatus.COMPLETED, at(3), 2))
+        latest = await store.latest_run(cid)
+        assert latest is not None and latest.id == second.id
+        conv = await store.get_conversation(cid)
+        assert conv is not None and conv.status is RunStatus.COMPLETED and conv.error is None
+
+    async def test_ties_on_start_time_go_to_the_later_insert(self, store: RunStore) -> None:
+        cid = new_id()
+        await store.create_conversation(cid, "t", at(0))
+        first, second = run_on(cid, at(1)), run_on(cid, at(1))
+        await store.start_run(first, at(1))
+        await store.finish_run(first.id, done(RunStatus.COMPLETED, at(1), 1))
+        await store.start_run(second, at(1))
+        latest = await store.latest_run(cid)
+        assert latest is not None and latest.id == second.id
+        assert [r.id for r in await store.recent_runs(cid, 5)] == [second.id, first.id]
+
+    async def test_recent_runs_are_newest_first_and_limited(self, store: RunStore) -> None:
+        cid = new_id()
+        await store.create_conversation(cid, "t", at(0))
+        runs = [run_on(cid, at(i)) for i in range(1, 5)]
+        for i, run in enumerate(runs, start=1):
+            await store.start_run(run, at(i))
+            await store.finish_run(run.id, done(RunStatus.COMPLETED, at(i + 0.5)))
+        assert [r.id for r in await store.recent_runs(cid, 3)] == [runs[3].id, runs[2].id, runs[1].id]
+
+    async def test_interrupted_conversations_lists_only_latest_runs_that_are_interrupted(
+        self, store: RunStore, clock: StoreClock
+    ) -> None:
+        lost = RunError("RUN_LOST", "owner died")
+
+        async def runs_of(statuses: list[RunStatus]) -> list[str]:
+            cid = await a_conversation(store, clock)
+            ids = []
+            for i, status in enumerate(statuses):
+                run = run_on(cid, at(i))
+                await store.start_run(run, at(i))
+                await store.finish_run(run.id, done(status, at(i + 0.5), error=lost))
+                ids.append(run.id)
+            return ids
+
+        resumed = await runs_of([RunStatus.INTERRUPTED, RunStatus.COMPLETED])
+        pending = await runs_of([RunStatus.COMPLETED, RunStatus.INTERRUPTED])
+        alone = await runs_of([RunStatus.INTERRUPTED])
+        found = [r.id for r in await store.interrupted_conversations()]
+        assert sorted(found) == sorted([pending[-1], alone[0]]) and resumed[0] not in found
+
+    # --- leases --------------------------------------------------------------------------
+
+    async def test_renew_returns_only_the_owners_running_runs(
+        self, store: RunStore, clock: StoreClock
+    ) -> None:
+        mine = await a_running_run(store, clock)
+        finished = await a_running_run(store, clock)
+        await store.finish_run(finished.id, done(RunStatus.COMPLETED, at(2)))
+        theirs = await a_running_run(store, clock, owner=other_owner())
+        await clock.advance(0.01)
+        renewed = await store.renew(OWNER, [mine.id, finished.id, theirs.id, new_id()])
+        assert renewed == {mine.id}
+        after = {r.id: r.heartbeat_at for r in await store.running_runs()}
+        renewed_at, before = after[mine.id], mine.heartbeat_at
+        assert renewed_at is not None and before is not None and renewed_at > before
+        assert after[theirs.id] == theirs.heartbeat_at
+        assert await store.renew(OWNER, []) == set()
+
+    async def test_a_lease_expires_by_the_store_clock_and_renewal_refreshes_it(
+        self, store: RunStore, clock: StoreClock
+    ) -> None:
+        run = await a_running_run(store, clock)
+        cid = run.conversation_id
+        assert not (await store.latest_run(cid, lease_seconds=30)).lease_expired  # type: ignore[union-attr]
+        await clock.advance(0.3)
+        assert (await store.latest_run(cid, lease_seconds=0.1)).lease_expired  # type: ignore[union-attr]
+        assert [r.lease_expired for r in await store.running_runs(lease_seconds=0.1)] == [True]
+        assert not (await store.latest_run(cid)).lease_expired  # type: ignore[union-attr]  # no lease given
+        await store.renew(OWNER, [run.id])
+        assert not (await store.latest_run(cid, lease_seconds=30)).lease_expired  # type: ignore[union-attr]
+
+    async def test_a_finished_run_never_has_an_expired_lease(
+        self, store: RunStore, clock: StoreClock
+    ) -> None:
+        run = await a_running_run(store, clock)
+        await store.finish_run(run.id, done(RunStatus.COMPLETED, at(2)))
+        await clock.advance(0.2)
+        assert not (await store.latest_run(run.conversation_id, lease_seconds=0.05)).lease_expired  # type: ignore[union-attr]
 
 
-class TestInMemoryRunRepository(RunRepositoryContract):
-    @pytest.fixture
-    def repo(self) -> Iterator[RunRepository]:
-        yield InMemoryRunRepository()
+class TestInMemoryRunRepository(InMemoryStores, RunRepositoryContract):
+    pass
 
 
-class TestSqliteRunRepository(RunRepositoryContract):
-    @pytest.fixture
-    def repo(self, tmp_path: Path) -> Iterator[RunRepository]:
-        repo = SqliteRunRepository(str(tmp_path / "db" / "sophos.db"))
-        yield repo
-        repo.close()
+class TestSqliteRunRepository(SqliteStores, RunRepositoryContract):
+    pass

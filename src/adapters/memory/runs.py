@@ -1,31 +1,60 @@
-"""RunRepository in memory: the same contract as SQLite, for unit tests and `:memory:` use."""
+"""The run store in memory: the same contract as SQLite (RunRepository, RunEventLog,
+RunSignals, ToolJournal), for unit tests and `:memory:` use.
+
+Lease times come from `clock` (the "store's clock"), which tests may drive by hand."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import threading
-from collections.abc import Iterable, Sequence
-from dataclasses import replace
-from datetime import datetime
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 
-from domain.errors import SessionInProgress
-from domain.model import Conversation, Run, RunError, RunStatus, iso
+from domain.errors import ConversationNotFound, RunLost, SessionInProgress
+from domain.events import StreamEvent
+from domain.model import Conversation, Run, RunError, RunOwner, RunStatus, iso, utc_now
+from ports.events import EventBatch, RunEventLog
 from ports.journal import JournalEntry, ToolJournal
-from ports.runs import RunRepository
+from ports.runs import RunFinish, RunRepository
+from ports.signals import RunSignals
 
 
 def _ms(ts: datetime) -> datetime:
-    # Stored times have millisecond precision, as in SQLite; keep the fakes faithful.
+    # Stored times have millisecond precision, as in SQLite; keep the fake faithful.
     return ts.replace(microsecond=ts.microsecond // 1000 * 1000)
 
 
-class InMemoryRunRepository(RunRepository, ToolJournal):
-    def __init__(self) -> None:
-        self._journal: dict[str, tuple[str, JournalEntry]] = {}  # key -> (conversation, entry)
+@dataclass
+class _Waiter:
+    loop: asyncio.AbstractEventLoop
+    woken: asyncio.Event
+
+
+class InMemoryRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
+    """Plain dicts behind one lock (never held across an await). Event data goes through
+    JSON, as in SQLite, so what is not JSON-encodable fails here too."""
+
+    def __init__(self, clock: Callable[[], datetime] = utc_now) -> None:
+        self.clock = clock
+        self._lock = threading.Lock()
         self._conversations: dict[str, Conversation] = {}
         self._runs: dict[str, Run] = {}  # insertion order is the tie-breaker
-        self._lock = threading.Lock()
+        self._cancels: set[str] = set()
+        self._events: dict[str, dict[int, tuple[str, str]]] = {}  # run -> seq -> (event, json)
+        self._journal: dict[str, tuple[str, JournalEntry]] = {}  # key -> (conversation, entry)
+        self._waiters: dict[str, list[_Waiter]] = {}
 
-    def create_conversation(self, conversation_id: str, title: str, now: datetime) -> Conversation:
+    def close(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
+    # --- conversations -------------------------------------------------------------------
+
+    async def create_conversation(self, conversation_id: str, title: str, now: datetime) -> Conversation:
         with self._lock:
             if conversation_id in self._conversations:
                 raise ValueError(f"conversation {conversation_id} exists")
@@ -46,15 +75,14 @@ class InMemoryRunRepository(RunRepository, ToolJournal):
         run = self._latest(conv.id)
         if run is None:
             return replace(conv, status=None, error=None)
-        error = RunError(run.error_code, run.error_message or "") if run.error_code else None
-        return replace(conv, status=run.status, error=error)
+        return replace(conv, status=run.status, error=run.error)
 
-    def get_conversation(self, conversation_id: str) -> Conversation | None:
+    async def get_conversation(self, conversation_id: str) -> Conversation | None:
         with self._lock:
             conv = self._conversations.get(conversation_id)
             return self._summary(conv) if conv else None
 
-    def list_conversations(
+    async def list_conversations(
         self, limit: int | None = None, before: tuple[datetime, str] | None = None
     ) -> Sequence[Conversation]:
         with self._lock:
@@ -68,7 +96,7 @@ class InMemoryRunRepository(RunRepository, ToolJournal):
                 items = items[:limit]
             return [self._summary(c) for c in items]
 
-    def rename_conversation(self, conversation_id: str, title: str, now: datetime) -> bool:
+    async def rename_conversation(self, conversation_id: str, title: str, now: datetime) -> bool:
         with self._lock:
             conv = self._conversations.get(conversation_id)
             if conv is None:
@@ -76,7 +104,7 @@ class InMemoryRunRepository(RunRepository, ToolJournal):
             self._conversations[conversation_id] = replace(conv, title=title, updated_at=_ms(now))
             return True
 
-    def delete_conversation(self, conversation_id: str) -> bool:
+    async def delete_conversation(self, conversation_id: str) -> bool:
         with self._lock:
             if conversation_id not in self._conversations:
                 return False
@@ -85,75 +113,243 @@ class InMemoryRunRepository(RunRepository, ToolJournal):
                 raise SessionInProgress()
             for run in runs:
                 del self._runs[run.id]
+                self._events.pop(run.id, None)
+                self._cancels.discard(run.id)
             for key in [k for k, (cid, _) in self._journal.items() if cid == conversation_id]:
                 del self._journal[key]
             del self._conversations[conversation_id]
             return True
 
-    def start_run(self, run: Run, now: datetime) -> None:
+    # --- runs ----------------------------------------------------------------------------
+
+    def _expired(self, run: Run, lease_seconds: float) -> Run:
+        expired = (
+            lease_seconds > 0
+            and run.status is RunStatus.RUNNING
+            and (
+                run.heartbeat_at is None
+                or run.heartbeat_at < _ms(self.clock()) - timedelta(seconds=lease_seconds)
+            )
+        )
+        return replace(run, lease_expired=expired)
+
+    async def start_run(self, run: Run, now: datetime) -> None:
         with self._lock:
-            conv = self._conversations.get(run.conversation_id)
-            if conv is None:
-                raise KeyError(run.conversation_id)
             if any(
                 r.conversation_id == run.conversation_id and r.status is RunStatus.RUNNING
                 for r in self._runs.values()
             ):
                 raise SessionInProgress()
+            conv = self._conversations.get(run.conversation_id)
+            if conv is None:
+                raise ConversationNotFound()
             self._runs[run.id] = replace(
-                run, status=RunStatus.RUNNING, started_at=_ms(run.started_at), heartbeat_at=_ms(now)
+                run,
+                status=RunStatus.RUNNING,
+                started_at=_ms(run.started_at),
+                finished_at=None,
+                error_code=None,
+                error_message=None,
+                heartbeat_at=_ms(self.clock()),
+                lease_expired=False,
             )
             self._conversations[conv.id] = replace(conv, updated_at=_ms(now))
 
-    def finish_run(
+    async def finish_run(
         self,
         run_id: str,
-        status: RunStatus,
-        message_count: int | None,
-        error: RunError | None,
-        now: datetime,
+        finish: RunFinish,
+        owner: RunOwner | None = None,
+        heartbeat: datetime | None = None,
     ) -> bool:
+        if not finish.status.finished:
+            raise ValueError("finish_run needs a terminal status")
+        data = json.dumps(finish.event.data) if finish.event else ""
         with self._lock:
             run = self._runs.get(run_id)
             if run is None or run.status is not RunStatus.RUNNING:
                 return False
+            if owner is not None and (run.owner is None or run.owner.instance != owner.instance):
+                return False
+            if heartbeat is not None and (
+                run.heartbeat_at is None or iso(run.heartbeat_at) != iso(heartbeat)
+            ):
+                return False
+            error = finish.error
             self._runs[run_id] = replace(
                 run,
-                status=status,
-                finished_at=_ms(now),
+                status=finish.status,
+                finished_at=_ms(finish.now),
                 error_code=error.code if error else None,
                 error_message=error.message if error else None,
             )
             conv = self._conversations[run.conversation_id]
-            count = conv.message_count if message_count is None else message_count
-            self._conversations[conv.id] = replace(conv, updated_at=_ms(now), message_count=count)
+            count = conv.message_count if finish.message_count is None else finish.message_count
+            self._conversations[conv.id] = replace(conv, updated_at=_ms(finish.now), message_count=count)
+            if finish.event is not None:
+                events = self._events.setdefault(run_id, {})
+                seq = max(finish.event_id or 0, max(events, default=0) + 1)
+                events[seq] = (finish.event.event, data)
+                self._wake(run_id)
             return True
 
-    def get_run(self, run_id: str) -> Run | None:
+    async def give_up(self, run_id: str, error: RunError, now: datetime) -> bool:
         with self._lock:
-            return self._runs.get(run_id)
+            run = self._runs.get(run_id)
+            if run is None or run.status is not RunStatus.INTERRUPTED:
+                return False
+            self._runs[run_id] = replace(
+                run,
+                status=RunStatus.FAILED,
+                error_code=error.code,
+                error_message=error.message,
+                finished_at=_ms(now),
+            )
+            return True
 
-    def latest_run(self, conversation_id: str) -> Run | None:
+    async def get_run(self, run_id: str) -> Run | None:
         with self._lock:
-            return self._latest(conversation_id)
+            run = self._runs.get(run_id)
+            return self._expired(run, 0) if run else None
 
-    def running_runs(self) -> Sequence[Run]:
+    async def latest_run(self, conversation_id: str, lease_seconds: float = 0.0) -> Run | None:
         with self._lock:
-            return [r for r in self._runs.values() if r.status is RunStatus.RUNNING]
+            run = self._latest(conversation_id)
+            return self._expired(run, lease_seconds) if run else None
 
-    def heartbeat(self, run_ids: Sequence[str], now: datetime) -> None:
+    async def recent_runs(self, conversation_id: str, limit: int) -> Sequence[Run]:
         with self._lock:
+            runs = [r for r in self._runs.values() if r.conversation_id == conversation_id]
+        # newest first; among equal start times the later insert first, as in SQLite
+        runs = sorted(reversed(runs), key=lambda r: r.started_at, reverse=True)
+        return [self._expired(r, 0) for r in runs[:limit]]
+
+    async def running_runs(self, lease_seconds: float = 0.0) -> Sequence[Run]:
+        with self._lock:
+            running = [r for r in self._runs.values() if r.status is RunStatus.RUNNING]
+            return [self._expired(r, lease_seconds) for r in sorted(running, key=lambda r: r.started_at)]
+
+    async def interrupted_conversations(self) -> Sequence[Run]:
+        with self._lock:
+            latest = [self._latest(cid) for cid in self._conversations]
+            found = [r for r in latest if r is not None and r.status is RunStatus.INTERRUPTED]
+            return [self._expired(r, 0) for r in sorted(found, key=lambda r: r.started_at)]
+
+    async def renew(self, owner: RunOwner, run_ids: Sequence[str]) -> set[str]:
+        renewed: set[str] = set()
+        with self._lock:
+            now = _ms(self.clock())
             for rid in run_ids:
                 run = self._runs.get(rid)
-                if run is not None and run.status is RunStatus.RUNNING:
-                    self._runs[rid] = replace(run, heartbeat_at=_ms(now))
+                if (
+                    run is not None
+                    and run.status is RunStatus.RUNNING
+                    and run.owner is not None
+                    and run.owner.instance == owner.instance
+                ):
+                    self._runs[rid] = replace(run, heartbeat_at=now)
+                    renewed.add(rid)
+        return renewed
 
-    def call_started(self, key: str, conversation_id: str, run_id: str | None, tool: str, unsafe: bool, now: datetime) -> None:
+    # --- RunEventLog ---------------------------------------------------------------------
+
+    async def append(self, batches: Mapping[str, EventBatch]) -> None:
+        encoded = {
+            rid: [(seq, e.event, json.dumps(e.data)) for seq, e in batch] for rid, batch in batches.items()
+        }
         with self._lock:
-            old = self._journal.get(key)
-            attempts = old[1].attempts + 1 if old else 1
-            self._journal[key] = (conversation_id, JournalEntry(key, tool, unsafe, attempts))
+            for rid, batch in encoded.items():
+                run = self._runs.get(rid)
+                if run is None or run.status is not RunStatus.RUNNING or not batch:
+                    continue
+                events = self._events.setdefault(rid, {})
+                for seq, name, data in batch:
+                    events.setdefault(seq, (name, data))
+                self._wake(rid)
 
-    def entries(self, keys: Iterable[str]) -> dict[str, JournalEntry]:
+    async def read(self, run_id: str, after: int) -> EventBatch:
+        with self._lock:
+            return self._read(run_id, after)
+
+    def _read(self, run_id: str, after: int) -> EventBatch:
+        events = self._events.get(run_id, {})
+        return tuple(
+            (seq, StreamEvent(name, json.loads(data)))
+            for seq, (name, data) in sorted(events.items())
+            if seq > after
+        )
+
+    async def wait(self, run_id: str, after: int, timeout: float) -> EventBatch:
+        waiter = _Waiter(asyncio.get_running_loop(), asyncio.Event())
+        with self._lock:
+            events = self._read(run_id, after)
+            if events or timeout <= 0:
+                return events
+            self._waiters.setdefault(run_id, []).append(waiter)
+        try:
+            await asyncio.wait_for(waiter.woken.wait(), timeout)
+        except TimeoutError:
+            pass
+        finally:
+            with self._lock:
+                waiting = self._waiters.get(run_id, [])
+                if waiter in waiting:
+                    waiting.remove(waiter)
+                if not waiting:
+                    self._waiters.pop(run_id, None)
+        return await self.read(run_id, after)
+
+    def _wake(self, run_id: str) -> None:
+        # called under the lock, possibly from another thread than a waiter's loop
+        for waiter in self._waiters.pop(run_id, []):
+            waiter.loop.call_soon_threadsafe(waiter.woken.set)
+
+    async def prune(self, retention_seconds: float) -> int:
+        with self._lock:
+            cutoff = _ms(self.clock()) - timedelta(seconds=retention_seconds)
+            deleted = 0
+            for rid in list(self._events):
+                run = self._runs.get(rid)
+                if run is not None and run.finished_at is not None and run.finished_at < cutoff:
+                    deleted += len(self._events.pop(rid))
+            return deleted
+
+    # --- RunSignals ----------------------------------------------------------------------
+
+    async def request_cancel(self, run_id: str) -> bool:
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is None or run.status is not RunStatus.RUNNING:
+                return False
+            self._cancels.add(run_id)
+            return True
+
+    async def cancel_requested(self, run_ids: Sequence[str]) -> set[str]:
+        with self._lock:
+            return {
+                rid
+                for rid in run_ids
+                if rid in self._cancels
+                and (run := self._runs.get(rid)) is not None
+                and run.status is RunStatus.RUNNING
+            }
+
+    # --- ToolJournal ---------------------------------------------------------------------
+
+    async def call_started(
+        self, key: str, conversation_id: str, run_id: str | None, tool: str, unsafe: bool, now: datetime
+    ) -> None:
+        with self._lock:
+            if run_id is not None:
+                run = self._runs.get(run_id)
+                if run is None or run.status is not RunStatus.RUNNING:
+                    raise RunLost()
+            old = self._journal.get(key)
+            if old is None:
+                self._journal[key] = (conversation_id, JournalEntry(key, tool, unsafe, 1))
+            else:  # as SQLite's ON CONFLICT: the first tool and flag stay, attempts count
+                self._journal[key] = (old[0], replace(old[1], attempts=old[1].attempts + 1))
+
+    async def entries(self, keys: Iterable[str]) -> dict[str, JournalEntry]:
         with self._lock:
             return {k: self._journal[k][1] for k in keys if k in self._journal}

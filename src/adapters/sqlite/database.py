@@ -1,16 +1,26 @@
-"""Opening the one SQLite file: pragmas and numbered migrations (PRAGMA user_version)."""
+"""Opening the one SQLite file: pragmas, numbered migrations (PRAGMA user_version), and
+the translation of sqlite3 errors into StorageFailure."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
+from typing import Concatenate, ParamSpec, TypeVar
+
+from domain.errors import StorageFailure
 
 log = logging.getLogger(__name__)
 
-BUSY_TIMEOUT_MS = 5000
+P = ParamSpec("P")
+T = TypeVar("T")
+
+BUSY_TIMEOUT_MS = 5000  # the default; servers choose theirs (SqliteRunStore(busy_timeout=…))
 
 # Migration v1 is the reference schema, to the letter (seed-contract 3.2).
 MIGRATION_1 = """
@@ -74,15 +84,50 @@ CREATE TABLE tool_calls (
 CREATE INDEX tool_calls_by_conversation ON tool_calls (conversation_id);
 """
 
-MIGRATIONS: tuple[str, ...] = (MIGRATION_1, MIGRATION_2, MIGRATION_3)
+# v4: runs owned through the store. The fencing identity and pid namespace of the owner,
+# what a run started from (base_count, trigger), cancel requests from any process, and the
+# runs' stream events so any process can follow any run (pruned after the run ends).
+MIGRATION_4 = """
+ALTER TABLE runs ADD COLUMN owner_instance TEXT;
+ALTER TABLE runs ADD COLUMN owner_ns INTEGER;
+ALTER TABLE runs ADD COLUMN base_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN "trigger" TEXT NOT NULL DEFAULT 'user';
+ALTER TABLE runs ADD COLUMN cancel_requested_at TEXT;
+CREATE TABLE run_events (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    event TEXT NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+"""
+
+MIGRATIONS: tuple[str, ...] = (MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4)
+
+BUSY_MESSAGE = "The database is busy: another process holds the write lock; try again"
+WRITE_MESSAGE = "The database could not be written (disk full, read-only or I/O error)"
+_BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
-def connect(path: str) -> sqlite3.Connection:
-    """Open a connection with the pragmas every connection to the file needs."""
-    if path != ":memory:":
+def storage_failure(e: sqlite3.Error) -> StorageFailure:
+    """Our own public message for a sqlite3 error (the raw text is logged, not shown);
+    the caller raises it `from e`."""
+    code = getattr(e, "sqlite_errorcode", None)
+    busy = (code is not None and code & 0xFF in _BUSY_CODES) or "locked" in str(e) or "busy" in str(e)
+    log.warning("storage error: %s (%s)", e, getattr(e, "sqlite_errorname", type(e).__name__))
+    return StorageFailure(BUSY_MESSAGE if busy else WRITE_MESSAGE)
+
+
+def connect(path: str, busy_timeout: float = BUSY_TIMEOUT_MS / 1000) -> sqlite3.Connection:
+    """Open a connection with the pragmas every connection to the file needs.
+
+    `path` may be a `file:` URI (e.g. `file:/x/sophos.db?mode=ro`); `busy_timeout` is how
+    long, in seconds, a write waits for another connection's write lock."""
+    uri = path.startswith("file:")
+    if path != ":memory:" and not uri:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=busy_timeout, uri=uri)
+    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA foreign_keys = ON")
     return conn
@@ -104,8 +149,12 @@ def migrate(conn: sqlite3.Connection) -> int:
     """Apply the pending migrations, each in one transaction; return the new version.
 
     Two processes opening a new file at once are serialised by BEGIN IMMEDIATE, and the
-    version is re-read inside the transaction so no migration runs twice.
+    version is re-read inside the transaction so no migration runs twice. An up-to-date
+    file is not written at all (so it opens read-only too).
     """
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    if version >= len(MIGRATIONS):
+        return int(version)
     for target in range(1, len(MIGRATIONS) + 1):
         with transaction(conn):
             (version,) = conn.execute("PRAGMA user_version").fetchone()
@@ -122,3 +171,56 @@ def migrate(conn: sqlite3.Connection) -> int:
 def _statements(script: str) -> list[str]:
     # executescript() would commit the open transaction first; run statements one by one.
     return [s.strip() for s in script.split(";") if s.strip()]
+
+
+class Worker:
+    """One connection and the one thread that uses it.
+
+    Every call runs on that thread, never on the event loop, in submission order, so the
+    calls on one connection are serialised without a lock and never occupy the loop's
+    default executor. sqlite3 errors leave as StorageFailure (raw text logged)."""
+
+    def __init__(self, name: str, open_connection: Callable[[], sqlite3.Connection]) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"sophos-sqlite-{name}")
+        self._closed = False
+        try:
+            self._conn = self._pool.submit(_guarded, open_connection).result()
+        except BaseException:
+            self._pool.shutdown(wait=False)
+            raise
+
+    def call(
+        self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run `fn(connection, …)` on the worker's thread and wait for it (blocking: for
+        opening and closing, outside the event loop)."""
+        return self._pool.submit(_guarded, partial(fn, self._conn, *args, **kwargs)).result()
+
+    async def run(
+        self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run `fn(connection, …)` on the worker's thread; the loop goes on meanwhile.
+
+        A cancelled caller does not stop a call already started: it completes (or rolls
+        back) on its thread, as a write sent to a network database would."""
+        loop = asyncio.get_running_loop()
+        try:
+            pending = loop.run_in_executor(self._pool, _guarded, partial(fn, self._conn, *args, **kwargs))
+        except RuntimeError as e:  # the pool is shut down: the store was closed
+            raise StorageFailure("The database is closed") from e
+        return await pending
+
+    def close(self) -> None:
+        """Finish the calls already submitted, then close the connection and the thread."""
+        if self._closed:
+            return
+        self._closed = True
+        self._pool.submit(self._conn.close)
+        self._pool.shutdown(wait=True)
+
+
+def _guarded(fn: Callable[[], T]) -> T:
+    try:
+        return fn()
+    except sqlite3.Error as e:
+        raise storage_failure(e) from e

@@ -1,0 +1,78 @@
+"""The SQL the run store shares, and rows turned into domain values."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from domain.model import Conversation, Run, RunError, RunOwner, RunStatus, RunTrigger
+
+# The store's clock, in the format of domain.model.iso, so text order is time order and
+# the stored text parses back to the same instant (a heartbeat is compared as text).
+NOW = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
+AGO = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now', printf('-%f seconds', ?))"
+
+SUMMARY = """
+SELECT c.id, c.title, c.created_at, c.updated_at, c.message_count,
+       r.status, r.error_code, r.error_message
+FROM conversations c
+LEFT JOIN runs r ON r.rowid = (
+    SELECT rowid FROM runs WHERE conversation_id = c.id
+    ORDER BY started_at DESC, rowid DESC LIMIT 1)
+"""
+
+# The last column is lease_expired; its two parameters are the lease in seconds.
+RUNS = f"""
+SELECT id, conversation_id, status, started_at, finished_at, error_code, error_message,
+       owner_host, owner_pid, owner_started, owner_instance, owner_ns, heartbeat_at,
+       base_count, "trigger",
+       (? > 0 AND status = 'running' AND coalesce(heartbeat_at, '') < {AGO})
+FROM runs
+"""
+
+
+def ts(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+def conversation_from_row(row: tuple[Any, ...]) -> Conversation:
+    cid, title, created, updated, count, status, code, message = row
+    return Conversation(
+        id=cid,
+        title=title,
+        created_at=datetime.fromisoformat(created),
+        updated_at=datetime.fromisoformat(updated),
+        message_count=count,
+        status=RunStatus(status) if status else None,
+        error=RunError(code, message or "") if code else None,
+    )
+
+
+def run_from_row(row: tuple[Any, ...]) -> Run:
+    rid, cid, status, started, finished, code, message = row[:7]
+    host, pid, pstart, instance, ns, beat, base_count, trigger, expired = row[7:]
+    owner = RunOwner(host, pid, pstart, instance or "", ns or 0) if host is not None else None
+    return Run(
+        id=rid,
+        conversation_id=cid,
+        status=RunStatus(status),
+        started_at=datetime.fromisoformat(started),
+        finished_at=ts(finished),
+        error_code=code,
+        error_message=message,
+        owner=owner,
+        heartbeat_at=ts(beat),
+        base_count=base_count,
+        trigger=RunTrigger(trigger),
+        lease_expired=bool(expired),
+    )
+
+
+def marks(values: Sequence[object]) -> str:
+    return ",".join("?" * len(values))
+
+
+def fetchall(c: sqlite3.Connection, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+    return c.execute(sql, args).fetchall()

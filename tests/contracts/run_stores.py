@@ -1,0 +1,103 @@
+"""The run stores under contract, and the helpers their suites share.
+
+Each backend is a mixin with two fixtures: `store`, an empty store, and `clock`, the
+store's clock as a test drives it (a hand-driven clock in memory; real time, slept
+through, on SQLite, whose clock is the database's)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Protocol
+
+import pytest
+
+from adapters.memory.runs import InMemoryRunStore
+from adapters.sqlite.runs import SqliteRunStore
+from domain.model import Run, RunOwner, RunStatus, new_id, utc_now
+from ports.events import RunEventLog
+from ports.journal import ToolJournal
+from ports.runs import RunRepository
+from ports.signals import RunSignals
+
+
+class RunStore(RunRepository, RunEventLog, RunSignals, ToolJournal, Protocol):
+    """What both adapters implement: the four ports in one object."""
+
+
+class StoreClock(Protocol):
+    def now(self) -> datetime: ...
+
+    async def advance(self, seconds: float) -> None: ...
+
+
+class ManualClock:
+    def __init__(self) -> None:
+        self.time = utc_now()
+
+    def __call__(self) -> datetime:
+        return self.time
+
+    def now(self) -> datetime:
+        return self.time
+
+    async def advance(self, seconds: float) -> None:
+        self.time += timedelta(seconds=seconds)
+
+
+class RealClock:
+    def now(self) -> datetime:
+        return utc_now()
+
+    async def advance(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+class InMemoryStores:
+    @pytest.fixture
+    def clock(self) -> ManualClock:
+        return ManualClock()
+
+    @pytest.fixture
+    async def store(self, clock: ManualClock) -> AsyncIterator[RunStore]:
+        store = InMemoryRunStore(clock)
+        yield store
+        await store.aclose()
+
+
+class SqliteStores:
+    @pytest.fixture
+    def clock(self) -> RealClock:
+        return RealClock()
+
+    @pytest.fixture
+    async def store(self, tmp_path: Path) -> AsyncIterator[RunStore]:
+        store = await SqliteRunStore.open(str(tmp_path / "db" / "sophos.db"), poll_interval=0.01)
+        yield store
+        await store.aclose()
+
+
+OWNER = RunOwner("host-a", 100, 1.0, instance=new_id(), namespace=4026531836)
+
+
+def other_owner() -> RunOwner:
+    return RunOwner("host-b", 200, 2.0, instance=new_id(), namespace=7)
+
+
+async def a_conversation(store: RunStore, clock: StoreClock) -> str:
+    cid = new_id()
+    await store.create_conversation(cid, "t", clock.now())
+    return cid
+
+
+async def a_running_run(
+    store: RunStore, clock: StoreClock, cid: str | None = None, owner: RunOwner = OWNER
+) -> Run:
+    cid = cid or await a_conversation(store, clock)
+    run = Run(new_id(), cid, RunStatus.RUNNING, clock.now(), owner=owner)
+    await store.start_run(run, clock.now())
+    stored = await store.get_run(run.id)
+    assert stored is not None
+    return stored

@@ -1,0 +1,137 @@
+"""The RunEventLog contract, run against every adapter."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from domain.events import StreamEvent
+from domain.model import RunError, RunStatus, new_id
+from ports.runs import RunFinish
+from tests.contracts.run_stores import InMemoryStores, RunStore, SqliteStores, StoreClock, a_running_run
+
+
+def tokens(*seqs: int) -> list[tuple[int, StreamEvent]]:
+    return [(seq, StreamEvent("token", f"t{seq}")) for seq in seqs]
+
+
+class RunEventLogContract:
+    @pytest.fixture
+    def store(self) -> RunStore:
+        raise NotImplementedError
+
+    @pytest.fixture
+    def clock(self) -> StoreClock:
+        raise NotImplementedError
+
+    async def test_events_read_back_in_id_order_after_the_given_id(
+        self, store: RunStore, clock: StoreClock
+    ) -> None:
+        run = await a_running_run(store, clock)
+        trace = StreamEvent("trace", {"step": 1, "name": "agent", "node": "agent", "event": "enter"})
+        await store.append({run.id: [(2, StreamEvent("token", "b")), (1, trace)]})
+        await store.append({run.id: tokens(3)})
+        assert await store.read(run.id, 0) == (
+            (1, trace),
+            (2, StreamEvent("token", "b")),
+            (3, StreamEvent("token", "t3")),
+        )
+        assert [seq for seq, _ in await store.read(run.id, 2)] == [3]
+        assert await store.read(run.id, 3) == ()
+        assert await store.read(new_id(), 0) == ()
+
+    async def test_event_data_comes_back_as_json(self, store: RunStore, clock: StoreClock) -> None:
+        run = await a_running_run(store, clock)
+        data = {"name": "t", "arguments": {"n": [1, 2]}, "ok": True, "none": None, "text": "é ✓"}
+        await store.append({run.id: [(1, StreamEvent("trace", data))]})
+        assert await store.read(run.id, 0) == ((1, StreamEvent("trace", data)),)
+
+    async def test_an_id_already_stored_is_ignored(self, store: RunStore, clock: StoreClock) -> None:
+        run = await a_running_run(store, clock)
+        await store.append({run.id: tokens(1, 2)})
+        await store.append({run.id: [(2, StreamEvent("token", "again")), (3, StreamEvent("token", "t3"))]})
+        assert [e.data for _, e in await store.read(run.id, 0)] == ["t1", "t2", "t3"]
+
+    async def test_one_append_writes_several_runs(self, store: RunStore, clock: StoreClock) -> None:
+        a, b = await a_running_run(store, clock), await a_running_run(store, clock)
+        await store.append({a.id: tokens(1, 2), b.id: tokens(1)})
+        assert len(await store.read(a.id, 0)) == 2 and len(await store.read(b.id, 0)) == 1
+
+    async def test_events_of_a_run_that_is_not_running_are_dropped(
+        self, store: RunStore, clock: StoreClock
+    ) -> None:
+        live, lost = await a_running_run(store, clock), await a_running_run(store, clock)
+        await store.finish_run(
+            lost.id, RunFinish(RunStatus.INTERRUPTED, clock.now(), RunError("RUN_LOST", "x"))
+        )
+        unknown = new_id()
+        await store.append({live.id: tokens(1), lost.id: tokens(1, 2), unknown: tokens(1)})
+        assert len(await store.read(live.id, 0)) == 1
+        assert await store.read(lost.id, 0) == () and await store.read(unknown, 0) == ()
+
+    async def test_an_empty_append_is_a_no_op(self, store: RunStore, clock: StoreClock) -> None:
+        run = await a_running_run(store, clock)
+        await store.append({})
+        await store.append({run.id: []})
+        assert await store.read(run.id, 0) == ()
+
+    async def test_wait_returns_at_once_when_events_are_there(
+        self, store: RunStore, clock: StoreClock
+    ) -> None:
+        run = await a_running_run(store, clock)
+        await store.append({run.id: tokens(1, 2)})
+        started = time.monotonic()
+        assert [seq for seq, _ in await store.wait(run.id, 0, timeout=5)] == [1, 2]
+        assert time.monotonic() - started < 0.5
+
+    async def test_wait_wakes_up_on_a_new_event(self, store: RunStore, clock: StoreClock) -> None:
+        run = await a_running_run(store, clock)
+        await store.append({run.id: tokens(1)})
+        waiter = asyncio.create_task(store.wait(run.id, 1, timeout=5))
+        await asyncio.sleep(0.05)
+        assert not waiter.done()
+        started = time.monotonic()
+        await store.append({run.id: tokens(2, 3)})
+        events = await asyncio.wait_for(waiter, 2)
+        assert [seq for seq, _ in events] == [2, 3] and time.monotonic() - started < 0.5
+
+    async def test_wait_wakes_up_on_the_terminal_event(self, store: RunStore, clock: StoreClock) -> None:
+        run = await a_running_run(store, clock)
+        waiter = asyncio.create_task(store.wait(run.id, 0, timeout=5))
+        await asyncio.sleep(0.02)
+        end = StreamEvent("end", {"status": "cancelled"})
+        await store.finish_run(run.id, RunFinish(RunStatus.CANCELLED, clock.now(), event=end))
+        assert await asyncio.wait_for(waiter, 2) == ((1, end),)
+
+    async def test_wait_gives_up_after_the_timeout(self, store: RunStore, clock: StoreClock) -> None:
+        run = await a_running_run(store, clock)
+        started = time.monotonic()
+        while time.monotonic() - started < 0.2:  # it may return early with (): callers loop
+            assert await store.wait(run.id, 0, timeout=0.2) == ()
+        assert time.monotonic() - started < 1.0
+        assert await store.wait(run.id, 0, timeout=0) == ()
+
+    async def test_prune_deletes_the_events_of_runs_finished_longer_ago_than_the_retention(
+        self, store: RunStore, clock: StoreClock
+    ) -> None:
+        finished, running = await a_running_run(store, clock), await a_running_run(store, clock)
+        await store.append({finished.id: tokens(1, 2), running.id: tokens(1)})
+        end = StreamEvent("end", {"status": "completed"})
+        await store.finish_run(finished.id, RunFinish(RunStatus.COMPLETED, clock.now(), event=end))
+        await clock.advance(0.3)
+        assert await store.prune(3600) == 0
+        assert len(await store.read(finished.id, 0)) == 3
+        assert await store.prune(0.1) == 3
+        assert await store.read(finished.id, 0) == ()
+        assert len(await store.read(running.id, 0)) == 1  # a running run's events stay
+        assert await store.prune(0.1) == 0
+
+
+class TestInMemoryRunEventLog(InMemoryStores, RunEventLogContract):
+    pass
+
+
+class TestSqliteRunEventLog(SqliteStores, RunEventLogContract):
+    pass
