@@ -11,6 +11,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from adapters.langgraph.checkpointer import ThreadedSqliteSaver
+from adapters.sqlite.runs import SqliteRunStore
 from domain.errors import ModelUnreachable
 from tests.support.harness import Harness, make_harness, recording_tool
 
@@ -25,6 +26,15 @@ async def scenario(h: Harness) -> str:
     return cid
 
 
+def harness_over(saver: Any) -> Harness:
+    """The SQLite saver fences its writes on the runs table: give it a store on its file."""
+    store = None
+    if isinstance(saver, ThreadedSqliteSaver):
+        path = saver.conn.execute("PRAGMA database_list").fetchone()[2]
+        store = SqliteRunStore(path)
+    return make_harness(REPLIES, tools=[recording_tool([], "t__a")], saver=saver, repo=store)
+
+
 REPLIES: list[Any] = [[("t__a", {"n": 1})], "one", ModelUnreachable(), "two", "three"]
 
 
@@ -34,23 +44,23 @@ class CheckpointPortContract:
         raise NotImplementedError
 
     @pytest.fixture
-    def harness(self, saver: Any) -> Harness:
-        return make_harness(REPLIES, tools=[recording_tool([], "t__a")], saver=saver)
+    def harness(self, saver: Any) -> Iterator[Harness]:
+        yield harness_over(saver)
 
     async def test_an_unknown_thread_is_empty(self, harness: Harness) -> None:
-        thread = harness.runs.checkpoints.get_thread("nope")
-        assert thread.messages == () and thread.next == () and not thread.exists
-        assert list(harness.runs.checkpoints.list_checkpoints("nope")) == []
+        thread = await harness.runs.checkpoints.get_thread("nope")
+        assert thread.messages == () and not thread.work_left and not thread.exists
+        assert list(await harness.runs.checkpoints.list_checkpoints("nope")) == []
 
     async def test_the_thread_holds_every_message_in_order(self, harness: Harness) -> None:
         cid = await scenario(harness)
-        thread = harness.runs.checkpoints.get_thread(cid)
+        thread = await harness.runs.checkpoints.get_thread(cid)
         assert [m.role for m in thread.messages] == ["user", "assistant", "tool", "assistant", "user", "assistant", "user", "assistant"]
-        assert thread.next == () and thread.run_id == harness.repo.latest_run(cid).id  # type: ignore[union-attr]
+        assert not thread.work_left and thread.run_id == (await harness.repo.latest_run(cid)).id  # type: ignore[union-attr]
 
     async def test_the_history_lists_every_checkpoint_oldest_first(self, harness: Harness) -> None:
         cid = await scenario(harness)
-        history = list(harness.runs.checkpoints.list_checkpoints(cid))
+        history = list(await harness.runs.checkpoints.list_checkpoints(cid))
         shape = [(c.step, c.source, c.next, c.message_count) for c in history]
         assert shape == EXPECTED
         assert history[-1].last_message is not None and history[-1].last_message.content == "three"
@@ -58,9 +68,9 @@ class CheckpointPortContract:
 
     async def test_delete_removes_the_thread(self, harness: Harness) -> None:
         cid = await scenario(harness)
-        harness.runs.checkpoints.delete_thread(cid)
-        assert harness.runs.checkpoints.get_thread(cid).messages == ()
-        assert list(harness.runs.checkpoints.list_checkpoints(cid)) == []
+        await harness.runs.checkpoints.delete_thread(cid)
+        assert (await harness.runs.checkpoints.get_thread(cid)).messages == ()
+        assert list(await harness.runs.checkpoints.list_checkpoints(cid)) == []
 
 
 EXPECTED = [
@@ -98,13 +108,17 @@ async def test_the_fast_read_of_a_finished_thread_equals_langgraphs_own(tmp_path
     from adapters.langgraph.engine import LangGraphThreads
 
     saver = ThreadedSqliteSaver.open(str(tmp_path / "db.sqlite"))
-    h = make_harness(REPLIES, tools=[recording_tool([], "t__a")], saver=saver)
+    h = harness_over(saver)
     cid = await scenario(h)
     threads = h.runs.checkpoints
     assert isinstance(threads, LangGraphThreads)
-    fast = threads._load_finished(cid)
+    fast = await threads._load_finished(cid, None)
     assert fast is not None
+
+    async def never(thread_id: str, head: Any) -> None:
+        return None
+
     slow = LangGraphThreads(threads.graph)
-    slow._load_finished = lambda thread_id: None  # type: ignore[method-assign]
-    assert fast == slow._load(cid)
+    slow._load_finished = never  # type: ignore[method-assign,assignment]
+    assert fast == await slow._load(cid)
     saver.close()

@@ -55,7 +55,7 @@ def recording_tool(log: list[tuple[str, dict[str, Any], str]], name: str) -> tup
 class Harness:
     model: ScriptedModel
     tools: StaticToolbox
-    repo: InMemoryRunStore
+    repo: Any  # InMemoryRunStore or SqliteRunStore: the same four ports
     saver: BaseCheckpointSaver[Any]
     processes: FakeProcesses
     runs: RunService
@@ -88,7 +88,7 @@ class Harness:
 def make_harness(
     replies: Sequence[Any] = (),
     tools: Sequence[tuple[ToolSpec, ToolFn]] = (),
-    repo: InMemoryRunStore | None = None,
+    repo: Any = None,
     saver: BaseCheckpointSaver[Any] | None = None,
     recursion_limit: int = 25,
     delay: float = 0.0,

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from domain.lifecycle import INPUT_NOT_RECORDED
 from domain.model import Run, RunOwner, RunStatus, new_id, utc_now
-from domain.runs import INPUT_NOT_RECORDED
 from ports.engine import NewMessage
 from tests.support.harness import FakeProcesses, make_harness
 
-DEAD = RunOwner("test-host", 4242, 7.0)
+DEAD = RunOwner("test-host", 4242, 7.0, "dead-instance")
 
 
-def leftover(h, cid: str, owner: RunOwner | None = DEAD, beat_age: float = 0.0) -> Run:  # type: ignore[no-untyped-def]
+async def leftover(h, cid: str, owner: RunOwner | None = DEAD, beat_age: float = 0.0) -> Run:  # type: ignore[no-untyped-def]
+    """A running row left by another process, its heartbeat `beat_age` seconds old."""
     now = utc_now()
-    run = Run(new_id(), cid, RunStatus.RUNNING, now - timedelta(seconds=beat_age), owner=owner)
-    await h.repo.start_run(run, now - timedelta(seconds=beat_age))
+    run = Run(new_id(), cid, RunStatus.RUNNING, now, owner=owner, base_count=1)
+    h.repo.clock = lambda: now - timedelta(seconds=beat_age)
+    await h.repo.start_run(run, now)
+    h.repo.clock = utc_now
     return run
 
 
@@ -23,7 +26,7 @@ async def test_a_run_whose_final_checkpoint_was_written_is_recovered_completed()
     h = make_harness(["answer"], processes=FakeProcesses(dead={DEAD.pid}))
     cid = new_id()
     await h.repo.create_conversation(cid, "t", utc_now())
-    run = leftover(h, cid)
+    run = await leftover(h, cid)
     # the crash window: the engine saved the final checkpoint, the outcome was never recorded
     async for _ in h.runs.engine.run(cid, run.id, NewMessage("hi"), 25):
         pass
@@ -37,7 +40,7 @@ async def test_a_run_that_never_recorded_its_input_is_interrupted_with_a_clear_e
     h = make_harness(["first"], processes=FakeProcesses(dead={DEAD.pid}))
     started, _ = await h.send("hi")
     cid = started.conversation_id
-    run = leftover(h, cid)  # a second run that died before its message was saved
+    run = await leftover(h, cid)  # a second run that died before its message was saved
     assert await h.supervisor.recover() == 1
     stored = await h.repo.get_run(run.id)
     assert stored is not None and stored.status is RunStatus.INTERRUPTED
@@ -53,7 +56,7 @@ async def test_a_run_with_pending_work_is_interrupted_and_resumable() -> None:
     started, events = await h.send("hi")
     cid = started.conversation_id
     assert events[-1].data["code"] == "MODEL_UNREACHABLE"
-    run = leftover(h, cid)
+    run = await leftover(h, cid)
     await h.supervisor.recover()
     detail = await h.conversations.get(cid)
     assert (await h.repo.get_run(run.id)).status is RunStatus.INTERRUPTED  # type: ignore[union-attr]
@@ -67,7 +70,7 @@ async def test_a_live_owners_run_with_a_fresh_heartbeat_is_left_alone() -> None:
     cid = new_id()
     await h.repo.create_conversation(cid, "t", utc_now())
     alive = RunOwner("test-host", 777, 1.0)
-    run = leftover(h, cid, owner=alive)
+    run = await leftover(h, cid, owner=alive)
     assert await h.supervisor.recover() == 0
     assert (await h.repo.get_run(run.id)).status is RunStatus.RUNNING  # type: ignore[union-attr]
 
@@ -77,8 +80,8 @@ async def test_another_hosts_run_is_reclaimed_only_after_its_lease() -> None:
     cid, other = new_id(), new_id()
     for c in (cid, other):
         await h.repo.create_conversation(c, "t", utc_now())
-    fresh = leftover(h, cid, owner=RunOwner("elsewhere", 1, 1.0), beat_age=1)
-    stale = leftover(h, other, owner=RunOwner("elsewhere", 2, 1.0), beat_age=120)
+    fresh = await leftover(h, cid, owner=RunOwner("elsewhere", 1, 1.0), beat_age=1)
+    stale = await leftover(h, other, owner=RunOwner("elsewhere", 2, 1.0), beat_age=120)
     assert await h.supervisor.recover() == 1
     assert (await h.repo.get_run(fresh.id)).status is RunStatus.RUNNING  # type: ignore[union-attr]
     assert (await h.repo.get_run(stale.id)).status is RunStatus.INTERRUPTED  # type: ignore[union-attr]
@@ -88,7 +91,7 @@ async def test_rows_from_before_owners_existed_are_recovered() -> None:
     h = make_harness()
     cid = new_id()
     await h.repo.create_conversation(cid, "t", utc_now())
-    run = leftover(h, cid, owner=None)
+    run = await leftover(h, cid, owner=None)
     assert await h.supervisor.recover() == 1
     assert (await h.repo.get_run(run.id)).status is RunStatus.INTERRUPTED  # type: ignore[union-attr]
 
@@ -96,17 +99,17 @@ async def test_rows_from_before_owners_existed_are_recovered() -> None:
 async def test_a_dead_owners_row_does_not_block_a_new_message() -> None:
     h = make_harness(["first", "second"], processes=FakeProcesses(dead={DEAD.pid}))
     started, _ = await h.send("hi")
-    leftover(h, started.conversation_id)
+    await leftover(h, started.conversation_id)
     _, events = await h.send("again", started.conversation_id)
     assert events[-1].data["status"] == "completed"
 
 
-async def test_heartbeat_refreshes_this_processs_runs() -> None:
+async def test_renewal_refreshes_this_processs_runs_by_the_store_clock() -> None:
     h = make_harness(["a " * 50], delay=0.01)
     started = await h.runs.start("hi")
     before = (await h.repo.get_run(started.run_id)).heartbeat_at  # type: ignore[union-attr]
-    h.runs.clock = lambda: utc_now() + timedelta(seconds=60)
-    h.runs.heartbeat()
+    h.repo.clock = lambda: utc_now() + timedelta(seconds=60)
+    await h.supervisor.renew()
     after = (await h.repo.get_run(started.run_id)).heartbeat_at  # type: ignore[union-attr]
     assert before is not None and after is not None and after > before
     await h.follow(started.conversation_id)

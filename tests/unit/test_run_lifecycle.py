@@ -225,7 +225,7 @@ async def test_cancel_in_a_slow_tool_closes_the_dangling_call_for_the_next_turn(
 
     h = make_harness(
         [[("t__quick", {}), ("t__slow", {})], "fresh answer"],
-        tools=[(spec("t__quick"), quick), (spec("t__slow"), slow)],
+        tools=[(spec("t__quick"), quick), (spec("t__slow", read_only=True, destructive=False, idempotent=True), slow)],
     )
     started = await h.runs.start("call both")
     cid = started.conversation_id
@@ -240,7 +240,8 @@ async def test_cancel_in_a_slow_tool_closes_the_dangling_call_for_the_next_turn(
     msgs = (await h.conversations.get(cid)).messages
     tool_results = {m.name: m for m in msgs if isinstance(m, ToolResult)}
     assert tool_results["t__quick"].content == "quick ok"  # the finished call's result is kept
-    assert tool_results["t__slow"].status == "error"  # the abandoned call is closed
+    assert tool_results["t__slow"].status == "error"  # the abandoned call is closed,
+    assert tool_results["t__slow"].content.startswith("Outcome unknown")  # and never called "not run"
     seen = h.model.seen[-1].messages
     assert [m.role for m in seen] == ["user", "assistant", "tool", "tool", "user"]
 
@@ -278,3 +279,27 @@ async def test_a_conversation_without_runs_has_no_messages_and_is_not_resumable(
     await h.repo.create_conversation(cid, "empty", __import__("domain.model").model.utc_now())
     detail = await h.conversations.get(cid)
     assert detail.messages == () and not detail.resumable and detail.conversation.status is None
+
+
+async def test_a_new_message_is_refused_while_an_unsafe_call_may_have_taken_effect() -> None:
+    from domain.errors import DecisionRequired
+    from tests.support.harness import spec
+
+    gate = asyncio.Event()
+
+    async def charge(args: Any, key: str) -> str:
+        await gate.wait()
+        return "charged"
+
+    h = make_harness([[("pay__charge", {})], "skipped it"], tools=[(spec("pay__charge"), charge)])
+    started = await h.runs.start("pay")
+    cid = started.conversation_id
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if h.tools.calls:
+            break
+    await h.runs.cancel(cid)
+    with pytest.raises(DecisionRequired):
+        await h.runs.start("do something else", cid)
+    events = await h.resume(cid, decision="skip")
+    assert events[-1].data["status"] == "completed" and len(h.tools.calls) == 1
