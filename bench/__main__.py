@@ -139,12 +139,12 @@ async def http_reads(db: Path, cid: str, tmp: Path) -> list[Row]:
 
 
 async def listing(tmp: Path, n: int) -> list[Row]:
-    from adapters.sqlite.runs import SqliteRunRepository
+    from adapters.sqlite.runs import SqliteRunStore
     from entrypoints.container import close_container, create_container
     from entrypoints.http.app import create_app
 
     db = tmp / "many.db"
-    repo = SqliteRunRepository(str(db))
+    repo = SqliteRunStore(str(db))
     repo.close()
     conn = sqlite3.connect(db)
     with conn:

@@ -114,7 +114,7 @@ def test_db_stats_prune_and_vacuum(tmp_path: Path) -> None:
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
-def test_deleting_a_conversation_frees_its_space(tmp_path: Path) -> None:
+async def test_deleting_a_conversation_frees_its_space(tmp_path: Path) -> None:
     import sqlite3
 
     env = app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="demo")
@@ -123,7 +123,10 @@ def test_deleting_a_conversation_frees_its_space(tmp_path: Path) -> None:
     from entrypoints.container import create_container
 
     container = create_container(env)
-    container.conversations().delete(cid)
+    await container.conversations().delete(cid)
+    from entrypoints.container import close_container
+
+    await close_container(container)
     db = sqlite3.connect(env["DATABASE_PATH"])
     for table in ("checkpoints", "writes", "checkpoint_log"):
         assert db.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0

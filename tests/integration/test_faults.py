@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from domain.events import StreamEvent
 from entrypoints.container import close_container, create_container
 from tests.support.app import app_env
 from tests.support.fake_ollama import fake_ollama
@@ -17,7 +18,10 @@ from tests.support.fake_ollama import fake_ollama
 async def run_to_end(container: Any, message: str | None, cid: str | None = None, resume: bool = False) -> list[Any]:
     service = container.run_service()
     started = await service.start(message, cid, resume)
-    return [e async for _, e in service.active(started.conversation_id).subscribe(0)]
+    events = await service.follow(started.conversation_id, 0)
+    if isinstance(events, StreamEvent):  # it ended before it could be followed: the log has it all
+        return [e for _, e in await container.store().read(started.run_id, 0)]
+    return [e async for _, e in events]
 
 
 PRAGMAS = [
@@ -43,13 +47,13 @@ async def test_a_database_that_fails_mid_run_fails_the_run_cleanly(tmp_path: Pat
         fake.add({"text": "long answer " * 2000, "before": lambda: apply(saver, pragma)}, {"text": "recovered"})
         events = await run_to_end(c, "second", cid)
         assert events[-1].event == "chat-error" and events[-1].data["code"] == "STORAGE_FAILURE"
-        detail = c.conversations().get(cid)
+        detail = await c.conversations().get(cid)
         assert detail.conversation.status is not None and detail.conversation.status.value == "failed"
         assert detail.resumable and [m.content for m in detail.messages][-1] == "second"
         apply(saver, undo)  # room again
         events = await run_to_end(c, None, cid, resume=True)
         assert events[-1].data["status"] == "completed"
-        assert [m.content for m in c.conversations().get(cid).messages][-2:] == ["second", "recovered"]
+        assert [m.content for m in (await c.conversations().get(cid)).messages][-2:] == ["second", "recovered"]
         await close_container(c)
     db = sqlite3.connect(tmp_path / "db" / "sophos.db")
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
@@ -60,11 +64,11 @@ async def test_a_message_that_cannot_be_saved_is_refused_not_acknowledged(tmp_pa
     from domain.errors import StorageFailure
 
     c = create_container(app_env(tmp_path, TOOLS_BACKEND="none", MODEL_BACKEND="demo"))
-    c.threads().get_thread("warm-up")  # opens the checkpointer
+    await c.threads().get_thread("warm-up")  # opens the checkpointer
     apply(c.checkpointer(), pragma)
     with pytest.raises(StorageFailure):
         await c.run_service().start("not saved " * 3000, None)
-    assert c.run_repository().running_runs() == []
+    assert await c.store().running_runs() == []
     await close_container(c)
 
 
@@ -78,7 +82,7 @@ async def test_auto_resume_finishes_interrupted_runs_at_start_up(tmp_path: Path)
         c = create_container(env)
         service = c.run_service()
         started = await service.start("long", None)
-        await service.drain(0.1)  # a shutdown: the run is interrupted
+        await c.supervisor().drain(0.1)  # a shutdown: the run is interrupted
         await close_container(c)
         c2 = create_container({**env, "AUTO_RESUME": "true"})
         with TestClient(create_app(c2)) as client:

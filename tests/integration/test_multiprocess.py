@@ -8,6 +8,7 @@ Figures (stream delay, cancel latency, adoption time, healthz latency) are print
 from __future__ import annotations
 
 import asyncio
+import random
 import signal
 import sqlite3
 import statistics
@@ -79,11 +80,15 @@ class Recorder(threading.Thread):
         super().__init__(daemon=True)
         self.server, self.cid = server, cid
         self.events: list[tuple[float, Event]] = []
+        self.error: Exception | None = None
 
     def run(self) -> None:
-        with httpx.stream("GET", f"{self.server.url}/api/chat", params={"conversation": self.cid}, timeout=60) as r:
-            for event in sse_events(r):
-                self.events.append((time.monotonic(), event))
+        try:
+            with httpx.stream("GET", f"{self.server.url}/api/chat", params={"conversation": self.cid}, timeout=60) as r:
+                for event in sse_events(r):
+                    self.events.append((time.monotonic(), event))
+        except httpx.HTTPError as e:  # the server was killed under the stream
+            self.error = e
 
     def numbered(self) -> list[Event]:
         return [e for _, e in self.events if e[0] is not None]
@@ -246,14 +251,21 @@ async def test_start_and_cancel_sent_together_always_end(servers: list[LiveServe
     server = launch(servers, tmp_path, ollama, SHUTDOWN_TIMEOUT="3")
     for _ in range(60):
         ollama.add({"text": "a b c d", "token_delay": 0.01})
+    rng = random.Random(11)
+
+    async def cancel_after(client: httpx.AsyncClient, cid: str, delay: float) -> httpx.Response:
+        await asyncio.sleep(delay)
+        return await client.post("/api/chat/cancel", json={"conversation": cid})
+
     async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
         cid = (await client.post("/api/chat", json={"message": "first"})).json()["conversation"]
         seen: dict[int, int] = {}
         for i in range(40):
             wait_until(lambda: all(r[1] != "running" for r in runs_of(tmp_path, cid)), timeout=10)
+            # the cancel lands anywhere: before the run exists, before its first step, mid-run, after
             post, cancel = await asyncio.gather(
                 client.post("/api/chat", json={"message": f"m{i}", "conversation": cid}),
-                client.post("/api/chat/cancel", json={"conversation": cid}),
+                cancel_after(client, cid, rng.choice([0.0, 0.0, 0.002, 0.005, 0.01, 0.02, 0.05])),
             )
             assert post.status_code == 200, post.text  # acknowledged means the message is saved
             assert cancel.status_code in (200, 409), cancel.text  # 409: it came before the run
@@ -263,8 +275,7 @@ async def test_start_and_cancel_sent_together_always_end(servers: list[LiveServe
     assert len(statuses) == 41 and "running" not in statuses
     messages = httpx.get(f"{server.url}/api/conversations/{cid}", timeout=10).json()["messages"]
     assert [m["content"] for m in messages if m["role"] == "user"] == ["first", *(f"m{i}" for i in range(40))]
-    print(f"
-start/cancel pairs: cancels answered {seen}; statuses {sorted(set(statuses))}")
+    print(f"\nstart/cancel pairs: cancels answered {seen}; statuses {sorted(set(statuses))}")
     t = time.monotonic()
     server.signal(signal.SIGTERM)
     assert server.wait(3 + 5) == 0

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from domain.model import RunStatus
+from domain.events import StreamEvent
 from entrypoints.container import close_container, create_container
 from tests.support.app import app_env, config_dir, ledger_server_entry
 from tests.support.fake_ollama import fake_ollama
@@ -15,8 +16,9 @@ from tests.support.fake_ollama import fake_ollama
 async def chat(container: Any, message: str | None, cid: str | None = None, resume: bool = False) -> list[Any]:
     service = container.run_service()
     started = await service.start(message, cid, resume)
-    active = service.active(started.conversation_id)
-    return [(started, e) async for _, e in active.subscribe(0)]
+    events = await service.follow(started.conversation_id, 0)
+    assert not isinstance(events, StreamEvent), "the run ended before it could be followed"
+    return [(started, e) async for _, e in events]
 
 
 async def test_a_new_container_on_the_same_file_reads_everything_back(tmp_path: Path) -> None:
@@ -29,7 +31,7 @@ async def test_a_new_container_on_the_same_file_reads_everything_back(tmp_path: 
         await close_container(c1)
 
         c2 = create_container(env)
-        detail = c2.conversations().get(cid)
+        detail = await c2.conversations().get(cid)
         assert [m.content for m in detail.messages] == ["remember this", "first answer", "and this", "second answer"]
         assert detail.conversation.message_count == 4 and detail.conversation.status is RunStatus.COMPLETED
         assert not detail.resumable
@@ -42,7 +44,7 @@ async def test_migrations_run_once_and_create_the_reference_tables(tmp_path: Pat
     env = app_env(tmp_path, TOOLS_BACKEND="none")
     for _ in range(2):
         c = create_container(env)
-        assert c.run_repository().schema_version == 4
+        assert c.store().schema_version == 4
         c.threads().get_thread("x")
         await close_container(c)
     db = sqlite3.connect(env["DATABASE_PATH"])
@@ -81,7 +83,7 @@ async def test_model_errors_are_recorded_with_their_codes(tmp_path: Path) -> Non
     events = await chat(c, "hi")
     assert events[-1][1].data["code"] == "MODEL_UNREACHABLE"
     cid = events[0][0].conversation_id
-    conv = c.conversations().get(cid)
+    conv = await c.conversations().get(cid)
     assert conv.conversation.error is not None and conv.conversation.error.code == "MODEL_UNREACHABLE"
     assert conv.resumable
     await close_container(c)
@@ -107,7 +109,7 @@ async def test_switching_the_model_backend_is_a_config_change_on_the_same_data(t
         await close_container(c1)
         c2 = create_container(app_env(tmp_path, TOOLS_BACKEND="none", MODEL_BACKEND="openai", OPENAI_BASE_URL=oai.url))
         await chat(c2, "and now?", cid)
-        messages = c2.conversations().get(cid).messages
+        messages = (await c2.conversations().get(cid)).messages
         assert [m.content for m in messages] == ["hello", "from ollama", "and now?", "from openai"]
         assert [m["role"] for m in oai.requests[0]["messages"]] == ["system", "user", "assistant", "user"]
         await close_container(c2)

@@ -21,11 +21,11 @@ async def test_a_300_turn_thread_stays_under_five_megabytes_and_grows_linearly(t
         await h.send(f"{i} {TEXT}", cid)
         if i + 1 in (10, 20, 290, 300):
             sizes[i + 1] = file_size(db)
-    detail = h.conversations.get(cid)
+    detail = await h.conversations.get(cid)
     assert len(detail.messages) == 4 * TURNS and detail.conversation.message_count == 4 * TURNS
     size = file_size(db)
     assert size < BOUND, f"{size} bytes"
-    history = h.conversations.export_jsonl(cid)[1].strip().split("\n")
+    history = (await h.conversations.export_jsonl(cid))[1].strip().split("\n")
     assert len(history) == TURNS * 5  # every checkpoint of every run is in the export
     early, late = (sizes[20] - sizes[10]) / 10, (sizes[300] - sizes[290]) / 10  # bytes per turn
     assert late <= 1.5 * max(early, 4096), (early, late)  # linear, not quadratic (baseline: 27x)

@@ -9,7 +9,7 @@ from typing import Any
 
 from adapters.langgraph.checkpointer import ThreadedSqliteSaver
 from adapters.memory.model import ScriptedModel
-from adapters.sqlite.runs import SqliteRunRepository
+from adapters.sqlite.runs import SqliteRunStore
 from tests.support.harness import Harness, make_harness, spec
 
 TEXT = "lorem ipsum dolor sit amet " * 7  # ~190 characters
@@ -26,8 +26,8 @@ async def note(args: Any, key: str) -> str:
     return f"saved {args['text']}"
 
 
-def long_thread_harness(db: Path, turns: int, keep: int = 3) -> tuple[Harness, ThreadedSqliteSaver, SqliteRunRepository]:
-    repo = SqliteRunRepository(str(db))
+def long_thread_harness(db: Path, turns: int, keep: int = 3) -> tuple[Harness, ThreadedSqliteSaver, SqliteRunStore]:
+    repo = SqliteRunStore(str(db))
     saver = ThreadedSqliteSaver.open(str(db), keep=keep)
     h = make_harness(turn_replies(turns), tools=[(spec("notes__save"), note)], repo=repo, saver=saver)
     return h, saver, repo
