@@ -21,6 +21,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 
 from adapters.langchain.messages import ConversionCache, to_langchain
+from domain.errors import ToolOutcomeUnknown
 from domain.events import NodeStarted, TokenDelta, ToolCallFinished, ToolCallRequested
 from domain.model import AssistantMessage, ToolCall, ToolResult, utc_now
 from ports.journal import ToolJournal
@@ -120,6 +121,8 @@ class AgentNodes:
                 await asyncio.to_thread(self.journal.call_started, key, thread_id, run_id, call.name, unsafe, self.clock())
             outcome = await self.tools.call(call.name, call.args, key)
             return outcome.content, outcome.is_error
+        except ToolOutcomeUnknown:
+            raise  # the run fails and the call stays pending: a resume asks for a decision
         except Exception as e:  # a tool's failure is data for the model, not a failed run
             return f"Error: {type(e).__name__}: {e}", True
 
