@@ -113,7 +113,7 @@ async def http_reads(db: Path, cid: str, tmp: Path) -> list[Row]:
 
     container = create_container(app_env(tmp, TOOLS_BACKEND="none", MODEL_BACKEND="demo", DATABASE_PATH=str(db)))
     app = create_app(container, manage_lifecycle=False)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://sophos") as client:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as client:
         async def detail() -> None:
             r = await client.get(f"/api/conversations/{cid}")
             assert r.status_code == 200 and len(r.json()["messages"]) > 0
@@ -160,7 +160,7 @@ async def listing(tmp: Path, n: int) -> list[Row]:
     conn.close()
     container = create_container(app_env(tmp, TOOLS_BACKEND="none", MODEL_BACKEND="demo", DATABASE_PATH=str(db)))
     app = create_app(container, manage_lifecycle=False)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://sophos") as client:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as client:
         async def page() -> None:
             r = await client.get("/api/conversations", params={"limit": 50})
             assert len(r.json()["conversations"]) == 50

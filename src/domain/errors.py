@@ -25,6 +25,7 @@ class ErrorCode(StrEnum):
     STORAGE_FAILURE = "STORAGE_FAILURE"
     RUN_LOST = "RUN_LOST"
     ADOPTION_FAILED = "ADOPTION_FAILED"
+    TOOL_OUTCOME_UNKNOWN = "TOOL_OUTCOME_UNKNOWN"
     UNKNOWN_ERROR = "UNKNOWN_ERROR"
 
 
@@ -77,6 +78,16 @@ class DecisionRequired(SophosError):
     default_message = (
         "A destructive tool call was in flight when the run stopped and may have taken effect: "
         'resume with decision "retry" or "skip"'
+    )
+
+
+class ToolOutcomeUnknown(SophosError):
+    """Raised when a tool server stops during a call that is unsafe to send again."""
+
+    code = ErrorCode.TOOL_OUTCOME_UNKNOWN
+    default_message = (
+        "The tool server stopped during the call, so it may or may not have taken effect: "
+        'resume the conversation with decision "retry" or "skip"'
     )
 
 

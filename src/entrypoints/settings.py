@@ -29,6 +29,7 @@ DEFAULTS: dict[str, Any] = {
     "PORT": 8000,
     "SHUTDOWN_TIMEOUT": 30,
     "API_TOKEN": "",
+    "ALLOWED_HOSTS": "",
     "LOG_LEVEL": "INFO",
     "SSE_PING_SECONDS": 15,
     "AUTO_RESUME": "false",

@@ -51,7 +51,9 @@ class ToolPort(Protocol):
     async def call(self, name: str, args: Mapping[str, Any], idempotency_key: str) -> ToolOutcome:
         """Run one tool call. A tool's own failure (unknown tool, bad arguments, an error
         result) is an outcome with is_error=True, never an exception. `idempotency_key`
-        is the same every time the same call is run again (crash, resume)."""
+        is the same every time the same call is run again (crash, resume). A call cut short
+        whose outcome is unknown is sent again only if that cannot run it twice; otherwise
+        ToolOutcomeUnknown is raised."""
 
     @abstractmethod
     async def status(self) -> Sequence[ToolServerStatus]:

@@ -7,7 +7,9 @@ import functools
 import http.server
 import json
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -20,6 +22,7 @@ import pytest
 
 from adapters.mcp.config import McpConfigError, load_mcp_config
 from adapters.mcp.toolbox import McpToolbox
+from domain.errors import ToolOutcomeUnknown
 from tests.support.app import ROOT, SOPHOS, app_env, config_dir, ledger_server_entry, process_env
 from tests.support.fake_ollama import fake_ollama
 from tests.support.server import free_port
@@ -69,14 +72,116 @@ async def test_a_killed_stdio_server_is_restarted_and_the_call_retried(tmp_path:
         await box.aclose()
 
 
+def first_start(book: Path, key: str | None = None) -> dict[str, Any] | None:
+    """The ledger's first `start` entry (for `key`, if given), if the server wrote one yet."""
+    return next((e for e in ledger(book) if e["event"] == "start" and key in (None, e["key"])), None)
+
+
+async def started(book: Path, key: str) -> dict[str, Any]:
+    for _ in range(1500):
+        entry = first_start(book, key)
+        if entry is not None:
+            return entry
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"the call {key} never started")
+
+
+async def test_a_destructive_call_cut_short_by_its_server_dying_is_not_sent_again(tmp_path: Path) -> None:
+    book = tmp_path / "l.jsonl"
+    box = McpToolbox(config_dir(tmp_path, {"ledger": ledger_server_entry(book)}), tmp_path / "m.jsonl")
+    try:
+        call = asyncio.create_task(box.call("ledger__charge", {"amount": 5, "delay": 3}, "pay-1"))
+        os.kill((await started(book, "pay-1"))["pid"], signal.SIGKILL)
+        with pytest.raises(ToolOutcomeUnknown, match="may or may not have taken effect"):
+            await call
+        assert [e["event"] for e in ledger(book) if e["key"] == "pay-1"] == ["start"]  # sent once, never finished
+        assert not (await box.call("ledger__whoami", {}, "k")).is_error  # the next call restarts the server
+    finally:
+        await box.aclose()
+
+
+async def test_an_idempotent_call_cut_short_by_its_server_dying_is_sent_again_and_succeeds(tmp_path: Path) -> None:
+    book = tmp_path / "l.jsonl"
+    box = McpToolbox(config_dir(tmp_path, {"ledger": ledger_server_entry(book)}), tmp_path / "m.jsonl")
+    try:
+        call = asyncio.create_task(box.call("ledger__append", {"label": "x", "delay": 1}, "add-1"))
+        first = await started(book, "add-1")
+        os.kill(first["pid"], signal.SIGKILL)
+        outcome = await call
+        assert not outcome.is_error and outcome.content == "appended x"
+        entries = [e for e in ledger(book) if e["key"] == "add-1"]
+        assert [e["event"] for e in entries] == ["start", "start", "done"] and entries[2]["pid"] != first["pid"]
+    finally:
+        await box.aclose()
+
+
+async def test_a_destructive_call_to_a_server_that_already_died_is_sent_once_to_its_restart(tmp_path: Path) -> None:
+    book = tmp_path / "l.jsonl"
+    box = McpToolbox(config_dir(tmp_path, {"ledger": ledger_server_entry(book)}), tmp_path / "m.jsonl")
+    try:
+        pid = int((await box.call("ledger__whoami", {}, "k")).content)
+        os.kill(pid, signal.SIGKILL)
+        await asyncio.sleep(0.5)  # the session sees its pipe close: the request is never written to it
+        outcome = await box.call("ledger__charge", {"amount": 7}, "pay-2")
+        assert not outcome.is_error and outcome.content == "charged 7"
+        assert [(e["event"], e["pid"] != pid) for e in ledger(book) if e["key"] == "pay-2"] == [("start", True), ("done", True)]
+    finally:
+        await box.aclose()
+
+
+def test_a_run_whose_payment_is_cut_short_fails_with_an_unknown_outcome_and_waits_for_a_decision(tmp_path: Path) -> None:
+    book = tmp_path / "l.jsonl"
+    config_dir(tmp_path, {"ledger": ledger_server_entry(book)})
+    replies = [{"tool_calls": [("ledger__charge", {"amount": 5, "delay": 3})]}, {"text": "paid"}, {"text": "skipped"}]
+    with fake_ollama(replies) as fake:
+        env = process_env(app_env(tmp_path, fake.url))
+
+        def sophos(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([SOPHOS, *args], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+
+        chat = subprocess.Popen([SOPHOS, "chat", "pay 5"], env=env, cwd=tmp_path,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline, entry = time.monotonic() + 60, None
+            while entry is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+                entry = first_start(book)
+            assert entry is not None, "the charge never started"
+            os.kill(entry["pid"], signal.SIGKILL)
+            _, err = chat.communicate(timeout=60)
+        finally:
+            if chat.poll() is None:
+                chat.kill()
+        assert chat.returncode != 0
+        assert "error: TOOL_OUTCOME_UNKNOWN:" in err, err
+        match = re.search(r"conversation: (\S+)", err)
+        assert match is not None, err
+        cid = match.group(1)
+
+        detail = json.loads(sophos("show", cid, "--json").stdout)
+        assert detail["conversation"]["status"] == "failed"
+        assert detail["conversation"]["error"]["code"] == "TOOL_OUTCOME_UNKNOWN"
+        assert detail["decisionRequired"] and detail["pendingToolCalls"][0]["outcomeUnknown"]
+        blind = sophos("resume", cid)
+        assert blind.returncode == 4 and "DECISION_REQUIRED" in blind.stderr, blind.stderr
+        skip = sophos("resume", cid, "--decision", "skip")
+        assert skip.returncode == 0, skip.stderr
+    assert [e["event"] for e in ledger(book)] == ["start"]  # charged at most once, never twice
+
+
 async def test_a_restarted_http_server_is_reconnected(tmp_path: Path) -> None:
     port, book = free_port(), tmp_path / "l.jsonl"
     cmd = [sys.executable, "-m", "tests.support.ledger_server", str(book), "--http", str(port)]
 
     def start() -> subprocess.Popen[bytes]:
         proc = subprocess.Popen(cmd, env=process_env({}), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(1.5)
-        return proc
+        deadline = time.monotonic() + 30  # listening, however long the imports take
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    return proc
+            time.sleep(0.05)
+        raise AssertionError("the ledger server did not start listening")
 
     proc = start()
     box = McpToolbox(config_dir(tmp_path, {"ledger": {"url": f"http://127.0.0.1:{port}/mcp"}}), tmp_path / "m.jsonl")

@@ -39,6 +39,8 @@ def app_env(tmp_path: Path, ollama_url: str = "http://127.0.0.1:9", **extra: Any
         "OLLAMA_HOST": ollama_url,
         "OLLAMA_MODEL": "qwen3",
         "MODEL_TIMEOUT": "10",
+        # the host name Starlette's TestClient and schemathesis send; real servers use 127.0.0.1
+        "ALLOWED_HOSTS": "testserver",
     }
     env.update({k: str(v) for k, v in extra.items()})
     return env

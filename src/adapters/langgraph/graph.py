@@ -20,7 +20,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 
 from adapters.langchain.messages import ConversionCache, to_langchain
-from domain.errors import RunLost, StorageFailure
+from domain.errors import RunLost, StorageFailure, ToolOutcomeUnknown
 from domain.events import NodeStarted, TokenDelta, ToolCallFinished, ToolCallRequested
 from domain.lifecycle import idempotency_key
 from domain.model import AssistantMessage, ToolCall, ToolResult, utc_now
@@ -117,8 +117,10 @@ class AgentNodes:
                 await self.journal.call_started(key, thread_id, run_id, call.name, unsafe, self.clock())
             outcome = await self.tools.call(call.name, call.args, key)
             return outcome.content, outcome.is_error
-        except (RunLost, StorageFailure):
-            raise  # the run lost its owner or its store: the call must not be sent
+        except (RunLost, StorageFailure, ToolOutcomeUnknown):
+            # the run lost its owner or its store: the call must not be sent; or the call's
+            # outcome is unknown: the run fails, the call stays pending for a decision
+            raise
         except Exception as e:  # a tool's failure is data for the model, not a failed run
             return f"Error: {type(e).__name__}: {e}", True
 

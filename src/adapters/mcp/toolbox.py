@@ -2,8 +2,10 @@
 
 langchain-mcp-adapters' `get_tools()` opens a new session (a new process, for stdio) for
 every tool call; here each server's session is held open by a task of its own (anyio
-scopes must close in the task that opened them) and calls share it. A broken session is
-restarted once and the call retried; a server that cannot start is left out.
+scopes must close in the task that opened them) and calls share it. A server that cannot
+start is left out. A broken session is restarted and the call sent again only when that
+cannot run it twice: the request never left this process, or the tool is read-only or
+idempotent. Otherwise the call ends with ToolOutcomeUnknown and the user decides.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from mcp.shared.exceptions import McpError
 from mcp.types import CONNECTION_CLOSED
 
 from adapters.mcp.config import McpConfigError, load_mcp_config
+from domain.errors import ToolOutcomeUnknown
 from ports.tools import ToolOutcome, ToolPort, ToolServerStatus, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -92,6 +95,9 @@ class McpServer:
             idempotent=bool(a and a.idempotentHint),
         )
 
+    def spec(self, tool: str) -> ToolSpec | None:
+        return next((t for t in self.tools if t.name == f"{self.name}{SEP}{tool}"), None)
+
     async def stop(self) -> None:
         self._stop.set()
         holder, self._holder = self._holder, None
@@ -140,7 +146,21 @@ def _text(result: types.CallToolResult) -> str:
 
 def _session_lost(e: McpError) -> bool:
     # stdio: the pipe closed; streamable HTTP: the server restarted and forgot the session
-    return e.error.code == CONNECTION_CLOSED or e.error.message == "Session terminated"
+    return e.error.code == CONNECTION_CLOSED or _session_unknown(e)
+
+
+def _session_unknown(e: McpError) -> bool:
+    # HTTP 404 for the session id: the server refused the request without running it
+    return e.error.message == "Session terminated"
+
+
+def _never_sent(e: BaseException) -> bool:
+    """Whether a broken session failed the call before the request was handed to the
+    transport (the session had already seen its server go) or the server refused it unread.
+    A CONNECTION_CLOSED answer, by contrast, comes to a request already written."""
+    if isinstance(e, McpError):
+        return _session_unknown(e)
+    return isinstance(e, (anyio.ClosedResourceError, anyio.BrokenResourceError))
 
 
 _BROKEN = (McpError, anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)
@@ -201,13 +221,22 @@ class McpToolbox(ToolPort):
         server = self.servers.get(server_name)
         if server is None or not tool:
             return ToolOutcome(f"Error: tool {name!r} is not available", is_error=True)
+        spec = server.spec(tool)
+        repeatable = spec is not None and not spec.unsafe_to_repeat
         try:
             try:
                 result = await server.call(tool, args, idempotency_key)
             except _BROKEN as first:
                 if isinstance(first, McpError) and not _session_lost(first):
                     raise
-                log.warning("MCP server %s: session broken (%s); restarting it", server_name, first)
+                if not (repeatable or _never_sent(first)):
+                    log.warning("MCP server %s: session broken during %s (%r); not sending it again",
+                                server_name, name, first)
+                    raise ToolOutcomeUnknown(
+                        f"The server of tool {name} stopped during the call, so it may or may not have "
+                        'taken effect: resume the conversation with decision "retry" or "skip"'
+                    ) from first
+                log.warning("MCP server %s: session broken (%r); restarting it", server_name, first)
                 await server.restart()
                 result = await server.call(tool, args, idempotency_key)
         except McpError as e:  # the server refused the call: data for the model
