@@ -8,6 +8,7 @@ from datetime import datetime
 
 from domain.errors import ConversationNotFound, InvalidInput, SessionInProgress
 from domain.export import checkpoint_jsonl, markdown_transcript
+from domain.lifecycle import resumable
 from domain.model import (
     Conversation,
     Message,
@@ -16,7 +17,6 @@ from domain.model import (
     parse_conversation_id,
     utc_now,
 )
-from domain.lifecycle import resumable
 from domain.runs import annotate_pending
 from ports.checkpoints import CheckpointPort
 from ports.journal import ToolJournal

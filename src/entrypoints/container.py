@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable, Sequence
 from importlib.abc import MetaPathFinder
 from pathlib import Path
-from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 
@@ -38,10 +38,10 @@ T = TypeVar("T")
 
 from domain.conversations import ConversationService  # noqa: E402 - after the finder above
 from domain.hub import RunHub  # noqa: E402 - after the finder above
+from domain.model import CheckpointSummary, ThreadHead, ThreadState  # noqa: E402 - after the finder above
 from domain.runs import RunService, RunStores  # noqa: E402 - after the finder above
 from domain.supervisor import Supervisor  # noqa: E402 - after the finder above
 from entrypoints.settings import load_settings  # noqa: E402 - after the finder above
-from domain.model import CheckpointSummary, ThreadHead, ThreadState  # noqa: E402 - after the finder above
 from ports.checkpoints import CheckpointPort  # noqa: E402 - after the finder above
 from ports.engine import AgentEngine  # noqa: E402 - after the finder above
 from ports.model import ModelPort  # noqa: E402 - after the finder above

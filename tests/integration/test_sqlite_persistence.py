@@ -6,8 +6,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from domain.model import RunStatus
 from domain.events import StreamEvent
+from domain.model import RunStatus
 from entrypoints.container import close_container, create_container
 from tests.support.app import app_env, config_dir, ledger_server_entry
 from tests.support.fake_ollama import fake_ollama

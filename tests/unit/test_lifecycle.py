@@ -164,7 +164,7 @@ async def test_start_and_cancel_pairs_in_any_interleaving_always_end() -> None:
     for i in range(60):
         delay = rng.choice([0, 0, 0.0005, 0.002])
 
-        async def cancel_soon() -> object:
+        async def cancel_soon(delay: float = delay) -> object:
             await asyncio.sleep(delay)
             try:
                 return await w.a.cancel(cid)

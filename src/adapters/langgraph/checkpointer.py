@@ -17,8 +17,8 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import json
+import logging
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,11 +28,11 @@ from typing import Any
 import ormsgpack
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
-    WRITES_IDX_MAP,
     get_checkpoint_metadata,
 )
 from langgraph.checkpoint.sqlite import SqliteSaver
