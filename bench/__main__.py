@@ -222,9 +222,7 @@ async def main() -> None:
     if args.only in (None, "concurrency"):
         if args.only is None:
             print()
-        ref = concurrency.baseline_ref(args.baseline_ref)
-        rows = await concurrency.compare(ref, args.reps, concurrency.scenario(args))
-        print_table(concurrency.head(ref), rows)
+        await concurrency.section(args)
 
 
 if __name__ == "__main__":

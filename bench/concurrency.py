@@ -31,6 +31,7 @@ from bench.table import Row, print_table
 DEFAULT_REF = "6723370"  # main before the lifecycle rewrite (issue 10)
 TERMINAL = ("end", "chat-error")
 WORSE_BY = 0.10  # a figure more than 10% worse than the baseline's fails
+BUSY_MACHINE = 0.2  # cores used by other processes meanwhile, past which the table says so
 
 
 @dataclass(frozen=True)
@@ -187,8 +188,8 @@ def sample_line(label: str, rep: int, x: Sample) -> str:
             f"(harness {x.harness_cpu_ms_per_turn:.1f} ms/turn, background {x.background_cores:.2f} cores)")
 
 
-async def compare(baseline_ref: str | None, reps: int, s: Scenario) -> list[Row]:
-    """Baseline and current alternately, `reps` times each; one row per figure."""
+async def compare(baseline_ref: str | None, reps: int, s: Scenario) -> tuple[list[Row], list[Sample]]:
+    """Baseline and current alternately, `reps` times each: one row per figure, and every sample."""
     current = Tree("current", ROOT)
     base_samples: list[Sample] = []
     our_samples: list[Sample] = []
@@ -200,7 +201,27 @@ async def compare(baseline_ref: str | None, reps: int, s: Scenario) -> list[Row]
                 sample = await measure(tree, model, s)
                 samples.append(sample)
                 print(sample_line(tree.label, rep, sample), flush=True)
-    return rows(s, base_samples, our_samples)
+    return rows(s, base_samples, our_samples), base_samples + our_samples
+
+
+def busy_machine_note(samples: list[Sample]) -> str | None:
+    """A warning when other processes took a noticeable share of the CPUs while measuring."""
+    worst = max(x.background_cores for x in samples)
+    if worst < BUSY_MACHINE:
+        return None
+    least = min(x.background_cores for x in samples)
+    return (f"note: other processes used {least:.2f}-{worst:.2f} of {os.cpu_count()} cores while measuring; "
+            "throughput and latency move with that load, so compare ratios across reruns on a quiet machine")
+
+
+async def section(args: argparse.Namespace) -> None:
+    """Measure and print the concurrency table (the `--only concurrency` part of `make bench`)."""
+    ref = baseline_ref(args.baseline_ref)
+    table, samples = await compare(ref, args.reps, scenario(args))
+    print_table(head(ref), table)
+    note = busy_machine_note(samples)
+    if note:
+        print(note)
 
 
 def baseline_ref(value: str | None) -> str | None:
@@ -232,9 +253,8 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     add_arguments(parser)
     args = parser.parse_args()
-    ref = baseline_ref(args.baseline_ref)
     print(f"concurrency on {os.cpu_count()} cores, python {sys.version.split()[0]} ...", flush=True)
-    print_table(head(ref), await compare(ref, args.reps, scenario(args)))
+    await section(args)
 
 
 if __name__ == "__main__":
