@@ -7,12 +7,13 @@ NPM_STAMP := $(NPM_DIR)/node_modules/.installed
 WEB_DIR := src/entrypoints/http/web
 WEB_STAMP := $(WEB_DIR)/node_modules/.installed
 
-.PHONY: install run test test-unit lint bench soak clean-db help
+.PHONY: install run test test-unit lint bench bench-concurrency soak clean-db help
 
 help:
 	@echo "make run      start Sophos (creates .venv and installs everything first)"
 	@echo "make test     run the whole test suite"
 	@echo "make bench    run the benchmarks and print their figures"
+	@echo "make bench-concurrency   only the concurrency section (BENCH_BASELINE_REF=ref to compare with)"
 	@echo "make soak N=1000   the kill -9 torture test, long form"
 
 $(STAMP): requirements.lock pyproject.toml
@@ -49,6 +50,9 @@ lint: install
 
 bench: install
 	PYTHONPATH=.:src $(PY) -m bench
+
+bench-concurrency: install
+	PYTHONPATH=.:src $(PY) -m bench --only concurrency
 
 N ?= 1000
 soak: install

@@ -1,5 +1,7 @@
-"""Run every benchmark and print a table: baseline (plain LangGraph + SqliteSaver, same run)
-against Sophos. Usage: python -m bench [--turns 300] [--conversations 10000]"""
+"""Run every benchmark and print two tables: baseline (plain LangGraph + SqliteSaver, same run)
+against Sophos; then concurrency through a real server, a baseline git ref against this tree
+(bench/concurrency.py). Usage: python -m bench [--only core|concurrency] [--turns 300]
+[--conversations 10000] [--baseline-ref REF] [--reps 3]"""
 
 from __future__ import annotations
 
@@ -23,9 +25,8 @@ import httpx
 from tests.support.app import SOPHOS, app_env, ledger_server_entry, process_env
 from tests.support.long_thread import TEXT, file_size, long_thread_harness
 
-from bench import baseline
-
-Row = tuple[str, str, str, str, bool]
+from bench import baseline, concurrency
+from bench.table import Row, print_table
 
 
 def median_ms(fn: Callable[[], Any], n: int) -> float:
@@ -195,14 +196,9 @@ async def mcp_calls(tmp: Path) -> list[Row]:
              "<= 20 ms", warm <= 20)]
 
 
-async def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--turns", type=int, default=300)
-    parser.add_argument("--conversations", type=int, default=10_000)
-    args = parser.parse_args()
+async def core(args: argparse.Namespace) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="sophos-bench-"))
     try:
-        print(f"running on {os.cpu_count()} cores, python {sys.version.split()[0]} ...", flush=True)
         rows, db, cid = await long_thread(tmp, args.turns)
         export = rows.pop()[1]
         rows += [(a, b.replace("{export}", export), c, d, e) for a, b, c, d, e in await http_reads(db, cid, tmp)]
@@ -210,14 +206,23 @@ async def main() -> None:
         rows += await mcp_calls(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    head = ("figure", "baseline (LangGraph + SqliteSaver)", "sophos", "target")
-    widths = [max(w, len(h)) for w, h in zip(widths, head, strict=True)]
-    line = " | ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)) + " | met"
-    print(line)
-    print("-" * len(line))
-    for r in rows:
-        print(" | ".join(str(c).ljust(w) for c, w in zip(r[:4], widths, strict=True)) + f" | {'yes' if r[4] else 'NO'}")
+    print_table(("figure", "baseline (LangGraph + SqliteSaver)", "sophos", "target"), rows)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--only", choices=("core", "concurrency"), help="run one section of the benchmarks")
+    parser.add_argument("--turns", type=int, default=300)
+    parser.add_argument("--conversations", type=int, default=10_000)
+    concurrency.add_arguments(parser)
+    args = parser.parse_args()
+    print(f"running on {os.cpu_count()} cores, python {sys.version.split()[0]} ...", flush=True)
+    if args.only in (None, "core"):
+        await core(args)
+    if args.only in (None, "concurrency"):
+        if args.only is None:
+            print()
+        await concurrency.section(args)
 
 
 if __name__ == "__main__":

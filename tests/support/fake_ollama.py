@@ -6,11 +6,17 @@ Reply forms (dicts): {"text": "..."}; {"tool_calls": [(name, args), ...], "text"
 (an error line mid-stream). "token_delay" slows the stream down per token; "before" is a
 callable run when the reply is served.
 When the script runs out, `default` answers (a short text).
+
+`nodelay=True` sets TCP_NODELAY on accepted sockets, as real Ollama (Go) does: without it each
+small chunk waits for the client's delayed ACK (~40 ms), which dominates a zero-latency model.
+`python -m tests.support.fake_ollama --port N` serves one in a process of its own.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -20,15 +26,28 @@ from typing import Any
 
 
 class QuietServer(ThreadingHTTPServer):
+    request_queue_size = 128  # the default 5 drops connections when many runs call at once
+    nodelay = False
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client killed mid-request (the crash tests do that) is not news
 
+    def get_request(self) -> tuple[socket.socket, Any]:
+        conn, addr = super().get_request()
+        if self.nodelay:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return conn, addr
+
 
 class FakeOllama:
-    def __init__(self, replies: list[dict[str, Any]] | None = None, models: tuple[str, ...] = ("qwen3:latest",)) -> None:
+    def __init__(self, replies: list[dict[str, Any]] | None = None, models: tuple[str, ...] = ("qwen3:latest",),
+                 nodelay: bool = False, port: int = 0) -> None:
+        self.nodelay = nodelay
+        self.port = port
         self.replies = list(replies or [])
         self.models = models
         self.requests: list[dict[str, Any]] = []
+        self.record = True  # False: keep no request (a long benchmark would grow the list)
         self.default: dict[str, Any] = {"text": "Done."}
         # when set, answers every request the script does not: (request body) -> reply
         self.responder: Any = None
@@ -82,8 +101,9 @@ class FakeOllama:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
-                with fake.lock:
-                    fake.requests.append(body)
+                if fake.record:
+                    with fake.lock:
+                        fake.requests.append(body)
                 if self.path != "/api/chat":
                     self._json(404, {"error": "not found"})
                     return
@@ -116,7 +136,8 @@ class FakeOllama:
                 self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                 self.wfile.flush()
 
-        self.server = QuietServer(("127.0.0.1", 0), Handler)
+        self.server = QuietServer(("127.0.0.1", self.port), Handler)
+        self.server.nodelay = self.nodelay
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         return self
@@ -170,3 +191,24 @@ def fake_ollama(replies: list[dict[str, Any]] | None = None, **kwargs: Any) -> I
         yield fake
     finally:
         fake.stop()
+
+
+def main() -> None:
+    """Serve until killed; print the URL once listening."""
+    parser = argparse.ArgumentParser(description="a fake Ollama in a process of its own")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--text", default="Done.", help="the answer to every request")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds before each reply")
+    parser.add_argument("--nodelay", action="store_true", help="TCP_NODELAY on accepted sockets")
+    args = parser.parse_args()
+    fake = FakeOllama(nodelay=args.nodelay, port=args.port)
+    fake.default = {"text": args.text}
+    fake.latency = args.latency
+    fake.record = False
+    fake.start()
+    print(fake.url, flush=True)
+    threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()
