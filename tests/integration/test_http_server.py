@@ -63,8 +63,10 @@ def test_sse_replays_after_last_event_id_and_pings_without_ids(servers: list[Liv
     numbered = [e for e in first if e[0] is not None]
     assert [int(e[0]) for e in numbered] == list(range(1, len(numbered) + 1))
     assert numbered[-1][1] == "end" and numbered[-1][2]["status"] == "completed"
-    # after the run, a reconnect gets the durable answer
-    assert stream(server, cid, last_id=3) == [(None, "end", {"conversation": cid, "status": "completed"})]
+    # after the run, a reconnect with Last-Event-ID gets what it missed from the run event log;
+    # without one, the durable answer
+    assert stream(server, cid, last_id=3) == numbered[3:]
+    assert stream(server, cid) == [(None, "end", {"conversation": cid, "status": "completed"})]
 
 
 def test_a_reconnect_mid_run_resumes_after_the_last_seen_id(servers: list[LiveServer], tmp_path: Path, ollama: FakeOllama) -> None:
