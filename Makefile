@@ -1,32 +1,51 @@
 # Sophos: `make run` starts the server, `make test` runs every test. Both bootstrap first.
 VENV := .venv
 PY := $(VENV)/bin/python
+# the interpreter that creates the venv; pyproject.toml's requires-python says the same minimum
+PYTHON ?= python3
+MIN_PYTHON := 3.11
 STAMP := $(VENV)/.installed
 NPM_DIR := config/mcp-servers
 NPM_STAMP := $(NPM_DIR)/node_modules/.installed
 WEB_DIR := src/entrypoints/http/web
 WEB_STAMP := $(WEB_DIR)/node_modules/.installed
 
-.PHONY: install run test test-unit lint bench soak clean-db help
+# Debian packages, as COMMAND=PACKAGE: installed when missing (as root), else one line says how.
+NEED := scripts/need-system-packages
+NODE_PACKAGES := node=nodejs npm=npm
+TEST_PACKAGES := chromium=chromium
+
+.PHONY: install run demo test test-unit lint bench soak clean-db check-python help
 
 help:
 	@echo "make run      start Sophos (creates .venv and installs everything first)"
+	@echo "make demo     start Sophos on the offline demo model and tools (no model server needed)"
 	@echo "make test     run the whole test suite"
 	@echo "make bench    run the benchmarks and print their figures"
 	@echo "make soak N=1000   the kill -9 torture test, long form"
 
+CHECK_PYTHON = $(PYTHON) -c 'import sys; need = tuple(map(int, "$(MIN_PYTHON)".split("."))); \
+	sys.exit(0 if sys.version_info >= need else "Sophos needs Python $(MIN_PYTHON) or newer, but $(PYTHON) is " \
+	+ sys.version.split()[0] + "; install a newer one and run: make PYTHON=/path/to/python3")'
+
+check-python:
+	@$(CHECK_PYTHON)
+
 $(STAMP): requirements.lock pyproject.toml
-	test -x $(PY) || python3 -m venv $(VENV)
+	@test -x $(PY) || $(CHECK_PYTHON)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --disable-pip-version-check -q -r requirements.lock 2>&1 | grep -v "is ignored" || true
 	$(PY) -m pip install --disable-pip-version-check -q --no-deps -e . 2>&1 | grep -v "is ignored" || true
 	$(PY) -c "import langgraph, langchain_ollama, starlette, click, dependency_injector"
 	touch $(STAMP)
 
 $(NPM_STAMP): $(NPM_DIR)/package.json $(NPM_DIR)/package-lock.json
+	@$(NEED) $(NODE_PACKAGES)
 	cd $(NPM_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	touch $(NPM_STAMP)
 
 $(WEB_STAMP): $(WEB_DIR)/package.json $(WEB_DIR)/package-lock.json
+	@$(NEED) $(NODE_PACKAGES)
 	cd $(WEB_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	touch $(WEB_STAMP)
 
@@ -35,7 +54,12 @@ install: $(STAMP) $(NPM_STAMP) $(WEB_STAMP)
 run: install
 	$(VENV)/bin/sophos serve
 
+demo: install
+	@echo "Demo: the offline demo model and tools, no model server needed"
+	$(VENV)/bin/sophos --model demo --tools demo serve
+
 test: install
+	@$(NEED) $(TEST_PACKAGES)
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check src tests bench
 	$(PY) -m pytest -q
