@@ -14,8 +14,9 @@ WEB_STAMP := $(WEB_DIR)/node_modules/.installed
 NEED := scripts/need-system-packages
 NODE_PACKAGES := node=nodejs npm=npm
 TEST_PACKAGES := chromium=chromium
+# (PostgreSQL, when the tests need it: pg_ctlcluster=postgresql; its server binaries are not on PATH)
 
-.PHONY: install run demo test test-unit lint bench soak clean-db check-python help
+.PHONY: install run demo test test-unit lint bench soak clean-db check-python need-node need-test help
 
 help:
 	@echo "make run      start Sophos (creates .venv and installs everything first)"
@@ -40,16 +41,21 @@ $(STAMP): requirements.lock pyproject.toml
 	touch $(STAMP)
 
 $(NPM_STAMP): $(NPM_DIR)/package.json $(NPM_DIR)/package-lock.json
-	@$(NEED) $(NODE_PACKAGES)
 	cd $(NPM_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	touch $(NPM_STAMP)
 
 $(WEB_STAMP): $(WEB_DIR)/package.json $(WEB_DIR)/package-lock.json
-	@$(NEED) $(NODE_PACKAGES)
 	cd $(WEB_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	touch $(WEB_STAMP)
 
-install: $(STAMP) $(NPM_STAMP) $(WEB_STAMP)
+# checked first, all at once, so that a missing package is one message before any long step
+need-node:
+	@$(NEED) $(NODE_PACKAGES)
+
+need-test:
+	@$(NEED) $(NODE_PACKAGES) $(TEST_PACKAGES)
+
+install: need-node $(STAMP) $(NPM_STAMP) $(WEB_STAMP)
 
 run: install
 	$(VENV)/bin/sophos serve
@@ -58,8 +64,7 @@ demo: install
 	@echo "Demo: the offline demo model and tools, no model server needed"
 	$(VENV)/bin/sophos --model demo --tools demo serve
 
-test: install
-	@$(NEED) $(TEST_PACKAGES)
+test: need-test install
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check src tests bench
 	$(PY) -m pytest -q

@@ -60,8 +60,9 @@ def test_make_demo_serves_the_page_on_the_offline_model_and_prints_the_url(tmp_p
     env = app_env(tmp_path, PORT=port, HOST="127.0.0.1")
     for name in ("MODEL_BACKEND", "TOOLS_BACKEND", "CONFIG_DIR"):  # make demo chooses these
         env.pop(name)
+    full_env = {k: v for k, v in process_env(env).items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     out = (tmp_path / "make-demo.log").open("w+")
-    proc = subprocess.Popen(["make", "-s", "--no-print-directory", "demo"], cwd=ROOT, env=process_env(env),
+    proc = subprocess.Popen(["make", "-s", "--no-print-directory", "demo"], cwd=ROOT, env=full_env,
                             stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:

@@ -20,6 +20,12 @@ NOBODY = 65534  # Debian's `nobody`: no sudo, no apt
 DEBIAN_12_PYTHON = "3.11.2"
 
 
+def make(*args: str) -> subprocess.CompletedProcess[str]:
+    """`make` in the checkout as a person would type it, even when the suite runs under `make test`."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    return subprocess.run(["make", "--no-print-directory", *args], cwd=ROOT, env=env, capture_output=True, text=True)
+
+
 def minimum_python() -> str:
     requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
     match = re.fullmatch(r">=(\d+\.\d+)", requires)
@@ -68,7 +74,9 @@ def test_the_script_is_executable_and_rejects_a_malformed_pair() -> None:
 
 def test_make_test_needs_chromium_and_make_run_does_not() -> None:
     def dry_run(target: str) -> str:
-        return subprocess.run(["make", "-n", target], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+        result = make("-n", target)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
 
     assert re.search(r"need-system-packages .*chromium=chromium", dry_run("test"))
     assert "chromium" not in dry_run("run")
@@ -77,13 +85,14 @@ def test_make_test_needs_chromium_and_make_run_does_not() -> None:
 
 def test_make_refuses_a_python_older_than_the_minimum_in_one_line() -> None:
     minimum = minimum_python()
-    make = ["make", "-s", "--no-print-directory", "check-python", f"PYTHON={sys.executable}"]
-    assert subprocess.run([*make, f"MIN_PYTHON={minimum}"], cwd=ROOT, capture_output=True).returncode == 0
+    check = ["-s", "check-python", f"PYTHON={sys.executable}"]
+    assert make(*check, f"MIN_PYTHON={minimum}").returncode == 0
 
-    result = subprocess.run([*make, "MIN_PYTHON=3.99"], cwd=ROOT, capture_output=True, text=True)
+    result = make(*check, "MIN_PYTHON=3.99")
     assert result.returncode != 0
-    ours = [line for line in result.stderr.splitlines() if not line.startswith("make:")]
-    assert ours == [f"Sophos needs Python 3.99 or newer, but {sys.executable} is {sys.version.split()[0]};"
+    ours, *make_says = result.stderr.splitlines()
+    assert len(make_says) == 1 and make_says[0].startswith("make: *** "), result.stderr  # make's own trailer
+    assert [ours] == [f"Sophos needs Python 3.99 or newer, but {sys.executable} is {sys.version.split()[0]};"
                     " install a newer one and run: make PYTHON=/path/to/python3"]
 
 
