@@ -1,23 +1,41 @@
 # Sophos: `make run` starts the server, `make test` runs every test. Both bootstrap first.
 VENV := .venv
 PY := $(VENV)/bin/python
+# the interpreter that creates the venv; pyproject.toml's requires-python says the same minimum
+PYTHON ?= python3
+MIN_PYTHON := 3.11
 STAMP := $(VENV)/.installed
 NPM_DIR := config/mcp-servers
 NPM_STAMP := $(NPM_DIR)/node_modules/.installed
 WEB_DIR := src/entrypoints/http/web
 WEB_STAMP := $(WEB_DIR)/node_modules/.installed
 
-.PHONY: install run test test-unit lint bench bench-concurrency soak clean-db help
+# Debian packages, as COMMAND=PACKAGE: installed when missing (as root), else one line says how.
+NEED := scripts/need-system-packages
+NODE_PACKAGES := node=nodejs npm=npm
+TEST_PACKAGES := chromium=chromium
+# (PostgreSQL, when the tests need it: pg_ctlcluster=postgresql; its server binaries are not on PATH)
+
+.PHONY: install run demo test test-unit lint bench bench-concurrency soak clean-db check-python need-node need-test help
 
 help:
 	@echo "make run      start Sophos (creates .venv and installs everything first)"
+	@echo "make demo     start Sophos on the offline demo model and tools (no model server needed)"
 	@echo "make test     run the whole test suite"
 	@echo "make bench    run the benchmarks and print their figures"
 	@echo "make bench-concurrency   only the concurrency section (BENCH_BASELINE_REF=ref to compare with)"
 	@echo "make soak N=1000   the kill -9 torture test, long form"
 
+CHECK_PYTHON = $(PYTHON) -c 'import sys; need = tuple(map(int, "$(MIN_PYTHON)".split("."))); \
+	sys.exit(0 if sys.version_info >= need else "Sophos needs Python $(MIN_PYTHON) or newer, but $(PYTHON) is " \
+	+ sys.version.split()[0] + "; install a newer one and run: make PYTHON=/path/to/python3")'
+
+check-python:
+	@$(CHECK_PYTHON)
+
 $(STAMP): requirements.lock pyproject.toml
-	test -x $(PY) || python3 -m venv $(VENV)
+	@test -x $(PY) || $(CHECK_PYTHON)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --disable-pip-version-check -q -r requirements.lock 2>&1 | grep -v "is ignored" || true
 	$(PY) -m pip install --disable-pip-version-check -q --no-deps -e . 2>&1 | grep -v "is ignored" || true
 	$(PY) -c "import langgraph, langchain_ollama, starlette, click, dependency_injector"
@@ -31,14 +49,26 @@ $(WEB_STAMP): $(WEB_DIR)/package.json $(WEB_DIR)/package-lock.json
 	cd $(WEB_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	touch $(WEB_STAMP)
 
-install: $(STAMP) $(NPM_STAMP) $(WEB_STAMP)
+# checked first, all at once, so that a missing package is one message before any long step
+need-node:
+	@$(NEED) $(NODE_PACKAGES)
+
+need-test:
+	@$(NEED) $(NODE_PACKAGES) $(TEST_PACKAGES)
+
+install: need-node $(STAMP) $(NPM_STAMP) $(WEB_STAMP)
 
 run: install
 	$(VENV)/bin/sophos serve
 
-test: install
+demo: install
+	@echo "Demo: the offline demo model and tools, no model server needed"
+	$(VENV)/bin/sophos --model demo --tools demo serve
+
+test: need-test install
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -q
 
 test-unit: install

@@ -64,8 +64,37 @@ class DrainingServer(uvicorn.Server):
         self.should_exit = True
 
 
+def model_fix(config: Any) -> str:
+    """What a person can do when the configured model server is not ready."""
+    if config.MODEL_BACKEND() == "openai":
+        return "start the OpenAI-compatible server, set OPENAI_BASE_URL and OPENAI_MODEL, or run `make demo`"
+    return f"start Ollama (`ollama serve`) and `ollama pull {config.OLLAMA_MODEL()}`, set OLLAMA_HOST, or run `make demo`"
+
+
+def warn_if_model_not_ready(container: Any, timeout: float = 3.0) -> bool:
+    """Check the model once before serving. A model that is not ready is one warning with the fix,
+    not an error: the page and past conversations work without it, and the model may come up later."""
+    config = container.config
+
+    async def check() -> tuple[bool, str]:
+        try:
+            result: tuple[bool, str] = await asyncio.wait_for(container.model().check(), timeout)
+            return result
+        except TimeoutError:
+            return False, f"no answer within {timeout:g} s"
+        except Exception as e:  # a readiness probe must never stop the server from starting
+            return False, f"{type(e).__name__}: {e}"
+
+    ok, why = asyncio.run(check())
+    if not ok:
+        where = config.OPENAI_BASE_URL() if config.MODEL_BACKEND() == "openai" else config.OLLAMA_HOST()
+        log.warning("model not ready: %s (%s) — %s", why, where, model_fix(config))
+    return ok
+
+
 def serve(container: Any) -> None:
     config = container.config
+    warn_if_model_not_ready(container)
     host, port = config.HOST(), int(config.PORT())
     app = create_app(container)
     timeout = float(config.SHUTDOWN_TIMEOUT())
