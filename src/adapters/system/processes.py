@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import uuid
 from pathlib import Path
 
 from domain.model import RunOwner
@@ -35,16 +36,26 @@ def _pid_exists(pid: int) -> bool:
     return True
 
 
+def _pid_namespace() -> int:
+    """The inode of this process's pid namespace: two containers sharing a host name see
+    different pids, so a pid is only checked against an owner in the same namespace."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
+
+
 class LocalProcesses(ProcessPort):
     def __init__(self) -> None:
         pid = os.getpid()
-        self._me = RunOwner(socket.gethostname(), pid, _start_ticks(pid) or 0.0)
+        instance = uuid.uuid4().hex  # the fencing identity: unique per process start
+        self._me = RunOwner(socket.gethostname(), pid, _start_ticks(pid) or 0.0, instance, _pid_namespace())
 
     def current(self) -> RunOwner:
         return self._me
 
     def is_alive(self, owner: RunOwner) -> bool | None:
-        if owner.host != self._me.host:
+        if owner.host != self._me.host or (owner.namespace and owner.namespace != self._me.namespace):
             return None
         if not _pid_exists(owner.pid):
             return False

@@ -9,7 +9,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from domain.errors import InvalidInput
+from domain.errors import InvalidInput, SophosError
 from domain.events import StreamEvent
 from domain.model import RunStatus, message_to_dto, parse_conversation_id, summary_to_dto
 from entrypoints.http import sse
@@ -91,6 +91,8 @@ async def list_conversations(request: Request) -> Response:
     else:
         try:
             items, cursor = await service.list(), None
+        except SophosError:
+            raise  # a storage failure is a 503, not a fetch error
         except Exception as e:
             raise RouteFailure("FETCH_ERROR", "Failed to fetch conversations") from e
     body: dict[str, Any] = {"conversations": [summary_to_dto(c) for c in items]}
@@ -104,6 +106,8 @@ async def get_conversation(request: Request) -> Response:
     conv = await service.summary(request.path_params["conversation_id"])
     try:
         detail = await service.get(conv.id)
+    except SophosError:
+        raise  # a storage failure is a 503, not a load error
     except Exception as e:
         raise RouteFailure("LOAD_ERROR", "Failed to load conversation") from e
     body: dict[str, Any] = {
