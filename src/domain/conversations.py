@@ -17,7 +17,7 @@ from domain.model import (
     parse_conversation_id,
     utc_now,
 )
-from domain.runs import annotate_pending
+from domain.pending import annotate_pending
 from ports.checkpoints import CheckpointPort
 from ports.journal import ToolJournal
 from ports.runs import RunRepository

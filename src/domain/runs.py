@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -25,6 +25,7 @@ from domain.errors import (
     StorageFailure,
 )
 from domain.events import InputRecorded, StreamEvent, StreamTranslator
+from domain.following import follow_log, iterate
 from domain.hub import TERMINAL_EVENTS, ActiveRun, Item, RunHub
 from domain.lifecycle import Outcome, StopReason
 from domain.model import (
@@ -37,6 +38,7 @@ from domain.model import (
     title_from_message,
     utc_now,
 )
+from domain.pending import annotate_pending
 from ports.checkpoints import CheckpointPort
 from ports.engine import AgentEngine, NewMessage, Resume, RunInput
 from ports.events import RunEventLog
@@ -78,22 +80,6 @@ class RunStores:
     signals: RunSignals
     journal: ToolJournal
     checkpoints: CheckpointPort
-
-
-async def annotate_pending(
-    pending: Iterable[PendingCall], journal: ToolJournal, conversation_id: str
-) -> tuple[PendingCall, ...]:
-    """Mark the pending calls that were started (per the journal) and are unsafe to repeat."""
-    calls = tuple(pending)
-    if not calls:
-        return calls
-    keys = {p.call.id: lifecycle.idempotency_key(conversation_id, p.call.id) for p in calls}
-    entries = await journal.entries(keys.values())
-    out = []
-    for p in calls:
-        entry = entries.get(keys[p.call.id])
-        out.append(PendingCall(p.call, started=entry is not None, unsafe=bool(entry and entry.unsafe)))
-    return tuple(out)
 
 
 class RunService:
@@ -299,42 +285,13 @@ class RunService:
             return StreamEvent("chat-error", data)
         latest = await self.runs.latest_run(conversation_id)
         if latest is not None and latest.status is RunStatus.RUNNING:
-            return self._follow_log(latest, after)
+            return follow_log(self, latest, after)
         if latest is not None and after > 0:
             replay = await self.stores.events.read(latest.id, after)
             if replay and replay[-1][1].event in TERMINAL_EVENTS:
-                return _iterate(replay)
+                return iterate(replay)
         status = conv.status.value if conv.status else None
         return StreamEvent("end", {"conversation": conversation_id, "status": status})
-
-    async def _follow_log(self, run: Run, after: int) -> AsyncIterator[Item]:
-        """Follow a run executed by another process through the event log. The terminal
-        event is written with the outcome, by the owner or by whoever reclaims the run."""
-        last, idle = after, 0.0
-        while True:
-            items = await self.stores.events.wait(run.id, last, self.poll_seconds * 10)
-            for item in items:
-                last = item[0]
-                yield item
-                if item[1].event in TERMINAL_EVENTS:
-                    return
-            if items:
-                idle = 0.0
-                continue
-            idle += self.poll_seconds * 10
-            if idle >= max(self.lease_seconds / 3, 1.0):
-                idle = 0.0
-                current = await self.runs.latest_run(run.conversation_id, self.lease_seconds)
-                if current is None or current.id != run.id or current.status is not RunStatus.RUNNING:
-                    tail = await self.stores.events.read(run.id, last)
-                    for item in tail:
-                        yield item
-                    if not tail or tail[-1][1].event not in TERMINAL_EVENTS:
-                        status = current.status.value if current and current.id == run.id else "interrupted"
-                        yield last + len(tail) + 1, StreamEvent("end", {"conversation": run.conversation_id, "status": status})
-                    return
-                if await self.reclaim(current):
-                    continue  # its terminal event is in the log now
 
     async def cancel(self, conversation: object) -> CancelResult:
         """Stop the conversation's running run wherever it executes; it is recorded
@@ -397,7 +354,3 @@ class RunService:
             log.info("reclaimed run as %s", verdict.status.value, extra=ctx)
         return changed
 
-
-async def _iterate(items: Iterable[Item]) -> AsyncIterator[Item]:
-    for item in items:
-        yield item

@@ -15,7 +15,8 @@ from domain import lifecycle
 from domain.errors import DecisionRequired, RunNotResumable, SessionInProgress, ShuttingDown, SophosError
 from domain.lifecycle import Adoption, StopReason
 from domain.model import PendingCall, RunTrigger
-from domain.runs import RunService, StartedRun, annotate_pending
+from domain.pending import annotate_pending
+from domain.runs import RunService, StartedRun
 
 log = logging.getLogger(__name__)
 
