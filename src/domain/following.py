@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable
+from contextlib import aclosing
 from typing import TYPE_CHECKING
 
 from domain.events import StreamEvent
 from domain.hub import TERMINAL_EVENTS, Item
 from domain.model import Run, RunStatus
+from ports.metrics import MetricsPort
 
 if TYPE_CHECKING:
     from domain.runs import RunService
 
 
-async def follow_log(service: RunService, run: Run, after: int) -> AsyncIterator[Item]:
+async def follow_log(service: RunService, run: Run, after: int) -> AsyncGenerator[Item, None]:
     """Follow a run executed by another process through the event log. The terminal
     event is written with the outcome, by the owner or by whoever reclaims the run."""
     last, idle = after, 0.0
@@ -47,3 +49,14 @@ async def iterate(items: Iterable[Item]) -> AsyncIterator[Item]:
     """Items already read (a finished run's replay) as a stream."""
     for item in items:
         yield item
+
+
+async def counted(items: AsyncGenerator[Item, None], metrics: MetricsPort, source: str) -> AsyncIterator[Item]:
+    """`items`, counted as an active stream (`source`: local or log) while it is read."""
+    metrics.stream_opened(source)
+    try:
+        async with aclosing(items):
+            async for item in items:
+                yield item
+    finally:
+        metrics.stream_closed(source)

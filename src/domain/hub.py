@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 
 from domain.events import StreamEvent
@@ -39,6 +40,7 @@ class ActiveRun:
     input_recorded: asyncio.Event = field(default_factory=asyncio.Event)
     failure: BaseException | None = None  # what ended the run, if it failed
     outcome: Outcome | None = None
+    began: float = field(default_factory=time.monotonic)  # for the run duration metric
 
     @property
     def context(self) -> dict[str, str]:
@@ -79,7 +81,7 @@ class ActiveRun:
             return
         self.task.cancel()
 
-    async def subscribe(self, after: int = 0) -> AsyncIterator[Item]:
+    async def subscribe(self, after: int = 0) -> AsyncGenerator[Item, None]:
         """Replay buffered events with id > after, then follow live ones until the run's
         terminal event (`end` or `chat-error`)."""
         queue: asyncio.Queue[Item | None] = asyncio.Queue()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,7 +26,7 @@ from domain.errors import (
     StorageFailure,
 )
 from domain.events import InputRecorded, StreamEvent, StreamTranslator
-from domain.following import follow_log, iterate
+from domain.following import counted, follow_log, iterate
 from domain.hub import TERMINAL_EVENTS, ActiveRun, Item, RunHub
 from domain.lifecycle import Outcome, StopReason
 from domain.model import (
@@ -43,6 +44,7 @@ from ports.checkpoints import CheckpointPort
 from ports.engine import AgentEngine, NewMessage, Resume, RunInput
 from ports.events import RunEventLog
 from ports.journal import ToolJournal
+from ports.metrics import NO_METRICS, MetricsPort
 from ports.processes import ProcessPort
 from ports.runs import RunFinish, RunRepository
 from ports.signals import RunSignals
@@ -97,6 +99,7 @@ class RunService:
         cancel_wait: float = 5.0,
         poll_seconds: float = 0.1,
         clock: Callable[[], datetime] = utc_now,
+        metrics: MetricsPort = NO_METRICS,
     ) -> None:
         self.stores = stores
         self.runs = stores.runs
@@ -109,6 +112,7 @@ class RunService:
         self.cancel_wait = cancel_wait
         self.poll_seconds = poll_seconds
         self.clock = clock
+        self.metrics = metrics
         self.draining = False
         self.unrecorded: dict[str, tuple[ActiveRun, RunFinish]] = {}  # outcomes the store refused
 
@@ -171,6 +175,7 @@ class RunService:
         await self.runs.start_run(run, now)  # raises SessionInProgress if another process won
         active = ActiveRun(run.id, cid, base, needs_input=isinstance(run_input, NewMessage))
         self.hub.add(active)
+        self.metrics.run_started(trigger.value)
         log.info("run started (%s)", trigger.value, extra=active.context)
         active.task = asyncio.create_task(self._execute(active, run_input), name=f"run-{run.id}")
         if active.needs_input:
@@ -236,6 +241,8 @@ class RunService:
             log.warning("run lost to another process; this process wrote nothing more", extra=ctx)
         active.publish(event, durable=False)
         self.hub.remove(active)
+        status = outcome.status.value if outcome.recorded else "lost"
+        self.metrics.run_finished(status, outcome.error.code if outcome.error else None, time.monotonic() - active.began)
         log.info("run finished: %s", outcome.status.value, extra=ctx)
 
     async def _record(self, active: ActiveRun, finish: RunFinish) -> bool:
@@ -278,14 +285,14 @@ class RunService:
         run is live, the durable answer (a single event without an id)."""
         active = self.hub.get(conversation_id)
         if active is not None:
-            return active.subscribe(after)
+            return counted(active.subscribe(after), self.metrics, "local")
         conv = await self.runs.get_conversation(conversation_id)
         if conv is None:
             data = {"code": "NOT_FOUND", "message": "Conversation Not Found", "conversation": conversation_id}
             return StreamEvent("chat-error", data)
         latest = await self.runs.latest_run(conversation_id)
         if latest is not None and latest.status is RunStatus.RUNNING:
-            return follow_log(self, latest, after)
+            return counted(follow_log(self, latest, after), self.metrics, "log")
         if latest is not None and after > 0:
             replay = await self.stores.events.read(latest.id, after)
             if replay and replay[-1][1].event in TERMINAL_EVENTS:
@@ -350,6 +357,7 @@ class RunService:
         finish = RunFinish(verdict.status, self.clock(), verdict.error, head.message_count, event)
         changed = await self.runs.finish_run(run.id, finish, heartbeat=run.heartbeat_at)
         if changed:
+            self.metrics.run_reclaimed(verdict.status.value)
             ctx = {"conversation_id": run.conversation_id, "run_id": run.id}
             log.info("reclaimed run as %s", verdict.status.value, extra=ctx)
         return changed

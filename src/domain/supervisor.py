@@ -60,12 +60,15 @@ class Supervisor:
     async def _every(self, seconds: float, work: Callable[[], Awaitable[object]]) -> None:
         while True:
             await asyncio.sleep(seconds)
+            name = getattr(work, "__name__", "maintenance")
             try:
                 await work()
             except SophosError as e:
-                log.warning("%s: %s", getattr(work, "__name__", "maintenance"), e.message)
+                self.service.metrics.maintenance_failed(name)
+                log.warning("%s: %s", name, e.message)
             except Exception:
-                log.exception("%s failed", getattr(work, "__name__", "maintenance"))
+                self.service.metrics.maintenance_failed(name)
+                log.exception("%s failed", name)
 
     # --- the periodic work ------------------------------------------------------------
 
@@ -87,6 +90,7 @@ class Supervisor:
         for run_id in set(ids) - renewed:
             active = service.hub.by_run(run_id)
             if active is not None and not active.finishing:
+                service.metrics.lease_lost()
                 log.warning("lease lost: another process took the run over", extra=active.context)
                 active.request_stop(StopReason.LOST)
 
@@ -143,12 +147,14 @@ class Supervisor:
             ctx = {"conversation_id": cid, "run_id": run.id}
             if verdict is Adoption.GIVE_UP:
                 if await service.runs.give_up(run.id, lifecycle.ADOPTION_FAILED, service.clock()):
+                    service.metrics.adoption("gave_up")
                     log.warning("gave up resuming after %d attempts", lifecycle.ADOPTION_ATTEMPTS, extra=ctx)
                 continue
             if verdict is not Adoption.ADOPT:
                 continue
             try:
                 started.append(await service.start(None, cid, resume=True, trigger=RunTrigger.ADOPT))
+                service.metrics.adoption("adopted")
                 log.info("adopted an interrupted run", extra=ctx)
             except (RunNotResumable, DecisionRequired, SessionInProgress, ShuttingDown) as e:
                 log.info("not adopted: %s", e.message, extra=ctx)

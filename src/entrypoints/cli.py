@@ -99,7 +99,7 @@ pass_ctx = click.make_pass_decorator(Context)
 @click.pass_context
 def main(ctx: click.Context, database: str | None, model_backend: str | None, tools_backend: str | None, verbose: bool) -> None:
     """Sophos: a local-first chat agent whose runs survive crashes."""
-    overrides: dict[str, Any] = {}
+    overrides: dict[str, Any] = {"METRICS_BACKEND": "none"}  # only `serve` is scraped
     if database:
         overrides["DATABASE_PATH"] = database
     if model_backend:
@@ -399,6 +399,7 @@ def serve(ctx: Context, host: str | None, port: int | None) -> None:
     from entrypoints.server import is_loopback
     from entrypoints.server import serve as run_server
 
+    ctx.overrides["METRICS_BACKEND"] = "prometheus"
     container = ctx.container
     if host:
         container.config.HOST.from_value(host)

@@ -44,6 +44,7 @@ from domain.supervisor import Supervisor  # noqa: E402 - after the finder above
 from entrypoints.settings import load_settings  # noqa: E402 - after the finder above
 from ports.checkpoints import CheckpointPort  # noqa: E402 - after the finder above
 from ports.engine import AgentEngine  # noqa: E402 - after the finder above
+from ports.metrics import MetricsPort, NullMetrics  # noqa: E402 - after the finder above
 from ports.model import ModelPort  # noqa: E402 - after the finder above
 from ports.processes import ProcessPort  # noqa: E402 - after the finder above
 from ports.prompts import SystemPromptSource  # noqa: E402 - after the finder above
@@ -53,6 +54,7 @@ from ports.tools import ToolPort  # noqa: E402 - after the finder above
 if TYPE_CHECKING:
     from adapters.langgraph.checkpointer import ThreadedSqliteSaver
     from adapters.langgraph.graph import AgentNodes
+    from adapters.prometheus.metrics import PrometheusMetrics
     from adapters.sqlite.runs import SqliteRunStore
 
 log = logging.getLogger(__name__)
@@ -66,16 +68,22 @@ def _opened(opened: list[Closeable], thing: T) -> T:
     return thing
 
 
-def _run_store(opened: list[Closeable], path: str, busy_timeout: float) -> SqliteRunStore:
+def _prometheus() -> PrometheusMetrics:
+    from adapters.prometheus.metrics import PrometheusMetrics
+
+    return PrometheusMetrics()
+
+
+def _run_store(opened: list[Closeable], path: str, busy_timeout: float, metrics: MetricsPort) -> SqliteRunStore:
     from adapters.sqlite.runs import SqliteRunStore
 
-    return _opened(opened, SqliteRunStore(path, busy_timeout=busy_timeout))
+    return _opened(opened, SqliteRunStore(path, busy_timeout=busy_timeout, metrics=metrics))
 
 
-def _checkpointer(opened: list[Closeable], path: str, keep: int) -> ThreadedSqliteSaver:
+def _checkpointer(opened: list[Closeable], path: str, keep: int, metrics: MetricsPort) -> ThreadedSqliteSaver:
     from adapters.langgraph.checkpointer import ThreadedSqliteSaver
 
-    return _opened(opened, ThreadedSqliteSaver.open(path, keep=keep))
+    return _opened(opened, ThreadedSqliteSaver.open(path, keep=keep, metrics=metrics))
 
 
 def _storage(path: str) -> StoragePort:
@@ -132,10 +140,12 @@ def _no_tools() -> ToolPort:
     return StaticToolbox()
 
 
-def _nodes(model: ModelPort, tools: ToolPort, prompt: SystemPromptSource, journal: SqliteRunStore) -> AgentNodes:
+def _nodes(
+    model: ModelPort, tools: ToolPort, prompt: SystemPromptSource, journal: SqliteRunStore, metrics: MetricsPort
+) -> AgentNodes:
     from adapters.langgraph.graph import AgentNodes
 
-    return AgentNodes(model, tools, prompt, journal)
+    return AgentNodes(model, tools, prompt, journal, metrics=metrics)
 
 
 def _engine(nodes: AgentNodes, checkpointer: ThreadedSqliteSaver) -> AgentEngine:
@@ -189,8 +199,13 @@ class Container(containers.DeclarativeContainer):
     opened: providers.Singleton[list[Closeable]] = providers.Singleton(list)
     hub = providers.Singleton(RunHub)
     processes = providers.Singleton(_processes)
-    store = providers.Singleton(_run_store, opened, config.DATABASE_PATH, config.DATABASE_BUSY_TIMEOUT)
-    checkpointer = providers.Singleton(_checkpointer, opened, config.DATABASE_PATH, config.CHECKPOINT_KEEP)
+    # the server exposes its metrics at /metrics; one-shot CLI commands, which nobody
+    # scrapes, record nothing (and never import prometheus-client)
+    metrics = providers.Selector(
+        config.METRICS_BACKEND, prometheus=providers.Singleton(_prometheus), none=providers.Singleton(NullMetrics)
+    )
+    store = providers.Singleton(_run_store, opened, config.DATABASE_PATH, config.DATABASE_BUSY_TIMEOUT, metrics)
+    checkpointer = providers.Singleton(_checkpointer, opened, config.DATABASE_PATH, config.CHECKPOINT_KEEP, metrics)
     prompt = providers.Singleton(_prompt, config.CONFIG_DIR)
     storage = providers.Singleton(_storage, config.DATABASE_PATH)
 
@@ -211,7 +226,7 @@ class Container(containers.DeclarativeContainer):
         none=providers.Singleton(_no_tools),
     )
 
-    nodes = providers.Singleton(_nodes, model, tools, prompt, store)
+    nodes = providers.Singleton(_nodes, model, tools, prompt, store, metrics)
     engine = providers.Singleton(_engine, nodes, checkpointer)
     threads = providers.Singleton(_threads, checkpointer)
     stores = providers.Singleton(_stores, store, threads)
@@ -224,6 +239,7 @@ class Container(containers.DeclarativeContainer):
         hub=hub,
         recursion_limit=config.AGENT_RECURSION_LIMIT,
         lease_seconds=config.RUN_LEASE_SECONDS,
+        metrics=metrics,
     )
     supervisor = providers.Singleton(
         Supervisor,
@@ -236,9 +252,11 @@ class Container(containers.DeclarativeContainer):
 
 def create_container(env: dict[str, str] | None = None, **overrides: Any) -> Container:
     """A container configured from the environment (or `env`), with optional setting
-    overrides; nothing is opened until first used."""
+    overrides (`METRICS_BACKEND="none"` for a process nobody scrapes); nothing is opened
+    until first used."""
     container = Container()
     settings = load_settings(env)
+    settings["METRICS_BACKEND"] = "prometheus"
     settings.update(overrides)
     container.config.from_dict(settings)
     return container

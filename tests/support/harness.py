@@ -11,6 +11,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from adapters.langgraph.engine import LangGraphEngine, LangGraphThreads
 from adapters.langgraph.graph import AgentNodes, build_graph
+from adapters.memory.metrics import InMemoryMetrics
 from adapters.memory.model import ScriptedModel
 from adapters.memory.runs import InMemoryRunStore
 from adapters.memory.toolbox import StaticToolbox, ToolFn
@@ -61,6 +62,7 @@ class Harness:
     runs: RunService
     conversations: ConversationService
     supervisor: Supervisor
+    metrics: InMemoryMetrics
 
     async def send(self, message: str, conversation: str | None = None) -> tuple[StartedRun, list[StreamEvent]]:
         started = await self.runs.start(message, conversation)
@@ -94,15 +96,19 @@ def make_harness(
     delay: float = 0.0,
     processes: FakeProcesses | None = None,
     lease_seconds: float = 30.0,
+    auto_resume: bool = False,
 ) -> Harness:
     model = ScriptedModel(list(replies), delay=delay)
     toolbox = StaticToolbox(tools)
     store = repo or InMemoryRunStore()
     saver = saver or InMemorySaver()
     processes = processes or FakeProcesses()
-    graph = build_graph(AgentNodes(model, toolbox, FixedPrompt("You are a test."), store), saver)
+    metrics = InMemoryMetrics()
+    graph = build_graph(AgentNodes(model, toolbox, FixedPrompt("You are a test."), store, metrics=metrics), saver)
     threads = LangGraphThreads(graph)
     stores = RunStores(runs=store, events=store, signals=store, journal=store, checkpoints=threads)
-    runs = RunService(stores, LangGraphEngine(graph), processes, RunHub(), recursion_limit, lease_seconds, cancel_wait=2.0)
+    runs = RunService(
+        stores, LangGraphEngine(graph), processes, RunHub(), recursion_limit, lease_seconds, cancel_wait=2.0, metrics=metrics
+    )
     conversations = ConversationService(store, threads, runs.is_active, store)
-    return Harness(model, toolbox, store, saver, processes, runs, conversations, Supervisor(runs))
+    return Harness(model, toolbox, store, saver, processes, runs, conversations, Supervisor(runs, auto_resume), metrics)

@@ -39,10 +39,11 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from adapters.langchain.messages import to_domain
 from adapters.langgraph.graph import RUN_KEY
-from adapters.sqlite.database import connect
+from adapters.sqlite.database import connect, failure_reason
 from adapters.sqlite.maintenance import prune_thread
 from domain.errors import RunLost, StorageFailure
 from domain.model import message_to_dto
+from ports.metrics import NO_METRICS, MetricsPort
 
 log = logging.getLogger(__name__)
 
@@ -102,16 +103,17 @@ STORAGE_MESSAGE = "The database could not be read or written (disk full, read-on
 
 
 class ThreadedSqliteSaver(SqliteSaver):
-    def __init__(self, conn: sqlite3.Connection, keep: int = 3) -> None:
+    def __init__(self, conn: sqlite3.Connection, keep: int = 3, metrics: MetricsPort = NO_METRICS) -> None:
         super().__init__(conn)
         self.keep = keep  # checkpoints kept per thread; 0 keeps all (plain SqliteSaver)
+        self.metrics = metrics
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sophos-saver")
 
     @classmethod
-    def open(cls, path: str, keep: int = 3) -> ThreadedSqliteSaver:
+    def open(cls, path: str, keep: int = 3, metrics: MetricsPort = NO_METRICS) -> ThreadedSqliteSaver:
         conn = connect(path)
         conn.isolation_level = "DEFERRED"  # SqliteSaver commits after each cursor
-        saver = cls(conn, keep=keep)
+        saver = cls(conn, keep=keep, metrics=metrics)
         saver.setup()
         return saver
 
@@ -134,6 +136,7 @@ class ThreadedSqliteSaver(SqliteSaver):
             return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
         except sqlite3.Error as e:
             log.warning("checkpoint store: %s", e)
+            self.metrics.storage_failure(failure_reason(e))
             raise StorageFailure(STORAGE_MESSAGE) from e
 
     @contextmanager
@@ -185,6 +188,7 @@ class ThreadedSqliteSaver(SqliteSaver):
             )
             if self.keep > 0:
                 prune_thread(cur, thread_id, ns, self.keep)
+        self.metrics.checkpoint_written("checkpoint", len(blob) + len(meta_blob))
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
 
     def put_writes(
@@ -216,6 +220,7 @@ class ThreadedSqliteSaver(SqliteSaver):
                 "idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
+        self.metrics.checkpoint_written("writes", sum(len(row[-1]) for row in rows))
 
     def head(self, thread_id: str) -> tuple[Any, ...] | None:
         """(checkpoint_id, next, message_count, run_id, pending writes) of the latest

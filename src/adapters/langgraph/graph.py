@@ -6,7 +6,11 @@ report progress through LangGraph's custom stream as domain events.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import asyncio
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, TypedDict
 
@@ -25,6 +29,7 @@ from domain.events import NodeStarted, TokenDelta, ToolCallFinished, ToolCallReq
 from domain.lifecycle import idempotency_key
 from domain.model import AssistantMessage, ToolCall, ToolResult, utc_now
 from ports.journal import ToolJournal
+from ports.metrics import NO_METRICS, UNKNOWN_TOOL, MetricsPort
 from ports.model import ModelPort, TextChunk
 from ports.prompts import SystemPromptSource
 from ports.tools import ToolPort
@@ -42,6 +47,24 @@ class ToolTask(TypedDict):
 
 def _step(config: RunnableConfig) -> int:
     return int((config.get("metadata") or {}).get("langgraph_step", 0))
+
+
+@dataclass
+class Timing:
+    outcome: str = "ok"  # the block may set `error` for a failure that raised nothing
+
+
+@contextmanager
+def _timed(record: Callable[[str, float], None]) -> Iterator[Timing]:
+    """Time the block and record its outcome: `ok`, `error` or `cancelled`."""
+    began, timing = time.monotonic(), Timing()
+    try:
+        yield timing
+    except BaseException as e:
+        timing.outcome = "cancelled" if isinstance(e, asyncio.CancelledError) else "error"
+        raise
+    finally:
+        record(timing.outcome, time.monotonic() - began)
 
 
 def route_after_agent(state: AgentState) -> Sequence[Send] | str:
@@ -67,12 +90,14 @@ class AgentNodes:
         prompt: SystemPromptSource,
         journal: ToolJournal | None = None,
         clock: Callable[[], datetime] = utc_now,
+        metrics: MetricsPort = NO_METRICS,
     ) -> None:
         self.model = model
         self.tools = tools
         self.prompt = prompt
         self.journal = journal
         self.clock = clock
+        self.metrics = metrics
         self.cache = ConversionCache()
 
     async def agent(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
@@ -81,11 +106,13 @@ class AgentNodes:
         specs = await self.tools.list_tools()
         system = self.prompt.read()
         reply: AssistantMessage | None = None
-        async for out in self.model.stream(system, self.cache.convert(state["messages"]), specs):
-            if isinstance(out, TextChunk):
-                write(TokenDelta(step, out.text))
-            else:
-                reply = out
+        name = self.model.name
+        with _timed(lambda outcome, seconds: self.metrics.model_call(name, outcome, seconds)):
+            async for out in self.model.stream(system, self.cache.convert(state["messages"]), specs):
+                if isinstance(out, TextChunk):
+                    write(TokenDelta(step, out.text))
+                else:
+                    reply = out
         if reply is None:
             raise RuntimeError("the model ended its stream without a reply")
         for call in reply.tool_calls:
@@ -110,12 +137,15 @@ class AgentNodes:
     async def _call(self, call: ToolCall, thread_id: str, run_id: str | None) -> tuple[str, bool]:
         key = idempotency_key(thread_id, call.id)
         try:
+            spec = next((t for t in await self.tools.list_tools() if t.name == call.name), None)
             if self.journal is not None:
-                spec = next((t for t in await self.tools.list_tools() if t.name == call.name), None)
                 unsafe = spec.unsafe_to_repeat if spec else False
                 # durably "about to call": after a crash, this call's outcome is known to be unknown
                 await self.journal.call_started(key, thread_id, run_id, call.name, unsafe, self.clock())
-            outcome = await self.tools.call(call.name, call.args, key)
+            label = call.name if spec else UNKNOWN_TOOL  # the model may name any tool: keep labels bounded
+            with _timed(lambda result, seconds: self.metrics.tool_call(label, result, seconds)) as timing:
+                outcome = await self.tools.call(call.name, call.args, key)
+                timing.outcome = "error" if outcome.is_error else "ok"
             return outcome.content, outcome.is_error
         except (RunLost, StorageFailure, ToolOutcomeUnknown):
             # the run lost its owner or its store: the call must not be sent; or the call's

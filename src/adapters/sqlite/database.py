@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
 from domain.errors import StorageFailure
+from ports.metrics import NO_METRICS, MetricsPort
 
 log = logging.getLogger(__name__)
 
@@ -109,13 +110,19 @@ WRITE_MESSAGE = "The database could not be written (disk full, read-only or I/O 
 _BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
+def failure_reason(e: sqlite3.Error) -> str:
+    """`busy` when another connection held the lock past the busy timeout, else `error`
+    (the storage_failure metric's label)."""
+    code = getattr(e, "sqlite_errorcode", None)
+    busy = (code is not None and code & 0xFF in _BUSY_CODES) or "locked" in str(e) or "busy" in str(e)
+    return "busy" if busy else "error"
+
+
 def storage_failure(e: sqlite3.Error) -> StorageFailure:
     """Our own public message for a sqlite3 error (the raw text is logged, not shown);
     the caller raises it `from e`."""
-    code = getattr(e, "sqlite_errorcode", None)
-    busy = (code is not None and code & 0xFF in _BUSY_CODES) or "locked" in str(e) or "busy" in str(e)
     log.warning("storage error: %s (%s)", e, getattr(e, "sqlite_errorname", type(e).__name__))
-    return StorageFailure(BUSY_MESSAGE if busy else WRITE_MESSAGE)
+    return StorageFailure(BUSY_MESSAGE if failure_reason(e) == "busy" else WRITE_MESSAGE)
 
 
 def connect(path: str, busy_timeout: float = BUSY_TIMEOUT_MS / 1000) -> sqlite3.Connection:
@@ -180,11 +187,14 @@ class Worker:
     calls on one connection are serialised without a lock and never occupy the loop's
     default executor. sqlite3 errors leave as StorageFailure (raw text logged)."""
 
-    def __init__(self, name: str, open_connection: Callable[[], sqlite3.Connection]) -> None:
+    def __init__(
+        self, name: str, open_connection: Callable[[], sqlite3.Connection], metrics: MetricsPort = NO_METRICS
+    ) -> None:
+        self.metrics = metrics
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"sophos-sqlite-{name}")
         self._closed = False
         try:
-            self._conn = self._pool.submit(_guarded, open_connection).result()
+            self._conn = self._pool.submit(self._guarded, open_connection).result()
         except BaseException:
             self._pool.shutdown(wait=False)
             raise
@@ -194,7 +204,7 @@ class Worker:
     ) -> T:
         """Run `fn(connection, …)` on the worker's thread and wait for it (blocking: for
         opening and closing, outside the event loop)."""
-        return self._pool.submit(_guarded, partial(fn, self._conn, *args, **kwargs)).result()
+        return self._pool.submit(self._guarded, partial(fn, self._conn, *args, **kwargs)).result()
 
     async def run(
         self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kwargs: P.kwargs
@@ -205,7 +215,7 @@ class Worker:
         back) on its thread, as a write sent to a network database would."""
         loop = asyncio.get_running_loop()
         try:
-            pending = loop.run_in_executor(self._pool, _guarded, partial(fn, self._conn, *args, **kwargs))
+            pending = loop.run_in_executor(self._pool, self._guarded, partial(fn, self._conn, *args, **kwargs))
         except RuntimeError as e:  # the pool is shut down: the store was closed
             raise StorageFailure("The database is closed") from e
         return await pending
@@ -218,9 +228,9 @@ class Worker:
         self._pool.submit(self._conn.close)
         self._pool.shutdown(wait=True)
 
-
-def _guarded(fn: Callable[[], T]) -> T:
-    try:
-        return fn()
-    except sqlite3.Error as e:
-        raise storage_failure(e) from e
+    def _guarded(self, fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except sqlite3.Error as e:
+            self.metrics.storage_failure(failure_reason(e))
+            raise storage_failure(e) from e

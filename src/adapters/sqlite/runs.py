@@ -20,6 +20,7 @@ from domain.events import StreamEvent
 from domain.model import Conversation, Run, RunError, RunOwner, iso
 from ports.events import EventBatch, RunEventLog
 from ports.journal import JournalEntry, ToolJournal
+from ports.metrics import NO_METRICS, MetricsPort
 from ports.runs import RunFinish, RunRepository
 from ports.signals import RunSignals
 
@@ -30,15 +31,17 @@ class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
     seconds, then get StorageFailure) and a reader, which in WAL mode never waits for a
     writer. Opening migrates the file and blocks: do it at startup or through `open`."""
 
-    def __init__(self, path: str, busy_timeout: float = 5.0, poll_interval: float = 0.05) -> None:
+    def __init__(
+        self, path: str, busy_timeout: float = 5.0, poll_interval: float = 0.05, metrics: MetricsPort = NO_METRICS
+    ) -> None:
         self.path = path
         self.poll_interval = poll_interval  # how often `wait` polls for other processes' events
         self._wakeups = Wakeups()
-        self._writer = Worker("writer", partial(connect, path, busy_timeout))
+        self._writer = Worker("writer", partial(connect, path, busy_timeout), metrics)
         try:
             self.schema_version = self._writer.call(migrate)
             self._synchronous = int(self._writer.call(fetchall, "PRAGMA synchronous")[0][0])
-            self._reader = Worker("reader", partial(_open_reader, path, busy_timeout))
+            self._reader = Worker("reader", partial(_open_reader, path, busy_timeout), metrics)
         except BaseException:
             self._writer.close()
             raise

@@ -62,7 +62,12 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
 
     hosts = HostPolicy.from_settings(settings.ALLOWED_HOSTS() or "", settings.HOST() or "")
     app = Starlette(
-        routes=[*api, Route("/api/openapi.json", openapi, methods=["GET"]), *web.ROUTES],
+        routes=[
+            *api,
+            Route("/api/openapi.json", openapi, methods=["GET"]),
+            Route("/metrics", routes.metrics, methods=["GET"]),
+            *web.ROUTES,
+        ],
         middleware=[Middleware(GuardMiddleware, token=settings.API_TOKEN() or "", hosts=hosts)],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,

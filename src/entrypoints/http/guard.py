@@ -114,9 +114,14 @@ def same_origin(origin: str, scheme: str, authority: Authority) -> bool:
     )
 
 
+def needs_token(path: str) -> bool:
+    """The API (but the liveness probe) and the metrics; not the page."""
+    return (path.startswith("/api/") and path != "/api/healthz") or path == "/metrics"
+
+
 class GuardMiddleware:
-    """Every route: only known hosts. /api (but healthz): the bearer token when API_TOKEN is
-    set. Writes: no cross-origin requests."""
+    """Every route: only known hosts. /api (but healthz) and /metrics: the bearer token
+    when API_TOKEN is set. Writes: no cross-origin requests."""
 
     def __init__(self, app: ASGIApp, token: str, hosts: HostPolicy) -> None:
         self.app = app
@@ -144,8 +149,7 @@ class GuardMiddleware:
                 "This server does not answer to the host name in the request; "
                 "add it to ALLOWED_HOSTS to serve it",
             )
-        path = request.url.path
-        if self.token and path.startswith("/api/") and path != "/api/healthz":
+        if self.token and needs_token(request.url.path):
             bearer = request.headers.get("authorization", "")
             if not hmac.compare_digest(bearer.encode(), f"Bearer {self.token}".encode()):
                 return error_response(

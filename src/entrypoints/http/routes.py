@@ -170,5 +170,11 @@ async def readyz(request: Request) -> Response:
     return JSONResponse({"status": "ok", "tools": servers})
 
 
+async def metrics(request: Request) -> Response:
+    """This process's metrics in the Prometheus text format (OpenMetrics if asked for)."""
+    body, media = _services(request).metrics().render(request.headers.get("accept"))
+    return Response(body, media_type=media)
+
+
 async def not_found(request: Request) -> Response:
     return error_response(404, "NOT_FOUND", "Not Found")
