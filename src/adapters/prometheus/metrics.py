@@ -38,7 +38,7 @@ class PrometheusMetrics(MetricsPort):
     def __init__(self, max_tool_series: int = MAX_TOOL_SERIES) -> None:
         # `*_created` series would double what Prometheus stores and say nothing it needs
         # (a library-wide switch: nothing else in the process exports these metrics)
-        disable_created_metrics()
+        disable_created_metrics()  # type: ignore[no-untyped-call]
         self.registry = registry = CollectorRegistry()
         ProcessCollector(registry=registry)  # CPU, memory, open file descriptors
         PlatformCollector(registry=registry)
