@@ -36,6 +36,7 @@ def test_a_rebound_host_name_is_refused_on_every_route_and_nothing_is_touched(ma
         ("GET", "/"),
         ("GET", "/api/healthz"),
         ("GET", "/api/readyz"),
+        ("GET", "/metrics"),
         ("GET", "/api/conversations"),
         ("GET", f"/api/conversations/{cid}"),
         ("GET", f"/api/conversations/{cid}/export?format=jsonl"),
