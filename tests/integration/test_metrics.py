@@ -3,6 +3,8 @@ server, and its Prometheus figures move; the Prometheus adapter on its own."""
 
 from __future__ import annotations
 
+import sqlite3
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,8 +13,12 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from adapters.memory.metrics import InMemoryMetrics
 from adapters.prometheus.metrics import PrometheusMetrics
-from tests.support.app import app_env, config_dir, ledger_server_entry
+from adapters.sqlite.runs import SqliteRunStore
+from domain.errors import StorageFailure
+from domain.model import new_id, utc_now
+from tests.support.app import SOPHOS, app_env, config_dir, ledger_server_entry, process_env
 from tests.support.fake_ollama import FakeOllama, fake_ollama
 from tests.support.server import LiveServer, sse_events
 
@@ -105,3 +111,38 @@ def test_openmetrics_is_served_to_a_scraper_that_asks_for_it() -> None:
     body, content_type = PrometheusMetrics().render("application/openmetrics-text; version=1.0.0")
     assert content_type.startswith("application/openmetrics-text")
     assert body.rstrip().endswith(b"# EOF")
+
+
+async def test_storage_failures_are_counted_as_busy_or_error(tmp_path: Path) -> None:
+    db = str(tmp_path / "sophos.db")
+    SqliteRunStore(db).close()  # create and migrate the file
+    metrics = InMemoryMetrics()
+    store = SqliteRunStore(db, busy_timeout=0.1, metrics=metrics)
+    readonly = SqliteRunStore(f"file:{db}?mode=ro", metrics=metrics)
+    holder = sqlite3.connect(db, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+        with pytest.raises(StorageFailure):
+            await store.create_conversation(new_id(), "t", utc_now())
+        holder.execute("ROLLBACK")
+        with pytest.raises(StorageFailure):
+            await readonly.create_conversation(new_id(), "t", utc_now())
+        await store.create_conversation(new_id(), "fine", utc_now())
+    finally:
+        holder.close()
+        store.close()
+        readonly.close()
+    assert metrics.counts["storage_failures"] == {("busy",): 1, ("error",): 1}
+
+
+def test_one_shot_commands_never_load_the_metrics_library(tmp_path: Path) -> None:
+    probe = (
+        "import sys; from entrypoints.cli import main\n"
+        "try:\n    main(['--model', 'demo', '--tools', 'none', 'conversations'])\n"
+        "except SystemExit:\n    pass\n"
+        "sys.stderr.write(str('prometheus_client' in sys.modules))"
+    )
+    python = str(Path(SOPHOS).parent / "python")
+    env = process_env(app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none"))
+    done = subprocess.run([python, "-c", probe], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.stderr.endswith("False"), done.stderr
