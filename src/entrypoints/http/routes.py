@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -171,8 +172,10 @@ async def readyz(request: Request) -> Response:
 
 
 async def metrics(request: Request) -> Response:
-    """This process's metrics in the Prometheus text format (OpenMetrics if asked for)."""
-    body, media = _services(request).metrics().render(request.headers.get("accept"))
+    """This process's metrics in the Prometheus text format (OpenMetrics if asked for),
+    collected off the event loop (reading /proc and every series takes a few ms)."""
+    render = _services(request).metrics().render
+    body, media = await run_in_threadpool(render, request.headers.get("accept"))
     return Response(body, media_type=media)
 
 
