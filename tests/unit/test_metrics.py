@@ -6,13 +6,15 @@ import asyncio
 from datetime import timedelta
 
 from adapters.memory.metrics import InMemoryMetrics
+from domain import lifecycle
 from domain.errors import ModelUnreachable, StorageFailure
 from domain.events import StreamEvent
-from domain.model import utc_now
+from domain.model import Run, RunStatus, RunTrigger, new_id, utc_now
 from domain.supervisor import Supervisor
-from tests.support.fake_engine import Script
+from ports.runs import RunFinish
+from tests.support.fake_engine import Script, Thread
 from tests.support.harness import make_harness, recording_tool
-from tests.unit.test_lifecycle import World
+from tests.unit.test_lifecycle import OTHER, World
 
 
 async def test_a_completed_run_is_counted_once_with_its_duration_and_model_call() -> None:
@@ -114,3 +116,18 @@ async def test_a_failing_round_of_background_work_is_counted_by_task() -> None:
     await asyncio.sleep(0.2)
     await sup.close()
     assert h.metrics.counts["maintenance_failures"][("maintain_once",)] >= 2
+
+
+async def test_giving_up_on_an_orphan_adopted_too_often_is_counted() -> None:
+    w = World()
+    w.b.metrics = metrics = InMemoryMetrics()
+    cid = new_id()
+    await w.store.create_conversation(cid, "t", utc_now())
+    w.engine.threads[cid] = Thread(work_left=True)
+    for _ in range(lifecycle.ADOPTION_ATTEMPTS):  # three adopted runs that never finished
+        run = Run(new_id(), cid, RunStatus.RUNNING, utc_now(), owner=OTHER, trigger=RunTrigger.ADOPT)
+        await w.store.start_run(run, utc_now())
+        await w.store.finish_run(run.id, RunFinish(RunStatus.INTERRUPTED, utc_now()))
+    assert await Supervisor(w.b, auto_resume=True).adopt() == []
+    assert metrics.counts["adoptions"] == {("gave_up",): 1}
+    assert (await w.store.latest_run(cid)).status is RunStatus.FAILED  # type: ignore[union-attr]
