@@ -63,12 +63,12 @@ def test_a_chat_moves_the_servers_metrics_behind_the_api_token_and_host_check(
     assert value(before.text, "sophos_runs_finished_total", status="completed", error="") == 0
     assert value(before.text, "process_open_fds") > 0  # the process collector is there too
 
-    ollama.add({"tool_calls": [("ledger__append", {"label": "x"})]}, {"text": "one two three four", "token_delay": 0.2})
+    ollama.add({"tool_calls": [("ledger__append", {"label": "x"})]}, {"text": "one two three four five six seven eight", "token_delay": 0.25})
     cid = live.post("/api/chat", {"message": "use the ledger"}, headers=AUTH).json()["conversation"]
     with httpx.stream("GET", f"{live.url}/api/chat", params={"conversation": cid}, headers=AUTH, timeout=30) as r:
         events = sse_events(r)
         next(e for e in events if e[1] == "token")
-        during = live.get("/metrics", headers=AUTH).text
+        during = live.get("/metrics", headers=AUTH).text  # seven tokens, 1.75 s, still to come
         rest = list(events)
     assert rest[-1][1:] == ("end", {"conversation": cid, "status": "completed"})
     assert value(during, "sophos_streams_active", source="local") == 1
@@ -84,7 +84,7 @@ def test_a_chat_moves_the_servers_metrics_behind_the_api_token_and_host_check(
     assert value(after, "sophos_runs_started_total", trigger="user") == 1
     assert value(after, "sophos_runs_finished_total", status="completed", error="") == 1
     assert value(after, "sophos_run_duration_seconds_count", status="completed") == 1
-    assert value(after, "sophos_run_duration_seconds_sum", status="completed") >= 0.6  # four tokens 0.2 s apart
+    assert value(after, "sophos_run_duration_seconds_sum", status="completed") >= 1.75  # eight tokens 0.25 s apart
     assert value(after, "sophos_model_call_duration_seconds_count", model="qwen3", outcome="ok") == 2
     tool = {"server": "ledger", "tool": "append", "outcome": "ok"}
     assert value(after, "sophos_tool_call_duration_seconds_count", **tool) == 1
