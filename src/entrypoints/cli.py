@@ -125,6 +125,23 @@ def _print_event(event: str, data: Any, as_json: bool) -> None:
     elif event == "trace" and data["event"] == "result":
         text = data["data"]["result"].replace("\n", " ")
         click.secho(f"← {data['name']}: {text[:200]}", fg="cyan", err=True)
+    elif event == "trace" and data["event"] in ("context", "summary", "truncated"):
+        notice = _context_notice(data["event"], data["data"])
+        if notice:
+            click.secho(notice, fg="yellow", err=True)
+
+
+def _context_notice(kind: str, d: dict[str, Any]) -> str | None:
+    """One line when the model's context shapes what it sees; nothing when all fits."""
+    if kind == "truncated":
+        return f"\nwarning: {d['message']}"
+    if kind == "summary":
+        return f"\ncontext: summarized the first {d['covers']} messages for the model (~{d['tokens']} tokens)"
+    if not (d["leftOut"] or d["summarized"] or d["shortened"]):
+        return None
+    parts = [f"{n} {what}" for n, what in ((d["leftOut"], "left out"), (d["summarized"], "summarized"),
+                                           (d["shortened"], "tool result(s) shortened")) if n]
+    return f"\ncontext: the model sees the last {d['sent']} messages (~{d['tokens']} of {d['budget']} tokens); {', '.join(parts)}"
 
 
 def _report(cid: str, run_id: str, status: str, error: dict[str, Any] | None, as_json: bool) -> int:
@@ -272,6 +289,7 @@ def show(ctx: Context, conversation: str, as_json: bool) -> None:
             "conversation": summary_to_dto(d.conversation),
             "messages": [message_to_dto(m) for m in d.messages],
             "resumable": d.resumable,
+            "context": d.context.to_dto() if d.context else None,
         }
         if d.pending_calls:
             body["pendingToolCalls"] = [
@@ -285,9 +303,14 @@ def show(ctx: Context, conversation: str, as_json: bool) -> None:
     click.echo(f"# {c.title}\n{c.id} · {c.message_count} messages · {c.status.value if c.status else 'no runs'}")
     if c.error:
         click.echo(f"error: {c.error.code}: {c.error.message}")
-    for m in d.messages:
+    view = d.context
+    for i, m in enumerate(d.messages):
         dto = message_to_dto(m)
-        if dto["role"] == "tool":
+        if view and i == view.sent_from and i > 0:
+            click.echo(f"\n--- the model no longer sees the messages above (it saw ~{view.tokens} of {view.budget} tokens) ---")
+        if dto["role"] == "summary":
+            click.echo(f"\n[summary of the first {dto['covers']} messages, written for the model]\n{dto['content']}")
+        elif dto["role"] == "tool":
             click.echo(f"\n[tool {dto['name']} · {dto['status']}]\n{dto['content']}")
         else:
             click.echo(f"\n[{dto['role']}]\n{dto['content']}")

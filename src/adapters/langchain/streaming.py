@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessageChunk
 
 from adapters.langchain.messages import flatten, prompt
 from domain.model import AssistantMessage, Message, ToolCall
-from ports.model import ModelOutput, TextChunk
+from ports.model import ModelOutput, TextChunk, Usage
 from ports.tools import ToolSpec
 
 
@@ -48,4 +48,7 @@ async def stream_chat(
         text = flatten(chunk.content)
         if text:
             yield TextChunk(text)
+    usage = full.usage_metadata if full is not None else None
+    if usage and usage.get("input_tokens"):
+        yield Usage(int(usage["input_tokens"]), int(usage.get("output_tokens") or 0))
     yield reply_from_chunk(full)

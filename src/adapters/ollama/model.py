@@ -16,13 +16,16 @@ from ports.tools import ToolSpec
 
 
 class OllamaModel(ModelPort):
-    def __init__(self, base_url: str, model: str, think: bool = False, timeout: float = 120.0) -> None:
+    def __init__(
+        self, base_url: str, model: str, think: bool = False, timeout: float = 120.0, context: int | None = None
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.timeout = timeout
-        # ChatOllama has no timeout by default: a stalled server would hang a run forever
+        # ChatOllama has no timeout by default: a stalled server would hang a run forever.
+        # Without num_ctx Ollama uses its server default and silently cuts a longer prompt
         self._chat = ChatOllama(
-            model=model, base_url=self.base_url, reasoning=think, client_kwargs={"timeout": timeout}
+            model=model, base_url=self.base_url, reasoning=think, client_kwargs={"timeout": timeout}, num_ctx=context
         )
 
     @property
