@@ -12,7 +12,7 @@ is never changed: only what is sent.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from domain.model import AssistantMessage, Message, SummaryMessage, ToolResult, UserMessage
@@ -105,21 +105,24 @@ def _units(thread: Sequence[Message], start: int) -> Iterator[tuple[int, ...]]:
     i = len(thread) - 1
     while i >= start:
         m = thread[i]
-        if isinstance(m, SummaryMessage):
+        kind = type(m)
+        if kind is SummaryMessage:
             i -= 1
-        elif isinstance(m, ToolResult):
+        elif kind is ToolResult:
             j = i
-            while j >= start and isinstance(thread[j], (ToolResult, SummaryMessage)):
+            results: list[int] = []
+            while j >= start and type(thread[j]) in (ToolResult, SummaryMessage):
+                if type(thread[j]) is ToolResult:
+                    results.append(j)
                 j -= 1
-            call_turn = thread[j] if j >= start else None
-            if isinstance(call_turn, AssistantMessage) and call_turn.tool_calls:
-                ids = {c.id for c in call_turn.tool_calls}
-                results = [k for k in range(j + 1, i + 1) if isinstance(thread[k], ToolResult)]
-                matched = [k for k in results if getattr(thread[k], "tool_call_id", None) in ids]
-                if {getattr(thread[k], "tool_call_id", None) for k in matched} == ids:
+            turn = thread[j] if j >= start else None
+            if type(turn) is AssistantMessage and turn.tool_calls:
+                ids = {c.id for c in turn.tool_calls}
+                matched = [k for k in reversed(results) if thread[k].tool_call_id in ids]  # type: ignore[union-attr]
+                if len(matched) == len(ids) and {thread[k].tool_call_id for k in matched} == ids:  # type: ignore[union-attr]
                     yield (j, *matched)
             i = j - 1
-        elif isinstance(m, AssistantMessage) and m.tool_calls:
+        elif kind is AssistantMessage and m.tool_calls:  # type: ignore[union-attr]
             i -= 1  # its results are missing: it cannot be sent
         else:
             yield (i,)
@@ -140,65 +143,87 @@ def _latest_user(thread: Sequence[Message]) -> int:
     return -1
 
 
+class CostCache:
+    """Token estimates of messages by identity: a stored message (the same object from call
+    to call while it is unchanged) is estimated once. Bounded: cleared when full."""
+
+    def __init__(self, size: int = 50_000) -> None:
+        self.size = size
+        self._items: dict[int, tuple[Message, int]] = {}
+
+    def __call__(self, message: Message) -> int:
+        hit = self._items.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        cost = estimate_message(message)
+        if len(self._items) >= self.size:
+            self._items.clear()
+        self._items[id(message)] = (message, cost)
+        return cost
+
+
 def plan_prompt(
-    thread: Sequence[Message], system: str, tools: Sequence[ToolSpec], policy: ContextPolicy, ratio: float = 1.0
+    thread: Sequence[Message],
+    system: str,
+    tools: Sequence[ToolSpec],
+    policy: ContextPolicy,
+    ratio: float = 1.0,
+    cost_of: Callable[[Message], int] = estimate_message,
 ) -> PromptPlan:
     """The prompt of one model call over `thread` (the whole stored thread). `ratio`
     calibrates the estimate (reported tokens / estimated tokens)."""
     budget = policy.budget
-    limit = budget / ratio  # in uncalibrated tokens
     summary = _latest_summary(thread) if policy.summaries else None
     start = min(summary.covers, len(thread)) if summary else 0
     full_system = system + summary_block(summary) if summary else system
     fixed = MESSAGE_OVERHEAD + estimate_text(full_system) + estimate_tools(tools)
     max_chars = int(budget * policy.tool_share / ratio) * CHARS_PER_TOKEN
-    room = limit - fixed
+    room = budget / ratio - fixed  # in uncalibrated tokens
     latest_user = _latest_user(thread)
-    kept: list[tuple[int, ...]] = []
-    sent: dict[int, Message] = {}
-    used = 0
+    kept: list[tuple[tuple[int, ...], list[Message], int]] = []  # newest first
+    used = shortened = 0
     cut = False
-    shortened = 0
-    costs: list[int] = []
     for unit in _units(thread, start):
-        forced = latest_user in unit
+        forced = unit[0] == latest_user  # a user message is a unit of its own
         if cut and not forced:
             if 0 <= latest_user < unit[0]:
                 continue  # left out on the way to the latest user message
             break
-        cost = 0
-        for k in unit:
-            m = thread[k]
-            if isinstance(m, ToolResult) and len(m.content) > max_chars:
-                m = replace(m, content=shorten(m.content, max_chars))
-                shortened += 1
-            sent[k] = m
-            cost += estimate_message(m)
+        cost = short = 0
+        if len(unit) == 1:  # a message alone: never a tool result
+            messages: list[Message] = [thread[unit[0]]]
+            cost = cost_of(messages[0])
+        else:
+            messages = []
+            for k in unit:
+                m = thread[k]
+                if type(m) is ToolResult and len(m.content) > max_chars:
+                    m = replace(m, content=shorten(m.content, max_chars))
+                    short += 1
+                messages.append(m)
+                cost += cost_of(m)
         if forced or used + cost <= room:
-            kept.append(unit)
-            costs.append(cost)
+            kept.append((unit, messages, cost))
             used += cost
+            shortened += short
             if forced and cut:
                 break
         else:
-            for k in unit:
-                if sent.pop(k) is not thread[k]:
-                    shortened -= 1
             cut = True
-    order = sorted(sent)
-    sent_from = order[0] if order else len(thread)
-    messages = tuple(sent[k] for k in order)
-    countable = sum(1 for m in thread[start:] if not isinstance(m, SummaryMessage))
-    summarized = sum(1 for m in thread[:start] if not isinstance(m, SummaryMessage)) if summary else 0
+    sent = tuple(m for _, messages, _ in reversed(kept) for m in messages)
+    sent_from = kept[-1][0][0] if kept else len(thread)
+    tail = thread[start:]
+    countable = len(tail) - [type(m) for m in tail].count(SummaryMessage)
+    summarized = start - [type(m) for m in thread[:start]].count(SummaryMessage) if summary else 0
     raw = fixed + used
     summarize = None
     if policy.summaries and cut:
-        summarize = _summary_range(kept, costs, start, latest_user, room * KEEP_AFTER_SUMMARY)
+        summarize = _summary_range(kept, start, latest_user, room * KEEP_AFTER_SUMMARY)
     return PromptPlan(
         system=full_system,
-        messages=messages,
+        messages=sent,
         sent_from=sent_from,
-        left_out=countable - len(messages),
+        left_out=countable - len(sent),
         summarized=summarized,
         shortened=shortened,
         tokens=round(raw * ratio),
@@ -210,13 +235,13 @@ def plan_prompt(
 
 
 def _summary_range(
-    kept: Sequence[tuple[int, ...]], costs: Sequence[int], start: int, latest_user: int, target: float
+    kept: Sequence[tuple[tuple[int, ...], list[Message], int]], start: int, latest_user: int, target: float
 ) -> tuple[int, int] | None:
     """The range a new summary covers: everything before the newest units that fill
     `target` (so that summaries are rare), and never the latest user message."""
     end = latest_user if latest_user >= 0 else start
     used = 0
-    for unit, cost in zip(kept, costs, strict=True):
+    for unit, _, cost in kept:
         used += cost
         if used > target:
             break

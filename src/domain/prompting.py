@@ -8,7 +8,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from domain.context import ContextPolicy, PromptPlan, clip_summary, plan_prompt, summary_request
+from domain.context import ContextPolicy, CostCache, PromptPlan, clip_summary, plan_prompt, summary_request
 from domain.model import AssistantMessage, Message, SummaryMessage, UserMessage, new_id
 from ports.model import ModelPort, Usage
 from ports.tools import ToolSpec
@@ -66,9 +66,11 @@ class ContextKeeper:
         self.model = model
         self.policy = policy
         self.calibration = Calibration()
+        self.costs = CostCache()
 
     def plan(self, conversation_id: str, thread: Sequence[Message], system: str, tools: Sequence[ToolSpec]) -> PromptPlan:
-        return plan_prompt(thread, system, tools, self.policy, self.calibration.ratio(conversation_id))
+        ratio = self.calibration.ratio(conversation_id)
+        return plan_prompt(thread, system, tools, self.policy, ratio, self.costs)
 
     async def summarize(self, thread: Sequence[Message], plan: PromptPlan) -> SummaryMessage:
         """Ask the model (without tools) for a summary of the range `plan.summarize`,

@@ -157,3 +157,27 @@ def to_langchain(message: Message, stored: bool = True) -> AnyMessage:
 def prompt(system: str, messages: Sequence[Message]) -> list[AnyMessage]:
     """The model's input: the system prompt, then the messages chosen for it."""
     return [SystemMessage(system), *(to_langchain(m, stored=False) for m in messages)]
+
+
+class WireCache:
+    """The model's input, converting each message once: the thread's messages are the same
+    objects from call to call (ConversionCache), and building LangChain messages is the
+    costly part of a long prompt. Keyed by identity, bounded."""
+
+    def __init__(self, size: int = 20_000) -> None:
+        self.size = size
+        self._items: OrderedDict[int, tuple[Message, AnyMessage]] = OrderedDict()
+
+    def prompt(self, system: str, messages: Sequence[Message]) -> list[AnyMessage]:
+        out: list[AnyMessage] = [SystemMessage(system)]
+        for m in messages:
+            hit = self._items.get(id(m))
+            if hit is not None and hit[0] is m:
+                out.append(hit[1])
+                continue
+            converted = to_langchain(m, stored=False)
+            out.append(converted)
+            self._items[id(m)] = (m, converted)
+            if len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return out

@@ -8,6 +8,7 @@ import httpx
 import ollama
 from langchain_ollama import ChatOllama
 
+from adapters.langchain.messages import WireCache
 from adapters.langchain.streaming import stream_chat
 from domain.errors import AgentFailure, ModelUnavailable, ModelUnreachable
 from domain.model import Message
@@ -27,6 +28,7 @@ class OllamaModel(ModelPort):
         self._chat = ChatOllama(
             model=model, base_url=self.base_url, reasoning=think, client_kwargs={"timeout": timeout}, num_ctx=context
         )
+        self._wire = WireCache()
 
     @property
     def name(self) -> str:
@@ -36,7 +38,7 @@ class OllamaModel(ModelPort):
         self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> AsyncIterator[ModelOutput]:
         try:
-            async for out in stream_chat(self._chat, system, messages, tools):
+            async for out in stream_chat(self._chat, system, messages, tools, self._wire):
                 yield out
         except ollama.ResponseError as e:
             if e.status_code == 404:
