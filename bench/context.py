@@ -7,15 +7,15 @@ import statistics
 import time
 from collections.abc import Callable
 
-from adapters.langchain.messages import ConversionCache, WireCache, prompt, to_langchain
-from adapters.memory.model import ScriptedModel
-from domain.context import ContextPolicy
-from domain.prompting import ContextKeeper
-from domain.model import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
-from ports.tools import ToolSpec
 from tests.support.long_thread import TEXT
 
+from adapters.langchain.messages import ConversionCache, WireCache, prompt, to_langchain
+from adapters.memory.model import ScriptedModel
 from bench.table import Row
+from domain.context import ContextPolicy
+from domain.model import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
+from domain.prompting import ContextKeeper
+from ports.tools import ToolSpec
 
 TOOLS = [ToolSpec(f"server__tool{i}", "a tool " * 20, {"type": "object", "properties": {"text": {"type": "string"}}})
          for i in range(8)]

@@ -17,6 +17,7 @@ from domain.errors import ErrorCode, SophosError
 from domain.events import StreamEvent
 from domain.model import iso, message_to_dto, summary_to_dto
 from entrypoints.logs import configure_logging
+from entrypoints.notices import context_notice
 from entrypoints.settings import SettingsError
 
 T = TypeVar("T")
@@ -126,22 +127,9 @@ def _print_event(event: str, data: Any, as_json: bool) -> None:
         text = data["data"]["result"].replace("\n", " ")
         click.secho(f"← {data['name']}: {text[:200]}", fg="cyan", err=True)
     elif event == "trace" and data["event"] in ("context", "summary", "truncated"):
-        notice = _context_notice(data["event"], data["data"])
+        notice = context_notice(data["event"], data["data"])
         if notice:
             click.secho(notice, fg="yellow", err=True)
-
-
-def _context_notice(kind: str, d: dict[str, Any]) -> str | None:
-    """One line when the model's context shapes what it sees; nothing when all fits."""
-    if kind == "truncated":
-        return f"\nwarning: {d['message']}"
-    if kind == "summary":
-        return f"\ncontext: summarized the first {d['covers']} messages for the model (~{d['tokens']} tokens)"
-    if not (d["leftOut"] or d["summarized"] or d["shortened"]):
-        return None
-    parts = [f"{n} {what}" for n, what in ((d["leftOut"], "left out"), (d["summarized"], "summarized"),
-                                           (d["shortened"], "tool result(s) shortened")) if n]
-    return f"\ncontext: the model sees the last {d['sent']} messages (~{d['tokens']} of {d['budget']} tokens); {', '.join(parts)}"
 
 
 def _report(cid: str, run_id: str, status: str, error: dict[str, Any] | None, as_json: bool) -> int:

@@ -191,3 +191,22 @@ def test_summaries_are_written_once_stored_and_reused_after_a_restart(
     assert any((c["last_message"] or {}).get("role") == "summary" for c in jsonl)
     show = subprocess.run([SOPHOS, "show", cid], env=process_env(server.env), capture_output=True, text=True, check=True)
     assert "[summary of the first" in show.stdout and latest["content"] in show.stdout
+
+
+def test_the_cli_prints_one_line_when_messages_are_left_out(tmp_path: Path, ollama: FakeOllama) -> None:
+    env = process_env(app_env(tmp_path, ollama.url, TOOLS_BACKEND="none", MODEL_CONTEXT="1024", MODEL_RESERVE="256"))
+
+    def chat(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([SOPHOS, "chat", *args], env=env, capture_output=True, text=True, timeout=60, check=True)
+
+    first = chat("1 " + "x" * 2000)
+    assert "context:" not in first.stderr  # everything fitted: nothing to say
+    cid = first.stderr.split("conversation: ")[1].split()[0]
+    second = chat("-c", cid, "2 " + "y" * 2000)
+    notices = [line for line in second.stderr.splitlines() if line.startswith("context:")]
+    assert notices == [notices[0]] and "the model sees the last 2 messages" in notices[0]
+    assert notices[0].endswith("of 768 tokens); 1 left out")
+    shown = json.loads(subprocess.run([SOPHOS, "show", cid, "--json"], env=env, capture_output=True, text=True,
+                                      check=True).stdout)
+    assert shown["context"] == {"sentFrom": 1, "tokens": shown["context"]["tokens"], "budget": 768}
+    assert len(shown["messages"]) == 4
