@@ -108,21 +108,24 @@ def _units(thread: Sequence[Message], start: int) -> Iterator[tuple[int, ...]]:
         kind = type(m)
         if kind is SummaryMessage:
             i -= 1
-        elif kind is ToolResult:
+        elif isinstance(m, ToolResult):
             j = i
-            results: list[int] = []
-            while j >= start and type(thread[j]) in (ToolResult, SummaryMessage):
-                if type(thread[j]) is ToolResult:
-                    results.append(j)
+            results: list[tuple[int, str]] = []  # (index, tool call id), newest first
+            while j >= start:
+                r = thread[j]
+                if isinstance(r, ToolResult):
+                    results.append((j, r.tool_call_id))
+                elif type(r) is not SummaryMessage:
+                    break
                 j -= 1
             turn = thread[j] if j >= start else None
-            if type(turn) is AssistantMessage and turn.tool_calls:
+            if isinstance(turn, AssistantMessage) and turn.tool_calls:
                 ids = {c.id for c in turn.tool_calls}
-                matched = [k for k in reversed(results) if thread[k].tool_call_id in ids]  # type: ignore[union-attr]
-                if len(matched) == len(ids) and {thread[k].tool_call_id for k in matched} == ids:  # type: ignore[union-attr]
-                    yield (j, *matched)
+                matched = [(k, cid) for k, cid in reversed(results) if cid in ids]
+                if len(matched) == len(ids) and {cid for _, cid in matched} == ids:
+                    yield (j, *(k for k, _ in matched))
             i = j - 1
-        elif kind is AssistantMessage and m.tool_calls:  # type: ignore[union-attr]
+        elif isinstance(m, AssistantMessage) and m.tool_calls:
             i -= 1  # its results are missing: it cannot be sent
         else:
             yield (i,)
