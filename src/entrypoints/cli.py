@@ -17,7 +17,7 @@ from domain.errors import ErrorCode, SophosError
 from domain.events import StreamEvent
 from domain.model import iso, message_to_dto, summary_to_dto
 from entrypoints.logs import configure_logging
-from entrypoints.notices import context_notice
+from entrypoints.notices import ContextNotices
 from entrypoints.settings import SettingsError
 
 T = TypeVar("T")
@@ -114,7 +114,7 @@ def main(ctx: click.Context, database: str | None, model_backend: str | None, to
 # --- runs -------------------------------------------------------------------------------
 
 
-def _print_event(event: str, data: Any, as_json: bool) -> None:
+def _print_event(event: str, data: Any, as_json: bool, notices: ContextNotices) -> None:
     if as_json:
         click.echo(json.dumps({"event": event, "data": data}, ensure_ascii=False))
         return
@@ -127,7 +127,7 @@ def _print_event(event: str, data: Any, as_json: bool) -> None:
         text = data["data"]["result"].replace("\n", " ")
         click.secho(f"← {data['name']}: {text[:200]}", fg="cyan", err=True)
     elif event == "trace" and data["event"] in ("context", "summary", "truncated"):
-        notice = context_notice(data["event"], data["data"])
+        notice = notices.line(data["event"], data["data"])
         if notice:
             click.secho(notice, fg="yellow", err=True)
 
@@ -159,7 +159,7 @@ async def _drive(ctx: Context, start: Callable[[Any], Awaitable[Any]], as_json: 
     supervisor = Supervisor(service)  # leases, signals, events: no adoption from a CLI
     await supervisor.start()
     loop = asyncio.get_running_loop()
-    status, error = "completed", None
+    status, error, notices = "completed", None, ContextNotices()
     try:
         started = await start(service)
         # Ctrl-C: the person stops the run (`cancelled`, resumable); SIGTERM: `interrupted`
@@ -170,7 +170,7 @@ async def _drive(ctx: Context, start: Callable[[Any], Awaitable[Any]], as_json: 
             status, error = _outcome(events.event, events.data, status, error)
         else:
             async for _, ev in events:
-                _print_event(ev.event, ev.data, as_json)
+                _print_event(ev.event, ev.data, as_json, notices)
                 status, error = _outcome(ev.event, ev.data, status, error)
     finally:
         loop.remove_signal_handler(signal.SIGINT)
@@ -183,11 +183,11 @@ def _drive_remote(server: str, body: dict[str, Any], as_json: bool) -> int:
     """Be a client of a running server: POST the run, then follow its SSE stream."""
     from entrypoints.remote import RemoteError, follow_run
 
-    status, error = "completed", None
+    status, error, notices = "completed", None, ContextNotices()
     try:
         started, events = follow_run(server, body, os.environ.get("API_TOKEN") or None)
         for event, data in events:
-            _print_event(event, data, as_json)
+            _print_event(event, data, as_json, notices)
             status, error = _outcome(event, data, status, error)
     except RemoteError as e:
         raise CliError(e.code, e.message, EXIT_CODES.get(ErrorCode(e.code), 1) if e.code in ErrorCode.__members__ else 1) from None

@@ -15,6 +15,7 @@ from adapters.memory.model import ScriptedModel
 from adapters.memory.runs import InMemoryRunStore
 from adapters.memory.toolbox import StaticToolbox, ToolFn
 from adapters.system.prompt import FixedPrompt
+from domain.context import ContextPolicy
 from domain.conversations import ConversationService
 from domain.events import StreamEvent
 from domain.hub import RunHub
@@ -94,13 +95,14 @@ def make_harness(
     delay: float = 0.0,
     processes: FakeProcesses | None = None,
     lease_seconds: float = 30.0,
+    context: ContextPolicy | None = None,
 ) -> Harness:
     model = ScriptedModel(list(replies), delay=delay)
     toolbox = StaticToolbox(tools)
     store = repo or InMemoryRunStore()
     saver = saver or InMemorySaver()
     processes = processes or FakeProcesses()
-    graph = build_graph(AgentNodes(model, toolbox, FixedPrompt("You are a test."), store), saver)
+    graph = build_graph(AgentNodes(model, toolbox, FixedPrompt("You are a test."), store, context=context), saver)
     threads = LangGraphThreads(graph)
     stores = RunStores(runs=store, events=store, signals=store, journal=store, checkpoints=threads)
     runs = RunService(stores, LangGraphEngine(graph), processes, RunHub(), recursion_limit, lease_seconds, cancel_wait=2.0)

@@ -7,9 +7,12 @@ from collections.abc import Sequence
 
 from adapters.memory.model import ScriptedModel
 from domain.context import ContextPolicy, estimate_message, plan_prompt, shorten
+from domain.errors import ModelUnreachable
 from domain.model import AssistantMessage, Message, SummaryMessage, ToolCall, ToolResult, UserMessage
 from domain.prompting import Calibration, ContextKeeper
+from entrypoints.notices import ContextNotices
 from ports.tools import ToolSpec
+from tests.support.harness import make_harness
 
 TOOLS = [ToolSpec("notes__save", "Save a note", {"type": "object", "properties": {"text": {"type": "string"}}})]
 SMALL = ContextPolicy(window=2048, reserve=512)
@@ -165,3 +168,35 @@ async def test_the_keeper_asks_the_model_for_a_summary_without_tools() -> None:
     assert plan.summarize is not None and summary.covers == plan.summarize[1]
     assert summary.content == "They talked about notes." and model.seen[0].tools == ()
     assert "User: 0 lorem" in model.seen[0].messages[0].content
+
+
+async def test_a_summary_is_saved_before_the_answer_and_reused_by_the_resume() -> None:
+    policy = ContextPolicy(window=1024, reserve=256, summaries=True)
+    long = "word " * 300  # ~380 tokens a message: two turns no longer fit
+    h = make_harness(["first answer", "A SUMMARY.", ModelUnreachable("down")], context=policy)
+    started, _ = await h.send(f"one {long}")
+    cid = started.conversation_id
+    _, events = await h.send(f"two {long}", cid)  # summary written, then the model is down
+    assert events[-1].event == "chat-error" and events[-1].data["code"] == "MODEL_UNREACHABLE"
+    detail = await h.conversations.get(cid)
+    summaries = [m for m in detail.messages if isinstance(m, SummaryMessage)]
+    assert [s.content for s in summaries] == ["A SUMMARY."] and detail.resumable
+    h.model.replies.append("second answer")
+    asked = len(h.model.seen)
+    events = await h.resume(cid)
+    assert events[-1].data["status"] == "completed"
+    assert len(h.model.seen) == asked + 1  # the answer only: the summary was not asked for again
+    assert h.model.seen[-1].system.endswith("A SUMMARY.") and h.model.seen[-1].tools == ()
+    detail = await h.conversations.get(cid)
+    assert detail.context is not None and detail.context.sent_from >= summaries[0].covers
+
+
+def test_the_cli_tells_once_per_run_that_the_model_does_not_see_everything() -> None:
+    notices = ContextNotices()
+    whole = {"sent": 4, "leftOut": 0, "summarized": 0, "shortened": 0, "tokens": 90, "budget": 1536}
+    assert notices.line("context", whole) is None
+    cut = {**whole, "sent": 6, "leftOut": 40, "tokens": 1400}
+    assert notices.line("context", cut) == "\ncontext: the model sees the last 6 messages (~1400 of 1536 tokens); 40 left out"
+    assert notices.line("context", {**cut, "leftOut": 42}) is None  # said once a run
+    warning = notices.line("truncated", {"message": "the model server cut the prompt"})
+    assert warning == "\nwarning: the model server cut the prompt"
