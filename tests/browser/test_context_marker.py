@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from tests.browser.conftest import SHOTS
 from tests.support.app import app_env, config_dir
 from tests.support.fake_ollama import FakeOllama
 from tests.support.server import LiveServer
@@ -61,5 +62,8 @@ def test_the_marker_shows_where_the_model_view_begins(browser: Browser, small_co
     expect(summary.first).to_contain_text("Summary of the first")
     summary.first.locator("summary").click()
     expect(summary.first).to_contain_text("They talked about the garden.")
+    marker.scroll_into_view_if_needed()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "test_the_marker_shows_where_the_model_view_begins.png"), full_page=True)
     page.context.close()
     assert errors == []

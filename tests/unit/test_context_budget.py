@@ -4,6 +4,9 @@ the latest user message always sent, huge tool results shortened, calibration, s
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
 
 from adapters.memory.model import ScriptedModel
 from domain.context import ContextPolicy, estimate_message, plan_prompt, shorten
@@ -11,6 +14,7 @@ from domain.errors import ModelUnreachable
 from domain.model import AssistantMessage, Message, SummaryMessage, ToolCall, ToolResult, UserMessage
 from domain.prompting import Calibration, ContextKeeper
 from entrypoints.notices import ContextNotices
+from entrypoints.settings import SettingsError, load_settings
 from ports.tools import ToolSpec
 from tests.support.harness import make_harness
 
@@ -200,3 +204,23 @@ def test_the_cli_tells_once_per_run_that_the_model_does_not_see_everything() -> 
     assert notices.line("context", {**cut, "leftOut": 42}) is None  # said once a run
     warning = notices.line("truncated", {"message": "the model server cut the prompt"})
     assert warning == "\nwarning: the model server cut the prompt"
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"MODEL_CONTEXT": "256"}, "MODEL_CONTEXT must be at least 512 tokens, got 256"),
+        ({"MODEL_CONTEXT": "lots"}, "MODEL_CONTEXT must be a whole number, got 'lots'"),
+        ({"MODEL_CONTEXT": "2048", "MODEL_RESERVE": "1500"}, "MODEL_RESERVE must be between 0 and half of MODEL_CONTEXT (1024), got 1500"),
+        ({"CONTEXT_TOOL_SHARE": "2"}, "CONTEXT_TOOL_SHARE must be between 0.05 and 1, got 2.0"),
+    ],
+)
+def test_context_settings_that_cannot_work_are_a_clear_error(env: dict[str, str], message: str, tmp_path: Path) -> None:
+    with pytest.raises(SettingsError) as e:
+        load_settings({"CONFIG_DIR": str(tmp_path), **env})
+    assert str(e.value) == message
+
+
+def test_context_settings_default_to_a_window_that_suits_the_default_model(tmp_path: Path) -> None:
+    s = load_settings({"CONFIG_DIR": str(tmp_path), "CONTEXT_SUMMARY": "TRUE"})
+    assert (s["MODEL_CONTEXT"], s["MODEL_RESERVE"], s["CONTEXT_TOOL_SHARE"], s["CONTEXT_SUMMARY"]) == (8192, 1024, 0.25, True)
