@@ -76,6 +76,7 @@ def assert_wire_pairs_whole(messages: list[dict[str, Any]]) -> None:
         i += 1
 
 
+@pytest.mark.timeout(600)  # 60 turns through a real server: slow on a loaded machine
 def test_a_60_turn_conversation_stays_within_a_2048_token_context(
     servers: list[LiveServer], tmp_path: Path, ollama: FakeOllama
 ) -> None:
@@ -83,7 +84,7 @@ def test_a_60_turn_conversation_stays_within_a_2048_token_context(
     ollama.responder = tool_then_text
     cid = None
     for i in range(60):
-        ollama.latency = 0.3 if i == 59 else 0.0  # the last run's stream is read live
+        ollama.latency = 1.0 if i == 59 else 0.0  # the last run's stream is read live
         cid, events = turn(server, f"turn {i:02d} {WORDS}", cid)
     assert cid is not None
     requests = ollama.requests
@@ -118,7 +119,7 @@ def test_a_40kb_tool_result_is_shortened_in_the_request_but_whole_in_the_thread(
     servers: list[LiveServer], tmp_path: Path, ollama: FakeOllama
 ) -> None:
     server = launch(servers, tmp_path, ollama)
-    ollama.latency = 0.3  # the run's stream is read live
+    ollama.latency = 1.0  # the run's stream is read live (attached while the model is asked)
     ollama.add({"tool_calls": [("ledger__report", {"size": 40_000})]}, {"text": "It is long."})
     cid, events = turn(server, "read the report", None)
     sent = [m for m in ollama.requests[1]["messages"] if m["role"] == "tool"]
@@ -140,7 +141,7 @@ def test_a_prompt_the_server_cut_is_logged_and_streamed_as_a_warning(
     ollama.window = 600  # a server that ignores num_ctx and runs with less
     cid, first = turn(server, "short " + "a" * 1200, None)
     assert not [e for e in first if e[1] == "trace" and e[2]["event"] == "truncated"]
-    ollama.latency = 0.3  # the run's stream is read live
+    ollama.latency = 1.0  # the run's stream is read live (attached while the model is asked)
     _, events = turn(server, "long " + "b" * 3000, cid)
     warnings = [e[2]["data"] for e in events if e[1] == "trace" and e[2]["event"] == "truncated"]
     assert len(warnings) == 1 and warnings[0]["evaluated"] == 600 and warnings[0]["sent"] > 800
@@ -160,6 +161,7 @@ def summarizing(body: dict[str, Any]) -> dict[str, Any]:
     return {"text": f"Answer. {WORDS}"}
 
 
+@pytest.mark.timeout(300)  # two server starts
 def test_summaries_are_written_once_stored_and_reused_after_a_restart(
     servers: list[LiveServer], tmp_path: Path, ollama: FakeOllama
 ) -> None:
@@ -210,3 +212,25 @@ def test_the_cli_prints_one_line_when_messages_are_left_out(tmp_path: Path, olla
                                       check=True).stdout)
     assert shown["context"] == {"sentFrom": 1, "tokens": shown["context"]["tokens"], "budget": 768}
     assert len(shown["messages"]) == 4
+
+
+async def test_model_context_is_the_budget_of_an_openai_compatible_server_too(tmp_path: Path) -> None:
+    from entrypoints.container import close_container, create_container
+    from tests.support.fake_openai import fake_openai
+
+    with fake_openai() as oai:
+        container = create_container(app_env(tmp_path, TOOLS_BACKEND="none", MODEL_BACKEND="openai",
+                                             OPENAI_BASE_URL=oai.url, MODEL_CONTEXT="1024", MODEL_RESERVE="256"))
+        service = container.run_service()
+        cid = None
+        for text in ("one " + "x" * 2000, "two " + "y" * 2000):
+            started = await service.start(text, cid)
+            cid = started.conversation_id
+            active = service.hub.get(cid)
+            if active is not None:  # else it has already finished
+                await active.finished.wait()
+        sent = [m["content"] for m in oai.requests[1]["messages"]]
+        assert sent[0] == "You are a test." and sent[-1].startswith("two ")
+        assert not any(str(c).startswith("one ") for c in sent)  # left out: it no longer fits
+        assert len((await container.conversations().get(cid)).messages) == 4  # the thread keeps it
+        await close_container(container)
