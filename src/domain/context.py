@@ -22,6 +22,7 @@ CHARS_PER_TOKEN = 4  # a cheap estimate; calibration corrects it per conversatio
 MESSAGE_OVERHEAD = 4  # role markers and separators a chat template adds to each message
 SUMMARY_SHARE = 0.15  # of the prompt budget: the most a summary may take
 KEEP_AFTER_SUMMARY = 0.5  # a new summary leaves this share of the room to recent messages
+MARGIN = 0.95  # calibration is an average: leave room for one prompt tokenizing worse than it
 
 
 @dataclass(frozen=True)
@@ -181,7 +182,7 @@ def plan_prompt(
     full_system = system + summary_block(summary) if summary else system
     fixed = MESSAGE_OVERHEAD + estimate_text(full_system) + estimate_tools(tools)
     max_chars = int(budget * policy.tool_share / ratio) * CHARS_PER_TOKEN
-    room = budget / ratio - fixed  # in uncalibrated tokens
+    room = budget * MARGIN / ratio - fixed  # in uncalibrated tokens
     latest_user = _latest_user(thread)
     kept: list[tuple[tuple[int, ...], list[Message], int]] = []  # newest first
     used = shortened = 0
