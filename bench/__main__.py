@@ -26,6 +26,7 @@ from tests.support.app import SOPHOS, app_env, ledger_server_entry, process_env
 from tests.support.long_thread import TEXT, file_size, long_thread_harness
 
 from bench import baseline, concurrency
+from bench.context import prompt_building
 from bench.table import Row, print_table
 
 
@@ -204,6 +205,7 @@ async def core(args: argparse.Namespace) -> None:
         rows += [(a, b.replace("{export}", export), c, d, e) for a, b, c, d, e in await http_reads(db, cid, tmp)]
         rows += await listing(tmp, args.conversations)
         rows += await mcp_calls(tmp)
+        rows += prompt_building(args.turns)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print_table(("figure", "baseline (LangGraph + SqliteSaver)", "sophos", "target"), rows)

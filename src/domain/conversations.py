@@ -10,6 +10,8 @@ from domain.errors import ConversationNotFound, InvalidInput, SessionInProgress
 from domain.export import checkpoint_jsonl, markdown_transcript
 from domain.lifecycle import resumable
 from domain.model import (
+    AssistantMessage,
+    ContextView,
     Conversation,
     Message,
     PendingCall,
@@ -35,6 +37,18 @@ class ConversationDetail:
     @property
     def decision_required(self) -> bool:
         return self.resumable and any(p.needs_decision for p in self.pending_calls)
+
+    @property
+    def context(self) -> ContextView | None:
+        """What the model saw on its latest call: the view stored with its latest reply."""
+        return latest_context(self.messages)
+
+
+def latest_context(messages: Sequence[Message]) -> ContextView | None:
+    for m in reversed(messages):
+        if isinstance(m, AssistantMessage) and m.context is not None:
+            return m.context
+    return None
 
 
 @dataclass(frozen=True)
@@ -102,7 +116,9 @@ class ConversationService:
 
     async def export_markdown(self, conversation: object) -> tuple[Conversation, str]:
         conv = await self.summary(conversation)
-        return conv, markdown_transcript(conv, (await self.checkpoints.get_thread(conv.id)).messages)
+        messages = (await self.checkpoints.get_thread(conv.id)).messages
+        view = latest_context(messages)
+        return conv, markdown_transcript(conv, messages, view.sent_from if view else None)
 
     async def export_jsonl(self, conversation: object) -> tuple[Conversation, str]:
         conv = await self.summary(conversation)

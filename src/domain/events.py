@@ -1,5 +1,9 @@
 """What a run tells its watchers: raw engine events, and their translation into the
-contract's stream events (`token`, `trace`, `end`, `chat-error`)."""
+contract's stream events (`token`, `trace`, `end`, `chat-error`).
+
+Besides the contract's `enter`, `leave`, `call` and `result`, a `trace` may be `context`
+(what a model call is sent), `summary` (a summary was stored) or `truncated` (the model
+server cut the prompt)."""
 
 from __future__ import annotations
 
@@ -37,11 +41,53 @@ class ToolCallFinished:
 
 
 @dataclass(frozen=True)
+class ContextPlanned:
+    """What a model call is about to be sent (domain.context.PromptPlan, in brief)."""
+
+    step: int
+    sent: int  # messages sent
+    left_out: int  # messages neither sent nor summarized
+    summarized: int  # messages the summary in use covers
+    shortened: int  # tool results sent shortened
+    sent_from: int  # thread index of the first message sent
+    tokens: int  # estimated tokens of the prompt
+    budget: int
+
+
+@dataclass(frozen=True)
+class ContextSummarized:
+    """A summary of the thread's messages before `covers` was stored."""
+
+    step: int
+    covers: int
+    tokens: int
+
+
+@dataclass(frozen=True)
+class PromptTruncated:
+    """The model server evaluated fewer prompt tokens than were sent: it cut the prompt."""
+
+    step: int
+    sent: int
+    evaluated: int
+    window: int
+
+
+@dataclass(frozen=True)
 class InputRecorded:
     """The run's new message is in a committed checkpoint: it may be acknowledged."""
 
 
-AgentEvent = InputRecorded | NodeStarted | TokenDelta | ToolCallRequested | ToolCallFinished
+AgentEvent = (
+    InputRecorded
+    | NodeStarted
+    | TokenDelta
+    | ToolCallRequested
+    | ToolCallFinished
+    | ContextPlanned
+    | ContextSummarized
+    | PromptTruncated
+)
 
 
 # --- events of the public stream -------------------------------------------------------
@@ -76,6 +122,7 @@ class StreamTranslator:
 
     def feed(self, event: AgentEvent) -> list[StreamEvent]:
         out: list[StreamEvent] = []
+        data: dict[str, Any]
         if isinstance(event, NodeStarted):
             if self._step is None or event.step > self._step:
                 if self._node is not None and self._node != event.node:
@@ -92,6 +139,23 @@ class StreamTranslator:
             r = event.result
             data = {"name": r.name, "tool_call_id": r.tool_call_id, "result": r.content}
             out.append(trace(event.step, r.name, "tools", "result", data))
+        elif isinstance(event, ContextPlanned):
+            data = {
+                "sent": event.sent, "leftOut": event.left_out, "summarized": event.summarized,
+                "shortened": event.shortened, "sentFrom": event.sent_from, "tokens": event.tokens,
+                "budget": event.budget,
+            }
+            out.append(trace(event.step, self._name, "agent", "context", data))
+        elif isinstance(event, ContextSummarized):
+            data = {"covers": event.covers, "tokens": event.tokens}
+            out.append(trace(event.step, self._name, "agent", "summary", data))
+        elif isinstance(event, PromptTruncated):
+            data = {
+                "sent": event.sent, "evaluated": event.evaluated, "window": event.window,
+                "message": f"The model evaluated {event.evaluated} prompt tokens of about {event.sent} sent: "
+                "the model server cut the prompt (raise MODEL_CONTEXT or the server's context length).",
+            }
+            out.append(trace(event.step, self._name, "agent", "truncated", data))
         return out
 
     def close(self) -> list[StreamEvent]:

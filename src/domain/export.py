@@ -11,6 +11,7 @@ from domain.model import (
     CheckpointSummary,
     Conversation,
     Message,
+    SummaryMessage,
     ToolResult,
     UserMessage,
     iso,
@@ -21,7 +22,10 @@ def _quote_json(args: object) -> list[str]:
     return ["> " + line for line in json.dumps(args, indent=2, ensure_ascii=False).split("\n")]
 
 
-def markdown_transcript(conversation: Conversation, messages: Sequence[Message]) -> str:
+def markdown_transcript(
+    conversation: Conversation, messages: Sequence[Message], sent_from: int | None = None
+) -> str:
+    """The whole thread; `sent_from`: where the model's view began on its latest call."""
     lines = [
         f"# {conversation.title}",
         "",
@@ -30,8 +34,13 @@ def markdown_transcript(conversation: Conversation, messages: Sequence[Message])
         f"- Updated: {iso(conversation.updated_at)}",
         "",
     ]
-    for m in messages:
-        if isinstance(m, UserMessage):
+    for i, m in enumerate(messages):
+        if i == sent_from and i > 0:
+            lines += ["---", "", "*The model no longer sees the messages above.*", "", "---", ""]
+        if isinstance(m, SummaryMessage):
+            lines += [f"## Summary of the first {m.covers} messages (written for the model)", ""]
+            lines += ["> " + line for line in m.content.split("\n")] + [""]
+        elif isinstance(m, UserMessage):
             lines += ["## User", "", m.content, ""]
         elif isinstance(m, AssistantMessage):
             lines += ["## Assistant", ""]

@@ -156,11 +156,26 @@ class UserMessage:
 
 
 @dataclass(frozen=True)
+class ContextView:
+    """What the model saw when it wrote a reply: the thread's messages from index
+    `sent_from` on (those before were left out or summarized), about `tokens` of its
+    `budget` (MODEL_CONTEXT - MODEL_RESERVE)."""
+
+    sent_from: int
+    tokens: int
+    budget: int
+
+    def to_dto(self) -> dict[str, int]:
+        return {"sentFrom": self.sent_from, "tokens": self.tokens, "budget": self.budget}
+
+
+@dataclass(frozen=True)
 class AssistantMessage:
     content: str
     tool_calls: tuple[ToolCall, ...] = ()
     id: str | None = None
     reasoning: str | None = None
+    context: ContextView | None = None  # set on replies the agent stored
     role: Literal["assistant"] = "assistant"
 
 
@@ -174,7 +189,18 @@ class ToolResult:
     role: Literal["tool"] = "tool"
 
 
-Message = UserMessage | AssistantMessage | ToolResult
+@dataclass(frozen=True)
+class SummaryMessage:
+    """A summary the model wrote of the thread's messages before index `covers`, when
+    they no longer fit its context (CONTEXT_SUMMARY). Stored once, sent in their place."""
+
+    content: str
+    covers: int
+    id: str | None = None
+    role: Literal["summary"] = "summary"
+
+
+Message = UserMessage | AssistantMessage | ToolResult | SummaryMessage
 
 
 def message_to_dto(message: Message) -> dict[str, Any]:
@@ -184,6 +210,8 @@ def message_to_dto(message: Message) -> dict[str, Any]:
         dto["toolCalls"] = [{"id": c.id, "name": c.name, "args": c.args} for c in message.tool_calls]
     if isinstance(message, ToolResult):
         dto.update(name=message.name, toolCallId=message.tool_call_id, status=message.status)
+    if isinstance(message, SummaryMessage):
+        dto["covers"] = message.covers
     return dto
 
 
@@ -194,6 +222,8 @@ def message_from_dto(dto: dict[str, Any]) -> Message:
     if dto["role"] == "assistant":
         calls = tuple(ToolCall(c.get("id") or "", c["name"], c.get("args") or {}) for c in dto.get("toolCalls", []))
         return AssistantMessage(dto["content"], calls, id=dto.get("id"))
+    if dto["role"] == "summary":
+        return SummaryMessage(dto["content"], int(dto.get("covers") or 0), id=dto.get("id"))
     return ToolResult(dto["content"], dto.get("toolCallId") or "", dto.get("name") or "?", dto.get("status") or "success", id=dto.get("id"))
 
 

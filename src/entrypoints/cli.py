@@ -17,6 +17,7 @@ from domain.errors import ErrorCode, SophosError
 from domain.events import StreamEvent
 from domain.model import iso, message_to_dto, summary_to_dto
 from entrypoints.logs import configure_logging
+from entrypoints.notices import ContextNotices
 from entrypoints.settings import SettingsError
 
 T = TypeVar("T")
@@ -113,7 +114,7 @@ def main(ctx: click.Context, database: str | None, model_backend: str | None, to
 # --- runs -------------------------------------------------------------------------------
 
 
-def _print_event(event: str, data: Any, as_json: bool) -> None:
+def _print_event(event: str, data: Any, as_json: bool, notices: ContextNotices) -> None:
     if as_json:
         click.echo(json.dumps({"event": event, "data": data}, ensure_ascii=False))
         return
@@ -125,6 +126,10 @@ def _print_event(event: str, data: Any, as_json: bool) -> None:
     elif event == "trace" and data["event"] == "result":
         text = data["data"]["result"].replace("\n", " ")
         click.secho(f"← {data['name']}: {text[:200]}", fg="cyan", err=True)
+    elif event == "trace" and data["event"] in ("context", "summary", "truncated"):
+        notice = notices.line(data["event"], data["data"])
+        if notice:
+            click.secho(notice, fg="yellow", err=True)
 
 
 def _report(cid: str, run_id: str, status: str, error: dict[str, Any] | None, as_json: bool) -> int:
@@ -154,7 +159,7 @@ async def _drive(ctx: Context, start: Callable[[Any], Awaitable[Any]], as_json: 
     supervisor = Supervisor(service)  # leases, signals, events: no adoption from a CLI
     await supervisor.start()
     loop = asyncio.get_running_loop()
-    status, error = "completed", None
+    status, error, notices = "completed", None, ContextNotices()
     try:
         started = await start(service)
         # Ctrl-C: the person stops the run (`cancelled`, resumable); SIGTERM: `interrupted`
@@ -165,7 +170,7 @@ async def _drive(ctx: Context, start: Callable[[Any], Awaitable[Any]], as_json: 
             status, error = _outcome(events.event, events.data, status, error)
         else:
             async for _, ev in events:
-                _print_event(ev.event, ev.data, as_json)
+                _print_event(ev.event, ev.data, as_json, notices)
                 status, error = _outcome(ev.event, ev.data, status, error)
     finally:
         loop.remove_signal_handler(signal.SIGINT)
@@ -178,11 +183,11 @@ def _drive_remote(server: str, body: dict[str, Any], as_json: bool) -> int:
     """Be a client of a running server: POST the run, then follow its SSE stream."""
     from entrypoints.remote import RemoteError, follow_run
 
-    status, error = "completed", None
+    status, error, notices = "completed", None, ContextNotices()
     try:
         started, events = follow_run(server, body, os.environ.get("API_TOKEN") or None)
         for event, data in events:
-            _print_event(event, data, as_json)
+            _print_event(event, data, as_json, notices)
             status, error = _outcome(event, data, status, error)
     except RemoteError as e:
         raise CliError(e.code, e.message, EXIT_CODES.get(ErrorCode(e.code), 1) if e.code in ErrorCode.__members__ else 1) from None
@@ -272,6 +277,7 @@ def show(ctx: Context, conversation: str, as_json: bool) -> None:
             "conversation": summary_to_dto(d.conversation),
             "messages": [message_to_dto(m) for m in d.messages],
             "resumable": d.resumable,
+            "context": d.context.to_dto() if d.context else None,
         }
         if d.pending_calls:
             body["pendingToolCalls"] = [
@@ -285,9 +291,14 @@ def show(ctx: Context, conversation: str, as_json: bool) -> None:
     click.echo(f"# {c.title}\n{c.id} · {c.message_count} messages · {c.status.value if c.status else 'no runs'}")
     if c.error:
         click.echo(f"error: {c.error.code}: {c.error.message}")
-    for m in d.messages:
+    view = d.context
+    for i, m in enumerate(d.messages):
         dto = message_to_dto(m)
-        if dto["role"] == "tool":
+        if view and i == view.sent_from and i > 0:
+            click.echo(f"\n--- the model no longer sees the messages above (it saw ~{view.tokens} of {view.budget} tokens) ---")
+        if dto["role"] == "summary":
+            click.echo(f"\n[summary of the first {dto['covers']} messages, written for the model]\n{dto['content']}")
+        elif dto["role"] == "tool":
             click.echo(f"\n[tool {dto['name']} · {dto['status']}]\n{dto['content']}")
         else:
             click.echo(f"\n[{dto['role']}]\n{dto['content']}")

@@ -36,6 +36,7 @@ finally:
 
 T = TypeVar("T")
 
+from domain.context import ContextPolicy  # noqa: E402 - after the finder above
 from domain.conversations import ConversationService  # noqa: E402 - after the finder above
 from domain.hub import RunHub  # noqa: E402 - after the finder above
 from domain.model import CheckpointSummary, ThreadHead, ThreadState  # noqa: E402 - after the finder above
@@ -104,10 +105,10 @@ def _prompt(config_dir: str) -> SystemPromptSource:
     return FilePrompt(Path(config_dir) / "system.md")
 
 
-def _ollama(base_url: str, model: str, think: bool, timeout: float) -> ModelPort:
+def _ollama(base_url: str, model: str, think: bool, timeout: float, context: int) -> ModelPort:
     from adapters.ollama.model import OllamaModel
 
-    return OllamaModel(base_url=base_url, model=model, think=think, timeout=timeout)
+    return OllamaModel(base_url=base_url, model=model, think=think, timeout=timeout, context=context)
 
 
 def _openai(base_url: str, model: str, api_key: str, timeout: float) -> ModelPort:
@@ -140,12 +141,21 @@ def _no_tools() -> ToolPort:
     return StaticToolbox()
 
 
+def _context(window: int, reserve: int, tool_share: float, summaries: bool) -> ContextPolicy:
+    return ContextPolicy(window, reserve, tool_share, summaries)
+
+
 def _nodes(
-    model: ModelPort, tools: ToolPort, prompt: SystemPromptSource, journal: SqliteRunStore, metrics: MetricsPort
+    model: ModelPort,
+    tools: ToolPort,
+    prompt: SystemPromptSource,
+    journal: SqliteRunStore,
+    context: ContextPolicy,
+    metrics: MetricsPort,
 ) -> AgentNodes:
     from adapters.langgraph.graph import AgentNodes
 
-    return AgentNodes(model, tools, prompt, journal, metrics=metrics)
+    return AgentNodes(model, tools, prompt, journal, context=context, metrics=metrics)
 
 
 def _engine(nodes: AgentNodes, checkpointer: ThreadedSqliteSaver) -> AgentEngine:
@@ -212,7 +222,8 @@ class Container(containers.DeclarativeContainer):
     model = providers.Selector(
         config.MODEL_BACKEND,
         ollama=providers.Singleton(
-            _ollama, config.OLLAMA_HOST, config.OLLAMA_MODEL, config.OLLAMA_THINK, config.MODEL_TIMEOUT
+            _ollama, config.OLLAMA_HOST, config.OLLAMA_MODEL, config.OLLAMA_THINK, config.MODEL_TIMEOUT,
+            config.MODEL_CONTEXT,
         ),
         openai=providers.Singleton(
             _openai, config.OPENAI_BASE_URL, config.OPENAI_MODEL, config.OPENAI_API_KEY, config.MODEL_TIMEOUT
@@ -226,7 +237,10 @@ class Container(containers.DeclarativeContainer):
         none=providers.Singleton(_no_tools),
     )
 
-    nodes = providers.Singleton(_nodes, model, tools, prompt, store, metrics)
+    context = providers.Singleton(
+        _context, config.MODEL_CONTEXT, config.MODEL_RESERVE, config.CONTEXT_TOOL_SHARE, config.CONTEXT_SUMMARY
+    )
+    nodes = providers.Singleton(_nodes, model, tools, prompt, store, context, metrics)
     engine = providers.Singleton(_engine, nodes, checkpointer)
     threads = providers.Singleton(_threads, checkpointer)
     stores = providers.Singleton(_stores, store, threads)

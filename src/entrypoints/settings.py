@@ -23,6 +23,10 @@ DEFAULTS: dict[str, Any] = {
     "OPENAI_MODEL": "local-model",
     "OPENAI_API_KEY": "",
     "MODEL_TIMEOUT": 120,
+    "MODEL_CONTEXT": 8192,
+    "MODEL_RESERVE": 1024,
+    "CONTEXT_SUMMARY": "false",
+    "CONTEXT_TOOL_SHARE": 0.25,
     "AGENT_RECURSION_LIMIT": 25,
     "RUN_LEASE_SECONDS": 30,
     "HOST": "127.0.0.1",
@@ -38,8 +42,8 @@ DEFAULTS: dict[str, Any] = {
     "DATABASE_BUSY_TIMEOUT": 5,
 }
 
-INTS = {"CHECKPOINT_KEEP", "MODEL_TIMEOUT", "AGENT_RECURSION_LIMIT", "PORT", "SHUTDOWN_TIMEOUT"}
-FLOATS = {"SSE_PING_SECONDS", "RUN_LEASE_SECONDS", "RUN_EVENT_RETENTION_SECONDS", "DATABASE_BUSY_TIMEOUT"}
+INTS = {"CHECKPOINT_KEEP", "MODEL_TIMEOUT", "MODEL_CONTEXT", "MODEL_RESERVE", "AGENT_RECURSION_LIMIT", "PORT", "SHUTDOWN_TIMEOUT"}
+FLOATS = {"CONTEXT_TOOL_SHARE", "SSE_PING_SECONDS", "RUN_LEASE_SECONDS", "RUN_EVENT_RETENTION_SECONDS", "DATABASE_BUSY_TIMEOUT"}
 
 
 class SettingsError(ValueError):
@@ -79,7 +83,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
             raise SettingsError(f"{key} must be a number, got {settings[key]!r}") from None
     if settings["AGENT_RECURSION_LIMIT"] <= 0:
         settings["AGENT_RECURSION_LIMIT"] = 25  # the reference's rule: invalid means default
-    for key in ("OLLAMA_THINK", "AUTO_RESUME"):
+    _check_context(settings)
+    for key in ("OLLAMA_THINK", "AUTO_RESUME", "CONTEXT_SUMMARY"):
         settings[key] = str(settings[key]).lower() == "true"
     for key in ("MODEL_BACKEND", "TOOLS_BACKEND"):
         settings[key] = str(settings[key]).lower()
@@ -88,3 +93,16 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     if settings["TOOLS_BACKEND"] not in ("mcp", "demo", "none"):
         raise SettingsError(f"TOOLS_BACKEND must be mcp, demo or none, got {settings['TOOLS_BACKEND']!r}")
     return settings
+
+
+MIN_CONTEXT = 512
+
+
+def _check_context(settings: dict[str, Any]) -> None:
+    window, reserve, share = settings["MODEL_CONTEXT"], settings["MODEL_RESERVE"], settings["CONTEXT_TOOL_SHARE"]
+    if window < MIN_CONTEXT:
+        raise SettingsError(f"MODEL_CONTEXT must be at least {MIN_CONTEXT} tokens, got {window}")
+    if not 0 <= reserve <= window // 2:
+        raise SettingsError(f"MODEL_RESERVE must be between 0 and half of MODEL_CONTEXT ({window // 2}), got {reserve}")
+    if not 0.05 <= share <= 1:
+        raise SettingsError(f"CONTEXT_TOOL_SHARE must be between 0.05 and 1, got {share}")

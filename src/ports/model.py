@@ -16,7 +16,15 @@ class TextChunk:
     text: str
 
 
-ModelOutput = TextChunk | AssistantMessage
+@dataclass(frozen=True)
+class Usage:
+    """Tokens the server reports for one call: the prompt it evaluated, the answer."""
+
+    prompt_tokens: int
+    completion_tokens: int = 0
+
+
+ModelOutput = TextChunk | Usage | AssistantMessage
 
 
 class ModelPort(Protocol):
@@ -31,8 +39,10 @@ class ModelPort(Protocol):
     def stream(
         self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> AsyncIterator[ModelOutput]:
-        """Answer the conversation: yield TextChunks as they arrive, then exactly one
-        AssistantMessage (the whole reply, with its tool calls, each with a unique id).
+        """Answer the conversation: yield TextChunks as they arrive, then (if the server
+        reports token counts) one Usage, then exactly one AssistantMessage (the whole
+        reply, with its tool calls, each with a unique id). `messages` are sent as given:
+        the caller keeps them within the model's context.
 
         Raises ModelUnavailable when the server lacks the model and ModelUnreachable when
         it does not answer or times out. Cancelling the iteration stops the request.

@@ -1,5 +1,5 @@
-"""The ModelPort contract against every backend: text chunks, then exactly one reply whose
-tool calls have unique ids; errors mapped to the same codes."""
+"""The ModelPort contract against every backend: text chunks, at most one Usage, then
+exactly one reply whose tool calls have unique ids; errors mapped to the same codes."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from adapters.ollama.model import OllamaModel
 from adapters.openai.model import OpenAIModel
 from domain.errors import ModelUnavailable, ModelUnreachable
 from domain.model import AssistantMessage, UserMessage
-from ports.model import ModelPort, TextChunk
+from ports.model import ModelPort, TextChunk, Usage
 from ports.tools import ToolSpec
 from tests.support.fake_ollama import fake_ollama
 from tests.support.fake_openai import fake_openai
@@ -41,6 +41,8 @@ class ModelPortContract:
 
     async def test_text_streams_in_chunks_then_one_reply(self, make: Make) -> None:
         out = await run(make([{"text": "one two three"}]))
+        if isinstance(out[-2], Usage):
+            out.pop(-2)
         assert [type(o) for o in out[:-1]] == [TextChunk] * (len(out) - 1) and len(out) > 2
         assert isinstance(out[-1], AssistantMessage)
         assert "".join(o.text for o in out[:-1]) == out[-1].content == "one two three"
@@ -83,6 +85,14 @@ class TestOpenAIModel(ModelPortContract):
                 return OpenAIModel(fake.url, "local-model")
 
             yield build
+
+
+async def test_ollama_is_sent_the_context_size_and_reports_the_prompt_tokens() -> None:
+    with fake_ollama([{"text": "ok"}]) as fake:
+        out = await run(OllamaModel(fake.url, "qwen3", context=3000))
+        assert fake.requests[0]["options"]["num_ctx"] == 3000
+    usage = [o for o in out if isinstance(o, Usage)]
+    assert len(usage) == 1 and usage[0].prompt_tokens > 10 and out[-2] is usage[0]
 
 
 async def test_the_demo_model_calls_its_tools_then_answers() -> None:

@@ -86,7 +86,7 @@ def test_doctor_reports_the_model_and_each_tool_server(tmp_path: Path) -> None:
     lines = result.stdout.splitlines()
     assert result.returncode == 1
     assert lines[0].startswith("ok   model    ollama qwen3")
-    assert any(line.startswith("ok   tools    ledger: 4 tool(s)") for line in lines)
+    assert any(line.startswith("ok   tools    ledger: 5 tool(s)") for line in lines)
     assert any(line.startswith("BAD  tools    broken:") for line in lines)
 
 

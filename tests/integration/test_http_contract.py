@@ -257,3 +257,16 @@ def test_the_openapi_document_lists_exactly_the_real_routes(client: TestClient) 
         for method in (route.methods or set()) - {"HEAD"}
     }
     assert documented == real
+
+
+def test_the_context_field_matches_its_documented_schema(client: TestClient) -> None:
+    doc = client.get("/api/openapi.json").json()
+    schema = doc["components"]["schemas"]["Context"]
+    ok = doc["paths"]["/api/conversations/{conversation_id}"]["get"]["responses"]["200"]
+    assert ok["content"]["application/json"]["schema"]["properties"]["context"] == {"$ref": "#/components/schemas/Context"}
+    cid = start(client, {"message": "hi"})["conversation"]
+    finish(client, cid)
+    context = client.get(f"/api/conversations/{cid}").json()["context"]
+    assert set(context) == set(schema["properties"]) == set(schema["required"])
+    assert context["sentFrom"] == 0 and 0 < context["tokens"] <= context["budget"]
+    assert all(isinstance(v, int) for v in context.values())

@@ -7,6 +7,11 @@ Reply forms (dicts): {"text": "..."}; {"tool_calls": [(name, args), ...], "text"
 callable run when the reply is served.
 When the script runs out, `default` answers (a short text).
 
+Every final line reports `prompt_eval_count` as a real server would: the prompt's tokens by
+the fake's own count (`prompt_tokens`, about 3 characters a token, so a client's estimate
+needs calibrating), capped at the context it runs with (`options.num_ctx`, or `window` when
+set: a server that cuts the prompt, as Ollama does, silently).
+
 `nodelay=True` sets TCP_NODELAY on accepted sockets, as real Ollama (Go) does: without it each
 small chunk waits for the client's delayed ACK (~40 ms), which dominates a zero-latency model.
 `python -m tests.support.fake_ollama --port N` serves one in a process of its own.
@@ -52,6 +57,7 @@ class FakeOllama:
         # when set, answers every request the script does not: (request body) -> reply
         self.responder: Any = None
         self.latency = 0.0  # seconds before any reply (lets a test attach to a run in time)
+        self.window: int | None = None  # context the server runs with, whatever num_ctx says
         self.lock = threading.Lock()
         self.server: ThreadingHTTPServer | None = None
 
@@ -123,7 +129,7 @@ class FakeOllama:
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
                 try:
-                    for line in fake.lines(model, reply):
+                    for line in fake.lines(model, reply, fake.evaluated(body)):
                         self._chunk(json.dumps(line).encode() + b"\n")
                         if reply.get("token_delay"):
                             time.sleep(float(reply["token_delay"]))
@@ -142,7 +148,12 @@ class FakeOllama:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         return self
 
-    def lines(self, model: str, reply: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    def evaluated(self, body: dict[str, Any]) -> int:
+        """The prompt tokens the server evaluates: all of them, or the context it runs with."""
+        window = self.window or (body.get("options") or {}).get("num_ctx") or 2048
+        return min(prompt_tokens(body), int(window))
+
+    def lines(self, model: str, reply: dict[str, Any], evaluated: int = 10) -> Iterator[dict[str, Any]]:
         now = "2026-12-02T00:00:00Z"
         words = str(reply.get("text", "")).split(" ") if reply.get("text") else []
         for i, word in enumerate(words):
@@ -173,7 +184,7 @@ class FakeOllama:
             "done": True,
             "done_reason": "stop",
             "total_duration": 1000,
-            "prompt_eval_count": 10,
+            "prompt_eval_count": evaluated,
             "eval_count": max(len(words), 1),
             "eval_duration": 1000,
         }
@@ -182,6 +193,17 @@ class FakeOllama:
         if self.server is not None:
             self.server.shutdown()
             self.server.server_close()
+
+
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """The fake's tokenizer: about 3 characters a token, plus a few per message, over the
+    messages, their tool calls and the tool definitions."""
+    chars = len(json.dumps(body.get("tools") or []))
+    count = 0
+    for m in body.get("messages") or []:
+        chars += len(str(m.get("content") or "")) + len(json.dumps(m.get("tool_calls") or []))
+        count += 5
+    return count + chars // 3
 
 
 @contextmanager

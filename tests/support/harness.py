@@ -16,6 +16,7 @@ from adapters.memory.model import ScriptedModel
 from adapters.memory.runs import InMemoryRunStore
 from adapters.memory.toolbox import StaticToolbox, ToolFn
 from adapters.system.prompt import FixedPrompt
+from domain.context import ContextPolicy
 from domain.conversations import ConversationService
 from domain.events import StreamEvent
 from domain.hub import RunHub
@@ -97,6 +98,7 @@ def make_harness(
     processes: FakeProcesses | None = None,
     lease_seconds: float = 30.0,
     auto_resume: bool = False,
+    context: ContextPolicy | None = None,
 ) -> Harness:
     model = ScriptedModel(list(replies), delay=delay)
     toolbox = StaticToolbox(tools)
@@ -104,7 +106,8 @@ def make_harness(
     saver = saver or InMemorySaver()
     processes = processes or FakeProcesses()
     metrics = InMemoryMetrics()
-    graph = build_graph(AgentNodes(model, toolbox, FixedPrompt("You are a test."), store, metrics=metrics), saver)
+    nodes = AgentNodes(model, toolbox, FixedPrompt("You are a test."), store, context=context, metrics=metrics)
+    graph = build_graph(nodes, saver)
     threads = LangGraphThreads(graph)
     stores = RunStores(runs=store, events=store, signals=store, journal=store, checkpoints=threads)
     runs = RunService(

@@ -64,6 +64,13 @@ async def fail(reason: str) -> str:
 
 
 @mcp.tool(annotations=ToolAnnotations(readOnlyHint=True))
+async def report(size: int) -> str:
+    """A long text of `size` characters that begins with BEGIN and ends with END."""
+    body = "".join(f"line {i:06d} of the report\n" for i in range(size // 25 + 1))
+    return "BEGIN\n" + body[: max(size - 10, 0)] + "\nEND"
+
+
+@mcp.tool(annotations=ToolAnnotations(readOnlyHint=True))
 async def whoami() -> str:
     """The server's pid (to see restarts)."""
     return str(os.getpid())

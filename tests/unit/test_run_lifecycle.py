@@ -28,7 +28,7 @@ async def test_a_message_completes_a_run_with_tokens_and_an_end_event() -> None:
     h = make_harness(["Hello there friend"])
     started, events = await h.send("  Hi!\nsecond line  ")
     assert names(events) == [
-        "trace:enter:agent", "token", "token", "token", "trace:leave:agent", "end",
+        "trace:enter:agent", "trace:context:agent", "token", "token", "token", "trace:leave:agent", "end",
     ]
     assert "".join(e.data for e in events if e.event == "token") == "Hello there friend"
     assert events[-1].data == {"conversation": started.conversation_id, "status": "completed"}

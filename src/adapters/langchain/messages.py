@@ -15,7 +15,18 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from domain.model import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
+from domain.model import (
+    AssistantMessage,
+    ContextView,
+    Message,
+    SummaryMessage,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+
+SUMMARY_KEY = "sophos_summary"  # additional_kwargs of the SystemMessage a summary is stored as
+CONTEXT_KEY = "sophos_context"  # additional_kwargs of a stored reply: what the model saw
 
 
 def flatten(content: Any) -> str:
@@ -31,16 +42,33 @@ def flatten(content: Any) -> str:
     return "".join(parts)
 
 
+def _context(extra: dict[str, Any] | None) -> ContextView | None:
+    view = (extra or {}).get(CONTEXT_KEY)
+    if not isinstance(view, dict):
+        return None
+    return ContextView(int(view.get("sentFrom", 0)), int(view.get("tokens", 0)), int(view.get("budget", 0)))
+
+
+def _summary(content: str, extra: dict[str, Any] | None, id: str | None) -> SummaryMessage | None:
+    marker = (extra or {}).get(SUMMARY_KEY)
+    if not isinstance(marker, dict):
+        return None  # a plain system message: never part of a thread
+    return SummaryMessage(content, int(marker.get("covers", 0)), id=id)
+
+
 def to_domain(message: BaseMessage) -> Message | None:
     """The domain message, or None for types a thread never shows (system, …)."""
+    if isinstance(message, SystemMessage):
+        return _summary(flatten(message.content), message.additional_kwargs, message.id)
     if isinstance(message, HumanMessage):
         return UserMessage(flatten(message.content), id=message.id)
     if isinstance(message, AIMessage):
         calls = tuple(
             ToolCall(c.get("id") or "", c["name"], dict(c.get("args") or {})) for c in message.tool_calls
         )
-        reasoning = message.additional_kwargs.get("reasoning_content")
-        return AssistantMessage(flatten(message.content), calls, id=message.id, reasoning=reasoning)
+        extra = message.additional_kwargs
+        reasoning = extra.get("reasoning_content")
+        return AssistantMessage(flatten(message.content), calls, id=message.id, reasoning=reasoning, context=_context(extra))
     if isinstance(message, ToolMessage):
         status: Literal["success", "error"] = "error" if message.status == "error" else "success"
         return ToolResult(
@@ -53,6 +81,8 @@ def from_fields(fields: dict[str, Any]) -> Message | None:
     """A message from the plain fields of a serialized LangChain message (see to_domain)."""
     kind = fields.get("type")
     content = flatten(fields.get("content"))
+    if kind == "system":
+        return _summary(content, fields.get("additional_kwargs"), fields.get("id"))
     if kind == "human":
         return UserMessage(content, id=fields.get("id"))
     if kind in ("ai", "AIMessageChunk"):
@@ -61,8 +91,9 @@ def from_fields(fields: dict[str, Any]) -> Message | None:
             for c in fields.get("tool_calls") or []
             if isinstance(c, dict) and "name" in c
         )
-        reasoning = (fields.get("additional_kwargs") or {}).get("reasoning_content")
-        return AssistantMessage(content, calls, id=fields.get("id"), reasoning=reasoning)
+        extra = fields.get("additional_kwargs") or {}
+        reasoning = extra.get("reasoning_content")
+        return AssistantMessage(content, calls, id=fields.get("id"), reasoning=reasoning, context=_context(extra))
     if kind == "tool":
         status: Literal["success", "error"] = "error" if fields.get("status") == "error" else "success"
         return ToolResult(content, fields.get("tool_call_id") or "", fields.get("name") or "?", status, id=fields.get("id"))
@@ -102,11 +133,16 @@ class ConversionCache:
         return tuple(out)
 
 
-def to_langchain(message: Message) -> AnyMessage:
+def to_langchain(message: Message, stored: bool = True) -> AnyMessage:
+    """The LangChain message; `stored` False for a prompt (no bookkeeping fields)."""
     if isinstance(message, UserMessage):
         return HumanMessage(message.content, id=message.id)
+    if isinstance(message, SummaryMessage):
+        return SystemMessage(message.content, id=message.id, additional_kwargs={SUMMARY_KEY: {"covers": message.covers}})
     if isinstance(message, AssistantMessage):
-        extra = {"reasoning_content": message.reasoning} if message.reasoning else {}
+        extra: dict[str, Any] = {"reasoning_content": message.reasoning} if message.reasoning else {}
+        if stored and message.context is not None:
+            extra[CONTEXT_KEY] = message.context.to_dto()
         calls = [{"id": c.id, "name": c.name, "args": c.args, "type": "tool_call"} for c in message.tool_calls]
         return AIMessage(message.content, tool_calls=calls, id=message.id, additional_kwargs=extra)
     return ToolMessage(
@@ -119,5 +155,29 @@ def to_langchain(message: Message) -> AnyMessage:
 
 
 def prompt(system: str, messages: Sequence[Message]) -> list[AnyMessage]:
-    """The model's input: the system prompt, then the whole thread."""
-    return [SystemMessage(system), *(to_langchain(m) for m in messages)]
+    """The model's input: the system prompt, then the messages chosen for it."""
+    return [SystemMessage(system), *(to_langchain(m, stored=False) for m in messages)]
+
+
+class WireCache:
+    """The model's input, converting each message once: the thread's messages are the same
+    objects from call to call (ConversionCache), and building LangChain messages is the
+    costly part of a long prompt. Keyed by identity, bounded."""
+
+    def __init__(self, size: int = 20_000) -> None:
+        self.size = size
+        self._items: OrderedDict[int, tuple[Message, AnyMessage]] = OrderedDict()
+
+    def prompt(self, system: str, messages: Sequence[Message]) -> list[AnyMessage]:
+        out: list[AnyMessage] = [SystemMessage(system)]
+        for m in messages:
+            hit = self._items.get(id(m))
+            if hit is not None and hit[0] is m:
+                out.append(hit[1])
+                continue
+            converted = to_langchain(m, stored=False)
+            out.append(converted)
+            self._items[id(m)] = (m, converted)
+            if len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return out

@@ -8,9 +8,9 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessageChunk
 
-from adapters.langchain.messages import flatten, prompt
+from adapters.langchain.messages import WireCache, flatten, prompt
 from domain.model import AssistantMessage, Message, ToolCall
-from ports.model import ModelOutput, TextChunk
+from ports.model import ModelOutput, TextChunk, Usage
 from ports.tools import ToolSpec
 
 
@@ -35,17 +35,25 @@ def reply_from_chunk(full: AIMessageChunk | None) -> AssistantMessage:
 
 
 async def stream_chat(
-    chat: BaseChatModel, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
+    chat: BaseChatModel,
+    system: str,
+    messages: Sequence[Message],
+    tools: Sequence[ToolSpec],
+    wire: WireCache | None = None,
 ) -> AsyncIterator[ModelOutput]:
-    """Text chunks as they arrive, then the whole reply. Backend errors pass through for
-    the adapter to translate."""
+    """Text chunks as they arrive, then the token counts, then the whole reply. Backend
+    errors pass through for the adapter to translate."""
     model = chat.bind_tools([tool_schema(t) for t in tools]) if tools else chat
     full: AIMessageChunk | None = None
-    async for chunk in model.astream(prompt(system, messages)):
+    request = wire.prompt(system, messages) if wire else prompt(system, messages)
+    async for chunk in model.astream(request):
         if not isinstance(chunk, AIMessageChunk):
             continue
         full = chunk if full is None else full + chunk
         text = flatten(chunk.content)
         if text:
             yield TextChunk(text)
+    usage = full.usage_metadata if full is not None else None
+    if usage and usage.get("input_tokens"):
+        yield Usage(int(usage["input_tokens"]), int(usage.get("output_tokens") or 0))
     yield reply_from_chunk(full)

@@ -7,10 +7,11 @@ report progress through LangGraph's custom stream as domain events.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Annotated, Any, TypedDict
 
@@ -21,18 +22,30 @@ from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Send
+from langgraph.types import Command, Send
 
 from adapters.langchain.messages import ConversionCache, to_langchain
+from domain.context import ContextPolicy, PromptPlan, estimate_text
 from domain.errors import RunLost, StorageFailure, ToolOutcomeUnknown
-from domain.events import NodeStarted, TokenDelta, ToolCallFinished, ToolCallRequested
+from domain.events import (
+    ContextPlanned,
+    ContextSummarized,
+    NodeStarted,
+    PromptTruncated,
+    TokenDelta,
+    ToolCallFinished,
+    ToolCallRequested,
+)
 from domain.lifecycle import idempotency_key
-from domain.model import AssistantMessage, ToolCall, ToolResult, utc_now
+from domain.model import AssistantMessage, ContextView, ToolCall, ToolResult, utc_now
+from domain.prompting import ContextKeeper
 from ports.journal import ToolJournal
 from ports.metrics import NO_METRICS, UNKNOWN_TOOL, MetricsPort
-from ports.model import ModelPort, TextChunk
+from ports.model import ModelPort, TextChunk, Usage
 from ports.prompts import SystemPromptSource
 from ports.tools import ToolPort
+
+log = logging.getLogger(__name__)
 
 
 class AgentState(TypedDict):
@@ -91,8 +104,10 @@ class AgentNodes:
         journal: ToolJournal | None = None,
         clock: Callable[[], datetime] = utc_now,
         metrics: MetricsPort = NO_METRICS,
+        context: ContextPolicy | None = None,
     ) -> None:
         self.model = model
+        self.context = ContextKeeper(model, context or ContextPolicy())
         self.tools = tools
         self.prompt = prompt
         self.journal = journal
@@ -100,24 +115,51 @@ class AgentNodes:
         self.metrics = metrics
         self.cache = ConversionCache()
 
-    async def agent(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+    async def agent(self, state: AgentState, config: RunnableConfig) -> dict[str, Any] | Command[str]:
         step, write = _step(config), get_stream_writer()
         write(NodeStarted(step, "agent", self.model.name))
         specs = await self.tools.list_tools()
-        system = self.prompt.read()
+        thread_id = str(config["configurable"]["thread_id"])
+        thread = self.cache.convert(state["messages"])
+        plan = self.context.plan(thread_id, thread, self.prompt.read(), specs)
+        if plan.summarize is not None:
+            # stored in a checkpoint of its own before the answer is asked for: a resume
+            # after a crash finds it, and no later call pays for it again
+            summary = await self.context.summarize(thread, plan)
+            write(ContextSummarized(step, summary.covers, estimate_text(summary.content)))
+            return Command(update={"messages": [to_langchain(summary)]}, goto="agent")
+        write(ContextPlanned(step, len(plan.messages), plan.left_out, plan.summarized, plan.shortened,
+                             plan.sent_from, plan.tokens, plan.budget))
         reply: AssistantMessage | None = None
+        usage: Usage | None = None
         name = self.model.name
         with _timed(lambda outcome, seconds: self.metrics.model_call(name, outcome, seconds)):
-            async for out in self.model.stream(system, self.cache.convert(state["messages"]), specs):
+            async for out in self.model.stream(plan.system, plan.messages, specs):
                 if isinstance(out, TextChunk):
                     write(TokenDelta(step, out.text))
+                elif isinstance(out, Usage):
+                    usage = out
                 else:
                     reply = out
         if reply is None:
             raise RuntimeError("the model ended its stream without a reply")
+        self._check_evaluation(config, step, plan, usage)
         for call in reply.tool_calls:
             write(ToolCallRequested(step, call))
+        reply = replace(reply, context=ContextView(plan.sent_from, plan.tokens, plan.budget))
         return {"messages": [to_langchain(reply)]}
+
+    def _check_evaluation(self, config: RunnableConfig, step: int, plan: PromptPlan, usage: Usage | None) -> None:
+        configurable = config["configurable"]
+        thread_id = str(configurable["thread_id"])
+        seen = self.context.observe(thread_id, plan, usage)
+        if seen is None or not seen.truncated:
+            return
+        window = self.context.policy.window
+        extra = {"conversation_id": thread_id, "run_id": configurable.get(RUN_KEY)}
+        log.warning("the model server evaluated %d prompt tokens of about %d sent (MODEL_CONTEXT %d): "
+                    "it cut the prompt", seen.evaluated, seen.sent, window, extra=extra)
+        get_stream_writer()(PromptTruncated(step, seen.sent, seen.evaluated, window))
 
     async def tool(self, task: ToolTask, config: RunnableConfig) -> dict[str, Any]:
         step, write = _step(config), get_stream_writer()
@@ -167,7 +209,7 @@ def build_graph(
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(AgentState)
     agent: Any = nodes.agent if nodes else unavailable
     tool: Any = nodes.tool if nodes else unavailable
-    builder.add_node("agent", agent)
+    builder.add_node("agent", agent, destinations=("agent", "tools", END))
     builder.add_node("tools", tool, input_schema=ToolTask)
     builder.add_edge(START, "agent")
     builder.add_conditional_edges("agent", route_after_agent, ["tools", END])

@@ -8,6 +8,7 @@ import httpx
 import ollama
 from langchain_ollama import ChatOllama
 
+from adapters.langchain.messages import WireCache
 from adapters.langchain.streaming import stream_chat
 from domain.errors import AgentFailure, ModelUnavailable, ModelUnreachable
 from domain.model import Message
@@ -16,14 +17,18 @@ from ports.tools import ToolSpec
 
 
 class OllamaModel(ModelPort):
-    def __init__(self, base_url: str, model: str, think: bool = False, timeout: float = 120.0) -> None:
+    def __init__(
+        self, base_url: str, model: str, think: bool = False, timeout: float = 120.0, context: int | None = None
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.timeout = timeout
-        # ChatOllama has no timeout by default: a stalled server would hang a run forever
+        # ChatOllama has no timeout by default: a stalled server would hang a run forever.
+        # Without num_ctx Ollama uses its server default and silently cuts a longer prompt
         self._chat = ChatOllama(
-            model=model, base_url=self.base_url, reasoning=think, client_kwargs={"timeout": timeout}
+            model=model, base_url=self.base_url, reasoning=think, client_kwargs={"timeout": timeout}, num_ctx=context
         )
+        self._wire = WireCache()
 
     @property
     def name(self) -> str:
@@ -33,7 +38,7 @@ class OllamaModel(ModelPort):
         self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> AsyncIterator[ModelOutput]:
         try:
-            async for out in stream_chat(self._chat, system, messages, tools):
+            async for out in stream_chat(self._chat, system, messages, tools, self._wire):
                 yield out
         except ollama.ResponseError as e:
             if e.status_code == 404:

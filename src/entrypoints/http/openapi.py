@@ -79,7 +79,8 @@ def openapi_document() -> dict[str, Any]:
                 "get": {
                     "summary": "A conversation with its messages",
                     "parameters": [CONV_PARAM],
-                    "responses": _responses(200, {"type": "object"}, 400, 404, 500),
+                    "responses": _responses(200, {"type": "object", "properties": {
+                        "context": {"$ref": "#/components/schemas/Context"}}}, 400, 404, 500),
                 },
                 "patch": {
                     "summary": "Rename",
@@ -114,6 +115,18 @@ def openapi_document() -> dict[str, Any]:
                     "required": ["error"],
                     "properties": {"error": {"type": "object", "required": ["code", "message"], "properties": {
                         "code": {"type": "string"}, "message": {"type": "string"}}}},
+                },
+                "Context": {
+                    "type": "object",
+                    "nullable": True,
+                    "description": "What the model saw on its latest call: the messages from index sentFrom on, "
+                    "about `tokens` of its `budget` (MODEL_CONTEXT - MODEL_RESERVE); null before any call",
+                    "required": ["sentFrom", "tokens", "budget"],
+                    "properties": {
+                        "sentFrom": {"type": "integer", "minimum": 0},
+                        "tokens": {"type": "integer", "minimum": 0},
+                        "budget": {"type": "integer", "minimum": 1},
+                    },
                 },
                 "ConversationSummary": {
                     "type": "object",

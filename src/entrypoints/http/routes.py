@@ -115,6 +115,7 @@ async def get_conversation(request: Request) -> Response:
         "conversation": summary_to_dto(detail.conversation),
         "messages": [message_to_dto(m) for m in detail.messages],
         "resumable": detail.resumable,
+        "context": detail.context.to_dto() if detail.context else None,
     }
     live = await _services(request).run_service().live_run(conv.id)
     if live is not None:  # lets a reloaded page show what precedes the run, then replay it

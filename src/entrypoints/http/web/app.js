@@ -121,10 +121,27 @@ function renderBanners() {
   }
 }
 
+// --- the model's context: where its view of the thread began on its latest call, and the
+// summaries it was given in place of older messages (role "summary")
+function contextNodes(index, m) {
+  const view = state.detail && state.detail.context;
+  const out = [];
+  if (view && index === view.sentFrom && index > 0) {
+    out.push(el("div", { class: "context-marker", role: "separator", "data-testid": "context-marker" },
+      `The model no longer sees the messages above (it saw about ${view.tokens} of ${view.budget} tokens)`));
+  }
+  if (m.role === "summary") {
+    out.push(el("details", { class: "context-summary", "data-testid": "summary-message" },
+      el("summary", {}, `Summary of the first ${m.covers} messages, given to the model in their place`), el("p", {}, m.content)));
+  }
+  return out;
+}
+
 function renderMessages() {
   const box = $("messages");
   const nodes = [];
-  for (const m of state.messages) {
+  for (const [index, m] of state.messages.entries()) {
+    nodes.push(...contextNodes(index, m));
     if (m.role === "user") nodes.push(el("div", { class: "msg user", "data-testid": "user-message" }, m.content));
     else if (m.role === "assistant") {
       const bubble = el("div", { class: "msg assistant", "data-testid": "assistant-message" });

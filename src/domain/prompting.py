@@ -1,0 +1,90 @@
+"""Each model call's prompt under the context budget: planning (domain.context), durable
+summaries written by the model, and a token estimate calibrated per conversation with
+the counts the model server reports."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from domain.context import ContextPolicy, CostCache, PromptPlan, clip_summary, plan_prompt, summary_request
+from domain.model import AssistantMessage, Message, SummaryMessage, UserMessage, new_id
+from ports.model import ModelPort, Usage
+from ports.tools import ToolSpec
+
+MIN_RATIO, MAX_RATIO = 0.25, 4.0
+TRUNCATED = 0.75  # a report under this share of what was sent means the server cut the prompt
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What the model server reported evaluating, against what was sent."""
+
+    sent: int  # calibrated estimate of the tokens sent
+    evaluated: int
+    truncated: bool
+
+
+class Calibration:
+    """Per conversation: tokens the server counted / tokens estimated (bounded LRU)."""
+
+    def __init__(self, size: int = 1024) -> None:
+        self.size = size
+        self._ratios: OrderedDict[str, float] = OrderedDict()
+
+    def ratio(self, key: str) -> float:
+        return self._ratios.get(key, 1.0)
+
+    def observe(self, key: str, raw_tokens: int, reported: int | None, window: int) -> Evaluation | None:
+        """Learn from one call. None when the server reported nothing usable (a prompt
+        served from its cache may report no count). A report that fills the window, or
+        falls well short of what was sent, means the server cut the prompt: it is not
+        taken as the truth, except that the estimate was too low."""
+        if not reported or raw_tokens <= 0:
+            return None
+        current = self.ratio(key)
+        sent = round(raw_tokens * current)
+        truncated = reported < TRUNCATED * sent or reported >= window
+        if not truncated:
+            ratio = reported / raw_tokens
+        elif reported >= window:
+            ratio = max(current * 1.25, reported / raw_tokens)
+        else:
+            ratio = current
+        self._ratios[key] = min(max(ratio, MIN_RATIO), MAX_RATIO)
+        self._ratios.move_to_end(key)
+        if len(self._ratios) > self.size:
+            self._ratios.popitem(last=False)
+        return Evaluation(sent, reported, truncated)
+
+
+class ContextKeeper:
+    """Plans prompts for a model under a ContextPolicy and writes summaries with it."""
+
+    def __init__(self, model: ModelPort, policy: ContextPolicy) -> None:
+        self.model = model
+        self.policy = policy
+        self.calibration = Calibration()
+        self.costs = CostCache()
+
+    def plan(self, conversation_id: str, thread: Sequence[Message], system: str, tools: Sequence[ToolSpec]) -> PromptPlan:
+        ratio = self.calibration.ratio(conversation_id)
+        return plan_prompt(thread, system, tools, self.policy, ratio, self.costs)
+
+    async def summarize(self, thread: Sequence[Message], plan: PromptPlan) -> SummaryMessage:
+        """Ask the model (without tools) for a summary of the range `plan.summarize`,
+        folding in the summary in use; the result replaces that range from now on."""
+        assert plan.summarize is not None
+        start, end = plan.summarize
+        system, text = summary_request(plan.summary, thread[start:end], self.policy)
+        reply: AssistantMessage | None = None
+        async for out in self.model.stream(system, [UserMessage(text)], []):
+            if isinstance(out, AssistantMessage):
+                reply = out
+        content = clip_summary(reply.content if reply else "", self.policy)
+        return SummaryMessage(content or "(the model wrote no summary)", end, id=f"summary-{new_id()}")
+
+    def observe(self, conversation_id: str, plan: PromptPlan, usage: Usage | None) -> Evaluation | None:
+        reported = usage.prompt_tokens if usage else None
+        return self.calibration.observe(conversation_id, plan.raw_tokens, reported, self.policy.window)
