@@ -420,3 +420,6 @@ def serve(ctx: Context, host: str | None, port: int | None) -> None:
     if not is_loopback(container.config.HOST()) and not container.config.API_TOKEN():
         raise CliError("BAD_CONFIG", f"refusing to listen on {container.config.HOST()} without API_TOKEN set", 2)
     run_server(container)
+
+
+from entrypoints import cli_search  # noqa: E402, F401 - registers `search` and `db reindex` (its own module)

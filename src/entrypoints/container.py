@@ -41,6 +41,7 @@ from domain.conversations import ConversationService  # noqa: E402 - after the f
 from domain.hub import RunHub  # noqa: E402 - after the finder above
 from domain.model import CheckpointSummary, ThreadHead, ThreadState  # noqa: E402 - after the finder above
 from domain.runs import RunService, RunStores  # noqa: E402 - after the finder above
+from domain.search import SearchService  # noqa: E402 - after the finder above
 from domain.supervisor import Supervisor  # noqa: E402 - after the finder above
 from entrypoints.settings import load_settings  # noqa: E402 - after the finder above
 from ports.checkpoints import CheckpointPort  # noqa: E402 - after the finder above
@@ -49,6 +50,7 @@ from ports.metrics import MetricsPort, NullMetrics  # noqa: E402 - after the fin
 from ports.model import ModelPort  # noqa: E402 - after the finder above
 from ports.processes import ProcessPort  # noqa: E402 - after the finder above
 from ports.prompts import SystemPromptSource  # noqa: E402 - after the finder above
+from ports.search import SearchIndex  # noqa: E402 - after the finder above
 from ports.storage import StoragePort  # noqa: E402 - after the finder above
 from ports.tools import ToolPort  # noqa: E402 - after the finder above
 
@@ -91,6 +93,13 @@ def _storage(path: str) -> StoragePort:
     from adapters.sqlite.maintenance import SqliteMaintenance
 
     return SqliteMaintenance(path)
+
+
+def _search_index(opened: list[Closeable], path: str, checkpointer: Callable[[], ThreadedSqliteSaver], metrics: MetricsPort) -> SearchIndex:
+    from adapters.sqlite.search import SqliteSearchIndex
+
+    # the checkpointer (LangGraph) is opened only to rebuild: a query never loads it
+    return _opened(opened, SqliteSearchIndex(path, lambda: checkpointer().reindex(), metrics))
 
 
 def _processes() -> ProcessPort:
@@ -262,6 +271,8 @@ class Container(containers.DeclarativeContainer):
         event_retention=config.RUN_EVENT_RETENTION_SECONDS,
     )
     conversations = providers.Singleton(_conversations, store, threads.provider, run_service.provider)
+    search_index = providers.Singleton(_search_index, opened, config.DATABASE_PATH, checkpointer.provider, metrics)
+    search = providers.Singleton(SearchService, search_index)
 
 
 def create_container(env: dict[str, str] | None = None, **overrides: Any) -> Container:

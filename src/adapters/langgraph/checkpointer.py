@@ -39,8 +39,10 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from adapters.langchain.messages import to_domain
 from adapters.langgraph.graph import RUN_KEY
-from adapters.sqlite.database import connect, failure_reason
+from adapters.langgraph.search_sync import index_checkpoint, index_missing, rebuild
+from adapters.sqlite.database import connect, failure_reason, migrate
 from adapters.sqlite.maintenance import prune_thread
+from adapters.sqlite.search import forget_thread
 from domain.errors import RunLost, StorageFailure
 from domain.model import message_to_dto
 from ports.metrics import NO_METRICS, MetricsPort
@@ -99,6 +101,10 @@ def _as_plain(code: int, data: bytes) -> Any:
     return None
 
 
+def _decode(blob: bytes) -> Any:
+    return ormsgpack.unpackb(blob, ext_hook=_as_plain, option=ormsgpack.OPT_NON_STR_KEYS)
+
+
 STORAGE_MESSAGE = "The database could not be read or written (disk full, read-only, locked or I/O error)"
 
 
@@ -123,6 +129,8 @@ class ThreadedSqliteSaver(SqliteSaver):
         super().setup()
         self.conn.execute(LOG_TABLE)
         self.conn.commit()
+        migrate(self.conn)  # the search index's tables, which `put` writes
+        index_missing(self.conn, _decode)
 
     def close(self) -> None:
         with self.lock:
@@ -186,6 +194,8 @@ class ThreadedSqliteSaver(SqliteSaver):
                 "step, source, next, message_count, last_message, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (*key, *summary_row(checkpoint, full_metadata)),
             )
+            if not ns:
+                index_checkpoint(cur, thread_id, checkpoint)
             if self.keep > 0:
                 prune_thread(cur, thread_id, ns, self.keep)
         self.metrics.checkpoint_written("checkpoint", len(blob) + len(meta_blob))
@@ -261,6 +271,13 @@ class ThreadedSqliteSaver(SqliteSaver):
         with self.cursor() as cur:
             for table in ("checkpoints", "writes", "checkpoint_log"):
                 cur.execute(f"DELETE FROM {table} WHERE thread_id = ?", (str(thread_id),))
+            forget_thread(cur, str(thread_id))
+
+    def reindex(self) -> int:
+        """Rebuild the search index from every thread's latest checkpoint."""
+        with self.lock:
+            self.setup()
+            return rebuild(self.conn, _decode)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await self.call(self.get_tuple, config)  # type: ignore[no-any-return]

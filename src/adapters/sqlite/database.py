@@ -13,6 +13,7 @@ from functools import partial
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
+from adapters.sqlite.search_schema import MIGRATION_SEARCH
 from domain.errors import StorageFailure
 from ports.metrics import NO_METRICS, MetricsPort
 
@@ -103,7 +104,7 @@ CREATE TABLE run_events (
 ) WITHOUT ROWID;
 """
 
-MIGRATIONS: tuple[str, ...] = (MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4)
+MIGRATIONS: tuple[str, ...] = (MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4, MIGRATION_SEARCH)
 
 BUSY_MESSAGE = "The database is busy: another process holds the write lock; try again"
 WRITE_MESSAGE = "The database could not be written (disk full, read-only or I/O error)"
@@ -176,8 +177,16 @@ def migrate(conn: sqlite3.Connection) -> int:
 
 
 def _statements(script: str) -> list[str]:
-    # executescript() would commit the open transaction first; run statements one by one.
-    return [s.strip() for s in script.split(";") if s.strip()]
+    # executescript() would commit the open transaction first; run statements one by one
+    # (a trigger's body has semicolons: a statement ends where SQLite says it is complete).
+    out, pending = [], ""
+    for part in script.split(";"):
+        pending += part + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                out.append(pending.strip())
+            pending = ""
+    return out
 
 
 class Worker:

@@ -75,6 +75,23 @@ def openapi_document() -> dict[str, Any]:
                         "conversations": {"type": "array", "items": summary}}}, 400, 500),
                 }
             },
+            "/api/search": {
+                "get": {
+                    "summary": "Full-text search over titles and user and assistant messages, best first",
+                    "parameters": [
+                        {"name": "q", "in": "query", "required": True, "schema": {"type": "string", "minLength": 1, "maxLength": 500}},
+                        {"name": "limit", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1, "maximum": 100}},
+                        {"name": "before", "in": "query", "required": False, "schema": {"type": "string"}},
+                    ],
+                    "responses": _responses(200, {"type": "object", "properties": {
+                        "results": {"type": "array", "items": {"type": "object", "properties": {
+                            "conversation": UUID, "title": {"type": "string"},
+                            "messageIndex": {"type": "integer", "nullable": True},
+                            "role": {"type": "string", "enum": ["user", "assistant", "title"]},
+                            "snippet": {"type": "string"}}}},
+                        "nextCursor": {"type": "string", "nullable": True}}}, 400, 503),
+                }
+            },
             "/api/conversations/{conversation_id}": {
                 "get": {
                     "summary": "A conversation with its messages",

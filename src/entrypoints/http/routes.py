@@ -155,6 +155,15 @@ async def export_conversation(request: Request) -> Response:
     return Response(text, headers=headers, media_type=media)
 
 
+async def search(request: Request) -> Response:
+    params = request.query_params
+    unknown = set(params) - {"q", "limit", "before"}
+    if unknown:
+        raise InvalidInput(f"Unknown parameter(s): {', '.join(sorted(unknown))}")
+    page = await _services(request).search().search(params.get("q"), params.get("limit"), params.get("before"))
+    return JSONResponse({"results": [r.to_dto() for r in page.results], "nextCursor": page.next_cursor})
+
+
 async def healthz(request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 

@@ -1,0 +1,82 @@
+"""The checkpointer's side of the search index: index each checkpoint's new messages in
+its own transaction, catch up threads written before the index existed, and rebuild."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from langgraph.checkpoint.base import Checkpoint
+
+from adapters.langchain.messages import from_fields, to_domain
+from adapters.sqlite.search import forget_thread, index_thread, reset
+
+log = logging.getLogger(__name__)
+
+LATEST = (
+    "SELECT type, checkpoint FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
+    "ORDER BY checkpoint_id DESC LIMIT 1"
+)
+
+
+def index_checkpoint(cur: sqlite3.Cursor, thread_id: str, checkpoint: Checkpoint) -> None:
+    """In the checkpoint's transaction: index the messages it adds to the thread."""
+    messages: list[BaseMessage] = checkpoint["channel_values"].get("messages") or []
+    index_thread(cur, thread_id, messages, to_domain, lambda m: m.id)
+
+
+def _index_stored(cur: sqlite3.Cursor, thread_id: str, decode: Callable[[bytes], Any]) -> None:
+    row = cur.execute(LATEST, (thread_id,)).fetchone()
+    if row is None or row[0] != "msgpack":
+        forget_thread(cur, thread_id)
+        return
+    values = (decode(row[1]) or {}).get("channel_values") or {}
+    fields = [m for m in values.get("messages") or [] if isinstance(m, dict)]
+    index_thread(cur, thread_id, fields, from_fields, lambda f: f.get("id"))
+
+
+def _threads(cur: sqlite3.Cursor, missing_only: bool) -> list[str]:
+    sql = "SELECT DISTINCT thread_id FROM checkpoints WHERE checkpoint_ns = ''"
+    if missing_only:
+        sql += " AND thread_id NOT IN (SELECT conversation_id FROM search_threads)"
+    return [r[0] for r in cur.execute(sql).fetchall()]
+
+
+def index_missing(conn: sqlite3.Connection, decode: Callable[[bytes], Any]) -> int:
+    """Index the threads the index has never seen (stored before it existed); each in
+    its own transaction. Returns how many."""
+    threads = _threads(conn.cursor(), missing_only=True)
+    for thread_id in threads:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            cur = conn.cursor()
+            if cur.execute("SELECT 1 FROM search_threads WHERE conversation_id = ?", (thread_id,)).fetchone() is None:
+                _index_stored(cur, thread_id, decode)
+            conn.commit()
+        except BaseException:
+            conn.rollback()
+            raise
+    if threads:
+        log.info("search index: indexed %d existing thread(s)", len(threads))
+    return len(threads)
+
+
+def rebuild(conn: sqlite3.Connection, decode: Callable[[bytes], Any]) -> int:
+    """Empty the index and index every title and thread again, in one transaction.
+    Returns the number of entries."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        cur = conn.cursor()
+        reset(cur)
+        for thread_id in _threads(cur, missing_only=False):
+            _index_stored(cur, thread_id, decode)
+        (count,) = cur.execute("SELECT count(*) FROM search_entries").fetchone()
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
+    return int(count)
+

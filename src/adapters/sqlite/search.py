@@ -1,0 +1,120 @@
+"""SearchIndex on SQLite FTS5.
+
+`search_entries` holds one row per title and per indexed message; `search_fts` is an
+external-content FTS5 index over it, kept in step by triggers. Titles follow the
+`conversations` table by triggers (insert, rename, delete). Messages are written by the
+checkpointer in the transaction of the checkpoint that adds them (`index_thread`), and
+`search_threads` remembers how far each thread is indexed."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from adapters.sqlite.database import Worker, connect, migrate
+from domain.model import Message
+from ports.metrics import NO_METRICS, MetricsPort
+from ports.search import INDEXED_ROLES, MARK_CLOSE, MARK_OPEN, SearchHit, SearchIndex, SearchQuery
+
+T = TypeVar("T")
+
+SEARCH_SQL = f"""
+SELECT e.conversation_id, c.title, e.message_index, e.role,
+       snippet(search_fts, 0, '{MARK_OPEN}', '{MARK_CLOSE}', '…', 16)
+FROM search_fts JOIN search_entries e ON e.id = search_fts.rowid
+JOIN conversations c ON c.id = e.conversation_id
+WHERE search_fts MATCH ? ORDER BY rank, e.id LIMIT ? OFFSET ?
+"""
+
+
+def fts_query(query: SearchQuery) -> str:
+    """The FTS5 query: each term a quoted phrase of plain words (never user syntax)."""
+    return " ".join(f'"{" ".join(t.words)}"' + ("*" if t.prefix else "") for t in query.terms)
+
+
+def _clean(text: str) -> str:
+    return text.replace(MARK_OPEN, " ").replace(MARK_CLOSE, " ")
+
+
+def index_thread(
+    cur: sqlite3.Cursor,
+    thread_id: str,
+    raw: Sequence[T],
+    convert: Callable[[T], Message | None],
+    id_of: Callable[[T], str | None],
+) -> None:
+    """Index the messages of a thread's new checkpoint that the index has not seen: those
+    after the ones it indexed last time. A thread whose earlier messages changed (fewer,
+    or a different last one) is indexed again from the start."""
+    row = cur.execute(
+        "SELECT raw_count, next_index, last_id FROM search_threads WHERE conversation_id = ?", (thread_id,)
+    ).fetchone()
+    start, index = (row[0], row[1]) if row else (0, 0)
+    if row and (start > len(raw) or (start and id_of(raw[start - 1]) != row[2])):
+        cur.execute("DELETE FROM search_entries WHERE conversation_id = ? AND message_index IS NOT NULL", (thread_id,))
+        start, index = 0, 0
+    if row and start == len(raw):
+        return
+    entries = []
+    for item in raw[start:]:
+        message = convert(item)
+        if message is None:
+            continue
+        if message.role in INDEXED_ROLES and message.content.strip():
+            entries.append((thread_id, index, message.role, _clean(message.content)))
+        index += 1
+    cur.executemany(
+        "INSERT INTO search_entries (conversation_id, message_index, role, body) VALUES (?, ?, ?, ?)", entries
+    )
+    last = id_of(raw[-1]) if raw else None
+    cur.execute(
+        "INSERT OR REPLACE INTO search_threads (conversation_id, raw_count, next_index, last_id) VALUES (?, ?, ?, ?)",
+        (thread_id, len(raw), index, last),
+    )
+
+
+def forget_thread(cur: sqlite3.Cursor, thread_id: str) -> None:
+    """Remove a thread's message entries (its title stays while the conversation does)."""
+    cur.execute("DELETE FROM search_entries WHERE conversation_id = ? AND message_index IS NOT NULL", (thread_id,))
+    cur.execute("DELETE FROM search_threads WHERE conversation_id = ?", (thread_id,))
+
+
+def reset(cur: sqlite3.Cursor) -> None:
+    """Empty the index, then index every title again (messages are the caller's)."""
+    cur.execute("DELETE FROM search_entries")
+    cur.execute("DELETE FROM search_threads")
+    cur.execute("INSERT INTO search_fts (search_fts) VALUES ('rebuild')")
+    cur.execute(
+        "INSERT INTO search_entries (conversation_id, message_index, role, body) "
+        "SELECT id, NULL, 'title', title FROM conversations"
+    )
+
+
+def _search(conn: sqlite3.Connection, query: SearchQuery, limit: int, offset: int) -> list[SearchHit]:
+    rows = conn.execute(SEARCH_SQL, (fts_query(query), limit, offset)).fetchall()
+    return [SearchHit(cid, title, index, role, snippet) for cid, title, index, role, snippet in rows]
+
+
+class SqliteSearchIndex(SearchIndex):
+    """Reads on its own connection and thread; `rebuild` is the checkpointer's (it
+    decodes the threads)."""
+
+    def __init__(self, path: str, rebuild: Callable[[], int], metrics: MetricsPort = NO_METRICS) -> None:
+        def open_connection() -> sqlite3.Connection:
+            conn = connect(path)
+            migrate(conn)
+            return conn
+
+        self._rebuild = rebuild
+        self._worker = Worker("search", open_connection, metrics)
+
+    async def search(self, query: SearchQuery, limit: int, offset: int) -> Sequence[SearchHit]:
+        return await self._worker.run(_search, query, limit, offset)
+
+    async def rebuild(self) -> int:
+        return await asyncio.get_running_loop().run_in_executor(None, self._rebuild)
+
+    def close(self) -> None:
+        self._worker.close()

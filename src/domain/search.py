@@ -1,0 +1,132 @@
+"""Full-text search across every conversation: the query language and the use case.
+
+A query is words, "quoted phrases" and prefixes (`deploy*`, `"blue gr"*`), all required
+(AND). Words are runs of letters and digits, as the index splits text, so `foo-bar` is the
+phrase "foo bar". Anything else (an unbalanced quote, a lone `*`, a `*` inside a word) is
+InvalidInput: user text never reaches the index's own query syntax."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from domain.errors import InvalidInput
+from ports.search import MARK_CLOSE, MARK_OPEN, SearchHit, SearchIndex, SearchQuery, Term
+
+MAX_QUERY = 500  # characters
+MAX_TERMS = 16
+MAX_LIMIT = 100
+DEFAULT_LIMIT = 20
+MAX_OFFSET = 10_000
+
+_WORD = re.compile(r"[^\W_]+")
+_TOKEN = re.compile(r'"([^"]*)"(\*?)|([^\s"]+)')
+
+
+def words(text: str) -> tuple[str, ...]:
+    """The words of a text, lower case, as the index splits them."""
+    return tuple(_WORD.findall(text.lower()))
+
+
+def parse_query(text: object) -> SearchQuery:
+    """The query as terms to match, or InvalidInput saying what is wrong with it."""
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInput("q is required")
+    if len(text) > MAX_QUERY:
+        raise InvalidInput(f"q is longer than {MAX_QUERY} characters")
+    if text.count('"') % 2:
+        raise InvalidInput("Unbalanced quote in the query")
+    terms: list[Term] = []
+    for m in _TOKEN.finditer(text):
+        phrase, star, bare = m.group(1), m.group(2), m.group(3)
+        raw = phrase if phrase is not None else bare
+        prefix = bool(star)
+        if bare is not None and bare.endswith("*"):
+            raw, prefix = bare[:-1], True
+        if "*" in raw:
+            raise InvalidInput("'*' may only end a word or a phrase")
+        found = words(raw)
+        if not found:
+            if prefix:
+                raise InvalidInput("'*' must follow a word")
+            continue  # punctuation only: nothing to match, as the index would ignore it
+        terms.append(Term(found, prefix))
+    if not terms:
+        raise InvalidInput("The query has no words to search for")
+    if len(terms) > MAX_TERMS:
+        raise InvalidInput(f"The query has more than {MAX_TERMS} terms")
+    return SearchQuery(tuple(terms))
+
+
+def snippet_html(raw: str) -> str:
+    """A snippet marked with MARK_OPEN/MARK_CLOSE as HTML: the text escaped, each match
+    in <mark>…</mark>."""
+    return html.escape(raw, quote=False).replace(MARK_OPEN, "<mark>").replace(MARK_CLOSE, "</mark>")
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    conversation_id: str
+    title: str
+    message_index: int | None
+    role: str
+    snippet: str  # HTML: escaped text, matches in <mark>
+
+    def to_dto(self) -> dict[str, object]:
+        return {
+            "conversation": self.conversation_id,
+            "title": self.title,
+            "messageIndex": self.message_index,
+            "role": self.role,
+            "snippet": self.snippet,
+        }
+
+
+@dataclass(frozen=True)
+class SearchPage:
+    results: Sequence[SearchResult]
+    next_cursor: str | None
+
+
+def _limit(limit: object) -> int:
+    if limit is None:
+        return DEFAULT_LIMIT
+    try:
+        size = int(str(limit))
+    except ValueError:
+        raise InvalidInput("limit must be an integer") from None
+    if not 1 <= size <= MAX_LIMIT:
+        raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}")
+    return size
+
+
+def _offset(cursor: object) -> int:
+    if cursor is None or cursor == "":
+        return 0
+    text = str(cursor)
+    if not text.isdigit() or int(text) > MAX_OFFSET:
+        raise InvalidInput("Invalid cursor")
+    return int(text)
+
+
+class SearchService:
+    def __init__(self, index: SearchIndex) -> None:
+        self.index = index
+
+    async def search(self, q: object, limit: object = None, before: object = None) -> SearchPage:
+        """A page of the best matches for `q` after the cursor `before` (from the previous
+        page's next_cursor), best first."""
+        query, size, offset = parse_query(q), _limit(limit), _offset(before)
+        hits: Sequence[SearchHit] = await self.index.search(query, size + 1, offset)
+        results = [
+            SearchResult(h.conversation_id, h.title, h.message_index, h.role, snippet_html(h.snippet))
+            for h in hits[:size]
+        ]
+        return SearchPage(results, str(offset + size) if len(hits) > size else None)
+
+    async def reindex(self) -> int:
+        """Rebuild the whole index from the conversations and their threads; returns the
+        number of entries written."""
+        return await self.index.rebuild()

@@ -1,0 +1,46 @@
+"""`sophos search` and `sophos db reindex`: full-text search across conversations."""
+
+from __future__ import annotations
+
+import html
+import json
+import sys
+
+import click
+
+from entrypoints.cli import Context, db, main, pass_ctx
+
+
+def _plain(snippet: str, bold: bool) -> str:
+    """The API's HTML snippet for a terminal: matches in bold (or «…» when not a tty)."""
+    start, end = ("\x1b[1m", "\x1b[0m") if bold else ("«", "»")
+    return html.unescape(snippet.replace("<mark>", start).replace("</mark>", end))
+
+
+@main.command()
+@click.argument("query")
+@click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True, help="Results to show.")
+@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON.")
+@pass_ctx
+def search(ctx: Context, query: str, limit: int, as_json: bool) -> None:
+    """Search titles and messages of every conversation: words, "a phrase", prefix*."""
+    page = ctx.run(lambda: ctx.container.search().search(query, limit))
+    if as_json:
+        body = {"results": [r.to_dto() for r in page.results], "nextCursor": page.next_cursor}
+        click.echo(json.dumps(body, ensure_ascii=False))
+        return
+    if not page.results:
+        click.echo("No matches.")
+        return
+    bold = sys.stdout.isatty()
+    for r in page.results:
+        where = "title" if r.message_index is None else f"#{r.message_index} {r.role}"
+        click.echo(f"{r.conversation_id}  {where:<14} {r.title}\n    {_plain(r.snippet, bold)}")
+
+
+@db.command()
+@pass_ctx
+def reindex(ctx: Context) -> None:
+    """Rebuild the search index from every conversation's stored thread."""
+    count = ctx.run(lambda: ctx.container.search().reindex())
+    click.echo(f"indexed {count} entries")
