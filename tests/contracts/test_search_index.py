@@ -1,0 +1,182 @@
+"""The SearchIndex contract, run against the in-memory index and the SQLite FTS5 index
+(whose messages are written by the real checkpointer, checkpoint by checkpoint)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Protocol
+
+import pytest
+from langgraph.checkpoint.base import empty_checkpoint
+
+from adapters.langchain.messages import to_langchain
+from adapters.langgraph.checkpointer import ThreadedSqliteSaver
+from adapters.memory.runs import InMemoryRunStore
+from adapters.memory.search import InMemorySearchIndex
+from adapters.sqlite.runs import SqliteRunStore
+from adapters.sqlite.search import SqliteSearchIndex
+from domain.model import AssistantMessage, Message, ToolCall, ToolResult, UserMessage, new_id, utc_now
+from domain.search import parse_query
+from ports.runs import RunRepository
+from ports.search import MARK_CLOSE, MARK_OPEN, SearchHit, SearchIndex
+from tests.support.fake_engine import FakeEngine, Thread
+
+
+class World(Protocol):
+    index: SearchIndex
+    runs: RunRepository
+
+    async def append(self, cid: str, messages: Sequence[Message]) -> None: ...
+
+    async def delete(self, cid: str) -> None: ...
+
+
+class MemoryWorld:
+    def __init__(self) -> None:
+        self.runs = InMemoryRunStore()
+        self.engine = FakeEngine(self.runs)
+        self.index: SearchIndex = InMemorySearchIndex(self.runs, self.engine)
+
+    async def append(self, cid: str, messages: Sequence[Message]) -> None:
+        self.engine.threads.setdefault(cid, Thread()).messages.extend(messages)
+
+    async def delete(self, cid: str) -> None:
+        await self.engine.delete_thread(cid)
+        await self.runs.delete_conversation(cid)
+
+
+class SqliteWorld:
+    def __init__(self, runs: SqliteRunStore, path: str) -> None:
+        self.runs = runs
+        self.saver = ThreadedSqliteSaver.open(path)
+        self.sqlite_index = SqliteSearchIndex(path, self.saver.reindex)
+        self.index: SearchIndex = self.sqlite_index
+        self.threads: dict[str, list[Message]] = {}
+
+    async def append(self, cid: str, messages: Sequence[Message]) -> None:
+        """One more checkpoint of the thread, holding every message so far (as LangGraph's)."""
+        thread = self.threads.setdefault(cid, [])
+        thread.extend(messages)
+        checkpoint = empty_checkpoint()
+        checkpoint["channel_values"] = {"messages": [to_langchain(m) for m in thread]}
+        config = {"configurable": {"thread_id": cid, "checkpoint_ns": ""}}
+        await self.saver.aput(config, checkpoint, {"source": "loop", "step": len(thread), "parents": {}}, {})  # type: ignore[arg-type, typeddict-item]
+
+    async def delete(self, cid: str) -> None:
+        await self.saver.adelete_thread(cid)
+        await self.runs.delete_conversation(cid)
+
+    def close(self) -> None:
+        self.sqlite_index.close()
+        self.saver.close()
+
+
+async def search(world: World, q: str, limit: int = 50, offset: int = 0) -> list[SearchHit]:
+    return list(await world.index.search(parse_query(q), limit, offset))
+
+
+def where(hits: Sequence[SearchHit]) -> set[tuple[str, int | None]]:
+    return {(h.conversation_id, h.message_index) for h in hits}
+
+
+class SearchIndexContract:
+    async def conversation(self, world: World, title: str, *texts: str) -> str:
+        """A conversation whose thread alternates user and assistant messages."""
+        cid = new_id()
+        await world.runs.create_conversation(cid, title, utc_now())
+        messages = [UserMessage(t, id=new_id()) if i % 2 == 0 else AssistantMessage(t, id=new_id()) for i, t in enumerate(texts)]
+        if messages:
+            await world.append(cid, messages)
+        return cid
+
+    async def test_a_word_finds_every_title_and_message_that_contains_it(self, world: World) -> None:
+        a = await self.conversation(world, "Whale songs", "do whales sing?", "Humpback WHALES do.")
+        b = await self.conversation(world, "Cooking", "a recipe for soup", "Here is one: whale-free soup")
+        await self.conversation(world, "Other", "nothing here")
+        hits = await search(world, "whales")
+        assert where(hits) == {(a, 0), (a, 1)}
+        assert where(await search(world, "whale")) == {(a, None), (b, 1)}
+        assert all(h.title in ("Whale songs", "Cooking") for h in hits)
+        assert {h.role for h in await search(world, "whale songs")} == {"title"}
+
+    async def test_every_term_must_be_in_the_same_entry(self, world: World) -> None:
+        a = await self.conversation(world, "t", "blue sky", "red sea", "blue sea")
+        assert where(await search(world, "blue sea")) == {(a, 2)}
+        assert await search(world, "blue green") == []
+
+    async def test_a_phrase_matches_consecutive_words_only(self, world: World) -> None:
+        a = await self.conversation(world, "t", "the blue whale swims", "a whale, blue and big")
+        assert where(await search(world, '"blue whale"')) == {(a, 0)}
+        assert where(await search(world, "whale-blue")) == {(a, 1)}  # as the phrase "whale blue"
+
+    async def test_a_prefix_matches_the_start_of_a_word(self, world: World) -> None:
+        a = await self.conversation(world, "t", "deployment failed", "redeploy it", "we deploy")
+        assert where(await search(world, "deploy*")) == {(a, 0), (a, 2)}
+        assert where(await search(world, '"we dep"*')) == {(a, 2)}
+
+    async def test_matches_are_marked_in_the_snippet(self, world: World) -> None:
+        await self.conversation(world, "t", "Krill are tiny crustaceans that whales eat")
+        (hit,) = await search(world, "whales kril*")
+        assert f"{MARK_OPEN}whales{MARK_CLOSE}" in hit.snippet
+        assert f"{MARK_OPEN}Krill{MARK_CLOSE}".lower() in hit.snippet.lower()
+        assert hit.snippet.count(MARK_OPEN) == hit.snippet.count(MARK_CLOSE) == 2
+
+    async def test_message_index_counts_messages_as_the_detail_lists_them(self, world: World) -> None:
+        cid = await self.conversation(world, "t")
+        call = ToolCall(new_id(), "lookup", {"q": "x"})
+        await world.append(cid, [
+            UserMessage("find the zebra", id=new_id()),
+            AssistantMessage("", (call,), id=new_id()),
+            ToolResult("zebra facts from a tool", call.id, "lookup", id=new_id()),
+            AssistantMessage("the zebra is striped", id=new_id()),
+        ])
+        await world.append(cid, [UserMessage("and the okapi zebra?", id=new_id())])
+        hits = await search(world, "zebra")
+        assert where(hits) == {(cid, 0), (cid, 3), (cid, 4)}  # the tool result (2) is not indexed
+        assert {h.role for h in hits} == {"user", "assistant"}
+
+    async def test_a_renamed_conversation_is_found_by_its_new_title_only(self, world: World) -> None:
+        cid = await self.conversation(world, "Old name", "hello")
+        await world.runs.rename_conversation(cid, "Fresh title", utc_now())
+        assert await search(world, "old") == []
+        hits = await search(world, "fresh")
+        assert where(hits) == {(cid, None)} and hits[0].title == "Fresh title"
+
+    async def test_a_deleted_conversation_is_no_longer_found(self, world: World) -> None:
+        gone = await self.conversation(world, "Gannet", "gannets dive")
+        kept = await self.conversation(world, "Gannet too", "gannets fly")
+        await world.delete(gone)
+        assert {h.conversation_id for h in await search(world, "gannet*")} == {kept}
+
+    async def test_offsets_page_through_every_match_once_best_first(self, world: World) -> None:
+        cid = await self.conversation(world, "t", *[f"otter {'otter ' * (i % 3)}number {i}" for i in range(7)])
+        everything = await search(world, "otter")
+        pages = [await search(world, "otter", 3, offset) for offset in (0, 3, 6)]
+        assert [h for page in pages for h in page] == everything
+        assert len(everything) == 7 and where(everything) == {(cid, i) for i in range(7)}
+        assert everything[0].message_index in (2, 5)  # the densest entries rank first
+
+    async def test_rebuild_writes_the_same_index_again(self, world: World) -> None:
+        cid = await self.conversation(world, "Puffins", "puffins nest", "on cliffs")
+        before = await search(world, "puffin*")
+        assert await world.index.rebuild() == 3
+        assert await world.index.rebuild() == 3
+        assert await search(world, "puffin*") == before and where(before) == {(cid, None), (cid, 0)}
+
+
+class TestInMemorySearchIndex(SearchIndexContract):
+    @pytest.fixture
+    def world(self) -> MemoryWorld:
+        return MemoryWorld()
+
+
+class TestSqliteSearchIndex(SearchIndexContract):
+    @pytest.fixture
+    async def world(self, tmp_path: Path) -> AsyncIterator[SqliteWorld]:
+        path = str(tmp_path / "sophos.db")
+        runs = await SqliteRunStore.open(path)
+        world = SqliteWorld(runs, path)
+        yield world
+        world.close()
+        await runs.aclose()
