@@ -98,8 +98,8 @@ def _storage(path: str) -> StoragePort:
 def _search_index(opened: list[Closeable], path: str, checkpointer: Callable[[], ThreadedSqliteSaver], metrics: MetricsPort) -> SearchIndex:
     from adapters.sqlite.search import SqliteSearchIndex
 
-    # the checkpointer (LangGraph) is opened only to rebuild: a query never loads it
-    return _opened(opened, SqliteSearchIndex(path, lambda: checkpointer().reindex(), metrics))
+    # the checkpointer (LangGraph) indexes threads: opened to rebuild or catch up only
+    return _opened(opened, SqliteSearchIndex(path, lambda: checkpointer().reindex(), checkpointer, metrics))
 
 
 def _processes() -> ProcessPort:

@@ -97,11 +97,31 @@ def _search(conn: sqlite3.Connection, query: SearchQuery, limit: int, offset: in
     return [SearchHit(cid, title, index, role, snippet) for cid, title, index, role, snippet in rows]
 
 
-class SqliteSearchIndex(SearchIndex):
-    """Reads on its own connection and thread; `rebuild` is the checkpointer's (it
-    decodes the threads)."""
+UNINDEXED_THREAD = (
+    "SELECT 1 FROM checkpoints WHERE checkpoint_ns = '' "
+    "AND thread_id NOT IN (SELECT conversation_id FROM search_threads) LIMIT 1"
+)
 
-    def __init__(self, path: str, rebuild: Callable[[], int], metrics: MetricsPort = NO_METRICS) -> None:
+
+def _has_unindexed_threads(conn: sqlite3.Connection) -> bool:
+    try:
+        return conn.execute(UNINDEXED_THREAD).fetchone() is not None
+    except sqlite3.OperationalError:  # no checkpoints table yet: nothing to index
+        return False
+
+
+class SqliteSearchIndex(SearchIndex):
+    """Reads on its own connection and thread. The checkpointer decodes threads, so it
+    does `rebuild`, and `catch_up` (opening it) when threads stored before the index
+    existed are not indexed yet; a query on an up-to-date file never loads it."""
+
+    def __init__(
+        self,
+        path: str,
+        rebuild: Callable[[], int],
+        catch_up: Callable[[], object] | None = None,
+        metrics: MetricsPort = NO_METRICS,
+    ) -> None:
         def open_connection() -> sqlite3.Connection:
             conn = connect(path)
             migrate(conn)
@@ -109,6 +129,8 @@ class SqliteSearchIndex(SearchIndex):
 
         self._rebuild = rebuild
         self._worker = Worker("search", open_connection, metrics)
+        if catch_up is not None and self._worker.call(_has_unindexed_threads):
+            catch_up()
 
     async def search(self, query: SearchQuery, limit: int, offset: int) -> Sequence[SearchHit]:
         return await self._worker.run(_search, query, limit, offset)
