@@ -208,3 +208,19 @@ def test_migration_indexes_conversations_stored_before_search_existed(tmp_path: 
     assert found.returncode == 0, found.stderr
     results = json.loads(found.stdout)["results"]
     assert {(r["messageIndex"], r["role"]) for r in results} == {(None, "title"), (0, "user"), (1, "assistant")}
+
+
+def test_cli_search_prints_marked_matches_json_and_one_line_errors(tmp_path: Path) -> None:
+    env = app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none")
+    chat = sophos(env, tmp_path, "chat", "Where do <arctic> terns migrate?")
+    assert chat.returncode == 0, chat.stderr
+    cid = chat.stderr.split("conversation: ")[1].split()[0]
+    text = sophos(env, tmp_path, "search", "tern*")
+    assert text.returncode == 0 and text.stdout.count(cid) == 3, text.stdout
+    assert "Where do <arctic> «terns» migrate?" in text.stdout and "#1 assistant" in text.stdout
+    page = json.loads(sophos(env, tmp_path, "search", "terns", "--limit", "1", "--json").stdout)
+    assert len(page["results"]) == 1 and page["nextCursor"] == "1"
+    assert sophos(env, tmp_path, "search", "albatross").stdout == "No matches.\n"
+    bad = sophos(env, tmp_path, "search", '"terns')
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr == "error: BAD_REQUEST: Unbalanced quote in the query\n"
