@@ -74,7 +74,7 @@ async def test_a_version_3_file_upgrades_with_its_rows_intact(db: Path) -> None:
     ids = write_v3_file(db)
     store = await SqliteRunStore.open(str(db))
     try:
-        assert store.schema_version == 4
+        assert store.schema_version == 5
         conv = await store.get_conversation(ids["conv"])
         assert conv is not None and (conv.title, conv.message_count, conv.status) == (
             "old",
@@ -114,7 +114,7 @@ async def test_the_schema_has_run_events_without_rowid_and_the_new_run_columns(
 
 async def test_a_second_open_does_not_migrate_again(store: SqliteRunStore, db: Path) -> None:
     again = SqliteRunStore(str(db))
-    assert again.schema_version == 4
+    assert again.schema_version == 5
     again.close()
 
 
