@@ -25,7 +25,7 @@ import httpx
 from tests.support.app import SOPHOS, app_env, ledger_server_entry, process_env
 from tests.support.long_thread import TEXT, file_size, long_thread_harness
 
-from bench import baseline, concurrency
+from bench import baseline, concurrency, search
 from bench.context import prompt_building
 from bench.table import Row, print_table
 
@@ -206,6 +206,7 @@ async def core(args: argparse.Namespace) -> None:
         rows += await listing(tmp, args.conversations)
         rows += await mcp_calls(tmp)
         rows += prompt_building(args.turns)
+        rows += await search.section(tmp, args.conversations, args.turns)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print_table(("figure", "baseline (LangGraph + SqliteSaver)", "sophos", "target"), rows)

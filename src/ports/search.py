@@ -50,7 +50,9 @@ class SearchIndex(Protocol):
     @abstractmethod
     async def search(self, query: SearchQuery, limit: int, offset: int) -> Sequence[SearchHit]:
         """Up to `limit` matching entries, best first (stable for unchanged data), after
-        skipping the first `offset`. No match gives an empty sequence."""
+        skipping the first `offset`. No match gives an empty sequence. An index may rank
+        only the most recent matches of a very common query (SQLite: 2,000), so that
+        every query stays fast; older ones are then not returned."""
 
     @abstractmethod
     async def rebuild(self) -> int:

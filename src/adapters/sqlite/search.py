@@ -20,12 +20,25 @@ from ports.search import INDEXED_ROLES, MARK_CLOSE, MARK_OPEN, SearchHit, Search
 
 T = TypeVar("T")
 
+# Ranking (bm25) costs a little per matching entry, so a word found in nearly every
+# message would take seconds on a big file: the ranked window is the most recent RANKED
+# matching entries, found in rowid order, which FTS5 walks without scoring. The snippet is
+# made for the page of results only.
+RANKED = 2000
 SEARCH_SQL = f"""
+WITH window_start AS (
+    SELECT coalesce(min(rowid), 0) AS id FROM (
+        SELECT rowid FROM search_fts WHERE search_fts MATCH ?1 ORDER BY rowid DESC LIMIT {RANKED}
+    )
+), top AS (
+    SELECT rowid AS id, rank AS score FROM search_fts
+    WHERE search_fts MATCH ?1 AND rowid >= (SELECT id FROM window_start) ORDER BY rank LIMIT ?2 OFFSET ?3
+)
 SELECT e.conversation_id, c.title, e.message_index, e.role,
        snippet(search_fts, 0, '{MARK_OPEN}', '{MARK_CLOSE}', '…', 16)
-FROM search_fts JOIN search_entries e ON e.id = search_fts.rowid
-JOIN conversations c ON c.id = e.conversation_id
-WHERE search_fts MATCH ? ORDER BY rank, e.id LIMIT ? OFFSET ?
+FROM top JOIN search_fts ON search_fts.rowid = top.id
+JOIN search_entries e ON e.id = top.id JOIN conversations c ON c.id = e.conversation_id
+WHERE search_fts MATCH ?1 ORDER BY top.score, top.id
 """
 
 

@@ -12,7 +12,8 @@ CREATE TABLE search_entries (
 );
 CREATE INDEX search_entries_by_conversation ON search_entries (conversation_id, message_index);
 CREATE VIRTUAL TABLE search_fts USING fts5(
-    body, content='search_entries', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
+    body, content='search_entries', content_rowid='id', tokenize='unicode61 remove_diacritics 2',
+    prefix='2 3'
 );
 CREATE TRIGGER search_entries_ai AFTER INSERT ON search_entries BEGIN
     INSERT INTO search_fts (rowid, body) VALUES (new.id, new.body);

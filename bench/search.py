@@ -1,0 +1,130 @@
+"""Search figures: query time over many conversations (server-side, through the app), and
+what indexing adds to a turn (the checkpointer's index write, timed inside real turns)."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import statistics
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+from tests.support.app import app_env
+from tests.support.long_thread import long_thread_harness
+
+from bench.table import Row
+
+MESSAGES = 20
+
+
+def vocabulary(rng: random.Random, size: int = 5000) -> list[str]:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return ["".join(rng.choice(letters) for _ in range(rng.randint(3, 10))) for _ in range(size)]
+
+
+def fill(db: Path, conversations: int) -> list[str]:
+    """`conversations` of MESSAGES messages each, written by the index's own write path
+    (index_thread, as the checkpointer calls it); words drawn with a Zipf-like skew."""
+    from adapters.sqlite.runs import SqliteRunStore
+    from adapters.sqlite.search import index_thread
+    from domain.model import AssistantMessage, UserMessage
+
+    SqliteRunStore(str(db)).close()  # migrations
+    rng = random.Random(7)
+    words = vocabulary(rng)
+    weights = [1 / (i + 1) for i in range(len(words))]
+    conn = sqlite3.connect(db)
+    conn.execute("BEGIN")
+    cur = conn.cursor()
+    for i in range(conversations):
+        cid = str(uuid.uuid4())
+        cur.execute(
+            "INSERT INTO conversations (id, title, created_at, updated_at) VALUES (?, ?, ?, ?)",
+            (cid, " ".join(rng.choices(words, weights, k=4)), "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z"),
+        )
+        messages = [
+            (UserMessage if j % 2 == 0 else AssistantMessage)(" ".join(rng.choices(words, weights, k=30)), id=str(j))
+            for j in range(MESSAGES)
+        ]
+        index_thread(cur, cid, messages, lambda m: m, lambda m: m.id)
+        if i % 1000 == 999:
+            conn.commit()
+            conn.execute("BEGIN")
+    conn.commit()
+    conn.close()
+    return words
+
+
+async def query_time(tmp: Path, conversations: int) -> Row:
+    from entrypoints.container import close_container, create_container
+    from entrypoints.http.app import create_app
+
+    db = tmp / "search.db"
+    words = fill(db, conversations)
+    # a common word, a middling one, a rare one, a phrase, a prefix, two words
+    queries = [words[1], words[40], words[3000], f'"{words[0]} {words[1]}"', f"{words[2][:3]}*", f"{words[5]} {words[60]}"]
+    container = create_container(app_env(tmp, TOOLS_BACKEND="none", MODEL_BACKEND="demo", DATABASE_PATH=str(db)))
+    app = create_app(container, manage_lifecycle=False)
+    times: dict[str, float] = {}
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as client:
+        for q in queries:
+            samples = []
+            for _ in range(9):
+                t = time.perf_counter()
+                r = await client.get("/api/search", params={"q": q})
+                samples.append((time.perf_counter() - t) * 1000)
+                assert r.status_code == 200 and r.json()["results"], (q, r.text)
+            times[q] = statistics.median(samples[1:])
+    await close_container(container)
+    worst = max(times.values())
+    return (
+        f"GET /api/search, {conversations} conversations x {MESSAGES} messages",
+        "-",
+        f"median {statistics.median(times.values()):.1f} ms, worst query {worst:.1f} ms (first 20 results)",
+        "<= 50 ms",
+        worst <= 50,
+    )
+
+
+async def indexing_cost(tmp: Path, turns: int) -> Row:
+    """Run `turns` real turns (a tool call and an answer each) and time the index write
+    inside each checkpoint's transaction against the whole turn."""
+    import adapters.langgraph.checkpointer as checkpointer
+
+    spent = [0.0]
+    original: Callable[..., Any] = checkpointer.index_checkpoint
+
+    def timed(*args: Any) -> None:
+        t = time.perf_counter()
+        original(*args)
+        spent[0] += time.perf_counter() - t
+
+    checkpointer.index_checkpoint = timed  # type: ignore[assignment]
+    try:
+        h, saver, repo = long_thread_harness(tmp / "turns.db", turns)
+        cid = None
+        t0 = time.perf_counter()
+        for i in range(1, turns + 1):
+            started, _ = await h.send(f"{i} question about puffins", cid)
+            cid = started.conversation_id
+        total = time.perf_counter() - t0
+        saver.close()
+        repo.close()
+    finally:
+        checkpointer.index_checkpoint = original  # type: ignore[assignment]
+    share = spent[0] / (total - spent[0])
+    return (
+        f"search indexing per turn ({turns} turns, 4 checkpoints each)",
+        "-",
+        f"{spent[0] * 1000 / turns:.2f} ms of {total * 1000 / turns:.1f} ms = +{share:.1%}",
+        "<= 10%",
+        share <= 0.10,
+    )
+
+
+async def section(tmp: Path, conversations: int, turns: int) -> list[Row]:
+    return [await query_time(tmp, conversations), await indexing_cost(tmp, min(turns, 100))]
