@@ -12,6 +12,7 @@ WEB = Path(__file__).parent / "web"
 FILES = {
     "app.js": WEB / "app.js",
     "style.css": WEB / "style.css",
+    "search.js": WEB / "search.js",
     "vendor/marked.js": WEB / "node_modules" / "marked" / "lib" / "marked.esm.js",
     "vendor/purify.js": WEB / "node_modules" / "dompurify" / "dist" / "purify.es.mjs",
 }

@@ -1,6 +1,7 @@
 // The Sophos page: plain ES module over the HTTP API (no build step).
 import { marked } from "/static/vendor/marked.js";
 import DOMPurify from "/static/vendor/purify.js";
+import { installSearch } from "/static/search.js";
 
 const $ = (id) => document.getElementById(id);
 const state = {
@@ -142,9 +143,9 @@ function renderMessages() {
   const nodes = [];
   for (const [index, m] of state.messages.entries()) {
     nodes.push(...contextNodes(index, m));
-    if (m.role === "user") nodes.push(el("div", { class: "msg user", "data-testid": "user-message" }, m.content));
+    if (m.role === "user") nodes.push(el("div", { class: "msg user", "data-testid": "user-message", "data-index": index }, m.content));
     else if (m.role === "assistant") {
-      const bubble = el("div", { class: "msg assistant", "data-testid": "assistant-message" });
+      const bubble = el("div", { class: "msg assistant", "data-testid": "assistant-message", "data-index": index });
       bubble.innerHTML = renderMarkdown(m.content);  // sanitized above
       for (const call of m.toolCalls || []) {
         bubble.append(el("div", { class: "tool-call", "data-testid": "tool-call" }, "→ ", el("code", {}, call.name), " ", JSON.stringify(call.args || {})));
@@ -329,6 +330,7 @@ $("input").addEventListener("input", renderComposer);
 $("new-chat").addEventListener("click", newChat);
 $("filter").addEventListener("input", (e) => { state.filter = e.target.value; renderList(); });
 $("load-more").addEventListener("click", () => loadList(true));
+installSearch($("filter"), openConversation);
 $("resume").addEventListener("click", () => resume(null));
 $("retry").addEventListener("click", () => resume("retry"));
 $("skip").addEventListener("click", () => resume("skip"));

@@ -1,0 +1,95 @@
+"""The sidebar filter searches every conversation (not only the loaded page), shows
+snippets with the matches marked (as text, never markup), and opens the conversation
+scrolled to the message."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.browser.conftest import SHOTS
+from tests.support.app import app_env
+from tests.support.server import LiveServer
+
+FILLER = "a long answer about tides, harbours and the weather at sea. " * 24
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Iterator[LiveServer]:
+    server = LiveServer(app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none"), tmp_path).start()
+    yield server
+    server.stop()
+
+
+def chat(server: LiveServer, message: str, cid: str | None = None) -> str:
+    started: str = server.post("/api/chat", {"message": message, **({"conversation": cid} if cid else {})}).json()["conversation"]
+    deadline = time.monotonic() + 30
+    while server.get(f"/api/conversations/{started}").json()["conversation"]["status"] != "completed":
+        assert time.monotonic() < deadline, "the run did not finish"
+        time.sleep(0.05)
+    return started
+
+
+def test_the_filter_searches_every_conversation_and_opens_the_message(browser: Browser, demo: LiveServer) -> None:
+    target = chat(demo, "Where do puffins nest in summer?")
+    for i in range(3):  # a long conversation: the page opens at its end
+        chat(demo, f"{i} {FILLER}", target)
+    chat(demo, 'A trap: <img src=x onerror="window.pwned=1"> albatross')
+    db = sqlite3.connect(demo.env["DATABASE_PATH"])  # newer conversations: the target is not on the first page
+    with db:
+        db.executemany(
+            "INSERT INTO conversations (id, title, created_at, updated_at) VALUES (?, ?, ?, ?)",
+            [(str(uuid.uuid4()), f"filler {i}", "2099-01-01T00:00:00Z", f"2099-01-01T00:00:{i:02d}Z") for i in range(55)],
+        )
+    db.close()
+
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page: Page = context.new_page()
+    errors: list[Any] = []
+    page.on("pageerror", lambda e: errors.append(e))
+    page.goto(demo.url)
+    expect(page.get_by_test_id("conversation-list").locator("li")).to_have_count(50)
+    expect(page.get_by_test_id(f"conversation-{target}")).to_have_count(0)  # not loaded
+
+    page.get_by_label("Filter conversations").fill("puffin*")
+    results = page.get_by_test_id("search-result")
+    expect(results).to_have_count(3)  # the title, the question, the answer quoting it
+    user_hit = results.filter(has_text="user")
+    expect(user_hit.locator("mark")).to_have_text("puffins")
+    page.screenshot(path=str(SHOTS / "search-results-1280.png"))
+    user_hit.click()
+    expect(page.get_by_test_id("current-title")).to_contain_text("puffins")
+    message = page.locator('#messages [data-index="0"]')
+    expect(message).to_have_class("msg user found")
+    expect(message).to_be_in_viewport()
+    assert page.locator("#messages").evaluate("n => n.scrollTop < n.scrollHeight - n.clientHeight - 100")
+    page.screenshot(path=str(SHOTS / "search-opened-1280.png"))
+
+    page.get_by_label("Filter conversations").fill("albatross")
+    snippet = results.first.locator(".snippet")
+    expect(snippet).to_contain_text('<img src=x onerror="window.pwned=1">')
+    expect(page.get_by_test_id("search-results").locator("img")).to_have_count(0)
+    assert page.evaluate("window.pwned") is None
+
+    page.get_by_label("Filter conversations").fill('"unbalanced')
+    expect(page.get_by_test_id("search-results")).to_contain_text("Unbalanced quote in the query")
+    page.get_by_label("Filter conversations").fill("")
+    expect(page.get_by_test_id("search-results")).to_be_hidden()
+    context.close()
+
+    mobile = browser.new_context(viewport={"width": 375, "height": 800})
+    small = mobile.new_page()
+    small.on("pageerror", lambda e: errors.append(e))
+    small.goto(demo.url)
+    small.get_by_label("Filter conversations").fill("puffin*")
+    expect(small.get_by_test_id("search-result")).to_have_count(3)
+    small.screenshot(path=str(SHOTS / "search-results-375.png"), full_page=True)
+    mobile.close()
+    assert errors == [], errors
