@@ -21,24 +21,18 @@ from ports.search import INDEXED_ROLES, MARK_CLOSE, MARK_OPEN, SearchHit, Search
 T = TypeVar("T")
 
 # Ranking (bm25) costs a little per matching entry, so a word found in nearly every
-# message would take seconds on a big file: the ranked window is the most recent RANKED
-# matching entries, found in rowid order, which FTS5 walks without scoring. The snippet is
-# made for the page of results only.
+# message would take seconds on a big file: only the most recent RANKED matching entries
+# are ranked (FTS5 walks matches in rowid order without sorting them all), and snippets
+# are made for the page of results only, in the same read transaction.
 RANKED = 2000
-SEARCH_SQL = f"""
-WITH window_start AS (
-    SELECT coalesce(min(rowid), 0) AS id FROM (
-        SELECT rowid FROM search_fts WHERE search_fts MATCH ?1 ORDER BY rowid DESC LIMIT {RANKED}
-    )
-), top AS (
-    SELECT rowid AS id, rank AS score FROM search_fts
-    WHERE search_fts MATCH ?1 AND rowid >= (SELECT id FROM window_start) ORDER BY rank LIMIT ?2 OFFSET ?3
-)
+WINDOW_SQL = f"""
+SELECT rowid, bm25(search_fts) FROM search_fts WHERE search_fts MATCH ? ORDER BY rowid DESC LIMIT {RANKED}
+"""
+HIT_SQL = f"""
 SELECT e.conversation_id, c.title, e.message_index, e.role,
        snippet(search_fts, 0, '{MARK_OPEN}', '{MARK_CLOSE}', '…', 16)
-FROM top JOIN search_fts ON search_fts.rowid = top.id
-JOIN search_entries e ON e.id = top.id JOIN conversations c ON c.id = e.conversation_id
-WHERE search_fts MATCH ?1 ORDER BY top.score, top.id
+FROM search_fts JOIN search_entries e ON e.id = search_fts.rowid JOIN conversations c ON c.id = e.conversation_id
+WHERE search_fts MATCH ? AND search_fts.rowid = ?
 """
 
 
@@ -106,8 +100,16 @@ def reset(cur: sqlite3.Cursor) -> None:
 
 
 def _search(conn: sqlite3.Connection, query: SearchQuery, limit: int, offset: int) -> list[SearchHit]:
-    rows = conn.execute(SEARCH_SQL, (fts_query(query), limit, offset)).fetchall()
-    return [SearchHit(cid, title, index, role, snippet) for cid, title, index, role, snippet in rows]
+    match = fts_query(query)
+    conn.execute("BEGIN")  # one snapshot for the window and the page
+    try:
+        window = conn.execute(WINDOW_SQL, (match,)).fetchall()
+        page = sorted(window, key=lambda r: (r[1], r[0]))[offset : offset + limit]  # best bm25 first
+        rows = [conn.execute(HIT_SQL, (match, rowid)).fetchone() for rowid, _ in page]
+    finally:
+        conn.execute("COMMIT")
+    # an entry whose conversation row is gone (deleted in between) has no row here
+    return [SearchHit(*row) for row in rows if row is not None]
 
 
 UNINDEXED_THREAD = (
