@@ -1,0 +1,55 @@
+"""The search query language: parsed into plain terms, never passed through."""
+
+from __future__ import annotations
+
+import pytest
+
+from adapters.sqlite.search import fts_query
+from domain.errors import InvalidInput
+from domain.search import parse_query, snippet_html
+from ports.search import MARK_CLOSE, MARK_OPEN, Term
+
+
+@pytest.mark.parametrize(
+    "text, terms",
+    [
+        ("Blue whale", (Term(("blue",)), Term(("whale",)))),
+        ('"blue whale" krill*', (Term(("blue", "whale")), Term(("krill",), True))),
+        ('"blue wh"*', (Term(("blue", "wh"), True),)),
+        ("foo-bar", (Term(("foo", "bar")),)),
+        ("NEAR(a b) OR c:d", (Term(("near", "a")), Term(("b",)), Term(("or",)), Term(("c", "d")))),
+        ("élan ÉLAN", (Term(("élan",)), Term(("élan",)))),
+        ("snake_case", (Term(("snake", "case")),)),
+        ("hello !!!", (Term(("hello",)),)),
+    ],
+)
+def test_a_query_becomes_terms_of_plain_words(text: str, terms: tuple[Term, ...]) -> None:
+    assert parse_query(text).terms == terms
+
+
+def test_the_fts5_query_only_ever_quotes_plain_words() -> None:
+    query = parse_query('"x OR" y NOT z* {a}')  # FTS5 keywords and syntax are just words
+    assert fts_query(query) == '"x or" "y" "not" "z"* "a"'
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "q is required"),
+        (None, "q is required"),
+        ('"open', "Unbalanced quote in the query"),
+        ("*", "'*' must follow a word"),
+        ("a*b", "'*' may only end a word or a phrase"),
+        ("... ,,,", "The query has no words to search for"),
+        ("w " * 17, "The query has more than 16 terms"),
+    ],
+)
+def test_bad_syntax_is_invalid_input_saying_what_is_wrong(text: object, message: str) -> None:
+    with pytest.raises(InvalidInput) as e:
+        parse_query(text)
+    assert e.value.message == message
+
+
+def test_a_snippet_is_escaped_html_with_only_the_marks_as_markup() -> None:
+    raw = f'<img src=x onerror="a()"> & {MARK_OPEN}whale{MARK_CLOSE}'
+    assert snippet_html(raw) == '&lt;img src=x onerror="a()"&gt; &amp; <mark>whale</mark>'
