@@ -16,14 +16,21 @@ from playwright.sync_api import Browser, Page, expect
 
 from tests.browser.conftest import SHOTS
 from tests.support.app import app_env
+from tests.support.fake_ollama import FakeOllama
 from tests.support.server import LiveServer
 
 FILLER = "a long answer about tides, harbours and the weather at sea. " * 24
 
 
+def answer(body: dict[str, Any]) -> dict[str, Any]:
+    asked = body["messages"][-1]["content"]
+    return {"text": "Puffins nest in burrows on cliffs." if "puffins" in asked else "Noted."}
+
+
 @pytest.fixture
-def demo(tmp_path: Path) -> Iterator[LiveServer]:
-    server = LiveServer(app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none"), tmp_path).start()
+def demo(tmp_path: Path, ollama: FakeOllama) -> Iterator[LiveServer]:
+    ollama.responder = answer
+    server = LiveServer(app_env(tmp_path, ollama.url, TOOLS_BACKEND="none"), tmp_path).start()
     yield server
     server.stop()
 
@@ -39,7 +46,7 @@ def chat(server: LiveServer, message: str, cid: str | None = None) -> str:
 
 def test_the_filter_searches_every_conversation_and_opens_the_message(browser: Browser, demo: LiveServer) -> None:
     target = chat(demo, "Where do puffins nest in summer?")
-    for i in range(3):  # a long conversation: the page opens at its end
+    for i in range(4):  # a long conversation: the page opens at its end
         chat(demo, f"{i} {FILLER}", target)
     chat(demo, 'A trap: <img src=x onerror="window.pwned=1"> albatross')
     db = sqlite3.connect(demo.env["DATABASE_PATH"])  # newer conversations: the target is not on the first page
@@ -60,7 +67,7 @@ def test_the_filter_searches_every_conversation_and_opens_the_message(browser: B
 
     page.get_by_label("Filter conversations").fill("puffin*")
     results = page.get_by_test_id("search-result")
-    expect(results).to_have_count(3)  # the title, the question, the answer quoting it
+    expect(results).to_have_count(3)  # the title, the question, the answer
     user_hit = results.filter(has_text="user")
     expect(user_hit.locator("mark")).to_have_text("puffins")
     page.screenshot(path=str(SHOTS / "search-results-1280.png"))
