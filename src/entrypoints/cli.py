@@ -422,4 +422,7 @@ def serve(ctx: Context, host: str | None, port: int | None) -> None:
     run_server(container)
 
 
-from entrypoints import cli_search  # noqa: E402, F401 - registers `search` and `db reindex` (its own module)
+from entrypoints.cli_search import reindex, search  # noqa: E402 - after Context, which they use
+
+main.add_command(search)
+db.add_command(reindex)

@@ -1,4 +1,5 @@
-"""`sophos search` and `sophos db reindex`: full-text search across conversations."""
+"""`sophos search` and `sophos db reindex`: full-text search across conversations
+(registered on the group by cli.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import sys
 
 import click
 
-from entrypoints.cli import Context, db, main, pass_ctx
+from entrypoints.cli import Context
+
+pass_ctx = click.make_pass_decorator(Context)
 
 
 def _plain(snippet: str, bold: bool) -> str:
@@ -17,7 +20,7 @@ def _plain(snippet: str, bold: bool) -> str:
     return html.unescape(snippet.replace("<mark>", start).replace("</mark>", end))
 
 
-@main.command()
+@click.command()
 @click.argument("query")
 @click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True, help="Results to show.")
 @click.option("--json", "as_json", is_flag=True, help="Print the API's JSON.")
@@ -38,7 +41,7 @@ def search(ctx: Context, query: str, limit: int, as_json: bool) -> None:
         click.echo(f"{r.conversation_id}  {where:<14} {r.title}\n    {_plain(r.snippet, bold)}")
 
 
-@db.command()
+@click.command()
 @pass_ctx
 def reindex(ctx: Context) -> None:
     """Rebuild the search index from every conversation's stored thread."""
