@@ -57,8 +57,10 @@ def test_a_missing_model_is_one_clear_line(tmp_path: Path) -> None:
     with fake_ollama() as fake:
         env = app_env(tmp_path, fake.url, TOOLS_BACKEND="none", OLLAMA_MODEL="nope")
         result = sophos(env, tmp_path, "chat", "hi")
-    assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert "error: MODEL_UNAVAILABLE: The configured Ollama model 'nope' is not available." in result.stderr
+    assert result.returncode == 5 and "Traceback" not in result.stderr  # model errors exit 5
+    assert "error: MODEL_UNAVAILABLE: The configured Ollama model 'nope' is not available" in result.stderr
+    assert "pull it first (`ollama pull nope`)" in result.stderr
+    assert "WARNING" not in result.stderr  # the outcome once, not a log line too
 
 
 def test_ctrl_c_stops_the_run_as_cancelled_and_resume_finishes_it(tmp_path: Path) -> None:

@@ -95,6 +95,12 @@ class McpServer:
             idempotent=bool(a and a.idempotentHint),
         )
 
+    @property
+    def target(self) -> str:
+        """What is started or called: the command line (stdio) or the URL (HTTP)."""
+        c = self.connection
+        return str(c["url"]) if "url" in c else " ".join([str(c["command"]), *map(str, c.get("args", []))])
+
     def spec(self, tool: str) -> ToolSpec | None:
         return next((t for t in self.tools if t.name == f"{self.name}{SEP}{tool}"), None)
 
@@ -246,7 +252,7 @@ class McpToolbox(ToolPort):
     async def status(self) -> Sequence[ToolServerStatus]:
         await self._discover()
         out = [
-            ToolServerStatus(s.name, s.session is not None, len(s.tools), s.error, {"restarts": s.restarts})
+            ToolServerStatus(s.name, s.session is not None, len(s.tools), s.error, {"restarts": s.restarts, "target": s.target})
             for s in self.servers.values()
         ]
         if self.config_error:
