@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from langchain_mcp_adapters.sessions import create_session
 from mcp import ClientSession, types
 from mcp.shared.exceptions import McpError
 from mcp.types import CONNECTION_CLOSED
 
 from adapters.mcp.config import McpConfigError, load_mcp_config
+from adapters.mcp.stdio import open_session
 from domain.errors import ToolOutcomeUnknown
 from ports.tools import ToolOutcome, ToolPort, ToolServerStatus, ToolSpec
 
@@ -56,7 +56,7 @@ class McpServer:
 
     async def _hold(self, ready: asyncio.Future[ClientSession]) -> None:
         try:
-            async with create_session(self.connection) as session:  # type: ignore[arg-type]
+            async with open_session(self.name, self.connection) as session:
                 await session.initialize()
                 ready.set_result(session)
                 await self._stop.wait()
