@@ -113,14 +113,16 @@ class Printer:
         if self.as_json:
             click.echo(json.dumps({"event": event, "data": data}, ensure_ascii=False))
             return
-        self.spinner.clear()
         if event == "token":
+            self.spinner.clear()
             click.echo(data, nl=False)
         elif event == "trace" and data["event"] == "call":
+            self.spinner.clear()
             args = json.dumps(data["data"]["arguments"], ensure_ascii=False)
             click.secho(f"\n→ {data['name']} {args}", fg="cyan", err=True)
             self.spinner.wait(f"running {data['name']}")
         elif event == "trace" and data["event"] == "result":
+            self.spinner.clear()
             text = data["data"]["result"].replace("\n", " ")
             click.secho(f"← {data['name']}: {text[:200]}", fg="cyan", err=True)
             self.spinner.wait("waiting for the model")
