@@ -33,14 +33,21 @@ def _events(response: httpx.Response) -> Iterator[tuple[int | None, str, Any]]:
         block = {}
 
 
-def _durable_answer(base: str, cid: str, headers: dict[str, str]) -> Iterator[tuple[str, Any]]:
+def _durable_answer(base: str, cid: str, headers: dict[str, str], event: str, data: Any) -> Iterator[tuple[str, Any]]:
+    """The run ended before the stream opened: its answer and outcome from the durable record
+    (a failure as the `chat-error` the live stream would have sent)."""
     try:
-        detail = httpx.get(f"{base}/api/conversations/{cid}", headers=headers, timeout=30).json()
+        detail = httpx.get(f"{base}/api/conversations/{quote(cid, safe='')}", headers=headers, timeout=30).json()
     except (httpx.HTTPError, ValueError):
-        return
+        detail = {}
     messages = detail.get("messages") or []
     if messages and messages[-1].get("role") == "assistant":
         yield "token", messages[-1].get("content", "")
+    error = (detail.get("conversation") or {}).get("error")
+    if event == "end" and data.get("status") == "failed" and isinstance(error, dict):
+        yield "chat-error", {**error, "conversation": cid}
+    else:
+        yield event, data
 
 
 def _headers(token: str | None) -> dict[str, str]:
@@ -94,9 +101,8 @@ def follow_run(server: str, body: dict[str, Any], token: str | None) -> tuple[di
                 ) as r:
                     for event_id, event, data in _events(r):
                         if event_id is None and last == 0 and event in ("end", "chat-error"):
-                            # the run ended before the stream opened: show its answer from
-                            # the durable record
-                            yield from _durable_answer(base, started["conversation"], headers)
+                            yield from _durable_answer(base, started["conversation"], headers, event, data)
+                            return
                         last = event_id or last
                         yield event, data
                         if event in ("end", "chat-error"):
