@@ -12,7 +12,7 @@ from entrypoints.cli.base import EXIT_PIPE, EXIT_STOPPED, Context, global_option
 from entrypoints.cli.conversations import conversations, delete, export, rename, show
 from entrypoints.cli.db import db
 from entrypoints.cli.doctor import doctor
-from entrypoints.cli.output import silence_stdout
+from entrypoints.cli.output import silence_output
 from entrypoints.cli.repl import repl
 from entrypoints.cli.runs import cancel, chat, resume
 from entrypoints.cli.serve import serve
@@ -36,7 +36,7 @@ class SophosGroup(click.Group):
         except OSError as e:
             if e.errno != errno.EPIPE:
                 raise
-            silence_stdout()
+            silence_output()
             code = EXIT_PIPE
         sys.exit(code if isinstance(code, int) else 0)
 

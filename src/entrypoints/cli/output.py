@@ -100,7 +100,7 @@ class Printer:
         except BrokenPipeError:
             self.pipe_closed = True
             self.spinner.enabled = False
-            silence_stdout()
+            silence_output()
 
     def _outcome(self, event: str, data: Any) -> None:
         if event == "end":
@@ -148,12 +148,14 @@ class Printer:
         return exit_code_of(self.error.get("code") if self.error else None)
 
 
-def silence_stdout() -> None:
+def silence_output() -> None:
     """The reader closed the pipe: send what is left (and Python's final flush) nowhere, so
-    the process ends quietly instead of with a BrokenPipeError."""
+    the process ends quietly instead of with a BrokenPipeError. stderr too: it is often the
+    same pipe (`2>&1 | head`), and a quiet exit has nothing more to say."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
-        os.dup2(devnull, sys.stdout.fileno())
+        for stream in (sys.stdout, sys.stderr):
+            os.dup2(devnull, stream.fileno())
     finally:
         os.close(devnull)
 
