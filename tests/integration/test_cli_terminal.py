@@ -7,7 +7,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from tests.support.app import SOPHOS, app_env, process_env
+from tests.support.app import SOPHOS, app_env, config_dir, ledger_server_entry, process_env
 from tests.support.fake_ollama import fake_ollama
 from tests.support.terminal import Terminal
 
@@ -49,18 +49,25 @@ def test_ctrl_c_prints_a_resume_hint_with_the_options_the_run_needs(tmp_path: Pa
 
 
 def test_a_terminal_gets_a_spinner_and_a_table_a_pipe_gets_neither(tmp_path: Path) -> None:
-    with fake_ollama([{"stall": 2, "text": "late answer"}, {"stall": 2, "text": "late answer"}]) as fake:
-        env = app_env(tmp_path, fake.url, TOOLS_BACKEND="none")
+    config_dir(tmp_path, {"ledger": ledger_server_entry(tmp_path / "ledger.jsonl")})
+    slow_tool = {"stall": 2, "tool_calls": [("ledger__append", {"label": "x", "delay": 2})]}
+    with fake_ollama([slow_tool, {"stall": 2, "text": "late answer"}]) as fake:
+        env = app_env(tmp_path, fake.url)
         tty = Terminal([SOPHOS, "chat", "think first"], process_env(env), tmp_path)
         try:
+            tty.read_until("waiting for the model 1s")
+            tty.read_until("→ ledger__append")
+            tty.read_until("running ledger__append 1s")
+            tty.read_until("← ledger__append")
             tty.read_until("waiting for the model 1s")
             tty.read_until("late answer")
             assert tty.wait() == 0
         finally:
             tty.close()
+        fake.add(slow_tool, {"stall": 2, "text": "late answer"})
         piped = sophos(env, tmp_path, "chat", "think again")
     assert piped.returncode == 0 and "late answer" in piped.stdout
-    assert "waiting" not in piped.stderr and "\r" not in piped.stderr
+    assert "waiting" not in piped.stderr and "running" not in piped.stderr and "\r" not in piped.stderr
     table = Terminal([SOPHOS, "conversations"], process_env(env), tmp_path)
     try:
         header = table.read_until("TITLE")
@@ -70,7 +77,7 @@ def test_a_terminal_gets_a_spinner_and_a_table_a_pipe_gets_neither(tmp_path: Pat
     finally:
         table.close()
     plain = sophos(env, tmp_path, "conversations").stdout
-    assert "TITLE" not in plain and "just now" not in plain and "Z     2 msgs" in plain
+    assert "TITLE" not in plain and "just now" not in plain and "Z     4 msgs" in plain
 
 
 def test_the_prompt_loop_stops_an_answer_on_ctrl_c_and_leaves_on_ctrl_d(tmp_path: Path) -> None:
