@@ -161,7 +161,7 @@ def test_doctor_names_the_url_it_tried_and_a_fix_for_every_bad_line(tmp_path: Pa
     assert all(c["fix"] for c in report["checks"] if not c["ok"])
     down = sophos(app_env(tmp_path, "http://127.0.0.1:9", TOOLS_BACKEND="none"), tmp_path, "doctor")
     assert "Failed to connect to Ollama (http://127.0.0.1:9/api/tags)" in down.stdout
-    assert "fix: start Ollama (`ollama serve`) or set OLLAMA_HOST, or run `make demo`" in down.stdout
+    assert "fix: start Ollama (`ollama serve`, and `ollama pull qwen3` once) or set OLLAMA_HOST, or run `make demo`" in down.stdout
 
 
 def test_an_unreachable_model_names_the_host_and_the_fix_and_exits_5(tmp_path: Path) -> None:

@@ -17,6 +17,10 @@ from ports.tools import ToolSpec
 START_IT = "start Ollama (`ollama serve`) or set OLLAMA_HOST, or run `make demo`"
 
 
+def start_and_pull(model: str) -> str:
+    return f"start Ollama (`ollama serve`, and `ollama pull {model}` once) or set OLLAMA_HOST, or run `make demo`"
+
+
 def pull_it(model: str) -> str:
     return f"pull it first (`ollama pull {model}`) or set OLLAMA_MODEL to one `ollama list` shows"
 
@@ -62,7 +66,7 @@ class OllamaModel(ModelPort):
             async with httpx.AsyncClient(timeout=5.0) as client:
                 response = await client.get(url)
         except Exception:
-            return Readiness(False, "Failed to connect to Ollama", url, START_IT)
+            return Readiness(False, "Failed to connect to Ollama", url, start_and_pull(self.model))
         down = Readiness(False, "Ollama service not available", url, f"is {self.base_url} Ollama? {START_IT}")
         if not response.is_success:
             return down
