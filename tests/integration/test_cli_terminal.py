@@ -33,7 +33,7 @@ def test_a_closed_pipe_ends_the_command_quietly_and_records_the_run(tmp_path: Pa
 
 def test_ctrl_c_prints_a_resume_hint_with_the_options_the_run_needs(tmp_path: Path) -> None:
     env = app_env(tmp_path)  # Ollama on a dead port: the run needs `--model demo` to go on
-    message = "word " * 200  # the demo model echoes it word by word, 50 ms each
+    message = "word " * 80  # the demo model echoes it word by word, 50 ms each
     child = subprocess.Popen([SOPHOS, "chat", message, "--model", "demo", "--tools", "demo"], env=process_env(env),
                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert child.stdout is not None
@@ -64,7 +64,7 @@ def test_a_terminal_gets_a_spinner_and_a_table_a_pipe_gets_neither(tmp_path: Pat
             assert tty.wait() == 0
         finally:
             tty.close()
-        fake.add(slow_tool, {"stall": 2, "text": "late answer"})
+        fake.add({**slow_tool, "stall": 1}, {"stall": 1, "text": "late answer"})
         piped = sophos(env, tmp_path, "chat", "think again")
     assert piped.returncode == 0 and "late answer" in piped.stdout
     assert "waiting" not in piped.stderr and "running" not in piped.stderr and "\r" not in piped.stderr
