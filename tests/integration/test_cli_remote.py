@@ -91,3 +91,16 @@ def test_a_model_failure_through_a_server_exits_5_and_an_unreachable_server_6(
     assert "error: MODEL_UNAVAILABLE:" in failed.stderr and "`ollama pull qwen3`" in failed.stderr
     down = sophos(env, tmp_path, "chat", "--server", "http://127.0.0.1:9", "hi")
     assert down.returncode == 6 and down.stderr.startswith("error: UNREACHABLE: cannot reach http://127.0.0.1:9")
+
+
+def test_a_closed_pipe_cancels_the_remote_run_quietly(
+    tmp_path: Path, served: tuple[LiveServer, FakeOllama, dict[str, str]]
+) -> None:
+    server, fake, env = served
+    fake.add({"text": "row\n " * 400, "token_delay": 0.02})
+    err = tmp_path / "err.txt"
+    piped = subprocess.run(["bash", "-c", f'set -o pipefail; "{SOPHOS}" chat --server {server.url} rows 2>"{err}" | head -1'],
+                           env=process_env(env), cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert (piped.stdout, piped.returncode, err.read_text()) == ("row\n", 141, "")
+    [listed] = server.get("/api/conversations").json()["conversations"]
+    assert listed["status"] == "cancelled"
