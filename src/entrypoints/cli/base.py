@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any, NoReturn, TypeVar
 
@@ -127,6 +128,14 @@ def _set(ctx: click.Context, param: click.Parameter, value: Any) -> None:
     setting, flag = _SETTINGS[param.name]
     obj.overrides[setting] = value
     obj.options[flag] = value
+
+
+def api_token() -> str | None:
+    """The token `--server` requests send (the server's own API_TOKEN setting)."""
+    return os.environ.get("API_TOKEN") or None
+
+
+server_option = click.option("--server", metavar="URL", help="Use a running server instead of the database file.")
 
 
 def global_options(f: F) -> F:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,11 +11,9 @@ from typing import Any
 import click
 
 from domain.model import Conversation, iso, message_to_dto, summary_to_dto
-from entrypoints.cli.base import Context, global_options, pass_ctx
+from entrypoints.cli.base import Context, api_token, global_options, pass_ctx, server_option
 from entrypoints.cli.output import ago
 from entrypoints.cli.runs import remote_failure, resume_hint
-
-_server_option = click.option("--server", metavar="URL", help="Use a running server instead of the database file.")
 
 
 async def _recover(ctx: Context) -> None:
@@ -135,7 +132,7 @@ def export(ctx: Context, conversation: str, fmt: str, output: str | None) -> Non
 @click.command()
 @click.argument("conversation")
 @click.argument("title")
-@_server_option
+@server_option
 @global_options
 @pass_ctx
 def rename(ctx: Context, conversation: str, title: str, server: str | None) -> None:
@@ -144,7 +141,7 @@ def rename(ctx: Context, conversation: str, title: str, server: str | None) -> N
         from entrypoints import remote
 
         try:
-            new_title = remote.rename(server, conversation, title, os.environ.get("API_TOKEN") or None)["conversation"]["title"]
+            new_title = remote.rename(server, conversation, title, api_token())["conversation"]["title"]
         except remote.RemoteError as e:
             raise remote_failure(e) from None
     else:
@@ -154,7 +151,7 @@ def rename(ctx: Context, conversation: str, title: str, server: str | None) -> N
 
 @click.command()
 @click.argument("conversation")
-@_server_option
+@server_option
 @global_options
 @pass_ctx
 def delete(ctx: Context, conversation: str, server: str | None) -> None:
@@ -163,7 +160,7 @@ def delete(ctx: Context, conversation: str, server: str | None) -> None:
         from entrypoints import remote
 
         try:
-            remote.delete(server, conversation, os.environ.get("API_TOKEN") or None)
+            remote.delete(server, conversation, api_token())
         except remote.RemoteError as e:
             raise remote_failure(e) from None
     else:

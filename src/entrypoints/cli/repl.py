@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from domain.errors import SophosError
-from entrypoints.cli.base import CliError, Context, fail, finish, global_options, pass_ctx
+from entrypoints.cli.base import CliError, Context, fail, finish, global_options, pass_ctx, server_option
 from entrypoints.cli.output import Printer
 from entrypoints.cli.runs import Start, drive_remote, follow_answer
 
@@ -108,7 +108,7 @@ def repl_loop(ctx: Context, conversation: str | None, server: str | None) -> int
 
 @click.command()
 @click.option("-c", "--conversation", help="Continue this conversation.")
-@click.option("--server", metavar="URL", help="Use a running server instead of the database file.")
+@server_option
 @global_options
 @pass_ctx
 def repl(ctx: Context, conversation: str | None, server: str | None) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -18,10 +17,12 @@ from entrypoints.cli.base import (
     EXIT_SERVER,
     CliError,
     Context,
+    api_token,
     exit_code_of,
     finish,
     global_options,
     pass_ctx,
+    server_option,
 )
 from entrypoints.cli.output import Printer
 
@@ -93,7 +94,7 @@ def drive_remote(server: str, body: dict[str, Any], printer: Printer) -> tuple[s
     (or a closed stdout) cancels the run on the server."""
     from entrypoints import remote
 
-    token = os.environ.get("API_TOKEN") or None
+    token = api_token()
     printer.start()
     try:
         started, events = remote.follow_run(server, body, token)
@@ -135,7 +136,6 @@ def _run(ctx: Context, body: dict[str, Any], start: Start, as_json: bool, server
     finish(EXIT_PIPE if printer.pipe_closed else code)
 
 
-_server_option = click.option("--server", metavar="URL", help="Use a running server instead of the database file.")
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print events as JSON lines.")
 
 
@@ -144,7 +144,7 @@ _json_option = click.option("--json", "as_json", is_flag=True, help="Print event
 @click.option("-c", "--conversation", help="Continue this conversation.")
 @click.option("-i", "--interactive", is_flag=True, help="A prompt loop on one conversation (as `sophos repl`).")
 @_json_option
-@_server_option
+@server_option
 @global_options
 @pass_ctx
 def chat(ctx: Context, message: str | None, conversation: str | None, interactive: bool, as_json: bool, server: str | None) -> None:
@@ -164,7 +164,7 @@ def chat(ctx: Context, message: str | None, conversation: str | None, interactiv
 @click.argument("conversation")
 @click.option("--decision", type=click.Choice(["retry", "skip"]), help="For a tool call whose outcome is unknown.")
 @_json_option
-@_server_option
+@server_option
 @global_options
 @pass_ctx
 def resume(ctx: Context, conversation: str, decision: str | None, as_json: bool, server: str | None) -> None:
@@ -175,7 +175,7 @@ def resume(ctx: Context, conversation: str, decision: str | None, as_json: bool,
 
 @click.command()
 @click.argument("conversation")
-@_server_option
+@server_option
 @global_options
 @pass_ctx
 def cancel(ctx: Context, conversation: str, server: str | None) -> None:
@@ -184,7 +184,7 @@ def cancel(ctx: Context, conversation: str, server: str | None) -> None:
         from entrypoints import remote
 
         try:
-            result = remote.cancel(server, conversation, os.environ.get("API_TOKEN") or None)
+            result = remote.cancel(server, conversation, api_token())
         except remote.RemoteError as e:
             raise remote_failure(e) from None
         cid, run_id, status = result["conversation"], result["run"], str(result["status"])
