@@ -68,7 +68,8 @@ async def follow_answer(service: Any, start: Start, printer: Printer, on_started
 
 
 async def drive(ctx: Context, start: Start, printer: Printer) -> tuple[str, str]:
-    """One run: Ctrl-C stops it as `cancelled`, SIGTERM as `interrupted`."""
+    """One run: Ctrl-C stops it as `cancelled`, SIGTERM as `interrupted`, also when the
+    signal comes while the run is being started (it is stopped as soon as it exists)."""
     from domain.lifecycle import StopReason
     from domain.supervisor import Supervisor
 
@@ -76,11 +77,21 @@ async def drive(ctx: Context, start: Start, printer: Printer) -> tuple[str, str]
     supervisor = Supervisor(service)  # leases, signals, events: no adoption from a CLI
     await supervisor.start()
     loop = asyncio.get_running_loop()
+    run: list[str] = []
+    stops: list[StopReason] = []
+
+    def stop(reason: StopReason) -> None:
+        stops.append(reason)
+        if run:
+            service.stop_local(run[0], reason)
 
     def on_started(run_id: str) -> None:
-        loop.add_signal_handler(signal.SIGINT, service.stop_local, run_id, StopReason.CANCEL)
-        loop.add_signal_handler(signal.SIGTERM, service.stop_local, run_id, StopReason.SHUTDOWN)
+        run.append(run_id)
+        if stops:
+            service.stop_local(run_id, stops[0])
 
+    loop.add_signal_handler(signal.SIGINT, stop, StopReason.CANCEL)
+    loop.add_signal_handler(signal.SIGTERM, stop, StopReason.SHUTDOWN)
     try:
         return await follow_answer(service, start, printer, on_started)
     finally:
