@@ -227,3 +227,14 @@ def test_a_tool_servers_stderr_stays_out_of_the_terminal_unless_verbose(tmp_path
     assert quiet.returncode == 0 and "running on stdio" not in quiet.stderr + quiet.stdout
     verbose = sophos(env, tmp_path, "chat", "hi", "-v")
     assert "MCP server ledger: Ledger running on stdio" in verbose.stderr
+
+
+def test_a_database_path_that_cannot_be_opened_is_one_line_and_a_bad_doctor_line(tmp_path: Path) -> None:
+    (tmp_path / "plain").write_text("a file, not a directory")
+    env = app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none", DATABASE_PATH=str(tmp_path / "plain" / "db" / "x.db"))
+    listing = sophos(env, tmp_path, "conversations")
+    assert listing.returncode == 1 and "Traceback" not in listing.stderr
+    assert listing.stderr.strip().startswith(f"error: STORAGE_FAILURE: Cannot open the database {tmp_path}/plain/db/x.db:")
+    doctor = sophos(env, tmp_path, "doctor")
+    assert doctor.returncode == 1 and doctor.stdout.startswith("ok   model    demo demo")
+    assert "BAD  database" in doctor.stdout and "fix: point DATABASE_PATH (or --db) at a writable place" in doctor.stdout

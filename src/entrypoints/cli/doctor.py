@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from domain.errors import SophosError
 from entrypoints.cli.base import Context, finish, global_options, pass_ctx
 
 
@@ -39,8 +40,11 @@ async def _checks(ctx: Context) -> list[Check]:
         )
         detail = f"{s.tools} tool(s)" if s.ok else (s.error or "not running")
         checks.append(Check("tools", s.name, bool(s.ok), detail, target, "" if s.ok else fix))
-    version = container.store().schema_version
-    checks.append(Check("database", str(config.DATABASE_PATH()), True, f"schema v{version}"))
+    path = str(config.DATABASE_PATH())
+    try:
+        checks.append(Check("database", path, True, f"schema v{container.store().schema_version}"))
+    except SophosError as e:
+        checks.append(Check("database", path, False, e.message, fix="point DATABASE_PATH (or --db) at a writable place"))
     return checks
 
 
