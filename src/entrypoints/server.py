@@ -100,6 +100,9 @@ def bind(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+    except OverflowError as e:
+        sock.close()
+        raise CannotListen("CANNOT_LISTEN", f"cannot listen on port {port}: a port is 1-65535 (--port or PORT)") from e
     except OSError as e:
         sock.close()
         if e.errno == errno.EADDRINUSE:

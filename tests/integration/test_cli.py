@@ -33,6 +33,8 @@ def test_chat_then_read_commands_with_the_demo_backend(tmp_path: Path) -> None:
     assert sophos(env, tmp_path, "export", cid, "--format", "jsonl", "-o", str(out)).returncode == 0
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert lines[-1]["next"] == [] and lines[-1]["message_count"] == 5
+    unwritable = sophos(env, tmp_path, "export", cid, "-o", str(tmp_path / "no" / "such" / "dir.md"))
+    assert (unwritable.returncode, unwritable.stderr.strip()) == (2, f"error: BAD_REQUEST: cannot write {tmp_path}/no/such/dir.md: No such file or directory")
 
 
 def test_expected_errors_are_one_line_and_a_meaningful_exit_code(tmp_path: Path) -> None:
@@ -214,6 +216,8 @@ def test_serve_on_a_busy_port_fails_before_saying_it_listens(tmp_path: Path) -> 
     assert result.returncode == 6 and "listening" not in result.stdout
     assert result.stderr.startswith(f"error: ADDRESS_IN_USE: 127.0.0.1:{port} is already in use")
     assert len(result.stderr.strip().splitlines()) == 1
+    too_high = sophos({**env, "PORT": "99999"}, tmp_path, "serve")
+    assert (too_high.returncode, too_high.stderr.strip()) == (6, "error: CANNOT_LISTEN: cannot listen on port 99999: a port is 1-65535 (--port or PORT)")
 
 
 def test_a_tool_servers_stderr_stays_out_of_the_terminal_unless_verbose(tmp_path: Path) -> None:

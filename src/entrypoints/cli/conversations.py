@@ -11,7 +11,15 @@ from typing import Any
 import click
 
 from domain.model import Conversation, iso, message_to_dto, summary_to_dto
-from entrypoints.cli.base import Context, api_token, global_options, pass_ctx, server_option
+from entrypoints.cli.base import (
+    EXIT_BAD_INPUT,
+    CliError,
+    Context,
+    api_token,
+    global_options,
+    pass_ctx,
+    server_option,
+)
 from entrypoints.cli.output import ago
 from entrypoints.cli.runs import remote_failure, resume_hint
 
@@ -123,7 +131,10 @@ def export(ctx: Context, conversation: str, fmt: str, output: str | None) -> Non
         lambda: service.export_jsonl(conversation) if fmt == "jsonl" else service.export_markdown(conversation)
     )
     if output:
-        Path(output).write_text(text, encoding="utf-8")
+        try:
+            Path(output).write_text(text, encoding="utf-8")
+        except OSError as e:
+            raise CliError("BAD_REQUEST", f"cannot write {output}: {e.strerror}", EXIT_BAD_INPUT) from None
         click.echo(f"wrote {output}", err=True)
     else:
         click.echo(text, nl=False)

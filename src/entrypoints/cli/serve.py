@@ -10,7 +10,7 @@ from entrypoints.logs import configure_logging
 
 @click.command()
 @click.option("--host", help="Interface to listen on (HOST, default 127.0.0.1).")
-@click.option("--port", type=int, help="Port (PORT, default 8000).")
+@click.option("--port", type=click.IntRange(1, 65535), help="Port (PORT, default 8000).")
 @global_options
 @pass_ctx
 def serve(ctx: Context, host: str | None, port: int | None) -> None:
