@@ -113,20 +113,20 @@ def drive_remote(server: str, body: dict[str, Any], printer: Printer) -> tuple[s
         printer.spinner.close()
         raise remote_failure(e) from None
     cid, run_id = started["conversation"], started["run"]
+    stop = False
     try:
         for event, data in events:
             printer.event(event, data)
             if printer.pipe_closed:
+                stop = True
                 break
     except KeyboardInterrupt:
-        printer.spinner.clear()
-        printer.status = "cancelled"
+        stop = True
     finally:
         printer.spinner.close()
-    if printer.pipe_closed or printer.status == "cancelled":
+    if stop:
         try:
-            result = remote.cancel(server, cid, token)
-            printer.status = str(result.get("status", "cancelled"))
+            printer.status = str(remote.cancel(server, cid, token).get("status", "cancelled"))
         except remote.RemoteError as e:
             if e.code != "NO_ACTIVE_RUN":  # it finished meanwhile: nothing to stop
                 click.echo(f"error: could not cancel the run on {server}: {e.code}: {e.message}", err=True)
