@@ -104,3 +104,16 @@ def test_a_closed_pipe_cancels_the_remote_run_quietly(
     assert (piped.stdout, piped.returncode, err.read_text()) == ("row\n", 141, "")
     [listed] = server.get("/api/conversations").json()["conversations"]
     assert listed["status"] == "cancelled"
+
+
+def test_the_prompt_loop_keeps_one_conversation_on_a_server(
+    tmp_path: Path, served: tuple[LiveServer, FakeOllama, dict[str, str]]
+) -> None:
+    server, fake, env = served
+    fake.add({"text": "first answer"}, {"text": "second answer"})
+    loop = subprocess.run([SOPHOS, "repl", "--server", server.url], input="hello\nand more\n", env=process_env(env),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert loop.returncode == 0 and "first answer" in loop.stdout and "second answer" in loop.stdout, loop.stderr
+    [conversation] = server.get("/api/conversations").json()["conversations"]
+    assert conversation["messageCount"] == 4
+    assert f"continue with: sophos repl -c {conversation['id']} --server {server.url}" in loop.stderr

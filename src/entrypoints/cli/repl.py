@@ -26,10 +26,11 @@ def _turn_report(printer: Printer) -> None:
         click.echo("(stopped; the next message continues from here)", err=True)
 
 
-def _goodbye(cid: str | None, ctx: Context) -> int:
+def _goodbye(cid: str | None, ctx: Context, server: str | None = None) -> int:
     click.echo("", err=True)
     if cid:
-        click.echo(f"conversation: {cid}  (continue with: sophos repl -c {cid}{ctx.hint_options()})", err=True)
+        where = f" --server {server}" if server else ctx.hint_options()
+        click.echo(f"conversation: {cid}  (continue with: sophos repl -c {cid}{where})", err=True)
     return 0
 
 
@@ -84,7 +85,7 @@ def _remote(ctx: Context, server: str, conversation: str | None) -> int:
         try:
             line = input(PROMPT)
         except EOFError:
-            return _goodbye(cid, ctx)
+            return _goodbye(cid, ctx, server)
         except KeyboardInterrupt:
             click.echo("")
             continue
