@@ -224,6 +224,7 @@ def test_health_and_readiness(make_client: Any, ollama: FakeOllama) -> None:
     assert missing.status_code == 503 and missing.json()["message"] == 'Ollama model "llama" not available'
     down = make_client(OLLAMA_HOST="http://127.0.0.1:9").get("/api/readyz")
     assert down.status_code == 503 and down.json()["message"] == "Failed to connect to Ollama"
+    assert "`ollama serve`" in down.json()["fix"]
 
 
 def test_a_token_guards_every_api_route_but_healthz(make_client: Any) -> None:

@@ -12,8 +12,18 @@ from adapters.langchain.messages import WireCache
 from adapters.langchain.streaming import stream_chat
 from domain.errors import AgentFailure, ModelUnavailable, ModelUnreachable
 from domain.model import Message
-from ports.model import ModelOutput, ModelPort
+from ports.model import ModelOutput, ModelPort, Readiness
 from ports.tools import ToolSpec
+
+START_IT = "start Ollama (`ollama serve`) or set OLLAMA_HOST, or run `make demo`"
+
+
+def start_and_pull(model: str) -> str:
+    return f"start Ollama (`ollama serve`, and `ollama pull {model}` once) or set OLLAMA_HOST, or run `make demo`"
+
+
+def pull_it(model: str) -> str:
+    return f"pull it first (`ollama pull {model}`) or set OLLAMA_MODEL to one `ollama list` shows"
 
 
 class OllamaModel(ModelPort):
@@ -42,26 +52,33 @@ class OllamaModel(ModelPort):
                 yield out
         except ollama.ResponseError as e:
             if e.status_code == 404:
-                raise ModelUnavailable(f"The configured Ollama model {self.model!r} is not available.") from e
+                raise ModelUnavailable(
+                    f"The configured Ollama model {self.model!r} is not available at {self.base_url}: {pull_it(self.model)}"
+                ) from e
             raise AgentFailure(f"Ollama error: {e.error}") from e
         except httpx.TimeoutException as e:
-            raise ModelUnreachable(f"Ollama at {self.base_url} timed out after {self.timeout:g} s") from e
+            raise ModelUnreachable(
+                f"Ollama at {self.base_url} timed out after {self.timeout:g} s: check that it is not "
+                "overloaded, or raise MODEL_TIMEOUT"
+            ) from e
         except (httpx.TransportError, ConnectionError) as e:
-            raise ModelUnreachable(f"Ollama at {self.base_url} is unreachable: {e}") from e
+            raise ModelUnreachable(f"Ollama at {self.base_url} is unreachable ({e}): {START_IT}") from e
 
-    async def check(self) -> tuple[bool, str]:
+    async def check(self) -> Readiness:
         """The reference's readyz rule: /api/tags answers and a model name contains ours."""
+        url = f"{self.base_url}/api/tags"
         try:
             async with httpx.AsyncClient(timeout=5.0) as client:
-                response = await client.get(f"{self.base_url}/api/tags")
+                response = await client.get(url)
         except Exception:
-            return False, "Failed to connect to Ollama"
+            return Readiness(False, "Failed to connect to Ollama", url, start_and_pull(self.model))
+        down = Readiness(False, "Ollama service not available", url, f"is {self.base_url} Ollama? {START_IT}")
         if not response.is_success:
-            return False, "Ollama service not available"
+            return down
         try:
             names = [str(m.get("name", "")) for m in response.json().get("models", [])]
         except (ValueError, AttributeError):
-            return False, "Ollama service not available"
+            return down
         if any(self.model in n for n in names):
-            return True, "ok"
-        return False, f'Ollama model "{self.model}" not available'
+            return Readiness(True, "ok", url)
+        return Readiness(False, f'Ollama model "{self.model}" not available', url, pull_it(self.model))

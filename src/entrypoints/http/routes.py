@@ -162,13 +162,14 @@ async def healthz(request: Request) -> Response:
 async def readyz(request: Request) -> Response:
     """Model readiness as the reference, plus each tool server (advisory)."""
     container = _services(request)
-    ok, why = await container.model().check()
+    ready = await container.model().check()
     servers = [
         {"name": s.name, "ok": s.ok, "tools": s.tools, **({"error": s.error} if s.error else {})}
         for s in await container.tools().status()
     ]
-    if not ok:
-        return JSONResponse({"status": "error", "message": why, "tools": servers}, status_code=503)
+    if not ready.ok:
+        body = {"status": "error", "message": ready.reason, "fix": ready.fix, "tools": servers}
+        return JSONResponse(body, status_code=503)
     return JSONResponse({"status": "ok", "tools": servers})
 
 
