@@ -103,6 +103,22 @@ def openapi_document() -> dict[str, Any]:
                     "responses": _responses(200, {"type": "string"}, 400, 404, ok_type="text/markdown"),
                 }
             },
+            "/api/session": {
+                "get": {
+                    "summary": "Whether the page needs a login (API_TOKEN set) and has one",
+                    "responses": _responses(200, {"type": "object", "properties": {
+                        "required": {"type": "boolean"}, "authenticated": {"type": "boolean"}}}),
+                },
+                "post": {
+                    "summary": "Log the page in: the API token for an HttpOnly, SameSite=Strict session cookie",
+                    "requestBody": {"required": True, **_json({
+                        "type": "object", "additionalProperties": False, "required": ["token"],
+                        "properties": {"token": {"type": "string"}},
+                    })},
+                    "responses": _responses(200, {"type": "object"}, 400, 401, 403, 413),
+                },
+                "delete": {"summary": "Log out: clear the session cookie", "responses": _responses(204, None, 403)},
+            },
             "/api/healthz": {"get": {"summary": "Liveness", "responses": _responses(200, {"type": "object"})}},
             "/api/readyz": {"get": {"summary": "Model and tool readiness", "responses": _responses(200, {"type": "object"}, 503)}},
             "/api/openapi.json": {"get": {"summary": "This document", "responses": _responses(200, {"type": "object"})}},
