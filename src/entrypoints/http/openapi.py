@@ -70,6 +70,9 @@ def openapi_document() -> dict[str, Any]:
                     "parameters": [
                         {"name": "limit", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1, "maximum": 500}},
                         {"name": "before", "in": "query", "required": False, "schema": {"type": "string"}},
+                        {"name": "q", "in": "query", "required": False, "description":
+                         "only conversations whose title contains this text (case-insensitive)",
+                         "schema": {"type": "string", "maxLength": 200}},
                     ],
                     "responses": _responses(200, {"type": "object", "properties": {
                         "conversations": {"type": "array", "items": summary}}}, 400, 500),
