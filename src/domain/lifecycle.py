@@ -18,7 +18,7 @@ from domain.errors import (
     RunNotResumable,
     to_chat_error,
 )
-from domain.events import StreamEvent
+from domain.events import AgentEvent, NodeStarted, StreamEvent, TokenDelta
 from domain.model import (
     PendingCall,
     Run,
@@ -108,6 +108,25 @@ def terminal_event(conversation_id: str, outcome: Outcome) -> StreamEvent:
         data = {"code": outcome.error.code, "message": outcome.error.message, "conversation": conversation_id}
         return StreamEvent("chat-error", data)
     return StreamEvent("end", {"conversation": conversation_id, "status": outcome.status.value})
+
+
+# --- a stopped answer ----------------------------------------------------------------------
+
+
+def step_text(streamed: list[str], event: AgentEvent) -> list[str]:
+    """The text streamed so far by the current step, after `event`."""
+    if isinstance(event, NodeStarted):
+        return []
+    if isinstance(event, TokenDelta):
+        return [*streamed, event.text]
+    return streamed
+
+
+def keeps_stopped_text(stop: StopReason | None, text: str, head: ThreadHead) -> bool:
+    """Whether the text a stopped step streamed is added to the thread: only when a person
+    stopped it, it said something, and the step's own output is not saved (the head still
+    waits for the agent; after it the step's answer or tool calls are in the thread)."""
+    return stop is StopReason.CANCEL and bool(text) and head.work_left and not head.awaiting_tools
 
 
 # --- ownership -----------------------------------------------------------------------------

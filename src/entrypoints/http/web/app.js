@@ -213,6 +213,8 @@ async function resume(decision) {
     await api("/api/chat", { method: "POST", body: { resume: true, conversation: state.current, ...(decision ? { decision } : {}) } });
     state.detail = { ...state.detail, resumable: false };
     state.messages = state.messages.map((m) => (m.stopped ? { ...m, stopped: false } : m)).filter((m) => !m.local);
+    // a resume starts a new step: its text goes in a new bubble, not after a kept answer
+    if ((state.messages[state.messages.length - 1] || {}).role === "assistant") state.messages.push({ role: "assistant", content: "", toolCalls: [] });
     state.trace = [];
     attach(state.current);
   } catch (e) { fail(e); }
