@@ -1,6 +1,7 @@
 """The page's everyday use, one test per item, on one shared server: trace panel, mobile,
 keyboard, code blocks and copying, tool calls, Stop, the header title, the sidebar, the
-theme and icons, the sanitizer. Each saves screenshots at 1280×800 and 375 px wide."""
+theme and icons, the sanitizer, reconnecting. Each saves screenshots at 1280×800 and 375 px
+wide."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from playwright.sync_api import Page, expect
 from domain.model import iso, new_id
 from tests.browser.conftest import App, shoot
 from tests.support.fake_ollama import FakeOllama
+from tests.support.server import LiveServer
 
 EMOJI = re.compile(r"[\U0001F300-\U0001FAFF\u2600-\u27BF\u2B00-\u2BFF]")
 
@@ -242,3 +244,24 @@ def test_a_model_answer_cannot_draw_the_page_s_own_ui(tab: Page, shared_ollama: 
     expect(tab.locator(".banner.error")).to_have_count(1)
     assert bubble.locator("button").count() == 1  # only the page's own copy button
     shoot(tab, "sanitized-fake-banner")
+
+
+def test_the_page_says_reconnecting_and_recovers_by_itself_when_the_server_returns(
+    tab: Page, shared_app: App, shared_ollama: FakeOllama
+) -> None:
+    shared_ollama.add({"text": "steady " * 300, "token_delay": 0.05})
+    tab.get_by_test_id("message-input").fill("survive a restart")
+    tab.get_by_test_id("message-input").press("Enter")
+    expect(tab.get_by_test_id("assistant-message").last).to_contain_text("steady steady", timeout=15000)
+    port = shared_app.server.port
+    shared_app.server.kill()
+    connection = tab.get_by_test_id("connection")
+    expect(connection).to_have_text("Reconnecting…", timeout=10000)
+    shoot(tab, "reconnecting")
+    shared_app.server = LiveServer(shared_app.env, shared_app.tmp, port).start()
+    expect(connection).to_be_hidden(timeout=15000)  # no reload: the tab found the server again
+    expect(tab.get_by_test_id("resume-banner")).to_contain_text("stopped before it finished")
+    expect(tab.locator(".conversation-item").first.locator(".badge")).to_have_text("interrupted")
+    tab.get_by_test_id("resume-button").click()
+    expect(tab.get_by_test_id("assistant-message").last).to_have_text("Done.", timeout=15000)
+    shoot(tab, "reconnected")
