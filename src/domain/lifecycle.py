@@ -18,7 +18,7 @@ from domain.errors import (
     RunNotResumable,
     to_chat_error,
 )
-from domain.events import AgentEvent, NodeStarted, StreamEvent, TokenDelta
+from domain.events import StreamEvent
 from domain.model import (
     PendingCall,
     Run,
@@ -111,15 +111,6 @@ def terminal_event(conversation_id: str, outcome: Outcome) -> StreamEvent:
 
 
 # --- a stopped answer ----------------------------------------------------------------------
-
-
-def step_text(streamed: list[str], event: AgentEvent) -> list[str]:
-    """The text streamed so far by the current step, after `event`."""
-    if isinstance(event, NodeStarted):
-        return []
-    if isinstance(event, TokenDelta):
-        return [*streamed, event.text]
-    return streamed
 
 
 def keeps_stopped_text(stop: StopReason | None, text: str, head: ThreadHead) -> bool:

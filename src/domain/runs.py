@@ -24,7 +24,7 @@ from domain.errors import (
     ShuttingDown,
     StorageFailure,
 )
-from domain.events import InputRecorded, StreamEvent, StreamTranslator
+from domain.events import InputRecorded, NodeStarted, StreamEvent, StreamTranslator, TokenDelta
 from domain.following import follow_log, iterate
 from domain.hub import TERMINAL_EVENTS, ActiveRun, Item, RunHub
 from domain.lifecycle import Outcome, StopReason
@@ -205,7 +205,10 @@ class RunService:
                         if active.stop_reason is not None:
                             raise asyncio.CancelledError  # a stop that waited for the input
                         continue
-                    streamed[:] = lifecycle.step_text(streamed, event)
+                    if isinstance(event, NodeStarted):
+                        streamed.clear()
+                    elif isinstance(event, TokenDelta):
+                        streamed.append(event.text)
                     for out in translator.feed(event):
                         active.publish(out)
         except asyncio.CancelledError:

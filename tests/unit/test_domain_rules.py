@@ -10,7 +10,7 @@ import pytest
 from domain.errors import InvalidInput
 from domain.events import NodeStarted, StreamTranslator, TokenDelta, ToolCallFinished, ToolCallRequested
 from domain.export import checkpoint_jsonl, markdown_transcript
-from domain.lifecycle import StopReason, keeps_stopped_text, step_text
+from domain.lifecycle import StopReason, keeps_stopped_text
 from domain.model import (
     AssistantMessage,
     CheckpointSummary,
@@ -132,11 +132,6 @@ def test_an_unknown_backend_is_a_clear_error(tmp_path) -> None:  # type: ignore[
 
 
 def test_only_a_person_s_stop_of_an_unsaved_step_keeps_its_streamed_text() -> None:
-    streamed: list[str] = []
-    for event in (NodeStarted(1, "agent", "m"), TokenDelta(1, "Hel"), TokenDelta(1, "lo")):
-        streamed = step_text(streamed, event)
-    assert "".join(streamed) == "Hello"
-    assert step_text(streamed, NodeStarted(2, "tools", "t")) == []
     mid_step = ThreadHead(work_left=True, awaiting_tools=False, message_count=1)
     assert keeps_stopped_text(StopReason.CANCEL, "Hello", mid_step)
     assert not keeps_stopped_text(StopReason.SHUTDOWN, "Hello", mid_step)  # the step reruns on resume
