@@ -4,7 +4,7 @@ export class ApiError extends Error {
   constructor(code, message) { super(message); this.code = code; }
 }
 
-const listeners = { unauthorized: () => {}, unreachable: () => {}, reachable: () => {} };
+const listeners = { unauthorized: () => {}, unreachable: () => {} };
 export function onApi(events) { Object.assign(listeners, events); }
 
 export async function api(path, options = {}) {
@@ -15,7 +15,6 @@ export async function api(path, options = {}) {
     listeners.unreachable();
     throw new ApiError("SERVER_UNREACHABLE", "The server could not be reached; the page reconnects by itself.");
   }
-  listeners.reachable();
   if (response.status === 204) return null;
   let body = null;
   try { body = await response.json(); } catch { /* not JSON */ }
