@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -72,17 +72,31 @@ def open_page(browser: Browser, url: str, name: str, **context_options: Any) -> 
     assert errors == [], errors  # no script error on the page
 
 
-def shoot(page: Page, item: str) -> None:
+def shoot(page: Page, item: str, narrow: Callable[[Page], Any] | None = None) -> None:
     """Screenshots of the page as it is, at 1280×800 and at 375 px wide:
-    test-results/browser/<item>-1280.png and <item>-375.png."""
+    test-results/browser/<item>-1280.png and <item>-375.png. `narrow` prepares the narrow
+    one (and undoes itself when called again), e.g. opens the folded sidebar."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     size = page.viewport_size
     page.set_viewport_size({"width": 1280, "height": 800})
     page.screenshot(path=str(SHOTS / f"{item}-1280.png"))
     page.set_viewport_size({"width": 375, "height": 740})
+    if narrow is not None:
+        narrow(page)
+        page.wait_for_timeout(300)  # the sidebar slides in
     page.screenshot(path=str(SHOTS / f"{item}-375.png"))
+    if narrow is not None:
+        narrow(page)
     if size is not None:
         page.set_viewport_size(size)
+
+
+def toggle_sidebar(page: Page) -> None:
+    """Open the folded sidebar with the menu button, or close it by tapping beside it."""
+    if page.get_by_test_id("menu-button").get_attribute("aria-expanded") == "true":
+        page.mouse.click(370, 400)
+    else:
+        page.get_by_test_id("menu-button").click()
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from playwright.sync_api import Page, expect
 
 from domain.model import iso, new_id
-from tests.browser.conftest import App, shoot
+from tests.browser.conftest import App, shoot, toggle_sidebar
 from tests.support.fake_ollama import FakeOllama
 from tests.support.server import LiveServer
 
@@ -201,14 +201,16 @@ def test_the_sidebar_groups_by_date_says_1_message_and_searches_every_title(
     expect(row.locator(".actions")).to_have_css("opacity", "0")
     row.hover()
     expect(row.locator(".actions")).to_have_css("opacity", "1")
-    shoot(tab, "sidebar-groups")
+    shoot(tab, "sidebar-groups", narrow=toggle_sidebar)
     expect(tab.locator(".conversation-item", has_text="Needle in the archive")).to_have_count(0)  # not loaded
     tab.get_by_test_id("search").fill("NEEDLE")
     expect(tab.locator(".conversation-item")).to_have_count(1)
     expect(tab.locator(".conversation-item")).to_contain_text("Needle in the archive")
-    shoot(tab, "sidebar-search")
-    tab.get_by_test_id("search").fill("")
+    shoot(tab, "sidebar-search", narrow=toggle_sidebar)
+    tab.get_by_test_id("search").press("Escape")  # clears the search box, and the search
+    expect(tab.get_by_test_id("search")).to_have_value("")
     expect(tab.locator(".conversation-item", has_text="Needle in the archive")).to_have_count(0)
+    expect(tab.locator(".conversation-item", has_text="Filler 3")).to_have_count(1)
 
 
 def test_a_light_theme_follows_the_system_with_a_favicon_and_svg_icons(

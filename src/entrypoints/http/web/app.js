@@ -313,10 +313,12 @@ $("input").addEventListener("keydown", (e) => { if (e.key === "Enter" && !e.shif
 $("input").addEventListener("input", renderComposer);
 $("new-chat").addEventListener("click", newChat);
 let searchTimer = null;
-$("filter").addEventListener("input", (e) => {
+const search = (e) => {
   clearTimeout(searchTimer);
-  searchTimer = setTimeout(() => { state.query = e.target.value.trim(); loadList(); }, 250);
-});
+  searchTimer = setTimeout(() => { if (state.query !== e.target.value.trim()) { state.query = e.target.value.trim(); loadList(); } }, 250);
+};
+$("filter").addEventListener("input", search);
+$("filter").addEventListener("search", search);  // Esc in the box clears it
 $("load-more").addEventListener("click", () => loadList(true));
 $("resume").addEventListener("click", () => resume(null));
 $("retry").addEventListener("click", () => resume("retry"));
