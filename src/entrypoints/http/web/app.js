@@ -318,7 +318,6 @@ const search = (e) => {
   searchTimer = setTimeout(() => { if (state.query !== e.target.value.trim()) { state.query = e.target.value.trim(); loadList(); } }, 250);
 };
 $("filter").addEventListener("input", search);
-$("filter").addEventListener("search", search);  // Esc in the box clears it
 $("load-more").addEventListener("click", () => loadList(true));
 $("resume").addEventListener("click", () => resume(null));
 $("retry").addEventListener("click", () => resume("retry"));
