@@ -77,11 +77,11 @@ async function loadList(more = false) {
   render();
 }
 
-async function openConversation(id, { keepError = false, partial = null } = {}) {
+async function openConversation(id, { keepError = false } = {}) {
   const same = state.current === id;
   detach();
   if (!same) state.trace = [];
-  state.current = id; state.stopped = false;
+  state.current = id;
   if (!keepError) state.error = null;
   if (narrow()) state.sidebarOpen = false;
   try {
@@ -91,7 +91,9 @@ async function openConversation(id, { keepError = false, partial = null } = {}) 
     state.messages = d.messages;
     const conv = d.conversation;
     if (conv.status === "failed" && conv.error && !keepError) state.error = conv.error;
-    if (conv.status === "cancelled") markStopped(partial);
+    const last = state.messages[state.messages.length - 1];
+    // the server keeps what a stopped answer had written: it stays on screen, marked
+    if (conv.status === "cancelled" && last && last.role === "assistant") state.messages[state.messages.length - 1] = { ...last, stopped: true };
     if (conv.status === "running") {
       // re-attach: show what was durable when the run started, the replay rebuilds the rest
       if (d.activeRun) state.messages = d.messages.slice(0, d.activeRun.baseMessageCount);
@@ -103,16 +105,6 @@ async function openConversation(id, { keepError = false, partial = null } = {}) 
   }
   render();
   renderMessages(true);
-}
-
-// a stopped answer stays on screen: the saved one, or the text streamed before the stop
-function markStopped(partial) {
-  let last = state.messages[state.messages.length - 1];
-  if ((!last || last.role !== "assistant") && partial && (partial.content || (partial.toolCalls || []).length)) {
-    last = { ...partial, local: true };  // not saved: dropped when the run resumes
-    state.messages = [...state.messages, last];
-  }
-  if (last && last.role === "assistant") state.messages[state.messages.length - 1] = { ...last, stopped: true };
 }
 
 function lastAssistant(createIfToolCalls) {
@@ -142,12 +134,10 @@ function attach(id) {
     renderMessages(); renderTrace();
   });
   const finish = async (error) => {
-    const last = state.messages[state.messages.length - 1];
-    const partial = last && last.role === "assistant" ? { ...last } : null;
     detach();
     if (error) state.error = error;
     loadList();
-    await openConversation(id, { keepError: !!error, partial });
+    await openConversation(id, { keepError: !!error });
     $("input").focus();
   };
   source.addEventListener("end", () => finish(null));
@@ -212,7 +202,7 @@ async function resume(decision) {
   try {
     await api("/api/chat", { method: "POST", body: { resume: true, conversation: state.current, ...(decision ? { decision } : {}) } });
     state.detail = { ...state.detail, resumable: false };
-    state.messages = state.messages.map((m) => (m.stopped ? { ...m, stopped: false } : m)).filter((m) => !m.local);
+    state.messages = state.messages.map((m) => (m.stopped ? { ...m, stopped: false } : m));
     // a resume starts a new step: its text goes in a new bubble, not after a kept answer
     if ((state.messages[state.messages.length - 1] || {}).role === "assistant") state.messages.push({ role: "assistant", content: "", toolCalls: [] });
     state.trace = [];
@@ -222,7 +212,6 @@ async function resume(decision) {
 
 async function stop() {
   if (!state.streaming || !state.current) return;
-  state.stopped = true;
   try { await api("/api/chat/cancel", { method: "POST", body: { conversation: state.current } }); }
   catch (e) { if (e.code !== "NO_ACTIVE_RUN") fail(e); }
 }
