@@ -132,7 +132,7 @@ def test_code_blocks_are_labelled_highlighted_and_copied_and_a_message_copies_wh
 
 
 def test_tool_arguments_are_pretty_and_collapsible_and_a_running_call_spins(tab: Page, shared_ollama: FakeOllama) -> None:
-    shared_ollama.add({"tool_calls": [("ledger__append", {"label": "spin", "delay": 2})]}, {"text": "Appended."})
+    shared_ollama.add({"tool_calls": [("ledger__append", {"label": "spin", "delay": 4})]}, {"text": "Appended."})
     send(tab, "append slowly")
     call = tab.get_by_test_id("tool-call").last
     expect(call.get_by_test_id("tool-spinner")).to_be_visible(timeout=15000)
@@ -144,7 +144,7 @@ def test_tool_arguments_are_pretty_and_collapsible_and_a_running_call_spins(tab:
     call.locator("summary").click()
     args = call.get_by_test_id("tool-args")
     expect(args).to_be_visible()
-    assert args.inner_text() == '{\n  "label": "spin",\n  "delay": 2\n}'
+    assert args.inner_text() == '{\n  "label": "spin",\n  "delay": 4\n}'
     shoot(tab, "tool-call-arguments")
 
 
@@ -165,12 +165,15 @@ def test_stop_keeps_the_partial_answer_marked_as_stopped_by_you(tab: Page, share
 
 
 def test_the_header_shows_the_title_from_the_first_token_on(tab: Page, shared_ollama: FakeOllama) -> None:
-    shared_ollama.add({"text": "a b c d e f g h i j k l m n o p", "token_delay": 0.15})
+    words = " ".join(f"w{i}" for i in range(40))
+    shared_ollama.add({"text": words, "token_delay": 0.3})  # 12 s of streaming: a generous margin
     send(tab, "Title from the first token")
-    expect(answer(tab)).to_contain_text("a", timeout=15000)
+    expect(answer(tab)).to_contain_text("w0", timeout=15000)
     expect(tab.get_by_test_id("current-title")).to_have_text("Title from the first token")
-    assert "a b c d e f g h i j k l m n o p" not in answer(tab).inner_text()  # still streaming
+    assert words not in answer(tab).inner_text()  # still streaming
     shoot(tab, "header-title")
+    tab.keyboard.press("Escape")  # leave the shared server idle
+    expect(tab.get_by_test_id("resume-banner")).to_be_visible(timeout=10000)
 
 
 def test_the_sidebar_groups_by_date_says_1_message_and_searches_every_title(
