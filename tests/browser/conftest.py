@@ -83,7 +83,7 @@ def shoot(page: Page, item: str, narrow: Callable[[Page], Any] | None = None) ->
     page.set_viewport_size({"width": 375, "height": 740})
     if narrow is not None:
         narrow(page)
-        page.wait_for_timeout(300)  # the sidebar slides in
+    page.wait_for_timeout(300)  # the sidebar slides in or out
     page.screenshot(path=str(SHOTS / f"{item}-375.png"))
     if narrow is not None:
         narrow(page)
