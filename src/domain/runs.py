@@ -25,7 +25,7 @@ from domain.errors import (
     ShuttingDown,
     StorageFailure,
 )
-from domain.events import InputRecorded, StreamEvent, StreamTranslator
+from domain.events import InputRecorded, NodeStarted, StreamEvent, StreamTranslator, TokenDelta
 from domain.following import counted, follow_log, iterate
 from domain.hub import TERMINAL_EVENTS, ActiveRun, Item, RunHub
 from domain.lifecycle import Outcome, StopReason
@@ -198,6 +198,7 @@ class RunService:
         active.started = True
         translator = StreamTranslator()
         failure: BaseException | None = None
+        streamed: list[str] = []  # the text of the current step, kept if a person stops it
         try:
             if active.stop_reason is not None and not active.needs_input:
                 raise asyncio.CancelledError  # stopped before its first step
@@ -209,6 +210,10 @@ class RunService:
                         if active.stop_reason is not None:
                             raise asyncio.CancelledError  # a stop that waited for the input
                         continue
+                    if isinstance(event, NodeStarted):
+                        streamed.clear()
+                    elif isinstance(event, TokenDelta):
+                        streamed.append(event.text)
                     for out in translator.feed(event):
                         active.publish(out)
         except asyncio.CancelledError:
@@ -219,12 +224,26 @@ class RunService:
                 active.stop_reason = StopReason.SHUTDOWN
         except Exception as e:  # every failure becomes data on the run, never a crash
             failure = e
+        if active.stop_reason is not None and streamed:
+            failure = await self._keep_stopped_text(active, "".join(streamed))
         active.finishing = True
         active.failure = failure
         outcome = lifecycle.outcome_of(failure, active.stop_reason)
         for out in translator.close():
             active.publish(out)
         await self._finish(active, outcome)
+
+    async def _keep_stopped_text(self, active: ActiveRun, text: str) -> BaseException | None:
+        """The answer a person stopped stays in the thread; a store that refuses it turns
+        the cancel into that failure (RunLost: the run is no longer ours)."""
+        try:
+            head = await self.checkpoints.head(active.conversation_id)
+            if lifecycle.keeps_stopped_text(active.stop_reason, text, head):
+                await self.engine.keep_stopped_text(active.conversation_id, active.run_id, text)
+        except Exception as e:
+            log.warning("could not keep the stopped answer: %s", e, extra=active.context)
+            return e
+        return None
 
     async def _finish(self, active: ActiveRun, outcome: Outcome) -> None:
         ctx = active.context

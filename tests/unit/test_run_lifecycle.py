@@ -211,6 +211,24 @@ async def test_cancel_stops_the_model_stream_and_records_cancelled() -> None:
     assert events[-1].data["status"] == "completed"
 
 
+async def test_a_stopped_answer_stays_in_the_thread_and_a_resume_continues_after_it() -> None:
+    h = make_harness(["word " * 200, "the rest"], delay=0.01)
+    started = await h.runs.start("long answer please")
+    cid = started.conversation_id
+    await asyncio.sleep(0.2)
+    assert (await h.runs.cancel(cid)).status is RunStatus.CANCELLED
+    detail = await h.conversations.get(cid)
+    kept = detail.messages[-1]
+    assert [m.role for m in detail.messages] == ["user", "assistant"]
+    assert kept.content.startswith("word word") and len(kept.content) < len("word " * 200)
+    assert detail.resumable and detail.conversation.message_count == 2
+    events = await h.resume(cid)
+    assert events[-1].data["status"] == "completed"
+    contents = [m.content for m in (await h.conversations.get(cid)).messages]
+    assert contents == ["long answer please", kept.content, "the rest"]
+    assert h.model.seen[-1].messages[-1].content == kept.content  # the model saw what was kept
+
+
 async def test_cancel_in_a_slow_tool_closes_the_dangling_call_for_the_next_turn() -> None:
     gate = asyncio.Event()
 

@@ -239,6 +239,11 @@ class LangGraphEngine(AgentEngine):
             out.append(ToolMessage(content, tool_call_id=call.id, name=call.name, status="error"))
         return out
 
+    async def keep_stopped_text(self, thread_id: str, run_id: str, text: str) -> None:
+        # written as the tools step's output: the checkpoint's next step stays `agent`,
+        # so the conversation remains resumable after the kept text
+        await self.graph.aupdate_state(_config(thread_id, run_id), {"messages": [AIMessage(text)]}, as_node="tools")
+
     async def run(
         self, thread_id: str, run_id: str, run_input: RunInput, recursion_limit: int
     ) -> AsyncGenerator[AgentEvent, None]:

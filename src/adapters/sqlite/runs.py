@@ -82,12 +82,15 @@ class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
         return conversation_from_row(rows[0]) if rows else None
 
     async def list_conversations(
-        self, limit: int | None = None, before: tuple[datetime, str] | None = None
+        self, limit: int | None = None, before: tuple[datetime, str] | None = None, query: str = ""
     ) -> Sequence[Conversation]:
-        sql, args = SUMMARY, list[object]()
+        sql, args = SUMMARY + " WHERE 1", list[object]()
         if before is not None:
-            sql += " WHERE (c.updated_at, c.id) < (?, ?)"
+            sql += " AND (c.updated_at, c.id) < (?, ?)"
             args += [iso(before[0]), before[1]]
+        if query:
+            sql += " AND instr(casefold(c.title), ?) > 0"
+            args.append(query.casefold())
         sql += " ORDER BY c.updated_at DESC, c.id DESC"
         if limit is not None:
             sql += " LIMIT ?"
@@ -399,4 +402,6 @@ class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
 def _open_reader(path: str, busy_timeout: float) -> sqlite3.Connection:
     conn = connect(path, busy_timeout)
     conn.execute("PRAGMA query_only = ON")  # the reader never writes, by construction
+    # title search folds case as Python does (SQLite's lower() and LIKE fold ASCII only)
+    conn.create_function("casefold", 1, lambda s: s.casefold() if isinstance(s, str) else s, deterministic=True)
     return conn

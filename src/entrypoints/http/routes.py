@@ -83,15 +83,15 @@ async def cancel_chat(request: Request) -> Response:
 async def list_conversations(request: Request) -> Response:
     service = _services(request).conversations()
     params = request.query_params
-    unknown = set(params) - {"limit", "before"}
+    unknown = set(params) - {"limit", "before", "q"}
     if unknown:
         raise InvalidInput(f"Unknown parameter(s): {', '.join(sorted(unknown))}")
     if "limit" in params or "before" in params:
-        page = await service.page(params.get("limit"), params.get("before"))
+        page = await service.page(params.get("limit"), params.get("before"), params.get("q"))
         items, cursor = page.conversations, page.next_cursor
     else:
         try:
-            items, cursor = await service.list(), None
+            items, cursor = await service.list(params.get("q")), None
         except SophosError:
             raise  # a storage failure is a 503, not a fetch error
         except Exception as e:
