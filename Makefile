@@ -13,8 +13,7 @@ WEB_STAMP := $(WEB_DIR)/node_modules/.installed
 # Debian packages, as COMMAND=PACKAGE: installed when missing (as root), else one line says how.
 NEED := scripts/need-system-packages
 NODE_PACKAGES := node=nodejs npm=npm
-TEST_PACKAGES := chromium=chromium
-# (PostgreSQL, when the tests need it: pg_ctlcluster=postgresql; its server binaries are not on PATH)
+TEST_PACKAGES := chromium=chromium pg_ctlcluster=postgresql
 
 .PHONY: install run demo test test-unit lint bench bench-concurrency soak clean-db check-python need-node need-test help
 

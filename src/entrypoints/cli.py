@@ -322,7 +322,7 @@ def export(ctx: Context, conversation: str, fmt: str, output: str | None) -> Non
 
 @main.group()
 def db() -> None:
-    """Inspect and maintain the database file."""
+    """Inspect and maintain the database (the SQLite file, or PostgreSQL with DATABASE_URL)."""
 
 
 def _mb(n: int) -> str:
@@ -365,6 +365,18 @@ def vacuum(ctx: Context) -> None:
     click.echo(f"{_mb(before)} -> {_mb(after)}")
 
 
+@db.command()
+@pass_ctx
+def migrate(ctx: Context) -> None:
+    """Bring the schema up to date, then exit (servers also do it when they start)."""
+    from entrypoints.container import check_database
+
+    ok, where = ctx.run(lambda: check_database(ctx.container))
+    if not ok:
+        raise CliError("STORAGE_FAILURE", where)
+    click.echo(f"migrated {where}")
+
+
 @main.command()
 @pass_ctx
 def doctor(ctx: Context) -> None:
@@ -384,8 +396,11 @@ def doctor(ctx: Context) -> None:
             detail = f"{s.tools} tool(s)" if s.ok else (s.error or "not running")
             click.echo(f"{'ok ' if s.ok else 'BAD'}  tools    {s.name}: {detail}")
             healthy = healthy and bool(s.ok)
-        click.echo(f"ok   database {container.config.DATABASE_PATH()} (schema v{container.store().schema_version})")
-        return healthy
+        from entrypoints.container import check_database
+
+        db_ok, where = await check_database(container)
+        click.echo(f"{'ok ' if db_ok else 'BAD'}  database {where}")
+        return healthy and db_ok
 
     sys.exit(0 if ctx.run(check) else 1)
 
