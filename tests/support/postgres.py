@@ -83,10 +83,6 @@ class PostgresServer:
         self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.root / "log"),
                   "-w", "-t", "60", "-m", "fast", action)
 
-    def restart(self) -> None:
-        """Stop (fast: every session is cut) and start again on the same port."""
-        self.pg_ctl("restart")
-
     def stop(self) -> None:
         pid_file = self.data / "postmaster.pid"
         if pid_file.exists():
