@@ -212,8 +212,9 @@ def test_a_paused_owner_is_never_taken_over_while_its_session_lives(
 
 
 def test_five_processes_started_at_once_on_an_empty_database_all_come_up(
-    servers: list[LiveServer], tmp_path: Path, ollama: FakeOllama, pg_url: str
+    servers: list[LiveServer], tmp_path: Path, ollama: FakeOllama, pg_empty_url: str
 ) -> None:
+    pg_url = pg_empty_url
     five = launch(servers, tmp_path, ollama, pg_url, 5)
     ollama.add(*[{"text": f"answer {i}"} for i in range(5)])
     cids = [s.post("/api/chat", {"message": f"hi {i}"}).json()["conversation"] for i, s in enumerate(five)]
