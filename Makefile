@@ -23,7 +23,7 @@ help:
 	@echo "make test     run the whole test suite"
 	@echo "make bench    run the benchmarks and print their figures"
 	@echo "make bench-concurrency   only the concurrency section (BENCH_BASELINE_REF=ref to compare with)"
-	@echo "make soak N=1000   the kill -9 torture test, long form"
+	@echo "make soak N=1000   the kill -9 torture test, long form (BACKEND=postgres: three processes on PostgreSQL)"
 
 CHECK_PYTHON = $(PYTHON) -c 'import sys; need = tuple(map(int, "$(MIN_PYTHON)".split("."))); \
 	sys.exit(0 if sys.version_info >= need else "Sophos needs Python $(MIN_PYTHON) or newer, but $(PYTHON) is " \
@@ -84,8 +84,9 @@ bench-concurrency: install
 	PYTHONPATH=.:src $(PY) -m bench --only concurrency
 
 N ?= 1000
+BACKEND ?= sqlite
 soak: install
-	PYTHONPATH=.:src $(PY) -m tests.support.torture --kills $(N)
+	PYTHONPATH=.:src $(PY) -m tests.support.torture --kills $(N) --backend $(BACKEND)
 
 clean-db:
 	rm -rf data/db
