@@ -15,7 +15,7 @@ NEED := scripts/need-system-packages
 NODE_PACKAGES := node=nodejs npm=npm
 TEST_PACKAGES := chromium=chromium pg_ctlcluster=postgresql
 
-.PHONY: install run demo test test-unit lint bench bench-concurrency soak clean-db check-python need-node need-test help
+.PHONY: install run demo test test-unit lint bench bench-concurrency bench-postgres soak clean-db check-python need-node need-test help
 
 help:
 	@echo "make run      start Sophos (creates .venv and installs everything first)"
@@ -23,6 +23,7 @@ help:
 	@echo "make test     run the whole test suite"
 	@echo "make bench    run the benchmarks and print their figures"
 	@echo "make bench-concurrency   only the concurrency section (BENCH_BASELINE_REF=ref to compare with)"
+	@echo "make bench-postgres      only the storage section on PostgreSQL (both backends, the bare official saver)"
 	@echo "make soak N=1000   the kill -9 torture test, long form (BACKEND=postgres: three processes on PostgreSQL)"
 
 CHECK_PYTHON = $(PYTHON) -c 'import sys; need = tuple(map(int, "$(MIN_PYTHON)".split("."))); \
@@ -82,6 +83,9 @@ bench: install
 
 bench-concurrency: install
 	PYTHONPATH=.:src $(PY) -m bench --only concurrency
+
+bench-postgres: install
+	PYTHONPATH=.:src $(PY) -m bench --only postgres
 
 N ?= 1000
 BACKEND ?= sqlite
