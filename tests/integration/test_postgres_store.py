@@ -78,6 +78,12 @@ async def test_a_killed_owner_is_seen_dead_at_once_and_a_paused_one_never(pg_url
             assert time.monotonic() - killed < 5, "the dead owner's lock was never freed"
             await asyncio.sleep(0.01)
         print(f"\ndead owner seen {1000 * (time.monotonic() - killed):.0f} ms after kill -9")
+        # the registry forgets a dead process once none of its runs is left running
+        await store.prune(3600)
+        assert await store._rows("SELECT count(*) FROM processes") == [(1,)]
+        await store.finish_run(run_id, RunFinish(RunStatus.INTERRUPTED, utc_now()))
+        await store.prune(3600)
+        assert await store._rows("SELECT count(*) FROM processes") == [(0,)]
     finally:
         if owner.poll() is None:
             owner.kill()

@@ -192,7 +192,7 @@ class PostgresDatabase:
 def connection_options() -> dict[str, Any]:
     # autocommit (the official saver's setup needs it, our writes open transactions), no
     # prepared statements (so a transaction-mode PgBouncer works), UTC timestamps
-    return {"autocommit": True, "prepare_threshold": 0, "options": "-c timezone=UTC"}
+    return {"autocommit": True, "prepare_threshold": 0, "options": "-c timezone=UTC", "connect_timeout": 5}
 
 
 async def migrate(conn: AsyncConnection[Any], setups: list[Setup] = []) -> int:  # noqa: B006 - read only

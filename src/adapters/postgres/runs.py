@@ -13,7 +13,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from adapters.postgres.database import PostgresDatabase
-from adapters.postgres.presence import CHANNEL, Presence
+from adapters.postgres.presence import CHANNEL, OWNER_ALIVE, Presence
 from adapters.postgres.rows import LATEST, RUNS, SUMMARY, conversation_from_row, run_from_row, stamp
 from adapters.sqlite.wakeups import Wakeups
 from domain.errors import ConversationNotFound, RunLost, SessionInProgress
@@ -307,7 +307,13 @@ class PostgresRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
                 "AND r.ended_at < now() - make_interval(secs => %s)",
                 (retention_seconds,),
             )
-            return cur.rowcount
+            deleted = cur.rowcount
+            # dead processes, once none of their runs is left running
+            await cur.execute(
+                f"DELETE FROM processes p WHERE NOT {OWNER_ALIVE} AND NOT EXISTS (SELECT 1 FROM runs r "
+                "WHERE r.owner_instance = p.instance AND r.status = 'running')"
+            )
+            return deleted
 
     # --- RunSignals ----------------------------------------------------------------------
 
