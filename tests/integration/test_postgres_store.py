@@ -138,3 +138,12 @@ async def test_storage_stays_linear_and_the_log_keeps_every_checkpoint(pg_url: s
     assert latest is not None and len(latest.checkpoint["channel_values"]["messages"]) == 40
     assert len(await saver.history(thread)) == 40
 
+
+
+async def test_a_slow_query_does_not_hold_up_the_savers_other_queries(store: PostgresRunStore) -> None:
+    saver = FencedPostgresSaver(store.db)
+    await store.ready()
+    config: Any = {"configurable": {"thread_id": new_id(), "checkpoint_ns": ""}}
+    async with saver._cursor() as cur:  # a query in progress (the official saver locks here)
+        await cur.execute("SELECT pg_sleep(0.2)")
+        assert await asyncio.wait_for(saver.aget_tuple(config), 5) is None
