@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -195,7 +195,7 @@ def connection_options() -> dict[str, Any]:
     return {"autocommit": True, "prepare_threshold": 0, "options": "-c timezone=UTC", "connect_timeout": 5}
 
 
-async def migrate(conn: AsyncConnection[Any], setups: list[Setup] = []) -> int:  # noqa: B006 - read only
+async def migrate(conn: AsyncConnection[Any], setups: Sequence[Setup] = ()) -> int:
     """Apply our pending migrations and then `setups`, holding the migration lock.
 
     The lock is polled with pg_try_advisory_lock, never waited on: the official saver's
