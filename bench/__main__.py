@@ -1,6 +1,7 @@
-"""Run every benchmark and print two tables: baseline (plain LangGraph + SqliteSaver, same run)
-against Sophos; then concurrency through a real server, a baseline git ref against this tree
-(bench/concurrency.py). Usage: python -m bench [--only core|concurrency] [--turns 300]
+"""Run every benchmark and print three tables: baseline (plain LangGraph + SqliteSaver, same run)
+against Sophos; both backends side by side with the bare official PostgreSQL saver
+(bench/postgres.py); then concurrency through a real server, a baseline git ref against this
+tree (bench/concurrency.py). Usage: python -m bench [--only core|postgres|concurrency] [--turns 300]
 [--conversations 10000] [--baseline-ref REF] [--reps 3]"""
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import httpx
 from tests.support.app import SOPHOS, app_env, ledger_server_entry, process_env
 from tests.support.long_thread import TEXT, file_size, long_thread_harness
 
-from bench import baseline, concurrency
+from bench import baseline, concurrency, postgres
 from bench.context import prompt_building
 from bench.table import Row, print_table
 
@@ -213,7 +214,7 @@ async def core(args: argparse.Namespace) -> None:
 
 async def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--only", choices=("core", "concurrency"), help="run one section of the benchmarks")
+    parser.add_argument("--only", choices=("core", "postgres", "concurrency"), help="run one section of the benchmarks")
     parser.add_argument("--turns", type=int, default=300)
     parser.add_argument("--conversations", type=int, default=10_000)
     concurrency.add_arguments(parser)
@@ -221,6 +222,10 @@ async def main() -> None:
     print(f"running on {os.cpu_count()} cores, python {sys.version.split()[0]} ...", flush=True)
     if args.only in (None, "core"):
         await core(args)
+    if args.only in (None, "postgres"):
+        if args.only is None:
+            print()
+        await postgres.section(args)
     if args.only in (None, "concurrency"):
         if args.only is None:
             print()

@@ -13,6 +13,7 @@ from ports.runs import RunFinish
 from tests.contracts.run_stores import (
     OWNER,
     InMemoryStores,
+    PostgresStores,
     RunStore,
     SqliteStores,
     StoreClock,
@@ -391,4 +392,8 @@ class TestInMemoryRunRepository(InMemoryStores, RunRepositoryContract):
 
 
 class TestSqliteRunRepository(SqliteStores, RunRepositoryContract):
+    pass
+
+
+class TestPostgresRunRepository(PostgresStores, RunRepositoryContract):
     pass

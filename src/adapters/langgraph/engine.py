@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 from collections import OrderedDict
@@ -101,7 +102,10 @@ def _head(next_nodes: Sequence[str], count: int, run_id: Any, checkpoint_id: str
 
 
 async def _blocking(graph: Graph, fn: Callable[..., Any], *args: Any) -> Any:
-    """Run a sync read of the saver off the event loop (on its own thread, when it has one)."""
+    """Run a read of the saver: awaited when it is async (PostgreSQL), else off the event
+    loop (on the saver's own thread, when it has one)."""
+    if inspect.iscoroutinefunction(fn):
+        return await fn(*args)
     call = getattr(graph.checkpointer, "call", None)
     if call is not None:
         return await call(fn, *args)

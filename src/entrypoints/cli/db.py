@@ -1,4 +1,4 @@
-"""`sophos db`: inspect and maintain the database file."""
+"""`sophos db`: inspect and maintain the database (the SQLite file, or PostgreSQL with DATABASE_URL)."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import json
 
 import click
 
-from entrypoints.cli.base import Context, global_options, pass_ctx
+from entrypoints.cli.base import CliError, Context, global_options, pass_ctx
 
 
 @click.group()
 def db() -> None:
-    """Inspect and maintain the database file."""
+    """Inspect and maintain the database (the SQLite file, or PostgreSQL with DATABASE_URL)."""
 
 
 def _mb(n: int) -> str:
@@ -55,3 +55,16 @@ def vacuum(ctx: Context) -> None:
     """Give free space back to the file system."""
     before, after = ctx.call(lambda: ctx.container.storage().vacuum())
     click.echo(f"{_mb(before)} -> {_mb(after)}")
+
+
+@db.command()
+@global_options
+@pass_ctx
+def migrate(ctx: Context) -> None:
+    """Bring the schema up to date, then exit (servers also do it when they start)."""
+    from entrypoints.container import check_database
+
+    ok, where = ctx.run(lambda: check_database(ctx.container))
+    if not ok:
+        raise CliError("STORAGE_FAILURE", where)
+    click.echo(f"migrated {where}")

@@ -40,11 +40,20 @@ async def _checks(ctx: Context) -> list[Check]:
         )
         detail = f"{s.tools} tool(s)" if s.ok else (s.error or "not running")
         checks.append(Check("tools", s.name, bool(s.ok), detail, target, "" if s.ok else fix))
-    path = str(config.DATABASE_PATH())
+    from entrypoints.container import check_database
+    from entrypoints.settings import database_label
+
+    where = database_label({"DATABASE_URL": config.DATABASE_URL(), "DATABASE_PATH": config.DATABASE_PATH()})
+    fix = (
+        "check that the PostgreSQL server is up and DATABASE_URL is right"
+        if config.DATABASE_URL()
+        else "point DATABASE_PATH (or --db) at a writable place"
+    )
     try:
-        checks.append(Check("database", path, True, f"schema v{container.store().schema_version}"))
+        db_ok, detail = await check_database(container)
+        checks.append(Check("database", where, db_ok, detail, fix="" if db_ok else fix))
     except SophosError as e:
-        checks.append(Check("database", path, False, e.message, fix="point DATABASE_PATH (or --db) at a writable place"))
+        checks.append(Check("database", where, False, e.message, fix=fix))
     return checks
 
 

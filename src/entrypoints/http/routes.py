@@ -13,6 +13,7 @@ from starlette.responses import JSONResponse, Response
 from domain.errors import InvalidInput, SophosError
 from domain.events import StreamEvent
 from domain.model import RunStatus, message_to_dto, parse_conversation_id, summary_to_dto
+from entrypoints.container import check_database
 from entrypoints.http import sse
 from entrypoints.http.errors import RouteFailure, error_response
 
@@ -160,7 +161,8 @@ async def healthz(request: Request) -> Response:
 
 
 async def readyz(request: Request) -> Response:
-    """Model readiness as the reference, plus each tool server (advisory)."""
+    """Model readiness as the reference, plus each tool server (advisory) and, on
+    PostgreSQL, the database."""
     container = _services(request)
     ready = await container.model().check()
     servers = [
@@ -170,6 +172,10 @@ async def readyz(request: Request) -> Response:
     if not ready.ok:
         body = {"status": "error", "message": ready.reason, "fix": ready.fix, "tools": servers}
         return JSONResponse(body, status_code=503)
+    if container.config.DATABASE_URL():  # a shared database server; the SQLite file is not opened
+        db_ok, where = await check_database(container)
+        if not db_ok:
+            return JSONResponse({"status": "error", "message": f"Database not available: {where}", "tools": servers}, status_code=503)
     return JSONResponse({"status": "ok", "tools": servers})
 
 
