@@ -12,8 +12,9 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 
 from domain import lifecycle
 from domain.errors import (
@@ -25,8 +26,8 @@ from domain.errors import (
     StorageFailure,
 )
 from domain.events import InputRecorded, StreamEvent, StreamTranslator
-from domain.following import follow_log, iterate
-from domain.hub import TERMINAL_EVENTS, ActiveRun, Item, RunHub
+from domain.following import flatten, follow_log, iterate
+from domain.hub import TERMINAL_EVENTS, ActiveRun, Batch, Item, RunHub
 from domain.lifecycle import Outcome, StopReason
 from domain.model import (
     PendingCall,
@@ -56,6 +57,9 @@ DEFAULT_RECURSION_LIMIT = 25
 class StartedRun:
     conversation_id: str
     run_id: str
+    # the run's events from id 1, in batches, complete even if the run has already ended
+    # (a stream opened from here can never miss the start of a fast run)
+    events: Callable[[], AsyncIterator[Batch]] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -185,7 +189,7 @@ class RunService:
                 raise failure if isinstance(failure, Exception) else StorageFailure(
                     "The run stopped before its message was saved"
                 )
-        return StartedRun(cid, run.id)
+        return StartedRun(cid, run.id, partial(active.batches, 0))
 
     # --- executing ----------------------------------------------------------------------
 
@@ -276,9 +280,14 @@ class RunService:
         """The events of the conversation's live run after id `after` (ending with its
         terminal event), from this process's memory or from the run event log; or, when no
         run is live, the durable answer (a single event without an id)."""
+        answer = await self.follow_batches(conversation_id, after)
+        return answer if isinstance(answer, StreamEvent) else flatten(answer)
+
+    async def follow_batches(self, conversation_id: str, after: int) -> AsyncIterator[Batch] | StreamEvent:
+        """As `follow`, with the events that were ready together in one batch."""
         active = self.hub.get(conversation_id)
         if active is not None:
-            return active.subscribe(after)
+            return active.batches(after)
         conv = await self.runs.get_conversation(conversation_id)
         if conv is None:
             data = {"code": "NOT_FOUND", "message": "Conversation Not Found", "conversation": conversation_id}
