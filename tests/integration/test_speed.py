@@ -3,18 +3,21 @@ it, uvloop under uvicorn, and the fsyncs a turn costs."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from domain.events import StreamEvent
+from entrypoints.http import sse
 from tests.support.app import app_env
 from tests.support.fake_ollama import FakeOllama, fake_ollama
 from tests.support.server import LiveServer, sse_events
@@ -127,3 +130,12 @@ def test_a_turn_without_tools_syncs_the_file_at_most_three_times(server: LiveSer
     syncs = [line for line in out.read_text().splitlines() if "sync(" in line]
     assert len(syncs) <= 3 * turns, syncs
     assert len(syncs) >= 2 * turns  # the message and the outcome are still synced
+
+
+async def test_a_streamed_batch_is_one_write_with_every_event_in_the_wire_format() -> None:
+    async def one_batch() -> AsyncIterator[list[tuple[int, StreamEvent]]]:
+        yield [(1, StreamEvent("token", "Hi")), (2, StreamEvent("end", {"status": "completed"}))]
+
+    response = sse.follow(one_batch(), 15.0, asyncio.Event())
+    chunks = [chunk async for chunk in response.body_iterator]
+    assert chunks == [b'id: 1\nevent: token\ndata: "Hi"\n\nid: 2\nevent: end\ndata: {"status": "completed"}\n\n']
