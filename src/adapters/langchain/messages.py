@@ -118,6 +118,28 @@ def to_langchain(message: Message) -> AnyMessage:
     )
 
 
-def prompt(system: str, messages: Sequence[Message]) -> list[AnyMessage]:
-    """The model's input: the system prompt, then the whole thread."""
-    return [SystemMessage(system), *(to_langchain(m) for m in messages)]
+class PromptCache:
+    """The model's input, the system prompt then the whole thread, as LangChain messages.
+    Building a LangChain message costs ~20 µs (pydantic): rebuilding a long thread before
+    every model call made each turn slower than the one before. The domain messages of a
+    thread are the same objects from call to call (ConversionCache), so each is converted
+    once, found again by identity."""
+
+    def __init__(self, size: int = 20_000) -> None:
+        self.size = size
+        self._items: OrderedDict[int, tuple[Message, AnyMessage]] = OrderedDict()
+        self._system: tuple[str, SystemMessage] | None = None
+
+    def prompt(self, system: str, messages: Sequence[Message]) -> list[AnyMessage]:
+        if self._system is None or self._system[0] != system:
+            self._system = (system, SystemMessage(system))
+        out: list[AnyMessage] = [self._system[1]]
+        for m in messages:
+            hit = self._items.get(id(m))
+            if hit is None or hit[0] is not m:  # an id is reused only once its object is gone
+                hit = (m, to_langchain(m))
+                self._items[id(m)] = hit
+                if len(self._items) > self.size:
+                    self._items.popitem(last=False)
+            out.append(hit[1])
+        return out

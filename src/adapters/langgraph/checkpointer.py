@@ -42,12 +42,15 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    get_checkpoint_id,
     get_checkpoint_metadata,
 )
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.utils import load_pending_writes, pending_writes_sql
 
 from adapters.langchain.messages import to_domain
 from adapters.langgraph.graph import RUN_KEY
+from adapters.langgraph.latest import LatestCheckpoints
 from adapters.sqlite.database import connect, unsynced
 from adapters.sqlite.maintenance import prune_thread
 from domain.errors import RunLost, StorageFailure
@@ -121,6 +124,7 @@ class ThreadedSqliteSaver(SqliteSaver):
         super().__init__(conn)
         self.keep = keep  # checkpoints kept per thread; 0 keeps all (plain SqliteSaver)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sophos-saver")
+        self.latest = LatestCheckpoints()
 
     @classmethod
     def open(cls, path: str, keep: int = 3) -> ThreadedSqliteSaver:
@@ -202,6 +206,7 @@ class ThreadedSqliteSaver(SqliteSaver):
             )
             if self.keep > 0:
                 prune_thread(cur, thread_id, ns, self.keep)
+        self.latest.remember(thread_id, ns, checkpoint, meta_blob, configurable.get("checkpoint_id"))
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
 
     def put_writes(
@@ -233,6 +238,31 @@ class ThreadedSqliteSaver(SqliteSaver):
                 "idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        if get_checkpoint_id(config) is None:
+            hit = self._latest_tuple(str(config["configurable"]["thread_id"]), config["configurable"].get("checkpoint_ns", ""))
+            if hit is not None:
+                return hit
+        return super().get_tuple(config)
+
+    def _latest_tuple(self, thread_id: str, ns: str) -> CheckpointTuple | None:
+        """The thread's latest checkpoint from memory (see adapters.langgraph.latest), if it
+        is still the latest in the database."""
+        cached = self.latest.get(thread_id, ns)
+        if cached is None:
+            return None
+        with self.cursor(transaction=False) as cur:
+            row = cur.execute(
+                "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
+                "ORDER BY checkpoint_id DESC LIMIT 1",
+                (thread_id, ns),
+            ).fetchone()
+            if row is None or row[0] != cached.checkpoint["id"]:
+                return None
+            cur.execute(pending_writes_sql(self._has_task_path), (thread_id, ns, row[0]))
+            writes = load_pending_writes(cur, self.serde)
+        return cached.tuple(thread_id, ns, writes)
 
     def head(self, thread_id: str) -> tuple[Any, ...] | None:
         """(checkpoint_id, next, message_count, run_id, pending writes) of the latest
@@ -270,6 +300,7 @@ class ThreadedSqliteSaver(SqliteSaver):
             ).fetchall()
 
     def delete_thread(self, thread_id: str) -> None:
+        self.latest.forget(str(thread_id))
         with self.cursor() as cur:
             for table in ("checkpoints", "writes", "checkpoint_log"):
                 cur.execute(f"DELETE FROM {table} WHERE thread_id = ?", (str(thread_id),))

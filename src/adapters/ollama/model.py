@@ -8,6 +8,7 @@ import httpx
 import ollama
 from langchain_ollama import ChatOllama
 
+from adapters.langchain.messages import PromptCache
 from adapters.langchain.streaming import stream_chat
 from domain.errors import AgentFailure, ModelUnavailable, ModelUnreachable
 from domain.model import Message
@@ -21,6 +22,7 @@ class OllamaModel(ModelPort):
         self.model = model
         self.timeout = timeout
         # ChatOllama has no timeout by default: a stalled server would hang a run forever
+        self._prompts = PromptCache()
         self._chat = ChatOllama(
             model=model, base_url=self.base_url, reasoning=think, client_kwargs={"timeout": timeout}
         )
@@ -33,7 +35,7 @@ class OllamaModel(ModelPort):
         self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> AsyncIterator[ModelOutput]:
         try:
-            async for out in stream_chat(self._chat, system, messages, tools):
+            async for out in stream_chat(self._chat, self._prompts, system, messages, tools):
                 yield out
         except ollama.ResponseError as e:
             if e.status_code == 404:
