@@ -51,6 +51,7 @@ from langgraph.checkpoint.sqlite.utils import load_pending_writes, pending_write
 from adapters.langchain.messages import to_domain
 from adapters.langgraph.graph import RUN_KEY
 from adapters.langgraph.latest import LatestCheckpoints
+from adapters.langgraph.serde import MessageMemoSerializer
 from adapters.sqlite.database import connect, unsynced
 from adapters.sqlite.maintenance import prune_thread
 from domain.errors import RunLost, StorageFailure
@@ -121,7 +122,7 @@ STORAGE_MESSAGE = "The database could not be read or written (disk full, read-on
 
 class ThreadedSqliteSaver(SqliteSaver):
     def __init__(self, conn: sqlite3.Connection, keep: int = 3) -> None:
-        super().__init__(conn)
+        super().__init__(conn, serde=MessageMemoSerializer())
         self.keep = keep  # checkpoints kept per thread; 0 keeps all (plain SqliteSaver)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sophos-saver")
         self.latest = LatestCheckpoints()
