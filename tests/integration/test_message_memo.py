@@ -9,7 +9,6 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from adapters.langgraph.serde import MessageMemoSerializer
 
-
 DUMPS = [0]
 
 

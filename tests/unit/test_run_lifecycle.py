@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -326,3 +327,24 @@ async def test_events_ready_together_reach_a_subscriber_in_one_batch_and_a_lone_
     with pytest.raises(StopAsyncIteration):
         await anext(batches)
 
+
+
+async def test_a_turn_makes_no_trip_through_the_default_executor() -> None:
+    """Every hop to a worker thread costs the loop a wake-up; the graph's own code (nodes,
+    the edge after the agent) runs on the loop."""
+    hops: list[Any] = []
+
+    class Recording(ThreadPoolExecutor):
+        def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+            hops.append(fn)
+            return super().submit(fn, *args, **kwargs)
+
+    loop = asyncio.get_running_loop()
+    executor = Recording(max_workers=2)
+    loop.set_default_executor(executor)
+    h = make_harness(["hello there"])
+    started = await h.runs.start("hi")
+    events = await h.follow(started.conversation_id)
+    assert events[-1].data["status"] == "completed"
+    assert hops == []
+    executor.shutdown(wait=False)
