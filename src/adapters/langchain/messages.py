@@ -125,7 +125,7 @@ class PromptCache:
     thread are the same objects from call to call (ConversionCache), so each is converted
     once, found again by identity."""
 
-    def __init__(self, size: int = 20_000) -> None:
+    def __init__(self, size: int = 10_000) -> None:
         self.size = size
         self._items: OrderedDict[int, tuple[Message, AnyMessage]] = OrderedDict()
         self._system: tuple[str, SystemMessage] | None = None
