@@ -115,6 +115,7 @@ class RunService:
         self.clock = clock
         self.draining = False
         self.unrecorded: dict[str, tuple[ActiveRun, RunFinish]] = {}  # outcomes the store refused
+        self.starting: set[str] = set()  # recorded, not yet in the hub: executed here all the same
 
     # --- starting -----------------------------------------------------------------------
 
@@ -172,7 +173,11 @@ class RunService:
     async def _launch(self, cid: str, run_input: RunInput, base: int, trigger: RunTrigger) -> StartedRun:
         now = self.clock()
         run = Run(new_id(), cid, RunStatus.RUNNING, now, owner=self.processes.current(), base_count=base, trigger=trigger)
-        await self.runs.start_run(run, now)  # raises SessionInProgress if another process won
+        self.starting.add(run.id)  # recovery may read the row before this task adds the run to the hub
+        try:
+            await self.runs.start_run(run, now)  # raises SessionInProgress if another process won
+        finally:
+            self.starting.discard(run.id)
         active = ActiveRun(run.id, cid, base, needs_input=isinstance(run_input, NewMessage))
         self.hub.add(active)
         log.info("run started (%s)", trigger.value, extra=active.context)
@@ -346,9 +351,9 @@ class RunService:
         """Record a `running` run that nobody executes any more as stopped (the verdict of
         its thread, or `outcome`), with its terminal event. Never touches a live run: the
         write is a compare-and-set on the heartbeat the caller read."""
-        active = self.hub.by_run(run.id)
+        here = self.hub.by_run(run.id) is not None or run.id in self.starting
         alive = self.processes.is_alive(run.owner) if run.owner else None
-        if not lifecycle.reclaimable(run, self.processes.current(), active is not None, alive):
+        if not lifecycle.reclaimable(run, self.processes.current(), here, alive):
             return False
         mine = self.unrecorded.get(run.id)
         if mine is not None:  # our own outcome, refused by the store earlier: its real code
