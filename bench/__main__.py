@@ -1,7 +1,8 @@
 """Run every benchmark and print two tables: baseline (plain LangGraph + SqliteSaver, same run)
 against Sophos; then concurrency through a real server, a baseline git ref against this tree
 (bench/concurrency.py); then side by side with the LangGraph Agent Server and bare LangGraph
-(bench/peers.py). Usage: python -m bench [--only core|concurrency|peers] [--turns 300]
+(bench/peers.py), and a 200-turn thread and RSS after 1,000 conversations (bench/endurance.py).
+Usage: python -m bench [--only core|concurrency|endurance|peers] [--turns 300]
 [--conversations 10000] [--baseline-ref REF] [--reps 3]"""
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import httpx
 from tests.support.app import SOPHOS, app_env, ledger_server_entry, process_env
 from tests.support.long_thread import TEXT, file_size, long_thread_harness
 
-from bench import baseline, concurrency, peers
+from bench import baseline, concurrency, endurance, peers
 from bench.table import Row, print_table
 
 
@@ -212,10 +213,11 @@ async def core(args: argparse.Namespace) -> None:
 
 async def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--only", choices=("core", "concurrency", "peers"), help="run one section of the benchmarks")
+    parser.add_argument("--only", choices=("core", "concurrency", "endurance", "peers"), help="run one section of the benchmarks")
     parser.add_argument("--turns", type=int, default=300)
     parser.add_argument("--conversations", type=int, default=10_000)
     concurrency.add_arguments(parser)
+    endurance.add_arguments(parser)
     peers.add_arguments(parser)
     args = parser.parse_args()
     print(f"running on {os.cpu_count()} cores, python {sys.version.split()[0]} ...", flush=True)
@@ -225,6 +227,10 @@ async def main() -> None:
         if args.only is None:
             print()
         await concurrency.section(args)
+    if args.only in (None, "endurance"):
+        if args.only is None:
+            print()
+        await endurance.section(args)
     if args.only in (None, "peers"):
         if args.only is None:
             print()
