@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from typing import Any
 
@@ -72,3 +73,15 @@ async def test_readiness_matches_the_model_name_as_a_substring() -> None:
         assert not ok and why == 'Ollama model "llama" not available'
     ok, why = await OllamaModel(f"http://127.0.0.1:{_free_port()}", "qwen3").check()
     assert (ok, why) == (False, "Failed to connect to Ollama")
+
+
+async def test_many_calls_at_once_keep_their_connections_for_the_next_ones() -> None:
+    """Past httpx's 20 idle connections, each call that ended closed its connection and the
+    next one connected again."""
+    with fake_ollama() as fake:
+        fake.latency = 0.3  # the calls of a wave overlap
+        model = OllamaModel(fake.url, "qwen3")
+        for _ in range(3):
+            await asyncio.gather(*(collect(model) for _ in range(40)))
+        assert fake.server is not None
+        assert fake.server.accepted <= 45  # one per call of the first wave, then reused

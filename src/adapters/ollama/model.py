@@ -15,6 +15,8 @@ from domain.model import Message
 from ports.model import ModelOutput, ModelPort
 from ports.tools import ToolSpec
 
+KEEPALIVE = 128  # connections to the model server
+
 
 class OllamaModel(ModelPort):
     def __init__(self, base_url: str, model: str, think: bool = False, timeout: float = 120.0) -> None:
@@ -23,8 +25,11 @@ class OllamaModel(ModelPort):
         self.timeout = timeout
         # ChatOllama has no timeout by default: a stalled server would hang a run forever
         self._prompts = PromptCache()
+        # keep-alive for as many connections as runs may call at once: past httpx's default of
+        # 20 idle ones, every call beyond it closed a connection and the next opened a new one
+        limits = httpx.Limits(max_connections=KEEPALIVE, max_keepalive_connections=KEEPALIVE)
         self._chat = ChatOllama(
-            model=model, base_url=self.base_url, reasoning=think, client_kwargs={"timeout": timeout}
+            model=model, base_url=self.base_url, reasoning=think, client_kwargs={"timeout": timeout, "limits": limits}
         )
 
     @property
