@@ -15,7 +15,7 @@ NEED := scripts/need-system-packages
 NODE_PACKAGES := node=nodejs npm=npm
 TEST_PACKAGES := chromium=chromium pg_ctlcluster=postgresql
 
-.PHONY: install run demo test test-unit lint bench bench-concurrency bench-postgres soak clean-db check-python need-node need-test help
+.PHONY: install run demo test test-unit lint bench bench-concurrency bench-postgres bench-peers soak clean-db check-python need-node need-test help
 
 help:
 	@echo "make run      start Sophos (creates .venv and installs everything first)"
@@ -24,6 +24,7 @@ help:
 	@echo "make bench    run the benchmarks and print their figures"
 	@echo "make bench-concurrency   only the concurrency section (BENCH_BASELINE_REF=ref to compare with)"
 	@echo "make bench-postgres      only the storage section on PostgreSQL (both backends, the bare official saver)"
+	@echo "make bench-peers   only the side-by-side run with the LangGraph dev server and bare LangGraph"
 	@echo "make soak N=1000   the kill -9 torture test, long form (BACKEND=postgres: three processes on PostgreSQL)"
 
 CHECK_PYTHON = $(PYTHON) -c 'import sys; need = tuple(map(int, "$(MIN_PYTHON)".split("."))); \
@@ -78,8 +79,20 @@ lint: install
 	$(VENV)/bin/ruff check src tests
 	$(VENV)/bin/lint-imports
 
-bench: install
+# the peer (LangGraph's dev server) in a venv of its own: run by the benchmark, never imported
+BENCH_VENV := .bench-venv
+BENCH_STAMP := $(BENCH_VENV)/.installed
+$(BENCH_STAMP): bench/peer/requirements.txt
+	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install --disable-pip-version-check -q -r bench/peer/requirements.txt 2>&1 | grep -v "is ignored" || true
+	$(BENCH_VENV)/bin/langgraph --help > /dev/null
+	touch $(BENCH_STAMP)
+
+bench: install $(BENCH_STAMP)
 	PYTHONPATH=.:src $(PY) -m bench
+
+bench-peers: install $(BENCH_STAMP)
+	PYTHONPATH=.:src $(PY) -m bench --only peers
 
 bench-concurrency: install
 	PYTHONPATH=.:src $(PY) -m bench --only concurrency

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from typing import Any
 
@@ -89,3 +90,15 @@ async def test_run_errors_name_the_host_and_the_fix() -> None:
         with pytest.raises(ModelUnavailable) as missing:
             await collect(OllamaModel(fake.url, "llama"))
     assert "pull it first (`ollama pull llama`)" in missing.value.message
+
+
+async def test_many_calls_at_once_keep_their_connections_for_the_next_ones() -> None:
+    """Past httpx's 20 idle connections, each call that ended closed its connection and the
+    next one connected again."""
+    with fake_ollama() as fake:
+        fake.latency = 0.3  # the calls of a wave overlap
+        model = OllamaModel(fake.url, "qwen3")
+        for _ in range(3):
+            await asyncio.gather(*(collect(model) for _ in range(40)))
+        assert fake.server is not None
+        assert fake.server.accepted <= 45  # one per call of the first wave, then reused

@@ -8,7 +8,7 @@ import httpx
 import ollama
 from langchain_ollama import ChatOllama
 
-from adapters.langchain.messages import WireCache
+from adapters.langchain.messages import PromptCache
 from adapters.langchain.streaming import stream_chat
 from domain.errors import AgentFailure, ModelUnavailable, ModelUnreachable
 from domain.model import Message
@@ -26,6 +26,9 @@ def pull_it(model: str) -> str:
     return f"pull it first (`ollama pull {model}`) or set OLLAMA_MODEL to one `ollama list` shows"
 
 
+KEEPALIVE = 128  # connections to the model server
+
+
 class OllamaModel(ModelPort):
     def __init__(
         self, base_url: str, model: str, think: bool = False, timeout: float = 120.0, context: int | None = None
@@ -35,10 +38,17 @@ class OllamaModel(ModelPort):
         self.timeout = timeout
         # ChatOllama has no timeout by default: a stalled server would hang a run forever.
         # Without num_ctx Ollama uses its server default and silently cuts a longer prompt
+        self._prompts = PromptCache()
+        # keep-alive for as many connections as runs may call at once: past httpx's default of
+        # 20 idle ones, every call beyond it closed a connection and the next opened a new one
+        limits = httpx.Limits(max_connections=KEEPALIVE, max_keepalive_connections=KEEPALIVE)
         self._chat = ChatOllama(
-            model=model, base_url=self.base_url, reasoning=think, client_kwargs={"timeout": timeout}, num_ctx=context
+            model=model,
+            base_url=self.base_url,
+            reasoning=think,
+            client_kwargs={"timeout": timeout, "limits": limits},
+            num_ctx=context,
         )
-        self._wire = WireCache()
 
     @property
     def name(self) -> str:
@@ -48,7 +58,7 @@ class OllamaModel(ModelPort):
         self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> AsyncIterator[ModelOutput]:
         try:
-            async for out in stream_chat(self._chat, system, messages, tools, self._wire):
+            async for out in stream_chat(self._chat, self._prompts, system, messages, tools):
                 yield out
         except ollama.ResponseError as e:
             if e.status_code == 404:

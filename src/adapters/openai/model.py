@@ -9,7 +9,7 @@ import openai
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
-from adapters.langchain.messages import WireCache
+from adapters.langchain.messages import PromptCache
 from adapters.langchain.streaming import stream_chat
 from domain.errors import AgentFailure, ModelUnavailable, ModelUnreachable
 from domain.model import Message
@@ -29,10 +29,10 @@ class OpenAIModel(ModelPort):
         self.model = model
         self.api_key = api_key or "not-needed"
         self.timeout = timeout
+        self._prompts = PromptCache()
         self._chat = ChatOpenAI(
             model=model, base_url=self.base_url, api_key=SecretStr(self.api_key), timeout=timeout, max_retries=0, streaming=True
         )
-        self._wire = WireCache()
 
     @property
     def name(self) -> str:
@@ -42,7 +42,7 @@ class OpenAIModel(ModelPort):
         self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> AsyncIterator[ModelOutput]:
         try:
-            async for out in stream_chat(self._chat, system, messages, tools, self._wire):
+            async for out in stream_chat(self._chat, self._prompts, system, messages, tools):
                 yield out
         except openai.NotFoundError as e:
             raise ModelUnavailable(

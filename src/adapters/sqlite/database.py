@@ -156,6 +156,20 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     conn.execute("COMMIT")
 
 
+@contextmanager
+def unsynced(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """Commit without an fsync (synchronous=NORMAL) inside, then restore the connection's
+    own level. WAL frames are ordered: the next synced commit on the file, from any
+    connection, makes these durable too; a process crash loses nothing, a power cut before
+    that next synced commit may lose them (never corrupts the file)."""
+    (level,) = conn.execute("PRAGMA synchronous").fetchone()
+    conn.execute("PRAGMA synchronous = NORMAL")
+    try:
+        yield conn
+    finally:
+        conn.execute(f"PRAGMA synchronous = {int(level)}")
+
+
 def migrate(conn: sqlite3.Connection) -> int:
     """Apply the pending migrations, each in one transaction; return the new version.
 

@@ -12,7 +12,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from adapters.sqlite.database import Worker, connect, migrate, transaction
+from adapters.sqlite.database import Worker, connect, migrate, transaction, unsynced
 from adapters.sqlite.rows import AGO, NOW, RUNS, SUMMARY, conversation_from_row, fetchall, marks, run_from_row
 from adapters.sqlite.wakeups import Wakeups
 from domain.errors import ConversationNotFound, RunLost, SessionInProgress
@@ -40,7 +40,6 @@ class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
         self._writer = Worker("writer", partial(connect, path, busy_timeout), metrics)
         try:
             self.schema_version = self._writer.call(migrate)
-            self._synchronous = int(self._writer.call(fetchall, "PRAGMA synchronous")[0][0])
             self._reader = Worker("reader", partial(_open_reader, path, busy_timeout), metrics)
         except BaseException:
             self._writer.close()
@@ -66,7 +65,8 @@ class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
 
     async def create_conversation(self, conversation_id: str, title: str, now: datetime) -> Conversation:
         def write(c: sqlite3.Connection) -> None:
-            with transaction(c):
+            # no fsync: the run row that always follows it (start_run) is a synced commit
+            with unsynced(c), transaction(c):
                 c.execute(
                     "INSERT INTO conversations (id, title, created_at, updated_at, message_count) "
                     "VALUES (?, ?, ?, ?, 0)",
@@ -290,21 +290,17 @@ class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
             # outcomes are, and the terminal event is written with the outcome): they skip
             # the fsync per commit, which costs ~2 ms against ~30 µs. WAL stays consistent;
             # a power cut may lose the last events, never corrupt the file.
-            c.execute("PRAGMA synchronous = NORMAL")
-            try:
-                with transaction(c):
-                    live = {
-                        r[0]
-                        for r in c.execute(
-                            f"SELECT id FROM runs WHERE status = 'running' AND id IN ({marks(ids)})", ids
-                        ).fetchall()
-                    }
-                    c.executemany(
-                        "INSERT OR IGNORE INTO run_events (run_id, seq, event, data) VALUES (?, ?, ?, ?)",
-                        [r for r in rows if r[0] in live],
-                    )
-            finally:
-                c.execute(f"PRAGMA synchronous = {self._synchronous}")
+            with unsynced(c), transaction(c):
+                live = {
+                    r[0]
+                    for r in c.execute(
+                        f"SELECT id FROM runs WHERE status = 'running' AND id IN ({marks(ids)})", ids
+                    ).fetchall()
+                }
+                c.executemany(
+                    "INSERT OR IGNORE INTO run_events (run_id, seq, event, data) VALUES (?, ?, ?, ?)",
+                    [r for r in rows if r[0] in live],
+                )
 
         await self._writer.run(write)
         self._wakeups.wake(batches)

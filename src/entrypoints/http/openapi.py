@@ -23,6 +23,18 @@ def _responses(ok: int, ok_schema: dict[str, Any] | None, *errors: int, ok_type:
     return out
 
 
+def _started(responses: dict[str, Any]) -> dict[str, Any]:
+    """POST /api/chat's 200: JSON, or with `Accept: text/event-stream` the run's events as
+    GET /api/chat streams them, its ids in headers."""
+    ok = responses["200"]
+    ok["content"]["text/event-stream"] = {"schema": {"type": "string"}}
+    ok["headers"] = {
+        "X-Conversation-Id": {"description": "the conversation (streamed answer only)", "schema": UUID},
+        "X-Run-Id": {"description": "the run (streamed answer only)", "schema": {"type": "string"}},
+    }
+    return responses
+
+
 CONV_PARAM = {"name": "conversation_id", "in": "path", "required": True, "schema": {"type": "string"}}
 
 
@@ -45,8 +57,8 @@ def openapi_document() -> dict[str, Any]:
                             "decision": {"type": "string", "enum": ["retry", "skip"]},
                         },
                     })},
-                    "responses": _responses(200, {"type": "object", "properties": {
-                        "conversation": UUID, "run": {"type": "string"}}}, 400, 404, 409, 413, 503),
+                    "responses": _started(_responses(200, {"type": "object", "properties": {
+                        "conversation": UUID, "run": {"type": "string"}}}, 400, 404, 409, 413, 503)),
                 },
                 "get": {
                     "summary": "Server-sent events of the conversation's active run",

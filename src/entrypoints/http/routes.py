@@ -19,6 +19,8 @@ from entrypoints.http.errors import RouteFailure, error_response
 
 MAX_BODY = 64 * 1024  # bytes; a larger body gets 413
 MAX_MESSAGE = 32_000  # characters
+CONVERSATION_HEADER = "X-Conversation-Id"  # on a streamed POST /api/chat: what the JSON body says
+RUN_HEADER = "X-Run-Id"
 
 
 async def read_json(request: Request, allowed: set[str]) -> dict[str, Any]:
@@ -56,6 +58,11 @@ async def post_chat(request: Request) -> Response:
     if decision is not None and not isinstance(decision, str):
         raise InvalidInput('decision must be "retry" or "skip"')
     started = await _services(request).run_service().start(message, body.get("conversation"), resume, decision)
+    if started.events is not None and "text/event-stream" in request.headers.get("accept", ""):
+        # the run's own stream, as GET /api/chat sends it: the first token needs no second request
+        ids = {CONVERSATION_HEADER: started.conversation_id, RUN_HEADER: started.run_id}
+        state = request.app.state
+        return sse.follow(started.events(), state.ping_seconds, state.closing, ids)
     return JSONResponse({"conversation": started.conversation_id, "run": started.run_id})
 
 
@@ -66,7 +73,7 @@ async def get_chat(request: Request) -> Response:
     except InvalidInput as e:
         return sse.single(StreamEvent("chat-error", {"code": e.code.value, "message": e.message}))
     after = sse.last_event_id(request.headers.get("last-event-id"))
-    answer = await _services(request).run_service().follow(cid, after)
+    answer = await _services(request).run_service().follow_batches(cid, after)
     if isinstance(answer, StreamEvent):
         return sse.single(answer)
     state = request.app.state
