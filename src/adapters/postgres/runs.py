@@ -57,13 +57,7 @@ class PostgresRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
         await self.db.close()
 
     async def _rows(self, sql: str, args: Sequence[object] | Mapping[str, object] = ()) -> list[tuple[Any, ...]]:
-        await self.ready()
-        async with self.db.cursor() as cur:
-            await cur.execute(sql, args)
-            return await cur.fetchall()
-
-    async def _write(self, sql: str, args: Sequence[object] | Mapping[str, object] = ()) -> list[tuple[Any, ...]]:
-        """One statement in its own transaction; the rows it returns."""
+        """One statement (in autocommit: its own transaction); the rows it returns."""
         await self.ready()
         async with self.db.cursor() as cur:
             await cur.execute(sql, args)
@@ -73,7 +67,7 @@ class PostgresRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
 
     async def create_conversation(self, conversation_id: str, title: str, now: datetime) -> Conversation:
         at = stamp(now)
-        await self._write(
+        await self._rows(
             "INSERT INTO conversations (id, title, created_at, updated_at) VALUES (%s, %s, %s, %s)",
             (conversation_id, title, at, at),
         )
@@ -103,7 +97,7 @@ class PostgresRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
 
     async def rename_conversation(self, conversation_id: str, title: str, now: datetime) -> bool:
         return bool(
-            await self._write(
+            await self._rows(
                 "UPDATE conversations SET title = %s, updated_at = %s WHERE id = %s RETURNING id",
                 (title, stamp(now), conversation_id),
             )
@@ -216,7 +210,7 @@ class PostgresRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
 
     async def give_up(self, run_id: str, error: RunError, now: datetime) -> bool:
         return bool(
-            await self._write(
+            await self._rows(
                 "UPDATE runs SET status = 'failed', error_code = %s, error_message = %s, finished_at = %s, "
                 "ended_at = now() WHERE id = %s AND status = 'interrupted' RETURNING id",
                 (error.code, error.message, stamp(now), run_id),
@@ -260,7 +254,7 @@ class PostgresRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
         ids = list(dict.fromkeys(run_ids))
         if not ids:
             return set()
-        rows = await self._write(
+        rows = await self._rows(
             "UPDATE runs SET heartbeat_at = now() WHERE status = 'running' AND owner_instance = %s "
             "AND id = ANY(%s) RETURNING id",
             (owner.instance, ids),
@@ -324,7 +318,7 @@ class PostgresRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
 
     async def request_cancel(self, run_id: str) -> bool:
         return bool(
-            await self._write(
+            await self._rows(
                 "UPDATE runs SET cancel_requested_at = coalesce(cancel_requested_at, now()) "
                 "WHERE id = %s AND status = 'running' RETURNING id",
                 (run_id,),
