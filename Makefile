@@ -13,10 +13,9 @@ WEB_STAMP := $(WEB_DIR)/node_modules/.installed
 # Debian packages, as COMMAND=PACKAGE: installed when missing (as root), else one line says how.
 NEED := scripts/need-system-packages
 NODE_PACKAGES := node=nodejs npm=npm
-TEST_PACKAGES := chromium=chromium
-# (PostgreSQL, when the tests need it: pg_ctlcluster=postgresql; its server binaries are not on PATH)
+TEST_PACKAGES := chromium=chromium pg_ctlcluster=postgresql
 
-.PHONY: install run demo test test-unit lint bench bench-concurrency soak clean-db check-python need-node need-test help
+.PHONY: install run demo test test-unit lint bench bench-concurrency bench-postgres bench-peers soak clean-db check-python need-node need-test help
 
 help:
 	@echo "make run      start Sophos (creates .venv and installs everything first)"
@@ -24,7 +23,9 @@ help:
 	@echo "make test     run the whole test suite"
 	@echo "make bench    run the benchmarks and print their figures"
 	@echo "make bench-concurrency   only the concurrency section (BENCH_BASELINE_REF=ref to compare with)"
-	@echo "make soak N=1000   the kill -9 torture test, long form"
+	@echo "make bench-postgres      only the storage section on PostgreSQL (both backends, the bare official saver)"
+	@echo "make bench-peers   only the side-by-side run with the LangGraph dev server and bare LangGraph"
+	@echo "make soak N=1000   the kill -9 torture test, long form (BACKEND=postgres: three processes on PostgreSQL)"
 
 CHECK_PYTHON = $(PYTHON) -c 'import sys; need = tuple(map(int, "$(MIN_PYTHON)".split("."))); \
 	sys.exit(0 if sys.version_info >= need else "Sophos needs Python $(MIN_PYTHON) or newer, but $(PYTHON) is " \
@@ -78,15 +79,31 @@ lint: install
 	$(VENV)/bin/ruff check src tests
 	$(VENV)/bin/lint-imports
 
-bench: install
+# the peer (LangGraph's dev server) in a venv of its own: run by the benchmark, never imported
+BENCH_VENV := .bench-venv
+BENCH_STAMP := $(BENCH_VENV)/.installed
+$(BENCH_STAMP): bench/peer/requirements.txt
+	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install --disable-pip-version-check -q -r bench/peer/requirements.txt 2>&1 | grep -v "is ignored" || true
+	$(BENCH_VENV)/bin/langgraph --help > /dev/null
+	touch $(BENCH_STAMP)
+
+bench: install $(BENCH_STAMP)
 	PYTHONPATH=.:src $(PY) -m bench
+
+bench-peers: install $(BENCH_STAMP)
+	PYTHONPATH=.:src $(PY) -m bench --only peers
 
 bench-concurrency: install
 	PYTHONPATH=.:src $(PY) -m bench --only concurrency
 
+bench-postgres: install
+	PYTHONPATH=.:src $(PY) -m bench --only postgres
+
 N ?= 1000
+BACKEND ?= sqlite
 soak: install
-	PYTHONPATH=.:src $(PY) -m tests.support.torture --kills $(N)
+	PYTHONPATH=.:src $(PY) -m tests.support.torture --kills $(N) --backend $(BACKEND)
 
 clean-db:
 	rm -rf data/db

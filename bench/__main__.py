@@ -1,6 +1,9 @@
-"""Run every benchmark and print two tables: baseline (plain LangGraph + SqliteSaver, same run)
-against Sophos; then concurrency through a real server, a baseline git ref against this tree
-(bench/concurrency.py). Usage: python -m bench [--only core|concurrency] [--turns 300]
+"""Run every benchmark and print their tables: baseline (plain LangGraph + SqliteSaver, same run)
+against Sophos; both backends side by side with the bare official PostgreSQL saver
+(bench/postgres.py); concurrency through a real server, a baseline git ref against this tree
+(bench/concurrency.py); side by side with the LangGraph Agent Server and bare LangGraph
+(bench/peers.py); a 200-turn thread and RSS after 1,000 conversations (bench/endurance.py).
+Usage: python -m bench [--only core|postgres|concurrency|endurance|peers] [--turns 300]
 [--conversations 10000] [--baseline-ref REF] [--reps 3]"""
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import httpx
 from tests.support.app import SOPHOS, app_env, ledger_server_entry, process_env
 from tests.support.long_thread import TEXT, file_size, long_thread_harness
 
-from bench import baseline, concurrency, search
+from bench import baseline, concurrency, endurance, peers, postgres, search
 from bench.context import prompt_building
 from bench.table import Row, print_table
 
@@ -214,18 +217,34 @@ async def core(args: argparse.Namespace) -> None:
 
 async def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--only", choices=("core", "concurrency"), help="run one section of the benchmarks")
+    parser.add_argument(
+        "--only", choices=("core", "postgres", "concurrency", "endurance", "peers"), help="run one section of the benchmarks"
+    )
     parser.add_argument("--turns", type=int, default=300)
     parser.add_argument("--conversations", type=int, default=10_000)
     concurrency.add_arguments(parser)
+    endurance.add_arguments(parser)
+    peers.add_arguments(parser)
     args = parser.parse_args()
     print(f"running on {os.cpu_count()} cores, python {sys.version.split()[0]} ...", flush=True)
     if args.only in (None, "core"):
         await core(args)
+    if args.only in (None, "postgres"):
+        if args.only is None:
+            print()
+        await postgres.section(args)
     if args.only in (None, "concurrency"):
         if args.only is None:
             print()
         await concurrency.section(args)
+    if args.only in (None, "endurance"):
+        if args.only is None:
+            print()
+        await endurance.section(args)
+    if args.only in (None, "peers"):
+        if args.only is None:
+            print()
+        await peers.section(args)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
@@ -24,6 +25,11 @@ def build(path: str) -> tuple[Any, SqliteSaver]:
     conn = sqlite3.connect(path, check_same_thread=False)
     saver = SqliteSaver(conn)
     saver.setup()
+    return graph(saver), saver
+
+
+def graph(saver: BaseCheckpointSaver[Any]) -> Any:
+    """The reference graph over any saver."""
     counter = {"n": 0}
 
     def agent(state: MessagesState) -> dict[str, Any]:
@@ -44,7 +50,7 @@ def build(path: str) -> tuple[Any, SqliteSaver]:
     g.add_edge(START, "agent")
     g.add_conditional_edges("agent", route, ["tools", END])
     g.add_edge("tools", "agent")
-    return g.compile(checkpointer=saver), saver
+    return g.compile(checkpointer=saver)
 
 
 def turn(graph: Any, thread_id: str, i: int) -> None:

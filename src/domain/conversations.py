@@ -25,6 +25,7 @@ from ports.journal import ToolJournal
 from ports.runs import RunRepository
 
 MAX_PAGE = 500
+MAX_QUERY = 200  # characters of a title search
 
 
 @dataclass(frozen=True)
@@ -84,15 +85,16 @@ class ConversationService:
         self.is_active = is_active
         self.clock = clock
 
-    async def list(self) -> Sequence[Conversation]:
-        """Every conversation, most recently updated first."""
-        return await self.runs.list_conversations()
+    async def list(self, query: object = None) -> Sequence[Conversation]:
+        """Every conversation (whose title contains `query`), most recently updated first."""
+        return await self.runs.list_conversations(query=_query(query))
 
-    async def page(self, limit: object = None, before: object = None) -> Page:
-        """A page of `limit` conversations after the cursor `before`."""
+    async def page(self, limit: object = None, before: object = None, query: object = None) -> Page:
+        """A page of `limit` conversations after the cursor `before` (whose title contains
+        `query`)."""
         size = _page_size(limit)
         cursor = decode_cursor(before) if isinstance(before, str) and before else None
-        items = await self.runs.list_conversations(limit=size + 1, before=cursor)
+        items = await self.runs.list_conversations(limit=size + 1, before=cursor, query=_query(query))
         more = len(items) > size
         items = items[:size]
         return Page(items, encode_cursor(items[-1]) if more and items else None)
@@ -140,6 +142,13 @@ class ConversationService:
             raise SessionInProgress()
         await self.checkpoints.delete_thread(conv.id)
         await self.runs.delete_conversation(conv.id)
+
+
+def _query(query: object) -> str:
+    text = query.strip() if isinstance(query, str) else ""
+    if len(text) > MAX_QUERY:
+        raise InvalidInput(f"q must be at most {MAX_QUERY} characters")
+    return text
 
 
 def _page_size(limit: object) -> int:

@@ -26,6 +26,7 @@ class ErrorCode(StrEnum):
     RUN_LOST = "RUN_LOST"
     ADOPTION_FAILED = "ADOPTION_FAILED"
     TOOL_OUTCOME_UNKNOWN = "TOOL_OUTCOME_UNKNOWN"
+    NOT_SUPPORTED = "NOT_SUPPORTED"
     UNKNOWN_ERROR = "UNKNOWN_ERROR"
 
 
@@ -158,3 +159,10 @@ def to_chat_error(exc: BaseException) -> tuple[ErrorCode, str]:
     if isinstance(exc, SophosError):
         return exc.code, exc.message
     return ErrorCode.AGENT_FAILURE, str(exc) or "Agent failed"
+
+
+class NotSupported(SophosError):
+    """Raised when the configured backend does not offer a feature (yet)."""
+
+    code = ErrorCode.NOT_SUPPORTED
+    default_message = "Not supported by the configured backend"

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, Iterable
 from contextlib import aclosing
 from typing import TYPE_CHECKING
 
 from domain.events import StreamEvent
-from domain.hub import TERMINAL_EVENTS, Item
+from domain.hub import Batch, Item, up_to_terminal
 from domain.model import Run, RunStatus
 from ports.metrics import MetricsPort
 
@@ -15,18 +15,18 @@ if TYPE_CHECKING:
     from domain.runs import RunService
 
 
-async def follow_log(service: RunService, run: Run, after: int) -> AsyncGenerator[Item, None]:
-    """Follow a run executed by another process through the event log. The terminal
-    event is written with the outcome, by the owner or by whoever reclaims the run."""
+async def follow_log(service: RunService, run: Run, after: int) -> AsyncGenerator[Batch, None]:
+    """Follow a run executed by another process through the event log, in batches as
+    read. The terminal event is written with the outcome, by the owner or by whoever
+    reclaims the run."""
     last, idle = after, 0.0
     while True:
-        items = await service.stores.events.wait(run.id, last, service.poll_seconds * 10)
-        for item in items:
-            last = item[0]
-            yield item
-            if item[1].event in TERMINAL_EVENTS:
-                return
+        items, done = up_to_terminal(list(await service.stores.events.wait(run.id, last, service.poll_seconds * 10)))
         if items:
+            last = items[-1][0]
+            yield items
+            if done:
+                return
             idle = 0.0
             continue
         idle += service.poll_seconds * 10
@@ -34,29 +34,37 @@ async def follow_log(service: RunService, run: Run, after: int) -> AsyncGenerato
             idle = 0.0
             current = await service.runs.latest_run(run.conversation_id, service.lease_seconds)
             if current is None or current.id != run.id or current.status is not RunStatus.RUNNING:
-                tail = await service.stores.events.read(run.id, last)
-                for item in tail:
-                    yield item
-                if not tail or tail[-1][1].event not in TERMINAL_EVENTS:
+                tail, done = up_to_terminal(list(await service.stores.events.read(run.id, last)))
+                if not done:
                     status = current.status.value if current and current.id == run.id else "interrupted"
-                    yield last + len(tail) + 1, StreamEvent("end", {"conversation": run.conversation_id, "status": status})
+                    tail.append((last + len(tail) + 1, StreamEvent("end", {"conversation": run.conversation_id, "status": status})))
+                yield tail
                 return
             if await service.reclaim(current):
                 continue  # its terminal event is in the log now
 
 
-async def iterate(items: Iterable[Item]) -> AsyncIterator[Item]:
-    """Items already read (a finished run's replay) as a stream."""
-    for item in items:
-        yield item
+async def iterate(items: Iterable[Item]) -> AsyncGenerator[Batch, None]:
+    """Items already read (a finished run's replay) as a stream of one batch."""
+    yield list(items)
 
 
-async def counted(items: AsyncGenerator[Item, None], metrics: MetricsPort, source: str) -> AsyncIterator[Item]:
-    """`items`, counted as an active stream (`source`: local or log) while it is read."""
+async def flatten(batches: AsyncGenerator[Batch, None]) -> AsyncGenerator[Item, None]:
+    """One item at a time; closing it closes `batches` at once (a client that went away)."""
+    async with aclosing(batches):
+        async for batch in batches:
+            for item in batch:
+                yield item
+
+
+async def counted(
+    batches: AsyncGenerator[Batch, None], metrics: MetricsPort, source: str
+) -> AsyncGenerator[Batch, None]:
+    """`batches`, counted as an active stream (`source`: local or log) while it is read."""
     metrics.stream_opened(source)
     try:
-        async with aclosing(items):
-            async for item in items:
-                yield item
+        async with aclosing(batches):
+            async for batch in batches:
+                yield batch
     finally:
         metrics.stream_closed(source)

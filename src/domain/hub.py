@@ -21,6 +21,15 @@ log = logging.getLogger(__name__)
 
 TERMINAL_EVENTS = frozenset({"end", "chat-error"})
 Item = tuple[int, StreamEvent]
+Batch = list[Item]  # events that were ready together: one socket write for a stream
+
+
+def up_to_terminal(items: list[Item]) -> tuple[Batch, bool]:
+    """The items up to and including the first terminal event, and whether there was one."""
+    for i, item in enumerate(items):
+        if item[1].event in TERMINAL_EVENTS:
+            return items[: i + 1], True
+    return items, False
 
 
 @dataclass
@@ -84,6 +93,13 @@ class ActiveRun:
     async def subscribe(self, after: int = 0) -> AsyncGenerator[Item, None]:
         """Replay buffered events with id > after, then follow live ones until the run's
         terminal event (`end` or `chat-error`)."""
+        async for batch in self.batches(after):
+            for item in batch:
+                yield item
+
+    async def batches(self, after: int = 0) -> AsyncGenerator[Batch, None]:
+        """As `subscribe`, in batches: each holds every event that was ready when the
+        subscriber woke (never waits for more, so a lone token goes out at once)."""
         queue: asyncio.Queue[Item | None] = asyncio.Queue()
         replay = [e for e in self.events if e[0] > after]
         last = replay[-1][0] if replay else after
@@ -91,20 +107,21 @@ class ActiveRun:
         if not ended:
             self.subscribers.add(queue)  # from here on, close() will wake this queue
         try:
-            for item in replay:
-                yield item
-                if item[1].event in TERMINAL_EVENTS:
-                    return
-            if ended:
+            batch, done = up_to_terminal(replay)
+            if batch:
+                yield batch
+            if done or ended:
                 return
             while True:
-                got = await queue.get()
-                if got is None:
-                    return
-                if got[0] <= last:
-                    continue
-                yield got
-                if got[1].event in TERMINAL_EVENTS:
+                ready = [await queue.get()]
+                while not queue.empty() and ready[-1] is not None:
+                    ready.append(queue.get_nowait())
+                closed = ready[-1] is None
+                batch, done = up_to_terminal([got for got in ready if got is not None and got[0] > last])
+                if batch:
+                    last = batch[-1][0]
+                    yield batch
+                if done or closed:
                     return
         finally:
             self.subscribers.discard(queue)

@@ -110,6 +110,16 @@ def terminal_event(conversation_id: str, outcome: Outcome) -> StreamEvent:
     return StreamEvent("end", {"conversation": conversation_id, "status": outcome.status.value})
 
 
+# --- a stopped answer ----------------------------------------------------------------------
+
+
+def keeps_stopped_text(stop: StopReason | None, text: str, head: ThreadHead) -> bool:
+    """Whether the text a stopped step streamed is added to the thread: only when a person
+    stopped it, it said something, and the step's own output is not saved (the head still
+    waits for the agent; after it the step's answer or tool calls are in the thread)."""
+    return stop is StopReason.CANCEL and bool(text) and head.work_left and not head.awaiting_tools
+
+
 # --- ownership -----------------------------------------------------------------------------
 
 

@@ -12,9 +12,10 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 
 from domain import lifecycle
 from domain.errors import (
@@ -25,9 +26,9 @@ from domain.errors import (
     ShuttingDown,
     StorageFailure,
 )
-from domain.events import InputRecorded, StreamEvent, StreamTranslator
-from domain.following import counted, follow_log, iterate
-from domain.hub import TERMINAL_EVENTS, ActiveRun, Item, RunHub
+from domain.events import InputRecorded, NodeStarted, StreamEvent, StreamTranslator, TokenDelta
+from domain.following import counted, flatten, follow_log, iterate
+from domain.hub import TERMINAL_EVENTS, ActiveRun, Batch, Item, RunHub
 from domain.lifecycle import Outcome, StopReason
 from domain.model import (
     PendingCall,
@@ -58,6 +59,9 @@ DEFAULT_RECURSION_LIMIT = 25
 class StartedRun:
     conversation_id: str
     run_id: str
+    # the run's events from id 1, in batches, complete even if the run has already ended
+    # (a stream opened from here can never miss the start of a fast run)
+    events: Callable[[], AsyncIterator[Batch]] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -115,6 +119,7 @@ class RunService:
         self.metrics = metrics
         self.draining = False
         self.unrecorded: dict[str, tuple[ActiveRun, RunFinish]] = {}  # outcomes the store refused
+        self.starting: set[str] = set()  # recorded, not yet in the hub: executed here all the same
 
     # --- starting -----------------------------------------------------------------------
 
@@ -172,7 +177,11 @@ class RunService:
     async def _launch(self, cid: str, run_input: RunInput, base: int, trigger: RunTrigger) -> StartedRun:
         now = self.clock()
         run = Run(new_id(), cid, RunStatus.RUNNING, now, owner=self.processes.current(), base_count=base, trigger=trigger)
-        await self.runs.start_run(run, now)  # raises SessionInProgress if another process won
+        self.starting.add(run.id)  # recovery may read the row before this task adds the run to the hub
+        try:
+            await self.runs.start_run(run, now)  # raises SessionInProgress if another process won
+        finally:
+            self.starting.discard(run.id)
         active = ActiveRun(run.id, cid, base, needs_input=isinstance(run_input, NewMessage))
         self.hub.add(active)
         self.metrics.run_started(trigger.value)
@@ -190,7 +199,7 @@ class RunService:
                 raise failure if isinstance(failure, Exception) else StorageFailure(
                     "The run stopped before its message was saved"
                 )
-        return StartedRun(cid, run.id)
+        return StartedRun(cid, run.id, partial(active.batches, 0))
 
     # --- executing ----------------------------------------------------------------------
 
@@ -198,6 +207,7 @@ class RunService:
         active.started = True
         translator = StreamTranslator()
         failure: BaseException | None = None
+        streamed: list[str] = []  # the text of the current step, kept if a person stops it
         try:
             if active.stop_reason is not None and not active.needs_input:
                 raise asyncio.CancelledError  # stopped before its first step
@@ -209,6 +219,10 @@ class RunService:
                         if active.stop_reason is not None:
                             raise asyncio.CancelledError  # a stop that waited for the input
                         continue
+                    if isinstance(event, NodeStarted):
+                        streamed.clear()
+                    elif isinstance(event, TokenDelta):
+                        streamed.append(event.text)
                     for out in translator.feed(event):
                         active.publish(out)
         except asyncio.CancelledError:
@@ -219,12 +233,26 @@ class RunService:
                 active.stop_reason = StopReason.SHUTDOWN
         except Exception as e:  # every failure becomes data on the run, never a crash
             failure = e
+        if active.stop_reason is not None and streamed:
+            failure = await self._keep_stopped_text(active, "".join(streamed))
         active.finishing = True
         active.failure = failure
         outcome = lifecycle.outcome_of(failure, active.stop_reason)
         for out in translator.close():
             active.publish(out)
         await self._finish(active, outcome)
+
+    async def _keep_stopped_text(self, active: ActiveRun, text: str) -> BaseException | None:
+        """The answer a person stopped stays in the thread; a store that refuses it turns
+        the cancel into that failure (RunLost: the run is no longer ours)."""
+        try:
+            head = await self.checkpoints.head(active.conversation_id)
+            if lifecycle.keeps_stopped_text(active.stop_reason, text, head):
+                await self.engine.keep_stopped_text(active.conversation_id, active.run_id, text)
+        except Exception as e:
+            log.warning("could not keep the stopped answer: %s", e, extra=active.context)
+            return e
+        return None
 
     async def _finish(self, active: ActiveRun, outcome: Outcome) -> None:
         ctx = active.context
@@ -283,9 +311,14 @@ class RunService:
         """The events of the conversation's live run after id `after` (ending with its
         terminal event), from this process's memory or from the run event log; or, when no
         run is live, the durable answer (a single event without an id)."""
+        answer = await self.follow_batches(conversation_id, after)
+        return answer if isinstance(answer, StreamEvent) else flatten(answer)
+
+    async def follow_batches(self, conversation_id: str, after: int) -> AsyncGenerator[Batch, None] | StreamEvent:
+        """As `follow`, with the events that were ready together in one batch."""
         active = self.hub.get(conversation_id)
         if active is not None:
-            return counted(active.subscribe(after), self.metrics, "local")
+            return counted(active.batches(after), self.metrics, "local")
         conv = await self.runs.get_conversation(conversation_id)
         if conv is None:
             data = {"code": "NOT_FOUND", "message": "Conversation Not Found", "conversation": conversation_id}
@@ -344,9 +377,9 @@ class RunService:
         """Record a `running` run that nobody executes any more as stopped (the verdict of
         its thread, or `outcome`), with its terminal event. Never touches a live run: the
         write is a compare-and-set on the heartbeat the caller read."""
-        active = self.hub.by_run(run.id)
+        here = self.hub.by_run(run.id) is not None or run.id in self.starting
         alive = self.processes.is_alive(run.owner) if run.owner else None
-        if not lifecycle.reclaimable(run, self.processes.current(), active is not None, alive):
+        if not lifecycle.reclaimable(run, self.processes.current(), here, alive):
             return False
         mine = self.unrecorded.get(run.id)
         if mine is not None:  # our own outcome, refused by the store earlier: its real code

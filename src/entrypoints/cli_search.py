@@ -1,5 +1,5 @@
 """`sophos search` and `sophos db reindex`: full-text search across conversations
-(registered on the group by cli.py)."""
+(registered on the group by entrypoints.cli)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,7 @@ import sys
 
 import click
 
-from entrypoints.cli import Context
-
-pass_ctx = click.make_pass_decorator(Context)
+from entrypoints.cli.base import Context, global_options, pass_ctx
 
 
 def _plain(snippet: str, bold: bool) -> str:
@@ -24,6 +22,7 @@ def _plain(snippet: str, bold: bool) -> str:
 @click.argument("query")
 @click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True, help="Results to show.")
 @click.option("--json", "as_json", is_flag=True, help="Print the API's JSON.")
+@global_options
 @pass_ctx
 def search(ctx: Context, query: str, limit: int, as_json: bool) -> None:
     """Search titles and messages of every conversation: words, "a phrase", prefix*."""
@@ -42,6 +41,7 @@ def search(ctx: Context, query: str, limit: int, as_json: bool) -> None:
 
 
 @click.command()
+@global_options
 @pass_ctx
 def reindex(ctx: Context) -> None:
     """Rebuild the search index from every conversation's stored thread."""

@@ -55,10 +55,17 @@ from ports.storage import StoragePort  # noqa: E402 - after the finder above
 from ports.tools import ToolPort  # noqa: E402 - after the finder above
 
 if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+
     from adapters.langgraph.checkpointer import ThreadedSqliteSaver
     from adapters.langgraph.graph import AgentNodes
+    from adapters.postgres.database import PostgresDatabase
+    from adapters.postgres.runs import PostgresRunStore
     from adapters.prometheus.metrics import PrometheusMetrics
     from adapters.sqlite.runs import SqliteRunStore
+
+    RunStore = SqliteRunStore | PostgresRunStore
+    Saver = BaseCheckpointSaver[Any]
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +90,7 @@ def _run_store(opened: list[Closeable], path: str, busy_timeout: float, metrics:
     return _opened(opened, SqliteRunStore(path, busy_timeout=busy_timeout, metrics=metrics))
 
 
-def _checkpointer(opened: list[Closeable], path: str, keep: int, metrics: MetricsPort) -> ThreadedSqliteSaver:
+def _checkpointer(opened: list[Closeable], path: str, keep: int, metrics: MetricsPort) -> Saver:
     from adapters.langgraph.checkpointer import ThreadedSqliteSaver
 
     return _opened(opened, ThreadedSqliteSaver.open(path, keep=keep, metrics=metrics))
@@ -100,6 +107,41 @@ def _search_index(opened: list[Closeable], path: str, checkpointer: Callable[[],
 
     # the checkpointer (LangGraph) indexes threads: opened to rebuild or catch up only
     return _opened(opened, SqliteSearchIndex(path, lambda: checkpointer().reindex(), checkpointer, metrics))
+
+
+def _pg_database(url: str, pool_size: int, wait_timeout: float) -> PostgresDatabase:
+    from adapters.postgres.database import PostgresDatabase
+
+    return PostgresDatabase(url, pool_size=pool_size, wait_timeout=wait_timeout)
+
+
+def _pg_checkpointer(database: PostgresDatabase, keep: int) -> Saver:
+    from adapters.postgres.saver import FencedPostgresSaver
+
+    return FencedPostgresSaver(database, keep=keep)
+
+
+def _pg_store(
+    opened: list[Closeable], database: PostgresDatabase, processes: ProcessPort, checkpointer: Saver
+) -> PostgresRunStore:
+    from adapters.postgres.runs import PostgresRunStore
+
+    # `checkpointer` is built first so that its tables are part of the migration that
+    # the store's first use runs (PostgresDatabase.also_migrate)
+    del checkpointer
+    return _opened(opened, PostgresRunStore(database, owner=processes.current()))
+
+
+def _pg_storage(url: str) -> StoragePort:
+    from adapters.postgres.maintenance import PostgresMaintenance
+
+    return PostgresMaintenance(url)
+
+
+def _pg_search() -> SearchIndex:
+    from adapters.postgres.search import PostgresSearchUnavailable
+
+    return PostgresSearchUnavailable()
 
 
 def _processes() -> ProcessPort:
@@ -158,7 +200,7 @@ def _nodes(
     model: ModelPort,
     tools: ToolPort,
     prompt: SystemPromptSource,
-    journal: SqliteRunStore,
+    journal: RunStore,
     context: ContextPolicy,
     metrics: MetricsPort,
 ) -> AgentNodes:
@@ -167,14 +209,14 @@ def _nodes(
     return AgentNodes(model, tools, prompt, journal, context=context, metrics=metrics)
 
 
-def _engine(nodes: AgentNodes, checkpointer: ThreadedSqliteSaver) -> AgentEngine:
+def _engine(nodes: AgentNodes, checkpointer: Saver) -> AgentEngine:
     from adapters.langgraph.engine import LangGraphEngine
     from adapters.langgraph.graph import build_graph
 
     return LangGraphEngine(build_graph(nodes, checkpointer))
 
 
-def _threads(checkpointer: ThreadedSqliteSaver) -> CheckpointPort:
+def _threads(checkpointer: Saver) -> CheckpointPort:
     from adapters.langgraph.engine import LangGraphThreads
     from adapters.langgraph.graph import build_graph
 
@@ -201,11 +243,11 @@ class _LazyThreads(CheckpointPort):
         await self._build().delete_thread(thread_id)
 
 
-def _stores(store: SqliteRunStore, threads: CheckpointPort) -> RunStores:
+def _stores(store: RunStore, threads: CheckpointPort) -> RunStores:
     return RunStores(runs=store, events=store, signals=store, journal=store, checkpoints=threads)
 
 
-def _conversations(store: SqliteRunStore, threads: Callable[[], CheckpointPort], service: Callable[[], RunService]) -> ConversationService:
+def _conversations(store: RunStore, threads: Callable[[], CheckpointPort], service: Callable[[], RunService]) -> ConversationService:
     async def is_active(conversation_id: str) -> bool:
         return await service().is_active(conversation_id)
 
@@ -223,10 +265,26 @@ class Container(containers.DeclarativeContainer):
     metrics = providers.Selector(
         config.METRICS_BACKEND, prometheus=providers.Singleton(_prometheus), none=providers.Singleton(NullMetrics)
     )
-    store = providers.Singleton(_run_store, opened, config.DATABASE_PATH, config.DATABASE_BUSY_TIMEOUT, metrics)
-    checkpointer = providers.Singleton(_checkpointer, opened, config.DATABASE_PATH, config.CHECKPOINT_KEEP, metrics)
+    # DATABASE_URL selects PostgreSQL for everything (STORAGE_BACKEND is derived from it)
+    database = providers.Singleton(
+        _pg_database, config.DATABASE_URL, config.DATABASE_POOL_SIZE, config.DATABASE_BUSY_TIMEOUT
+    )
+    checkpointer = providers.Selector(
+        config.STORAGE_BACKEND,
+        sqlite=providers.Singleton(_checkpointer, opened, config.DATABASE_PATH, config.CHECKPOINT_KEEP, metrics),
+        postgres=providers.Singleton(_pg_checkpointer, database, config.CHECKPOINT_KEEP),
+    )
+    store = providers.Selector(
+        config.STORAGE_BACKEND,
+        sqlite=providers.Singleton(_run_store, opened, config.DATABASE_PATH, config.DATABASE_BUSY_TIMEOUT, metrics),
+        postgres=providers.Singleton(_pg_store, opened, database, processes, checkpointer),
+    )
     prompt = providers.Singleton(_prompt, config.CONFIG_DIR)
-    storage = providers.Singleton(_storage, config.DATABASE_PATH)
+    storage = providers.Selector(
+        config.STORAGE_BACKEND,
+        sqlite=providers.Singleton(_storage, config.DATABASE_PATH),
+        postgres=providers.Singleton(_pg_storage, config.DATABASE_URL),
+    )
 
     model = providers.Selector(
         config.MODEL_BACKEND,
@@ -271,7 +329,11 @@ class Container(containers.DeclarativeContainer):
         event_retention=config.RUN_EVENT_RETENTION_SECONDS,
     )
     conversations = providers.Singleton(_conversations, store, threads.provider, run_service.provider)
-    search_index = providers.Singleton(_search_index, opened, config.DATABASE_PATH, checkpointer.provider, metrics)
+    search_index = providers.Selector(
+        config.STORAGE_BACKEND,
+        sqlite=providers.Singleton(_search_index, opened, config.DATABASE_PATH, checkpointer.provider, metrics),
+        postgres=providers.Singleton(_pg_search),
+    )
     search = providers.Singleton(SearchService, search_index)
 
 
@@ -285,6 +347,25 @@ def create_container(env: dict[str, str] | None = None, **overrides: Any) -> Con
     settings.update(overrides)
     container.config.from_dict(settings)
     return container
+
+
+async def check_database(container: Container) -> tuple[bool, str]:
+    """Can the database be used? (ok, where and which schema version, or why not). Opens
+    it (and migrates it) if it was not open yet."""
+    from domain.errors import StorageFailure
+    from entrypoints.settings import database_label
+
+    where = database_label({"DATABASE_URL": container.config.DATABASE_URL(), "DATABASE_PATH": container.config.DATABASE_PATH()})
+    try:
+        store = container.store()
+        ready = getattr(store, "ready", None)
+        if ready is not None:
+            await ready()
+            if not await store.ping():
+                return False, f"{where}: not reachable"
+    except StorageFailure as e:
+        return False, f"{where}: {e.message}"
+    return True, f"{where} (schema v{store.schema_version})"
 
 
 async def close_container(container: Container) -> None:

@@ -1,10 +1,12 @@
-"""The CLI as a client of a running server: POST /api/chat, then follow the SSE stream."""
+"""The CLI as a client of a running server: POST /api/chat, then follow the SSE stream;
+cancel, rename and delete."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -31,30 +33,63 @@ def _events(response: httpx.Response) -> Iterator[tuple[int | None, str, Any]]:
         block = {}
 
 
-def _durable_answer(base: str, cid: str, headers: dict[str, str]) -> Iterator[tuple[str, Any]]:
+def _durable_answer(base: str, cid: str, headers: dict[str, str], event: str, data: Any) -> Iterator[tuple[str, Any]]:
+    """The run ended before the stream opened: its answer and outcome from the durable record
+    (a failure as the `chat-error` the live stream would have sent)."""
     try:
-        detail = httpx.get(f"{base}/api/conversations/{cid}", headers=headers, timeout=30).json()
+        detail = httpx.get(f"{base}/api/conversations/{quote(cid, safe='')}", headers=headers, timeout=30).json()
     except (httpx.HTTPError, ValueError):
-        return
+        detail = {}
     messages = detail.get("messages") or []
     if messages and messages[-1].get("role") == "assistant":
         yield "token", messages[-1].get("content", "")
+    error = (detail.get("conversation") or {}).get("error")
+    if event == "end" and data.get("status") == "failed" and isinstance(error, dict):
+        yield "chat-error", {**error, "conversation": cid}
+    else:
+        yield event, data
 
 
-def follow_run(server: str, body: dict[str, Any], token: str | None) -> tuple[dict[str, Any], Iterator[tuple[str, Any]]]:
+def _headers(token: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def _request(method: str, server: str, path: str, token: str | None, body: Any = None) -> httpx.Response:
+    """One API call; a refusal becomes a RemoteError with the server's code and message."""
     base = server.rstrip("/")
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
-        response = httpx.post(f"{base}/api/chat", json=body, headers=headers, timeout=30)
+        response = httpx.request(method, f"{base}{path}", json=body, headers=_headers(token), timeout=30)
     except httpx.HTTPError as e:
         raise RemoteError("UNREACHABLE", f"cannot reach {base}: {e}") from e
-    if response.status_code != 200:
+    if not response.is_success:
         try:
             error = response.json()["error"]
         except (ValueError, KeyError, TypeError):
             error = {"code": f"HTTP_{response.status_code}", "message": response.text[:200]}
         raise RemoteError(error["code"], error["message"])
-    started = response.json()
+    return response
+
+
+def cancel(server: str, conversation: str, token: str | None) -> dict[str, Any]:
+    """Stop the conversation's run: `{conversation, run, status}`."""
+    result: dict[str, Any] = _request("POST", server, "/api/chat/cancel", token, {"conversation": conversation}).json()
+    return result
+
+
+def rename(server: str, conversation: str, title: str, token: str | None) -> dict[str, Any]:
+    """The renamed conversation's summary."""
+    result: dict[str, Any] = _request("PATCH", server, f"/api/conversations/{quote(conversation, safe='')}", token, {"title": title}).json()
+    return result
+
+
+def delete(server: str, conversation: str, token: str | None) -> None:
+    _request("DELETE", server, f"/api/conversations/{quote(conversation, safe='')}", token)
+
+
+def follow_run(server: str, body: dict[str, Any], token: str | None) -> tuple[dict[str, Any], Iterator[tuple[str, Any]]]:
+    base = server.rstrip("/")
+    headers = _headers(token)
+    started: dict[str, Any] = _request("POST", server, "/api/chat", token, body).json()
 
     def stream() -> Iterator[tuple[str, Any]]:
         last = 0
@@ -66,9 +101,8 @@ def follow_run(server: str, body: dict[str, Any], token: str | None) -> tuple[di
                 ) as r:
                     for event_id, event, data in _events(r):
                         if event_id is None and last == 0 and event in ("end", "chat-error"):
-                            # the run ended before the stream opened: show its answer from
-                            # the durable record
-                            yield from _durable_answer(base, started["conversation"], headers)
+                            yield from _durable_answer(base, started["conversation"], headers, event, data)
+                            return
                         last = event_id or last
                         yield event, data
                         if event in ("end", "chat-error"):

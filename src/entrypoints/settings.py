@@ -40,9 +40,11 @@ DEFAULTS: dict[str, Any] = {
     "CHECKPOINT_KEEP": 3,
     "RUN_EVENT_RETENTION_SECONDS": 300,
     "DATABASE_BUSY_TIMEOUT": 5,
+    "DATABASE_URL": "",
+    "DATABASE_POOL_SIZE": 10,
 }
 
-INTS = {"CHECKPOINT_KEEP", "MODEL_TIMEOUT", "MODEL_CONTEXT", "MODEL_RESERVE", "AGENT_RECURSION_LIMIT", "PORT", "SHUTDOWN_TIMEOUT"}
+INTS = {"DATABASE_POOL_SIZE", "CHECKPOINT_KEEP", "MODEL_TIMEOUT", "MODEL_CONTEXT", "MODEL_RESERVE", "AGENT_RECURSION_LIMIT", "PORT", "SHUTDOWN_TIMEOUT"}
 FLOATS = {"CONTEXT_TOOL_SHARE", "SSE_PING_SECONDS", "RUN_LEASE_SECONDS", "RUN_EVENT_RETENTION_SECONDS", "DATABASE_BUSY_TIMEOUT"}
 
 
@@ -92,6 +94,13 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
         raise SettingsError(f"MODEL_BACKEND must be ollama, openai or demo, got {settings['MODEL_BACKEND']!r}")
     if settings["TOOLS_BACKEND"] not in ("mcp", "demo", "none"):
         raise SettingsError(f"TOOLS_BACKEND must be mcp, demo or none, got {settings['TOOLS_BACKEND']!r}")
+    url = str(settings["DATABASE_URL"])
+    if url and not url.startswith(("postgresql://", "postgres://")):
+        raise SettingsError(f"DATABASE_URL must be a postgresql:// URL, got {database_label(settings)!r}")
+    if settings["DATABASE_POOL_SIZE"] < 1:
+        raise SettingsError("DATABASE_POOL_SIZE must be at least 1")
+    # not a setting of its own: DATABASE_URL selects PostgreSQL for everything
+    settings["STORAGE_BACKEND"] = "postgres" if url else "sqlite"
     return settings
 
 
@@ -106,3 +115,14 @@ def _check_context(settings: dict[str, Any]) -> None:
         raise SettingsError(f"MODEL_RESERVE must be between 0 and half of MODEL_CONTEXT ({window // 2}), got {reserve}")
     if not 0.05 <= share <= 1:
         raise SettingsError(f"CONTEXT_TOOL_SHARE must be between 0.05 and 1, got {share}")
+
+
+def database_label(settings: Mapping[str, Any]) -> str:
+    """Where the data lives, for people: the file, or the PostgreSQL URL without password."""
+    url = str(settings.get("DATABASE_URL") or "")
+    if not url:
+        return str(settings["DATABASE_PATH"])
+    scheme, _, rest = url.partition("://")
+    credentials, at, where = rest.rpartition("@")
+    user = credentials.partition(":")[0]
+    return f"{scheme}://{user}{at}{where}"

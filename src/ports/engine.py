@@ -50,3 +50,10 @@ class AgentEngine(Protocol):
         ModelUnreachable, StorageFailure, RunLost or AgentFailure; cancelling the
         iteration stops the model stream and tool calls at once.
         """
+
+    @abstractmethod
+    async def keep_stopped_text(self, thread_id: str, run_id: str, text: str) -> None:
+        """Append `text`, streamed by the agent step a person stopped, to the thread as an
+        assistant message, so the answer they saw stays in the conversation. The step
+        still counts as work left: a resume asks the model again, after that text.
+        Fenced like `run` (RunLost when `run_id` is no longer running)."""

@@ -27,6 +27,16 @@ class Usage:
 ModelOutput = TextChunk | Usage | AssistantMessage
 
 
+@dataclass(frozen=True)
+class Readiness:
+    """A readiness check's answer, for a probe and for a person."""
+
+    ok: bool
+    reason: str  # "ok", or why not, in the contract's readyz words
+    url: str = ""  # what was tried, empty for an offline model
+    fix: str = ""  # what a person can do about it, when not ok
+
+
 class ModelPort(Protocol):
     """One model backend (Ollama, an OpenAI-compatible server, a scripted double)."""
 
@@ -49,5 +59,6 @@ class ModelPort(Protocol):
         """
 
     @abstractmethod
-    async def check(self) -> tuple[bool, str]:
-        """Readiness: (True, "ok") if the server answers and has the model, else (False, why)."""
+    async def check(self) -> Readiness:
+        """Readiness: ok with reason "ok" if the server answers and has the model; otherwise
+        why not, the URL tried and the fix (start the server, pull the model...). Never raises."""

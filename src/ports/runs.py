@@ -49,12 +49,13 @@ class RunRepository(Protocol):
 
     @abstractmethod
     async def list_conversations(
-        self, limit: int | None = None, before: tuple[datetime, str] | None = None
+        self, limit: int | None = None, before: tuple[datetime, str] | None = None, query: str = ""
     ) -> Sequence[Conversation]:
         """Conversations by updated_at descending (then id descending).
 
         `before` is a (updated_at, id) cursor: only conversations strictly after it in that
-        order are returned. `limit` None means all.
+        order are returned. `limit` None means all. A non-empty `query` keeps only the
+        conversations whose title contains it, compared case-folded (`str.casefold`).
         """
 
     @abstractmethod

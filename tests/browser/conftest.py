@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +35,9 @@ def ollama() -> Iterator[FakeOllama]:
 
 
 class App:
-    def __init__(self, tmp: Path, ollama: FakeOllama) -> None:
+    def __init__(self, tmp: Path, ollama: FakeOllama | None, **env: str) -> None:
         config_dir(tmp, {"ledger": ledger_server_entry(tmp / "ledger.jsonl")})
-        self.env = app_env(tmp, ollama.url, SHUTDOWN_TIMEOUT="2")
+        self.env = app_env(tmp, ollama.url if ollama else "http://127.0.0.1:9", SHUTDOWN_TIMEOUT="2", **env)
         self.tmp = tmp
         self.server = LiveServer(self.env, tmp).start()
 
@@ -56,15 +57,71 @@ def app(tmp_path: Path, ollama: FakeOllama) -> Iterator[App]:
     a.server.stop()
 
 
-@pytest.fixture
-def page(browser: Browser, app: App, request: pytest.FixtureRequest) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1200, "height": 800})
+@contextlib.contextmanager
+def open_page(browser: Browser, url: str, name: str, **context_options: Any) -> Iterator[Page]:
+    """A fresh browser context on `url`; a screenshot at the end; no script error allowed."""
+    context = browser.new_context(**{"viewport": {"width": 1280, "height": 800}, **context_options})
     pg = context.new_page()
     errors: list[Any] = []
     pg.on("pageerror", lambda e: errors.append(e))
-    pg.goto(app.server.url)
+    pg.goto(url)
     yield pg
     SHOTS.mkdir(parents=True, exist_ok=True)
-    pg.screenshot(path=str(SHOTS / f"{request.node.name}.png"), full_page=True)
+    pg.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
     context.close()
     assert errors == [], errors  # no script error on the page
+
+
+def shoot(page: Page, item: str, narrow: Callable[[Page], Any] | None = None) -> None:
+    """Screenshots of the page as it is, at 1280×800 and at 375 px wide:
+    test-results/browser/<item>-1280.png and <item>-375.png. `narrow` prepares the narrow
+    one (and undoes itself when called again), e.g. opens the folded sidebar."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    size = page.viewport_size
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.screenshot(path=str(SHOTS / f"{item}-1280.png"))
+    page.set_viewport_size({"width": 375, "height": 740})
+    if narrow is not None:
+        narrow(page)
+    page.wait_for_timeout(300)  # the sidebar slides in or out
+    page.screenshot(path=str(SHOTS / f"{item}-375.png"))
+    if narrow is not None:
+        narrow(page)
+    if size is not None:
+        page.set_viewport_size(size)
+
+
+def toggle_sidebar(page: Page) -> None:
+    """Open the folded sidebar with the menu button, or close it by tapping beside it."""
+    if page.get_by_test_id("menu-button").get_attribute("aria-expanded") == "true":
+        page.mouse.click(370, 400)
+    else:
+        page.get_by_test_id("menu-button").click()
+
+
+@pytest.fixture
+def page(browser: Browser, app: App, request: pytest.FixtureRequest) -> Iterator[Page]:
+    with open_page(browser, app.server.url, request.node.name) as pg:
+        yield pg
+
+
+@pytest.fixture(scope="module")
+def shared_ollama() -> Iterator[FakeOllama]:
+    with fake_ollama() as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def shared_app(tmp_path_factory: pytest.TempPathFactory, shared_ollama: FakeOllama) -> Iterator[App]:
+    """One server for a whole module: its tests share the database, so each uses its own texts."""
+    a = App(tmp_path_factory.mktemp("shared"), shared_ollama)
+    yield a
+    a.server.stop()
+
+
+@pytest.fixture
+def tab(browser: Browser, shared_app: App, shared_ollama: FakeOllama, request: pytest.FixtureRequest) -> Iterator[Page]:
+    shared_ollama.replies.clear()
+    with open_page(browser, shared_app.server.url, request.node.name) as pg:
+        pg.get_by_test_id("new-chat-button").click()  # the page opened the latest conversation
+        yield pg

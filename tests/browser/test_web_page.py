@@ -1,5 +1,6 @@
 """The web page in a real browser: streaming, tools, stop, reload, crash and resume,
-rename and delete, and hostile Markdown."""
+rename and delete, and hostile Markdown. Tests that restart the server or need an empty
+database get their own (`page`); the others share one (`tab`)."""
 
 from __future__ import annotations
 
@@ -19,60 +20,60 @@ def send(page: Page, text: str) -> None:
     page.get_by_test_id("message-input").press("Enter")
 
 
-def test_streamed_tokens_appear_and_the_conversation_is_listed(page: Page, ollama: FakeOllama) -> None:
-    ollama.add({"text": ANSWER, "token_delay": 0.05})
-    expect(page.get_by_test_id("new-chat-button")).to_have_accessible_name("Start new conversation")
-    expect(page.get_by_test_id("readiness")).to_have_text("Model ready")
-    send(page, "Hello there")
-    expect(page.get_by_test_id("user-message")).to_have_text("Hello there")
-    expect(page.get_by_text("Responding...")).to_be_visible()
-    expect(page.get_by_test_id("assistant-message").last).to_contain_text("word3")  # while streaming
-    expect(page.get_by_test_id("stop-button")).to_be_visible()
-    expect(page.get_by_test_id("assistant-message").last).to_have_text(ANSWER, timeout=15000)
-    expect(page.get_by_text("Responding...")).to_be_hidden()
-    item = page.locator(".conversation-item").first
+def test_streamed_tokens_appear_and_the_conversation_is_listed(tab: Page, shared_ollama: FakeOllama) -> None:
+    shared_ollama.add({"text": ANSWER, "token_delay": 0.05})
+    expect(tab.get_by_test_id("new-chat-button")).to_have_accessible_name("Start new conversation")
+    expect(tab.get_by_test_id("readiness")).to_have_text("Model ready")
+    send(tab, "Hello there")
+    expect(tab.get_by_test_id("user-message")).to_have_text("Hello there")
+    expect(tab.get_by_text("Responding…")).to_be_visible()
+    expect(tab.get_by_test_id("assistant-message").last).to_contain_text("word3")  # while streaming
+    expect(tab.get_by_test_id("stop-button")).to_be_visible()
+    expect(tab.get_by_test_id("assistant-message").last).to_have_text(ANSWER, timeout=15000)
+    expect(tab.get_by_text("Responding…")).to_be_hidden()
+    item = tab.locator(".conversation-item").first
     expect(item).to_contain_text("Hello there")
     expect(item).to_contain_text("2 messages")
-    expect(item.get_by_label("Active conversation")).to_be_visible()
-    expect(page.get_by_test_id("trace-panel")).to_contain_text("ENTER")
+    expect(item.get_by_test_id("open-conversation")).to_have_attribute("aria-current", "true")
+    expect(tab.get_by_test_id("trace-panel")).to_contain_text("ENTER")
 
 
-def test_a_tool_call_and_its_result_are_shown(page: Page, ollama: FakeOllama) -> None:
-    ollama.add({"tool_calls": [("ledger__append", {"label": "groceries"})]}, {"text": "Noted **groceries**."})
-    send(page, "note groceries")
-    expect(page.get_by_test_id("assistant-message").last).to_contain_text("Noted groceries", timeout=15000)
-    expect(page.get_by_test_id("tool-call")).to_contain_text("ledger__append")
-    result = page.get_by_test_id("tool-result")
-    expect(result).to_contain_text("🔧 ledger__append")
+def test_a_tool_call_and_its_result_are_shown(tab: Page, shared_ollama: FakeOllama) -> None:
+    shared_ollama.add({"tool_calls": [("ledger__append", {"label": "groceries"})]}, {"text": "Noted **groceries**."})
+    send(tab, "note groceries")
+    expect(tab.get_by_test_id("assistant-message").last).to_contain_text("Noted groceries", timeout=15000)
+    expect(tab.get_by_test_id("tool-call")).to_contain_text("ledger__append")
+    result = tab.get_by_test_id("tool-result")
+    expect(result).to_contain_text("ledger__append")
     result.locator("summary").click()
     expect(result.locator("pre")).to_have_text("appended groceries")
-    expect(page.locator(".msg.assistant strong")).to_have_text("groceries")
+    expect(tab.locator(".msg.assistant strong")).to_have_text("groceries")
 
 
-def test_stop_cancels_the_run_and_offers_resume(page: Page, ollama: FakeOllama) -> None:
-    ollama.add({"text": "slow " * 300, "token_delay": 0.05}, {"text": "Finished after resume."})
-    send(page, "talk slowly")
-    expect(page.get_by_test_id("assistant-message").last).to_contain_text("slow")
-    page.get_by_test_id("stop-button").click()
-    expect(page.get_by_test_id("resume-banner")).to_be_visible(timeout=10000)
-    expect(page.locator(".conversation-item .badge")).to_have_text("cancelled")
-    page.get_by_test_id("resume-button").click()
-    expect(page.get_by_test_id("assistant-message").last).to_have_text("Finished after resume.", timeout=15000)
-    expect(page.get_by_test_id("resume-banner")).to_be_hidden()
+def test_stop_cancels_the_run_and_offers_resume(tab: Page, shared_ollama: FakeOllama) -> None:
+    shared_ollama.add({"text": "slow " * 300, "token_delay": 0.05}, {"text": "Finished after resume."})
+    send(tab, "talk slowly")
+    expect(tab.get_by_test_id("assistant-message").last).to_contain_text("slow")
+    tab.get_by_test_id("stop-button").click()
+    expect(tab.get_by_test_id("resume-banner")).to_be_visible(timeout=10000)
+    expect(tab.locator(".conversation-item").first.locator(".badge")).to_have_text("cancelled")
+    tab.get_by_test_id("resume-button").click()
+    expect(tab.get_by_test_id("assistant-message").last).to_have_text("Finished after resume.", timeout=15000)
+    expect(tab.get_by_test_id("resume-banner")).to_be_hidden()
 
 
-def test_a_reload_mid_stream_reattaches_without_losing_or_doubling_text(page: Page, ollama: FakeOllama) -> None:
-    ollama.add({"tool_calls": [("ledger__append", {"label": "x"})]}, {"text": ANSWER, "token_delay": 0.08})
-    send(page, "tool then talk")
-    expect(page.get_by_test_id("assistant-message").last).to_contain_text("word5", timeout=15000)
-    page.reload()
-    bubble = page.get_by_test_id("assistant-message").last
+def test_a_reload_mid_stream_reattaches_without_losing_or_doubling_text(tab: Page, shared_ollama: FakeOllama) -> None:
+    shared_ollama.add({"tool_calls": [("ledger__append", {"label": "x"})]}, {"text": ANSWER, "token_delay": 0.08})
+    send(tab, "tool then talk")
+    expect(tab.get_by_test_id("assistant-message").last).to_contain_text("word5", timeout=15000)
+    tab.reload()
+    bubble = tab.get_by_test_id("assistant-message").last
     expect(bubble).to_contain_text("word8", timeout=15000)
     partial = bubble.inner_text()
     assert ANSWER.startswith(partial.strip()), partial  # replayed from the start, not doubled
     expect(bubble).to_have_text(ANSWER, timeout=15000)
-    expect(page.get_by_test_id("tool-result")).to_have_count(1)
-    expect(page.get_by_test_id("user-message")).to_have_count(1)
+    expect(tab.get_by_test_id("tool-result")).to_have_count(1)
+    expect(tab.get_by_test_id("user-message")).to_have_count(1)
 
 
 def test_a_server_killed_mid_run_comes_back_with_a_resume_banner(page: Page, app: App, ollama: FakeOllama) -> None:
@@ -94,7 +95,7 @@ def test_rename_and_delete_with_confirmation(page: Page, ollama: FakeOllama) -> 
     page.once("dialog", lambda d: d.accept("Renamed chat"))
     page.get_by_test_id("rename-button").first.click()
     expect(page.locator(".conversation-item .title").first).to_have_text("Renamed chat")
-    expect(page.get_by_test_id("current-title")).to_have_text("Current: Renamed chat")
+    expect(page.get_by_test_id("current-title")).to_have_text("Renamed chat")
     page.once("dialog", lambda d: d.dismiss())
     page.get_by_test_id("delete-button").first.click()
     expect(page.locator(".conversation-item")).to_have_count(1)
@@ -104,19 +105,19 @@ def test_rename_and_delete_with_confirmation(page: Page, ollama: FakeOllama) -> 
     expect(page.get_by_text("No conversations yet")).to_be_visible()
 
 
-def test_hostile_markdown_renders_inert(page: Page, ollama: FakeOllama) -> None:
+def test_hostile_markdown_renders_inert(tab: Page, shared_ollama: FakeOllama) -> None:
     hostile = ('Look <img src=x onerror="window.__pwned=1"> and [click me](javascript:window.__pwned=2) '
                'and ![a cat](http://127.0.0.1:9/cat.png) and [docs](https://example.org)')
-    ollama.add({"text": hostile})
+    shared_ollama.add({"text": hostile})
     requests: list[str] = []
-    page.on("request", lambda r: requests.append(r.url))
-    send(page, '<img src=x onerror="window.__pwned=3">')
-    bubble = page.get_by_test_id("assistant-message").last
+    tab.on("request", lambda r: requests.append(r.url))
+    send(tab, '<img src=x onerror="window.__pwned=3">')
+    bubble = tab.get_by_test_id("assistant-message").last
     expect(bubble).to_contain_text("docs", timeout=15000)
-    expect(page.get_by_test_id("user-message")).to_have_text('<img src=x onerror="window.__pwned=3">')
-    assert page.evaluate("window.__pwned") is None
-    assert page.locator("#messages img").count() == 0
-    expect(bubble.get_by_role("link", name="🖼 a cat")).to_have_attribute("href", "http://127.0.0.1:9/cat.png")
+    expect(tab.get_by_test_id("user-message")).to_have_text('<img src=x onerror="window.__pwned=3">')
+    assert tab.evaluate("window.__pwned") is None
+    assert tab.locator("#messages img").count() == 0
+    expect(bubble.get_by_role("link", name="Image a cat")).to_have_attribute("href", "http://127.0.0.1:9/cat.png")
     click = bubble.locator("a", has_text="click me")
     expect(click).to_have_count(1)
     assert not (click.get_attribute("href") or "").lower().startswith("javascript")
@@ -126,24 +127,24 @@ def test_hostile_markdown_renders_inert(page: Page, ollama: FakeOllama) -> None:
     assert not any("cat.png" in u for u in requests)  # the image was never fetched
 
 
-def test_the_page_works_at_375_pixels_and_exports_are_linked(page: Page, app: App, ollama: FakeOllama) -> None:
-    page.set_viewport_size({"width": 375, "height": 740})
-    send(page, "small screen")
-    expect(page.get_by_test_id("assistant-message").last).to_have_text("Done.", timeout=15000)
-    expect(page.get_by_test_id("message-input")).to_be_in_viewport()
-    cid = re.search(r"/api/conversations/([0-9a-f-]+)/export", page.locator("#export-md").get_attribute("href") or "")
+def test_the_page_works_at_375_pixels_and_exports_are_linked(tab: Page, shared_app: App, shared_ollama: FakeOllama) -> None:
+    tab.set_viewport_size({"width": 375, "height": 740})
+    send(tab, "small screen")
+    expect(tab.get_by_test_id("assistant-message").last).to_have_text("Done.", timeout=15000)
+    expect(tab.get_by_test_id("message-input")).to_be_in_viewport()
+    cid = re.search(r"/api/conversations/([0-9a-f-]+)/export", tab.locator("#export-md").get_attribute("href") or "")
     assert cid is not None
-    body = page.request.get(f"{app.server.url}/api/conversations/{cid.group(1)}/export?format=jsonl").text()
+    body = tab.request.get(f"{shared_app.server.url}/api/conversations/{cid.group(1)}/export?format=jsonl").text()
     assert json.loads(body.strip().split("\n")[-1])["next"] == []
 
 
-def test_a_model_error_shows_its_code_in_a_banner(page: Page, ollama: FakeOllama) -> None:
-    ollama.add({"status": 404})
-    send(page, "anyone there?")
-    banner = page.get_by_test_id("error-banner")
+def test_a_model_error_shows_its_code_in_a_banner(tab: Page, shared_ollama: FakeOllama) -> None:
+    shared_ollama.add({"status": 404})
+    send(tab, "anyone there?")
+    banner = tab.get_by_test_id("error-banner")
     expect(banner).to_contain_text("Error: MODEL_UNAVAILABLE", timeout=15000)
-    expect(page.locator(".conversation-item .badge")).to_have_text("failed")
-    expect(page.get_by_test_id("resume-banner")).to_be_visible()
+    expect(tab.locator(".conversation-item").first.locator(".badge")).to_have_text("failed")
+    expect(tab.get_by_test_id("resume-banner")).to_be_visible()
 
 
 def test_an_unsafe_call_cut_short_asks_retry_or_skip(page: Page, app: App, ollama: FakeOllama) -> None:
@@ -162,6 +163,7 @@ def test_an_unsafe_call_cut_short_asks_retry_or_skip(page: Page, app: App, ollam
     page.get_by_test_id("skip-button").click()
     expect(page.get_by_test_id("assistant-message").last).to_have_text("Skipped the charge.", timeout=15000)
     result = page.get_by_test_id("tool-result")
-    expect(result).to_contain_text("⚠ ledger__charge")
+    expect(result).to_contain_text("ledger__charge")
+    expect(result.get_by_role("img", name="Failed")).to_be_visible()
     starts = [line for line in ledger.read_text().splitlines() if '"start"' in line and "charge-5" in line]
     assert len(starts) == 1  # skipped, not run again

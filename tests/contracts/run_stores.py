@@ -2,7 +2,7 @@
 
 Each backend is a mixin with two fixtures: `store`, an empty store, and `clock`, the
 store's clock as a test drives it (a hand-driven clock in memory; real time, slept
-through, on SQLite, whose clock is the database's)."""
+through, on SQLite and PostgreSQL, whose clock is the database's)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from typing import Protocol
 import pytest
 
 from adapters.memory.runs import InMemoryRunStore
+from adapters.postgres.database import PostgresDatabase
+from adapters.postgres.runs import PostgresRunStore
 from adapters.sqlite.runs import SqliteRunStore
 from domain.model import Run, RunOwner, RunStatus, new_id, utc_now
 from ports.events import RunEventLog
@@ -75,6 +77,18 @@ class SqliteStores:
     @pytest.fixture
     async def store(self, tmp_path: Path) -> AsyncIterator[RunStore]:
         store = await SqliteRunStore.open(str(tmp_path / "db" / "sophos.db"), poll_interval=0.01)
+        yield store
+        await store.aclose()
+
+
+class PostgresStores:
+    @pytest.fixture
+    def clock(self) -> RealClock:
+        return RealClock()
+
+    @pytest.fixture
+    async def store(self, pg_url: str) -> AsyncIterator[RunStore]:
+        store = PostgresRunStore(PostgresDatabase(pg_url), poll_interval=0.01)
         yield store
         await store.aclose()
 

@@ -111,6 +111,6 @@ async def test_openai_errors_map_to_the_same_codes() -> None:
         fake.replies.append({"stall": 3, "text": "late"})
         with pytest.raises(ModelUnreachable, match="timed out"):
             await run(OpenAIModel(fake.url, "local-model", timeout=0.5))
-        assert await OpenAIModel(fake.url, "local-model").check() == (True, "ok")
+        assert (await OpenAIModel(fake.url, "local-model").check()).ok
     with pytest.raises(ModelUnreachable, match="unreachable"):
         await run(OpenAIModel(dead_url() + "/v1", "local-model"))

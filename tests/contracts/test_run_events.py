@@ -10,7 +10,14 @@ import pytest
 from domain.events import StreamEvent
 from domain.model import RunError, RunStatus, new_id
 from ports.runs import RunFinish
-from tests.contracts.run_stores import InMemoryStores, RunStore, SqliteStores, StoreClock, a_running_run
+from tests.contracts.run_stores import (
+    InMemoryStores,
+    PostgresStores,
+    RunStore,
+    SqliteStores,
+    StoreClock,
+    a_running_run,
+)
 
 
 def tokens(*seqs: int) -> list[tuple[int, StreamEvent]]:
@@ -134,4 +141,8 @@ class TestInMemoryRunEventLog(InMemoryStores, RunEventLogContract):
 
 
 class TestSqliteRunEventLog(SqliteStores, RunEventLogContract):
+    pass
+
+
+class TestPostgresRunEventLog(PostgresStores, RunEventLogContract):
     pass

@@ -13,6 +13,7 @@ from ports.runs import RunFinish
 from tests.contracts.run_stores import (
     OWNER,
     InMemoryStores,
+    PostgresStores,
     RunStore,
     SqliteStores,
     StoreClock,
@@ -85,6 +86,20 @@ class RunRepositoryContract:
             cursor = (page[-1].updated_at, page[-1].id)
         assert sorted(seen) == sorted(ids) and len(seen) == len(set(seen))
         assert seen == [c.id for c in await store.list_conversations()]
+
+    async def test_a_query_keeps_the_titles_containing_it_case_folded_and_pages(self, store: RunStore) -> None:
+        tag = new_id()[:8]
+        titles = [f"Trip to Köln {tag}", f"köln {tag} budget", f"Paris {tag}", f"TRIP {tag}", "unrelated"]
+        ids = [new_id() for _ in titles]
+        for i, (cid, title) in enumerate(zip(ids, titles, strict=True)):
+            await store.create_conversation(cid, title, at(i))
+        assert [c.id for c in await store.list_conversations(query=f"KÖLN {tag}")] == [ids[1], ids[0]]
+        assert [c.id for c in await store.list_conversations(query=f"trip {tag}")] == [ids[3]]
+        assert [c.id for c in await store.list_conversations(query="trip")] == [ids[3], ids[0]]
+        first = await store.list_conversations(limit=1, query=tag)
+        rest = await store.list_conversations(before=(first[0].updated_at, first[0].id), query=tag)
+        assert [c.id for c in [*first, *rest]] == [ids[3], ids[2], ids[1], ids[0]]
+        assert await store.list_conversations(query="100%_") == []
 
     async def test_rename_changes_the_title_and_bumps_updated_at(self, store: RunStore) -> None:
         cid = new_id()
@@ -377,4 +392,8 @@ class TestInMemoryRunRepository(InMemoryStores, RunRepositoryContract):
 
 
 class TestSqliteRunRepository(SqliteStores, RunRepositoryContract):
+    pass
+
+
+class TestPostgresRunRepository(PostgresStores, RunRepositoryContract):
     pass

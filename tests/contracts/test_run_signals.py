@@ -6,7 +6,14 @@ import pytest
 
 from domain.model import RunStatus, new_id
 from ports.runs import RunFinish
-from tests.contracts.run_stores import InMemoryStores, RunStore, SqliteStores, StoreClock, a_running_run
+from tests.contracts.run_stores import (
+    InMemoryStores,
+    PostgresStores,
+    RunStore,
+    SqliteStores,
+    StoreClock,
+    a_running_run,
+)
 
 
 class RunSignalsContract:
@@ -58,4 +65,8 @@ class TestInMemoryRunSignals(InMemoryStores, RunSignalsContract):
 
 
 class TestSqliteRunSignals(SqliteStores, RunSignalsContract):
+    pass
+
+
+class TestPostgresRunSignals(PostgresStores, RunSignalsContract):
     pass

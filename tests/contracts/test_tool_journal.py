@@ -10,6 +10,7 @@ from ports.journal import JournalEntry
 from ports.runs import RunFinish
 from tests.contracts.run_stores import (
     InMemoryStores,
+    PostgresStores,
     RunStore,
     SqliteStores,
     StoreClock,
@@ -77,4 +78,8 @@ class TestInMemoryToolJournal(InMemoryStores, ToolJournalContract):
 
 
 class TestSqliteToolJournal(SqliteStores, ToolJournalContract):
+    pass
+
+
+class TestPostgresToolJournal(PostgresStores, ToolJournalContract):
     pass

@@ -33,6 +33,8 @@ def test_chat_then_read_commands_with_the_demo_backend(tmp_path: Path) -> None:
     assert sophos(env, tmp_path, "export", cid, "--format", "jsonl", "-o", str(out)).returncode == 0
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert lines[-1]["next"] == [] and lines[-1]["message_count"] == 5
+    unwritable = sophos(env, tmp_path, "export", cid, "-o", str(tmp_path / "no" / "such" / "dir.md"))
+    assert (unwritable.returncode, unwritable.stderr.strip()) == (2, f"error: BAD_REQUEST: cannot write {tmp_path}/no/such/dir.md: No such file or directory")
 
 
 def test_expected_errors_are_one_line_and_a_meaningful_exit_code(tmp_path: Path) -> None:
@@ -57,8 +59,10 @@ def test_a_missing_model_is_one_clear_line(tmp_path: Path) -> None:
     with fake_ollama() as fake:
         env = app_env(tmp_path, fake.url, TOOLS_BACKEND="none", OLLAMA_MODEL="nope")
         result = sophos(env, tmp_path, "chat", "hi")
-    assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert "error: MODEL_UNAVAILABLE: The configured Ollama model 'nope' is not available." in result.stderr
+    assert result.returncode == 5 and "Traceback" not in result.stderr  # model errors exit 5
+    assert "error: MODEL_UNAVAILABLE: The configured Ollama model 'nope' is not available" in result.stderr
+    assert "pull it first (`ollama pull nope`)" in result.stderr
+    assert "WARNING" not in result.stderr  # the outcome once, not a log line too
 
 
 def test_ctrl_c_stops_the_run_as_cancelled_and_resume_finishes_it(tmp_path: Path) -> None:
@@ -138,3 +142,103 @@ def test_serve_refuses_a_public_address_without_a_token(tmp_path: Path) -> None:
     result = sophos(env, tmp_path, "serve", "--host", "0.0.0.0")
     assert result.returncode == 2
     assert result.stderr.strip() == "error: BAD_CONFIG: refusing to listen on 0.0.0.0 without API_TOKEN set"
+
+
+def test_doctor_names_the_url_it_tried_and_a_fix_for_every_bad_line(tmp_path: Path) -> None:
+    config_dir(tmp_path, {"broken": {"command": "/nonexistent", "args": ["--flag"]}})
+    with fake_ollama() as fake:
+        env = app_env(tmp_path, fake.url, OLLAMA_MODEL="nope")
+        text = sophos(env, tmp_path, "doctor")
+        as_json = sophos(env, tmp_path, "doctor", "--json")
+    lines = text.stdout.splitlines()
+    assert text.returncode == 1 and as_json.returncode == 1
+    assert lines[0] == f'BAD  model    ollama nope: Ollama model "nope" not available ({fake.url}/api/tags)'
+    assert lines[1].strip().startswith("fix: pull it first (`ollama pull nope`)")
+    broken = lines.index(next(x for x in lines if x.startswith("BAD  tools    broken:")))
+    assert "(/nonexistent --flag)" in lines[broken] and "run `/nonexistent --flag` by hand" in lines[broken + 1]
+    report = json.loads(as_json.stdout)
+    assert report["ok"] is False
+    model = report["checks"][0]
+    assert (model["kind"], model["ok"], model["url"]) == ("model", False, f"{fake.url}/api/tags")
+    assert all(c["fix"] for c in report["checks"] if not c["ok"])
+
+
+def test_an_unreachable_model_names_the_host_and_the_fix_and_exits_5(tmp_path: Path) -> None:
+    env = app_env(tmp_path, "http://127.0.0.1:9", TOOLS_BACKEND="none")
+    result = sophos(env, tmp_path, "chat", "hi")
+    assert result.returncode == 5, result.stderr
+    assert "error: MODEL_UNREACHABLE: Ollama at http://127.0.0.1:9 is unreachable" in result.stderr
+    assert "start Ollama (`ollama serve`) or set OLLAMA_HOST, or run `make demo`" in result.stderr
+    assert "WARNING" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_help_version_stdin_and_global_options_after_the_command(tmp_path: Path) -> None:
+    from importlib.metadata import version
+
+    env = app_env(tmp_path)  # Ollama on a dead port: only `--model demo` can answer
+    assert "Usage: sophos [OPTIONS] COMMAND" in sophos(env, tmp_path, "-h").stdout
+    assert "MESSAGE" in sophos(env, tmp_path, "chat", "-h").stdout
+    assert sophos(env, tmp_path, "--version").stdout.strip() == f"sophos {version('sophos')}"
+
+    def chat(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([SOPHOS, *args], env=process_env(env), cwd=tmp_path, input=stdin,
+                              capture_output=True, text=True, timeout=120)
+
+    dash = chat("chat", "-", "--model", "demo", "--tools", "none", stdin="from stdin\n")  # options after
+    piped = chat("--model", "demo", "chat", "--tools", "none", stdin="piped in")  # before and after
+    for result, text in ((dash, "from stdin"), (piped, "piped in")):
+        assert result.returncode == 0 and f'You wrote: "{text}"' in result.stdout, result.stderr
+    listed = sophos(env, tmp_path, "conversations", "--limit", "2").stdout.splitlines()
+    assert [line.split("  ")[-1] for line in listed] == ["piped in", "from stdin"]
+
+
+def test_rename_delete_and_cancel_on_the_database_file(tmp_path: Path) -> None:
+    env = app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none")
+    cid = sophos(env, tmp_path, "chat", "hi").stderr.split("conversation: ")[1].split()[0]
+    renamed = sophos(env, tmp_path, "rename", cid, "Trip plans")
+    assert renamed.returncode == 0 and renamed.stdout.strip() == f"renamed {cid}: Trip plans"
+    assert json.loads(sophos(env, tmp_path, "show", cid, "--json").stdout)["conversation"]["title"] == "Trip plans"
+    idle = sophos(env, tmp_path, "cancel", cid)
+    assert (idle.returncode, idle.stderr.strip()) == (4, "error: NO_ACTIVE_RUN: No run is active for this conversation")
+    assert sophos(env, tmp_path, "delete", cid).stdout.strip() == f"deleted {cid}"
+    assert sophos(env, tmp_path, "show", cid).returncode == 3
+
+
+def test_serve_on_a_busy_port_fails_before_saying_it_listens(tmp_path: Path) -> None:
+    import socket
+
+    env = app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = sophos(env, tmp_path, "serve", "--port", str(port))
+    assert result.returncode == 6 and "listening" not in result.stdout
+    assert result.stderr.startswith(f"error: ADDRESS_IN_USE: 127.0.0.1:{port} is already in use")
+    assert len(result.stderr.strip().splitlines()) == 1
+    too_high = sophos({**env, "PORT": "99999"}, tmp_path, "serve")
+    assert (too_high.returncode, too_high.stderr.strip()) == (6, "error: CANNOT_LISTEN: cannot listen on port 99999: a port is 1-65535 (--port or PORT)")
+
+
+def test_a_tool_servers_stderr_stays_out_of_the_terminal_unless_verbose(tmp_path: Path) -> None:
+    import sys
+
+    ledger = ledger_server_entry(tmp_path / "l.jsonl")
+    noisy = {**ledger, "command": "sh", "args": ["-c", f'echo "Ledger running on stdio" >&2; exec "{sys.executable}" "$@"', "sh", *ledger["args"]]}
+    config_dir(tmp_path, {"ledger": noisy})
+    env = app_env(tmp_path, MODEL_BACKEND="demo")
+    quiet = sophos(env, tmp_path, "chat", "hi")
+    assert quiet.returncode == 0 and "running on stdio" not in quiet.stderr + quiet.stdout
+    verbose = sophos(env, tmp_path, "chat", "hi", "-v")
+    assert "MCP server ledger: Ledger running on stdio" in verbose.stderr
+
+
+def test_a_database_path_that_cannot_be_opened_is_one_line_and_a_bad_doctor_line(tmp_path: Path) -> None:
+    (tmp_path / "plain").write_text("a file, not a directory")
+    env = app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none", DATABASE_PATH=str(tmp_path / "plain" / "db" / "x.db"))
+    listing = sophos(env, tmp_path, "conversations")
+    assert listing.returncode == 1 and "Traceback" not in listing.stderr
+    assert listing.stderr.strip().startswith(f"error: STORAGE_FAILURE: Cannot open the database {tmp_path}/plain/db/x.db:")
+    doctor = sophos(env, tmp_path, "doctor")
+    assert doctor.returncode == 1 and doctor.stdout.startswith("ok   model    demo demo")
+    assert "BAD  database" in doctor.stdout and "fix: point DATABASE_PATH (or --db) at a writable place" in doctor.stdout

@@ -181,6 +181,22 @@ def test_paging_returns_pages_and_a_cursor(client: TestClient) -> None:
         assert client.get(f"/api/conversations?{bad}").status_code == 400
 
 
+def test_q_searches_titles_over_all_conversations_not_only_a_page(client: TestClient) -> None:
+    ids = []
+    for text in ("Plan the Köln trip", "groceries", "more groceries", "KÖLN hotels"):
+        cid = start(client, {"message": text})["conversation"]
+        finish(client, cid)
+        ids.append(cid)
+    found = client.get("/api/conversations", params={"q": " köln "}).json()
+    assert [c["id"] for c in found["conversations"]] == [ids[3], ids[0]]
+    paged = client.get("/api/conversations", params={"q": "köln", "limit": 1}).json()
+    assert [c["id"] for c in paged["conversations"]] == [ids[3]]
+    rest = client.get("/api/conversations", params={"q": "köln", "limit": 1, "before": paged["nextCursor"]}).json()
+    assert [c["id"] for c in rest["conversations"]] == [ids[0]] and rest["nextCursor"] is None
+    assert client.get("/api/conversations", params={"q": ""}).json()["conversations"][0]["id"] == ids[3]
+    assert error_of(client.get("/api/conversations", params={"q": "x" * 201}))[:2] == (400, "BAD_REQUEST")
+
+
 def test_rename_and_delete(client: TestClient, tmp_path: Path) -> None:
     cid = start(client, {"message": "old title"})["conversation"]
     finish(client, cid)
@@ -224,6 +240,7 @@ def test_health_and_readiness(make_client: Any, ollama: FakeOllama) -> None:
     assert missing.status_code == 503 and missing.json()["message"] == 'Ollama model "llama" not available'
     down = make_client(OLLAMA_HOST="http://127.0.0.1:9").get("/api/readyz")
     assert down.status_code == 503 and down.json()["message"] == "Failed to connect to Ollama"
+    assert "`ollama serve`" in down.json()["fix"]
 
 
 def test_a_token_guards_every_api_route_but_healthz(make_client: Any) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from typing import Any
 
@@ -67,8 +68,37 @@ async def test_a_stalled_server_hits_the_timeout() -> None:
 
 async def test_readiness_matches_the_model_name_as_a_substring() -> None:
     with fake_ollama(models=("qwen3:8b",)) as fake:
-        assert await OllamaModel(fake.url, "qwen3").check() == (True, "ok")
-        ok, why = await OllamaModel(fake.url, "llama").check()
-        assert not ok and why == 'Ollama model "llama" not available'
-    ok, why = await OllamaModel(f"http://127.0.0.1:{_free_port()}", "qwen3").check()
-    assert (ok, why) == (False, "Failed to connect to Ollama")
+        ready = await OllamaModel(fake.url, "qwen3").check()
+        assert (ready.ok, ready.reason, ready.url) == (True, "ok", f"{fake.url}/api/tags")
+        missing = await OllamaModel(fake.url, "llama").check()
+        assert not missing.ok and missing.reason == 'Ollama model "llama" not available'
+        assert "`ollama pull llama`" in missing.fix
+    url = f"http://127.0.0.1:{_free_port()}"
+    down = await OllamaModel(url, "qwen3").check()
+    assert (down.ok, down.reason, down.url) == (False, "Failed to connect to Ollama", f"{url}/api/tags")
+    assert "`ollama serve`" in down.fix and "OLLAMA_HOST" in down.fix and "`make demo`" in down.fix
+
+
+async def test_run_errors_name_the_host_and_the_fix() -> None:
+    url = f"http://127.0.0.1:{_free_port()}"
+    with pytest.raises(ModelUnreachable) as unreachable:
+        await collect(OllamaModel(url, "qwen3"))
+    message = unreachable.value.message
+    assert f"Ollama at {url} is unreachable" in message
+    assert message.endswith("start Ollama (`ollama serve`) or set OLLAMA_HOST, or run `make demo`")
+    with fake_ollama(models=("qwen3:8b",)) as fake:
+        with pytest.raises(ModelUnavailable) as missing:
+            await collect(OllamaModel(fake.url, "llama"))
+    assert "pull it first (`ollama pull llama`)" in missing.value.message
+
+
+async def test_many_calls_at_once_keep_their_connections_for_the_next_ones() -> None:
+    """Past httpx's 20 idle connections, each call that ended closed its connection and the
+    next one connected again."""
+    with fake_ollama() as fake:
+        fake.latency = 0.3  # the calls of a wave overlap
+        model = OllamaModel(fake.url, "qwen3")
+        for _ in range(3):
+            await asyncio.gather(*(collect(model) for _ in range(40)))
+        assert fake.server is not None
+        assert fake.server.accepted <= 45  # one per call of the first wave, then reused

@@ -1,4 +1,5 @@
-"""The short form of the kill -9 torture test (`make soak N=1000` runs the long form)."""
+"""The short form of the kill -9 torture test (`make soak N=1000` runs the long form; with
+BACKEND=postgres, three processes on one PostgreSQL database)."""
 
 from __future__ import annotations
 
@@ -14,5 +15,14 @@ def test_thirty_random_sigkills_lose_nothing_and_repeat_no_finished_call(tmp_pat
     tallies = run(kills=30, seed=2026, workdir=tmp_path)
     print(tallies.table())
     assert tallies.kills == 30 and tallies.acknowledged > 0
+    assert tallies.violations == []
+    assert tallies.ok()
+
+
+@pytest.mark.timeout(600)
+def test_three_processes_on_postgres_survive_random_sigkills(tmp_path: Path, pg_url: str) -> None:
+    tallies = run(kills=3, seed=2027, workdir=tmp_path, database_url=pg_url)
+    print(tallies.table())
+    assert tallies.kills == 3 and tallies.acknowledged > 0
     assert tallies.violations == []
     assert tallies.ok()

@@ -77,6 +77,9 @@ class FakeEngine(AgentEngine, CheckpointPort):
             raise script.fail
         await self._write(thread_id, run_id, [AssistantMessage("".join(script.tokens))], False)
 
+    async def keep_stopped_text(self, thread_id: str, run_id: str, text: str) -> None:
+        await self._write(thread_id, run_id, [AssistantMessage(text)], True)
+
     # --- CheckpointPort -----------------------------------------------------------------
 
     async def get_thread(self, thread_id: str) -> ThreadState:

@@ -33,12 +33,14 @@ from typing import Any
 class QuietServer(ThreadingHTTPServer):
     request_queue_size = 128  # the default 5 drops connections when many runs call at once
     nodelay = False
+    accepted = 0  # connections opened by clients so far
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client killed mid-request (the crash tests do that) is not news
 
     def get_request(self) -> tuple[socket.socket, Any]:
         conn, addr = super().get_request()
+        self.accepted += 1
         if self.nodelay:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return conn, addr

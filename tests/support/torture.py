@@ -3,7 +3,11 @@ tool calls, and a ledger MCP server that appends every execution with its idempo
 It sends turns, SIGKILLs the server at random moments, restarts it, resumes what is
 resumable, and checks the invariants after every restart and at the end.
 
-    python -m tests.support.torture --kills 1000 [--seed 7] [--dir DIR]
+With `--backend postgres`, three servers share one PostgreSQL database (a private server
+is started, or TEST_DATABASE_URL's is used): turns go to any of them, and each trial kills
+a random one and starts it again while the other two go on.
+
+    python -m tests.support.torture --kills 1000 [--seed 7] [--dir DIR] [--backend postgres]
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import sqlite3
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +29,10 @@ import httpx
 
 from tests.support.app import app_env, config_dir, ledger_server_entry
 from tests.support.fake_ollama import FakeOllama
+from tests.support.postgres import create_database, postgres_server
 from tests.support.server import LiveServer
+
+PROCESSES = {"sqlite": 1, "postgres": 3}
 
 
 @dataclass
@@ -63,15 +72,17 @@ def responder(body: dict[str, Any]) -> dict[str, Any]:
 
 
 class Torture:
-    def __init__(self, workdir: Path, seed: int) -> None:
+    def __init__(self, workdir: Path, seed: int, database_url: str = "") -> None:
         self.dir = workdir
+        self.url = database_url  # PostgreSQL, shared by PROCESSES["postgres"] servers
         self.rng = random.Random(seed)
         self.book = workdir / "ledger.jsonl"
         config_dir(workdir, {"ledger": ledger_server_entry(self.book)})
         self.ollama = FakeOllama().start()
         self.ollama.responder = responder
-        self.env = app_env(workdir, self.ollama.url, RUN_LEASE_SECONDS="5", SHUTDOWN_TIMEOUT="2")
+        self.env = app_env(workdir, self.ollama.url, RUN_LEASE_SECONDS="5", SHUTDOWN_TIMEOUT="2", DATABASE_URL=self.url)
         self.db = Path(self.env["DATABASE_PATH"])
+        self.servers: list[LiveServer] = []
         self.acked: dict[str, list[str]] = {}  # conversation -> acknowledged messages
         self.saved: dict[str, int] = {}  # key with a saved result -> ledger starts when first seen
         self.turn = 0
@@ -85,14 +96,26 @@ class Torture:
         entries = [json.loads(x) for x in self.book.read_text().splitlines() if x.strip()]
         return Counter(e["key"] for e in entries if e["event"] == "start")
 
-    def check(self, server: LiveServer, final: bool = False) -> None:
+    def orphans(self) -> int:
+        """Runs left `running` by a process that is gone (one that runs may own runs)."""
+        live = {s.proc.pid for s in self.servers if s.proc is not None and s.proc.poll() is None}
+        if self.url:
+            import psycopg
+
+            with psycopg.connect(self.url) as conn:
+                owners = [r[0] for r in conn.execute("SELECT owner_pid FROM runs WHERE status = 'running'")]
+            return len([pid for pid in owners if pid not in live])
         db = sqlite3.connect(self.db)
         try:
             if db.execute("PRAGMA integrity_check").fetchone()[0] != "ok":
                 self.t.integrity_failures += 1
-            stuck = db.execute("SELECT count(*) FROM runs WHERE status = 'running'").fetchone()[0]
+            owners = [r[0] for r in db.execute("SELECT owner_pid FROM runs WHERE status = 'running'")]
         finally:
             db.close()
+        return len([pid for pid in owners if pid not in live])
+
+    def check(self, server: LiveServer, final: bool = False) -> None:
+        stuck = self.orphans()
         if stuck and not final:
             self.t.stuck_runs += stuck
             self.t.violations.append(f"{stuck} run(s) left running after restart")
@@ -163,35 +186,59 @@ class Torture:
             self.acked.setdefault(got, []).append(message)
             self.t.acknowledged += 1
 
+    def pick(self) -> int:
+        """A random server; with one, no draw (the single-process run keeps its sequence)."""
+        return self.rng.randrange(len(self.servers)) if len(self.servers) > 1 else 0
+
+    def start(self) -> LiveServer:
+        return LiveServer(self.env, self.dir).start(timeout=120)
+
     def trial(self) -> None:
-        server = LiveServer(self.env, self.dir).start()
+        """Start what is missing, resume and send turns through random servers, then kill
+        one of them at a random moment."""
+        while len(self.servers) < PROCESSES["postgres" if self.url else "sqlite"]:
+            self.servers.append(self.start())
         try:
-            self.check(server)
-            self.resume_all(server, wait=False)
+            self.check(self.servers[self.pick()])
+            self.resume_all(self.servers[self.pick()], wait=False)
             for _ in range(self.rng.randint(1, 2)):
-                self.send(server)
+                self.send(self.servers[self.pick()])
             time.sleep(self.rng.uniform(0.0, 1.5))
         finally:
-            server.kill()
+            victim = self.servers.pop(self.pick())
+            victim.kill()
         self.t.kills += 1
         self.t.trials += 1
 
     def finish(self) -> None:
-        server = LiveServer(self.env, self.dir).start()
+        self.servers.append(self.start())
         try:
+            server = self.servers[-1]
+            time.sleep(1.0)  # the others' maintenance reclaims what the last victim left
             self.check(server)
             for _ in range(3):
                 self.resume_all(server, wait=True)
             self.check(server, final=True)
         finally:
-            server.stop()
+            for server in self.servers:
+                server.stop()
         starts = self.ledger_starts()
         self.t.reexecutions_in_flight = sum(n - 1 for n in starts.values() if n > 1)
         self.ollama.stop()
 
 
-def run(kills: int, seed: int, workdir: Path, progress: int = 0) -> Tallies:
-    torture = Torture(workdir, seed)
+@contextmanager
+def database(backend: str) -> Iterator[str]:
+    """"" for SQLite (the file under the work directory), else a new PostgreSQL database."""
+    if backend != "postgres":
+        yield ""
+        return
+    with postgres_server() as server:
+        yield create_database(server)
+
+
+def run(kills: int, seed: int, workdir: Path, progress: int = 0, database_url: str = "") -> Tallies:
+    torture = Torture(workdir, seed, database_url)
     started = time.monotonic()
     for i in range(kills):
         torture.trial()
@@ -209,11 +256,13 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=30)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--dir", type=Path)
+    parser.add_argument("--backend", choices=sorted(PROCESSES), default="sqlite")
     args = parser.parse_args()
     workdir = args.dir or Path(tempfile.mkdtemp(prefix="sophos-soak-"))
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    tallies = run(args.kills, args.seed, workdir, progress=50)
+    with database(args.backend) as url:
+        tallies = run(args.kills, args.seed, workdir, progress=50, database_url=url)
     print(tallies.table())
     print(f"{'seconds':<30} {time.monotonic() - started:.0f}")
     for v in tallies.violations[:20]:

@@ -10,10 +10,12 @@ import pytest
 from domain.errors import InvalidInput
 from domain.events import NodeStarted, StreamTranslator, TokenDelta, ToolCallFinished, ToolCallRequested
 from domain.export import checkpoint_jsonl, markdown_transcript
+from domain.lifecycle import StopReason, keeps_stopped_text
 from domain.model import (
     AssistantMessage,
     CheckpointSummary,
     Conversation,
+    ThreadHead,
     ToolCall,
     ToolResult,
     UserMessage,
@@ -127,3 +129,14 @@ def test_a_bad_recursion_limit_falls_back_to_25(value: str, tmp_path) -> None:  
 def test_an_unknown_backend_is_a_clear_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(SettingsError, match="MODEL_BACKEND"):
         load_settings({"CONFIG_DIR": str(tmp_path), "MODEL_BACKEND": "gpt"})
+
+
+def test_only_a_person_s_stop_of_an_unsaved_step_keeps_its_streamed_text() -> None:
+    mid_step = ThreadHead(work_left=True, awaiting_tools=False, message_count=1)
+    assert keeps_stopped_text(StopReason.CANCEL, "Hello", mid_step)
+    assert not keeps_stopped_text(StopReason.SHUTDOWN, "Hello", mid_step)  # the step reruns on resume
+    assert not keeps_stopped_text(StopReason.CANCEL, "", mid_step)
+    saved_answer = ThreadHead(work_left=False, awaiting_tools=False, message_count=2)
+    saved_calls = ThreadHead(work_left=True, awaiting_tools=True, message_count=2)
+    assert not keeps_stopped_text(StopReason.CANCEL, "Hello", saved_answer)  # already in the thread
+    assert not keeps_stopped_text(StopReason.CANCEL, "Hello", saved_calls)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
+from adapters.memory.runs import InMemoryRunStore
 from domain.lifecycle import INPUT_NOT_RECORDED
 from domain.model import Run, RunOwner, RunStatus, new_id, utc_now
 from ports.engine import NewMessage
@@ -113,3 +115,20 @@ async def test_renewal_refreshes_this_processs_runs_by_the_store_clock() -> None
     after = (await h.repo.get_run(started.run_id)).heartbeat_at  # type: ignore[union-attr]
     assert before is not None and after is not None and after > before
     await h.follow(started.conversation_id)
+
+
+async def test_recovery_that_reads_a_run_before_its_task_is_registered_leaves_it_alone() -> None:
+    """The store has the row, the hub not yet the run: recovery reading in that gap must not
+    take the run for one this process stopped executing (it used to record it interrupted,
+    and the run then failed with RUN_LOST under load)."""
+    reclaimed: list[bool] = []
+
+    class Racing(InMemoryRunStore):
+        async def start_run(self, run: Any, now: Any) -> None:
+            await super().start_run(run, now)
+            reclaimed.append(await h.runs.reclaim(run))  # what Supervisor.recover does if its read lands here
+
+    h = make_harness(["fine"], repo=Racing())
+    started, events = await h.send("hi")
+    assert reclaimed == [False]
+    assert events[-1].event == "end" and events[-1].data["status"] == "completed"

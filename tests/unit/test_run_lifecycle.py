@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -16,6 +18,8 @@ from domain.errors import (
     SessionInProgress,
     ShuttingDown,
 )
+from domain.events import StreamEvent
+from domain.hub import ActiveRun
 from domain.model import AssistantMessage, RunStatus, ToolResult, UserMessage, new_id
 from tests.support.harness import make_harness, recording_tool
 
@@ -211,6 +215,24 @@ async def test_cancel_stops_the_model_stream_and_records_cancelled() -> None:
     assert events[-1].data["status"] == "completed"
 
 
+async def test_a_stopped_answer_stays_in_the_thread_and_a_resume_continues_after_it() -> None:
+    h = make_harness(["word " * 200, "the rest"], delay=0.01)
+    started = await h.runs.start("long answer please")
+    cid = started.conversation_id
+    await asyncio.sleep(0.2)
+    assert (await h.runs.cancel(cid)).status is RunStatus.CANCELLED
+    detail = await h.conversations.get(cid)
+    kept = detail.messages[-1]
+    assert [m.role for m in detail.messages] == ["user", "assistant"]
+    assert kept.content.startswith("word word") and len(kept.content) < len("word " * 200)
+    assert detail.resumable and detail.conversation.message_count == 2
+    events = await h.resume(cid)
+    assert events[-1].data["status"] == "completed"
+    contents = [m.content for m in (await h.conversations.get(cid)).messages]
+    assert contents == ["long answer please", kept.content, "the rest"]
+    assert h.model.seen[-1].messages[-1].content == kept.content  # the model saw what was kept
+
+
 async def test_cancel_in_a_slow_tool_closes_the_dangling_call_for_the_next_turn() -> None:
     gate = asyncio.Event()
 
@@ -303,3 +325,44 @@ async def test_a_new_message_is_refused_while_an_unsafe_call_may_have_taken_effe
         await h.runs.start("do something else", cid)
     events = await h.resume(cid, decision="skip")
     assert events[-1].data["status"] == "completed" and len(h.tools.calls) == 1
+
+
+async def test_events_ready_together_reach_a_subscriber_in_one_batch_and_a_lone_one_at_once() -> None:
+    active = ActiveRun(str(uuid.uuid4()), str(uuid.uuid4()))
+    batches = active.batches(0)
+    first = asyncio.ensure_future(anext(batches))
+    await asyncio.sleep(0)  # the subscriber waits
+    for text in ("a", "b", "c"):  # published in one step of the run's task
+        active.publish(StreamEvent("token", text))
+    assert [i for i, _ in await first] == [1, 2, 3]
+    lone = asyncio.ensure_future(anext(batches))
+    await asyncio.sleep(0)
+    active.publish(StreamEvent("token", "d"))
+    assert [i for i, _ in await asyncio.wait_for(lone, 1)] == [4]  # not held back for company
+    active.publish(StreamEvent("end", {"status": "completed"}))
+    active.publish(StreamEvent("token", "after the end"))
+    assert [e.event for _, e in await anext(batches)] == ["end"]
+    with pytest.raises(StopAsyncIteration):
+        await anext(batches)
+
+
+
+async def test_a_turn_makes_no_trip_through_the_default_executor() -> None:
+    """Every hop to a worker thread costs the loop a wake-up; the graph's own code (nodes,
+    the edge after the agent) runs on the loop."""
+    hops: list[Any] = []
+
+    class Recording(ThreadPoolExecutor):
+        def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+            hops.append(fn)
+            return super().submit(fn, *args, **kwargs)
+
+    loop = asyncio.get_running_loop()
+    executor = Recording(max_workers=2)
+    loop.set_default_executor(executor)
+    h = make_harness(["hello there"])
+    started = await h.runs.start("hi")
+    events = await h.follow(started.conversation_id)
+    assert events[-1].data["status"] == "completed"
+    assert hops == []
+    executor.shutdown(wait=False)

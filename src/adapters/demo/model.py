@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 
 from domain.model import AssistantMessage, Message, ToolCall, ToolResult, UserMessage, new_id
-from ports.model import ModelOutput, ModelPort, TextChunk
+from ports.model import ModelOutput, ModelPort, Readiness, TextChunk
 from ports.tools import ToolSpec
 
 
@@ -41,5 +41,5 @@ class DemoModel(ModelPort):
             yield TextChunk(word if i == len(words) - 1 else word + " ")
         yield AssistantMessage(text, id=f"run-{new_id()}")
 
-    async def check(self) -> tuple[bool, str]:
-        return True, "ok"
+    async def check(self) -> Readiness:
+        return Readiness(True, "ok")

@@ -154,30 +154,28 @@ def to_langchain(message: Message, stored: bool = True) -> AnyMessage:
     )
 
 
-def prompt(system: str, messages: Sequence[Message]) -> list[AnyMessage]:
-    """The model's input: the system prompt, then the messages chosen for it."""
-    return [SystemMessage(system), *(to_langchain(m, stored=False) for m in messages)]
+class PromptCache:
+    """The model's input, the system prompt then the messages chosen for it, as LangChain messages.
+    Building a LangChain message costs ~20 µs (pydantic): rebuilding a long thread before
+    every model call made each turn slower than the one before. The domain messages of a
+    thread are the same objects from call to call (ConversionCache), so each is converted
+    once, found again by identity."""
 
-
-class WireCache:
-    """The model's input, converting each message once: the thread's messages are the same
-    objects from call to call (ConversionCache), and building LangChain messages is the
-    costly part of a long prompt. Keyed by identity, bounded."""
-
-    def __init__(self, size: int = 20_000) -> None:
+    def __init__(self, size: int = 10_000) -> None:
         self.size = size
         self._items: OrderedDict[int, tuple[Message, AnyMessage]] = OrderedDict()
+        self._system: tuple[str, SystemMessage] | None = None
 
     def prompt(self, system: str, messages: Sequence[Message]) -> list[AnyMessage]:
-        out: list[AnyMessage] = [SystemMessage(system)]
+        if self._system is None or self._system[0] != system:
+            self._system = (system, SystemMessage(system))
+        out: list[AnyMessage] = [self._system[1]]
         for m in messages:
             hit = self._items.get(id(m))
-            if hit is not None and hit[0] is m:
-                out.append(hit[1])
-                continue
-            converted = to_langchain(m, stored=False)
-            out.append(converted)
-            self._items[id(m)] = (m, converted)
-            if len(self._items) > self.size:
-                self._items.popitem(last=False)
+            if hit is None or hit[0] is not m:  # an id is reused only once its object is gone
+                hit = (m, to_langchain(m, stored=False))
+                self._items[id(m)] = hit
+                if len(self._items) > self.size:
+                    self._items.popitem(last=False)
+            out.append(hit[1])
         return out

@@ -8,7 +8,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessageChunk
 
-from adapters.langchain.messages import WireCache, flatten, prompt
+from adapters.langchain.messages import PromptCache, flatten
 from domain.model import AssistantMessage, Message, ToolCall
 from ports.model import ModelOutput, TextChunk, Usage
 from ports.tools import ToolSpec
@@ -35,18 +35,13 @@ def reply_from_chunk(full: AIMessageChunk | None) -> AssistantMessage:
 
 
 async def stream_chat(
-    chat: BaseChatModel,
-    system: str,
-    messages: Sequence[Message],
-    tools: Sequence[ToolSpec],
-    wire: WireCache | None = None,
+    chat: BaseChatModel, prompts: PromptCache, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
 ) -> AsyncIterator[ModelOutput]:
     """Text chunks as they arrive, then the token counts, then the whole reply. Backend
     errors pass through for the adapter to translate."""
     model = chat.bind_tools([tool_schema(t) for t in tools]) if tools else chat
     full: AIMessageChunk | None = None
-    request = wire.prompt(system, messages) if wire else prompt(system, messages)
-    async for chunk in model.astream(request):
+    async for chunk in model.astream(prompts.prompt(system, messages)):
         if not isinstance(chunk, AIMessageChunk):
             continue
         full = chunk if full is None else full + chunk

@@ -12,6 +12,14 @@
   checkpoint to `checkpoint_log` (what the JSONL export shows) and, in the same transaction,
   deletes the thread's checkpoints older than the last `keep` with their writes. A resume
   only ever needs the latest checkpoint and its pending writes.
+- Fewer fsyncs, same promises: the file's connections are synchronous=FULL, and a commit is
+  synced only where something outside depends on it: the checkpoint holding a new message
+  (`source: input`, what POST acknowledges) and a tool call's result (the call took effect).
+  Other steps commit with synchronous=NORMAL; WAL frames are ordered, so the next synced
+  commit on the file (the next such checkpoint, a tool-call journal entry, the run's outcome)
+  makes them durable too. A process crash loses nothing either way (the OS has the pages);
+  only a power cut between two synced commits can lose the steps since the last one, which is
+  a crash one step earlier: the resume starts from there.
 """
 
 from __future__ import annotations
@@ -22,10 +30,11 @@ import logging
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import ormsgpack
+from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
@@ -33,14 +42,18 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    get_checkpoint_id,
     get_checkpoint_metadata,
 )
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.utils import load_pending_writes, pending_writes_sql
 
 from adapters.langchain.messages import to_domain
 from adapters.langgraph.graph import RUN_KEY
+from adapters.langgraph.latest import LatestCheckpoints
 from adapters.langgraph.search_sync import index_checkpoint, index_missing, rebuild
-from adapters.sqlite.database import connect, failure_reason, migrate
+from adapters.langgraph.serde import MessageMemoSerializer
+from adapters.sqlite.database import connect, failure_reason, migrate, unsynced
 from adapters.sqlite.maintenance import prune_thread
 from adapters.sqlite.search import forget_thread
 from domain.errors import RunLost, StorageFailure
@@ -105,15 +118,22 @@ def _decode(blob: bytes) -> Any:
     return ormsgpack.unpackb(blob, ext_hook=_as_plain, option=ormsgpack.OPT_NON_STR_KEYS)
 
 
+def _has_tool_result(value: Any) -> bool:
+    """A write carrying a tool call's result: the call took effect, keep it at once."""
+    items = value if isinstance(value, list) else [value]
+    return any(isinstance(item, ToolMessage) for item in items)
+
+
 STORAGE_MESSAGE = "The database could not be read or written (disk full, read-only, locked or I/O error)"
 
 
 class ThreadedSqliteSaver(SqliteSaver):
     def __init__(self, conn: sqlite3.Connection, keep: int = 3, metrics: MetricsPort = NO_METRICS) -> None:
-        super().__init__(conn)
+        super().__init__(conn, serde=MessageMemoSerializer())
         self.keep = keep  # checkpoints kept per thread; 0 keeps all (plain SqliteSaver)
         self.metrics = metrics
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sophos-saver")
+        self.latest = LatestCheckpoints()
 
     @classmethod
     def open(cls, path: str, keep: int = 3, metrics: MetricsPort = NO_METRICS) -> ThreadedSqliteSaver:
@@ -148,10 +168,11 @@ class ThreadedSqliteSaver(SqliteSaver):
             raise StorageFailure(STORAGE_MESSAGE) from e
 
     @contextmanager
-    def _transaction(self, config: RunnableConfig) -> Iterator[sqlite3.Cursor]:
+    def _transaction(self, config: RunnableConfig, synced: bool = True) -> Iterator[sqlite3.Cursor]:
         """BEGIN IMMEDIATE … COMMIT, fenced: a write for a run that is no longer running
-        raises RunLost and is rolled back."""
-        with self.lock:
+        raises RunLost and is rolled back. `synced` False: commit without an fsync (see the
+        module docstring)."""
+        with self.lock, nullcontext() if synced else unsynced(self.conn):
             self.setup()
             cur = self.conn.cursor()
             try:
@@ -183,7 +204,8 @@ class ThreadedSqliteSaver(SqliteSaver):
         type_, blob = self.serde.dumps_typed(checkpoint)
         meta_blob = json.dumps(full_metadata, ensure_ascii=False).encode("utf-8", "ignore")
         key = (thread_id, ns, checkpoint["id"])
-        with self._transaction(config) as cur:  # one transaction: fence, checkpoint, summary, pruning
+        synced = full_metadata.get("source") == "input"  # a new message: POST acknowledges it
+        with self._transaction(config, synced) as cur:  # one transaction: fence, checkpoint, summary, pruning
             cur.execute(
                 "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
                 "parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -199,6 +221,7 @@ class ThreadedSqliteSaver(SqliteSaver):
             if self.keep > 0:
                 prune_thread(cur, thread_id, ns, self.keep)
         self.metrics.checkpoint_written("checkpoint", len(blob) + len(meta_blob))
+        self.latest.remember(thread_id, ns, checkpoint, meta_blob, configurable.get("checkpoint_id"))
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
 
     def put_writes(
@@ -224,13 +247,38 @@ class ThreadedSqliteSaver(SqliteSaver):
             )
             for idx, (channel, value) in enumerate(writes)
         ]
-        with self._transaction(config) as cur:
+        with self._transaction(config, synced=any(_has_tool_result(value) for _, value in writes)) as cur:
             cur.executemany(
                 f"INSERT OR {verb} INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, "
                 "idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
         self.metrics.checkpoint_written("writes", sum(len(row[-1]) for row in rows))
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        if get_checkpoint_id(config) is None:
+            hit = self._latest_tuple(str(config["configurable"]["thread_id"]), config["configurable"].get("checkpoint_ns", ""))
+            if hit is not None:
+                return hit
+        return super().get_tuple(config)
+
+    def _latest_tuple(self, thread_id: str, ns: str) -> CheckpointTuple | None:
+        """The thread's latest checkpoint from memory (see adapters.langgraph.latest), if it
+        is still the latest in the database."""
+        cached = self.latest.get(thread_id, ns)
+        if cached is None:
+            return None
+        with self.cursor(transaction=False) as cur:
+            row = cur.execute(
+                "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
+                "ORDER BY checkpoint_id DESC LIMIT 1",
+                (thread_id, ns),
+            ).fetchone()
+            if row is None or row[0] != cached.checkpoint["id"]:
+                return None
+            cur.execute(pending_writes_sql(self._has_task_path), (thread_id, ns, row[0]))
+            writes = load_pending_writes(cur, self.serde)
+        return cached.tuple(thread_id, ns, writes)
 
     def head(self, thread_id: str) -> tuple[Any, ...] | None:
         """(checkpoint_id, next, message_count, run_id, pending writes) of the latest
@@ -268,6 +316,7 @@ class ThreadedSqliteSaver(SqliteSaver):
             ).fetchall()
 
     def delete_thread(self, thread_id: str) -> None:
+        self.latest.forget(str(thread_id))
         with self.cursor() as cur:
             for table in ("checkpoints", "writes", "checkpoint_log"):
                 cur.execute(f"DELETE FROM {table} WHERE thread_id = ?", (str(thread_id),))

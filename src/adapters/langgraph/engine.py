@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 from collections import OrderedDict
@@ -101,7 +102,10 @@ def _head(next_nodes: Sequence[str], count: int, run_id: Any, checkpoint_id: str
 
 
 async def _blocking(graph: Graph, fn: Callable[..., Any], *args: Any) -> Any:
-    """Run a sync read of the saver off the event loop (on its own thread, when it has one)."""
+    """Run a read of the saver: awaited when it is async (PostgreSQL), else off the event
+    loop (on the saver's own thread, when it has one)."""
+    if inspect.iscoroutinefunction(fn):
+        return await fn(*args)
     call = getattr(graph.checkpointer, "call", None)
     if call is not None:
         return await call(fn, *args)
@@ -238,6 +242,11 @@ class LangGraphEngine(AgentEngine):
             content = closing.content if closing else UNPLANNED
             out.append(ToolMessage(content, tool_call_id=call.id, name=call.name, status="error"))
         return out
+
+    async def keep_stopped_text(self, thread_id: str, run_id: str, text: str) -> None:
+        # written as the tools step's output: the checkpoint's next step stays `agent`,
+        # so the conversation remains resumable after the kept text
+        await self.graph.aupdate_state(_config(thread_id, run_id), {"messages": [AIMessage(text)]}, as_node="tools")
 
     async def run(
         self, thread_id: str, run_id: str, run_input: RunInput, recursion_limit: int

@@ -80,7 +80,8 @@ def _timed(record: Callable[[str, float], None]) -> Iterator[Timing]:
         record(timing.outcome, time.monotonic() - began)
 
 
-def route_after_agent(state: AgentState) -> Sequence[Send] | str:
+async def route_after_agent(state: AgentState) -> Sequence[Send] | str:
+    # async: LangGraph runs a sync edge function on a worker thread, a hop per model call
     last = state["messages"][-1] if state["messages"] else None
     if isinstance(last, AIMessage) and last.tool_calls:
         return [Send("tools", ToolTask(call=dict(c))) for c in last.tool_calls]

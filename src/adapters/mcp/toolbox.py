@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from langchain_mcp_adapters.sessions import create_session
 from mcp import ClientSession, types
 from mcp.shared.exceptions import McpError
 from mcp.types import CONNECTION_CLOSED
 
 from adapters.mcp.config import McpConfigError, load_mcp_config
+from adapters.mcp.stdio import open_session
 from domain.errors import ToolOutcomeUnknown
 from ports.tools import ToolOutcome, ToolPort, ToolServerStatus, ToolSpec
 
@@ -56,7 +56,7 @@ class McpServer:
 
     async def _hold(self, ready: asyncio.Future[ClientSession]) -> None:
         try:
-            async with create_session(self.connection) as session:  # type: ignore[arg-type]
+            async with open_session(self.name, self.connection) as session:
                 await session.initialize()
                 ready.set_result(session)
                 await self._stop.wait()
@@ -94,6 +94,12 @@ class McpServer:
             destructive=not (a and a.destructiveHint is False),
             idempotent=bool(a and a.idempotentHint),
         )
+
+    @property
+    def target(self) -> str:
+        """What is started or called: the command line (stdio) or the URL (HTTP)."""
+        c = self.connection
+        return str(c["url"]) if "url" in c else " ".join([str(c["command"]), *map(str, c.get("args", []))])
 
     def spec(self, tool: str) -> ToolSpec | None:
         return next((t for t in self.tools if t.name == f"{self.name}{SEP}{tool}"), None)
@@ -246,7 +252,7 @@ class McpToolbox(ToolPort):
     async def status(self) -> Sequence[ToolServerStatus]:
         await self._discover()
         out = [
-            ToolServerStatus(s.name, s.session is not None, len(s.tools), s.error, {"restarts": s.restarts})
+            ToolServerStatus(s.name, s.session is not None, len(s.tools), s.error, {"restarts": s.restarts, "target": s.target})
             for s in self.servers.values()
         ]
         if self.config_error:

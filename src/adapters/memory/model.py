@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
 from domain.model import AssistantMessage, Message, ToolCall, new_id
-from ports.model import ModelOutput, ModelPort, TextChunk
+from ports.model import ModelOutput, ModelPort, Readiness, TextChunk
 from ports.tools import ToolSpec
 
 
@@ -50,5 +50,5 @@ class ScriptedModel(ModelPort):
         calls = tuple(ToolCall(f"call_{new_id()[:8]}", n, dict(a)) for n, a in reply)
         yield AssistantMessage("", calls, id=f"run-{new_id()}")
 
-    async def check(self) -> tuple[bool, str]:
-        return True, "ok"
+    async def check(self) -> Readiness:
+        return Readiness(True, "ok")

@@ -83,12 +83,14 @@ class InMemoryRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
             return self._summary(conv) if conv else None
 
     async def list_conversations(
-        self, limit: int | None = None, before: tuple[datetime, str] | None = None
+        self, limit: int | None = None, before: tuple[datetime, str] | None = None, query: str = ""
     ) -> Sequence[Conversation]:
         with self._lock:
             items = sorted(
                 self._conversations.values(), key=lambda c: (iso(c.updated_at), c.id), reverse=True
             )
+            if query:
+                items = [c for c in items if query.casefold() in c.title.casefold()]
             if before is not None:
                 cursor = (iso(before[0]), before[1])
                 items = [c for c in items if (iso(c.updated_at), c.id) < cursor]

@@ -8,12 +8,25 @@ import httpx
 import ollama
 from langchain_ollama import ChatOllama
 
-from adapters.langchain.messages import WireCache
+from adapters.langchain.messages import PromptCache
 from adapters.langchain.streaming import stream_chat
 from domain.errors import AgentFailure, ModelUnavailable, ModelUnreachable
 from domain.model import Message
-from ports.model import ModelOutput, ModelPort
+from ports.model import ModelOutput, ModelPort, Readiness
 from ports.tools import ToolSpec
+
+START_IT = "start Ollama (`ollama serve`) or set OLLAMA_HOST, or run `make demo`"
+
+
+def start_and_pull(model: str) -> str:
+    return f"start Ollama (`ollama serve`, and `ollama pull {model}` once) or set OLLAMA_HOST, or run `make demo`"
+
+
+def pull_it(model: str) -> str:
+    return f"pull it first (`ollama pull {model}`) or set OLLAMA_MODEL to one `ollama list` shows"
+
+
+KEEPALIVE = 128  # connections to the model server
 
 
 class OllamaModel(ModelPort):
@@ -25,10 +38,17 @@ class OllamaModel(ModelPort):
         self.timeout = timeout
         # ChatOllama has no timeout by default: a stalled server would hang a run forever.
         # Without num_ctx Ollama uses its server default and silently cuts a longer prompt
+        self._prompts = PromptCache()
+        # keep-alive for as many connections as runs may call at once: past httpx's default of
+        # 20 idle ones, every call beyond it closed a connection and the next opened a new one
+        limits = httpx.Limits(max_connections=KEEPALIVE, max_keepalive_connections=KEEPALIVE)
         self._chat = ChatOllama(
-            model=model, base_url=self.base_url, reasoning=think, client_kwargs={"timeout": timeout}, num_ctx=context
+            model=model,
+            base_url=self.base_url,
+            reasoning=think,
+            client_kwargs={"timeout": timeout, "limits": limits},
+            num_ctx=context,
         )
-        self._wire = WireCache()
 
     @property
     def name(self) -> str:
@@ -38,30 +58,37 @@ class OllamaModel(ModelPort):
         self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> AsyncIterator[ModelOutput]:
         try:
-            async for out in stream_chat(self._chat, system, messages, tools, self._wire):
+            async for out in stream_chat(self._chat, self._prompts, system, messages, tools):
                 yield out
         except ollama.ResponseError as e:
             if e.status_code == 404:
-                raise ModelUnavailable(f"The configured Ollama model {self.model!r} is not available.") from e
+                raise ModelUnavailable(
+                    f"The configured Ollama model {self.model!r} is not available at {self.base_url}: {pull_it(self.model)}"
+                ) from e
             raise AgentFailure(f"Ollama error: {e.error}") from e
         except httpx.TimeoutException as e:
-            raise ModelUnreachable(f"Ollama at {self.base_url} timed out after {self.timeout:g} s") from e
+            raise ModelUnreachable(
+                f"Ollama at {self.base_url} timed out after {self.timeout:g} s: check that it is not "
+                "overloaded, or raise MODEL_TIMEOUT"
+            ) from e
         except (httpx.TransportError, ConnectionError) as e:
-            raise ModelUnreachable(f"Ollama at {self.base_url} is unreachable: {e}") from e
+            raise ModelUnreachable(f"Ollama at {self.base_url} is unreachable ({e}): {START_IT}") from e
 
-    async def check(self) -> tuple[bool, str]:
+    async def check(self) -> Readiness:
         """The reference's readyz rule: /api/tags answers and a model name contains ours."""
+        url = f"{self.base_url}/api/tags"
         try:
             async with httpx.AsyncClient(timeout=5.0) as client:
-                response = await client.get(f"{self.base_url}/api/tags")
+                response = await client.get(url)
         except Exception:
-            return False, "Failed to connect to Ollama"
+            return Readiness(False, "Failed to connect to Ollama", url, start_and_pull(self.model))
+        down = Readiness(False, "Ollama service not available", url, f"is {self.base_url} Ollama? {START_IT}")
         if not response.is_success:
-            return False, "Ollama service not available"
+            return down
         try:
             names = [str(m.get("name", "")) for m in response.json().get("models", [])]
         except (ValueError, AttributeError):
-            return False, "Ollama service not available"
+            return down
         if any(self.model in n for n in names):
-            return True, "ok"
-        return False, f'Ollama model "{self.model}" not available'
+            return Readiness(True, "ok", url)
+        return Readiness(False, f'Ollama model "{self.model}" not available', url, pull_it(self.model))

@@ -132,9 +132,13 @@ def connect(path: str, busy_timeout: float = BUSY_TIMEOUT_MS / 1000) -> sqlite3.
     `path` may be a `file:` URI (e.g. `file:/x/sophos.db?mode=ro`); `busy_timeout` is how
     long, in seconds, a write waits for another connection's write lock."""
     uri = path.startswith("file:")
-    if path != ":memory:" and not uri:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=busy_timeout, uri=uri)
+    try:
+        if path != ":memory:" and not uri:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=busy_timeout, uri=uri)
+    except (OSError, sqlite3.OperationalError) as e:  # a path that cannot be: say which, and where it is set
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise StorageFailure(f"Cannot open the database {path}: {reason} (set DATABASE_PATH or --db)") from e
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA foreign_keys = ON")
@@ -151,6 +155,20 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+@contextmanager
+def unsynced(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """Commit without an fsync (synchronous=NORMAL) inside, then restore the connection's
+    own level. WAL frames are ordered: the next synced commit on the file, from any
+    connection, makes these durable too; a process crash loses nothing, a power cut before
+    that next synced commit may lose them (never corrupts the file)."""
+    (level,) = conn.execute("PRAGMA synchronous").fetchone()
+    conn.execute("PRAGMA synchronous = NORMAL")
+    try:
+        yield conn
+    finally:
+        conn.execute(f"PRAGMA synchronous = {int(level)}")
 
 
 def migrate(conn: sqlite3.Connection) -> int:

@@ -12,7 +12,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from adapters.sqlite.database import Worker, connect, migrate, transaction
+from adapters.sqlite.database import Worker, connect, migrate, transaction, unsynced
 from adapters.sqlite.rows import AGO, NOW, RUNS, SUMMARY, conversation_from_row, fetchall, marks, run_from_row
 from adapters.sqlite.wakeups import Wakeups
 from domain.errors import ConversationNotFound, RunLost, SessionInProgress
@@ -40,7 +40,6 @@ class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
         self._writer = Worker("writer", partial(connect, path, busy_timeout), metrics)
         try:
             self.schema_version = self._writer.call(migrate)
-            self._synchronous = int(self._writer.call(fetchall, "PRAGMA synchronous")[0][0])
             self._reader = Worker("reader", partial(_open_reader, path, busy_timeout), metrics)
         except BaseException:
             self._writer.close()
@@ -66,7 +65,8 @@ class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
 
     async def create_conversation(self, conversation_id: str, title: str, now: datetime) -> Conversation:
         def write(c: sqlite3.Connection) -> None:
-            with transaction(c):
+            # no fsync: the run row that always follows it (start_run) is a synced commit
+            with unsynced(c), transaction(c):
                 c.execute(
                     "INSERT INTO conversations (id, title, created_at, updated_at, message_count) "
                     "VALUES (?, ?, ?, ?, 0)",
@@ -82,12 +82,15 @@ class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
         return conversation_from_row(rows[0]) if rows else None
 
     async def list_conversations(
-        self, limit: int | None = None, before: tuple[datetime, str] | None = None
+        self, limit: int | None = None, before: tuple[datetime, str] | None = None, query: str = ""
     ) -> Sequence[Conversation]:
-        sql, args = SUMMARY, list[object]()
+        sql, args = SUMMARY + " WHERE 1", list[object]()
         if before is not None:
-            sql += " WHERE (c.updated_at, c.id) < (?, ?)"
+            sql += " AND (c.updated_at, c.id) < (?, ?)"
             args += [iso(before[0]), before[1]]
+        if query:
+            sql += " AND instr(casefold(c.title), ?) > 0"
+            args.append(query.casefold())
         sql += " ORDER BY c.updated_at DESC, c.id DESC"
         if limit is not None:
             sql += " LIMIT ?"
@@ -287,21 +290,17 @@ class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
             # outcomes are, and the terminal event is written with the outcome): they skip
             # the fsync per commit, which costs ~2 ms against ~30 µs. WAL stays consistent;
             # a power cut may lose the last events, never corrupt the file.
-            c.execute("PRAGMA synchronous = NORMAL")
-            try:
-                with transaction(c):
-                    live = {
-                        r[0]
-                        for r in c.execute(
-                            f"SELECT id FROM runs WHERE status = 'running' AND id IN ({marks(ids)})", ids
-                        ).fetchall()
-                    }
-                    c.executemany(
-                        "INSERT OR IGNORE INTO run_events (run_id, seq, event, data) VALUES (?, ?, ?, ?)",
-                        [r for r in rows if r[0] in live],
-                    )
-            finally:
-                c.execute(f"PRAGMA synchronous = {self._synchronous}")
+            with unsynced(c), transaction(c):
+                live = {
+                    r[0]
+                    for r in c.execute(
+                        f"SELECT id FROM runs WHERE status = 'running' AND id IN ({marks(ids)})", ids
+                    ).fetchall()
+                }
+                c.executemany(
+                    "INSERT OR IGNORE INTO run_events (run_id, seq, event, data) VALUES (?, ?, ?, ?)",
+                    [r for r in rows if r[0] in live],
+                )
 
         await self._writer.run(write)
         self._wakeups.wake(batches)
@@ -399,4 +398,6 @@ class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
 def _open_reader(path: str, busy_timeout: float) -> sqlite3.Connection:
     conn = connect(path, busy_timeout)
     conn.execute("PRAGMA query_only = ON")  # the reader never writes, by construction
+    # title search folds case as Python does (SQLite's lower() and LIKE fold ASCII only)
+    conn.create_function("casefold", 1, lambda s: s.casefold() if isinstance(s, str) else s, deterministic=True)
     return conn

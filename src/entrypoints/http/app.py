@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from entrypoints.http import routes, web
+from entrypoints.http import routes, session, web
 from entrypoints.http.errors import EXCEPTION_HANDLERS
 from entrypoints.http.guard import GuardMiddleware, HostPolicy
 from entrypoints.http.openapi import openapi_document
@@ -65,6 +65,7 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
     app = Starlette(
         routes=[
             *api,
+            *session.ROUTES,
             Route("/api/openapi.json", openapi, methods=["GET"]),
             Route("/metrics", routes.metrics, methods=["GET"]),
             *web.ROUTES,
@@ -74,6 +75,7 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
         lifespan=lifespan,
     )
     app.state.container = container
+    app.state.api_token = settings.API_TOKEN() or ""
     app.state.closing = asyncio.Event()
     app.state.ping_seconds = float(settings.SSE_PING_SECONDS())
     return app

@@ -9,7 +9,6 @@ origin is this server's own address and nothing was rebound.
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
 import logging
 import re
@@ -21,10 +20,12 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from entrypoints.http.errors import error_response
+from entrypoints.http.session import authenticated
 
 log = logging.getLogger(__name__)
 
 LOOPBACK_NAMES = frozenset({"localhost"})
+OPEN_PATHS = frozenset({"/api/healthz", "/api/session"})  # no token needed: liveness, the login itself
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 DEFAULT_PORTS = {"http": 80, "https": 443}
 _AUTHORITY = re.compile(r"(?:\[(?P<ip6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9._-]+))(?::(?P<port>[0-9]{1,5}))?")
@@ -115,13 +116,14 @@ def same_origin(origin: str, scheme: str, authority: Authority) -> bool:
 
 
 def needs_token(path: str) -> bool:
-    """The API (but the liveness probe) and the metrics; not the page."""
-    return (path.startswith("/api/") and path != "/api/healthz") or path == "/metrics"
+    """The API (but the liveness probe and the login itself) and the metrics; not the page."""
+    return (path.startswith("/api/") and path not in OPEN_PATHS) or path == "/metrics"
 
 
 class GuardMiddleware:
-    """Every route: only known hosts. /api (but healthz) and /metrics: the bearer token
-    when API_TOKEN is set. Writes: no cross-origin requests."""
+    """Every route: only known hosts. /api (but healthz and the login) and /metrics: the
+    bearer token or the page's session cookie when API_TOKEN is set. Writes: no cross-origin
+    requests."""
 
     def __init__(self, app: ASGIApp, token: str, hosts: HostPolicy) -> None:
         self.app = app
@@ -150,10 +152,12 @@ class GuardMiddleware:
                 "add it to ALLOWED_HOSTS to serve it",
             )
         if self.token and needs_token(request.url.path):
-            bearer = request.headers.get("authorization", "")
-            if not hmac.compare_digest(bearer.encode(), f"Bearer {self.token}".encode()):
+            if not authenticated(request, self.token):
                 return error_response(
-                    401, "UNAUTHORIZED", "A valid bearer token is required", {"WWW-Authenticate": "Bearer"}
+                    401,
+                    "UNAUTHORIZED",
+                    "A valid bearer token (or a login in the page) is required",
+                    {"WWW-Authenticate": "Bearer"},
                 )
         if request.method not in SAFE_METHODS:
             origin = request.headers.get("origin")

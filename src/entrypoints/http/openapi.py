@@ -23,6 +23,18 @@ def _responses(ok: int, ok_schema: dict[str, Any] | None, *errors: int, ok_type:
     return out
 
 
+def _started(responses: dict[str, Any]) -> dict[str, Any]:
+    """POST /api/chat's 200: JSON, or with `Accept: text/event-stream` the run's events as
+    GET /api/chat streams them, its ids in headers."""
+    ok = responses["200"]
+    ok["content"]["text/event-stream"] = {"schema": {"type": "string"}}
+    ok["headers"] = {
+        "X-Conversation-Id": {"description": "the conversation (streamed answer only)", "schema": UUID},
+        "X-Run-Id": {"description": "the run (streamed answer only)", "schema": {"type": "string"}},
+    }
+    return responses
+
+
 CONV_PARAM = {"name": "conversation_id", "in": "path", "required": True, "schema": {"type": "string"}}
 
 
@@ -45,8 +57,8 @@ def openapi_document() -> dict[str, Any]:
                             "decision": {"type": "string", "enum": ["retry", "skip"]},
                         },
                     })},
-                    "responses": _responses(200, {"type": "object", "properties": {
-                        "conversation": UUID, "run": {"type": "string"}}}, 400, 404, 409, 413, 503),
+                    "responses": _started(_responses(200, {"type": "object", "properties": {
+                        "conversation": UUID, "run": {"type": "string"}}}, 400, 404, 409, 413, 503)),
                 },
                 "get": {
                     "summary": "Server-sent events of the conversation's active run",
@@ -70,6 +82,9 @@ def openapi_document() -> dict[str, Any]:
                     "parameters": [
                         {"name": "limit", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1, "maximum": 500}},
                         {"name": "before", "in": "query", "required": False, "schema": {"type": "string"}},
+                        {"name": "q", "in": "query", "required": False, "description":
+                         "only conversations whose title contains this text (case-insensitive)",
+                         "schema": {"type": "string", "maxLength": 200}},
                     ],
                     "responses": _responses(200, {"type": "object", "properties": {
                         "conversations": {"type": "array", "items": summary}}}, 400, 500),
@@ -120,6 +135,22 @@ def openapi_document() -> dict[str, Any]:
                     "parameters": [CONV_PARAM, {"name": "format", "in": "query", "required": False, "schema": {"type": "string"}}],
                     "responses": _responses(200, {"type": "string"}, 400, 404, ok_type="text/markdown"),
                 }
+            },
+            "/api/session": {
+                "get": {
+                    "summary": "Whether the page needs a login (API_TOKEN set) and has one",
+                    "responses": _responses(200, {"type": "object", "properties": {
+                        "required": {"type": "boolean"}, "authenticated": {"type": "boolean"}}}),
+                },
+                "post": {
+                    "summary": "Log the page in: the API token for an HttpOnly, SameSite=Strict session cookie",
+                    "requestBody": {"required": True, **_json({
+                        "type": "object", "additionalProperties": False, "required": ["token"],
+                        "properties": {"token": {"type": "string"}},
+                    })},
+                    "responses": _responses(200, {"type": "object"}, 400, 401, 403, 413),
+                },
+                "delete": {"summary": "Log out: clear the session cookie", "responses": _responses(204, None, 403)},
             },
             "/api/healthz": {"get": {"summary": "Liveness", "responses": _responses(200, {"type": "object"})}},
             "/api/readyz": {"get": {"summary": "Model and tool readiness", "responses": _responses(200, {"type": "object"}, 503)}},

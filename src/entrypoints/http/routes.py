@@ -13,11 +13,14 @@ from starlette.responses import JSONResponse, Response
 from domain.errors import InvalidInput, SophosError
 from domain.events import StreamEvent
 from domain.model import RunStatus, message_to_dto, parse_conversation_id, summary_to_dto
+from entrypoints.container import check_database
 from entrypoints.http import sse
 from entrypoints.http.errors import RouteFailure, error_response
 
 MAX_BODY = 64 * 1024  # bytes; a larger body gets 413
 MAX_MESSAGE = 32_000  # characters
+CONVERSATION_HEADER = "X-Conversation-Id"  # on a streamed POST /api/chat: what the JSON body says
+RUN_HEADER = "X-Run-Id"
 
 
 async def read_json(request: Request, allowed: set[str]) -> dict[str, Any]:
@@ -55,6 +58,11 @@ async def post_chat(request: Request) -> Response:
     if decision is not None and not isinstance(decision, str):
         raise InvalidInput('decision must be "retry" or "skip"')
     started = await _services(request).run_service().start(message, body.get("conversation"), resume, decision)
+    if started.events is not None and "text/event-stream" in request.headers.get("accept", ""):
+        # the run's own stream, as GET /api/chat sends it: the first token needs no second request
+        ids = {CONVERSATION_HEADER: started.conversation_id, RUN_HEADER: started.run_id}
+        state = request.app.state
+        return sse.follow(started.events(), state.ping_seconds, state.closing, ids)
     return JSONResponse({"conversation": started.conversation_id, "run": started.run_id})
 
 
@@ -65,7 +73,7 @@ async def get_chat(request: Request) -> Response:
     except InvalidInput as e:
         return sse.single(StreamEvent("chat-error", {"code": e.code.value, "message": e.message}))
     after = sse.last_event_id(request.headers.get("last-event-id"))
-    answer = await _services(request).run_service().follow(cid, after)
+    answer = await _services(request).run_service().follow_batches(cid, after)
     if isinstance(answer, StreamEvent):
         return sse.single(answer)
     state = request.app.state
@@ -83,15 +91,15 @@ async def cancel_chat(request: Request) -> Response:
 async def list_conversations(request: Request) -> Response:
     service = _services(request).conversations()
     params = request.query_params
-    unknown = set(params) - {"limit", "before"}
+    unknown = set(params) - {"limit", "before", "q"}
     if unknown:
         raise InvalidInput(f"Unknown parameter(s): {', '.join(sorted(unknown))}")
     if "limit" in params or "before" in params:
-        page = await service.page(params.get("limit"), params.get("before"))
+        page = await service.page(params.get("limit"), params.get("before"), params.get("q"))
         items, cursor = page.conversations, page.next_cursor
     else:
         try:
-            items, cursor = await service.list(), None
+            items, cursor = await service.list(params.get("q")), None
         except SophosError:
             raise  # a storage failure is a 503, not a fetch error
         except Exception as e:
@@ -169,15 +177,21 @@ async def healthz(request: Request) -> Response:
 
 
 async def readyz(request: Request) -> Response:
-    """Model readiness as the reference, plus each tool server (advisory)."""
+    """Model readiness as the reference, plus each tool server (advisory) and, on
+    PostgreSQL, the database."""
     container = _services(request)
-    ok, why = await container.model().check()
+    ready = await container.model().check()
     servers = [
         {"name": s.name, "ok": s.ok, "tools": s.tools, **({"error": s.error} if s.error else {})}
         for s in await container.tools().status()
     ]
-    if not ok:
-        return JSONResponse({"status": "error", "message": why, "tools": servers}, status_code=503)
+    if not ready.ok:
+        body = {"status": "error", "message": ready.reason, "fix": ready.fix, "tools": servers}
+        return JSONResponse(body, status_code=503)
+    if container.config.DATABASE_URL():  # a shared database server; the SQLite file is not opened
+        db_ok, where = await check_database(container)
+        if not db_ok:
+            return JSONResponse({"status": "error", "message": f"Database not available: {where}", "tools": servers}, status_code=503)
     return JSONResponse({"status": "ok", "tools": servers})
 
 

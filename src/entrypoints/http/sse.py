@@ -10,7 +10,7 @@ from typing import Any
 from starlette.responses import StreamingResponse
 
 from domain.events import StreamEvent
-from domain.hub import TERMINAL_EVENTS, Item
+from domain.hub import TERMINAL_EVENTS, Batch
 
 HEADERS = {
     "Cache-Control": "no-cache, no-transform",
@@ -42,26 +42,29 @@ def single(event: StreamEvent) -> StreamingResponse:
     return StreamingResponse(body(), media_type="text/event-stream", headers=HEADERS)
 
 
-def follow(events: AsyncIterator[Item], ping_seconds: float, closing: asyncio.Event) -> StreamingResponse:
-    """Stream a run's events up to its last one; a `ping` every `ping_seconds` meanwhile.
-    Ends early, with no error, when `closing` is set."""
+def follow(
+    batches: AsyncIterator[Batch], ping_seconds: float, closing: asyncio.Event, headers: dict[str, str] | None = None
+) -> StreamingResponse:
+    """Stream a run's events up to its last one, the events that were ready together in one
+    write; a `ping` every `ping_seconds` meanwhile. Ends early, with no error, when `closing`
+    is set."""
 
     async def body() -> AsyncIterator[bytes]:
         closed: asyncio.Future[Any] = asyncio.ensure_future(closing.wait())
-        pending: asyncio.Future[Item] | None = None
+        pending: asyncio.Future[Batch] | None = None
         try:
             while True:
                 if pending is None:
-                    pending = asyncio.ensure_future(events.__anext__())
+                    pending = asyncio.ensure_future(anext(batches))
                 done, _ = await asyncio.wait({pending, closed}, timeout=ping_seconds, return_when=asyncio.FIRST_COMPLETED)
                 if pending in done:
                     try:
-                        event_id, event = pending.result()
+                        batch = pending.result()
                     except StopAsyncIteration:
                         return
                     pending = None
-                    yield format_event(event.event, event.data, event_id)
-                    if event.event in TERMINAL_EVENTS:
+                    yield b"".join(format_event(event.event, event.data, event_id) for event_id, event in batch)
+                    if batch[-1][1].event in TERMINAL_EVENTS:
                         return
                 elif closed in done:
                     return
@@ -72,6 +75,6 @@ def follow(events: AsyncIterator[Item], ping_seconds: float, closing: asyncio.Ev
             if pending is not None:
                 pending.cancel()
                 await asyncio.gather(pending, return_exceptions=True)
-            await events.aclose()  # type: ignore[attr-defined]
+            await batches.aclose()  # type: ignore[attr-defined]
 
-    return StreamingResponse(body(), media_type="text/event-stream", headers=HEADERS)
+    return StreamingResponse(body(), media_type="text/event-stream", headers={**HEADERS, **(headers or {})})

@@ -1,4 +1,4 @@
-"""The web page: static files, and the two browser libraries make installs from npm."""
+"""The web page: static files, and the browser libraries make installs from npm."""
 
 from __future__ import annotations
 
@@ -13,8 +13,11 @@ FILES = {
     "app.js": WEB / "app.js",
     "style.css": WEB / "style.css",
     "search.js": WEB / "search.js",
+    "favicon.svg": WEB / "favicon.svg",
+    **{f"js/{module.name}": module for module in (WEB / "js").glob("*.js")},
     "vendor/marked.js": WEB / "node_modules" / "marked" / "lib" / "marked.esm.js",
     "vendor/purify.js": WEB / "node_modules" / "dompurify" / "dist" / "purify.es.mjs",
+    "vendor/highlight.js": WEB / "node_modules" / "@highlightjs" / "cdn-assets" / "es" / "highlight.min.js",
 }
 # images are never loaded (the Markdown renderer turns them into links), scripts only ours
 CSP = (

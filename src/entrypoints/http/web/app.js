@@ -1,212 +1,111 @@
-// The Sophos page: plain ES module over the HTTP API (no build step).
-import { marked } from "/static/vendor/marked.js";
-import DOMPurify from "/static/vendor/purify.js";
+// The Sophos page: plain ES modules over the HTTP API (no build step).
+import { ApiError, api, onApi, serverUp, session } from "/static/js/api.js";
+import { $, el, icon } from "/static/js/dom.js";
+import { renderList } from "/static/js/sidebar.js";
+import { currentSummary, state } from "/static/js/state.js";
+import { renderMessages, renderTrace } from "/static/js/thread.js";
 import { installSearch } from "/static/search.js";
 
-const $ = (id) => document.getElementById(id);
-const state = {
-  conversations: [], cursor: null, filter: "",
-  current: null, detail: null, messages: [], trace: [],
-  source: null, streaming: false, error: null,
+// what to do about an error, when the server's message does not say it already
+const FIXES = {
+  MODEL_UNREACHABLE: [/ollama serve|make demo/i, "Start Ollama (ollama serve) or set OLLAMA_HOST to where it runs, or try the page offline with make demo."],
+  MODEL_UNAVAILABLE: [/ollama pull/i, "Pull the model first (ollama pull <model>), or set OLLAMA_MODEL to a model the server has."],
 };
-
-// --- Markdown, sanitized: no scripts, handlers, javascript: URLs or forms; images never load
-const escapeHtml = (s) => String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
-marked.use({
-  gfm: true, breaks: true,
-  renderer: { image({ href, text }) { return `<a href="${escapeHtml(href || "")}">🖼 ${escapeHtml(text || "image")}</a>`; } },
-});
-DOMPurify.addHook("afterSanitizeAttributes", (node) => {
-  if (node.tagName === "A") {
-    node.setAttribute("target", "_blank");
-    node.setAttribute("rel", "noopener noreferrer nofollow");
-  }
-});
-function renderMarkdown(text) {
-  let html;
-  try { html = marked.parse(text || ""); } catch { html = escapeHtml(text || ""); }
-  return DOMPurify.sanitize(html, {
-    FORBID_TAGS: ["img", "form", "input", "button", "textarea", "select", "style", "iframe", "object", "embed", "svg", "math"],
-    FORBID_ATTR: ["style", "srcset"],
-  });
-}
-
-// --- API
-class ApiError extends Error {
-  constructor(code, message) { super(message); this.code = code; }
-}
-async function api(path, options = {}) {
-  const init = { ...options, headers: { ...(options.body ? { "Content-Type": "application/json" } : {}) } };
-  if (options.body) init.body = JSON.stringify(options.body);
-  let response;
-  try { response = await fetch(path, init); } catch { throw new ApiError("FETCH_ERROR", "The server could not be reached."); }
-  if (response.status === 204) return null;
-  let body = null;
-  try { body = await response.json(); } catch { /* not JSON */ }
-  if (!response.ok) {
-    const error = body && body.error;
-    throw new ApiError(error ? error.code : `HTTP_${response.status}`, error ? error.message : response.statusText);
-  }
-  return body;
-}
+const narrow = () => window.matchMedia("(max-width: 640px)").matches;
+const fail = (e) => { state.error = { code: e.code, message: e.message }; render(); };
 
 // --- rendering
-function relativeTime(iso) {
-  const then = new Date(iso), now = new Date();
-  const days = Math.floor((new Date(now.toDateString()) - new Date(then.toDateString())) / 86400000);
-  if (days <= 0) return then.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
-  if (days === 1) return "Yesterday";
-  if (days < 7) return then.toLocaleDateString([], { weekday: "short" });
-  return then.toLocaleDateString([], { month: "short", day: "numeric" });
-}
-
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === "class") node.className = v;
-    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
-    else if (v !== undefined && v !== null && v !== false) node.setAttribute(k, v === true ? "" : v);
-  }
-  for (const c of children.flat()) if (c !== null && c !== undefined) node.append(c);
-  return node;
-}
-
-function renderList() {
-  const list = $("conversation-list");
-  const needle = state.filter.toLowerCase();
-  const items = state.conversations.filter((c) => c.title.toLowerCase().includes(needle));
-  list.replaceChildren(...items.map((c) => {
-    const active = c.id === state.current;
-    const badge = c.status && c.status !== "completed" ? el("span", { class: `badge ${c.status}` }, c.status) : null;
-    return el("li", {
-      class: `conversation-item${active ? " active" : ""}`, "data-testid": `conversation-${c.id}`,
-      "aria-current": active ? "true" : null, onclick: () => openConversation(c.id),
-    },
-      el("div", { class: "body" },
-        el("span", { class: "title", title: c.title }, c.title),
-        el("span", { class: "meta" }, el("span", {}, relativeTime(c.updatedAt)), el("span", {}, `${c.messageCount} messages`), badge)),
-      active ? el("span", { class: "check", "aria-label": "Active conversation", role: "img" }, "✓") : null,
-      el("span", { class: "actions" },
-        el("button", { "aria-label": `Rename ${c.title}`, "data-testid": "rename-button", onclick: (e) => { e.stopPropagation(); rename(c); } }, "✎"),
-        el("button", { "aria-label": `Delete ${c.title}`, "data-testid": "delete-button", onclick: (e) => { e.stopPropagation(); remove(c); } }, "✕")));
-  }));
-  $("list-state").textContent = state.conversations.length ? (items.length ? "" : "No match") : "No conversations yet";
-  $("load-more").hidden = !state.cursor;
-}
+const actions = { open: (id) => { state.chosen = true; openConversation(id); }, rename: (c) => rename(c), remove: (c) => remove(c) };
 
 function renderHeader() {
-  const conv = state.detail && state.detail.conversation;
-  $("current-title").textContent = state.current ? `Current: ${conv ? conv.title : state.current}` : "New conversation";
+  const conv = currentSummary();
+  $("current-title").textContent = state.current ? (conv ? conv.title : state.pendingTitle || "Conversation") : "New conversation";
+  $("current-title").title = $("current-title").textContent;
   $("responding").hidden = !state.streaming;
+  $("connection").hidden = !state.offline;
+  $("logout").hidden = !state.auth.required;
   for (const [id, suffix] of [["export-md", ""], ["export-jsonl", "?format=jsonl"]]) {
     $(id).hidden = !state.current;
     if (state.current) $(id).href = `/api/conversations/${state.current}/export${suffix}`;
   }
+  $("layout").classList.toggle("sidebar-open", state.sidebarOpen);
+  $("scrim").hidden = !(state.sidebarOpen && narrow());
+  $("menu").setAttribute("aria-expanded", String(state.sidebarOpen));
 }
 
 function renderBanners() {
   const err = $("error-banner");
   err.hidden = !state.error;
-  if (state.error) err.replaceChildren(el("strong", {}, `Error: ${state.error.code}`), el("span", {}, state.error.message));
+  if (state.error) {
+    const [said, fix] = FIXES[state.error.code] || [];
+    const hint = fix && !said.test(state.error.message || "") ? el("span", { class: "fix", "data-testid": "error-fix" }, fix) : null;
+    err.replaceChildren(icon("alert"), el("strong", {}, `Error: ${state.error.code}`), el("span", {}, state.error.message), hint);
+  }
   const d = state.detail;
   const resumable = !!(d && d.resumable && !state.streaming);
   const decide = resumable && d.decisionRequired;
   $("resume-banner").hidden = !resumable;
   $("resume").hidden = decide;
   $("retry").hidden = $("skip").hidden = !decide;
+  let text = "The last run stopped before it finished. Its progress is saved.";
   if (decide) {
     const calls = (d.pendingToolCalls || []).filter((p) => p.outcomeUnknown && p.unsafe).map((p) => p.name).join(", ");
-    $("resume-text").textContent = `The last run stopped during ${calls}; it may have taken effect. Retry it, or skip it?`;
-  } else {
-    $("resume-text").textContent = "The last run stopped before it finished. Its progress is saved.";
+    text = `The last run stopped during ${calls}; it may have taken effect. Retry it, or skip it?`;
+  } else if (d && d.conversation.status === "cancelled") {
+    text = "You stopped this answer. Resume to let it continue, or send a new message.";
   }
-}
-
-// --- the model's context: where its view of the thread began on its latest call, and the
-// summaries it was given in place of older messages (role "summary")
-function contextNodes(index, m) {
-  const view = state.detail && state.detail.context;
-  const out = [];
-  if (view && index === view.sentFrom && index > 0) {
-    out.push(el("div", { class: "context-marker", role: "separator", "data-testid": "context-marker" },
-      `The model no longer sees the messages above (it saw about ${view.tokens} of ${view.budget} tokens)`));
-  }
-  if (m.role === "summary") {
-    out.push(el("details", { class: "context-summary", "data-testid": "summary-message" },
-      el("summary", {}, `Summary of the first ${m.covers} messages, given to the model in their place`), el("p", {}, m.content)));
-  }
-  return out;
-}
-
-function renderMessages() {
-  const box = $("messages");
-  const nodes = [];
-  for (const [index, m] of state.messages.entries()) {
-    nodes.push(...contextNodes(index, m));
-    if (m.role === "user") nodes.push(el("div", { class: "msg user", "data-testid": "user-message", "data-index": index }, m.content));
-    else if (m.role === "assistant") {
-      const bubble = el("div", { class: "msg assistant", "data-testid": "assistant-message", "data-index": index });
-      bubble.innerHTML = renderMarkdown(m.content);  // sanitized above
-      for (const call of m.toolCalls || []) {
-        bubble.append(el("div", { class: "tool-call", "data-testid": "tool-call" }, "→ ", el("code", {}, call.name), " ", JSON.stringify(call.args || {})));
-      }
-      if (m.content || (m.toolCalls || []).length) nodes.push(bubble);
-    } else if (m.role === "tool") {
-      const failed = m.status === "error";
-      nodes.push(el("details", { class: `tool${failed ? " error" : ""}`, "data-testid": "tool-result" },
-        el("summary", {}, `${failed ? "⚠" : "🔧"} ${m.name || "tool"}`), el("pre", {}, m.content)));
-    }
-  }
-  const last = state.messages[state.messages.length - 1];
-  if (state.streaming && (!last || last.role !== "assistant")) nodes.push(el("div", { class: "pending", "aria-label": "Waiting for the answer" }, "• • •"));
-  box.replaceChildren(...nodes);
-  box.scrollTop = box.scrollHeight;
-}
-
-function renderTrace() {
-  $("trace-panel").hidden = state.trace.length === 0;
-  $("trace-list").replaceChildren(...state.trace.map((t) => el("li", {}, el("span", { class: "ev" }, t.event.toUpperCase()), `${t.node}: ${t.name}`)));
+  $("resume-text").textContent = text;
 }
 
 function renderComposer() {
-  $("input").disabled = state.streaming;
   $("send").hidden = state.streaming;
   $("send").disabled = !$("input").value.trim();
   $("stop").hidden = $("detach").hidden = !state.streaming;
 }
 
-function render() { renderList(); renderHeader(); renderBanners(); renderMessages(); renderTrace(); renderComposer(); }
+function render() { renderList(actions); renderHeader(); renderBanners(); renderMessages(); renderTrace(); renderComposer(); }
 
 // --- data
 async function loadList(more = false) {
   try {
     const params = new URLSearchParams({ limit: "50" });
+    if (state.query) params.set("q", state.query);
     if (more && state.cursor) params.set("before", state.cursor);
     const body = await api(`/api/conversations?${params}`);
     state.conversations = more ? [...state.conversations, ...body.conversations] : body.conversations;
     state.cursor = body.nextCursor;
-  } catch (e) { state.error = { code: "LOAD_CONVERSATIONS_ERROR", message: e.message }; }
+  } catch (e) { if (e.code !== "UNAUTHORIZED" && e.code !== "SERVER_UNREACHABLE") fail(e); }
   render();
 }
 
-async function openConversation(id, { keepError = false, keepTrace = false } = {}) {
+async function openConversation(id, { keepError = false } = {}) {
+  const same = state.current === id;
   detach();
-  if (!keepTrace || state.current !== id) state.trace = [];
-  state.current = id; if (!keepError) state.error = null;
-  $("list-state").textContent = "Loading…";
+  if (!same) state.trace = [];
+  state.current = id;
+  if (!keepError) state.error = null;
+  if (narrow()) state.sidebarOpen = false;
   try {
     const d = await api(`/api/conversations/${id}`);
+    if (state.current !== id) return;  // another conversation was opened meanwhile
     state.detail = d;
     state.messages = d.messages;
     const conv = d.conversation;
     if (conv.status === "failed" && conv.error && !keepError) state.error = conv.error;
+    const last = state.messages[state.messages.length - 1];
+    // the server keeps what a stopped answer had written: it stays on screen, marked
+    if (conv.status === "cancelled" && last && last.role === "assistant") state.messages[state.messages.length - 1] = { ...last, stopped: true };
     if (conv.status === "running") {
       // re-attach: show what was durable when the run started, the replay rebuilds the rest
       if (d.activeRun) state.messages = d.messages.slice(0, d.activeRun.baseMessageCount);
       attach(id);
     }
-  } catch (e) { state.error = { code: e.code === "NOT_FOUND" ? "NOT_FOUND" : "LOAD_CONVERSATION_ERROR", message: e.message }; }
+  } catch (e) {
+    if (e.code === "SERVER_UNREACHABLE") return;
+    state.error = { code: e.code === "NOT_FOUND" ? "NOT_FOUND" : e.code, message: e.message };
+  }
   render();
+  renderMessages(true);
 }
 
 function lastAssistant(createIfToolCalls) {
@@ -222,6 +121,7 @@ function attach(id) {
   state.streaming = true;
   const source = new EventSource(`/api/chat?conversation=${encodeURIComponent(id)}`);
   state.source = source;
+  source.addEventListener("open", () => setOffline(false));
   source.addEventListener("token", (e) => { lastAssistant(true).content += JSON.parse(e.data); renderMessages(); });
   source.addEventListener("trace", (e) => {
     const t = JSON.parse(e.data);
@@ -234,19 +134,23 @@ function attach(id) {
     }
     renderMessages(); renderTrace();
   });
-  const finish = (error) => {
+  const finish = async (error) => {
     detach();
     if (error) state.error = error;
     loadList();
-    openConversation(id, { keepError: !!error, keepTrace: true });
+    await openConversation(id, { keepError: !!error });
+    $("input").focus();
   };
   source.addEventListener("end", () => finish(null));
   source.addEventListener("chat-error", (e) => { const d = JSON.parse(e.data); finish({ code: d.code, message: d.message }); });
-  source.onerror = () => {
-    if (source.readyState === EventSource.CONNECTING) return;  // the browser reconnects with Last-Event-ID
+  source.onerror = async () => {
+    // the server went away (or refused the stream): stop this stream, say so, and reopen
+    // the conversation from its durable state once the server answers again
     detach();
-    state.error = { code: "SSE_ERROR", message: "Connection failed." };
-    render();
+    if (!(await serverUp())) { setOffline(true); render(); return; }
+    const s = await session.get().catch(() => null);
+    if (s && s.required && !s.authenticated) { showLogin(); return; }
+    openConversation(id);
   };
   render();
 }
@@ -256,14 +160,33 @@ function detach() {
   state.streaming = false;
 }
 
+// --- connection: "Reconnecting…" while the server is away, then pick up where it was
+let polling = false;
+async function setOffline(offline) {
+  if (state.offline === offline) return;
+  state.offline = offline;
+  renderHeader();
+  if (!offline || polling) return;
+  polling = true;
+  while (!(await serverUp())) await new Promise((r) => setTimeout(r, 1000));
+  polling = false;
+  state.offline = false;
+  readiness();
+  await loadList();
+  if (state.current && !state.streaming) await openConversation(state.current, { keepError: false });
+  else render();
+}
+
+// --- actions
 async function send(text) {
   state.error = null;
   const body = state.current ? { message: text, conversation: state.current } : { message: text };
   try {
     const started = await api("/api/chat", { method: "POST", body });
+    if (started.conversation !== body.conversation) state.pendingTitle = text.split("\n")[0].slice(0, 50);
     state.current = started.conversation;
     state.detail = null;
-    state.messages = [...(state.current === body.conversation ? state.messages : []), { role: "user", content: text }];
+    state.messages = [...(state.current === body.conversation ? state.messages.map((m) => ({ ...m, stopped: false })) : []), { role: "user", content: text }];
     state.trace = [];
     $("input").value = "";
     attach(started.conversation);
@@ -271,8 +194,7 @@ async function send(text) {
   } catch (e) {
     $("input").value = text;
     if (e.code === "SESSION_IN_PROGRESS" && state.current) { attach(state.current); return; }
-    state.error = { code: e.code, message: e.message };
-    render();
+    if (e.code !== "UNAUTHORIZED") fail(e);
   }
 }
 
@@ -281,16 +203,24 @@ async function resume(decision) {
   try {
     await api("/api/chat", { method: "POST", body: { resume: true, conversation: state.current, ...(decision ? { decision } : {}) } });
     state.detail = { ...state.detail, resumable: false };
+    state.messages = state.messages.map((m) => (m.stopped ? { ...m, stopped: false } : m));
+    // a resume starts a new step: its text goes in a new bubble, not after a kept answer
+    if ((state.messages[state.messages.length - 1] || {}).role === "assistant") state.messages.push({ role: "assistant", content: "", toolCalls: [] });
     state.trace = [];
     attach(state.current);
-  } catch (e) { state.error = { code: e.code, message: e.message }; render(); }
+  } catch (e) { fail(e); }
+}
+
+async function stop() {
+  if (!state.streaming || !state.current) return;
+  try { await api("/api/chat/cancel", { method: "POST", body: { conversation: state.current } }); }
+  catch (e) { if (e.code !== "NO_ACTIVE_RUN") fail(e); }
 }
 
 async function rename(c) {
   const title = window.prompt("Rename conversation", c.title);
   if (title === null) return;
-  try { await api(`/api/conversations/${c.id}`, { method: "PATCH", body: { title } }); }
-  catch (e) { state.error = { code: e.code, message: e.message }; }
+  try { await api(`/api/conversations/${c.id}`, { method: "PATCH", body: { title } }); } catch (e) { fail(e); }
   await loadList();
   if (state.current === c.id) openConversation(c.id);
 }
@@ -300,13 +230,14 @@ async function remove(c) {
   try {
     await api(`/api/conversations/${c.id}`, { method: "DELETE" });
     if (state.current === c.id) newChat();
-  } catch (e) { state.error = { code: e.code, message: e.message }; }
+  } catch (e) { fail(e); }
   await loadList();
 }
 
 function newChat() {
+  state.chosen = true;
   detach();
-  Object.assign(state, { current: null, detail: null, messages: [], trace: [], error: null });
+  Object.assign(state, { current: null, detail: null, messages: [], trace: [], error: null, pendingTitle: null, sidebarOpen: false });
   render();
   $("input").focus();
 }
@@ -323,26 +254,84 @@ async function readiness() {
   } catch { box.textContent = "Server unreachable"; box.className = "readiness bad"; }
 }
 
+// --- login (API_TOKEN): the token is exchanged once for an HttpOnly session cookie
+function showLogin(message = "") {
+  detach();
+  Object.assign(state, { auth: { required: true, authenticated: false }, conversations: [], current: null, detail: null, messages: [], trace: [] });
+  render();
+  $("login").hidden = false;
+  $("layout").inert = true;
+  $("login-error").hidden = !message;
+  $("login-error").textContent = message;
+  $("token").focus();
+}
+
+async function login(event) {
+  event.preventDefault();
+  try {
+    state.auth = await session.login($("token").value);
+    $("token").value = "";
+    $("login").hidden = true;
+    $("layout").inert = false;
+    await boot();
+  } catch (e) { showLogin(e instanceof ApiError ? e.message : String(e)); }
+}
+
+async function logout() {
+  try { await session.logout(); } catch (e) { fail(e); return; }
+  showLogin();
+}
+
+async function boot() {
+  readiness();
+  await loadList();
+  // the latest conversation, unless the person already chose one or a new chat meanwhile
+  if (state.conversations.length && !state.chosen) await openConversation(state.conversations[0].id);
+  else render();
+  if (!narrow()) $("input").focus();
+}
+
 // --- wiring
+onApi({ unauthorized: () => showLogin("Your session ended; enter the token again."), unreachable: () => setOffline(true) });
+$("new-chat").append(icon("plus"), el("span", {}, "New Chat"));
+$("menu").append(icon("menu"));
+$("trace-toggle").append(icon("trace"));
+$("trace-close").append(icon("close"));
+$("logout").append(icon("logout"));
 $("composer").addEventListener("submit", (e) => { e.preventDefault(); const text = $("input").value.trim(); if (text && !state.streaming) send(text); });
-$("input").addEventListener("keydown", (e) => { if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); $("composer").requestSubmit(); } });
+$("input").addEventListener("keydown", (e) => { if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); $("composer").requestSubmit(); } });
 $("input").addEventListener("input", renderComposer);
 $("new-chat").addEventListener("click", newChat);
-$("filter").addEventListener("input", (e) => { state.filter = e.target.value; renderList(); });
+let searchTimer = null;
+const search = (e) => {
+  clearTimeout(searchTimer);
+  searchTimer = setTimeout(() => { if (state.query !== e.target.value.trim()) { state.query = e.target.value.trim(); loadList(); } }, 250);
+};
+$("filter").addEventListener("input", search);
+installSearch($("filter"), openConversation);  // contents of every conversation, below the filter
 $("load-more").addEventListener("click", () => loadList(true));
-installSearch($("filter"), openConversation);
 $("resume").addEventListener("click", () => resume(null));
 $("retry").addEventListener("click", () => resume("retry"));
 $("skip").addEventListener("click", () => resume("skip"));
-$("stop").addEventListener("click", async () => {
-  try { await api("/api/chat/cancel", { method: "POST", body: { conversation: state.current } }); }
-  catch (e) { if (e.code !== "NO_ACTIVE_RUN") { state.error = { code: e.code, message: e.message }; render(); } }
-});
+$("stop").addEventListener("click", stop);
 $("detach").addEventListener("click", () => { detach(); render(); });
+$("menu").addEventListener("click", () => { state.sidebarOpen = !state.sidebarOpen; renderHeader(); if (state.sidebarOpen) $("filter").focus(); });
+$("scrim").addEventListener("click", () => { state.sidebarOpen = false; renderHeader(); });
+const toggleTrace = (open) => { state.traceOpen = open; localStorage.setItem("sophos.trace", open ? "1" : ""); renderTrace(); };
+$("trace-toggle").addEventListener("click", () => toggleTrace(!state.traceOpen));
+$("trace-close").addEventListener("click", () => { toggleTrace(false); $("trace-toggle").focus(); });
+$("logout").addEventListener("click", logout);
+$("login-form").addEventListener("submit", login);
+document.addEventListener("keydown", (e) => {
+  if (e.key !== "Escape") return;
+  if (state.streaming) { e.preventDefault(); stop(); }
+  else if (state.sidebarOpen) { state.sidebarOpen = false; renderHeader(); $("menu").focus(); }
+});
+window.addEventListener("resize", renderHeader);
+state.traceOpen = localStorage.getItem("sophos.trace") === "1";
 
 (async () => {
-  readiness();
-  await loadList();
-  if (state.conversations.length) await openConversation(state.conversations[0].id);
-  else render();
+  try { state.auth = await session.get(); } catch { /* unreachable: the list says so */ }
+  if (state.auth.required && !state.auth.authenticated) showLogin();
+  else await boot();
 })();

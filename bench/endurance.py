@@ -1,0 +1,104 @@
+"""Endurance through a real `sophos serve` on the fake Ollama: a 200-turn thread (is turn 200 as
+fast as turn 1?) and the server's RSS after 1,000 conversations.
+
+A turn is one `POST /api/chat` with `Accept: text/event-stream` read up to `end`. Latency moves
+with the machine's load; the server's CPU per turn (from /proc) much less, so both are shown.
+Usage: python -m bench --only endurance [--long-turns 200] [--many 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import statistics
+import tempfile
+from pathlib import Path
+
+import httpx
+
+from bench.peers import rss_mb, sophos_turn
+from bench.serving import ROOT, Server, Tree, fake_ollama_process
+from bench.table import Row, print_table
+
+WINDOW = 20  # turns averaged at each end of the thread
+GROWTH = 1.3  # turn 200 may cost at most this much more than turn 1
+RSS_MB = 120.0
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time of a process's live threads in nanoseconds' precision (/proc/<pid>/stat
+    counts 10 ms ticks, too coarse for one turn)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, IndexError, ValueError):
+            pass  # a thread that just ended
+    return total / 1e9
+
+
+async def long_thread(client: httpx.AsyncClient, pid: int, turns: int) -> tuple[list[float], list[float]]:
+    """The latency of each turn of one conversation, and the server's CPU seconds read
+    before each turn and after the last."""
+    conv: dict[str, str] = {}
+    latency, cpu = [], []
+    for i in range(turns):
+        cpu.append(cpu_seconds(pid))
+        ms, _ = await sophos_turn(client, conv, f"turn {i + 1}: say something short")
+        latency.append(ms)
+    cpu.append(cpu_seconds(pid))
+    return latency, cpu
+
+
+async def many(client: httpx.AsyncClient, n: int, parallel: int = 16) -> None:
+    gate = asyncio.Semaphore(parallel)
+
+    async def one(i: int) -> None:
+        async with gate:
+            await sophos_turn(client, {}, f"conversation {i}: hello")
+
+    await asyncio.gather(*(one(i) for i in range(n)))
+
+
+def growth_row(label: str, a: float, b: float) -> Row:
+    return (label, f"{a:.1f} ms", f"{b:.1f} ms = {b / a:.2f}x", f"<= {GROWTH}x", b / a <= GROWTH)
+
+
+def latency_row(label: str, latency: list[float]) -> Row:
+    # skip the very first turn (imports, first connection), as any warm server would have
+    return growth_row(label, statistics.median(latency[1 : WINDOW + 1]), statistics.median(latency[-WINDOW:]))
+
+
+def cpu_row(label: str, cpu: list[float]) -> Row:
+    first = (cpu[WINDOW + 1] - cpu[1]) * 1000 / WINDOW
+    last = (cpu[-1] - cpu[-1 - WINDOW]) * 1000 / WINDOW
+    return growth_row(label, first, last)
+
+
+async def section(args: argparse.Namespace) -> None:
+    data = Path(tempfile.mkdtemp(prefix="sophos-bench-endurance-"))
+    with fake_ollama_process() as model:
+        server = Server(Tree("current", ROOT), data, model.url)
+        try:
+            pid = await server.start()
+            async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
+                latency, cpu = await long_thread(client, pid, args.long_turns)
+                await many(client, args.many)
+            rss = rss_mb(pid)
+        finally:
+            server.stop()
+            shutil.rmtree(data, ignore_errors=True)
+    n = args.long_turns
+    rows = [
+        latency_row(f"{n}-turn thread: turn latency p50, last {WINDOW} / first {WINDOW}", latency),
+        cpu_row(f"{n}-turn thread: server CPU per turn (mean), last {WINDOW} / first {WINDOW}", cpu),
+        (f"RSS after the long thread and {args.many} conversations", "-", f"{rss:.0f} MB", f"<= {RSS_MB:.0f} MB",
+         rss <= RSS_MB),
+    ]
+    print_table(("figure (real server, fake model at once)", "turns 2-21", "last turns", "target"), rows)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--long-turns", type=int, default=200, help="turns of the long thread (endurance)")
+    parser.add_argument("--many", type=int, default=1000, help="conversations before reading the RSS (endurance)")

@@ -1,0 +1,228 @@
+"""One PostgreSQL database shared by every Sophos process: the connection pool, numbered
+migrations that many processes can run at once, and the translation of psycopg errors into
+StorageFailure.
+
+Each process has one pool (shared by the run store and the checkpointer) and one dedicated
+connection (see presence.py). Connections are taken for one statement or one transaction
+and given back at once, so a long model call holds none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import psycopg
+from psycopg import AsyncConnection, AsyncCursor
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from domain.errors import StorageFailure
+
+log = logging.getLogger(__name__)
+
+STORAGE_MESSAGE = "The database could not be read or written (unreachable, restarting, full or read-only)"
+
+# Any number to tell our advisory locks from other applications' on a shared server.
+MIGRATION_LOCK = 0x50_48_05_05  # pg_try_advisory_lock(bigint): one migrator at a time
+MIGRATION_POLL = 0.1  # seconds between two tries of the migration lock
+
+MIGRATION_1 = """
+CREATE TABLE conversations (
+    id TEXT PRIMARY KEY,
+    title TEXT NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL,
+    updated_at TIMESTAMPTZ NOT NULL,
+    message_count INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX conversations_by_updated ON conversations (updated_at DESC, id DESC);
+CREATE TABLE runs (
+    id TEXT PRIMARY KEY,
+    n BIGINT GENERATED ALWAYS AS IDENTITY,
+    conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    status TEXT NOT NULL
+        CHECK (status IN ('running', 'interrupted', 'completed', 'failed', 'cancelled')),
+    error_code TEXT,
+    error_message TEXT,
+    started_at TIMESTAMPTZ NOT NULL,
+    finished_at TIMESTAMPTZ,
+    owner_host TEXT,
+    owner_pid INTEGER,
+    owner_started DOUBLE PRECISION,
+    owner_instance TEXT,
+    owner_ns BIGINT,
+    heartbeat_at TIMESTAMPTZ,
+    base_count INTEGER NOT NULL DEFAULT 0,
+    "trigger" TEXT NOT NULL DEFAULT 'user',
+    cancel_requested_at TIMESTAMPTZ,
+    ended_at TIMESTAMPTZ
+);
+CREATE INDEX runs_by_conversation ON runs (conversation_id, started_at DESC, n DESC);
+CREATE UNIQUE INDEX runs_one_running ON runs (conversation_id) WHERE status = 'running';
+CREATE INDEX runs_running ON runs (started_at, n) WHERE status = 'running';
+CREATE TABLE run_events (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    event TEXT NOT NULL,
+    data JSONB NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE tool_calls (
+    key TEXT PRIMARY KEY,
+    conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    run_id TEXT,
+    tool TEXT NOT NULL,
+    unsafe BOOLEAN NOT NULL DEFAULT FALSE,
+    attempts INTEGER NOT NULL DEFAULT 1,
+    started_at TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX tool_calls_by_conversation ON tool_calls (conversation_id);
+CREATE TABLE checkpoint_log (
+    thread_id TEXT NOT NULL,
+    checkpoint_ns TEXT NOT NULL DEFAULT '',
+    checkpoint_id TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    source TEXT NOT NULL,
+    next TEXT NOT NULL,
+    message_count INTEGER NOT NULL,
+    last_message TEXT,
+    run_id TEXT,
+    PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
+);
+CREATE TABLE processes (
+    instance TEXT PRIMARY KEY,
+    lock_key BIGINT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    started_at TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+"""
+
+# The whole schema history, as on SQLite (adapters/sqlite/database.py); v1 starts at the
+# shape SQLite reached at its v4, with `ended_at` (the store's clock when a run finished,
+# for event retention) and the registry of live processes (presence.py).
+MIGRATIONS: tuple[str, ...] = (MIGRATION_1,)
+
+Setup = Callable[[AsyncConnection[Any]], Awaitable[None]]
+
+
+def storage_failure(e: Exception) -> StorageFailure:
+    """Our public message for a psycopg or pool error (the raw text is logged)."""
+    log.warning("storage error: %s: %s", type(e).__name__, str(e).strip())
+    return StorageFailure(STORAGE_MESSAGE)
+
+
+class PostgresDatabase:
+    """The pool, opened (and the schema migrated) on first use, inside the event loop
+    that uses it. `wait_timeout` is how long a caller waits for a free connection (or for
+    a database that is down) before StorageFailure."""
+
+    def __init__(self, url: str, pool_size: int = 10, wait_timeout: float = 5.0) -> None:
+        self.url = url
+        self.pool_size = pool_size
+        self.wait_timeout = wait_timeout
+        self.schema_version = 0
+        self._pool: AsyncConnectionPool[AsyncConnection[Any]] | None = None
+        self._opening: asyncio.Lock | None = None
+        self._setups: list[Setup] = []
+
+    def also_migrate(self, setup: Setup) -> None:
+        """Run `setup` (the checkpointer's own migrations) under the migration lock, on
+        the connection that holds it."""
+        self._setups.append(setup)
+
+    async def pool(self) -> AsyncConnectionPool[AsyncConnection[Any]]:
+        if self._pool is not None:
+            return self._pool
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            if self._pool is None:
+                self._pool = await self._open()
+        return self._pool
+
+    async def _open(self) -> AsyncConnectionPool[AsyncConnection[Any]]:
+        pool: AsyncConnectionPool[AsyncConnection[Any]] = AsyncConnectionPool(
+            self.url,
+            min_size=1,
+            max_size=self.pool_size,
+            timeout=self.wait_timeout,
+            kwargs=connection_options(),
+            check=AsyncConnectionPool.check_connection,  # a connection cut by a restart is replaced
+            open=False,
+            name="sophos",
+        )
+        try:
+            await pool.open(wait=True, timeout=self.wait_timeout)
+            async with pool.connection() as conn:
+                self.schema_version = await migrate(conn, self._setups)
+        except (psycopg.Error, PoolTimeout) as e:
+            await pool.close()
+            raise storage_failure(e) from e
+        except BaseException:
+            await pool.close()
+            raise
+        return pool
+
+    @asynccontextmanager
+    async def cursor(self, transaction: bool = False) -> AsyncIterator[AsyncCursor[Any]]:
+        """A cursor on a pooled connection: one statement in autocommit, or with
+        `transaction` a BEGIN … COMMIT rolled back on any exception."""
+        pool = await self.pool()
+        try:
+            async with pool.connection() as conn:
+                if transaction:
+                    async with conn.transaction(), conn.cursor() as cur:
+                        yield cur
+                else:
+                    async with conn.cursor() as cur:
+                        yield cur
+        except (psycopg.Error, PoolTimeout) as e:
+            raise storage_failure(e) from e
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+
+def connection_options() -> dict[str, Any]:
+    # autocommit (the official saver's setup needs it, our writes open transactions), no
+    # prepared statements (so a transaction-mode PgBouncer works), UTC timestamps
+    return {"autocommit": True, "prepare_threshold": 0, "options": "-c timezone=UTC", "connect_timeout": 5}
+
+
+async def migrate(conn: AsyncConnection[Any], setups: Sequence[Setup] = ()) -> int:
+    """Apply our pending migrations and then `setups`, holding the migration lock.
+
+    The lock is polled with pg_try_advisory_lock, never waited on: the official saver's
+    setup runs CREATE INDEX CONCURRENTLY, which waits for every open transaction, including
+    that of a session blocked in pg_advisory_lock (a deadlock, measured). Every process
+    runs the setups (they are idempotent); an up-to-date schema costs two reads."""
+    while not await _scalar(conn, "SELECT pg_try_advisory_lock(%s)", (MIGRATION_LOCK,)):
+        await asyncio.sleep(MIGRATION_POLL)
+    try:
+        await conn.execute("CREATE TABLE IF NOT EXISTS sophos_migrations (v INTEGER PRIMARY KEY)")
+        version = int(await _scalar(conn, "SELECT coalesce(max(v), 0) FROM sophos_migrations"))
+        for target in range(version + 1, len(MIGRATIONS) + 1):
+            async with conn.transaction():
+                for statement in (s.strip() for s in MIGRATIONS[target - 1].split(";")):
+                    if statement:  # one by one: the extended protocol takes one statement
+                        await conn.execute(statement.encode())
+                await conn.execute("INSERT INTO sophos_migrations (v) VALUES (%s)", (target,))
+            log.info("applied migration %d", target)
+            version = target
+        for setup in setups:
+            await setup(conn)
+        return version
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+
+
+async def _scalar(conn: AsyncConnection[Any], sql: str, args: tuple[object, ...] = ()) -> Any:
+    cur = await conn.execute(sql, args or None)
+    row = await cur.fetchone()
+    return row[0] if row else None

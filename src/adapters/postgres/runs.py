@@ -1,0 +1,362 @@
+"""The run store on PostgreSQL: conversations, runs, their events, cancel requests and the
+tool journal (RunRepository, RunEventLog, RunSignals, ToolJournal in one class, so an
+outcome and its terminal event are one transaction), shared by any number of processes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from adapters.postgres.database import PostgresDatabase
+from adapters.postgres.presence import CHANNEL, OWNER_ALIVE, Presence
+from adapters.postgres.rows import LATEST, RUNS, SUMMARY, conversation_from_row, run_from_row, stamp
+from adapters.sqlite.wakeups import Wakeups
+from domain.errors import ConversationNotFound, RunLost, SessionInProgress
+from domain.events import StreamEvent
+from domain.model import Conversation, Run, RunError, RunOwner
+from ports.events import EventBatch, RunEventLog
+from ports.journal import JournalEntry, ToolJournal
+from ports.runs import RunFinish, RunRepository
+from ports.signals import RunSignals
+
+NOTIFY = f"SELECT pg_notify('{CHANNEL}', id) FROM unnest(%s::text[]) AS id"
+
+
+class PostgresRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
+    """Every method takes a pooled connection for one statement or one transaction.
+    `owner`, when given, is this process: its presence (liveness lock, notifications) is
+    held from first use until `aclose`. `poll_interval` bounds how long a follower waits
+    when a notification is lost."""
+
+    def __init__(self, db: PostgresDatabase, owner: RunOwner | None = None, poll_interval: float = 0.25) -> None:
+        self.db = db
+        self.poll_interval = poll_interval
+        self._wakeups = Wakeups()
+        self._presence = Presence(db.url, owner, self._wakeups)
+
+    @property
+    def schema_version(self) -> int:
+        return self.db.schema_version
+
+    async def ready(self) -> None:
+        """Open the pool (migrating the schema) and start this process's presence."""
+        await self.db.pool()
+        self._presence.start()
+
+    async def ping(self) -> bool:
+        """True if the database answers (StorageFailure if it does not)."""
+        return bool(await self._rows("SELECT 1"))
+
+    async def aclose(self) -> None:
+        await self._presence.close()
+        await self.db.close()
+
+    async def _rows(self, sql: str, args: Sequence[object] | Mapping[str, object] = ()) -> list[tuple[Any, ...]]:
+        """One statement (in autocommit: its own transaction); the rows it returns."""
+        await self.ready()
+        async with self.db.cursor() as cur:
+            await cur.execute(sql, args)
+            return await cur.fetchall() if cur.description else []
+
+    # --- conversations -------------------------------------------------------------------
+
+    async def create_conversation(self, conversation_id: str, title: str, now: datetime) -> Conversation:
+        at = stamp(now)
+        await self._rows(
+            "INSERT INTO conversations (id, title, created_at, updated_at) VALUES (%s, %s, %s, %s)",
+            (conversation_id, title, at, at),
+        )
+        return Conversation(conversation_id, title, at, at)
+
+    async def get_conversation(self, conversation_id: str) -> Conversation | None:
+        rows = await self._rows(SUMMARY + " WHERE c.id = %s", (conversation_id,))
+        return conversation_from_row(rows[0]) if rows else None
+
+    async def list_conversations(
+        self, limit: int | None = None, before: tuple[datetime, str] | None = None, query: str = ""
+    ) -> Sequence[Conversation]:
+        sql, args, where = SUMMARY, list[object](), list[str]()
+        if before is not None:
+            where.append("(c.updated_at, c.id) < (%s, %s)")
+            args += [stamp(before[0]), before[1]]
+        if query:  # a substring, not a pattern; ICU's case mapping whatever the database's locale
+            where.append('strpos(lower(c.title COLLATE "und-x-icu"), lower(%s COLLATE "und-x-icu")) > 0')
+            args.append(query)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY c.updated_at DESC, c.id DESC"
+        if limit is not None:
+            sql += " LIMIT %s"
+            args.append(limit)
+        return [conversation_from_row(r) for r in await self._rows(sql, args)]
+
+    async def rename_conversation(self, conversation_id: str, title: str, now: datetime) -> bool:
+        return bool(
+            await self._rows(
+                "UPDATE conversations SET title = %s, updated_at = %s WHERE id = %s RETURNING id",
+                (title, stamp(now), conversation_id),
+            )
+        )
+
+    async def delete_conversation(self, conversation_id: str) -> bool:
+        await self.ready()
+        async with self.db.cursor(transaction=True) as cur:
+            # the row lock orders this against a start_run on the same conversation
+            await cur.execute("SELECT 1 FROM conversations WHERE id = %s FOR UPDATE", (conversation_id,))
+            if await cur.fetchone() is None:
+                return False
+            await cur.execute(
+                "SELECT 1 FROM runs WHERE conversation_id = %s AND status = 'running'", (conversation_id,)
+            )
+            if await cur.fetchone():
+                raise SessionInProgress()
+            # runs, their events and the journal go by ON DELETE CASCADE
+            await cur.execute("DELETE FROM conversations WHERE id = %s", (conversation_id,))
+        return True
+
+    # --- runs ----------------------------------------------------------------------------
+
+    async def start_run(self, run: Run, now: datetime) -> None:
+        owner = run.owner
+        await self.ready()
+        try:
+            async with self.db.cursor(transaction=True) as cur:
+                await cur.execute(
+                    "UPDATE conversations SET updated_at = %s WHERE id = %s RETURNING id",
+                    (stamp(now), run.conversation_id),
+                )
+                if await cur.fetchone() is None:
+                    raise ConversationNotFound()
+                # the row lock above queues concurrent starts: this sees the winner's run
+                await cur.execute(
+                    "SELECT 1 FROM runs WHERE conversation_id = %s AND status = 'running'", (run.conversation_id,)
+                )
+                if await cur.fetchone():
+                    raise SessionInProgress()
+                await cur.execute(
+                    "INSERT INTO runs (id, conversation_id, status, started_at, owner_host, owner_pid, "
+                    'owner_started, owner_instance, owner_ns, base_count, "trigger", heartbeat_at) '
+                    "VALUES (%s, %s, 'running', %s, %s, %s, %s, %s, %s, %s, %s, now())",
+                    (
+                        run.id,
+                        run.conversation_id,
+                        stamp(run.started_at),
+                        owner.host if owner else None,
+                        owner.pid if owner else None,
+                        owner.started if owner else None,
+                        owner.instance if owner else None,
+                        owner.namespace if owner else None,
+                        run.base_count,
+                        run.trigger.value,
+                    ),
+                )
+        except SessionInProgress:
+            raise
+        except Exception as e:
+            # the partial unique index (one running run per conversation) has the last word
+            if isinstance(e.__cause__, psycopg.errors.UniqueViolation) and "runs_one_running" in str(e.__cause__):
+                raise SessionInProgress() from e
+            raise
+
+    async def finish_run(
+        self,
+        run_id: str,
+        finish: RunFinish,
+        owner: RunOwner | None = None,
+        heartbeat: datetime | None = None,
+    ) -> bool:
+        if not finish.status.finished:
+            raise ValueError("finish_run needs a terminal status")
+        sql = (
+            "UPDATE runs SET status = %s, error_code = %s, error_message = %s, finished_at = %s, "
+            "ended_at = now() WHERE id = %s AND status = 'running'"
+        )
+        error = finish.error
+        args: list[object] = [finish.status.value, error.code if error else None, error.message if error else None]
+        args += [stamp(finish.now), run_id]
+        if owner is not None:
+            sql += " AND owner_instance = %s"
+            args.append(owner.instance)
+        if heartbeat is not None:
+            sql += " AND heartbeat_at = %s"
+            args.append(heartbeat)
+        event = finish.event
+        await self.ready()
+        async with self.db.cursor(transaction=True) as cur:
+            await cur.execute(sql + " RETURNING conversation_id", args)
+            row = await cur.fetchone()
+            if row is None:
+                return False
+            await cur.execute(
+                "UPDATE conversations SET updated_at = %s, message_count = coalesce(%s, message_count) "
+                "WHERE id = %s",
+                (stamp(finish.now), finish.message_count, row[0]),
+            )
+            if event is not None:
+                await cur.execute(
+                    "INSERT INTO run_events (run_id, seq, event, data) VALUES (%s, greatest(%s, "
+                    "(SELECT coalesce(max(seq), 0) + 1 FROM run_events WHERE run_id = %s)), %s, %s)",
+                    (run_id, finish.event_id or 0, run_id, event.event, Jsonb(event.data)),
+                )
+                await cur.execute(NOTIFY, ([run_id],))
+        if event is not None:
+            self._wakeups.wake([run_id])
+        return True
+
+    async def give_up(self, run_id: str, error: RunError, now: datetime) -> bool:
+        return bool(
+            await self._rows(
+                "UPDATE runs SET status = 'failed', error_code = %s, error_message = %s, finished_at = %s, "
+                "ended_at = now() WHERE id = %s AND status = 'interrupted' RETURNING id",
+                (error.code, error.message, stamp(now), run_id),
+            )
+        )
+
+    async def get_run(self, run_id: str) -> Run | None:
+        rows = await self._rows(RUNS + " WHERE r.id = %(id)s", {"lease": 0, "id": run_id})
+        return run_from_row(rows[0]) if rows else None
+
+    async def latest_run(self, conversation_id: str, lease_seconds: float = 0.0) -> Run | None:
+        rows = await self._rows(
+            RUNS + " WHERE r.conversation_id = %(cid)s" + LATEST + " LIMIT 1",
+            {"lease": lease_seconds, "cid": conversation_id},
+        )
+        return run_from_row(rows[0]) if rows else None
+
+    async def recent_runs(self, conversation_id: str, limit: int) -> Sequence[Run]:
+        rows = await self._rows(
+            RUNS + " WHERE r.conversation_id = %(cid)s" + LATEST + " LIMIT %(limit)s",
+            {"lease": 0, "cid": conversation_id, "limit": limit},
+        )
+        return [run_from_row(r) for r in rows]
+
+    async def running_runs(self, lease_seconds: float = 0.0) -> Sequence[Run]:
+        rows = await self._rows(
+            RUNS + " WHERE r.status = 'running' ORDER BY r.started_at, r.n", {"lease": lease_seconds}
+        )
+        return [run_from_row(r) for r in rows]
+
+    async def interrupted_conversations(self) -> Sequence[Run]:
+        rows = await self._rows(
+            RUNS + " WHERE r.id IN (SELECT l.id FROM conversations c CROSS JOIN LATERAL (SELECT id, status "
+            "FROM runs WHERE conversation_id = c.id ORDER BY started_at DESC, n DESC LIMIT 1) l "
+            "WHERE l.status = 'interrupted') ORDER BY r.started_at, r.n",
+            {"lease": 0},
+        )
+        return [run_from_row(r) for r in rows]
+
+    async def renew(self, owner: RunOwner, run_ids: Sequence[str]) -> set[str]:
+        ids = list(dict.fromkeys(run_ids))
+        if not ids:
+            return set()
+        rows = await self._rows(
+            "UPDATE runs SET heartbeat_at = now() WHERE status = 'running' AND owner_instance = %s "
+            "AND id = ANY(%s) RETURNING id",
+            (owner.instance, ids),
+        )
+        return {r[0] for r in rows}
+
+    # --- RunEventLog ---------------------------------------------------------------------
+
+    async def append(self, batches: Mapping[str, EventBatch]) -> None:
+        rows = [(rid, seq, e.event, Jsonb(e.data)) for rid, batch in batches.items() for seq, e in batch]
+        if not rows:
+            return
+        await self.ready()
+        async with self.db.cursor(transaction=True) as cur:
+            await cur.execute("SELECT id FROM runs WHERE status = 'running' AND id = ANY(%s)", (list(batches),))
+            live = {r[0] for r in await cur.fetchall()}
+            await cur.executemany(
+                "INSERT INTO run_events (run_id, seq, event, data) VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                [r for r in rows if r[0] in live],
+            )
+            await cur.execute(NOTIFY, (sorted(live),))  # delivered at commit
+        self._wakeups.wake(batches)
+
+    async def read(self, run_id: str, after: int) -> EventBatch:
+        rows = await self._rows(
+            "SELECT seq, event, data FROM run_events WHERE run_id = %s AND seq > %s ORDER BY seq", (run_id, after)
+        )
+        return tuple((seq, StreamEvent(event, data)) for seq, event, data in rows)
+
+    async def wait(self, run_id: str, after: int, timeout: float) -> EventBatch:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            woken = self._wakeups.listen(run_id)  # before reading, so no write slips between
+            try:
+                events = await self.read(run_id, after)
+                left = deadline - loop.time()
+                if events or left <= 0:
+                    return events
+                await asyncio.wait({woken}, timeout=min(self.poll_interval, left))
+            finally:
+                self._wakeups.forget(run_id, woken)
+
+    async def prune(self, retention_seconds: float) -> int:
+        await self.ready()
+        async with self.db.cursor() as cur:
+            await cur.execute(
+                "DELETE FROM run_events e USING runs r WHERE r.id = e.run_id AND r.status <> 'running' "
+                "AND r.ended_at < now() - make_interval(secs => %s)",
+                (retention_seconds,),
+            )
+            deleted = cur.rowcount
+            # dead processes, once none of their runs is left running
+            await cur.execute(
+                f"DELETE FROM processes p WHERE NOT {OWNER_ALIVE} AND NOT EXISTS (SELECT 1 FROM runs r "
+                "WHERE r.owner_instance = p.instance AND r.status = 'running')"
+            )
+            return deleted
+
+    # --- RunSignals ----------------------------------------------------------------------
+
+    async def request_cancel(self, run_id: str) -> bool:
+        return bool(
+            await self._rows(
+                "UPDATE runs SET cancel_requested_at = coalesce(cancel_requested_at, now()) "
+                "WHERE id = %s AND status = 'running' RETURNING id",
+                (run_id,),
+            )
+        )
+
+    async def cancel_requested(self, run_ids: Sequence[str]) -> set[str]:
+        ids = list(dict.fromkeys(run_ids))
+        if not ids:
+            return set()
+        rows = await self._rows(
+            "SELECT id FROM runs WHERE status = 'running' AND cancel_requested_at IS NOT NULL AND id = ANY(%s)",
+            (ids,),
+        )
+        return {r[0] for r in rows}
+
+    # --- ToolJournal ---------------------------------------------------------------------
+
+    async def call_started(
+        self, key: str, conversation_id: str, run_id: str | None, tool: str, unsafe: bool, now: datetime
+    ) -> None:
+        await self.ready()
+        async with self.db.cursor(transaction=True) as cur:
+            if run_id is not None:
+                # FOR SHARE: a reclaim of the run waits for this record, or this sees it
+                await cur.execute("SELECT 1 FROM runs WHERE id = %s AND status = 'running' FOR SHARE", (run_id,))
+                if await cur.fetchone() is None:
+                    raise RunLost()
+            await cur.execute(
+                "INSERT INTO tool_calls (key, conversation_id, run_id, tool, unsafe, started_at) "
+                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (key) DO UPDATE SET "
+                "attempts = tool_calls.attempts + 1, run_id = excluded.run_id, started_at = excluded.started_at",
+                (key, conversation_id, run_id, tool, unsafe, stamp(now)),
+            )
+
+    async def entries(self, keys: Iterable[str]) -> dict[str, JournalEntry]:
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return {}
+        rows = await self._rows("SELECT key, tool, unsafe, attempts FROM tool_calls WHERE key = ANY(%s)", (wanted,))
+        return {r[0]: JournalEntry(r[0], r[1], bool(r[2]), r[3]) for r in rows}

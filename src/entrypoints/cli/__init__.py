@@ -1,0 +1,61 @@
+"""`sophos`: the command line, thin over the use cases."""
+
+from __future__ import annotations
+
+import errno
+import sys
+from typing import Any
+
+import click
+
+from entrypoints.cli.base import EXIT_PIPE, EXIT_STOPPED, Context, global_options
+from entrypoints.cli.conversations import conversations, delete, export, rename, show
+from entrypoints.cli.db import db
+from entrypoints.cli.doctor import doctor
+from entrypoints.cli.output import silence_output
+from entrypoints.cli.repl import repl
+from entrypoints.cli.runs import cancel, chat, resume
+from entrypoints.cli.serve import serve
+from entrypoints.cli_search import reindex, search
+from entrypoints.logs import configure_logging
+
+
+class SophosGroup(click.Group):
+    """click's standalone handling, but Ctrl-C is exit 130 without "Aborted!" and a closed
+    stdout is a quiet exit 141 instead of a traceback."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["standalone_mode"] = False
+        try:
+            code = super().main(*args, **kwargs)
+        except click.ClickException as e:
+            e.show()
+            code = e.exit_code
+        except (KeyboardInterrupt, click.Abort):
+            click.echo("", err=True)
+            code = EXIT_STOPPED
+        except OSError as e:
+            if e.errno != errno.EPIPE:
+                raise
+            silence_output()
+            code = EXIT_PIPE
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+@click.group(cls=SophosGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="sophos", prog_name="sophos", message="%(prog)s %(version)s")
+@global_options
+@click.pass_context
+def main(ctx: click.Context) -> None:
+    """Sophos: a local-first chat agent whose runs survive crashes.
+
+    Options --db, --model, --tools and -v also work after the command."""
+    obj = ctx.ensure_object(Context)
+    if not obj.verbose:
+        # a person sees the outcome lines; warnings (and tool servers' chatter) are for -v
+        configure_logging("ERROR")
+
+
+for command in (chat, resume, cancel, repl, conversations, show, export, rename, delete, search, db, doctor, serve):
+    main.add_command(command)
+db.add_command(reindex)

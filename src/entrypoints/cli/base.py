@@ -1,0 +1,153 @@
+"""What every command shares: the lazily built container, global options, errors and exit codes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any, NoReturn, TypeVar
+
+import click
+
+from domain.errors import ErrorCode, SophosError
+from entrypoints.logs import configure_logging
+from entrypoints.settings import SettingsError
+
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+# the documented exit codes (README, "CLI")
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_NOT_FOUND = 3
+EXIT_CONFLICT = 4
+EXIT_MODEL = 5
+EXIT_SERVER = 6  # `serve`: the address is in use; `--server`: the server cannot be reached
+EXIT_STOPPED = 130  # Ctrl-C (or SIGTERM): the run was stopped, its progress is saved
+EXIT_PIPE = 141  # the reader of stdout went away (128 + SIGPIPE), as for other Unix tools
+
+EXIT_CODES = {
+    ErrorCode.BAD_REQUEST: EXIT_BAD_INPUT,
+    ErrorCode.NOT_FOUND: EXIT_NOT_FOUND,
+    ErrorCode.SESSION_IN_PROGRESS: EXIT_CONFLICT,
+    ErrorCode.RUN_NOT_RESUMABLE: EXIT_CONFLICT,
+    ErrorCode.NO_ACTIVE_RUN: EXIT_CONFLICT,
+    ErrorCode.DECISION_REQUIRED: EXIT_CONFLICT,
+    ErrorCode.TOOL_OUTCOME_UNKNOWN: EXIT_CONFLICT,
+    ErrorCode.MODEL_UNAVAILABLE: EXIT_MODEL,
+    ErrorCode.MODEL_UNREACHABLE: EXIT_MODEL,
+}
+
+
+def exit_code_of(code: str | None) -> int:
+    """The exit code for an error code (a run's, a refusal's or a remote server's)."""
+    return EXIT_CODES.get(ErrorCode(code), EXIT_FAILED) if code and code in ErrorCode.__members__ else EXIT_FAILED
+
+
+class CliError(click.ClickException):
+    """An expected failure: one line on stderr, a meaningful exit code."""
+
+    def __init__(self, code: str, message: str, exit_code: int = EXIT_FAILED) -> None:
+        super().__init__(f"{code}: {message}")
+        self.exit_code = exit_code  # type: ignore[misc]  # click reads it per instance
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.message}", err=True)
+
+
+def fail(e: SophosError) -> CliError:
+    return CliError(e.code.value, e.message, exit_code_of(e.code.value))
+
+
+def finish(code: int) -> NoReturn:
+    """End the command with an exit code (click's way, so the group's handling applies)."""
+    click.get_current_context().exit(code)
+    raise AssertionError("unreachable")  # Context.exit raises
+
+
+class Context:
+    """Builds the container lazily, so `--help` and bad options open nothing."""
+
+    def __init__(self) -> None:
+        self.overrides: dict[str, Any] = {"METRICS_BACKEND": "none"}  # only `serve` is scraped
+        self.options: dict[str, str] = {}  # the global options as given, for hints
+        self.verbose = False
+        self._container: Any = None
+
+    @property
+    def container(self) -> Any:
+        if self._container is None:
+            from entrypoints.container import create_container
+
+            try:
+                self._container = create_container(**self.overrides)
+            except SettingsError as e:
+                raise CliError("BAD_CONFIG", str(e), EXIT_BAD_INPUT) from None
+        return self._container
+
+    def hint_options(self) -> str:
+        """The global options this command was given, to repeat in a suggested command."""
+        return "".join(f" {flag} {value}" for flag, value in self.options.items())
+
+    def call(self, fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except SophosError as e:
+            raise fail(e) from None
+
+    def run(self, coro: Callable[[], Awaitable[T]]) -> T:
+        """Run a coroutine, then close tools and database."""
+        from entrypoints.container import close_container
+
+        async def main() -> T:
+            try:
+                return await coro()
+            finally:
+                await close_container(self.container)
+
+        try:
+            return asyncio.run(main())
+        except SophosError as e:
+            raise fail(e) from None
+
+
+pass_ctx = click.make_pass_decorator(Context, ensure=True)
+
+_SETTINGS = {"database": ("DATABASE_PATH", "--db"), "model": ("MODEL_BACKEND", "--model"), "tools": ("TOOLS_BACKEND", "--tools")}
+
+
+def _set(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+    if value is None or value is False or param.name is None:
+        return
+    obj = ctx.ensure_object(Context)
+    if param.name == "verbose":
+        obj.verbose = True
+        configure_logging("INFO")
+        return
+    setting, flag = _SETTINGS[param.name]
+    obj.overrides[setting] = value
+    obj.options[flag] = value
+
+
+def api_token() -> str | None:
+    """The token `--server` requests send (the server's own API_TOKEN setting)."""
+    return os.environ.get("API_TOKEN") or None
+
+
+server_option = click.option("--server", metavar="URL", help="Use a running server instead of the database file.")
+
+
+def global_options(f: F) -> F:
+    """`--db`, `--model`, `--tools`, `-v`: accepted before the command and after it."""
+    options = [
+        click.option("--db", "database", metavar="PATH", callback=_set, expose_value=False, help="SQLite file (DATABASE_PATH)."),
+        click.option("--model", type=click.Choice(["ollama", "openai", "demo"]), callback=_set, expose_value=False,
+                     help="Model backend (MODEL_BACKEND)."),
+        click.option("--tools", type=click.Choice(["mcp", "demo", "none"]), callback=_set, expose_value=False,
+                     help="Tools backend (TOOLS_BACKEND)."),
+        click.option("-v", "--verbose", is_flag=True, callback=_set, expose_value=False, help="Log progress to stderr."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f

@@ -1,0 +1,79 @@
+"""`sophos doctor`: the model server, every MCP server and the database, checked for a person."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import click
+
+from domain.errors import SophosError
+from entrypoints.cli.base import Context, finish, global_options, pass_ctx
+
+
+@dataclass(frozen=True)
+class Check:
+    kind: str  # model, tools, database
+    name: str
+    ok: bool
+    detail: str
+    url: str = ""  # what was tried
+    fix: str = ""
+
+
+async def _checks(ctx: Context) -> list[Check]:
+    container = ctx.container
+    config = container.config
+    model = container.model()
+    ready = await model.check()
+    checks = [Check("model", f"{config.MODEL_BACKEND()} {model.name}", ready.ok, ready.reason, ready.url, ready.fix)]
+    statuses = await container.tools().status()
+    if not statuses:
+        checks.append(Check("tools", "none configured", True, "no tool servers"))
+    for s in statuses:
+        target = str(s.extra.get("target", ""))
+        fix = (
+            f"fix it in {config.CONFIG_DIR()}/mcp.json"
+            + (f" (run `{target}` by hand to see its error)" if target and not target.startswith("http") else "")
+            + ", or run without tools (--tools none)"
+        )
+        detail = f"{s.tools} tool(s)" if s.ok else (s.error or "not running")
+        checks.append(Check("tools", s.name, bool(s.ok), detail, target, "" if s.ok else fix))
+    from entrypoints.container import check_database
+    from entrypoints.settings import database_label
+
+    where = database_label({"DATABASE_URL": config.DATABASE_URL(), "DATABASE_PATH": config.DATABASE_PATH()})
+    fix = (
+        "check that the PostgreSQL server is up and DATABASE_URL is right"
+        if config.DATABASE_URL()
+        else "point DATABASE_PATH (or --db) at a writable place"
+    )
+    try:
+        db_ok, detail = await check_database(container)
+        checks.append(Check("database", where, db_ok, detail, fix="" if db_ok else fix))
+    except SophosError as e:
+        checks.append(Check("database", where, False, e.message, fix=fix))
+    return checks
+
+
+def _line(c: Check) -> str:
+    where = f" ({c.url})" if c.url else ""
+    line = f"{'ok ' if c.ok else 'BAD'}  {c.kind:<8} {c.name}: {c.detail}{where}"
+    return line if c.ok else f"{line}\n     fix: {c.fix}"
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: every check with its URL and fix.")
+@global_options
+@pass_ctx
+def doctor(ctx: Context, as_json: bool) -> None:
+    """Check the model server and every MCP server, as readyz does, for a person."""
+    checks = ctx.run(lambda: _checks(ctx))
+    healthy = all(c.ok for c in checks)
+    if as_json:
+        body: dict[str, Any] = {"ok": healthy, "checks": [asdict(c) for c in checks]}
+        click.echo(json.dumps(body, ensure_ascii=False))
+    else:
+        click.echo("\n".join(_line(c) for c in checks))
+    finish(0 if healthy else 1)

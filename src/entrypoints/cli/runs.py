@@ -1,0 +1,210 @@
+"""Driving runs: `chat`, `resume` and `cancel`, on the database file or a running server."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import click
+
+from domain.events import StreamEvent
+from entrypoints.cli.base import (
+    EXIT_BAD_INPUT,
+    EXIT_PIPE,
+    EXIT_SERVER,
+    CliError,
+    Context,
+    api_token,
+    exit_code_of,
+    finish,
+    global_options,
+    pass_ctx,
+    server_option,
+)
+from entrypoints.cli.output import Printer
+
+Start = Callable[[Any], Awaitable[Any]]
+
+
+def resume_hint(ctx: Context, cid: str, server: str | None = None) -> str:
+    """The command that resumes this conversation with the options this run used."""
+    where = f" --server {server}" if server else ctx.hint_options()
+    return f"sophos resume {cid}{where}"
+
+
+def read_message(message: str | None) -> str:
+    """MESSAGE, or stdin when it is `-` or absent and stdin is not a terminal."""
+    if message is not None and message != "-":
+        return message
+    if message is None and sys.stdin.isatty():
+        raise CliError("BAD_REQUEST", "a message is required: sophos chat MESSAGE (or pipe one in)", EXIT_BAD_INPUT)
+    return sys.stdin.read()
+
+
+async def follow_answer(service: Any, start: Start, printer: Printer, on_started: Callable[[str], None]) -> tuple[str, str]:
+    """Start a run in this process and print its events until it ends; a closed stdout
+    stops it as `cancelled`. The outcome is recorded before this returns."""
+    from domain.lifecycle import StopReason
+
+    printer.start()
+    try:
+        started = await start(service)
+        on_started(started.run_id)
+        events = await service.follow(started.conversation_id, 0)
+        if isinstance(events, StreamEvent):  # it ended before we could attach: the durable answer
+            printer.event(events.event, events.data)
+        else:
+            async for _, ev in events:
+                closed = printer.pipe_closed
+                printer.event(ev.event, ev.data)
+                if printer.pipe_closed and not closed:  # nobody reads the answer any more
+                    service.stop_local(started.run_id, StopReason.CANCEL)
+    finally:
+        printer.spinner.close()
+    return started.conversation_id, started.run_id
+
+
+async def drive(ctx: Context, start: Start, printer: Printer) -> tuple[str, str]:
+    """One run: Ctrl-C stops it as `cancelled`, SIGTERM as `interrupted`, also when the
+    signal comes while the run is being started (it is stopped as soon as it exists)."""
+    from domain.lifecycle import StopReason
+    from domain.supervisor import Supervisor
+
+    service = ctx.container.run_service()
+    supervisor = Supervisor(service)  # leases, signals, events: no adoption from a CLI
+    await supervisor.start()
+    loop = asyncio.get_running_loop()
+    run: list[str] = []
+    stops: list[StopReason] = []
+
+    def stop(reason: StopReason) -> None:
+        stops.append(reason)
+        if run:
+            service.stop_local(run[0], reason)
+
+    def on_started(run_id: str) -> None:
+        run.append(run_id)
+        if stops:
+            service.stop_local(run_id, stops[0])
+
+    loop.add_signal_handler(signal.SIGINT, stop, StopReason.CANCEL)
+    loop.add_signal_handler(signal.SIGTERM, stop, StopReason.SHUTDOWN)
+    try:
+        return await follow_answer(service, start, printer, on_started)
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        loop.remove_signal_handler(signal.SIGTERM)
+        await supervisor.close()
+
+
+def drive_remote(server: str, body: dict[str, Any], printer: Printer) -> tuple[str, str]:
+    """Be a client of a running server: POST the run, then follow its SSE stream. Ctrl-C
+    (or a closed stdout) cancels the run on the server."""
+    from entrypoints import remote
+
+    token = api_token()
+    printer.start()
+    try:
+        started, events = remote.follow_run(server, body, token)
+    except remote.RemoteError as e:
+        printer.spinner.close()
+        raise remote_failure(e) from None
+    cid, run_id = started["conversation"], started["run"]
+    stop = False
+    try:
+        for event, data in events:
+            printer.event(event, data)
+            if printer.pipe_closed:
+                stop = True
+                break
+    except KeyboardInterrupt:
+        stop = True
+    finally:
+        printer.spinner.close()
+    if stop:
+        try:
+            printer.status = str(remote.cancel(server, cid, token).get("status", "cancelled"))
+        except remote.RemoteError as e:
+            if e.code != "NO_ACTIVE_RUN":  # it finished meanwhile: nothing to stop
+                click.echo(f"error: could not cancel the run on {server}: {e.code}: {e.message}", err=True)
+    return cid, run_id
+
+
+def remote_failure(e: Any) -> CliError:
+    return CliError(e.code, e.message, EXIT_SERVER if e.code == "UNREACHABLE" else exit_code_of(e.code))
+
+
+def _run(ctx: Context, body: dict[str, Any], start: Start, as_json: bool, server: str | None) -> None:
+    printer = Printer(as_json)
+    if server:
+        cid, run_id = drive_remote(server, body, printer)
+    else:
+        cid, run_id = ctx.run(lambda: drive(ctx, start, printer))
+    code = printer.report(cid, run_id, resume_hint(ctx, cid, server))
+    finish(EXIT_PIPE if printer.pipe_closed else code)
+
+
+_json_option = click.option("--json", "as_json", is_flag=True, help="Print events as JSON lines.")
+
+
+@click.command()
+@click.argument("message", required=False)
+@click.option("-c", "--conversation", help="Continue this conversation.")
+@click.option("-i", "--interactive", is_flag=True, help="A prompt loop on one conversation (as `sophos repl`).")
+@_json_option
+@server_option
+@global_options
+@pass_ctx
+def chat(ctx: Context, message: str | None, conversation: str | None, interactive: bool, as_json: bool, server: str | None) -> None:
+    """Send MESSAGE and stream the answer (tokens, tool calls) as it comes.
+
+    MESSAGE `-` (or none, with a pipe) reads it from stdin."""
+    if interactive:
+        from entrypoints.cli.repl import repl_loop
+
+        finish(repl_loop(ctx, conversation, server))
+    text = read_message(message)
+    body: dict[str, Any] = {"message": text, **({"conversation": conversation} if conversation else {})}
+    _run(ctx, body, lambda s: s.start(text, conversation), as_json, server)
+
+
+@click.command()
+@click.argument("conversation")
+@click.option("--decision", type=click.Choice(["retry", "skip"]), help="For a tool call whose outcome is unknown.")
+@_json_option
+@server_option
+@global_options
+@pass_ctx
+def resume(ctx: Context, conversation: str, decision: str | None, as_json: bool, server: str | None) -> None:
+    """Continue CONVERSATION from its last checkpoint."""
+    body: dict[str, Any] = {"resume": True, "conversation": conversation, **({"decision": decision} if decision else {})}
+    _run(ctx, body, lambda s: s.start(None, conversation, True, decision), as_json, server)
+
+
+@click.command()
+@click.argument("conversation")
+@server_option
+@global_options
+@pass_ctx
+def cancel(ctx: Context, conversation: str, server: str | None) -> None:
+    """Stop CONVERSATION's running run, wherever it runs (it stays resumable)."""
+    if server:
+        from entrypoints import remote
+
+        try:
+            result = remote.cancel(server, conversation, api_token())
+        except remote.RemoteError as e:
+            raise remote_failure(e) from None
+        cid, run_id, status = result["conversation"], result["run"], str(result["status"])
+    else:
+        async def stop() -> Any:
+            return await ctx.container.run_service().cancel(conversation)
+
+        r = ctx.run(stop)
+        cid, run_id, status = r.conversation_id, r.run_id, r.status.value
+    click.echo(f"conversation: {cid}  run: {run_id}  status: {status}")
+    if status == "running":
+        click.echo("the process running it has not stopped it yet; it will at its next step", err=True)

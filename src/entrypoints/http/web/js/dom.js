@@ -1,0 +1,67 @@
+// DOM helpers and the page's icons: inline SVG (no emoji, no icon font).
+export const $ = (id) => document.getElementById(id);
+
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") node.className = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else if (v !== undefined && v !== null && v !== false) node.setAttribute(k, v === true ? "" : v);
+  }
+  for (const c of children.flat()) if (c !== null && c !== undefined && c !== false) node.append(c);
+  return node;
+}
+
+// 24×24 stroke paths (after the Feather/Lucide style)
+const PATHS = {
+  plus: "M12 5v14M5 12h14",
+  menu: "M3 6h18M3 12h18M3 18h18",
+  pencil: "M12 20h9M16.5 3.5a2.1 2.1 0 0 1 3 3L7 19l-4 1 1-4z",
+  trash: "M3 6h18M8 6V4h8v2M19 6l-1 14H6L5 6",
+  check: "M20 6 9 17l-5-5",
+  copy: "M8 8h12v12H8zM4 16V4h12",
+  tool: "M14.7 6.3a4 4 0 0 0-5.4 5.4L3 18l3 3 6.3-6.3a4 4 0 0 0 5.4-5.4l-2.5 2.5-2.5-.5-.5-2.5z",
+  alert: "M12 3 2 21h20zM12 10v5M12 18h.01",
+  image: "M3 5h18v14H3zM3 16l5-5 5 5 3-3 5 5M15.5 9.5h.01",
+  trace: "M4 6h10M4 12h16M4 18h7",
+  close: "M6 6l12 12M18 6 6 18",
+  logout: "M9 21H5V3h4M16 17l5-5-5-5M21 12H9",
+  stop: "M6 6h12v12H6z",
+};
+
+export function icon(name, label) {
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  for (const [k, v] of Object.entries({ viewBox: "0 0 24 24", width: "16", height: "16", fill: "none", stroke: "currentColor",
+    "stroke-width": "2", "stroke-linecap": "round", "stroke-linejoin": "round", class: `icon-svg icon-${name}` })) svg.setAttribute(k, v);
+  if (label) { svg.setAttribute("role", "img"); svg.setAttribute("aria-label", label); } else svg.setAttribute("aria-hidden", "true");
+  const path = document.createElementNS(ns, "path");
+  path.setAttribute("d", PATHS[name]);
+  svg.append(path);
+  return svg;
+}
+
+export async function copyText(text) {
+  if (navigator.clipboard && window.isSecureContext) {
+    try { await navigator.clipboard.writeText(text); return true; } catch { /* fall back below */ }
+  }
+  const area = el("textarea", { class: "offscreen", "aria-hidden": "true" });
+  area.value = text;
+  document.body.append(area);
+  area.select();
+  const ok = document.execCommand("copy");
+  area.remove();
+  return ok;
+}
+
+// a copy button: copies what `text()` returns, then says so for a moment
+export function copyButton(text, label, testid) {
+  const button = el("button", { type: "button", class: "icon only copy", "aria-label": label, title: label, "data-testid": testid }, icon("copy"));
+  button.addEventListener("click", async () => {
+    const ok = await copyText(text());
+    button.replaceChildren(icon(ok ? "check" : "alert"));
+    button.setAttribute("aria-label", ok ? "Copied" : "Copy failed");
+    setTimeout(() => { button.replaceChildren(icon("copy")); button.setAttribute("aria-label", label); }, 1500);
+  });
+  return button;
+}

@@ -1,0 +1,52 @@
+// The conversation list: date groups, titles in full on hover, row actions on hover/focus.
+import { $, el, icon } from "/static/js/dom.js";
+import { state } from "/static/js/state.js";
+
+const DAY = 86400000;
+
+function dayOffset(iso) {
+  const then = new Date(iso), now = new Date();
+  return Math.round((new Date(now.toDateString()) - new Date(then.toDateString())) / DAY);
+}
+
+export function dateGroup(iso) {
+  const days = dayOffset(iso);
+  return days <= 0 ? "Today" : days === 1 ? "Yesterday" : "Earlier";
+}
+
+function when(iso) {
+  const then = new Date(iso), days = dayOffset(iso);
+  if (days <= 1) return then.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  if (days < 7) return then.toLocaleDateString([], { weekday: "short" });
+  return then.toLocaleDateString([], { month: "short", day: "numeric" });
+}
+
+export const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+
+function row(c, actions) {
+  const active = c.id === state.current;
+  const badge = c.status && c.status !== "completed" ? el("span", { class: `badge ${c.status}` }, c.status) : null;
+  return el("li", { class: `conversation-item${active ? " active" : ""}`, "data-testid": `conversation-${c.id}` },
+    el("button", {
+      type: "button", class: "open", title: c.title, "aria-current": active ? "true" : null,
+      "data-testid": "open-conversation", onclick: () => actions.open(c.id),
+    },
+      el("span", { class: "title" }, c.title),
+      el("span", { class: "meta" }, el("span", {}, when(c.updatedAt)), el("span", {}, plural(c.messageCount, "message")), badge)),
+    el("span", { class: "actions" },
+      el("button", { type: "button", class: "icon only", "aria-label": `Rename ${c.title}`, title: "Rename", "data-testid": "rename-button", onclick: () => actions.rename(c) }, icon("pencil")),
+      el("button", { type: "button", class: "icon only", "aria-label": `Delete ${c.title}`, title: "Delete", "data-testid": "delete-button", onclick: () => actions.remove(c) }, icon("trash"))));
+}
+
+export function renderList(actions) {
+  const nodes = [];
+  let group = null;
+  for (const c of state.conversations) {
+    const g = dateGroup(c.updatedAt);
+    if (g !== group) { group = g; nodes.push(el("li", { class: "group", role: "presentation", "data-testid": "date-group" }, g)); }
+    nodes.push(row(c, actions));
+  }
+  $("conversation-list").replaceChildren(...nodes);
+  $("list-state").textContent = state.conversations.length ? "" : state.query ? "No title matches" : "No conversations yet";
+  $("load-more").hidden = !state.cursor;
+}

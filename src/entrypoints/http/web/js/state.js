@@ -1,0 +1,9 @@
+// The page's state, shared by its modules.
+export const state = {
+  conversations: [], cursor: null, query: "",
+  current: null, detail: null, messages: [], trace: [], pendingTitle: null,
+  source: null, streaming: false, chosen: false, error: null, offline: false,
+  sidebarOpen: false, traceOpen: false, auth: { required: false, authenticated: true },
+};
+
+export const currentSummary = () => state.conversations.find((c) => c.id === state.current) || (state.detail && state.detail.conversation) || null;

@@ -1,0 +1,54 @@
+"""The HTTP app on PostgreSQL: /api/readyz checks the database (a server that others
+share), and a run waiting for its model holds no pooled connection."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from starlette.testclient import TestClient
+
+from entrypoints.container import create_container
+from entrypoints.http.app import create_app
+from tests.support.app import app_env
+from tests.support.fake_ollama import FakeOllama
+from tests.support.server import free_port
+
+
+def readyz(tmp_path: Path, url: str) -> tuple[int, dict[str, object]]:
+    env = app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none", DATABASE_URL=url, DATABASE_BUSY_TIMEOUT="1")
+    with TestClient(create_app(create_container(env), manage_lifecycle=False)) as client:
+        response = client.get("/api/readyz")
+        return response.status_code, response.json()
+
+
+def test_readyz_answers_503_while_the_database_is_unreachable(tmp_path: Path, pg_url: str) -> None:
+    status, body = readyz(tmp_path, pg_url)
+    assert status == 200 and body["status"] == "ok"
+    status, body = readyz(tmp_path, f"postgresql://sophos:secret@127.0.0.1:{free_port()}/sophos")
+    assert status == 503 and body["status"] == "error"
+    assert str(body["message"]).startswith("Database not available: postgresql://sophos@127.0.0.1")
+    assert "secret" not in str(body)
+
+
+def test_a_long_model_call_holds_no_connection(tmp_path: Path, pg_url: str, ollama: FakeOllama) -> None:
+    ollama.latency = 3.0  # the model thinks for 3 s before answering
+    env = app_env(tmp_path, ollama.url, TOOLS_BACKEND="none", DATABASE_URL=pg_url,
+                  DATABASE_POOL_SIZE="1", DATABASE_BUSY_TIMEOUT="1")
+    with TestClient(create_app(create_container(env))) as client:
+        cid = client.post("/api/chat", json={"message": "think hard"}).json()["conversation"]
+        for _ in range(5):  # with its only connection held by the run, these would wait and fail
+            started = time.monotonic()
+            assert client.get(f"/api/conversations/{cid}").json()["activeRun"] is not None
+            assert client.get("/api/conversations").status_code == 200
+            assert time.monotonic() - started < 0.9
+            time.sleep(0.2)
+
+
+def test_search_on_postgresql_is_a_clear_501_not_a_search_of_another_database(tmp_path: Path, pg_url: str) -> None:
+    env = app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none", DATABASE_URL=pg_url)
+    with TestClient(create_app(create_container(env), manage_lifecycle=False)) as client:
+        response = client.get("/api/search", params={"q": "hello"})
+    assert response.status_code == 501
+    assert response.json()["error"]["code"] == "NOT_SUPPORTED"
+    assert not (tmp_path / "data").exists() or not any((tmp_path / "data").rglob("*.db"))

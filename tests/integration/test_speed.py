@@ -1,0 +1,141 @@
+"""The fast path on a real `sophos serve`: the run's stream straight from the POST that starts
+it, uvloop under uvicorn, and the fsyncs a turn costs."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from domain.events import StreamEvent
+from entrypoints.http import sse
+from tests.support.app import app_env
+from tests.support.fake_ollama import FakeOllama, fake_ollama
+from tests.support.server import LiveServer, sse_events
+
+SSE = {"Accept": "text/event-stream"}
+
+
+@pytest.fixture(scope="module")
+def ollama() -> Iterator[FakeOllama]:
+    with fake_ollama(nodelay=True) as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, ollama: FakeOllama) -> Iterator[LiveServer]:
+    tmp = tmp_path_factory.mktemp("speed")
+    live = LiveServer(app_env(tmp, ollama.url, TOOLS_BACKEND="none"), tmp).start()
+    yield live
+    live.stop()
+
+
+def streamed_post(server: LiveServer, body: dict[str, Any]) -> tuple[httpx.Response, list[tuple[str | None, str, Any]]]:
+    with httpx.stream("POST", f"{server.url}/api/chat", json=body, headers=SSE, timeout=30) as r:
+        return r, list(sse_events(r)) if r.status_code == 200 else []
+
+
+def test_a_post_that_accepts_event_stream_streams_the_run_it_starts(server: LiveServer, ollama: FakeOllama) -> None:
+    ollama.add({"text": "one two three four", "token_delay": 0.1})
+    seen_by_get: list[Any] = []
+    ids: dict[str, str] = {}
+
+    def follow_with_get() -> None:  # a second client on the same run, through the seed's GET
+        while "cid" not in ids:
+            time.sleep(0.01)
+        with httpx.stream("GET", f"{server.url}/api/chat", params={"conversation": ids["cid"]}, timeout=30) as r:
+            seen_by_get.extend(sse_events(r))
+
+    getter = threading.Thread(target=follow_with_get)
+    getter.start()
+    with httpx.stream("POST", f"{server.url}/api/chat", json={"message": "hi"}, headers=SSE, timeout=30) as r:
+        assert r.status_code == 200
+        assert r.headers["content-type"].startswith("text/event-stream")
+        ids["cid"] = r.headers["x-conversation-id"]
+        events = list(sse_events(r))
+    getter.join(30)
+    cid, run = ids["cid"], r.headers["x-run-id"]
+    numbered = [e for e in events if e[0] is not None]
+    assert [int(e[0]) for e in numbered] == list(range(1, len(numbered) + 1))
+    assert "".join(e[2] for e in events if e[1] == "token") == "one two three four"
+    assert events[-1] == (str(len(numbered)), "end", {"conversation": cid, "status": "completed"})
+    assert seen_by_get == events  # the same events, ids and bytes as GET /api/chat sends
+    detail = server.get(f"/api/conversations/{cid}").json()
+    assert detail["conversation"]["status"] == "completed" and len(detail["messages"]) == 2
+    assert server.get("/api/openapi.json").json()["paths"]["/api/chat"]["post"]["responses"]["200"]["headers"]
+    assert run
+
+
+def test_a_fast_run_streamed_from_its_post_misses_nothing(server: LiveServer, ollama: FakeOllama) -> None:
+    ollama.add({"text": "quick"})  # over before any GET could attach
+    r, events = streamed_post(server, {"message": "fast"})
+    assert [e[1] for e in events][-1] == "end" and "quick" in [e[2] for e in events if e[1] == "token"]
+    assert events[0][0] == "1"
+    # the next turn of the same conversation, streamed too
+    r2, again = streamed_post(server, {"message": "more", "conversation": r.headers["x-conversation-id"]})
+    assert r2.headers["x-conversation-id"] == r.headers["x-conversation-id"] and again[-1][1] == "end"
+
+
+def test_a_streamed_post_refuses_bad_input_with_the_json_envelope(server: LiveServer) -> None:
+    r, _ = streamed_post(server, {"message": "   "})
+    assert r.status_code == 400 and r.headers["content-type"].startswith("application/json")
+    r, _ = streamed_post(server, {"message": "hi", "conversation": "00000000-0000-4000-8000-000000000000"})
+    assert r.status_code == 404
+
+
+def test_the_post_without_accept_still_answers_json_at_once(server: LiveServer) -> None:
+    r = server.post("/api/chat", {"message": "hi"})
+    assert r.status_code == 200 and set(r.json()) == {"conversation", "run"}
+    assert "x-run-id" not in r.headers
+
+
+def test_the_server_runs_on_uvloop(server: LiveServer) -> None:
+    assert server.proc is not None
+    maps = Path(f"/proc/{server.proc.pid}/maps").read_text()
+    assert "/uvloop/" in maps and "/httptools/" in maps
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+def test_a_turn_without_tools_syncs_the_file_at_most_three_times(server: LiveServer, tmp_path: Path) -> None:
+    """The run row, the checkpoint holding the message, the outcome: every other commit of
+    the turn rides on the next synced one (it used to be seven)."""
+    assert server.proc is not None
+    cid = server.post("/api/chat", {"message": "warm"}).json()["conversation"]
+    streamed_post(server, {"message": "warm", "conversation": cid})
+    out = tmp_path / "strace.txt"
+    spy = subprocess.Popen(["strace", "-f", "-qq", "-e", "trace=fsync,fdatasync", "-o", str(out), "-p", str(server.proc.pid)],
+                           stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while not out.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # attached to every thread
+        turns = 5
+        for i in range(turns):
+            _, events = streamed_post(server, {"message": f"turn {i}", "conversation": cid})
+            assert events[-1][1] == "end"
+        time.sleep(0.3)
+    finally:
+        spy.send_signal(signal.SIGINT)
+        spy.wait(10)
+    syncs = [line for line in out.read_text().splitlines() if "sync(" in line]
+    assert len(syncs) <= 3 * turns, syncs
+    assert len(syncs) >= 2 * turns  # the message and the outcome are still synced
+
+
+async def test_a_streamed_batch_is_one_write_with_every_event_in_the_wire_format() -> None:
+    async def one_batch() -> AsyncIterator[list[tuple[int, StreamEvent]]]:
+        yield [(1, StreamEvent("token", "Hi")), (2, StreamEvent("end", {"status": "completed"}))]
+
+    response = sse.follow(one_batch(), 15.0, asyncio.Event())
+    chunks = [chunk async for chunk in response.body_iterator]
+    assert chunks == [b'id: 1\nevent: token\ndata: "Hi"\n\nid: 2\nevent: end\ndata: {"status": "completed"}\n\n']
