@@ -33,6 +33,7 @@ from domain.model import (
     Run,
     RunStatus,
     RunTrigger,
+    check_text,
     new_id,
     parse_conversation_id,
     title_from_message,
@@ -126,7 +127,7 @@ class RunService:
         then execute in the background. Returns once the input is durable."""
         if self.draining:
             raise ShuttingDown()
-        text = message.strip() if isinstance(message, str) else ""
+        text = check_text(message, "Message").strip() if isinstance(message, str) else ""
         if not resume and not text:
             raise InvalidInput("Message is required")
         if decision is not None and decision not in ("retry", "skip"):

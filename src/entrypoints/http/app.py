@@ -17,6 +17,7 @@ from starlette.routing import Route
 from entrypoints.http import routes, web
 from entrypoints.http.errors import EXCEPTION_HANDLERS
 from entrypoints.http.guard import GuardMiddleware, HostPolicy
+from entrypoints.http.headers import HardeningMiddleware
 from entrypoints.http.openapi import openapi_document
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,10 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
     hosts = HostPolicy.from_settings(settings.ALLOWED_HOSTS() or "", settings.HOST() or "")
     app = Starlette(
         routes=[*api, Route("/api/openapi.json", openapi, methods=["GET"]), *web.ROUTES],
-        middleware=[Middleware(GuardMiddleware, token=settings.API_TOKEN() or "", hosts=hosts)],
+        middleware=[
+            Middleware(HardeningMiddleware),
+            Middleware(GuardMiddleware, token=settings.API_TOKEN() or "", hosts=hosts),
+        ],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,
     )

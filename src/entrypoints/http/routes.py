@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse, Response
 
 from domain.errors import InvalidInput, SophosError
 from domain.events import StreamEvent
-from domain.model import RunStatus, message_to_dto, parse_conversation_id, summary_to_dto
+from domain.model import RunStatus, check_text, message_to_dto, parse_conversation_id, summary_to_dto
 from entrypoints.http import sse
 from entrypoints.http.errors import RouteFailure, error_response
 
@@ -30,10 +30,14 @@ async def read_json(request: Request, allowed: set[str]) -> dict[str, Any]:
         chunks.append(chunk)
     try:
         body = json.loads(b"".join(chunks))
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deep
         raise InvalidInput("Request body must be JSON") from None
     if not isinstance(body, dict):
         raise InvalidInput("Request body must be a JSON object")
+    for key, value in body.items():
+        check_text(key, "A field name")
+        if isinstance(value, str):
+            check_text(value, f"Field {key}")
     unknown = sorted(set(body) - allowed)
     if unknown:
         raise InvalidInput(f"Unknown field(s): {', '.join(unknown)}")
