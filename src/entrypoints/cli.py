@@ -377,6 +377,7 @@ def doctor(ctx: Context) -> None:
         ok = bool(ok)
         click.echo(f"{'ok ' if ok else 'BAD'}  model    {container.config.MODEL_BACKEND()} {model.name}: {why}")
         healthy = ok
+        await container.tools().list_tools()  # waits for the servers' first start, bounded
         statuses = await container.tools().status()
         if not statuses:
             click.echo("ok   tools    none configured")

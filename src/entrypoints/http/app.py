@@ -34,6 +34,7 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
         supervisor = container.supervisor() if manage_lifecycle else None
         if supervisor is not None:
             await supervisor.start()
+            await container.tools().warm_up()  # so the first run finds its tool servers up
         try:
             yield
         finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -17,6 +18,7 @@ from entrypoints.http.errors import RouteFailure, error_response
 
 MAX_BODY = 64 * 1024  # bytes; a larger body gets 413
 MAX_MESSAGE = 32_000  # characters
+READY_TIMEOUT = 1.5  # seconds readyz waits for the model server
 
 
 async def read_json(request: Request, allowed: set[str]) -> dict[str, Any]:
@@ -162,9 +164,14 @@ async def healthz(request: Request) -> Response:
 
 
 async def readyz(request: Request) -> Response:
-    """Model readiness as the reference, plus each tool server (advisory)."""
+    """Model readiness as the reference, plus each tool server (advisory). Answers within
+    READY_TIMEOUT whatever the model server does; tool servers are reported as they are,
+    never waited for."""
     container = _services(request)
-    ok, why = await container.model().check()
+    try:
+        ok, why = await asyncio.wait_for(container.model().check(), READY_TIMEOUT)
+    except TimeoutError:
+        ok, why = False, f"the model server did not answer within {READY_TIMEOUT:g} s"
     servers = [
         {"name": s.name, "ok": s.ok, "tools": s.tools, **({"error": s.error} if s.error else {})}
         for s in await container.tools().status()
