@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import signal
 import sys
@@ -91,7 +92,23 @@ class Context:
 pass_ctx = click.make_pass_decorator(Context)
 
 
-@click.group()
+class Commands(click.Group):
+    """The group that never lets a traceback out: an expected failure is one line (with
+    its exit code), anything else one line naming it (the traceback only with -v)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except SophosError as e:
+            raise _fail(e) from None
+        except (click.exceptions.Exit, click.ClickException, click.Abort, KeyboardInterrupt):
+            raise
+        except Exception as e:
+            logging.getLogger("sophos.cli").info("unexpected failure", exc_info=e)  # shown with -v
+            raise CliError("INTERNAL_ERROR", f"unexpected {type(e).__name__}: {e} (run with -v for details)") from None
+
+
+@click.group(cls=Commands)
 @click.option("--db", "database", help="SQLite file (DATABASE_PATH).")
 @click.option("--model", "model_backend", type=click.Choice(["ollama", "openai", "demo"]), help="Model backend (MODEL_BACKEND).")
 @click.option("--tools", "tools_backend", type=click.Choice(["mcp", "demo", "none"]), help="Tools backend (TOOLS_BACKEND).")
@@ -385,8 +402,11 @@ def doctor(ctx: Context) -> None:
             detail = f"{s.tools} tool(s)" if s.ok else (s.error or "not running")
             click.echo(f"{'ok ' if s.ok else 'BAD'}  tools    {s.name}: {detail}")
             healthy = healthy and bool(s.ok)
-        click.echo(f"ok   database {container.config.DATABASE_PATH()} (schema v{container.store().schema_version})")
-        return healthy
+        store = container.store()
+        problem = store.integrity_problem()
+        mark = "ok " if problem is None else "BAD"
+        click.echo(f"{mark}  database {container.config.DATABASE_PATH()} (schema v{store.schema_version}){': ' + problem if problem else ''}")
+        return healthy and problem is None
 
     sys.exit(0 if ctx.run(check) else 1)
 
@@ -408,4 +428,4 @@ def serve(ctx: Context, host: str | None, port: int | None) -> None:
     configure_logging(container.config.LOG_LEVEL())
     if not is_loopback(container.config.HOST()) and not container.config.API_TOKEN():
         raise CliError("BAD_CONFIG", f"refusing to listen on {container.config.HOST()} without API_TOKEN set", 2)
-    run_server(container)
+    ctx.call(lambda: run_server(container))

@@ -18,6 +18,7 @@ from typing import Any
 
 import uvicorn
 
+from domain.errors import StorageFailure
 from entrypoints.http.app import create_app
 
 log = logging.getLogger(__name__)
@@ -92,8 +93,17 @@ def warn_if_model_not_ready(container: Any, timeout: float = 3.0) -> bool:
     return ok
 
 
+def check_database(container: Any) -> None:
+    """Open the database and check it whole before serving: a damaged file is one clear
+    error at start-up (StorageFailure), not a traceback after "listening" or 500s later."""
+    problem = container.store().integrity_problem()
+    if problem is not None:
+        raise StorageFailure(f"{container.config.DATABASE_PATH()}: {problem}")
+
+
 def serve(container: Any) -> None:
     config = container.config
+    check_database(container)
     warn_if_model_not_ready(container)
     host, port = config.HOST(), int(config.PORT())
     app = create_app(container)

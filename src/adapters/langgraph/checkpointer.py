@@ -39,7 +39,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from adapters.langchain.messages import to_domain
 from adapters.langgraph.graph import RUN_KEY
-from adapters.sqlite.database import connect
+from adapters.sqlite.database import FileIdentity, connect, storage_failure
 from adapters.sqlite.maintenance import prune_thread
 from domain.errors import RunLost, StorageFailure
 from domain.model import message_to_dto
@@ -106,13 +106,18 @@ class ThreadedSqliteSaver(SqliteSaver):
         super().__init__(conn)
         self.keep = keep  # checkpoints kept per thread; 0 keeps all (plain SqliteSaver)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sophos-saver")
+        self.file: FileIdentity | None = None  # checked before every write
 
     @classmethod
     def open(cls, path: str, keep: int = 3) -> ThreadedSqliteSaver:
-        conn = connect(path)
-        conn.isolation_level = "DEFERRED"  # SqliteSaver commits after each cursor
-        saver = cls(conn, keep=keep)
-        saver.setup()
+        try:
+            conn = connect(path)
+            conn.isolation_level = "DEFERRED"  # SqliteSaver commits after each cursor
+            saver = cls(conn, keep=keep)
+            saver.setup()
+            saver.file = FileIdentity(path)  # the file exists now
+        except sqlite3.Error as e:
+            raise storage_failure(e) from e
         return saver
 
     def setup(self) -> None:
@@ -142,6 +147,8 @@ class ThreadedSqliteSaver(SqliteSaver):
         raises RunLost and is rolled back."""
         with self.lock:
             self.setup()
+            if self.file is not None:
+                self.file.check()
             cur = self.conn.cursor()
             try:
                 cur.execute("BEGIN IMMEDIATE")

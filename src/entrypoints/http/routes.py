@@ -176,6 +176,9 @@ async def readyz(request: Request) -> Response:
         {"name": s.name, "ok": s.ok, "tools": s.tools, **({"error": s.error} if s.error else {})}
         for s in await container.tools().status()
     ]
+    storage = container.store().storage_problem()
+    if storage is not None:
+        return JSONResponse({"status": "error", "message": storage, "tools": servers}, status_code=503)
     if not ok:
         return JSONResponse({"status": "error", "message": why, "tools": servers}, status_code=503)
     return JSONResponse({"status": "ok", "tools": servers})
