@@ -42,7 +42,7 @@ class OllamaModel(ModelPort):
         except httpx.TimeoutException as e:
             raise ModelUnreachable(f"Ollama at {self.base_url} timed out after {self.timeout:g} s") from e
         except (httpx.TransportError, ConnectionError) as e:
-            raise ModelUnreachable(f"Ollama at {self.base_url} is unreachable: {e}") from e
+            raise ModelUnreachable(f"Ollama at {self.base_url} is unreachable (refused or dropped the connection)") from e
 
     async def check(self) -> tuple[bool, str]:
         """The reference's readyz rule: /api/tags answers and a model name contains ours."""

@@ -41,7 +41,7 @@ class OpenAIModel(ModelPort):
         except openai.APITimeoutError as e:
             raise ModelUnreachable(f"{self.base_url} timed out after {self.timeout:g} s") from e
         except openai.APIConnectionError as e:
-            raise ModelUnreachable(f"{self.base_url} is unreachable: {e}") from e
+            raise ModelUnreachable(f"{self.base_url} is unreachable (refused or dropped the connection)") from e
         except openai.APIStatusError as e:
             raise AgentFailure(f"Model server error {e.status_code}: {e.message}") from e
 
