@@ -1,6 +1,6 @@
 """The runs this process executes: their tasks, event buffers and local subscribers.
 
-Event ids are 1, 2, 3… per run. A local subscriber replays the buffer and follows live
+Event ids are 1, 2, 3… per run (on the wire `<n>@<run tag>`, see RunStream). A local subscriber replays the buffer and follows live
 events with no delay; every event is also queued for the run event log (RunEventLog), so
 followers in other processes, and reconnects after this process is gone, see the same
 events with the same ids.
@@ -20,6 +20,37 @@ log = logging.getLogger(__name__)
 
 TERMINAL_EVENTS = frozenset({"end", "chat-error"})
 Item = tuple[int, StreamEvent]
+
+
+class RunStream:
+    """One run's events (an async iterator of items), with the id of that run, so the
+    stream can name its events unmistakably (`<n>@<run tag>`)."""
+
+    def __init__(self, run_id: str, items: AsyncIterator[Item]) -> None:
+        self.run_id = run_id
+        self._items = items
+
+    def __aiter__(self) -> RunStream:
+        return self
+
+    async def __anext__(self) -> Item:
+        return await self._items.__anext__()
+
+    async def aclose(self) -> None:
+        await self._items.aclose()  # type: ignore[attr-defined]
+
+
+def run_tag(run_id: str) -> str:
+    """The short name of a run in event ids: the first 8 hex digits of its id."""
+    return run_id.replace("-", "")[:8]
+
+
+def resume_after(run_id: str, after: int, tag: str | None) -> int:
+    """Where a stream of run `run_id` resumes for a client that last saw event `after`
+    of the run tagged `tag`: after it, for that run or a bare number (the contract's
+    ids); from the start when the id named another run (an earlier run's id must not
+    make this run's stream skip its first events)."""
+    return after if tag is None or tag == run_tag(run_id) else 0
 
 
 @dataclass
@@ -81,9 +112,10 @@ class ActiveRun:
 
     async def subscribe(self, after: int = 0) -> AsyncIterator[Item]:
         """Replay buffered events with id > after, then follow live ones until the run's
-        terminal event (`end` or `chat-error`)."""
+        terminal event (`end` or `chat-error`). The terminal event is always sent, even
+        when `after` is beyond it, so a stream never ends (or idles) without one."""
         queue: asyncio.Queue[Item | None] = asyncio.Queue()
-        replay = [e for e in self.events if e[0] > after]
+        replay = [e for e in self.events if e[0] > after or e[1].event in TERMINAL_EVENTS]
         last = replay[-1][0] if replay else after
         ended = self.finished.is_set()  # then the buffer already holds every event
         if not ended:
@@ -99,7 +131,7 @@ class ActiveRun:
                 got = await queue.get()
                 if got is None:
                     return
-                if got[0] <= last:
+                if got[0] <= last and got[1].event not in TERMINAL_EVENTS:
                     continue
                 yield got
                 if got[1].event in TERMINAL_EVENTS:

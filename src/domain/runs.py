@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -26,7 +26,7 @@ from domain.errors import (
 )
 from domain.events import InputRecorded, StreamEvent, StreamTranslator
 from domain.following import follow_log, iterate
-from domain.hub import TERMINAL_EVENTS, ActiveRun, Item, RunHub
+from domain.hub import TERMINAL_EVENTS, ActiveRun, RunHub, RunStream, resume_after
 from domain.lifecycle import Outcome, StopReason
 from domain.model import (
     PendingCall,
@@ -273,24 +273,26 @@ class RunService:
     async def is_active(self, conversation_id: str) -> bool:
         return await self.live_run(conversation_id) is not None
 
-    async def follow(self, conversation_id: str, after: int) -> AsyncIterator[Item] | StreamEvent:
+    async def follow(self, conversation_id: str, after: int, tag: str | None = None) -> RunStream | StreamEvent:
         """The events of the conversation's live run after id `after` (ending with its
         terminal event), from this process's memory or from the run event log; or, when no
-        run is live, the durable answer (a single event without an id)."""
+        run is live, the durable answer (a single event without an id). `tag` names the run
+        `after` belongs to (None: the contract's bare number, taken as this run's); an id
+        of another run replays this one from the start."""
         active = self.hub.get(conversation_id)
         if active is not None:
-            return active.subscribe(after)
+            return RunStream(active.run_id, active.subscribe(resume_after(active.run_id, after, tag)))
         conv = await self.runs.get_conversation(conversation_id)
         if conv is None:
             data = {"code": "NOT_FOUND", "message": "Conversation Not Found", "conversation": conversation_id}
             return StreamEvent("chat-error", data)
         latest = await self.runs.latest_run(conversation_id)
         if latest is not None and latest.status is RunStatus.RUNNING:
-            return follow_log(self, latest, after)
-        if latest is not None and after > 0:
+            return RunStream(latest.id, follow_log(self, latest, resume_after(latest.id, after, tag)))
+        if latest is not None and resume_after(latest.id, after, tag) > 0:
             replay = await self.stores.events.read(latest.id, after)
             if replay and replay[-1][1].event in TERMINAL_EVENTS:
-                return iterate(replay)
+                return RunStream(latest.id, iterate(replay))
         status = conv.status.value if conv.status else None
         return StreamEvent("end", {"conversation": conversation_id, "status": status})
 

@@ -69,8 +69,8 @@ async def get_chat(request: Request) -> Response:
         cid = parse_conversation_id(raw)
     except InvalidInput as e:
         return sse.single(StreamEvent("chat-error", {"code": e.code.value, "message": e.message}))
-    after = sse.last_event_id(request.headers.get("last-event-id"))
-    answer = await _services(request).run_service().follow(cid, after)
+    after, tag = sse.last_event_id(request.headers.get("last-event-id"))
+    answer = await _services(request).run_service().follow(cid, after, tag)
     if isinstance(answer, StreamEvent):
         return sse.single(answer)
     state = request.app.state
