@@ -20,6 +20,7 @@ import uvicorn
 
 from domain.errors import StorageFailure
 from entrypoints.http.app import create_app
+from entrypoints.protocol import head_deadline_protocol
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +32,14 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def url_host(host: str) -> str:
+    """The host as written in a URL: an IPv6 address in brackets (`[::1]`)."""
+    try:
+        return f"[{host}]" if ipaddress.ip_address(host).version == 6 else host
+    except ValueError:
+        return host
 
 
 class DrainingServer(uvicorn.Server):
@@ -115,7 +124,9 @@ def serve(container: Any) -> None:
         log_config=None,
         timeout_graceful_shutdown=5,  # a stream still open after the drain is cut then
         access_log=False,
+        http=head_deadline_protocol(float(config.REQUEST_TIMEOUT())),  # slowloris: a deadline per request head
+        limit_concurrency=int(config.MAX_CONNECTIONS()),  # beyond it, 503 at once
     )
     server = DrainingServer(uv_config, app, timeout)
-    print(f"Sophos is listening on http://{host}:{port}", flush=True)
+    print(f"Sophos is listening on http://{url_host(host)}:{port}", flush=True)
     server.run()

@@ -75,4 +75,5 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
     app.state.container = container
     app.state.closing = asyncio.Event()
     app.state.ping_seconds = float(settings.SSE_PING_SECONDS())
+    app.state.request_timeout = float(settings.REQUEST_TIMEOUT())
     return app

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from domain.errors import InvalidInput, SophosError
@@ -25,11 +25,18 @@ async def read_json(request: Request, allowed: set[str]) -> dict[str, Any]:
     """The body as a JSON object with only `allowed` keys; 400 or 413 otherwise."""
     size = 0
     chunks: list[bytes] = []
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY:
-            raise HTTPException(413, f"Request body is larger than {MAX_BODY} bytes")
-        chunks.append(chunk)
+    timeout = request.app.state.request_timeout
+    try:
+        async with asyncio.timeout(timeout):  # a body trickled in (slowloris) ties up a connection
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > MAX_BODY:
+                    raise HTTPException(413, f"Request body is larger than {MAX_BODY} bytes")
+                chunks.append(chunk)
+    except TimeoutError:
+        raise HTTPException(408, f"The request body did not arrive within {timeout:g} s") from None
+    except ClientDisconnect:  # nobody to answer; not a server error
+        raise HTTPException(400, "The client disconnected before sending its body") from None
     try:
         body = json.loads(b"".join(chunks))
     except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deep
