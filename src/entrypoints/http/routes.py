@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from typing import Any
 
@@ -175,10 +176,18 @@ async def readyz(request: Request) -> Response:
     READY_TIMEOUT whatever the model server does; tool servers are reported as they are,
     never waited for."""
     container = _services(request)
-    try:
-        ok, why = await asyncio.wait_for(container.model().check(), READY_TIMEOUT)
-    except TimeoutError:
-        ok, why = False, f"the model server did not answer within {READY_TIMEOUT:g} s"
+
+    async def model() -> tuple[bool, str]:
+        try:
+            return await asyncio.wait_for(container.model().check(), READY_TIMEOUT)
+        except TimeoutError:
+            return False, f"the model server did not answer within {READY_TIMEOUT:g} s"
+
+    async def tools_started() -> None:  # servers still in their first start get a moment
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(container.tools().list_tools(), READY_TIMEOUT)
+
+    (ok, why), _ = await asyncio.gather(model(), tools_started())
     servers = [
         {"name": s.name, "ok": s.ok, "tools": s.tools, **({"error": s.error} if s.error else {})}
         for s in await container.tools().status()
