@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 import socket
@@ -143,3 +144,21 @@ def test_readyz_answers_in_time_when_the_model_server_stalls(tmp_path: Path) -> 
             assert ready.status_code == 503 and "did not answer" in ready.json()["message"]
         finally:
             server.stop()
+
+
+async def test_a_failing_server_is_retried_with_a_back_off_counted_from_the_end_of_each_attempt(tmp_path: Path) -> None:
+    starts = tmp_path / "starts"
+    marker = f"600.{uuid.uuid4().int % 10**6}"
+    hung = {"command": "sh", "args": ["-c", f'date +%s.%N >> "{starts}"; exec sleep {marker}']}
+    box = McpToolbox(config_dir(tmp_path, {"hung": hung}), tmp_path / "m.jsonl", retry_after=0.5, first_wait=0, start_timeout=1)
+    try:
+        await box.warm_up()
+        await asyncio.sleep(6)
+    finally:
+        await box.aclose()
+    times = [float(x) for x in starts.read_text().split()]
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    assert 2 <= len(times) <= 4, times
+    for k, gap in enumerate(gaps, 1):  # attempt k lasts 1 s, then 0.5 s x 2^(k-1) of back-off
+        assert gap >= 1 + 0.5 * 2 ** (k - 1) - 0.1, gaps
+    gone(marker)

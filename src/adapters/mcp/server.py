@@ -111,8 +111,10 @@ class McpServer:
                 listed = await session.list_tools()
         except Exception as e:  # noqa: BLE001 - any failure leaves this server out, alone
             ready.cancel()  # the holder then has nobody to report to
-            holder.cancel()  # the transport stops the process on its way out
-            await asyncio.gather(holder, return_exceptions=True)
+            holder.cancel()  # the transport stops the process on its way out (up to ~4 s)
+            # shielded: a second cancellation in the middle of that cleanup can leave the
+            # transport's task group waiting forever (close() then waits for this one)
+            await asyncio.shield(asyncio.gather(holder, return_exceptions=True))
             self.error = public_reason(e, self.start_timeout)
             log.warning("MCP server %s left out: %s (%s: %s)", self.name, self.error, type(e).__name__, e)
             return None
@@ -178,7 +180,7 @@ class McpServer:
 
     async def close(self) -> None:
         """Stop supervising, close the session (the transport stops the process: stdin
-        closed, then SIGTERM, SIGKILL) and wait for it, at most 5 s before cancelling."""
+        closed, then SIGTERM, SIGKILL) and wait for it, at most 8 s before cancelling."""
         up = self.session is not None
         supervisor, self._supervisor = self._supervisor, None
         if supervisor is not None:
@@ -187,13 +189,13 @@ class McpServer:
         holder, self._holder = self._holder, None
         self._stop_session.set()
         if holder is not None and not holder.done():
-            if not up:  # still starting: nothing to close gracefully
+            if not up and not holder.cancelling():  # still starting: nothing to close gracefully
                 holder.cancel()
-            try:
-                await asyncio.wait_for(asyncio.shield(holder), 5.0)
-            except TimeoutError:
+            # the transport closes stdin, waits 2 s, then SIGTERM, 2 s, SIGKILL
+            done, _ = await asyncio.wait({holder}, timeout=8.0)
+            if not done:
+                log.warning("MCP server %s: its session did not close in time", self.name)
                 holder.cancel()
-                await asyncio.gather(holder, return_exceptions=True)
         self.session = None
         self.attempting = False
         self.first_attempt_done.set()
