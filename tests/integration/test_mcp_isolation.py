@@ -69,7 +69,7 @@ async def test_hung_garbage_and_bad_servers_never_stall_listing_calls_or_status(
         tools, took = await timed(box.list_tools())
         assert {t.name.split("__")[0] for t in tools} == {"ledger"}
         assert took < 16, took  # at most the first-attempt grace, once
-        deadline = time.monotonic() + 10  # several failed attempts of the bad servers meanwhile
+        deadline = time.monotonic() + 6  # several failed attempts of the bad servers meanwhile
         rounds = 0
         while time.monotonic() < deadline:
             _, took = await timed(box.list_tools())
@@ -81,7 +81,7 @@ async def test_hung_garbage_and_bad_servers_never_stall_listing_calls_or_status(
             rounds += 1
             time.sleep(0.3)  # a blocking pause: the supervisors' retries pile up
             await box.list_tools()
-        assert rounds >= 5
+        assert rounds >= 3
         status = {s.name: s for s in statuses}
         assert status["ledger"].ok and not any(status[n].ok for n in ("hung", "garbage", "broken", "missing"))
         assert status["broken"].error == "invalid entry in mcp.json (details in the log)"
@@ -103,11 +103,11 @@ async def test_hung_garbage_and_bad_servers_never_stall_listing_calls_or_status(
 def test_a_served_run_and_readyz_do_not_wait_on_a_hung_tool_server(tmp_path: Path) -> None:
     marker = f"600.{uuid.uuid4().int % 10**6}"
     config_dir(tmp_path, bad_servers(tmp_path, marker))
-    replies = [{"tool_calls": [("ledger__whoami", {})]}, {"text": "done"}] * 3
+    replies = [{"tool_calls": [("ledger__whoami", {})]}, {"text": "done"}] * 2
     with fake_ollama(replies) as fake:
         server = LiveServer(app_env(tmp_path, fake.url, MCP_START_TIMEOUT="5"), tmp_path).start()
         try:
-            for _ in range(3):
+            for _ in range(2):
                 t0 = time.monotonic()
                 ready = server.get("/api/readyz")
                 took = time.monotonic() - t0
@@ -122,7 +122,7 @@ def test_a_served_run_and_readyz_do_not_wait_on_a_hung_tool_server(tmp_path: Pat
                 assert events[-1][1] == "end" and events[-1][2]["status"] == "completed", events
                 assert took < 10, f"a run took {took:.1f} s"
                 time.sleep(1.0)
-            assert len(fake.requests) == 6
+            assert len(fake.requests) == 4
             assert "ledger__whoami" in {t["function"]["name"] for t in fake.requests[-1]["tools"]}
         finally:
             server.stop()

@@ -103,6 +103,9 @@ class McpServer:
         """Start the server and list its tools; the task holding the session, or None."""
         self._stop_session = asyncio.Event()
         ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
+        # a failure reported after the starter gave up (or was cancelled) is read here, so
+        # it is never "a Future exception never retrieved"; the starter logs its own
+        ready.add_done_callback(lambda f: f.cancelled() or f.exception())
         holder = asyncio.create_task(self._hold(ready, self._stop_session), name=f"mcp-{self.name}-session")
         self._holder = holder
         try:
