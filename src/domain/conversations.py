@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from domain.errors import ConversationNotFound, InvalidInput, SessionInProgress
 from domain.export import checkpoint_jsonl, markdown_transcript
@@ -59,14 +60,23 @@ class Page:
 
 
 def encode_cursor(c: Conversation) -> str:
-    return f"{c.updated_at.isoformat()}~{c.id}"
+    """Opaque and URL-safe: base64url (unpadded) of `<UTC timestamp>~<id>`."""
+    raw = f"{c.updated_at.astimezone(UTC).isoformat()}~{c.id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
 def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    """The position a cursor of encode_cursor names; anything else is InvalidInput."""
     try:
-        ts, cid = cursor.split("~", 1)
-        return datetime.fromisoformat(ts), parse_conversation_id(cid)
-    except (ValueError, InvalidInput):
+        if not cursor.isascii() or "=" in cursor:
+            raise ValueError(cursor)
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        ts, cid = raw.split("~", 1)
+        when = datetime.fromisoformat(ts)
+        if when.tzinfo is None:
+            raise ValueError(ts)
+        return when.astimezone(UTC), parse_conversation_id(cid)
+    except (ValueError, OverflowError, InvalidInput):
         raise InvalidInput("Invalid cursor") from None
 
 

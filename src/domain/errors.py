@@ -154,11 +154,16 @@ class AgentFailure(SophosError):
     default_message = "Agent failed"
 
 
+UNEXPECTED_MESSAGE = "The agent failed unexpectedly (the details are in the server log)"
+
+
 def to_chat_error(exc: BaseException) -> tuple[ErrorCode, str]:
-    """Map any exception escaping a run onto (code, message), as the contract's toChatError."""
+    """Map any exception escaping a run onto (code, message), as the contract's toChatError.
+    An unexpected exception's own text (a path, a SQL statement, a Python error) is never
+    the public message: it is logged with the run, the message is ours."""
     if isinstance(exc, SophosError):
         return exc.code, exc.message
-    return ErrorCode.AGENT_FAILURE, str(exc) or "Agent failed"
+    return ErrorCode.AGENT_FAILURE, UNEXPECTED_MESSAGE
 
 
 class NotSupported(SophosError):

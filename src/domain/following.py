@@ -7,7 +7,7 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING
 
 from domain.events import StreamEvent
-from domain.hub import Batch, Item, up_to_terminal
+from domain.hub import Batch, Item, RunStream, up_to_terminal
 from domain.model import Run, RunStatus
 from ports.metrics import MetricsPort
 
@@ -49,7 +49,7 @@ async def iterate(items: Iterable[Item]) -> AsyncGenerator[Batch, None]:
     yield list(items)
 
 
-async def flatten(batches: AsyncGenerator[Batch, None]) -> AsyncGenerator[Item, None]:
+async def flatten(batches: RunStream) -> AsyncGenerator[Item, None]:
     """One item at a time; closing it closes `batches` at once (a client that went away)."""
     async with aclosing(batches):
         async for batch in batches:

@@ -1,6 +1,6 @@
 """The runs this process executes: their tasks, event buffers and local subscribers.
 
-Event ids are 1, 2, 3… per run. A local subscriber replays the buffer and follows live
+Event ids are 1, 2, 3… per run (on the wire `<n>@<run tag>`, see RunStream). A local subscriber replays the buffer and follows live
 events with no delay; every event is also queued for the run event log (RunEventLog), so
 followers in other processes, and reconnects after this process is gone, see the same
 events with the same ids.
@@ -30,6 +30,37 @@ def up_to_terminal(items: list[Item]) -> tuple[Batch, bool]:
         if item[1].event in TERMINAL_EVENTS:
             return items[: i + 1], True
     return items, False
+
+
+class RunStream:
+    """One run's events, in batches (the events that were ready together), with the id of
+    that run, so the stream can name its events unmistakably (`<n>@<run tag>`)."""
+
+    def __init__(self, run_id: str, batches: AsyncGenerator[Batch, None]) -> None:
+        self.run_id = run_id
+        self._batches = batches
+
+    def __aiter__(self) -> RunStream:
+        return self
+
+    async def __anext__(self) -> Batch:
+        return await self._batches.__anext__()
+
+    async def aclose(self) -> None:
+        await self._batches.aclose()
+
+
+def run_tag(run_id: str) -> str:
+    """The short name of a run in event ids: the first 8 hex digits of its id."""
+    return run_id.replace("-", "")[:8]
+
+
+def resume_after(run_id: str, after: int, tag: str | None) -> int:
+    """Where a stream of run `run_id` resumes for a client that last saw event `after`
+    of the run tagged `tag`: after it, for that run or a bare number (the contract's
+    ids); from the start when the id named another run (an earlier run's id must not
+    make this run's stream skip its first events)."""
+    return after if tag is None or tag == run_tag(run_id) else 0
 
 
 @dataclass
@@ -92,7 +123,8 @@ class ActiveRun:
 
     async def subscribe(self, after: int = 0) -> AsyncGenerator[Item, None]:
         """Replay buffered events with id > after, then follow live ones until the run's
-        terminal event (`end` or `chat-error`)."""
+        terminal event (`end` or `chat-error`). The terminal event is always sent, even
+        when `after` is beyond it, so a stream never ends (or idles) without one."""
         async for batch in self.batches(after):
             for item in batch:
                 yield item
@@ -101,7 +133,7 @@ class ActiveRun:
         """As `subscribe`, in batches: each holds every event that was ready when the
         subscriber woke (never waits for more, so a lone token goes out at once)."""
         queue: asyncio.Queue[Item | None] = asyncio.Queue()
-        replay = [e for e in self.events if e[0] > after]
+        replay = [e for e in self.events if e[0] > after or e[1].event in TERMINAL_EVENTS]
         last = replay[-1][0] if replay else after
         ended = self.finished.is_set()  # then the buffer already holds every event
         if not ended:
@@ -117,7 +149,7 @@ class ActiveRun:
                 while not queue.empty() and ready[-1] is not None:
                     ready.append(queue.get_nowait())
                 closed = ready[-1] is None
-                batch, done = up_to_terminal([got for got in ready if got is not None and got[0] > last])
+                batch, done = up_to_terminal([got for got in ready if got is not None and (got[0] > last or got[1].event in TERMINAL_EVENTS)])
                 if batch:
                     last = batch[-1][0]
                     yield batch

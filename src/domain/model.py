@@ -7,6 +7,7 @@ execution attempt on that thread; a resume is a new run on the same thread.
 from __future__ import annotations
 
 import re
+import unicodedata
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,7 +27,7 @@ _UUID_RE = re.compile(
 
 def parse_conversation_id(value: object) -> str:
     """Return the lower-cased id, or raise InvalidInput("Invalid Conversation ID")."""
-    if not isinstance(value, str) or not _UUID_RE.match(value):
+    if not isinstance(value, str) or not _UUID_RE.fullmatch(value):
         raise InvalidInput("Invalid Conversation ID")
     return value.lower()
 
@@ -44,19 +45,37 @@ def iso(ts: datetime) -> str:
     return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ts.microsecond // 1000:03d}Z"
 
 
+def check_text(value: str, what: str) -> str:
+    """`value` unchanged, or InvalidInput when it holds a lone surrogate (JSON lets a
+    client send "\\ud800"; no UTF-8 store or stream can carry it)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{what} is not valid Unicode (a lone surrogate)") from None
+    return value
+
+
+def _visible(text: str) -> str:
+    # bidi overrides (U+202E makes "gnp.exe" read "exe.png"), zero-width and other format
+    # characters (category Cf) and control characters would make a title lie about itself
+    return "".join(ch for ch in text if unicodedata.category(ch) not in ("Cf", "Cc") or ch in "\n\t")
+
+
 def title_from_message(message: str) -> str:
-    """First line of the trimmed message, cut to 50 characters plus '...'."""
-    first = message.strip().split("\n", 1)[0].strip()
+    """First line of the trimmed message, without invisible controls, cut to 50
+    characters plus '...'."""
+    first = _visible(message).strip().split("\n", 1)[0].strip()
     if not first:
         return NEW_CONVERSATION_TITLE
     return first[:TITLE_MAX] + "..." if len(first) > TITLE_MAX else first
 
 
 def clean_title(title: object) -> str:
-    """Validate a title given by a user (rename): a non-empty string, trimmed, bounded."""
-    if not isinstance(title, str) or not title.strip():
+    """Validate a title given by a user (rename): a non-empty string of valid Unicode,
+    without invisible controls, trimmed, bounded."""
+    if not isinstance(title, str) or not _visible(check_text(title, "Title")).strip():
         raise InvalidInput("Title must be a non-empty string")
-    text = " ".join(title.split())
+    text = " ".join(_visible(title).split())
     if len(text) > TITLE_LIMIT:
         raise InvalidInput(f"Title is longer than {TITLE_LIMIT} characters")
     return text

@@ -12,10 +12,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import partial
 
 from domain import lifecycle
 from domain.errors import (
@@ -28,13 +27,14 @@ from domain.errors import (
 )
 from domain.events import InputRecorded, NodeStarted, StreamEvent, StreamTranslator, TokenDelta
 from domain.following import counted, flatten, follow_log, iterate
-from domain.hub import TERMINAL_EVENTS, ActiveRun, Batch, Item, RunHub
+from domain.hub import TERMINAL_EVENTS, ActiveRun, Item, RunHub, RunStream, resume_after
 from domain.lifecycle import Outcome, StopReason
 from domain.model import (
     PendingCall,
     Run,
     RunStatus,
     RunTrigger,
+    check_text,
     new_id,
     parse_conversation_id,
     title_from_message,
@@ -61,7 +61,7 @@ class StartedRun:
     run_id: str
     # the run's events from id 1, in batches, complete even if the run has already ended
     # (a stream opened from here can never miss the start of a fast run)
-    events: Callable[[], AsyncIterator[Batch]] | None = field(default=None, compare=False, repr=False)
+    events: Callable[[], RunStream] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,7 @@ class RunService:
         then execute in the background. Returns once the input is durable."""
         if self.draining:
             raise ShuttingDown()
-        text = message.strip() if isinstance(message, str) else ""
+        text = check_text(message, "Message").strip() if isinstance(message, str) else ""
         if not resume and not text:
             raise InvalidInput("Message is required")
         if decision is not None and decision not in ("retry", "skip"):
@@ -199,7 +199,7 @@ class RunService:
                 raise failure if isinstance(failure, Exception) else StorageFailure(
                     "The run stopped before its message was saved"
                 )
-        return StartedRun(cid, run.id, partial(active.batches, 0))
+        return StartedRun(cid, run.id, lambda: RunStream(run.id, counted(active.batches(0), self.metrics, "local")))
 
     # --- executing ----------------------------------------------------------------------
 
@@ -307,29 +307,35 @@ class RunService:
     async def is_active(self, conversation_id: str) -> bool:
         return await self.live_run(conversation_id) is not None
 
-    async def follow(self, conversation_id: str, after: int) -> AsyncIterator[Item] | StreamEvent:
+    async def follow(
+        self, conversation_id: str, after: int, tag: str | None = None
+    ) -> AsyncGenerator[Item, None] | StreamEvent:
         """The events of the conversation's live run after id `after` (ending with its
         terminal event), from this process's memory or from the run event log; or, when no
-        run is live, the durable answer (a single event without an id)."""
-        answer = await self.follow_batches(conversation_id, after)
+        run is live, the durable answer (a single event without an id). `tag` names the run
+        `after` belongs to (None: the contract's bare number, taken as this run's); an id
+        of another run replays this one from the start."""
+        answer = await self.follow_batches(conversation_id, after, tag)
         return answer if isinstance(answer, StreamEvent) else flatten(answer)
 
-    async def follow_batches(self, conversation_id: str, after: int) -> AsyncGenerator[Batch, None] | StreamEvent:
+    async def follow_batches(self, conversation_id: str, after: int, tag: str | None = None) -> RunStream | StreamEvent:
         """As `follow`, with the events that were ready together in one batch."""
         active = self.hub.get(conversation_id)
         if active is not None:
-            return counted(active.batches(after), self.metrics, "local")
+            start = resume_after(active.run_id, after, tag)
+            return RunStream(active.run_id, counted(active.batches(start), self.metrics, "local"))
         conv = await self.runs.get_conversation(conversation_id)
         if conv is None:
             data = {"code": "NOT_FOUND", "message": "Conversation Not Found", "conversation": conversation_id}
             return StreamEvent("chat-error", data)
         latest = await self.runs.latest_run(conversation_id)
         if latest is not None and latest.status is RunStatus.RUNNING:
-            return counted(follow_log(self, latest, after), self.metrics, "log")
-        if latest is not None and after > 0:
+            start = resume_after(latest.id, after, tag)
+            return RunStream(latest.id, counted(follow_log(self, latest, start), self.metrics, "log"))
+        if latest is not None and resume_after(latest.id, after, tag) > 0:
             replay = await self.stores.events.read(latest.id, after)
             if replay and replay[-1][1].event in TERMINAL_EVENTS:
-                return iterate(replay)
+                return RunStream(latest.id, iterate(replay))
         status = conv.status.value if conv.status else None
         return StreamEvent("end", {"conversation": conversation_id, "status": status})
 

@@ -174,10 +174,10 @@ def _demo_model() -> ModelPort:
     return DemoModel()
 
 
-def _mcp(opened: list[Closeable], config_dir: str, memory_file: str) -> ToolPort:
+def _mcp(opened: list[Closeable], config_dir: str, memory_file: str, start_timeout: float) -> ToolPort:
     from adapters.mcp.toolbox import McpToolbox
 
-    return _opened(opened, McpToolbox(Path(config_dir), Path(memory_file)))
+    return _opened(opened, McpToolbox(Path(config_dir), Path(memory_file), start_timeout=start_timeout))
 
 
 def _demo_tools() -> ToolPort:
@@ -299,7 +299,7 @@ class Container(containers.DeclarativeContainer):
     )
     tools = providers.Selector(
         config.TOOLS_BACKEND,
-        mcp=providers.Singleton(_mcp, opened, config.CONFIG_DIR, config.MEMORY_FILE_PATH),
+        mcp=providers.Singleton(_mcp, opened, config.CONFIG_DIR, config.MEMORY_FILE_PATH, config.MCP_START_TIMEOUT),
         demo=providers.Singleton(_demo_tools),
         none=providers.Singleton(_no_tools),
     )

@@ -20,7 +20,7 @@ class RemoteError(Exception):
         self.message = message
 
 
-def _events(response: httpx.Response) -> Iterator[tuple[int | None, str, Any]]:
+def _events(response: httpx.Response) -> Iterator[tuple[str | None, str, Any]]:
     block: dict[str, str] = {}
     for line in response.iter_lines():
         if line:
@@ -28,8 +28,7 @@ def _events(response: httpx.Response) -> Iterator[tuple[int | None, str, Any]]:
             block[key] = value
             continue
         if block.get("event") and block["event"] != "ping":
-            event_id = int(block["id"]) if block.get("id", "").isdigit() else None
-            yield event_id, block["event"], json.loads(block.get("data") or "null")
+            yield block.get("id") or None, block["event"], json.loads(block.get("data") or "null")  # ids are opaque
         block = {}
 
 
@@ -92,15 +91,15 @@ def follow_run(server: str, body: dict[str, Any], token: str | None) -> tuple[di
     started: dict[str, Any] = _request("POST", server, "/api/chat", token, body).json()
 
     def stream() -> Iterator[tuple[str, Any]]:
-        last = 0
+        last: str | None = None
         for _ in range(5):  # reconnect after a dropped connection, replaying after the last id
             try:
                 with httpx.stream(
                     "GET", f"{base}/api/chat", params={"conversation": started["conversation"]},
-                    headers={**headers, "Last-Event-ID": str(last)}, timeout=httpx.Timeout(30, read=None),
+                    headers={**headers, **({"Last-Event-ID": last} if last else {})}, timeout=httpx.Timeout(30, read=None),
                 ) as r:
                     for event_id, event, data in _events(r):
-                        if event_id is None and last == 0 and event in ("end", "chat-error"):
+                        if event_id is None and last is None and event in ("end", "chat-error"):
                             yield from _durable_answer(base, started["conversation"], headers, event, data)
                             return
                         last = event_id or last

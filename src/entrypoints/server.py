@@ -20,7 +20,9 @@ from typing import Any
 
 import uvicorn
 
+from domain.errors import StorageFailure
 from entrypoints.http.app import create_app
+from entrypoints.protocol import head_deadline_protocol
 from ports.model import Readiness
 
 log = logging.getLogger(__name__)
@@ -33,6 +35,14 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def url_host(host: str) -> str:
+    """The host as written in a URL: an IPv6 address in brackets (`[::1]`)."""
+    try:
+        return f"[{host}]" if ipaddress.ip_address(host).version == 6 else host
+    except ValueError:
+        return host
 
 
 class DrainingServer(uvicorn.Server):
@@ -123,10 +133,23 @@ def event_loop() -> str:
     return "uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio"
 
 
+def check_integrity(container: Any) -> None:
+    """Open the database and check it whole before serving: a damaged file is one clear
+    error at start-up (StorageFailure), not a traceback after "listening" or 500s later.
+    (PostgreSQL checks its own pages; its store is opened and migrated here all the same.)"""
+    if container.config.DATABASE_URL():
+        container.store()
+        return
+    problem = container.store().integrity_problem()
+    if problem is not None:
+        raise StorageFailure(f"{container.config.DATABASE_PATH()}: {problem}")
+
+
 def serve(container: Any) -> None:
     config = container.config
     host, port = config.HOST(), int(config.PORT())
-    sock = bind(host, port)
+    sock = bind(host, port)  # first: a busy port is the one line a person sees
+    check_integrity(container)
     warn_if_model_not_ready(container)
     app = create_app(container)
     timeout = float(config.SHUTDOWN_TIMEOUT())
@@ -138,7 +161,9 @@ def serve(container: Any) -> None:
         log_config=None,
         timeout_graceful_shutdown=5,  # a stream still open after the drain is cut then
         access_log=False,
+        http=head_deadline_protocol(float(config.REQUEST_TIMEOUT())),  # slowloris: a deadline per request head
+        limit_concurrency=int(config.MAX_CONNECTIONS()),  # beyond it, 503 at once
     )
     server = DrainingServer(uv_config, app, timeout)
-    print(f"Sophos is listening on http://{host}:{port}", flush=True)
+    print(f"Sophos is listening on http://{url_host(host)}:{port}", flush=True)
     server.run(sockets=[sock])

@@ -41,11 +41,18 @@ class ToolServerStatus:
 
 class ToolPort(Protocol):
     """Lists and calls tools. Discovery is lazy and shared; a server that cannot start is
-    left out (its status says why) rather than failing the caller."""
+    left out (its status says why) rather than failing the caller, and is tried again in
+    the background. No caller waits on a server that is down or restarting, beyond a
+    bounded wait for the first attempt of discovery."""
+
+    async def warm_up(self) -> None:
+        """Begin discovery in the background (a server process calls it at start-up) and
+        return at once. Nothing to do for a toolbox without servers."""
+        return None
 
     @abstractmethod
     async def list_tools(self) -> Sequence[ToolSpec]:
-        """Every tool currently offered, in a stable order."""
+        """Every tool currently offered (by the servers that are up), in a stable order."""
 
     @abstractmethod
     async def call(self, name: str, args: Mapping[str, Any], idempotency_key: str) -> ToolOutcome:
@@ -57,7 +64,9 @@ class ToolPort(Protocol):
 
     @abstractmethod
     async def status(self) -> Sequence[ToolServerStatus]:
-        """One entry per configured server, after trying discovery."""
+        """One entry per configured server (and per unusable entry of the configuration),
+        as things are now: never waits for a server to start. `error` is a public message
+        of our own; raw errors go to the log."""
 
     @abstractmethod
     async def aclose(self) -> None:

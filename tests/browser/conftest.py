@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ class App:
         config_dir(tmp, {"ledger": ledger_server_entry(tmp / "ledger.jsonl")})
         self.env = app_env(tmp, ollama.url if ollama else "http://127.0.0.1:9", SHUTDOWN_TIMEOUT="2", **env)
         self.tmp = tmp
-        self.server = LiveServer(self.env, tmp).start()
+        self.server = tools_up(LiveServer(self.env, tmp).start())
 
     def restart(self, kill: bool = True) -> None:
         port = self.server.port
@@ -47,7 +48,17 @@ class App:
             self.server.kill()
         else:
             self.server.stop()
-        self.server = LiveServer(self.env, self.tmp, port).start()
+        self.server = tools_up(LiveServer(self.env, self.tmp, port).start())
+
+
+def tools_up(server: LiveServer, timeout: float = 60) -> LiveServer:
+    """Wait until readyz reports every tool server up: servers start in the background, and
+    the page shows what readyz says when it loads."""
+    deadline = time.monotonic() + timeout
+    while not all(t["ok"] for t in server.get("/api/readyz").json().get("tools", [])):
+        assert time.monotonic() < deadline, "the tool servers did not start"
+        time.sleep(0.1)
+    return server
 
 
 @pytest.fixture

@@ -53,8 +53,9 @@ class ToolPortContract:
         assert (await port.call("nope__tool", {}, "k")).is_error
         assert (await port.call("ledger__nope", {}, "k")).is_error
 
-    async def test_status_reports_the_server_as_up(self, toolbox: tuple[ToolPort, Keys]) -> None:
+    async def test_status_reports_the_server_as_up_once_its_tools_are_listed(self, toolbox: tuple[ToolPort, Keys]) -> None:
         port, _ = toolbox
+        await port.list_tools()
         statuses = await port.status()
         assert [s.ok for s in statuses if s.name == "ledger"] == [True]
 

@@ -1,31 +1,83 @@
-"""Fuzz the API against its own OpenAPI document: whatever is sent, never a 5xx."""
+"""Fuzz the API against its own OpenAPI document, with valid and invalid values (schemathesis'
+positive and negative modes) and hostile Unicode in every field, query parameter, path
+parameter and header: whatever is sent, never a 5xx."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import re
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import schemathesis
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.errors import Unsatisfiable
+from schemathesis import GenerationMode
 
 from entrypoints.container import close_container, create_container
 from entrypoints.http.app import create_app
 from tests.support.app import app_env
 
+ID = str(uuid.uuid4())
+# lone surrogates, bidi and zero-width controls, NUL and other controls, private use, line
+# separators, combining marks, plus values that broke the API once
+HOSTILE = st.text(st.characters(categories=["Cs", "Cf", "Cc", "Co", "Zl", "Zp", "Mn", "So", "Lo", "Nd"]), max_size=30) | st.sampled_from([
+    "\ud800", "\udfff x", "\u202egnp.exe", "\x00", f"{ID}\n", f"{ID}%0A", "../../etc/passwd", "0" * 400,
+    f"0001-01-01T00:00:00+01:00~{ID}", "MDAwMS0wMS0wMVQwMDowMDowMCswMTowMH4", "9" * 40, "-1", "1@zzzzzzzz", "[" * 50,
+])
+HEADERS = ["Last-Event-ID", "Origin", "Content-Type", "Accept", "Authorization", "Cookie", "X-Forwarded-Proto"]
 
-def fuzz(operation: Any, tried: dict[str, int], server_errors: list[str]) -> None:
+
+def hostile_case(case: Any, value: str, where: int) -> str:
+    """Put `value` in one place of the case: a body field, a query or path parameter, or a
+    header (when a header can carry it); return where it went."""
+    body = case.body if isinstance(case.body, dict) else None
+    spots: list[tuple[str, str]] = [("body", k) for k in (body or {})]
+    spots += [("query", k) for k in (case.query or {})] + [("path", k) for k in (case.path_parameters or {})]
+    spots += [("header", h) for h in HEADERS]
+    kind, key = spots[where % len(spots)]
+    if kind == "body":
+        assert body is not None
+        body[key] = value
+    elif kind in ("query", "path"):
+        # a URL carries UTF-8 bytes: a lone surrogate can only arrive as U+FFFD (or as
+        # bytes that are not UTF-8, which the server decodes the same way)
+        url_value = value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        (case.query if kind == "query" else case.path_parameters)[key] = url_value
+    else:
+        try:
+            value.encode("latin-1")
+        except UnicodeEncodeError:
+            value = value.encode("utf-8", "surrogatepass").decode("latin-1")  # the raw bytes, as a client could send
+        value = re.sub(r"[\r\n\x00]", "", value).lstrip()  # what an HTTP client can put in a header at all
+        case.headers = {**(case.headers or {}), key: value if not value or re.match(r"\S", value) else f"x{value}"}
+    return f"{kind} {key}"
+
+
+def fuzz(operation: Any, mode: GenerationMode, examples: int, tried: dict[str, int], server_errors: list[str]) -> None:
     label = f"{operation.method.upper()} {operation.path}"
 
-    @given(case=operation.as_strategy())
-    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-    def run(case: Any) -> None:
+    @given(case=operation.as_strategy(mode), value=HOSTILE, where=st.integers(0, 50), hostile=st.booleans())
+    @settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    def run(case: Any, value: str, where: int, hostile: bool) -> None:
+        spot = hostile_case(case, value, where) if hostile else "-"
+        if isinstance(case.body, dict):  # JSON with \\u escapes, so lone surrogates travel as a client sends them
+            case.body = json.dumps(case.body).encode()
+            case.media_type = "application/json"
         response = case.call()
         tried[label] = tried.get(label, 0) + 1
-        if response.status_code >= 500 and label != "GET /api/readyz":  # readyz: 503 = model down
-            server_errors.append(f"{label} {case.body!r} {case.query!r} -> {response.status_code} {response.text[:200]}")
+        if response.status_code >= 500 and not (label == "GET /api/readyz" and response.status_code == 503):
+            server_errors.append(f"{label} [{mode.value}, {spot}] {case.body!r:.200} {case.query!r} {case.headers!r:.200}"
+                                 f" -> {response.status_code} {response.text[:200]}")
 
-    run()
+    try:
+        run()
+    except Unsatisfiable:
+        assert mode is GenerationMode.NEGATIVE, label  # nothing to make invalid (no parameters, no body)
 
 
 def test_no_input_makes_the_api_answer_with_a_server_error(tmp_path: Path) -> None:
@@ -35,10 +87,14 @@ def test_no_input_makes_the_api_answer_with_a_server_error(tmp_path: Path) -> No
     schema = schemathesis.openapi.from_asgi("/api/openapi.json", app)
     tried: dict[str, int] = {}
     server_errors: list[str] = []
+    t0 = time.monotonic()
     try:
         for result in schema.get_all_operations():
-            fuzz(result.ok(), tried, server_errors)
+            for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+                fuzz(result.ok(), mode, 30, tried, server_errors)
     finally:
         asyncio.run(close_container(container))
+    took = time.monotonic() - t0
     assert server_errors == []
     assert len(tried) == 14, tried  # every documented operation was exercised
+    print(f"\nfuzzed {sum(tried.values())} requests in {took:.1f} s, 0 server errors")

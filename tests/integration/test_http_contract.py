@@ -12,6 +12,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from tests.support.fake_ollama import FakeOllama
+from tests.support.server import event_number
 
 UNKNOWN = "11111111-1111-4111-8111-111111111111"
 
@@ -79,7 +80,7 @@ def test_post_chat_answers_at_once_and_the_stream_ends_with_the_committed_outcom
     assert set(body) == {"conversation", "run"}
     stream = finish(client, body["conversation"])
     assert [e[1] for e in stream][-1] == "end"
-    assert [int(e[0]) for e in stream if e[0]] == list(range(1, len(stream) + 1))
+    assert [event_number(e[0]) for e in stream if e[0]] == list(range(1, len(stream) + 1))
     assert stream[-1][2] == {"conversation": body["conversation"], "status": "completed"}
     assert "".join(e[2] for e in stream if e[1] == "token") == "Hello there"
     detail = client.get(f"/api/conversations/{body['conversation']}").json()
@@ -129,7 +130,7 @@ def test_replay_after_last_event_id_sends_only_later_events(client: TestClient, 
     cid = start(client, {"message": "Hi"})["conversation"]
     time.sleep(0.2)
     replay = events(client, cid, last_id="3")
-    assert replay[0][0] == "4" and replay[-1][1] == "end"
+    assert event_number(replay[0][0]) == 4 and replay[-1][1] == "end"
     for bad in ("garbage", "-5"):
         assert events(client, UNKNOWN, last_id=bad)[0][1] == "chat-error"
 

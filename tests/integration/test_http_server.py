@@ -16,7 +16,7 @@ import pytest
 
 from tests.support.app import app_env, config_dir, ledger_server_entry
 from tests.support.fake_ollama import FakeOllama, fake_ollama
-from tests.support.server import LiveServer, sse_events, stream
+from tests.support.server import LiveServer, event_number, sse_events, stream
 
 
 @pytest.fixture
@@ -61,7 +61,7 @@ def test_sse_replays_after_last_event_id_and_pings_without_ids(servers: list[Liv
     pings = [e for e in first if e[1] == "ping"]
     assert pings and all(e[0] is None and e[2] == "" for e in pings)
     numbered = [e for e in first if e[0] is not None]
-    assert [int(e[0]) for e in numbered] == list(range(1, len(numbered) + 1))
+    assert [event_number(e[0]) for e in numbered] == list(range(1, len(numbered) + 1))
     assert numbered[-1][1] == "end" and numbered[-1][2]["status"] == "completed"
     # after the run, a reconnect with Last-Event-ID gets what it missed from the run event log;
     # without one, the durable answer
@@ -79,8 +79,8 @@ def test_a_reconnect_mid_run_resumes_after_the_last_seen_id(servers: list[LiveSe
             seen.append(event)
             if len(seen) == 4:
                 break  # the connection drops
-    rest = stream(server, cid, last_id=int(seen[-1][0]))
-    ids = [int(e[0]) for e in seen + rest if e[0]]
+    rest = stream(server, cid, last_id=seen[-1][0])  # as EventSource resends it
+    ids = [event_number(e[0]) for e in seen + rest if e[0]]
     assert ids == list(range(1, len(ids) + 1))  # nothing lost, nothing doubled
     tokens = "".join(e[2] for e in seen + rest if e[1] == "token")
     assert tokens == "a b c d e f g h i j"

@@ -89,7 +89,13 @@ def sse_events(response: httpx.Response) -> Iterator[tuple[str | None, str, Any]
         block[key] = value
 
 
-def stream(server: LiveServer, cid: str, last_id: int | None = None, timeout: float = 30) -> list[tuple[str | None, str, Any]]:
+def event_number(event_id: str | None) -> int:
+    """The per-run number of an SSE id (`<n>@<run tag>`)."""
+    assert event_id is not None and "@" in event_id, event_id
+    return int(event_id.split("@")[0])
+
+
+def stream(server: LiveServer, cid: str, last_id: int | str | None = None, timeout: float = 30) -> list[tuple[str | None, str, Any]]:
     headers = {"Last-Event-ID": str(last_id)} if last_id is not None else {}
     with httpx.stream("GET", f"{server.url}/api/chat", params={"conversation": cid}, headers=headers, timeout=timeout) as r:
         return list(sse_events(r))

@@ -53,7 +53,7 @@ from adapters.langgraph.graph import RUN_KEY
 from adapters.langgraph.latest import LatestCheckpoints
 from adapters.langgraph.search_sync import index_checkpoint, index_missing, rebuild
 from adapters.langgraph.serde import MessageMemoSerializer
-from adapters.sqlite.database import connect, failure_reason, migrate, unsynced
+from adapters.sqlite.database import FileIdentity, connect, failure_reason, migrate, storage_failure, unsynced
 from adapters.sqlite.maintenance import prune_thread
 from adapters.sqlite.search import forget_thread
 from domain.errors import RunLost, StorageFailure
@@ -134,13 +134,18 @@ class ThreadedSqliteSaver(SqliteSaver):
         self.metrics = metrics
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sophos-saver")
         self.latest = LatestCheckpoints()
+        self.file: FileIdentity | None = None  # checked before every write
 
     @classmethod
     def open(cls, path: str, keep: int = 3, metrics: MetricsPort = NO_METRICS) -> ThreadedSqliteSaver:
-        conn = connect(path)
-        conn.isolation_level = "DEFERRED"  # SqliteSaver commits after each cursor
-        saver = cls(conn, keep=keep, metrics=metrics)
-        saver.setup()
+        try:
+            conn = connect(path)
+            conn.isolation_level = "DEFERRED"  # SqliteSaver commits after each cursor
+            saver = cls(conn, keep=keep, metrics=metrics)
+            saver.setup()
+            saver.file = FileIdentity(path)  # the file exists now
+        except sqlite3.Error as e:
+            raise storage_failure(e) from e
         return saver
 
     def setup(self) -> None:
@@ -174,6 +179,8 @@ class ThreadedSqliteSaver(SqliteSaver):
         module docstring)."""
         with self.lock, nullcontext() if synced else unsynced(self.conn):
             self.setup()
+            if self.file is not None:
+                self.file.check()
             cur = self.conn.cursor()
             try:
                 cur.execute("BEGIN IMMEDIATE")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,54 +21,69 @@ def _expand(value: str, subs: dict[str, str]) -> str:
     return value
 
 
-def load_mcp_config(config_dir: Path, memory_file: Path) -> dict[str, dict[str, Any]]:
+@dataclass(frozen=True)
+class McpConfig:
+    """The usable servers, and the entries left out, each with why (one bad entry
+    disables that server only)."""
+
+    servers: dict[str, dict[str, Any]]
+    errors: dict[str, str]
+
+
+def load_mcp_config(config_dir: Path, memory_file: Path) -> McpConfig:
     """Connections in the form langchain-mcp-adapters takes, keyed by server name.
 
     `${MEMORY_FILE_PATH}` becomes the absolute memory file path (its directory created),
-    `${PYTHON}` this interpreter, `${CONFIG_DIR}` the absolute config directory.
+    `${PYTHON}` this interpreter, `${CONFIG_DIR}` the absolute config directory. A file
+    that cannot be read or is not a JSON object raises McpConfigError.
     """
     path = config_dir / "mcp.json"
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as e:
+        return McpConfig({}, {})
+    except (OSError, ValueError, RecursionError) as e:
         raise McpConfigError(f"Failed to load MCP configuration from {path}: {e}") from e
     if not isinstance(raw, dict):
         raise McpConfigError(f"MCP configuration in {path} must map server names to objects")
     servers = raw.get("mcpServers", raw) if isinstance(raw.get("mcpServers"), dict) else raw
     memory = memory_file.resolve()
     subs = {"${MEMORY_FILE_PATH}": str(memory), "${PYTHON}": sys.executable, "${CONFIG_DIR}": str(config_dir.resolve())}
-    out: dict[str, dict[str, Any]] = {}
+    out = McpConfig({}, {})
     for name, entry in servers.items():
-        where = f"MCP configuration in {path}, server {name!r}"
-        if not isinstance(entry, dict):
-            raise McpConfigError(f"{where}: must be an object")
-        if "__" in name or not name:
-            raise McpConfigError(f"{where}: a server name must be non-empty and without '__'")
-        if "url" in entry:
-            if not isinstance(entry["url"], str) or not entry["url"].startswith(("http://", "https://")):
-                raise McpConfigError(f"{where}: url must be an http(s) URL")
-            conn: dict[str, Any] = {"transport": "streamable_http", "url": entry["url"]}
-            if isinstance(entry.get("headers"), dict):
-                conn["headers"] = {str(k): str(v) for k, v in entry["headers"].items()}
-        elif "command" in entry:
-            args, env = entry.get("args", []), entry.get("env", {})
-            if not isinstance(entry["command"], str) or not entry["command"]:
-                raise McpConfigError(f"{where}: command must be a non-empty string")
-            if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-                raise McpConfigError(f"{where}: args must be a list of strings")
-            if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
-                raise McpConfigError(f"{where}: env must map names to strings")
-            if any("${MEMORY_FILE_PATH}" in v for v in env.values()):
-                memory.parent.mkdir(parents=True, exist_ok=True)
-            conn = {
-                "transport": "stdio",
-                "command": _expand(entry["command"], subs),
-                "args": [_expand(a, subs) for a in args],
-                "env": {k: _expand(v, subs) for k, v in env.items()} or None,
-            }
-        else:
-            raise McpConfigError(f"{where}: needs either command (stdio) or url (HTTP)")
-        out[name] = conn
+        try:
+            out.servers[name] = _connection(name, entry, memory, subs)
+        except McpConfigError as e:
+            out.errors[name] = f"MCP configuration in {path}, server {name!r}: {e}"
     return out
+
+
+def _connection(name: str, entry: object, memory: Path, subs: dict[str, str]) -> dict[str, Any]:
+    if not isinstance(entry, dict):
+        raise McpConfigError("must be an object")
+    if "__" in name or not name:
+        raise McpConfigError("a server name must be non-empty and without '__'")
+    if "url" in entry:
+        if not isinstance(entry["url"], str) or not entry["url"].startswith(("http://", "https://")):
+            raise McpConfigError("url must be an http(s) URL")
+        conn: dict[str, Any] = {"transport": "streamable_http", "url": entry["url"]}
+        if isinstance(entry.get("headers"), dict):
+            conn["headers"] = {str(k): str(v) for k, v in entry["headers"].items()}
+        return conn
+    if "command" not in entry:
+        raise McpConfigError("needs either command (stdio) or url (HTTP)")
+    args, env = entry.get("args", []), entry.get("env", {})
+    if not isinstance(entry["command"], str) or not entry["command"]:
+        raise McpConfigError("command must be a non-empty string")
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise McpConfigError("args must be a list of strings")
+    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+        raise McpConfigError("env must map names to strings")
+    if any("${MEMORY_FILE_PATH}" in v for v in env.values()):
+        memory.parent.mkdir(parents=True, exist_ok=True)
+    return {
+        "transport": "stdio",
+        "command": _expand(entry["command"], subs),
+        "args": [_expand(a, subs) for a in args],
+        "env": {k: _expand(v, subs) for k, v in env.items()} or None,
+    }

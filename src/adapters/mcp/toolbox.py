@@ -1,16 +1,20 @@
 """ToolPort over MCP servers: one live session per server for the life of the process.
 
 langchain-mcp-adapters' `get_tools()` opens a new session (a new process, for stdio) for
-every tool call; here each server's session is held open by a task of its own (anyio
-scopes must close in the task that opened them) and calls share it. A server that cannot
-start is left out. A broken session is restarted and the call sent again only when that
-cannot run it twice: the request never left this process, or the tool is read-only or
-idempotent. Otherwise the call ends with ToolOutcomeUnknown and the user decides.
+every tool call; here each server is kept up by a supervisor of its own (server.py) and
+calls share its session. Discovery starts in the background on first use; callers use the
+servers that are up and never wait on a server that is down or restarting, beyond the
+first attempt (at most `first_wait` seconds from the start of discovery, so the first run
+of a process sees servers that start normally). A broken session is restarted and the call
+sent again only when that cannot run it twice: the request never left this process, or the
+tool is read-only or idempotent. Otherwise the call ends with ToolOutcomeUnknown and the
+user decides.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
@@ -22,116 +26,40 @@ from mcp import ClientSession, types
 from mcp.shared.exceptions import McpError
 from mcp.types import CONNECTION_CLOSED
 
-from adapters.mcp.config import McpConfigError, load_mcp_config
-from adapters.mcp.stdio import open_session
+from adapters.mcp.config import McpConfig, McpConfigError, load_mcp_config
+from adapters.mcp.server import SEP, START_TIMEOUT, McpServer, ServerUnavailable
 from domain.errors import ToolOutcomeUnknown
 from ports.tools import ToolOutcome, ToolPort, ToolServerStatus, ToolSpec
 
 log = logging.getLogger(__name__)
 
-SEP = "__"
 IDEMPOTENCY_META = "sophos/idempotency_key"
-START_TIMEOUT = 30.0
-RETRY_AFTER = 10.0  # seconds before a server that failed to start is tried again
+RETRY_AFTER = 1.0  # seconds before a failed server is tried again; doubles up to a minute
+FIRST_WAIT = 10.0  # seconds callers wait, from the start of discovery, for first attempts
 
 
-class ServerUnavailable(Exception):
-    """Raised when an MCP server cannot be started or reached."""
+class _OneLineParseErrors(logging.Filter):
+    """The stdio transport logs a full traceback for every line a server prints that is
+    not JSON-RPC; a server printing garbage would flood the log. One line, at most every
+    10 s."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._last = -1e9
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.getMessage().startswith("Failed to parse JSONRPC message"):
+            return True
+        now = record.created
+        if now - self._last < 10.0:
+            return False
+        self._last = now
+        record.exc_info, record.exc_text, record.levelno, record.levelname = None, None, logging.WARNING, "WARNING"
+        record.msg, record.args = "an MCP server printed a line that is not JSON-RPC (ignored; repeats muted 10 s)", ()
+        return True
 
 
-class McpServer:
-    """One configured server and its live session."""
-
-    def __init__(self, name: str, connection: dict[str, Any], call_timeout: float) -> None:
-        self.name = name
-        self.connection = connection
-        self.call_timeout = call_timeout
-        self.session: ClientSession | None = None
-        self.tools: list[ToolSpec] = []
-        self.error: str | None = None
-        self._holder: asyncio.Task[None] | None = None
-        self._stop = asyncio.Event()
-        self._lock = asyncio.Lock()
-        self.restarts = 0
-
-    async def _hold(self, ready: asyncio.Future[ClientSession]) -> None:
-        try:
-            async with open_session(self.name, self.connection) as session:
-                await session.initialize()
-                ready.set_result(session)
-                await self._stop.wait()
-        except BaseException as e:  # noqa: BLE001 - reported to the waiting starter
-            if not ready.done():
-                ready.set_exception(ServerUnavailable(f"{type(e).__name__}: {e}"))
-            elif not isinstance(e, asyncio.CancelledError):
-                log.warning("MCP server %s: session ended: %s", self.name, e)
-        finally:
-            self.session = None
-
-    async def start(self) -> None:
-        """Open the session and discover the tools."""
-        self._stop = asyncio.Event()
-        ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
-        self._holder = asyncio.create_task(self._hold(ready), name=f"mcp-{self.name}")
-        try:
-            session = await asyncio.wait_for(asyncio.shield(ready), START_TIMEOUT)
-            listed = await session.list_tools()
-        except BaseException as e:
-            await self.stop()
-            self.error = str(e) or type(e).__name__
-            raise ServerUnavailable(self.error) from e
-        self.session, self.error = session, None
-        self.tools = [self._spec(t) for t in listed.tools]
-        log.info("MCP server %s: %d tool(s)", self.name, len(self.tools))
-
-    def _spec(self, tool: types.Tool) -> ToolSpec:
-        a = tool.annotations
-        return ToolSpec(
-            name=f"{self.name}{SEP}{tool.name}",
-            description=tool.description or "",
-            parameters=dict(tool.inputSchema or {"type": "object", "properties": {}}),
-            read_only=bool(a and a.readOnlyHint),
-            destructive=not (a and a.destructiveHint is False),
-            idempotent=bool(a and a.idempotentHint),
-        )
-
-    @property
-    def target(self) -> str:
-        """What is started or called: the command line (stdio) or the URL (HTTP)."""
-        c = self.connection
-        return str(c["url"]) if "url" in c else " ".join([str(c["command"]), *map(str, c.get("args", []))])
-
-    def spec(self, tool: str) -> ToolSpec | None:
-        return next((t for t in self.tools if t.name == f"{self.name}{SEP}{tool}"), None)
-
-    async def stop(self) -> None:
-        self._stop.set()
-        holder, self._holder = self._holder, None
-        if holder is not None and not holder.done():
-            try:
-                await asyncio.wait_for(holder, 5.0)
-            except (TimeoutError, asyncio.CancelledError, Exception):
-                holder.cancel()
-        self.session = None
-
-    async def restart(self) -> None:
-        async with self._lock:
-            await self.stop()
-            self.restarts += 1
-            await self.start()
-
-    async def call(self, tool: str, args: Mapping[str, Any], key: str) -> types.CallToolResult:
-        session = self.session
-        if session is None:
-            await self.restart()
-            session = self.session
-        assert session is not None
-        return await session.call_tool(
-            tool,
-            dict(args),
-            read_timeout_seconds=timedelta(seconds=self.call_timeout),
-            meta={IDEMPOTENCY_META: key},
-        )
+_PARSE_ERRORS = _OneLineParseErrors()
 
 
 def _text(result: types.CallToolResult) -> str:
@@ -174,92 +102,155 @@ _BROKEN = (McpError, anyio.ClosedResourceError, anyio.BrokenResourceError, anyio
 
 class McpToolbox(ToolPort):
     def __init__(
-        self, config_dir: Path, memory_file: Path, call_timeout: float = 120.0, retry_after: float = RETRY_AFTER
+        self,
+        config_dir: Path,
+        memory_file: Path,
+        call_timeout: float = 120.0,
+        retry_after: float = RETRY_AFTER,
+        first_wait: float = FIRST_WAIT,
+        start_timeout: float = START_TIMEOUT,
     ) -> None:
         self.config_dir = config_dir
         self.memory_file = memory_file
         self.call_timeout = call_timeout
         self.retry_after = retry_after
+        self.first_wait = first_wait
+        self.start_timeout = start_timeout
         self.servers: dict[str, McpServer] = {}
+        self.entry_errors: dict[str, str] = {}
         self.config_error: str | None = None
-        self._discovered = False
-        self._last_attempt = 0.0
-        self._lock = asyncio.Lock()
+        self._deadline: float | None = None  # end of the first attempts' grace
 
-    async def _discover(self) -> None:
-        """Start every configured server once; retry the failed ones (re-reading mcp.json)
-        on a later call. Concurrent first callers share one attempt."""
+    def _read_config(self) -> McpConfig:
+        try:
+            config = load_mcp_config(self.config_dir, self.memory_file)
+        except McpConfigError as e:
+            self.config_error = str(e)
+            log.error("%s", e)
+            return McpConfig({}, {})
+        self.config_error = None
+        for message in config.errors.values():
+            log.error("%s: that server is left out", message)
+        return config
+
+    def _reload(self, name: str) -> dict[str, Any] | None:
+        """A failed server's entry, re-read before it is tried again (mcp.json may have
+        been fixed); None (keep the current one) when the file or the entry is unusable."""
+        try:
+            return load_mcp_config(self.config_dir, self.memory_file).servers.get(name)
+        except McpConfigError:
+            return None
+
+    def _launch(self) -> None:
+        """Start discovery in the background, once (never again once closed)."""
+        if self._deadline is not None:
+            return
         loop = asyncio.get_running_loop()
-        if self._discovered:
-            healthy = all(s.session for s in self.servers.values()) and not self.config_error
-            if healthy or loop.time() - self._last_attempt < self.retry_after:
-                return
-        async with self._lock:
-            self._last_attempt = loop.time()
-            try:
-                config = load_mcp_config(self.config_dir, self.memory_file)
-                self.config_error = None
-            except McpConfigError as e:
-                self.config_error = str(e)
-                log.error("%s", e)
-                config = {}
-            for name, conn in config.items():
-                server = self.servers.get(name)
-                if server is not None and server.session is not None:
-                    continue
-                server = McpServer(name, conn, self.call_timeout)
-                self.servers[name] = server
-                try:
-                    await server.start()
-                except ServerUnavailable as e:
-                    log.warning("MCP server %s left out: %s", name, e)
-            if not config and not self.config_error:
-                log.info("no MCP servers configured: the agent will run without tools")
-            self._discovered = True
+        self._deadline = loop.time() + self.first_wait
+        logging.getLogger("mcp.client.stdio").addFilter(_PARSE_ERRORS)
+        config = self._read_config()
+        self.entry_errors = config.errors
+        for name, conn in config.servers.items():
+            server = McpServer(name, conn, self.call_timeout, self.retry_after, functools.partial(self._reload, name),
+                               self.start_timeout)
+            self.servers[name] = server
+            server.launch()
+        if not config.servers and not config.errors and not self.config_error:
+            log.info("no MCP servers configured: the agent will run without tools")
+
+    async def _first_attempts(self, servers: Sequence[McpServer]) -> None:
+        """Wait for the first attempt of `servers`, until the grace ends at the latest."""
+        self._launch()
+        assert self._deadline is not None
+        waiting = [asyncio.ensure_future(s.first_attempt_done.wait()) for s in servers if not s.first_attempt_done.is_set()]
+        if not waiting:
+            return
+        remaining = self._deadline - asyncio.get_running_loop().time()
+        if remaining > 0:
+            await asyncio.wait(waiting, timeout=remaining)
+        for w in waiting:
+            w.cancel()
+
+    async def warm_up(self) -> None:
+        self._launch()
 
     async def list_tools(self) -> Sequence[ToolSpec]:
-        await self._discover()
+        self._launch()
+        await self._first_attempts(list(self.servers.values()))
         return [t for s in self.servers.values() if s.session is not None for t in s.tools]
 
     async def call(self, name: str, args: Mapping[str, Any], idempotency_key: str) -> ToolOutcome:
-        await self._discover()  # a resume can start at the tools step, before any listing
+        self._launch()  # a resume can start at the tools step, before any listing
         server_name, _, tool = name.partition(SEP)
         server = self.servers.get(server_name)
         if server is None or not tool:
             return ToolOutcome(f"Error: tool {name!r} is not available", is_error=True)
+        await self._first_attempts([server])
+        # a restart under way is waited for (this is its tool); a server never up is not
+        wait = self.start_timeout if server.first_attempt_done.is_set() else 0.0
+        try:
+            session = await server.session_other_than(None, wait)
+        except ServerUnavailable as e:
+            return ToolOutcome(f"Error: the server of tool {name} is not running ({e}); try again later", is_error=True)
         spec = server.spec(tool)
         repeatable = spec is not None and not spec.unsafe_to_repeat
         try:
             try:
-                result = await server.call(tool, args, idempotency_key)
+                result = await self._send(session, tool, args, idempotency_key)
             except _BROKEN as first:
                 if isinstance(first, McpError) and not _session_lost(first):
                     raise
                 if not (repeatable or _never_sent(first)):
                     log.warning("MCP server %s: session broken during %s (%r); not sending it again",
                                 server_name, name, first)
+                    server.restart(session)
                     raise ToolOutcomeUnknown(
                         f"The server of tool {name} stopped during the call, so it may or may not have "
                         'taken effect: resume the conversation with decision "retry" or "skip"'
                     ) from first
                 log.warning("MCP server %s: session broken (%r); restarting it", server_name, first)
-                await server.restart()
-                result = await server.call(tool, args, idempotency_key)
+                server.restart(session)
+                try:
+                    again = await server.session_other_than(session, self.start_timeout)
+                except ServerUnavailable as e:
+                    return ToolOutcome(f"Error: the server of tool {name} is not running ({e})", is_error=True)
+                result = await self._send(again, tool, args, idempotency_key)
         except McpError as e:  # the server refused the call: data for the model
             return ToolOutcome(f"Error: {e.error.message}", is_error=True)
         return ToolOutcome(_text(result), is_error=bool(result.isError))
 
+    async def _send(self, session: ClientSession, tool: str, args: Mapping[str, Any], key: str) -> types.CallToolResult:
+        return await session.call_tool(
+            tool,
+            dict(args),
+            read_timeout_seconds=timedelta(seconds=self.call_timeout),
+            meta={IDEMPOTENCY_META: key},
+        )
+
     async def status(self) -> Sequence[ToolServerStatus]:
-        await self._discover()
+        """The servers as they are now: never waits for one to start."""
+        self._launch()
         out = [
-            ToolServerStatus(s.name, s.session is not None, len(s.tools), s.error, {"restarts": s.restarts, "target": s.target})
+            ToolServerStatus(
+                s.name, s.session is not None, len(s.tools),
+                None if s.session is not None else _down(s), {"restarts": s.restarts, "target": s.target},
+            )
             for s in self.servers.values()
         ]
+        out += [ToolServerStatus(name, False, 0, "invalid entry in mcp.json (details in the log)")
+                for name in self.entry_errors]
         if self.config_error:
-            out.append(ToolServerStatus("mcp.json", False, 0, self.config_error))
+            out.append(ToolServerStatus("mcp.json", False, 0, "mcp.json could not be read (details in the log)"))
         return out
 
     async def aclose(self) -> None:
-        await asyncio.gather(*(s.stop() for s in self.servers.values()), return_exceptions=True)
-        self.servers.clear()
-        self._discovered = False
+        self._deadline = self._deadline or 0.0  # closed: nothing starts again
+        await asyncio.gather(*(s.close() for s in self.servers.values()), return_exceptions=True)
+
+
+def _down(server: McpServer) -> str:
+    if server.attempting and not server.first_attempt_done.is_set():
+        return "starting"
+    if server.attempting:
+        return f"restarting (last failure: {server.error})" if server.error else "restarting"
+    return f"not running: {server.error or 'stopped'}"

@@ -72,7 +72,7 @@ class OllamaModel(ModelPort):
                 "overloaded, or raise MODEL_TIMEOUT"
             ) from e
         except (httpx.TransportError, ConnectionError) as e:
-            raise ModelUnreachable(f"Ollama at {self.base_url} is unreachable ({e}): {START_IT}") from e
+            raise ModelUnreachable(f"Ollama at {self.base_url} is unreachable (refused or dropped the connection): {START_IT}") from e
 
     async def check(self) -> Readiness:
         """The reference's readyz rule: /api/tags answers and a model name contains ours."""

@@ -53,7 +53,7 @@ class OpenAIModel(ModelPort):
                 f"{self.base_url} timed out after {self.timeout:g} s: check that it is not overloaded, or raise MODEL_TIMEOUT"
             ) from e
         except openai.APIConnectionError as e:
-            raise ModelUnreachable(f"{self.base_url} is unreachable ({e}): {START_IT}") from e
+            raise ModelUnreachable(f"{self.base_url} is unreachable (refused or dropped the connection): {START_IT}") from e
         except openai.APIStatusError as e:
             raise AgentFailure(f"Model server error {e.status_code}: {e.message}") from e
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -108,7 +109,18 @@ MIGRATIONS: tuple[str, ...] = (MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_
 
 BUSY_MESSAGE = "The database is busy: another process holds the write lock; try again"
 WRITE_MESSAGE = "The database could not be written (disk full, read-only or I/O error)"
+DAMAGED_MESSAGE = "The database file is damaged (not a database, or malformed): restore it from a backup"
+GONE_MESSAGE = (
+    "The database file was deleted or replaced while this process had it open: writes are "
+    "refused, since nothing written now would survive a restart; restore the file and restart"
+)
+ORPHAN_MESSAGE = (
+    "The database file {path} is missing but its -wal/-shm files remain: it was deleted while "
+    "a process had it open. Refusing to create a new empty database: stop that process, then "
+    "restore the file, or delete the -wal and -shm files to start afresh"
+)
 _BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+_DAMAGED_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
 
 
 def failure_reason(e: sqlite3.Error) -> str:
@@ -122,19 +134,75 @@ def failure_reason(e: sqlite3.Error) -> str:
 def storage_failure(e: sqlite3.Error) -> StorageFailure:
     """Our own public message for a sqlite3 error (the raw text is logged, not shown);
     the caller raises it `from e`."""
-    log.warning("storage error: %s (%s)", e, getattr(e, "sqlite_errorname", type(e).__name__))
-    return StorageFailure(BUSY_MESSAGE if failure_reason(e) == "busy" else WRITE_MESSAGE)
+    reason = failure_reason(e)
+    code = getattr(e, "sqlite_errorcode", None)
+    primary = code & 0xFF if code is not None else None
+    damaged = primary in _DAMAGED_CODES or "malformed" in str(e) or "not a database" in str(e)
+    # INFO: a server logs it (LOG_LEVEL=INFO by default), a CLI shows only its one line
+    log.info("storage error: %s (%s)", e, getattr(e, "sqlite_errorname", type(e).__name__))
+    return StorageFailure(BUSY_MESSAGE if reason == "busy" else DAMAGED_MESSAGE if damaged else WRITE_MESSAGE)
+
+
+class FileIdentity:
+    """Whether the path still names the file this process opened. A deleted (unlinked)
+    or replaced file keeps taking writes through the open descriptors, and every one of
+    them is lost at the next start; so writes check first (one stat)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._opened = _identity(path)
+
+    def problem(self) -> str | None:
+        """GONE_MESSAGE when the path no longer names the opened file, else None."""
+        if self._opened is None or _identity(self.path) == self._opened:
+            return None
+        return GONE_MESSAGE
+
+    def check(self) -> None:
+        """Raise StorageFailure when the path no longer names the opened file."""
+        if self.problem() is not None:
+            log.error("database %s: the file was deleted or replaced; refusing writes", self.path)
+            raise StorageFailure(GONE_MESSAGE)
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    if path == ":memory:" or path.startswith("file:"):
+        return None
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return (-1, -1)
+    return st.st_dev, st.st_ino
+
+
+def integrity_problem(conn: sqlite3.Connection) -> str | None:
+    """`PRAGMA quick_check` (every page and index entry read, no cross-checks: a few
+    hundred ms on a 50 MB file): None when the file is sound, else our message (the
+    details go to the log)."""
+    try:
+        rows = conn.execute("PRAGMA quick_check").fetchall()
+    except sqlite3.DatabaseError as e:
+        log.error("database integrity check failed: %s", e)
+        return DAMAGED_MESSAGE
+    if [r[0] for r in rows] == ["ok"]:
+        return None
+    log.error("database integrity check: %s", "; ".join(str(r[0]) for r in rows[:10]))
+    return DAMAGED_MESSAGE
 
 
 def connect(path: str, busy_timeout: float = BUSY_TIMEOUT_MS / 1000) -> sqlite3.Connection:
     """Open a connection with the pragmas every connection to the file needs.
 
     `path` may be a `file:` URI (e.g. `file:/x/sophos.db?mode=ro`); `busy_timeout` is how
-    long, in seconds, a write waits for another connection's write lock."""
+    long, in seconds, a write waits for another connection's write lock. A missing file
+    whose -wal or -shm remain is not recreated (StorageFailure): it was deleted under a
+    process that may still write to it."""
     uri = path.startswith("file:")
     try:
         if path != ":memory:" and not uri:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
+            if not os.path.exists(path) and any(os.path.exists(path + s) for s in ("-wal", "-shm")):
+                raise StorageFailure(ORPHAN_MESSAGE.format(path=path))
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=busy_timeout, uri=uri)
     except (OSError, sqlite3.OperationalError) as e:  # a path that cannot be: say which, and where it is set
         reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
@@ -215,11 +283,16 @@ class Worker:
     default executor. sqlite3 errors leave as StorageFailure (raw text logged)."""
 
     def __init__(
-        self, name: str, open_connection: Callable[[], sqlite3.Connection], metrics: MetricsPort = NO_METRICS
+        self,
+        name: str,
+        open_connection: Callable[[], sqlite3.Connection],
+        metrics: MetricsPort = NO_METRICS,
+        before: Callable[[], None] | None = None,
     ) -> None:
         self.metrics = metrics
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"sophos-sqlite-{name}")
         self._closed = False
+        self._before = before  # run before every call of `run` (the writer: FileIdentity.check)
         try:
             self._conn = self._pool.submit(self._guarded, open_connection).result()
         except BaseException:
@@ -241,8 +314,11 @@ class Worker:
         A cancelled caller does not stop a call already started: it completes (or rolls
         back) on its thread, as a write sent to a network database would."""
         loop = asyncio.get_running_loop()
+        call = partial(fn, self._conn, *args, **kwargs)
+        if self._before is not None:
+            call = partial(_after, self._before, call)
         try:
-            pending = loop.run_in_executor(self._pool, self._guarded, partial(fn, self._conn, *args, **kwargs))
+            pending = loop.run_in_executor(self._pool, self._guarded, call)
         except RuntimeError as e:  # the pool is shut down: the store was closed
             raise StorageFailure("The database is closed") from e
         return await pending
@@ -261,3 +337,8 @@ class Worker:
         except sqlite3.Error as e:
             self.metrics.storage_failure(failure_reason(e))
             raise storage_failure(e) from e
+
+
+def _after(check: Callable[[], None], fn: Callable[[], T]) -> T:
+    check()
+    return fn()

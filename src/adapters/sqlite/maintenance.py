@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-from adapters.sqlite.database import connect
+from adapters.sqlite.database import connect, storage_failure
 from domain.errors import InvalidInput
 from ports.storage import StoragePort, StorageStats, ThreadUsage
 
@@ -30,6 +32,19 @@ def _count(conn: sqlite3.Connection, table: str) -> int:
         return 0
 
 
+@contextmanager
+def _connection(path: str) -> Iterator[sqlite3.Connection]:
+    """A connection closed after use; sqlite3 errors leave as StorageFailure."""
+    try:
+        conn = connect(path)
+        try:
+            yield conn
+        finally:
+            conn.close()
+    except sqlite3.Error as e:
+        raise storage_failure(e) from e
+
+
 class SqliteMaintenance(StoragePort):
     def __init__(self, path: str) -> None:
         self.path = path
@@ -38,8 +53,7 @@ class SqliteMaintenance(StoragePort):
         return sum(os.path.getsize(p) for p in (self.path, f"{self.path}-wal") if os.path.exists(p))
 
     def stats(self, top: int = 5) -> StorageStats:
-        conn = connect(self.path)
-        try:
+        with _connection(self.path) as conn:
             page = conn.execute("PRAGMA page_size").fetchone()[0]
             free = conn.execute("PRAGMA freelist_count").fetchone()[0] * page
             largest: list[ThreadUsage] = []
@@ -61,14 +75,11 @@ class SqliteMaintenance(StoragePort):
                 free_bytes=free,
                 largest=largest,
             )
-        finally:
-            conn.close()
 
     def prune(self, keep: int) -> int:
         if keep < 1:
             raise InvalidInput("keep must be at least 1: a resume needs the latest checkpoint")
-        conn = connect(self.path)
-        try:
+        with _connection(self.path) as conn:
             if not _count(conn, "checkpoints"):
                 return 0
             conn.execute("BEGIN IMMEDIATE")
@@ -78,15 +89,10 @@ class SqliteMaintenance(StoragePort):
                 deleted += prune_thread(cur, thread_id, ns, keep)
             conn.execute("COMMIT")
             return deleted
-        finally:
-            conn.close()
 
     def vacuum(self) -> tuple[int, int]:
         before = self._size()
-        conn = connect(self.path)
-        try:
+        with _connection(self.path) as conn:
             conn.execute("VACUUM")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        finally:
-            conn.close()
         return before, self._size()

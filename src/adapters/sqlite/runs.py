@@ -12,7 +12,15 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from adapters.sqlite.database import Worker, connect, migrate, transaction, unsynced
+from adapters.sqlite.database import (
+    FileIdentity,
+    Worker,
+    connect,
+    integrity_problem,
+    migrate,
+    transaction,
+    unsynced,
+)
 from adapters.sqlite.rows import AGO, NOW, RUNS, SUMMARY, conversation_from_row, fetchall, marks, run_from_row
 from adapters.sqlite.wakeups import Wakeups
 from domain.errors import ConversationNotFound, RunLost, SessionInProgress
@@ -37,9 +45,11 @@ class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
         self.path = path
         self.poll_interval = poll_interval  # how often `wait` polls for other processes' events
         self._wakeups = Wakeups()
-        self._writer = Worker("writer", partial(connect, path, busy_timeout), metrics)
+        self.file: FileIdentity | None = None  # set once the file exists
+        self._writer = Worker("writer", partial(connect, path, busy_timeout), metrics, before=self._check_file)
         try:
             self.schema_version = self._writer.call(migrate)
+            self.file = FileIdentity(path)  # the file exists now
             self._reader = Worker("reader", partial(_open_reader, path, busy_timeout), metrics)
         except BaseException:
             self._writer.close()
@@ -57,6 +67,19 @@ class SqliteRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
+
+    def _check_file(self) -> None:
+        if self.file is not None:
+            self.file.check()
+
+    def storage_problem(self) -> str | None:
+        """Why the database cannot be used now (its file deleted or replaced), or None."""
+        return self.file.problem() if self.file is not None else None
+
+    def integrity_problem(self) -> str | None:
+        """`PRAGMA quick_check`: None when the file is sound, else our message. Blocking
+        (it reads the whole file): for start-up and `doctor`."""
+        return self.storage_problem() or self._reader.call(integrity_problem)
 
     async def _read(self, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         return await self._reader.run(fetchall, sql, args)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import errno
+import logging
 import sys
 from typing import Any
 
 import click
 
-from entrypoints.cli.base import EXIT_PIPE, EXIT_STOPPED, Context, global_options
+from domain.errors import SophosError
+from entrypoints.cli.base import EXIT_PIPE, EXIT_STOPPED, CliError, Context, fail, global_options
 from entrypoints.cli.conversations import conversations, delete, export, rename, show
 from entrypoints.cli.db import db
 from entrypoints.cli.doctor import doctor
@@ -40,6 +42,19 @@ class SophosGroup(click.Group):
             silence_output()
             code = EXIT_PIPE
         sys.exit(code if isinstance(code, int) else 0)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Never a traceback: an expected failure is one line (with its exit code), anything
+        else one line naming it (the traceback only with -v)."""
+        try:
+            return super().invoke(ctx)
+        except SophosError as e:
+            raise fail(e) from None
+        except (click.exceptions.Exit, click.ClickException, click.Abort, KeyboardInterrupt, OSError):
+            raise
+        except Exception as e:
+            logging.getLogger("sophos.cli").info("unexpected failure", exc_info=e)  # shown with -v
+            raise CliError("INTERNAL_ERROR", f"unexpected {type(e).__name__}: {e} (run with -v for details)") from None
 
 
 @click.group(cls=SophosGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -28,6 +28,7 @@ async def _checks(ctx: Context) -> list[Check]:
     model = container.model()
     ready = await model.check()
     checks = [Check("model", f"{config.MODEL_BACKEND()} {model.name}", ready.ok, ready.reason, ready.url, ready.fix)]
+    await container.tools().list_tools()  # waits for the servers' first start, bounded
     statuses = await container.tools().status()
     if not statuses:
         checks.append(Check("tools", "none configured", True, "no tool servers"))
@@ -51,6 +52,9 @@ async def _checks(ctx: Context) -> list[Check]:
     )
     try:
         db_ok, detail = await check_database(container)
+        problem = None if config.DATABASE_URL() or not db_ok else container.store().integrity_problem()
+        if problem is not None:
+            db_ok, detail, fix = False, problem, "restore the file from a backup (`sophos db` cannot repair it)"
         checks.append(Check("database", where, db_ok, detail, fix="" if db_ok else fix))
     except SophosError as e:
         checks.append(Check("database", where, False, e.message, fix=fix))

@@ -28,6 +28,6 @@ def serve(ctx: Context, host: str | None, port: int | None) -> None:
     if not is_loopback(container.config.HOST()) and not container.config.API_TOKEN():
         raise CliError("BAD_CONFIG", f"refusing to listen on {container.config.HOST()} without API_TOKEN set", EXIT_BAD_INPUT)
     try:
-        run_server(container)
+        ctx.call(lambda: run_server(container))
     except CannotListen as e:
         raise CliError(e.code, str(e), EXIT_SERVER) from None

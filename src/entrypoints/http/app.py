@@ -17,6 +17,7 @@ from starlette.routing import Route
 from entrypoints.http import routes, session, web
 from entrypoints.http.errors import EXCEPTION_HANDLERS
 from entrypoints.http.guard import GuardMiddleware, HostPolicy
+from entrypoints.http.headers import HardeningMiddleware
 from entrypoints.http.openapi import openapi_document
 
 log = logging.getLogger(__name__)
@@ -33,6 +34,7 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
         supervisor = container.supervisor() if manage_lifecycle else None
         if supervisor is not None:
             await supervisor.start()
+            await container.tools().warm_up()  # so the first run finds its tool servers up
         try:
             yield
         finally:
@@ -70,7 +72,10 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
             Route("/metrics", routes.metrics, methods=["GET"]),
             *web.ROUTES,
         ],
-        middleware=[Middleware(GuardMiddleware, token=settings.API_TOKEN() or "", hosts=hosts)],
+        middleware=[
+            Middleware(HardeningMiddleware),
+            Middleware(GuardMiddleware, token=settings.API_TOKEN() or "", hosts=hosts),
+        ],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,
     )
@@ -78,4 +83,5 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
     app.state.api_token = settings.API_TOKEN() or ""
     app.state.closing = asyncio.Event()
     app.state.ping_seconds = float(settings.SSE_PING_SECONDS())
+    app.state.request_timeout = float(settings.REQUEST_TIMEOUT())
     return app

@@ -62,7 +62,10 @@ def openapi_document() -> dict[str, Any]:
                 },
                 "get": {
                     "summary": "Server-sent events of the conversation's active run",
-                    "parameters": [{"name": "conversation", "in": "query", "required": True, "schema": {"type": "string"}}],
+                    "parameters": [
+                        {"name": "conversation", "in": "query", "required": True, "schema": {"type": "string"}},
+                        {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "string"}},
+                    ],
                     "responses": _responses(200, {"type": "string"}, ok_type="text/event-stream"),
                 },
             },

@@ -2,42 +2,57 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from domain.errors import InvalidInput, SophosError
 from domain.events import StreamEvent
-from domain.model import RunStatus, message_to_dto, parse_conversation_id, summary_to_dto
+from domain.model import RunStatus, check_text, message_to_dto, parse_conversation_id, summary_to_dto
 from entrypoints.container import check_database
 from entrypoints.http import sse
 from entrypoints.http.errors import RouteFailure, error_response
+from ports.model import Readiness
 
 MAX_BODY = 64 * 1024  # bytes; a larger body gets 413
 MAX_MESSAGE = 32_000  # characters
 CONVERSATION_HEADER = "X-Conversation-Id"  # on a streamed POST /api/chat: what the JSON body says
 RUN_HEADER = "X-Run-Id"
+READY_TIMEOUT = 1.5  # seconds readyz waits for the model server
 
 
 async def read_json(request: Request, allowed: set[str]) -> dict[str, Any]:
     """The body as a JSON object with only `allowed` keys; 400 or 413 otherwise."""
     size = 0
     chunks: list[bytes] = []
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY:
-            raise HTTPException(413, f"Request body is larger than {MAX_BODY} bytes")
-        chunks.append(chunk)
+    timeout = request.app.state.request_timeout
+    try:
+        async with asyncio.timeout(timeout):  # a body trickled in (slowloris) ties up a connection
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > MAX_BODY:
+                    raise HTTPException(413, f"Request body is larger than {MAX_BODY} bytes")
+                chunks.append(chunk)
+    except TimeoutError:
+        raise HTTPException(408, f"The request body did not arrive within {timeout:g} s") from None
+    except ClientDisconnect:  # nobody to answer; not a server error
+        raise HTTPException(400, "The client disconnected before sending its body") from None
     try:
         body = json.loads(b"".join(chunks))
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deep
         raise InvalidInput("Request body must be JSON") from None
     if not isinstance(body, dict):
         raise InvalidInput("Request body must be a JSON object")
+    for key, value in body.items():
+        check_text(key, "A field name")
+        if isinstance(value, str):
+            check_text(value, f"Field {key}")
     unknown = sorted(set(body) - allowed)
     if unknown:
         raise InvalidInput(f"Unknown field(s): {', '.join(unknown)}")
@@ -72,8 +87,8 @@ async def get_chat(request: Request) -> Response:
         cid = parse_conversation_id(raw)
     except InvalidInput as e:
         return sse.single(StreamEvent("chat-error", {"code": e.code.value, "message": e.message}))
-    after = sse.last_event_id(request.headers.get("last-event-id"))
-    answer = await _services(request).run_service().follow_batches(cid, after)
+    after, tag = sse.last_event_id(request.headers.get("last-event-id"))
+    answer = await _services(request).run_service().follow_batches(cid, after, tag)
     if isinstance(answer, StreamEvent):
         return sse.single(answer)
     state = request.app.state
@@ -177,21 +192,39 @@ async def healthz(request: Request) -> Response:
 
 
 async def readyz(request: Request) -> Response:
-    """Model readiness as the reference, plus each tool server (advisory) and, on
-    PostgreSQL, the database."""
+    """Model readiness as the reference, plus each tool server (advisory), the database's
+    health and, on PostgreSQL, its reachability. Answers within READY_TIMEOUT whatever the
+    model server does; tool servers are reported as they are, never waited for."""
     container = _services(request)
-    ready = await container.model().check()
+
+    async def model() -> Readiness:
+        try:
+            ready: Readiness = await asyncio.wait_for(container.model().check(), READY_TIMEOUT)
+            return ready
+        except TimeoutError:
+            return Readiness(False, f"the model server did not answer within {READY_TIMEOUT:g} s",
+                             fix="check the model server with `sophos doctor`")
+
+    async def tools_started() -> None:  # servers still in their first start get a moment
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(container.tools().list_tools(), READY_TIMEOUT)
+
+    ready, _ = await asyncio.gather(model(), tools_started())
     servers = [
         {"name": s.name, "ok": s.ok, "tools": s.tools, **({"error": s.error} if s.error else {})}
         for s in await container.tools().status()
     ]
-    if not ready.ok:
-        body = {"status": "error", "message": ready.reason, "fix": ready.fix, "tools": servers}
-        return JSONResponse(body, status_code=503)
     if container.config.DATABASE_URL():  # a shared database server; the SQLite file is not opened
         db_ok, where = await check_database(container)
         if not db_ok:
             return JSONResponse({"status": "error", "message": f"Database not available: {where}", "tools": servers}, status_code=503)
+    else:
+        storage = container.store().storage_problem()
+        if storage is not None:
+            return JSONResponse({"status": "error", "message": storage, "tools": servers}, status_code=503)
+    if not ready.ok:
+        body = {"status": "error", "message": ready.reason, "fix": ready.fix, "tools": servers}
+        return JSONResponse(body, status_code=503)
     return JSONResponse({"status": "ok", "tools": servers})
 
 

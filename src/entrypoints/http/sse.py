@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.responses import StreamingResponse
 
 from domain.events import StreamEvent
-from domain.hub import TERMINAL_EVENTS, Batch
+from domain.hub import TERMINAL_EVENTS, Batch, RunStream, run_tag
 
 HEADERS = {
     "Cache-Control": "no-cache, no-transform",
@@ -19,18 +20,21 @@ HEADERS = {
 }
 
 
-def format_event(event: str, data: Any, event_id: int | None = None) -> bytes:
+def format_event(event: str, data: Any, event_id: str | None = None) -> bytes:
     head = f"id: {event_id}\n" if event_id is not None else ""
     return f"{head}event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
 
-def last_event_id(header: str | None) -> int:
-    """The Last-Event-ID header as a number; missing or invalid means 0."""
-    try:
-        value = int((header or "").strip())
-    except ValueError:
-        return 0
-    return max(value, 0)
+_LAST_EVENT_ID = re.compile(r"([0-9]{1,15})(?:@([0-9a-f]{8}))?")
+
+
+def last_event_id(header: str | None) -> tuple[int, str | None]:
+    """The Last-Event-ID header: `<n>@<run tag>` (the ids this server sends) or the
+    contract's bare number, as (n, tag or None); missing or invalid means (0, None)."""
+    m = _LAST_EVENT_ID.fullmatch((header or "").strip())
+    if m is None:
+        return 0, None
+    return int(m[1]), m[2]
 
 
 def single(event: StreamEvent) -> StreamingResponse:
@@ -43,11 +47,14 @@ def single(event: StreamEvent) -> StreamingResponse:
 
 
 def follow(
-    batches: AsyncIterator[Batch], ping_seconds: float, closing: asyncio.Event, headers: dict[str, str] | None = None
+    events: RunStream, ping_seconds: float, closing: asyncio.Event, headers: dict[str, str] | None = None
 ) -> StreamingResponse:
     """Stream a run's events up to its last one, the events that were ready together in one
     write; a `ping` every `ping_seconds` meanwhile. Ends early, with no error, when `closing`
-    is set."""
+    is set. Event ids are `<n>@<run tag>`: the contract's per-run number, and the run it
+    belongs to, so a reconnect after another run started (EventSource resends the last id it
+    saw) cannot skip the new run's events."""
+    tag = run_tag(events.run_id)
 
     async def body() -> AsyncIterator[bytes]:
         closed: asyncio.Future[Any] = asyncio.ensure_future(closing.wait())
@@ -55,7 +62,7 @@ def follow(
         try:
             while True:
                 if pending is None:
-                    pending = asyncio.ensure_future(anext(batches))
+                    pending = asyncio.ensure_future(anext(events))
                 done, _ = await asyncio.wait({pending, closed}, timeout=ping_seconds, return_when=asyncio.FIRST_COMPLETED)
                 if pending in done:
                     try:
@@ -63,7 +70,7 @@ def follow(
                     except StopAsyncIteration:
                         return
                     pending = None
-                    yield b"".join(format_event(event.event, event.data, event_id) for event_id, event in batch)
+                    yield b"".join(format_event(event.event, event.data, f"{event_id}@{tag}") for event_id, event in batch)
                     if batch[-1][1].event in TERMINAL_EVENTS:
                         return
                 elif closed in done:
@@ -75,6 +82,6 @@ def follow(
             if pending is not None:
                 pending.cancel()
                 await asyncio.gather(pending, return_exceptions=True)
-            await batches.aclose()  # type: ignore[attr-defined]
+            await events.aclose()
 
     return StreamingResponse(body(), media_type="text/event-stream", headers={**HEADERS, **(headers or {})})
