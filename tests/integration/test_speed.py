@@ -9,7 +9,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from domain.events import StreamEvent
+from domain.hub import RunStream
 from entrypoints.http import sse
 from tests.support.app import app_env
 from tests.support.fake_ollama import FakeOllama, fake_ollama
@@ -65,9 +66,10 @@ def test_a_post_that_accepts_event_stream_streams_the_run_it_starts(server: Live
     getter.join(30)
     cid, run = ids["cid"], r.headers["x-run-id"]
     numbered = [e for e in events if e[0] is not None]
-    assert [int(e[0]) for e in numbered] == list(range(1, len(numbered) + 1))
+    tag = run.replace("-", "")[:8]  # ids are <n>@<run tag>, n from 1
+    assert [e[0] for e in numbered] == [f"{n}@{tag}" for n in range(1, len(numbered) + 1)]
     assert "".join(e[2] for e in events if e[1] == "token") == "one two three four"
-    assert events[-1] == (str(len(numbered)), "end", {"conversation": cid, "status": "completed"})
+    assert events[-1] == (f"{len(numbered)}@{tag}", "end", {"conversation": cid, "status": "completed"})
     assert seen_by_get == events  # the same events, ids and bytes as GET /api/chat sends
     detail = server.get(f"/api/conversations/{cid}").json()
     assert detail["conversation"]["status"] == "completed" and len(detail["messages"]) == 2
@@ -79,7 +81,7 @@ def test_a_fast_run_streamed_from_its_post_misses_nothing(server: LiveServer, ol
     ollama.add({"text": "quick"})  # over before any GET could attach
     r, events = streamed_post(server, {"message": "fast"})
     assert [e[1] for e in events][-1] == "end" and "quick" in [e[2] for e in events if e[1] == "token"]
-    assert events[0][0] == "1"
+    assert events[0][0] == "1@" + r.headers["x-run-id"].replace("-", "")[:8]  # from the first event
     # the next turn of the same conversation, streamed too
     r2, again = streamed_post(server, {"message": "more", "conversation": r.headers["x-conversation-id"]})
     assert r2.headers["x-conversation-id"] == r.headers["x-conversation-id"] and again[-1][1] == "end"
@@ -133,9 +135,12 @@ def test_a_turn_without_tools_syncs_the_file_at_most_three_times(server: LiveSer
 
 
 async def test_a_streamed_batch_is_one_write_with_every_event_in_the_wire_format() -> None:
-    async def one_batch() -> AsyncIterator[list[tuple[int, StreamEvent]]]:
+    async def one_batch() -> AsyncGenerator[list[tuple[int, StreamEvent]], None]:
         yield [(1, StreamEvent("token", "Hi")), (2, StreamEvent("end", {"status": "completed"}))]
 
-    response = sse.follow(one_batch(), 15.0, asyncio.Event())
+    run = "0123abcd-0000-4000-8000-000000000000"
+    response = sse.follow(RunStream(run, one_batch()), 15.0, asyncio.Event())
     chunks = [chunk async for chunk in response.body_iterator]
-    assert chunks == [b'id: 1\nevent: token\ndata: "Hi"\n\nid: 2\nevent: end\ndata: {"status": "completed"}\n\n']
+    assert chunks == [
+        b'id: 1@0123abcd\nevent: token\ndata: "Hi"\n\nid: 2@0123abcd\nevent: end\ndata: {"status": "completed"}\n\n'
+    ]
