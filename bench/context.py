@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from tests.support.long_thread import TEXT
 
-from adapters.langchain.messages import ConversionCache, WireCache, prompt, to_langchain
+from adapters.langchain.messages import ConversionCache, PromptCache, to_langchain
 from adapters.memory.model import ScriptedModel
 from bench.table import Row
 from domain.context import ContextPolicy
@@ -49,19 +49,19 @@ def prompt_building(turns: int) -> list[Row]:
     stored = [to_langchain(m) for m in thread]
     cache = ConversionCache()
 
-    def build(keeper: ContextKeeper, wire: WireCache) -> None:
+    def build(keeper: ContextKeeper, wire: PromptCache) -> None:
         # the agent node's work before a model call, and the model adapter's
         plan = keeper.plan("conversation", cache.convert(stored), "You are a test.", TOOLS)
         wire.prompt(plan.system, plan.messages)
 
     def timed(policy: ContextPolicy) -> float:
-        keeper, wire = ContextKeeper(ScriptedModel(), policy), WireCache()
+        keeper, wire = ContextKeeper(ScriptedModel(), policy), PromptCache()
         keeper.calibration.observe("conversation", 1000, 1300, policy.window)  # calibrated: x1.3
         build(keeper, wire)  # warm, as in a running conversation
         return cpu_ms(lambda: build(keeper, wire), 30)
 
-    def whole() -> None:
-        prompt("You are a test.", cache.convert(stored))
+    def whole() -> None:  # every message converted again: no cache
+        PromptCache().prompt("You are a test.", cache.convert(stored))
 
     cache.convert(stored)
     base = cpu_ms(whole, 30)
