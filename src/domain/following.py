@@ -7,7 +7,7 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING
 
 from domain.events import StreamEvent
-from domain.hub import Batch, Item, RunStream, up_to_terminal
+from domain.hub import TERMINAL_EVENTS, Batch, Item, RunStream, resume_after, up_to_terminal
 from domain.model import Run, RunStatus
 from ports.metrics import MetricsPort
 
@@ -42,6 +42,32 @@ async def follow_log(service: RunService, run: Run, after: int) -> AsyncGenerato
                 return
             if await service.reclaim(current):
                 continue  # its terminal event is in the log now
+
+
+async def follow_conversation(
+    service: RunService, conversation_id: str, after: int, tag: str | None = None
+) -> RunStream | StreamEvent:
+    """The conversation's live run after id `after`, from this process's memory or from the
+    run event log; a finished run's replay when `after` points into it; else the durable
+    answer (a single event without an id)."""
+    active = service.hub.get(conversation_id)
+    if active is not None:
+        start = resume_after(active.run_id, after, tag)
+        return RunStream(active.run_id, counted(active.batches(start), service.metrics, "local"))
+    conv = await service.runs.get_conversation(conversation_id)
+    if conv is None:
+        data = {"code": "NOT_FOUND", "message": "Conversation Not Found", "conversation": conversation_id}
+        return StreamEvent("chat-error", data)
+    latest = await service.runs.latest_run(conversation_id)
+    if latest is not None and latest.status is RunStatus.RUNNING:
+        start = resume_after(latest.id, after, tag)
+        return RunStream(latest.id, counted(follow_log(service, latest, start), service.metrics, "log"))
+    if latest is not None and resume_after(latest.id, after, tag) > 0:
+        replay = await service.stores.events.read(latest.id, after)
+        if replay and replay[-1][1].event in TERMINAL_EVENTS:
+            return RunStream(latest.id, iterate(replay))
+    status = conv.status.value if conv.status else None
+    return StreamEvent("end", {"conversation": conversation_id, "status": status})
 
 
 async def iterate(items: Iterable[Item]) -> AsyncGenerator[Batch, None]:

@@ -1,4 +1,5 @@
-"""Which pending tool calls were started, per the journal, and are unsafe to repeat."""
+"""Pending tool calls: which were started (per the journal) and are unsafe to repeat, and
+what a new run on the conversation starts from."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from collections.abc import Iterable
 
 from domain import lifecycle
 from domain.model import PendingCall
+from ports.checkpoints import CheckpointPort
+from ports.engine import NewMessage, Resume, RunInput
 from ports.journal import ToolJournal
 
 
@@ -23,3 +26,21 @@ async def annotate_pending(
         entry = entries.get(keys[p.call.id])
         out.append(PendingCall(p.call, started=entry is not None, unsafe=bool(entry and entry.unsafe)))
     return tuple(out)
+
+
+async def plan_input(
+    checkpoints: CheckpointPort, journal: ToolJournal, conversation_id: str, text: str, resume: bool, decision: str | None
+) -> tuple[RunInput, int]:
+    """What a run on the conversation starts from: a new message (closing the calls left
+    pending, per the settle plan) or a resume (per the resume plan), with the thread's
+    message count before the run's own messages."""
+    head = await checkpoints.head(conversation_id)
+    pending: tuple[PendingCall, ...] = ()
+    if head.awaiting_tools:
+        thread = await checkpoints.get_thread(conversation_id)
+        pending = await annotate_pending(thread.pending_calls, journal, conversation_id)
+    if resume:
+        skip = lifecycle.resume_plan(head, pending, decision)
+        return Resume(skip=skip), lifecycle.base_count(head, 0, new_message=False)
+    closings = lifecycle.settle_plan(pending)
+    return NewMessage(text, closings), lifecycle.base_count(head, len(closings), new_message=True)

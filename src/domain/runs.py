@@ -26,11 +26,10 @@ from domain.errors import (
     StorageFailure,
 )
 from domain.events import InputRecorded, NodeStarted, StreamEvent, StreamTranslator, TokenDelta
-from domain.following import counted, flatten, follow_log, iterate
-from domain.hub import TERMINAL_EVENTS, ActiveRun, Item, RunHub, RunStream, resume_after
+from domain.following import counted, flatten, follow_conversation
+from domain.hub import ActiveRun, Item, RunHub, RunStream
 from domain.lifecycle import Outcome, StopReason
 from domain.model import (
-    PendingCall,
     Run,
     RunStatus,
     RunTrigger,
@@ -40,9 +39,9 @@ from domain.model import (
     title_from_message,
     utc_now,
 )
-from domain.pending import annotate_pending
+from domain.pending import plan_input
 from ports.checkpoints import CheckpointPort
-from ports.engine import AgentEngine, NewMessage, Resume, RunInput
+from ports.engine import AgentEngine, NewMessage, RunInput
 from ports.events import RunEventLog
 from ports.journal import ToolJournal
 from ports.metrics import NO_METRICS, MetricsPort
@@ -150,19 +149,7 @@ class RunService:
             if await self.runs.get_conversation(cid) is None:
                 raise ConversationNotFound()
             await self._refuse_if_active(cid)
-        head = await self.checkpoints.head(cid)
-        pending: tuple[PendingCall, ...] = ()
-        if head.awaiting_tools:
-            thread = await self.checkpoints.get_thread(cid)
-            pending = await annotate_pending(thread.pending_calls, self.stores.journal, cid)
-        run_input: RunInput
-        if resume:
-            run_input = Resume(skip=lifecycle.resume_plan(head, pending, decision))
-            base = lifecycle.base_count(head, 0, new_message=False)
-        else:
-            closings = lifecycle.settle_plan(pending)
-            run_input = NewMessage(text, closings)
-            base = lifecycle.base_count(head, len(closings), new_message=True)
+        run_input, base = await plan_input(self.stores.checkpoints, self.stores.journal, cid, text, resume, decision)
         return await self._launch(cid, run_input, base, trigger)
 
     async def _refuse_if_active(self, cid: str) -> None:
@@ -320,24 +307,7 @@ class RunService:
 
     async def follow_batches(self, conversation_id: str, after: int, tag: str | None = None) -> RunStream | StreamEvent:
         """As `follow`, with the events that were ready together in one batch."""
-        active = self.hub.get(conversation_id)
-        if active is not None:
-            start = resume_after(active.run_id, after, tag)
-            return RunStream(active.run_id, counted(active.batches(start), self.metrics, "local"))
-        conv = await self.runs.get_conversation(conversation_id)
-        if conv is None:
-            data = {"code": "NOT_FOUND", "message": "Conversation Not Found", "conversation": conversation_id}
-            return StreamEvent("chat-error", data)
-        latest = await self.runs.latest_run(conversation_id)
-        if latest is not None and latest.status is RunStatus.RUNNING:
-            start = resume_after(latest.id, after, tag)
-            return RunStream(latest.id, counted(follow_log(self, latest, start), self.metrics, "log"))
-        if latest is not None and resume_after(latest.id, after, tag) > 0:
-            replay = await self.stores.events.read(latest.id, after)
-            if replay and replay[-1][1].event in TERMINAL_EVENTS:
-                return RunStream(latest.id, iterate(replay))
-        status = conv.status.value if conv.status else None
-        return StreamEvent("end", {"conversation": conversation_id, "status": status})
+        return await follow_conversation(self, conversation_id, after, tag)
 
     async def cancel(self, conversation: object) -> CancelResult:
         """Stop the conversation's running run wherever it executes; it is recorded
