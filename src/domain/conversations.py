@@ -7,7 +7,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from domain.errors import ConversationNotFound, InvalidInput, SessionInProgress
+from domain.branches import Branch, BranchMarker, markers
+from domain.errors import BranchNotFound, ConversationNotFound, InvalidInput, NotSupported, SessionInProgress
 from domain.export import checkpoint_jsonl, markdown_transcript
 from domain.lifecycle import resumable
 from domain.model import (
@@ -21,6 +22,7 @@ from domain.model import (
     utc_now,
 )
 from domain.pending import annotate_pending
+from ports.branches import BranchPort
 from ports.checkpoints import CheckpointPort
 from ports.journal import ToolJournal
 from ports.runs import RunRepository
@@ -35,6 +37,16 @@ class ConversationDetail:
     messages: tuple[Message, ...]
     resumable: bool
     pending_calls: tuple[PendingCall, ...] = ()
+    branches: tuple[Branch, ...] = ()  # empty: never forked (one branch, number 1)
+
+    @property
+    def markers(self) -> dict[int, BranchMarker]:
+        """The alternatives at each message of the active branch that has siblings."""
+        return markers(self.branches, len(self.messages))
+
+    @property
+    def active_branch(self) -> int:
+        return next((b.number for b in self.branches if b.active), 1)
 
     @property
     def decision_required(self) -> bool:
@@ -88,7 +100,9 @@ class ConversationService:
         is_active: Callable[[str], Awaitable[bool]],
         journal: ToolJournal,
         clock: Callable[[], datetime] = utc_now,
+        branches: BranchPort | None = None,
     ) -> None:
+        self.branch_store = branches
         self.journal = journal
         self.runs = runs
         self.checkpoints = checkpoints
@@ -124,13 +138,30 @@ class ConversationService:
         head = await self.checkpoints.head(conv.id)
         can_resume = resumable(head, await self.is_active(conv.id))
         pending = await annotate_pending(thread.pending_calls, self.journal, conv.id)
-        return ConversationDetail(conv, thread.messages, can_resume, pending)
+        branches = tuple(await self.branch_store.branches(conv.id)) if self.branch_store else ()
+        return ConversationDetail(conv, thread.messages, can_resume, pending, branches)
+
+    async def switch_branch(self, conversation: object, number: object) -> ConversationDetail:
+        """Make branch `number` the active one (refused while a run is active), then the
+        detail as `get` gives it."""
+        conv = await self.summary(conversation)
+        if self.branch_store is None:
+            raise NotSupported("This store does not keep branches")
+        if isinstance(number, bool) or not isinstance(number, int):
+            raise BranchNotFound("activeBranch must be a branch number (an integer)")
+        if await self.is_active(conv.id):
+            raise SessionInProgress()
+        await self.branch_store.switch_branch(conv.id, number)
+        return await self.get(conv.id)
 
     async def export_markdown(self, conversation: object) -> tuple[Conversation, str]:
         conv = await self.summary(conversation)
         messages = (await self.checkpoints.get_thread(conv.id)).messages
         view = latest_context(messages)
-        return conv, markdown_transcript(conv, messages, view.sent_from if view else None)
+        branches = tuple(await self.branch_store.branches(conv.id)) if self.branch_store else ()
+        active = next((b.number for b in branches if b.active), 1)
+        where = (active, len(branches)) if len(branches) > 1 else None
+        return conv, markdown_transcript(conv, messages, view.sent_from if view else None, where)
 
     async def export_jsonl(self, conversation: object) -> tuple[Conversation, str]:
         conv = await self.summary(conversation)

@@ -27,6 +27,9 @@ class ErrorCode(StrEnum):
     ADOPTION_FAILED = "ADOPTION_FAILED"
     TOOL_OUTCOME_UNKNOWN = "TOOL_OUTCOME_UNKNOWN"
     NOT_SUPPORTED = "NOT_SUPPORTED"
+    INVALID_EDIT = "INVALID_EDIT"
+    NOTHING_TO_REGENERATE = "NOTHING_TO_REGENERATE"
+    BRANCH_NOT_FOUND = "BRANCH_NOT_FOUND"
     UNKNOWN_ERROR = "UNKNOWN_ERROR"
 
 
@@ -49,6 +52,27 @@ class InvalidInput(SophosError):
 
     code = ErrorCode.BAD_REQUEST
     default_message = "Bad request"
+
+
+class InvalidEdit(InvalidInput):
+    """Raised when editOf names no message of the active branch, or not a user message."""
+
+    code = ErrorCode.INVALID_EDIT
+    default_message = "editOf must be the index of a user message of the conversation"
+
+
+class NothingToRegenerate(InvalidInput):
+    """Raised when a regenerate is asked for a conversation with no user message."""
+
+    code = ErrorCode.NOTHING_TO_REGENERATE
+    default_message = "Nothing to regenerate: the conversation has no user message"
+
+
+class BranchNotFound(InvalidInput):
+    """Raised when a branch switch names no branch of the conversation."""
+
+    code = ErrorCode.BRANCH_NOT_FOUND
+    default_message = "activeBranch must be the number of a branch of the conversation"
 
 
 class ConversationNotFound(SophosError):

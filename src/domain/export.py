@@ -23,17 +23,21 @@ def _quote_json(args: object) -> list[str]:
 
 
 def markdown_transcript(
-    conversation: Conversation, messages: Sequence[Message], sent_from: int | None = None
+    conversation: Conversation, messages: Sequence[Message], sent_from: int | None = None,
+    branch: tuple[int, int] | None = None,
 ) -> str:
-    """The whole thread; `sent_from`: where the model's view began on its latest call."""
+    """The thread's active branch; `sent_from`: where the model's view began on its latest
+    call; `branch`: (active branch, number of branches) of a conversation that has several."""
     lines = [
         f"# {conversation.title}",
         "",
         f"- Conversation / thread_id: `{conversation.id}`",
         f"- Created: {iso(conversation.created_at)}",
         f"- Updated: {iso(conversation.updated_at)}",
-        "",
     ]
+    if branch is not None:
+        lines.append(f"- Branch: {branch[0]} of {branch[1]} (the active one; the JSONL export has every branch)")
+    lines.append("")
     for i, m in enumerate(messages):
         if i == sent_from and i > 0:
             lines += ["---", "", "*The model no longer sees the messages above.*", "", "---", ""]

@@ -323,6 +323,7 @@ class CheckpointSummary:
     message_count: int
     last_message: Message | None
     run_id: str | None = None
+    branch: int = 1  # the branch the checkpoint belongs to (1: the original)
 
     def to_dto(self) -> dict[str, Any]:
         dto: dict[str, Any] = {
@@ -333,6 +334,7 @@ class CheckpointSummary:
             "next": list(self.next),
             "message_count": self.message_count,
             "last_message": message_to_dto(self.last_message) if self.last_message else None,
+            "branch": self.branch,
         }
         if self.run_id:
             dto["run_id"] = self.run_id

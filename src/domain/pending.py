@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from domain import lifecycle
+from domain.branches import edit_fork, regenerate_fork
 from domain.model import PendingCall
 from ports.checkpoints import CheckpointPort
-from ports.engine import NewMessage, Resume, RunInput
+from ports.engine import Fork, NewMessage, Resume, RunInput
 from ports.journal import ToolJournal
 
 
@@ -44,3 +45,15 @@ async def plan_input(
         return Resume(skip=skip), lifecycle.base_count(head, 0, new_message=False)
     closings = lifecycle.settle_plan(pending)
     return NewMessage(text, closings), lifecycle.base_count(head, len(closings), new_message=True)
+
+
+async def plan_fork(checkpoints: CheckpointPort, conversation_id: str, text: str, edit_of: object) -> tuple[RunInput, int]:
+    """A run on a new branch: an edit of message `edit_of` (with `text`), or, when
+    `edit_of` is None, a regenerate of the last answer; with the message count the run
+    starts from."""
+    messages = (await checkpoints.get_thread(conversation_id)).messages
+    if edit_of is not None:
+        at = edit_fork(messages, edit_of)
+        return Fork(at, text), at + 1
+    at = regenerate_fork(messages)
+    return Fork(at, None), at

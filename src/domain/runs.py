@@ -39,9 +39,9 @@ from domain.model import (
     title_from_message,
     utc_now,
 )
-from domain.pending import plan_input
+from domain.pending import plan_fork, plan_input
 from ports.checkpoints import CheckpointPort
-from ports.engine import AgentEngine, NewMessage, RunInput
+from ports.engine import AgentEngine, Fork, NewMessage, RunInput
 from ports.events import RunEventLog
 from ports.journal import ToolJournal
 from ports.metrics import NO_METRICS, MetricsPort
@@ -129,14 +129,22 @@ class RunService:
         resume: bool = False,
         decision: str | None = None,
         trigger: RunTrigger = RunTrigger.USER,
+        edit_of: object = None,
+        regenerate: bool = False,
     ) -> StartedRun:
         """Validate in the contract's order, record the run and (for a message) the input,
-        then execute in the background. Returns once the input is durable."""
+        then execute in the background. Returns once the input is durable. `edit_of` (a
+        message index, with `message`) and `regenerate` start the run on a new branch."""
         if self.draining:
             raise ShuttingDown()
         text = check_text(message, "Message").strip() if isinstance(message, str) else ""
-        if not resume and not text:
+        forking = edit_of is not None or regenerate
+        if sum((resume, edit_of is not None, regenerate)) > 1:
+            raise InvalidInput("resume, editOf and regenerate cannot be combined")
+        if not resume and not regenerate and not text:
             raise InvalidInput("Message is required")
+        if forking and conversation is None:
+            raise InvalidInput("A conversation is required to edit or regenerate")
         if decision is not None and decision not in ("retry", "skip"):
             raise InvalidInput('decision must be "retry" or "skip"')
         if conversation is None:
@@ -149,7 +157,10 @@ class RunService:
             if await self.runs.get_conversation(cid) is None:
                 raise ConversationNotFound()
             await self._refuse_if_active(cid)
-        run_input, base = await plan_input(self.stores.checkpoints, self.stores.journal, cid, text, resume, decision)
+        if forking:
+            run_input, base = await plan_fork(self.stores.checkpoints, cid, text, edit_of)
+        else:
+            run_input, base = await plan_input(self.stores.checkpoints, self.stores.journal, cid, text, resume, decision)
         return await self._launch(cid, run_input, base, trigger)
 
     async def _refuse_if_active(self, cid: str) -> None:
@@ -169,7 +180,7 @@ class RunService:
             await self.runs.start_run(run, now)  # raises SessionInProgress if another process won
         finally:
             self.starting.discard(run.id)
-        active = ActiveRun(run.id, cid, base, needs_input=isinstance(run_input, NewMessage))
+        active = ActiveRun(run.id, cid, base, needs_input=isinstance(run_input, (NewMessage, Fork)))
         self.hub.add(active)
         self.metrics.run_started(trigger.value)
         log.info("run started (%s)", trigger.value, extra=active.context)

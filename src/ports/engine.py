@@ -29,7 +29,18 @@ class Resume:
     skip: frozenset[str] = frozenset()
 
 
-RunInput = NewMessage | Resume
+@dataclass(frozen=True)
+class Fork:
+    """Start a new branch: the thread's messages before index `at`, then `text` as a user
+    message (an edit) or nothing (a regenerate: `at` is just after the last user
+    message), saved as the thread's new latest checkpoint; then run the agent from there.
+    The branch left behind keeps its messages (adapters record it with the fork)."""
+
+    at: int
+    text: str | None = None
+
+
+RunInput = NewMessage | Resume | Fork
 
 
 class AgentEngine(Protocol):
@@ -43,7 +54,7 @@ class AgentEngine(Protocol):
 
         A NewMessage is appended to the thread (after its closings); the engine yields
         InputRecorded once the message is in a committed checkpoint, before any other
-        event. A Resume continues from the latest checkpoint. Each tool call is its own
+        event; a Fork likewise, once the new branch's first checkpoint is. A Resume continues from the latest checkpoint. Each tool call is its own
         task: a call whose result was saved never runs again. Every checkpoint is written
         only while `run_id` is running: a run taken over by another process raises RunLost
         at its next write. Raises RecursionLimitReached, ModelUnavailable,

@@ -74,7 +74,7 @@ async def test_a_version_3_file_upgrades_with_its_rows_intact(db: Path) -> None:
     ids = write_v3_file(db)
     store = await SqliteRunStore.open(str(db))
     try:
-        assert store.schema_version == 5
+        assert store.schema_version == 6
         conv = await store.get_conversation(ids["conv"])
         assert conv is not None and (conv.title, conv.message_count, conv.status) == (
             "old",

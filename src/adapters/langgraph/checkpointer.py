@@ -49,13 +49,16 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.utils import load_pending_writes, pending_writes_sql
 
 from adapters.langchain.messages import to_domain
+from adapters.langgraph import branching
 from adapters.langgraph.graph import RUN_KEY
 from adapters.langgraph.latest import LatestCheckpoints
 from adapters.langgraph.search_sync import index_checkpoint, index_missing, rebuild
 from adapters.langgraph.serde import MessageMemoSerializer
+from adapters.sqlite import branches
 from adapters.sqlite.database import FileIdentity, connect, failure_reason, migrate, storage_failure, unsynced
 from adapters.sqlite.maintenance import prune_thread
 from adapters.sqlite.search import forget_thread
+from domain.branches import Branch
 from domain.errors import RunLost, StorageFailure
 from domain.model import message_to_dto
 from ports.metrics import NO_METRICS, MetricsPort
@@ -211,8 +214,14 @@ class ThreadedSqliteSaver(SqliteSaver):
         type_, blob = self.serde.dumps_typed(checkpoint)
         meta_blob = json.dumps(full_metadata, ensure_ascii=False).encode("utf-8", "ignore")
         key = (thread_id, ns, checkpoint["id"])
-        synced = full_metadata.get("source") == "input"  # a new message: POST acknowledges it
-        with self._transaction(config, synced) as cur:  # one transaction: fence, checkpoint, summary, pruning
+        op = branching.op_of(config) if not ns else None
+        # a new message, a new branch, a switch: acknowledged to the user once committed
+        synced = full_metadata.get("source") == "input" or op is not None
+        summary = summary_row(checkpoint, full_metadata)
+        with self._transaction(config, synced) as cur:  # one transaction: fence, branch, checkpoint, summary, pruning
+            if op is not None:
+                branches.apply(cur, thread_id, op, dict(checkpoint), summary[4], _decode)
+            branch = branches.active_number(cur, thread_id) if not ns else None
             cur.execute(
                 "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
                 "parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -220,8 +229,8 @@ class ThreadedSqliteSaver(SqliteSaver):
             )
             cur.execute(
                 "INSERT OR REPLACE INTO checkpoint_log (thread_id, checkpoint_ns, checkpoint_id, created_at, "
-                "step, source, next, message_count, last_message, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (*key, *summary_row(checkpoint, full_metadata)),
+                "step, source, next, message_count, last_message, run_id, branch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (*key, *summary, branch),
             )
             if not ns:
                 index_checkpoint(cur, thread_id, checkpoint)
@@ -317,7 +326,7 @@ class ThreadedSqliteSaver(SqliteSaver):
         """The checkpoint log of a thread, oldest first."""
         with self.cursor(transaction=False) as cur:
             return cur.execute(
-                "SELECT checkpoint_id, created_at, step, source, next, message_count, last_message, run_id "
+                "SELECT checkpoint_id, created_at, step, source, next, message_count, last_message, run_id, branch "
                 "FROM checkpoint_log WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id",
                 (thread_id,),
             ).fetchall()
@@ -328,6 +337,24 @@ class ThreadedSqliteSaver(SqliteSaver):
             for table in ("checkpoints", "writes", "checkpoint_log"):
                 cur.execute(f"DELETE FROM {table} WHERE thread_id = ?", (str(thread_id),))
             forget_thread(cur, str(thread_id))
+            cur.execute("DELETE FROM branches WHERE conversation_id = ?", (str(thread_id),))
+
+    def branches(self, thread_id: str) -> list[Branch]:
+        """Every branch of the thread, by number (empty: never forked)."""
+        with self.cursor(transaction=False) as cur:
+            return branches.load(cur, thread_id)
+
+    def branch_fields(self, thread_id: str, number: int) -> tuple[list[dict[str, Any]], list[str]] | None:
+        """The messages of branch `number` (plain fields) and what its head had left to
+        run, rebuilt from the deltas and the latest checkpoint; None for an unknown branch."""
+        with self.cursor(transaction=False) as cur:
+            rows = branches.load(cur, thread_id)
+            if number not in {b.number for b in rows}:
+                return None
+            head = cur.execute(branches.LATEST, (thread_id,)).fetchone()
+            latest = branches.fields_of(head, _decode)
+            content = branching.branch_content(rows, branches.deltas(cur, thread_id), number, latest)
+            return content, branches.stashed_next(cur, thread_id, number)
 
     def reindex(self) -> int:
         """Rebuild the search index from every thread's latest checkpoint."""

@@ -9,16 +9,19 @@ from collections import OrderedDict
 from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any, cast
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphRecursionError
 from langgraph.graph import END
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
 
 from adapters.langchain.messages import from_fields, to_domain, to_domain_all
+from adapters.langgraph.branching import restore_node, to_messages, with_op
 from adapters.langgraph.graph import RUN_KEY, SKIP_KEY
-from domain.errors import RecursionLimitReached
+from domain.branches import Branch
+from domain.errors import BranchNotFound, NotSupported, RecursionLimitReached
 from domain.events import AgentEvent, InputRecorded
 from domain.model import (
     CheckpointSummary,
@@ -29,14 +32,16 @@ from domain.model import (
     ToolResult,
     message_from_dto,
 )
+from ports.branches import BranchPort
 from ports.checkpoints import CheckpointPort
-from ports.engine import AgentEngine, NewMessage, RunInput
+from ports.engine import AgentEngine, Fork, NewMessage, RunInput
 
 log = logging.getLogger(__name__)
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
 
 UNPLANNED = "Outcome unknown: this call was left pending when a new message was sent."
+LEFT = "Outcome unknown: this call was left pending when the conversation moved to another branch."
 
 
 def _config(thread_id: str, run_id: str | None = None, limit: int | None = None) -> RunnableConfig:
@@ -84,9 +89,11 @@ def _finished_call_ids(snapshot: StateSnapshot) -> set[str]:
 
 
 def _from_log(row: tuple[Any, ...]) -> CheckpointSummary:
-    checkpoint_id, created_at, step, source, next_json, count, last_json, run_id = row
+    checkpoint_id, created_at, step, source, next_json, count, last_json, run_id, branch = row
     last = message_from_dto(json.loads(last_json)) if last_json else None
-    return CheckpointSummary(checkpoint_id, created_at, step, source, tuple(json.loads(next_json)), count, last, run_id)
+    return CheckpointSummary(
+        checkpoint_id, created_at, step, source, tuple(json.loads(next_json)), count, last, run_id, int(branch or 1)
+    )
 
 
 def _head(next_nodes: Sequence[str], count: int, run_id: Any, checkpoint_id: str | None, writes: int = 0) -> ThreadHead:
@@ -128,7 +135,39 @@ async def read_head(graph: Graph, thread_id: str) -> ThreadHead:
     return _head(snap.next, len(to_domain_all(_messages(snap))), run_id, checkpoint_id)
 
 
-class LangGraphThreads(CheckpointPort):
+async def leave_branch(graph: Graph, config: RunnableConfig) -> list[str]:
+    """Settle the head of the branch being left, so the next checkpoint starts clean:
+    pending tasks are cleared (finished tool calls keep their results) and tool calls
+    left without a result are answered "outcome unknown". Returns what the head had left
+    to run, to be saved with the branch: [] once its tool calls are closed."""
+    thread_id = str(config["configurable"]["thread_id"])
+    head = await read_head(graph, thread_id)
+    if not head.work_left:
+        return []
+    await graph.aupdate_state(config, None, as_node=END)
+    if not head.awaiting_tools:
+        return ["agent"]
+    snap = await graph.aget_state(config)
+    closings = [ToolMessage(LEFT, tool_call_id=c.id, name=c.name, status="error") for c in _unanswered(_messages(snap), set())]
+    if closings:
+        await graph.aupdate_state(config, {"messages": closings}, as_node="agent")
+    return []
+
+
+def _raw_index(messages: Sequence[BaseMessage], index: int) -> int:
+    """The position in the stored list of the domain message at `index` (messages with
+    no domain form are not counted by the API's indexes)."""
+    seen = 0
+    for i, m in enumerate(messages):
+        if to_domain(m) is None:
+            continue
+        if seen == index:
+            return i
+        seen += 1
+    return len(messages)
+
+
+class LangGraphThreads(CheckpointPort, BranchPort):
     def __init__(self, graph: Graph, cache_size: int = 64) -> None:
         self.graph = graph
         self.cache_size = cache_size
@@ -215,6 +254,35 @@ class LangGraphThreads(CheckpointPort):
         out.reverse()
         return out
 
+    async def branches(self, thread_id: str) -> Sequence[Branch]:
+        rows = getattr(self.graph.checkpointer, "branches", None)
+        if rows is None:
+            return []
+        return list(await _blocking(self.graph, rows, thread_id))
+
+    async def switch_branch(self, thread_id: str, number: int) -> int:
+        fields_of = getattr(self.graph.checkpointer, "branch_fields", None)
+        if fields_of is None:
+            raise NotSupported("This checkpoint store does not keep branches")
+        branches = await self.branches(thread_id)
+        if not branches and number == 1:
+            return (await read_head(self.graph, thread_id)).message_count
+        if number not in {b.number for b in branches}:
+            raise BranchNotFound(f"Branch {number} does not exist")
+        if any(b.active and b.number == number for b in branches):
+            return (await read_head(self.graph, thread_id)).message_count
+        found = await _blocking(self.graph, fields_of, thread_id, number)
+        if found is None:
+            raise BranchNotFound(f"Branch {number} does not exist")
+        fields, next_nodes = found
+        config = _config(thread_id)
+        left = await leave_branch(self.graph, config)
+        op = {"op": "switch", "to": number, "next": left}
+        update = {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *to_messages(fields)]}
+        await self.graph.aupdate_state(with_op(config, op), update, as_node=restore_node(next_nodes))
+        self._cache.pop(thread_id, None)
+        return len(fields)
+
     async def delete_thread(self, thread_id: str) -> None:
         self._cache.pop(thread_id, None)
         checkpointer = self.graph.checkpointer
@@ -243,6 +311,18 @@ class LangGraphEngine(AgentEngine):
             out.append(ToolMessage(content, tool_call_id=call.id, name=call.name, status="error"))
         return out
 
+    async def _fork(self, config: RunnableConfig, fork: Fork) -> None:
+        """Write the new branch's first checkpoint: the messages before `fork.at`, then
+        the edited message (if any); its next step is the agent."""
+        snap = await self.graph.aget_state(config)
+        messages = _messages(snap)[: _raw_index(_messages(snap), fork.at)]
+        if fork.text is not None:
+            messages.append(HumanMessage(fork.text))
+        left = await leave_branch(self.graph, config)
+        op = {"op": "fork", "at": fork.at, "next": left}
+        update = {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages]}
+        await self.graph.aupdate_state(with_op(config, op), update, as_node="tools")
+
     async def keep_stopped_text(self, thread_id: str, run_id: str, text: str) -> None:
         # written as the tools step's output: the checkpoint's next step stays `agent`,
         # so the conversation remains resumable after the kept text
@@ -256,6 +336,9 @@ class LangGraphEngine(AgentEngine):
         if isinstance(run_input, NewMessage):
             closing = await self._settle(_config(thread_id, run_id), run_input.closings)
             update = {"messages": [*closing, HumanMessage(run_input.text)]}
+        elif isinstance(run_input, Fork):
+            await self._fork(_config(thread_id, run_id), run_input)
+            yield InputRecorded()  # the branch's first checkpoint is committed (synced)
         elif run_input.skip:
             config["configurable"][SKIP_KEY] = sorted(run_input.skip)
         recorded = update is None

@@ -14,6 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
+from adapters.sqlite.branch_schema import MIGRATION_BRANCHES
 from adapters.sqlite.search_schema import MIGRATION_SEARCH
 from domain.errors import StorageFailure
 from ports.metrics import NO_METRICS, MetricsPort
@@ -105,7 +106,9 @@ CREATE TABLE run_events (
 ) WITHOUT ROWID;
 """
 
-MIGRATIONS: tuple[str, ...] = (MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4, MIGRATION_SEARCH)
+MIGRATIONS: tuple[str, ...] = (
+    MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4, MIGRATION_SEARCH, MIGRATION_BRANCHES,
+)
 
 BUSY_MESSAGE = "The database is busy: another process holds the write lock; try again"
 WRITE_MESSAGE = "The database could not be written (disk full, read-only or I/O error)"

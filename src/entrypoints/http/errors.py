@@ -14,6 +14,9 @@ log = logging.getLogger(__name__)
 
 STATUS: dict[ErrorCode, int] = {
     ErrorCode.BAD_REQUEST: 400,
+    ErrorCode.INVALID_EDIT: 400,
+    ErrorCode.NOTHING_TO_REGENERATE: 400,
+    ErrorCode.BRANCH_NOT_FOUND: 400,
     ErrorCode.NOT_FOUND: 404,
     ErrorCode.SESSION_IN_PROGRESS: 409,
     ErrorCode.RUN_NOT_RESUMABLE: 409,

@@ -12,6 +12,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
+from domain.conversations import ConversationDetail
 from domain.errors import InvalidInput, SophosError
 from domain.events import StreamEvent
 from domain.model import RunStatus, check_text, message_to_dto, parse_conversation_id, summary_to_dto
@@ -64,15 +65,18 @@ def _services(request: Request) -> Any:
 
 
 async def post_chat(request: Request) -> Response:
-    body = await read_json(request, {"message", "conversation", "resume", "decision"})
+    body = await read_json(request, {"message", "conversation", "resume", "decision", "editOf", "regenerate"})
     resume = body.get("resume") is True
+    regenerate = body.get("regenerate") is True
     message = body.get("message") if isinstance(body.get("message"), str) else None
     if not resume and message is not None and len(message) > MAX_MESSAGE:
         raise InvalidInput(f"Message is longer than {MAX_MESSAGE} characters")
     decision = body.get("decision")
     if decision is not None and not isinstance(decision, str):
         raise InvalidInput('decision must be "retry" or "skip"')
-    started = await _services(request).run_service().start(message, body.get("conversation"), resume, decision)
+    started = await _services(request).run_service().start(
+        message, body.get("conversation"), resume, decision, edit_of=body.get("editOf"), regenerate=regenerate
+    )
     if started.events is not None and "text/event-stream" in request.headers.get("accept", ""):
         # the run's own stream, as GET /api/chat sends it: the first token needs no second request
         ids = {CONVERSATION_HEADER: started.conversation_id, RUN_HEADER: started.run_id}
@@ -134,12 +138,7 @@ async def get_conversation(request: Request) -> Response:
         raise  # a storage failure is a 503, not a load error
     except Exception as e:
         raise RouteFailure("LOAD_ERROR", "Failed to load conversation") from e
-    body: dict[str, Any] = {
-        "conversation": summary_to_dto(detail.conversation),
-        "messages": [message_to_dto(m) for m in detail.messages],
-        "resumable": detail.resumable,
-        "context": detail.context.to_dto() if detail.context else None,
-    }
+    body = _detail(detail)
     live = await _services(request).run_service().live_run(conv.id)
     if live is not None:  # lets a reloaded page show what precedes the run, then replay it
         body["activeRun"] = {"id": live.run_id, "baseMessageCount": live.base_count}
@@ -152,11 +151,37 @@ async def get_conversation(request: Request) -> Response:
     return JSONResponse(body)
 
 
+def _detail(detail: ConversationDetail) -> dict[str, Any]:
+    markers = detail.markers
+    messages = []
+    for i, m in enumerate(detail.messages):
+        dto = message_to_dto(m)
+        if i in markers:
+            dto["branch"] = markers[i].to_dto()
+        messages.append(dto)
+    return {
+        "conversation": summary_to_dto(detail.conversation),
+        "messages": messages,
+        "resumable": detail.resumable,
+        "context": detail.context.to_dto() if detail.context else None,
+        "activeBranch": detail.active_branch,
+        "branchCount": max(1, len(detail.branches)),
+    }
+
+
 async def patch_conversation(request: Request) -> Response:
-    body = await read_json(request, {"title"})
-    if "title" not in body:
-        raise InvalidInput("title is required")
-    conv = await _services(request).conversations().rename(request.path_params["conversation_id"], body["title"])
+    """Rename (`title`) and/or switch the active branch (`activeBranch`: a branch number,
+    as the detail's `branch.branches` lists them)."""
+    body = await read_json(request, {"title", "activeBranch"})
+    if "title" not in body and "activeBranch" not in body:
+        raise InvalidInput("title or activeBranch is required")
+    service = _services(request).conversations()
+    cid = request.path_params["conversation_id"]
+    if "title" in body:
+        conv = await service.rename(cid, body["title"])
+    if "activeBranch" in body:
+        detail = await service.switch_branch(cid, body["activeBranch"])
+        return JSONResponse({"conversation": summary_to_dto(detail.conversation), **_detail(detail)})
     return JSONResponse({"conversation": summary_to_dto(conv)})
 
 

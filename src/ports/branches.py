@@ -1,0 +1,29 @@
+"""BranchPort: the branches of a conversation's thread (see domain.branches)."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Sequence
+from typing import Protocol
+
+from domain.branches import Branch
+
+
+class BranchPort(Protocol):
+    """Branches are recorded by the checkpoint store, in the transaction of the checkpoint
+    that makes them (a Fork run's first checkpoint, a switch), so they never disagree
+    with the thread."""
+
+    @abstractmethod
+    async def branches(self, thread_id: str) -> Sequence[Branch]:
+        """Every branch of the thread, by number; empty for a thread never forked (its
+        one branch is number 1)."""
+
+    @abstractmethod
+    async def switch_branch(self, thread_id: str, number: int) -> int:
+        """Make branch `number` the active one: its head becomes the thread's latest
+        checkpoint (and the conversation's message count and last update are its), in
+        one committed transaction. Raises BranchNotFound for an unknown number and
+        SessionInProgress when a run of the conversation is running (checked in that
+        transaction). Switching to the active branch changes nothing. Returns the active
+        branch's message count."""
