@@ -11,12 +11,12 @@ import click
 
 from domain.errors import SophosError
 from entrypoints.cli.base import EXIT_PIPE, EXIT_STOPPED, CliError, Context, fail, global_options
-from entrypoints.cli.conversations import conversations, delete, export, rename, show
+from entrypoints.cli.conversations import branch, conversations, delete, export, rename, show
 from entrypoints.cli.db import db
 from entrypoints.cli.doctor import doctor
 from entrypoints.cli.output import silence_output
 from entrypoints.cli.repl import repl
-from entrypoints.cli.runs import cancel, chat, resume
+from entrypoints.cli.runs import cancel, chat, regenerate, resume
 from entrypoints.cli.serve import serve
 from entrypoints.cli_search import reindex, search
 from entrypoints.logs import configure_logging
@@ -71,6 +71,7 @@ def main(ctx: click.Context) -> None:
         configure_logging("ERROR")
 
 
-for command in (chat, resume, cancel, repl, conversations, show, export, rename, delete, search, db, doctor, serve):
+for command in (chat, resume, regenerate, cancel, repl, conversations, show, branch, export, rename, delete, search, db,
+                doctor, serve):
     main.add_command(command)
 db.add_command(reindex)

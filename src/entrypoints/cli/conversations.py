@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from domain.branches import BranchMarker
 from domain.model import Conversation, iso, message_to_dto, summary_to_dto
 from entrypoints.cli.base import (
     EXIT_BAD_INPUT,
@@ -83,12 +84,18 @@ def show(ctx: Context, conversation: str, as_json: bool) -> None:
         return await ctx.container.conversations().get(conversation)
 
     d = ctx.run(load)
+    markers = d.markers
     if as_json:
+        messages = [message_to_dto(m) for m in d.messages]
+        for i, marker in markers.items():
+            messages[i]["branch"] = marker.to_dto()
         body = {
             "conversation": summary_to_dto(d.conversation),
-            "messages": [message_to_dto(m) for m in d.messages],
+            "messages": messages,
             "resumable": d.resumable,
             "context": d.context.to_dto() if d.context else None,
+            "activeBranch": d.active_branch,
+            "branchCount": max(1, len(d.branches)),
         }
         if d.pending_calls:
             body["pendingToolCalls"] = [
@@ -99,7 +106,8 @@ def show(ctx: Context, conversation: str, as_json: bool) -> None:
         click.echo(json.dumps(body, ensure_ascii=False))
         return
     c = d.conversation
-    click.echo(f"# {c.title}\n{c.id} · {c.message_count} messages · {c.status.value if c.status else 'no runs'}")
+    click.echo(f"# {c.title}\n{c.id} · {c.message_count} messages · {c.status.value if c.status else 'no runs'}"
+               + (f" · branch {d.active_branch} of {len(d.branches)}" if d.branches else ""))
     if c.error:
         click.echo(f"error: {c.error.code}: {c.error.message}")
     view = d.context
@@ -112,7 +120,7 @@ def show(ctx: Context, conversation: str, as_json: bool) -> None:
         elif dto["role"] == "tool":
             click.echo(f"\n[tool {dto['name']} · {dto['status']}]\n{dto['content']}")
         else:
-            click.echo(f"\n[{dto['role']}]\n{dto['content']}")
+            click.echo(f"\n[{i} {dto['role']}]{_branch_mark(markers.get(i))}\n{dto['content']}")
             for call in dto.get("toolCalls", []):
                 click.echo(f"→ {call['name']} {json.dumps(call['args'], ensure_ascii=False)}")
     if d.decision_required:
@@ -122,6 +130,24 @@ def show(ctx: Context, conversation: str, as_json: bool) -> None:
         click.echo(f"Decide: {resume_hint(ctx, c.id)} --decision retry   (or --decision skip)")
     elif d.resumable:
         click.echo(f"\nThe last run stopped before it finished. Resume with: {resume_hint(ctx, c.id)}")
+
+
+def _branch_mark(marker: BranchMarker | None) -> str:
+    """` ‹2/3› branches 1 4 7`: this message has alternatives; `sophos branch ID N` shows one."""
+    if marker is None:
+        return ""
+    return f" ‹{marker.index}/{marker.count}› branches {' '.join(str(n) for n in marker.numbers)}"
+
+
+@click.command()
+@click.argument("conversation")
+@click.argument("number", type=int)
+@global_options
+@pass_ctx
+def branch(ctx: Context, conversation: str, number: int) -> None:
+    """Make branch NUMBER of CONVERSATION the active one (`sophos show` lists them)."""
+    d = ctx.run(lambda: ctx.container.conversations().switch_branch(conversation, number))
+    click.echo(f"{d.conversation.id}: branch {d.active_branch} of {max(1, len(d.branches))} · {len(d.messages)} messages")
 
 
 @click.command()

@@ -154,11 +154,14 @@ _json_option = click.option("--json", "as_json", is_flag=True, help="Print event
 @click.argument("message", required=False)
 @click.option("-c", "--conversation", help="Continue this conversation.")
 @click.option("-i", "--interactive", is_flag=True, help="A prompt loop on one conversation (as `sophos repl`).")
+@click.option("--edit", "edit_of", type=int, metavar="N",
+              help="Replace user message N (as `sophos show` numbers them) with MESSAGE, on a new branch.")
 @_json_option
 @server_option
 @global_options
 @pass_ctx
-def chat(ctx: Context, message: str | None, conversation: str | None, interactive: bool, as_json: bool, server: str | None) -> None:
+def chat(ctx: Context, message: str | None, conversation: str | None, interactive: bool, edit_of: int | None,
+         as_json: bool, server: str | None) -> None:
     """Send MESSAGE and stream the answer (tokens, tool calls) as it comes.
 
     MESSAGE `-` (or none, with a pipe) reads it from stdin."""
@@ -166,9 +169,26 @@ def chat(ctx: Context, message: str | None, conversation: str | None, interactiv
         from entrypoints.cli.repl import repl_loop
 
         finish(repl_loop(ctx, conversation, server))
+    if edit_of is not None and conversation is None:
+        raise CliError("BAD_REQUEST", "--edit needs the conversation: sophos chat -c ID --edit N MESSAGE", EXIT_BAD_INPUT)
     text = read_message(message)
     body: dict[str, Any] = {"message": text, **({"conversation": conversation} if conversation else {})}
-    _run(ctx, body, lambda s: s.start(text, conversation), as_json, server)
+    if edit_of is not None:
+        body["editOf"] = edit_of
+    _run(ctx, body, lambda s: s.start(text, conversation, edit_of=edit_of), as_json, server)
+
+
+@click.command()
+@click.argument("conversation")
+@_json_option
+@server_option
+@global_options
+@pass_ctx
+def regenerate(ctx: Context, conversation: str, as_json: bool, server: str | None) -> None:
+    """Answer CONVERSATION's last user message again, on a new branch (the earlier answer
+    stays on its own: `sophos show` lists them, `sophos branch` switches)."""
+    body: dict[str, Any] = {"regenerate": True, "conversation": conversation}
+    _run(ctx, body, lambda s: s.start(None, conversation, regenerate=True), as_json, server)
 
 
 @click.command()
