@@ -1,5 +1,6 @@
 // The Sophos page: plain ES modules over the HTTP API (no build step).
 import { ApiError, api, onApi, serverUp, session } from "/static/js/api.js";
+import { branchActions } from "/static/js/branches.js";
 import { $, el, icon } from "/static/js/dom.js";
 import { renderList } from "/static/js/sidebar.js";
 import { currentSummary, state } from "/static/js/state.js";
@@ -81,6 +82,7 @@ async function loadList(more = false) {
 async function openConversation(id, { keepError = false } = {}) {
   const same = state.current === id;
   detach();
+  state.editing = null;
   if (!same) state.trace = [];
   state.current = id;
   if (!keepError) state.error = null;
@@ -211,6 +213,37 @@ async function resume(decision) {
   } catch (e) { fail(e); }
 }
 
+// a run on a new branch: the messages it starts from stay on screen, its answer streams in
+async function startBranch(body, keep) {
+  state.error = null;
+  state.editing = null;
+  try {
+    await api("/api/chat", { method: "POST", body: { conversation: state.current, ...body } });
+    state.messages = keep;
+    state.detail = { ...state.detail, resumable: false };
+    state.trace = [];
+    attach(state.current);
+    loadList();
+  } catch (e) {
+    if (e.code === "SESSION_IN_PROGRESS") { attach(state.current); return; }
+    fail(e);
+  }
+}
+
+branchActions.edit = (index, text) =>
+  startBranch({ message: text, editOf: index }, [...state.messages.slice(0, index), { role: "user", content: text }]);
+branchActions.regenerate = () => {
+  const lastUser = state.messages.map((m) => m.role).lastIndexOf("user");
+  startBranch({ regenerate: true }, state.messages.slice(0, lastUser + 1));
+};
+branchActions.switchTo = async (number) => {
+  const id = state.current;
+  try { await api(`/api/conversations/${id}`, { method: "PATCH", body: { activeBranch: number } }); } catch (e) { fail(e); return; }
+  await openConversation(id);
+  loadList();
+};
+branchActions.rerender = () => renderMessages();
+
 async function stop() {
   if (!state.streaming || !state.current) return;
   try { await api("/api/chat/cancel", { method: "POST", body: { conversation: state.current } }); }
@@ -237,7 +270,7 @@ async function remove(c) {
 function newChat() {
   state.chosen = true;
   detach();
-  Object.assign(state, { current: null, detail: null, messages: [], trace: [], error: null, pendingTitle: null, sidebarOpen: false });
+  Object.assign(state, { current: null, detail: null, messages: [], trace: [], error: null, pendingTitle: null, sidebarOpen: false, editing: null });
   render();
   $("input").focus();
 }

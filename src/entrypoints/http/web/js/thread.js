@@ -1,4 +1,5 @@
 // The messages of the open conversation and the reasoning trace of its latest run.
+import { branchNav, regenerateButton, userMessage } from "/static/js/branches.js";
 import { $, copyButton, el, icon } from "/static/js/dom.js";
 import { renderMarkdown } from "/static/js/markdown.js";
 import { state } from "/static/js/state.js";
@@ -18,7 +19,10 @@ function assistant(m, results, index) {
   renderMarkdown(body, m.content);
   const stopped = m.stopped ? el("span", { class: "stopped", "data-testid": "stopped-note" }, "Stopped by you") : null;
   const tools = (m.toolCalls || []).map((c) => toolCall(c, results.get(c.id)));
-  const foot = m.content ? el("div", { class: "msg-foot" }, stopped, copyButton(() => m.content, "Copy message", "copy-message")) : stopped;
+  const copy = m.content ? copyButton(() => m.content, "Copy message", "copy-message") : null;
+  const nav = branchNav(m);
+  const again = regenerateButton(index);
+  const foot = copy || nav || again ? el("div", { class: "msg-foot" }, stopped, nav, again, copy) : stopped;
   return el("div", { class: "msg assistant", "data-testid": "assistant-message", "data-index": index }, m.content ? body : null, tools, foot);
 }
 
@@ -29,11 +33,11 @@ function tool(m) {
 }
 
 function node(m, results, index) {
-  const key = JSON.stringify([index, m.content, m.toolCalls, m.stopped, m.status, state.streaming,
-    (m.toolCalls || []).map((c) => results.has(c.id))]);
+  const key = JSON.stringify([index, m.content, m.toolCalls, m.stopped, m.status, state.streaming, m.branch,
+    state.editing === index, index === state.messages.length - 1, !!state.current, (m.toolCalls || []).map((c) => results.has(c.id))]);
   const hit = cache.get(m);
   if (hit && hit[0] === key) return hit[1];
-  const made = m.role === "user" ? el("div", { class: "msg user", "data-testid": "user-message", "data-index": index }, m.content)
+  const made = m.role === "user" ? userMessage(m, index)
     : m.role === "assistant" ? ((m.content || (m.toolCalls || []).length || m.stopped) ? assistant(m, results, index) : null)
       : m.role === "tool" ? tool(m) : null;
   cache.set(m, [key, made]);
