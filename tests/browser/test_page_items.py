@@ -247,7 +247,8 @@ def test_a_model_answer_cannot_draw_the_page_s_own_ui(tab: Page, shared_ollama: 
     expect(tab.locator("#error-banner")).to_have_count(1)
     expect(tab.get_by_test_id("error-banner")).to_be_hidden()
     expect(tab.locator(".banner.error")).to_have_count(1)
-    assert bubble.locator("button").count() == 1  # only the page's own copy button
+    assert bubble.locator(".content button").count() == 0
+    assert bubble.locator("button").count() == 2  # only the page's own: regenerate and copy
     shoot(tab, "sanitized-fake-banner")
 
 
