@@ -44,7 +44,7 @@ async def test_migrations_run_once_and_create_the_reference_tables(tmp_path: Pat
     env = app_env(tmp_path, TOOLS_BACKEND="none")
     for _ in range(2):
         c = create_container(env)
-        assert c.store().schema_version == 5
+        assert c.store().schema_version == 6
         c.threads().get_thread("x")
         await close_container(c)
     db = sqlite3.connect(env["DATABASE_PATH"])

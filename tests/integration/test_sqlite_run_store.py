@@ -114,7 +114,7 @@ async def test_the_schema_has_run_events_without_rowid_and_the_new_run_columns(
 
 async def test_a_second_open_does_not_migrate_again(store: SqliteRunStore, db: Path) -> None:
     again = SqliteRunStore(str(db))
-    assert again.schema_version == 5
+    assert again.schema_version == 6
     again.close()
 
 

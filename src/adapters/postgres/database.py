@@ -19,6 +19,7 @@ import psycopg
 from psycopg import AsyncConnection, AsyncCursor
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from adapters.postgres.branch_schema import MIGRATION_BRANCHES
 from domain.errors import StorageFailure
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,7 @@ CREATE TABLE processes (
 # The whole schema history, as on SQLite (adapters/sqlite/database.py); v1 starts at the
 # shape SQLite reached at its v4, with `ended_at` (the store's clock when a run finished,
 # for event retention) and the registry of live processes (presence.py).
-MIGRATIONS: tuple[str, ...] = (MIGRATION_1,)
+MIGRATIONS: tuple[str, ...] = (MIGRATION_1, MIGRATION_BRANCHES)
 
 Setup = Callable[[AsyncConnection[Any]], Awaitable[None]]
 

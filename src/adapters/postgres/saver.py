@@ -33,9 +33,12 @@ from psycopg import AsyncConnection, AsyncCursor
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import PoolTimeout
 
+from adapters.langgraph import branching
 from adapters.langgraph.checkpointer import _as_plain, summary_row
 from adapters.langgraph.graph import RUN_KEY
+from adapters.postgres import branches
 from adapters.postgres.database import PostgresDatabase, storage_failure
+from domain.branches import Branch
 from domain.errors import RunLost
 
 # The connection of the transaction (or migration) in progress in this task, if any: the
@@ -57,7 +60,7 @@ RETENTION = (
 
 LOG_ROW = (
     "INSERT INTO checkpoint_log (thread_id, checkpoint_ns, checkpoint_id, created_at, step, source, next, "
-    "message_count, last_message, run_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+    "message_count, last_message, run_id, branch) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
     "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO NOTHING"
 )
 
@@ -131,9 +134,13 @@ class FencedPostgresSaver(AsyncPostgresSaver):
         configurable = config["configurable"]
         thread_id, ns = str(configurable["thread_id"]), str(configurable.get("checkpoint_ns", ""))
         summary = summary_row(checkpoint, get_checkpoint_metadata(config, metadata))
-        async with self._fenced(config) as cur:  # one transaction: fence, checkpoint, summary, retention
+        op = branching.op_of(config) if not ns else None
+        async with self._fenced(config) as cur:  # one transaction: fence, branch, checkpoint, summary, retention
+            if op is not None:
+                await branches.apply(cur, thread_id, op, dict(checkpoint), summary[4])
+            branch = await branches.active_number(cur, thread_id) if not ns else None
             next_config = await super().aput(config, checkpoint, metadata, new_versions)
-            await cur.execute(LOG_ROW, (thread_id, ns, checkpoint["id"], *summary))
+            await cur.execute(LOG_ROW, (thread_id, ns, checkpoint["id"], *summary, branch))
             if self.keep > 0:
                 for sql in RETENTION:
                     await cur.execute(sql, {"t": thread_id, "ns": ns, "keep": self.keep})
@@ -153,6 +160,7 @@ class FencedPostgresSaver(AsyncPostgresSaver):
         async with self._cursor(pipeline=True) as cur:
             for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_log"):
                 await cur.execute(f"DELETE FROM {table} WHERE thread_id = %s", (str(thread_id),))
+            await cur.execute("DELETE FROM branches WHERE conversation_id = %s", (str(thread_id),))
 
     # --- the cheap reads of LangGraphThreads (see adapters/langgraph/engine.py) ------------
 
@@ -195,8 +203,23 @@ class FencedPostgresSaver(AsyncPostgresSaver):
     async def history(self, thread_id: str) -> list[tuple[Any, ...]]:
         """The checkpoint log of a thread, oldest first."""
         return await self._rows(
-            "SELECT checkpoint_id, created_at, step, source, next, message_count, last_message, run_id "
+            "SELECT checkpoint_id, created_at, step, source, next, message_count, last_message, run_id, branch "
             "FROM checkpoint_log WHERE thread_id = %s AND checkpoint_ns = '' ORDER BY checkpoint_id",
             (thread_id,),
         )
+
+    async def branches(self, thread_id: str) -> list[Branch]:
+        """Every branch of the thread, by number (empty: never forked)."""
+        async with self.db.cursor() as cur:
+            return await branches.load(cur, thread_id)
+
+    async def branch_fields(self, thread_id: str, number: int) -> tuple[list[dict[str, Any]], list[str]] | None:
+        """As ThreadedSqliteSaver.branch_fields."""
+        async with self.db.cursor(transaction=True) as cur:  # one snapshot of the rows and the head
+            rows = await branches.load(cur, thread_id)
+            if number not in {b.number for b in rows}:
+                return None
+            _, latest = await branches.latest(cur, thread_id)
+            content = branching.branch_content(rows, await branches.deltas(cur, thread_id), number, latest)
+            return content, await branches.stashed_next(cur, thread_id, number)
 
