@@ -3,7 +3,9 @@ against Sophos; both backends side by side with the bare official PostgreSQL sav
 (bench/postgres.py); concurrency through a real server, a baseline git ref against this tree
 (bench/concurrency.py); side by side with the LangGraph Agent Server and bare LangGraph
 (bench/peers.py); a 200-turn thread and RSS after 1,000 conversations (bench/endurance.py).
-Usage: python -m bench [--only core|postgres|concurrency|endurance|peers] [--turns 300]
+Branches: a 300-turn conversation with 20 branches against the same without (bench/branches.py,
+in core; alone with --only branches).
+Usage: python -m bench [--only core|branches|postgres|concurrency|endurance|peers] [--turns 300]
 [--conversations 10000] [--baseline-ref REF] [--reps 3]"""
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import httpx
 from tests.support.app import SOPHOS, app_env, ledger_server_entry, process_env
 from tests.support.long_thread import TEXT, file_size, long_thread_harness
 
-from bench import baseline, concurrency, endurance, peers, postgres, search
+from bench import baseline, branches, concurrency, endurance, peers, postgres, search
 from bench.context import prompt_building
 from bench.table import Row, print_table
 
@@ -210,6 +212,7 @@ async def core(args: argparse.Namespace) -> None:
         rows += await mcp_calls(tmp)
         rows += prompt_building(args.turns)
         rows += await search.section(tmp, args.conversations, args.turns)
+        rows += await branches.section(tmp, args.turns)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print_table(("figure", "baseline (LangGraph + SqliteSaver)", "sophos", "target"), rows)
@@ -218,7 +221,8 @@ async def core(args: argparse.Namespace) -> None:
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument(
-        "--only", choices=("core", "postgres", "concurrency", "endurance", "peers"), help="run one section of the benchmarks"
+        "--only", choices=("core", "branches", "postgres", "concurrency", "endurance", "peers"),
+        help="run one section of the benchmarks",
     )
     parser.add_argument("--turns", type=int, default=300)
     parser.add_argument("--conversations", type=int, default=10_000)
@@ -229,6 +233,13 @@ async def main() -> None:
     print(f"running on {os.cpu_count()} cores, python {sys.version.split()[0]} ...", flush=True)
     if args.only in (None, "core"):
         await core(args)
+    if args.only == "branches":
+        tmp = Path(tempfile.mkdtemp(prefix="sophos-bench-"))
+        try:
+            rows = await branches.section(tmp, args.turns)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        print_table(("figure", "baseline (LangGraph + SqliteSaver)", "sophos", "target"), rows)
     if args.only in (None, "postgres"):
         if args.only is None:
             print()

@@ -113,5 +113,5 @@ def make_harness(
     runs = RunService(
         stores, LangGraphEngine(graph), processes, RunHub(), recursion_limit, lease_seconds, cancel_wait=2.0, metrics=metrics
     )
-    conversations = ConversationService(store, threads, runs.is_active, store)
+    conversations = ConversationService(store, threads, runs.is_active, store, branches=threads)
     return Harness(model, toolbox, store, saver, processes, runs, conversations, Supervisor(runs, auto_resume), metrics)
