@@ -201,6 +201,9 @@ def test_migration_indexes_conversations_stored_before_search_existed(tmp_path: 
         conn.execute(f"DROP TABLE {name}")
     for trigger in ("conversations_search_ai", "conversations_search_au", "conversations_search_ad"):
         conn.execute(f"DROP TRIGGER {trigger}")
+    conn.execute("DROP TRIGGER conversations_branches_ad")  # and before branches (v6)
+    conn.execute("DROP TABLE branches")
+    conn.execute("ALTER TABLE checkpoint_log DROP COLUMN branch")
     conn.execute("PRAGMA user_version = 4")
     conn.commit()
     conn.close()

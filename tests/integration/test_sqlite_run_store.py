@@ -93,7 +93,7 @@ async def test_a_version_3_file_upgrades_with_its_rows_intact(db: Path) -> None:
     finally:
         await store.aclose()
     conn = raw(db)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 6
     assert conn.execute("SELECT count(*) FROM runs").fetchone()[0] == 2
 
 

@@ -315,11 +315,12 @@ class LangGraphEngine(AgentEngine):
         """Write the new branch's first checkpoint: the messages before `fork.at`, then
         the edited message (if any); its next step is the agent."""
         snap = await self.graph.aget_state(config)
-        messages = _messages(snap)[: _raw_index(_messages(snap), fork.at)]
+        at = _raw_index(_messages(snap), fork.at)  # branches count stored messages
+        messages = _messages(snap)[:at]
         if fork.text is not None:
             messages.append(HumanMessage(fork.text))
         left = await leave_branch(self.graph, config)
-        op = {"op": "fork", "at": fork.at, "next": left}
+        op = {"op": "fork", "at": at, "next": left}
         update = {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages]}
         await self.graph.aupdate_state(with_op(config, op), update, as_node="tools")
 
