@@ -112,7 +112,7 @@ def test_the_jsonl_export_is_one_line_per_checkpoint_and_newline_when_empty() ->
     assert text.endswith("\n") and len(text.strip().split("\n")) == 2
     assert json.loads(text.split("\n")[0]) == {
         "checkpoint_id": "c", "created_at": "2026", "step": -1, "source": "input",
-        "next": ["__start__"], "message_count": 0, "last_message": None, "run_id": "r1",
+        "next": ["__start__"], "message_count": 0, "last_message": None, "run_id": "r1", "branch": 1,
     }
 
 

@@ -46,7 +46,7 @@ def openapi_document() -> dict[str, Any]:
         "paths": {
             "/api/chat": {
                 "post": {
-                    "summary": "Start a run: a new message, or resume",
+                    "summary": "Start a run: a new message, a resume, an edit (editOf) or a regenerate, on a new branch",
                     "requestBody": {"required": True, **_json({
                         "type": "object",
                         "additionalProperties": False,
@@ -55,6 +55,9 @@ def openapi_document() -> dict[str, Any]:
                             "conversation": {"type": "string"},
                             "resume": {"type": "boolean"},
                             "decision": {"type": "string", "enum": ["retry", "skip"]},
+                            "editOf": {"type": "integer", "minimum": 0,
+                                       "description": "index of the user message the new message replaces, on a new branch"},
+                            "regenerate": {"type": "boolean", "description": "answer the last user message again, on a new branch"},
                         },
                     })},
                     "responses": _started(_responses(200, {"type": "object", "properties": {
@@ -118,13 +121,14 @@ def openapi_document() -> dict[str, Any]:
                         "context": {"$ref": "#/components/schemas/Context"}}}, 400, 404, 500),
                 },
                 "patch": {
-                    "summary": "Rename",
+                    "summary": "Rename (title) and/or switch the active branch (activeBranch: a branch number)",
                     "parameters": [CONV_PARAM],
                     "requestBody": {"required": True, **_json({
-                        "type": "object", "additionalProperties": False, "required": ["title"],
-                        "properties": {"title": {"type": "string", "minLength": 1, "maxLength": 200}},
+                        "type": "object", "additionalProperties": False, "minProperties": 1,
+                        "properties": {"title": {"type": "string", "minLength": 1, "maxLength": 200},
+                                       "activeBranch": {"type": "integer", "minimum": 1}},
                     })},
-                    "responses": _responses(200, {"type": "object"}, 400, 404, 413),
+                    "responses": _responses(200, {"type": "object"}, 400, 404, 409, 413),
                 },
                 "delete": {
                     "summary": "Delete the conversation, its runs and its checkpoints",
