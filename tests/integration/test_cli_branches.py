@@ -9,6 +9,7 @@ from pathlib import Path
 from tests.integration.test_branches import Answers
 from tests.support.app import SOPHOS, app_env, process_env
 from tests.support.fake_ollama import fake_ollama
+from tests.support.server import LiveServer
 
 
 def sophos(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -48,3 +49,23 @@ def test_edit_regenerate_show_and_branch_from_the_command_line(tmp_path: Path) -
         ):
             r = sophos(env, tmp_path, *args)
             assert (r.returncode, r.stderr.strip()) == (code, line) and "Traceback" not in r.stderr
+
+
+def test_edit_and_regenerate_through_a_running_server(tmp_path: Path) -> None:
+    with fake_ollama() as fake:
+        fake.responder = Answers()
+        env = app_env(tmp_path, fake.url, TOOLS_BACKEND="none")
+        server = LiveServer(env, tmp_path).start()
+        try:
+            first = sophos(env, tmp_path, "chat", "cherry", "--server", server.url)
+            cid = first.stderr.split("conversation: ")[1].split()[0]
+            edited = sophos(env, tmp_path, "chat", "-c", cid, "--edit", "0", "cherry, edited", "--server", server.url)
+            assert edited.returncode == 0 and "answer 2 to cherry, edited" in edited.stdout, edited.stderr
+            again = sophos(env, tmp_path, "regenerate", cid, "--server", server.url)
+            assert again.returncode == 0 and "answer 3 to cherry, edited" in again.stdout, again.stderr
+            bad = sophos(env, tmp_path, "chat", "-c", cid, "--edit", "1", "x", "--server", server.url)
+            assert (bad.returncode, bad.stderr.strip()) == (2, "error: INVALID_EDIT: editOf 1 is not a user message")
+            detail = server.get(f"/api/conversations/{cid}").json()
+            assert detail["activeBranch"] == 3 and detail["messages"][0]["branch"]["count"] == 2
+        finally:
+            server.stop()
