@@ -91,3 +91,34 @@ def test_resume_after_sigkill_does_not_repeat_a_finished_tool_call(tmp_path: Pat
     assert detail["conversation"]["status"] == "completed" and not detail["resumable"]
     call_ids = {c["id"] for c in detail["messages"][1]["toolCalls"]}
     assert {m["toolCallId"] for m in detail["messages"] if m["role"] == "tool"} == call_ids
+
+
+def test_editing_away_from_a_killed_tools_step_keeps_its_finished_calls_on_the_branch_left(tmp_path: Path) -> None:
+    book = tmp_path / "ledger.jsonl"
+    config_dir(tmp_path, {"ledger": ledger_server_entry(book)})
+    calls = [("ledger__append", {"label": "a"}), ("ledger__append", {"label": "c", "delay": 5})]
+    with fake_ollama([{"tool_calls": calls}, {"text": "Edited answer."}]) as fake:
+        env = process_env(app_env(tmp_path, fake.url))
+        db = Path(env["DATABASE_PATH"])
+        child = subprocess.Popen([SOPHOS, "chat", "do two things"], env=env, cwd=tmp_path,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            wait_for(lambda: {e["label"] for e in ledger(book) if e["event"] == "done"} == {"a"})
+            wait_for(lambda: saved_tool_results(db) == 1)  # a is saved, c is in flight
+            child.send_signal(signal.SIGKILL)
+        finally:
+            child.wait(10)
+        (cid,) = sqlite3.connect(db).execute("SELECT id FROM conversations").fetchone()
+
+        def sophos(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([SOPHOS, *args], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+
+        edited = sophos("chat", "-c", cid, "--edit", "0", "do nothing")
+        assert edited.returncode == 0 and "Edited answer." in edited.stdout, edited.stderr
+        assert sophos("branch", cid, "1").returncode == 0
+        detail = json.loads(sophos("show", cid, "--json").stdout)
+    results = {m["toolCallId"]: m for m in detail["messages"] if m["role"] == "tool"}
+    by_label = {c["args"]["label"]: c["id"] for c in detail["messages"][1]["toolCalls"]}
+    assert results[by_label["a"]]["content"] == "appended a" and results[by_label["a"]]["status"] == "success"
+    assert results[by_label["c"]]["status"] == "error" and "moved to another branch" in results[by_label["c"]]["content"]
+    assert detail["resumable"] is False and detail["messages"][0]["branch"] == {"index": 1, "count": 2, "branches": [1, 2]}
