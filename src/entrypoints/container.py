@@ -138,10 +138,16 @@ def _pg_storage(url: str) -> StoragePort:
     return PostgresMaintenance(url)
 
 
-def _pg_search() -> SearchIndex:
-    from adapters.postgres.search import PostgresSearchUnavailable
+def _pg_search(database: PostgresDatabase, checkpointer: Callable[[], Saver]) -> SearchIndex:
+    from adapters.postgres.saver import FencedPostgresSaver
+    from adapters.postgres.search import PostgresSearchIndex
 
-    return PostgresSearchUnavailable()
+    def saver() -> FencedPostgresSaver:  # it decodes threads: built only to rebuild or catch up
+        built = checkpointer()
+        assert isinstance(built, FencedPostgresSaver)
+        return built
+
+    return PostgresSearchIndex(database, lambda: saver().reindex(), lambda: saver().index_missing())
 
 
 def _processes() -> ProcessPort:
@@ -332,7 +338,7 @@ class Container(containers.DeclarativeContainer):
     search_index = providers.Selector(
         config.STORAGE_BACKEND,
         sqlite=providers.Singleton(_search_index, opened, config.DATABASE_PATH, checkpointer.provider, metrics),
-        postgres=providers.Singleton(_pg_search),
+        postgres=providers.Singleton(_pg_search, database, checkpointer.provider),
     )
     search = providers.Singleton(SearchService, search_index)
 

@@ -101,10 +101,34 @@ CREATE TABLE processes (
 );
 """
 
+# The search index (adapters/postgres/search.py): one entry per title and per indexed
+# message, its words as a tsvector ('simple': no stemming, no stop words; the words are
+# split by Sophos, see search_text.py) under a GIN index; `search_threads` remembers how
+# far each thread is indexed. Existing titles and threads are indexed by the checkpointer
+# when it starts (search_sync.index_missing): their words are split in Python.
+MIGRATION_2 = """
+CREATE TABLE search_entries (
+    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    conversation_id TEXT NOT NULL,
+    message_index INTEGER,
+    role TEXT NOT NULL,
+    body TEXT NOT NULL,
+    words TSVECTOR NOT NULL
+);
+CREATE INDEX search_entries_by_conversation ON search_entries (conversation_id, message_index);
+CREATE INDEX search_entries_words ON search_entries USING gin (words);
+CREATE TABLE search_threads (
+    conversation_id TEXT PRIMARY KEY,
+    raw_count INTEGER NOT NULL,
+    next_index INTEGER NOT NULL,
+    last_id TEXT
+)
+"""
+
 # The whole schema history, as on SQLite (adapters/sqlite/database.py); v1 starts at the
 # shape SQLite reached at its v4, with `ended_at` (the store's clock when a run finished,
 # for event retention) and the registry of live processes (presence.py).
-MIGRATIONS: tuple[str, ...] = (MIGRATION_1,)
+MIGRATIONS: tuple[str, ...] = (MIGRATION_1, MIGRATION_2)
 
 Setup = Callable[[AsyncConnection[Any]], Awaitable[None]]
 
