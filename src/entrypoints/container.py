@@ -138,7 +138,7 @@ def _pg_storage(url: str) -> StoragePort:
     return PostgresMaintenance(url)
 
 
-def _pg_search(database: PostgresDatabase, checkpointer: Callable[[], Saver]) -> SearchIndex:
+def _pg_search(opened: list[Closeable], database: PostgresDatabase, checkpointer: Callable[[], Saver]) -> SearchIndex:
     from adapters.postgres.saver import FencedPostgresSaver
     from adapters.postgres.search import PostgresSearchIndex
 
@@ -147,7 +147,7 @@ def _pg_search(database: PostgresDatabase, checkpointer: Callable[[], Saver]) ->
         assert isinstance(built, FencedPostgresSaver)
         return built
 
-    return PostgresSearchIndex(database, lambda: saver().reindex(), lambda: saver().index_missing())
+    return _opened(opened, PostgresSearchIndex(database, lambda: saver().reindex(), lambda: saver().index_missing()))
 
 
 def _processes() -> ProcessPort:
@@ -338,7 +338,7 @@ class Container(containers.DeclarativeContainer):
     search_index = providers.Selector(
         config.STORAGE_BACKEND,
         sqlite=providers.Singleton(_search_index, opened, config.DATABASE_PATH, checkpointer.provider, metrics),
-        postgres=providers.Singleton(_pg_search, database, checkpointer.provider),
+        postgres=providers.Singleton(_pg_search, opened, database, checkpointer.provider),
     )
     search = providers.Singleton(SearchService, search_index)
 

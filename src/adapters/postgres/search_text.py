@@ -29,6 +29,8 @@ SNIPPET_WORDS = 16  # as SQLite's snippet()
 
 def fold(word: str) -> str:
     """A word as indexed: lower case, without diacritics."""
+    if word.isascii():  # most words: nothing to decompose
+        return word.lower()
     decomposed = unicodedata.normalize("NFD", word.lower())
     return unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
 
