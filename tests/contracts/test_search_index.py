@@ -20,6 +20,7 @@ from adapters.postgres.database import PostgresDatabase
 from adapters.postgres.runs import PostgresRunStore
 from adapters.postgres.saver import FencedPostgresSaver
 from adapters.postgres.search import PostgresSearchIndex
+from adapters.postgres.search_text import terms
 from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqlite.search import SqliteSearchIndex
 from domain.model import AssistantMessage, Message, ToolCall, ToolResult, UserMessage, new_id, utc_now
@@ -216,3 +217,13 @@ class TestPostgresSearchIndex(SearchIndexContract):
         world = PostgresWorld(pg_url)
         yield world
         await world.runs.aclose()
+
+    async def test_postgresql_keeps_every_word_as_sophos_splits_it(self, world: PostgresWorld) -> None:
+        text = "1e5 0x1f v1.2 007 3rd naïve Straße 東京タワー Ωmega x²y ١٢٣ a_b e-mail me@x.org /usr/bin"
+        async with world.db.cursor() as cur:
+            await cur.execute("SELECT lexeme, positions FROM unnest(to_tsvector('simple', %s))", (terms(text),))
+            lexemes = {word: list(positions) for word, positions in await cur.fetchall()}
+        expected: dict[str, list[int]] = {}
+        for position, word in enumerate(terms(text).split(), 1):
+            expected.setdefault(word, []).append(position)
+        assert lexemes == expected

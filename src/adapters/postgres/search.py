@@ -29,7 +29,8 @@ T = TypeVar("T")
 # ranked. ts_rank's normalization 16 divides by 1 + the log of the entry's number of
 # distinct words: like bm25, it prefers short entries and entries that repeat a query word
 # (normalization 1, by length, ranks "a a b" above "a a a b"). Ties go to the older entry.
-# Snippets are made for the page only.
+# Snippets are made for the page only; an entry without a conversation row (a thread
+# written without one; a delete removes its entries with the row) is left out of the page.
 # The query is sent with its values as literals, not parameters: statements are prepared
 # (database.connection_options), and after five runs PostgreSQL may switch a prepared search
 # to a generic plan that cannot know how common the word is (500 ms instead of 4 for a word
@@ -38,8 +39,7 @@ RANKED = 2000
 SEARCH_SQL = """
 WITH matched AS (
     SELECT e.id, ts_rank(e.words, q, 16) AS rank
-    FROM search_entries e JOIN conversations c ON c.id = e.conversation_id,
-         to_tsquery('simple', {q}) AS q
+    FROM search_entries e, to_tsquery('simple', {q}) AS q
     WHERE e.words @@ q
     ORDER BY e.id DESC LIMIT {ranked}
 ), page AS (
