@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from adapters.langgraph.graph import AgentNodes
     from adapters.postgres.database import PostgresDatabase
     from adapters.postgres.runs import PostgresRunStore
+    from adapters.postgres.saver import FencedPostgresSaver
     from adapters.prometheus.metrics import PrometheusMetrics
     from adapters.sqlite.runs import SqliteRunStore
 
@@ -139,10 +140,11 @@ def _pg_storage(url: str) -> StoragePort:
 
 
 def _pg_search(opened: list[Closeable], database: PostgresDatabase, checkpointer: Callable[[], Saver]) -> SearchIndex:
-    from adapters.postgres.saver import FencedPostgresSaver
     from adapters.postgres.search import PostgresSearchIndex
 
-    def saver() -> FencedPostgresSaver:  # it decodes threads: built only to rebuild or catch up
+    def saver() -> FencedPostgresSaver:  # it decodes threads (LangGraph): built only to rebuild or catch up
+        from adapters.postgres.saver import FencedPostgresSaver
+
         built = checkpointer()
         assert isinstance(built, FencedPostgresSaver)
         return built
