@@ -75,7 +75,7 @@ def test_conversations_stored_before_the_index_existed_are_found_on_postgresql(t
     env = app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none", DATABASE_URL=pg_url)
     made = sophos(env, tmp_path, "chat", "Older talk about narwhals")
     assert made.returncode == 0, made.stderr
-    with psycopg.connect(pg_url) as conn:  # as a database written before migration 2
+    with psycopg.connect(pg_url) as conn:  # as a database written before the search index existed
         conn.execute("DELETE FROM search_entries")
         conn.execute("DELETE FROM search_threads")
     found = sophos(env, tmp_path, "search", "narwhal*", "--json")

@@ -106,7 +106,7 @@ CREATE TABLE processes (
 # split by Sophos, see search_text.py) under a GIN index; `search_threads` remembers how
 # far each thread is indexed. Existing titles and threads are indexed by the checkpointer
 # when it starts (search_sync.index_missing): their words are split in Python.
-MIGRATION_2 = """
+MIGRATION_SEARCH = """
 CREATE TABLE search_entries (
     id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     conversation_id TEXT NOT NULL,
@@ -128,7 +128,7 @@ CREATE TABLE search_threads (
 # The whole schema history, as on SQLite (adapters/sqlite/database.py); v1 starts at the
 # shape SQLite reached at its v4, with `ended_at` (the store's clock when a run finished,
 # for event retention) and the registry of live processes (presence.py).
-MIGRATIONS: tuple[str, ...] = (MIGRATION_1, MIGRATION_2)
+MIGRATIONS: tuple[str, ...] = (MIGRATION_1, MIGRATION_SEARCH)
 
 Setup = Callable[[AsyncConnection[Any]], Awaitable[None]]
 

@@ -1,4 +1,4 @@
-"""SearchIndex on PostgreSQL full-text search (migration 2 in database.py).
+"""SearchIndex on PostgreSQL full-text search (MIGRATION_SEARCH in database.py).
 
 `search_entries` holds one row per title and per indexed message with its words as a
 tsvector under a GIN index. Titles are written by the run store in the transaction that
