@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from adapters.langgraph.graph import AgentNodes
     from adapters.postgres.database import PostgresDatabase
     from adapters.postgres.runs import PostgresRunStore
+    from adapters.postgres.saver import FencedPostgresSaver
     from adapters.prometheus.metrics import PrometheusMetrics
     from adapters.sqlite.runs import SqliteRunStore
 
@@ -141,10 +142,17 @@ def _pg_storage(url: str) -> StoragePort:
     return PostgresMaintenance(url)
 
 
-def _pg_search() -> SearchIndex:
-    from adapters.postgres.search import PostgresSearchUnavailable
+def _pg_search(opened: list[Closeable], database: PostgresDatabase, checkpointer: Callable[[], Saver]) -> SearchIndex:
+    from adapters.postgres.search import PostgresSearchIndex
 
-    return PostgresSearchUnavailable()
+    def saver() -> FencedPostgresSaver:  # it decodes threads (LangGraph): built only to rebuild or catch up
+        from adapters.postgres.saver import FencedPostgresSaver
+
+        built = checkpointer()
+        assert isinstance(built, FencedPostgresSaver)
+        return built
+
+    return _opened(opened, PostgresSearchIndex(database, lambda: saver().reindex(), lambda: saver().index_missing()))
 
 
 def _processes() -> ProcessPort:
@@ -350,7 +358,7 @@ class Container(containers.DeclarativeContainer):
     search_index = providers.Selector(
         config.STORAGE_BACKEND,
         sqlite=providers.Singleton(_search_index, opened, config.DATABASE_PATH, checkpointer.provider, metrics),
-        postgres=providers.Singleton(_pg_search),
+        postgres=providers.Singleton(_pg_search, opened, database, checkpointer.provider),
     )
     search = providers.Singleton(SearchService, search_index)
 

@@ -51,8 +51,8 @@ class SearchIndex(Protocol):
     async def search(self, query: SearchQuery, limit: int, offset: int) -> Sequence[SearchHit]:
         """Up to `limit` matching entries, best first (stable for unchanged data), after
         skipping the first `offset`. No match gives an empty sequence. An index may rank
-        only the most recent matches of a very common query (SQLite: 2,000), so that
-        every query stays fast; older ones are then not returned."""
+        only the most recent matches of a very common query (SQLite and PostgreSQL:
+        2,000), so that every query stays fast; older ones are then not returned."""
 
     @abstractmethod
     async def rebuild(self) -> int:

@@ -1,5 +1,6 @@
-"""The SearchIndex contract, run against the in-memory index and the SQLite FTS5 index
-(whose messages are written by the real checkpointer, checkpoint by checkpoint)."""
+"""The SearchIndex contract, run against the in-memory index, the SQLite FTS5 index and the
+PostgreSQL full-text index (whose messages are written by the real checkpointers,
+checkpoint by checkpoint)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,18 @@ from pathlib import Path
 from typing import Protocol
 
 import pytest
-from langgraph.checkpoint.base import empty_checkpoint
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata, empty_checkpoint
 
 from adapters.langchain.messages import to_langchain
 from adapters.langgraph.checkpointer import ThreadedSqliteSaver
 from adapters.memory.runs import InMemoryRunStore
 from adapters.memory.search import InMemorySearchIndex
+from adapters.postgres.database import PostgresDatabase
+from adapters.postgres.runs import PostgresRunStore
+from adapters.postgres.saver import FencedPostgresSaver
+from adapters.postgres.search import PostgresSearchIndex
+from adapters.postgres.search_text import terms
 from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqlite.search import SqliteSearchIndex
 from domain.model import AssistantMessage, Message, ToolCall, ToolResult, UserMessage, new_id, utc_now
@@ -46,6 +53,16 @@ class MemoryWorld:
         await self.runs.delete_conversation(cid)
 
 
+def next_checkpoint(threads: dict[str, list[Message]], cid: str, messages: Sequence[Message]) -> tuple[RunnableConfig, Checkpoint, CheckpointMetadata]:
+    """One more checkpoint of the thread, holding every message so far (as LangGraph's)."""
+    thread = threads.setdefault(cid, [])
+    thread.extend(messages)
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"messages": [to_langchain(m) for m in thread]}
+    config: RunnableConfig = {"configurable": {"thread_id": cid, "checkpoint_ns": ""}}
+    return config, checkpoint, {"source": "loop", "step": len(thread), "parents": {}}
+
+
 class SqliteWorld:
     def __init__(self, runs: SqliteRunStore, path: str) -> None:
         self.runs = runs
@@ -55,13 +72,7 @@ class SqliteWorld:
         self.threads: dict[str, list[Message]] = {}
 
     async def append(self, cid: str, messages: Sequence[Message]) -> None:
-        """One more checkpoint of the thread, holding every message so far (as LangGraph's)."""
-        thread = self.threads.setdefault(cid, [])
-        thread.extend(messages)
-        checkpoint = empty_checkpoint()
-        checkpoint["channel_values"] = {"messages": [to_langchain(m) for m in thread]}
-        config = {"configurable": {"thread_id": cid, "checkpoint_ns": ""}}
-        await self.saver.aput(config, checkpoint, {"source": "loop", "step": len(thread), "parents": {}}, {})  # type: ignore[arg-type, typeddict-item]
+        await self.saver.aput(*next_checkpoint(self.threads, cid, messages), {})
 
     async def delete(self, cid: str) -> None:
         await self.saver.adelete_thread(cid)
@@ -70,6 +81,24 @@ class SqliteWorld:
     def close(self) -> None:
         self.sqlite_index.close()
         self.saver.close()
+
+
+class PostgresWorld:
+    def __init__(self, url: str) -> None:
+        self.db = PostgresDatabase(url)
+        self.saver = FencedPostgresSaver(self.db)  # versions every channel: blobs, as in a real run
+        self.runs = PostgresRunStore(self.db)
+        self.index: SearchIndex = PostgresSearchIndex(self.db, self.saver.reindex, self.saver.index_missing)
+        self.threads: dict[str, list[Message]] = {}
+
+    async def append(self, cid: str, messages: Sequence[Message]) -> None:
+        config, checkpoint, metadata = next_checkpoint(self.threads, cid, messages)
+        checkpoint["channel_versions"] = {"messages": f"{len(self.threads[cid]):032}"}
+        await self.saver.aput(config, checkpoint, metadata, checkpoint["channel_versions"])
+
+    async def delete(self, cid: str) -> None:
+        await self.saver.adelete_thread(cid)
+        await self.runs.delete_conversation(cid)
 
 
 async def search(world: World, q: str, limit: int = 50, offset: int = 0) -> list[SearchHit]:
@@ -180,3 +209,21 @@ class TestSqliteSearchIndex(SearchIndexContract):
         yield world
         world.close()
         await runs.aclose()
+
+
+class TestPostgresSearchIndex(SearchIndexContract):
+    @pytest.fixture
+    async def world(self, pg_url: str) -> AsyncIterator[PostgresWorld]:
+        world = PostgresWorld(pg_url)
+        yield world
+        await world.runs.aclose()
+
+    async def test_postgresql_keeps_every_word_as_sophos_splits_it(self, world: PostgresWorld) -> None:
+        text = "1e5 0x1f v1.2 007 3rd naïve Straße 東京タワー Ωmega x²y ١٢٣ a_b e-mail me@x.org /usr/bin"
+        async with world.db.cursor() as cur:
+            await cur.execute("SELECT lexeme, positions FROM unnest(to_tsvector('simple', %s))", (terms(text),))
+            lexemes = {word: list(positions) for word, positions in await cur.fetchall()}
+        expected: dict[str, list[int]] = {}
+        for position, word in enumerate(terms(text).split(), 1):
+            expected.setdefault(word, []).append(position)
+        assert lexemes == expected

@@ -36,6 +36,12 @@ def texts(detail: dict[str, Any]) -> list[str]:
     return [m["content"] for m in detail["messages"]]
 
 
+def found(client: TestClient, query: str) -> set[int]:
+    r = client.get("/api/search", params={"q": query})
+    assert r.status_code == 200, r.text
+    return {hit["messageIndex"] for hit in r.json()["results"]}
+
+
 def test_edit_regenerate_and_switch_on_postgresql(tmp_path: Path, pg_url: str, ollama: FakeOllama) -> None:
     ollama.latency = 0
     ollama.responder = Answers()
@@ -50,8 +56,10 @@ def test_edit_regenerate_and_switch_on_postgresql(tmp_path: Path, pg_url: str, o
         assert again["messages"][2]["branch"] == {"index": 2, "count": 2, "branches": [1, 2]}
         assert again["messages"][3]["branch"] == {"index": 2, "count": 2, "branches": [2, 3]}
 
+        assert found(client, "edited") == {2, 3}  # the search index holds the active branch
         back = client.patch(f"/api/conversations/{cid}", json={"activeBranch": 1})
         assert back.status_code == 200 and texts(back.json()) == texts(original)
+        assert found(client, "edited") == set() and found(client, "answer") == {1, 3}
         listed = {c["id"]: c for c in client.get("/api/conversations").json()["conversations"]}
         assert listed[cid]["messageCount"] == 4
         bad = client.post("/api/chat", json={"conversation": cid, "message": "x", "editOf": 3})

@@ -45,10 +45,20 @@ def test_a_long_model_call_holds_no_connection(tmp_path: Path, pg_url: str, olla
             time.sleep(0.2)
 
 
-def test_search_on_postgresql_is_a_clear_501_not_a_search_of_another_database(tmp_path: Path, pg_url: str) -> None:
+def test_search_on_postgresql_finds_titles_and_messages_of_finished_runs(tmp_path: Path, pg_url: str) -> None:
     env = app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none", DATABASE_URL=pg_url)
-    with TestClient(create_app(create_container(env), manage_lifecycle=False)) as client:
-        response = client.get("/api/search", params={"q": "hello"})
-    assert response.status_code == 501
-    assert response.json()["error"]["code"] == "NOT_SUPPORTED"
-    assert not (tmp_path / "data").exists() or not any((tmp_path / "data").rglob("*.db"))
+    with TestClient(create_app(create_container(env))) as client:
+        cid = client.post("/api/chat", json={"message": "Are <b>blue whales</b> loud?"}).json()["conversation"]
+        deadline = time.monotonic() + 30
+        while client.get(f"/api/conversations/{cid}").json()["conversation"]["status"] != "completed":
+            assert time.monotonic() < deadline, "the run never completed"
+            time.sleep(0.05)
+        body = client.get("/api/search", params={"q": '"blue whales"'}).json()
+        bad = client.get("/api/search", params={"q": '"blue'})
+    assert [(r["conversation"], r["messageIndex"], r["role"]) for r in body["results"]] == [
+        (cid, None, "title"), (cid, 0, "user"), (cid, 1, "assistant")  # the shortest first, then the oldest
+    ]
+    assert body["results"][1]["snippet"] == "Are &lt;b&gt;<mark>blue whales</mark>&lt;/b&gt; loud?"
+    assert body["nextCursor"] is None
+    assert bad.status_code == 400 and bad.json()["error"] == {"code": "BAD_REQUEST", "message": "Unbalanced quote in the query"}
+    assert not (tmp_path / "db").exists()  # nothing searched or written on SQLite

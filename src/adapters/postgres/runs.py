@@ -15,6 +15,7 @@ from psycopg.types.json import Jsonb
 from adapters.postgres.database import PostgresDatabase
 from adapters.postgres.presence import CHANNEL, OWNER_ALIVE, Presence
 from adapters.postgres.rows import LATEST, RUNS, SUMMARY, conversation_from_row, run_from_row, stamp
+from adapters.postgres.search import forget_conversation, index_title
 from adapters.sqlite.wakeups import Wakeups
 from domain.errors import ConversationNotFound, RunLost, SessionInProgress
 from domain.events import StreamEvent
@@ -67,10 +68,13 @@ class PostgresRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
 
     async def create_conversation(self, conversation_id: str, title: str, now: datetime) -> Conversation:
         at = stamp(now)
-        await self._rows(
-            "INSERT INTO conversations (id, title, created_at, updated_at) VALUES (%s, %s, %s, %s)",
-            (conversation_id, title, at, at),
-        )
+        await self.ready()
+        async with self.db.cursor(transaction=True) as cur:
+            await cur.execute(
+                "INSERT INTO conversations (id, title, created_at, updated_at) VALUES (%s, %s, %s, %s)",
+                (conversation_id, title, at, at),
+            )
+            await index_title(cur, conversation_id, title)
         return Conversation(conversation_id, title, at, at)
 
     async def get_conversation(self, conversation_id: str) -> Conversation | None:
@@ -96,12 +100,16 @@ class PostgresRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
         return [conversation_from_row(r) for r in await self._rows(sql, args)]
 
     async def rename_conversation(self, conversation_id: str, title: str, now: datetime) -> bool:
-        return bool(
-            await self._rows(
+        await self.ready()
+        async with self.db.cursor(transaction=True) as cur:
+            await cur.execute(
                 "UPDATE conversations SET title = %s, updated_at = %s WHERE id = %s RETURNING id",
                 (title, stamp(now), conversation_id),
             )
-        )
+            if await cur.fetchone() is None:
+                return False
+            await index_title(cur, conversation_id, title)
+        return True
 
     async def delete_conversation(self, conversation_id: str) -> bool:
         await self.ready()
@@ -117,6 +125,7 @@ class PostgresRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
                 raise SessionInProgress()
             # runs, their events and the journal go by ON DELETE CASCADE
             await cur.execute("DELETE FROM conversations WHERE id = %s", (conversation_id,))
+            await forget_conversation(cur, conversation_id)
         return True
 
     # --- runs ----------------------------------------------------------------------------

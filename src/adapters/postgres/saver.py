@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -38,6 +38,8 @@ from adapters.langgraph.checkpointer import _as_plain, summary_row
 from adapters.langgraph.graph import RUN_KEY
 from adapters.postgres import branches
 from adapters.postgres.database import PostgresDatabase, storage_failure
+from adapters.postgres.search import forget_thread
+from adapters.postgres.search_sync import index_checkpoint, index_missing, rebuild
 from domain.branches import Branch
 from domain.errors import RunLost
 
@@ -83,6 +85,7 @@ class FencedPostgresSaver(AsyncPostgresSaver):
             await self.setup()
         finally:
             _current.reset(token)
+        await index_missing(conn)  # threads stored before the search index existed
 
     @asynccontextmanager
     async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[AsyncCursor[DictRow]]:
@@ -135,12 +138,14 @@ class FencedPostgresSaver(AsyncPostgresSaver):
         thread_id, ns = str(configurable["thread_id"]), str(configurable.get("checkpoint_ns", ""))
         summary = summary_row(checkpoint, get_checkpoint_metadata(config, metadata))
         op = branching.op_of(config) if not ns else None
-        async with self._fenced(config) as cur:  # one transaction: fence, branch, checkpoint, summary, retention
+        async with self._fenced(config) as cur:  # one transaction: fence, branch, checkpoint, summary, index, retention
             if op is not None:
                 await branches.apply(cur, thread_id, op, dict(checkpoint), summary[4])
             branch = await branches.active_number(cur, thread_id) if not ns else None
             next_config = await super().aput(config, checkpoint, metadata, new_versions)
             await cur.execute(LOG_ROW, (thread_id, ns, checkpoint["id"], *summary, branch))
+            if not ns:
+                await index_checkpoint(cur, thread_id, checkpoint)
             if self.keep > 0:
                 for sql in RETENTION:
                     await cur.execute(sql, {"t": thread_id, "ns": ns, "keep": self.keep})
@@ -161,6 +166,23 @@ class FencedPostgresSaver(AsyncPostgresSaver):
             for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_log"):
                 await cur.execute(f"DELETE FROM {table} WHERE thread_id = %s", (str(thread_id),))
             await cur.execute("DELETE FROM branches WHERE conversation_id = %s", (str(thread_id),))
+            await forget_thread(cur, str(thread_id))
+
+    async def reindex(self) -> int:
+        """Rebuild the search index from every thread's latest checkpoint."""
+        return await self._on_connection(rebuild)
+
+    async def index_missing(self) -> int:
+        """Index the titles and threads stored before the search index existed."""
+        return await self._on_connection(index_missing)
+
+    async def _on_connection(self, work: Callable[[AsyncConnection[Any]], Awaitable[int]]) -> int:
+        pool = await self.db.pool()
+        try:
+            async with pool.connection() as conn:
+                return await work(conn)
+        except (psycopg.Error, PoolTimeout) as e:
+            raise storage_failure(e) from e
 
     # --- the cheap reads of LangGraphThreads (see adapters/langgraph/engine.py) ------------
 

@@ -13,10 +13,11 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from adapters.search_entries import Indexed, thread_update
 from adapters.sqlite.database import Worker, connect, migrate
 from domain.model import Message
 from ports.metrics import NO_METRICS, MetricsPort
-from ports.search import INDEXED_ROLES, MARK_CLOSE, MARK_OPEN, SearchHit, SearchIndex, SearchQuery
+from ports.search import MARK_CLOSE, MARK_OPEN, SearchHit, SearchIndex, SearchQuery
 
 T = TypeVar("T")
 
@@ -41,10 +42,6 @@ def fts_query(query: SearchQuery) -> str:
     return " ".join(f'"{" ".join(t.words)}"' + ("*" if t.prefix else "") for t in query.terms)
 
 
-def _clean(text: str) -> str:
-    return text.replace(MARK_OPEN, " ").replace(MARK_CLOSE, " ")
-
-
 def index_thread(
     cur: sqlite3.Cursor,
     thread_id: str,
@@ -52,33 +49,24 @@ def index_thread(
     convert: Callable[[T], Message | None],
     id_of: Callable[[T], str | None],
 ) -> None:
-    """Index the messages of a thread's new checkpoint that the index has not seen: those
-    after the ones it indexed last time. A thread whose earlier messages changed (fewer,
-    or a different last one) is indexed again from the start."""
+    """Index the messages of a thread's new checkpoint that the index has not seen (see
+    adapters.search_entries)."""
     row = cur.execute(
         "SELECT raw_count, next_index, last_id FROM search_threads WHERE conversation_id = ?", (thread_id,)
     ).fetchone()
-    start, index = (row[0], row[1]) if row else (0, 0)
-    if row and (start > len(raw) or (start and id_of(raw[start - 1]) != row[2])):
-        cur.execute("DELETE FROM search_entries WHERE conversation_id = ? AND message_index IS NOT NULL", (thread_id,))
-        start, index = 0, 0
-    if row and start == len(raw):
+    update = thread_update(Indexed(*row) if row else None, raw, convert, id_of)
+    if update is None:
         return
-    entries = []
-    for item in raw[start:]:
-        message = convert(item)
-        if message is None:
-            continue
-        if message.role in INDEXED_ROLES and message.content.strip():
-            entries.append((thread_id, index, message.role, _clean(message.content)))
-        index += 1
+    if update.restart:
+        cur.execute("DELETE FROM search_entries WHERE conversation_id = ? AND message_index IS NOT NULL", (thread_id,))
     cur.executemany(
-        "INSERT INTO search_entries (conversation_id, message_index, role, body) VALUES (?, ?, ?, ?)", entries
+        "INSERT INTO search_entries (conversation_id, message_index, role, body) VALUES (?, ?, ?, ?)",
+        [(thread_id, *entry) for entry in update.entries],
     )
-    last = id_of(raw[-1]) if raw else None
+    done = update.indexed
     cur.execute(
         "INSERT OR REPLACE INTO search_threads (conversation_id, raw_count, next_index, last_id) VALUES (?, ?, ?, ?)",
-        (thread_id, len(raw), index, last),
+        (thread_id, done.raw_count, done.next_index, done.last_id),
     )
 
 

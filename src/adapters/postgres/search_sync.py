@@ -1,0 +1,90 @@
+"""The PostgreSQL checkpointer's side of the search index (see search.py): index each
+checkpoint's new messages in its transaction, index titles and threads stored before the
+index existed, and rebuild."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import ormsgpack
+from langchain_core.messages import BaseMessage
+from langgraph.checkpoint.base import Checkpoint
+from psycopg import AsyncConnection, AsyncCursor
+
+from adapters.langchain.messages import from_fields, to_domain
+from adapters.langgraph.checkpointer import _as_plain
+from adapters.postgres.search import ENTRY, claim_new_thread, entry, index_thread, reset
+from adapters.search_entries import clean
+
+log = logging.getLogger(__name__)
+
+# the messages of a thread's latest checkpoint (no row: no checkpoint; no blob: no messages)
+LATEST_MESSAGES = (
+    "SELECT b.type, b.blob FROM (SELECT * FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = '' "
+    "ORDER BY checkpoint_id DESC LIMIT 1) c LEFT JOIN checkpoint_blobs b ON b.thread_id = c.thread_id "
+    "AND b.checkpoint_ns = c.checkpoint_ns AND b.channel = 'messages' "
+    "AND b.version = c.checkpoint -> 'channel_versions' ->> 'messages'"
+)
+THREADS = "SELECT DISTINCT thread_id FROM checkpoints WHERE checkpoint_ns = ''"
+UNSEEN_THREADS = THREADS + " AND thread_id NOT IN (SELECT conversation_id FROM search_threads)"
+UNSEEN_TITLES = (
+    "SELECT id, title FROM conversations c WHERE NOT EXISTS (SELECT 1 FROM search_entries e "
+    "WHERE e.conversation_id = c.id AND e.message_index IS NULL)"
+)
+
+
+def _id(message: Any) -> str | None:
+    return getattr(message, "id", None)
+
+
+async def index_checkpoint(cur: AsyncCursor[Any], thread_id: str, checkpoint: Checkpoint) -> None:
+    """In the checkpoint's transaction: index the messages it adds to the thread."""
+    messages = checkpoint["channel_values"].get("messages")
+    raw: list[BaseMessage] = messages if isinstance(messages, list) else []
+    await index_thread(cur, thread_id, raw, to_domain, _id)
+
+
+async def _index_stored(cur: AsyncCursor[Any], thread_id: str) -> None:
+    """Index a claimed thread from its latest stored checkpoint."""
+    await cur.execute(LATEST_MESSAGES, (thread_id,))
+    row = await cur.fetchone()
+    fields: list[dict[str, Any]] = []
+    if row is not None and row[0] == "msgpack":
+        decoded = ormsgpack.unpackb(row[1], ext_hook=_as_plain, option=ormsgpack.OPT_NON_STR_KEYS)
+        fields = [m for m in decoded if isinstance(m, dict)] if isinstance(decoded, list) else []
+    await index_thread(cur, thread_id, fields, from_fields, lambda f: f.get("id"), seen_before=False)
+
+
+async def index_missing(conn: AsyncConnection[Any]) -> int:
+    """Index the titles and threads the index has never seen (stored before it existed),
+    each thread in its own transaction. Returns how many threads."""
+    async with conn.cursor() as cur:
+        async with conn.transaction():  # FOR SHARE: a rename waits, then replaces the entry
+            await cur.execute(UNSEEN_TITLES + " FOR SHARE OF c")
+            titles = await cur.fetchall()
+            if titles:
+                await cur.executemany(ENTRY, [entry(cid, None, "title", clean(title)) for cid, title in titles])
+        await cur.execute(UNSEEN_THREADS)
+        threads = [r[0] for r in await cur.fetchall()]
+        for thread_id in threads:
+            async with conn.transaction():
+                if await claim_new_thread(cur, thread_id):
+                    await _index_stored(cur, thread_id)
+    if titles or threads:
+        log.info("search index: indexed %d existing title(s) and %d thread(s)", len(titles), len(threads))
+    return len(threads)
+
+
+async def rebuild(conn: AsyncConnection[Any]) -> int:
+    """Empty the index and index every title and thread again, in one transaction.
+    Returns the number of entries."""
+    async with conn.transaction(), conn.cursor() as cur:
+        await reset(cur)
+        await cur.execute(THREADS)
+        for (thread_id,) in await cur.fetchall():
+            await claim_new_thread(cur, thread_id)
+            await _index_stored(cur, thread_id)
+        await cur.execute("SELECT count(*) FROM search_entries")
+        row = await cur.fetchone()
+    return int(row[0]) if row else 0

@@ -1,0 +1,62 @@
+"""What a thread's new checkpoint adds to a search index, shared by the SQLite and the
+PostgreSQL index: entries for the messages the index has not seen yet, numbered as the
+conversation detail numbers them, and how far the thread is indexed afterwards."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from domain.model import Message
+from ports.search import INDEXED_ROLES, MARK_CLOSE, MARK_OPEN
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Indexed:
+    """How far a thread is indexed: the stored messages seen (`raw_count`, including those
+    the detail does not show), the detail index of the next message, the last one's id."""
+
+    raw_count: int = 0
+    next_index: int = 0
+    last_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ThreadUpdate:
+    restart: bool  # drop the thread's message entries first
+    entries: list[tuple[int, str, str]]  # (message_index, role, body)
+    indexed: Indexed
+
+
+def clean(text: str) -> str:
+    """Indexed text without the snippet marks (so a mark in a snippet is always ours)."""
+    return text.replace(MARK_OPEN, " ").replace(MARK_CLOSE, " ")
+
+
+def thread_update(
+    seen: Indexed | None,
+    raw: Sequence[T],
+    convert: Callable[[T], Message | None],
+    id_of: Callable[[T], str | None],
+) -> ThreadUpdate | None:
+    """The entries of the messages after those indexed last time (`seen`; None: never). A
+    thread whose earlier messages changed (fewer, or a different last one) is indexed again
+    from the start. None when there is nothing to write."""
+    start, index = (seen.raw_count, seen.next_index) if seen else (0, 0)
+    restart = seen is not None and (start > len(raw) or (start > 0 and id_of(raw[start - 1]) != seen.last_id))
+    if restart:
+        start, index = 0, 0
+    elif seen is not None and start == len(raw):
+        return None
+    entries: list[tuple[int, str, str]] = []
+    for item in raw[start:]:
+        message = convert(item)
+        if message is None:
+            continue
+        if message.role in INDEXED_ROLES and message.content.strip():
+            entries.append((index, message.role, clean(message.content)))
+        index += 1
+    return ThreadUpdate(restart, entries, Indexed(len(raw), index, id_of(raw[-1]) if raw else None))

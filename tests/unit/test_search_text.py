@@ -1,0 +1,38 @@
+"""How the PostgreSQL index splits text and builds queries and snippets (pure functions)."""
+
+from __future__ import annotations
+
+from adapters.postgres.search_text import MAX_TERMS_BYTES, snippet, terms, tsquery
+from domain.search import parse_query
+from ports.search import MARK_CLOSE, MARK_OPEN
+
+
+def marked(text: str) -> str:
+    return text.replace(MARK_OPEN, "[").replace(MARK_CLOSE, "]")
+
+
+def test_words_are_split_as_the_query_parser_splits_them_without_case_or_accents() -> None:
+    assert terms("Foo-bar, mail me@example.com or see https://x.org/a_b. CAFÉ naïve 3.14") == (
+        "foo bar mail me example com or see https x org a b cafe naive 3 14"
+    )
+
+
+def test_the_tsquery_quotes_every_word_and_carries_no_user_syntax() -> None:
+    query = parse_query('"blue wh"* Krill OR x:y \'); DROP')
+    assert tsquery(query) == "'blue' <-> 'wh':* & 'krill' & 'or' & 'x' <-> 'y' & 'drop'"
+    assert tsquery(parse_query("Résumé")) == "'resume'"
+
+
+def test_a_snippet_marks_a_phrase_as_a_whole_and_elides_what_it_leaves_out() -> None:
+    text = " ".join(f"w{i}" for i in range(30)) + ", the blue whale sings. " + " ".join(f"x{i}" for i in range(30))
+    assert marked(snippet(text, parse_query('"blue whale" sing*'))) == (
+        "…w25 w26 w27 w28 w29, the [blue whale] [sings]. x0 x1 x2 x3 x4 x5 x6…"
+    )
+    assert marked(snippet("Où est le café ?", parse_query("cafe"))) == "Où est le [café] ?"
+    assert marked(snippet("no match here", parse_query("absent"))) == "no match here"
+
+
+def test_a_huge_message_is_indexed_up_to_the_cap() -> None:
+    text = "word " * (MAX_TERMS_BYTES // 5) + "tail " * 1000
+    indexed = terms(text)
+    assert len(indexed.encode()) <= MAX_TERMS_BYTES and indexed.startswith("word word") and "tail" not in indexed
