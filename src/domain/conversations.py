@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from domain.approvals import ApprovalRequest, waiting
 from domain.errors import ConversationNotFound, InvalidInput, SessionInProgress
 from domain.export import checkpoint_jsonl, markdown_transcript
 from domain.lifecycle import resumable
@@ -21,6 +22,7 @@ from domain.model import (
     utc_now,
 )
 from domain.pending import annotate_pending
+from ports.approvals import NO_APPROVALS, ApprovalStore
 from ports.checkpoints import CheckpointPort
 from ports.journal import ToolJournal
 from ports.runs import RunRepository
@@ -35,6 +37,7 @@ class ConversationDetail:
     messages: tuple[Message, ...]
     resumable: bool
     pending_calls: tuple[PendingCall, ...] = ()
+    pending_approvals: tuple[ApprovalRequest, ...] = ()  # undecided, their calls still pending
 
     @property
     def decision_required(self) -> bool:
@@ -88,7 +91,9 @@ class ConversationService:
         is_active: Callable[[str], Awaitable[bool]],
         journal: ToolJournal,
         clock: Callable[[], datetime] = utc_now,
+        approvals: ApprovalStore = NO_APPROVALS,
     ) -> None:
+        self.approvals = approvals
         self.journal = journal
         self.runs = runs
         self.checkpoints = checkpoints
@@ -124,7 +129,8 @@ class ConversationService:
         head = await self.checkpoints.head(conv.id)
         can_resume = resumable(head, await self.is_active(conv.id))
         pending = await annotate_pending(thread.pending_calls, self.journal, conv.id)
-        return ConversationDetail(conv, thread.messages, can_resume, pending)
+        asked = waiting(await self.approvals.requests(conv.id), pending) if pending else ()
+        return ConversationDetail(conv, thread.messages, can_resume, pending, asked)
 
     async def export_markdown(self, conversation: object) -> tuple[Conversation, str]:
         conv = await self.summary(conversation)

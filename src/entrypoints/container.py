@@ -36,6 +36,7 @@ finally:
 
 T = TypeVar("T")
 
+from domain.approvals import ApprovalGate, parse_mode  # noqa: E402 - after the finder above
 from domain.context import ContextPolicy  # noqa: E402 - after the finder above
 from domain.conversations import ConversationService  # noqa: E402 - after the finder above
 from domain.hub import RunHub  # noqa: E402 - after the finder above
@@ -44,6 +45,7 @@ from domain.runs import RunService, RunStores  # noqa: E402 - after the finder a
 from domain.search import SearchService  # noqa: E402 - after the finder above
 from domain.supervisor import Supervisor  # noqa: E402 - after the finder above
 from entrypoints.settings import load_settings  # noqa: E402 - after the finder above
+from ports.approvals import ArgsChecker  # noqa: E402 - after the finder above
 from ports.checkpoints import CheckpointPort  # noqa: E402 - after the finder above
 from ports.engine import AgentEngine  # noqa: E402 - after the finder above
 from ports.metrics import MetricsPort, NullMetrics  # noqa: E402 - after the finder above
@@ -203,10 +205,18 @@ def _nodes(
     journal: RunStore,
     context: ContextPolicy,
     metrics: MetricsPort,
+    approval: str,
 ) -> AgentNodes:
     from adapters.langgraph.graph import AgentNodes
 
-    return AgentNodes(model, tools, prompt, journal, context=context, metrics=metrics)
+    gate = ApprovalGate(journal, parse_mode(approval))
+    return AgentNodes(model, tools, prompt, journal, context=context, metrics=metrics, gate=gate)
+
+
+def _args_checker() -> ArgsChecker:
+    from adapters.schema.args import JsonSchemaArgs
+
+    return JsonSchemaArgs()
 
 
 def _engine(nodes: AgentNodes, checkpointer: Saver) -> AgentEngine:
@@ -244,14 +254,15 @@ class _LazyThreads(CheckpointPort):
 
 
 def _stores(store: RunStore, threads: CheckpointPort) -> RunStores:
-    return RunStores(runs=store, events=store, signals=store, journal=store, checkpoints=threads)
+    return RunStores(runs=store, events=store, signals=store, journal=store, checkpoints=threads, approvals=store,
+                     checker=_args_checker())
 
 
 def _conversations(store: RunStore, threads: Callable[[], CheckpointPort], service: Callable[[], RunService]) -> ConversationService:
     async def is_active(conversation_id: str) -> bool:
         return await service().is_active(conversation_id)
 
-    return ConversationService(store, _LazyThreads(threads), is_active, store)
+    return ConversationService(store, _LazyThreads(threads), is_active, store, approvals=store)
 
 
 class Container(containers.DeclarativeContainer):
@@ -307,7 +318,7 @@ class Container(containers.DeclarativeContainer):
     context = providers.Singleton(
         _context, config.MODEL_CONTEXT, config.MODEL_RESERVE, config.CONTEXT_TOOL_SHARE, config.CONTEXT_SUMMARY
     )
-    nodes = providers.Singleton(_nodes, model, tools, prompt, store, context, metrics)
+    nodes = providers.Singleton(_nodes, model, tools, prompt, store, context, metrics, config.TOOL_APPROVAL)
     engine = providers.Singleton(_engine, nodes, checkpointer)
     threads = providers.Singleton(_threads, checkpointer)
     stores = providers.Singleton(_stores, store, threads)

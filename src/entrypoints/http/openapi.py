@@ -55,6 +55,14 @@ def openapi_document() -> dict[str, Any]:
                             "conversation": {"type": "string"},
                             "resume": {"type": "boolean"},
                             "decision": {"type": "string", "enum": ["retry", "skip"]},
+                            "decisions": {"type": "object", "additionalProperties": {
+                                "type": "object", "required": ["type"], "additionalProperties": False,
+                                "properties": {
+                                    "type": {"type": "string", "enum": ["approve", "edit", "reject", "retry", "skip"]},
+                                    "args": {"type": "object"},
+                                    "message": {"type": "string"},
+                                    "always": {"type": "boolean"},
+                                }}},
                         },
                     })},
                     "responses": _started(_responses(200, {"type": "object", "properties": {

@@ -64,7 +64,7 @@ def _services(request: Request) -> Any:
 
 
 async def post_chat(request: Request) -> Response:
-    body = await read_json(request, {"message", "conversation", "resume", "decision"})
+    body = await read_json(request, {"message", "conversation", "resume", "decision", "decisions"})
     resume = body.get("resume") is True
     message = body.get("message") if isinstance(body.get("message"), str) else None
     if not resume and message is not None and len(message) > MAX_MESSAGE:
@@ -72,7 +72,9 @@ async def post_chat(request: Request) -> Response:
     decision = body.get("decision")
     if decision is not None and not isinstance(decision, str):
         raise InvalidInput('decision must be "retry" or "skip"')
-    started = await _services(request).run_service().start(message, body.get("conversation"), resume, decision)
+    started = await _services(request).run_service().start(
+        message, body.get("conversation"), resume, decision, decisions=body.get("decisions")
+    )
     if started.events is not None and "text/event-stream" in request.headers.get("accept", ""):
         # the run's own stream, as GET /api/chat sends it: the first token needs no second request
         ids = {CONVERSATION_HEADER: started.conversation_id, RUN_HEADER: started.run_id}
@@ -149,6 +151,8 @@ async def get_conversation(request: Request) -> Response:
             for p in detail.pending_calls
         ]
         body["decisionRequired"] = detail.decision_required
+    if detail.pending_approvals:
+        body["pendingApprovals"] = [r.to_dto() for r in detail.pending_approvals]
     return JSONResponse(body)
 
 
