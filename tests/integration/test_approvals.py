@@ -5,12 +5,14 @@ idempotency key) and a fake Ollama that records every prompt."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.support.app import app_env, config_dir, ledger_server_entry
 from tests.support.fake_ollama import FakeOllama, fake_ollama
@@ -164,3 +166,77 @@ def test_stale_missing_and_malformed_decisions_are_refused_and_run_nothing(tmp_p
         again = resume({call["id"]: {"type": "approve"}})  # a second tab, a double click
         assert again.status_code == 409 and again.json()["error"]["code"] == "STALE_DECISION"
         assert len(charges(book)) == 1  # the stale decision ran nothing
+
+
+def slow_ledger_entry(book: Path, delay: float) -> dict[str, Any]:
+    """The ledger server, started `delay` seconds late: a run that needs it waits before
+    its tool call is journaled or sent, long enough to kill its process."""
+    entry = ledger_server_entry(book)
+    command = " ".join([entry["command"], *entry["args"]])
+    return {**entry, "command": "/bin/sh", "args": ["-c", f"sleep {delay}; exec {command}"]}
+
+
+def status_of(server: LiveServer, cid: str) -> str:
+    return str(detail(server, cid)["conversation"]["status"])
+
+
+def wait_for_status(server: LiveServer, cid: str, wanted: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while status_of(server, cid) != wanted:
+        assert time.monotonic() < deadline, f"the conversation never became {wanted}: {detail(server, cid)}"
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("auto_resume", [True, False], ids=["with AUTO_RESUME", "resumed by hand"])
+def test_an_approval_survives_a_kill_right_after_it_and_the_call_then_runs_exactly_once(
+    tmp_path: Path, auto_resume: bool
+) -> None:
+    book = tmp_path / "ledger.jsonl"
+    with sophos(tmp_path, [pay(5), {"text": "paid"}]) as (first, fake, _):
+        cid, events = run(first, {"message": "pay 5"})
+        call = events[-2][1]["calls"][0]
+        first.kill()  # kill -9 while waiting
+
+        config_dir(tmp_path, {"ledger": slow_ledger_entry(book, 5)})
+        env = app_env(tmp_path, fake.url, TOOL_APPROVAL="unsafe")
+        second = LiveServer(env, tmp_path).start()
+        try:
+            assert status_of(second, cid) == "waiting"  # a restart keeps the question
+            assert waiting_calls(second, cid) == [call]
+            approved = second.post("/api/chat", {"conversation": cid, "resume": True,
+                                                 "decisions": {call["id"]: {"type": "approve"}}})
+            assert approved.status_code == 200, approved.text
+            second.kill()  # kill -9 right after approving: the call had not started
+        finally:
+            second.stop()
+        assert charges(book) == []
+
+        config_dir(tmp_path, {"ledger": ledger_server_entry(book)})
+        third = LiveServer(app_env(tmp_path, fake.url, TOOL_APPROVAL="unsafe", AUTO_RESUME=str(auto_resume).lower()),
+                           tmp_path).start()
+        try:
+            if not auto_resume:
+                assert status_of(third, cid) == "interrupted" and "pendingApprovals" not in detail(third, cid)
+                assert third.post("/api/chat", {"conversation": cid, "resume": True}).status_code == 200
+            wait_for_status(third, cid, "completed")
+        finally:
+            third.stop()
+    executed = charges(book)
+    assert [e["key"] for e in executed] == [f"{cid}:{call['id']}"]  # exactly once, with the same key
+
+
+def test_the_core_flow_works_on_postgresql(tmp_path: Path, pg_url: str) -> None:
+    with sophos(tmp_path, [pay(7, 8), {"text": "done"}], DATABASE_URL=pg_url) as (server, fake, book):
+        cid, events = run(server, {"message": "pay 7 and 8"})
+        assert events[-1][1]["status"] == "waiting" and charges(book) == []
+        calls = {c["args"]["amount"]: c for c in waiting_calls(server, cid)}
+        assert sorted(calls) == [7, 8]
+        stale = server.post("/api/chat", {"conversation": cid, "resume": True, "decisions": {"nope": {"type": "approve"}}})
+        assert stale.status_code == 409 and stale.json()["error"]["code"] == "STALE_DECISION"
+        refused = server.post("/api/chat", {"conversation": cid, "message": "hello"})
+        assert refused.status_code == 409 and refused.json()["error"]["code"] == "DECISION_REQUIRED"
+        decisions = {calls[7]["id"]: {"type": "approve"}, calls[8]["id"]: {"type": "reject", "message": "too much"}}
+        _, events = run(server, {"conversation": cid, "resume": True, "decisions": decisions})
+        assert events[-1][1]["status"] == "completed"
+        assert [e["label"] for e in charges(book)] == ["charge-7"]
+        assert "too much" in json.dumps(fake.requests[-1]["messages"])
