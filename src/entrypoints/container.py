@@ -36,6 +36,7 @@ finally:
 
 T = TypeVar("T")
 
+from domain.allow_rules import AllowRules  # noqa: E402 - after the finder above
 from domain.approvals import ApprovalGate, parse_mode  # noqa: E402 - after the finder above
 from domain.context import ContextPolicy  # noqa: E402 - after the finder above
 from domain.conversations import ConversationService  # noqa: E402 - after the finder above
@@ -346,6 +347,7 @@ class Container(containers.DeclarativeContainer):
         postgres=providers.Singleton(_pg_search),
     )
     search = providers.Singleton(SearchService, search_index)
+    allow_rules = providers.Singleton(AllowRules, store)
 
 
 def create_container(env: dict[str, str] | None = None, **overrides: Any) -> Container:

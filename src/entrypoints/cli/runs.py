@@ -137,7 +137,7 @@ def remote_failure(e: Any) -> CliError:
     return CliError(e.code, e.message, EXIT_SERVER if e.code == "UNREACHABLE" else exit_code_of(e.code))
 
 
-def _run(ctx: Context, body: dict[str, Any], start: Start, as_json: bool, server: str | None) -> None:
+def run_and_report(ctx: Context, body: dict[str, Any], start: Start, as_json: bool, server: str | None) -> None:
     printer = Printer(as_json)
     if server:
         cid, run_id = drive_remote(server, body, printer)
@@ -147,14 +147,14 @@ def _run(ctx: Context, body: dict[str, Any], start: Start, as_json: bool, server
     finish(EXIT_PIPE if printer.pipe_closed else code)
 
 
-_json_option = click.option("--json", "as_json", is_flag=True, help="Print events as JSON lines.")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print events as JSON lines.")
 
 
 @click.command()
 @click.argument("message", required=False)
 @click.option("-c", "--conversation", help="Continue this conversation.")
 @click.option("-i", "--interactive", is_flag=True, help="A prompt loop on one conversation (as `sophos repl`).")
-@_json_option
+@json_option
 @server_option
 @global_options
 @pass_ctx
@@ -168,20 +168,20 @@ def chat(ctx: Context, message: str | None, conversation: str | None, interactiv
         finish(repl_loop(ctx, conversation, server))
     text = read_message(message)
     body: dict[str, Any] = {"message": text, **({"conversation": conversation} if conversation else {})}
-    _run(ctx, body, lambda s: s.start(text, conversation), as_json, server)
+    run_and_report(ctx, body, lambda s: s.start(text, conversation), as_json, server)
 
 
 @click.command()
 @click.argument("conversation")
 @click.option("--decision", type=click.Choice(["retry", "skip"]), help="For a tool call whose outcome is unknown.")
-@_json_option
+@json_option
 @server_option
 @global_options
 @pass_ctx
 def resume(ctx: Context, conversation: str, decision: str | None, as_json: bool, server: str | None) -> None:
     """Continue CONVERSATION from its last checkpoint."""
     body: dict[str, Any] = {"resume": True, "conversation": conversation, **({"decision": decision} if decision else {})}
-    _run(ctx, body, lambda s: s.start(None, conversation, True, decision), as_json, server)
+    run_and_report(ctx, body, lambda s: s.start(None, conversation, True, decision), as_json, server)
 
 
 @click.command()
