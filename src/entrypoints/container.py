@@ -339,6 +339,7 @@ class Container(containers.DeclarativeContainer):
         service=run_service,
         auto_resume=config.AUTO_RESUME,
         event_retention=config.RUN_EVENT_RETENTION_SECONDS,
+        approval_timeout=config.APPROVAL_TIMEOUT,
     )
     conversations = providers.Singleton(_conversations, store, threads.provider, run_service.provider)
     search_index = providers.Selector(

@@ -240,3 +240,13 @@ def test_the_core_flow_works_on_postgresql(tmp_path: Path, pg_url: str) -> None:
         assert events[-1][1]["status"] == "completed"
         assert [e["label"] for e in charges(book)] == ["charge-7"]
         assert "too much" in json.dumps(fake.requests[-1]["messages"])
+
+
+def test_an_unanswered_call_is_rejected_by_itself_after_approval_timeout(tmp_path: Path) -> None:
+    replies = [pay(5), {"text": "nobody answered"}]
+    with sophos(tmp_path, replies, APPROVAL_TIMEOUT="1", RUN_LEASE_SECONDS="1.5") as (server, fake, book):
+        cid, events = run(server, {"message": "pay 5"})
+        assert events[-1][1]["status"] == "waiting"
+        wait_for_status(server, cid, "completed", timeout=30)
+        assert charges(book) == []
+        assert "No answer within APPROVAL_TIMEOUT (1 s)" in json.dumps(fake.requests[-1]["messages"])

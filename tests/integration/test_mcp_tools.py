@@ -283,7 +283,8 @@ def test_remembering_with_the_shipped_config_writes_the_memory_file(tmp_path: Pa
     entity = {"name": "user", "entityType": "person", "observations": ["favourite colour is green"]}
     replies = [{"tool_calls": [("memory__create_entities", {"entities": [entity]})]}, {"text": "I will remember that."}]
     with fake_ollama(replies) as fake:
-        env = app_env(tmp_path, fake.url, CONFIG_DIR=str(ROOT / "config"))
+        # the default policy: the shipped mcp.json auto-approves the Memory and Fetch servers
+        env = app_env(tmp_path, fake.url, CONFIG_DIR=str(ROOT / "config"), TOOL_APPROVAL="unsafe")
         run = subprocess.run([SOPHOS, "chat", "remember that my favourite colour is green"], env=process_env(env),
                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
