@@ -316,3 +316,16 @@ def test_a_run_survives_its_tool_server_being_killed_between_two_calls(tmp_path:
     assert "both done" in run.stdout
     done = [e for e in ledger(book) if e["event"] == "done"]
     assert [e["label"] for e in done] == ["first", "second"] and done[0]["pid"] != done[1]["pid"]
+
+
+async def test_approve_and_auto_approve_globs_reach_each_tool_and_a_bad_list_disables_its_server(tmp_path: Path) -> None:
+    entry = {**ledger_server_entry(tmp_path / "l.jsonl"), "approve": ["app*"], "autoApprove": ["*"]}
+    box = McpToolbox(config_dir(tmp_path, {"ledger": entry}), tmp_path / "m.jsonl")
+    try:
+        tools = {t.name: t for t in await box.list_tools()}
+        assert (tools["ledger__charge"].approve, tools["ledger__charge"].auto_approve) == (("app*",), ("*",))
+    finally:
+        await box.aclose()
+    (tmp_path / "config" / "mcp.json").write_text(json.dumps({"ledger": {**entry, "autoApprove": "*"}}))
+    config = load_mcp_config(tmp_path / "config", tmp_path / "m.jsonl")
+    assert "autoApprove must be a list of tool name globs" in config.errors["ledger"]
