@@ -117,6 +117,10 @@ def parse_decisions(raw: object) -> dict[str, Decision]:
         return {}
     if not isinstance(raw, dict) or not raw:
         raise InvalidInput("decisions must be a non-empty object mapping tool call ids to decisions")
+    try:  # a lone surrogate ("\ud800") fits JSON but no UTF-8 store
+        json.dumps(raw, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput("decisions are not valid Unicode (a lone surrogate)") from None
     out: dict[str, Decision] = {}
     for call_id, decision in raw.items():
         if not isinstance(call_id, str) or not call_id:

@@ -5,6 +5,8 @@ idempotency key) and a fake Ollama that records every prompt."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,7 +38,7 @@ def sophos(tmp_path: Path, replies: list[dict[str, Any]], entry: dict[str, Any] 
     book = tmp_path / "ledger.jsonl"
     config_dir(tmp_path, {"ledger": entry or ledger_server_entry(book)})
     with fake_ollama(replies) as fake:
-        server = LiveServer(app_env(tmp_path, fake.url, TOOL_APPROVAL="unsafe", **env), tmp_path).start()
+        server = LiveServer(app_env(tmp_path, fake.url, **{"TOOL_APPROVAL": "unsafe", **env}), tmp_path).start()
         try:
             yield server, fake, book
         finally:
@@ -250,3 +252,24 @@ def test_an_unanswered_call_is_rejected_by_itself_after_approval_timeout(tmp_pat
         wait_for_status(server, cid, "completed", timeout=30)
         assert charges(book) == []
         assert "No answer within APPROVAL_TIMEOUT (1 s)" in json.dumps(fake.requests[-1]["messages"])
+
+
+def test_the_decisions_map_also_answers_an_unknown_outcome_with_skip(tmp_path: Path) -> None:
+    replies = [{"tool_calls": [("ledger__charge", {"amount": 5, "delay": 5})]}, {"text": "skipped"}]
+    with sophos(tmp_path, replies, TOOL_APPROVAL="off") as (server, fake, book):
+        started = server.post("/api/chat", {"message": "pay 5"}).json()
+        cid = started["conversation"]
+        deadline = time.monotonic() + 60
+        while not charges(book):
+            assert time.monotonic() < deadline, "the charge never started"
+            time.sleep(0.02)
+        os.kill(charges(book)[0]["pid"], signal.SIGKILL)  # the tool server dies mid-call
+        wait_for_status(server, cid, "failed")
+        body = detail(server, cid)
+        assert body["decisionRequired"] and "pendingApprovals" not in body
+        call_id = body["pendingToolCalls"][0]["id"]
+        approve = server.post("/api/chat", {"conversation": cid, "resume": True, "decisions": {call_id: {"type": "approve"}}})
+        assert approve.status_code == 409 and approve.json()["error"]["code"] == "STALE_DECISION"  # not an approval
+        _, events = run(server, {"conversation": cid, "resume": True, "decisions": {call_id: {"type": "skip"}}})
+        assert events[-1][1]["status"] == "completed"
+    assert len(charges(book)) == 1  # sent once, never again

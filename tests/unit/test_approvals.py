@@ -71,6 +71,7 @@ def test_the_mode_is_parsed_case_insensitively_and_anything_else_is_refused() ->
     {"c": {"type": "edit", "args": [1]}}, {"c": {"type": "approve", "args": {}}},
     {"c": {"type": "reject", "message": 5}}, {"c": {"type": "reject", "always": True}},
     {"c": {"type": "approve", "always": "yes"}}, {"c": {"type": "approve", "extra": 1}}, {"": {"type": "approve"}},
+    {"c": {"type": "reject", "message": "\ud800"}}, {"c": {"type": "edit", "args": {"a": "\udfff"}}},
 ])
 def test_malformed_decisions_are_invalid_input(bad: object) -> None:
     with pytest.raises(InvalidInput):

@@ -104,10 +104,10 @@ CREATE TABLE processes (
 # The whole schema history, as on SQLite (adapters/sqlite/database.py); v1 starts at the
 # shape SQLite reached at its v4, with `ended_at` (the store's clock when a run finished,
 # for event retention) and the registry of live processes (presence.py).
-# v2: tool calls waiting for approval (as SQLite's v6): a `waiting` status, the requests
+# Tool calls waiting for approval (as on SQLite): a `waiting` status, the requests
 # with their decisions (`n` orders those stored in the same instant), and the tools a
 # person always allows.
-MIGRATION_2 = """
+MIGRATION_APPROVALS = """
 ALTER TABLE runs DROP CONSTRAINT runs_status_check;
 ALTER TABLE runs ADD CONSTRAINT runs_status_check
     CHECK (status IN ('running', 'interrupted', 'completed', 'failed', 'cancelled', 'waiting'));
@@ -133,7 +133,7 @@ CREATE TABLE tool_allow_rules (
 )
 """
 
-MIGRATIONS: tuple[str, ...] = (MIGRATION_1, MIGRATION_2)
+MIGRATIONS: tuple[str, ...] = (MIGRATION_1, MIGRATION_APPROVALS)
 
 Setup = Callable[[AsyncConnection[Any]], Awaitable[None]]
 

@@ -105,42 +105,16 @@ CREATE TABLE run_events (
 ) WITHOUT ROWID;
 """
 
-# v6: tool calls waiting for approval. A `waiting` status (SQLite cannot alter a CHECK:
-# the table is rebuilt, keeping its rowids, which order runs started in the same
-# millisecond; dropping it cascades to run_events, so they are kept aside and put back),
-# the requests with their decisions, and the tools a person always allows.
-RUN_COLUMNS = (
-    "rowid, id, conversation_id, status, error_code, error_message, started_at, finished_at, owner_host, "
-    'owner_pid, owner_started, heartbeat_at, owner_instance, owner_ns, base_count, "trigger", cancel_requested_at'
-)
-MIGRATION_6 = f"""
-CREATE TABLE runs_v6 (
-    id TEXT PRIMARY KEY,
-    conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
-    status TEXT NOT NULL
-        CHECK (status IN ('running', 'interrupted', 'completed', 'failed', 'cancelled', 'waiting')),
-    error_code TEXT,
-    error_message TEXT,
-    started_at TEXT NOT NULL,
-    finished_at TEXT,
-    owner_host TEXT,
-    owner_pid INTEGER,
-    owner_started REAL,
-    heartbeat_at TEXT,
-    owner_instance TEXT,
-    owner_ns INTEGER,
-    base_count INTEGER NOT NULL DEFAULT 0,
-    "trigger" TEXT NOT NULL DEFAULT 'user',
-    cancel_requested_at TEXT
-);
-INSERT INTO runs_v6 ({RUN_COLUMNS}) SELECT {RUN_COLUMNS} FROM runs;
-CREATE TEMP TABLE run_events_kept AS SELECT run_id, seq, event, data FROM run_events;
-DROP TABLE runs;
-ALTER TABLE runs_v6 RENAME TO runs;
-INSERT INTO run_events (run_id, seq, event, data) SELECT run_id, seq, event, data FROM run_events_kept;
-DROP TABLE temp.run_events_kept;
-CREATE INDEX runs_by_conversation ON runs (conversation_id, started_at);
-CREATE UNIQUE INDEX runs_one_running ON runs (conversation_id) WHERE status = 'running';
+# Tool calls waiting for approval: a `waiting` status, the requests with their decisions,
+# and the tools a person always allows. SQLite cannot alter a CHECK, and rebuilding `runs`
+# would have to name every column other migrations add; a CHECK is not part of the file's
+# format, so its text is edited in place (SQLite's documented writable_schema procedure;
+# `migrate` then bumps the schema cookie so every connection re-reads it).
+MIGRATION_APPROVALS = """
+PRAGMA writable_schema = ON;
+UPDATE sqlite_master SET sql = replace(sql, '''cancelled'')', '''cancelled'', ''waiting'')')
+    WHERE type = 'table' AND name = 'runs' AND sql NOT LIKE '%''waiting''%';
+PRAGMA writable_schema = OFF;
 CREATE TABLE IF NOT EXISTS tool_approvals (
     conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
     call_id TEXT NOT NULL,
@@ -162,7 +136,7 @@ CREATE TABLE IF NOT EXISTS tool_allow_rules (
 );
 """
 
-MIGRATIONS: tuple[str, ...] = (MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4, MIGRATION_SEARCH, MIGRATION_6)
+MIGRATIONS: tuple[str, ...] = (MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4, MIGRATION_SEARCH, MIGRATION_APPROVALS)
 
 BUSY_MESSAGE = "The database is busy: another process holds the write lock; try again"
 WRITE_MESSAGE = "The database could not be written (disk full, read-only or I/O error)"
@@ -313,6 +287,9 @@ def migrate(conn: sqlite3.Connection) -> int:
                 continue
             for statement in _statements(MIGRATIONS[target - 1]):
                 conn.execute(statement)
+            if "writable_schema" in MIGRATIONS[target - 1]:  # schema text edited in place
+                (cookie,) = conn.execute("PRAGMA schema_version").fetchone()
+                conn.execute(f"PRAGMA schema_version = {int(cookie) + 1}")
             conn.execute(f"PRAGMA user_version = {target}")
             log.info("applied migration %d", target)
     (version,) = conn.execute("PRAGMA user_version").fetchone()
