@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,109 +67,139 @@ def waiting_calls(server: LiveServer, cid: str) -> list[dict[str, Any]]:
     return list(detail(server, cid).get("pendingApprovals") or [])
 
 
-def test_a_gated_call_does_not_run_until_approved_and_then_runs_once(tmp_path: Path) -> None:
-    with sophos(tmp_path, [pay(5), {"text": "paid"}]) as (server, fake, book):
-        cid, events = run(server, {"message": "pay 5"})
-        names = [e for e, _ in events]
-        assert names[-2:] == ["approval", "end"] and events[-1][1] == {"conversation": cid, "status": "waiting"}
-        approval = events[-2][1]
-        assert approval["conversation"] == cid and len(approval["calls"]) == 1
-        call = approval["calls"][0]
-        assert (call["name"], call["server"], call["args"]) == ("ledger__charge", "ledger", {"amount": 5})
-        assert "destructive" in call["description"]
-        assert charges(book) == []  # a gated call runs 0 times before approval
-        body = detail(server, cid)
-        assert body["conversation"]["status"] == "waiting" and body["resumable"] is True
-        assert body["pendingApprovals"] == approval["calls"]
+@dataclass
+class Shared:
+    """One server for the tests that need no special setting; each test has its own
+    conversation, its own message and its own amounts."""
 
-        _, events = run(server, {"conversation": cid, "resume": True, "decisions": {call["id"]: {"type": "approve"}}})
-        assert events[-1] == ("end", {"conversation": cid, "status": "completed"})
-        executed = charges(book)
-        assert [e["key"] for e in executed] == [f"{cid}:{call['id']}"]  # exactly once, the usual key
-        assert detail(server, cid)["conversation"]["status"] == "completed"
-        assert "pendingApprovals" not in detail(server, cid)
-        assert len(fake.requests) == 2
+    server: LiveServer
+    fake: FakeOllama
+    book: Path
+
+    def charges(self, cid: str) -> list[dict[str, Any]]:
+        return [e for e in charges(self.book) if e["key"].startswith(f"{cid}:")]
+
+    def prompts(self, text: str) -> list[str]:
+        """Every prompt the model got in the conversation that began with `text`, as JSON."""
+        return [json.dumps(r["messages"]) for r in self.fake.requests
+                if any(m["role"] == "user" and m["content"] == text for m in r["messages"])]
 
 
-def last_prompt_text(fake: FakeOllama) -> str:
-    return json.dumps(fake.requests[-1]["messages"])
+def answer(body: dict[str, Any]) -> dict[str, Any]:
+    """The model: a charge per number in the user's message, then a short text."""
+    last = body["messages"][-1]
+    if last["role"] == "tool":
+        return {"text": f"done: {last['content'][:60]}"}
+    amounts = [int(a) for a in re.findall(r"\d+", last["content"])]
+    return pay(*amounts) if amounts else {"text": "hello"}
 
 
-def test_a_rejected_call_never_runs_and_the_model_is_told_the_reason(tmp_path: Path) -> None:
-    with sophos(tmp_path, [pay(5), {"text": "understood"}]) as (server, fake, book):
-        cid, events = run(server, {"message": "pay 5"})
-        call = events[-2][1]["calls"][0]
-        decision = {"type": "reject", "message": "not this month"}
-        _, events = run(server, {"conversation": cid, "resume": True, "decisions": {call["id"]: decision}})
-        assert events[-1] == ("end", {"conversation": cid, "status": "completed"})
-        assert charges(book) == []
-        assert "not this month" in last_prompt_text(fake)  # the model's next prompt holds the reason
-        result = next(m for m in detail(server, cid)["messages"] if m["role"] == "tool")
-        assert result["status"] == "error" and "not this month" in result["content"]
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
+    tmp_path = tmp_path_factory.mktemp("approvals")
+    with sophos(tmp_path, []) as (server, fake, book):
+        fake.responder = answer
+        yield Shared(server, fake, book)
 
 
-def test_an_edited_call_runs_with_the_edited_args_and_bad_args_are_refused(tmp_path: Path) -> None:
-    with sophos(tmp_path, [pay(500), {"text": "paid less"}]) as (server, fake, book):
-        cid, events = run(server, {"message": "pay 500"})
-        call = events[-2][1]["calls"][0]
-        bad = server.post("/api/chat", {"conversation": cid, "resume": True,
-                                        "decisions": {call["id"]: {"type": "edit", "args": {"amount": "lots"}}}})
-        assert bad.status_code == 400 and bad.json()["error"]["code"] == "BAD_REQUEST"
-        assert "amount" in bad.json()["error"]["message"]
-        assert charges(book) == [] and waiting_calls(server, cid) == [call]  # nothing ran, still asked
-        edit = {"type": "edit", "args": {"amount": 50}}
-        _, events = run(server, {"conversation": cid, "resume": True, "decisions": {call["id"]: edit}})
-        assert events[-1][1]["status"] == "completed"
-        assert [e["label"] for e in charges(book)] == ["charge-50"]
-        result = next(m for m in detail(server, cid)["messages"] if m["role"] == "tool")
-        assert "edited" in result["content"] and "charged 50" in result["content"]
+def test_a_gated_call_does_not_run_until_approved_and_then_runs_once(shared: Shared) -> None:
+    server = shared.server
+    cid, events = run(server, {"message": "pay 5 (approved)"})
+    names = [e for e, _ in events]
+    assert names[-2:] == ["approval", "end"] and events[-1][1] == {"conversation": cid, "status": "waiting"}
+    approval = events[-2][1]
+    assert approval["conversation"] == cid and len(approval["calls"]) == 1
+    call = approval["calls"][0]
+    assert (call["name"], call["server"], call["args"]) == ("ledger__charge", "ledger", {"amount": 5})
+    assert "destructive" in call["description"]
+    assert shared.charges(cid) == []  # a gated call runs 0 times before approval
+    body = detail(server, cid)
+    assert body["conversation"]["status"] == "waiting" and body["resumable"] is True
+    assert body["pendingApprovals"] == approval["calls"]
+
+    _, events = run(server, {"conversation": cid, "resume": True, "decisions": {call["id"]: {"type": "approve"}}})
+    assert events[-1] == ("end", {"conversation": cid, "status": "completed"})
+    assert [e["key"] for e in shared.charges(cid)] == [f"{cid}:{call['id']}"]  # exactly once, the usual key
+    assert detail(server, cid)["conversation"]["status"] == "completed"
+    assert "pendingApprovals" not in detail(server, cid)
+    assert len(shared.prompts("pay 5 (approved)")) == 2
 
 
-def test_answering_one_of_three_gated_calls_leaves_two_waiting(tmp_path: Path) -> None:
-    with sophos(tmp_path, [pay(1, 2, 3), {"text": "all paid"}]) as (server, fake, book):
-        cid, events = run(server, {"message": "pay 1, 2 and 3"})
-        calls = events[-2][1]["calls"]
-        assert sorted(c["args"]["amount"] for c in calls) == [1, 2, 3] and charges(book) == []
-        first = next(c for c in calls if c["args"]["amount"] == 1)
-        _, events = run(server, {"conversation": cid, "resume": True, "decisions": {first["id"]: {"type": "approve"}}})
-        assert [e for e, _ in events][-2:] == ["approval", "end"] and events[-1][1]["status"] == "waiting"
-        left = waiting_calls(server, cid)
-        assert sorted(c["args"]["amount"] for c in left) == [2, 3] == sorted(c["args"]["amount"] for c in events[-2][1]["calls"])
-        assert [e["label"] for e in charges(book)] == ["charge-1"]
-        assert len(fake.requests) == 1  # the model is not asked again before every call is answered
-        rest = {c["id"]: {"type": "approve"} for c in left}
-        _, events = run(server, {"conversation": cid, "resume": True, "decisions": rest})
-        assert events[-1][1]["status"] == "completed"
-        assert sorted(e["label"] for e in charges(book)) == ["charge-1", "charge-2", "charge-3"]
+def test_a_rejected_call_never_runs_and_the_model_is_told_the_reason(shared: Shared) -> None:
+    server = shared.server
+    cid, events = run(server, {"message": "pay 6 (rejected)"})
+    call = events[-2][1]["calls"][0]
+    decision = {"type": "reject", "message": "not this month"}
+    _, events = run(server, {"conversation": cid, "resume": True, "decisions": {call["id"]: decision}})
+    assert events[-1] == ("end", {"conversation": cid, "status": "completed"})
+    assert shared.charges(cid) == []
+    assert "not this month" in shared.prompts("pay 6 (rejected)")[-1]  # the model's next prompt holds the reason
+    result = next(m for m in detail(server, cid)["messages"] if m["role"] == "tool")
+    assert result["status"] == "error" and "not this month" in result["content"]
 
 
-def test_stale_missing_and_malformed_decisions_are_refused_and_run_nothing(tmp_path: Path) -> None:
-    with sophos(tmp_path, [pay(5), {"text": "paid"}, {"text": "hello"}]) as (server, fake, book):
-        cid, events = run(server, {"message": "pay 5"})
-        call = events[-2][1]["calls"][0]
+def test_an_edited_call_runs_with_the_edited_args_and_bad_args_are_refused(shared: Shared) -> None:
+    server = shared.server
+    cid, events = run(server, {"message": "pay 500 (edited)"})
+    call = events[-2][1]["calls"][0]
+    bad = server.post("/api/chat", {"conversation": cid, "resume": True,
+                                    "decisions": {call["id"]: {"type": "edit", "args": {"amount": "lots"}}}})
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "BAD_REQUEST"
+    assert "amount" in bad.json()["error"]["message"]
+    assert shared.charges(cid) == [] and waiting_calls(server, cid) == [call]  # nothing ran, still asked
+    edit = {"type": "edit", "args": {"amount": 50}}
+    _, events = run(server, {"conversation": cid, "resume": True, "decisions": {call["id"]: edit}})
+    assert events[-1][1]["status"] == "completed"
+    assert [e["label"] for e in shared.charges(cid)] == ["charge-50"]
+    result = next(m for m in detail(server, cid)["messages"] if m["role"] == "tool")
+    assert "edited" in result["content"] and "charged 50" in result["content"]
 
-        def resume(decisions: Any) -> httpx.Response:
-            return server.post("/api/chat", {"conversation": cid, "resume": True, "decisions": decisions})
 
-        new_message = server.post("/api/chat", {"conversation": cid, "message": "never mind"})
-        assert new_message.status_code == 409 and new_message.json()["error"]["code"] == "DECISION_REQUIRED"
-        blind = server.post("/api/chat", {"conversation": cid, "resume": True})
-        assert blind.status_code == 409 and blind.json()["error"]["code"] == "DECISION_REQUIRED"
-        for bad in ({}, [], {call["id"]: {"type": "maybe"}}, {call["id"]: "approve"},
-                    {call["id"]: {"type": "approve", "args": {"amount": 1}}}, {call["id"]: {"type": "edit"}},
-                    {call["id"]: {"type": "reject", "message": 3}}, {call["id"]: {"type": "reject", "always": True}}):
-            response = resume(bad)
-            assert response.status_code == 400 and response.json()["error"]["code"] == "BAD_REQUEST", bad
-        stale = resume({"call_that_does_not_exist": {"type": "approve"}})
-        assert stale.status_code == 409 and stale.json()["error"]["code"] == "STALE_DECISION"
-        unknown = resume({call["id"]: {"type": "retry"}})  # not an unknown-outcome call
-        assert unknown.status_code == 409 and unknown.json()["error"]["code"] == "STALE_DECISION"
-        assert charges(book) == [] and waiting_calls(server, cid) == [call]
+def test_answering_one_of_three_gated_calls_leaves_two_waiting(shared: Shared) -> None:
+    server, text = shared.server, "pay 1, 2 and 3 (one by one)"
+    cid, events = run(server, {"message": text})
+    calls = events[-2][1]["calls"]
+    assert sorted(c["args"]["amount"] for c in calls) == [1, 2, 3] and shared.charges(cid) == []
+    first = next(c for c in calls if c["args"]["amount"] == 1)
+    _, events = run(server, {"conversation": cid, "resume": True, "decisions": {first["id"]: {"type": "approve"}}})
+    assert [e for e, _ in events][-2:] == ["approval", "end"] and events[-1][1]["status"] == "waiting"
+    left = waiting_calls(server, cid)
+    assert sorted(c["args"]["amount"] for c in left) == [2, 3] == sorted(c["args"]["amount"] for c in events[-2][1]["calls"])
+    assert [e["label"] for e in shared.charges(cid)] == ["charge-1"]
+    assert len(shared.prompts(text)) == 1  # the model is not asked again before every call is answered
+    rest = {c["id"]: {"type": "approve"} for c in left}
+    _, events = run(server, {"conversation": cid, "resume": True, "decisions": rest})
+    assert events[-1][1]["status"] == "completed"
+    assert sorted(e["label"] for e in shared.charges(cid)) == ["charge-1", "charge-2", "charge-3"]
 
-        run(server, {"conversation": cid, "resume": True, "decisions": {call["id"]: {"type": "approve"}}})
-        again = resume({call["id"]: {"type": "approve"}})  # a second tab, a double click
-        assert again.status_code == 409 and again.json()["error"]["code"] == "STALE_DECISION"
-        assert len(charges(book)) == 1  # the stale decision ran nothing
+
+def test_stale_missing_and_malformed_decisions_are_refused_and_run_nothing(shared: Shared) -> None:
+    server = shared.server
+    cid, events = run(server, {"message": "pay 9 (stale)"})
+    call = events[-2][1]["calls"][0]
+
+    def resume(decisions: Any) -> httpx.Response:
+        return server.post("/api/chat", {"conversation": cid, "resume": True, "decisions": decisions})
+
+    new_message = server.post("/api/chat", {"conversation": cid, "message": "never mind"})
+    assert new_message.status_code == 409 and new_message.json()["error"]["code"] == "DECISION_REQUIRED"
+    blind = server.post("/api/chat", {"conversation": cid, "resume": True})
+    assert blind.status_code == 409 and blind.json()["error"]["code"] == "DECISION_REQUIRED"
+    for bad in ({}, [], {call["id"]: {"type": "maybe"}}, {call["id"]: "approve"},
+                {call["id"]: {"type": "approve", "args": {"amount": 1}}}, {call["id"]: {"type": "edit"}},
+                {call["id"]: {"type": "reject", "message": 3}}, {call["id"]: {"type": "reject", "always": True}}):
+        response = resume(bad)
+        assert response.status_code == 400 and response.json()["error"]["code"] == "BAD_REQUEST", bad
+    stale = resume({"call_that_does_not_exist": {"type": "approve"}})
+    assert stale.status_code == 409 and stale.json()["error"]["code"] == "STALE_DECISION"
+    unknown = resume({call["id"]: {"type": "retry"}})  # not an unknown-outcome call
+    assert unknown.status_code == 409 and unknown.json()["error"]["code"] == "STALE_DECISION"
+    assert shared.charges(cid) == [] and waiting_calls(server, cid) == [call]
+
+    run(server, {"conversation": cid, "resume": True, "decisions": {call["id"]: {"type": "approve"}}})
+    again = resume({call["id"]: {"type": "approve"}})  # a second tab, a double click
+    assert again.status_code == 409 and again.json()["error"]["code"] == "STALE_DECISION"
+    assert len(shared.charges(cid)) == 1  # the stale decision ran nothing
 
 
 def slow_ledger_entry(book: Path, delay: float) -> dict[str, Any]:
