@@ -8,6 +8,7 @@ import json
 import os
 import re
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.app import app_env, config_dir, ledger_server_entry
+from tests.support.app import SOPHOS, app_env, config_dir, ledger_server_entry, process_env
 from tests.support.fake_ollama import FakeOllama, fake_ollama
 from tests.support.server import LiveServer, sse_events
 
@@ -305,3 +306,22 @@ def test_the_decisions_map_also_answers_an_unknown_outcome_with_skip(tmp_path: P
         _, events = run(server, {"conversation": cid, "resume": True, "decisions": {call_id: {"type": "skip"}}})
         assert events[-1][1]["status"] == "completed"
     assert len(charges(book)) == 1  # sent once, never again
+
+
+def test_the_cli_asks_and_approves_through_a_running_server(shared: Shared) -> None:
+    env = process_env({"API_TOKEN": ""})
+
+    def sophos_cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([SOPHOS, *args, "--server", shared.server.url], env=env, capture_output=True, text=True,
+                              timeout=120)
+
+    asked = sophos_cli("chat", "pay 12 (remote)")
+    assert asked.returncode == 7, asked.stderr
+    cid = re.search(r"conversation: (\S+)", asked.stderr).group(1)  # type: ignore[union-attr]
+    assert '? ledger__charge {"amount": 12} waits for approval' in asked.stderr and shared.charges(cid) == []
+    edited = sophos_cli("approve", cid, "--edit-args", '{"amount": 11}')
+    assert edited.returncode == 0, edited.stderr
+    assert "done: Note: the user edited" in edited.stdout
+    assert [e["label"] for e in shared.charges(cid)] == ["charge-11"]
+    again = sophos_cli("approve", cid)
+    assert again.returncode == 4 and again.stderr.startswith("error: STALE_DECISION: ")
