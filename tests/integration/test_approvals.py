@@ -8,10 +8,11 @@ import json
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,12 @@ class Shared:
     server: LiveServer
     fake: FakeOllama
     book: Path
+    db: Path
+
+    def journaled(self, cid: str) -> int:
+        """The conversation's entries in the tool-call journal ("about to call" records)."""
+        with closing(sqlite3.connect(self.db)) as conn:
+            return int(conn.execute("SELECT count(*) FROM tool_calls WHERE conversation_id = ?", (cid,)).fetchone()[0])
 
     def charges(self, cid: str) -> list[dict[str, Any]]:
         return [e for e in charges(self.book) if e["key"].startswith(f"{cid}:")]
@@ -100,7 +107,7 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
     tmp_path = tmp_path_factory.mktemp("approvals")
     with sophos(tmp_path, []) as (server, fake, book):
         fake.responder = answer
-        yield Shared(server, fake, book)
+        yield Shared(server, fake, book, tmp_path / "db" / "sophos.db")
 
 
 def test_a_gated_call_does_not_run_until_approved_and_then_runs_once(shared: Shared) -> None:
@@ -113,7 +120,7 @@ def test_a_gated_call_does_not_run_until_approved_and_then_runs_once(shared: Sha
     call = approval["calls"][0]
     assert (call["name"], call["server"], call["args"]) == ("ledger__charge", "ledger", {"amount": 5})
     assert "destructive" in call["description"]
-    assert shared.charges(cid) == []  # a gated call runs 0 times before approval
+    assert shared.charges(cid) == [] and shared.journaled(cid) == 0  # not run, not even journaled
     body = detail(server, cid)
     assert body["conversation"]["status"] == "waiting" and body["resumable"] is True
     assert body["pendingApprovals"] == approval["calls"]

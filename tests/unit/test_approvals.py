@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from adapters.memory.runs import InMemoryRunStore
+from domain import lifecycle
 from domain.approvals import (
     ApprovalGate,
     ApprovalMode,
@@ -26,7 +27,8 @@ from domain.approvals import (
     plan_decisions,
 )
 from domain.errors import DecisionRequired, InvalidInput, StaleDecision
-from domain.model import PendingCall, ToolCall
+from domain.lifecycle import StopReason
+from domain.model import PendingCall, RunStatus, ToolCall
 from ports.tools import ToolSpec
 
 CHARGE = ToolSpec("bank__charge", "Charge a card.", {"type": "object"})  # MCP defaults: destructive
@@ -160,3 +162,12 @@ async def test_the_gate_stores_a_request_once_and_applies_its_decision() -> None
     assert await gate.check("conv", "run", ToolCall("c2", "bank__balance", {}), READ) == RunCall({})
     await store.allow_always("bank__charge", first.request.requested_at)
     assert await gate.check("conv", "run", ToolCall("c3", "bank__charge", {}), CHARGE) == RunCall({})
+
+
+def test_a_run_that_stops_before_gated_calls_ends_waiting_and_says_so() -> None:
+    outcome = lifecycle.outcome_of(None, None, waiting=True)
+    assert outcome.status is RunStatus.WAITING and outcome.recorded
+    assert lifecycle.terminal_event("c", outcome).data == {"conversation": "c", "status": "waiting"}
+    assert lifecycle.can_transition(RunStatus.RUNNING, RunStatus.WAITING)
+    assert RunStatus.WAITING.finished and not lifecycle.TRANSITIONS[RunStatus.WAITING]
+    assert lifecycle.outcome_of(None, StopReason.CANCEL, waiting=True).status is RunStatus.CANCELLED
