@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from domain.errors import InvalidInput
+from domain.errors import AllowRuleNotFound, InvalidInput
 from ports.approvals import AllowRule, ApprovalStore
 
 
@@ -17,8 +17,8 @@ class AllowRules:
         return await self.store.always_allowed()
 
     async def revoke(self, tool: object) -> None:
-        """Ask again before `tool` runs; InvalidInput when no rule names it."""
+        """Ask again before `tool` runs; AllowRuleNotFound when no rule names it."""
         if not isinstance(tool, str) or not tool.strip():
             raise InvalidInput("A tool name is required (as `sophos approvals list` shows it)")
         if not await self.store.revoke(tool.strip()):
-            raise InvalidInput(f"No always-allow rule for {tool.strip()!r} (see sophos approvals list)")
+            raise AllowRuleNotFound(f"No always-allow rule for {tool.strip()!r} (see sophos approvals list)")

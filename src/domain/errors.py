@@ -91,6 +91,13 @@ class StaleDecision(SophosError):
     default_message = "That tool call is not waiting for a decision (it was answered already)"
 
 
+class AllowRuleNotFound(SophosError):
+    """Raised when a revoke names a tool that is not always allowed."""
+
+    code = ErrorCode.NOT_FOUND
+    default_message = "No always-allow rule for that tool"
+
+
 class ToolOutcomeUnknown(SophosError):
     """Raised when a tool server stops during a call that is unsafe to send again."""
 

@@ -93,6 +93,16 @@ def conversation(server: str, conversation_id: str, token: str | None) -> dict[s
     return result
 
 
+def allow_rules(server: str, token: str | None) -> list[dict[str, Any]]:
+    """The tools always allowed: `[{tool, since}]`."""
+    rules: list[dict[str, Any]] = _request("GET", server, "/api/approvals/always", token).json()["alwaysAllowed"]
+    return rules
+
+
+def revoke_rule(server: str, tool: str, token: str | None) -> None:
+    _request("DELETE", server, f"/api/approvals/always/{quote(tool, safe='')}", token)
+
+
 def follow_run(server: str, body: dict[str, Any], token: str | None) -> tuple[dict[str, Any], Iterator[tuple[str, Any]]]:
     base = server.rstrip("/")
     headers = _headers(token)

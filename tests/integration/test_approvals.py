@@ -332,3 +332,25 @@ def test_the_cli_asks_and_approves_through_a_running_server(shared: Shared) -> N
     assert [e["label"] for e in shared.charges(cid)] == ["charge-11"]
     again = sophos_cli("approve", cid)
     assert again.returncode == 4 and again.stderr.startswith("error: STALE_DECISION: ")
+
+
+def test_always_allow_is_remembered_listed_and_revoked_through_the_api(shared: Shared) -> None:
+    # last in the module: while the rule exists, no charge on the shared server asks
+    server = shared.server
+    cid, events = run(server, {"message": "pay 21 (always)"})
+    call = events[-2][1]["calls"][0]
+    try:
+        decisions = {call["id"]: {"type": "approve", "always": True}}
+        assert run(server, {"conversation": cid, "resume": True, "decisions": decisions})[1][-1][1]["status"] == "completed"
+        rules = server.get("/api/approvals/always").json()["alwaysAllowed"]
+        assert [r["tool"] for r in rules] == ["ledger__charge"] and rules[0]["since"].endswith("Z")
+        trusted, events = run(server, {"message": "pay 22 (trusted)"})
+        assert events[-1][1]["status"] == "completed" and "approval" not in [e for e, _ in events]
+        assert [e["label"] for e in shared.charges(cid) + shared.charges(trusted)] == ["charge-21", "charge-22"]
+    finally:
+        revoked = httpx.delete(f"{server.url}/api/approvals/always/ledger__charge", timeout=30)
+    assert revoked.status_code == 204
+    gone = httpx.delete(f"{server.url}/api/approvals/always/ledger__charge", timeout=30)
+    assert gone.status_code == 404 and gone.json()["error"]["code"] == "NOT_FOUND"
+    asked, events = run(server, {"message": "pay 23 (asked again)"})
+    assert events[-1][1]["status"] == "waiting" and shared.charges(asked) == []

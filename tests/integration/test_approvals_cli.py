@@ -51,7 +51,7 @@ def test_chat_stops_with_code_7_and_approve_reject_and_always_decide_from_the_co
         assert sophos("approvals", "revoke", "ledger__charge").returncode == 0
         assert json.loads(sophos("approvals", "list", "--json").stdout) == {"alwaysAllowed": []}
         unknown = sophos("approvals", "revoke", "ledger__charge")
-        assert unknown.returncode == 2 and "No always-allow rule" in unknown.stderr
+        assert unknown.returncode == 3 and "NOT_FOUND: No always-allow rule" in unknown.stderr
         asked = sophos("chat", "pay 7")
         assert asked.returncode == 7
         cid = re.search(r"conversation: (\S+)", asked.stderr).group(1)  # type: ignore[union-attr]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import click
@@ -90,24 +91,43 @@ def approvals() -> None:
 
 @approvals.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@server_option
 @global_options
 @pass_ctx
-def list_rules(ctx: Context, as_json: bool) -> None:
+def list_rules(ctx: Context, as_json: bool, server: str | None) -> None:
     """The tools that never ask before running."""
-    rules = ctx.run(lambda: ctx.container.allow_rules().list())
+    if server:
+        from entrypoints import remote
+
+        try:
+            rules = [(r["tool"], datetime.fromisoformat(r["since"])) for r in remote.allow_rules(server, api_token())]
+        except remote.RemoteError as e:
+            raise remote_failure(e) from None
+    else:
+        rules = [(r.tool, r.since) for r in ctx.run(lambda: ctx.container.allow_rules().list())]
     if as_json:
-        click.echo(json.dumps({"alwaysAllowed": [{"tool": r.tool, "since": r.since.isoformat()} for r in rules]}))
-    elif not rules:
+        click.echo(json.dumps({"alwaysAllowed": [{"tool": tool, "since": since.isoformat()} for tool, since in rules]}))
+        return
+    if not rules:
         click.echo("No tool is always allowed.")
-    for rule in [] if as_json else rules:
-        click.echo(f"{rule.tool}\tsince {rule.since.astimezone().strftime('%Y-%m-%d %H:%M')}")
+    for tool, since in rules:
+        click.echo(f"{tool}\tsince {since.astimezone().strftime('%Y-%m-%d %H:%M')}")
 
 
 @approvals.command()
 @click.argument("tool")
+@server_option
 @global_options
 @pass_ctx
-def revoke(ctx: Context, tool: str) -> None:
+def revoke(ctx: Context, tool: str, server: str | None) -> None:
     """Ask again before TOOL runs (its name as `sophos approvals list` shows it)."""
-    ctx.run(lambda: ctx.container.allow_rules().revoke(tool))
+    if server:
+        from entrypoints import remote
+
+        try:
+            remote.revoke_rule(server, tool, api_token())
+        except remote.RemoteError as e:
+            raise remote_failure(e) from None
+    else:
+        ctx.run(lambda: ctx.container.allow_rules().revoke(tool))
     click.echo(f"{tool} asks for approval again.")

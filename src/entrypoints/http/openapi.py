@@ -101,6 +101,21 @@ def openapi_document() -> dict[str, Any]:
                         "conversations": {"type": "array", "items": summary}}}, 400, 500),
                 }
             },
+            "/api/approvals/always": {
+                "get": {
+                    "summary": "The tools always allowed (never asked before they run)",
+                    "responses": _responses(200, {"type": "object", "properties": {"alwaysAllowed": {
+                        "type": "array", "items": {"type": "object", "properties": {
+                            "tool": {"type": "string"}, "since": {"type": "string"}}}}}}, 503),
+                }
+            },
+            "/api/approvals/always/{tool}": {
+                "delete": {
+                    "summary": "Ask again before the tool runs",
+                    "parameters": [{"name": "tool", "in": "path", "required": True, "schema": {"type": "string"}}],
+                    "responses": _responses(204, None, 400, 404, 503),
+                }
+            },
             "/api/search": {
                 "get": {
                     "summary": "Full-text search over titles and user and assistant messages, best first",

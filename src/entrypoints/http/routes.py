@@ -14,7 +14,7 @@ from starlette.responses import JSONResponse, Response
 
 from domain.errors import InvalidInput, SophosError
 from domain.events import StreamEvent
-from domain.model import RunStatus, check_text, message_to_dto, parse_conversation_id, summary_to_dto
+from domain.model import RunStatus, check_text, iso, message_to_dto, parse_conversation_id, summary_to_dto
 from entrypoints.container import check_database
 from entrypoints.http import sse
 from entrypoints.http.errors import RouteFailure, error_response
@@ -180,6 +180,16 @@ async def export_conversation(request: Request) -> Response:
         media, name = "text/markdown; charset=utf-8", f"{conv.id}.md"
     headers = {"Content-Disposition": f'attachment; filename="{name}"'}
     return Response(text, headers=headers, media_type=media)
+
+
+async def list_allow_rules(request: Request) -> Response:
+    rules = await _services(request).allow_rules().list()
+    return JSONResponse({"alwaysAllowed": [{"tool": r.tool, "since": iso(r.since)} for r in rules]})
+
+
+async def revoke_allow_rule(request: Request) -> Response:
+    await _services(request).allow_rules().revoke(request.path_params["tool"])
+    return Response(status_code=204)
 
 
 async def search(request: Request) -> Response:
