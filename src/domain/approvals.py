@@ -270,11 +270,12 @@ class ApprovalGate:
 
     async def check(self, conversation_id: str, run_id: str | None, call: ToolCall, spec: ToolSpec | None) -> Verdict:
         request = await self.store.get_request(conversation_id, call.id)
-        if request is not None:
+        if request is not None:  # asked before: its decision holds even if the policy changed since
             return decided(request)
-        if not needs_approval(self.mode, spec, {r.tool for r in await self.store.always_allowed()}):
+        always = {r.tool for r in await self.store.always_allowed()} if self.mode is not ApprovalMode.OFF else set()
+        if not needs_approval(self.mode, spec, always):
             return RunCall(dict(call.args))
-        server = spec.name.partition(SEP)[0] if spec else ""
+        server = call.name.partition(SEP)[0] if SEP in call.name else ""
         new = ApprovalRequest(conversation_id, call, run_id, server, spec.description if spec else "",
                               dict(spec.parameters) if spec else {}, self.clock())
         await self.store.add_request(new)
