@@ -239,7 +239,7 @@ def test_an_approval_survives_a_kill_right_after_it_and_the_call_then_runs_exact
         call = events[-2][1]["calls"][0]
         first.kill()  # kill -9 while waiting
 
-        config_dir(tmp_path, {"ledger": slow_ledger_entry(book, 5)})
+        config_dir(tmp_path, {"ledger": slow_ledger_entry(book, 10)})
         env = app_env(tmp_path, fake.url, TOOL_APPROVAL="unsafe")
         second = LiveServer(env, tmp_path).start()
         try:
@@ -315,7 +315,7 @@ def test_the_decisions_map_also_answers_an_unknown_outcome_with_skip(tmp_path: P
     assert len(charges(book)) == 1  # sent once, never again
 
 
-def test_the_cli_asks_and_approves_through_a_running_server(shared: Shared) -> None:
+def test_the_cli_asks_edits_and_rejects_through_a_running_server(shared: Shared) -> None:
     env = process_env({"API_TOKEN": ""})
 
     def sophos_cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -326,12 +326,20 @@ def test_the_cli_asks_and_approves_through_a_running_server(shared: Shared) -> N
     assert asked.returncode == 7, asked.stderr
     cid = re.search(r"conversation: (\S+)", asked.stderr).group(1)  # type: ignore[union-attr]
     assert '? ledger__charge {"amount": 12} waits for approval' in asked.stderr and shared.charges(cid) == []
+    blocked = sophos_cli("chat", "-c", cid, "never mind")
+    assert blocked.returncode == 4 and "DECISION_REQUIRED" in blocked.stderr
     edited = sophos_cli("approve", cid, "--edit-args", '{"amount": 11}')
     assert edited.returncode == 0, edited.stderr
     assert "done: Note: the user edited" in edited.stdout
     assert [e["label"] for e in shared.charges(cid)] == ["charge-11"]
     again = sophos_cli("approve", cid)
     assert again.returncode == 4 and again.stderr.startswith("error: STALE_DECISION: ")
+
+    asked = sophos_cli("chat", "pay 13 (remote, rejected)")
+    cid = re.search(r"conversation: (\S+)", asked.stderr).group(1)  # type: ignore[union-attr]
+    rejected = sophos_cli("approve", cid, "--reject", "budget is spent")
+    assert rejected.returncode == 0, rejected.stderr
+    assert shared.charges(cid) == [] and "budget is spent" in shared.prompts("pay 13 (remote, rejected)")[-1]
 
 
 def test_always_allow_is_remembered_listed_and_revoked_through_the_api(shared: Shared) -> None:

@@ -1,5 +1,6 @@
 """`sophos chat`, `sophos approve` and `sophos approvals` without a terminal, on the
-database file, with the ledger MCP server and a fake Ollama."""
+database file (no server), with the ledger MCP server and a fake Ollama. The same commands
+through a running server are in test_approvals.py."""
 
 from __future__ import annotations
 
@@ -13,11 +14,10 @@ from tests.support.app import SOPHOS, app_env, config_dir, ledger_server_entry, 
 from tests.support.fake_ollama import fake_ollama
 
 
-def test_chat_stops_with_code_7_and_approve_reject_and_always_decide_from_the_command_line(tmp_path: Path) -> None:
+def test_chat_stops_with_code_7_and_approve_and_always_decide_on_the_database_file(tmp_path: Path) -> None:
     book = tmp_path / "ledger.jsonl"
     config_dir(tmp_path, {"ledger": ledger_server_entry(book)})
-    replies = [pay(5), {"text": "paid"}, pay(6), {"text": "paid again"}, pay(7), {"text": "not paid"}]
-    with fake_ollama(replies) as fake:
+    with fake_ollama([pay(5), {"text": "paid"}]) as fake:
         env = process_env(app_env(tmp_path, fake.url, TOOL_APPROVAL="unsafe"))
 
         def sophos(*args: str) -> subprocess.CompletedProcess[str]:
@@ -30,31 +30,18 @@ def test_chat_stops_with_code_7_and_approve_reject_and_always_decide_from_the_co
         assert f"sophos approve {cid}" in asked.stderr and charges(book) == []
         shown = json.loads(sophos("show", cid, "--json").stdout)
         assert shown["conversation"]["status"] == "waiting" and len(shown["pendingApprovals"]) == 1
-
-        new_message = sophos("chat", "-c", cid, "hello")
-        assert new_message.returncode == 4 and "DECISION_REQUIRED" in new_message.stderr
         bad = sophos("approve", cid, "--edit-args", '{"amount": "five"}')
         assert bad.returncode == 2 and bad.stderr.startswith("error: BAD_REQUEST: ") and "Traceback" not in bad.stderr
         both = sophos("approve", cid, "--reject", "no", "--always")
         assert both.returncode == 2 and "at most one" in both.stderr
+
         always = sophos("approve", cid, "--always")
         assert always.returncode == 0, always.stderr
         assert "paid" in always.stdout and len(charges(book)) == 1
-        assert sophos("approve", cid).returncode == 4  # nothing waits any more
-
         listed = sophos("approvals", "list")
         assert listed.returncode == 0 and listed.stdout.startswith("ledger__charge\t")
-        trusted = sophos("chat", "pay 6")
-        assert trusted.returncode == 0, trusted.stderr  # always allowed: no question
-        assert [e["label"] for e in charges(book)] == ["charge-5", "charge-6"]
-
         assert sophos("approvals", "revoke", "ledger__charge").returncode == 0
         assert json.loads(sophos("approvals", "list", "--json").stdout) == {"alwaysAllowed": []}
         unknown = sophos("approvals", "revoke", "ledger__charge")
         assert unknown.returncode == 3 and "NOT_FOUND: No always-allow rule" in unknown.stderr
-        asked = sophos("chat", "pay 7")
-        assert asked.returncode == 7
-        cid = re.search(r"conversation: (\S+)", asked.stderr).group(1)  # type: ignore[union-attr]
-        rejected = sophos("approve", cid, "--reject", "budget is spent")
-        assert rejected.returncode == 0, rejected.stderr
-        assert len(charges(book)) == 2 and "budget is spent" in json.dumps(fake.requests[-1]["messages"])
+    assert len(charges(book)) == 1
