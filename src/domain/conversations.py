@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from domain.approvals import ApprovalRequest, waiting
 from domain.branches import Branch, BranchMarker, markers
 from domain.errors import BranchNotFound, ConversationNotFound, InvalidInput, NotSupported, SessionInProgress
 from domain.export import checkpoint_jsonl, markdown_transcript
@@ -22,6 +23,7 @@ from domain.model import (
     utc_now,
 )
 from domain.pending import annotate_pending
+from ports.approvals import NO_APPROVALS, ApprovalStore
 from ports.branches import BranchPort
 from ports.checkpoints import CheckpointPort
 from ports.journal import ToolJournal
@@ -37,6 +39,7 @@ class ConversationDetail:
     messages: tuple[Message, ...]
     resumable: bool
     pending_calls: tuple[PendingCall, ...] = ()
+    pending_approvals: tuple[ApprovalRequest, ...] = ()  # undecided, their calls still pending
     branches: tuple[Branch, ...] = ()  # empty: never forked (one branch, number 1)
 
     @property
@@ -101,8 +104,10 @@ class ConversationService:
         journal: ToolJournal,
         clock: Callable[[], datetime] = utc_now,
         branches: BranchPort | None = None,
+        approvals: ApprovalStore = NO_APPROVALS,
     ) -> None:
         self.branch_store = branches
+        self.approvals = approvals
         self.journal = journal
         self.runs = runs
         self.checkpoints = checkpoints
@@ -139,7 +144,8 @@ class ConversationService:
         can_resume = resumable(head, await self.is_active(conv.id))
         pending = await annotate_pending(thread.pending_calls, self.journal, conv.id)
         branches = tuple(await self.branch_store.branches(conv.id)) if self.branch_store else ()
-        return ConversationDetail(conv, thread.messages, can_resume, pending, branches)
+        asked = waiting(await self.approvals.requests(conv.id), pending) if pending else ()
+        return ConversationDetail(conv, thread.messages, can_resume, pending, asked, branches)
 
     async def switch_branch(self, conversation: object, number: object) -> ConversationDetail:
         """Make branch `number` the active one (refused while a run is active), then the

@@ -16,6 +16,7 @@ class ErrorCode(StrEnum):
     RUN_NOT_RESUMABLE = "RUN_NOT_RESUMABLE"
     NO_ACTIVE_RUN = "NO_ACTIVE_RUN"
     DECISION_REQUIRED = "DECISION_REQUIRED"
+    STALE_DECISION = "STALE_DECISION"
     SHUTTING_DOWN = "SHUTTING_DOWN"
     MODEL_UNAVAILABLE = "MODEL_UNAVAILABLE"
     MODEL_UNREACHABLE = "MODEL_UNREACHABLE"
@@ -104,6 +105,21 @@ class DecisionRequired(SophosError):
         "A destructive tool call was in flight when the run stopped and may have taken effect: "
         'resume with decision "retry" or "skip"'
     )
+
+
+class StaleDecision(SophosError):
+    """Raised when a decision names a tool call that is not waiting for it (answered
+    already, from a stale page or a double click): nothing is stored, nothing runs."""
+
+    code = ErrorCode.STALE_DECISION
+    default_message = "That tool call is not waiting for a decision (it was answered already)"
+
+
+class AllowRuleNotFound(SophosError):
+    """Raised when a revoke names a tool that is not always allowed."""
+
+    code = ErrorCode.NOT_FOUND
+    default_message = "No always-allow rule for that tool"
 
 
 class ToolOutcomeUnknown(SophosError):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from domain.approvals import ApprovalRequest
 from domain.model import ToolCall, ToolResult
 
 # --- raw events, produced by the agent engine while a run executes ----------------------
@@ -74,6 +75,14 @@ class PromptTruncated:
 
 
 @dataclass(frozen=True)
+class ApprovalRequested:
+    """A tool call of the step waits for a person's approval: it was not started."""
+
+    step: int
+    request: ApprovalRequest
+
+
+@dataclass(frozen=True)
 class InputRecorded:
     """The run's new message is in a committed checkpoint: it may be acknowledged."""
 
@@ -87,6 +96,7 @@ AgentEvent = (
     | ContextPlanned
     | ContextSummarized
     | PromptTruncated
+    | ApprovalRequested
 )
 
 
@@ -99,6 +109,12 @@ class StreamEvent:
 
     event: str
     data: Any
+
+
+def approval_event(conversation_id: str, run_id: str, requests: list[ApprovalRequest]) -> StreamEvent:
+    """The `approval` event: the calls the run stopped before, each waiting for a decision."""
+    calls = [r.to_dto() for r in requests]
+    return StreamEvent("approval", {"conversation": conversation_id, "run": run_id, "calls": calls})
 
 
 def trace(step: int, name: str, node: str, event: str, data: Any = None) -> StreamEvent:

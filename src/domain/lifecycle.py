@@ -43,8 +43,10 @@ def idempotency_key(conversation_id: str, tool_call_id: str) -> str:
 
 TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
     RunStatus.RUNNING: frozenset(
-        {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.INTERRUPTED, RunStatus.CANCELLED}
+        {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.INTERRUPTED, RunStatus.CANCELLED, RunStatus.WAITING}
     ),
+    # waiting for approval: the next step is a new run (a resume with decisions)
+    RunStatus.WAITING: frozenset(),
     # automatic resumes gave up on an orphan: the interruption becomes a failure
     RunStatus.INTERRUPTED: frozenset({RunStatus.FAILED}),
     RunStatus.COMPLETED: frozenset(),
@@ -87,9 +89,9 @@ ADOPTION_FAILED = RunError(
 )
 
 
-def outcome_of(failure: BaseException | None, stop: StopReason | None) -> Outcome:
-    """The outcome of a run whose task ended with `failure` (None: the agent finished) or
-    was stopped for `stop`."""
+def outcome_of(failure: BaseException | None, stop: StopReason | None, waiting: bool = False) -> Outcome:
+    """The outcome of a run whose task ended with `failure` (None: the agent finished, or
+    stopped before calls that wait for approval when `waiting`) or was stopped for `stop`."""
     if isinstance(failure, RunLost) or stop is StopReason.LOST:
         return Outcome(RunStatus.INTERRUPTED, LOST_ERROR, recorded=False)
     if stop is StopReason.CANCEL:
@@ -97,7 +99,7 @@ def outcome_of(failure: BaseException | None, stop: StopReason | None) -> Outcom
     if stop is StopReason.SHUTDOWN:
         return Outcome(RunStatus.INTERRUPTED)
     if failure is None:
-        return Outcome(RunStatus.COMPLETED)
+        return Outcome(RunStatus.WAITING if waiting else RunStatus.COMPLETED)
     code, message = to_chat_error(failure)
     return Outcome(RunStatus.FAILED, RunError(code.value, message))
 

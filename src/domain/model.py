@@ -87,6 +87,7 @@ class RunStatus(StrEnum):
     FAILED = "failed"
     INTERRUPTED = "interrupted"
     CANCELLED = "cancelled"
+    WAITING = "waiting"  # stopped before tool calls that wait for a person's approval
 
     @property
     def finished(self) -> bool:

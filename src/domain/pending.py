@@ -3,11 +3,16 @@ what a new run on the conversation starts from."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
 
 from domain import lifecycle
+from domain.approvals import Decision, plan_decisions, waiting, waiting_message
 from domain.branches import edit_fork, regenerate_fork
+from domain.errors import DecisionRequired, StaleDecision
 from domain.model import PendingCall
+from ports.approvals import ApprovalStore, ArgsChecker
 from ports.checkpoints import CheckpointPort
 from ports.engine import Fork, NewMessage, Resume, RunInput
 from ports.journal import ToolJournal
@@ -29,31 +34,66 @@ async def annotate_pending(
     return tuple(out)
 
 
-async def plan_input(
-    checkpoints: CheckpointPort, journal: ToolJournal, conversation_id: str, text: str, resume: bool, decision: str | None
-) -> tuple[RunInput, int]:
+@dataclass(frozen=True)
+class PlanPorts:
+    """What planning a run's input reads (and, for decisions, writes)."""
+
+    checkpoints: CheckpointPort
+    journal: ToolJournal
+    approvals: ApprovalStore
+    checker: ArgsChecker
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    text: str
+    resume: bool = False
+    decision: str | None = None  # the old field: "retry" or "skip" for every unknown outcome
+    decisions: Mapping[str, Decision] = field(default_factory=dict)
+
+
+async def plan_input(ports: PlanPorts, conversation_id: str, request: RunRequest, now: datetime) -> tuple[RunInput, int]:
     """What a run on the conversation starts from: a new message (closing the calls left
-    pending, per the settle plan) or a resume (per the resume plan), with the thread's
-    message count before the run's own messages."""
-    head = await checkpoints.head(conversation_id)
+    pending, per the settle plan) or a resume (per the resume plan, after the decisions
+    it carries are stored), with the thread's message count before the run's own messages."""
+    head = await ports.checkpoints.head(conversation_id)
     pending: tuple[PendingCall, ...] = ()
     if head.awaiting_tools:
-        thread = await checkpoints.get_thread(conversation_id)
-        pending = await annotate_pending(thread.pending_calls, journal, conversation_id)
-    if resume:
-        skip = lifecycle.resume_plan(head, pending, decision)
-        return Resume(skip=skip), lifecycle.base_count(head, 0, new_message=False)
-    closings = lifecycle.settle_plan(pending)
-    return NewMessage(text, closings), lifecycle.base_count(head, len(closings), new_message=True)
+        thread = await ports.checkpoints.get_thread(conversation_id)
+        pending = await annotate_pending(thread.pending_calls, ports.journal, conversation_id)
+    requests = await ports.approvals.requests(conversation_id) if pending else ()
+    if not request.resume:
+        open_requests = waiting(requests, pending)
+        if open_requests:
+            raise DecisionRequired(waiting_message(len(open_requests)))
+        closings = lifecycle.settle_plan(pending)
+        return NewMessage(request.text, closings), lifecycle.base_count(head, len(closings), new_message=True)
+    if not head.work_left:
+        if request.decisions:  # answered already (a second tab, a double click)
+            raise StaleDecision("Nothing waits for a decision: the conversation's last run finished")
+        lifecycle.resume_plan(head, pending, request.decision)  # raises RunNotResumable
+    plan = plan_decisions(request.decisions, request.decision, pending, requests, ports.checker.check)
+    skip = lifecycle.resume_plan(head, pending, "retry" if plan.unknown_answered and request.decision is None else request.decision)
+    if plan.approvals and not await ports.approvals.decide(conversation_id, plan.approvals, now):
+        raise StaleDecision()  # another request answered them first
+    for call_id, d in plan.approvals.items():
+        if d.always:
+            name = next(r.call.name for r in requests if r.call.id == call_id)
+            await ports.approvals.allow_always(name, now)
+    return Resume(skip=skip | plan.skip), lifecycle.base_count(head, 0, new_message=False)
 
 
-async def plan_fork(checkpoints: CheckpointPort, conversation_id: str, text: str, edit_of: object) -> tuple[RunInput, int]:
+async def plan_fork(ports: PlanPorts, conversation_id: str, text: str, edit_of: object) -> tuple[RunInput, int]:
     """A run on a new branch: an edit of message `edit_of` (with `text`), or, when
     `edit_of` is None, a regenerate of the last answer; with the message count the run
-    starts from."""
-    messages = (await checkpoints.get_thread(conversation_id)).messages
+    starts from. Refused while tool calls wait for approval, as a new message is."""
+    thread = await ports.checkpoints.get_thread(conversation_id)
+    if thread.pending_calls:
+        open_requests = waiting(await ports.approvals.requests(conversation_id), thread.pending_calls)
+        if open_requests:
+            raise DecisionRequired(waiting_message(len(open_requests)))
     if edit_of is not None:
-        at = edit_fork(messages, edit_of)
+        at = edit_fork(thread.messages, edit_of)
         return Fork(at, text), at + 1
-    at = regenerate_fork(messages)
+    at = regenerate_fork(thread.messages)
     return Fork(at, None), at

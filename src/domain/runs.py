@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from domain import lifecycle
+from domain.approvals import ApprovalRequest, parse_decisions
 from domain.errors import (
     ConversationNotFound,
     InvalidInput,
@@ -25,7 +26,15 @@ from domain.errors import (
     ShuttingDown,
     StorageFailure,
 )
-from domain.events import InputRecorded, NodeStarted, StreamEvent, StreamTranslator, TokenDelta
+from domain.events import (
+    ApprovalRequested,
+    InputRecorded,
+    NodeStarted,
+    StreamEvent,
+    StreamTranslator,
+    TokenDelta,
+    approval_event,
+)
 from domain.following import counted, flatten, follow_conversation
 from domain.hub import ActiveRun, Item, RunHub, RunStream
 from domain.lifecycle import Outcome, StopReason
@@ -39,7 +48,8 @@ from domain.model import (
     title_from_message,
     utc_now,
 )
-from domain.pending import plan_fork, plan_input
+from domain.pending import PlanPorts, RunRequest, plan_fork, plan_input
+from ports.approvals import ANY_ARGS, NO_APPROVALS, ApprovalStore, ArgsChecker
 from ports.checkpoints import CheckpointPort
 from ports.engine import AgentEngine, Fork, NewMessage, RunInput
 from ports.events import RunEventLog
@@ -85,6 +95,8 @@ class RunStores:
     signals: RunSignals
     journal: ToolJournal
     checkpoints: CheckpointPort
+    approvals: ApprovalStore = NO_APPROVALS
+    checker: ArgsChecker = ANY_ARGS  # edited tool arguments against the tool's schema
 
 
 class RunService:
@@ -131,6 +143,7 @@ class RunService:
         trigger: RunTrigger = RunTrigger.USER,
         edit_of: object = None,
         regenerate: bool = False,
+        decisions: object = None,
     ) -> StartedRun:
         """Validate in the contract's order, record the run and (for a message) the input,
         then execute in the background. Returns once the input is durable. `edit_of` (a
@@ -147,6 +160,9 @@ class RunService:
             raise InvalidInput("A conversation is required to edit or regenerate")
         if decision is not None and decision not in ("retry", "skip"):
             raise InvalidInput('decision must be "retry" or "skip"')
+        answers = parse_decisions(decisions)
+        if answers and not resume:
+            raise InvalidInput("decisions are given with resume: true")
         if conversation is None:
             if resume:
                 raise InvalidInput("A conversation is required to resume")
@@ -157,10 +173,12 @@ class RunService:
             if await self.runs.get_conversation(cid) is None:
                 raise ConversationNotFound()
             await self._refuse_if_active(cid)
+        s = self.stores
+        ports = PlanPorts(s.checkpoints, s.journal, s.approvals, s.checker)
         if forking:
-            run_input, base = await plan_fork(self.stores.checkpoints, cid, text, edit_of)
+            run_input, base = await plan_fork(ports, cid, text, edit_of)
         else:
-            run_input, base = await plan_input(self.stores.checkpoints, self.stores.journal, cid, text, resume, decision)
+            run_input, base = await plan_input(ports, cid, RunRequest(text, resume, decision, answers), self.clock())
         return await self._launch(cid, run_input, base, trigger)
 
     async def _refuse_if_active(self, cid: str) -> None:
@@ -206,6 +224,7 @@ class RunService:
         translator = StreamTranslator()
         failure: BaseException | None = None
         streamed: list[str] = []  # the text of the current step, kept if a person stops it
+        asked: list[ApprovalRequest] = []  # calls of the step that wait for a person
         try:
             if active.stop_reason is not None and not active.needs_input:
                 raise asyncio.CancelledError  # stopped before its first step
@@ -217,7 +236,9 @@ class RunService:
                         if active.stop_reason is not None:
                             raise asyncio.CancelledError  # a stop that waited for the input
                         continue
-                    if isinstance(event, NodeStarted):
+                    if isinstance(event, ApprovalRequested):
+                        asked.append(event.request)
+                    elif isinstance(event, NodeStarted):
                         streamed.clear()
                     elif isinstance(event, TokenDelta):
                         streamed.append(event.text)
@@ -235,9 +256,12 @@ class RunService:
             failure = await self._keep_stopped_text(active, "".join(streamed))
         active.finishing = True
         active.failure = failure
-        outcome = lifecycle.outcome_of(failure, active.stop_reason)
+        outcome = lifecycle.outcome_of(failure, active.stop_reason, waiting=bool(asked))
         for out in translator.close():
             active.publish(out)
+        if outcome.status is RunStatus.WAITING:
+            active.publish(approval_event(active.conversation_id, active.run_id, asked))
+            log.info("run waits for approval of %d tool call(s)", len(asked), extra=active.context)
         await self._finish(active, outcome)
 
     async def _keep_stopped_text(self, active: ActiveRun, text: str) -> BaseException | None:

@@ -10,9 +10,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 
 from domain import lifecycle
-from domain.errors import DecisionRequired, RunNotResumable, SessionInProgress, ShuttingDown, SophosError
+from domain.approvals import Decision, DecisionType
+from domain.errors import (
+    DecisionRequired,
+    RunNotResumable,
+    SessionInProgress,
+    ShuttingDown,
+    SophosError,
+    StaleDecision,
+)
 from domain.lifecycle import Adoption, StopReason
 from domain.model import PendingCall, RunTrigger
 from domain.pending import annotate_pending
@@ -32,8 +41,10 @@ class Supervisor:
         signal_seconds: float = 0.2,
         flush_seconds: float = 0.05,
         event_retention: float = 300.0,
+        approval_timeout: float = 0.0,
     ) -> None:
         self.service = service
+        self.approval_timeout = approval_timeout  # seconds; 0: a question waits for ever
         self.auto_resume = auto_resume
         self.period = period or max(service.lease_seconds / 3, 0.2)
         self.signal_seconds = signal_seconds
@@ -78,6 +89,8 @@ class Supervisor:
         await self.recover()
         if self.auto_resume:
             await self.adopt()
+        if self.approval_timeout > 0:
+            await self.expire_approvals()
         await self.service.stores.events.prune(self.event_retention)
 
     async def renew(self) -> None:
@@ -158,6 +171,31 @@ class Supervisor:
                 log.info("adopted an interrupted run", extra=ctx)
             except (RunNotResumable, DecisionRequired, SessionInProgress, ShuttingDown) as e:
                 log.info("not adopted: %s", e.message, extra=ctx)
+        return started
+
+    async def expire_approvals(self) -> list[StartedRun]:
+        """APPROVAL_TIMEOUT: reject the calls nobody answered in time (the model is told
+        so) and continue their conversations, as a person's reject would."""
+        service, started = self.service, []
+        cutoff = service.clock() - timedelta(seconds=self.approval_timeout)
+        by_conversation: dict[str, list[str]] = {}
+        for request in await service.stores.approvals.undecided_before(cutoff):
+            by_conversation.setdefault(request.conversation_id, []).append(request.call.id)
+        message = f"No answer within APPROVAL_TIMEOUT ({self.approval_timeout:g} s)"
+        for cid, call_ids in by_conversation.items():
+            if service.hub.get(cid) is not None or service.draining:
+                continue
+            decisions = {c: {"type": "reject", "message": message} for c in call_ids}
+            ctx = {"conversation_id": cid}
+            try:
+                started.append(await service.start(None, cid, resume=True, decisions=decisions))
+                log.info("rejected %d unanswered tool call(s) after %g s", len(call_ids), self.approval_timeout, extra=ctx)
+            except StaleDecision:
+                # their calls are no longer pending: close the questions so they are not asked again
+                reject = Decision(DecisionType.REJECT, message=message)
+                await service.stores.approvals.decide(cid, dict.fromkeys(call_ids, reject), service.clock())
+            except (RunNotResumable, DecisionRequired, SessionInProgress, ShuttingDown) as e:
+                log.info("unanswered tool calls not rejected yet: %s", e.message, extra=ctx)
         return started
 
     # --- shutdown ---------------------------------------------------------------------

@@ -36,6 +36,8 @@ finally:
 
 T = TypeVar("T")
 
+from domain.allow_rules import AllowRules  # noqa: E402 - after the finder above
+from domain.approvals import ApprovalGate, parse_mode  # noqa: E402 - after the finder above
 from domain.branches import Branch  # noqa: E402 - after the finder above
 from domain.context import ContextPolicy  # noqa: E402 - after the finder above
 from domain.conversations import ConversationService  # noqa: E402 - after the finder above
@@ -46,6 +48,7 @@ from domain.runs import RunService, RunStores  # noqa: E402 - after the finder a
 from domain.search import SearchService  # noqa: E402 - after the finder above
 from domain.supervisor import Supervisor  # noqa: E402 - after the finder above
 from entrypoints.settings import load_settings  # noqa: E402 - after the finder above
+from ports.approvals import ArgsChecker  # noqa: E402 - after the finder above
 from ports.branches import BranchPort  # noqa: E402 - after the finder above
 from ports.checkpoints import CheckpointPort  # noqa: E402 - after the finder above
 from ports.engine import AgentEngine  # noqa: E402 - after the finder above
@@ -214,10 +217,18 @@ def _nodes(
     journal: RunStore,
     context: ContextPolicy,
     metrics: MetricsPort,
+    approval: str,
 ) -> AgentNodes:
     from adapters.langgraph.graph import AgentNodes
 
-    return AgentNodes(model, tools, prompt, journal, context=context, metrics=metrics)
+    gate = ApprovalGate(journal, parse_mode(approval))
+    return AgentNodes(model, tools, prompt, journal, context=context, metrics=metrics, gate=gate)
+
+
+def _args_checker() -> ArgsChecker:
+    from adapters.schema.args import JsonSchemaArgs
+
+    return JsonSchemaArgs()
 
 
 def _engine(nodes: AgentNodes, checkpointer: Saver) -> AgentEngine:
@@ -269,7 +280,8 @@ class _LazyThreads(CheckpointPort, BranchPort):
 
 
 def _stores(store: RunStore, threads: CheckpointPort) -> RunStores:
-    return RunStores(runs=store, events=store, signals=store, journal=store, checkpoints=threads)
+    return RunStores(runs=store, events=store, signals=store, journal=store, checkpoints=threads, approvals=store,
+                     checker=_args_checker())
 
 
 def _conversations(store: RunStore, threads: Callable[[], CheckpointPort], service: Callable[[], RunService]) -> ConversationService:
@@ -277,7 +289,7 @@ def _conversations(store: RunStore, threads: Callable[[], CheckpointPort], servi
         return await service().is_active(conversation_id)
 
     lazy = _LazyThreads(threads)
-    return ConversationService(store, lazy, is_active, store, branches=lazy)
+    return ConversationService(store, lazy, is_active, store, branches=lazy, approvals=store)
 
 
 class Container(containers.DeclarativeContainer):
@@ -333,7 +345,7 @@ class Container(containers.DeclarativeContainer):
     context = providers.Singleton(
         _context, config.MODEL_CONTEXT, config.MODEL_RESERVE, config.CONTEXT_TOOL_SHARE, config.CONTEXT_SUMMARY
     )
-    nodes = providers.Singleton(_nodes, model, tools, prompt, store, context, metrics)
+    nodes = providers.Singleton(_nodes, model, tools, prompt, store, context, metrics, config.TOOL_APPROVAL)
     engine = providers.Singleton(_engine, nodes, checkpointer)
     threads = providers.Singleton(_threads, checkpointer)
     stores = providers.Singleton(_stores, store, threads)
@@ -353,6 +365,7 @@ class Container(containers.DeclarativeContainer):
         service=run_service,
         auto_resume=config.AUTO_RESUME,
         event_retention=config.RUN_EVENT_RETENTION_SECONDS,
+        approval_timeout=config.APPROVAL_TIMEOUT,
     )
     conversations = providers.Singleton(_conversations, store, threads.provider, run_service.provider)
     search_index = providers.Selector(
@@ -361,6 +374,7 @@ class Container(containers.DeclarativeContainer):
         postgres=providers.Singleton(_pg_search, opened, database, checkpointer.provider),
     )
     search = providers.Singleton(SearchService, search_index)
+    allow_rules = providers.Singleton(AllowRules, store)
 
 
 def create_container(env: dict[str, str] | None = None, **overrides: Any) -> Container:

@@ -43,6 +43,8 @@ def _durable_answer(base: str, cid: str, headers: dict[str, str], event: str, da
     if messages and messages[-1].get("role") == "assistant":
         yield "token", messages[-1].get("content", "")
     error = (detail.get("conversation") or {}).get("error")
+    if event == "end" and data.get("status") == "waiting" and detail.get("pendingApprovals"):
+        yield "approval", {"conversation": cid, "calls": detail["pendingApprovals"]}
     if event == "end" and data.get("status") == "failed" and isinstance(error, dict):
         yield "chat-error", {**error, "conversation": cid}
     else:
@@ -83,6 +85,22 @@ def rename(server: str, conversation: str, title: str, token: str | None) -> dic
 
 def delete(server: str, conversation: str, token: str | None) -> None:
     _request("DELETE", server, f"/api/conversations/{quote(conversation, safe='')}", token)
+
+
+def conversation(server: str, conversation_id: str, token: str | None) -> dict[str, Any]:
+    """The conversation's detail, as GET /api/conversations/ID gives it."""
+    result: dict[str, Any] = _request("GET", server, f"/api/conversations/{quote(conversation_id, safe='')}", token).json()
+    return result
+
+
+def allow_rules(server: str, token: str | None) -> list[dict[str, Any]]:
+    """The tools always allowed: `[{tool, since}]`."""
+    rules: list[dict[str, Any]] = _request("GET", server, "/api/approvals/always", token).json()["alwaysAllowed"]
+    return rules
+
+
+def revoke_rule(server: str, tool: str, token: str | None) -> None:
+    _request("DELETE", server, f"/api/approvals/always/{quote(tool, safe='')}", token)
 
 
 def follow_run(server: str, body: dict[str, Any], token: str | None) -> tuple[dict[str, Any], Iterator[tuple[str, Any]]]:

@@ -43,6 +43,8 @@ DEFAULTS: dict[str, Any] = {
     "DATABASE_URL": "",
     "DATABASE_POOL_SIZE": 10,
     "MCP_START_TIMEOUT": 30,
+    "TOOL_APPROVAL": "unsafe",
+    "APPROVAL_TIMEOUT": 0,
     "REQUEST_TIMEOUT": 10,
     "MAX_CONNECTIONS": 100,
 }
@@ -53,7 +55,7 @@ INTS = {
 }
 FLOATS = {
     "CONTEXT_TOOL_SHARE", "SSE_PING_SECONDS", "RUN_LEASE_SECONDS", "RUN_EVENT_RETENTION_SECONDS",
-    "DATABASE_BUSY_TIMEOUT", "MCP_START_TIMEOUT", "REQUEST_TIMEOUT",
+    "DATABASE_BUSY_TIMEOUT", "MCP_START_TIMEOUT", "REQUEST_TIMEOUT", "APPROVAL_TIMEOUT",
 }
 
 
@@ -103,6 +105,11 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
         raise SettingsError(f"MODEL_BACKEND must be ollama, openai or demo, got {settings['MODEL_BACKEND']!r}")
     if settings["TOOLS_BACKEND"] not in ("mcp", "demo", "none"):
         raise SettingsError(f"TOOLS_BACKEND must be mcp, demo or none, got {settings['TOOLS_BACKEND']!r}")
+    settings["TOOL_APPROVAL"] = str(settings["TOOL_APPROVAL"]).strip().lower()
+    if settings["TOOL_APPROVAL"] not in ("off", "unsafe", "all"):
+        raise SettingsError(f"TOOL_APPROVAL must be off, unsafe or all, got {settings['TOOL_APPROVAL']!r}")
+    if settings["APPROVAL_TIMEOUT"] < 0:
+        raise SettingsError("APPROVAL_TIMEOUT must be 0 (off) or a number of seconds")
     url = str(settings["DATABASE_URL"])
     if url and not url.startswith(("postgresql://", "postgres://")):
         raise SettingsError(f"DATABASE_URL must be a postgresql:// URL, got {database_label(settings)!r}")

@@ -18,6 +18,9 @@ class ToolSpec:
     read_only: bool = False
     destructive: bool = True  # MCP's default when a server says nothing
     idempotent: bool = False
+    # globs over the tool's own name, from its server's entry in mcp.json (domain.approvals)
+    approve: tuple[str, ...] = ()
+    auto_approve: tuple[str, ...] = ()
 
     @property
     def unsafe_to_repeat(self) -> bool:

@@ -19,14 +19,15 @@ from adapters.postgres.database import PostgresDatabase
 from adapters.postgres.runs import PostgresRunStore
 from adapters.sqlite.runs import SqliteRunStore
 from domain.model import Run, RunOwner, RunStatus, new_id, utc_now
+from ports.approvals import ApprovalStore
 from ports.events import RunEventLog
 from ports.journal import ToolJournal
 from ports.runs import RunRepository
 from ports.signals import RunSignals
 
 
-class RunStore(RunRepository, RunEventLog, RunSignals, ToolJournal, Protocol):
-    """What both adapters implement: the four ports in one object."""
+class RunStore(RunRepository, RunEventLog, RunSignals, ToolJournal, ApprovalStore, Protocol):
+    """What every adapter implements: the five ports in one object."""
 
 
 class StoreClock(Protocol):

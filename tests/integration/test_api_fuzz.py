@@ -96,5 +96,6 @@ def test_no_input_makes_the_api_answer_with_a_server_error(tmp_path: Path) -> No
         asyncio.run(close_container(container))
     took = time.monotonic() - t0
     assert server_errors == []
-    assert len(tried) == 14, tried  # every documented operation was exercised
+    documented = sum(1 for _ in schema.get_all_operations())
+    assert documented >= 16 and len(tried) == documented, tried  # every documented operation was exercised
     print(f"\nfuzzed {sum(tried.values())} requests in {took:.1f} s, 0 server errors")

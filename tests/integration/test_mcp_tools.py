@@ -283,7 +283,8 @@ def test_remembering_with_the_shipped_config_writes_the_memory_file(tmp_path: Pa
     entity = {"name": "user", "entityType": "person", "observations": ["favourite colour is green"]}
     replies = [{"tool_calls": [("memory__create_entities", {"entities": [entity]})]}, {"text": "I will remember that."}]
     with fake_ollama(replies) as fake:
-        env = app_env(tmp_path, fake.url, CONFIG_DIR=str(ROOT / "config"))
+        # the default policy: the shipped mcp.json auto-approves the Memory and Fetch servers
+        env = app_env(tmp_path, fake.url, CONFIG_DIR=str(ROOT / "config"), TOOL_APPROVAL="unsafe")
         run = subprocess.run([SOPHOS, "chat", "remember that my favourite colour is green"], env=process_env(env),
                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
@@ -315,3 +316,16 @@ def test_a_run_survives_its_tool_server_being_killed_between_two_calls(tmp_path:
     assert "both done" in run.stdout
     done = [e for e in ledger(book) if e["event"] == "done"]
     assert [e["label"] for e in done] == ["first", "second"] and done[0]["pid"] != done[1]["pid"]
+
+
+async def test_approve_and_auto_approve_globs_reach_each_tool_and_a_bad_list_disables_its_server(tmp_path: Path) -> None:
+    entry = {**ledger_server_entry(tmp_path / "l.jsonl"), "approve": ["app*"], "autoApprove": ["*"]}
+    box = McpToolbox(config_dir(tmp_path, {"ledger": entry}), tmp_path / "m.jsonl")
+    try:
+        tools = {t.name: t for t in await box.list_tools()}
+        assert (tools["ledger__charge"].approve, tools["ledger__charge"].auto_approve) == (("app*",), ("*",))
+    finally:
+        await box.aclose()
+    (tmp_path / "config" / "mcp.json").write_text(json.dumps({"ledger": {**entry, "autoApprove": "*"}}))
+    config = load_mcp_config(tmp_path / "config", tmp_path / "m.jsonl")
+    assert "autoApprove must be a list of tool name globs" in config.errors["ledger"]

@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from adapters.sqlite.database import MIGRATIONS
 from domain.events import StreamEvent
 from domain.model import RunStatus
 from entrypoints.container import close_container, create_container
@@ -44,13 +45,13 @@ async def test_migrations_run_once_and_create_the_reference_tables(tmp_path: Pat
     env = app_env(tmp_path, TOOLS_BACKEND="none")
     for _ in range(2):
         c = create_container(env)
-        assert c.store().schema_version == 6
+        assert c.store().schema_version == len(MIGRATIONS)
         c.threads().get_thread("x")
         await close_container(c)
     db = sqlite3.connect(env["DATABASE_PATH"])
     tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert {"conversations", "runs", "checkpoints", "writes", "tool_calls", "run_events"} <= tables
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 6
+    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     columns = [r[1] for r in db.execute("PRAGMA table_info(conversations)")]
     assert columns == ["id", "title", "created_at", "updated_at", "message_count"]

@@ -13,7 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from adapters.sqlite.database import BUSY_MESSAGE, MIGRATION_1, MIGRATION_2, MIGRATION_3, WRITE_MESSAGE
+from adapters.sqlite.database import (
+    BUSY_MESSAGE,
+    MIGRATION_1,
+    MIGRATION_2,
+    MIGRATION_3,
+    MIGRATION_APPROVALS,
+    MIGRATIONS,
+    WRITE_MESSAGE,
+)
 from adapters.sqlite.runs import SqliteRunStore
 from domain.errors import RunLost, SessionInProgress, StorageFailure
 from domain.events import StreamEvent
@@ -74,7 +82,7 @@ async def test_a_version_3_file_upgrades_with_its_rows_intact(db: Path) -> None:
     ids = write_v3_file(db)
     store = await SqliteRunStore.open(str(db))
     try:
-        assert store.schema_version == 6
+        assert store.schema_version == len(MIGRATIONS)
         conv = await store.get_conversation(ids["conv"])
         assert conv is not None and (conv.title, conv.message_count, conv.status) == (
             "old",
@@ -93,8 +101,35 @@ async def test_a_version_3_file_upgrades_with_its_rows_intact(db: Path) -> None:
     finally:
         await store.aclose()
     conn = raw(db)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 6
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
     assert conn.execute("SELECT count(*) FROM runs").fetchone()[0] == 2
+
+
+async def test_a_file_from_before_approvals_upgrades_to_the_waiting_status_keeping_its_runs_and_events(db: Path) -> None:
+    ids = write_v3_file(db)
+    before_approvals = MIGRATIONS.index(MIGRATION_APPROVALS)
+    conn = raw(db)
+    conn.executescript(";".join(MIGRATIONS[3:before_approvals]) + f";PRAGMA user_version = {before_approvals};")
+    conn.execute("INSERT INTO run_events VALUES (?, 1, 'token', '\"hi\"')", (ids["running"],))
+    with pytest.raises(sqlite3.IntegrityError):  # the old CHECK knows no `waiting`
+        conn.execute("UPDATE runs SET status = 'waiting' WHERE id = ?", (ids["done"],))
+    before = conn.execute("SELECT rowid, * FROM runs ORDER BY rowid").fetchall()
+    conn.close()
+    store = await SqliteRunStore.open(str(db))
+    try:
+        assert store.schema_version == len(MIGRATIONS)
+        events = await store.read(ids["running"], 0)
+        assert [(e.event, e.data) for _, e in events] == [("token", "hi")]
+        finish = RunFinish(RunStatus.WAITING, utc_now(), None, 2, StreamEvent("end", {"status": "waiting"}))
+        assert await store.finish_run(ids["running"], finish)  # the writer sees the new CHECK at once
+        assert (await store.get_conversation(ids["conv"])).status is RunStatus.WAITING  # type: ignore[union-attr]
+    finally:
+        await store.aclose()
+    conn = raw(db)
+    assert conn.execute("SELECT rowid, * FROM runs WHERE id = ?", (ids["done"],)).fetchall() == [before[0]]
+    with pytest.raises(sqlite3.IntegrityError):
+        conn.execute("UPDATE runs SET status = 'bogus' WHERE id = ?", (ids["done"],))
+    assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
 
 
 async def test_the_schema_has_run_events_without_rowid_and_the_new_run_columns(
@@ -114,7 +149,7 @@ async def test_the_schema_has_run_events_without_rowid_and_the_new_run_columns(
 
 async def test_a_second_open_does_not_migrate_again(store: SqliteRunStore, db: Path) -> None:
     again = SqliteRunStore(str(db))
-    assert again.schema_version == 6
+    assert again.schema_version == len(MIGRATIONS)
     again.close()
 
 

@@ -41,6 +41,9 @@ def app_env(tmp_path: Path, ollama_url: str = "http://127.0.0.1:9", **extra: Any
         "MODEL_TIMEOUT": "10",
         # the host name Starlette's TestClient and schemathesis send; real servers use 127.0.0.1
         "ALLOWED_HOSTS": "testserver",
+        # tests of other features call the ledger's destructive tools without asking;
+        # tests of approvals (test_approvals.py) set TOOL_APPROVAL themselves
+        "TOOL_APPROVAL": "off",
     }
     env.update({k: str(v) for k, v in extra.items()})
     return env

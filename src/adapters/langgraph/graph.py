@@ -22,12 +22,14 @@ from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Command, Send
+from langgraph.types import Command, Send, interrupt
 
 from adapters.langchain.messages import ConversionCache, to_langchain
+from domain.approvals import ApprovalGate, Rejected, Wait, edited_note
 from domain.context import ContextPolicy, PromptPlan, estimate_text
 from domain.errors import RunLost, StorageFailure, ToolOutcomeUnknown
 from domain.events import (
+    ApprovalRequested,
     ContextPlanned,
     ContextSummarized,
     NodeStarted,
@@ -43,7 +45,7 @@ from ports.journal import ToolJournal
 from ports.metrics import NO_METRICS, UNKNOWN_TOOL, MetricsPort
 from ports.model import ModelPort, TextChunk, Usage
 from ports.prompts import SystemPromptSource
-from ports.tools import ToolPort
+from ports.tools import ToolPort, ToolSpec
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +108,9 @@ class AgentNodes:
         clock: Callable[[], datetime] = utc_now,
         metrics: MetricsPort = NO_METRICS,
         context: ContextPolicy | None = None,
+        gate: ApprovalGate | None = None,
     ) -> None:
+        self.gate = gate  # None: no call ever waits for approval
         self.model = model
         self.context = ContextKeeper(model, context or ContextPolicy())
         self.tools = tools
@@ -171,16 +175,37 @@ class AgentNodes:
         if call.id in set(configurable.get(SKIP_KEY) or ()):
             content, failed = SKIPPED, True
         else:
-            content, failed = await self._call(call, str(configurable["thread_id"]), configurable.get(RUN_KEY))
+            content, failed = await self._decided_call(call, step, str(configurable["thread_id"]), configurable.get(RUN_KEY))
         result = ToolResult(content, call.id, call.name, "error" if failed else "success")
         write(ToolCallFinished(step, result))
         message = ToolMessage(content, tool_call_id=call.id, name=call.name, status=result.status)
         return {"messages": [message]}
 
-    async def _call(self, call: ToolCall, thread_id: str, run_id: str | None) -> tuple[str, bool]:
-        key = idempotency_key(thread_id, call.id)
+    async def _decided_call(self, call: ToolCall, step: int, thread_id: str, run_id: str | None) -> tuple[str, bool]:
+        """The call as the approval policy decides: run (with edited args, if a person
+        edited them), rejected, or not started at all. A call that waits ends this task
+        with a LangGraph interrupt: the step's other calls finish, their results are saved,
+        and this one stays pending in the checkpoint until a resume runs the task again."""
         try:
             spec = next((t for t in await self.tools.list_tools() if t.name == call.name), None)
+        except Exception:  # listing failed: the call itself will say why
+            log.warning("could not list the tools before calling %s", call.name, exc_info=True)
+            spec = None
+        if self.gate is None:
+            return await self._call(call, spec, thread_id, run_id)
+        verdict = await self.gate.check(thread_id, run_id, call, spec)
+        if isinstance(verdict, Wait):
+            get_stream_writer()(ApprovalRequested(step, verdict.request))
+            interrupt({"approval": call.id})  # raises: nothing below runs, nothing is journaled
+        if isinstance(verdict, Rejected):
+            return verdict.content, True
+        assert not isinstance(verdict, Wait)
+        content, failed = await self._call(replace(call, args=verdict.args), spec, thread_id, run_id)
+        return (edited_note(verdict.args, content) if verdict.edited else content), failed
+
+    async def _call(self, call: ToolCall, spec: ToolSpec | None, thread_id: str, run_id: str | None) -> tuple[str, bool]:
+        key = idempotency_key(thread_id, call.id)
+        try:
             if self.journal is not None:
                 unsafe = spec.unsafe_to_repeat if spec else False
                 # durably "about to call": after a crash, this call's outcome is known to be unknown

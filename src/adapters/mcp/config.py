@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,8 @@ class McpConfig:
 
     servers: dict[str, dict[str, Any]]
     errors: dict[str, str]
+    # server -> (`approve`, `autoApprove`): globs over its tools' names (domain.approvals)
+    approval: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
 
 
 def load_mcp_config(config_dir: Path, memory_file: Path) -> McpConfig:
@@ -53,9 +55,17 @@ def load_mcp_config(config_dir: Path, memory_file: Path) -> McpConfig:
     for name, entry in servers.items():
         try:
             out.servers[name] = _connection(name, entry, memory, subs)
+            out.approval[name] = (_globs(entry, "approve"), _globs(entry, "autoApprove"))
         except McpConfigError as e:
             out.errors[name] = f"MCP configuration in {path}, server {name!r}: {e}"
     return out
+
+
+def _globs(entry: dict[str, Any], key: str) -> tuple[str, ...]:
+    value = entry.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(g, str) for g in value):
+        raise McpConfigError(f"{key} must be a list of tool name globs")
+    return tuple(value)
 
 
 def _connection(name: str, entry: object, memory: Path, subs: dict[str, str]) -> dict[str, Any]:

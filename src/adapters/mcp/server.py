@@ -65,6 +65,7 @@ class McpServer:
         self.reload = reload  # the server's entry re-read from mcp.json before a retry
         self.session: ClientSession | None = None
         self.tools: list[ToolSpec] = []
+        self.approval: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # mcp.json's approve, autoApprove
         self.error: str | None = None
         self.restarts = 0
         self.attempting = False
@@ -149,6 +150,8 @@ class McpServer:
             read_only=bool(a and a.readOnlyHint),
             destructive=not (a and a.destructiveHint is False),
             idempotent=bool(a and a.idempotentHint),
+            approve=self.approval[0],
+            auto_approve=self.approval[1],
         )
 
     @property

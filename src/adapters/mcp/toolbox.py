@@ -153,6 +153,7 @@ class McpToolbox(ToolPort):
         for name, conn in config.servers.items():
             server = McpServer(name, conn, self.call_timeout, self.retry_after, functools.partial(self._reload, name),
                                self.start_timeout)
+            server.approval = config.approval.get(name, ((), ()))
             self.servers[name] = server
             server.launch()
         if not config.servers and not config.errors and not self.config_error:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from adapters.memory.approvals import InMemoryApprovals
 from domain.errors import ConversationNotFound, RunLost, SessionInProgress
 from domain.events import StreamEvent
 from domain.model import Conversation, Run, RunError, RunOwner, RunStatus, iso, utc_now
@@ -32,7 +33,7 @@ class _Waiter:
     woken: asyncio.Event
 
 
-class InMemoryRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
+class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals, ToolJournal):
     """Plain dicts behind one lock (never held across an await). Event data goes through
     JSON, as in SQLite, so what is not JSON-encodable fails here too."""
 
@@ -45,6 +46,7 @@ class InMemoryRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
         self._events: dict[str, dict[int, tuple[str, str]]] = {}  # run -> seq -> (event, json)
         self._journal: dict[str, tuple[str, JournalEntry]] = {}  # key -> (conversation, entry)
         self._waiters: dict[str, list[_Waiter]] = {}
+        self._approvals_init()
 
     def close(self) -> None:
         pass
@@ -119,6 +121,7 @@ class InMemoryRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
                 self._cancels.discard(run.id)
             for key in [k for k, (cid, _) in self._journal.items() if cid == conversation_id]:
                 del self._journal[key]
+            self._forget_approvals(conversation_id)
             del self._conversations[conversation_id]
             return True
 

@@ -129,7 +129,36 @@ CREATE TABLE search_threads (
 # The whole schema history, as on SQLite (adapters/sqlite/database.py); v1 starts at the
 # shape SQLite reached at its v4, with `ended_at` (the store's clock when a run finished,
 # for event retention) and the registry of live processes (presence.py).
-MIGRATIONS: tuple[str, ...] = (MIGRATION_1, MIGRATION_BRANCHES, MIGRATION_SEARCH)
+# Tool calls waiting for approval (as on SQLite): a `waiting` status, the requests
+# with their decisions (`n` orders those stored in the same instant), and the tools a
+# person always allows.
+MIGRATION_APPROVALS = """
+ALTER TABLE runs DROP CONSTRAINT runs_status_check;
+ALTER TABLE runs ADD CONSTRAINT runs_status_check
+    CHECK (status IN ('running', 'interrupted', 'completed', 'failed', 'cancelled', 'waiting'));
+CREATE TABLE tool_approvals (
+    conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    call_id TEXT NOT NULL,
+    n BIGINT GENERATED ALWAYS AS IDENTITY,
+    run_id TEXT,
+    name TEXT NOT NULL,
+    server TEXT NOT NULL,
+    args JSONB NOT NULL,
+    description TEXT NOT NULL,
+    schema JSONB NOT NULL,
+    requested_at TIMESTAMPTZ NOT NULL,
+    decision JSONB,
+    decided_at TIMESTAMPTZ,
+    PRIMARY KEY (conversation_id, call_id)
+);
+CREATE INDEX tool_approvals_undecided ON tool_approvals (requested_at) WHERE decision IS NULL;
+CREATE TABLE tool_allow_rules (
+    tool TEXT PRIMARY KEY,
+    since TIMESTAMPTZ NOT NULL
+)
+"""
+
+MIGRATIONS: tuple[str, ...] = (MIGRATION_1, MIGRATION_BRANCHES, MIGRATION_SEARCH, MIGRATION_APPROVALS)
 
 Setup = Callable[[AsyncConnection[Any]], Awaitable[None]]
 

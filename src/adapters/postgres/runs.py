@@ -12,6 +12,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from adapters.postgres.approvals import PostgresApprovals
 from adapters.postgres.database import PostgresDatabase
 from adapters.postgres.presence import CHANNEL, OWNER_ALIVE, Presence
 from adapters.postgres.rows import LATEST, RUNS, SUMMARY, conversation_from_row, run_from_row, stamp
@@ -28,7 +29,7 @@ from ports.signals import RunSignals
 NOTIFY = f"SELECT pg_notify('{CHANNEL}', id) FROM unnest(%s::text[]) AS id"
 
 
-class PostgresRunStore(RunRepository, RunEventLog, RunSignals, ToolJournal):
+class PostgresRunStore(PostgresApprovals, RunRepository, RunEventLog, RunSignals, ToolJournal):
     """Every method takes a pooled connection for one statement or one transaction.
     `owner`, when given, is this process: its presence (liveness lock, notifications) is
     held from first use until `aclose`. `poll_interval` bounds how long a follower waits

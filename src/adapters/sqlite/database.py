@@ -106,8 +106,39 @@ CREATE TABLE run_events (
 ) WITHOUT ROWID;
 """
 
+# Tool calls waiting for approval: a `waiting` status, the requests with their decisions,
+# and the tools a person always allows. SQLite cannot alter a CHECK, and rebuilding `runs`
+# would have to name every column other migrations add; a CHECK is not part of the file's
+# format, so its text is edited in place (SQLite's documented writable_schema procedure;
+# `migrate` then bumps the schema cookie so every connection re-reads it).
+MIGRATION_APPROVALS = """
+PRAGMA writable_schema = ON;
+UPDATE sqlite_master SET sql = replace(sql, '''cancelled'')', '''cancelled'', ''waiting'')')
+    WHERE type = 'table' AND name = 'runs' AND sql NOT LIKE '%''waiting''%';
+PRAGMA writable_schema = OFF;
+CREATE TABLE IF NOT EXISTS tool_approvals (
+    conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    call_id TEXT NOT NULL,
+    run_id TEXT,
+    name TEXT NOT NULL,
+    server TEXT NOT NULL,
+    args TEXT NOT NULL,
+    description TEXT NOT NULL,
+    schema TEXT NOT NULL,
+    requested_at TEXT NOT NULL,
+    decision TEXT,
+    decided_at TEXT,
+    PRIMARY KEY (conversation_id, call_id)
+);
+CREATE INDEX IF NOT EXISTS tool_approvals_undecided ON tool_approvals (requested_at) WHERE decision IS NULL;
+CREATE TABLE IF NOT EXISTS tool_allow_rules (
+    tool TEXT PRIMARY KEY,
+    since TEXT NOT NULL
+);
+"""
+
 MIGRATIONS: tuple[str, ...] = (
-    MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4, MIGRATION_SEARCH, MIGRATION_BRANCHES,
+    MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4, MIGRATION_SEARCH, MIGRATION_BRANCHES, MIGRATION_APPROVALS,
 )
 
 BUSY_MESSAGE = "The database is busy: another process holds the write lock; try again"
@@ -259,6 +290,9 @@ def migrate(conn: sqlite3.Connection) -> int:
                 continue
             for statement in _statements(MIGRATIONS[target - 1]):
                 conn.execute(statement)
+            if "writable_schema" in MIGRATIONS[target - 1]:  # schema text edited in place
+                (cookie,) = conn.execute("PRAGMA schema_version").fetchone()
+                conn.execute(f"PRAGMA schema_version = {int(cookie) + 1}")
             conn.execute(f"PRAGMA user_version = {target}")
             log.info("applied migration %d", target)
     (version,) = conn.execute("PRAGMA user_version").fetchone()

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from functools import partial
 
+from adapters.sqlite.approvals import SqliteApprovals
 from adapters.sqlite.database import (
     FileIdentity,
     Worker,
@@ -30,7 +31,7 @@ from ports.metrics import NO_METRICS, MetricsPort
 from ports.runs import RunFinish, RunRepository
 
 
-class SqliteRunStore(SqliteRunEvents, RunRepository):
+class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
     """Two connections to the file, each on its own thread: a writer (every write is a
     BEGIN IMMEDIATE transaction, so processes on one file queue behind `busy_timeout`
     seconds, then get StorageFailure) and a reader, which in WAL mode never waits for a

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from domain.errors import SophosError
+from entrypoints.cli.approvals import approvals, approve
 from entrypoints.cli.base import EXIT_PIPE, EXIT_STOPPED, CliError, Context, fail, global_options
 from entrypoints.cli.conversations import branch, conversations, delete, export, rename, show
 from entrypoints.cli.db import db
@@ -71,7 +72,7 @@ def main(ctx: click.Context) -> None:
         configure_logging("ERROR")
 
 
-for command in (chat, resume, regenerate, cancel, repl, conversations, show, branch, export, rename, delete, search, db,
-                doctor, serve):
+for command in (chat, resume, regenerate, approve, approvals, cancel, repl, conversations, show, branch, export, rename,
+                delete, search, db, doctor, serve):
     main.add_command(command)
 db.add_command(reindex)

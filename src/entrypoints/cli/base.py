@@ -24,6 +24,7 @@ EXIT_NOT_FOUND = 3
 EXIT_CONFLICT = 4
 EXIT_MODEL = 5
 EXIT_SERVER = 6  # `serve`: the address is in use; `--server`: the server cannot be reached
+EXIT_WAITING = 7  # the run stopped before tool calls that wait for approval (`sophos approve`)
 EXIT_STOPPED = 130  # Ctrl-C (or SIGTERM): the run was stopped, its progress is saved
 EXIT_PIPE = 141  # the reader of stdout went away (128 + SIGPIPE), as for other Unix tools
 
@@ -37,6 +38,7 @@ EXIT_CODES = {
     ErrorCode.RUN_NOT_RESUMABLE: EXIT_CONFLICT,
     ErrorCode.NO_ACTIVE_RUN: EXIT_CONFLICT,
     ErrorCode.DECISION_REQUIRED: EXIT_CONFLICT,
+    ErrorCode.STALE_DECISION: EXIT_CONFLICT,
     ErrorCode.TOOL_OUTCOME_UNKNOWN: EXIT_CONFLICT,
     ErrorCode.MODEL_UNAVAILABLE: EXIT_MODEL,
     ErrorCode.MODEL_UNREACHABLE: EXIT_MODEL,

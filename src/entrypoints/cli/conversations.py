@@ -21,7 +21,7 @@ from entrypoints.cli.base import (
     pass_ctx,
     server_option,
 )
-from entrypoints.cli.output import ago
+from entrypoints.cli.output import ago, approval_line
 from entrypoints.cli.runs import remote_failure, resume_hint
 
 
@@ -103,6 +103,8 @@ def show(ctx: Context, conversation: str, as_json: bool) -> None:
                 for p in d.pending_calls
             ]
             body["decisionRequired"] = d.decision_required
+        if d.pending_approvals:
+            body["pendingApprovals"] = [r.to_dto() for r in d.pending_approvals]
         click.echo(json.dumps(body, ensure_ascii=False))
         return
     c = d.conversation
@@ -128,6 +130,12 @@ def show(ctx: Context, conversation: str, as_json: bool) -> None:
             if p.needs_decision:
                 click.echo(f"\n! {p.call.name} {json.dumps(p.call.args, ensure_ascii=False)} may have taken effect")
         click.echo(f"Decide: {resume_hint(ctx, c.id)} --decision retry   (or --decision skip)")
+    elif d.pending_approvals:
+        click.echo("")
+        for r in d.pending_approvals:
+            click.echo(approval_line(r.to_dto()))
+        click.echo(f"Decide: {resume_hint(ctx, c.id).replace('sophos resume', 'sophos approve', 1)} "
+                   "[--call ID] [--edit-args JSON | --reject REASON | --always]")
     elif d.resumable:
         click.echo(f"\nThe last run stopped before it finished. Resume with: {resume_hint(ctx, c.id)}")
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from entrypoints.cli.base import EXIT_OK, EXIT_STOPPED, exit_code_of
+from entrypoints.cli.base import EXIT_OK, EXIT_STOPPED, EXIT_WAITING, exit_code_of
 from entrypoints.notices import ContextNotices
 
 
@@ -86,6 +86,7 @@ class Printer:
         self.as_json = as_json
         self.status = "completed"
         self.error: dict[str, Any] | None = None
+        self.approvals: list[dict[str, Any]] = []  # calls the run stopped before, waiting
         self.pipe_closed = False
         self.spinner = Spinner(enabled=not as_json and sys.stderr.isatty())
         self.notices = ContextNotices()
@@ -105,7 +106,9 @@ class Printer:
             silence_output()
 
     def _outcome(self, event: str, data: Any) -> None:
-        if event == "end":
+        if event == "approval":
+            self.approvals = list(data.get("calls") or [])
+        elif event == "end":
             self.status, self.error = data["status"], None
         elif event == "chat-error":
             self.status = "lost" if data.get("code") == "RUN_LOST" else "failed"
@@ -128,6 +131,10 @@ class Printer:
             text = data["data"]["result"].replace("\n", " ")
             click.secho(f"← {data['name']}: {text[:200]}", fg="cyan", err=True)
             self.spinner.wait("waiting for the model")
+        elif event == "approval":
+            self.spinner.clear()
+            for call in data.get("calls") or []:
+                click.secho(approval_line(call), fg="yellow", err=True)
         elif event == "trace" and data["event"] in ("context", "summary", "truncated"):
             notice = self.notices.line(data["event"], data["data"])
             if notice:
@@ -144,15 +151,28 @@ class Printer:
             click.echo(f"error: {self.error['code']}: {self.error['message']}", err=True)
         if self.status in ("interrupted", "cancelled"):
             click.echo(f"{self.status}; its progress is saved. Resume with: {resume_hint}", err=True)
+        if self.status == "waiting":
+            approve = resume_hint.replace("sophos resume", "sophos approve", 1)
+            count = len(self.approvals) or "some"
+            click.echo(f"waiting for approval of {count} tool call(s). Decide with: {approve} "
+                       "[--call ID] [--edit-args JSON | --reject REASON | --always]", err=True)
         click.echo(f"conversation: {cid}  run: {run_id}  status: {self.status}", err=True)
         return self.exit_code()
 
     def exit_code(self) -> int:
         if self.status == "completed":
             return EXIT_OK
+        if self.status == "waiting":
+            return EXIT_WAITING
         if self.status in ("interrupted", "cancelled"):
             return EXIT_STOPPED
         return exit_code_of(self.error.get("code") if self.error else None)
+
+
+def approval_line(call: dict[str, Any]) -> str:
+    """One pending call, as `chat` and `approve` print it."""
+    args = json.dumps(call.get("args"), ensure_ascii=False)
+    return f"? {call.get('name')} {args} waits for approval (call {call.get('id')})"
 
 
 def silence_output() -> None:

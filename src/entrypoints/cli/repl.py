@@ -24,6 +24,8 @@ def _turn_report(printer: Printer) -> None:
         click.echo(f"error: {printer.error['code']}: {printer.error['message']}", err=True)
     elif printer.status in ("cancelled", "interrupted"):
         click.echo("(stopped; the next message continues from here)", err=True)
+    elif printer.status == "waiting":
+        click.echo("(tool calls wait for approval: decide with `sophos approve` before the next message)", err=True)
 
 
 def _goodbye(cid: str | None, ctx: Context, server: str | None = None) -> int:

@@ -137,7 +137,7 @@ def remote_failure(e: Any) -> CliError:
     return CliError(e.code, e.message, EXIT_SERVER if e.code == "UNREACHABLE" else exit_code_of(e.code))
 
 
-def _run(ctx: Context, body: dict[str, Any], start: Start, as_json: bool, server: str | None) -> None:
+def run_and_report(ctx: Context, body: dict[str, Any], start: Start, as_json: bool, server: str | None) -> None:
     printer = Printer(as_json)
     if server:
         cid, run_id = drive_remote(server, body, printer)
@@ -147,7 +147,7 @@ def _run(ctx: Context, body: dict[str, Any], start: Start, as_json: bool, server
     finish(EXIT_PIPE if printer.pipe_closed else code)
 
 
-_json_option = click.option("--json", "as_json", is_flag=True, help="Print events as JSON lines.")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print events as JSON lines.")
 
 
 @click.command()
@@ -156,7 +156,7 @@ _json_option = click.option("--json", "as_json", is_flag=True, help="Print event
 @click.option("-i", "--interactive", is_flag=True, help="A prompt loop on one conversation (as `sophos repl`).")
 @click.option("--edit", "edit_of", type=int, metavar="N",
               help="Replace user message N (as `sophos show` numbers them) with MESSAGE, on a new branch.")
-@_json_option
+@json_option
 @server_option
 @global_options
 @pass_ctx
@@ -175,12 +175,12 @@ def chat(ctx: Context, message: str | None, conversation: str | None, interactiv
     body: dict[str, Any] = {"message": text, **({"conversation": conversation} if conversation else {})}
     if edit_of is not None:
         body["editOf"] = edit_of
-    _run(ctx, body, lambda s: s.start(text, conversation, edit_of=edit_of), as_json, server)
+    run_and_report(ctx, body, lambda s: s.start(text, conversation, edit_of=edit_of), as_json, server)
 
 
 @click.command()
 @click.argument("conversation")
-@_json_option
+@json_option
 @server_option
 @global_options
 @pass_ctx
@@ -188,20 +188,20 @@ def regenerate(ctx: Context, conversation: str, as_json: bool, server: str | Non
     """Answer CONVERSATION's last user message again, on a new branch (the earlier answer
     stays on its own: `sophos show` lists them, `sophos branch` switches)."""
     body: dict[str, Any] = {"regenerate": True, "conversation": conversation}
-    _run(ctx, body, lambda s: s.start(None, conversation, regenerate=True), as_json, server)
+    run_and_report(ctx, body, lambda s: s.start(None, conversation, regenerate=True), as_json, server)
 
 
 @click.command()
 @click.argument("conversation")
 @click.option("--decision", type=click.Choice(["retry", "skip"]), help="For a tool call whose outcome is unknown.")
-@_json_option
+@json_option
 @server_option
 @global_options
 @pass_ctx
 def resume(ctx: Context, conversation: str, decision: str | None, as_json: bool, server: str | None) -> None:
     """Continue CONVERSATION from its last checkpoint."""
     body: dict[str, Any] = {"resume": True, "conversation": conversation, **({"decision": decision} if decision else {})}
-    _run(ctx, body, lambda s: s.start(None, conversation, True, decision), as_json, server)
+    run_and_report(ctx, body, lambda s: s.start(None, conversation, True, decision), as_json, server)
 
 
 @click.command()

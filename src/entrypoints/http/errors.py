@@ -22,6 +22,7 @@ STATUS: dict[ErrorCode, int] = {
     ErrorCode.RUN_NOT_RESUMABLE: 409,
     ErrorCode.NO_ACTIVE_RUN: 409,
     ErrorCode.DECISION_REQUIRED: 409,
+    ErrorCode.STALE_DECISION: 409,
     ErrorCode.SHUTTING_DOWN: 503,
     ErrorCode.STORAGE_FAILURE: 503,
     ErrorCode.NOT_SUPPORTED: 501,

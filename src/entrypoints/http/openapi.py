@@ -58,6 +58,14 @@ def openapi_document() -> dict[str, Any]:
                             "editOf": {"type": "integer", "minimum": 0,
                                        "description": "index of the user message the new message replaces, on a new branch"},
                             "regenerate": {"type": "boolean", "description": "answer the last user message again, on a new branch"},
+                            "decisions": {"type": "object", "additionalProperties": {
+                                "type": "object", "required": ["type"], "additionalProperties": False,
+                                "properties": {
+                                    "type": {"type": "string", "enum": ["approve", "edit", "reject", "retry", "skip"]},
+                                    "args": {"type": "object"},
+                                    "message": {"type": "string"},
+                                    "always": {"type": "boolean"},
+                                }}},
                         },
                     })},
                     "responses": _started(_responses(200, {"type": "object", "properties": {
@@ -94,6 +102,21 @@ def openapi_document() -> dict[str, Any]:
                     ],
                     "responses": _responses(200, {"type": "object", "properties": {
                         "conversations": {"type": "array", "items": summary}}}, 400, 500),
+                }
+            },
+            "/api/approvals/always": {
+                "get": {
+                    "summary": "The tools always allowed (never asked before they run)",
+                    "responses": _responses(200, {"type": "object", "properties": {"alwaysAllowed": {
+                        "type": "array", "items": {"type": "object", "properties": {
+                            "tool": {"type": "string"}, "since": {"type": "string"}}}}}}, 503),
+                }
+            },
+            "/api/approvals/always/{tool}": {
+                "delete": {
+                    "summary": "Ask again before the tool runs",
+                    "parameters": [{"name": "tool", "in": "path", "required": True, "schema": {"type": "string"}}],
+                    "responses": _responses(204, None, 400, 404, 503),
                 }
             },
             "/api/search": {

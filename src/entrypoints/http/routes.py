@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse, Response
 from domain.conversations import ConversationDetail
 from domain.errors import InvalidInput, SophosError
 from domain.events import StreamEvent
-from domain.model import RunStatus, check_text, message_to_dto, parse_conversation_id, summary_to_dto
+from domain.model import RunStatus, check_text, iso, message_to_dto, parse_conversation_id, summary_to_dto
 from entrypoints.container import check_database
 from entrypoints.http import sse
 from entrypoints.http.errors import RouteFailure, error_response
@@ -65,7 +65,7 @@ def _services(request: Request) -> Any:
 
 
 async def post_chat(request: Request) -> Response:
-    body = await read_json(request, {"message", "conversation", "resume", "decision", "editOf", "regenerate"})
+    body = await read_json(request, {"message", "conversation", "resume", "decision", "decisions", "editOf", "regenerate"})
     resume = body.get("resume") is True
     regenerate = body.get("regenerate") is True
     message = body.get("message") if isinstance(body.get("message"), str) else None
@@ -75,7 +75,8 @@ async def post_chat(request: Request) -> Response:
     if decision is not None and not isinstance(decision, str):
         raise InvalidInput('decision must be "retry" or "skip"')
     started = await _services(request).run_service().start(
-        message, body.get("conversation"), resume, decision, edit_of=body.get("editOf"), regenerate=regenerate
+        message, body.get("conversation"), resume, decision, decisions=body.get("decisions"), edit_of=body.get("editOf"),
+        regenerate=regenerate,
     )
     if started.events is not None and "text/event-stream" in request.headers.get("accept", ""):
         # the run's own stream, as GET /api/chat sends it: the first token needs no second request
@@ -148,6 +149,8 @@ async def get_conversation(request: Request) -> Response:
             for p in detail.pending_calls
         ]
         body["decisionRequired"] = detail.decision_required
+    if detail.pending_approvals:
+        body["pendingApprovals"] = [r.to_dto() for r in detail.pending_approvals]
     return JSONResponse(body)
 
 
@@ -201,6 +204,16 @@ async def export_conversation(request: Request) -> Response:
         media, name = "text/markdown; charset=utf-8", f"{conv.id}.md"
     headers = {"Content-Disposition": f'attachment; filename="{name}"'}
     return Response(text, headers=headers, media_type=media)
+
+
+async def list_allow_rules(request: Request) -> Response:
+    rules = await _services(request).allow_rules().list()
+    return JSONResponse({"alwaysAllowed": [{"tool": r.tool, "since": iso(r.since)} for r in rules]})
+
+
+async def revoke_allow_rule(request: Request) -> Response:
+    await _services(request).allow_rules().revoke(request.path_params["tool"])
+    return Response(status_code=204)
 
 
 async def search(request: Request) -> Response:

@@ -1,0 +1,103 @@
+"""ApprovalStore: the durable record of tool calls waiting for a person, the decisions
+given, and the tools a person always allows."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from domain.approvals import ApprovalRequest, Decision
+
+
+@dataclass(frozen=True)
+class AllowRule:
+    tool: str  # `<server>__<tool>`
+    since: datetime
+
+
+class ApprovalStore(Protocol):
+    @abstractmethod
+    async def add_request(self, request: ApprovalRequest) -> None:
+        """Record a gated call (durably, before the run reports it waiting). Idempotent:
+        a request already stored for the conversation and call is left as it is, with its
+        decision. The request goes with its conversation."""
+
+    @abstractmethod
+    async def get_request(self, conversation_id: str, call_id: str) -> ApprovalRequest | None:
+        """The stored request of that call, with its decision if one was given."""
+
+    @abstractmethod
+    async def requests(self, conversation_id: str) -> Sequence[ApprovalRequest]:
+        """Every request of the conversation, decided or not, oldest first."""
+
+    @abstractmethod
+    async def decide(self, conversation_id: str, decisions: Mapping[str, Decision], now: datetime) -> bool:
+        """Store the decisions, all or none, in one transaction: False (nothing written)
+        when any named call has no request or already has a decision (another tab, a
+        double click: a compare-and-set, safe across processes)."""
+
+    @abstractmethod
+    async def undecided_before(self, cutoff: datetime) -> Sequence[ApprovalRequest]:
+        """Undecided requests stored before `cutoff`, oldest first (APPROVAL_TIMEOUT)."""
+
+    @abstractmethod
+    async def allow_always(self, tool: str, now: datetime) -> None:
+        """Remember that `tool` never needs approval. Idempotent."""
+
+    @abstractmethod
+    async def always_allowed(self) -> Sequence[AllowRule]:
+        """The tools always allowed, by name."""
+
+    @abstractmethod
+    async def revoke(self, tool: str) -> bool:
+        """Forget `tool`'s rule; False when there was none."""
+
+
+class ArgsChecker(Protocol):
+    @abstractmethod
+    def check(self, schema: Mapping[str, Any], args: Mapping[str, Any]) -> str | None:
+        """None when `args` fit the JSON schema `schema`, else a one-line reason."""
+
+
+class NoApprovals(ApprovalStore):
+    """A store for runs that never ask (TOOL_APPROVAL=off, tests of other things): no
+    request is ever found, a decision is always stale."""
+
+    async def add_request(self, request: ApprovalRequest) -> None:
+        return None
+
+    async def get_request(self, conversation_id: str, call_id: str) -> ApprovalRequest | None:
+        return None
+
+    async def requests(self, conversation_id: str) -> Sequence[ApprovalRequest]:
+        return ()
+
+    async def decide(self, conversation_id: str, decisions: Mapping[str, Decision], now: datetime) -> bool:
+        return False
+
+    async def undecided_before(self, cutoff: datetime) -> Sequence[ApprovalRequest]:
+        return ()
+
+    async def allow_always(self, tool: str, now: datetime) -> None:
+        return None
+
+    async def always_allowed(self) -> Sequence[AllowRule]:
+        return ()
+
+    async def revoke(self, tool: str) -> bool:
+        return False
+
+
+class AnyArgs(ArgsChecker):
+    """Accepts any arguments (where no schema checker is wired: tests of other things)."""
+
+    def check(self, schema: Mapping[str, Any], args: Mapping[str, Any]) -> str | None:
+        return None
+
+
+NO_APPROVALS = NoApprovals()
+ANY_ARGS = AnyArgs()
