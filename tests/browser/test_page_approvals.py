@@ -17,12 +17,13 @@ from tests.support.fake_ollama import FakeOllama, fake_ollama
 
 
 def answer(body: dict[str, Any]) -> dict[str, Any]:
-    """The model: a charge of the number in the user's message, then says what happened."""
+    """The model: one charge per number in the user's message (in one step), then says what
+    happened."""
     last = body["messages"][-1]
     if last["role"] == "tool":
         return {"text": f"done: {last['content'][:200]}"}
     amounts = re.findall(r"\d+", last["content"])
-    return {"tool_calls": [("ledger__charge", {"amount": int(amounts[0])})]} if amounts else {"text": "hello"}
+    return {"tool_calls": [("ledger__charge", {"amount": int(a)}) for a in amounts]} if amounts else {"text": "hello"}
 
 
 @pytest.fixture(scope="module")
@@ -55,11 +56,11 @@ def charges(app: App, text: str) -> list[dict[str, Any]]:
     return [e for e in lines if e["event"] == "start" and (e["key"] or "").startswith(f"{found[0]['id']}:")]
 
 
-def ask(page: Page, text: str) -> None:
+def ask(page: Page, text: str, cards: int = 1) -> None:
     page.get_by_test_id("new-chat-button").click()
     page.get_by_test_id("message-input").fill(text)
     page.get_by_test_id("message-input").press("Enter")
-    expect(page.get_by_test_id("approval-card")).to_have_count(1, timeout=15000)
+    expect(page.get_by_test_id("approval-card")).to_have_count(cards, timeout=15000)
 
 
 def test_approving_a_card_runs_the_call_exactly_once(tab: Page, gated: App) -> None:
@@ -135,6 +136,17 @@ def test_a_waiting_card_survives_a_reload_and_a_restart_and_a_new_message_is_exp
     tab.keyboard.press("Enter")  # the keyboard is enough
     expect(tab.get_by_test_id("assistant-message").last).to_have_text("done: charged 14", timeout=15000)
     assert len(charges(gated, "pay 14 (reload on the page)")) == 1
+
+
+def test_answering_one_of_three_cards_runs_that_call_and_leaves_two_cards(tab: Page, gated: App) -> None:
+    ask(tab, "pay 16, 17 and 18 (three cards)", cards=3)
+    first = tab.get_by_test_id("approval-card").filter(has_text='"amount": 17')
+    first.get_by_role("button", name="Approve ledger__charge").click()
+    expect(tab.get_by_test_id("tool-result")).to_contain_text("ledger__charge", timeout=15000)
+    expect(tab.get_by_test_id("approval-card")).to_have_count(2)
+    expect(tab.get_by_test_id("approval-card").filter(has_text='"amount": 17')).to_have_count(0)
+    shoot(tab, "approval-two-left")
+    assert [e["label"] for e in charges(gated, "pay 16, 17 and 18 (three cards)")] == ["charge-17"]
 
 
 def test_a_card_answered_in_another_tab_says_so_and_runs_nothing_more(tab: Page, gated: App, browser: Browser) -> None:

@@ -269,7 +269,7 @@ async function readiness() {
 // --- login (API_TOKEN): the token is exchanged once for an HttpOnly session cookie
 function showLogin(message = "") {
   detach();
-  Object.assign(state, { auth: { required: true, authenticated: false }, conversations: [], current: null, detail: null, messages: [], trace: [] });
+  Object.assign(state, { auth: { required: true, authenticated: false }, conversations: [], current: null, detail: null, messages: [], trace: [], approvals: [], approvalNotice: null });
   render();
   $("login").hidden = false;
   $("layout").inert = true;
