@@ -17,6 +17,7 @@ import pytest
 
 from tests.support.app import SOPHOS, app_env, config_dir, ledger_server_entry, process_env
 from tests.support.fake_ollama import FakeOllama, fake_ollama
+from tests.support.server import LiveServer
 from tests.support.terminal import Terminal
 
 QUESTION = "[a]pprove / [e]dit / [r]eject / [A]lways"
@@ -125,6 +126,30 @@ def test_the_repl_asks_too_and_always_remembers_the_tool(setup: Setup) -> None:
     # forget it again, for the other tests of this module
     subprocess.run([SOPHOS, "approvals", "revoke", "ledger__charge"], env=process_env(setup.env), cwd=setup.tmp,
                    capture_output=True, text=True, timeout=60, check=True)
+
+
+def test_a_client_of_a_running_server_asks_the_same_way_and_rejects_a_bad_edit_before_running(setup: Setup) -> None:
+    editor = setup.tmp / "bad-editor.py"  # the first edit breaks the schema, the second fixes it
+    editor.write_text(f"#!{sys.executable}\nimport json, os, sys\n"
+                      "p = sys.argv[1]\nargs = json.load(open(p))\n"
+                      "args['amount'] = 'many' if not os.path.exists(os.environ['MARK']) else 270\n"
+                      "open(os.environ['MARK'], 'w').close()\njson.dump(args, open(p, 'w'))\n")
+    editor.chmod(0o755)
+    server = LiveServer(setup.env, setup.tmp).start()
+    tty = setup.terminal("chat", "pay 27", "--server", server.url, EDITOR=str(editor), MARK=str(setup.tmp / "edited-once"))
+    try:
+        tty.read_until(QUESTION)
+        tty.type("e\n")
+        tty.read_until("is not of type 'integer'")
+        tty.read_until(QUESTION)  # asked again, nothing ran
+        assert setup.charges(27) == []
+        tty.type("e\n")
+        tty.read_until("charged 270")
+        assert tty.wait() == 0
+    finally:
+        tty.close()
+        server.stop()
+    assert setup.charges(27) == [] and len(setup.charges(270)) == 1
 
 
 def test_without_a_terminal_chat_prints_the_waiting_call_and_exits_7(setup: Setup) -> None:
