@@ -9,12 +9,24 @@ from typing import Any
 
 import click
 
-from domain.errors import SophosError
-from entrypoints.cli.base import CliError, Context, fail, finish, global_options, pass_ctx, server_option
+from domain.errors import InvalidInput, SophosError
+from entrypoints.cli import asking
+from entrypoints.cli.base import (
+    EXIT_BAD_INPUT,
+    CliError,
+    Context,
+    api_token,
+    fail,
+    finish,
+    global_options,
+    pass_ctx,
+    server_option,
+)
 from entrypoints.cli.output import Printer
-from entrypoints.cli.runs import Start, drive_remote, follow_answer
+from entrypoints.cli.runs import Start, drive_remote, follow_answer, remote_failure, resume_with
 
 PROMPT = "> "
+STILL_WAITING = "(tool calls wait for approval; a new message is refused until they are answered: sophos approve {cid})"
 
 
 def _turn_report(printer: Printer) -> None:
@@ -26,6 +38,54 @@ def _turn_report(printer: Printer) -> None:
         click.echo("(stopped; the next message continues from here)", err=True)
     elif printer.status == "waiting":
         click.echo("(tool calls wait for approval: decide with `sophos approve` before the next message)", err=True)
+
+
+async def _decide_local(ctx: Context, service: Any, cid: str, printer: Printer, answering: list[str]) -> None:
+    """While the run waits for approval: ask about each call, continue with the answers."""
+    while printer.status == "waiting":
+        detail = await ctx.container.conversations().get(cid)
+        decisions = asking.decide([r.to_dto() for r in detail.pending_approvals]) if asking.on_terminal(False) else None
+        if not decisions:
+            click.echo(STILL_WAITING.format(cid=cid), err=True)
+            return
+        printer = Printer(as_json=False)
+        try:
+            await follow_answer(service, resume_with(cid, decisions), printer, answering.append)
+        except SophosError as e:
+            printer.spinner.close()
+            fail(e).show()
+            if not isinstance(e, InvalidInput):  # edited arguments the tool refuses: ask again
+                return
+            printer.status = "waiting"
+            continue
+        finally:
+            answering.clear()
+        _turn_report(printer)
+
+
+def _decide_remote(server: str, cid: str, printer: Printer) -> None:
+    from entrypoints import remote
+
+    while printer.status == "waiting":
+        try:
+            calls = remote.conversation(server, cid, api_token()).get("pendingApprovals") or []
+        except remote.RemoteError as e:
+            remote_failure(e).show()
+            return
+        decisions = asking.decide(calls) if asking.on_terminal(False) else None
+        if not decisions:
+            click.echo(STILL_WAITING.format(cid=cid), err=True)
+            return
+        printer = Printer(as_json=False)
+        try:
+            drive_remote(server, {"resume": True, "conversation": cid, "decisions": decisions}, printer)
+        except CliError as e:
+            e.show()
+            if e.exit_code != EXIT_BAD_INPUT:
+                return
+            printer.status = "waiting"
+            continue
+        _turn_report(printer)
 
 
 def _goodbye(cid: str | None, ctx: Context, server: str | None = None) -> int:
@@ -76,6 +136,7 @@ async def _local(ctx: Context, conversation: str | None) -> int:
             finally:
                 answering.clear()
             _turn_report(printer)
+            await _decide_local(ctx, service, cid, printer, answering)
     finally:
         loop.remove_signal_handler(signal.SIGINT)
         await supervisor.close()
@@ -101,6 +162,7 @@ def _remote(ctx: Context, server: str, conversation: str | None) -> int:
             e.show()
             continue
         _turn_report(printer)
+        _decide_remote(server, cid, printer)
 
 
 def repl_loop(ctx: Context, conversation: str | None, server: str | None) -> int:

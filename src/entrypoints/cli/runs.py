@@ -10,7 +10,9 @@ from typing import Any
 
 import click
 
+from domain.errors import InvalidInput
 from domain.events import StreamEvent
+from entrypoints.cli import asking
 from entrypoints.cli.base import (
     EXIT_BAD_INPUT,
     EXIT_PIPE,
@@ -137,12 +139,66 @@ def remote_failure(e: Any) -> CliError:
     return CliError(e.code, e.message, EXIT_SERVER if e.code == "UNREACHABLE" else exit_code_of(e.code))
 
 
+def resume_with(cid: str, decisions: dict[str, Any]) -> Start:
+    """A resume of `cid` with the person's decisions on its waiting calls."""
+    async def start(service: Any) -> Any:
+        return await service.start(None, cid, True, decisions=decisions)
+
+    return start
+
+
+async def drive_deciding(ctx: Context, start: Start, printer: Printer, ask: bool) -> tuple[str, str, Printer]:
+    """`drive`, then, on a terminal, while the run waits for approval: ask the person about
+    each call and continue the run with the answers. Returns the last run's printer."""
+    cid, run_id = await drive(ctx, start, printer)
+    while ask and printer.status == "waiting" and not printer.pipe_closed:
+        detail = await ctx.container.conversations().get(cid)
+        decisions = asking.decide([r.to_dto() for r in detail.pending_approvals])
+        if not decisions:
+            break
+        following = Printer(as_json=False)
+        try:
+            cid, run_id = await drive(ctx, resume_with(cid, decisions), following)
+        except InvalidInput as e:  # edited arguments the tool refuses: say why, ask again
+            following.spinner.close()
+            click.echo(f"error: {e.code.value}: {e.message}", err=True)
+            continue
+        printer = following
+    return cid, run_id, printer
+
+
+def remote_deciding(server: str, body: dict[str, Any], printer: Printer, ask: bool) -> tuple[str, str, Printer]:
+    """`drive_deciding` as a client of a running server."""
+    from entrypoints import remote
+
+    cid, run_id = drive_remote(server, body, printer)
+    while ask and printer.status == "waiting" and not printer.pipe_closed:
+        try:
+            calls = remote.conversation(server, cid, api_token()).get("pendingApprovals") or []
+        except remote.RemoteError as e:
+            raise remote_failure(e) from None
+        decisions = asking.decide(calls)
+        if not decisions:
+            break
+        following = Printer(as_json=False)
+        try:
+            cid, run_id = drive_remote(server, {"resume": True, "conversation": cid, "decisions": decisions}, following)
+        except CliError as e:
+            if e.exit_code != EXIT_BAD_INPUT:
+                raise
+            e.show()
+            continue
+        printer = following
+    return cid, run_id, printer
+
+
 def run_and_report(ctx: Context, body: dict[str, Any], start: Start, as_json: bool, server: str | None) -> None:
     printer = Printer(as_json)
+    ask = asking.on_terminal(as_json)
     if server:
-        cid, run_id = drive_remote(server, body, printer)
+        cid, run_id, printer = remote_deciding(server, body, printer, ask)
     else:
-        cid, run_id = ctx.run(lambda: drive(ctx, start, printer))
+        cid, run_id, printer = ctx.run(lambda: drive_deciding(ctx, start, printer, ask))
     code = printer.report(cid, run_id, resume_hint(ctx, cid, server))
     finish(EXIT_PIPE if printer.pipe_closed else code)
 

@@ -1,5 +1,6 @@
 // The Sophos page: plain ES modules over the HTTP API (no build step).
 import { ApiError, api, onApi, serverUp, session } from "/static/js/api.js";
+import { onApprovals, renderApprovals } from "/static/js/approvals.js";
 import { branchActions } from "/static/js/branches.js";
 import { $, el, icon } from "/static/js/dom.js";
 import { renderList } from "/static/js/sidebar.js";
@@ -11,6 +12,7 @@ import { installSearch } from "/static/search.js";
 const FIXES = {
   MODEL_UNREACHABLE: [/ollama serve|make demo/i, "Start Ollama (ollama serve) or set OLLAMA_HOST to where it runs, or try the page offline with make demo."],
   MODEL_UNAVAILABLE: [/ollama pull/i, "Pull the model first (ollama pull <model>), or set OLLAMA_MODEL to a model the server has."],
+  DECISION_REQUIRED: [/below/i, "Answer the tool calls waiting below first (Approve, Edit or Reject); your message stays in the box, send it afterwards."],
 };
 const narrow = () => window.matchMedia("(max-width: 640px)").matches;
 const fail = (e) => { state.error = { code: e.code, message: e.message }; render(); };
@@ -43,9 +45,11 @@ function renderBanners() {
     err.replaceChildren(icon("alert"), el("strong", {}, `Error: ${state.error.code}`), el("span", {}, state.error.message), hint);
   }
   const d = state.detail;
-  const resumable = !!(d && d.resumable && !state.streaming);
+  // calls waiting for approval are answered on their cards: a plain Resume would be refused
+  const resumable = !!(d && d.resumable && !state.streaming && !(state.approvals || []).length);
   const decide = resumable && d.decisionRequired;
   $("resume-banner").hidden = !resumable;
+  $("resume-banner").classList.toggle("question-card", !!decide);
   $("resume").hidden = decide;
   $("retry").hidden = $("skip").hidden = !decide;
   let text = "The last run stopped before it finished. Its progress is saved.";
@@ -64,7 +68,7 @@ function renderComposer() {
   $("stop").hidden = $("detach").hidden = !state.streaming;
 }
 
-function render() { renderList(actions); renderHeader(); renderBanners(); renderMessages(); renderTrace(); renderComposer(); }
+function render() { renderList(actions); renderHeader(); renderBanners(); renderMessages(); renderApprovals(); renderTrace(); renderComposer(); }
 
 // --- data
 async function loadList(more = false) {
@@ -83,7 +87,7 @@ async function openConversation(id, { keepError = false } = {}) {
   const same = state.current === id;
   detach();
   state.editing = null;
-  if (!same) state.trace = [];
+  if (!same) Object.assign(state, { trace: [], approvals: [], approvalNotice: null });
   state.current = id;
   if (!keepError) state.error = null;
   if (narrow()) state.sidebarOpen = false;
@@ -92,6 +96,7 @@ async function openConversation(id, { keepError = false } = {}) {
     if (state.current !== id) return;  // another conversation was opened meanwhile
     state.detail = d;
     state.messages = d.messages;
+    state.approvals = d.pendingApprovals || [];
     const conv = d.conversation;
     if (conv.status === "failed" && conv.error && !keepError) state.error = conv.error;
     const last = state.messages[state.messages.length - 1];
@@ -136,6 +141,7 @@ function attach(id) {
     }
     renderMessages(); renderTrace();
   });
+  source.addEventListener("approval", (e) => { state.approvals = JSON.parse(e.data).calls || []; render(); });
   const finish = async (error) => {
     detach();
     if (error) state.error = error;
@@ -204,12 +210,7 @@ async function resume(decision) {
   state.error = null;
   try {
     await api("/api/chat", { method: "POST", body: { resume: true, conversation: state.current, ...(decision ? { decision } : {}) } });
-    state.detail = { ...state.detail, resumable: false };
-    state.messages = state.messages.map((m) => (m.stopped ? { ...m, stopped: false } : m));
-    // a resume starts a new step: its text goes in a new bubble, not after a kept answer
-    if ((state.messages[state.messages.length - 1] || {}).role === "assistant") state.messages.push({ role: "assistant", content: "", toolCalls: [] });
-    state.trace = [];
-    attach(state.current);
+    continued();
   } catch (e) { fail(e); }
 }
 
@@ -244,6 +245,18 @@ branchActions.switchTo = async (number) => {
 };
 branchActions.rerender = () => renderMessages();
 
+
+// a resume (or a decision on a waiting call) was accepted: follow the run it started
+function continued() {
+  state.error = null;
+  state.detail = { ...state.detail, resumable: false };
+  state.messages = state.messages.map((m) => (m.stopped ? { ...m, stopped: false } : m));
+  // a resume starts a new step: its text goes in a new bubble, not after a kept answer
+  if ((state.messages[state.messages.length - 1] || {}).role === "assistant") state.messages.push({ role: "assistant", content: "", toolCalls: [] });
+  state.trace = [];
+  attach(state.current);
+}
+
 async function stop() {
   if (!state.streaming || !state.current) return;
   try { await api("/api/chat/cancel", { method: "POST", body: { conversation: state.current } }); }
@@ -270,7 +283,7 @@ async function remove(c) {
 function newChat() {
   state.chosen = true;
   detach();
-  Object.assign(state, { current: null, detail: null, messages: [], trace: [], error: null, pendingTitle: null, sidebarOpen: false, editing: null });
+  Object.assign(state, { current: null, detail: null, messages: [], trace: [], error: null, pendingTitle: null, sidebarOpen: false, approvals: [], approvalNotice: null, editing: null });
   render();
   $("input").focus();
 }
@@ -290,7 +303,7 @@ async function readiness() {
 // --- login (API_TOKEN): the token is exchanged once for an HttpOnly session cookie
 function showLogin(message = "") {
   detach();
-  Object.assign(state, { auth: { required: true, authenticated: false }, conversations: [], current: null, detail: null, messages: [], trace: [] });
+  Object.assign(state, { auth: { required: true, authenticated: false }, conversations: [], current: null, detail: null, messages: [], trace: [], approvals: [], approvalNotice: null });
   render();
   $("login").hidden = false;
   $("layout").inert = true;
@@ -325,6 +338,7 @@ async function boot() {
 }
 
 // --- wiring
+onApprovals({ started: continued, refresh: () => openConversation(state.current) });
 onApi({ unauthorized: () => showLogin("Your session ended; enter the token again."), unreachable: () => setOffline(true) });
 $("new-chat").append(icon("plus"), el("span", {}, "New Chat"));
 $("menu").append(icon("menu"));
