@@ -50,7 +50,7 @@ def test_ctrl_c_cancels_the_remote_run_prints_the_ids_and_exits_130(
     child.stdout.read(20)  # tokens are flowing
     child.send_signal(signal.SIGINT)
     _, err = child.communicate(timeout=60)
-    assert child.returncode == 130 and "Aborted!" not in err and "Traceback" not in err
+    assert child.returncode == 130 and "Aborted!" not in err and "Traceback" not in err, err
     ids = err.split("conversation: ")[1].split()
     cid, run_id = ids[0], ids[2]
     assert ids[3:5] == ["status:", "cancelled"]

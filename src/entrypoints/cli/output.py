@@ -151,6 +151,8 @@ class Printer:
             click.echo(f"error: {self.error['code']}: {self.error['message']}", err=True)
         if self.status in ("interrupted", "cancelled"):
             click.echo(f"{self.status}; its progress is saved. Resume with: {resume_hint}", err=True)
+        if self.status == "cancelling":
+            click.echo("cancel requested: the server stops the run at its next step; its progress is saved", err=True)
         if self.status == "waiting":
             approve = resume_hint.replace("sophos resume", "sophos approve", 1)
             count = len(self.approvals) or "some"
@@ -164,7 +166,7 @@ class Printer:
             return EXIT_OK
         if self.status == "waiting":
             return EXIT_WAITING
-        if self.status in ("interrupted", "cancelled"):
+        if self.status in ("interrupted", "cancelled", "cancelling"):
             return EXIT_STOPPED
         return exit_code_of(self.error.get("code") if self.error else None)
 

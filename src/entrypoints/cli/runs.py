@@ -128,7 +128,9 @@ def drive_remote(server: str, body: dict[str, Any], printer: Printer) -> tuple[s
         printer.spinner.close()
     if stop:
         try:
-            printer.status = str(remote.cancel(server, cid, token).get("status", "cancelled"))
+            status = str(remote.cancel(server, cid, token).get("status", "cancelled"))
+            # 202 `running`: the owner stops it at its next step; the person did stop it
+            printer.status = "cancelling" if status == "running" else status
         except remote.RemoteError as e:
             if e.code != "NO_ACTIVE_RUN":  # it finished meanwhile: nothing to stop
                 click.echo(f"error: could not cancel the run on {server}: {e.code}: {e.message}", err=True)
