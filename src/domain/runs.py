@@ -13,7 +13,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from domain import lifecycle
@@ -263,14 +263,14 @@ class RunService:
     async def _record(self, active: ActiveRun, finish: RunFinish) -> bool:
         """Flush the run's events and write its outcome (fenced by ownership). A store that
         refuses keeps the outcome for the supervisor to retry with its real code."""
+        items = active.take_unflushed()  # written with the outcome, in its transaction
         try:
-            items = active.take_unflushed()
-            if items:
-                await self.stores.events.append({active.run_id: items})
             count = (await self.checkpoints.head(active.conversation_id)).message_count
             finish = RunFinish(finish.status, finish.now, finish.error, count, finish.event, finish.event_id)
-            written = await self.runs.finish_run(active.run_id, finish, owner=self.processes.current())
+            recorded = replace(finish, events=tuple(items))
+            written = await self.runs.finish_run(active.run_id, recorded, owner=self.processes.current())
         except Exception:
+            active.unflushed[:0] = items  # for the retry
             log.exception("could not record the outcome of the run; will retry", extra=active.context)
             self.unrecorded[active.run_id] = (active, finish)
             return False

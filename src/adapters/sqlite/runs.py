@@ -43,7 +43,9 @@ class SqliteRunStore(SqliteRunEvents, RunRepository):
         self.poll_interval = poll_interval  # how often `wait` polls for other processes' events
         self._wakeups = Wakeups()
         self.file: FileIdentity | None = None  # set once the file exists
-        self._writer = Worker("writer", partial(connect, path, busy_timeout), metrics, before=self._check_file)
+        self._writer = Worker(
+            "writer", partial(connect, path, busy_timeout), metrics, before=self._check_file, shared_path=path
+        )
         try:
             self.schema_version = self._writer.call(migrate)
             self.file = FileIdentity(path)  # the file exists now
@@ -206,6 +208,7 @@ class SqliteRunStore(SqliteRunEvents, RunRepository):
             args.append(iso(heartbeat))
         event = finish.event
         data = json.dumps(event.data) if event else None
+        pending = [(run_id, seq, e.event, json.dumps(e.data)) for seq, e in finish.events]
 
         def write(c: sqlite3.Connection) -> bool:
             with transaction(c):
@@ -221,6 +224,8 @@ class SqliteRunStore(SqliteRunEvents, RunRepository):
                         "UPDATE conversations SET updated_at = ?, message_count = ? WHERE id = ?",
                         (iso(finish.now), finish.message_count, row[0]),
                     )
+                if pending:  # the last events, with the outcome: one transaction less per run
+                    c.executemany("INSERT OR IGNORE INTO run_events (run_id, seq, event, data) VALUES (?, ?, ?, ?)", pending)
                 if event is not None:
                     c.execute(
                         "INSERT INTO run_events (run_id, seq, event, data) VALUES (?, max(?, "
@@ -230,7 +235,7 @@ class SqliteRunStore(SqliteRunEvents, RunRepository):
             return True
 
         finished = await self._writer.run(write)
-        if finished and event is not None:
+        if finished and (event is not None or pending):
             self._wakeups.wake([run_id])
         return finished
 
