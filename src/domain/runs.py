@@ -146,16 +146,16 @@ class RunService:
             await self.runs.create_conversation(cid, title_from_message(text), self.clock())
         else:
             cid = parse_conversation_id(conversation)
-            if await self.runs.get_conversation(cid) is None:
+            found, latest = await self.runs.conversation_and_latest_run(cid, self.lease_seconds)
+            if found is None:
                 raise ConversationNotFound()
-            await self._refuse_if_active(cid)
+            await self._refuse_if_active(cid, latest)
         run_input, base = await plan_input(self.stores.checkpoints, self.stores.journal, cid, text, resume, decision)
         return await self._launch(cid, run_input, base, trigger)
 
-    async def _refuse_if_active(self, cid: str) -> None:
+    async def _refuse_if_active(self, cid: str, latest: Run | None) -> None:
         if self.hub.get(cid) is not None:
             raise SessionInProgress()
-        latest = await self.runs.latest_run(cid, self.lease_seconds)
         if latest is not None and latest.status is RunStatus.RUNNING:
             # a row left by a dead or lost owner is reclaimed here rather than blocking the user
             if not await self.reclaim(latest):

@@ -113,6 +113,13 @@ class RunRepository(Protocol):
         `lease_seconds`, `lease_expired` tells whether a running run's heartbeat is older
         than that by the store's clock."""
 
+    async def conversation_and_latest_run(
+        self, conversation_id: str, lease_seconds: float = 0.0
+    ) -> tuple[Conversation | None, Run | None]:
+        """`get_conversation` and `latest_run` together, as a new message needs them (a
+        store may answer both in one round trip)."""
+        return await self.get_conversation(conversation_id), await self.latest_run(conversation_id, lease_seconds)
+
     @abstractmethod
     async def recent_runs(self, conversation_id: str, limit: int) -> Sequence[Run]:
         """The conversation's latest `limit` runs, newest first."""

@@ -262,6 +262,21 @@ class SqliteRunStore(SqliteRunEvents, RunRepository):
         )
         return run_from_row(rows[0]) if rows else None
 
+    async def conversation_and_latest_run(
+        self, conversation_id: str, lease_seconds: float = 0.0
+    ) -> tuple[Conversation | None, Run | None]:
+        def read(c: sqlite3.Connection) -> tuple[Conversation | None, Run | None]:
+            found = c.execute(SUMMARY + " WHERE c.id = ?", (conversation_id,)).fetchone()
+            if found is None:
+                return None, None
+            latest = c.execute(
+                RUNS + " WHERE conversation_id = ? ORDER BY started_at DESC, rowid DESC LIMIT 1",
+                (lease_seconds, lease_seconds, conversation_id),
+            ).fetchone()
+            return conversation_from_row(found), run_from_row(latest) if latest else None
+
+        return await self._reader.run(read)  # one round trip to the reader, not two
+
     async def recent_runs(self, conversation_id: str, limit: int) -> Sequence[Run]:
         rows = await self._read(
             RUNS + " WHERE conversation_id = ? ORDER BY started_at DESC, rowid DESC LIMIT ?",
