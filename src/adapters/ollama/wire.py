@@ -62,33 +62,25 @@ def to_wire(message: Message) -> dict[str, Any]:
 
 
 class WirePrompts:
-    """The JSON of a thread's messages, each encoded once: the domain messages of a thread
-    are the same objects from call to call, so they are found again by identity (an id is
-    reused only once its object is gone, hence the identity check). A 200-turn thread's
-    prompt is then a join of bytes, not 400 dicts encoded again."""
+    """The wire form of a thread's messages, each built once: the domain messages of a
+    thread are the same objects from call to call, so they are found again by identity
+    (an id is reused only once its object is gone, hence the identity check)."""
 
     def __init__(self, size: int = 10_000) -> None:
         self.size = size
-        self._items: OrderedDict[int, tuple[Message, bytes]] = OrderedDict()
-        self._system: tuple[str, bytes] = ("", b"")
+        self._items: OrderedDict[int, tuple[Message, dict[str, Any]]] = OrderedDict()
 
-    def encoded(self, system: str, messages: Sequence[Message]) -> list[bytes]:
-        if self._system[0] != system or not self._system[1]:
-            self._system = (system, _json({"role": "system", "content": system}))
-        out = [self._system[1]]
+    def messages(self, system: str, messages: Sequence[Message]) -> list[dict[str, Any]]:
+        out = [{"role": "system", "content": system}]
         for m in messages:
             hit = self._items.get(id(m))
             if hit is None or hit[0] is not m:
-                hit = (m, _json(to_wire(m)))
+                hit = (m, to_wire(m))
                 self._items[id(m)] = hit
                 if len(self._items) > self.size:
                     self._items.popitem(last=False)
             out.append(hit[1])
         return out
-
-
-def _json(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False).encode()
 
 
 def _calls(raw: Any) -> list[ToolCall]:
@@ -116,12 +108,17 @@ class OllamaChat:
         self.options = {"num_ctx": context} if context else {}
         self.prompts = WirePrompts()
 
-    def body(self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> bytes:
-        rest: dict[str, Any] = {"model": self.model, "stream": True, "think": self.think, "options": self.options}
+    def body(self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": self.prompts.messages(system, messages),
+            "stream": True,
+            "think": self.think,
+            "options": self.options,
+        }
         if tools:
-            rest["tools"] = [tool_schema(t) for t in tools]
-        messages_json = b",".join(self.prompts.encoded(system, messages))
-        return b'{"messages":[' + messages_json + b"]," + _json(rest)[1:]  # rest's own "{" dropped
+            body["tools"] = [tool_schema(t) for t in tools]
+        return body
 
     async def stream(
         self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
@@ -130,7 +127,7 @@ class OllamaChat:
         thinking: list[str] = []
         calls: list[ToolCall] = []
         usage: Usage | None = None
-        body = self.body(system, messages, tools)
+        body = json.dumps(self.body(system, messages, tools), ensure_ascii=False).encode()
         try:
             async for line in self.client.post_lines("/api/chat", body):
                 if not line.strip():
