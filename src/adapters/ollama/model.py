@@ -6,7 +6,6 @@ from collections.abc import AsyncIterator, Sequence
 
 import httpx
 
-from adapters.ollama.http import LineClient, TimedOut, Unreachable
 from adapters.ollama.wire import OllamaChat, OllamaError
 from domain.errors import AgentFailure, ModelUnavailable, ModelUnreachable
 from domain.model import Message
@@ -34,11 +33,13 @@ class OllamaModel(ModelPort):
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.timeout = timeout
-        # a timeout, or a stalled server would hang a run forever; idle connections kept for
-        # as many runs as may call at once (past 20, as httpx kept, every call beyond them
-        # connected again); without num_ctx Ollama uses its server default and silently cuts
-        # a longer prompt
-        self._chat = OllamaChat(LineClient(self.base_url, timeout, keep=KEEPALIVE), model, think, context)
+        # a timeout, or a stalled server would hang a run forever; keep-alive for as many
+        # connections as runs may call at once: past httpx's default of 20 idle ones, every
+        # call beyond it closed a connection and the next opened a new one; without num_ctx
+        # Ollama uses its server default and silently cuts a longer prompt
+        limits = httpx.Limits(max_connections=KEEPALIVE, max_keepalive_connections=KEEPALIVE)
+        client = httpx.AsyncClient(timeout=timeout, limits=limits)
+        self._chat = OllamaChat(client, self.base_url, model, think, context)
 
     @property
     def name(self) -> str:
@@ -56,12 +57,12 @@ class OllamaModel(ModelPort):
                     f"The configured Ollama model {self.model!r} is not available at {self.base_url}: {pull_it(self.model)}"
                 ) from e
             raise AgentFailure(f"Ollama error: {e.message}") from e
-        except (httpx.TimeoutException, TimedOut) as e:
+        except httpx.TimeoutException as e:
             raise ModelUnreachable(
                 f"Ollama at {self.base_url} timed out after {self.timeout:g} s: check that it is not "
                 "overloaded, or raise MODEL_TIMEOUT"
             ) from e
-        except (httpx.TransportError, ConnectionError, Unreachable) as e:
+        except (httpx.TransportError, ConnectionError) as e:
             raise ModelUnreachable(f"Ollama at {self.base_url} is unreachable (refused or dropped the connection): {START_IT}") from e
 
     async def check(self) -> Readiness:

@@ -1,5 +1,5 @@
 """Ollama's /api/chat spoken directly: domain messages to the wire's JSON, its NDJSON stream
-back to ModelOutputs, over adapters.ollama.http's kept connections.
+back to ModelOutputs, on one shared httpx client.
 
 Why not ChatOllama: at 64 conversations the model call was the largest share of a turn's
 CPU, and most of it was LangChain's streaming machinery (callbacks, message chunks merged
@@ -15,7 +15,8 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from adapters.ollama.http import HttpStatus, LineClient
+import httpx
+
 from domain.model import AssistantMessage, Message, SummaryMessage, ToolCall, ToolResult, UserMessage
 from ports.model import ModelOutput, TextChunk, Usage
 from ports.tools import ToolSpec
@@ -99,10 +100,11 @@ def _calls(raw: Any) -> list[ToolCall]:
 
 
 class OllamaChat:
-    """Streams one chat call. Errors: OllamaError, and the client's Unreachable and TimedOut."""
+    """Streams one chat call. Errors: OllamaError, and httpx's transport errors as raised."""
 
-    def __init__(self, client: LineClient, model: str, think: bool, context: int | None) -> None:
+    def __init__(self, client: httpx.AsyncClient, base_url: str, model: str, think: bool, context: int | None) -> None:
         self.client = client
+        self.url = f"{base_url}/api/chat"
         self.model = model
         self.think = think
         self.options = {"num_ctx": context} if context else {}
@@ -127,14 +129,16 @@ class OllamaChat:
         thinking: list[str] = []
         calls: list[ToolCall] = []
         usage: Usage | None = None
-        body = json.dumps(self.body(system, messages, tools), ensure_ascii=False).encode()
-        try:
-            async for line in self.client.post_lines("/api/chat", body):
-                if not line.strip():
+        async with self.client.stream("POST", self.url, json=self.body(system, messages, tools)) as response:
+            if response.status_code >= 400:
+                await response.aread()
+                raise OllamaError(_error_text(response), response.status_code)
+            async for line in response.aiter_lines():
+                if not line:
                     continue
                 part = json.loads(line)
                 if "error" in part:
-                    raise OllamaError(str(part["error"]))
+                    raise OllamaError(str(part["error"]), response.status_code)
                 message = part.get("message") or {}
                 if message.get("thinking"):
                     thinking.append(message["thinking"])
@@ -146,15 +150,13 @@ class OllamaChat:
                     yield TextChunk(chunk)
                 if part.get("done") and part.get("prompt_eval_count"):
                     usage = Usage(int(part["prompt_eval_count"]), int(part.get("eval_count") or 0))
-        except HttpStatus as e:
-            raise OllamaError(_error_text(e.body, e.status), e.status) from e
         if usage is not None:
             yield usage
         yield AssistantMessage("".join(text), tuple(calls), id=f"run-{uuid.uuid4()}", reasoning="".join(thinking) or None)
 
 
-def _error_text(body: bytes, status: int) -> str:
+def _error_text(response: httpx.Response) -> str:
     try:
-        return str(json.loads(body)["error"])
+        return str(response.json()["error"])
     except (ValueError, KeyError, TypeError):
-        return body.decode("utf-8", "replace").strip() or f"HTTP {status}"
+        return response.text or f"HTTP {response.status_code}"
