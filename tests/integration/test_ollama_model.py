@@ -1,4 +1,4 @@
-"""The Ollama adapter (its /api/chat spoken directly) against a fake Ollama speaking the wire protocol."""
+"""The Ollama adapter (real ChatOllama) against a fake Ollama speaking the wire protocol."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from adapters.ollama.model import OllamaModel
-from domain.errors import AgentFailure, ModelUnavailable, ModelUnreachable
-from domain.model import AssistantMessage, SummaryMessage, ToolCall, ToolResult, UserMessage
+from domain.errors import ModelUnavailable, ModelUnreachable
+from domain.model import AssistantMessage, UserMessage
 from ports.model import TextChunk
 from ports.tools import ToolSpec
 from tests.support.fake_ollama import fake_ollama
@@ -102,32 +102,3 @@ async def test_many_calls_at_once_keep_their_connections_for_the_next_ones() -> 
             await asyncio.gather(*(collect(model) for _ in range(40)))
         assert fake.server is not None
         assert fake.server.accepted <= 45  # one per call of the first wave, then reused
-
-
-async def test_a_thread_goes_on_the_wire_as_langchain_ollama_sent_it() -> None:
-    call = ToolCall("call-1", "fetch__fetch", {"url": "http://a"})
-    thread = [
-        SummaryMessage("earlier: greetings", covers=2),
-        UserMessage("fetch a"),
-        AssistantMessage("", (call,), reasoning="it needs the page"),
-        ToolResult("page a", "call-1", "fetch__fetch", "success"),
-    ]
-    with fake_ollama([{"text": "done"}]) as fake:
-        out = [o async for o in OllamaModel(fake.url, "qwen3", think=True).stream("sys", thread, [FETCH])]
-    assert isinstance(out[-1], AssistantMessage) and out[-1].content == "done"
-    request = fake.requests[0]
-    assert request["think"] is True and request["model"] == "qwen3" and "num_ctx" not in request["options"]
-    assert request["messages"] == [
-        {"role": "system", "content": "sys"},
-        {"role": "system", "content": "earlier: greetings"},
-        {"role": "user", "content": "fetch a"},
-        {"role": "assistant", "content": "", "thinking": "it needs the page", "tool_calls": [
-            {"type": "function", "id": "call-1", "function": {"name": "fetch__fetch", "arguments": {"url": "http://a"}}}]},
-        {"role": "tool", "content": "page a", "tool_call_id": "call-1"},
-    ]
-
-
-async def test_an_error_line_mid_stream_is_an_agent_failure_with_ollamas_words() -> None:
-    with fake_ollama([{"text": "partial answer", "error": "model runner crashed"}]) as fake:
-        with pytest.raises(AgentFailure, match="Ollama error: model runner crashed"):
-            await collect(OllamaModel(fake.url, "qwen3"))

@@ -1,12 +1,15 @@
-"""ModelPort on Ollama: its /api/chat spoken directly (adapters.ollama.wire)."""
+"""ModelPort on Ollama through langchain-ollama's ChatOllama."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 
 import httpx
+import ollama
+from langchain_ollama import ChatOllama
 
-from adapters.ollama.wire import OllamaChat, OllamaError
+from adapters.langchain.messages import PromptCache
+from adapters.langchain.streaming import stream_chat
 from domain.errors import AgentFailure, ModelUnavailable, ModelUnreachable
 from domain.model import Message
 from ports.model import ModelOutput, ModelPort, Readiness
@@ -33,13 +36,19 @@ class OllamaModel(ModelPort):
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.timeout = timeout
-        # a timeout, or a stalled server would hang a run forever; keep-alive for as many
-        # connections as runs may call at once: past httpx's default of 20 idle ones, every
-        # call beyond it closed a connection and the next opened a new one; without num_ctx
-        # Ollama uses its server default and silently cuts a longer prompt
+        # ChatOllama has no timeout by default: a stalled server would hang a run forever.
+        # Without num_ctx Ollama uses its server default and silently cuts a longer prompt
+        self._prompts = PromptCache()
+        # keep-alive for as many connections as runs may call at once: past httpx's default of
+        # 20 idle ones, every call beyond it closed a connection and the next opened a new one
         limits = httpx.Limits(max_connections=KEEPALIVE, max_keepalive_connections=KEEPALIVE)
-        client = httpx.AsyncClient(timeout=timeout, limits=limits)
-        self._chat = OllamaChat(client, self.base_url, model, think, context)
+        self._chat = ChatOllama(
+            model=model,
+            base_url=self.base_url,
+            reasoning=think,
+            client_kwargs={"timeout": timeout, "limits": limits},
+            num_ctx=context,
+        )
 
     @property
     def name(self) -> str:
@@ -49,14 +58,14 @@ class OllamaModel(ModelPort):
         self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> AsyncIterator[ModelOutput]:
         try:
-            async for out in self._chat.stream(system, messages, tools):
+            async for out in stream_chat(self._chat, self._prompts, system, messages, tools):
                 yield out
-        except OllamaError as e:
-            if e.status == 404:
+        except ollama.ResponseError as e:
+            if e.status_code == 404:
                 raise ModelUnavailable(
                     f"The configured Ollama model {self.model!r} is not available at {self.base_url}: {pull_it(self.model)}"
                 ) from e
-            raise AgentFailure(f"Ollama error: {e.message}") from e
+            raise AgentFailure(f"Ollama error: {e.error}") from e
         except httpx.TimeoutException as e:
             raise ModelUnreachable(
                 f"Ollama at {self.base_url} timed out after {self.timeout:g} s: check that it is not "
