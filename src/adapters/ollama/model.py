@@ -8,6 +8,7 @@ import httpx
 import ollama
 from langchain_ollama import ChatOllama
 
+from adapters.langchain.lanes import Lanes
 from adapters.langchain.messages import PromptCache
 from adapters.langchain.streaming import stream_chat
 from domain.errors import AgentFailure, ModelUnavailable, ModelUnreachable
@@ -40,10 +41,14 @@ class OllamaModel(ModelPort):
         # Without num_ctx Ollama uses its server default and silently cuts a longer prompt
         self._prompts = PromptCache()
         # keep-alive for as many connections as runs may call at once: past httpx's default of
-        # 20 idle ones, every call beyond it closed a connection and the next opened a new one
-        limits = httpx.Limits(max_connections=KEEPALIVE, max_keepalive_connections=KEEPALIVE)
-        self._chat = ChatOllama(
-            model=model,
+        # 20 idle ones, every call beyond it closed a connection and the next opened a new one;
+        # spread over several small pools (adapters.langchain.lanes), which cost far less CPU
+        self._lanes = Lanes(lambda n: self._client(think, timeout, context, n), KEEPALIVE)
+
+    def _client(self, think: bool, timeout: float, context: int | None, connections: int) -> ChatOllama:
+        limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+        return ChatOllama(
+            model=self.model,
             base_url=self.base_url,
             reasoning=think,
             client_kwargs={"timeout": timeout, "limits": limits},
@@ -58,8 +63,9 @@ class OllamaModel(ModelPort):
         self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> AsyncIterator[ModelOutput]:
         try:
-            async for out in stream_chat(self._chat, self._prompts, system, messages, tools):
-                yield out
+            with self._lanes.lane() as chat:
+                async for out in stream_chat(chat, self._prompts, system, messages, tools):
+                    yield out
         except ollama.ResponseError as e:
             if e.status_code == 404:
                 raise ModelUnavailable(
