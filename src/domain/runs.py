@@ -157,6 +157,9 @@ class RunService:
         if self.hub.get(cid) is not None:
             raise SessionInProgress()
         if latest is not None and latest.status is RunStatus.RUNNING:
+            # read before the hub was checked: a run of this process may have ended since
+            latest = await self.runs.latest_run(cid, self.lease_seconds)
+        if latest is not None and latest.status is RunStatus.RUNNING:
             # a row left by a dead or lost owner is reclaimed here rather than blocking the user
             if not await self.reclaim(latest):
                 raise SessionInProgress()

@@ -23,5 +23,6 @@ def test_calls_take_the_least_busy_lane_and_an_idle_model_reuses_the_first() -> 
 
 def test_the_ollama_model_spreads_its_connections_over_small_pools() -> None:
     model = OllamaModel("http://127.0.0.1:1", "qwen3")
-    pools = [c._async_client._client._transport._pool._max_connections for c in model._lanes.clients]  # type: ignore[union-attr]
-    assert len(pools) > 1 and sum(pools) == KEEPALIVE
+    pools = [c._async_client._client._transport._pool for c in model._lanes.clients]  # type: ignore[union-attr]
+    assert len(pools) > 1 and sum(p._max_keepalive_connections for p in pools) == KEEPALIVE
+    assert all(p._max_connections == KEEPALIVE for p in pools)  # a lane never makes a call wait

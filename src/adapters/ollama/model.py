@@ -45,8 +45,11 @@ class OllamaModel(ModelPort):
         # spread over several small pools (adapters.langchain.lanes), which cost far less CPU
         self._lanes = Lanes(lambda n: self._client(think, timeout, context, n), KEEPALIVE)
 
-    def _client(self, think: bool, timeout: float, context: int | None, connections: int) -> ChatOllama:
-        limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    def _client(self, think: bool, timeout: float, context: int | None, idle: int) -> ChatOllama:
+        # each lane may open as many connections as one pool did (a call never waits for a
+        # lane's connection, not even behind connections a cancelled call left to be closed);
+        # it keeps only its share idle
+        limits = httpx.Limits(max_connections=KEEPALIVE, max_keepalive_connections=idle)
         return ChatOllama(
             model=self.model,
             base_url=self.base_url,
