@@ -26,3 +26,4 @@ def test_the_ollama_model_spreads_its_connections_over_small_pools() -> None:
     pools = [c._async_client._client._transport._pool for c in model._lanes.clients]  # type: ignore[union-attr]
     assert len(pools) > 1 and sum(p._max_keepalive_connections for p in pools) == KEEPALIVE
     assert all(p._max_connections == KEEPALIVE for p in pools)  # a lane never makes a call wait
+    assert len({id(p._ssl_context) for p in pools}) == 1  # one CA bundle loaded, not one per client

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import AsyncIterator, Sequence
 
 import httpx
@@ -43,6 +44,8 @@ class OllamaModel(ModelPort):
         # keep-alive for as many connections as runs may call at once: past httpx's default of
         # 20 idle ones, every call beyond it closed a connection and the next opened a new one;
         # spread over several small pools (adapters.langchain.lanes), which cost far less CPU
+        # one TLS context for every lane's clients: each would load the CA bundle (~0.8 MB)
+        self._tls = ssl.create_default_context()
         self._lanes = Lanes(lambda n: self._client(think, timeout, context, n), KEEPALIVE)
 
     def _client(self, think: bool, timeout: float, context: int | None, idle: int) -> ChatOllama:
@@ -54,7 +57,7 @@ class OllamaModel(ModelPort):
             model=self.model,
             base_url=self.base_url,
             reasoning=think,
-            client_kwargs={"timeout": timeout, "limits": limits},
+            client_kwargs={"timeout": timeout, "limits": limits, "verify": self._tls},
             num_ctx=context,
         )
 
