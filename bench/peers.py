@@ -7,8 +7,9 @@ every figure is framework overhead:
   (Sophos's graph shape), driven by the official `langgraph-sdk` (`runs.stream`, messages);
 - Sophos: `sophos serve` from this tree, a turn being one `POST /api/chat` with
   `Accept: text/event-stream` read up to `end`;
-- bare LangGraph: the same graph shape in this process, on AsyncSqliteSaver (aiosqlite), one
-  conversation only (it has no server to load).
+- bare LangGraph: the same graph shape in this process, on AsyncSqliteSaver (aiosqlite): one
+  conversation, and 64 in parallel for the floor (no HTTP at all; its CPU is this process's, the
+  fake model being another process), what a server on LangGraph cannot go below.
 
 Servers run one at a time, three repetitions each, alternating; a figure is the median of the
 repetitions with their range. Usage: python -m bench --only peers [--reps 3]
@@ -267,8 +268,25 @@ async def measure_bare(ollama_url: str, load: Load, out: Figures) -> None:
             graph = builder.compile(checkpointer=saver)
             await bare_turn(graph, {}, "warm up")
             await single(bare_turn, graph, load.single_turns, out)
+            await bare_parallel(graph, load, out)
     finally:
         shutil.rmtree(data, ignore_errors=True)
+
+
+async def bare_parallel(graph: Any, load: Load, out: Figures) -> None:
+    async def conversation(turns: int, latencies: list[float]) -> None:
+        conv: dict[str, str] = {}
+        for i in range(turns):
+            latencies.append((await bare_turn(graph, conv, f"turn {i + 1}: say something short"))[0])
+
+    await asyncio.gather(*(conversation(1, []) for _ in range(load.warmup)))
+    latencies: list[float] = []
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    await asyncio.gather(*(conversation(load.turns, latencies) for _ in range(load.conversations)))
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    out.turns_per_s.append(len(latencies) / wall)
+    out.p95.append(statistics.quantiles(latencies, n=20, method="inclusive")[18])
+    out.cpu.append(cpu * 1000 / len(latencies))
 
 
 # --- the table -------------------------------------------------------------------------------

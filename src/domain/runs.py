@@ -13,7 +13,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from domain import lifecycle
@@ -170,9 +170,10 @@ class RunService:
             await self.runs.create_conversation(cid, title_from_message(text), self.clock())
         else:
             cid = parse_conversation_id(conversation)
-            if await self.runs.get_conversation(cid) is None:
+            found, latest = await self.runs.conversation_and_latest_run(cid, self.lease_seconds)
+            if found is None:
                 raise ConversationNotFound()
-            await self._refuse_if_active(cid)
+            await self._refuse_if_active(cid, latest)
         s = self.stores
         ports = PlanPorts(s.checkpoints, s.journal, s.approvals, s.checker)
         if forking:
@@ -181,10 +182,12 @@ class RunService:
             run_input, base = await plan_input(ports, cid, RunRequest(text, resume, decision, answers), self.clock())
         return await self._launch(cid, run_input, base, trigger)
 
-    async def _refuse_if_active(self, cid: str) -> None:
+    async def _refuse_if_active(self, cid: str, latest: Run | None) -> None:
         if self.hub.get(cid) is not None:
             raise SessionInProgress()
-        latest = await self.runs.latest_run(cid, self.lease_seconds)
+        if latest is not None and latest.status is RunStatus.RUNNING:
+            # read before the hub was checked: a run of this process may have ended since
+            latest = await self.runs.latest_run(cid, self.lease_seconds)
         if latest is not None and latest.status is RunStatus.RUNNING:
             # a row left by a dead or lost owner is reclaimed here rather than blocking the user
             if not await self.reclaim(latest):
@@ -298,14 +301,14 @@ class RunService:
     async def _record(self, active: ActiveRun, finish: RunFinish) -> bool:
         """Flush the run's events and write its outcome (fenced by ownership). A store that
         refuses keeps the outcome for the supervisor to retry with its real code."""
+        items = active.take_unflushed()  # written with the outcome, in its transaction
         try:
-            items = active.take_unflushed()
-            if items:
-                await self.stores.events.append({active.run_id: items})
             count = (await self.checkpoints.head(active.conversation_id)).message_count
             finish = RunFinish(finish.status, finish.now, finish.error, count, finish.event, finish.event_id)
-            written = await self.runs.finish_run(active.run_id, finish, owner=self.processes.current())
+            recorded = replace(finish, events=tuple(items))
+            written = await self.runs.finish_run(active.run_id, recorded, owner=self.processes.current())
         except Exception:
+            active.unflushed[:0] = items  # for the retry
             log.exception("could not record the outcome of the run; will retry", extra=active.context)
             self.unrecorded[active.run_id] = (active, finish)
             return False

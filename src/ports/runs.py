@@ -11,6 +11,7 @@ from typing import Protocol
 
 from domain.events import StreamEvent
 from domain.model import Conversation, Run, RunError, RunOwner, RunStatus
+from ports.events import EventBatch
 
 
 @dataclass(frozen=True)
@@ -19,7 +20,8 @@ class RunFinish:
 
     `event` is the run's terminal stream event (`end` or `chat-error`); it is appended to
     the run's events in the same transaction, with id `event_id` or, when None (or not
-    above the last stored id), the last stored id + 1."""
+    above the last stored id), the last stored id + 1. `events` are the run's events not
+    yet in its log, written first in the same transaction (ids already stored are kept)."""
 
     status: RunStatus
     now: datetime
@@ -27,6 +29,7 @@ class RunFinish:
     message_count: int | None = None
     event: StreamEvent | None = None
     event_id: int | None = None
+    events: EventBatch = ()
 
 
 class RunRepository(Protocol):
@@ -109,6 +112,13 @@ class RunRepository(Protocol):
         """The conversation's latest run, or None if it never had one. With a positive
         `lease_seconds`, `lease_expired` tells whether a running run's heartbeat is older
         than that by the store's clock."""
+
+    async def conversation_and_latest_run(
+        self, conversation_id: str, lease_seconds: float = 0.0
+    ) -> tuple[Conversation | None, Run | None]:
+        """`get_conversation` and `latest_run` together, as a new message needs them (a
+        store may answer both in one round trip)."""
+        return await self.get_conversation(conversation_id), await self.latest_run(conversation_id, lease_seconds)
 
     @abstractmethod
     async def recent_runs(self, conversation_id: str, limit: int) -> Sequence[Run]:

@@ -78,6 +78,20 @@ class RunEventLogContract:
         assert len(await store.read(live.id, 0)) == 1
         assert await store.read(lost.id, 0) == () and await store.read(unknown, 0) == ()
 
+    async def test_the_last_events_are_written_with_the_outcome_before_the_terminal_one(
+        self, store: RunStore, clock: StoreClock
+    ) -> None:
+        run, other = await a_running_run(store, clock), await a_running_run(store, clock)
+        await store.append({run.id: tokens(1, 2)})
+        end = StreamEvent("end", {"status": "completed"})
+        finish = RunFinish(RunStatus.COMPLETED, clock.now(), event=end, event_id=5, events=tokens(2, 3, 4))
+        assert await store.finish_run(run.id, finish)
+        assert await store.read(run.id, 0) == (*tokens(1, 2, 3, 4), (5, end))
+        await store.finish_run(other.id, RunFinish(RunStatus.COMPLETED, clock.now(), event=end))
+        refused = RunFinish(RunStatus.FAILED, clock.now(), event=end, events=tokens(7))
+        assert not await store.finish_run(other.id, refused)  # not running: nothing is written
+        assert await store.read(other.id, 0) == ((1, end),)
+
     async def test_an_empty_append_is_a_no_op(self, store: RunStore, clock: StoreClock) -> None:
         run = await a_running_run(store, clock)
         await store.append({})

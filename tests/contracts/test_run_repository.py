@@ -306,6 +306,21 @@ class RunRepositoryContract:
         conv = await store.get_conversation(cid)
         assert conv is not None and conv.status is RunStatus.COMPLETED and conv.error is None
 
+    async def test_the_conversation_and_its_latest_run_come_together_as_from_their_own_reads(
+        self, store: RunStore
+    ) -> None:
+        cid = new_id()
+        await store.create_conversation(cid, "t", at(0))
+        assert await store.conversation_and_latest_run(cid) == (await store.get_conversation(cid), None)
+        first, second = run_on(cid, at(1)), run_on(cid, at(2))
+        await store.start_run(first, at(1))
+        await store.finish_run(first.id, done(RunStatus.COMPLETED, at(1.5), 1))
+        await store.start_run(second, at(2))
+        conv, latest = await store.conversation_and_latest_run(cid, 30.0)
+        assert conv == await store.get_conversation(cid) and conv is not None and conv.status is RunStatus.RUNNING
+        assert latest == await store.latest_run(cid, 30.0) and latest is not None and latest.id == second.id
+        assert await store.conversation_and_latest_run(new_id()) == (None, None)
+
     async def test_ties_on_start_time_go_to_the_later_insert(self, store: RunStore) -> None:
         cid = new_id()
         await store.create_conversation(cid, "t", at(0))

@@ -58,6 +58,7 @@ from adapters.sqlite import branches
 from adapters.sqlite.database import FileIdentity, connect, failure_reason, migrate, storage_failure, unsynced
 from adapters.sqlite.maintenance import prune_thread
 from adapters.sqlite.search import forget_thread
+from adapters.sqlite.threads import release, writer_thread
 from domain.branches import Branch
 from domain.errors import RunLost, StorageFailure
 from domain.model import message_to_dto
@@ -131,11 +132,15 @@ STORAGE_MESSAGE = "The database could not be read or written (disk full, read-on
 
 
 class ThreadedSqliteSaver(SqliteSaver):
-    def __init__(self, conn: sqlite3.Connection, keep: int = 3, metrics: MetricsPort = NO_METRICS) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, keep: int = 3, metrics: MetricsPort = NO_METRICS, path: str | None = None
+    ) -> None:
         super().__init__(conn, serde=MessageMemoSerializer())
         self.keep = keep  # checkpoints kept per thread; 0 keeps all (plain SqliteSaver)
         self.metrics = metrics
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sophos-saver")
+        # with the file's path: on the file's one writer thread (adapters.sqlite.threads)
+        self._path = path
+        self._executor = writer_thread(path) if path else ThreadPoolExecutor(1, thread_name_prefix="sophos-saver")
         self.latest = LatestCheckpoints()
         self.file: FileIdentity | None = None  # checked before every write
 
@@ -144,7 +149,7 @@ class ThreadedSqliteSaver(SqliteSaver):
         try:
             conn = connect(path)
             conn.isolation_level = "DEFERRED"  # SqliteSaver commits after each cursor
-            saver = cls(conn, keep=keep, metrics=metrics)
+            saver = cls(conn, keep=keep, metrics=metrics, path=path)
             saver.setup()
             saver.file = FileIdentity(path)  # the file exists now
         except sqlite3.Error as e:
@@ -163,7 +168,10 @@ class ThreadedSqliteSaver(SqliteSaver):
     def close(self) -> None:
         with self.lock:
             self.conn.close()
-        self._executor.shutdown(wait=False)
+        if self._path:
+            release(self._path, self._executor, wait=False)
+        else:
+            self._executor.shutdown(wait=False)
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run a sync method on the saver's thread; a database that cannot be read or

@@ -191,6 +191,8 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
             conv = self._conversations[run.conversation_id]
             count = conv.message_count if finish.message_count is None else finish.message_count
             self._conversations[conv.id] = replace(conv, updated_at=_ms(finish.now), message_count=count)
+            for seq, e in finish.events:
+                self._events.setdefault(run_id, {}).setdefault(seq, (e.event, json.dumps(e.data)))
             if finish.event is not None:
                 events = self._events.setdefault(run_id, {})
                 seq = max(finish.event_id or 0, max(events, default=0) + 1)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import AsyncIterator, Sequence
 
 import httpx
 import ollama
 from langchain_ollama import ChatOllama
 
+from adapters.langchain.lanes import Lanes
 from adapters.langchain.messages import PromptCache
 from adapters.langchain.streaming import stream_chat
 from domain.errors import AgentFailure, ModelUnavailable, ModelUnreachable
@@ -40,13 +42,22 @@ class OllamaModel(ModelPort):
         # Without num_ctx Ollama uses its server default and silently cuts a longer prompt
         self._prompts = PromptCache()
         # keep-alive for as many connections as runs may call at once: past httpx's default of
-        # 20 idle ones, every call beyond it closed a connection and the next opened a new one
-        limits = httpx.Limits(max_connections=KEEPALIVE, max_keepalive_connections=KEEPALIVE)
-        self._chat = ChatOllama(
-            model=model,
+        # 20 idle ones, every call beyond it closed a connection and the next opened a new one;
+        # spread over several small pools (adapters.langchain.lanes), which cost far less CPU
+        # one TLS context for every lane's clients: each would load the CA bundle (~0.8 MB)
+        self._tls = ssl.create_default_context()
+        self._lanes = Lanes(lambda n: self._client(think, timeout, context, n), KEEPALIVE)
+
+    def _client(self, think: bool, timeout: float, context: int | None, idle: int) -> ChatOllama:
+        # each lane may open as many connections as one pool did (a call never waits for a
+        # lane's connection, not even behind connections a cancelled call left to be closed);
+        # it keeps only its share idle
+        limits = httpx.Limits(max_connections=KEEPALIVE, max_keepalive_connections=idle)
+        return ChatOllama(
+            model=self.model,
             base_url=self.base_url,
             reasoning=think,
-            client_kwargs={"timeout": timeout, "limits": limits},
+            client_kwargs={"timeout": timeout, "limits": limits, "verify": self._tls},
             num_ctx=context,
         )
 
@@ -58,8 +69,9 @@ class OllamaModel(ModelPort):
         self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> AsyncIterator[ModelOutput]:
         try:
-            async for out in stream_chat(self._chat, self._prompts, system, messages, tools):
-                yield out
+            with self._lanes.lane() as chat:
+                async for out in stream_chat(chat, self._prompts, system, messages, tools):
+                    yield out
         except ollama.ResponseError as e:
             if e.status_code == 404:
                 raise ModelUnavailable(

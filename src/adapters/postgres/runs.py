@@ -207,6 +207,11 @@ class PostgresRunStore(PostgresApprovals, RunRepository, RunEventLog, RunSignals
                 "WHERE id = %s",
                 (stamp(finish.now), finish.message_count, row[0]),
             )
+            if finish.events:
+                await cur.executemany(
+                    "INSERT INTO run_events (run_id, seq, event, data) VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                    [(run_id, seq, e.event, Jsonb(e.data)) for seq, e in finish.events],
+                )
             if event is not None:
                 await cur.execute(
                     "INSERT INTO run_events (run_id, seq, event, data) VALUES (%s, greatest(%s, "

@@ -9,13 +9,14 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import partial
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
 from adapters.sqlite.branch_schema import MIGRATION_BRANCHES
 from adapters.sqlite.search_schema import MIGRATION_SEARCH
+from adapters.sqlite.threads import release, writer_thread
 from domain.errors import StorageFailure
 from ports.metrics import NO_METRICS, MetricsPort
 
@@ -325,16 +326,28 @@ class Worker:
         open_connection: Callable[[], sqlite3.Connection],
         metrics: MetricsPort = NO_METRICS,
         before: Callable[[], None] | None = None,
+        shared_path: str | None = None,
     ) -> None:
         self.metrics = metrics
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"sophos-sqlite-{name}")
+        # shared_path: run on the file's one writer thread (adapters.sqlite.threads)
+        self._shared = shared_path
+        if shared_path is not None:
+            self._pool = writer_thread(shared_path)
+        else:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"sophos-sqlite-{name}")
         self._closed = False
         self._before = before  # run before every call of `run` (the writer: FileIdentity.check)
         try:
             self._conn = self._pool.submit(self._guarded, open_connection).result()
         except BaseException:
-            self._pool.shutdown(wait=False)
+            self._release(wait=False)
             raise
+
+    def _release(self, wait: bool) -> None:
+        if self._shared is not None:
+            release(self._shared, self._pool, wait=wait)
+        else:
+            self._pool.shutdown(wait=wait)
 
     def call(
         self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kwargs: P.kwargs
@@ -365,8 +378,10 @@ class Worker:
         if self._closed:
             return
         self._closed = True
-        self._pool.submit(self._conn.close)
-        self._pool.shutdown(wait=True)
+        closing = self._pool.submit(self._conn.close)
+        with suppress(sqlite3.Error):
+            closing.result()
+        self._release(wait=True)
 
     def _guarded(self, fn: Callable[[], T]) -> T:
         try:

@@ -44,7 +44,9 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
         self.poll_interval = poll_interval  # how often `wait` polls for other processes' events
         self._wakeups = Wakeups()
         self.file: FileIdentity | None = None  # set once the file exists
-        self._writer = Worker("writer", partial(connect, path, busy_timeout), metrics, before=self._check_file)
+        self._writer = Worker(
+            "writer", partial(connect, path, busy_timeout), metrics, before=self._check_file, shared_path=path
+        )
         try:
             self.schema_version = self._writer.call(migrate)
             self.file = FileIdentity(path)  # the file exists now
@@ -207,6 +209,7 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
             args.append(iso(heartbeat))
         event = finish.event
         data = json.dumps(event.data) if event else None
+        pending = [(run_id, seq, e.event, json.dumps(e.data)) for seq, e in finish.events]
 
         def write(c: sqlite3.Connection) -> bool:
             with transaction(c):
@@ -222,6 +225,8 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
                         "UPDATE conversations SET updated_at = ?, message_count = ? WHERE id = ?",
                         (iso(finish.now), finish.message_count, row[0]),
                     )
+                if pending:  # the last events, with the outcome: one transaction less per run
+                    c.executemany("INSERT OR IGNORE INTO run_events (run_id, seq, event, data) VALUES (?, ?, ?, ?)", pending)
                 if event is not None:
                     c.execute(
                         "INSERT INTO run_events (run_id, seq, event, data) VALUES (?, max(?, "
@@ -231,7 +236,7 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
             return True
 
         finished = await self._writer.run(write)
-        if finished and event is not None:
+        if finished and (event is not None or pending):
             self._wakeups.wake([run_id])
         return finished
 
@@ -257,6 +262,21 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
             (lease_seconds, lease_seconds, conversation_id),
         )
         return run_from_row(rows[0]) if rows else None
+
+    async def conversation_and_latest_run(
+        self, conversation_id: str, lease_seconds: float = 0.0
+    ) -> tuple[Conversation | None, Run | None]:
+        def read(c: sqlite3.Connection) -> tuple[Conversation | None, Run | None]:
+            found = c.execute(SUMMARY + " WHERE c.id = ?", (conversation_id,)).fetchone()
+            if found is None:
+                return None, None
+            latest = c.execute(
+                RUNS + " WHERE conversation_id = ? ORDER BY started_at DESC, rowid DESC LIMIT 1",
+                (lease_seconds, lease_seconds, conversation_id),
+            ).fetchone()
+            return conversation_from_row(found), run_from_row(latest) if latest else None
+
+        return await self._reader.run(read)  # one round trip to the reader, not two
 
     async def recent_runs(self, conversation_id: str, limit: int) -> Sequence[Run]:
         rows = await self._read(

@@ -1,0 +1,83 @@
+"""What one turn costs the SQLite file, in thread hops and transactions (counts, not times):
+the saver and the run store write on the file's one writer thread, and the run's last
+events go with its outcome."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.langgraph.checkpointer import ThreadedSqliteSaver
+from adapters.sqlite import threads
+from adapters.sqlite.runs import SqliteRunStore
+from tests.support.harness import make_harness
+
+
+def count_calls(monkeypatch: pytest.MonkeyPatch, pool: ThreadPoolExecutor, name: str, counts: Counter[str]) -> None:
+    submit = pool.submit
+
+    def counted(fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        counts[name] += 1
+        return submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(pool, "submit", counted)
+
+
+@pytest.fixture
+def stores(tmp_path: Path) -> Iterator[tuple[SqliteRunStore, ThreadedSqliteSaver]]:
+    path = str(tmp_path / "sophos.db")
+    store = SqliteRunStore(path)
+    saver = ThreadedSqliteSaver.open(path)
+    yield store, saver
+    saver.close()
+    store.close()
+
+
+def test_the_saver_and_the_run_store_write_on_the_files_one_thread(tmp_path: Path) -> None:
+    path = str(tmp_path / "sophos.db")
+    store = SqliteRunStore(path)
+    saver = ThreadedSqliteSaver.open(path)
+    other = SqliteRunStore(str(tmp_path / "other.db"))
+    try:
+        assert store._writer._pool is saver._executor
+        assert other._writer._pool is not saver._executor
+        assert threads.users(path) == 2
+        saver.close()
+        assert threads.users(path) == 1 and store._writer.call(lambda c: c.execute("SELECT 1").fetchone()) == (1,)
+    finally:
+        store.close()
+        other.close()
+    assert threads.users(path) == 0
+
+
+async def test_a_turn_is_eleven_hops_to_the_writer_thread_and_one_read(
+    stores: tuple[SqliteRunStore, ThreadedSqliteSaver], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, saver = stores
+    h = make_harness(["first", "second answer here"], repo=store, saver=saver)
+    started, _ = await h.send("hello")
+    counts: Counter[str] = Counter()
+    count_calls(monkeypatch, store._writer._pool, "writer", counts)
+    count_calls(monkeypatch, store._reader._pool, "reader", counts)
+    appended: list[Any] = []
+    append = store.append
+
+    async def spy(batches: Any) -> None:
+        appended.append(batches)
+        await append(batches)
+
+    monkeypatch.setattr(store, "append", spy)
+    second, events = await h.send("again", started.conversation_id)
+    await asyncio.sleep(0.05)
+    # start_run, finish_run; the saver's get_tuple, 3 puts, 2 put_writes; 3 head reads; one read
+    # of the conversation with its latest run
+    assert counts == Counter({"writer": 11, "reader": 1})
+    assert appended == []  # no supervisor flush ran: every event went with the outcome
+    logged = [e for _, e in await store.read(second.run_id, 0)]
+    assert logged == events and events[-1].event == "end" and any(e.event == "token" for e in events)
