@@ -13,7 +13,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
 
 from domain import lifecycle
@@ -36,6 +36,7 @@ from domain.events import (
     approval_event,
 )
 from domain.following import counted, flatten, follow_conversation
+from domain.handles import CancelResult, LiveRun, RunStores, StartedRun
 from domain.hub import ActiveRun, Item, RunHub, RunStream
 from domain.lifecycle import Outcome, StopReason
 from domain.model import (
@@ -49,54 +50,14 @@ from domain.model import (
     utc_now,
 )
 from domain.pending import PlanPorts, RunRequest, plan_fork, plan_input
-from ports.approvals import ANY_ARGS, NO_APPROVALS, ApprovalStore, ArgsChecker
-from ports.checkpoints import CheckpointPort
 from ports.engine import AgentEngine, Fork, NewMessage, RunInput
-from ports.events import RunEventLog
-from ports.journal import ToolJournal
 from ports.metrics import NO_METRICS, MetricsPort
 from ports.processes import ProcessPort
-from ports.runs import RunFinish, RunRepository
-from ports.signals import RunSignals
+from ports.runs import RunFinish
 
 log = logging.getLogger(__name__)
 
 DEFAULT_RECURSION_LIMIT = 25
-
-
-@dataclass(frozen=True)
-class StartedRun:
-    conversation_id: str
-    run_id: str
-    # the run's events from id 1, in batches, complete even if the run has already ended
-    # (a stream opened from here can never miss the start of a fast run)
-    events: Callable[[], RunStream] | None = field(default=None, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class CancelResult:
-    conversation_id: str
-    run_id: str
-    status: RunStatus  # `running` when the owner did not stop within the wait
-
-
-@dataclass(frozen=True)
-class LiveRun:
-    run_id: str
-    base_count: int
-
-
-@dataclass(frozen=True)
-class RunStores:
-    """The ports a run touches, bundled (one store adapter usually implements the first four)."""
-
-    runs: RunRepository
-    events: RunEventLog
-    signals: RunSignals
-    journal: ToolJournal
-    checkpoints: CheckpointPort
-    approvals: ApprovalStore = NO_APPROVALS
-    checker: ArgsChecker = ANY_ARGS  # edited tool arguments against the tool's schema
 
 
 class RunService:

@@ -22,10 +22,11 @@ from domain.errors import (
     SophosError,
     StaleDecision,
 )
+from domain.handles import StartedRun
 from domain.lifecycle import Adoption, StopReason
 from domain.model import PendingCall, RunTrigger
 from domain.pending import annotate_pending
-from domain.runs import RunService, StartedRun
+from domain.runs import RunService
 
 log = logging.getLogger(__name__)
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from importlib.abc import MetaPathFinder
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 
 class _SkipOptionalIntegrations(MetaPathFinder):
@@ -38,18 +38,16 @@ T = TypeVar("T")
 
 from domain.allow_rules import AllowRules  # noqa: E402 - after the finder above
 from domain.approvals import ApprovalGate, parse_mode  # noqa: E402 - after the finder above
-from domain.branches import Branch  # noqa: E402 - after the finder above
 from domain.context import ContextPolicy  # noqa: E402 - after the finder above
 from domain.conversations import ConversationService  # noqa: E402 - after the finder above
-from domain.errors import NotSupported  # noqa: E402 - after the finder above
+from domain.handles import RunStores  # noqa: E402 - after the finder above
 from domain.hub import RunHub  # noqa: E402 - after the finder above
-from domain.model import CheckpointSummary, ThreadHead, ThreadState  # noqa: E402 - after the finder above
-from domain.runs import RunService, RunStores  # noqa: E402 - after the finder above
+from domain.runs import RunService  # noqa: E402 - after the finder above
 from domain.search import SearchService  # noqa: E402 - after the finder above
 from domain.supervisor import Supervisor  # noqa: E402 - after the finder above
+from entrypoints.lazy import LazyThreads  # noqa: E402 - after the finder above
 from entrypoints.settings import load_settings  # noqa: E402 - after the finder above
 from ports.approvals import ArgsChecker  # noqa: E402 - after the finder above
-from ports.branches import BranchPort  # noqa: E402 - after the finder above
 from ports.checkpoints import CheckpointPort  # noqa: E402 - after the finder above
 from ports.engine import AgentEngine  # noqa: E402 - after the finder above
 from ports.metrics import MetricsPort, NullMetrics  # noqa: E402 - after the finder above
@@ -246,39 +244,6 @@ def _threads(checkpointer: Saver) -> CheckpointPort:
     return LangGraphThreads(build_graph(None, checkpointer))
 
 
-class _LazyThreads(CheckpointPort, BranchPort):
-    """A CheckpointPort built on first use: listing conversations never loads LangGraph."""
-
-    def __init__(self, build: Callable[[], CheckpointPort]) -> None:
-        self._build = build
-
-    async def get_thread(self, thread_id: str) -> ThreadState:
-        return await self._build().get_thread(thread_id)
-
-    async def head(self, thread_id: str) -> ThreadHead:
-        return await self._build().head(thread_id)
-
-    async def list_checkpoints(self, thread_id: str) -> Sequence[CheckpointSummary]:
-        return await self._build().list_checkpoints(thread_id)
-
-    async def delete_thread(self, thread_id: str) -> None:
-        await self._build().delete_thread(thread_id)
-
-    def _branch_port(self) -> BranchPort | None:
-        built = self._build()
-        return cast(BranchPort, built) if hasattr(built, "switch_branch") else None
-
-    async def branches(self, thread_id: str) -> Sequence[Branch]:
-        port = self._branch_port()
-        return await port.branches(thread_id) if port else []
-
-    async def switch_branch(self, thread_id: str, number: int) -> int:
-        port = self._branch_port()
-        if port is None:
-            raise NotSupported("This checkpoint store does not keep branches")
-        return await port.switch_branch(thread_id, number)
-
-
 def _stores(store: RunStore, threads: CheckpointPort) -> RunStores:
     return RunStores(runs=store, events=store, signals=store, journal=store, checkpoints=threads, approvals=store,
                      checker=_args_checker())
@@ -288,7 +253,7 @@ def _conversations(store: RunStore, threads: Callable[[], CheckpointPort], servi
     async def is_active(conversation_id: str) -> bool:
         return await service().is_active(conversation_id)
 
-    lazy = _LazyThreads(threads)
+    lazy = LazyThreads(threads)
     return ConversationService(store, lazy, is_active, store, branches=lazy, approvals=store)
 
 

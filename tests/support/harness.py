@@ -19,9 +19,10 @@ from adapters.system.prompt import FixedPrompt
 from domain.context import ContextPolicy
 from domain.conversations import ConversationService
 from domain.events import StreamEvent
+from domain.handles import RunStores, StartedRun
 from domain.hub import RunHub
 from domain.model import RunOwner
-from domain.runs import RunService, RunStores, StartedRun
+from domain.runs import RunService
 from domain.supervisor import Supervisor
 from ports.processes import ProcessPort
 from ports.tools import ToolSpec

@@ -15,6 +15,7 @@ from domain import lifecycle
 from domain.conversations import ConversationService
 from domain.errors import DecisionRequired, ModelUnreachable, RunLost, RunNotResumable, StorageFailure
 from domain.events import StreamEvent
+from domain.handles import RunStores
 from domain.hub import ActiveRun, RunHub
 from domain.lifecycle import Adoption, StopReason
 from domain.model import (
@@ -28,7 +29,7 @@ from domain.model import (
     new_id,
     utc_now,
 )
-from domain.runs import RunService, RunStores
+from domain.runs import RunService
 from domain.supervisor import Supervisor
 from tests.support.fake_engine import FakeEngine, Script
 from tests.support.harness import FakeProcesses

@@ -48,10 +48,10 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.utils import load_pending_writes, pending_writes_sql
 
-from adapters.langchain.messages import to_domain
 from adapters.langgraph import branching
 from adapters.langgraph.graph import RUN_KEY
 from adapters.langgraph.latest import LatestCheckpoints
+from adapters.langgraph.rows import as_plain, decode_plain, summary_row
 from adapters.langgraph.search_sync import index_checkpoint, index_missing, rebuild
 from adapters.langgraph.serde import MessageMemoSerializer
 from adapters.sqlite import branches
@@ -61,7 +61,6 @@ from adapters.sqlite.search import forget_thread
 from adapters.sqlite.threads import release, writer_thread
 from domain.branches import Branch
 from domain.errors import RunLost, StorageFailure
-from domain.model import message_to_dto
 from ports.metrics import NO_METRICS, MetricsPort
 
 log = logging.getLogger(__name__)
@@ -81,45 +80,6 @@ CREATE TABLE IF NOT EXISTS checkpoint_log (
     PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
 )
 """
-
-
-def next_nodes(checkpoint: Checkpoint) -> list[str]:
-    """The nodes a checkpoint will run next, read from its channels: a pending trigger
-    channel (`__start__`, `branch:to:<node>`) and one entry per pending Send task."""
-    values = checkpoint["channel_values"]
-    out = ["__start__"] if "__start__" in values else []
-    out += sorted(k.removeprefix("branch:to:") for k in values if k.startswith("branch:to:"))
-    out += [getattr(task, "node", "?") for task in values.get("__pregel_tasks") or []]
-    return out
-
-
-def summary_row(checkpoint: Checkpoint, metadata: CheckpointMetadata) -> tuple[Any, ...]:
-    messages = checkpoint["channel_values"].get("messages") or []
-    last = to_domain(messages[-1]) if messages else None
-    return (
-        checkpoint["ts"],
-        int(metadata.get("step", -1)),
-        str(metadata.get("source", "")),
-        json.dumps(next_nodes(checkpoint)),
-        len(messages),
-        json.dumps(message_to_dto(last), ensure_ascii=False) if last else None,
-        dict(metadata).get(RUN_KEY),
-    )
-
-
-EXT_KW_ARGS, EXT_PYDANTIC_V2 = 2, 5  # LangGraph's msgpack extension codes for objects
-
-
-def _as_plain(code: int, data: bytes) -> Any:
-    """msgpack ext hook: objects stay plain dicts of their fields (messages keep `type`)."""
-    fields = ormsgpack.unpackb(data, ext_hook=_as_plain, option=ormsgpack.OPT_NON_STR_KEYS)
-    if code in (EXT_KW_ARGS, EXT_PYDANTIC_V2) and isinstance(fields, (list, tuple)) and len(fields) > 2:
-        return fields[2]
-    return None
-
-
-def _decode(blob: bytes) -> Any:
-    return ormsgpack.unpackb(blob, ext_hook=_as_plain, option=ormsgpack.OPT_NON_STR_KEYS)
 
 
 def _has_tool_result(value: Any) -> bool:
@@ -163,7 +123,7 @@ class ThreadedSqliteSaver(SqliteSaver):
         self.conn.execute(LOG_TABLE)
         self.conn.commit()
         migrate(self.conn)  # the search index's tables, which `put` writes
-        index_missing(self.conn, _decode)
+        index_missing(self.conn, decode_plain)
 
     def close(self) -> None:
         with self.lock:
@@ -228,7 +188,7 @@ class ThreadedSqliteSaver(SqliteSaver):
         summary = summary_row(checkpoint, full_metadata)
         with self._transaction(config, synced) as cur:  # one transaction: fence, branch, checkpoint, summary, pruning
             if op is not None:
-                branches.apply(cur, thread_id, op, dict(checkpoint), summary[4], _decode)
+                branches.apply(cur, thread_id, op, dict(checkpoint), summary[4], decode_plain)
             branch = branches.active_number(cur, thread_id) if not ns else None
             cur.execute(
                 "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
@@ -326,7 +286,7 @@ class ThreadedSqliteSaver(SqliteSaver):
             ).fetchone()
         if row is None or row[0] != "msgpack":
             return None
-        checkpoint = ormsgpack.unpackb(row[1], ext_hook=_as_plain, option=ormsgpack.OPT_NON_STR_KEYS)
+        checkpoint = ormsgpack.unpackb(row[1], ext_hook=as_plain, option=ormsgpack.OPT_NON_STR_KEYS)
         messages = (checkpoint.get("channel_values") or {}).get("messages") or []
         return [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else None
 
@@ -360,7 +320,7 @@ class ThreadedSqliteSaver(SqliteSaver):
             if number not in {b.number for b in rows}:
                 return None
             head = cur.execute(branches.LATEST, (thread_id,)).fetchone()
-            latest = branches.fields_of(head, _decode)
+            latest = branches.fields_of(head, decode_plain)
             content = branching.branch_content(rows, branches.deltas(cur, thread_id), number, latest)
             return content, branches.stashed_next(cur, thread_id, number)
 
@@ -368,7 +328,7 @@ class ThreadedSqliteSaver(SqliteSaver):
         """Rebuild the search index from every thread's latest checkpoint."""
         with self.lock:
             self.setup()
-            return rebuild(self.conn, _decode)
+            return rebuild(self.conn, decode_plain)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await self.call(self.get_tuple, config)  # type: ignore[no-any-return]

@@ -12,7 +12,7 @@ import ormsgpack
 from psycopg import AsyncCursor
 
 from adapters.langgraph.branching import pack, stamp
-from adapters.langgraph.checkpointer import _as_plain
+from adapters.langgraph.rows import as_plain
 from domain.branches import Branch, fork_parent
 from domain.errors import BranchNotFound, SessionInProgress
 
@@ -56,7 +56,7 @@ async def latest(cur: Cursor, thread_id: str) -> tuple[Sequence[Any] | None, Fie
     head = await cur.fetchone()
     if head is None or head[2] != "msgpack" or head[3] is None:
         return head, []
-    messages = ormsgpack.unpackb(bytes(head[3]), ext_hook=_as_plain, option=ormsgpack.OPT_NON_STR_KEYS)
+    messages = ormsgpack.unpackb(bytes(head[3]), ext_hook=as_plain, option=ormsgpack.OPT_NON_STR_KEYS)
     return head, [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
 
 

@@ -34,8 +34,8 @@ from psycopg.rows import DictRow, dict_row
 from psycopg_pool import PoolTimeout
 
 from adapters.langgraph import branching
-from adapters.langgraph.checkpointer import _as_plain, summary_row
 from adapters.langgraph.graph import RUN_KEY
+from adapters.langgraph.rows import as_plain, summary_row
 from adapters.postgres import branches
 from adapters.postgres.database import PostgresDatabase, storage_failure
 from adapters.postgres.search import forget_thread
@@ -219,7 +219,7 @@ class FencedPostgresSaver(AsyncPostgresSaver):
         )
         if not rows or rows[0][0] != "msgpack":
             return None
-        messages = ormsgpack.unpackb(rows[0][1], ext_hook=_as_plain, option=ormsgpack.OPT_NON_STR_KEYS)
+        messages = ormsgpack.unpackb(rows[0][1], ext_hook=as_plain, option=ormsgpack.OPT_NON_STR_KEYS)
         return [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else None
 
     async def history(self, thread_id: str) -> list[tuple[Any, ...]]:

@@ -13,7 +13,7 @@ from langgraph.checkpoint.base import Checkpoint
 from psycopg import AsyncConnection, AsyncCursor
 
 from adapters.langchain.messages import from_fields, to_domain
-from adapters.langgraph.checkpointer import _as_plain
+from adapters.langgraph.rows import as_plain
 from adapters.postgres.search import ENTRY, claim_new_thread, entry, index_thread, reset
 from adapters.search_entries import clean
 
@@ -51,7 +51,7 @@ async def _index_stored(cur: AsyncCursor[Any], thread_id: str) -> None:
     row = await cur.fetchone()
     fields: list[dict[str, Any]] = []
     if row is not None and row[0] == "msgpack":
-        decoded = ormsgpack.unpackb(row[1], ext_hook=_as_plain, option=ormsgpack.OPT_NON_STR_KEYS)
+        decoded = ormsgpack.unpackb(row[1], ext_hook=as_plain, option=ormsgpack.OPT_NON_STR_KEYS)
         fields = [m for m in decoded if isinstance(m, dict)] if isinstance(decoded, list) else []
     await index_thread(cur, thread_id, fields, from_fields, lambda f: f.get("id"), seen_before=False)
 

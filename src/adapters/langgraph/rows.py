@@ -1,0 +1,54 @@
+"""What the checkpointers store beside each checkpoint, read from it without LangGraph's
+classes: the summary row of the checkpoint log, the nodes left to run, and a msgpack
+decoder that keeps objects as plain dicts of their fields."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import ormsgpack
+from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata
+
+from adapters.langchain.messages import to_domain
+from adapters.langgraph.graph import RUN_KEY
+from domain.model import message_to_dto
+
+
+def next_nodes(checkpoint: Checkpoint) -> list[str]:
+    """The nodes a checkpoint will run next, read from its channels: a pending trigger
+    channel (`__start__`, `branch:to:<node>`) and one entry per pending Send task."""
+    values = checkpoint["channel_values"]
+    out = ["__start__"] if "__start__" in values else []
+    out += sorted(k.removeprefix("branch:to:") for k in values if k.startswith("branch:to:"))
+    out += [getattr(task, "node", "?") for task in values.get("__pregel_tasks") or []]
+    return out
+
+
+def summary_row(checkpoint: Checkpoint, metadata: CheckpointMetadata) -> tuple[Any, ...]:
+    messages = checkpoint["channel_values"].get("messages") or []
+    last = to_domain(messages[-1]) if messages else None
+    return (
+        checkpoint["ts"],
+        int(metadata.get("step", -1)),
+        str(metadata.get("source", "")),
+        json.dumps(next_nodes(checkpoint)),
+        len(messages),
+        json.dumps(message_to_dto(last), ensure_ascii=False) if last else None,
+        dict(metadata).get(RUN_KEY),
+    )
+
+
+EXT_KW_ARGS, EXT_PYDANTIC_V2 = 2, 5  # LangGraph's msgpack extension codes for objects
+
+
+def as_plain(code: int, data: bytes) -> Any:
+    """msgpack ext hook: objects stay plain dicts of their fields (messages keep `type`)."""
+    fields = ormsgpack.unpackb(data, ext_hook=as_plain, option=ormsgpack.OPT_NON_STR_KEYS)
+    if code in (EXT_KW_ARGS, EXT_PYDANTIC_V2) and isinstance(fields, (list, tuple)) and len(fields) > 2:
+        return fields[2]
+    return None
+
+
+def decode_plain(blob: bytes) -> Any:
+    return ormsgpack.unpackb(blob, ext_hook=as_plain, option=ormsgpack.OPT_NON_STR_KEYS)

@@ -1,0 +1,45 @@
+"""A checkpoint port built on first use, so that listing conversations never loads LangGraph."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import cast
+
+from domain.branches import Branch
+from domain.errors import NotSupported
+from domain.model import CheckpointSummary, ThreadHead, ThreadState
+from ports.branches import BranchPort
+from ports.checkpoints import CheckpointPort
+
+
+class LazyThreads(CheckpointPort, BranchPort):
+    """A CheckpointPort built on first use: listing conversations never loads LangGraph."""
+
+    def __init__(self, build: Callable[[], CheckpointPort]) -> None:
+        self._build = build
+
+    async def get_thread(self, thread_id: str) -> ThreadState:
+        return await self._build().get_thread(thread_id)
+
+    async def head(self, thread_id: str) -> ThreadHead:
+        return await self._build().head(thread_id)
+
+    async def list_checkpoints(self, thread_id: str) -> Sequence[CheckpointSummary]:
+        return await self._build().list_checkpoints(thread_id)
+
+    async def delete_thread(self, thread_id: str) -> None:
+        await self._build().delete_thread(thread_id)
+
+    def _branch_port(self) -> BranchPort | None:
+        built = self._build()
+        return cast(BranchPort, built) if hasattr(built, "switch_branch") else None
+
+    async def branches(self, thread_id: str) -> Sequence[Branch]:
+        port = self._branch_port()
+        return await port.branches(thread_id) if port else []
+
+    async def switch_branch(self, thread_id: str, number: int) -> int:
+        port = self._branch_port()
+        if port is None:
+            raise NotSupported("This checkpoint store does not keep branches")
+        return await port.switch_branch(thread_id, number)
