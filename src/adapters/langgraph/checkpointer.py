@@ -55,6 +55,7 @@ from adapters.langgraph.rows import as_plain, decode_plain, summary_row
 from adapters.langgraph.search_sync import index_checkpoint, index_missing, rebuild
 from adapters.langgraph.serde import MessageMemoSerializer
 from adapters.sqlite import branches
+from adapters.sqlite.branch_schema import CHECKPOINT_LOG as LOG_TABLE
 from adapters.sqlite.database import FileIdentity, connect, failure_reason, migrate, storage_failure, unsynced
 from adapters.sqlite.maintenance import prune_thread
 from adapters.sqlite.search import forget_thread
@@ -65,21 +66,6 @@ from ports.metrics import NO_METRICS, MetricsPort
 
 log = logging.getLogger(__name__)
 
-LOG_TABLE = """
-CREATE TABLE IF NOT EXISTS checkpoint_log (
-    thread_id TEXT NOT NULL,
-    checkpoint_ns TEXT NOT NULL DEFAULT '',
-    checkpoint_id TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    step INTEGER NOT NULL,
-    source TEXT NOT NULL,
-    next TEXT NOT NULL,
-    message_count INTEGER NOT NULL,
-    last_message TEXT,
-    run_id TEXT,
-    PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
-)
-"""
 
 
 def _has_tool_result(value: Any) -> bool:

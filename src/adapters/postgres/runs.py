@@ -4,7 +4,6 @@ outcome and its terminal event are one transaction), shared by any number of pro
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -300,18 +299,7 @@ class PostgresRunStore(PostgresApprovals, RunRepository, RunEventLog, RunSignals
         return tuple((seq, StreamEvent(event, data)) for seq, event, data in rows)
 
     async def wait(self, run_id: str, after: int, timeout: float) -> EventBatch:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            woken = self._wakeups.listen(run_id)  # before reading, so no write slips between
-            try:
-                events = await self.read(run_id, after)
-                left = deadline - loop.time()
-                if events or left <= 0:
-                    return events
-                await asyncio.wait({woken}, timeout=min(self.poll_interval, left))
-            finally:
-                self._wakeups.forget(run_id, woken)
+        return await self._wakeups.wait(run_id, lambda: self.read(run_id, after), timeout, self.poll_interval)
 
     async def prune(self, retention_seconds: float) -> int:
         await self.ready()

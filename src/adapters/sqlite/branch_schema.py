@@ -1,8 +1,8 @@
 """The branches table (migration 6; see adapters/sqlite/branches.py)."""
 
-# v6 in database.MIGRATIONS. checkpoint_log is the checkpointer's own table (created when
-# it opens the file); it may not exist yet when the run store migrates first.
-MIGRATION_BRANCHES = """
+# checkpoint_log is the checkpointer's own table (created when it opens the file); it may
+# not exist yet when the run store migrates first, so v6 creates it too.
+CHECKPOINT_LOG = """
 CREATE TABLE IF NOT EXISTS checkpoint_log (
     thread_id TEXT NOT NULL,
     checkpoint_ns TEXT NOT NULL DEFAULT '',
@@ -15,7 +15,10 @@ CREATE TABLE IF NOT EXISTS checkpoint_log (
     last_message TEXT,
     run_id TEXT,
     PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
-);
+)
+"""
+
+MIGRATION_BRANCHES = CHECKPOINT_LOG.strip() + """;
 ALTER TABLE checkpoint_log ADD COLUMN branch INTEGER;
 CREATE TABLE branches (
     conversation_id TEXT NOT NULL,

@@ -3,7 +3,6 @@ the run store that processes use to follow, stop and account for each other's ru
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
@@ -69,18 +68,7 @@ class SqliteRunEvents(RunEventLog, RunSignals, ToolJournal):
         return tuple((seq, StreamEvent(event, json.loads(data))) for seq, event, data in rows)
 
     async def wait(self, run_id: str, after: int, timeout: float) -> EventBatch:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            woken = self._wakeups.listen(run_id)  # before reading, so no write slips between
-            try:
-                events = await self.read(run_id, after)
-                left = deadline - loop.time()
-                if events or left <= 0:
-                    return events
-                await asyncio.wait({woken}, timeout=min(self.poll_interval, left))
-            finally:
-                self._wakeups.forget(run_id, woken)
+        return await self._wakeups.wait(run_id, lambda: self.read(run_id, after), timeout, self.poll_interval)
 
     async def prune(self, retention_seconds: float) -> int:
         sql = (

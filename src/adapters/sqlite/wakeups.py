@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 class Wakeups:
@@ -31,6 +34,24 @@ class Wakeups:
                 futures.discard(future)
                 if not futures:
                     del self._futures[run_id]
+
+    async def wait(
+        self, run_id: str, read: Callable[[], Awaitable[T]], timeout: float, poll_interval: float
+    ) -> T:
+        """`read()` until it gives something (or `timeout` passes): woken at once by a
+        write of this process, else every `poll_interval` (writes of other processes)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            woken = self.listen(run_id)  # before reading, so no write slips between
+            try:
+                found = await read()
+                left = deadline - loop.time()
+                if found or left <= 0:
+                    return found
+                await asyncio.wait({woken}, timeout=min(poll_interval, left))
+            finally:
+                self.forget(run_id, woken)
 
     def wake(self, run_ids: Iterable[str]) -> None:
         with self._lock:
