@@ -7,9 +7,16 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from domain.approvals import ApprovalRequest, waiting
+from domain.approvals import ApprovalRequest, waiting, waiting_message
 from domain.branches import Branch, BranchMarker, markers
-from domain.errors import BranchNotFound, ConversationNotFound, InvalidInput, NotSupported, SessionInProgress
+from domain.errors import (
+    BranchNotFound,
+    ConversationNotFound,
+    DecisionRequired,
+    InvalidInput,
+    NotSupported,
+    SessionInProgress,
+)
 from domain.export import checkpoint_jsonl, markdown_transcript
 from domain.lifecycle import resumable
 from domain.model import (
@@ -157,6 +164,9 @@ class ConversationService:
             raise BranchNotFound("activeBranch must be a branch number (an integer)")
         if await self.is_active(conv.id):
             raise SessionInProgress()
+        asked = (await self.get(conv.id)).pending_approvals
+        if asked:  # leaving would answer them "outcome unknown": a person decides first
+            raise DecisionRequired(waiting_message(len(asked)))
         await self.branch_store.switch_branch(conv.id, number)
         return await self.get(conv.id)
 

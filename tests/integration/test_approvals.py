@@ -365,3 +365,21 @@ def test_always_allow_is_remembered_listed_and_revoked_through_the_api(shared: S
     assert gone.status_code == 404 and gone.json()["error"]["code"] == "NOT_FOUND"
     asked, events = run(server, {"message": "pay 23 (asked again)"})
     assert events[-1][1]["status"] == "waiting" and shared.charges(asked) == []
+
+
+def test_a_question_keeps_its_branch_shown_until_it_is_answered(shared: Shared) -> None:
+    server = shared.server
+    cid, events = run(server, {"message": "say hello (branch test)"})
+    assert events[-1][1]["status"] == "completed"
+    _, events = run(server, {"conversation": cid, "message": "pay 31 (on a branch)", "editOf": 0})
+    call = events[-2][1]["calls"][0]
+    assert detail(server, cid)["activeBranch"] == 2 and [c["id"] for c in waiting_calls(server, cid)] == [call["id"]]
+
+    refused = server.patch(f"/api/conversations/{cid}", {"activeBranch": 1})
+    assert refused.status_code == 409 and refused.json()["error"]["code"] == "DECISION_REQUIRED"
+    assert detail(server, cid)["activeBranch"] == 2 and [c["id"] for c in waiting_calls(server, cid)] == [call["id"]]
+    _, events = run(server, {"conversation": cid, "resume": True, "decisions": {call["id"]: {"type": "approve"}}})
+    assert events[-1] == ("end", {"conversation": cid, "status": "completed"})
+    assert [e["label"] for e in shared.charges(cid)] == ["charge-31"]
+    shown = server.patch(f"/api/conversations/{cid}", {"activeBranch": 1})
+    assert shown.status_code == 200 and shown.json()["messages"][0]["content"] == "say hello (branch test)"

@@ -75,6 +75,9 @@ class LiveServer:
     def get(self, path: str, **kw: Any) -> httpx.Response:
         return httpx.get(f"{self.url}{path}", timeout=30, **kw)
 
+    def patch(self, path: str, body: Any, **kw: Any) -> httpx.Response:
+        return httpx.patch(f"{self.url}{path}", json=body, timeout=30, **kw)
+
 
 def sse_events(response: httpx.Response) -> Iterator[tuple[str | None, str, Any]]:
     """Parse a streaming httpx response into (id, event, data) as they arrive."""
