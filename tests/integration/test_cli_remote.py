@@ -44,10 +44,14 @@ def test_ctrl_c_cancels_the_remote_run_prints_the_ids_and_exits_130(
 ) -> None:
     server, fake, env = served
     fake.add(SLOW)
+    # a terminal's Ctrl-C reaches a process whose SIGINT is the default, whatever the test
+    # runner's disposition is (an ignored SIGINT would be inherited and the CLI never stopped)
     child = subprocess.Popen([SOPHOS, "chat", "--server", server.url, "talk a lot"], env=process_env(env), cwd=tmp_path,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert child.stdout is not None
     child.stdout.read(20)  # tokens are flowing
+    assert server.get("/api/conversations?limit=1").json()["conversations"][0]["status"] == "running"
     child.send_signal(signal.SIGINT)
     _, err = child.communicate(timeout=60)
     assert child.returncode == 130 and "Aborted!" not in err and "Traceback" not in err, err
