@@ -36,6 +36,18 @@ class StoreClock(Protocol):
     async def advance(self, seconds: float) -> None: ...
 
 
+class StoreContract:
+    """The fixtures every run-store contract needs; each adapter's subclass provides them."""
+
+    @pytest.fixture
+    def store(self) -> RunStore:
+        raise NotImplementedError
+
+    @pytest.fixture
+    def clock(self) -> StoreClock:
+        raise NotImplementedError
+
+
 class ManualClock:
     def __init__(self) -> None:
         self.time = utc_now()

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-import pytest
-
 from domain.approvals import ApprovalRequest, Decision, DecisionType
 from domain.model import ToolCall
 from tests.contracts.run_stores import (
@@ -15,6 +13,7 @@ from tests.contracts.run_stores import (
     RunStore,
     SqliteStores,
     StoreClock,
+    StoreContract,
     a_conversation,
 )
 
@@ -27,15 +26,7 @@ def a_request(cid: str, call_id: str, clock: StoreClock, **args: object) -> Appr
                            schema, clock.now())
 
 
-class ApprovalStoreContract:
-    @pytest.fixture
-    def store(self) -> RunStore:
-        raise NotImplementedError
-
-    @pytest.fixture
-    def clock(self) -> StoreClock:
-        raise NotImplementedError
-
+class ApprovalStoreContract(StoreContract):
     async def test_a_request_is_stored_once_with_everything_a_card_shows(self, store: RunStore, clock: StoreClock) -> None:
         cid = await a_conversation(store, clock)
         first = a_request(cid, "c1", clock, amount=5, note="ünïcode")

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import time
 
-import pytest
-
 from domain.events import StreamEvent
 from domain.model import RunError, RunStatus, new_id
 from ports.runs import RunFinish
@@ -16,6 +14,7 @@ from tests.contracts.run_stores import (
     RunStore,
     SqliteStores,
     StoreClock,
+    StoreContract,
     a_running_run,
 )
 
@@ -24,15 +23,7 @@ def tokens(*seqs: int) -> list[tuple[int, StreamEvent]]:
     return [(seq, StreamEvent("token", f"t{seq}")) for seq in seqs]
 
 
-class RunEventLogContract:
-    @pytest.fixture
-    def store(self) -> RunStore:
-        raise NotImplementedError
-
-    @pytest.fixture
-    def clock(self) -> StoreClock:
-        raise NotImplementedError
-
+class RunEventLogContract(StoreContract):
     async def test_events_read_back_in_id_order_after_the_given_id(
         self, store: RunStore, clock: StoreClock
     ) -> None:

@@ -17,6 +17,7 @@ from tests.contracts.run_stores import (
     RunStore,
     SqliteStores,
     StoreClock,
+    StoreContract,
     a_conversation,
     a_running_run,
     other_owner,
@@ -39,15 +40,7 @@ def done(
     return RunFinish(status, now, error=error, message_count=count)
 
 
-class RunRepositoryContract:
-    @pytest.fixture
-    def store(self) -> RunStore:
-        raise NotImplementedError
-
-    @pytest.fixture
-    def clock(self) -> StoreClock:
-        raise NotImplementedError
-
+class RunRepositoryContract(StoreContract):
     # --- conversations -------------------------------------------------------------------
 
     async def test_a_new_conversation_has_no_runs_and_no_messages(self, store: RunStore) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from domain.model import RunStatus, new_id
 from ports.runs import RunFinish
 from tests.contracts.run_stores import (
@@ -12,19 +10,12 @@ from tests.contracts.run_stores import (
     RunStore,
     SqliteStores,
     StoreClock,
+    StoreContract,
     a_running_run,
 )
 
 
-class RunSignalsContract:
-    @pytest.fixture
-    def store(self) -> RunStore:
-        raise NotImplementedError
-
-    @pytest.fixture
-    def clock(self) -> StoreClock:
-        raise NotImplementedError
-
+class RunSignalsContract(StoreContract):
     async def test_a_cancel_request_is_seen_for_that_run_only(
         self, store: RunStore, clock: StoreClock
     ) -> None:

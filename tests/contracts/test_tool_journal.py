@@ -14,20 +14,13 @@ from tests.contracts.run_stores import (
     RunStore,
     SqliteStores,
     StoreClock,
+    StoreContract,
     a_conversation,
     a_running_run,
 )
 
 
-class ToolJournalContract:
-    @pytest.fixture
-    def store(self) -> RunStore:
-        raise NotImplementedError
-
-    @pytest.fixture
-    def clock(self) -> StoreClock:
-        raise NotImplementedError
-
+class ToolJournalContract(StoreContract):
     async def test_a_started_call_is_recorded_and_its_attempts_counted(
         self, store: RunStore, clock: StoreClock
     ) -> None:
