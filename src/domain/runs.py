@@ -158,11 +158,14 @@ class RunService:
         now = self.clock()
         run = Run(new_id(), cid, RunStatus.RUNNING, now, owner=self.processes.current(), base_count=base, trigger=trigger)
         self.starting.add(run.id)  # recovery may read the row before this task adds the run to the hub
+        needs_input = isinstance(run_input, (NewMessage, Fork))
         try:
-            await self.runs.start_run(run, now)  # raises SessionInProgress if another process won
+            # raises SessionInProgress if another process won. With an input, nothing is
+            # acknowledged before the input's synced commit, which makes the row durable too
+            await self.runs.start_run(run, now, flushed_by_input=needs_input)
         finally:
             self.starting.discard(run.id)
-        active = ActiveRun(run.id, cid, base, needs_input=isinstance(run_input, (NewMessage, Fork)))
+        active = ActiveRun(run.id, cid, base, needs_input=needs_input)
         self.hub.add(active)
         self.metrics.run_started(trigger.value)
         log.info("run started (%s)", trigger.value, extra=active.context)

@@ -73,12 +73,16 @@ class RunRepository(Protocol):
         """
 
     @abstractmethod
-    async def start_run(self, run: Run, now: datetime) -> None:
+    async def start_run(self, run: Run, now: datetime, flushed_by_input: bool = False) -> None:
         """Insert `run` (status running, heartbeat = the store's now) and bump the
         conversation's updated_at to `now`, atomically.
 
         At most one run per conversation may be running, across every process sharing the
         store: raises SessionInProgress if one is.
+
+        `flushed_by_input`: the caller commits the run's input to this same store, flushed
+        to disk, before it acknowledges anything; a store whose commits are ordered (a WAL)
+        may then commit this one without flushing, the input's flush covering it.
         """
 
     @abstractmethod

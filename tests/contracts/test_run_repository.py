@@ -155,6 +155,19 @@ class RunRepositoryContract(StoreContract):
             await store.start_run(run_on(cid, at(2)), at(2))
         assert [r.id for r in await store.running_runs()] == [first.id]
 
+    async def test_a_run_whose_input_flushes_it_is_started_and_refused_the_same_way(self, store: RunStore) -> None:
+        cid = new_id()
+        await store.create_conversation(cid, "t", at(0))
+        first = run_on(cid, at(1))
+        await store.start_run(first, at(1), flushed_by_input=True)
+        with pytest.raises(SessionInProgress):
+            await store.start_run(run_on(cid, at(2)), at(2), flushed_by_input=True)
+        with pytest.raises(ConversationNotFound):
+            await store.start_run(run_on(new_id(), at(3)), at(3), flushed_by_input=True)
+        stored = await store.get_run(first.id)
+        assert stored is not None and stored.status is RunStatus.RUNNING
+        assert [r.id for r in await store.running_runs()] == [first.id]
+
     async def test_a_run_on_an_unknown_conversation_is_refused(self, store: RunStore) -> None:
         with pytest.raises(ConversationNotFound):
             await store.start_run(run_on(new_id(), at(1)), at(1))

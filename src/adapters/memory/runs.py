@@ -138,7 +138,7 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
         )
         return replace(run, lease_expired=expired)
 
-    async def start_run(self, run: Run, now: datetime) -> None:
+    async def start_run(self, run: Run, now: datetime, flushed_by_input: bool = False) -> None:
         with self._lock:
             if any(
                 r.conversation_id == run.conversation_id and r.status is RunStatus.RUNNING

@@ -11,7 +11,7 @@ from langchain_ollama import ChatOllama
 
 from adapters.langchain.lanes import Lanes
 from adapters.langchain.messages import PromptCache
-from adapters.langchain.streaming import stream_chat
+from adapters.langchain.streaming import ToolBinding, stream_chat
 from domain.errors import AgentFailure, ModelUnavailable, ModelUnreachable
 from domain.model import Message
 from ports.model import ModelOutput, ModelPort, Readiness
@@ -41,6 +41,7 @@ class OllamaModel(ModelPort):
         # ChatOllama has no timeout by default: a stalled server would hang a run forever.
         # Without num_ctx Ollama uses its server default and silently cuts a longer prompt
         self._prompts = PromptCache()
+        self._tools = ToolBinding()
         # keep-alive for as many connections as runs may call at once: past httpx's default of
         # 20 idle ones, every call beyond it closed a connection and the next opened a new one;
         # spread over several small pools (adapters.langchain.lanes), which cost far less CPU
@@ -70,7 +71,7 @@ class OllamaModel(ModelPort):
     ) -> AsyncIterator[ModelOutput]:
         try:
             with self._lanes.lane() as chat:
-                async for out in stream_chat(chat, self._prompts, system, messages, tools):
+                async for out in stream_chat(chat, self._prompts, system, messages, tools, self._tools):
                     yield out
         except ollama.ResponseError as e:
             if e.status_code == 404:

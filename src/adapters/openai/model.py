@@ -10,7 +10,7 @@ from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
 from adapters.langchain.messages import PromptCache
-from adapters.langchain.streaming import stream_chat
+from adapters.langchain.streaming import ToolBinding, stream_chat
 from domain.errors import AgentFailure, ModelUnavailable, ModelUnreachable
 from domain.model import Message
 from ports.model import ModelOutput, ModelPort, Readiness
@@ -30,6 +30,7 @@ class OpenAIModel(ModelPort):
         self.api_key = api_key or "not-needed"
         self.timeout = timeout
         self._prompts = PromptCache()
+        self._tools = ToolBinding()
         self._chat = ChatOpenAI(
             model=model, base_url=self.base_url, api_key=SecretStr(self.api_key), timeout=timeout, max_retries=0, streaming=True
         )
@@ -42,7 +43,7 @@ class OpenAIModel(ModelPort):
         self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> AsyncIterator[ModelOutput]:
         try:
-            async for out in stream_chat(self._chat, self._prompts, system, messages, tools):
+            async for out in stream_chat(self._chat, self._prompts, system, messages, tools, self._tools):
                 yield out
         except openai.NotFoundError as e:
             raise ModelUnavailable(

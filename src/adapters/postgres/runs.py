@@ -130,11 +130,13 @@ class PostgresRunStore(PostgresApprovals, RunRepository, RunEventLog, RunSignals
 
     # --- runs ----------------------------------------------------------------------------
 
-    async def start_run(self, run: Run, now: datetime) -> None:
+    async def start_run(self, run: Run, now: datetime, flushed_by_input: bool = False) -> None:
         owner = run.owner
         await self.ready()
         try:
             async with self.db.cursor(transaction=True) as cur:
+                if flushed_by_input:  # the input's commit flushes the WAL up to and past this one
+                    await cur.execute("SET LOCAL synchronous_commit TO OFF")
                 await cur.execute(
                     "UPDATE conversations SET updated_at = %s WHERE id = %s RETURNING id",
                     (stamp(now), run.conversation_id),

@@ -9,6 +9,7 @@ import asyncio
 import json
 import sqlite3
 from collections.abc import Sequence
+from contextlib import nullcontext
 from datetime import datetime
 from functools import partial
 
@@ -85,7 +86,7 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
 
     async def create_conversation(self, conversation_id: str, title: str, now: datetime) -> Conversation:
         def write(c: sqlite3.Connection) -> None:
-            # no fsync: the run row that always follows it (start_run) is a synced commit
+            # no fsync: a new conversation always gets its first message, a synced commit
             with unsynced(c), transaction(c):
                 c.execute(
                     "INSERT INTO conversations (id, title, created_at, updated_at, message_count) "
@@ -144,11 +145,12 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
 
     # --- runs ----------------------------------------------------------------------------
 
-    async def start_run(self, run: Run, now: datetime) -> None:
+    async def start_run(self, run: Run, now: datetime, flushed_by_input: bool = False) -> None:
         owner = run.owner
 
         def write(c: sqlite3.Connection) -> None:
-            with transaction(c):
+            # WAL frames are ordered: the input's synced commit makes this row durable too
+            with unsynced(c) if flushed_by_input else nullcontext(), transaction(c):
                 if c.execute(
                     "SELECT 1 FROM runs WHERE conversation_id = ? AND status = 'running'",
                     (run.conversation_id,),
