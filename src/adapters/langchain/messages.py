@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
@@ -110,9 +111,32 @@ class ConversionCache:
     conversation's per-call cost flat. A message replaced under the same id is noticed by
     its content length and type."""
 
-    def __init__(self, size: int = 20_000) -> None:
+    def __init__(self, size: int = 20_000, threads: int = 256) -> None:
         self.size = size
+        self.threads = threads
         self._items: OrderedDict[str, tuple[type, int, Message]] = OrderedDict()
+        # thread id -> (the stored list last converted, its conversion): a thread's next list
+        # starts with the same message objects, so only its new tail needs looking up
+        self._last: OrderedDict[str, tuple[list[BaseMessage], tuple[Message, ...]]] = OrderedDict()
+
+    def convert_thread(self, thread_id: str, messages: Sequence[BaseMessage]) -> tuple[Message, ...]:
+        """As `convert`, reusing the conversion of the list last converted for the thread
+        when the new list starts with the very same message objects."""
+        last = self._last.get(thread_id)
+        if last is not None:
+            before, converted = last
+            n = len(before)
+            if len(messages) >= n and all(map(operator.is_, before, messages[:n])):
+                out = converted + self.convert(messages[n:])
+            else:
+                out = self.convert(messages)
+            self._last.move_to_end(thread_id)
+        else:
+            out = self.convert(messages)
+        self._last[thread_id] = (list(messages), out)
+        if len(self._last) > self.threads:
+            self._last.popitem(last=False)
+        return out
 
     def convert(self, messages: Iterable[BaseMessage]) -> tuple[Message, ...]:
         out: list[Message] = []

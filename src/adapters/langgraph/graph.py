@@ -125,7 +125,7 @@ class AgentNodes:
         write(NodeStarted(step, "agent", self.model.name))
         specs = await self.tools.list_tools()
         thread_id = str(config["configurable"]["thread_id"])
-        thread = self.cache.convert(state["messages"])
+        thread = self.cache.convert_thread(thread_id, state["messages"])
         plan = self.context.plan(thread_id, thread, self.prompt.read(), specs)
         if plan.summarize is not None:
             # stored in a checkpoint of its own before the answer is asked for: a resume
