@@ -7,11 +7,11 @@ from collections.abc import AsyncIterator, Sequence
 
 import httpx
 import ollama
-from langchain_ollama import ChatOllama
 
 from adapters.langchain.lanes import Lanes
 from adapters.langchain.messages import PromptCache
 from adapters.langchain.streaming import ToolBinding, stream_chat
+from adapters.ollama.wire import ReusingChatOllama, WireCache
 from domain.errors import AgentFailure, ModelUnavailable, ModelUnreachable
 from domain.model import Message
 from ports.model import ModelOutput, ModelPort, Readiness
@@ -42,6 +42,8 @@ class OllamaModel(ModelPort):
         # Without num_ctx Ollama uses its server default and silently cuts a longer prompt
         self._prompts = PromptCache()
         self._tools = ToolBinding()
+        # each prompt message's request form, built once for every lane (adapters.ollama.wire)
+        self._wire = WireCache()
         # keep-alive for as many connections as runs may call at once: past httpx's default of
         # 20 idle ones, every call beyond it closed a connection and the next opened a new one;
         # spread over several small pools (adapters.langchain.lanes), which cost far less CPU
@@ -49,17 +51,18 @@ class OllamaModel(ModelPort):
         self._tls = ssl.create_default_context()
         self._lanes = Lanes(lambda n: self._client(think, timeout, context, n), KEEPALIVE)
 
-    def _client(self, think: bool, timeout: float, context: int | None, idle: int) -> ChatOllama:
+    def _client(self, think: bool, timeout: float, context: int | None, idle: int) -> ReusingChatOllama:
         # each lane may open as many connections as one pool did (a call never waits for a
         # lane's connection, not even behind connections a cancelled call left to be closed);
         # it keeps only its share idle
         limits = httpx.Limits(max_connections=KEEPALIVE, max_keepalive_connections=idle)
-        return ChatOllama(
+        return ReusingChatOllama(
             model=self.model,
             base_url=self.base_url,
             reasoning=think,
             client_kwargs={"timeout": timeout, "limits": limits, "verify": self._tls},
             num_ctx=context,
+            wire_cache=self._wire,
         )
 
     @property
