@@ -20,6 +20,7 @@ from langchain_core.messages import (
 )
 from langchain_ollama import ChatOllama
 
+from adapters.ollama import wire
 from adapters.ollama.model import OllamaModel
 from adapters.ollama.wire import ReusingChatOllama, WireCache
 from domain.errors import AgentFailure, ModelUnavailable
@@ -255,3 +256,21 @@ def test_the_ollama_model_builds_its_clients_on_reusing_chat_ollama_with_one_cac
     clients: list[Callable[..., Any]] = model._lanes.clients  # type: ignore[assignment]
     assert all(isinstance(c, ReusingChatOllama) for c in clients)
     assert len({id(c.wire_cache) for c in clients}) == 1  # type: ignore[attr-defined]
+
+
+def test_the_same_bound_tool_list_is_encoded_once_and_a_changed_one_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = WireCache()
+    encoded: list[int] = []
+    real = wire._tools_wire
+
+    def counting(tools: Any) -> str:
+        encoded.append(len(tools))
+        return real(tools)
+
+    monkeypatch.setattr(wire, "_tools_wire", counting)
+    bound = [FETCH]
+    first = cache.tools(bound)
+    assert cache.tools(bound) == first and encoded == [1]
+    other = [FETCH, {**FETCH, "function": {**FETCH["function"], "name": "fetch_two"}}]
+    assert '"fetch_two"' in cache.tools(other) and encoded == [1, 2]
+    assert cache.tools(bound) == first and encoded == [1, 2]

@@ -84,6 +84,7 @@ class WireCache:
         self._messages: OrderedDict[int, tuple[BaseMessage, WireMessage]] = OrderedDict()
         self._tools: OrderedDict[str, str] = OrderedDict()
         self._lock = threading.Lock()  # asyncio needs none; a sync caller in threads might
+        self._tools_by_identity: OrderedDict[int, tuple[Sequence[Any], str]] = OrderedDict()
 
     def convert(
         self, messages: Sequence[BaseMessage], stock: Callable[[list[BaseMessage]], Sequence[Any]]
@@ -112,6 +113,18 @@ class WireCache:
             return cast("list[WireMessage]", out)
 
     def tools(self, tools: Sequence[Any]) -> str:
+        # each lane's bound list comes again while the tools stay (adapters.langchain.streaming.ToolBinding)
+        hit = self._tools_by_identity.get(id(tools))
+        if hit is not None and hit[0] is tools:
+            return hit[1]
+        wire = self._tools_by_text(tools)
+        with self._lock:
+            self._tools_by_identity[id(tools)] = (tools, wire)
+            while len(self._tools_by_identity) > self.tools_size:
+                self._tools_by_identity.popitem(last=False)
+        return wire
+
+    def _tools_by_text(self, tools: Sequence[Any]) -> str:
         try:
             key = dumps(tools)
         except (TypeError, ValueError):  # callables or other objects: encode as the client does
