@@ -33,6 +33,7 @@ from typing import Any
 import httpx
 from langchain_core.messages import AIMessage, SystemMessage
 from langchain_ollama import ChatOllama
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 
@@ -273,6 +274,15 @@ async def measure_bare(ollama_url: str, load: Load, out: Figures) -> None:
         shutil.rmtree(data, ignore_errors=True)
 
 
+async def measure_floor(ollama_url: str, load: Load, out: Figures) -> None:
+    """The same graph on LangGraph's InMemorySaver, 64 conversations in this process: what
+    LangGraph and ChatOllama cost alone, with no HTTP and no disk."""
+    builder, _ = bare_graph(":memory:", ollama_url)
+    graph = builder.compile(checkpointer=InMemorySaver())
+    await bare_turn(graph, {}, "warm up")
+    await bare_parallel(graph, load, out)
+
+
 async def bare_parallel(graph: Any, load: Load, out: Figures) -> None:
     async def conversation(turns: int, latencies: list[float]) -> None:
         conv: dict[str, str] = {}
@@ -316,6 +326,17 @@ def table(bare: Figures, peer: Figures, ours: Figures) -> list[tuple[str, ...]]:
     return rows
 
 
+def floor_line(floor: Figures, peer: Figures) -> str:
+    """The floor under any server on LangGraph and ChatOllama, beside the CPU target."""
+    line = (f"floor: LangGraph + ChatOllama alone (the same graph, InMemorySaver, no HTTP, no disk), "
+            f"64 conversations: {cell(floor.cpu, 'ms')} of CPU per turn")
+    if floor.cpu and peer.cpu:
+        budget = statistics.median(peer.cpu) / 2
+        line += (f" = {ratio(floor.cpu, peer.cpu)} the peer's; the target (0.5x the peer, {budget:.1f} ms) leaves "
+                 f"{budget - statistics.median(floor.cpu):.1f} ms a turn for HTTP, SSE and durable storage")
+    return line
+
+
 def print_rows(rows: list[tuple[str, ...]]) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for n, r in enumerate(rows):
@@ -329,7 +350,7 @@ async def section(args: argparse.Namespace) -> None:
     if not (PEER_VENV / "bin" / "langgraph").exists():
         print(f"peers: {PEER_VENV} is missing (`make bench` creates it); the LangGraph dev server is skipped")
     load = Load(single_turns=args.peer_single_turns)
-    bare, peer, ours = Figures(), Figures(), Figures()
+    bare, peer, ours, floor = Figures(), Figures(), Figures(), Figures()
     busy0, t0 = _machine(), time.perf_counter()
     with fake_ollama_process() as model:
         for rep in range(1, args.reps + 1):
@@ -337,10 +358,12 @@ async def section(args: argparse.Namespace) -> None:
             if (PEER_VENV / "bin" / "langgraph").exists():
                 await measure_peer(model.url, load, peer)
             await measure_sophos(model.url, load, ours)
+            await measure_floor(model.url, load, floor)
             print(f"  rep {rep}: bare {bare.turn[-1]:.1f} ms; peer "
                   f"{f'{peer.turn[-1]:.0f} ms, {peer.turns_per_s[-1]:.1f} turns/s' if peer.turn else '-'}; "
                   f"sophos {ours.turn[-1]:.1f} ms, {ours.turns_per_s[-1]:.1f} turns/s", flush=True)
     print_rows(table(bare, peer, ours))
+    print(floor_line(floor, peer))
     load_avg = (_machine() - busy0) / (time.perf_counter() - t0)
     print(f"machine: {os.cpu_count()} cores, {load_avg:.2f} cores busy on average while measuring (all processes)")
 
