@@ -312,7 +312,9 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
         )
 
         def write(c: sqlite3.Connection) -> set[str]:
-            with transaction(c):
+            # no fsync: a heartbeat matters only while its process lives, and a power cut
+            # ends the process too
+            with unsynced(c), transaction(c):
                 return {r[0] for r in c.execute(sql, (owner.instance, *ids)).fetchall()}
 
         return await self._writer.run(write)
