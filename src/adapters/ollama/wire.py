@@ -74,17 +74,15 @@ def _tools_wire(tools: Sequence[Any]) -> str:
 
 
 class WireCache:
-    """Converted prompt messages by object identity (each held, so its id is not reused), and
-    the tools' request form by their JSON (bind_tools makes new dicts on every call). LRU,
-    bounded; one per model, shared by its lanes' clients."""
+    """Converted prompt messages and the tools' request form, by object identity (each held,
+    so its id is not reused). LRU, bounded; one per model, shared by its lanes' clients."""
 
     def __init__(self, size: int = 10_000, tools: int = 64) -> None:
         self.size = size
         self.tools_size = tools
         self._messages: OrderedDict[int, tuple[BaseMessage, WireMessage]] = OrderedDict()
-        self._tools: OrderedDict[str, str] = OrderedDict()
+        self._tools: OrderedDict[int, tuple[Sequence[Any], str]] = OrderedDict()
         self._lock = threading.Lock()  # asyncio needs none; a sync caller in threads might
-        self._tools_by_identity: OrderedDict[int, tuple[Sequence[Any], str]] = OrderedDict()
 
     def convert(
         self, messages: Sequence[BaseMessage], stock: Callable[[list[BaseMessage]], Sequence[Any]]
@@ -113,30 +111,14 @@ class WireCache:
             return cast("list[WireMessage]", out)
 
     def tools(self, tools: Sequence[Any]) -> str:
-        # each lane's bound list comes again while the tools stay (adapters.langchain.streaming.ToolBinding)
-        hit = self._tools_by_identity.get(id(tools))
+        """The tools' request form, kept by the bound list's identity: a lane's client is
+        bound once while the toolbox lists the same tools (adapters.langchain.streaming)."""
+        hit = self._tools.get(id(tools))
         if hit is not None and hit[0] is tools:
             return hit[1]
-        wire = self._tools_by_text(tools)
-        with self._lock:
-            self._tools_by_identity[id(tools)] = (tools, wire)
-            while len(self._tools_by_identity) > self.tools_size:
-                self._tools_by_identity.popitem(last=False)
-        return wire
-
-    def _tools_by_text(self, tools: Sequence[Any]) -> str:
-        try:
-            key = dumps(tools)
-        except (TypeError, ValueError):  # callables or other objects: encode as the client does
-            return _tools_wire(tools)
-        with self._lock:
-            hit = self._tools.get(key)
-            if hit is not None:
-                self._tools.move_to_end(key)
-                return hit
         wire = _tools_wire(tools)
         with self._lock:
-            self._tools[key] = wire
+            self._tools[id(tools)] = (tools, wire)
             while len(self._tools) > self.tools_size:
                 self._tools.popitem(last=False)
         return wire
