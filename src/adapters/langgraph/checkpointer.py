@@ -176,6 +176,10 @@ class ThreadedSqliteSaver(SqliteSaver):
             if op is not None:
                 branches.apply(cur, thread_id, op, dict(checkpoint), summary[4], decode_plain)
             branch = branches.active_number(cur, thread_id) if not ns else None
+            if self.keep > 1:
+                # pruned before the insert, so the new blob reuses the pages the oldest one
+                # frees: pruned after, a thread's file kept a whole checkpoint's worth of free pages
+                prune_thread(cur, thread_id, ns, self.keep - 1)
             cur.execute(
                 "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
                 "parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -188,7 +192,7 @@ class ThreadedSqliteSaver(SqliteSaver):
             )
             if not ns:
                 index_checkpoint(cur, thread_id, checkpoint)
-            if self.keep > 0:
+            if self.keep == 1:
                 prune_thread(cur, thread_id, ns, self.keep)
         self.metrics.checkpoint_written("checkpoint", len(blob) + len(meta_blob))
         self.latest.remember(thread_id, ns, checkpoint, meta_blob, configurable.get("checkpoint_id"))
