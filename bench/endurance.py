@@ -38,17 +38,27 @@ def cpu_seconds(pid: int) -> float:
     return total / 1e9
 
 
-async def long_thread(client: httpx.AsyncClient, pid: int, turns: int) -> tuple[list[float], list[float]]:
-    """The latency of each turn of one conversation, and the server's CPU seconds read
-    before each turn and after the last."""
+def written_bytes(pid: int) -> float:
+    """Bytes the process has handed to write calls (files and sockets): /proc/<pid>/io wchar."""
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("wchar:"):
+            return float(line.split()[1])
+    return 0.0
+
+
+async def long_thread(client: httpx.AsyncClient, pid: int, turns: int) -> tuple[list[float], list[float], list[float]]:
+    """The latency of each turn of one conversation, and the server's CPU seconds and bytes
+    written, read before each turn and after the last."""
     conv: dict[str, str] = {}
-    latency, cpu = [], []
+    latency, cpu, written = [], [], []
     for i in range(turns):
         cpu.append(cpu_seconds(pid))
+        written.append(written_bytes(pid))
         ms, _ = await sophos_turn(client, conv, f"turn {i + 1}: say something short")
         latency.append(ms)
     cpu.append(cpu_seconds(pid))
-    return latency, cpu
+    written.append(written_bytes(pid))
+    return latency, cpu, written
 
 
 async def many(client: httpx.AsyncClient, n: int, parallel: int = 16) -> None:
@@ -70,10 +80,19 @@ def latency_row(label: str, latency: list[float]) -> Row:
     return growth_row(label, statistics.median(latency[1 : WINDOW + 1]), statistics.median(latency[-WINDOW:]))
 
 
+def per_turn(counter: list[float]) -> tuple[float, float]:
+    """A cumulative counter read before each turn: its mean per turn over turns 2-21 and the last 20."""
+    return (counter[WINDOW + 1] - counter[1]) / WINDOW, (counter[-1] - counter[-1 - WINDOW]) / WINDOW
+
+
 def cpu_row(label: str, cpu: list[float]) -> Row:
-    first = (cpu[WINDOW + 1] - cpu[1]) * 1000 / WINDOW
-    last = (cpu[-1] - cpu[-1 - WINDOW]) * 1000 / WINDOW
-    return growth_row(label, first, last)
+    first, last = per_turn(cpu)
+    return growth_row(label, first * 1000, last * 1000)
+
+
+def written_row(label: str, written: list[float]) -> Row:
+    first, last = (b / 1024 for b in per_turn(written))
+    return (label, f"{first:.0f} KiB", f"{last:.0f} KiB = {last / first:.2f}x", "(measured)", True)
 
 
 async def section(args: argparse.Namespace) -> None:
@@ -83,7 +102,7 @@ async def section(args: argparse.Namespace) -> None:
         try:
             pid = await server.start()
             async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
-                latency, cpu = await long_thread(client, pid, args.long_turns)
+                latency, cpu, written = await long_thread(client, pid, args.long_turns)
                 await many(client, args.many)
             rss = rss_mb(pid)
         finally:
@@ -93,6 +112,7 @@ async def section(args: argparse.Namespace) -> None:
     rows = [
         latency_row(f"{n}-turn thread: turn latency p50, last {WINDOW} / first {WINDOW}", latency),
         cpu_row(f"{n}-turn thread: server CPU per turn (mean), last {WINDOW} / first {WINDOW}", cpu),
+        written_row(f"{n}-turn thread: bytes written per turn (wchar: file and sockets)", written),
         (f"RSS after the long thread and {args.many} conversations", "-", f"{rss:.0f} MB", f"<= {RSS_MB:.0f} MB",
          rss <= RSS_MB),
     ]

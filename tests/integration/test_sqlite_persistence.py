@@ -69,8 +69,10 @@ async def test_the_system_prompt_is_read_per_call_and_never_stored(tmp_path: Pat
         await chat(c, "again", cid)
         assert fake.requests[0]["messages"][0]["content"] == "PROMPT ONE"
         assert fake.requests[1]["messages"][0]["content"] == "PROMPT TWO"
-        blob = b"".join(r[0] for r in sqlite3.connect(tmp_path / "db" / "sophos.db").execute("SELECT checkpoint FROM checkpoints"))
-        assert b"PROMPT" not in blob
+        db = sqlite3.connect(tmp_path / "db" / "sophos.db")
+        blobs = db.execute("SELECT checkpoint FROM checkpoints UNION ALL SELECT message FROM checkpoint_messages")
+        blob = b"".join(r[0] for r in blobs)
+        assert b"again" in blob and b"PROMPT" not in blob
         await close_container(c)
 
 

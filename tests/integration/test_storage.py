@@ -31,6 +31,8 @@ async def test_a_300_turn_thread_stays_under_five_megabytes_and_grows_linearly(t
     assert late <= 1.5 * max(early, 4096), (early, late)  # linear, not quadratic (baseline: 27x)
     conn = sqlite3.connect(db)
     assert conn.execute("SELECT count(*) FROM checkpoints WHERE thread_id = ?", (cid,)).fetchone()[0] <= 3
+    # each message once, in its own row (the checkpoints hold their digests)
+    assert conn.execute("SELECT count(*) FROM checkpoint_messages WHERE thread_id = ?", (cid,)).fetchone()[0] == 4 * TURNS
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     # each new checkpoint reuses the pages of the one it retires (it held ~128 free pages)
     assert conn.execute("PRAGMA freelist_count").fetchone()[0] <= 16

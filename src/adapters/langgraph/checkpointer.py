@@ -28,12 +28,12 @@ import asyncio
 import json
 import logging
 import sqlite3
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, nullcontext
+from contextlib import closing, contextmanager, nullcontext
 from typing import Any
 
-import ormsgpack
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -48,10 +48,10 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.utils import load_pending_writes, pending_writes_sql
 
-from adapters.langgraph import branching
+from adapters.langgraph import branching, message_rows
 from adapters.langgraph.graph import RUN_KEY
 from adapters.langgraph.latest import LatestCheckpoints
-from adapters.langgraph.rows import as_plain, decode_plain, summary_row
+from adapters.langgraph.rows import plain_messages, read_plain, summary_row
 from adapters.langgraph.search_sync import index_checkpoint, index_missing, rebuild
 from adapters.langgraph.serde import MessageMemoSerializer
 from adapters.sqlite import branches
@@ -81,7 +81,9 @@ class ThreadedSqliteSaver(SqliteSaver):
     def __init__(
         self, conn: sqlite3.Connection, keep: int = 3, metrics: MetricsPort = NO_METRICS, path: str | None = None
     ) -> None:
-        super().__init__(conn, serde=MessageMemoSerializer())
+        self.codec = MessageMemoSerializer()
+        super().__init__(conn, serde=self.codec)
+        self.lock = threading.RLock()  # type: ignore[assignment]  # a read resolves its messages under it
         self.keep = keep  # checkpoints kept per thread; 0 keeps all (plain SqliteSaver)
         self.metrics = metrics
         # with the file's path: on the file's one writer thread (adapters.sqlite.threads)
@@ -109,7 +111,7 @@ class ThreadedSqliteSaver(SqliteSaver):
         self.conn.execute(LOG_TABLE)
         self.conn.commit()
         migrate(self.conn)  # the search index's tables, which `put` writes
-        index_missing(self.conn, decode_plain)
+        index_missing(self.conn)
 
     def close(self) -> None:
         with self.lock:
@@ -165,7 +167,10 @@ class ThreadedSqliteSaver(SqliteSaver):
         configurable = config["configurable"]
         thread_id, ns = str(configurable["thread_id"]), str(configurable.get("checkpoint_ns", ""))
         full_metadata = get_checkpoint_metadata(config, metadata)
-        type_, blob = self.serde.dumps_typed(checkpoint)
+        planned = self._plan(thread_id, ns, checkpoint)
+        type_, blob = self.codec.dumps_with_refs(checkpoint, planned.refs) if planned else self.serde.dumps_typed(checkpoint)
+        refs = planned.refs if planned else None
+        written = 0  # bytes of new message rows
         meta_blob = json.dumps(full_metadata, ensure_ascii=False).encode("utf-8", "ignore")
         key = (thread_id, ns, checkpoint["id"])
         op = branching.op_of(config) if not ns else None
@@ -174,12 +179,14 @@ class ThreadedSqliteSaver(SqliteSaver):
         summary = summary_row(checkpoint, full_metadata)
         with self._transaction(config, synced) as cur:  # one transaction: fence, branch, checkpoint, summary, pruning
             if op is not None:
-                branches.apply(cur, thread_id, op, dict(checkpoint), summary[4], decode_plain)
+                branches.apply(cur, thread_id, op, dict(checkpoint), summary[4])
             branch = branches.active_number(cur, thread_id) if not ns else None
             if self.keep > 1:
                 # pruned before the insert, so the new blob reuses the pages the oldest one
                 # frees: pruned after, a thread's file kept a whole checkpoint's worth of free pages
-                prune_thread(cur, thread_id, ns, self.keep - 1)
+                prune_thread(cur, thread_id, ns, self.keep - 1, refs)
+            if planned is not None:
+                written = message_rows.store(cur, thread_id, ns, planned)
             cur.execute(
                 "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
                 "parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -193,10 +200,23 @@ class ThreadedSqliteSaver(SqliteSaver):
             if not ns:
                 index_checkpoint(cur, thread_id, checkpoint)
             if self.keep == 1:
-                prune_thread(cur, thread_id, ns, self.keep)
-        self.metrics.checkpoint_written("checkpoint", len(blob) + len(meta_blob))
-        self.latest.remember(thread_id, ns, checkpoint, meta_blob, configurable.get("checkpoint_id"))
+                prune_thread(cur, thread_id, ns, self.keep, refs)
+        self.metrics.checkpoint_written("checkpoint", len(blob) + len(meta_blob) + written)
+        self.latest.remember(thread_id, ns, checkpoint, meta_blob, configurable.get("checkpoint_id"), refs)
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
+
+    def _plan(self, thread_id: str, ns: str, checkpoint: Checkpoint) -> message_rows.Plan | None:
+        """The main graph's messages are stored apart, each once (adapters.langgraph.message_rows)."""
+        if ns:
+            return None
+        base = self.latest.get(thread_id, ns)
+        return message_rows.plan(
+            checkpoint["channel_values"].get("messages"),
+            base.checkpoint["id"] if base else None,
+            base.messages if base else (),
+            base.refs if base else None,
+            self.codec.message_rows,
+        )
 
     def put_writes(
         self,
@@ -234,7 +254,32 @@ class ThreadedSqliteSaver(SqliteSaver):
             hit = self._latest_tuple(str(config["configurable"]["thread_id"]), config["configurable"].get("checkpoint_ns", ""))
             if hit is not None:
                 return hit
-        return super().get_tuple(config)
+        with self._reading():
+            found = super().get_tuple(config)
+            return self._resolved(found) if found else None
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """One read transaction: a checkpoint and the message rows it refers to."""
+        with self.lock:
+            self.setup()
+            self.conn.execute("BEGIN")
+            try:
+                yield
+            finally:
+                self.conn.rollback()
+
+    def _resolved(self, found: CheckpointTuple) -> CheckpointTuple:
+        """Its messages read back from their rows (in the read transaction that read it)."""
+        configurable = found.config["configurable"]
+        thread_id, ns = str(configurable["thread_id"]), str(configurable.get("checkpoint_ns", ""))
+
+        def load(refs: bytes) -> list[Any]:
+            with closing(self.conn.cursor()) as cur:
+                return self.codec.load_messages(refs, message_rows.stored_rows(cur, thread_id, ns))
+
+        message_rows.resolve(found.checkpoint["channel_values"], load)
+        return found
 
     def _latest_tuple(self, thread_id: str, ns: str) -> CheckpointTuple | None:
         """The thread's latest checkpoint from memory (see adapters.langgraph.latest), if it
@@ -269,16 +314,13 @@ class ThreadedSqliteSaver(SqliteSaver):
     def latest_message_fields(self, thread_id: str, checkpoint_id: str) -> list[dict[str, Any]] | None:
         """The messages of a checkpoint as plain field dicts, decoded without building
         LangChain objects (5x faster on a long thread). None if it is not msgpack."""
-        with self.cursor(transaction=False) as cur:
+        with self._reading(), self.cursor(transaction=False) as cur:
             row = cur.execute(
                 "SELECT type, checkpoint FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?",
                 (thread_id, checkpoint_id),
             ).fetchone()
-        if row is None or row[0] != "msgpack":
-            return None
-        checkpoint = ormsgpack.unpackb(row[1], ext_hook=as_plain, option=ormsgpack.OPT_NON_STR_KEYS)
-        messages = (checkpoint.get("channel_values") or {}).get("messages") or []
-        return [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else None
+            checkpoint = read_plain(cur, thread_id, row[0], row[1]) if row else None
+        return None if checkpoint is None else plain_messages(checkpoint)
 
     def history(self, thread_id: str) -> list[tuple[Any, ...]]:
         """The checkpoint log of a thread, oldest first."""
@@ -292,7 +334,7 @@ class ThreadedSqliteSaver(SqliteSaver):
     def delete_thread(self, thread_id: str) -> None:
         self.latest.forget(str(thread_id))
         with self.cursor() as cur:
-            for table in ("checkpoints", "writes", "checkpoint_log"):
+            for table in ("checkpoints", "writes", "checkpoint_log", "checkpoint_messages"):
                 cur.execute(f"DELETE FROM {table} WHERE thread_id = ?", (str(thread_id),))
             forget_thread(cur, str(thread_id))
             cur.execute("DELETE FROM branches WHERE conversation_id = ?", (str(thread_id),))
@@ -305,12 +347,12 @@ class ThreadedSqliteSaver(SqliteSaver):
     def branch_fields(self, thread_id: str, number: int) -> tuple[list[dict[str, Any]], list[str]] | None:
         """The messages of branch `number` (plain fields) and what its head had left to
         run, rebuilt from the deltas and the latest checkpoint; None for an unknown branch."""
-        with self.cursor(transaction=False) as cur:
+        with self._reading(), self.cursor(transaction=False) as cur:
             rows = branches.load(cur, thread_id)
             if number not in {b.number for b in rows}:
                 return None
             head = cur.execute(branches.LATEST, (thread_id,)).fetchone()
-            latest = branches.fields_of(head, decode_plain)
+            latest = branches.fields_of(cur, thread_id, head)
             content = branching.branch_content(rows, branches.deltas(cur, thread_id), number, latest)
             return content, branches.stashed_next(cur, thread_id, number)
 
@@ -318,7 +360,7 @@ class ThreadedSqliteSaver(SqliteSaver):
         """Rebuild the search index from every thread's latest checkpoint."""
         with self.lock:
             self.setup()
-            return rebuild(self.conn, decode_plain)
+            return rebuild(self.conn)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await self.call(self.get_tuple, config)  # type: ignore[no-any-return]
@@ -355,3 +397,15 @@ class ThreadedSqliteSaver(SqliteSaver):
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self.call(self.delete_thread, thread_id)
+
+    def list(  # last in the class: its name hides the builtin in the annotations after it
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        with self._reading():
+            found = [self._resolved(t) for t in super().list(config, filter=filter, before=before, limit=limit)]
+        yield from found

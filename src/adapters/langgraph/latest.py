@@ -29,6 +29,10 @@ class Latest:
     checkpoint: Checkpoint
     metadata: bytes  # as stored: every hit decodes its own copy
     parent_id: str | None
+    # its messages as stored apart (adapters.langgraph.message_rows): the digests, and the
+    # message objects they stand for, so the next checkpoint encodes only what it adds
+    refs: bytes | None = None
+    messages: tuple[Any, ...] = ()
 
     def tuple(self, thread_id: str, ns: str, writes: list[PendingWrite]) -> CheckpointTuple:
         def config(checkpoint_id: str) -> RunnableConfig:
@@ -45,9 +49,12 @@ class LatestCheckpoints:
         self.size = size
         self._items: OrderedDict[tuple[str, str], Latest] = OrderedDict()
 
-    def remember(self, thread_id: str, ns: str, checkpoint: Checkpoint, metadata: bytes, parent_id: Any) -> None:
+    def remember(
+        self, thread_id: str, ns: str, checkpoint: Checkpoint, metadata: bytes, parent_id: Any, refs: bytes | None = None
+    ) -> None:
         key = (thread_id, ns)
-        self._items[key] = Latest(copy_checkpoint(checkpoint), metadata, str(parent_id) if parent_id else None)
+        messages = tuple(checkpoint["channel_values"].get("messages") or ()) if refs is not None else ()
+        self._items[key] = Latest(copy_checkpoint(checkpoint), metadata, str(parent_id) if parent_id else None, refs, messages)
         self._items.move_to_end(key)
         if len(self._items) > self.size:
             self._items.popitem(last=False)

@@ -5,6 +5,7 @@ decoder that keeps objects as plain dicts of their fields."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from typing import Any
 
 import ormsgpack
@@ -12,6 +13,14 @@ from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata
 
 from adapters.langchain.messages import to_domain
 from adapters.langgraph.graph import RUN_KEY
+from adapters.langgraph.message_rows import (
+    EXT_MESSAGE_REFS,
+    REFS_TYPE,
+    MessageRefs,
+    packed_list,
+    resolve,
+    stored_rows,
+)
 from domain.model import message_to_dto
 
 
@@ -44,6 +53,8 @@ EXT_KW_ARGS, EXT_PYDANTIC_V2 = 2, 5  # LangGraph's msgpack extension codes for o
 
 def as_plain(code: int, data: bytes) -> Any:
     """msgpack ext hook: objects stay plain dicts of their fields (messages keep `type`)."""
+    if code == EXT_MESSAGE_REFS:
+        return MessageRefs(data)
     fields = ormsgpack.unpackb(data, ext_hook=as_plain, option=ormsgpack.OPT_NON_STR_KEYS)
     if code in (EXT_KW_ARGS, EXT_PYDANTIC_V2) and isinstance(fields, (list, tuple)) and len(fields) > 2:
         return fields[2]
@@ -52,3 +63,21 @@ def as_plain(code: int, data: bytes) -> Any:
 
 def decode_plain(blob: bytes) -> Any:
     return ormsgpack.unpackb(blob, ext_hook=as_plain, option=ormsgpack.OPT_NON_STR_KEYS)
+
+
+def read_plain(cur: sqlite3.Cursor, thread_id: str, type_: str, blob: bytes) -> dict[str, Any] | None:
+    """A stored checkpoint of a thread's main graph as plain dicts, its messages read back
+    from their rows (call it in the read transaction that read the blob). None if it is not
+    msgpack."""
+    if type_ not in ("msgpack", REFS_TYPE):
+        return None
+    checkpoint = decode_plain(blob) or {}
+    values = checkpoint.get("channel_values") or {}
+    resolve(values, lambda refs: decode_plain(packed_list(refs, stored_rows(cur, thread_id, ""))))
+    return checkpoint
+
+
+def plain_messages(checkpoint: dict[str, Any] | None) -> list[dict[str, Any]]:
+    values = (checkpoint or {}).get("channel_values") or {}
+    messages = values.get("messages") or []
+    return [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []

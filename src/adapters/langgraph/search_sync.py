@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Callable
-from typing import Any
 
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.base import Checkpoint
 
 from adapters.langchain.messages import from_fields, to_domain
+from adapters.langgraph.rows import plain_messages, read_plain
 from adapters.sqlite.search import forget_thread, index_thread, reset
 
 log = logging.getLogger(__name__)
@@ -28,13 +27,13 @@ def index_checkpoint(cur: sqlite3.Cursor, thread_id: str, checkpoint: Checkpoint
     index_thread(cur, thread_id, messages, to_domain, lambda m: m.id)
 
 
-def _index_stored(cur: sqlite3.Cursor, thread_id: str, decode: Callable[[bytes], Any]) -> None:
+def _index_stored(cur: sqlite3.Cursor, thread_id: str) -> None:
     row = cur.execute(LATEST, (thread_id,)).fetchone()
-    if row is None or row[0] != "msgpack":
+    checkpoint = read_plain(cur, thread_id, row[0], row[1]) if row else None
+    if checkpoint is None:
         forget_thread(cur, thread_id)
         return
-    values = (decode(row[1]) or {}).get("channel_values") or {}
-    fields = [m for m in values.get("messages") or [] if isinstance(m, dict)]
+    fields = plain_messages(checkpoint)
     index_thread(cur, thread_id, fields, from_fields, lambda f: f.get("id"))
 
 
@@ -45,7 +44,7 @@ def _threads(cur: sqlite3.Cursor, missing_only: bool) -> list[str]:
     return [r[0] for r in cur.execute(sql).fetchall()]
 
 
-def index_missing(conn: sqlite3.Connection, decode: Callable[[bytes], Any]) -> int:
+def index_missing(conn: sqlite3.Connection) -> int:
     """Index the threads the index has never seen (stored before it existed); each in
     its own transaction. Returns how many."""
     threads = _threads(conn.cursor(), missing_only=True)
@@ -54,7 +53,7 @@ def index_missing(conn: sqlite3.Connection, decode: Callable[[bytes], Any]) -> i
         try:
             cur = conn.cursor()
             if cur.execute("SELECT 1 FROM search_threads WHERE conversation_id = ?", (thread_id,)).fetchone() is None:
-                _index_stored(cur, thread_id, decode)
+                _index_stored(cur, thread_id)
             conn.commit()
         except BaseException:
             conn.rollback()
@@ -64,7 +63,7 @@ def index_missing(conn: sqlite3.Connection, decode: Callable[[bytes], Any]) -> i
     return len(threads)
 
 
-def rebuild(conn: sqlite3.Connection, decode: Callable[[bytes], Any]) -> int:
+def rebuild(conn: sqlite3.Connection) -> int:
     """Empty the index and index every title and thread again, in one transaction.
     Returns the number of entries."""
     conn.execute("BEGIN IMMEDIATE")
@@ -72,7 +71,7 @@ def rebuild(conn: sqlite3.Connection, decode: Callable[[bytes], Any]) -> int:
         cur = conn.cursor()
         reset(cur)
         for thread_id in _threads(cur, missing_only=False):
-            _index_stored(cur, thread_id, decode)
+            _index_stored(cur, thread_id)
         (count,) = cur.execute("SELECT count(*) FROM search_entries").fetchone()
         conn.commit()
     except BaseException:

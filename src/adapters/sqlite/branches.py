@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from adapters.langgraph.branching import pack, stamp
+from adapters.langgraph.rows import plain_messages, read_plain
 from domain.branches import Branch, fork_parent
 from domain.errors import BranchNotFound, SessionInProgress
 
@@ -42,10 +43,7 @@ def active_number(cur: sqlite3.Cursor, thread_id: str) -> int | None:
     return int(row[0]) if row else None
 
 
-def apply(
-    cur: sqlite3.Cursor, thread_id: str, op: dict[str, Any], checkpoint: dict[str, Any], count: int,
-    decode: Callable[[bytes], Any],
-) -> None:
+def apply(cur: sqlite3.Cursor, thread_id: str, op: dict[str, Any], checkpoint: dict[str, Any], count: int) -> None:
     """Apply a branch operation, before the checkpoint that makes it is inserted (so the
     thread's latest checkpoint is still the head of the branch being left)."""
     now = stamp(checkpoint["ts"])
@@ -58,11 +56,11 @@ def apply(
         branches = load(cur, thread_id)
     active = next(b for b in branches if b.active)
     if op["op"] == "switch":
-        _switch(cur, thread_id, op, checkpoint["id"], count, branches, active, decode)
+        _switch(cur, thread_id, op, checkpoint["id"], count, branches, active)
         return
     at = int(op["at"])
     head = cur.execute(LATEST, (thread_id,)).fetchone()
-    fields = fields_of(head, decode)
+    fields = fields_of(cur, thread_id, head)
     if at >= len(fields):  # nothing is left behind (a regenerate of an unanswered message)
         cur.execute("UPDATE branches SET head = ?, updated_at = ? WHERE conversation_id = ? AND number = ?",
                     (checkpoint["id"], now, thread_id, active.number))
@@ -79,7 +77,7 @@ def apply(
 
 def _switch(
     cur: sqlite3.Cursor, thread_id: str, op: dict[str, Any], checkpoint_id: str, count: int,
-    branches: list[Branch], active: Branch, decode: Callable[[bytes], Any],
+    branches: list[Branch], active: Branch,
 ) -> None:
     target = next((b for b in branches if b.number == op["to"]), None)
     if target is None:
@@ -87,7 +85,7 @@ def _switch(
     if cur.execute("SELECT 1 FROM runs WHERE conversation_id = ? AND status = 'running'", (thread_id,)).fetchone():
         raise SessionInProgress()
     head = cur.execute(LATEST, (thread_id,)).fetchone()
-    _stash(cur, thread_id, active, head, fields_of(head, decode), op.get("next") or [])
+    _stash(cur, thread_id, active, head, fields_of(cur, thread_id, head), op.get("next") or [])
     cur.execute(
         "UPDATE branches SET active = 1, messages = NULL, head = ?, message_count = ? "
         "WHERE conversation_id = ? AND number = ?",
@@ -97,11 +95,9 @@ def _switch(
                 (count, target.updated_at, thread_id))
 
 
-def fields_of(head: Sequence[Any] | None, decode: Callable[[bytes], Any]) -> Fields:
-    if head is None or head[2] != "msgpack":
-        return []
-    values = (decode(head[3]) or {}).get("channel_values") or {}
-    return [m for m in values.get("messages") or [] if isinstance(m, dict)]
+def fields_of(cur: sqlite3.Cursor, thread_id: str, head: Sequence[Any] | None) -> Fields:
+    """The messages of the head row (LATEST) as plain field dicts."""
+    return [] if head is None else plain_messages(read_plain(cur, thread_id, head[2], head[3]))
 
 
 def _stash(cur: sqlite3.Cursor, thread_id: str, branch: Branch, head: Sequence[Any] | None, fields: Fields,

@@ -7,18 +7,23 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from adapters.langgraph.message_rows import collect
 from adapters.sqlite.database import connect, storage_failure
 from domain.errors import InvalidInput
 from ports.storage import StoragePort, StorageStats, ThreadUsage
 
-OLDER_THAN_KEPT = (
-    "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
-    "ORDER BY checkpoint_id DESC LIMIT -1 OFFSET ?"
-)
+NEWEST_FIRST = "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id DESC"
+OLDER_THAN_KEPT = f"{NEWEST_FIRST} LIMIT -1 OFFSET ?"
 
 
-def prune_thread(cur: sqlite3.Cursor, thread_id: str, ns: str, keep: int) -> int:
-    """Delete a thread's checkpoints older than its latest `keep`, and their writes."""
+def prune_thread(cur: sqlite3.Cursor, thread_id: str, ns: str, keep: int, adding: bytes | None = None) -> int:
+    """Delete a thread's checkpoints older than its latest `keep`, their writes, and the
+    message rows only they referred to (`adding`: the message digests of a checkpoint
+    about to be inserted, which keeps its rows)."""
+    ids = [r[0] for r in cur.execute(NEWEST_FIRST, (thread_id, ns)).fetchall()]
+    if len(ids) <= keep:
+        return 0
+    collect(cur, thread_id, ns, ids[keep:], ids[:keep], adding)
     args = (thread_id, ns, thread_id, ns, keep)
     cur.execute(f"DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({OLDER_THAN_KEPT})", args)
     cur.execute(f"DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({OLDER_THAN_KEPT})", args)
@@ -59,8 +64,9 @@ class SqliteMaintenance(StoragePort):
             largest: list[ThreadUsage] = []
             if _count(conn, "checkpoints"):
                 rows = conn.execute(
-                    "SELECT thread_id, count(*), sum(length(checkpoint) + length(metadata)) FROM checkpoints "
-                    "GROUP BY thread_id ORDER BY 3 DESC LIMIT ?",
+                    "SELECT thread_id, count(*), sum(length(checkpoint) + length(metadata)) + coalesce((SELECT "
+                    "sum(length(message)) FROM checkpoint_messages m WHERE m.thread_id = c.thread_id), 0) "
+                    "FROM checkpoints c GROUP BY thread_id ORDER BY 3 DESC LIMIT ?",
                     (top,),
                 ).fetchall()
                 largest = [ThreadUsage(t, n, b or 0) for t, n, b in rows]
