@@ -20,11 +20,11 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
-from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Send, interrupt
 
 from adapters.langchain.messages import ConversionCache, to_langchain
+from adapters.langgraph.appending import append_messages
 from domain.approvals import ApprovalGate, Rejected, Wait, edited_note
 from domain.context import ContextPolicy, PromptPlan, estimate_text
 from domain.errors import RunLost, StorageFailure, ToolOutcomeUnknown
@@ -51,7 +51,7 @@ log = logging.getLogger(__name__)
 
 
 class AgentState(TypedDict):
-    messages: Annotated[list[AnyMessage], add_messages]
+    messages: Annotated[list[AnyMessage], append_messages]
 
 
 class ToolTask(TypedDict):
