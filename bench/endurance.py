@@ -3,6 +3,11 @@ fast as turn 1?) and the server's RSS after 1,000 conversations.
 
 A turn is one `POST /api/chat` with `Accept: text/event-stream` read up to `end`. Latency moves
 with the machine's load; the server's CPU per turn (from /proc) much less, so both are shown.
+On a VM whose host takes time away, the machine's speed also drifts over the run, and the
+sequential rows (the last 20 turns against turns 2-21, seconds apart) take that drift for
+growth. So the thread then goes on for 20 more turns alternating with turns 2-21 of a new
+conversation: each pair runs at the same moment, and the ratio of the two is the thread's
+growth alone.
 Usage: python -m bench --only endurance [--long-turns 200] [--many 1000]
 """
 
@@ -46,10 +51,11 @@ def written_bytes(pid: int) -> float:
     return 0.0
 
 
-async def long_thread(client: httpx.AsyncClient, pid: int, turns: int) -> tuple[list[float], list[float], list[float]]:
+async def long_thread(
+    client: httpx.AsyncClient, pid: int, turns: int, conv: dict[str, str]
+) -> tuple[list[float], list[float], list[float]]:
     """The latency of each turn of one conversation, and the server's CPU seconds and bytes
     written, read before each turn and after the last."""
-    conv: dict[str, str] = {}
     latency, cpu, written = [], [], []
     for i in range(turns):
         cpu.append(cpu_seconds(pid))
@@ -59,6 +65,21 @@ async def long_thread(client: httpx.AsyncClient, pid: int, turns: int) -> tuple[
     cpu.append(cpu_seconds(pid))
     written.append(written_bytes(pid))
     return latency, cpu, written
+
+
+async def interleaved(client: httpx.AsyncClient, pid: int, old: dict[str, str]) -> dict[str, list[float]]:
+    """WINDOW more turns of the old thread, each right after a turn (2 to WINDOW + 1) of a
+    new conversation: each turn's latency and server CPU seconds, by thread."""
+    new: dict[str, str] = {}
+    await sophos_turn(client, new, "a new conversation: turn 1")
+    out: dict[str, list[float]] = {"new ms": [], "new cpu": [], "old ms": [], "old cpu": []}
+    for i in range(WINDOW):
+        for name, conv in (("new", new), ("old", old)):
+            before = cpu_seconds(pid)
+            ms, _ = await sophos_turn(client, conv, f"turn {i + 2}: say something short")
+            out[f"{name} cpu"].append(cpu_seconds(pid) - before)
+            out[f"{name} ms"].append(ms)
+    return out
 
 
 async def many(client: httpx.AsyncClient, n: int, parallel: int = 16) -> None:
@@ -102,7 +123,9 @@ async def section(args: argparse.Namespace) -> None:
         try:
             pid = await server.start()
             async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
-                latency, cpu, written = await long_thread(client, pid, args.long_turns)
+                conv: dict[str, str] = {}
+                latency, cpu, written = await long_thread(client, pid, args.long_turns, conv)
+                pairs = await interleaved(client, pid, conv)
                 await many(client, args.many)
             rss = rss_mb(pid)
         finally:
@@ -113,6 +136,10 @@ async def section(args: argparse.Namespace) -> None:
         latency_row(f"{n}-turn thread: turn latency p50, last {WINDOW} / first {WINDOW}", latency),
         cpu_row(f"{n}-turn thread: server CPU per turn (mean), last {WINDOW} / first {WINDOW}", cpu),
         written_row(f"{n}-turn thread: bytes written per turn (wchar: file and sockets)", written),
+        growth_row(f"turns {n + 1}-{n + WINDOW} / a new thread's 2-{WINDOW + 1}, alternating: latency p50",
+                   statistics.median(pairs["new ms"]), statistics.median(pairs["old ms"])),
+        growth_row(f"turns {n + 1}-{n + WINDOW} / a new thread's 2-{WINDOW + 1}, alternating: CPU (mean)",
+                   statistics.mean(pairs["new cpu"]) * 1000, statistics.mean(pairs["old cpu"]) * 1000),
         (f"RSS after the long thread and {args.many} conversations", "-", f"{rss:.0f} MB", f"<= {RSS_MB:.0f} MB",
          rss <= RSS_MB),
     ]

@@ -1,5 +1,5 @@
 """The messages reducer returns what LangGraph's add_messages returns, and appends without
-calling it."""
+calling it or walking the thread."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, Rem
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
 from adapters.langgraph import appending
-from adapters.langgraph.appending import append_messages
+from adapters.langgraph.appending import MessageAppender
 
 
 def shape(messages: list[Any]) -> list[tuple[str, Any, Any]]:
@@ -45,10 +45,13 @@ def update(rng: random.Random, thread: list[Any], n: int) -> list[Any]:
 @pytest.mark.parametrize("seed", range(20))
 def test_it_returns_what_add_messages_returns(seed: int) -> None:
     rng = random.Random(seed)
-    reducer = append_messages
+    reducer = MessageAppender(size=8)
     ours: list[Any] = []
     theirs: list[Any] = []
-    for step in range(60):
+    states: list[tuple[list[Any], list[Any]]] = []
+    for step in range(80):
+        if states and rng.random() < 0.3:  # go on from an earlier list: a fork of its lineage
+            ours, theirs = rng.choice(states)
         right = update(rng, theirs, step * 10)
         try:
             expected = add_messages(theirs, [m.model_copy() if hasattr(m, "model_copy") else dict(m) for m in right])
@@ -59,6 +62,7 @@ def test_it_returns_what_add_messages_returns(seed: int) -> None:
         ours = reducer(ours, right)
         theirs = expected
         assert shape(ours) == shape(theirs), step
+        states.append((ours, theirs))
 
 
 def test_an_append_does_not_call_add_messages(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -69,7 +73,7 @@ def test_an_append_does_not_call_add_messages(monkeypatch: pytest.MonkeyPatch) -
         return add_messages(left, right)
 
     monkeypatch.setattr(appending, "add_messages", counted)
-    reducer = append_messages
+    reducer = MessageAppender()
     thread: list[Any] = [HumanMessage(f"m{i}", id=f"m{i}") for i in range(100)]
     for i in range(20):
         thread = reducer(thread, [AIMessage(f"a{i}", id=f"a{i}")])
@@ -81,7 +85,7 @@ def test_an_append_does_not_call_add_messages(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_a_message_without_an_id_gets_one_as_add_messages_gives() -> None:
-    reducer = append_messages
+    reducer = MessageAppender()
     start = reducer([], [HumanMessage("hi", id="1")])
     new = HumanMessage("no id")
     out = reducer(start, [new])
@@ -92,5 +96,21 @@ def test_a_message_without_an_id_gets_one_as_add_messages_gives() -> None:
 
 def test_a_thread_message_without_an_id_gets_one_in_place() -> None:
     old = HumanMessage("old")
-    out = append_messages([old], [AIMessage("new", id="n")])
+    out = MessageAppender()([old], [AIMessage("new", id="n")])
     assert out[0] is old and isinstance(old.id, str) and [m.id for m in out] == [old.id, "n"]
+
+
+def test_lists_that_share_a_lineage_each_know_their_own_messages() -> None:
+    """LangGraph appends the same update twice to one list (to route an edge, then for the
+    step), and a branch appends other messages at the same places."""
+    reducer = MessageAppender()
+    base = reducer([], [HumanMessage("a", id="a")])
+    routed = reducer(base, [AIMessage("b", id="b")])
+    stepped = reducer(base, [AIMessage("b", id="b")])  # b is in `routed`, not in `base`
+    assert shape(stepped) == shape(routed) and len(stepped) == 2
+    other = reducer(base, [AIMessage("c", id="c"), AIMessage("b", id="b")])  # b one place later
+    assert [m.id for m in other] == ["a", "c", "b"]
+    again = reducer(other, [AIMessage("b2", id="b")])  # b is in `other`: a replacement
+    assert shape(again) == [("human", "a", "a"), ("ai", "c", "c"), ("ai", "b", "b2")]
+    twice = reducer(stepped, [AIMessage("b3", id="b")])
+    assert shape(twice) == [("human", "a", "a"), ("ai", "b", "b3")]
