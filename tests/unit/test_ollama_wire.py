@@ -207,7 +207,7 @@ def test_the_cache_keeps_its_size_dropping_the_least_recently_used() -> None:
     cache.convert([a, b], stock)
     cache.convert([a], stock)  # a is now the most recently used
     cache.convert([c], stock)  # drops b
-    cache.convert([a, b, c], stock)
+    cache.convert([c, b, a], stock)  # (not led by [a, b]: the prefix memo has nothing to give)
     assert seen == ["a", "b", "c", "b"]
     assert [w.wire for w in cache.convert([c], stock)] == ['{"role":"user","content":"c"}']
 

@@ -16,6 +16,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from adapters.langchain.prefix import PrefixMemo
 from domain.model import (
     AssistantMessage,
     ContextView,
@@ -189,12 +190,14 @@ class PromptCache:
         self.size = size
         self._items: OrderedDict[int, tuple[Message, AnyMessage]] = OrderedDict()
         self._system: tuple[str, SystemMessage] | None = None
+        self._prefix: PrefixMemo[Message, AnyMessage] = PrefixMemo()
 
     def prompt(self, system: str, messages: Sequence[Message]) -> list[AnyMessage]:
         if self._system is None or self._system[0] != system:
             self._system = (system, SystemMessage(system))
-        out: list[AnyMessage] = [self._system[1]]
-        for m in messages:
+        reused = self._prefix.reuse(messages)
+        out: list[AnyMessage] = [self._system[1], *reused]
+        for m in messages[len(reused) :]:
             hit = self._items.get(id(m))
             if hit is None or hit[0] is not m:  # an id is reused only once its object is gone
                 hit = (m, to_langchain(m, stored=False))
@@ -202,4 +205,5 @@ class PromptCache:
                 if len(self._items) > self.size:
                     self._items.popitem(last=False)
             out.append(hit[1])
+        self._prefix.remember(messages, out[1:])
         return out

@@ -35,6 +35,8 @@ from ollama._client import _copy_messages, _copy_tools
 from ollama._types import ChatRequest
 from pydantic import Field
 
+from adapters.langchain.prefix import PrefixMemo
+
 # the keyword arguments of AsyncClient.chat: any other request field takes the stock path
 CHAT_FIELDS = frozenset(
     {"model", "messages", "tools", "stream", "think", "logprobs", "top_logprobs", "format", "options", "keep_alive"}
@@ -83,16 +85,20 @@ class WireCache:
         self._messages: OrderedDict[int, tuple[BaseMessage, WireMessage]] = OrderedDict()
         self._tools: OrderedDict[int, tuple[Sequence[Any], str]] = OrderedDict()
         self._lock = threading.Lock()  # asyncio needs none; a sync caller in threads might
+        # a prompt's leading messages as the last prompt of its thread had them (after the
+        # system message, which threads share)
+        self._prefix: PrefixMemo[BaseMessage, WireMessage] = PrefixMemo(key_at=1)
 
     def convert(
         self, messages: Sequence[BaseMessage], stock: Callable[[list[BaseMessage]], Sequence[Any]]
     ) -> list[WireMessage]:
         """The messages in ChatOllama's form, `stock` converting only those not seen before
         (it converts each message on its own, so a batch of the new ones is the same)."""
+        reused = self._prefix.reuse(messages)
         with self._lock:
-            out: list[WireMessage | None] = []
+            out: list[WireMessage | None] = list(reused)
             new: list[BaseMessage] = []
-            for m in messages:
+            for m in messages[len(reused) :]:
                 hit = self._messages.get(id(m))
                 if hit is not None and hit[0] is m:
                     self._messages.move_to_end(id(m))
@@ -108,7 +114,8 @@ class WireCache:
                         self._messages[id(m)] = (m, out[i])  # type: ignore[assignment]
                 while len(self._messages) > self.size:
                     self._messages.popitem(last=False)
-            return cast("list[WireMessage]", out)
+        self._prefix.remember(messages, cast("list[WireMessage]", out))
+        return cast("list[WireMessage]", out)
 
     def tools(self, tools: Sequence[Any]) -> str:
         """The tools' request form, kept by the bound list's identity: a lane's client is
