@@ -23,7 +23,9 @@ from adapters.langgraph.message_rows import EXT_MESSAGE_REFS, REFS_TYPE, Message
 
 
 class MessageMemoSerializer(JsonPlusSerializer):
-    def __init__(self, size: int = 10_000) -> None:
+    def __init__(self, size: int = 2_000) -> None:
+        # a checkpoint encodes only its new messages now (message_rows): a message is wanted
+        # again within its step (its write, then its row), not for the life of its thread
         super().__init__()
         self.size = size
         # id(message) -> (message, its id, its ext value, its digest once asked for)
