@@ -11,7 +11,9 @@
   grows with the square of its length. Each `put` also writes a one-line summary of the
   checkpoint to `checkpoint_log` (what the JSONL export shows) and, in the same transaction,
   deletes the thread's checkpoints older than the last `keep` with their writes. A resume
-  only ever needs the latest checkpoint and its pending writes.
+  only ever needs the latest checkpoint and its pending writes. Each message of the main
+  graph is stored once, in its own row, and a checkpoint holds their digests
+  (adapters.langgraph.message_rows): a turn writes what it adds, not the thread again.
 - Fewer fsyncs, same promises: the file's connections are synchronous=FULL, and a commit is
   synced only where something outside depends on it: the checkpoint holding a new message
   (`source: input`, what POST acknowledges) and a tool call's result (the call took effect).

@@ -1,8 +1,8 @@
 """LangGraph's serializer, with each message encoded once, and checkpoints whose messages
 are stored apart (adapters.langgraph.message_rows).
 
-A checkpoint holds the whole thread, and a turn writes several: re-encoding every message
-each time (pydantic model_dump, ~10 µs a message) made a turn's cost grow with the thread.
+A message is encoded for its step's write, then for its row (or, in a checkpoint stored
+inline, in every checkpoint that holds it): pydantic's model_dump costs ~10 µs a message.
 A message object of a thread does not change once it has an id (LangGraph's reducer only
 gives an id to a message that has none, and replaces messages rather than editing them), so
 its encoding is kept by object identity and id, and reused byte for byte.
