@@ -11,7 +11,7 @@ from domain import lifecycle
 from domain.approvals import Decision, plan_decisions, waiting, waiting_message
 from domain.branches import edit_fork, regenerate_fork
 from domain.errors import DecisionRequired, StaleDecision
-from domain.model import PendingCall
+from domain.model import PendingCall, ThreadHead
 from ports.approvals import ApprovalStore, ArgsChecker
 from ports.checkpoints import CheckpointPort
 from ports.engine import Fork, NewMessage, Resume, RunInput
@@ -52,10 +52,15 @@ class RunRequest:
     decisions: Mapping[str, Decision] = field(default_factory=dict)
 
 
-async def plan_input(ports: PlanPorts, conversation_id: str, request: RunRequest, now: datetime) -> tuple[RunInput, int]:
+async def plan_input(
+    ports: PlanPorts, conversation_id: str, request: RunRequest, now: datetime, new_thread: bool = False
+) -> tuple[RunInput, int]:
     """What a run on the conversation starts from: a new message (closing the calls left
     pending, per the settle plan) or a resume (per the resume plan, after the decisions
-    it carries are stored), with the thread's message count before the run's own messages."""
+    it carries are stored), with the thread's message count before the run's own messages.
+    `new_thread`: the conversation was created by this request (its thread is empty)."""
+    if new_thread and not request.resume:
+        return NewMessage(request.text, new_thread=True), lifecycle.base_count(ThreadHead(), 0, new_message=True)
     head = await ports.checkpoints.head(conversation_id)
     pending: tuple[PendingCall, ...] = ()
     if head.awaiting_tools:

@@ -140,7 +140,8 @@ class RunService:
         if forking:
             run_input, base = await plan_fork(ports, cid, text, edit_of)
         else:
-            run_input, base = await plan_input(ports, cid, RunRequest(text, resume, decision, answers), self.clock())
+            request = RunRequest(text, resume, decision, answers)
+            run_input, base = await plan_input(ports, cid, request, self.clock(), new_thread=conversation is None)
         return await self._launch(cid, run_input, base, trigger)
 
     async def _refuse_if_active(self, cid: str, latest: Run | None) -> None:
@@ -267,7 +268,10 @@ class RunService:
         refuses keeps the outcome for the supervisor to retry with its real code."""
         items = active.take_unflushed()  # written with the outcome, in its transaction
         try:
-            count = (await self.checkpoints.head(active.conversation_id)).message_count
+            if finish.status is RunStatus.COMPLETED:  # every write of the run was awaited
+                count = await self.checkpoints.count_written(active.conversation_id, active.run_id)
+            else:
+                count = (await self.checkpoints.head(active.conversation_id)).message_count
             finish = RunFinish(finish.status, finish.now, finish.error, count, finish.event, finish.event_id)
             recorded = replace(finish, events=tuple(items))
             written = await self.runs.finish_run(active.run_id, recorded, owner=self.processes.current())

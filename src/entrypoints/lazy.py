@@ -24,6 +24,9 @@ class LazyThreads(CheckpointPort, BranchPort):
     async def head(self, thread_id: str) -> ThreadHead:
         return await self._build().head(thread_id)
 
+    async def count_written(self, thread_id: str, run_id: str) -> int:
+        return await self._build().count_written(thread_id, run_id)
+
     async def list_checkpoints(self, thread_id: str) -> Sequence[CheckpointSummary]:
         return await self._build().list_checkpoints(thread_id)
 

@@ -28,6 +28,12 @@ class CheckpointPort(Protocol):
         """Work left, message count and writing run of the latest checkpoint, cheaply (no
         messages are loaded). An unknown thread gives an empty ThreadHead."""
 
+    async def count_written(self, thread_id: str, run_id: str) -> int:
+        """The message count of the thread's latest checkpoint, once the run `run_id` of
+        this process has finished writing (every write of it awaited). An adapter may
+        answer from what it wrote itself, without a read."""
+        return (await self.head(thread_id)).message_count
+
     @abstractmethod
     async def list_checkpoints(self, thread_id: str) -> Sequence[CheckpointSummary]:
         """Every checkpoint of the thread, across all runs, oldest first."""

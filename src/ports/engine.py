@@ -15,10 +15,13 @@ from domain.model import ToolResult
 class NewMessage:
     """Append a user message. `closings` are the results that close the tool calls an
     abandoned step left pending (decided by domain.lifecycle.settle_plan), written with
-    the message so the thread stays valid for the model."""
+    the message so the thread stays valid for the model. `new_thread`: the conversation
+    was created by this request, so its thread is known to be empty (nothing to settle,
+    nothing to read first)."""
 
     text: str
     closings: tuple[ToolResult, ...] = ()
+    new_thread: bool = False
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -16,17 +15,19 @@ import pytest
 from adapters.langgraph.checkpointer import ThreadedSqliteSaver
 from adapters.sqlite import threads
 from adapters.sqlite.runs import SqliteRunStore
+from adapters.sqlite.threads import SerialThread
 from tests.support.harness import make_harness
 
 
-def count_calls(monkeypatch: pytest.MonkeyPatch, pool: ThreadPoolExecutor, name: str, counts: Counter[str]) -> None:
-    submit = pool.submit
+def count_calls(monkeypatch: pytest.MonkeyPatch, pool: SerialThread, name: str, counts: Counter[str]) -> None:
+    for method in ("submit", "run"):
+        original = getattr(pool, method)
 
-    def counted(fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
-        counts[name] += 1
-        return submit(fn, *args, **kwargs)
+        def counted(fn: Any, /, *args: Any, original: Any = original, **kwargs: Any) -> Any:
+            counts[name] += 1
+            return original(fn, *args, **kwargs)
 
-    monkeypatch.setattr(pool, "submit", counted)
+        monkeypatch.setattr(pool, method, counted)
 
 
 @pytest.fixture
@@ -56,7 +57,7 @@ def test_the_saver_and_the_run_store_write_on_the_files_one_thread(tmp_path: Pat
     assert threads.users(path) == 0
 
 
-async def test_a_turn_is_eleven_hops_to_the_writer_thread_and_one_read(
+async def test_a_turn_is_ten_hops_to_the_writer_thread_and_one_read(
     stores: tuple[SqliteRunStore, ThreadedSqliteSaver], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store, saver = stores
@@ -75,9 +76,41 @@ async def test_a_turn_is_eleven_hops_to_the_writer_thread_and_one_read(
     monkeypatch.setattr(store, "append", spy)
     second, events = await h.send("again", started.conversation_id)
     await asyncio.sleep(0.05)
-    # start_run, finish_run; the saver's get_tuple, 3 puts, 2 put_writes; 3 head reads; one read
-    # of the conversation with its latest run
-    assert counts == Counter({"writer": 11, "reader": 1})
+    # start_run, finish_run; the saver's get_tuple, 3 puts, 2 put_writes; 2 head reads (the
+    # run's outcome takes its message count from the saver's last put); one read of the
+    # conversation with its latest run
+    assert counts == Counter({"writer": 10, "reader": 1})
     assert appended == []  # no supervisor flush ran: every event went with the outcome
     logged = [e for _, e in await store.read(second.run_id, 0)]
     assert logged == events and events[-1].event == "end" and any(e.event == "token" for e in events)
+    # the count the outcome recorded is the thread's: hello, first, again, second answer here
+    cid = started.conversation_id
+    assert store._writer.call(lambda c: c.execute("SELECT message_count FROM conversations WHERE id = ?", (cid,)).fetchone()) == (4,)
+    # the saver answers only for the run that wrote the thread's last checkpoint
+    assert saver.written_count(cid, second.run_id) == 4
+    assert saver.written_count(cid, started.run_id) is None and saver.written_count("elsewhere", second.run_id) is None
+
+
+async def test_a_new_conversations_first_turn_reads_no_head(
+    stores: tuple[SqliteRunStore, ThreadedSqliteSaver], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its thread is known to be empty: nothing to plan from, nothing to settle."""
+    store, saver = stores
+    h = make_harness(["first"], repo=store, saver=saver)
+    counts: Counter[str] = Counter()
+    count_calls(monkeypatch, store._writer._pool, "writer", counts)
+    count_calls(monkeypatch, store._reader._pool, "reader", counts)
+    heads: list[str] = []
+    head = saver.head
+
+    def spy(thread_id: str) -> Any:
+        heads.append(thread_id)
+        return head(thread_id)
+
+    monkeypatch.setattr(saver, "head", spy)
+    started, events = await h.send("hello")
+    await asyncio.sleep(0.05)
+    assert heads == [] and events[-1].event == "end"
+    # create_conversation, start_run, finish_run; the saver's get_tuple, 3 puts, 2 put_writes
+    assert counts == Counter({"writer": 9})
+    assert saver.written_count(started.conversation_id, started.run_id) == 2

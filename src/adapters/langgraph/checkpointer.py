@@ -26,13 +26,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing, contextmanager, nullcontext
 from typing import Any
 
@@ -61,7 +59,7 @@ from adapters.sqlite.branch_schema import CHECKPOINT_LOG as LOG_TABLE
 from adapters.sqlite.database import FileIdentity, connect, failure_reason, migrate, storage_failure, unsynced
 from adapters.sqlite.maintenance import prune_thread
 from adapters.sqlite.search import forget_thread
-from adapters.sqlite.threads import release, writer_thread
+from adapters.sqlite.threads import SerialThread, release, writer_thread
 from domain.branches import Branch
 from domain.errors import RunLost, StorageFailure
 from ports.metrics import NO_METRICS, MetricsPort
@@ -90,7 +88,7 @@ class ThreadedSqliteSaver(SqliteSaver):
         self.metrics = metrics
         # with the file's path: on the file's one writer thread (adapters.sqlite.threads)
         self._path = path
-        self._executor = writer_thread(path) if path else ThreadPoolExecutor(1, thread_name_prefix="sophos-saver")
+        self._executor = writer_thread(path) if path else SerialThread("sophos-saver")
         self.latest = LatestCheckpoints()
         self.file: FileIdentity | None = None  # checked before every write
 
@@ -127,7 +125,7 @@ class ThreadedSqliteSaver(SqliteSaver):
         """Run a sync method on the saver's thread; a database that cannot be read or
         written becomes StorageFailure, so the run fails with a clear code."""
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+            return await self._executor.run(fn, *args)
         except sqlite3.Error as e:
             log.warning("checkpoint store: %s", e)
             self.metrics.storage_failure(failure_reason(e))
@@ -206,6 +204,15 @@ class ThreadedSqliteSaver(SqliteSaver):
         self.metrics.checkpoint_written("checkpoint", len(blob) + len(meta_blob) + written)
         self.latest.remember(thread_id, ns, checkpoint, meta_blob, configurable.get("checkpoint_id"), refs)
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
+
+    def written_count(self, thread_id: str, run_id: str) -> int | None:
+        """The message count of the latest checkpoint this saver wrote for the thread, if
+        the run `run_id` wrote it; else None (ask the file). Writes are fenced by the run,
+        so while the run is this process's, nobody else writes the thread."""
+        latest = self.latest.get(thread_id, "")
+        if latest is None or json.loads(latest.metadata).get(RUN_KEY) != run_id:
+            return None
+        return len(latest.checkpoint["channel_values"].get("messages") or ())
 
     def _plan(self, thread_id: str, ns: str, checkpoint: Checkpoint) -> message_rows.Plan | None:
         """The main graph's messages are stored apart, each once (adapters.langgraph.message_rows)."""

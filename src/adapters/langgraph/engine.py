@@ -231,6 +231,11 @@ class LangGraphThreads(CheckpointPort, BranchPort):
     async def head(self, thread_id: str) -> ThreadHead:
         return await read_head(self.graph, thread_id)
 
+    async def count_written(self, thread_id: str, run_id: str) -> int:
+        written = getattr(self.graph.checkpointer, "written_count", None)
+        count = written(thread_id, run_id) if written is not None else None
+        return count if count is not None else (await read_head(self.graph, thread_id)).message_count
+
     async def list_checkpoints(self, thread_id: str) -> Sequence[CheckpointSummary]:
         history = getattr(self.graph.checkpointer, "history", None)
         if history is not None:  # the SQLite saver's log: complete even after pruning
@@ -335,7 +340,8 @@ class LangGraphEngine(AgentEngine):
         config = _config(thread_id, run_id, recursion_limit)
         update: dict[str, Any] | None = None
         if isinstance(run_input, NewMessage):
-            closing = await self._settle(_config(thread_id, run_id), run_input.closings)
+            new = run_input.new_thread
+            closing = [] if new else await self._settle(_config(thread_id, run_id), run_input.closings)
             update = {"messages": [*closing, HumanMessage(run_input.text)]}
         elif isinstance(run_input, Fork):
             await self._fork(_config(thread_id, run_id), run_input)

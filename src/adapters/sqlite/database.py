@@ -3,12 +3,10 @@ the translation of sqlite3 errors into StorageFailure."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import sqlite3
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from functools import partial
 from pathlib import Path
@@ -17,7 +15,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 from adapters.sqlite.branch_schema import MIGRATION_BRANCHES
 from adapters.sqlite.message_schema import MIGRATION_MESSAGES
 from adapters.sqlite.search_schema import MIGRATION_SEARCH
-from adapters.sqlite.threads import release, writer_thread
+from adapters.sqlite.threads import SerialThread, release, writer_thread
 from domain.errors import StorageFailure
 from ports.metrics import NO_METRICS, MetricsPort
 
@@ -336,7 +334,7 @@ class Worker:
         if shared_path is not None:
             self._pool = writer_thread(shared_path)
         else:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"sophos-sqlite-{name}")
+            self._pool = SerialThread(f"sophos-sqlite-{name}")
         self._closed = False
         self._before = before  # run before every call of `run` (the writer: FileIdentity.check)
         try:
@@ -365,13 +363,12 @@ class Worker:
 
         A cancelled caller does not stop a call already started: it completes (or rolls
         back) on its thread, as a write sent to a network database would."""
-        loop = asyncio.get_running_loop()
         call = partial(fn, self._conn, *args, **kwargs)
         if self._before is not None:
             call = partial(_after, self._before, call)
         try:
-            pending = loop.run_in_executor(self._pool, self._guarded, call)
-        except RuntimeError as e:  # the pool is shut down: the store was closed
+            pending = self._pool.run(self._guarded, call)
+        except RuntimeError as e:  # the thread is shut down: the store was closed
             raise StorageFailure("The database is closed") from e
         return await pending
 
