@@ -106,7 +106,7 @@ def _offset(cursor: object) -> int:
     if cursor is None or cursor == "":
         return 0
     text = str(cursor)
-    if not text.isdigit() or int(text) > MAX_OFFSET:
+    if not (text.isascii() and text.isdigit()) or int(text) > MAX_OFFSET:  # "¹" is a digit to isdigit()
         raise InvalidInput("Invalid cursor")
     return int(text)
 

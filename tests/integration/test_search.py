@@ -117,6 +117,7 @@ def test_search_finds_titles_and_messages_ranked_with_marked_snippets(demo_serve
         ({"q": "x", "limit": "0"}, "limit must be between 1 and 100"),
         ({"q": "x", "limit": "ten"}, "limit must be an integer"),
         ({"q": "x", "before": "-3"}, "Invalid cursor"),
+        ({"q": "x", "before": "\u00b9"}, "Invalid cursor"),  # a superscript one: isdigit() says yes, int() no
         ({"q": "x", "page": "2"}, "Unknown parameter(s): page"),
         ({"q": "x" * 501}, "q is longer than 500 characters"),
     ],
