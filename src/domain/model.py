@@ -41,8 +41,9 @@ def utc_now() -> datetime:
 
 
 def iso(ts: datetime) -> str:
-    """ISO-8601 with milliseconds and Z, as JavaScript's Date.toISOString()."""
-    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ts.microsecond // 1000:03d}Z"
+    """ISO-8601 with milliseconds (truncated) and Z, as JavaScript's Date.toISOString()
+    (isoformat: a quarter cheaper than strftime, and a turn formats about eight)."""
+    return ts.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
 
 
 def check_text(value: str, what: str) -> str:

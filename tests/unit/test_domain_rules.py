@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
@@ -63,6 +63,9 @@ def test_a_rename_is_trimmed_and_bounded() -> None:
 
 def test_iso_has_milliseconds_and_z() -> None:
     assert iso(datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)) == "2026-01-02T03:04:05.678Z"
+    assert iso(datetime(2026, 1, 2, 3, 4, 5, 999999, tzinfo=UTC)) == "2026-01-02T03:04:05.999Z"  # truncated
+    assert iso(datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)) == "2026-01-02T03:04:05.000Z"
+    assert iso(datetime(2026, 1, 2, 1, 4, 5, 1000, tzinfo=timezone(timedelta(hours=-3)))) == "2026-01-02T04:04:05.001Z"
 
 
 def test_the_translator_emits_enter_leave_call_result_as_the_contract() -> None:
