@@ -41,16 +41,25 @@ def thread_update(
     raw: Sequence[T],
     convert: Callable[[T], Message | None],
     id_of: Callable[[T], str | None],
+    appended: bool = False,
 ) -> ThreadUpdate | None:
     """The entries of the messages after those indexed last time (`seen`; None: never). A
     thread whose earlier messages changed (fewer, or a different last one) is indexed again
-    from the start. None when there is nothing to write."""
-    start, index = (seen.raw_count, seen.next_index) if seen else (0, 0)
-    restart = seen is not None and (start > len(raw) or (start > 0 and id_of(raw[start - 1]) != seen.last_id))
-    if restart:
-        start, index = 0, 0
-    elif seen is not None and start == len(raw):
-        return None
+    from the start. None when there is nothing to write. `appended`: `raw` holds only
+    messages that follow those indexed (a pending input on the checkpoint indexed last);
+    None if the thread was never indexed (its next checkpoint indexes it whole)."""
+    base = 0
+    if appended:
+        if seen is None or seen.raw_count == 0 or not raw:
+            return None
+        restart, start, index, base = False, 0, seen.next_index, seen.raw_count
+    else:
+        start, index = (seen.raw_count, seen.next_index) if seen else (0, 0)
+        restart = seen is not None and (start > len(raw) or (start > 0 and id_of(raw[start - 1]) != seen.last_id))
+        if restart:
+            start, index = 0, 0
+        elif seen is not None and start == len(raw):
+            return None
     entries: list[tuple[int, str, str]] = []
     for item in raw[start:]:
         message = convert(item)
@@ -59,4 +68,4 @@ def thread_update(
         if message.role in INDEXED_ROLES and message.content.strip():
             entries.append((index, message.role, clean(message.content)))
         index += 1
-    return ThreadUpdate(restart, entries, Indexed(len(raw), index, id_of(raw[-1]) if raw else None))
+    return ThreadUpdate(restart, entries, Indexed(base + len(raw), index, id_of(raw[-1]) if raw else None))

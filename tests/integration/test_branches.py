@@ -183,8 +183,9 @@ def test_markdown_exports_the_active_branch_and_jsonl_every_checkpoint_with_its_
     lines = [json.loads(line) for line in server.get(f"/api/conversations/{cid}/export?format=jsonl").text.splitlines()]
     assert [line["branch"] for line in lines] == sorted(line["branch"] for line in lines)
     assert {line["branch"] for line in lines} == {1, 2}
-    contents = {(line["branch"], (line["last_message"] or {}).get("content")) for line in lines}
-    assert (1, "olive second") in contents and (2, "olive other") in contents
+    contents = [(line["branch"], (line["last_message"] or {}).get("content") or "") for line in lines]
+    # a later turn's message has no checkpoint of its own (it waits as pending input): the answer names it
+    assert any(b == 1 and "olive second" in c for b, c in contents) and (2, "olive other") in contents
     switch(server, cid, 1)
     assert "olive second" in server.get(f"/api/conversations/{cid}/export").text
 

@@ -57,7 +57,7 @@ def test_the_saver_and_the_run_store_write_on_the_files_one_thread(tmp_path: Pat
     assert threads.users(path) == 0
 
 
-async def test_a_turn_is_ten_hops_to_the_writer_thread_and_one_read(
+async def test_a_turn_is_eight_hops_to_the_writer_thread_and_one_read(
     stores: tuple[SqliteRunStore, ThreadedSqliteSaver], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store, saver = stores
@@ -76,10 +76,12 @@ async def test_a_turn_is_ten_hops_to_the_writer_thread_and_one_read(
     monkeypatch.setattr(store, "append", spy)
     second, events = await h.send("again", started.conversation_id)
     await asyncio.sleep(0.05)
-    # start_run, finish_run; the saver's get_tuple, 3 puts, 2 put_writes; 2 head reads (the
-    # run's outcome takes its message count from the saver's last put); one read of the
-    # conversation with its latest run
-    assert counts == Counter({"writer": 10, "reader": 1})
+    # start_run, finish_run; the message as pending input (put_writes), the saver's
+    # get_tuple, the agent's put_writes and one put; 2 head reads (the run's outcome takes
+    # its message count from the saver's last put); one read of the conversation with its
+    # latest run. Through LangGraph's input path: 2 puts and a put_writes more (input
+    # checkpoint, the __start__ step's writes, its checkpoint)
+    assert counts == Counter({"writer": 8, "reader": 1})
     assert appended == []  # no supervisor flush ran: every event went with the outcome
     logged = [e for _, e in await store.read(second.run_id, 0)]
     assert logged == events and events[-1].event == "end" and any(e.event == "token" for e in events)

@@ -166,6 +166,10 @@ def test_the_index_never_drifts_from_the_threads(tmp_path: Path) -> None:
             detail = wait_status(server, kept, {"interrupted", "failed"})
             assert [m["role"] for m in detail["messages"]] == ["user", "assistant", "user"]
             assert indexed(db, kept) == expected(server, kept)
+            # the unanswered message waits as pending input on the last checkpoint: a reindex keeps it
+            done = sophos(env, tmp_path, "db", "reindex")
+            assert done.returncode == 0 and done.stdout.strip() == "indexed 4 entries", done.stderr
+            assert indexed(db, kept) == expected(server, kept)
             assert server.post("/api/chat", {"resume": True, "conversation": kept}).status_code == 200
             wait_status(server, kept, {"completed"})
             assert len(expected(server, kept)) == 5 and indexed(db, kept) == expected(server, kept)

@@ -15,8 +15,9 @@
   graph is stored once, in its own row, and a checkpoint holds their digests
   (adapters.langgraph.message_rows): a turn writes what it adds, not the thread again.
 - Fewer fsyncs, same promises: the file's connections are synchronous=FULL, and a commit is
-  synced only where something outside depends on it: the checkpoint holding a new message
-  (`source: input`, what POST acknowledges) and a tool call's result (the call took effect).
+  synced only where something outside depends on it: a new message (what POST acknowledges:
+  the `source: input` checkpoint of a thread's first, the pending input of the others, see
+  adapters.langgraph.engine) and a tool call's result (the call took effect).
   Other steps commit with synchronous=NORMAL; WAL frames are ordered, so the next synced
   commit on the file (the next such checkpoint, a tool-call journal entry, the run's outcome)
   makes them durable too. A process crash loses nothing either way (the OS has the pages);
@@ -49,10 +50,10 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.utils import load_pending_writes, pending_writes_sql
 
 from adapters.langgraph import branching, message_rows
-from adapters.langgraph.graph import RUN_KEY
+from adapters.langgraph.graph import INPUT_TASK, RUN_KEY
 from adapters.langgraph.latest import LatestCheckpoints
 from adapters.langgraph.rows import plain_messages, read_plain, summary_row
-from adapters.langgraph.search_sync import index_checkpoint, index_missing, rebuild
+from adapters.langgraph.search_sync import index_checkpoint, index_input, index_missing, rebuild
 from adapters.langgraph.serde import MessageMemoSerializer
 from adapters.sqlite import branches
 from adapters.sqlite.branch_schema import CHECKPOINT_LOG as LOG_TABLE
@@ -250,7 +251,11 @@ class ThreadedSqliteSaver(SqliteSaver):
             )
             for idx, (channel, value) in enumerate(writes)
         ]
-        with self._transaction(config, synced=any(_has_tool_result(value) for _, value in writes)) as cur:
+        # a new message (pending input) or a tool call's result: kept at once
+        synced = task_id == INPUT_TASK or any(_has_tool_result(value) for _, value in writes)
+        with self._transaction(config, synced) as cur:
+            if task_id == INPUT_TASK and not configurable["checkpoint_ns"]:
+                index_input(cur, str(configurable["thread_id"]), writes)
             cur.executemany(
                 f"INSERT OR {verb} INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, "
                 "idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -309,15 +314,17 @@ class ThreadedSqliteSaver(SqliteSaver):
         return cached.tuple(thread_id, ns, writes)
 
     def head(self, thread_id: str) -> tuple[Any, ...] | None:
-        """(checkpoint_id, next, message_count, run_id, pending writes) of the latest
-        checkpoint, or None."""
+        """(checkpoint_id, next, message_count, run_id, pending writes, messages pending as
+        input) of the latest checkpoint, or None."""
         with self.cursor(transaction=False) as cur:
             return cur.execute(  # type: ignore[no-any-return]
                 "SELECT l.checkpoint_id, l.next, l.message_count, l.run_id, (SELECT count(*) FROM writes w "
-                "WHERE w.thread_id = l.thread_id AND w.checkpoint_ns = '' AND w.checkpoint_id = l.checkpoint_id) "
+                "WHERE w.thread_id = l.thread_id AND w.checkpoint_ns = '' AND w.checkpoint_id = l.checkpoint_id), "
+                "(SELECT count(*) FROM writes w WHERE w.thread_id = l.thread_id AND w.checkpoint_ns = '' "
+                "AND w.checkpoint_id = l.checkpoint_id AND w.task_id = ? AND w.channel = 'messages') "
                 "FROM checkpoint_log l WHERE l.thread_id = ? AND l.checkpoint_ns = '' "
                 "ORDER BY l.checkpoint_id DESC LIMIT 1",
-                (thread_id,),
+                (INPUT_TASK, thread_id),
             ).fetchone()
 
     def latest_message_fields(self, thread_id: str, checkpoint_id: str) -> list[dict[str, Any]] | None:

@@ -8,18 +8,20 @@ import logging
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any, cast
+from uuid import uuid4
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.errors import GraphRecursionError
-from langgraph.graph import END
+from langgraph.graph import END, START
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
 
 from adapters.langchain.messages import from_fields, to_domain, to_domain_all
 from adapters.langgraph.branching import restore_node, to_messages, with_op
-from adapters.langgraph.graph import RUN_KEY, SKIP_KEY
+from adapters.langgraph.graph import FIRST_NODE, INPUT_TASK, RUN_KEY, SKIP_KEY
 from domain.branches import Branch
 from domain.errors import BranchNotFound, NotSupported, RecursionLimitReached
 from domain.events import AgentEvent, InputRecorded
@@ -96,8 +98,20 @@ def _from_log(row: tuple[Any, ...]) -> CheckpointSummary:
     )
 
 
-def _head(next_nodes: Sequence[str], count: int, run_id: Any, checkpoint_id: str | None, writes: int = 0) -> ThreadHead:
-    """The lifecycle's view of a checkpoint: work left and whether it is tool calls."""
+def input_writes(message: BaseMessage) -> list[tuple[str, Any]]:
+    """A user message as the writes of a pending input: what LangGraph saves for
+    `Command(update={"messages": [message]}, goto="agent")`, one message per write."""
+    return [(f"branch:to:{FIRST_NODE}", START), ("messages", [message])]
+
+
+def _head(
+    next_nodes: Sequence[str], count: int, run_id: Any, checkpoint_id: str | None, writes: int = 0, pending: bool = False
+) -> ThreadHead:
+    """The lifecycle's view of a checkpoint: work left and whether it is tool calls.
+    `pending`: a new message waits on it as pending input (its run stopped before the
+    agent answered): the next step is the agent."""
+    if pending and not next_nodes:
+        next_nodes = (FIRST_NODE,)
     return ThreadHead(
         work_left=bool(next_nodes),
         awaiting_tools="tools" in next_nodes,
@@ -125,14 +139,25 @@ async def read_head(graph: Graph, thread_id: str) -> ThreadHead:
         row = await _blocking(graph, head, thread_id)
         if row is None:
             return ThreadHead()
-        checkpoint_id, next_json, count, run_id, writes = row
-        return _head(json.loads(next_json), count, run_id, checkpoint_id, writes)
-    snap = await graph.aget_state(_config(thread_id))
+        checkpoint_id, next_json, count, run_id, writes, pending = row
+        return _head(json.loads(next_json), count + pending, run_id, checkpoint_id, writes, pending > 0)
+    config = _config(thread_id)
+    snap = await graph.aget_state(config)  # with the pending input's messages, not its next step
     checkpoint_id = (snap.config.get("configurable") or {}).get("checkpoint_id")
     if checkpoint_id is None:
         return ThreadHead()
+    pending = await has_pending_input(graph, config)
     run_id = (snap.metadata or {}).get(RUN_KEY)
-    return _head(snap.next, len(to_domain_all(_messages(snap))), run_id, checkpoint_id)
+    return _head(snap.next, len(to_domain_all(_messages(snap))), run_id, checkpoint_id, pending=pending)
+
+
+async def has_pending_input(graph: Graph, config: RunnableConfig) -> bool:
+    """Whether a new message waits on the thread's latest checkpoint as pending input.
+    LangGraph's state snapshot holds its messages but not its next step, and an
+    `update_state` other than a clearing one (`as_node=END`) leaves it out."""
+    saver = graph.checkpointer
+    saved = await saver.aget_tuple(config) if isinstance(saver, BaseCheckpointSaver) else None
+    return saved is not None and any(w[0] == INPUT_TASK and w[1] == "messages" for w in saved.pending_writes or ())
 
 
 async def leave_branch(graph: Graph, config: RunnableConfig) -> list[str]:
@@ -205,9 +230,13 @@ class LangGraphThreads(CheckpointPort, BranchPort):
             calls = _unanswered(messages, _finished_call_ids(snap))
             pending = tuple(PendingCall(c) for c in calls)
         run_id = (snap.metadata or {}).get(RUN_KEY)
+        if snap.next:
+            work_left = True
+        else:  # a pending input: its messages are in the snapshot, its next step is not
+            work_left = head.work_left if head is not None else await has_pending_input(self.graph, _config(thread_id))
         return ThreadState(
             messages=to_domain_all(messages),
-            work_left=bool(snap.next),
+            work_left=work_left,
             checkpoint_id=checkpoint_id,
             run_id=str(run_id) if run_id else None,
             pending_calls=pending,
@@ -240,13 +269,20 @@ class LangGraphThreads(CheckpointPort, BranchPort):
         history = getattr(self.graph.checkpointer, "history", None)
         if history is not None:  # the SQLite saver's log: complete even after pruning
             return [_from_log(row) for row in await _blocking(self.graph, history, thread_id)]
+        # each checkpoint's own messages: a state snapshot adds those of its pending input
+        saver = self.graph.checkpointer
+        stored: dict[str, list[BaseMessage]] = {}
+        if isinstance(saver, BaseCheckpointSaver):
+            async for saved in saver.alist(_config(thread_id)):
+                stored[saved.config["configurable"]["checkpoint_id"]] = saved.checkpoint["channel_values"].get("messages") or []
         out: list[CheckpointSummary] = []
         async for snap in self.graph.aget_state_history(_config(thread_id)):
-            messages = _messages(snap)
+            checkpoint_id = str((snap.config.get("configurable") or {}).get("checkpoint_id"))
+            messages = stored.get(checkpoint_id, _messages(snap))
             meta: dict[str, Any] = dict(snap.metadata or {})
             out.append(
                 CheckpointSummary(
-                    checkpoint_id=str((snap.config.get("configurable") or {}).get("checkpoint_id")),
+                    checkpoint_id=checkpoint_id,
                     created_at=snap.created_at or "",
                     step=int(meta.get("step", -1)),
                     source=str(meta.get("source", "")),
@@ -299,12 +335,26 @@ class LangGraphEngine(AgentEngine):
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
 
-    async def _settle(self, config: RunnableConfig, closings: Sequence[ToolResult]) -> list[BaseMessage]:
+    @staticmethod
+    async def _append(saver: BaseCheckpointSaver[Any], thread_id: str, run_id: str, checkpoint_id: str, message: BaseMessage) -> None:
+        """A new message on a thread whose last run finished, saved as pending input on its
+        latest checkpoint, as LangGraph saves a Command's update; the run then resumes
+        from that checkpoint, and its first step is the agent. Through `graph.astream`
+        with the message as input, LangGraph would first write an input checkpoint and a
+        checkpoint of the input applied, and run a step to get from one to the other: two
+        checkpoints and a step less a turn. The write is fenced by the run, like every
+        other (RunLost), and synced: it is the message POST acknowledges."""
+        config = _config(thread_id, run_id)
+        config["configurable"].update(checkpoint_ns="", checkpoint_id=checkpoint_id)
+        await saver.aput_writes(config, input_writes(message), INPUT_TASK)
+
+    async def _settle(self, config: RunnableConfig, head: ThreadHead, closings: Sequence[ToolResult]) -> list[BaseMessage]:
         """Close the abandoned step, if any: keep the results of tool calls that finished,
         drop the tasks still pending, and answer the calls left without a result with the
-        closings the lifecycle decided (any other with an "outcome unknown" result)."""
-        thread_id = str(config["configurable"]["thread_id"])
-        if not (await read_head(self.graph, thread_id)).work_left:
+        closings the lifecycle decided (any other with an "outcome unknown" result).
+        A pending input (a new message whose run stopped before the agent answered) stays
+        in the thread."""
+        if not head.work_left:
             return []  # the last run finished: nothing is left dangling
         await self.graph.aupdate_state(config, None, as_node=END)
         snap = await self.graph.aget_state(config)
@@ -331,8 +381,13 @@ class LangGraphEngine(AgentEngine):
 
     async def keep_stopped_text(self, thread_id: str, run_id: str, text: str) -> None:
         # written as the tools step's output: the checkpoint's next step stays `agent`,
-        # so the conversation remains resumable after the kept text
-        await self.graph.aupdate_state(_config(thread_id, run_id), {"messages": [AIMessage(text)]}, as_node="tools")
+        # so the conversation remains resumable after the kept text. A message still
+        # pending (the stop came before the agent's first checkpoint) is applied first:
+        # an update as a node would leave it out
+        config = _config(thread_id, run_id)
+        if await has_pending_input(self.graph, config):
+            await self.graph.aupdate_state(config, None, as_node=END)
+        await self.graph.aupdate_state(config, {"messages": [AIMessage(text)]}, as_node="tools")
 
     async def run(
         self, thread_id: str, run_id: str, run_input: RunInput, recursion_limit: int
@@ -340,15 +395,21 @@ class LangGraphEngine(AgentEngine):
         config = _config(thread_id, run_id, recursion_limit)
         update: dict[str, Any] | None = None
         if isinstance(run_input, NewMessage):
-            new = run_input.new_thread
-            closing = [] if new else await self._settle(_config(thread_id, run_id), run_input.closings)
-            update = {"messages": [*closing, HumanMessage(run_input.text)]}
+            head = None if run_input.new_thread else await read_head(self.graph, thread_id)
+            saver = self.graph.checkpointer
+            if head and head.checkpoint_id and not (head.work_left or head.writes) and isinstance(saver, BaseCheckpointSaver):
+                message = HumanMessage(run_input.text, id=str(uuid4()))
+                await self._append(saver, thread_id, run_id, head.checkpoint_id, message)
+                yield InputRecorded()  # committed (synced): the run resumes from it below
+            else:
+                closing = [] if head is None else await self._settle(_config(thread_id, run_id), head, run_input.closings)
+                update = {"messages": [*closing, HumanMessage(run_input.text)]}
         elif isinstance(run_input, Fork):
             await self._fork(_config(thread_id, run_id), run_input)
             yield InputRecorded()  # the branch's first checkpoint is committed (synced)
         elif run_input.skip:
             config["configurable"][SKIP_KEY] = sorted(run_input.skip)
-        recorded = update is None
+        recorded = update is None  # a pending input too: with no update, LangGraph resumes from it
         try:
             async for event in self.graph.astream(update, config, stream_mode="custom", durability="sync"):
                 if not recorded:

@@ -91,6 +91,12 @@ async def route_after_agent(state: AgentState) -> Sequence[Send] | str:
 
 
 RUN_KEY = "sophos_run_id"  # in `configurable`, hence in every checkpoint's metadata
+# LangGraph's NULL_TASK_ID (private in langgraph, and a stored format: every saver's writes
+# table holds it): writes no task made, applied to the checkpoint they are saved on when a
+# run resumes from it, as a Command's are. tests/unit/test_pending_input.py holds it to
+# LangGraph's own value and mapping.
+INPUT_TASK = "00000000-0000-0000-0000-000000000000"
+FIRST_NODE = "agent"  # where START leads: a pending input's next step
 SKIP_KEY = "sophos_skip"  # tool call ids not to run again (outcome unknown, user said skip)
 SKIPPED = (
     "Skipped: this call was in flight when an earlier run stopped, so it may or may not have "

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import ormsgpack
+from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata
 
 from adapters.langchain.messages import to_domain
@@ -31,6 +33,25 @@ def next_nodes(checkpoint: Checkpoint) -> list[str]:
     out = ["__start__"] if "__start__" in values else []
     out += sorted(k.removeprefix("branch:to:") for k in values if k.startswith("branch:to:"))
     out += [getattr(task, "node", "?") for task in values.get("__pregel_tasks") or []]
+    return out
+
+
+def input_messages(writes: Sequence[tuple[str, Any]]) -> list[BaseMessage]:
+    """The messages a pending input's writes append to the thread."""
+    out: list[BaseMessage] = []
+    for channel, value in writes:
+        if channel == "messages":
+            out += [m for m in (value if isinstance(value, list) else [value]) if isinstance(m, BaseMessage)]
+    return out
+
+
+def input_fields(stored: Iterable[tuple[str, bytes]]) -> list[dict[str, Any]]:
+    """The messages of a pending input's stored `messages` writes ((type, blob), in order)
+    as plain field dicts."""
+    out: list[dict[str, Any]] = []
+    for type_, blob in stored:
+        value = decode_plain(blob) if type_ == "msgpack" else None
+        out += [m for m in (value if isinstance(value, list) else [value]) if isinstance(m, dict)]
     return out
 
 

@@ -5,19 +5,27 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.base import Checkpoint
 
 from adapters.langchain.messages import from_fields, to_domain
-from adapters.langgraph.rows import plain_messages, read_plain
+from adapters.langgraph.graph import INPUT_TASK
+from adapters.langgraph.rows import input_fields, input_messages, plain_messages, read_plain
 from adapters.sqlite.search import forget_thread, index_thread, reset
 
 log = logging.getLogger(__name__)
 
 LATEST = (
-    "SELECT type, checkpoint FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
+    "SELECT type, checkpoint, checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
     "ORDER BY checkpoint_id DESC LIMIT 1"
+)
+# the messages waiting on a checkpoint as pending input (adapters.langgraph.engine)
+PENDING_INPUT = (
+    "SELECT type, value FROM writes WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ? "
+    "AND task_id = ? AND channel = 'messages' ORDER BY idx"
 )
 
 
@@ -27,13 +35,19 @@ def index_checkpoint(cur: sqlite3.Cursor, thread_id: str, checkpoint: Checkpoint
     index_thread(cur, thread_id, messages, to_domain, lambda m: m.id)
 
 
+def index_input(cur: sqlite3.Cursor, thread_id: str, writes: Sequence[tuple[str, Any]]) -> None:
+    """In the transaction of a pending input (a new message saved as writes on the thread's
+    latest checkpoint, indexed with it): index the messages it appends."""
+    index_thread(cur, thread_id, input_messages(writes), to_domain, lambda m: m.id, appended=True)
+
+
 def _index_stored(cur: sqlite3.Cursor, thread_id: str) -> None:
     row = cur.execute(LATEST, (thread_id,)).fetchone()
     checkpoint = read_plain(cur, thread_id, row[0], row[1]) if row else None
     if checkpoint is None:
         forget_thread(cur, thread_id)
         return
-    fields = plain_messages(checkpoint)
+    fields = plain_messages(checkpoint) + input_fields(cur.execute(PENDING_INPUT, (thread_id, row[2], INPUT_TASK)).fetchall())
     index_thread(cur, thread_id, fields, from_fields, lambda f: f.get("id"))
 
 

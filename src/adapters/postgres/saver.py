@@ -34,12 +34,12 @@ from psycopg.rows import DictRow, dict_row
 from psycopg_pool import PoolTimeout
 
 from adapters.langgraph import branching
-from adapters.langgraph.graph import RUN_KEY
+from adapters.langgraph.graph import INPUT_TASK, RUN_KEY
 from adapters.langgraph.rows import as_plain, summary_row
 from adapters.postgres import branches
 from adapters.postgres.database import PostgresDatabase, storage_failure
 from adapters.postgres.search import forget_thread
-from adapters.postgres.search_sync import index_checkpoint, index_missing, rebuild
+from adapters.postgres.search_sync import index_checkpoint, index_input, index_missing, rebuild
 from domain.branches import Branch
 from domain.errors import RunLost
 
@@ -158,8 +158,10 @@ class FencedPostgresSaver(AsyncPostgresSaver):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        async with self._fenced(config):
+        async with self._fenced(config) as cur:
             await super().aput_writes(config, writes, task_id, task_path)
+            if task_id == INPUT_TASK and not config["configurable"].get("checkpoint_ns"):
+                await index_input(cur, str(config["configurable"]["thread_id"]), writes)
 
     async def adelete_thread(self, thread_id: str) -> None:
         async with self._cursor(pipeline=True) as cur:
@@ -196,14 +198,16 @@ class FencedPostgresSaver(AsyncPostgresSaver):
             raise storage_failure(e) from e
 
     async def head(self, thread_id: str) -> tuple[Any, ...] | None:
-        """(checkpoint_id, next, message_count, run_id, pending writes) of the latest
-        checkpoint, or None."""
+        """(checkpoint_id, next, message_count, run_id, pending writes, messages pending as
+        input) of the latest checkpoint, or None."""
         rows = await self._rows(
             "SELECT l.checkpoint_id, l.next, l.message_count, l.run_id, (SELECT count(*) FROM checkpoint_writes w "
-            "WHERE w.thread_id = l.thread_id AND w.checkpoint_ns = '' AND w.checkpoint_id = l.checkpoint_id) "
+            "WHERE w.thread_id = l.thread_id AND w.checkpoint_ns = '' AND w.checkpoint_id = l.checkpoint_id), "
+            "(SELECT count(*) FROM checkpoint_writes w WHERE w.thread_id = l.thread_id AND w.checkpoint_ns = '' "
+            "AND w.checkpoint_id = l.checkpoint_id AND w.task_id = %s AND w.channel = 'messages') "
             "FROM checkpoint_log l WHERE l.thread_id = %s AND l.checkpoint_ns = '' "
             "ORDER BY l.checkpoint_id DESC LIMIT 1",
-            (thread_id,),
+            (INPUT_TASK, thread_id),
         )
         return rows[0] if rows else None
 

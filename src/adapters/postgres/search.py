@@ -82,11 +82,13 @@ async def index_thread(
     convert: Callable[[T], Message | None],
     id_of: Callable[[T], str | None],
     seen_before: bool = True,
+    appended: bool = False,
 ) -> None:
     """In the checkpoint's transaction: index the messages of the thread that the index
     has not seen (see adapters.search_entries). The thread's row in `search_threads` stays
     locked until the transaction ends, so two writers of one thread take turns.
-    `seen_before` False: the caller has just claimed the thread (nothing indexed yet)."""
+    `seen_before` False: the caller has just claimed the thread (nothing indexed yet).
+    `appended`: `raw` holds only the messages a pending input appends."""
     seen = Indexed()
     if seen_before:
         await cur.execute(STATE, (thread_id,))
@@ -95,7 +97,7 @@ async def index_thread(
             await cur.execute(CLAIM, (thread_id,))
             row = await cur.fetchone()
         seen = Indexed(*row) if row else seen
-    update = thread_update(seen, raw, convert, id_of)
+    update = thread_update(seen, raw, convert, id_of, appended)
     if update is None:
         return
     if update.restart:

@@ -5,6 +5,7 @@ index existed, and rebuild."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import ormsgpack
@@ -13,7 +14,8 @@ from langgraph.checkpoint.base import Checkpoint
 from psycopg import AsyncConnection, AsyncCursor
 
 from adapters.langchain.messages import from_fields, to_domain
-from adapters.langgraph.rows import as_plain
+from adapters.langgraph.graph import INPUT_TASK
+from adapters.langgraph.rows import as_plain, input_fields, input_messages
 from adapters.postgres.search import ENTRY, claim_new_thread, entry, index_thread, reset
 from adapters.search_entries import clean
 
@@ -21,10 +23,15 @@ log = logging.getLogger(__name__)
 
 # the messages of a thread's latest checkpoint (no row: no checkpoint; no blob: no messages)
 LATEST_MESSAGES = (
-    "SELECT b.type, b.blob FROM (SELECT * FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = '' "
+    "SELECT b.type, b.blob, c.checkpoint_id FROM (SELECT * FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = '' "
     "ORDER BY checkpoint_id DESC LIMIT 1) c LEFT JOIN checkpoint_blobs b ON b.thread_id = c.thread_id "
     "AND b.checkpoint_ns = c.checkpoint_ns AND b.channel = 'messages' "
     "AND b.version = c.checkpoint -> 'channel_versions' ->> 'messages'"
+)
+# the messages waiting on a checkpoint as pending input (adapters.langgraph.engine)
+PENDING_INPUT = (
+    "SELECT type, blob FROM checkpoint_writes WHERE thread_id = %s AND checkpoint_ns = '' AND checkpoint_id = %s "
+    "AND task_id = %s AND channel = 'messages' ORDER BY idx"
 )
 THREADS = "SELECT DISTINCT thread_id FROM checkpoints WHERE checkpoint_ns = ''"
 UNSEEN_THREADS = THREADS + " AND thread_id NOT IN (SELECT conversation_id FROM search_threads)"
@@ -45,6 +52,12 @@ async def index_checkpoint(cur: AsyncCursor[Any], thread_id: str, checkpoint: Ch
     await index_thread(cur, thread_id, raw, to_domain, _id)
 
 
+async def index_input(cur: AsyncCursor[Any], thread_id: str, writes: Sequence[tuple[str, Any]]) -> None:
+    """In the transaction of a pending input (a new message saved as writes on the thread's
+    latest checkpoint, indexed with it): index the messages it appends."""
+    await index_thread(cur, thread_id, input_messages(writes), to_domain, _id, appended=True)
+
+
 async def _index_stored(cur: AsyncCursor[Any], thread_id: str) -> None:
     """Index a claimed thread from its latest stored checkpoint."""
     await cur.execute(LATEST_MESSAGES, (thread_id,))
@@ -53,6 +66,9 @@ async def _index_stored(cur: AsyncCursor[Any], thread_id: str) -> None:
     if row is not None and row[0] == "msgpack":
         decoded = ormsgpack.unpackb(row[1], ext_hook=as_plain, option=ormsgpack.OPT_NON_STR_KEYS)
         fields = [m for m in decoded if isinstance(m, dict)] if isinstance(decoded, list) else []
+    if row is not None:
+        await cur.execute(PENDING_INPUT, (thread_id, row[2], INPUT_TASK))
+        fields += input_fields(await cur.fetchall())
     await index_thread(cur, thread_id, fields, from_fields, lambda f: f.get("id"), seen_before=False)
 
 

@@ -48,13 +48,14 @@ def index_thread(
     raw: Sequence[T],
     convert: Callable[[T], Message | None],
     id_of: Callable[[T], str | None],
+    appended: bool = False,
 ) -> None:
-    """Index the messages of a thread's new checkpoint that the index has not seen (see
-    adapters.search_entries)."""
+    """Index the messages of a thread's new checkpoint that the index has not seen, or
+    (`appended`) those a pending input appends (see adapters.search_entries)."""
     row = cur.execute(
         "SELECT raw_count, next_index, last_id FROM search_threads WHERE conversation_id = ?", (thread_id,)
     ).fetchone()
-    update = thread_update(Indexed(*row) if row else None, raw, convert, id_of)
+    update = thread_update(Indexed(*row) if row else None, raw, convert, id_of, appended)
     if update is None:
         return
     if update.restart:
