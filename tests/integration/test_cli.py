@@ -102,15 +102,15 @@ def test_db_stats_prune_and_vacuum(tmp_path: Path) -> None:
     cid = chat.stderr.split("conversation: ")[1].split()[0]
     sophos(env, tmp_path, "chat", "-c", cid, "two")
     stats = json.loads(sophos(env, tmp_path, "db", "stats", "--json").stdout)
-    assert stats["conversations"] == 1 and stats["runs"] == 2 and stats["checkpoints"] == 10
+    assert stats["conversations"] == 1 and stats["runs"] == 2 and stats["checkpoints"] == 8
     assert stats["largest"][0]["thread_id"] == cid
     pruned = sophos(env, tmp_path, "db", "prune", "--keep", "1")
-    assert pruned.returncode == 0 and pruned.stdout.startswith("deleted 9 checkpoint(s)")
+    assert pruned.returncode == 0 and pruned.stdout.startswith("deleted 7 checkpoint(s)")
     assert sophos(env, tmp_path, "db", "prune", "--keep", "0").returncode == 2
     after = json.loads(sophos(env, tmp_path, "db", "stats", "--json").stdout)
-    assert after["checkpoints"] == 1 and after["logged_checkpoints"] == 10
+    assert after["checkpoints"] == 1 and after["logged_checkpoints"] == 8
     lines = sophos(env, tmp_path, "export", cid, "--format", "jsonl").stdout.strip().split("\n")
-    assert len(lines) == 10  # the history survives pruning
+    assert len(lines) == 8  # the history survives pruning
     assert sophos(env, tmp_path, "db", "vacuum").returncode == 0
     shown = json.loads(sophos(env, tmp_path, "show", cid, "--json").stdout)
     assert len(shown["messages"]) == 10
