@@ -114,19 +114,26 @@ async def query_time(tmp: Path, conversations: int) -> Row:
 
 
 async def indexing_cost(tmp: Path, turns: int) -> Row:
-    """Run `turns` real turns (a tool call and an answer each) and time the index write
-    inside each checkpoint's transaction against the whole turn."""
+    """Run `turns` real turns (a tool call and an answer each) and time the index writes
+    inside each checkpoint's and each pending input's transaction against the whole turn."""
     import adapters.langgraph.checkpointer as checkpointer
 
     spent = [0.0]
+    written = [0]
     original: Callable[..., Any] = checkpointer.index_checkpoint
+    original_input: Callable[..., Any] = checkpointer.index_input
 
-    def timed(*args: Any) -> None:
-        t = time.perf_counter()
-        original(*args)
-        spent[0] += time.perf_counter() - t
+    def timing(write: Callable[..., Any], checkpoint: bool) -> Callable[..., None]:
+        def timed(*args: Any) -> None:
+            t = time.perf_counter()
+            write(*args)
+            spent[0] += time.perf_counter() - t
+            written[0] += checkpoint
 
-    checkpointer.index_checkpoint = timed  # type: ignore[assignment]
+        return timed
+
+    checkpointer.index_checkpoint = timing(original, True)  # type: ignore[assignment]
+    checkpointer.index_input = timing(original_input, False)  # type: ignore[assignment]
     try:
         h, saver, repo = long_thread_harness(tmp / "turns.db", turns)
         cid = None
@@ -139,9 +146,10 @@ async def indexing_cost(tmp: Path, turns: int) -> Row:
         repo.close()
     finally:
         checkpointer.index_checkpoint = original  # type: ignore[assignment]
+        checkpointer.index_input = original_input  # type: ignore[assignment]
     share = spent[0] / (total - spent[0])
     return (
-        f"search indexing per turn ({turns} turns, 4 checkpoints each)",
+        f"search indexing per turn ({turns} turns, {written[0] / turns:.1f} checkpoints each)",
         "-",
         f"{spent[0] * 1000 / turns:.2f} ms of {total * 1000 / turns:.1f} ms = +{share:.1%}",
         "<= 10%",

@@ -75,22 +75,30 @@ async def query_time(server: str, tmp: Path, conversations: int) -> Row:
 
 async def indexing_cost(server: str, turns: int) -> Row:
     """Run `turns` real turns (a tool call and an answer each) on PostgreSQL and time the
-    index write inside each checkpoint's transaction against the whole turn."""
+    index writes inside each checkpoint's and each pending input's transaction against the
+    whole turn."""
     import adapters.postgres.saver as saver_module
     from adapters.postgres.database import PostgresDatabase
     from adapters.postgres.runs import PostgresRunStore
     from adapters.postgres.saver import FencedPostgresSaver
 
     spent = [0.0]
+    written = [0]
     original: Callable[..., Awaitable[None]] = saver_module.index_checkpoint
+    original_input: Callable[..., Awaitable[None]] = saver_module.index_input
 
-    async def timed(*args: Any) -> None:
-        t = time.perf_counter()
-        await original(*args)
-        spent[0] += time.perf_counter() - t
+    def timing(write: Callable[..., Awaitable[None]], checkpoint: bool) -> Callable[..., Awaitable[None]]:
+        async def timed(*args: Any) -> None:
+            t = time.perf_counter()
+            await write(*args)
+            spent[0] += time.perf_counter() - t
+            written[0] += checkpoint
+
+        return timed
 
     url = create_database(server)
-    saver_module.index_checkpoint = timed  # type: ignore[assignment]
+    saver_module.index_checkpoint = timing(original, True)  # type: ignore[assignment]
+    saver_module.index_input = timing(original_input, False)  # type: ignore[assignment]
     try:
         db = PostgresDatabase(url)
         saver = FencedPostgresSaver(db, keep=3)
@@ -106,10 +114,11 @@ async def indexing_cost(server: str, turns: int) -> Row:
         await store.aclose()
     finally:
         saver_module.index_checkpoint = original  # type: ignore[assignment]
+        saver_module.index_input = original_input  # type: ignore[assignment]
         drop_database(url)
     share = spent[0] / (total - spent[0])
     return (
-        f"search indexing per turn on PostgreSQL ({turns} turns, 4 checkpoints each)",
+        f"search indexing per turn on PostgreSQL ({turns} turns, {written[0] / turns:.1f} checkpoints each)",
         "-",
         f"{spent[0] * 1000 / turns:.2f} ms of {total * 1000 / turns:.1f} ms = +{share:.1%}",
         "<= 10%",
