@@ -25,7 +25,11 @@ Make = Callable[[list[dict[str, Any]]], ModelPort]
 
 
 async def run(model: ModelPort) -> list[Any]:
-    return [o async for o in model.stream("sys", [UserMessage("hi")], [TOOL])]
+    try:
+        return [o async for o in model.stream("sys", [UserMessage("hi")], [TOOL])]
+    finally:
+        if isinstance(model, (OllamaModel, OpenAIModel)):
+            await model.aclose()  # its connection pool
 
 
 def dead_url() -> str:

@@ -6,7 +6,9 @@ import asyncio
 import socket
 from typing import Any
 
+import aiohttp
 import pytest
+from httpx_aiohttp import AiohttpTransport
 
 from adapters.ollama.model import OllamaModel
 from domain.errors import ModelUnavailable, ModelUnreachable
@@ -18,8 +20,12 @@ from tests.support.fake_ollama import fake_ollama
 FETCH = ToolSpec("fetch__fetch", "Fetch a URL", {"type": "object", "properties": {"url": {"type": "string"}}})
 
 
-async def collect(model: OllamaModel, tools: list[ToolSpec] | None = None) -> list[Any]:
-    return [o async for o in model.stream("sys", [UserMessage("hi")], tools or [])]
+async def collect(model: OllamaModel, tools: list[ToolSpec] | None = None, close: bool = True) -> list[Any]:
+    try:
+        return [o async for o in model.stream("sys", [UserMessage("hi")], tools or [])]
+    finally:
+        if close:
+            await model.aclose()  # its connection pool
 
 
 async def test_tokens_stream_then_one_reply() -> None:
@@ -99,6 +105,34 @@ async def test_many_calls_at_once_keep_their_connections_for_the_next_ones() -> 
         fake.latency = 0.3  # the calls of a wave overlap
         model = OllamaModel(fake.url, "qwen3")
         for _ in range(3):
-            await asyncio.gather(*(collect(model) for _ in range(40)))
+            await asyncio.gather(*(collect(model, close=False) for _ in range(40)))
+        await model.aclose()
         assert fake.server is not None
         assert fake.server.accepted <= 45  # one per call of the first wave, then reused
+
+
+async def test_stopping_the_iteration_closes_the_connection_so_ollama_stops_generating() -> None:
+    words = " ".join(f"w{i}" for i in range(40))
+    with fake_ollama([{"text": words, "token_delay": 0.05}]) as fake:
+        model = OllamaModel(fake.url, "qwen3")
+        stream = model.stream("sys", [UserMessage("hi")], [])
+        first = await anext(stream)
+        assert isinstance(first, TextChunk)
+        await stream.aclose()  # what cancelling a run does to its model call
+        for _ in range(100):  # the fake notices at its next write
+            if fake.dropped:
+                break
+            await asyncio.sleep(0.02)
+        await model.aclose()
+        assert fake.dropped == 1
+
+
+async def test_closing_the_model_closes_its_connection_pool() -> None:
+    with fake_ollama() as fake:
+        model = OllamaModel(fake.url, "qwen3")
+        await collect(model, close=False)
+        transport = model._transport
+        assert isinstance(transport, AiohttpTransport) and isinstance(transport.client, aiohttp.ClientSession)
+        assert not transport.client.closed
+        await model.aclose()
+        assert transport.client.closed

@@ -60,6 +60,7 @@ class FakeOllama:
         self.responder: Any = None
         self.latency = 0.0  # seconds before any reply (lets a test attach to a run in time)
         self.window: int | None = None  # context the server runs with, whatever num_ctx says
+        self.dropped = 0  # replies cut short because the client closed the connection
         self.lock = threading.Lock()
         self.server: ThreadingHTTPServer | None = None
 
@@ -138,7 +139,8 @@ class FakeOllama:
                     self.wfile.write(b"0\r\n\r\n")
                     self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
-                    pass
+                    with fake.lock:
+                        fake.dropped += 1
 
             def _chunk(self, data: bytes) -> None:
                 self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")

@@ -4,12 +4,12 @@ once; bodies are caught by an httpx MockTransport that answers a valid Ollama ch
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 import httpx
 import ollama
 import pytest
+from httpx_aiohttp import AiohttpTransport
 from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
@@ -235,7 +235,7 @@ async def test_an_error_status_is_ollamas_response_error_with_the_status(status:
 
 def mocked_model(status: int) -> OllamaModel:
     class MockedOllamaModel(OllamaModel):
-        def _client(self, think: bool, timeout: float, context: int | None, idle: int) -> ReusingChatOllama:
+        def _client(self, think: bool, timeout: float, context: int | None) -> ReusingChatOllama:
             transport = ollama_stream([], status)
             return ReusingChatOllama(model=self.model, client_kwargs={"transport": transport}, wire_cache=self._wire)
 
@@ -251,11 +251,11 @@ async def test_the_ollama_model_still_maps_error_statuses_to_domain_errors(statu
         _ = [o async for o in model.stream("sys", [UserMessage("hi")], [])]
 
 
-def test_the_ollama_model_builds_its_clients_on_reusing_chat_ollama_with_one_cache() -> None:
+def test_the_ollama_model_builds_its_client_on_reusing_chat_ollama_over_the_aiohttp_transport() -> None:
     model = OllamaModel("http://127.0.0.1:1", "qwen3")
-    clients: list[Callable[..., Any]] = model._lanes.clients  # type: ignore[assignment]
-    assert all(isinstance(c, ReusingChatOllama) for c in clients)
-    assert len({id(c.wire_cache) for c in clients}) == 1  # type: ignore[attr-defined]
+    assert isinstance(model._chat, ReusingChatOllama) and model._chat.wire_cache is model._wire
+    assert model._chat._async_client._client._transport is model._transport
+    assert isinstance(model._transport, AiohttpTransport)
 
 
 def test_the_same_bound_tool_list_is_encoded_once_and_a_changed_one_again(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import AsyncIterator, Sequence
 
+import aiohttp
 import httpx
 import ollama
 
-from adapters.langchain.lanes import Lanes
 from adapters.langchain.messages import PromptCache
 from adapters.langchain.streaming import ToolBinding, stream_chat
+from adapters.langchain.transport import model_transport, not_a_timeout
 from adapters.ollama.wire import ReusingChatOllama, WireCache
 from domain.errors import AgentFailure, ModelUnavailable, ModelUnreachable
 from domain.model import Message
@@ -28,9 +28,6 @@ def pull_it(model: str) -> str:
     return f"pull it first (`ollama pull {model}`) or set OLLAMA_MODEL to one `ollama list` shows"
 
 
-KEEPALIVE = 128  # connections to the model server
-
-
 class OllamaModel(ModelPort):
     def __init__(
         self, base_url: str, model: str, think: bool = False, timeout: float = 120.0, context: int | None = None
@@ -38,32 +35,29 @@ class OllamaModel(ModelPort):
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.timeout = timeout
-        # ChatOllama has no timeout by default: a stalled server would hang a run forever.
-        # Without num_ctx Ollama uses its server default and silently cuts a longer prompt
         self._prompts = PromptCache()
         self._tools = ToolBinding()
-        # each prompt message's request form, built once for every lane (adapters.ollama.wire)
+        # each prompt message's request form, built once (adapters.ollama.wire)
         self._wire = WireCache()
-        # keep-alive for as many connections as runs may call at once: past httpx's default of
-        # 20 idle ones, every call beyond it closed a connection and the next opened a new one;
-        # spread over several small pools (adapters.langchain.lanes), which cost far less CPU
-        # one TLS context for every lane's clients: each would load the CA bundle (~0.8 MB)
-        self._tls = ssl.create_default_context()
-        self._lanes = Lanes(lambda n: self._client(think, timeout, context, n), KEEPALIVE)
+        # one pool of kept-alive connections on aiohttp for every call (adapters.langchain.transport)
+        self._transport: httpx.AsyncBaseTransport = model_transport()
+        self._chat = self._client(think, timeout, context)
 
-    def _client(self, think: bool, timeout: float, context: int | None, idle: int) -> ReusingChatOllama:
-        # each lane may open as many connections as one pool did (a call never waits for a
-        # lane's connection, not even behind connections a cancelled call left to be closed);
-        # it keeps only its share idle
-        limits = httpx.Limits(max_connections=KEEPALIVE, max_keepalive_connections=idle)
+    def _client(self, think: bool, timeout: float, context: int | None) -> ReusingChatOllama:
+        # ChatOllama has no timeout by default: a stalled server would hang a run forever.
+        # Without num_ctx Ollama uses its server default and silently cuts a longer prompt
         return ReusingChatOllama(
             model=self.model,
             base_url=self.base_url,
             reasoning=think,
-            client_kwargs={"timeout": timeout, "limits": limits, "verify": self._tls},
+            client_kwargs={"timeout": timeout},
+            async_client_kwargs={"transport": self._transport},
             num_ctx=context,
             wire_cache=self._wire,
         )
+
+    async def aclose(self) -> None:
+        await self._transport.aclose()
 
     @property
     def name(self) -> str:
@@ -73,21 +67,20 @@ class OllamaModel(ModelPort):
         self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> AsyncIterator[ModelOutput]:
         try:
-            with self._lanes.lane() as chat:
-                async for out in stream_chat(chat, self._prompts, system, messages, tools, self._tools):
-                    yield out
+            async for out in stream_chat(self._chat, self._prompts, system, messages, tools, self._tools):
+                yield out
         except ollama.ResponseError as e:
             if e.status_code == 404:
                 raise ModelUnavailable(
                     f"The configured Ollama model {self.model!r} is not available at {self.base_url}: {pull_it(self.model)}"
                 ) from e
             raise AgentFailure(f"Ollama error: {e.error}") from e
-        except httpx.TimeoutException as e:
-            raise ModelUnreachable(
-                f"Ollama at {self.base_url} timed out after {self.timeout:g} s: check that it is not "
-                "overloaded, or raise MODEL_TIMEOUT"
-            ) from e
-        except (httpx.TransportError, ConnectionError) as e:
+        except (httpx.TransportError, aiohttp.ClientError, ConnectionError, TimeoutError) as e:
+            if isinstance(e, (httpx.TimeoutException, TimeoutError)) and not not_a_timeout(e):
+                raise ModelUnreachable(
+                    f"Ollama at {self.base_url} timed out after {self.timeout:g} s: check that it is not "
+                    "overloaded, or raise MODEL_TIMEOUT"
+                ) from e
             raise ModelUnreachable(f"Ollama at {self.base_url} is unreachable (refused or dropped the connection): {START_IT}") from e
 
     async def check(self) -> Readiness:
