@@ -1,8 +1,7 @@
 """The model call's client CPU by HTTP transport: ChatOllama streaming from the fake Ollama
 (its own process, TCP_NODELAY, answering at once), once through httpx's own transport
-(httpcore and h11; the pool keeping every connection alive, as Sophos's lanes did) and once
-through aiohttp under httpx (httpx-aiohttp, what `adapters/langchain/transport.py` builds),
-alternating, at 1 and at 32 calls in flight, on uvloop as `sophos serve` runs. The figure is
+(httpcore and h11; the pool keeping every connection alive) and once through Sophos's
+(`adapters/langchain/transport.py`: httpx's interface on httptools), alternating, at 1 and at 32 calls in flight, on uvloop as `sophos serve` runs. The figure is
 this process's CPU per call.
 
 Usage: python -m bench.model_transport [--calls 600] [--transport-reps 3]
@@ -20,11 +19,11 @@ import httpx
 from langchain_core.messages import HumanMessage
 from langchain_ollama import ChatOllama
 
-from adapters.langchain.transport import CONNECTIONS, model_transport
+from adapters.langchain.transport import KEEP_IDLE, model_transport
 from bench.serving import fake_ollama_process
 from bench.table import Row, print_table
 
-TRANSPORTS = ("httpx", "aiohttp")
+TRANSPORTS = ("httpx", "httptools")
 
 
 def spread(xs: list[float]) -> str:
@@ -32,10 +31,10 @@ def spread(xs: list[float]) -> str:
 
 
 def client(url: str, transport: str) -> tuple[ChatOllama, httpx.AsyncBaseTransport | None]:
-    if transport == "aiohttp":
-        t = model_transport()
+    if transport == "httptools":
+        t = model_transport(url)
         return ChatOllama(model="qwen3:latest", base_url=url, async_client_kwargs={"transport": t}), t
-    limits = httpx.Limits(max_connections=CONNECTIONS, max_keepalive_connections=CONNECTIONS)
+    limits = httpx.Limits(max_connections=KEEP_IDLE, max_keepalive_connections=KEEP_IDLE)
     return ChatOllama(model="qwen3:latest", base_url=url, client_kwargs={"limits": limits}), None
 
 
@@ -69,15 +68,15 @@ async def section(args: argparse.Namespace) -> None:
             for _ in range(args.transport_reps):
                 for t in TRANSPORTS:
                     got[t].append(await cpu_per_call(model.url, t, args.calls, in_flight))
-            base, ours = statistics.median(got["httpx"]), statistics.median(got["aiohttp"])
+            base, ours = statistics.median(got["httpx"]), statistics.median(got["httptools"])
             rows.append((
                 f"ChatOllama streamed call, {in_flight} in flight: client CPU",
                 f"{base:.2f} ms {spread(got['httpx'])}",
-                f"{ours:.2f} ms {spread(got['aiohttp'])} = {ours / base:.2f}x",
+                f"{ours:.2f} ms {spread(got['httptools'])} = {ours / base:.2f}x",
                 "< 1x",
                 ours < base,
             ))
-    print_table(("figure (fake Ollama at once)", "httpx's transport", "aiohttp transport (sophos)", "target"), rows)
+    print_table(("figure (fake Ollama at once)", "httpx's transport", "httptools transport (sophos)", "target"), rows)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

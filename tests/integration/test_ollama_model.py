@@ -6,9 +6,7 @@ import asyncio
 import socket
 from typing import Any
 
-import aiohttp
 import pytest
-from httpx_aiohttp import AiohttpTransport
 
 from adapters.ollama.model import OllamaModel
 from domain.errors import ModelUnavailable, ModelUnreachable
@@ -131,8 +129,7 @@ async def test_closing_the_model_closes_its_connection_pool() -> None:
     with fake_ollama() as fake:
         model = OllamaModel(fake.url, "qwen3")
         await collect(model, close=False)
-        transport = model._transport
-        assert isinstance(transport, AiohttpTransport) and isinstance(transport.client, aiohttp.ClientSession)
-        assert not transport.client.closed
+        [idle] = [conn for conns in model._transport.idle.values() for conn in conns]
+        assert not idle.closed
         await model.aclose()
-        assert transport.client.closed
+        assert idle.closed and not model._transport.idle

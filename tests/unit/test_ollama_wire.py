@@ -9,7 +9,6 @@ from typing import Any
 import httpx
 import ollama
 import pytest
-from httpx_aiohttp import AiohttpTransport
 from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
@@ -20,6 +19,7 @@ from langchain_core.messages import (
 )
 from langchain_ollama import ChatOllama
 
+from adapters.langchain.transport import ModelTransport
 from adapters.ollama import wire
 from adapters.ollama.model import OllamaModel
 from adapters.ollama.wire import ReusingChatOllama, WireCache
@@ -251,11 +251,11 @@ async def test_the_ollama_model_still_maps_error_statuses_to_domain_errors(statu
         _ = [o async for o in model.stream("sys", [UserMessage("hi")], [])]
 
 
-def test_the_ollama_model_builds_its_client_on_reusing_chat_ollama_over_the_aiohttp_transport() -> None:
+def test_the_ollama_model_builds_its_client_on_reusing_chat_ollama_over_the_httptools_transport() -> None:
     model = OllamaModel("http://127.0.0.1:1", "qwen3")
     assert isinstance(model._chat, ReusingChatOllama) and model._chat.wire_cache is model._wire
     assert model._chat._async_client._client._transport is model._transport
-    assert isinstance(model._transport, AiohttpTransport)
+    assert isinstance(model._transport, ModelTransport)
 
 
 def test_the_same_bound_tool_list_is_encoded_once_and_a_changed_one_again(monkeypatch: pytest.MonkeyPatch) -> None:

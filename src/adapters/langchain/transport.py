@@ -1,37 +1,308 @@
-"""The HTTP transport under the model clients: aiohttp, behind httpx's interface.
+"""The HTTP transport under the model clients: httpx's transport interface on httptools.
 
-ChatOllama (through the ollama client) and ChatOpenAI (through the openai client) speak httpx.
-httpx's own transport (httpcore, h11) parses each streamed response line by line in pure
-Python: on the fake model answering at once, a streamed call cost 2.5 ms of CPU through it
-and 0.9-1.0 ms through aiohttp's C parser (`bench/model_transport.py`). `httpx-aiohttp`, by
-httpx's maintainer, plugs aiohttp in as an httpx transport: the clients, their requests,
-status errors and response objects are unchanged. aiohttp keeps one connection pool per
-transport and takes an idle connection without walking the pool, as httpcore did.
+ChatOllama (through the ollama client) and ChatOpenAI (through the openai client) speak httpx,
+and keep doing so: requests, status errors, response objects, content decoding and timeouts
+are httpx's. Only the bytes on the wire go through this transport instead of httpx's own
+(httpcore and h11), which parses every streamed line in pure Python and walked its whole
+connection pool on each request and each response it closed. Here each response is parsed
+by httptools (llhttp, in C: the parser uvicorn already serves Sophos with) as it arrives, on
+an asyncio protocol, and an idle connection is taken from the pool in constant time.
+`python -m bench.model_transport` measures a streamed call's client CPU both ways.
+
+Why not aiohttp under httpx (httpx-aiohttp): it cost as little CPU, but importing it took
+~9 MB of RSS (aiohttp, yarl, multidict, two TLS contexts made at import), most of the
+memory target's room; httptools is loaded already.
+
+What it does: HTTP/1.1 to http and https origins, keep-alive (idle connections per origin,
+most recent first), bodies of a known length, chunked or closed by the server, httpx's
+connect and read timeouts. A reused connection the server closed while it was idle is
+retried once on a new one (nothing of the response came back, so nothing was answered).
+Closing a response before its end closes its connection: the server sees it and stops
+generating. Proxies from the environment stay httpx's: it mounts its own transports for them.
 """
 
 from __future__ import annotations
 
-import aiohttp
+import asyncio
+import ssl
+from collections import deque
+from collections.abc import AsyncIterator
+from typing import cast
+
+import httptools
 import httpx
-from httpx_aiohttp import AiohttpTransport
 
-CONNECTIONS = 128  # to the model server: as many as runs may call at once, all kept alive
-
-
-def model_transport(connections: int = CONNECTIONS) -> AiohttpTransport:
-    """One pool for every call of one model: its session opens on the first request, in the
-    serving loop, and closes with `aclose()`."""
-    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
-    return AiohttpTransport(limits=limits)
+KEEP_IDLE = 128  # idle connections kept per origin: as many as runs may call the model at once
+PAUSE_AT = 1 << 20  # bytes received and not yet read by the client: stop reading the socket
 
 
-def not_a_timeout(error: BaseException) -> bool:
-    """Whether a "timeout" is really another connection error. httpx-aiohttp maps every aiohttp
-    connection error to `httpx.ConnectTimeout`, a refused connection included (and the model
-    clients wrap that once more): the aiohttp error at the root of the chain decides."""
-    cause: BaseException | None = error
-    while cause is not None:
-        if isinstance(cause, aiohttp.ClientError):
-            return not isinstance(cause, TimeoutError)
-        cause = cause.__cause__
-    return False
+class Stale(Exception):
+    """A reused connection the server closed before answering."""
+
+
+def tls_context(base_url: str) -> ssl.SSLContext | None:
+    """The context a model server's clients verify TLS with, None for plain http (Ollama's
+    default): loading the CA bundle costs ~1.8 MB of RSS, and an http server never uses it."""
+    return ssl.create_default_context() if base_url.lower().startswith("https:") else None
+
+
+class Connection(asyncio.Protocol):
+    """One HTTP/1.1 connection: httptools' callbacks fill in the response being read."""
+
+    def __init__(self, origin: tuple[bytes, str, int]) -> None:
+        self.origin = origin
+        self.transport: asyncio.Transport | None = None
+        self.parser = httptools.HttpResponseParser(self)
+        self.closed = False
+        self.uses = 0
+        self._reset()
+
+    def _reset(self) -> None:
+        self.status = 0
+        self.reason = b""
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.head = False  # the status line and headers are in
+        self.complete = False  # the whole body is in
+        self.keep_alive = False
+        self.received = False  # any byte of this response
+        self.chunks: deque[bytes] = deque()
+        self.buffered = 0
+        self.paused = False
+        self.error: Exception | None = None
+        self.waiter: asyncio.Future[None] | None = None
+
+    # asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is one without subclassing it
+
+    def data_received(self, data: bytes) -> None:
+        self.received = True
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError as e:
+            self._fail(httpx.RemoteProtocolError(f"malformed response from the model server: {e}"))
+            self.close()
+            return
+        if self.buffered >= PAUSE_AT and not self.paused and self.transport is not None:
+            self.paused = True
+            self.transport.pause_reading()
+        self._wake()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self.complete:
+            return
+        if self.head and not self._framed():
+            self.complete = True  # a body that ends where the connection does
+        elif not self.received:
+            self._fail(Stale())
+        else:
+            self._fail(httpx.RemoteProtocolError("the model server closed the connection mid-response"))
+        self._wake()
+
+    # httptools callbacks
+
+    def on_status(self, reason: bytes) -> None:
+        self.reason = reason
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        self.status = self.parser.get_status_code()
+        self.head = True
+
+    def on_body(self, body: bytes) -> None:
+        self.chunks.append(body)
+        self.buffered += len(body)
+
+    def on_message_complete(self) -> None:
+        self.keep_alive = self.parser.should_keep_alive()
+        self.complete = True
+
+    # the transport's side
+
+    def _framed(self) -> bool:
+        """Whether the response says where its body ends (a length or chunks)."""
+        names = {n.lower() for n, _ in self.headers}
+        return b"content-length" in names or b"transfer-encoding" in names
+
+    def _fail(self, error: Exception) -> None:
+        if self.error is None:
+            self.error = error
+
+    def _wake(self) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+    def send(self, data: bytes) -> None:
+        self.uses += 1
+        self._reset()
+        assert self.transport is not None
+        self.transport.write(data)
+
+    async def wait(self, timeout: float | None) -> None:
+        """Until more of the response is in (or the connection failed): httpx.ReadTimeout after `timeout`."""
+        if self.error is not None:
+            raise self.error
+        self.waiter = asyncio.get_running_loop().create_future()
+        try:
+            async with asyncio.timeout(timeout):
+                await self.waiter
+        except TimeoutError:
+            raise httpx.ReadTimeout(f"the model server sent nothing for {timeout:g} s") from None
+        finally:
+            self.waiter = None
+        if self.error is not None and not self.chunks:
+            raise self.error
+
+    def take(self) -> bytes:
+        data = b"".join(self.chunks)
+        self.chunks.clear()
+        self.buffered = 0
+        if self.paused and self.transport is not None:
+            self.paused = False
+            self.transport.resume_reading()
+        return data
+
+    @property
+    def reusable(self) -> bool:
+        return self.complete and self.keep_alive and not self.closed and not self.chunks
+
+    def close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+
+class Body(httpx.AsyncByteStream):
+    def __init__(self, pool: ModelTransport, conn: Connection, timeout: float | None) -> None:
+        self.pool = pool
+        self.conn = conn
+        self.timeout = timeout
+        self.done = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        conn = self.conn
+        while True:
+            if conn.chunks:
+                yield conn.take()
+            elif conn.complete:
+                return
+            else:
+                await conn.wait(self.timeout)
+
+    async def aclose(self) -> None:
+        if self.done:
+            return
+        self.done = True
+        if self.conn.reusable:
+            self.pool.release(self.conn)
+        else:  # read only in part: closing is how the server learns to stop
+            self.conn.close()
+
+
+class ModelTransport(httpx.AsyncBaseTransport):
+    """Keep-alive HTTP/1.1 on httptools for one model's clients (module docstring)."""
+
+    def __init__(self, tls: ssl.SSLContext | None = None, keep: int = KEEP_IDLE) -> None:
+        self.tls = tls
+        self.keep = keep
+        self.idle: dict[tuple[bytes, str, int], list[Connection]] = {}
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.closed = False
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self.closed:
+            raise httpx.ConnectError("the model client is closed")
+        timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
+        url = request.url
+        scheme = url.raw_scheme
+        if scheme not in (b"http", b"https"):
+            raise httpx.UnsupportedProtocol(f"the model server's URL must be http or https, not {url.scheme!r}")
+        port = url.port or (443 if scheme == b"https" else 80)
+        origin = (scheme, url.host, port)
+        message = self._message(request, await request.aread())
+        for attempt in (1, 2):
+            conn = await self._connection(origin, timeouts.get("connect"))
+            reused = conn.uses > 0
+            conn.send(message)
+            try:
+                while not conn.head:
+                    await conn.wait(timeouts.get("read"))
+            except Stale:
+                if reused and attempt == 1:
+                    continue  # closed by the server while idle: nothing was answered
+                raise httpx.RemoteProtocolError("the model server closed the connection without answering") from None
+            except BaseException:
+                conn.close()  # cancelled or timed out mid-response: never reused
+                raise
+            if request.method == "HEAD":
+                conn.complete, conn.keep_alive = True, False
+            extensions = {"http_version": b"HTTP/1.1", "reason_phrase": conn.reason}
+            stream = Body(self, conn, timeouts.get("read"))
+            return httpx.Response(conn.status, headers=conn.headers, stream=stream, extensions=extensions)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    @staticmethod
+    def _message(request: httpx.Request, body: bytes) -> bytes:
+        headers = request.headers.raw
+        if any(n.lower() == b"transfer-encoding" for n, _ in headers):  # a stream of unknown length, read whole
+            headers = [(n, v) for n, v in headers if n.lower() != b"transfer-encoding"]
+            headers.append((b"Content-Length", str(len(body)).encode()))
+        lines = [request.method.encode(), b" ", request.url.raw_path, b" HTTP/1.1\r\n"]
+        for name, value in headers:
+            lines += [name, b": ", value, b"\r\n"]
+        lines += [b"\r\n", body]
+        return b"".join(lines)
+
+    async def _connection(self, origin: tuple[bytes, str, int], timeout: float | None) -> Connection:
+        loop = asyncio.get_running_loop()
+        if loop is not self.loop:  # connections belong to the loop that opened them
+            self._drop_idle()
+            self.loop = loop
+        idle = self.idle.get(origin)
+        while idle:
+            conn = idle.pop()
+            if not conn.closed and conn.transport is not None and not conn.transport.is_closing():
+                return conn
+        scheme, host, port = origin
+        tls = None
+        if scheme == b"https":
+            tls = self.tls if self.tls is not None else ssl.create_default_context()
+        try:
+            async with asyncio.timeout(timeout):
+                _, conn = await loop.create_connection(
+                    lambda: Connection(origin), host, port, ssl=tls, server_hostname=host if tls else None
+                )
+        except TimeoutError:
+            raise httpx.ConnectTimeout(f"no connection to {host}:{port} within {timeout:g} s") from None
+        except OSError as e:  # refused, unreachable, name not found, TLS failures (ssl.SSLError)
+            raise httpx.ConnectError(f"cannot connect to {host}:{port}: {e}") from e
+        return conn
+
+    def release(self, conn: Connection) -> None:
+        idle = self.idle.setdefault(conn.origin, [])
+        if self.closed or len(idle) >= self.keep or asyncio.get_running_loop() is not self.loop:
+            conn.close()
+        else:
+            idle.append(conn)
+
+    def _drop_idle(self) -> None:
+        for conns in self.idle.values():
+            for conn in conns:
+                try:
+                    conn.close()
+                except RuntimeError:  # its loop is closed: so is the socket's use
+                    pass
+        self.idle.clear()
+
+    async def aclose(self) -> None:
+        self.closed = True
+        self._drop_idle()
+
+
+def model_transport(base_url: str, keep: int = KEEP_IDLE) -> ModelTransport:
+    return ModelTransport(tls_context(base_url), keep)
+

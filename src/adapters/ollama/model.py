@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import AsyncIterator, Sequence
 
-import aiohttp
 import httpx
 import ollama
 
 from adapters.langchain.messages import PromptCache
 from adapters.langchain.streaming import ToolBinding, stream_chat
-from adapters.langchain.transport import model_transport, not_a_timeout
+from adapters.langchain.transport import model_transport
 from adapters.ollama.wire import ReusingChatOllama, WireCache
 from domain.errors import AgentFailure, ModelUnavailable, ModelUnreachable
 from domain.model import Message
@@ -39,8 +39,8 @@ class OllamaModel(ModelPort):
         self._tools = ToolBinding()
         # each prompt message's request form, built once (adapters.ollama.wire)
         self._wire = WireCache()
-        # one pool of kept-alive connections on aiohttp for every call (adapters.langchain.transport)
-        self._transport: httpx.AsyncBaseTransport = model_transport()
+        # keep-alive connections on httptools for every call (adapters.langchain.transport)
+        self._transport = model_transport(self.base_url)
         self._chat = self._client(think, timeout, context)
 
     def _client(self, think: bool, timeout: float, context: int | None) -> ReusingChatOllama:
@@ -51,6 +51,9 @@ class OllamaModel(ModelPort):
             base_url=self.base_url,
             reasoning=think,
             client_kwargs={"timeout": timeout},
+            # the sync client ChatOllama builds too is never used: https shares the transport's
+            # TLS context, http gets one that trusts nothing (loading the CA bundle costs ~1 MB)
+            sync_client_kwargs={"verify": self._transport.tls or ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)},
             async_client_kwargs={"transport": self._transport},
             num_ctx=context,
             wire_cache=self._wire,
@@ -75,12 +78,12 @@ class OllamaModel(ModelPort):
                     f"The configured Ollama model {self.model!r} is not available at {self.base_url}: {pull_it(self.model)}"
                 ) from e
             raise AgentFailure(f"Ollama error: {e.error}") from e
-        except (httpx.TransportError, aiohttp.ClientError, ConnectionError, TimeoutError) as e:
-            if isinstance(e, (httpx.TimeoutException, TimeoutError)) and not not_a_timeout(e):
-                raise ModelUnreachable(
-                    f"Ollama at {self.base_url} timed out after {self.timeout:g} s: check that it is not "
-                    "overloaded, or raise MODEL_TIMEOUT"
-                ) from e
+        except httpx.TimeoutException as e:
+            raise ModelUnreachable(
+                f"Ollama at {self.base_url} timed out after {self.timeout:g} s: check that it is not "
+                "overloaded, or raise MODEL_TIMEOUT"
+            ) from e
+        except (httpx.TransportError, ConnectionError) as e:
             raise ModelUnreachable(f"Ollama at {self.base_url} is unreachable (refused or dropped the connection): {START_IT}") from e
 
     async def check(self) -> Readiness:

@@ -77,7 +77,7 @@ def _tools_wire(tools: Sequence[Any]) -> str:
 
 class WireCache:
     """Converted prompt messages and the tools' request form, by object identity (each held,
-    so its id is not reused). LRU, bounded; one per model, shared by its lanes' clients."""
+    so its id is not reused). LRU, bounded; one per model."""
 
     def __init__(self, size: int = 10_000, tools: int = 64) -> None:
         self.size = size

@@ -11,7 +11,7 @@ from pydantic import SecretStr
 
 from adapters.langchain.messages import PromptCache
 from adapters.langchain.streaming import ToolBinding, stream_chat
-from adapters.langchain.transport import model_transport, not_a_timeout
+from adapters.langchain.transport import model_transport
 from domain.errors import AgentFailure, ModelUnavailable, ModelUnreachable
 from domain.model import Message
 from ports.model import ModelOutput, ModelPort, Readiness
@@ -32,8 +32,8 @@ class OpenAIModel(ModelPort):
         self.timeout = timeout
         self._prompts = PromptCache()
         self._tools = ToolBinding()
-        # one pool of kept-alive connections on aiohttp for every call (adapters.langchain.transport)
-        self._transport: httpx.AsyncBaseTransport = model_transport()
+        # keep-alive connections on httptools for every call (adapters.langchain.transport)
+        self._transport: httpx.AsyncBaseTransport = model_transport(self.base_url)
         self._chat = ChatOpenAI(
             model=model, base_url=self.base_url, api_key=SecretStr(self.api_key), timeout=timeout, max_retries=0,
             streaming=True, http_async_client=httpx.AsyncClient(transport=self._transport, timeout=timeout),
@@ -57,8 +57,6 @@ class OpenAIModel(ModelPort):
                 f"The configured model {self.model!r} is not available at {self.base_url}: {choose_it(self.base_url)}"
             ) from e
         except openai.APITimeoutError as e:
-            if not_a_timeout(e):  # a refused connection (adapters.langchain.transport)
-                raise ModelUnreachable(f"{self.base_url} is unreachable (refused or dropped the connection): {START_IT}") from e
             raise ModelUnreachable(
                 f"{self.base_url} timed out after {self.timeout:g} s: check that it is not overloaded, or raise MODEL_TIMEOUT"
             ) from e
