@@ -24,6 +24,17 @@ from adapters.langchain.transport import ModelTransport
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, int], Awaitable[None]]
 
 
+@pytest.fixture(params=["asyncio", "uvloop"])
+def event_loop_policy(request: pytest.FixtureRequest) -> asyncio.AbstractEventLoopPolicy:
+    """Every test on asyncio's loop and on uvloop's, which `sophos serve` runs on (its
+    transports are not asyncio's classes)."""
+    if request.param == "uvloop":
+        import uvloop
+
+        return uvloop.EventLoopPolicy()
+    return asyncio.DefaultEventLoopPolicy()
+
+
 class Served:
     def __init__(self) -> None:
         self.connections = 0
