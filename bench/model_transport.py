@@ -1,8 +1,8 @@
 """The model call's client CPU by HTTP transport: ChatOllama streaming from the fake Ollama
 (its own process, TCP_NODELAY, answering at once), once through httpx's own transport
 (httpcore and h11; the pool keeping every connection alive) and once through Sophos's
-(`adapters/langchain/transport.py`: httpx's interface on httptools), alternating, at 1 and at 32 calls in flight, on uvloop as `sophos serve` runs. The figure is
-this process's CPU per call.
+(`adapters/langchain/transport.py`: httpx's interface on httptools), alternating, at 1 and at
+32 calls in flight, on uvloop as `sophos serve` runs. The figure is this process's CPU per call.
 
 Usage: python -m bench.model_transport [--calls 600] [--transport-reps 3]
 """

@@ -74,6 +74,20 @@ def answer(body: bytes, extra: bytes = b"") -> bytes:
     return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n%s\r\n%s" % (len(body), extra, body)
 
 
+def replying(wire: bytes, hold: bool = False) -> Handler:
+    """A handler that reads one request and sends `wire`; then closes, or with `hold` waits
+    for the client to close."""
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await request_head(reader)
+        writer.write(wire)
+        await writer.drain()
+        if hold:
+            await reader.read()
+
+    return handler
+
+
 async def test_sequential_calls_share_one_kept_alive_connection() -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
         while True:
@@ -110,12 +124,7 @@ async def test_a_chunked_stream_split_anywhere_arrives_whole_and_in_order() -> N
 
 
 async def test_a_body_the_server_ends_by_closing_is_read_to_its_end() -> None:
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
-        await request_head(reader)
-        writer.write(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\ndata: one\n\ndata: two\n\n")
-        await writer.drain()
-
-    async with server(handler) as s:
+    async with server(replying(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\ndata: one\n\ndata: two\n\n")) as s:
         transport = ModelTransport()
         async with httpx.AsyncClient(transport=transport, base_url=s.url) as client:
             assert (await client.get("/events")).text == "data: one\n\ndata: two\n\n"
@@ -125,14 +134,7 @@ async def test_a_body_the_server_ends_by_closing_is_read_to_its_end() -> None:
 
 async def test_a_large_body_comes_through_intact() -> None:
     body = bytes(range(256)) * 20_000  # 5 MB: reading pauses and resumes
-
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
-        await request_head(reader)
-        writer.write(answer(body))
-        await writer.drain()
-        await reader.read()
-
-    async with server(handler) as s:
+    async with server(replying(answer(body), hold=True)) as s:
         async with httpx.AsyncClient(transport=ModelTransport(), base_url=s.url) as client:
             async with client.stream("GET", "/big") as r:
                 chunks = []
@@ -159,12 +161,7 @@ async def test_a_kept_connection_the_server_closed_while_idle_is_replaced() -> N
 
 
 async def test_a_response_cut_short_is_an_error_not_a_short_body() -> None:
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
-        await request_head(reader)
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this")
-        await writer.drain()
-
-    async with server(handler) as s:
+    async with server(replying(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this")) as s:
         async with httpx.AsyncClient(transport=ModelTransport(), base_url=s.url) as client:
             with pytest.raises(httpx.RemoteProtocolError, match="mid-response"):
                 await client.get("/cut")
@@ -261,14 +258,7 @@ def self_signed(tmp: Path) -> tuple[ssl.SSLContext, ssl.SSLContext]:
 
 async def test_https_is_verified_against_the_given_context(tmp_path: Path) -> None:
     server_side, trusting = self_signed(tmp_path)
-
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
-        await request_head(reader)
-        writer.write(answer(b"secure"))
-        await writer.drain()
-        await reader.read()
-
-    async with server(handler, tls=server_side) as s:
+    async with server(replying(answer(b"secure"), hold=True), tls=server_side) as s:
         async with httpx.AsyncClient(transport=ModelTransport(tls=trusting), base_url=s.url) as client:
             assert (await client.get("/")).text == "secure"
         # the system's CAs do not know this certificate: refused, never sent in the clear
