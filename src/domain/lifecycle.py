@@ -7,8 +7,8 @@ The services (domain.runs, domain.supervisor) only orchestrate: every decision i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from domain.errors import (
@@ -27,6 +27,7 @@ from domain.model import (
     RunStatus,
     RunTrigger,
     ThreadHead,
+    ToolCall,
     ToolResult,
 )
 
@@ -37,6 +38,15 @@ def idempotency_key(conversation_id: str, tool_call_id: str) -> str:
     """The key a tool call carries to its server and into the journal: stable across
     replays of the step, unique per call."""
     return f"{conversation_id}:{tool_call_id}"
+
+
+def own_call_ids(calls: Sequence[ToolCall], new_id: Callable[[], str]) -> tuple[ToolCall, ...]:
+    """The calls of a model's reply, each with an id of our own, unique in the conversation;
+    the model's id is kept as `model_id`. Model servers number calls per response (`call_0`
+    in every turn), send one id twice or none at all, while an approval and an idempotency
+    key are found by the call's id: a reused id would answer a later call with an earlier
+    decision, or make a server that honours keys skip a real call."""
+    return tuple(replace(c, id=new_id(), model_id=c.model_id or c.id or None) for c in calls)
 
 
 # --- the state machine -------------------------------------------------------------------

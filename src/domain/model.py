@@ -36,6 +36,11 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
+def new_call_id() -> str:
+    """A tool call id of ours: `call_` and 96 random bits (OpenAI's shape and length)."""
+    return "call_" + uuid.uuid4().hex[:24]
+
+
 def utc_now() -> datetime:
     return datetime.now(UTC)
 
@@ -164,9 +169,13 @@ class Conversation:
 
 @dataclass(frozen=True)
 class ToolCall:
+    """One call a model asked for. `id` is ours, unique in the conversation (see
+    lifecycle.own_call_ids); `model_id` is the id the model server gave it, if another."""
+
     id: str
     name: str
     args: dict[str, Any]
+    model_id: str | None = None
 
 
 @dataclass(frozen=True)

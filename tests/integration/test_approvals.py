@@ -383,3 +383,67 @@ def test_a_question_keeps_its_branch_shown_until_it_is_answered(shared: Shared) 
     assert [e["label"] for e in shared.charges(cid)] == ["charge-31"]
     shown = server.patch(f"/api/conversations/{cid}", {"activeBranch": 1})
     assert shown.status_code == 200 and shown.json()["messages"][0]["content"] == "say hello (branch test)"
+
+
+@contextmanager
+def sophos_on_openai(tmp_path: Path, replies: list[dict[str, Any]]) -> Iterator[tuple[LiveServer, Path]]:
+    """A server on an OpenAI-compatible model that numbers its tool calls `call_0`, `call_1`
+    in every response, as llama.cpp and vLLM do."""
+    from tests.support.fake_openai import fake_openai
+
+    book = tmp_path / "ledger.jsonl"
+    config_dir(tmp_path, {"ledger": ledger_server_entry(book)})
+    with fake_openai(replies) as fake:
+        env = app_env(tmp_path, TOOL_APPROVAL="unsafe", MODEL_BACKEND="openai", OPENAI_BASE_URL=fake.url,
+                      OPENAI_MODEL="local-model")
+        server = LiveServer(env, tmp_path).start()
+        try:
+            yield server, book
+        finally:
+            server.stop()
+
+
+def approve_all(server: LiveServer, cid: str, calls: list[dict[str, Any]]) -> list[tuple[str, Any]]:
+    _, events = run(server, {"conversation": cid, "resume": True,
+                             "decisions": {c["id"]: {"type": "approve"} for c in calls}})
+    return events
+
+
+def test_every_call_is_its_own_question_even_when_the_model_server_reuses_its_ids(tmp_path: Path) -> None:
+    replies: list[dict[str, Any]] = [
+        pay(5), {"text": "paid 5"},  # call_0
+        pay(500), {"text": "paid 500"},  # call_0 again, a later turn
+        {**pay(7, 8), "ids": ["dup", "dup"]}, {"text": "paid 7 and 8"},  # one id twice in one step
+        {**pay(9), "ids": [""]}, {"text": "paid 9"},  # no id at all
+    ]
+    with sophos_on_openai(tmp_path, replies) as (server, book):
+        cid, events = run(server, {"message": "pay 5"})
+        first = events[-2][1]["calls"]
+        assert approve_all(server, cid, first)[-1][1]["status"] == "completed"
+        assert [e["label"] for e in charges(book)] == ["charge-5"]
+
+        # the same model id in a later turn: asked again, with its own arguments
+        _, events = run(server, {"conversation": cid, "message": "pay 500"})
+        assert events[-1][1]["status"] == "waiting", events
+        second = waiting_calls(server, cid)
+        assert [c["args"] for c in second] == [{"amount": 500}] and second[0]["id"] != first[0]["id"]
+        assert [e["label"] for e in charges(book)] == ["charge-5"]  # nothing ran unasked
+        assert approve_all(server, cid, second)[-1][1]["status"] == "completed"
+
+        # two calls sharing an id in one step: two questions, each answered on its own
+        _, events = run(server, {"conversation": cid, "message": "pay 7 and 8"})
+        pair = {c["args"]["amount"]: c for c in waiting_calls(server, cid)}
+        assert sorted(pair) == [7, 8] and pair[7]["id"] != pair[8]["id"]
+        decisions = {pair[7]["id"]: {"type": "approve"}, pair[8]["id"]: {"type": "reject"}}
+        _, events = run(server, {"conversation": cid, "resume": True, "decisions": decisions})
+        assert events[-1][1]["status"] == "completed"
+
+        # a call with no id can be decided
+        _, events = run(server, {"conversation": cid, "message": "pay 9"})
+        nine = waiting_calls(server, cid)
+        assert [c["args"] for c in nine] == [{"amount": 9}] and nine[0]["id"]
+        assert approve_all(server, cid, nine)[-1][1]["status"] == "completed"
+
+    executed = charges(book)
+    assert [e["label"] for e in executed] == ["charge-5", "charge-500", "charge-7", "charge-9"]
+    assert len({e["key"] for e in executed}) == 4  # four calls, four idempotency keys

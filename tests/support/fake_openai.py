@@ -1,6 +1,8 @@
 """A fake OpenAI-compatible server: streaming /v1/chat/completions (SSE) and /v1/models.
 
 Replies: {"text": "..."}; {"tool_calls": [(name, args), ...]}; {"status": 404}; {"stall": s}.
+Tool calls are numbered `call_0`, `call_1`, ... in each response, as llama.cpp and vLLM number
+them; {"ids": [...]} gives them other ids ("" for none, one id twice).
 """
 
 from __future__ import annotations
@@ -85,8 +87,9 @@ class FakeOpenAI:
         for i, word in enumerate(words):
             token = word if i == len(words) - 1 else word + " "
             yield {**base, "choices": [{"index": 0, "delta": {"content": token}, "finish_reason": None}]}
+        ids = reply.get("ids") or [f"call_{i}" for i in range(len(reply.get("tool_calls") or []))]
         for i, (name, args) in enumerate(reply.get("tool_calls") or []):
-            call = {"index": i, "id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+            call = {"index": i, "id": ids[i], "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
             yield {**base, "choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}]}
         finish = "tool_calls" if reply.get("tool_calls") else "stop"
         yield {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}

@@ -143,3 +143,27 @@ def test_only_a_person_s_stop_of_an_unsaved_step_keeps_its_streamed_text() -> No
     saved_calls = ThreadHead(work_left=True, awaiting_tools=True, message_count=2)
     assert not keeps_stopped_text(StopReason.CANCEL, "Hello", saved_answer)  # already in the thread
     assert not keeps_stopped_text(StopReason.CANCEL, "Hello", saved_calls)
+
+
+def test_each_call_of_a_reply_gets_an_id_of_its_own_and_keeps_the_models() -> None:
+    from itertools import count
+
+    from domain.lifecycle import own_call_ids
+    from domain.model import ToolCall
+
+    numbers = count()
+    calls = [ToolCall("call_0", "a", {}), ToolCall("call_0", "b", {}), ToolCall("", "c", {})]
+    owned = own_call_ids(calls, lambda: f"ours_{next(numbers)}")
+    assert [c.id for c in owned] == ["ours_0", "ours_1", "ours_2"]
+    assert [c.model_id for c in owned] == ["call_0", "call_0", None]
+    assert [(c.name, c.args) for c in owned] == [(c.name, c.args) for c in calls]
+
+
+def test_a_stored_reply_keeps_the_model_call_ids_beside_ours() -> None:
+    from adapters.langchain.messages import to_domain, to_langchain
+    from domain.model import AssistantMessage, ToolCall
+
+    reply = AssistantMessage("", (ToolCall("call_x", "a", {"k": 1}, model_id="call_0"),), id="m1")
+    assert to_domain(to_langchain(reply)) == reply
+    prompt = to_langchain(reply, stored=False)  # the model sees one id per call, ours
+    assert "call_0" not in str(prompt.additional_kwargs)

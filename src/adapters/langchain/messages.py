@@ -29,6 +29,18 @@ from domain.model import (
 
 SUMMARY_KEY = "sophos_summary"  # additional_kwargs of the SystemMessage a summary is stored as
 CONTEXT_KEY = "sophos_context"  # additional_kwargs of a stored reply: what the model saw
+MODEL_IDS_KEY = "sophos_model_call_ids"  # additional_kwargs of a stored reply: our call id -> the model's
+
+
+def _calls(raw: Iterable[Any], extra: dict[str, Any] | None) -> tuple[ToolCall, ...]:
+    model_ids = (extra or {}).get(MODEL_IDS_KEY)
+    if not isinstance(model_ids, dict):
+        model_ids = {}
+    return tuple(
+        ToolCall(c.get("id") or "", c["name"], dict(c.get("args") or {}), model_ids.get(c.get("id") or ""))
+        for c in raw
+        if isinstance(c, dict) and "name" in c
+    )
 
 
 def flatten(content: Any) -> str:
@@ -65,10 +77,8 @@ def to_domain(message: BaseMessage) -> Message | None:
     if isinstance(message, HumanMessage):
         return UserMessage(flatten(message.content), id=message.id)
     if isinstance(message, AIMessage):
-        calls = tuple(
-            ToolCall(c.get("id") or "", c["name"], dict(c.get("args") or {})) for c in message.tool_calls
-        )
         extra = message.additional_kwargs
+        calls = _calls(message.tool_calls, extra)
         reasoning = extra.get("reasoning_content")
         return AssistantMessage(flatten(message.content), calls, id=message.id, reasoning=reasoning, context=_context(extra))
     if isinstance(message, ToolMessage):
@@ -88,12 +98,8 @@ def from_fields(fields: dict[str, Any]) -> Message | None:
     if kind == "human":
         return UserMessage(content, id=fields.get("id"))
     if kind in ("ai", "AIMessageChunk"):
-        calls = tuple(
-            ToolCall(c.get("id") or "", c["name"], dict(c.get("args") or {}))
-            for c in fields.get("tool_calls") or []
-            if isinstance(c, dict) and "name" in c
-        )
         extra = fields.get("additional_kwargs") or {}
+        calls = _calls(fields.get("tool_calls") or [], extra)
         reasoning = extra.get("reasoning_content")
         return AssistantMessage(content, calls, id=fields.get("id"), reasoning=reasoning, context=_context(extra))
     if kind == "tool":
@@ -168,6 +174,9 @@ def to_langchain(message: Message, stored: bool = True) -> AnyMessage:
         extra: dict[str, Any] = {"reasoning_content": message.reasoning} if message.reasoning else {}
         if stored and message.context is not None:
             extra[CONTEXT_KEY] = message.context.to_dto()
+        model_ids = {c.id: c.model_id for c in message.tool_calls if c.model_id and c.model_id != c.id}
+        if stored and model_ids:
+            extra[MODEL_IDS_KEY] = model_ids
         calls = [{"id": c.id, "name": c.name, "args": c.args, "type": "tool_call"} for c in message.tool_calls]
         return AIMessage(message.content, tool_calls=calls, id=message.id, additional_kwargs=extra)
     return ToolMessage(

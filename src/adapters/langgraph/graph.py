@@ -38,8 +38,8 @@ from domain.events import (
     ToolCallFinished,
     ToolCallRequested,
 )
-from domain.lifecycle import idempotency_key
-from domain.model import AssistantMessage, ContextView, ToolCall, ToolResult, utc_now
+from domain.lifecycle import idempotency_key, own_call_ids
+from domain.model import AssistantMessage, ContextView, ToolCall, ToolResult, new_call_id, utc_now
 from domain.prompting import ContextKeeper
 from ports.journal import ToolJournal
 from ports.metrics import NO_METRICS, UNKNOWN_TOOL, MetricsPort
@@ -155,6 +155,7 @@ class AgentNodes:
         if reply is None:
             raise RuntimeError("the model ended its stream without a reply")
         self._check_evaluation(config, step, plan, usage)
+        reply = replace(reply, tool_calls=own_call_ids(reply.tool_calls, new_call_id))
         for call in reply.tool_calls:
             write(ToolCallRequested(step, call))
         reply = replace(reply, context=ContextView(plan.sent_from, plan.tokens, plan.budget))
