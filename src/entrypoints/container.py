@@ -186,10 +186,11 @@ def _demo_model() -> ModelPort:
     return DemoModel()
 
 
-def _mcp(opened: list[Closeable], config_dir: str, memory_file: str, start_timeout: float) -> ToolPort:
+def _mcp(opened: list[Closeable], config_dir: str, memory_file: str, start_timeout: float, call_timeout: float) -> ToolPort:
     from adapters.mcp.toolbox import McpToolbox
 
-    return _opened(opened, McpToolbox(Path(config_dir), Path(memory_file), start_timeout=start_timeout))
+    return _opened(opened, McpToolbox(Path(config_dir), Path(memory_file), call_timeout=call_timeout,
+                                      start_timeout=start_timeout))
 
 
 def _demo_tools() -> ToolPort:
@@ -302,7 +303,8 @@ class Container(containers.DeclarativeContainer):
     )
     tools = providers.Selector(
         config.TOOLS_BACKEND,
-        mcp=providers.Singleton(_mcp, opened, config.CONFIG_DIR, config.MEMORY_FILE_PATH, config.MCP_START_TIMEOUT),
+        mcp=providers.Singleton(_mcp, opened, config.CONFIG_DIR, config.MEMORY_FILE_PATH, config.MCP_START_TIMEOUT,
+                                config.TOOL_TIMEOUT),
         demo=providers.Singleton(_demo_tools),
         none=providers.Singleton(_no_tools),
     )

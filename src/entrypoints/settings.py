@@ -43,6 +43,7 @@ DEFAULTS: dict[str, Any] = {
     "DATABASE_URL": "",
     "DATABASE_POOL_SIZE": 10,
     "MCP_START_TIMEOUT": 30,
+    "TOOL_TIMEOUT": 120,
     "TOOL_APPROVAL": "unsafe",
     "APPROVAL_TIMEOUT": 0,
     "REQUEST_TIMEOUT": 10,
@@ -55,7 +56,7 @@ INTS = {
 }
 FLOATS = {
     "CONTEXT_TOOL_SHARE", "SSE_PING_SECONDS", "RUN_LEASE_SECONDS", "RUN_EVENT_RETENTION_SECONDS",
-    "DATABASE_BUSY_TIMEOUT", "MCP_START_TIMEOUT", "REQUEST_TIMEOUT", "APPROVAL_TIMEOUT",
+    "DATABASE_BUSY_TIMEOUT", "MCP_START_TIMEOUT", "TOOL_TIMEOUT", "REQUEST_TIMEOUT", "APPROVAL_TIMEOUT",
 }
 
 
@@ -108,6 +109,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     settings["TOOL_APPROVAL"] = str(settings["TOOL_APPROVAL"]).strip().lower()
     if settings["TOOL_APPROVAL"] not in ("off", "unsafe", "all"):
         raise SettingsError(f"TOOL_APPROVAL must be off, unsafe or all, got {settings['TOOL_APPROVAL']!r}")
+    if not 0 < settings["TOOL_TIMEOUT"] <= MAX_TOOL_TIMEOUT:
+        raise SettingsError(f"TOOL_TIMEOUT must be a number of seconds above 0, at most {MAX_TOOL_TIMEOUT}")
     if settings["APPROVAL_TIMEOUT"] < 0:
         raise SettingsError("APPROVAL_TIMEOUT must be 0 (off) or a number of seconds")
     url = str(settings["DATABASE_URL"])
@@ -121,6 +124,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
 
 
 MIN_CONTEXT = 512
+MAX_TOOL_TIMEOUT = 86_400
 
 
 def _check_context(settings: dict[str, Any]) -> None:

@@ -329,3 +329,42 @@ async def test_approve_and_auto_approve_globs_reach_each_tool_and_a_bad_list_dis
     (tmp_path / "config" / "mcp.json").write_text(json.dumps({"ledger": {**entry, "autoApprove": "*"}}))
     config = load_mcp_config(tmp_path / "config", tmp_path / "m.jsonl")
     assert "autoApprove must be a list of tool name globs" in config.errors["ledger"]
+
+
+async def test_a_destructive_call_past_its_servers_timeout_is_an_unknown_outcome_not_a_failure(tmp_path: Path) -> None:
+    book = tmp_path / "l.jsonl"
+    entry = {**ledger_server_entry(book), "timeout": 0.5}  # mcp.json's per-server timeout beats the default
+    box = McpToolbox(config_dir(tmp_path, {"ledger": entry}), tmp_path / "m.jsonl", call_timeout=120)
+    try:
+        with pytest.raises(ToolOutcomeUnknown, match="did not answer within 0.5 s, so it may or may not"):
+            await box.call("ledger__charge", {"amount": 5, "delay": 2}, "pay-slow")
+        # a call safe to repeat that times out is a plain failure the model may retry
+        late = await box.call("ledger__append", {"label": "x", "delay": 2}, "add-slow")
+        assert late.is_error and "did not answer within 0.5 s" in late.content
+    finally:
+        await box.aclose()
+
+
+def test_a_run_whose_payment_outlives_tool_timeout_waits_for_a_decision(tmp_path: Path) -> None:
+    book = tmp_path / "l.jsonl"
+    config_dir(tmp_path, {"ledger": ledger_server_entry(book)})
+    replies = [{"tool_calls": [("ledger__charge", {"amount": 5, "delay": 3})]}, {"text": "paid"}]
+    with fake_ollama(replies) as fake:
+        env = process_env(app_env(tmp_path, fake.url, TOOL_TIMEOUT="1"))
+        chat = subprocess.run([SOPHOS, "chat", "pay 5"], env=env, cwd=tmp_path, capture_output=True, text=True,
+                              timeout=120)
+        assert chat.returncode != 0 and "error: TOOL_OUTCOME_UNKNOWN:" in chat.stderr, chat.stderr
+        cid = re.search(r"conversation: (\S+)", chat.stderr).group(1)  # type: ignore[union-attr]
+        shown = subprocess.run([SOPHOS, "show", cid, "--json"], env=env, cwd=tmp_path, capture_output=True, text=True,
+                               timeout=120)
+        detail = json.loads(shown.stdout)
+        assert detail["decisionRequired"] and detail["pendingToolCalls"][0]["outcomeUnknown"]
+        assert len(fake.requests) == 1  # the model was never told the charge failed
+    assert [e["event"] for e in ledger(book) if e["event"] == "start"] == ["start"]
+
+
+def test_a_per_server_timeout_must_be_a_positive_number(tmp_path: Path) -> None:
+    entry = {**ledger_server_entry(tmp_path / "l.jsonl"), "timeout": "soon"}
+    config = load_mcp_config(config_dir(tmp_path, {"ledger": entry, "ok": ledger_server_entry(tmp_path / "k.jsonl")}),
+                             tmp_path / "m.jsonl")
+    assert list(config.servers) == ["ok"] and "timeout must be a number of seconds" in config.errors["ledger"]

@@ -30,6 +30,7 @@ class McpConfig:
     errors: dict[str, str]
     # server -> (`approve`, `autoApprove`): globs over its tools' names (domain.approvals)
     approval: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
+    timeouts: dict[str, float] = field(default_factory=dict)  # server -> its `timeout`, seconds a call may take
 
 
 def load_mcp_config(config_dir: Path, memory_file: Path) -> McpConfig:
@@ -54,11 +55,25 @@ def load_mcp_config(config_dir: Path, memory_file: Path) -> McpConfig:
     out = McpConfig({}, {})
     for name, entry in servers.items():
         try:
-            out.servers[name] = _connection(name, entry, memory, subs)
-            out.approval[name] = (_globs(entry, "approve"), _globs(entry, "autoApprove"))
+            conn = _connection(name, entry, memory, subs)  # checks that entry is an object
+            approval = (_globs(entry, "approve"), _globs(entry, "autoApprove"))
+            timeout = _timeout(entry["timeout"]) if "timeout" in entry else None
         except McpConfigError as e:
             out.errors[name] = f"MCP configuration in {path}, server {name!r}: {e}"
+            continue
+        out.servers[name], out.approval[name] = conn, approval
+        if timeout is not None:
+            out.timeouts[name] = timeout
     return out
+
+
+MAX_TIMEOUT = 86_400.0
+
+
+def _timeout(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_TIMEOUT:
+        raise McpConfigError(f"timeout must be a number of seconds above 0, at most {MAX_TIMEOUT:g}")
+    return float(value)
 
 
 def _globs(entry: dict[str, Any], key: str) -> tuple[str, ...]:

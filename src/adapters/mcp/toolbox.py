@@ -31,6 +31,9 @@ from adapters.mcp.server import SEP, START_TIMEOUT, McpServer, ServerUnavailable
 from domain.errors import ToolOutcomeUnknown
 from ports.tools import ToolOutcome, ToolPort, ToolServerStatus, ToolSpec
 
+# the error code of mcp's own "no response within read_timeout_seconds" (httpx.codes.REQUEST_TIMEOUT)
+REQUEST_TIMEOUT = 408
+
 log = logging.getLogger(__name__)
 
 IDEMPOTENCY_META = "sophos/idempotency_key"
@@ -151,7 +154,7 @@ class McpToolbox(ToolPort):
         config = self._read_config()
         self.entry_errors = config.errors
         for name, conn in config.servers.items():
-            server = McpServer(name, conn, self.call_timeout, self.retry_after, functools.partial(self._reload, name),
+            server = McpServer(name, conn, config.timeouts.get(name, self.call_timeout), self.retry_after, functools.partial(self._reload, name),
                                self.start_timeout)
             server.approval = config.approval.get(name, ((), ()))
             self.servers[name] = server
@@ -197,7 +200,7 @@ class McpToolbox(ToolPort):
         repeatable = spec is not None and not spec.unsafe_to_repeat
         try:
             try:
-                result = await self._send(session, tool, args, idempotency_key)
+                result = await self._send(session, tool, args, idempotency_key, server.call_timeout)
             except _BROKEN as first:
                 if isinstance(first, McpError) and not _session_lost(first):
                     raise
@@ -215,16 +218,32 @@ class McpToolbox(ToolPort):
                     again = await server.session_other_than(session, self.start_timeout)
                 except ServerUnavailable as e:
                     return ToolOutcome(f"Error: the server of tool {name} is not running ({e})", is_error=True)
-                result = await self._send(again, tool, args, idempotency_key)
-        except McpError as e:  # the server refused the call: data for the model
-            return ToolOutcome(f"Error: {e.error.message}", is_error=True)
+                result = await self._send(again, tool, args, idempotency_key, server.call_timeout)
+        except McpError as e:
+            if e.error.code == REQUEST_TIMEOUT:  # raised by mcp itself: the server said nothing
+                return self._timed_out(name, server, repeatable, e)
+            return ToolOutcome(f"Error: {e.error.message}", is_error=True)  # the server refused the call
         return ToolOutcome(_text(result), is_error=bool(result.isError))
 
-    async def _send(self, session: ClientSession, tool: str, args: Mapping[str, Any], key: str) -> types.CallToolResult:
+    def _timed_out(self, name: str, server: McpServer, repeatable: bool, e: McpError) -> ToolOutcome:
+        """A call past its timeout: a failure the model may retry if the call is safe to
+        repeat; else an unknown outcome, since it was sent and may be done (a model told
+        "it failed" would usually do it again)."""
+        if repeatable:
+            return ToolOutcome(f"Error: tool {name} did not answer within {server.call_timeout:g} s", is_error=True)
+        log.warning("MCP server %s: %s did not answer within %g s; its outcome is unknown",
+                    server.name, name, server.call_timeout)
+        raise ToolOutcomeUnknown(
+            f"Tool {name} did not answer within {server.call_timeout:g} s, so it may or may not "
+            'have taken effect: resume the conversation with decision "retry" or "skip"'
+        ) from e
+
+    async def _send(self, session: ClientSession, tool: str, args: Mapping[str, Any], key: str,
+                    timeout: float) -> types.CallToolResult:
         return await session.call_tool(
             tool,
             dict(args),
-            read_timeout_seconds=timedelta(seconds=self.call_timeout),
+            read_timeout_seconds=timedelta(seconds=timeout),
             meta={IDEMPOTENCY_META: key},
         )
 
