@@ -90,3 +90,34 @@ def test_conversations_stored_before_the_index_existed_are_found_on_postgresql(t
     assert again.returncode == 0 and again.stdout.count("«narwhals»") == 3, again.stdout
     bad = sophos(env, tmp_path, "search", "wh*ales")
     assert bad.returncode == 2 and bad.stderr == "error: BAD_REQUEST: '*' may only end a word or a phrase\n"
+
+
+def test_a_search_through_huge_repetitive_messages_never_holds_up_the_server(
+    tmp_path: Path, pg_url: str, ollama: FakeOllama
+) -> None:
+    """Snippets were quadratic in an entry's matches and built on the event loop: three
+    32,000-character messages of "a " made `q=a b` take 38 s, and every probe and stream
+    of the process waited as long."""
+    import threading
+    import time
+
+    env = app_env(tmp_path, ollama.url, TOOLS_BACKEND="none", DATABASE_URL=pg_url)
+    server = LiveServer(env, tmp_path).start()
+    try:
+        cid = chat(server, "a " * 15_999 + "b")
+        for _ in range(2):
+            chat(server, "a " * 15_999 + "b", cid)
+        found: list[dict[str, object]] = []
+        searching = threading.Thread(target=lambda: found.append(search(server, "a b")))
+        searching.start()
+        probes = []
+        while searching.is_alive() or not probes:
+            began = time.monotonic()
+            assert server.get("/api/healthz").status_code == 200
+            probes.append(time.monotonic() - began)
+        searching.join()
+        assert max(probes) < 2.0, probes  # was as long as the search: 38 s
+        snippets = [r["snippet"] for r in found[0]["results"]]  # type: ignore[union-attr]
+        assert len(snippets) == 3 and all(s.startswith("<mark>a</mark> <mark>a</mark>") for s in snippets)
+    finally:
+        server.stop()

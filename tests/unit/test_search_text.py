@@ -36,3 +36,14 @@ def test_a_huge_message_is_indexed_up_to_the_cap() -> None:
     text = "word " * (MAX_TERMS_BYTES // 5) + "tail " * 1000
     indexed = terms(text)
     assert len(indexed.encode()) <= MAX_TERMS_BYTES and indexed.startswith("word word") and "tail" not in indexed
+
+
+def test_a_snippet_considers_a_bounded_number_of_matches_and_the_indexed_part_of_a_text() -> None:
+    from adapters.postgres.search_text import MAX_HITS, _matches
+
+    folded = ["a"] * 10_000
+    assert _matches(folded, parse_query("a").terms[0]) == [(i, i + 1) for i in range(MAX_HITS)]
+    huge = "word " * (MAX_TERMS_BYTES // 5) + "needle"
+    # past what the index holds, nothing is read: the snippet shows the start, cut
+    assert marked(snippet(huge, parse_query("word"))).startswith("[word] [word]")
+    assert snippet(huge, parse_query("needle")).endswith("…") and "needle" not in snippet(huge, parse_query("needle"))

@@ -11,6 +11,7 @@ Lock order, so that a rebuild (which locks both tables) never deadlocks with a w
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -181,7 +182,8 @@ class PostgresSearchIndex(SearchIndex):
             values = {"q": tsquery(query), "ranked": RANKED, "limit": limit, "offset": offset}
             await cur.execute(sql.SQL(SEARCH_SQL).format(**{k: sql.Literal(v) for k, v in values.items()}))
             rows = await cur.fetchall()
-        return [SearchHit(cid, title, index, role, snippet(body, query)) for cid, title, index, role, body in rows]
+        # snippets are CPU work on up to `limit` bodies: off the loop, so streams and probes go on
+        return await asyncio.to_thread(_hits, rows, query)
 
     async def rebuild(self) -> int:
         return await self._rebuild()
@@ -189,3 +191,7 @@ class PostgresSearchIndex(SearchIndex):
     async def aclose(self) -> None:
         """Close the shared pool (idempotent), which a search alone may have opened."""
         await self.db.close()
+
+
+def _hits(rows: Sequence[tuple[Any, ...]], query: SearchQuery) -> list[SearchHit]:
+    return [SearchHit(cid, title, index, role, snippet(body, query)) for cid, title, index, role, body in rows]

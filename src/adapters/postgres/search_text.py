@@ -63,28 +63,46 @@ def tsquery(query: SearchQuery) -> str:
     return " & ".join(parts)
 
 
+MAX_HITS = 64  # matches of each term a snippet considers: the first ones, in text order
+
+
 def _matches(folded: Sequence[str], term: Term) -> list[tuple[int, int]]:
-    """(first, last + 1) word positions where the term matches."""
+    """(first, last + 1) word positions where the term matches: the first MAX_HITS."""
     words = [fold(w) for w in term.words]
-    n, out = len(words), []
-    for i in range(len(folded) - n + 1):
-        last = folded[i + n - 1]
-        if list(folded[i : i + n - 1]) == words[:-1] and (last.startswith(words[-1]) if term.prefix else last == words[-1]):
-            out.append((i, i + n))
+    n, head, last = len(words), words[:-1], words[-1]
+    out: list[tuple[int, int]] = []
+    for i in range(n - 1, len(folded)):
+        word = folded[i]
+        if (word.startswith(last) if term.prefix else word == last) and folded[i - n + 1 : i] == head:
+            out.append((i - n + 1, i + 1))
+            if len(out) == MAX_HITS:
+                break
     return out
 
 
-def _window(hits: Sequence[tuple[int, int, int]], count: int, size: int) -> int:
+def _window(by_term: Sequence[Sequence[tuple[int, int]]], count: int, size: int) -> int:
     """The first word of the earliest window of `size` words that shows the most terms,
-    with its matches roughly centred."""
-    terms = len({k for _, _, k in hits})
+    with its matches roughly centred. One pass over the matches: for each term, the
+    matches inside the window are a run of its (ordered) list, whose ends only move on."""
+    lists = [hits for hits in by_term if hits]
+    if not lists:
+        return 0
+    lo, hi = [0] * len(lists), [0] * len(lists)
     best, start, last = 0, 0, 0
-    for first in sorted({a for a, _, _ in hits}):
-        inside = [(b, k) for a, b, k in hits if first <= a and b <= first + size]
-        shown = len({k for _, k in inside})
+    for first in sorted({a for hits in lists for a, _ in hits}):
+        shown, end = 0, first
+        for k, hits in enumerate(lists):
+            while lo[k] < len(hits) and hits[lo[k]][0] < first:
+                lo[k] += 1
+            hi[k] = max(hi[k], lo[k])
+            while hi[k] < len(hits) and hits[hi[k]][1] <= first + size:
+                hi[k] += 1
+            if hi[k] > lo[k]:
+                shown += 1
+                end = max(end, hits[hi[k] - 1][1])
         if shown > best:
-            best, start, last = shown, first, max(b for b, _ in inside)
-            if shown == terms:
+            best, start, last = shown, first, end
+            if shown == len(lists):
                 break
     slack = max(0, size - (last - start))
     return max(0, min(start - slack // 2, count - size))
@@ -92,28 +110,30 @@ def _window(hits: Sequence[tuple[int, int, int]], count: int, size: int) -> int:
 
 def snippet(text: str, query: SearchQuery, size: int = SNIPPET_WORDS) -> str:
     """Up to `size` words of the text around its best matches, each match (a phrase as a
-    whole) between MARK_OPEN and MARK_CLOSE, '…' where the text goes on."""
-    spans = [m.span() for m in _WORD.finditer(text)]
-    folded = [fold(text[a:b]) for a, b in spans]
-    hits = sorted((a, b, k) for k, term in enumerate(query.terms) for a, b in _matches(folded, term))
-    start = _window(hits, len(spans), size)
-    end = min(len(spans), start + size)
+    whole) between MARK_OPEN and MARK_CLOSE, '…' where the text goes on. Linear in the
+    text, which is read as far as the index reads it (MAX_TERMS_BYTES)."""
+    cut = text[:MAX_TERMS_BYTES]
+    spans = [m.span() for m in _WORD.finditer(cut)]
     if not spans:
-        return text
+        return text if cut is text else cut + "…"
+    folded = [fold(cut[a:b]) for a, b in spans]
+    by_term = [_matches(folded, term) for term in query.terms]
+    start = _window(by_term, len(spans), size)
+    end = min(len(spans), start + size)
+    hits = sorted((a, b) for hits in by_term for a, b in hits if a < end and b > start)
     marks: list[tuple[int, int]] = []  # merged word ranges inside the window
-    for a, b, _ in hits:
+    for a, b in hits:
         a, b = max(a, start), min(b, end)
-        if a >= b:
-            continue
         if marks and a < marks[-1][1]:
             marks[-1] = (marks[-1][0], max(marks[-1][1], b))
         else:
             marks.append((a, b))
+    more = end < len(spans) or len(cut) < len(text)
     left = 0 if start == 0 else spans[start][0]
-    right = len(text) if end == len(spans) else spans[end - 1][1]
+    right = len(cut) if end == len(spans) else spans[end - 1][1]
     out, at = [], left
     for a, b in marks:
-        out += [text[at : spans[a][0]], MARK_OPEN, text[spans[a][0] : spans[b - 1][1]], MARK_CLOSE]
+        out += [cut[at : spans[a][0]], MARK_OPEN, cut[spans[a][0] : spans[b - 1][1]], MARK_CLOSE]
         at = spans[b - 1][1]
-    out.append(text[at:right])
-    return ("…" if start > 0 else "") + "".join(out) + ("…" if end < len(spans) else "")
+    out.append(cut[at:right])
+    return ("…" if start > 0 else "") + "".join(out) + ("…" if more else "")
