@@ -5,8 +5,10 @@ against Sophos; both backends side by side with the bare official PostgreSQL sav
 (bench/peers.py); a 200-turn thread and RSS after 1,000 conversations (bench/endurance.py).
 Branches: a 300-turn conversation with 20 branches against the same without (bench/branches.py,
 in core; alone with --only branches).
+Each section's tables are printed and also written to bench/results/<start, UTC>-<section>.md
+(bench/results/README.md); --results DIR writes them elsewhere.
 Usage: python -m bench [--only core|branches|postgres|concurrency|endurance|peers] [--turns 300]
-[--conversations 10000] [--baseline-ref REF] [--reps 3]"""
+[--conversations 10000] [--baseline-ref REF] [--reps 3] [--results DIR]"""
 
 from __future__ import annotations
 
@@ -22,7 +24,8 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +35,7 @@ from tests.support.long_thread import TEXT, file_size, long_thread_harness
 
 from bench import baseline, branches, concurrency, endurance, peers, postgres, search
 from bench.context import prompt_building
-from bench.table import Row, print_table
+from bench.table import RESULTS, Row, print_table, recording
 
 
 def median_ms(fn: Callable[[], Any], n: int) -> float:
@@ -218,7 +221,34 @@ async def core(args: argparse.Namespace) -> None:
     print_table(("figure", "baseline (LangGraph + SqliteSaver)", "sophos", "target"), rows)
 
 
-async def main() -> None:
+def run_facts(argv: Sequence[str]) -> dict[str, str]:
+    """What a results file needs to be read later: the command, the machine, the source."""
+    def git(*args: str) -> str:
+        try:
+            done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=10, check=True)
+        except (OSError, subprocess.SubprocessError):
+            return ""
+        return done.stdout.strip()
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    dirty = " (with uncommitted changes)" if git("status", "--porcelain", "--untracked-files=no") else ""
+    return {
+        "command": "`python -m bench" + "".join(f" {a}" for a in argv) + "`",
+        "machine": f"{os.cpu_count()} cores, Python {sys.version.split()[0]}, {sys.platform}",
+        "source": f"git {commit}{dirty}",
+    }
+
+
+async def branches_only(args: argparse.Namespace) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="sophos-bench-"))
+    try:
+        rows = await branches.section(tmp, args.turns)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print_table(("figure", "baseline (LangGraph + SqliteSaver)", "sophos", "target"), rows)
+
+
+async def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument(
         "--only", choices=("core", "branches", "postgres", "concurrency", "endurance", "peers"),
@@ -226,36 +256,26 @@ async def main() -> None:
     )
     parser.add_argument("--turns", type=int, default=300)
     parser.add_argument("--conversations", type=int, default=10_000)
+    parser.add_argument("--results", type=Path, default=RESULTS, help="where the dated results files go")
     concurrency.add_arguments(parser)
     endurance.add_arguments(parser)
     peers.add_arguments(parser)
-    args = parser.parse_args()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parser.parse_args(argv)
+    started = datetime.now(UTC)
+    facts = run_facts(argv)
     print(f"running on {os.cpu_count()} cores, python {sys.version.split()[0]} ...", flush=True)
-    if args.only in (None, "core"):
-        await core(args)
-    if args.only == "branches":
-        tmp = Path(tempfile.mkdtemp(prefix="sophos-bench-"))
-        try:
-            rows = await branches.section(tmp, args.turns)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        print_table(("figure", "baseline (LangGraph + SqliteSaver)", "sophos", "target"), rows)
-    if args.only in (None, "postgres"):
-        if args.only is None:
+    sections = {
+        "core": core, "branches": branches_only, "postgres": postgres.section,
+        "concurrency": concurrency.section, "endurance": endurance.section, "peers": peers.section,
+    }
+    # branches is part of core; alone only when asked for
+    chosen = [args.only] if args.only else [name for name in sections if name != "branches"]
+    for i, name in enumerate(chosen):
+        if i:
             print()
-        await postgres.section(args)
-    if args.only in (None, "concurrency"):
-        if args.only is None:
-            print()
-        await concurrency.section(args)
-    if args.only in (None, "endurance"):
-        if args.only is None:
-            print()
-        await endurance.section(args)
-    if args.only in (None, "peers"):
-        if args.only is None:
-            print()
-        await peers.section(args)
+        with recording(name, started, facts, args.results):
+            await sections[name](args)
 
 
 if __name__ == "__main__":
