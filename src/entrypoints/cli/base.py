@@ -16,7 +16,7 @@ from entrypoints.settings import SettingsError
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
-# the documented exit codes (README, "CLI")
+# the documented exit codes (docs/cli.md)
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
