@@ -283,7 +283,7 @@ def test_remembering_with_the_shipped_config_writes_the_memory_file(tmp_path: Pa
     entity = {"name": "user", "entityType": "person", "observations": ["favourite colour is green"]}
     replies = [{"tool_calls": [("memory__create_entities", {"entities": [entity]})]}, {"text": "I will remember that."}]
     with fake_ollama(replies) as fake:
-        # the default policy: the shipped mcp.json auto-approves the Memory and Fetch servers
+        # the default policy: creating memories is not destructive, so it runs unasked
         env = app_env(tmp_path, fake.url, CONFIG_DIR=str(ROOT / "config"), TOOL_APPROVAL="unsafe")
         run = subprocess.run([SOPHOS, "chat", "remember that my favourite colour is green"], env=process_env(env),
                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
@@ -368,3 +368,19 @@ def test_a_per_server_timeout_must_be_a_positive_number(tmp_path: Path) -> None:
     config = load_mcp_config(config_dir(tmp_path, {"ledger": entry, "ok": ledger_server_entry(tmp_path / "k.jsonl")}),
                              tmp_path / "m.jsonl")
     assert list(config.servers) == ["ok"] and "timeout must be a number of seconds" in config.errors["ledger"]
+
+
+async def test_the_shipped_config_asks_before_the_memory_is_deleted_and_never_before_it_is_read(tmp_path: Path) -> None:
+    """Memory's delete tools are annotated idempotent, which "unsafe" alone would let run: text
+    injected into a fetched page could wipe the memory graph unasked."""
+    from domain.approvals import ApprovalMode, needs_approval
+
+    box = McpToolbox(ROOT / "config", tmp_path / "m.jsonl")
+    try:
+        tools = {t.name: t for t in await box.list_tools()}
+    finally:
+        await box.aclose()
+    asked = {name for name, spec in tools.items() if needs_approval(ApprovalMode.UNSAFE, spec, ())}
+    assert asked == {"memory__delete_entities", "memory__delete_observations", "memory__delete_relations"}
+    assert not any(needs_approval(ApprovalMode.ALL, tools[n], ())
+                   for n in ("memory__read_graph", "memory__search_nodes", "memory__open_nodes", "fetch__fetch"))
