@@ -167,15 +167,17 @@ class ResumeDecisions:
 
 def plan_decisions(
     decisions: Mapping[str, Decision],
-    legacy: str | None,
+    legacy: str | None,  # the old `decision` field: retry or skip every unknown outcome
     pending: Sequence[PendingCall],
     requests: Sequence[ApprovalRequest],
     check_args: Callable[[Mapping[str, Any], Mapping[str, Any]], str | None],
 ) -> ResumeDecisions:
     """Check a resume's decisions against what is waiting. A decision naming a call that
     is not waiting for it (answered already, a stale page, a double click) → StaleDecision
-    and nothing is stored; edited args that break the tool's schema → InvalidInput; no
-    decision at all while calls wait for approval → DecisionRequired."""
+    and nothing is stored; edited args that break the tool's schema → InvalidInput; a
+    resume that answers nothing while calls wait for approval (no decision at all, or only the
+    old `decision` field with no unknown outcome to apply it to) → DecisionRequired: it
+    would only stop at the same question again."""
     open_requests = {r.call.id: r for r in waiting(requests, pending)}
     unknown = {p.call.id for p in pending if p.needs_decision}
     approvals: dict[str, Decision] = {}
@@ -199,7 +201,8 @@ def plan_decisions(
         skip |= unknown - set(decisions)
     answered = {c for c, d in decisions.items() if not d.type.answers_approval}
     unknown_answered = legacy is not None or (bool(unknown) and unknown <= answered)
-    if not decisions and legacy is None and open_requests:
+    answers_something = bool(decisions) or (legacy is not None and bool(unknown))
+    if open_requests and not answers_something:
         raise DecisionRequired(waiting_message(len(open_requests)))
     return ResumeDecisions(approvals, frozenset(skip), unknown_answered)
 

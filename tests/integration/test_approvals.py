@@ -196,6 +196,9 @@ def test_stale_missing_and_malformed_decisions_are_refused_and_run_nothing(share
         assert forked.status_code == 409 and forked.json()["error"]["code"] == "DECISION_REQUIRED", other_branch
     blind = server.post("/api/chat", {"conversation": cid, "resume": True})
     assert blind.status_code == 409 and blind.json()["error"]["code"] == "DECISION_REQUIRED"
+    for legacy in ("retry", "skip"):  # answers no unknown outcome here, so it answers nothing
+        aside = server.post("/api/chat", {"conversation": cid, "resume": True, "decision": legacy})
+        assert aside.status_code == 409 and aside.json()["error"]["code"] == "DECISION_REQUIRED", legacy
     for bad in ({}, [], {call["id"]: {"type": "maybe"}}, {call["id"]: "approve"},
                 {call["id"]: {"type": "approve", "args": {"amount": 1}}}, {call["id"]: {"type": "edit"}},
                 {call["id"]: {"type": "reject", "message": 3}}, {call["id"]: {"type": "reject", "always": True}}):

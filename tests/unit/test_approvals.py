@@ -118,6 +118,8 @@ def test_a_decision_for_a_call_not_waiting_is_stale() -> None:
 def test_a_resume_without_decisions_while_calls_wait_needs_one() -> None:
     with pytest.raises(DecisionRequired, match="approval"):
         plan_decisions({}, None, pending("a"), [request("a")], no_schema_problem)
+    with pytest.raises(DecisionRequired):  # the old `decision` field answers unknown outcomes only
+        plan_decisions({}, "retry", pending("a"), [request("a")], no_schema_problem)
     plan = plan_decisions({}, None, pending("a"), [request("a", Decision(DecisionType.APPROVE))], no_schema_problem)
     assert plan.approvals == {} and plan.skip == frozenset()  # decided earlier (then a crash): just resume
 
