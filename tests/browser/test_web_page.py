@@ -127,6 +127,18 @@ def test_hostile_markdown_renders_inert(tab: Page, shared_ollama: FakeOllama) ->
     assert not any("cat.png" in u for u in requests)  # the image was never fetched
 
 
+def test_markup_that_would_load_media_is_dropped_not_only_blocked(tab: Page, shared_ollama: FakeOllama) -> None:
+    media = ('Media <video poster="http://127.0.0.1:9/p.png" src="http://127.0.0.1:9/v.mp4"></video> '
+             '<audio src="http://127.0.0.1:9/a.mp3"></audio>\n\n'
+             '<table><tr><td background="http://127.0.0.1:9/bg.png">cell</td></tr></table>\n\nend of media')
+    shared_ollama.add({"text": media})
+    send(tab, "show me media")
+    bubble = tab.get_by_test_id("assistant-message").last
+    expect(bubble).to_contain_text("end of media", timeout=15000)
+    assert bubble.locator("video, audio, source, [poster], [background]").count() == 0
+    expect(bubble.locator("td")).to_have_text("cell")
+
+
 def test_the_page_works_at_375_pixels_and_exports_are_linked(tab: Page, shared_app: App, shared_ollama: FakeOllama) -> None:
     tab.set_viewport_size({"width": 375, "height": 740})
     send(tab, "small screen")

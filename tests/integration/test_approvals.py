@@ -369,6 +369,15 @@ def test_always_allow_is_remembered_listed_and_revoked_through_the_api(shared: S
     asked, events = run(server, {"message": "pay 23 (asked again)"})
     assert events[-1][1]["status"] == "waiting" and shared.charges(asked) == []
 
+    # a tool's name may hold a "/" (an MCP server names its tools): its rule can be revoked too
+    for tool in ("web__get/page", "web__get/other"):
+        with closing(sqlite3.connect(shared.db)) as conn, conn:
+            conn.execute("INSERT INTO tool_allow_rules (tool, since) VALUES (?, '2026-12-04T00:00:00.000Z')", (tool,))
+    assert {r["tool"] for r in server.get("/api/approvals/always").json()["alwaysAllowed"]} >= {"web__get/page"}
+    assert httpx.delete(f"{server.url}/api/approvals/always/web__get%2Fpage", timeout=30).status_code == 204
+    assert httpx.delete(f"{server.url}/api/approvals/always/web__get/other", timeout=30).status_code == 204
+    assert server.get("/api/approvals/always").json().get("alwaysAllowed", []) == []
+
 
 def test_a_question_keeps_its_branch_shown_until_it_is_answered(shared: Shared) -> None:
     server = shared.server

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -269,7 +270,7 @@ def test_the_openapi_document_lists_exactly_the_real_routes(client: TestClient) 
     doc = client.get("/api/openapi.json").json()
     documented = {(path, method.upper()) for path, ops in doc["paths"].items() for method in ops}
     real = {
-        (route.path, method)
+        (re.sub(r":\w+}", "}", route.path), method)  # OpenAPI's template has no converter ({tool:path})
         for route in client.app.routes  # type: ignore[attr-defined]
         if route.path.startswith("/api")
         for method in (route.methods or set()) - {"HEAD"}

@@ -114,7 +114,7 @@ def openapi_document() -> dict[str, Any]:
             },
             "/api/approvals/always/{tool}": {
                 "delete": {
-                    "summary": "Ask again before the tool runs",
+                    "summary": "Ask again before the tool runs (a \"/\" in the name may be sent as is or as %2F)",
                     "parameters": [{"name": "tool", "in": "path", "required": True, "schema": {"type": "string"}}],
                     "responses": _responses(204, None, 400, 404, 503),
                 }

@@ -27,8 +27,10 @@ DOMPurify.addHook("afterSanitizeAttributes", (node) => {
 });
 
 const SANITIZE = {
-  FORBID_TAGS: ["img", "form", "input", "button", "textarea", "select", "style", "iframe", "object", "embed", "svg", "math", "dialog"],
-  FORBID_ATTR: ["style", "class", "id", "role", "srcset", "tabindex", "accesskey"],
+  FORBID_TAGS: ["img", "form", "input", "button", "textarea", "select", "style", "iframe", "object", "embed", "svg", "math", "dialog",
+    "video", "audio", "source", "track", "picture"],
+  // every attribute that makes the browser load something: only the CSP stood in their way
+  FORBID_ATTR: ["style", "class", "id", "role", "srcset", "tabindex", "accesskey", "background", "poster"],
   ALLOW_DATA_ATTR: false,
   ADD_ATTR: ["data-language", "data-image"],
 };
