@@ -6,6 +6,7 @@ import asyncio
 import functools
 import http.server
 import json
+import logging
 import os
 import re
 import signal
@@ -384,3 +385,37 @@ async def test_the_shipped_config_asks_before_the_memory_is_deleted_and_never_be
     assert asked == {"memory__delete_entities", "memory__delete_observations", "memory__delete_relations"}
     assert not any(needs_approval(ApprovalMode.ALL, tools[n], ())
                    for n in ("memory__read_graph", "memory__search_nodes", "memory__open_nodes", "fetch__fetch"))
+
+
+def bulky_entry() -> dict[str, Any]:
+    return {"command": sys.executable, "args": ["-m", "tests.support.bulky_server"],
+            "env": {"PYTHONPATH": f"{ROOT}:{ROOT / 'src'}"}}
+
+
+async def test_big_tool_results_are_cut_or_refused_and_never_stall_the_session(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from adapters.mcp.stdio import MAX_LINE
+    from adapters.mcp.toolbox import MAX_RESULT
+
+    box = McpToolbox(config_dir(tmp_path, {"bulky": bulky_entry()}), tmp_path / "m.jsonl", call_timeout=60)
+    try:
+        cut = await box.call("bulky__big", {"size": 4 * MAX_RESULT}, "k1")
+        assert not cut.is_error and cut.content.startswith("x" * MAX_RESULT + "\n[… cut: the tool returned 4,194,304")
+        # mcp's own transport took 15 s for 20 MiB and never delivered 100 MiB
+        refused = await box.call("bulky__big", {"size": MAX_LINE + 4 * 2**20}, "k2")
+        assert refused.is_error and "over the 16 MiB limit" in refused.content, refused.content[:200]
+        again = await box.call("bulky__big", {"size": 3}, "k3")  # the session goes on
+        assert (again.is_error, again.content) == (False, "xxx")
+        caplog.set_level(logging.INFO, logger="adapters.mcp.stdio")
+        loud = await box.call("bulky__noisy", {"size": 64 * 2**20}, "k4")  # stderr without a newline
+        assert loud.content == "said a lot"
+    finally:
+        await box.aclose()
+    for _ in range(100):  # the line ends when the server exits: its rest is counted, never held
+        if any("more bytes of that line not logged" in r.getMessage() for r in caplog.records):
+            break
+        await asyncio.sleep(0.1)
+    logged = [r.getMessage() for r in caplog.records if r.name == "adapters.mcp.stdio"]
+    assert f"MCP server bulky: ({64 * 2**20 - 8192} more bytes of that line not logged)" in logged
+    assert max(map(len, logged)) < 9000  # the line's start, cut to 8 KiB

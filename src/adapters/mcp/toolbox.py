@@ -65,6 +65,15 @@ class _OneLineParseErrors(logging.Filter):
 _PARSE_ERRORS = _OneLineParseErrors()
 
 
+MAX_RESULT = 1024 * 1024  # characters of a tool result kept (stored, shown, offered to the model)
+
+
+def _cut(text: str) -> str:
+    if len(text) <= MAX_RESULT:
+        return text
+    return text[:MAX_RESULT] + f"\n[… cut: the tool returned {len(text):,} characters; the first {MAX_RESULT:,} are kept]"
+
+
 def _text(result: types.CallToolResult) -> str:
     parts: list[str] = []
     for block in result.content:
@@ -78,7 +87,7 @@ def _text(result: types.CallToolResult) -> str:
         import json
 
         parts.append(json.dumps(result.structuredContent, ensure_ascii=False))
-    return "\n".join(parts)
+    return _cut("\n".join(parts))
 
 
 def _session_lost(e: McpError) -> bool:
