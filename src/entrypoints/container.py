@@ -36,15 +36,8 @@ finally:
 
 T = TypeVar("T")
 
-from domain.allow_rules import AllowRules  # noqa: E402 - after the finder above
-from domain.approvals import ApprovalGate, parse_mode  # noqa: E402 - after the finder above
+from domain.approvals import parse_mode  # noqa: E402 - after the finder above
 from domain.context import ContextPolicy  # noqa: E402 - after the finder above
-from domain.conversations import ConversationService  # noqa: E402 - after the finder above
-from domain.handles import RunStores  # noqa: E402 - after the finder above
-from domain.hub import RunHub  # noqa: E402 - after the finder above
-from domain.runs import RunService  # noqa: E402 - after the finder above
-from domain.search import SearchService  # noqa: E402 - after the finder above
-from domain.supervisor import Supervisor  # noqa: E402 - after the finder above
 from entrypoints.lazy import LazyThreads  # noqa: E402 - after the finder above
 from entrypoints.settings import load_settings  # noqa: E402 - after the finder above
 from ports.approvals import ArgsChecker  # noqa: E402 - after the finder above
@@ -57,6 +50,14 @@ from ports.prompts import SystemPromptSource  # noqa: E402 - after the finder ab
 from ports.search import SearchIndex  # noqa: E402 - after the finder above
 from ports.storage import StoragePort  # noqa: E402 - after the finder above
 from ports.tools import ToolPort  # noqa: E402 - after the finder above
+from services.allow_rules import AllowRules  # noqa: E402 - after the finder above
+from services.approvals import ApprovalGate  # noqa: E402 - after the finder above
+from services.conversations import ConversationService  # noqa: E402 - after the finder above
+from services.handles import RunStores  # noqa: E402 - after the finder above
+from services.hub import RunHub  # noqa: E402 - after the finder above
+from services.runs import RunService  # noqa: E402 - after the finder above
+from services.search import SearchService  # noqa: E402 - after the finder above
+from services.supervisor import Supervisor  # noqa: E402 - after the finder above
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver

@@ -17,15 +17,15 @@ from adapters.memory.runs import InMemoryRunStore
 from adapters.memory.toolbox import StaticToolbox, ToolFn
 from adapters.system.prompt import FixedPrompt
 from domain.context import ContextPolicy
-from domain.conversations import ConversationService
 from domain.events import StreamEvent
-from domain.handles import RunStores, StartedRun
-from domain.hub import RunHub
 from domain.model import RunOwner
-from domain.runs import RunService
-from domain.supervisor import Supervisor
 from ports.processes import ProcessPort
 from ports.tools import ToolSpec
+from services.conversations import ConversationService
+from services.handles import RunStores, StartedRun
+from services.hub import RunHub
+from services.runs import RunService
+from services.supervisor import Supervisor
 
 
 @dataclass

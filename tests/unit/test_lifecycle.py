@@ -12,11 +12,8 @@ import pytest
 
 from adapters.memory.runs import InMemoryRunStore
 from domain import lifecycle
-from domain.conversations import ConversationService
 from domain.errors import DecisionRequired, ModelUnreachable, RunLost, RunNotResumable, StorageFailure
 from domain.events import StreamEvent
-from domain.handles import RunStores
-from domain.hub import ActiveRun, RunHub
 from domain.lifecycle import Adoption, StopReason
 from domain.model import (
     PendingCall,
@@ -29,8 +26,11 @@ from domain.model import (
     new_id,
     utc_now,
 )
-from domain.runs import RunService
-from domain.supervisor import Supervisor
+from services.conversations import ConversationService
+from services.handles import RunStores
+from services.hub import ActiveRun, RunHub
+from services.runs import RunService
+from services.supervisor import Supervisor
 from tests.support.fake_engine import FakeEngine, Script
 from tests.support.harness import FakeProcesses
 

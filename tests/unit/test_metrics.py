@@ -10,8 +10,8 @@ from domain import lifecycle
 from domain.errors import ModelUnreachable, StorageFailure
 from domain.events import StreamEvent
 from domain.model import Run, RunStatus, RunTrigger, new_id, utc_now
-from domain.supervisor import Supervisor
 from ports.runs import RunFinish
+from services.supervisor import Supervisor
 from tests.support.fake_engine import Script, Thread
 from tests.support.harness import make_harness, recording_tool
 from tests.unit.test_lifecycle import OTHER, World

@@ -19,8 +19,8 @@ from domain.errors import (
     ShuttingDown,
 )
 from domain.events import StreamEvent
-from domain.hub import ActiveRun
 from domain.model import AssistantMessage, RunStatus, ToolResult, UserMessage, new_id
+from services.hub import ActiveRun
 from tests.support.harness import make_harness, recording_tool
 
 

@@ -29,7 +29,7 @@ async def _recover(ctx: Context) -> None:
     # the full stack (LangGraph, the model client) loads only when there is a run to reclaim
     container = ctx.container
     if await container.store().running_runs():
-        from domain.supervisor import Supervisor
+        from services.supervisor import Supervisor
 
         await Supervisor(container.run_service()).recover()
 

@@ -102,7 +102,7 @@ def _starter(message: str, conversation: str | None) -> Start:
 
 async def _local(ctx: Context, conversation: str | None) -> int:
     from domain.lifecycle import StopReason
-    from domain.supervisor import Supervisor
+    from services.supervisor import Supervisor
 
     service = ctx.container.run_service()
     supervisor = Supervisor(service)

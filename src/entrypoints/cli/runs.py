@@ -73,7 +73,7 @@ async def drive(ctx: Context, start: Start, printer: Printer) -> tuple[str, str]
     """One run: Ctrl-C stops it as `cancelled`, SIGTERM as `interrupted`, also when the
     signal comes while the run is being started (it is stopped as soon as it exists)."""
     from domain.lifecycle import StopReason
-    from domain.supervisor import Supervisor
+    from services.supervisor import Supervisor
 
     service = ctx.container.run_service()
     supervisor = Supervisor(service)  # leases, signals, events: no adoption from a CLI

@@ -12,7 +12,6 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
-from domain.conversations import ConversationDetail
 from domain.errors import InvalidInput, SophosError
 from domain.events import StreamEvent
 from domain.model import RunStatus, check_text, iso, message_to_dto, parse_conversation_id, summary_to_dto
@@ -20,6 +19,7 @@ from entrypoints.container import check_database
 from entrypoints.http import sse
 from entrypoints.http.errors import RouteFailure, error_response
 from ports.model import Readiness
+from services.conversations import ConversationDetail
 
 MAX_BODY = 64 * 1024  # bytes; a larger body gets 413
 MAX_MESSAGE = 32_000  # characters

@@ -3,7 +3,7 @@
 A run is owned by the store, not by a process: its row says who executes it, the owner
 renews a lease, every checkpoint and the outcome are written only while the row is still
 its own, and its events go to the run event log, so any process can follow or cancel it.
-The rules are in domain.lifecycle; the process's background work in domain.supervisor.
+The rules are in domain.lifecycle; the process's background work in services.supervisor.
 """
 
 from __future__ import annotations
@@ -35,9 +35,6 @@ from domain.events import (
     TokenDelta,
     approval_event,
 )
-from domain.following import counted, flatten, follow_conversation
-from domain.handles import CancelResult, LiveRun, RunStores, StartedRun
-from domain.hub import ActiveRun, Item, RunHub, RunStream
 from domain.lifecycle import Outcome, StopReason
 from domain.model import (
     Run,
@@ -49,11 +46,14 @@ from domain.model import (
     title_from_message,
     utc_now,
 )
-from domain.pending import PlanPorts, RunRequest, plan_fork, plan_input
 from ports.engine import AgentEngine, Fork, NewMessage, RunInput
 from ports.metrics import NO_METRICS, MetricsPort
 from ports.processes import ProcessPort
 from ports.runs import RunFinish
+from services.following import counted, flatten, follow_conversation
+from services.handles import CancelResult, LiveRun, RunStores, StartedRun
+from services.hub import ActiveRun, Item, RunHub, RunStream
+from services.pending import PlanPorts, RunRequest, plan_fork, plan_input
 
 log = logging.getLogger(__name__)
 

@@ -22,11 +22,11 @@ from domain.errors import (
     SophosError,
     StaleDecision,
 )
-from domain.handles import StartedRun
 from domain.lifecycle import Adoption, StopReason
 from domain.model import PendingCall, RunTrigger
-from domain.pending import annotate_pending
-from domain.runs import RunService
+from services.handles import StartedRun
+from services.pending import annotate_pending
+from services.runs import RunService
 
 log = logging.getLogger(__name__)
 
