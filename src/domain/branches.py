@@ -89,7 +89,7 @@ def markers(branches: Sequence[Branch], message_count: int) -> dict[int, BranchM
     return out
 
 
-def edit_fork(messages: Sequence[Message], edit_of: object) -> int:
+def edit_fork(messages: Sequence[Message], edit_of: int) -> int:
     """Where an edit of message `edit_of` forks: that index, once it names a user message."""
     if isinstance(edit_of, bool) or not isinstance(edit_of, int):
         raise InvalidEdit("editOf must be a message index (an integer)")

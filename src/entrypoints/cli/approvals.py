@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from domain.commands import start_command
 from domain.errors import InvalidInput
 from entrypoints.cli.base import (
     EXIT_BAD_INPUT,
@@ -79,7 +80,7 @@ def approve(ctx: Context, conversation: str, calls: tuple[str, ...], edit_args: 
         detail = await ctx.container.conversations().get(conversation)
         waiting = [r.call.id for r in detail.pending_approvals]
         decisions = _decisions(detail.conversation.id, calls, waiting, decision)
-        return await service.start(None, conversation, True, decisions=decisions)
+        return await service.start(start_command(None, conversation, True, decisions=decisions))
 
     run_and_report(ctx, {}, start, as_json, None)
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from domain.commands import start_command
 from domain.errors import InvalidInput, SophosError
 from entrypoints.cli import asking
 from entrypoints.cli.base import (
@@ -97,7 +98,7 @@ def _goodbye(cid: str | None, ctx: Context, server: str | None = None) -> int:
 
 
 def _starter(message: str, conversation: str | None) -> Start:
-    return lambda service: service.start(message, conversation)
+    return lambda service: service.start(start_command(message, conversation))
 
 
 async def _local(ctx: Context, conversation: str | None) -> int:

@@ -10,8 +10,10 @@ from typing import Any
 
 import click
 
+from domain.commands import Cancel, StartRun, start_command
 from domain.errors import InvalidInput
 from domain.events import StreamEvent
+from domain.model import parse_conversation_id
 from entrypoints.cli import asking
 from entrypoints.cli.base import (
     EXIT_BAD_INPUT,
@@ -137,6 +139,14 @@ def drive_remote(server: str, body: dict[str, Any], printer: Printer) -> tuple[s
     return cid, run_id
 
 
+def command_of(body: dict[str, Any]) -> StartRun:
+    """The command a chat body names, as the API reads it (so both refuse the same input)."""
+    return start_command(
+        body.get("message"), body.get("conversation"), body.get("resume") is True, body.get("decision"),
+        edit_of=body.get("editOf"), regenerate=body.get("regenerate") is True, decisions=body.get("decisions"),
+    )
+
+
 def remote_failure(e: Any) -> CliError:
     return CliError(e.code, e.message, EXIT_SERVER if e.code == "UNREACHABLE" else exit_code_of(e.code))
 
@@ -144,7 +154,7 @@ def remote_failure(e: Any) -> CliError:
 def resume_with(cid: str, decisions: dict[str, Any]) -> Start:
     """A resume of `cid` with the person's decisions on its waiting calls."""
     async def start(service: Any) -> Any:
-        return await service.start(None, cid, True, decisions=decisions)
+        return await service.start(start_command(None, cid, True, decisions=decisions))
 
     return start
 
@@ -233,7 +243,7 @@ def chat(ctx: Context, message: str | None, conversation: str | None, interactiv
     body: dict[str, Any] = {"message": text, **({"conversation": conversation} if conversation else {})}
     if edit_of is not None:
         body["editOf"] = edit_of
-    run_and_report(ctx, body, lambda s: s.start(text, conversation, edit_of=edit_of), as_json, server)
+    run_and_report(ctx, body, lambda s: s.start(command_of(body)), as_json, server)
 
 
 @click.command()
@@ -246,7 +256,7 @@ def regenerate(ctx: Context, conversation: str, as_json: bool, server: str | Non
     """Answer CONVERSATION's last user message again, on a new branch (the earlier answer
     stays on its own: `sophos show` lists them, `sophos branch` switches)."""
     body: dict[str, Any] = {"regenerate": True, "conversation": conversation}
-    run_and_report(ctx, body, lambda s: s.start(None, conversation, regenerate=True), as_json, server)
+    run_and_report(ctx, body, lambda s: s.start(command_of(body)), as_json, server)
 
 
 @click.command()
@@ -259,7 +269,7 @@ def regenerate(ctx: Context, conversation: str, as_json: bool, server: str | Non
 def resume(ctx: Context, conversation: str, decision: str | None, as_json: bool, server: str | None) -> None:
     """Continue CONVERSATION from its last checkpoint."""
     body: dict[str, Any] = {"resume": True, "conversation": conversation, **({"decision": decision} if decision else {})}
-    run_and_report(ctx, body, lambda s: s.start(None, conversation, True, decision), as_json, server)
+    run_and_report(ctx, body, lambda s: s.start(command_of(body)), as_json, server)
 
 
 @click.command()
@@ -279,7 +289,7 @@ def cancel(ctx: Context, conversation: str, server: str | None) -> None:
         cid, run_id, status = result["conversation"], result["run"], str(result["status"])
     else:
         async def stop() -> Any:
-            return await ctx.container.run_service().cancel(conversation)
+            return await ctx.container.run_service().cancel(Cancel(parse_conversation_id(conversation)))
 
         r = ctx.run(stop)
         cid, run_id, status = r.conversation_id, r.run_id, r.status.value

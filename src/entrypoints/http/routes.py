@@ -12,6 +12,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
+from domain.commands import Cancel, start_command
 from domain.errors import InvalidInput, SophosError
 from domain.events import StreamEvent
 from domain.model import RunStatus, check_text, iso, message_to_dto, parse_conversation_id, summary_to_dto
@@ -22,7 +23,6 @@ from ports.model import Readiness
 from services.conversations import ConversationDetail
 
 MAX_BODY = 64 * 1024  # bytes; a larger body gets 413
-MAX_MESSAGE = 32_000  # characters
 CONVERSATION_HEADER = "X-Conversation-Id"  # on a streamed POST /api/chat: what the JSON body says
 RUN_HEADER = "X-Run-Id"
 READY_TIMEOUT = 1.5  # seconds readyz waits for the model server
@@ -66,18 +66,11 @@ def _services(request: Request) -> Any:
 
 async def post_chat(request: Request) -> Response:
     body = await read_json(request, {"message", "conversation", "resume", "decision", "decisions", "editOf", "regenerate"})
-    resume = body.get("resume") is True
-    regenerate = body.get("regenerate") is True
-    message = body.get("message") if isinstance(body.get("message"), str) else None
-    if not resume and message is not None and len(message) > MAX_MESSAGE:
-        raise InvalidInput(f"Message is longer than {MAX_MESSAGE} characters")
-    decision = body.get("decision")
-    if decision is not None and not isinstance(decision, str):
-        raise InvalidInput('decision must be "retry" or "skip"')
-    started = await _services(request).run_service().start(
-        message, body.get("conversation"), resume, decision, decisions=body.get("decisions"), edit_of=body.get("editOf"),
-        regenerate=regenerate,
+    command = start_command(
+        body.get("message"), body.get("conversation"), body.get("resume") is True, body.get("decision"),
+        edit_of=body.get("editOf"), regenerate=body.get("regenerate") is True, decisions=body.get("decisions"),
     )
+    started = await _services(request).run_service().start(command)
     if started.events is not None and "text/event-stream" in request.headers.get("accept", ""):
         # the run's own stream, as GET /api/chat sends it: the first token needs no second request
         ids = {CONVERSATION_HEADER: started.conversation_id, RUN_HEADER: started.run_id}
@@ -103,7 +96,7 @@ async def get_chat(request: Request) -> Response:
 async def cancel_chat(request: Request) -> Response:
     """200 once the run is stopped; 202 when its owner has not stopped it yet."""
     body = await read_json(request, {"conversation"})
-    result = await _services(request).run_service().cancel(body.get("conversation"))
+    result = await _services(request).run_service().cancel(Cancel(parse_conversation_id(body.get("conversation"))))
     payload = {"conversation": result.conversation_id, "run": result.run_id, "status": result.status.value}
     return JSONResponse(payload, status_code=202 if result.status is RunStatus.RUNNING else 200)
 
