@@ -148,11 +148,6 @@ class ApprovalRequest:
     decision: Decision | None = None
     decided_at: datetime | None = None
 
-    def to_dto(self) -> dict[str, Any]:
-        """As `pendingApprovals` and the `approval` event list it."""
-        c = self.call
-        return {"id": c.id, "name": c.name, "server": self.server, "args": c.args, "description": self.description}
-
 
 def waiting(requests: Sequence[ApprovalRequest], pending: Sequence[PendingCall]) -> tuple[ApprovalRequest, ...]:
     """The requests still waiting for a person: undecided, their call still pending."""

@@ -41,9 +41,6 @@ class BranchMarker:
     count: int
     numbers: tuple[int, ...]
 
-    def to_dto(self) -> dict[str, object]:
-        return {"index": self.index, "count": self.count, "branches": list(self.numbers)}
-
 
 def fork_parent(branches: Sequence[Branch], start: int | None, fork: int) -> int | None:
     """The parent of a branch forked at `fork` from branch `start` (normalised, see the

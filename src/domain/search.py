@@ -7,7 +7,6 @@ InvalidInput: user text never reaches the index's own query syntax."""
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -90,28 +89,13 @@ def parse_query(text: object) -> SearchQuery:
     return SearchQuery(tuple(terms))
 
 
-def snippet_html(raw: str) -> str:
-    """A snippet marked with MARK_OPEN/MARK_CLOSE as HTML: the text escaped, each match
-    in <mark>…</mark>."""
-    return html.escape(raw, quote=False).replace(MARK_OPEN, "<mark>").replace(MARK_CLOSE, "</mark>")
-
-
 @dataclass(frozen=True)
 class SearchResult:
     conversation_id: str
     title: str
     message_index: int | None
     role: str
-    snippet: str  # HTML: escaped text, matches in <mark>
-
-    def to_dto(self) -> dict[str, object]:
-        return {
-            "conversation": self.conversation_id,
-            "title": self.title,
-            "messageIndex": self.message_index,
-            "role": self.role,
-            "snippet": self.snippet,
-        }
+    snippet: str  # plain text, matches between MARK_OPEN and MARK_CLOSE
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from domain.search import SearchHit, SearchPage, SearchResult, _limit, _offset, parse_query, snippet_html
+from domain.search import SearchHit, SearchPage, SearchResult, _limit, _offset, parse_query
 from ports.search import SearchIndex
 
 
@@ -18,7 +18,7 @@ class SearchService:
         query, size, offset = parse_query(q), _limit(limit), _offset(before)
         hits: Sequence[SearchHit] = await self.index.search(query, size + 1, offset)
         results = [
-            SearchResult(h.conversation_id, h.title, h.message_index, h.role, snippet_html(h.snippet))
+            SearchResult(h.conversation_id, h.title, h.message_index, h.role, h.snippet)
             for h in hits[:size]
         ]
         return SearchPage(results, str(offset + size) if len(hits) > size else None)

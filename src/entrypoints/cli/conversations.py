@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from domain.branches import BranchMarker
-from domain.model import Conversation, iso, message_to_dto, summary_to_dto
+from domain.model import Conversation, iso
 from entrypoints.cli.base import (
     EXIT_BAD_INPUT,
     CliError,
@@ -23,6 +23,7 @@ from entrypoints.cli.base import (
 )
 from entrypoints.cli.output import ago, approval_line
 from entrypoints.cli.runs import remote_failure, resume_hint
+from entrypoints.dto import approval_dto, marker_dto, message_to_dto, summary_dto
 
 
 async def _recover(ctx: Context) -> None:
@@ -64,7 +65,7 @@ def conversations(ctx: Context, limit: int | None, as_json: bool) -> None:
 
     items = ctx.run(load)
     if as_json:
-        click.echo(json.dumps({"conversations": [summary_to_dto(c) for c in items]}, ensure_ascii=False))
+        click.echo(json.dumps({"conversations": [summary_dto(c) for c in items]}, ensure_ascii=False))
     elif not items:
         click.echo("No conversations yet.")
     else:
@@ -88,9 +89,9 @@ def show(ctx: Context, conversation: str, as_json: bool) -> None:
     if as_json:
         messages = [message_to_dto(m) for m in d.messages]
         for i, marker in markers.items():
-            messages[i]["branch"] = marker.to_dto()
+            messages[i]["branch"] = marker_dto(marker)
         body = {
-            "conversation": summary_to_dto(d.conversation),
+            "conversation": summary_dto(d.conversation),
             "messages": messages,
             "resumable": d.resumable,
             "context": d.context.to_dto() if d.context else None,
@@ -104,7 +105,7 @@ def show(ctx: Context, conversation: str, as_json: bool) -> None:
             ]
             body["decisionRequired"] = d.decision_required
         if d.pending_approvals:
-            body["pendingApprovals"] = [r.to_dto() for r in d.pending_approvals]
+            body["pendingApprovals"] = [approval_dto(r) for r in d.pending_approvals]
         click.echo(json.dumps(body, ensure_ascii=False))
         return
     c = d.conversation
@@ -133,7 +134,7 @@ def show(ctx: Context, conversation: str, as_json: bool) -> None:
     elif d.pending_approvals:
         click.echo("")
         for r in d.pending_approvals:
-            click.echo(approval_line(r.to_dto()))
+            click.echo(approval_line(approval_dto(r)))
         click.echo(f"Decide: {resume_hint(ctx, c.id).replace('sophos resume', 'sophos approve', 1)} "
                    "[--call ID] [--edit-args JSON | --reject REASON | --always]")
     elif d.resumable:

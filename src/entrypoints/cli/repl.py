@@ -25,6 +25,7 @@ from entrypoints.cli.base import (
 )
 from entrypoints.cli.output import Printer
 from entrypoints.cli.runs import Start, drive_remote, follow_answer, remote_failure, resume_with
+from entrypoints.dto import approval_dto
 
 PROMPT = "> "
 STILL_WAITING = "(tool calls wait for approval; a new message is refused until they are answered: sophos approve {cid})"
@@ -45,7 +46,7 @@ async def _decide_local(ctx: Context, service: Any, cid: str, printer: Printer, 
     """While the run waits for approval: ask about each call, continue with the answers."""
     while printer.status == "waiting":
         detail = await ctx.container.conversations().get(cid)
-        decisions = asking.decide([r.to_dto() for r in detail.pending_approvals]) if asking.on_terminal(False) else None
+        decisions = asking.decide([approval_dto(r) for r in detail.pending_approvals]) if asking.on_terminal(False) else None
         if not decisions:
             click.echo(STILL_WAITING.format(cid=cid), err=True)
             return

@@ -29,6 +29,7 @@ from entrypoints.cli.base import (
     server_option,
 )
 from entrypoints.cli.output import Printer
+from entrypoints.dto import approval_dto
 
 Start = Callable[[Any], Awaitable[Any]]
 
@@ -165,7 +166,7 @@ async def drive_deciding(ctx: Context, start: Start, printer: Printer, ask: bool
     cid, run_id = await drive(ctx, start, printer)
     while ask and printer.status == "waiting" and not printer.pipe_closed:
         detail = await ctx.container.conversations().get(cid)
-        decisions = asking.decide([r.to_dto() for r in detail.pending_approvals])
+        decisions = asking.decide([approval_dto(r) for r in detail.pending_approvals])
         if not decisions:
             break
         following = Printer(as_json=False)

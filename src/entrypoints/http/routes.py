@@ -15,8 +15,9 @@ from starlette.responses import JSONResponse, Response
 from domain.commands import Cancel, start_command
 from domain.errors import InvalidInput, SophosError
 from domain.events import StreamEvent
-from domain.model import RunStatus, check_text, iso, message_to_dto, parse_conversation_id, summary_to_dto
+from domain.model import RunStatus, check_text, iso, parse_conversation_id
 from entrypoints.container import check_database
+from entrypoints.dto import approval_dto, marker_dto, message_to_dto, search_result_dto, summary_dto
 from entrypoints.http import sse
 from entrypoints.http.errors import RouteFailure, error_response
 from ports.model import Readiness
@@ -117,7 +118,7 @@ async def list_conversations(request: Request) -> Response:
             raise  # a storage failure is a 503, not a fetch error
         except Exception as e:
             raise RouteFailure("FETCH_ERROR", "Failed to fetch conversations") from e
-    body: dict[str, Any] = {"conversations": [summary_to_dto(c) for c in items]}
+    body: dict[str, Any] = {"conversations": [summary_dto(c) for c in items]}
     if "limit" in params or "before" in params:
         body["nextCursor"] = cursor
     return JSONResponse(body)
@@ -143,7 +144,7 @@ async def get_conversation(request: Request) -> Response:
         ]
         body["decisionRequired"] = detail.decision_required
     if detail.pending_approvals:
-        body["pendingApprovals"] = [r.to_dto() for r in detail.pending_approvals]
+        body["pendingApprovals"] = [approval_dto(r) for r in detail.pending_approvals]
     return JSONResponse(body)
 
 
@@ -153,10 +154,10 @@ def _detail(detail: ConversationDetail) -> dict[str, Any]:
     for i, m in enumerate(detail.messages):
         dto = message_to_dto(m)
         if i in markers:
-            dto["branch"] = markers[i].to_dto()
+            dto["branch"] = marker_dto(markers[i])
         messages.append(dto)
     return {
-        "conversation": summary_to_dto(detail.conversation),
+        "conversation": summary_dto(detail.conversation),
         "messages": messages,
         "resumable": detail.resumable,
         "context": detail.context.to_dto() if detail.context else None,
@@ -177,8 +178,8 @@ async def patch_conversation(request: Request) -> Response:
         conv = await service.rename(cid, body["title"])
     if "activeBranch" in body:
         detail = await service.switch_branch(cid, body["activeBranch"])
-        return JSONResponse({"conversation": summary_to_dto(detail.conversation), **_detail(detail)})
-    return JSONResponse({"conversation": summary_to_dto(conv)})
+        return JSONResponse({"conversation": summary_dto(detail.conversation), **_detail(detail)})
+    return JSONResponse({"conversation": summary_dto(conv)})
 
 
 async def delete_conversation(request: Request) -> Response:
@@ -215,7 +216,7 @@ async def search(request: Request) -> Response:
     if unknown:
         raise InvalidInput(f"Unknown parameter(s): {', '.join(sorted(unknown))}")
     page = await _services(request).search().search(params.get("q"), params.get("limit"), params.get("before"))
-    return JSONResponse({"results": [r.to_dto() for r in page.results], "nextCursor": page.next_cursor})
+    return JSONResponse({"results": [search_result_dto(r) for r in page.results], "nextCursor": page.next_cursor})
 
 
 async def healthz(request: Request) -> Response:
