@@ -27,7 +27,7 @@ def _plain(snippet: str, bold: bool) -> str:
 @pass_ctx
 def search(ctx: Context, query: str, limit: int, as_json: bool) -> None:
     """Search titles and messages of every conversation: words, "a phrase", prefix*."""
-    page = ctx.run(lambda: ctx.container.search().search(query, limit))
+    page = ctx.run(lambda: ctx.services.search().search(query, limit))
     if as_json:
         body = {"results": [search_result_dto(r) for r in page.results], "nextCursor": page.next_cursor}
         click.echo(json.dumps(body, ensure_ascii=False))
@@ -46,5 +46,5 @@ def search(ctx: Context, query: str, limit: int, as_json: bool) -> None:
 @pass_ctx
 def reindex(ctx: Context) -> None:
     """Rebuild the search index from every conversation's stored thread."""
-    count = ctx.run(lambda: ctx.container.search().reindex())
+    count = ctx.run(lambda: ctx.services.search().reindex())
     click.echo(f"indexed {count} entries")

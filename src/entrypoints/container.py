@@ -38,6 +38,7 @@ T = TypeVar("T")
 
 from domain.approvals import parse_mode  # noqa: E402 - after the finder above
 from domain.context import ContextPolicy  # noqa: E402 - after the finder above
+from entrypoints.bundle import Services  # noqa: E402 - after the finder above
 from entrypoints.lazy import LazyThreads  # noqa: E402 - after the finder above
 from entrypoints.settings import load_settings  # noqa: E402 - after the finder above
 from ports.approvals import ArgsChecker  # noqa: E402 - after the finder above
@@ -341,6 +342,19 @@ class Container(containers.DeclarativeContainer):
     )
     search = providers.Singleton(SearchService, search_index)
     allow_rules = providers.Singleton(AllowRules, store)
+    # what the edges get instead of this container (built once; each getter lazy)
+    services = providers.Singleton(
+        Services,
+        runs=run_service.provider,
+        conversations=conversations.provider,
+        supervisor=supervisor.provider,
+        search=search.provider,
+        allow_rules=allow_rules.provider,
+        metrics=metrics.provider,
+        model=model.provider,
+        tools=tools.provider,
+        storage=storage.provider,
+    )
 
 
 def create_container(env: dict[str, str] | None = None, **overrides: Any) -> Container:

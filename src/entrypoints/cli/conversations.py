@@ -32,7 +32,7 @@ async def _recover(ctx: Context) -> None:
     if await container.store().running_runs():
         from services.supervisor import Supervisor
 
-        await Supervisor(container.run_service()).recover()
+        await Supervisor(ctx.services.runs()).recover()
 
 
 def _table(items: Sequence[Conversation]) -> str:
@@ -60,7 +60,7 @@ def conversations(ctx: Context, limit: int | None, as_json: bool) -> None:
 
     async def load() -> Any:
         await _recover(ctx)
-        service = ctx.container.conversations()
+        service = ctx.services.conversations()
         return (await service.page(limit)).conversations if limit else await service.list()
 
     items = ctx.run(load)
@@ -82,7 +82,7 @@ def show(ctx: Context, conversation: str, as_json: bool) -> None:
 
     async def load() -> Any:
         await _recover(ctx)
-        return await ctx.container.conversations().get(conversation)
+        return await ctx.services.conversations().get(conversation)
 
     d = ctx.run(load)
     markers = d.markers
@@ -155,7 +155,7 @@ def _branch_mark(marker: BranchMarker | None) -> str:
 @pass_ctx
 def branch(ctx: Context, conversation: str, number: int) -> None:
     """Make branch NUMBER of CONVERSATION the active one (`sophos show` lists them)."""
-    d = ctx.run(lambda: ctx.container.conversations().switch_branch(conversation, number))
+    d = ctx.run(lambda: ctx.services.conversations().switch_branch(conversation, number))
     click.echo(f"{d.conversation.id}: branch {d.active_branch} of {max(1, len(d.branches))} · {len(d.messages)} messages")
 
 
@@ -167,7 +167,7 @@ def branch(ctx: Context, conversation: str, number: int) -> None:
 @pass_ctx
 def export(ctx: Context, conversation: str, fmt: str, output: str | None) -> None:
     """Export a transcript (Markdown) or the checkpoint history (JSONL)."""
-    service = ctx.container.conversations()
+    service = ctx.services.conversations()
     _, text = ctx.run(
         lambda: service.export_jsonl(conversation) if fmt == "jsonl" else service.export_markdown(conversation)
     )
@@ -197,7 +197,7 @@ def rename(ctx: Context, conversation: str, title: str, server: str | None) -> N
         except remote.RemoteError as e:
             raise remote_failure(e) from None
     else:
-        new_title = ctx.run(lambda: ctx.container.conversations().rename(conversation, title)).title
+        new_title = ctx.run(lambda: ctx.services.conversations().rename(conversation, title)).title
     click.echo(f"renamed {conversation.lower()}: {new_title}")
 
 
@@ -216,5 +216,5 @@ def delete(ctx: Context, conversation: str, server: str | None) -> None:
         except remote.RemoteError as e:
             raise remote_failure(e) from None
     else:
-        ctx.run(lambda: ctx.container.conversations().delete(conversation))
+        ctx.run(lambda: ctx.services.conversations().delete(conversation))
     click.echo(f"deleted {conversation.lower()}")

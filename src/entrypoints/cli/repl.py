@@ -45,7 +45,7 @@ def _turn_report(printer: Printer) -> None:
 async def _decide_local(ctx: Context, service: Any, cid: str, printer: Printer, answering: list[str]) -> None:
     """While the run waits for approval: ask about each call, continue with the answers."""
     while printer.status == "waiting":
-        detail = await ctx.container.conversations().get(cid)
+        detail = await ctx.services.conversations().get(cid)
         decisions = asking.decide([approval_dto(r) for r in detail.pending_approvals]) if asking.on_terminal(False) else None
         if not decisions:
             click.echo(STILL_WAITING.format(cid=cid), err=True)
@@ -106,7 +106,7 @@ async def _local(ctx: Context, conversation: str | None) -> int:
     from domain.lifecycle import StopReason
     from services.supervisor import Supervisor
 
-    service = ctx.container.run_service()
+    service = ctx.services.runs()
     supervisor = Supervisor(service)
     await supervisor.start()
     loop = asyncio.get_running_loop()

@@ -78,7 +78,7 @@ async def drive(ctx: Context, start: Start, printer: Printer) -> tuple[str, str]
     from domain.lifecycle import StopReason
     from services.supervisor import Supervisor
 
-    service = ctx.container.run_service()
+    service = ctx.services.runs()
     supervisor = Supervisor(service)  # leases, signals, events: no adoption from a CLI
     await supervisor.start()
     loop = asyncio.get_running_loop()
@@ -165,7 +165,7 @@ async def drive_deciding(ctx: Context, start: Start, printer: Printer, ask: bool
     each call and continue the run with the answers. Returns the last run's printer."""
     cid, run_id = await drive(ctx, start, printer)
     while ask and printer.status == "waiting" and not printer.pipe_closed:
-        detail = await ctx.container.conversations().get(cid)
+        detail = await ctx.services.conversations().get(cid)
         decisions = asking.decide([approval_dto(r) for r in detail.pending_approvals])
         if not decisions:
             break
@@ -290,7 +290,7 @@ def cancel(ctx: Context, conversation: str, server: str | None) -> None:
         cid, run_id, status = result["conversation"], result["run"], str(result["status"])
     else:
         async def stop() -> Any:
-            return await ctx.container.run_service().cancel(Cancel(parse_conversation_id(conversation)))
+            return await ctx.services.runs().cancel(Cancel(parse_conversation_id(conversation)))
 
         r = ctx.run(stop)
         cid, run_id, status = r.conversation_id, r.run_id, r.status.value

@@ -16,6 +16,7 @@ from domain.commands import Cancel, start_command
 from domain.errors import InvalidInput, SophosError
 from domain.events import StreamEvent
 from domain.model import RunStatus, check_text, iso, parse_conversation_id
+from entrypoints.bundle import Services
 from entrypoints.container import check_database
 from entrypoints.dto import approval_dto, marker_dto, message_to_dto, search_result_dto, summary_dto
 from entrypoints.http import sse
@@ -61,8 +62,9 @@ async def read_json(request: Request, allowed: set[str]) -> dict[str, Any]:
     return body
 
 
-def _services(request: Request) -> Any:
-    return request.app.state.container
+def _services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
 
 
 async def post_chat(request: Request) -> Response:
@@ -71,7 +73,7 @@ async def post_chat(request: Request) -> Response:
         body.get("message"), body.get("conversation"), body.get("resume") is True, body.get("decision"),
         edit_of=body.get("editOf"), regenerate=body.get("regenerate") is True, decisions=body.get("decisions"),
     )
-    started = await _services(request).run_service().start(command)
+    started = await _services(request).runs().start(command)
     if started.events is not None and "text/event-stream" in request.headers.get("accept", ""):
         # the run's own stream, as GET /api/chat sends it: the first token needs no second request
         ids = {CONVERSATION_HEADER: started.conversation_id, RUN_HEADER: started.run_id}
@@ -87,7 +89,7 @@ async def get_chat(request: Request) -> Response:
     except InvalidInput as e:
         return sse.single(StreamEvent("chat-error", {"code": e.code.value, "message": e.message}))
     after, tag = sse.last_event_id(request.headers.get("last-event-id"))
-    answer = await _services(request).run_service().follow_batches(cid, after, tag)
+    answer = await _services(request).runs().follow_batches(cid, after, tag)
     if isinstance(answer, StreamEvent):
         return sse.single(answer)
     state = request.app.state
@@ -97,7 +99,7 @@ async def get_chat(request: Request) -> Response:
 async def cancel_chat(request: Request) -> Response:
     """200 once the run is stopped; 202 when its owner has not stopped it yet."""
     body = await read_json(request, {"conversation"})
-    result = await _services(request).run_service().cancel(Cancel(parse_conversation_id(body.get("conversation"))))
+    result = await _services(request).runs().cancel(Cancel(parse_conversation_id(body.get("conversation"))))
     payload = {"conversation": result.conversation_id, "run": result.run_id, "status": result.status.value}
     return JSONResponse(payload, status_code=202 if result.status is RunStatus.RUNNING else 200)
 
@@ -134,7 +136,7 @@ async def get_conversation(request: Request) -> Response:
     except Exception as e:
         raise RouteFailure("LOAD_ERROR", "Failed to load conversation") from e
     body = _detail(detail)
-    live = await _services(request).run_service().live_run(conv.id)
+    live = await _services(request).runs().live_run(conv.id)
     if live is not None:  # lets a reloaded page show what precedes the run, then replay it
         body["activeRun"] = {"id": live.run_id, "baseMessageCount": live.base_count}
     if detail.pending_calls:
@@ -227,11 +229,11 @@ async def readyz(request: Request) -> Response:
     """Model readiness as the reference, plus each tool server (advisory), the database's
     health and, on PostgreSQL, its reachability. Answers within READY_TIMEOUT whatever the
     model server does; tool servers are reported as they are, never waited for."""
-    container = _services(request)
+    services, container = _services(request), request.app.state.container
 
     async def model() -> Readiness:
         try:
-            ready: Readiness = await asyncio.wait_for(container.model().check(), READY_TIMEOUT)
+            ready: Readiness = await asyncio.wait_for(services.model().check(), READY_TIMEOUT)
             return ready
         except TimeoutError:
             return Readiness(False, f"the model server did not answer within {READY_TIMEOUT:g} s",
@@ -239,12 +241,12 @@ async def readyz(request: Request) -> Response:
 
     async def tools_started() -> None:  # servers still in their first start get a moment
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(container.tools().list_tools(), READY_TIMEOUT)
+            await asyncio.wait_for(services.tools().list_tools(), READY_TIMEOUT)
 
     ready, _ = await asyncio.gather(model(), tools_started())
     servers = [
         {"name": s.name, "ok": s.ok, "tools": s.tools, **({"error": s.error} if s.error else {})}
-        for s in await container.tools().status()
+        for s in await services.tools().status()
     ]
     if container.config.DATABASE_URL():  # a shared database server; the SQLite file is not opened
         db_ok, where = await check_database(container)
