@@ -14,8 +14,8 @@ from adapters.memory.model import ScriptedModel
 from bench.table import Row
 from domain.context import ContextPolicy
 from domain.model import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
-from domain.prompting import ContextKeeper
 from ports.tools import ToolSpec
+from services.prompting import ContextKeeper
 
 TOOLS = [ToolSpec(f"server__tool{i}", "a tool " * 20, {"type": "object", "properties": {"text": {"type": "string"}}})
          for i in range(8)]

@@ -19,10 +19,15 @@ from typing import Any
 
 from domain.errors import DecisionRequired, InvalidInput, StaleDecision
 from domain.model import PendingCall, ToolCall, utc_now
-from ports.approvals import ApprovalStore
-from ports.tools import ToolSpec
+from domain.tools import ToolSpec
 
 SEP = "__"  # `<server>__<tool>`, as the toolbox names tools
+
+
+@dataclass(frozen=True)
+class AllowRule:
+    tool: str  # `<server>__<tool>`
+    since: datetime
 
 
 class ApprovalMode(StrEnum):
@@ -143,11 +148,6 @@ class ApprovalRequest:
     decision: Decision | None = None
     decided_at: datetime | None = None
 
-    def to_dto(self) -> dict[str, Any]:
-        """As `pendingApprovals` and the `approval` event list it."""
-        c = self.call
-        return {"id": c.id, "name": c.name, "server": self.server, "args": c.args, "description": self.description}
-
 
 def waiting(requests: Sequence[ApprovalRequest], pending: Sequence[PendingCall]) -> tuple[ApprovalRequest, ...]:
     """The requests still waiting for a person: undecided, their call still pending."""
@@ -260,29 +260,6 @@ def decided(request: ApprovalRequest) -> Verdict:
     if d.type is DecisionType.EDIT and d.args is not None:
         return RunCall(dict(d.args), edited=True)
     return RunCall(dict(request.call.args))
-
-
-class ApprovalGate:
-    """Applies the policy for the agent, before each tool call: the stored decision, or
-    a new request stored and waited for."""
-
-    def __init__(self, store: ApprovalStore, mode: ApprovalMode, clock: Callable[[], datetime] = utc_now) -> None:
-        self.store = store
-        self.mode = mode
-        self.clock = clock
-
-    async def check(self, conversation_id: str, run_id: str | None, call: ToolCall, spec: ToolSpec | None) -> Verdict:
-        request = await self.store.get_request(conversation_id, call.id)
-        if request is not None:  # asked before: its decision holds even if the policy changed since
-            return decided(request)
-        always = {r.tool for r in await self.store.always_allowed()} if self.mode is not ApprovalMode.OFF else set()
-        if not needs_approval(self.mode, spec, always):
-            return RunCall(dict(call.args))
-        server = call.name.partition(SEP)[0] if SEP in call.name else ""
-        new = ApprovalRequest(conversation_id, call, run_id, server, spec.description if spec else "",
-                              dict(spec.parameters) if spec else {}, self.clock())
-        await self.store.add_request(new)
-        return Wait(new)
 
 
 def decision_to_dict(d: Decision) -> dict[str, Any]:

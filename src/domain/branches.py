@@ -41,9 +41,6 @@ class BranchMarker:
     count: int
     numbers: tuple[int, ...]
 
-    def to_dto(self) -> dict[str, object]:
-        return {"index": self.index, "count": self.count, "branches": list(self.numbers)}
-
 
 def fork_parent(branches: Sequence[Branch], start: int | None, fork: int) -> int | None:
     """The parent of a branch forked at `fork` from branch `start` (normalised, see the
@@ -89,7 +86,7 @@ def markers(branches: Sequence[Branch], message_count: int) -> dict[int, BranchM
     return out
 
 
-def edit_fork(messages: Sequence[Message], edit_of: object) -> int:
+def edit_fork(messages: Sequence[Message], edit_of: int) -> int:
     """Where an edit of message `edit_of` forks: that index, once it names a user message."""
     if isinstance(edit_of, bool) or not isinstance(edit_of, int):
         raise InvalidEdit("editOf must be a message index (an integer)")

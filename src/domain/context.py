@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from domain.model import AssistantMessage, Message, SummaryMessage, ToolResult, UserMessage
-from ports.tools import ToolSpec
+from domain.tools import ToolSpec
 
 CHARS_PER_TOKEN = 4  # a cheap estimate; calibration corrects it per conversation
 MESSAGE_OVERHEAD = 4  # role markers and separators a chat template adds to each message

@@ -111,9 +111,15 @@ class StreamEvent:
     data: Any
 
 
+def approval_call(request: ApprovalRequest) -> dict[str, Any]:
+    """A waiting call as the `approval` event (stored in the run event log) lists it."""
+    c = request.call
+    return {"id": c.id, "name": c.name, "server": request.server, "args": c.args, "description": request.description}
+
+
 def approval_event(conversation_id: str, run_id: str, requests: list[ApprovalRequest]) -> StreamEvent:
     """The `approval` event: the calls the run stopped before, each waiting for a decision."""
-    calls = [r.to_dto() for r in requests]
+    calls = [approval_call(r) for r in requests]
     return StreamEvent("approval", {"conversation": conversation_id, "run": run_id, "calls": calls})
 
 

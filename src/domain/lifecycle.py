@@ -2,7 +2,7 @@
 or a failure gives, what recovery concludes from a thread head, what a resume or a new
 message needs, when a run may be reclaimed and when an orphan is adopted.
 
-The services (domain.runs, domain.supervisor) only orchestrate: every decision is here.
+The services (services.runs, services.supervisor) only orchestrate: every decision is here.
 """
 
 from __future__ import annotations

@@ -257,21 +257,6 @@ def message_from_dto(dto: dict[str, Any]) -> Message:
     return ToolResult(dto["content"], dto.get("toolCallId") or "", dto.get("name") or "?", dto.get("status") or "success", id=dto.get("id"))
 
 
-def summary_to_dto(conversation: Conversation) -> dict[str, Any]:
-    """The contract's ConversationSummary."""
-    dto: dict[str, Any] = {
-        "id": conversation.id,
-        "title": conversation.title,
-        "createdAt": iso(conversation.created_at),
-        "updatedAt": iso(conversation.updated_at),
-        "messageCount": conversation.message_count,
-        "status": conversation.status.value if conversation.status else None,
-    }
-    if conversation.error:
-        dto["error"] = {"code": conversation.error.code, "message": conversation.error.message}
-    return dto
-
-
 # --- thread state as the checkpointer sees it --------------------------------------------
 
 

@@ -7,19 +7,48 @@ InvalidInput: user text never reaches the index's own query syntax."""
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from domain.errors import InvalidInput
-from ports.search import MARK_CLOSE, MARK_OPEN, SearchHit, SearchIndex, SearchQuery, Term
 
 MAX_QUERY = 500  # characters
 MAX_TERMS = 16
 MAX_LIMIT = 100
 DEFAULT_LIMIT = 20
 MAX_OFFSET = 10_000
+
+# The marks around each match in a hit's snippet (control characters, which are removed
+# from indexed text, so they cannot come from a message).
+MARK_OPEN, MARK_CLOSE = "\x02", "\x03"
+
+INDEXED_ROLES = ("user", "assistant")  # plus each conversation's title, role "title"
+
+
+@dataclass(frozen=True)
+class Term:
+    """Consecutive words (one word, or a phrase); `prefix`: the last word is a prefix."""
+
+    words: tuple[str, ...]
+    prefix: bool = False
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """Terms that must all match the same entry. Words are lower case letters and digits."""
+
+    terms: tuple[Term, ...]
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    conversation_id: str
+    title: str
+    message_index: int | None  # the message's index in the conversation detail; None: the title
+    role: str  # "user", "assistant" or "title"
+    snippet: str  # plain text around the match, matches between MARK_OPEN and MARK_CLOSE
+
 
 _WORD = re.compile(r"[^\W_]+")
 _TOKEN = re.compile(r'"([^"]*)"(\*?)|([^\s"]+)')
@@ -60,28 +89,13 @@ def parse_query(text: object) -> SearchQuery:
     return SearchQuery(tuple(terms))
 
 
-def snippet_html(raw: str) -> str:
-    """A snippet marked with MARK_OPEN/MARK_CLOSE as HTML: the text escaped, each match
-    in <mark>…</mark>."""
-    return html.escape(raw, quote=False).replace(MARK_OPEN, "<mark>").replace(MARK_CLOSE, "</mark>")
-
-
 @dataclass(frozen=True)
 class SearchResult:
     conversation_id: str
     title: str
     message_index: int | None
     role: str
-    snippet: str  # HTML: escaped text, matches in <mark>
-
-    def to_dto(self) -> dict[str, object]:
-        return {
-            "conversation": self.conversation_id,
-            "title": self.title,
-            "messageIndex": self.message_index,
-            "role": self.role,
-            "snippet": self.snippet,
-        }
+    snippet: str  # plain text, matches between MARK_OPEN and MARK_CLOSE
 
 
 @dataclass(frozen=True)
@@ -109,24 +123,3 @@ def _offset(cursor: object) -> int:
     if not (text.isascii() and text.isdigit()) or int(text) > MAX_OFFSET:  # "¹" is a digit to isdigit()
         raise InvalidInput("Invalid cursor")
     return int(text)
-
-
-class SearchService:
-    def __init__(self, index: SearchIndex) -> None:
-        self.index = index
-
-    async def search(self, q: object, limit: object = None, before: object = None) -> SearchPage:
-        """A page of the best matches for `q` after the cursor `before` (from the previous
-        page's next_cursor), best first."""
-        query, size, offset = parse_query(q), _limit(limit), _offset(before)
-        hits: Sequence[SearchHit] = await self.index.search(query, size + 1, offset)
-        results = [
-            SearchResult(h.conversation_id, h.title, h.message_index, h.role, snippet_html(h.snippet))
-            for h in hits[:size]
-        ]
-        return SearchPage(results, str(offset + size) if len(hits) > size else None)
-
-    async def reindex(self) -> int:
-        """Rebuild the whole index from the conversations and their threads; returns the
-        number of entries written."""
-        return await self.index.rebuild()

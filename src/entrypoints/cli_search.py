@@ -10,6 +10,7 @@ import sys
 import click
 
 from entrypoints.cli.base import Context, global_options, pass_ctx
+from entrypoints.dto import search_result_dto, snippet_html
 
 
 def _plain(snippet: str, bold: bool) -> str:
@@ -26,9 +27,9 @@ def _plain(snippet: str, bold: bool) -> str:
 @pass_ctx
 def search(ctx: Context, query: str, limit: int, as_json: bool) -> None:
     """Search titles and messages of every conversation: words, "a phrase", prefix*."""
-    page = ctx.run(lambda: ctx.container.search().search(query, limit))
+    page = ctx.run(lambda: ctx.services.search().search(query, limit))
     if as_json:
-        body = {"results": [r.to_dto() for r in page.results], "nextCursor": page.next_cursor}
+        body = {"results": [search_result_dto(r) for r in page.results], "nextCursor": page.next_cursor}
         click.echo(json.dumps(body, ensure_ascii=False))
         return
     if not page.results:
@@ -37,7 +38,7 @@ def search(ctx: Context, query: str, limit: int, as_json: bool) -> None:
     bold = sys.stdout.isatty()
     for r in page.results:
         where = "title" if r.message_index is None else f"#{r.message_index} {r.role}"
-        click.echo(f"{r.conversation_id}  {where:<14} {r.title}\n    {_plain(r.snippet, bold)}")
+        click.echo(f"{r.conversation_id}  {where:<14} {r.title}\n    {_plain(snippet_html(r.snippet), bold)}")
 
 
 @click.command()
@@ -45,5 +46,5 @@ def search(ctx: Context, query: str, limit: int, as_json: bool) -> None:
 @pass_ctx
 def reindex(ctx: Context) -> None:
     """Rebuild the search index from every conversation's stored thread."""
-    count = ctx.run(lambda: ctx.container.search().reindex())
+    count = ctx.run(lambda: ctx.services.search().reindex())
     click.echo(f"indexed {count} entries")

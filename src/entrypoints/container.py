@@ -36,15 +36,9 @@ finally:
 
 T = TypeVar("T")
 
-from domain.allow_rules import AllowRules  # noqa: E402 - after the finder above
-from domain.approvals import ApprovalGate, parse_mode  # noqa: E402 - after the finder above
+from domain.approvals import parse_mode  # noqa: E402 - after the finder above
 from domain.context import ContextPolicy  # noqa: E402 - after the finder above
-from domain.conversations import ConversationService  # noqa: E402 - after the finder above
-from domain.handles import RunStores  # noqa: E402 - after the finder above
-from domain.hub import RunHub  # noqa: E402 - after the finder above
-from domain.runs import RunService  # noqa: E402 - after the finder above
-from domain.search import SearchService  # noqa: E402 - after the finder above
-from domain.supervisor import Supervisor  # noqa: E402 - after the finder above
+from entrypoints.bundle import Services  # noqa: E402 - after the finder above
 from entrypoints.lazy import LazyThreads  # noqa: E402 - after the finder above
 from entrypoints.settings import load_settings  # noqa: E402 - after the finder above
 from ports.approvals import ArgsChecker  # noqa: E402 - after the finder above
@@ -57,6 +51,14 @@ from ports.prompts import SystemPromptSource  # noqa: E402 - after the finder ab
 from ports.search import SearchIndex  # noqa: E402 - after the finder above
 from ports.storage import StoragePort  # noqa: E402 - after the finder above
 from ports.tools import ToolPort  # noqa: E402 - after the finder above
+from services.allow_rules import AllowRules  # noqa: E402 - after the finder above
+from services.approvals import ApprovalGate  # noqa: E402 - after the finder above
+from services.conversations import ConversationService  # noqa: E402 - after the finder above
+from services.handles import RunStores  # noqa: E402 - after the finder above
+from services.hub import RunHub  # noqa: E402 - after the finder above
+from services.runs import RunService  # noqa: E402 - after the finder above
+from services.search import SearchService  # noqa: E402 - after the finder above
+from services.supervisor import Supervisor  # noqa: E402 - after the finder above
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -342,6 +344,19 @@ class Container(containers.DeclarativeContainer):
     )
     search = providers.Singleton(SearchService, search_index)
     allow_rules = providers.Singleton(AllowRules, store)
+    # what the edges get instead of this container (built once; each getter lazy)
+    services = providers.Singleton(
+        Services,
+        runs=run_service.provider,
+        conversations=conversations.provider,
+        supervisor=supervisor.provider,
+        search=search.provider,
+        allow_rules=allow_rules.provider,
+        metrics=metrics.provider,
+        model=model.provider,
+        tools=tools.provider,
+        storage=storage.provider,
+    )
 
 
 def create_container(env: dict[str, str] | None = None, **overrides: Any) -> Container:

@@ -73,7 +73,7 @@ class DrainingServer(uvicorn.Server):
         self.drain_task = asyncio.ensure_future(self._drain(timeout))
 
     async def _drain(self, timeout: float) -> None:
-        await self.sophos_app.state.container.supervisor().drain(timeout)
+        await self.sophos_app.state.services.supervisor().drain(timeout)
         self.sophos_app.state.closing.set()
         self.should_exit = True
 

@@ -5,18 +5,15 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
+
+from domain.approvals import AllowRule
 
 if TYPE_CHECKING:
     from domain.approvals import ApprovalRequest, Decision
 
-
-@dataclass(frozen=True)
-class AllowRule:
-    tool: str  # `<server>__<tool>`
-    since: datetime
+__all__ = ["ANY_ARGS", "NO_APPROVALS", "AllowRule", "AnyArgs", "ApprovalStore", "ArgsChecker", "NoApprovals"]
 
 
 class ApprovalStore(Protocol):

@@ -4,39 +4,11 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
-# The marks around each match in a hit's snippet (control characters, which are removed
-# from indexed text, so they cannot come from a message).
-MARK_OPEN, MARK_CLOSE = "\x02", "\x03"
+from domain.search import INDEXED_ROLES, MARK_CLOSE, MARK_OPEN, SearchHit, SearchQuery, Term
 
-INDEXED_ROLES = ("user", "assistant")  # plus each conversation's title, role "title"
-
-
-@dataclass(frozen=True)
-class Term:
-    """Consecutive words (one word, or a phrase); `prefix`: the last word is a prefix."""
-
-    words: tuple[str, ...]
-    prefix: bool = False
-
-
-@dataclass(frozen=True)
-class SearchQuery:
-    """Terms that must all match the same entry. Words are lower case letters and digits."""
-
-    terms: tuple[Term, ...]
-
-
-@dataclass(frozen=True)
-class SearchHit:
-    conversation_id: str
-    title: str
-    message_index: int | None  # the message's index in the conversation detail; None: the title
-    role: str  # "user", "assistant" or "title"
-    snippet: str  # plain text around the match, matches between MARK_OPEN and MARK_CLOSE
-
+__all__ = ["INDEXED_ROLES", "MARK_CLOSE", "MARK_OPEN", "SearchHit", "SearchIndex", "SearchQuery", "Term"]
 
 class SearchIndex(Protocol):
     """An index of every conversation's title and the contents of its user and assistant

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from domain.commands import start_command
 from tests.support.app import SOPHOS, app_env, config_dir, ledger_server_entry, process_env
 from tests.support.fake_ollama import FakeOllama, fake_ollama, prompt_tokens
 from tests.support.server import LiveServer, stream
@@ -224,7 +225,7 @@ async def test_model_context_is_the_budget_of_an_openai_compatible_server_too(tm
         service = container.run_service()
         cid = None
         for text in ("one " + "x" * 2000, "two " + "y" * 2000):
-            started = await service.start(text, cid)
+            started = await service.start(start_command(text, cid))
             cid = started.conversation_id
             active = service.hub.get(cid)
             if active is not None:  # else it has already finished

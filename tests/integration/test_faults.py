@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from domain.commands import start_command
 from domain.events import StreamEvent
 from entrypoints.container import close_container, create_container
 from tests.support.app import app_env
@@ -17,7 +18,7 @@ from tests.support.fake_ollama import fake_ollama
 
 async def run_to_end(container: Any, message: str | None, cid: str | None = None, resume: bool = False) -> list[Any]:
     service = container.run_service()
-    started = await service.start(message, cid, resume)
+    started = await service.start(start_command(message, cid, resume))
     events = await service.follow(started.conversation_id, 0)
     if isinstance(events, StreamEvent):  # it ended before it could be followed: the log has it all
         return [e for _, e in await container.store().read(started.run_id, 0)]
@@ -67,7 +68,7 @@ async def test_a_message_that_cannot_be_saved_is_refused_not_acknowledged(tmp_pa
     await c.threads().get_thread("warm-up")  # opens the checkpointer
     apply(c.checkpointer(), pragma)
     with pytest.raises(StorageFailure):
-        await c.run_service().start("not saved " * 3000, None)
+        await c.run_service().start(start_command("not saved " * 3000, None))
     assert await c.store().running_runs() == []
     await close_container(c)
 
@@ -81,7 +82,7 @@ async def test_auto_resume_finishes_interrupted_runs_at_start_up(tmp_path: Path)
         env = app_env(tmp_path, fake.url, TOOLS_BACKEND="none")
         c = create_container(env)
         service = c.run_service()
-        started = await service.start("long", None)
+        started = await service.start(start_command("long", None))
         await c.supervisor().drain(0.1)  # a shutdown: the run is interrupted
         await close_container(c)
         c2 = create_container({**env, "AUTO_RESUME": "true"})

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from domain.conversations import decode_cursor
 from domain.errors import InvalidInput
+from services.conversations import decode_cursor
 from tests.support.fake_ollama import FakeOllama
 
 

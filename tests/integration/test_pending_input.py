@@ -16,6 +16,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from adapters.langgraph.checkpointer import ThreadedSqliteSaver
 from adapters.sqlite.runs import SqliteRunStore
+from domain.commands import Cancel, start_command
 from domain.errors import ModelUnavailable
 from domain.model import RunStatus
 from tests.support.harness import Harness, make_harness
@@ -80,9 +81,9 @@ async def test_a_stop_mid_answer_keeps_the_message_and_the_text_and_a_resume_goe
     h = harness(backend, ["first", "word " * 200, "the rest"], delay=0.01)
     started, _ = await h.send("one")
     cid = started.conversation_id
-    await h.runs.start("two", cid)
+    await h.runs.start(start_command("two", cid))
     await asyncio.sleep(0.2)
-    assert (await h.runs.cancel(cid)).status is RunStatus.CANCELLED
+    assert (await h.runs.cancel(Cancel(cid))).status is RunStatus.CANCELLED
     detail = await h.conversations.get(cid)
     kept = detail.messages[-1].content
     assert [m.content for m in detail.messages[:3]] == ["one", "first", "two"] and len(detail.messages) == 4
@@ -97,9 +98,9 @@ async def test_a_stop_before_the_first_token_keeps_the_message_once(backend: tup
     h = harness(backend, ["first", "late words", "answer to both"], delay=0.5)
     started, _ = await h.send("one")
     cid = started.conversation_id
-    await h.runs.start("two", cid)
+    await h.runs.start(start_command("two", cid))
     await asyncio.sleep(0.1)
-    assert (await h.runs.cancel(cid)).status is RunStatus.CANCELLED
+    assert (await h.runs.cancel(Cancel(cid))).status is RunStatus.CANCELLED
     detail = await h.conversations.get(cid)
     assert [m.content for m in detail.messages] == ["one", "first", "two"]
     assert detail.resumable and detail.conversation.message_count == 3
@@ -116,7 +117,7 @@ async def test_an_edit_of_the_failed_message_forks_and_keeps_the_original(sqlite
     await h.send("two", cid)
     failed = (await h.conversations.get(cid)).messages[-1]
     assert failed.content == "two" and failed.id
-    edit = await h.runs.start("two, better", cid, edit_of=2)
+    edit = await h.runs.start(start_command("two, better", cid, edit_of=2))
     events = await h.events_of(edit)
     assert events[-1].data["status"] == "completed"
     detail = await h.conversations.get(cid)

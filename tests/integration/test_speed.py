@@ -19,8 +19,8 @@ import httpx
 import pytest
 
 from domain.events import StreamEvent
-from domain.hub import RunStream
 from entrypoints.http import sse
+from services.hub import RunStream
 from tests.support.app import app_env
 from tests.support.fake_ollama import FakeOllama, fake_ollama
 from tests.support.server import LiveServer, sse_events

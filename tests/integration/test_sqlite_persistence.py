@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.sqlite.database import MIGRATIONS
+from domain.commands import start_command
 from domain.events import StreamEvent
 from domain.model import RunStatus
 from entrypoints.container import close_container, create_container
@@ -16,7 +17,7 @@ from tests.support.fake_ollama import fake_ollama
 
 async def chat(container: Any, message: str | None, cid: str | None = None, resume: bool = False) -> list[Any]:
     service = container.run_service()
-    started = await service.start(message, cid, resume)
+    started = await service.start(start_command(message, cid, resume))
     events = await service.follow(started.conversation_id, 0)
     assert not isinstance(events, StreamEvent), "the run ended before it could be followed"
     return [(started, e) async for _, e in events]

@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from domain.commands import start_command
 from domain.model import Message
 from tests.support.long_thread import TEXT, file_size, long_thread_harness
 
@@ -37,7 +38,7 @@ async def branchy_thread(db: Path, turns: int, branches: int, keep: int = 3) -> 
             if i % every == 0 and len(out.left) < branches:
                 detail = await h.conversations.get(cid)
                 out.left[detail.active_branch] = detail.messages
-                edited = await h.runs.start(f"{i} edited {TEXT}", cid, edit_of=len(detail.messages) - TURN)
+                edited = await h.runs.start(start_command(f"{i} edited {TEXT}", cid, edit_of=len(detail.messages) - TURN))
                 await h.events_of(edited)
         assert cid is not None
         last = (await h.conversations.get(cid)).active_branch

@@ -16,16 +16,17 @@ from adapters.memory.model import ScriptedModel
 from adapters.memory.runs import InMemoryRunStore
 from adapters.memory.toolbox import StaticToolbox, ToolFn
 from adapters.system.prompt import FixedPrompt
+from domain.commands import start_command
 from domain.context import ContextPolicy
-from domain.conversations import ConversationService
 from domain.events import StreamEvent
-from domain.handles import RunStores, StartedRun
-from domain.hub import RunHub
 from domain.model import RunOwner
-from domain.runs import RunService
-from domain.supervisor import Supervisor
 from ports.processes import ProcessPort
 from ports.tools import ToolSpec
+from services.conversations import ConversationService
+from services.handles import RunStores, StartedRun
+from services.hub import RunHub
+from services.runs import RunService
+from services.supervisor import Supervisor
 
 
 @dataclass
@@ -67,11 +68,11 @@ class Harness:
     metrics: InMemoryMetrics
 
     async def send(self, message: str, conversation: str | None = None) -> tuple[StartedRun, list[StreamEvent]]:
-        started = await self.runs.start(message, conversation)
+        started = await self.runs.start(start_command(message, conversation))
         return started, await self.events_of(started)
 
     async def resume(self, conversation: str, decision: str | None = None) -> list[StreamEvent]:
-        started = await self.runs.start(None, conversation, resume=True, decision=decision)
+        started = await self.runs.start(start_command(None, conversation, resume=True, decision=decision))
         return await self.events_of(started)
 
     async def events_of(self, started: StartedRun) -> list[StreamEvent]:

@@ -10,7 +10,6 @@ import pytest
 from adapters.memory.runs import InMemoryRunStore
 from domain import lifecycle
 from domain.approvals import (
-    ApprovalGate,
     ApprovalMode,
     ApprovalRequest,
     Decision,
@@ -30,6 +29,7 @@ from domain.errors import DecisionRequired, InvalidInput, StaleDecision
 from domain.lifecycle import StopReason
 from domain.model import PendingCall, RunStatus, ToolCall
 from ports.tools import ToolSpec
+from services.approvals import ApprovalGate
 
 CHARGE = ToolSpec("bank__charge", "Charge a card.", {"type": "object"})  # MCP defaults: destructive
 READ = ToolSpec("bank__balance", "Read the balance.", {}, read_only=True, destructive=False)

@@ -12,10 +12,10 @@ from adapters.memory.model import ScriptedModel
 from domain.context import ContextPolicy, estimate_message, plan_prompt, shorten
 from domain.errors import ModelUnreachable
 from domain.model import AssistantMessage, Message, SummaryMessage, ToolCall, ToolResult, UserMessage
-from domain.prompting import Calibration, ContextKeeper
 from entrypoints.notices import ContextNotices
 from entrypoints.settings import SettingsError, load_settings
 from ports.tools import ToolSpec
+from services.prompting import Calibration, ContextKeeper
 from tests.support.harness import make_harness
 
 TOOLS = [ToolSpec("notes__save", "Save a note", {"type": "object", "properties": {"text": {"type": "string"}}})]

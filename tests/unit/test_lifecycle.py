@@ -12,11 +12,9 @@ import pytest
 
 from adapters.memory.runs import InMemoryRunStore
 from domain import lifecycle
-from domain.conversations import ConversationService
+from domain.commands import Cancel, start_command
 from domain.errors import DecisionRequired, ModelUnreachable, RunLost, RunNotResumable, StorageFailure
 from domain.events import StreamEvent
-from domain.handles import RunStores
-from domain.hub import ActiveRun, RunHub
 from domain.lifecycle import Adoption, StopReason
 from domain.model import (
     PendingCall,
@@ -29,8 +27,11 @@ from domain.model import (
     new_id,
     utc_now,
 )
-from domain.runs import RunService
-from domain.supervisor import Supervisor
+from services.conversations import ConversationService
+from services.handles import RunStores
+from services.hub import ActiveRun, RunHub
+from services.runs import RunService
+from services.supervisor import Supervisor
 from tests.support.fake_engine import FakeEngine, Script
 from tests.support.harness import FakeProcesses
 
@@ -148,7 +149,7 @@ async def test_a_cancel_before_the_tasks_first_step_still_ends_the_run_and_saves
 
     w = World(Script(tokens=["never"] * 50, pause=0.01))
     w.a.hub = StopAtOnce()
-    started = await asyncio.wait_for(w.a.start("hello"), 5)
+    started = await asyncio.wait_for(w.a.start(start_command("hello")), 5)
     await asyncio.wait_for(w.wait_finished(w.a), 5)
     run = await w.store.get_run(started.run_id)
     assert run is not None and run.status is RunStatus.CANCELLED
@@ -160,7 +161,7 @@ async def test_a_cancel_before_the_tasks_first_step_still_ends_the_run_and_saves
 async def test_start_and_cancel_pairs_in_any_interleaving_always_end() -> None:
     rng = random.Random(7)
     w = World(*[Script(tokens=["a", "b"], pause=0.001) for _ in range(200)])
-    cid = (await w.a.start("first")).conversation_id
+    cid = (await w.a.start(start_command("first"))).conversation_id
     await w.wait_finished(w.a)
     for i in range(60):
         delay = rng.choice([0, 0, 0.0005, 0.002])
@@ -168,11 +169,11 @@ async def test_start_and_cancel_pairs_in_any_interleaving_always_end() -> None:
         async def cancel_soon(delay: float = delay) -> object:
             await asyncio.sleep(delay)
             try:
-                return await w.a.cancel(cid)
+                return await w.a.cancel(Cancel(cid))
             except Exception as e:  # NoActiveRun when it lands before the run row
                 return e
 
-        post, _ = await asyncio.wait_for(asyncio.gather(w.a.start(f"m{i}", cid), cancel_soon()), 5)
+        post, _ = await asyncio.wait_for(asyncio.gather(w.a.start(start_command(f"m{i}", cid)), cancel_soon()), 5)
         await asyncio.wait_for(w.wait_finished(w.a), 5)
         run = await w.store.get_run(post.run_id)
         assert run is not None and run.status in (RunStatus.CANCELLED, RunStatus.COMPLETED)
@@ -183,7 +184,7 @@ async def test_start_and_cancel_pairs_in_any_interleaving_always_end() -> None:
 
 async def test_a_stop_that_lands_before_the_message_is_saved_waits_for_it() -> None:
     w = World(Script(tokens=["x"] * 100, pause=0.01))
-    task = asyncio.ensure_future(w.a.start("keep me"))
+    task = asyncio.ensure_future(w.a.start(start_command("keep me")))
     await asyncio.sleep(0)
     for active in w.a.hub.all():
         active.request_stop(StopReason.CANCEL)
@@ -196,11 +197,11 @@ async def test_a_stop_that_lands_before_the_message_is_saved_waits_for_it() -> N
 
 async def test_a_cancel_from_another_process_stops_the_run_through_the_signal() -> None:
     w = World(Script(tokens=["t"] * 500, pause=0.01))
-    started = await w.a.start("long")
+    started = await w.a.start(start_command("long"))
     sup = Supervisor(w.a, signal_seconds=0.01)
     await sup.start()
     try:
-        result = await w.b.cancel(started.conversation_id)
+        result = await w.b.cancel(Cancel(started.conversation_id))
     finally:
         await sup.close()
     assert result.status is RunStatus.CANCELLED and result.run_id == started.run_id
@@ -208,9 +209,9 @@ async def test_a_cancel_from_another_process_stops_the_run_through_the_signal() 
 
 async def test_a_cancel_of_a_dead_owners_run_is_finished_by_the_canceller() -> None:
     w = World(Script(tokens=["t"] * 500, pause=0.01))
-    started = await w.a.start("long")
+    started = await w.a.start(start_command("long"))
     w.b.processes.dead.add(ME.pid)  # type: ignore[attr-defined]
-    result = await w.b.cancel(started.conversation_id)
+    result = await w.b.cancel(Cancel(started.conversation_id))
     assert result.status is RunStatus.CANCELLED
     events = [e for _, e in await w.store.read(started.run_id, 0)]
     assert events[-1] == StreamEvent("end", {"conversation": started.conversation_id, "status": "cancelled"})
@@ -221,7 +222,7 @@ async def test_a_cancel_of_a_dead_owners_run_is_finished_by_the_canceller() -> N
 async def test_a_run_whose_lease_was_taken_writes_nothing_more_and_says_it_lost() -> None:
     gate = asyncio.Event()
     w = World(Script(tokens=["late"], gate=gate), Script(tokens=["adopted"]), lease=0.05)
-    started = await w.a.start("hello")
+    started = await w.a.start(start_command("hello"))
     active = w.a.hub.by_run(started.run_id)
     assert active is not None
     await asyncio.sleep(0.1)  # the owner is "paused": its lease runs out
@@ -253,7 +254,7 @@ async def test_an_outcome_the_store_refused_is_recorded_later_with_its_real_code
         return await real_finish(*args, **kwargs)  # type: ignore[arg-type]
 
     w.store.finish_run = flaky  # type: ignore[method-assign]
-    started = await w.a.start("hi")
+    started = await w.a.start(start_command("hi"))
     await w.wait_finished(w.a)
     assert (await w.store.get_run(started.run_id)).status is RunStatus.RUNNING  # type: ignore[union-attr]
     await Supervisor(w.a).retry_unrecorded()
@@ -263,7 +264,7 @@ async def test_an_outcome_the_store_refused_is_recorded_later_with_its_real_code
 
 async def test_a_follower_in_another_process_sees_the_same_events_as_the_owner() -> None:
     w = World(Script(tokens=[f"w{i} " for i in range(20)], pause=0.005))
-    started = await w.a.start("hi")
+    started = await w.a.start(start_command("hi"))
     sup = Supervisor(w.a, flush_seconds=0.01)
     await sup.start()
     try:

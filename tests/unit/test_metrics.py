@@ -7,11 +7,12 @@ from datetime import timedelta
 
 from adapters.memory.metrics import InMemoryMetrics
 from domain import lifecycle
+from domain.commands import start_command
 from domain.errors import ModelUnreachable, StorageFailure
 from domain.events import StreamEvent
 from domain.model import Run, RunStatus, RunTrigger, new_id, utc_now
-from domain.supervisor import Supervisor
 from ports.runs import RunFinish
+from services.supervisor import Supervisor
 from tests.support.fake_engine import Script, Thread
 from tests.support.harness import make_harness, recording_tool
 from tests.unit.test_lifecycle import OTHER, World
@@ -50,7 +51,7 @@ async def test_tool_calls_are_timed_per_tool_and_a_tool_nobody_offers_is_labelle
 
 async def test_a_local_stream_is_active_while_it_is_read_and_not_after_it_is_closed() -> None:
     h = make_harness(["a b c d e f g h"], delay=0.05)
-    started = await h.runs.start("hi")
+    started = await h.runs.start(start_command("hi"))
     streams = h.metrics.counts["streams_active"]
     answer = await h.runs.follow(started.conversation_id, 0)
     assert not isinstance(answer, StreamEvent)
@@ -67,7 +68,7 @@ async def test_a_local_stream_is_active_while_it_is_read_and_not_after_it_is_clo
 async def test_a_follower_of_another_process_is_counted_as_a_log_stream() -> None:
     w = World(Script(tokens=["t"] * 30, pause=0.01))
     w.b.metrics = metrics = InMemoryMetrics()
-    started = await w.a.start("long")
+    started = await w.a.start(start_command("long"))
     sup = Supervisor(w.a, flush_seconds=0.01)
     await sup.start()
     try:
@@ -86,7 +87,7 @@ async def test_a_takeover_counts_the_reclaim_the_lost_lease_the_lost_run_and_the
     gate = asyncio.Event()
     w = World(Script(tokens=["late"], gate=gate), Script(tokens=["adopted"]), lease=0.05)
     w.a.metrics, w.b.metrics = victim, taker = InMemoryMetrics(), InMemoryMetrics()
-    await w.a.start("hello")
+    await w.a.start(start_command("hello"))
     await asyncio.sleep(0.1)  # the owner is "paused": its lease runs out
     w.store.clock = lambda: utc_now() + timedelta(seconds=1)  # type: ignore[method-assign]
     assert await Supervisor(w.b).recover() == 1

@@ -6,6 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 from adapters.memory.runs import InMemoryRunStore
+from domain.commands import start_command
 from domain.lifecycle import INPUT_NOT_RECORDED
 from domain.model import Run, RunOwner, RunStatus, new_id, utc_now
 from ports.engine import NewMessage
@@ -108,7 +109,7 @@ async def test_a_dead_owners_row_does_not_block_a_new_message() -> None:
 
 async def test_renewal_refreshes_this_processs_runs_by_the_store_clock() -> None:
     h = make_harness(["a " * 50], delay=0.01)
-    started = await h.runs.start("hi")
+    started = await h.runs.start(start_command("hi"))
     before = (await h.repo.get_run(started.run_id)).heartbeat_at  # type: ignore[union-attr]
     h.repo.clock = lambda: utc_now() + timedelta(seconds=60)
     await h.supervisor.renew()

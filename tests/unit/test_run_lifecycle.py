@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from domain.commands import Cancel, start_command
 from domain.errors import (
     ConversationNotFound,
     InvalidInput,
@@ -19,8 +20,8 @@ from domain.errors import (
     ShuttingDown,
 )
 from domain.events import StreamEvent
-from domain.hub import ActiveRun
 from domain.model import AssistantMessage, RunStatus, ToolResult, UserMessage, new_id
+from services.hub import ActiveRun
 from tests.support.harness import make_harness, recording_tool
 
 
@@ -134,7 +135,7 @@ async def test_bad_starts_are_refused_with_the_contract_messages(
 ) -> None:
     h = make_harness()
     with pytest.raises(error, match=text):
-        await h.runs.start(message, conversation, resume)
+        await h.runs.start(start_command(message, conversation, resume))
     assert await h.repo.list_conversations() == [] or conversation is None
 
 
@@ -142,13 +143,13 @@ async def test_resume_of_a_finished_thread_is_refused() -> None:
     h = make_harness(["ok"])
     started, _ = await h.send("hi")
     with pytest.raises(RunNotResumable):
-        await h.runs.start(None, started.conversation_id, resume=True)
+        await h.runs.start(start_command(None, started.conversation_id, resume=True))
 
 
 async def test_resume_wins_over_a_message() -> None:
     h = make_harness([ModelUnavailable(), "fine"])
     started, _ = await h.send("hi")
-    again = await h.runs.start("ignored", started.conversation_id, resume=True)
+    again = await h.runs.start(start_command("ignored", started.conversation_id, resume=True))
     await h.follow(again.conversation_id)
     users = [m for m in (await h.conversations.get(started.conversation_id)).messages if isinstance(m, UserMessage)]
     assert [u.content for u in users] == ["hi"]
@@ -163,9 +164,9 @@ async def test_upper_case_ids_are_accepted_and_stored_lower_case() -> None:
 
 async def test_one_active_run_per_conversation() -> None:
     h = make_harness(["slow " * 20], delay=0.01)
-    started = await h.runs.start("hi")
+    started = await h.runs.start(start_command("hi"))
     with pytest.raises(SessionInProgress):
-        await h.runs.start("again", started.conversation_id)
+        await h.runs.start(start_command("again", started.conversation_id))
     assert not (await h.conversations.get(started.conversation_id)).resumable
     await h.follow(started.conversation_id)
     assert (await h.conversations.summary(started.conversation_id)).status is RunStatus.COMPLETED
@@ -173,7 +174,7 @@ async def test_one_active_run_per_conversation() -> None:
 
 async def test_a_late_subscriber_replays_what_it_missed_after_its_last_id() -> None:
     h = make_harness(["one two three four"], delay=0.01)
-    started = await h.runs.start("hi")
+    started = await h.runs.start(start_command("hi"))
     active = h.runs.hub.get(started.conversation_id)
     assert active is not None
     await asyncio.sleep(0.03)
@@ -184,7 +185,7 @@ async def test_a_late_subscriber_replays_what_it_missed_after_its_last_id() -> N
 
 async def test_a_broken_subscriber_never_stops_the_run() -> None:
     h = make_harness(["a b c"], delay=0.01)
-    started = await h.runs.start("hi")
+    started = await h.runs.start(start_command("hi"))
     active = h.runs.hub.get(started.conversation_id)
     assert active is not None
 
@@ -199,28 +200,28 @@ async def test_a_broken_subscriber_never_stops_the_run() -> None:
 
 async def test_cancel_stops_the_model_stream_and_records_cancelled() -> None:
     h = make_harness(["word " * 200, "after cancel"], delay=0.01)
-    started = await h.runs.start("long answer please")
+    started = await h.runs.start(start_command("long answer please"))
     cid = started.conversation_id
     active = h.runs.hub.get(cid)
     assert active is not None
     await asyncio.sleep(0.05)
-    result = await h.runs.cancel(cid)
+    result = await h.runs.cancel(Cancel(cid))
     assert result.run_id == started.run_id and result.status is RunStatus.CANCELLED
     assert active.events[-1][1].data == {"conversation": cid, "status": "cancelled"}
     detail = await h.conversations.get(cid)
     assert detail.conversation.status is RunStatus.CANCELLED and detail.resumable
     with pytest.raises(NoActiveRun):
-        await h.runs.cancel(cid)
+        await h.runs.cancel(Cancel(cid))
     _, events = await h.send("next message", cid)
     assert events[-1].data["status"] == "completed"
 
 
 async def test_a_stopped_answer_stays_in_the_thread_and_a_resume_continues_after_it() -> None:
     h = make_harness(["word " * 200, "the rest"], delay=0.01)
-    started = await h.runs.start("long answer please")
+    started = await h.runs.start(start_command("long answer please"))
     cid = started.conversation_id
     await asyncio.sleep(0.2)
-    assert (await h.runs.cancel(cid)).status is RunStatus.CANCELLED
+    assert (await h.runs.cancel(Cancel(cid))).status is RunStatus.CANCELLED
     detail = await h.conversations.get(cid)
     kept = detail.messages[-1]
     assert [m.role for m in detail.messages] == ["user", "assistant"]
@@ -249,13 +250,13 @@ async def test_cancel_in_a_slow_tool_closes_the_dangling_call_for_the_next_turn(
         [[("t__quick", {}), ("t__slow", {})], "fresh answer"],
         tools=[(spec("t__quick"), quick), (spec("t__slow", read_only=True, destructive=False, idempotent=True), slow)],
     )
-    started = await h.runs.start("call both")
+    started = await h.runs.start(start_command("call both"))
     cid = started.conversation_id
     for _ in range(100):
         await asyncio.sleep(0.01)
         if (await h.conversations.get(cid)).pending_calls and len(h.tools.calls) == 2:
             break
-    await h.runs.cancel(cid)
+    await h.runs.cancel(Cancel(cid))
     assert (await h.conversations.summary(cid)).status is RunStatus.CANCELLED
     _, events = await h.send("forget it", cid)
     assert events[-1].data["status"] == "completed"
@@ -270,18 +271,18 @@ async def test_cancel_in_a_slow_tool_closes_the_dangling_call_for_the_next_turn(
 
 async def test_drain_lets_short_runs_finish_and_interrupts_long_ones() -> None:
     h = make_harness(["word " * 500], delay=0.01)
-    started = await h.runs.start("long")
+    started = await h.runs.start(start_command("long"))
     stopped = await h.supervisor.drain(0.05)
     assert stopped == 1
     detail = await h.conversations.get(started.conversation_id)
     assert detail.conversation.status is RunStatus.INTERRUPTED and detail.resumable
     with pytest.raises(ShuttingDown):
-        await h.runs.start("new")
+        await h.runs.start(start_command("new"))
 
 
 async def test_drain_waits_for_a_run_that_ends_in_time() -> None:
     h = make_harness(["quick answer"], delay=0.01)
-    started = await h.runs.start("short")
+    started = await h.runs.start(start_command("short"))
     assert await h.supervisor.drain(5) == 0
     assert (await h.conversations.summary(started.conversation_id)).status is RunStatus.COMPLETED
 
@@ -314,15 +315,15 @@ async def test_a_new_message_is_refused_while_an_unsafe_call_may_have_taken_effe
         return "charged"
 
     h = make_harness([[("pay__charge", {})], "skipped it"], tools=[(spec("pay__charge"), charge)])
-    started = await h.runs.start("pay")
+    started = await h.runs.start(start_command("pay"))
     cid = started.conversation_id
     for _ in range(100):
         await asyncio.sleep(0.01)
         if h.tools.calls:
             break
-    await h.runs.cancel(cid)
+    await h.runs.cancel(Cancel(cid))
     with pytest.raises(DecisionRequired):
-        await h.runs.start("do something else", cid)
+        await h.runs.start(start_command("do something else", cid))
     events = await h.resume(cid, decision="skip")
     assert events[-1].data["status"] == "completed" and len(h.tools.calls) == 1
 
@@ -361,7 +362,7 @@ async def test_a_turn_makes_no_trip_through_the_default_executor() -> None:
     executor = Recording(max_workers=2)
     loop.set_default_executor(executor)
     h = make_harness(["hello there"])
-    started = await h.runs.start("hi")
+    started = await h.runs.start(start_command("hi"))
     events = await h.follow(started.conversation_id)
     assert events[-1].data["status"] == "completed"
     assert hops == []

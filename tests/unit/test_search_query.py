@@ -6,7 +6,8 @@ import pytest
 
 from adapters.sqlite.search import fts_query
 from domain.errors import InvalidInput
-from domain.search import parse_query, snippet_html
+from domain.search import parse_query
+from entrypoints.dto import snippet_html
 from ports.search import MARK_CLOSE, MARK_OPEN, Term
 
 

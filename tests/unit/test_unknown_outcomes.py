@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from domain.commands import Cancel, start_command
 from domain.errors import DecisionRequired
 from domain.model import ToolResult
 from tests.support.harness import Harness, make_harness, spec
@@ -29,12 +30,12 @@ def harness_with_a_payment(calls: list[str], gate: asyncio.Event) -> Harness:
 
 
 async def stop_in_flight(h: Harness, calls: list[str]) -> str:
-    started = await h.runs.start("pay")
+    started = await h.runs.start(start_command("pay"))
     for _ in range(200):
         await asyncio.sleep(0.01)
         if calls:
             break
-    await h.runs.cancel(started.conversation_id)
+    await h.runs.cancel(Cancel(started.conversation_id))
     return started.conversation_id
 
 
@@ -47,7 +48,7 @@ async def test_resume_pauses_for_a_decision_and_shows_the_call() -> None:
     unknown = [p for p in detail.pending_calls if p.needs_decision]
     assert [p.call.name for p in unknown] == ["pay__charge"]
     with pytest.raises(DecisionRequired):
-        await h.runs.start(None, cid, resume=True)
+        await h.runs.start(start_command(None, cid, resume=True))
 
 
 async def test_skip_records_an_unknown_outcome_and_does_not_call_again() -> None:
@@ -84,12 +85,12 @@ async def test_a_safe_tool_in_flight_resumes_without_asking() -> None:
         return "read"
 
     h = make_harness([[("db__read", {})], "done"], tools=[(spec("db__read", read_only=True, destructive=False), slow_read)])
-    started = await h.runs.start("read")
+    started = await h.runs.start(start_command("read"))
     for _ in range(200):
         await asyncio.sleep(0.01)
         if seen:
             break
-    await h.runs.cancel(started.conversation_id)
+    await h.runs.cancel(Cancel(started.conversation_id))
     assert not (await h.conversations.get(started.conversation_id)).decision_required
     events = await h.resume(started.conversation_id)
     assert events[-1].data["status"] == "completed" and len(seen) == 2

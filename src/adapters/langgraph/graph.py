@@ -25,7 +25,7 @@ from langgraph.types import Command, Send, interrupt
 
 from adapters.langchain.messages import ConversionCache, to_langchain
 from adapters.langgraph.appending import append_messages
-from domain.approvals import ApprovalGate, Rejected, Wait, edited_note
+from domain.approvals import Rejected, Wait, edited_note
 from domain.context import ContextPolicy, PromptPlan, estimate_text
 from domain.errors import RunLost, StorageFailure, ToolOutcomeUnknown
 from domain.events import (
@@ -40,12 +40,13 @@ from domain.events import (
 )
 from domain.lifecycle import idempotency_key, own_call_ids
 from domain.model import AssistantMessage, ContextView, ToolCall, ToolResult, new_call_id, utc_now
-from domain.prompting import ContextKeeper
 from ports.journal import ToolJournal
 from ports.metrics import NO_METRICS, UNKNOWN_TOOL, MetricsPort
 from ports.model import ModelPort, TextChunk, Usage
 from ports.prompts import SystemPromptSource
 from ports.tools import ToolPort, ToolSpec
+from services.approvals import ApprovalGate
+from services.prompting import ContextKeeper
 
 log = logging.getLogger(__name__)
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from domain.commands import start_command
 from domain.errors import InvalidInput
 from entrypoints.cli.base import (
     EXIT_BAD_INPUT,
@@ -76,10 +77,10 @@ def approve(ctx: Context, conversation: str, calls: tuple[str, ...], edit_args: 
         return
 
     async def start(service: Any) -> Any:
-        detail = await ctx.container.conversations().get(conversation)
+        detail = await ctx.services.conversations().get(conversation)
         waiting = [r.call.id for r in detail.pending_approvals]
         decisions = _decisions(detail.conversation.id, calls, waiting, decision)
-        return await service.start(None, conversation, True, decisions=decisions)
+        return await service.start(start_command(None, conversation, True, decisions=decisions))
 
     run_and_report(ctx, {}, start, as_json, None)
 
@@ -104,7 +105,7 @@ def list_rules(ctx: Context, as_json: bool, server: str | None) -> None:
         except remote.RemoteError as e:
             raise remote_failure(e) from None
     else:
-        rules = [(r.tool, r.since) for r in ctx.run(lambda: ctx.container.allow_rules().list())]
+        rules = [(r.tool, r.since) for r in ctx.run(lambda: ctx.services.allow_rules().list())]
     if as_json:
         click.echo(json.dumps({"alwaysAllowed": [{"tool": tool, "since": since.isoformat()} for tool, since in rules]}))
         return
@@ -129,5 +130,5 @@ def revoke(ctx: Context, tool: str, server: str | None) -> None:
         except remote.RemoteError as e:
             raise remote_failure(e) from None
     else:
-        ctx.run(lambda: ctx.container.allow_rules().revoke(tool))
+        ctx.run(lambda: ctx.services.allow_rules().revoke(tool))
     click.echo(f"{tool} asks for approval again.")

@@ -5,13 +5,16 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
 from domain.errors import ErrorCode, SophosError
 from entrypoints.logs import configure_logging
 from entrypoints.settings import SettingsError
+
+if TYPE_CHECKING:
+    from entrypoints.bundle import Services
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -90,6 +93,12 @@ class Context:
             except SettingsError as e:
                 raise CliError("BAD_CONFIG", str(e), EXIT_BAD_INPUT) from None
         return self._container
+
+    @property
+    def services(self) -> Services:
+        """The use cases and ports a command may use (built once, each on first use)."""
+        services: Services = self.container.services()
+        return services
 
     def hint_options(self) -> str:
         """The global options this command was given, to repeat in a suggested command."""

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from domain.branches import BranchMarker
-from domain.model import Conversation, iso, message_to_dto, summary_to_dto
+from domain.model import Conversation, iso
 from entrypoints.cli.base import (
     EXIT_BAD_INPUT,
     CliError,
@@ -23,15 +23,16 @@ from entrypoints.cli.base import (
 )
 from entrypoints.cli.output import ago, approval_line
 from entrypoints.cli.runs import remote_failure, resume_hint
+from entrypoints.dto import approval_dto, marker_dto, message_to_dto, summary_dto
 
 
 async def _recover(ctx: Context) -> None:
     # the full stack (LangGraph, the model client) loads only when there is a run to reclaim
     container = ctx.container
     if await container.store().running_runs():
-        from domain.supervisor import Supervisor
+        from services.supervisor import Supervisor
 
-        await Supervisor(container.run_service()).recover()
+        await Supervisor(ctx.services.runs()).recover()
 
 
 def _table(items: Sequence[Conversation]) -> str:
@@ -59,12 +60,12 @@ def conversations(ctx: Context, limit: int | None, as_json: bool) -> None:
 
     async def load() -> Any:
         await _recover(ctx)
-        service = ctx.container.conversations()
+        service = ctx.services.conversations()
         return (await service.page(limit)).conversations if limit else await service.list()
 
     items = ctx.run(load)
     if as_json:
-        click.echo(json.dumps({"conversations": [summary_to_dto(c) for c in items]}, ensure_ascii=False))
+        click.echo(json.dumps({"conversations": [summary_dto(c) for c in items]}, ensure_ascii=False))
     elif not items:
         click.echo("No conversations yet.")
     else:
@@ -81,16 +82,16 @@ def show(ctx: Context, conversation: str, as_json: bool) -> None:
 
     async def load() -> Any:
         await _recover(ctx)
-        return await ctx.container.conversations().get(conversation)
+        return await ctx.services.conversations().get(conversation)
 
     d = ctx.run(load)
     markers = d.markers
     if as_json:
         messages = [message_to_dto(m) for m in d.messages]
         for i, marker in markers.items():
-            messages[i]["branch"] = marker.to_dto()
+            messages[i]["branch"] = marker_dto(marker)
         body = {
-            "conversation": summary_to_dto(d.conversation),
+            "conversation": summary_dto(d.conversation),
             "messages": messages,
             "resumable": d.resumable,
             "context": d.context.to_dto() if d.context else None,
@@ -104,7 +105,7 @@ def show(ctx: Context, conversation: str, as_json: bool) -> None:
             ]
             body["decisionRequired"] = d.decision_required
         if d.pending_approvals:
-            body["pendingApprovals"] = [r.to_dto() for r in d.pending_approvals]
+            body["pendingApprovals"] = [approval_dto(r) for r in d.pending_approvals]
         click.echo(json.dumps(body, ensure_ascii=False))
         return
     c = d.conversation
@@ -133,7 +134,7 @@ def show(ctx: Context, conversation: str, as_json: bool) -> None:
     elif d.pending_approvals:
         click.echo("")
         for r in d.pending_approvals:
-            click.echo(approval_line(r.to_dto()))
+            click.echo(approval_line(approval_dto(r)))
         click.echo(f"Decide: {resume_hint(ctx, c.id).replace('sophos resume', 'sophos approve', 1)} "
                    "[--call ID] [--edit-args JSON | --reject REASON | --always]")
     elif d.resumable:
@@ -154,7 +155,7 @@ def _branch_mark(marker: BranchMarker | None) -> str:
 @pass_ctx
 def branch(ctx: Context, conversation: str, number: int) -> None:
     """Make branch NUMBER of CONVERSATION the active one (`sophos show` lists them)."""
-    d = ctx.run(lambda: ctx.container.conversations().switch_branch(conversation, number))
+    d = ctx.run(lambda: ctx.services.conversations().switch_branch(conversation, number))
     click.echo(f"{d.conversation.id}: branch {d.active_branch} of {max(1, len(d.branches))} · {len(d.messages)} messages")
 
 
@@ -166,7 +167,7 @@ def branch(ctx: Context, conversation: str, number: int) -> None:
 @pass_ctx
 def export(ctx: Context, conversation: str, fmt: str, output: str | None) -> None:
     """Export a transcript (Markdown) or the checkpoint history (JSONL)."""
-    service = ctx.container.conversations()
+    service = ctx.services.conversations()
     _, text = ctx.run(
         lambda: service.export_jsonl(conversation) if fmt == "jsonl" else service.export_markdown(conversation)
     )
@@ -196,7 +197,7 @@ def rename(ctx: Context, conversation: str, title: str, server: str | None) -> N
         except remote.RemoteError as e:
             raise remote_failure(e) from None
     else:
-        new_title = ctx.run(lambda: ctx.container.conversations().rename(conversation, title)).title
+        new_title = ctx.run(lambda: ctx.services.conversations().rename(conversation, title)).title
     click.echo(f"renamed {conversation.lower()}: {new_title}")
 
 
@@ -215,5 +216,5 @@ def delete(ctx: Context, conversation: str, server: str | None) -> None:
         except remote.RemoteError as e:
             raise remote_failure(e) from None
     else:
-        ctx.run(lambda: ctx.container.conversations().delete(conversation))
+        ctx.run(lambda: ctx.services.conversations().delete(conversation))
     click.echo(f"deleted {conversation.lower()}")

@@ -24,7 +24,7 @@ def _mb(n: int) -> str:
 @pass_ctx
 def stats(ctx: Context, as_json: bool) -> None:
     """Size, counts and the largest threads."""
-    s = ctx.call(lambda: ctx.container.storage().stats())
+    s = ctx.call(lambda: ctx.services.storage().stats())
     if as_json:
         from dataclasses import asdict
 
@@ -44,7 +44,7 @@ def stats(ctx: Context, as_json: bool) -> None:
 def prune(ctx: Context, keep: int | None) -> None:
     """Delete all but the latest checkpoints of every thread (the export history stays)."""
     k = keep if keep is not None else max(int(ctx.container.config.CHECKPOINT_KEEP()), 1)
-    deleted = ctx.call(lambda: ctx.container.storage().prune(k))
+    deleted = ctx.call(lambda: ctx.services.storage().prune(k))
     click.echo(f"deleted {deleted} checkpoint(s); kept the latest {k} of each thread")
 
 
@@ -53,7 +53,7 @@ def prune(ctx: Context, keep: int | None) -> None:
 @pass_ctx
 def vacuum(ctx: Context) -> None:
     """Give free space back to the file system."""
-    before, after = ctx.call(lambda: ctx.container.storage().vacuum())
+    before, after = ctx.call(lambda: ctx.services.storage().vacuum())
     click.echo(f"{_mb(before)} -> {_mb(after)}")
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from domain.commands import start_command
 from domain.errors import InvalidInput, SophosError
 from entrypoints.cli import asking
 from entrypoints.cli.base import (
@@ -24,6 +25,7 @@ from entrypoints.cli.base import (
 )
 from entrypoints.cli.output import Printer
 from entrypoints.cli.runs import Start, drive_remote, follow_answer, remote_failure, resume_with
+from entrypoints.dto import approval_dto
 
 PROMPT = "> "
 STILL_WAITING = "(tool calls wait for approval; a new message is refused until they are answered: sophos approve {cid})"
@@ -43,8 +45,8 @@ def _turn_report(printer: Printer) -> None:
 async def _decide_local(ctx: Context, service: Any, cid: str, printer: Printer, answering: list[str]) -> None:
     """While the run waits for approval: ask about each call, continue with the answers."""
     while printer.status == "waiting":
-        detail = await ctx.container.conversations().get(cid)
-        decisions = asking.decide([r.to_dto() for r in detail.pending_approvals]) if asking.on_terminal(False) else None
+        detail = await ctx.services.conversations().get(cid)
+        decisions = asking.decide([approval_dto(r) for r in detail.pending_approvals]) if asking.on_terminal(False) else None
         if not decisions:
             click.echo(STILL_WAITING.format(cid=cid), err=True)
             return
@@ -97,14 +99,14 @@ def _goodbye(cid: str | None, ctx: Context, server: str | None = None) -> int:
 
 
 def _starter(message: str, conversation: str | None) -> Start:
-    return lambda service: service.start(message, conversation)
+    return lambda service: service.start(start_command(message, conversation))
 
 
 async def _local(ctx: Context, conversation: str | None) -> int:
     from domain.lifecycle import StopReason
-    from domain.supervisor import Supervisor
+    from services.supervisor import Supervisor
 
-    service = ctx.container.run_service()
+    service = ctx.services.runs()
     supervisor = Supervisor(service)
     await supervisor.start()
     loop = asyncio.get_running_loop()

@@ -10,8 +10,10 @@ from typing import Any
 
 import click
 
+from domain.commands import Cancel, StartRun, start_command
 from domain.errors import InvalidInput
 from domain.events import StreamEvent
+from domain.model import parse_conversation_id
 from entrypoints.cli import asking
 from entrypoints.cli.base import (
     EXIT_BAD_INPUT,
@@ -27,6 +29,7 @@ from entrypoints.cli.base import (
     server_option,
 )
 from entrypoints.cli.output import Printer
+from entrypoints.dto import approval_dto
 
 Start = Callable[[Any], Awaitable[Any]]
 
@@ -73,9 +76,9 @@ async def drive(ctx: Context, start: Start, printer: Printer) -> tuple[str, str]
     """One run: Ctrl-C stops it as `cancelled`, SIGTERM as `interrupted`, also when the
     signal comes while the run is being started (it is stopped as soon as it exists)."""
     from domain.lifecycle import StopReason
-    from domain.supervisor import Supervisor
+    from services.supervisor import Supervisor
 
-    service = ctx.container.run_service()
+    service = ctx.services.runs()
     supervisor = Supervisor(service)  # leases, signals, events: no adoption from a CLI
     await supervisor.start()
     loop = asyncio.get_running_loop()
@@ -137,6 +140,14 @@ def drive_remote(server: str, body: dict[str, Any], printer: Printer) -> tuple[s
     return cid, run_id
 
 
+def command_of(body: dict[str, Any]) -> StartRun:
+    """The command a chat body names, as the API reads it (so both refuse the same input)."""
+    return start_command(
+        body.get("message"), body.get("conversation"), body.get("resume") is True, body.get("decision"),
+        edit_of=body.get("editOf"), regenerate=body.get("regenerate") is True, decisions=body.get("decisions"),
+    )
+
+
 def remote_failure(e: Any) -> CliError:
     return CliError(e.code, e.message, EXIT_SERVER if e.code == "UNREACHABLE" else exit_code_of(e.code))
 
@@ -144,7 +155,7 @@ def remote_failure(e: Any) -> CliError:
 def resume_with(cid: str, decisions: dict[str, Any]) -> Start:
     """A resume of `cid` with the person's decisions on its waiting calls."""
     async def start(service: Any) -> Any:
-        return await service.start(None, cid, True, decisions=decisions)
+        return await service.start(start_command(None, cid, True, decisions=decisions))
 
     return start
 
@@ -154,8 +165,8 @@ async def drive_deciding(ctx: Context, start: Start, printer: Printer, ask: bool
     each call and continue the run with the answers. Returns the last run's printer."""
     cid, run_id = await drive(ctx, start, printer)
     while ask and printer.status == "waiting" and not printer.pipe_closed:
-        detail = await ctx.container.conversations().get(cid)
-        decisions = asking.decide([r.to_dto() for r in detail.pending_approvals])
+        detail = await ctx.services.conversations().get(cid)
+        decisions = asking.decide([approval_dto(r) for r in detail.pending_approvals])
         if not decisions:
             break
         following = Printer(as_json=False)
@@ -233,7 +244,7 @@ def chat(ctx: Context, message: str | None, conversation: str | None, interactiv
     body: dict[str, Any] = {"message": text, **({"conversation": conversation} if conversation else {})}
     if edit_of is not None:
         body["editOf"] = edit_of
-    run_and_report(ctx, body, lambda s: s.start(text, conversation, edit_of=edit_of), as_json, server)
+    run_and_report(ctx, body, lambda s: s.start(command_of(body)), as_json, server)
 
 
 @click.command()
@@ -246,7 +257,7 @@ def regenerate(ctx: Context, conversation: str, as_json: bool, server: str | Non
     """Answer CONVERSATION's last user message again, on a new branch (the earlier answer
     stays on its own: `sophos show` lists them, `sophos branch` switches)."""
     body: dict[str, Any] = {"regenerate": True, "conversation": conversation}
-    run_and_report(ctx, body, lambda s: s.start(None, conversation, regenerate=True), as_json, server)
+    run_and_report(ctx, body, lambda s: s.start(command_of(body)), as_json, server)
 
 
 @click.command()
@@ -259,7 +270,7 @@ def regenerate(ctx: Context, conversation: str, as_json: bool, server: str | Non
 def resume(ctx: Context, conversation: str, decision: str | None, as_json: bool, server: str | None) -> None:
     """Continue CONVERSATION from its last checkpoint."""
     body: dict[str, Any] = {"resume": True, "conversation": conversation, **({"decision": decision} if decision else {})}
-    run_and_report(ctx, body, lambda s: s.start(None, conversation, True, decision), as_json, server)
+    run_and_report(ctx, body, lambda s: s.start(command_of(body)), as_json, server)
 
 
 @click.command()
@@ -279,7 +290,7 @@ def cancel(ctx: Context, conversation: str, server: str | None) -> None:
         cid, run_id, status = result["conversation"], result["run"], str(result["status"])
     else:
         async def stop() -> Any:
-            return await ctx.container.run_service().cancel(conversation)
+            return await ctx.services.runs().cancel(Cancel(parse_conversation_id(conversation)))
 
         r = ctx.run(stop)
         cid, run_id, status = r.conversation_id, r.run_id, r.status.value

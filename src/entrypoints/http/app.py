@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from entrypoints.bundle import Services
 from entrypoints.http import routes, session, web
 from entrypoints.http.errors import EXCEPTION_HANDLERS
 from entrypoints.http.guard import GuardMiddleware, HostPolicy
@@ -28,13 +29,14 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
     supervisor starts with the app (recovery, leases, signals, adoption) and shutdown
     drains runs and closes everything."""
     settings = container.config
+    services: Services = container.services()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        supervisor = container.supervisor() if manage_lifecycle else None
+        supervisor = services.supervisor() if manage_lifecycle else None
         if supervisor is not None:
             await supervisor.start()
-            await container.tools().warm_up()  # so the first run finds its tool servers up
+            await services.tools().warm_up()  # so the first run finds its tool servers up
         try:
             yield
         finally:
@@ -81,7 +83,8 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,
     )
-    app.state.container = container
+    app.state.container = container  # for the storage health checks only (see routes.readyz)
+    app.state.services = services
     app.state.api_token = settings.API_TOKEN() or ""
     app.state.closing = asyncio.Event()
     app.state.ping_seconds = float(settings.SSE_PING_SECONDS())

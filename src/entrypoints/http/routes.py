@@ -12,17 +12,19 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
-from domain.conversations import ConversationDetail
+from domain.commands import Cancel, start_command
 from domain.errors import InvalidInput, SophosError
 from domain.events import StreamEvent
-from domain.model import RunStatus, check_text, iso, message_to_dto, parse_conversation_id, summary_to_dto
+from domain.model import RunStatus, check_text, iso, parse_conversation_id
+from entrypoints.bundle import Services
 from entrypoints.container import check_database
+from entrypoints.dto import approval_dto, marker_dto, message_to_dto, search_result_dto, summary_dto
 from entrypoints.http import sse
 from entrypoints.http.errors import RouteFailure, error_response
 from ports.model import Readiness
+from services.conversations import ConversationDetail
 
 MAX_BODY = 64 * 1024  # bytes; a larger body gets 413
-MAX_MESSAGE = 32_000  # characters
 CONVERSATION_HEADER = "X-Conversation-Id"  # on a streamed POST /api/chat: what the JSON body says
 RUN_HEADER = "X-Run-Id"
 READY_TIMEOUT = 1.5  # seconds readyz waits for the model server
@@ -60,24 +62,18 @@ async def read_json(request: Request, allowed: set[str]) -> dict[str, Any]:
     return body
 
 
-def _services(request: Request) -> Any:
-    return request.app.state.container
+def _services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
 
 
 async def post_chat(request: Request) -> Response:
     body = await read_json(request, {"message", "conversation", "resume", "decision", "decisions", "editOf", "regenerate"})
-    resume = body.get("resume") is True
-    regenerate = body.get("regenerate") is True
-    message = body.get("message") if isinstance(body.get("message"), str) else None
-    if not resume and message is not None and len(message) > MAX_MESSAGE:
-        raise InvalidInput(f"Message is longer than {MAX_MESSAGE} characters")
-    decision = body.get("decision")
-    if decision is not None and not isinstance(decision, str):
-        raise InvalidInput('decision must be "retry" or "skip"')
-    started = await _services(request).run_service().start(
-        message, body.get("conversation"), resume, decision, decisions=body.get("decisions"), edit_of=body.get("editOf"),
-        regenerate=regenerate,
+    command = start_command(
+        body.get("message"), body.get("conversation"), body.get("resume") is True, body.get("decision"),
+        edit_of=body.get("editOf"), regenerate=body.get("regenerate") is True, decisions=body.get("decisions"),
     )
+    started = await _services(request).runs().start(command)
     if started.events is not None and "text/event-stream" in request.headers.get("accept", ""):
         # the run's own stream, as GET /api/chat sends it: the first token needs no second request
         ids = {CONVERSATION_HEADER: started.conversation_id, RUN_HEADER: started.run_id}
@@ -93,7 +89,7 @@ async def get_chat(request: Request) -> Response:
     except InvalidInput as e:
         return sse.single(StreamEvent("chat-error", {"code": e.code.value, "message": e.message}))
     after, tag = sse.last_event_id(request.headers.get("last-event-id"))
-    answer = await _services(request).run_service().follow_batches(cid, after, tag)
+    answer = await _services(request).runs().follow_batches(cid, after, tag)
     if isinstance(answer, StreamEvent):
         return sse.single(answer)
     state = request.app.state
@@ -103,7 +99,7 @@ async def get_chat(request: Request) -> Response:
 async def cancel_chat(request: Request) -> Response:
     """200 once the run is stopped; 202 when its owner has not stopped it yet."""
     body = await read_json(request, {"conversation"})
-    result = await _services(request).run_service().cancel(body.get("conversation"))
+    result = await _services(request).runs().cancel(Cancel(parse_conversation_id(body.get("conversation"))))
     payload = {"conversation": result.conversation_id, "run": result.run_id, "status": result.status.value}
     return JSONResponse(payload, status_code=202 if result.status is RunStatus.RUNNING else 200)
 
@@ -124,7 +120,7 @@ async def list_conversations(request: Request) -> Response:
             raise  # a storage failure is a 503, not a fetch error
         except Exception as e:
             raise RouteFailure("FETCH_ERROR", "Failed to fetch conversations") from e
-    body: dict[str, Any] = {"conversations": [summary_to_dto(c) for c in items]}
+    body: dict[str, Any] = {"conversations": [summary_dto(c) for c in items]}
     if "limit" in params or "before" in params:
         body["nextCursor"] = cursor
     return JSONResponse(body)
@@ -140,7 +136,7 @@ async def get_conversation(request: Request) -> Response:
     except Exception as e:
         raise RouteFailure("LOAD_ERROR", "Failed to load conversation") from e
     body = _detail(detail)
-    live = await _services(request).run_service().live_run(conv.id)
+    live = await _services(request).runs().live_run(conv.id)
     if live is not None:  # lets a reloaded page show what precedes the run, then replay it
         body["activeRun"] = {"id": live.run_id, "baseMessageCount": live.base_count}
     if detail.pending_calls:
@@ -150,7 +146,7 @@ async def get_conversation(request: Request) -> Response:
         ]
         body["decisionRequired"] = detail.decision_required
     if detail.pending_approvals:
-        body["pendingApprovals"] = [r.to_dto() for r in detail.pending_approvals]
+        body["pendingApprovals"] = [approval_dto(r) for r in detail.pending_approvals]
     return JSONResponse(body)
 
 
@@ -160,10 +156,10 @@ def _detail(detail: ConversationDetail) -> dict[str, Any]:
     for i, m in enumerate(detail.messages):
         dto = message_to_dto(m)
         if i in markers:
-            dto["branch"] = markers[i].to_dto()
+            dto["branch"] = marker_dto(markers[i])
         messages.append(dto)
     return {
-        "conversation": summary_to_dto(detail.conversation),
+        "conversation": summary_dto(detail.conversation),
         "messages": messages,
         "resumable": detail.resumable,
         "context": detail.context.to_dto() if detail.context else None,
@@ -184,8 +180,8 @@ async def patch_conversation(request: Request) -> Response:
         conv = await service.rename(cid, body["title"])
     if "activeBranch" in body:
         detail = await service.switch_branch(cid, body["activeBranch"])
-        return JSONResponse({"conversation": summary_to_dto(detail.conversation), **_detail(detail)})
-    return JSONResponse({"conversation": summary_to_dto(conv)})
+        return JSONResponse({"conversation": summary_dto(detail.conversation), **_detail(detail)})
+    return JSONResponse({"conversation": summary_dto(conv)})
 
 
 async def delete_conversation(request: Request) -> Response:
@@ -222,7 +218,7 @@ async def search(request: Request) -> Response:
     if unknown:
         raise InvalidInput(f"Unknown parameter(s): {', '.join(sorted(unknown))}")
     page = await _services(request).search().search(params.get("q"), params.get("limit"), params.get("before"))
-    return JSONResponse({"results": [r.to_dto() for r in page.results], "nextCursor": page.next_cursor})
+    return JSONResponse({"results": [search_result_dto(r) for r in page.results], "nextCursor": page.next_cursor})
 
 
 async def healthz(request: Request) -> Response:
@@ -233,11 +229,11 @@ async def readyz(request: Request) -> Response:
     """Model readiness as the reference, plus each tool server (advisory), the database's
     health and, on PostgreSQL, its reachability. Answers within READY_TIMEOUT whatever the
     model server does; tool servers are reported as they are, never waited for."""
-    container = _services(request)
+    services, container = _services(request), request.app.state.container
 
     async def model() -> Readiness:
         try:
-            ready: Readiness = await asyncio.wait_for(container.model().check(), READY_TIMEOUT)
+            ready: Readiness = await asyncio.wait_for(services.model().check(), READY_TIMEOUT)
             return ready
         except TimeoutError:
             return Readiness(False, f"the model server did not answer within {READY_TIMEOUT:g} s",
@@ -245,12 +241,12 @@ async def readyz(request: Request) -> Response:
 
     async def tools_started() -> None:  # servers still in their first start get a moment
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(container.tools().list_tools(), READY_TIMEOUT)
+            await asyncio.wait_for(services.tools().list_tools(), READY_TIMEOUT)
 
     ready, _ = await asyncio.gather(model(), tools_started())
     servers = [
         {"name": s.name, "ok": s.ok, "tools": s.tools, **({"error": s.error} if s.error else {})}
-        for s in await container.tools().status()
+        for s in await services.tools().status()
     ]
     if container.config.DATABASE_URL():  # a shared database server; the SQLite file is not opened
         db_ok, where = await check_database(container)

@@ -11,7 +11,7 @@ from typing import Any
 from starlette.responses import StreamingResponse
 
 from domain.events import StreamEvent
-from domain.hub import TERMINAL_EVENTS, Batch, RunStream, run_tag
+from services.hub import TERMINAL_EVENTS, Batch, RunStream, run_tag
 
 HEADERS = {
     "Cache-Control": "no-cache, no-transform",

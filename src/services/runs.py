@@ -3,7 +3,7 @@
 A run is owned by the store, not by a process: its row says who executes it, the owner
 renews a lease, every checkpoint and the outcome are written only while the row is still
 its own, and its events go to the run event log, so any process can follow or cancel it.
-The rules are in domain.lifecycle; the process's background work in domain.supervisor.
+The rules are in domain.lifecycle; the process's background work in services.supervisor.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from dataclasses import replace
 from datetime import datetime
 
 from domain import lifecycle
-from domain.approvals import ApprovalRequest, parse_decisions
+from domain.approvals import ApprovalRequest
+from domain.commands import Cancel, Edit, Regenerate, Resume, SendMessage, StartRun
 from domain.errors import (
     ConversationNotFound,
-    InvalidInput,
     NoActiveRun,
     SessionInProgress,
     ShuttingDown,
@@ -35,25 +35,23 @@ from domain.events import (
     TokenDelta,
     approval_event,
 )
-from domain.following import counted, flatten, follow_conversation
-from domain.handles import CancelResult, LiveRun, RunStores, StartedRun
-from domain.hub import ActiveRun, Item, RunHub, RunStream
 from domain.lifecycle import Outcome, StopReason
 from domain.model import (
     Run,
     RunStatus,
     RunTrigger,
-    check_text,
     new_id,
-    parse_conversation_id,
     title_from_message,
     utc_now,
 )
-from domain.pending import PlanPorts, RunRequest, plan_fork, plan_input
 from ports.engine import AgentEngine, Fork, NewMessage, RunInput
 from ports.metrics import NO_METRICS, MetricsPort
 from ports.processes import ProcessPort
 from ports.runs import RunFinish
+from services.following import counted, flatten, follow_conversation
+from services.handles import CancelResult, LiveRun, RunStores, StartedRun
+from services.hub import ActiveRun, Item, RunHub, RunStream
+from services.pending import PlanPorts, RunRequest, plan_fork, plan_input
 
 log = logging.getLogger(__name__)
 
@@ -90,58 +88,40 @@ class RunService:
         self.clock = clock
         self.metrics = metrics
         self.draining = False
-        self.unrecorded: dict[str, tuple[ActiveRun, RunFinish]] = {}  # outcomes the store refused
+        self._unrecorded: dict[str, tuple[ActiveRun, RunFinish]] = {}  # outcomes the store refused
         self.starting: set[str] = set()  # recorded, not yet in the hub: executed here all the same
 
     # --- starting -----------------------------------------------------------------------
 
-    async def start(
-        self,
-        message: str | None,
-        conversation: object = None,
-        resume: bool = False,
-        decision: str | None = None,
-        trigger: RunTrigger = RunTrigger.USER,
-        edit_of: object = None,
-        regenerate: bool = False,
-        decisions: object = None,
-    ) -> StartedRun:
-        """Validate in the contract's order, record the run and (for a message) the input,
-        then execute in the background. Returns once the input is durable. `edit_of` (a
-        message index, with `message`) and `regenerate` start the run on a new branch."""
+    async def start(self, command: StartRun, trigger: RunTrigger = RunTrigger.USER) -> StartedRun:
+        """Record the run and (for a message) the input, then execute in the background.
+        Returns once the input is durable. An Edit or a Regenerate starts the run on a new
+        branch."""
         if self.draining:
             raise ShuttingDown()
-        text = check_text(message, "Message").strip() if isinstance(message, str) else ""
-        forking = edit_of is not None or regenerate
-        if sum((resume, edit_of is not None, regenerate)) > 1:
-            raise InvalidInput("resume, editOf and regenerate cannot be combined")
-        if not resume and not regenerate and not text:
-            raise InvalidInput("Message is required")
-        if forking and conversation is None:
-            raise InvalidInput("A conversation is required to edit or regenerate")
-        if decision is not None and decision not in ("retry", "skip"):
-            raise InvalidInput('decision must be "retry" or "skip"')
-        answers = parse_decisions(decisions)
-        if answers and not resume:
-            raise InvalidInput("decisions are given with resume: true")
-        if conversation is None:
-            if resume:
-                raise InvalidInput("A conversation is required to resume")
+        if command.conversation_id is None:
+            assert isinstance(command, SendMessage)  # the only command that may start a conversation
             cid = new_id()
-            await self.runs.create_conversation(cid, title_from_message(text), self.clock())
+            await self.runs.create_conversation(cid, title_from_message(command.text), self.clock())
         else:
-            cid = parse_conversation_id(conversation)
+            cid = command.conversation_id
             found, latest = await self.runs.conversation_and_latest_run(cid, self.lease_seconds)
             if found is None:
                 raise ConversationNotFound()
             await self._refuse_if_active(cid, latest)
         s = self.stores
         ports = PlanPorts(s.checkpoints, s.journal, s.approvals, s.checker)
-        if forking:
-            run_input, base = await plan_fork(ports, cid, text, edit_of)
+        if isinstance(command, Edit):
+            run_input, base = await plan_fork(ports, cid, command.text, command.index)
+        elif isinstance(command, Regenerate):
+            run_input, base = await plan_fork(ports, cid, "", None)
         else:
-            request = RunRequest(text, resume, decision, answers)
-            run_input, base = await plan_input(ports, cid, request, self.clock(), new_thread=conversation is None)
+            if isinstance(command, Resume):
+                request = RunRequest("", True, command.decision, command.decisions)
+            else:
+                request = RunRequest(command.text.strip())
+            new_thread = command.conversation_id is None
+            run_input, base = await plan_input(ports, cid, request, self.clock(), new_thread=new_thread)
         return await self._launch(cid, run_input, base, trigger)
 
     async def _refuse_if_active(self, cid: str, latest: Run | None) -> None:
@@ -278,12 +258,21 @@ class RunService:
         except Exception:
             active.unflushed[:0] = items  # for the retry
             log.exception("could not record the outcome of the run; will retry", extra=active.context)
-            self.unrecorded[active.run_id] = (active, finish)
+            self._unrecorded[active.run_id] = (active, finish)
             return False
-        self.unrecorded.pop(active.run_id, None)
+        self._unrecorded.pop(active.run_id, None)
         if not written:
             log.warning("the outcome was not recorded: the run is no longer this process's", extra=active.context)
         return True
+
+    async def retry_unrecorded(self) -> None:
+        """Write again the outcomes the store refused earlier (see `_record`)."""
+        for active, finish in list(self._unrecorded.values()):
+            await self._record(active, finish)
+
+    def refuse_new_runs(self) -> None:
+        """From now on `start` raises ShuttingDown (a drain has begun)."""
+        self.draining = True
 
     # --- following, stopping ------------------------------------------------------------
 
@@ -315,11 +304,11 @@ class RunService:
         """As `follow`, with the events that were ready together in one batch."""
         return await follow_conversation(self, conversation_id, after, tag)
 
-    async def cancel(self, conversation: object) -> CancelResult:
+    async def cancel(self, command: Cancel) -> CancelResult:
         """Stop the conversation's running run wherever it executes; it is recorded
         `cancelled`. Waits up to `cancel_wait` seconds for the owner to stop it; a run whose
         owner is dead is finished by the caller itself."""
-        cid = parse_conversation_id(conversation)
+        cid = command.conversation_id
         if await self.runs.get_conversation(cid) is None:
             raise ConversationNotFound()
         active = self.hub.get(cid)
@@ -363,7 +352,7 @@ class RunService:
         alive = self.processes.is_alive(run.owner) if run.owner else None
         if not lifecycle.reclaimable(run, self.processes.current(), here, alive):
             return False
-        mine = self.unrecorded.get(run.id)
+        mine = self._unrecorded.get(run.id)
         if mine is not None:  # our own outcome, refused by the store earlier: its real code
             return await self._record(*mine)
         head = await self.checkpoints.head(run.conversation_id)

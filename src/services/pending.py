@@ -88,7 +88,7 @@ async def plan_input(
     return Resume(skip=skip | plan.skip), lifecycle.base_count(head, 0, new_message=False)
 
 
-async def plan_fork(ports: PlanPorts, conversation_id: str, text: str, edit_of: object) -> tuple[RunInput, int]:
+async def plan_fork(ports: PlanPorts, conversation_id: str, text: str, edit_of: int | None) -> tuple[RunInput, int]:
     """A run on a new branch: an edit of message `edit_of` (with `text`), or, when
     `edit_of` is None, a regenerate of the last answer; with the message count the run
     starts from. Refused while tool calls wait for approval, as a new message is."""

@@ -29,12 +29,12 @@ from domain.model import (
     parse_conversation_id,
     utc_now,
 )
-from domain.pending import annotate_pending
 from ports.approvals import NO_APPROVALS, ApprovalStore
 from ports.branches import BranchPort
 from ports.checkpoints import CheckpointPort
 from ports.journal import ToolJournal
 from ports.runs import RunRepository
+from services.pending import annotate_pending
 
 MAX_PAGE = 500
 MAX_QUERY = 200  # characters of a title search

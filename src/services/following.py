@@ -7,12 +7,12 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING
 
 from domain.events import StreamEvent
-from domain.hub import TERMINAL_EVENTS, Batch, Item, RunStream, resume_after, up_to_terminal
 from domain.model import Run, RunStatus
 from ports.metrics import MetricsPort
+from services.hub import TERMINAL_EVENTS, Batch, Item, RunStream, resume_after, up_to_terminal
 
 if TYPE_CHECKING:
-    from domain.runs import RunService
+    from services.runs import RunService
 
 
 async def follow_log(service: RunService, run: Run, after: int) -> AsyncGenerator[Batch, None]:

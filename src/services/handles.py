@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from domain.hub import RunStream
 from domain.model import RunStatus
 from ports.approvals import ANY_ARGS, NO_APPROVALS, ApprovalStore, ArgsChecker
 from ports.checkpoints import CheckpointPort
@@ -14,6 +13,7 @@ from ports.events import RunEventLog
 from ports.journal import ToolJournal
 from ports.runs import RunRepository
 from ports.signals import RunSignals
+from services.hub import RunStream
 
 
 @dataclass(frozen=True)

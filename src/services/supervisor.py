@@ -14,6 +14,7 @@ from datetime import timedelta
 
 from domain import lifecycle
 from domain.approvals import Decision, DecisionType
+from domain.commands import Resume
 from domain.errors import (
     DecisionRequired,
     RunNotResumable,
@@ -22,11 +23,11 @@ from domain.errors import (
     SophosError,
     StaleDecision,
 )
-from domain.handles import StartedRun
 from domain.lifecycle import Adoption, StopReason
 from domain.model import PendingCall, RunTrigger
-from domain.pending import annotate_pending
-from domain.runs import RunService
+from services.handles import StartedRun
+from services.pending import annotate_pending
+from services.runs import RunService
 
 log = logging.getLogger(__name__)
 
@@ -132,8 +133,7 @@ class Supervisor:
             raise
 
     async def retry_unrecorded(self) -> None:
-        for active, finish in list(self.service.unrecorded.values()):
-            await self.service._record(active, finish)
+        await self.service.retry_unrecorded()
 
     async def recover(self) -> int:
         """Reclaim the running runs whose owner is dead or whose lease expired."""
@@ -167,7 +167,7 @@ class Supervisor:
             if verdict is not Adoption.ADOPT:
                 continue
             try:
-                started.append(await service.start(None, cid, resume=True, trigger=RunTrigger.ADOPT))
+                started.append(await service.start(Resume(cid), trigger=RunTrigger.ADOPT))
                 service.metrics.adoption("adopted")
                 log.info("adopted an interrupted run", extra=ctx)
             except (RunNotResumable, DecisionRequired, SessionInProgress, ShuttingDown) as e:
@@ -186,10 +186,10 @@ class Supervisor:
         for cid, call_ids in by_conversation.items():
             if service.hub.get(cid) is not None or service.draining:
                 continue
-            decisions = {c: {"type": "reject", "message": message} for c in call_ids}
+            decisions = dict.fromkeys(call_ids, Decision(DecisionType.REJECT, message=message))
             ctx = {"conversation_id": cid}
             try:
-                started.append(await service.start(None, cid, resume=True, decisions=decisions))
+                started.append(await service.start(Resume(cid, decisions=decisions)))
                 log.info("rejected %d unanswered tool call(s) after %g s", len(call_ids), self.approval_timeout, extra=ctx)
             except StaleDecision:
                 # their calls are no longer pending: close the questions so they are not asked again
@@ -205,7 +205,7 @@ class Supervisor:
         """Refuse new runs, let active ones finish for up to `timeout` seconds, then stop
         the rest as `interrupted` (resumable, adoptable). Returns how many were stopped."""
         service = self.service
-        service.draining = True
+        service.refuse_new_runs()
         pending = service.hub.all()
         if pending:
             log.info("draining %d run(s) for up to %.0f s", len(pending), timeout)

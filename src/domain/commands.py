@@ -1,0 +1,141 @@
+"""What the use cases take: one frozen command per operation, valid once built.
+
+The edges (HTTP, CLI) turn what a person sent into a command with `start_command` and the
+other parsers here, so a limit (message size, title length) is refused the same way by
+every edge: the checks live in the commands themselves, not in a route."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from domain.approvals import Decision, parse_decisions
+from domain.errors import InvalidEdit, InvalidInput
+from domain.model import check_text, clean_title, parse_conversation_id
+
+MAX_MESSAGE = 32_000  # characters, for every edge
+
+UnknownOutcome = Literal["retry", "skip"]  # the old field: one answer for every unknown outcome
+
+
+def check_message(text: str) -> str:
+    """`text` unchanged, or InvalidInput when it is longer than MAX_MESSAGE characters or
+    holds a lone surrogate."""
+    if len(text) > MAX_MESSAGE:
+        raise InvalidInput(f"Message is longer than {MAX_MESSAGE} characters")
+    return check_text(text, "Message")
+
+
+@dataclass(frozen=True)
+class SendMessage:
+    """A user message, on `conversation_id` or (None) on a new conversation."""
+
+    text: str
+    conversation_id: str | None = None
+
+    def __post_init__(self) -> None:
+        check_message(self.text)
+        if not self.text.strip():
+            raise InvalidInput("Message is required")
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Continue the conversation's interrupted or waiting run, with the decisions it needs."""
+
+    conversation_id: str
+    decision: UnknownOutcome | None = None
+    decisions: Mapping[str, Decision] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace user message `index` with `text` on a new branch, and answer it."""
+
+    conversation_id: str
+    index: int
+    text: str
+
+    def __post_init__(self) -> None:
+        check_message(self.text)
+        if not self.text.strip():
+            raise InvalidInput("Message is required")
+
+
+@dataclass(frozen=True)
+class Regenerate:
+    """Answer the last user message again, on a new branch."""
+
+    conversation_id: str
+
+
+StartRun = SendMessage | Resume | Edit | Regenerate
+
+
+@dataclass(frozen=True)
+class Cancel:
+    conversation_id: str
+
+
+@dataclass(frozen=True)
+class Rename:
+    conversation_id: str
+    title: str
+
+    def __post_init__(self) -> None:
+        # a title arrives cleaned (rename_command); the limit holds for any caller all the same
+        object.__setattr__(self, "title", clean_title(self.title))
+
+
+@dataclass(frozen=True)
+class Delete:
+    conversation_id: str
+
+
+def start_command(
+    message: object,
+    conversation: object = None,
+    resume: bool = False,
+    decision: object = None,
+    edit_of: object = None,
+    regenerate: bool = False,
+    decisions: object = None,
+) -> StartRun:
+    """The command a chat request names, checked in the API contract's order (the first
+    failing rule's InvalidInput is the one reported)."""
+    text = message if isinstance(message, str) else None
+    if not resume and text is not None:
+        check_message(text)
+    if decision is not None and not isinstance(decision, str):
+        raise InvalidInput('decision must be "retry" or "skip"')
+    text = check_text(text, "Message").strip() if text is not None else ""
+    if sum((resume, edit_of is not None, regenerate)) > 1:
+        raise InvalidInput("resume, editOf and regenerate cannot be combined")
+    if not resume and not regenerate and not text:
+        raise InvalidInput("Message is required")
+    if (edit_of is not None or regenerate) and conversation is None:
+        raise InvalidInput("A conversation is required to edit or regenerate")
+    if decision is not None and decision not in ("retry", "skip"):
+        raise InvalidInput('decision must be "retry" or "skip"')
+    answers = parse_decisions(decisions)
+    if answers and not resume:
+        raise InvalidInput("decisions are given with resume: true")
+    if conversation is None:
+        if resume:
+            raise InvalidInput("A conversation is required to resume")
+        return SendMessage(text)
+    cid = parse_conversation_id(conversation)
+    if resume:
+        return Resume(cid, "retry" if decision == "retry" else "skip" if decision == "skip" else None, answers)
+    if regenerate:
+        return Regenerate(cid)
+    if edit_of is not None:
+        if isinstance(edit_of, bool) or not isinstance(edit_of, int):
+            raise InvalidEdit("editOf must be a message index (an integer)")
+        return Edit(cid, edit_of, text)
+    return SendMessage(text, cid)
+
+
+def rename_command(conversation: object, title: object) -> Rename:
+    return Rename(parse_conversation_id(conversation), clean_title(title))

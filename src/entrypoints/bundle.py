@@ -1,0 +1,42 @@
+"""Services: what the edges (HTTP routes, CLI commands) may use, built once by the
+composition root and handed to Starlette (app.state.services) and click (ctx.services).
+
+Each field is a getter of a singleton rather than the object itself, because what a
+command needs differs so much: `sophos conversations` must not build the agent graph,
+start MCP servers or import langgraph's model clients. The getters are typed, so an edge
+sees use cases and ports, never the container or an adapter class."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from ports.model import ModelPort
+    from ports.storage import StoragePort
+    from ports.tools import ToolPort
+    from services.allow_rules import AllowRules
+    from services.conversations import ConversationService
+    from services.runs import RunService
+    from services.search import SearchService
+    from services.supervisor import Supervisor
+
+
+class Exposition(Protocol):
+    """The metrics as GET /metrics serves them (the server's metrics adapter)."""
+
+    def render(self, accept: str | None = None) -> tuple[bytes, str]: ...
+
+
+@dataclass(frozen=True)
+class Services:
+    runs: Callable[[], RunService]
+    conversations: Callable[[], ConversationService]
+    supervisor: Callable[[], Supervisor]
+    search: Callable[[], SearchService]
+    allow_rules: Callable[[], AllowRules]
+    metrics: Callable[[], Exposition]
+    model: Callable[[], ModelPort]
+    tools: Callable[[], ToolPort]
+    storage: Callable[[], StoragePort]

@@ -1,0 +1,29 @@
+"""The search use case: a page of matches for a query, and a full reindex."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from domain.search import SearchHit, SearchPage, SearchResult, _limit, _offset, parse_query
+from ports.search import SearchIndex
+
+
+class SearchService:
+    def __init__(self, index: SearchIndex) -> None:
+        self.index = index
+
+    async def search(self, q: object, limit: object = None, before: object = None) -> SearchPage:
+        """A page of the best matches for `q` after the cursor `before` (from the previous
+        page's next_cursor), best first."""
+        query, size, offset = parse_query(q), _limit(limit), _offset(before)
+        hits: Sequence[SearchHit] = await self.index.search(query, size + 1, offset)
+        results = [
+            SearchResult(h.conversation_id, h.title, h.message_index, h.role, h.snippet)
+            for h in hits[:size]
+        ]
+        return SearchPage(results, str(offset + size) if len(hits) > size else None)
+
+    async def reindex(self) -> int:
+        """Rebuild the whole index from the conversations and their threads; returns the
+        number of entries written."""
+        return await self.index.rebuild()
