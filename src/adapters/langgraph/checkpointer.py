@@ -52,7 +52,8 @@ from langgraph.checkpoint.sqlite.utils import load_pending_writes, pending_write
 from adapters.langgraph import branching, message_rows
 from adapters.langgraph.graph import INPUT_TASK, RUN_KEY
 from adapters.langgraph.latest import LatestCheckpoints
-from adapters.langgraph.rows import plain_messages, read_plain, summary_row
+from adapters.langgraph.message_rows import read_plain
+from adapters.langgraph.rows import plain_messages, summary_row
 from adapters.langgraph.search_sync import index_checkpoint, index_input, index_missing, rebuild
 from adapters.langgraph.serde import MessageMemoSerializer
 from adapters.sqlite import branches
@@ -61,6 +62,7 @@ from adapters.sqlite.database import FileIdentity, connect, failure_reason, migr
 from adapters.sqlite.maintenance import prune_thread
 from adapters.sqlite.search import forget_thread
 from adapters.sqlite.threads import SerialThread, release, writer_thread
+from adapters.storage import message_refs
 from domain.branches import Branch
 from domain.errors import RunLost, StorageFailure
 from ports.metrics import NO_METRICS, MetricsPort
@@ -127,7 +129,7 @@ class ThreadedSqliteSaver(SqliteSaver):
         written becomes StorageFailure, so the run fails with a clear code."""
         try:
             return await self._executor.run(fn, *args)
-        except sqlite3.Error as e:
+        except (sqlite3.Error, message_refs.DanglingMessage) as e:
             log.warning("checkpoint store: %s", e)
             self.metrics.storage_failure(failure_reason(e))
             raise StorageFailure(STORAGE_MESSAGE) from e
@@ -215,12 +217,12 @@ class ThreadedSqliteSaver(SqliteSaver):
             return None
         return len(latest.checkpoint["channel_values"].get("messages") or ())
 
-    def _plan(self, thread_id: str, ns: str, checkpoint: Checkpoint) -> message_rows.Plan | None:
+    def _plan(self, thread_id: str, ns: str, checkpoint: Checkpoint) -> message_refs.Plan | None:
         """The main graph's messages are stored apart, each once (adapters.langgraph.message_rows)."""
         if ns:
             return None
         base = self.latest.get(thread_id, ns)
-        return message_rows.plan(
+        return message_refs.plan(
             checkpoint["channel_values"].get("messages"),
             base.checkpoint["id"] if base else None,
             base.messages if base else (),
@@ -292,7 +294,7 @@ class ThreadedSqliteSaver(SqliteSaver):
             with closing(self.conn.cursor()) as cur:
                 return self.codec.load_messages(refs, message_rows.stored_rows(cur, thread_id, ns))
 
-        message_rows.resolve(found.checkpoint["channel_values"], load)
+        message_refs.resolve(found.checkpoint["channel_values"], load)
         return found
 
     def _latest_tuple(self, thread_id: str, ns: str) -> CheckpointTuple | None:

@@ -19,7 +19,7 @@ from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.serde import jsonplus
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from adapters.langgraph.message_rows import EXT_MESSAGE_REFS, REFS_TYPE, MessageRefs, Row, digest, packed_list
+from adapters.storage.message_refs import EXT_MESSAGE_REFS, REFS_TYPE, MessageRefs, Row, digest, packed_list
 
 
 class MessageMemoSerializer(JsonPlusSerializer):
