@@ -59,10 +59,9 @@ from ports.storage import StoragePort  # noqa: E402 - after the finder above
 from ports.tools import ToolPort  # noqa: E402 - after the finder above
 
 if TYPE_CHECKING:
-    from langgraph.checkpoint.base import BaseCheckpointSaver
-
     from adapters.langgraph.checkpointer import ThreadedSqliteSaver
     from adapters.langgraph.graph import AgentNodes
+    from adapters.langgraph.saver import Saver
     from adapters.postgres.database import PostgresDatabase
     from adapters.postgres.runs import PostgresRunStore
     from adapters.postgres.saver import FencedPostgresSaver
@@ -70,7 +69,6 @@ if TYPE_CHECKING:
     from adapters.sqlite.runs import SqliteRunStore
 
     RunStore = SqliteRunStore | PostgresRunStore
-    Saver = BaseCheckpointSaver[Any]
 
 log = logging.getLogger(__name__)
 
@@ -233,7 +231,7 @@ def _engine(nodes: AgentNodes, checkpointer: Saver) -> AgentEngine:
     from adapters.langgraph.engine import LangGraphEngine
     from adapters.langgraph.graph import build_graph
 
-    return LangGraphEngine(build_graph(nodes, checkpointer))
+    return LangGraphEngine(build_graph(nodes, checkpointer), checkpointer)
 
 
 def _threads(checkpointer: Saver) -> CheckpointPort:
@@ -241,7 +239,7 @@ def _threads(checkpointer: Saver) -> CheckpointPort:
     from adapters.langgraph.graph import build_graph
 
     # reading threads needs the graph's shape only: no model client, no MCP servers
-    return LangGraphThreads(build_graph(None, checkpointer))
+    return LangGraphThreads(build_graph(None, checkpointer), checkpointer)
 
 
 def _stores(store: RunStore, threads: CheckpointPort) -> RunStores:

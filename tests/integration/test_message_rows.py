@@ -14,7 +14,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import START, MessagesState, StateGraph
 
 from adapters.langgraph.checkpointer import ThreadedSqliteSaver
-from adapters.langgraph.message_rows import REFS_TYPE
+from adapters.storage.message_refs import REFS_TYPE
 
 
 def graph(saver: ThreadedSqliteSaver) -> Any:

@@ -53,6 +53,7 @@ from adapters.langgraph import branching
 from adapters.langgraph.graph import INPUT_TASK, RUN_KEY
 from adapters.langgraph.latest import LatestCheckpoints
 from adapters.langgraph.rows import summary_row
+from adapters.langgraph.saver import Saver
 from adapters.langgraph.serde import MessageMemoSerializer
 from adapters.postgres import branches, message_rows
 from adapters.postgres.database import PostgresDatabase, storage_failure
@@ -60,9 +61,12 @@ from adapters.postgres.message_schema import SAVER_TABLES, UNTUNED, tuning
 from adapters.postgres.search import forget_thread
 from adapters.postgres.search_sync import index_checkpoint, index_input, index_missing, rebuild
 from adapters.storage import message_refs
+from adapters.storage.checkpoint_log import HISTORY_COLUMNS, head_from_row, summary_from_row
 from adapters.storage.message_refs import REFS_TYPE, MessageRefs
 from domain.branches import Branch
 from domain.errors import RunLost
+from domain.model import CheckpointSummary
+from ports.saver import BranchContent, MessageFields, StoredHead
 
 # The connection of the transaction (or migration) in progress in this task, if any: the
 # official saver's queries made inside it run on it instead of taking another connection.
@@ -98,7 +102,7 @@ LOG_ROW = (
 )
 
 
-class FencedPostgresSaver(AsyncPostgresSaver):
+class FencedPostgresSaver(AsyncPostgresSaver, Saver):
     def __init__(self, db: PostgresDatabase, keep: int = 3) -> None:
         # not AsyncPostgresSaver.__init__: it needs a running loop and a connection of its
         # own; queries here go through `_cursor`, on the shared pool
@@ -333,7 +337,6 @@ class FencedPostgresSaver(AsyncPostgresSaver):
             await forget_thread(cur, str(thread_id))
 
     async def reindex(self) -> int:
-        """Rebuild the search index from every thread's latest checkpoint."""
         return await self._on_connection(rebuild)
 
     async def index_missing(self) -> int:
@@ -348,7 +351,7 @@ class FencedPostgresSaver(AsyncPostgresSaver):
         except (psycopg.Error, PoolTimeout) as e:
             raise storage_failure(e) from e
 
-    # --- the cheap reads of LangGraphThreads (see adapters/langgraph/engine.py) ------------
+    # --- SaverPort: the reads of LangGraphThreads (adapters/langgraph/engine.py) --------------
 
     async def _rows(self, sql: str, args: Sequence[object]) -> list[tuple[Any, ...]]:
         pool = await self.db.pool()
@@ -359,9 +362,7 @@ class FencedPostgresSaver(AsyncPostgresSaver):
         except (psycopg.Error, PoolTimeout) as e:
             raise storage_failure(e) from e
 
-    async def head(self, thread_id: str) -> tuple[Any, ...] | None:
-        """(checkpoint_id, next, message_count, run_id, pending writes, messages pending as
-        input) of the latest checkpoint, or None."""
+    async def head(self, thread_id: str) -> StoredHead | None:
         rows = await self._rows(
             "SELECT l.checkpoint_id, l.next, l.message_count, l.run_id, (SELECT count(*) FROM checkpoint_writes w "
             "WHERE w.thread_id = l.thread_id AND w.checkpoint_ns = '' AND w.checkpoint_id = l.checkpoint_id), "
@@ -371,9 +372,12 @@ class FencedPostgresSaver(AsyncPostgresSaver):
             "ORDER BY l.checkpoint_id DESC LIMIT 1",
             (INPUT_TASK, thread_id),
         )
-        return rows[0] if rows else None
+        return head_from_row(rows[0] if rows else None)
 
-    async def latest_message_fields(self, thread_id: str, checkpoint_id: str) -> list[dict[str, Any]] | None:
+    async def written_count(self, thread_id: str, run_id: str) -> int | None:
+        return None  # several processes write: the database answers
+
+    async def message_fields(self, thread_id: str, checkpoint_id: str) -> Sequence[MessageFields] | None:
         """The messages of a checkpoint as plain field dicts, decoded without building
         LangChain objects. None if they are not stored as msgpack."""
         async with self.db.cursor(transaction=True) as cur:  # the blob and its rows: one snapshot
@@ -392,26 +396,24 @@ class FencedPostgresSaver(AsyncPostgresSaver):
             except message_refs.DanglingMessage as e:
                 raise storage_failure(e) from e
 
-    async def history(self, thread_id: str) -> list[tuple[Any, ...]]:
-        """The checkpoint log of a thread, oldest first."""
-        return await self._rows(
-            "SELECT checkpoint_id, created_at, step, source, next, message_count, last_message, run_id, branch "
-            "FROM checkpoint_log WHERE thread_id = %s AND checkpoint_ns = '' ORDER BY checkpoint_id",
+    async def history(self, thread_id: str) -> list[CheckpointSummary]:
+        rows = await self._rows(
+            f"SELECT {HISTORY_COLUMNS} FROM checkpoint_log WHERE thread_id = %s AND checkpoint_ns = '' "
+            "ORDER BY checkpoint_id",
             (thread_id,),
         )
+        return [summary_from_row(row) for row in rows]
 
     async def branches(self, thread_id: str) -> list[Branch]:
-        """Every branch of the thread, by number (empty: never forked)."""
         async with self.db.cursor() as cur:
             return await branches.load(cur, thread_id)
 
-    async def branch_fields(self, thread_id: str, number: int) -> tuple[list[dict[str, Any]], list[str]] | None:
-        """As ThreadedSqliteSaver.branch_fields."""
+    async def branch_content(self, thread_id: str, number: int) -> BranchContent | None:
         async with self.db.cursor(transaction=True) as cur:  # one snapshot of the rows and the head
             rows = await branches.load(cur, thread_id)
             if number not in {b.number for b in rows}:
                 return None
             _, latest = await branches.latest(cur, thread_id)
             content = branching.branch_content(rows, await branches.deltas(cur, thread_id), number, latest)
-            return content, await branches.stashed_next(cur, thread_id, number)
+            return BranchContent(tuple(content), tuple(await branches.stashed_next(cur, thread_id, number)))
 
