@@ -10,7 +10,7 @@ import psycopg
 from adapters.postgres.database import connection_options, storage_failure
 from adapters.postgres.message_rows import KEPT
 from adapters.postgres.saver import RETENTION
-from adapters.storage.message_refs import garbage
+from adapters.storage.message_refs import unpack_seqs, unreferenced
 from domain.errors import InvalidInput
 from ports.storage import StoragePort, StorageStats, ThreadUsage
 
@@ -96,12 +96,12 @@ class PostgresMaintenance(StoragePort):
 
 def _collect(conn: psycopg.Connection[Any], thread_id: str, ns: str, gone: list[bytes]) -> None:
     """The message rows only the deleted blobs `gone` referred to (message_rows.collect)."""
-    kept = lambda: [bytes(r[0]) for r in conn.execute(KEPT, (thread_id, ns)).fetchall()]  # noqa: E731
-    dropped = garbage(gone, None, kept)
+    kept = lambda: [unpack_seqs(bytes(r[0])) for r in conn.execute(KEPT, (thread_id, ns)).fetchall()]  # noqa: E731
+    dropped = unreferenced([unpack_seqs(g) for g in gone], None, kept)
     if dropped:
         conn.execute(
-            "DELETE FROM checkpoint_messages WHERE thread_id = %s AND checkpoint_ns = %s AND digest = ANY(%s)",
-            (thread_id, ns, list(dropped)),
+            "DELETE FROM checkpoint_messages WHERE thread_id = %s AND checkpoint_ns = %s AND seq = ANY(%s)",
+            (thread_id, ns, sorted(dropped)),
         )
 
 

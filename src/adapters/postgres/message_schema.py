@@ -20,8 +20,10 @@ CREATE TABLE checkpoint_messages (
     thread_id TEXT NOT NULL,
     checkpoint_ns TEXT NOT NULL DEFAULT '',
     digest BYTEA NOT NULL,
+    seq BIGINT NOT NULL,
     message BYTEA NOT NULL,
-    PRIMARY KEY (thread_id, checkpoint_ns, digest)
+    PRIMARY KEY (thread_id, checkpoint_ns, digest),
+    UNIQUE (thread_id, checkpoint_ns, seq)
 );
 ALTER TABLE checkpoint_messages SET ({CHURN});
 ALTER TABLE checkpoint_log SET ({CHURN});

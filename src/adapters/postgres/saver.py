@@ -25,7 +25,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -62,7 +61,7 @@ from adapters.postgres.search import forget_thread
 from adapters.postgres.search_sync import index_checkpoint, index_input, index_missing, rebuild
 from adapters.storage import message_refs
 from adapters.storage.checkpoint_log import HISTORY_COLUMNS, head_from_row, summary_from_row
-from adapters.storage.message_refs import REFS_TYPE, MessageRefs
+from adapters.storage.message_refs import SEQS_TYPE, MessageSeqs, as_runs, pack_seqs, unpack_seqs
 from domain.branches import Branch
 from domain.errors import RunLost
 from domain.model import CheckpointSummary
@@ -82,7 +81,7 @@ RETENTION = (
     "WITH gone AS (DELETE FROM checkpoint_blobs b WHERE b.thread_id = %(t)s AND b.checkpoint_ns = %(ns)s "
     "AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id = b.thread_id AND c.checkpoint_ns = b.checkpoint_ns "
     "AND c.checkpoint -> 'channel_versions' ->> b.channel = b.version) RETURNING b.channel, b.type, b.blob) "
-    f"SELECT blob FROM gone WHERE channel = 'messages' AND type = '{REFS_TYPE}'",
+    f"SELECT blob FROM gone WHERE channel = 'messages' AND type = '{SEQS_TYPE}'",
 )
 """Keep a thread's latest `keep` checkpoints, their writes, and the blobs they refer to; the
 last statement returns the message references it deleted (see message_rows.collect)."""
@@ -110,6 +109,7 @@ class FencedPostgresSaver(AsyncPostgresSaver, Saver):
         BasePostgresSaver.__init__(self, serde=self.codec)
         self.db = db
         self.latest = LatestCheckpoints()
+        self.numbering = message_rows.Numbering()
         self.keep = keep  # checkpoints kept per thread; 0 keeps all (the plain saver)
         self.pipe = None
         self.lock = asyncio.Lock()  # unused: kept for the parent's type
@@ -179,29 +179,31 @@ class FencedPostgresSaver(AsyncPostgresSaver, Saver):
         summary = summary_row(checkpoint, get_checkpoint_metadata(config, metadata))
         op = branching.op_of(config) if not ns else None
         planned = self._plan(thread_id, ns, checkpoint)
-        stored: Checkpoint = checkpoint
-        if planned is not None:  # the messages blob holds their digests
-            values = {**checkpoint["channel_values"], "messages": MessageRefs(planned.refs)}
-            stored = {**checkpoint, "channel_values": values}
+        numbers = self.numbering.get(thread_id, ns, planned.base) if planned is not None else None
         async with self._fenced(config) as cur:  # one transaction: fence, branch, checkpoint, summary, index, retention
             if op is not None:
                 await branches.apply(cur, thread_id, op, dict(checkpoint), summary[4])
             branch = await branches.active_number(cur, thread_id) if not ns else None
-            if planned is not None and "messages" in new_versions:
-                await message_rows.store(cur, thread_id, ns, planned)
+            stored, seqs = checkpoint, None
+            if planned is not None and "messages" in new_versions:  # the blob holds their numbers
+                numbers = await message_rows.store(cur, thread_id, ns, planned, numbers)
+                seqs = as_runs(numbers)
+                stored = {**checkpoint, "channel_values": {**checkpoint["channel_values"], "messages": seqs}}
             next_config = await super().aput(config, stored, metadata, new_versions)
             await cur.execute(LOG_ROW, (thread_id, ns, checkpoint["id"], *summary, branch))
             if not ns:
                 await index_checkpoint(cur, thread_id, checkpoint)
             if self.keep > 0:
-                await self._retain(cur, thread_id, ns, self.keep, planned.refs if planned else None)
+                await self._retain(cur, thread_id, ns, self.keep, seqs)
         meta = json.dumps(get_serializable_checkpoint_metadata(config, metadata)).encode()
         self.latest.remember(thread_id, ns, checkpoint, meta, configurable.get("checkpoint_id"),
                              planned.refs if planned else None)
+        if planned is not None and numbers is not None:
+            self.numbering.remember(thread_id, ns, checkpoint["id"], numbers)
         return next_config
 
     @staticmethod
-    async def _retain(cur: AsyncCursor[Any], thread_id: str, ns: str, keep: int, adding: bytes | None) -> None:
+    async def _retain(cur: AsyncCursor[Any], thread_id: str, ns: str, keep: int, adding: MessageSeqs | None) -> None:
         args = {"t": thread_id, "ns": ns, "keep": keep}
         for sql in RETENTION[:-1]:
             await cur.execute(sql, args)
@@ -225,16 +227,19 @@ class FencedPostgresSaver(AsyncPostgresSaver, Saver):
     def _dump_blobs(
         self, thread_id: str, checkpoint_ns: str, values: dict[str, Any], versions: ChannelVersions
     ) -> list[tuple[str, str, str, str, str, bytes | None]]:
-        refs = values.get("messages")
-        rows = super()._dump_blobs(thread_id, checkpoint_ns, values, versions)
-        if not isinstance(refs, MessageRefs):
-            return rows
-        return [(*r[:4], REFS_TYPE, bytes(refs)) if r[2] == "messages" else r for r in rows]
+        seqs = values.get("messages")
+        if not isinstance(seqs, MessageSeqs):
+            return super()._dump_blobs(thread_id, checkpoint_ns, values, versions)
+        others = {k: v for k, v in versions.items() if k != "messages"}
+        rows = super()._dump_blobs(thread_id, checkpoint_ns, values, others)
+        if "messages" in versions:
+            rows.append((thread_id, checkpoint_ns, "messages", str(versions["messages"]), SEQS_TYPE, pack_seqs(seqs)))
+        return rows
 
     def _load_blobs(self, blob_values: list[tuple[bytes, bytes, bytes]]) -> dict[str, Any]:
-        refs = [(k, v) for k, t, v in blob_values or () if t == REFS_TYPE.encode()]
-        loaded = super()._load_blobs([b for b in blob_values or () if b[1] != REFS_TYPE.encode()])
-        return {**loaded, **{k.decode(): MessageRefs(v) for k, v in refs}}
+        seqs = [(k, v) for k, t, v in blob_values or () if t == SEQS_TYPE.encode()]
+        loaded = super()._load_blobs([b for b in blob_values or () if b[1] != SEQS_TYPE.encode()])
+        return {**loaded, **{k.decode(): unpack_seqs(v) for k, v in seqs}}
 
     @asynccontextmanager
     async def _reading(self) -> AsyncIterator[AsyncConnection[Any]]:
@@ -260,17 +265,16 @@ class FencedPostgresSaver(AsyncPostgresSaver, Saver):
         """Put each checkpoint's messages back from their rows, in place."""
         by_thread: dict[tuple[str, str], list[CheckpointTuple]] = {}
         for t in found:
-            if isinstance(t.checkpoint["channel_values"].get("messages"), MessageRefs):
+            if isinstance(t.checkpoint["channel_values"].get("messages"), MessageSeqs):
                 c = t.config["configurable"]
                 by_thread.setdefault((str(c["thread_id"]), str(c.get("checkpoint_ns", ""))), []).append(t)
         for (thread_id, ns), tuples in by_thread.items():
             async with conn.cursor() as cur:
-                refs = [t.checkpoint["channel_values"]["messages"] for t in tuples]
-                rows = await message_rows.rows_of(cur, thread_id, ns, refs)
-            load = functools.partial(self.codec.load_messages, rows=rows)
+                rows = await message_rows.rows_of(cur, thread_id, ns, [t.checkpoint["channel_values"]["messages"] for t in tuples])
             try:
                 for t in tuples:
-                    message_refs.resolve(t.checkpoint["channel_values"], load)
+                    values = t.checkpoint["channel_values"]
+                    values["messages"] = self.codec.loads_typed(("msgpack", message_rows.packed_list(values["messages"], rows)))
             except message_refs.DanglingMessage as e:
                 raise storage_failure(e) from e
 
@@ -330,6 +334,7 @@ class FencedPostgresSaver(AsyncPostgresSaver, Saver):
 
     async def adelete_thread(self, thread_id: str) -> None:
         self.latest.forget(str(thread_id))
+        self.numbering.forget(str(thread_id))
         async with self._cursor(pipeline=True) as cur:
             for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_log", "checkpoint_messages"):
                 await cur.execute(f"DELETE FROM {table} WHERE thread_id = %s", (str(thread_id),))

@@ -135,3 +135,48 @@ def resolve(values: dict[str, Any], load: Callable[[MessageRefs], Any]) -> dict[
     if isinstance(refs, MessageRefs):
         values["messages"] = load(refs)
     return values
+
+
+# --- by position: a thread's messages numbered in the order they were first stored -------
+# A checkpoint that refers to its messages by digest holds 16 bytes per message, so a long
+# thread's checkpoints still grow with it (10 KB each at 600 messages). Numbered, an
+# append-only thread's message list is one run of consecutive numbers: [[1, n]].
+SEQS_TYPE = "msgpack+seqs"
+
+
+class MessageSeqs(tuple[tuple[int, int], ...]):
+    """What a decoded `msgpack+seqs` blob holds in place of its messages: runs of
+    (first number, count), in order."""
+
+    def numbers(self) -> list[int]:
+        return [n for first, count in self for n in range(first, first + count)]
+
+
+def as_runs(numbers: Sequence[int]) -> MessageSeqs:
+    runs: list[tuple[int, int]] = []
+    for n in numbers:
+        if runs and runs[-1][0] + runs[-1][1] == n:
+            runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+        else:
+            runs.append((n, 1))
+    return MessageSeqs(runs)
+
+
+def pack_seqs(seqs: MessageSeqs) -> bytes:
+    return ormsgpack.packb([list(r) for r in seqs])
+
+
+def unpack_seqs(blob: bytes) -> MessageSeqs:
+    return MessageSeqs((int(a), int(b)) for a, b in ormsgpack.unpackb(blob))
+
+
+def unreferenced(gone: Sequence[MessageSeqs], adding: MessageSeqs | None, kept: Callable[[], Iterable[MessageSeqs]]) -> set[int]:
+    """The numbers no blob refers to once the blobs `gone` are deleted, given the one being
+    added and (asked only when needed) those `kept`."""
+    if not gone:
+        return set()
+    added = set(adding.numbers()) if adding else set()
+    dropped = {n for g in gone for n in g.numbers()} - added
+    if not dropped:
+        return set()  # append-only: the new blob holds every message the deleted ones did
+    return dropped - {n for k in kept() for n in k.numbers()}
