@@ -59,7 +59,6 @@ from ports.storage import StoragePort  # noqa: E402 - after the finder above
 from ports.tools import ToolPort  # noqa: E402 - after the finder above
 
 if TYPE_CHECKING:
-    from adapters.langgraph.checkpointer import ThreadedSqliteSaver
     from adapters.langgraph.graph import AgentNodes
     from adapters.langgraph.saver import Saver
     from adapters.postgres.database import PostgresDatabase
@@ -67,6 +66,7 @@ if TYPE_CHECKING:
     from adapters.postgres.saver import FencedPostgresSaver
     from adapters.prometheus.metrics import PrometheusMetrics
     from adapters.sqlite.runs import SqliteRunStore
+    from adapters.sqlite.saver import ThreadedSqliteSaver
 
     RunStore = SqliteRunStore | PostgresRunStore
 
@@ -94,7 +94,7 @@ def _run_store(opened: list[Closeable], path: str, busy_timeout: float, metrics:
 
 
 def _checkpointer(opened: list[Closeable], path: str, keep: int, metrics: MetricsPort) -> Saver:
-    from adapters.langgraph.checkpointer import ThreadedSqliteSaver
+    from adapters.sqlite.saver import ThreadedSqliteSaver
 
     return _opened(opened, ThreadedSqliteSaver.open(path, keep=keep, metrics=metrics))
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from adapters.langgraph.checkpointer import ThreadedSqliteSaver
 from adapters.memory.saver import InMemoryThreadSaver
 from adapters.sqlite.runs import SqliteRunStore
+from adapters.sqlite.saver import ThreadedSqliteSaver
 from domain.errors import ModelUnreachable
 from tests.support.harness import Harness, make_harness, recording_tool
 

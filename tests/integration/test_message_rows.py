@@ -13,7 +13,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import START, MessagesState, StateGraph
 
-from adapters.langgraph.checkpointer import ThreadedSqliteSaver
+from adapters.sqlite.saver import ThreadedSqliteSaver
 from adapters.storage.message_refs import REFS_TYPE
 
 

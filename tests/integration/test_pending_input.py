@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from adapters.langgraph.checkpointer import ThreadedSqliteSaver
 from adapters.memory.saver import InMemoryThreadSaver
 from adapters.sqlite.runs import SqliteRunStore
+from adapters.sqlite.saver import ThreadedSqliteSaver
 from domain.errors import ModelUnavailable
 from domain.model import RunStatus
 from tests.support.harness import Harness, make_harness

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from adapters.langgraph.checkpointer import ThreadedSqliteSaver
 from adapters.sqlite import threads
 from adapters.sqlite.runs import SqliteRunStore
+from adapters.sqlite.saver import ThreadedSqliteSaver
 from adapters.sqlite.threads import SerialThread
 from tests.support.harness import make_harness
 

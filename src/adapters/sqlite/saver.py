@@ -13,7 +13,7 @@
   deletes the thread's checkpoints older than the last `keep` with their writes. A resume
   only ever needs the latest checkpoint and its pending writes. Each message of the main
   graph is stored once, in its own row, and a checkpoint holds their digests
-  (adapters.langgraph.message_rows): a turn writes what it adds, not the thread again.
+  (adapters.sqlite.message_rows): a turn writes what it adds, not the thread again.
 - Fewer fsyncs, same promises: the file's connections are synchronous=FULL, and a commit is
   synced only where something outside depends on it: a new message (what POST acknowledges:
   the `source: input` checkpoint of a thread's first, the pending input of the others, see
@@ -49,19 +49,19 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.utils import load_pending_writes, pending_writes_sql
 
-from adapters.langgraph import branching, message_rows
+from adapters.langgraph import branching
 from adapters.langgraph.graph import INPUT_TASK, RUN_KEY
 from adapters.langgraph.latest import LatestCheckpoints
-from adapters.langgraph.message_rows import read_plain
 from adapters.langgraph.rows import plain_messages, summary_row
 from adapters.langgraph.saver import Saver
-from adapters.langgraph.search_sync import index_checkpoint, index_input, index_missing, rebuild
 from adapters.langgraph.serde import MessageMemoSerializer
-from adapters.sqlite import branches
+from adapters.sqlite import branches, message_rows
 from adapters.sqlite.branch_schema import CHECKPOINT_LOG as LOG_TABLE
 from adapters.sqlite.database import FileIdentity, connect, failure_reason, migrate, storage_failure, unsynced
 from adapters.sqlite.maintenance import prune_thread
+from adapters.sqlite.message_rows import read_plain
 from adapters.sqlite.search import forget_thread
+from adapters.sqlite.search_sync import index_checkpoint, index_input, index_missing, rebuild
 from adapters.sqlite.threads import SerialThread, release, writer_thread
 from adapters.storage import message_refs
 from adapters.storage.checkpoint_log import HISTORY_COLUMNS, head_from_row, summary_from_row
@@ -225,7 +225,7 @@ class ThreadedSqliteSaver(SqliteSaver, Saver):
         return len(latest.checkpoint["channel_values"].get("messages") or ())
 
     def _plan(self, thread_id: str, ns: str, checkpoint: Checkpoint) -> message_refs.Plan | None:
-        """The main graph's messages are stored apart, each once (adapters.langgraph.message_rows)."""
+        """The main graph's messages are stored apart, each once (adapters.sqlite.message_rows)."""
         if ns:
             return None
         base = self.latest.get(thread_id, ns)
