@@ -67,7 +67,7 @@ demo: install
 	$(VENV)/bin/sophos --model demo --tools demo serve
 
 test: need-test install
-	$(VENV)/bin/lint-imports
+	PYTHONPATH=src $(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/mypy
 	$(PY) -m pytest -q
@@ -77,7 +77,7 @@ test-unit: install
 
 lint: install
 	$(VENV)/bin/ruff check src tests
-	$(VENV)/bin/lint-imports
+	PYTHONPATH=src $(VENV)/bin/lint-imports
 
 # the peer (LangGraph's dev server) in a venv of its own: run by the benchmark, never imported
 BENCH_VENV := .bench-venv

@@ -23,7 +23,7 @@ from tests.support.postgres import create_database, drop_database, postgres_serv
 from adapters.postgres.database import PostgresDatabase
 from adapters.postgres.runs import PostgresRunStore
 from adapters.postgres.saver import FencedPostgresSaver
-from bench import baseline, search_postgres
+from bench import baseline, postgres_api, search_postgres
 from bench.table import Row, print_table
 
 Sizes = dict[int, int]
@@ -143,6 +143,7 @@ async def section(args: argparse.Namespace) -> None:
             drop_database(base_url)
             drop_database(ours_url)
         searching = await search_postgres.rows(server, tmp, args.conversations, turns)
+        through_api = postgres_api.rows(server)
     sq_h, sq_saver, sq_repo = long_thread_harness(tmp / "sophos.db", turns)
     sq_sizes, sq_mean, sq_last = await sophos_on(turns, lambda: (sq_h, lambda: file_size(tmp / "sophos.db")))
     sq = (sq_sizes, sq_mean, sq_last, sq_sizes[turns])
@@ -159,3 +160,5 @@ async def section(args: argparse.Namespace) -> None:
     print_table(("figure", "official AsyncPostgresSaver", "sophos PostgreSQL", "sophos SQLite"), rows, met=False)
     print()
     print_table(("figure", "baseline", "sophos PostgreSQL", "target"), searching)
+    print()
+    print_table(("figure (through the API, 1 KB turns)", "checkpoint tables", "whole database", "target"), through_api)

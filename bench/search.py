@@ -116,7 +116,7 @@ async def query_time(tmp: Path, conversations: int) -> Row:
 async def indexing_cost(tmp: Path, turns: int) -> Row:
     """Run `turns` real turns (a tool call and an answer each) and time the index writes
     inside each checkpoint's and each pending input's transaction against the whole turn."""
-    import adapters.langgraph.checkpointer as checkpointer
+    import adapters.sqlite.saver as checkpointer
 
     spent = [0.0]
     written = [0]

@@ -61,18 +61,16 @@ from services.search import SearchService  # noqa: E402 - after the finder above
 from services.supervisor import Supervisor  # noqa: E402 - after the finder above
 
 if TYPE_CHECKING:
-    from langgraph.checkpoint.base import BaseCheckpointSaver
-
-    from adapters.langgraph.checkpointer import ThreadedSqliteSaver
     from adapters.langgraph.graph import AgentNodes
+    from adapters.langgraph.saver import Saver
     from adapters.postgres.database import PostgresDatabase
     from adapters.postgres.runs import PostgresRunStore
     from adapters.postgres.saver import FencedPostgresSaver
     from adapters.prometheus.metrics import PrometheusMetrics
     from adapters.sqlite.runs import SqliteRunStore
+    from adapters.sqlite.saver import ThreadedSqliteSaver
 
     RunStore = SqliteRunStore | PostgresRunStore
-    Saver = BaseCheckpointSaver[Any]
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +96,7 @@ def _run_store(opened: list[Closeable], path: str, busy_timeout: float, metrics:
 
 
 def _checkpointer(opened: list[Closeable], path: str, keep: int, metrics: MetricsPort) -> Saver:
-    from adapters.langgraph.checkpointer import ThreadedSqliteSaver
+    from adapters.sqlite.saver import ThreadedSqliteSaver
 
     return _opened(opened, ThreadedSqliteSaver.open(path, keep=keep, metrics=metrics))
 
@@ -236,7 +234,7 @@ def _engine(nodes: AgentNodes, checkpointer: Saver) -> AgentEngine:
     from adapters.langgraph.engine import LangGraphEngine
     from adapters.langgraph.graph import build_graph
 
-    return LangGraphEngine(build_graph(nodes, checkpointer))
+    return LangGraphEngine(build_graph(nodes, checkpointer), checkpointer)
 
 
 def _threads(checkpointer: Saver) -> CheckpointPort:
@@ -244,7 +242,7 @@ def _threads(checkpointer: Saver) -> CheckpointPort:
     from adapters.langgraph.graph import build_graph
 
     # reading threads needs the graph's shape only: no model client, no MCP servers
-    return LangGraphThreads(build_graph(None, checkpointer))
+    return LangGraphThreads(build_graph(None, checkpointer), checkpointer)
 
 
 def _stores(store: RunStore, threads: CheckpointPort) -> RunStores:

@@ -34,9 +34,9 @@ from langgraph.checkpoint.conformance.spec.test_prune import ALL_PRUNE_TESTS
 from langgraph.checkpoint.conformance.spec.test_put import ALL_PUT_TESTS
 from langgraph.checkpoint.conformance.spec.test_put_writes import ALL_PUT_WRITES_TESTS
 
-from adapters.langgraph.checkpointer import ThreadedSqliteSaver
 from adapters.postgres.database import PostgresDatabase
 from adapters.postgres.saver import FencedPostgresSaver
+from adapters.sqlite.saver import ThreadedSqliteSaver
 from tests.support.postgres import create_database, drop_database
 
 # The suite's cases by capability, read from the pinned package: only their names are used

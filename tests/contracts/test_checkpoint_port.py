@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langgraph.checkpoint.memory import InMemorySaver
 
-from adapters.langgraph.checkpointer import ThreadedSqliteSaver
+from adapters.memory.saver import InMemoryThreadSaver
 from adapters.sqlite.runs import SqliteRunStore
+from adapters.sqlite.saver import ThreadedSqliteSaver
 from domain.errors import ModelUnreachable
 from tests.support.harness import Harness, make_harness, recording_tool
 
@@ -86,7 +86,7 @@ EXPECTED = [
 class TestInMemorySaver(CheckpointPortContract):
     @pytest.fixture
     def saver(self, tmp_path: Path) -> Iterator[Any]:
-        yield InMemorySaver()
+        yield InMemoryThreadSaver()
 
 
 class TestSqliteSaverKeepingEverything(CheckpointPortContract):
@@ -113,13 +113,14 @@ async def test_the_fast_read_of_a_finished_thread_equals_langgraphs_own(tmp_path
     cid = await scenario(h)
     threads = h.runs.checkpoints
     assert isinstance(threads, LangGraphThreads)
-    fast = await threads._load_finished(cid, None)
+    head = await threads.head(cid)
+    fast = await threads._load_finished(cid, head)
     assert fast is not None
 
     async def never(thread_id: str, head: Any) -> None:
         return None
 
-    slow = LangGraphThreads(threads.graph)
+    slow = LangGraphThreads(threads.graph, saver)
     slow._load_finished = never  # type: ignore[method-assign,assignment]
-    assert fast == await slow._load(cid)
+    assert fast == await slow._load(cid, head)
     saver.close()

@@ -13,7 +13,6 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata, empty_checkpoint
 
 from adapters.langchain.messages import to_langchain
-from adapters.langgraph.checkpointer import ThreadedSqliteSaver
 from adapters.memory.runs import InMemoryRunStore
 from adapters.memory.search import InMemorySearchIndex
 from adapters.postgres.database import PostgresDatabase
@@ -22,6 +21,7 @@ from adapters.postgres.saver import FencedPostgresSaver
 from adapters.postgres.search import PostgresSearchIndex
 from adapters.postgres.search_text import terms
 from adapters.sqlite.runs import SqliteRunStore
+from adapters.sqlite.saver import ThreadedSqliteSaver
 from adapters.sqlite.search import SqliteSearchIndex
 from domain.model import AssistantMessage, Message, ToolCall, ToolResult, UserMessage, new_id, utc_now
 from domain.search import parse_query

@@ -10,7 +10,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import START, MessagesState, StateGraph
 
-from adapters.langgraph.checkpointer import ThreadedSqliteSaver
+from adapters.sqlite.saver import ThreadedSqliteSaver
 
 
 def graph(saver: ThreadedSqliteSaver) -> Any:

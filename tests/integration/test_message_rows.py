@@ -13,8 +13,8 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import START, MessagesState, StateGraph
 
-from adapters.langgraph.checkpointer import ThreadedSqliteSaver
-from adapters.langgraph.message_rows import REFS_TYPE
+from adapters.sqlite.saver import ThreadedSqliteSaver
+from adapters.storage.message_refs import REFS_TYPE
 
 
 def graph(saver: ThreadedSqliteSaver) -> Any:

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langgraph.checkpoint.memory import InMemorySaver
 
-from adapters.langgraph.checkpointer import ThreadedSqliteSaver
+from adapters.memory.saver import InMemoryThreadSaver
 from adapters.sqlite.runs import SqliteRunStore
+from adapters.sqlite.saver import ThreadedSqliteSaver
 from domain.commands import Cancel, start_command
 from domain.errors import ModelUnavailable
 from domain.model import RunStatus
@@ -34,7 +34,7 @@ def sqlite_backend(tmp_path: Path) -> Iterator[tuple[Any, Any]]:
 @pytest.fixture(params=["memory", "sqlite"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Any, Any]]:
     if request.param == "memory":
-        yield None, InMemorySaver()
+        yield None, InMemoryThreadSaver()
     else:
         yield request.getfixturevalue("sqlite_backend")
 
@@ -150,7 +150,7 @@ async def test_the_search_index_holds_a_pending_message_and_a_reindex_keeps_it(t
         await h.send("razorbills", cid)
         want = [(0, "user", "puffins"), (1, "assistant", "first"), (2, "user", "razorbills")]
         assert entries(path, cid) == want
-        saver.reindex()
+        saver.reindex_now()
         assert entries(path, cid) == want
         await h.resume(cid)
         assert entries(path, cid) == [*want, (3, "assistant", "second answer")]

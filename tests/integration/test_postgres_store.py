@@ -147,3 +147,51 @@ async def test_a_slow_query_does_not_hold_up_the_savers_other_queries(store: Pos
     async with saver._cursor() as cur:  # a query in progress (the official saver locks here)
         await cur.execute("SELECT pg_sleep(0.2)")
         assert await asyncio.wait_for(saver.aget_tuple(config), 5) is None
+
+
+async def put_messages(saver: FencedPostgresSaver, thread: str, i: int, messages: list[Any]) -> None:
+    checkpoint: dict[str, Any] = dict(empty_checkpoint())
+    checkpoint["id"] = f"1ef{i:013d}"
+    checkpoint["channel_values"] = {"messages": messages}
+    checkpoint["channel_versions"] = {"messages": f"{i:032d}"}
+    await saver.aput({"configurable": {"thread_id": thread, "checkpoint_ns": ""}}, checkpoint,  # type: ignore[arg-type]
+                     {"source": "loop", "step": i}, {"messages": checkpoint["channel_versions"]["messages"]})
+
+
+async def test_each_message_is_stored_once_and_a_checkpoint_does_not_grow_with_its_thread(
+    pg_url: str, store: PostgresRunStore
+) -> None:
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    saver = FencedPostgresSaver(store.db, keep=3)
+    thread = new_id()
+    await store.ready()
+    messages: list[Any] = []
+    for i in range(60):  # a growing thread, each checkpoint holding the same objects and one more
+        messages = [*messages, (HumanMessage if i % 2 == 0 else AIMessage)(f"{i} " + "y" * 1000, id=f"m{i}")]
+        await put_messages(saver, thread, i, messages)
+    edited = [*messages[:-2], HumanMessage("edited", id="edited")]  # an edit drops the last two
+    for i in range(60, 64):  # the checkpoints that held them are pruned: their rows go too
+        await put_messages(saver, thread, i, edited)
+
+    def stored() -> tuple[int, int, int]:
+        with psycopg.connect(pg_url) as conn:
+            rows = conn.execute("SELECT count(*), coalesce(sum(length(message)), 0) FROM checkpoint_messages "
+                                "WHERE thread_id = %s", (thread,)).fetchone()
+            blob = conn.execute("SELECT max(length(blob)) FROM checkpoint_blobs WHERE thread_id = %s AND channel = 'messages'",
+                                (thread,)).fetchone()
+        assert rows is not None and blob is not None
+        return int(rows[0]), int(rows[1]), int(blob[0])
+
+    count, size, largest_blob = stored()
+    assert count == len(edited)  # once each, the dropped ones collected
+    assert 59 * 1000 < size < 59 * 1300
+    assert largest_blob < 64  # runs of numbers, not a digest per message
+    fresh = FencedPostgresSaver(store.db, keep=3)  # another process: nothing in memory
+    latest = await fresh.aget_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": ""}})
+    assert latest is not None
+    assert [(m.id, m.content) for m in latest.checkpoint["channel_values"]["messages"]] == [(m.id, m.content) for m in edited]
+    await put_messages(fresh, thread, 64, [*latest.checkpoint["channel_values"]["messages"], AIMessage("more", id="more")])
+    assert stored()[0] == len(edited) + 1
+    fields = await saver.message_fields(thread, f"1ef{64:013d}")
+    assert fields is not None and [f["id"] for f in fields] == [*(m.id for m in edited), "more"]

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from adapters.langgraph.checkpointer import ThreadedSqliteSaver
 from adapters.sqlite import threads
 from adapters.sqlite.runs import SqliteRunStore
+from adapters.sqlite.saver import ThreadedSqliteSaver
 from adapters.sqlite.threads import SerialThread
 from tests.support.harness import make_harness
 
@@ -89,8 +89,8 @@ async def test_a_turn_is_eight_hops_to_the_writer_thread_and_one_read(
     cid = started.conversation_id
     assert store._writer.call(lambda c: c.execute("SELECT message_count FROM conversations WHERE id = ?", (cid,)).fetchone()) == (4,)
     # the saver answers only for the run that wrote the thread's last checkpoint
-    assert saver.written_count(cid, second.run_id) == 4
-    assert saver.written_count(cid, started.run_id) is None and saver.written_count("elsewhere", second.run_id) is None
+    assert saver.written_now(cid, second.run_id) == 4
+    assert saver.written_now(cid, started.run_id) is None and saver.written_now("elsewhere", second.run_id) is None
 
 
 async def test_a_new_conversations_first_turn_reads_no_head(
@@ -115,4 +115,4 @@ async def test_a_new_conversations_first_turn_reads_no_head(
     assert heads == [] and events[-1].event == "end"
     # create_conversation, start_run, finish_run; the saver's get_tuple, 3 puts, 2 put_writes
     assert counts == Counter({"writer": 9})
-    assert saver.written_count(started.conversation_id, started.run_id) == 2
+    assert saver.written_now(started.conversation_id, started.run_id) == 2

@@ -6,14 +6,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.memory import InMemorySaver
-
 from adapters.langgraph.engine import LangGraphEngine, LangGraphThreads
 from adapters.langgraph.graph import AgentNodes, build_graph
+from adapters.langgraph.saver import Saver
 from adapters.memory.metrics import InMemoryMetrics
 from adapters.memory.model import ScriptedModel
 from adapters.memory.runs import InMemoryRunStore
+from adapters.memory.saver import InMemoryThreadSaver
 from adapters.memory.toolbox import StaticToolbox, ToolFn
 from adapters.system.prompt import FixedPrompt
 from domain.commands import start_command
@@ -60,7 +59,7 @@ class Harness:
     model: ScriptedModel
     tools: StaticToolbox
     repo: Any  # InMemoryRunStore or SqliteRunStore: the same four ports
-    saver: BaseCheckpointSaver[Any]
+    saver: Saver
     processes: FakeProcesses
     runs: RunService
     conversations: ConversationService
@@ -94,7 +93,7 @@ def make_harness(
     replies: Sequence[Any] = (),
     tools: Sequence[tuple[ToolSpec, ToolFn]] = (),
     repo: Any = None,
-    saver: BaseCheckpointSaver[Any] | None = None,
+    saver: Saver | None = None,
     recursion_limit: int = 25,
     delay: float = 0.0,
     processes: FakeProcesses | None = None,
@@ -105,15 +104,15 @@ def make_harness(
     model = ScriptedModel(list(replies), delay=delay)
     toolbox = StaticToolbox(tools)
     store = repo or InMemoryRunStore()
-    saver = saver or InMemorySaver()
+    saver = saver or InMemoryThreadSaver()
     processes = processes or FakeProcesses()
     metrics = InMemoryMetrics()
     nodes = AgentNodes(model, toolbox, FixedPrompt("You are a test."), store, context=context, metrics=metrics)
     graph = build_graph(nodes, saver)
-    threads = LangGraphThreads(graph)
+    threads = LangGraphThreads(graph, saver)
     stores = RunStores(runs=store, events=store, signals=store, journal=store, checkpoints=threads)
     runs = RunService(
-        stores, LangGraphEngine(graph), processes, RunHub(), recursion_limit, lease_seconds, cancel_wait=2.0, metrics=metrics
+        stores, LangGraphEngine(graph, saver), processes, RunHub(), recursion_limit, lease_seconds, cancel_wait=2.0, metrics=metrics
     )
     conversations = ConversationService(store, threads, runs.is_active, store, branches=threads)
     return Harness(model, toolbox, store, saver, processes, runs, conversations, Supervisor(runs, auto_resume), metrics)

@@ -7,9 +7,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from adapters.langgraph.checkpointer import ThreadedSqliteSaver
 from adapters.memory.model import ScriptedModel
 from adapters.sqlite.runs import SqliteRunStore
+from adapters.sqlite.saver import ThreadedSqliteSaver
 from tests.support.harness import Harness, make_harness, spec
 
 TEXT = "lorem ipsum dolor sit amet " * 7  # ~190 characters

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import inspect
-import json
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any, cast
 from uuid import uuid4
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.errors import GraphRecursionError
 from langgraph.graph import END, START
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
@@ -22,8 +19,9 @@ from langgraph.types import StateSnapshot
 from adapters.langchain.messages import from_fields, to_domain, to_domain_all
 from adapters.langgraph.branching import restore_node, to_messages, with_op
 from adapters.langgraph.graph import FIRST_NODE, INPUT_TASK, RUN_KEY, SKIP_KEY
+from adapters.langgraph.saver import Saver
 from domain.branches import Branch
-from domain.errors import BranchNotFound, NotSupported, RecursionLimitReached
+from domain.errors import BranchNotFound, RecursionLimitReached
 from domain.events import AgentEvent, InputRecorded
 from domain.model import (
     CheckpointSummary,
@@ -32,11 +30,11 @@ from domain.model import (
     ThreadState,
     ToolCall,
     ToolResult,
-    message_from_dto,
 )
 from ports.branches import BranchPort
 from ports.checkpoints import CheckpointPort
 from ports.engine import AgentEngine, Fork, NewMessage, RunInput
+from ports.saver import SaverPort
 
 log = logging.getLogger(__name__)
 
@@ -90,14 +88,6 @@ def _finished_call_ids(snapshot: StateSnapshot) -> set[str]:
     return done
 
 
-def _from_log(row: tuple[Any, ...]) -> CheckpointSummary:
-    checkpoint_id, created_at, step, source, next_json, count, last_json, run_id, branch = row
-    last = message_from_dto(json.loads(last_json)) if last_json else None
-    return CheckpointSummary(
-        checkpoint_id, created_at, step, source, tuple(json.loads(next_json)), count, last, run_id, int(branch or 1)
-    )
-
-
 def input_writes(message: BaseMessage) -> list[tuple[str, Any]]:
     """A user message as the writes of a pending input: what LangGraph saves for
     `Command(update={"messages": [message]}, goto="agent")`, one message per write."""
@@ -122,51 +112,21 @@ def _head(
     )
 
 
-async def _blocking(graph: Graph, fn: Callable[..., Any], *args: Any) -> Any:
-    """Run a read of the saver: awaited when it is async (PostgreSQL), else off the event
-    loop (on the saver's own thread, when it has one)."""
-    if inspect.iscoroutinefunction(fn):
-        return await fn(*args)
-    call = getattr(graph.checkpointer, "call", None)
-    if call is not None:
-        return await call(fn, *args)
-    return fn(*args)  # an in-memory saver: nothing to wait on
-
-
-async def read_head(graph: Graph, thread_id: str) -> ThreadHead:
-    head = getattr(graph.checkpointer, "head", None)
-    if head is not None:  # the SQLite saver's log: no blob to deserialize
-        row = await _blocking(graph, head, thread_id)
-        if row is None:
-            return ThreadHead()
-        checkpoint_id, next_json, count, run_id, writes, pending = row
-        return _head(json.loads(next_json), count + pending, run_id, checkpoint_id, writes, pending > 0)
-    config = _config(thread_id)
-    snap = await graph.aget_state(config)  # with the pending input's messages, not its next step
-    checkpoint_id = (snap.config.get("configurable") or {}).get("checkpoint_id")
-    if checkpoint_id is None:
+async def read_head(saver: SaverPort, thread_id: str) -> ThreadHead:
+    stored = await saver.head(thread_id)
+    if stored is None:
         return ThreadHead()
-    pending = await has_pending_input(graph, config)
-    run_id = (snap.metadata or {}).get(RUN_KEY)
-    return _head(snap.next, len(to_domain_all(_messages(snap))), run_id, checkpoint_id, pending=pending)
+    pending = stored.pending_input
+    return _head(stored.next, stored.message_count + pending, stored.run_id, stored.checkpoint_id, stored.writes, pending > 0)
 
 
-async def has_pending_input(graph: Graph, config: RunnableConfig) -> bool:
-    """Whether a new message waits on the thread's latest checkpoint as pending input.
-    LangGraph's state snapshot holds its messages but not its next step, and an
-    `update_state` other than a clearing one (`as_node=END`) leaves it out."""
-    saver = graph.checkpointer
-    saved = await saver.aget_tuple(config) if isinstance(saver, BaseCheckpointSaver) else None
-    return saved is not None and any(w[0] == INPUT_TASK and w[1] == "messages" for w in saved.pending_writes or ())
-
-
-async def leave_branch(graph: Graph, config: RunnableConfig) -> list[str]:
+async def leave_branch(graph: Graph, saver: SaverPort, config: RunnableConfig) -> list[str]:
     """Settle the head of the branch being left, so the next checkpoint starts clean:
     pending tasks are cleared (finished tool calls keep their results) and tool calls
     left without a result are answered "outcome unknown". Returns what the head had left
     to run, to be saved with the branch: [] once its tool calls are closed."""
     thread_id = str(config["configurable"]["thread_id"])
-    head = await read_head(graph, thread_id)
+    head = await read_head(saver, thread_id)
     if not head.work_left:
         return []
     await graph.aupdate_state(config, None, as_node=END)
@@ -193,17 +153,16 @@ def _raw_index(messages: Sequence[BaseMessage], index: int) -> int:
 
 
 class LangGraphThreads(CheckpointPort, BranchPort):
-    def __init__(self, graph: Graph, cache_size: int = 64) -> None:
-        self.graph = graph
+    def __init__(self, graph: Graph, saver: SaverPort, cache_size: int = 64) -> None:
+        self.graph = graph  # compiled with `saver` as its checkpointer
+        self.saver = saver
         self.cache_size = cache_size
         # thread id -> ((checkpoint id, pending writes), state): a checkpoint never changes,
         # so re-reading an unchanged thread (the UI does, after every run) costs one query
         self._cache: OrderedDict[str, tuple[tuple[str | None, int], ThreadState]] = OrderedDict()
 
     async def get_thread(self, thread_id: str) -> ThreadState:
-        if not hasattr(self.graph.checkpointer, "head"):
-            return await self._load(thread_id)
-        head = await read_head(self.graph, thread_id)
+        head = await read_head(self.saver, thread_id)
         key = (head.checkpoint_id, head.writes)
         hit = self._cache.get(thread_id)
         if hit is not None and hit[0] == key:
@@ -216,7 +175,7 @@ class LangGraphThreads(CheckpointPort, BranchPort):
                 self._cache.popitem(last=False)
         return state
 
-    async def _load(self, thread_id: str, head: ThreadHead | None = None) -> ThreadState:
+    async def _load(self, thread_id: str, head: ThreadHead) -> ThreadState:
         fast = await self._load_finished(thread_id, head)
         if fast is not None:
             return fast
@@ -230,113 +189,70 @@ class LangGraphThreads(CheckpointPort, BranchPort):
             calls = _unanswered(messages, _finished_call_ids(snap))
             pending = tuple(PendingCall(c) for c in calls)
         run_id = (snap.metadata or {}).get(RUN_KEY)
-        if snap.next:
-            work_left = True
-        else:  # a pending input: its messages are in the snapshot, its next step is not
-            work_left = head.work_left if head is not None else await has_pending_input(self.graph, _config(thread_id))
         return ThreadState(
             messages=to_domain_all(messages),
-            work_left=work_left,
+            # a pending input: its messages are in the snapshot, its next step is not
+            work_left=bool(snap.next) or head.work_left,
             checkpoint_id=checkpoint_id,
             run_id=str(run_id) if run_id else None,
             pending_calls=pending,
         )
 
-    async def _load_finished(self, thread_id: str, head: ThreadHead | None) -> ThreadState | None:
+    async def _load_finished(self, thread_id: str, head: ThreadHead) -> ThreadState | None:
         """A thread with no step in progress (no pending writes, no tool tasks) is read
         straight from its checkpoint's fields; anything else goes through get_state."""
-        fields_of = getattr(self.graph.checkpointer, "latest_message_fields", None)
-        if fields_of is None:
-            return None
-        head = head or await read_head(self.graph, thread_id)
         if head.checkpoint_id is None or head.writes or head.awaiting_tools:
             return None
-        fields = await _blocking(self.graph, fields_of, thread_id, head.checkpoint_id)
+        fields = await self.saver.message_fields(thread_id, head.checkpoint_id)
         if fields is None:
             return None
-        messages = tuple(m for m in (from_fields(f) for f in fields) if m is not None)
+        messages = tuple(m for m in (from_fields(dict(f)) for f in fields) if m is not None)
         return ThreadState(messages, head.work_left, head.checkpoint_id, head.run_id)
 
     async def head(self, thread_id: str) -> ThreadHead:
-        return await read_head(self.graph, thread_id)
+        return await read_head(self.saver, thread_id)
 
     async def count_written(self, thread_id: str, run_id: str) -> int:
-        written = getattr(self.graph.checkpointer, "written_count", None)
-        count = written(thread_id, run_id) if written is not None else None
-        return count if count is not None else (await read_head(self.graph, thread_id)).message_count
+        count = await self.saver.written_count(thread_id, run_id)
+        return count if count is not None else (await read_head(self.saver, thread_id)).message_count
 
     async def list_checkpoints(self, thread_id: str) -> Sequence[CheckpointSummary]:
-        history = getattr(self.graph.checkpointer, "history", None)
-        if history is not None:  # the SQLite saver's log: complete even after pruning
-            return [_from_log(row) for row in await _blocking(self.graph, history, thread_id)]
-        # each checkpoint's own messages: a state snapshot adds those of its pending input
-        saver = self.graph.checkpointer
-        stored: dict[str, list[BaseMessage]] = {}
-        if isinstance(saver, BaseCheckpointSaver):
-            async for saved in saver.alist(_config(thread_id)):
-                stored[saved.config["configurable"]["checkpoint_id"]] = saved.checkpoint["channel_values"].get("messages") or []
-        out: list[CheckpointSummary] = []
-        async for snap in self.graph.aget_state_history(_config(thread_id)):
-            checkpoint_id = str((snap.config.get("configurable") or {}).get("checkpoint_id"))
-            messages = stored.get(checkpoint_id, _messages(snap))
-            meta: dict[str, Any] = dict(snap.metadata or {})
-            out.append(
-                CheckpointSummary(
-                    checkpoint_id=checkpoint_id,
-                    created_at=snap.created_at or "",
-                    step=int(meta.get("step", -1)),
-                    source=str(meta.get("source", "")),
-                    next=tuple(snap.next),
-                    message_count=len(messages),
-                    last_message=to_domain(messages[-1]) if messages else None,
-                    run_id=str(meta[RUN_KEY]) if meta.get(RUN_KEY) else None,
-                )
-            )
-        out.reverse()
-        return out
+        return await self.saver.history(thread_id)
 
     async def branches(self, thread_id: str) -> Sequence[Branch]:
-        rows = getattr(self.graph.checkpointer, "branches", None)
-        if rows is None:
-            return []
-        return list(await _blocking(self.graph, rows, thread_id))
+        return await self.saver.branches(thread_id)
 
     async def switch_branch(self, thread_id: str, number: int) -> int:
-        fields_of = getattr(self.graph.checkpointer, "branch_fields", None)
-        if fields_of is None:
-            raise NotSupported("This checkpoint store does not keep branches")
         branches = await self.branches(thread_id)
         if not branches and number == 1:
-            return (await read_head(self.graph, thread_id)).message_count
+            return (await read_head(self.saver, thread_id)).message_count
         if number not in {b.number for b in branches}:
             raise BranchNotFound(f"Branch {number} does not exist")
         if any(b.active and b.number == number for b in branches):
-            return (await read_head(self.graph, thread_id)).message_count
-        found = await _blocking(self.graph, fields_of, thread_id, number)
+            return (await read_head(self.saver, thread_id)).message_count
+        found = await self.saver.branch_content(thread_id, number)
         if found is None:
             raise BranchNotFound(f"Branch {number} does not exist")
-        fields, next_nodes = found
         config = _config(thread_id)
-        left = await leave_branch(self.graph, config)
+        left = await leave_branch(self.graph, self.saver, config)
         op = {"op": "switch", "to": number, "next": left}
+        fields = [dict(f) for f in found.messages]
         update = {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *to_messages(fields)]}
-        await self.graph.aupdate_state(with_op(config, op), update, as_node=restore_node(next_nodes))
+        await self.graph.aupdate_state(with_op(config, op), update, as_node=restore_node(list(found.next)))
         self._cache.pop(thread_id, None)
         return len(fields)
 
     async def delete_thread(self, thread_id: str) -> None:
         self._cache.pop(thread_id, None)
-        checkpointer = self.graph.checkpointer
-        if checkpointer is not None and not isinstance(checkpointer, bool):
-            await checkpointer.adelete_thread(thread_id)
+        await self.saver.adelete_thread(thread_id)
 
 
 class LangGraphEngine(AgentEngine):
-    def __init__(self, graph: Graph) -> None:
-        self.graph = graph
+    def __init__(self, graph: Graph, saver: Saver) -> None:
+        self.graph = graph  # compiled with `saver` as its checkpointer
+        self.saver = saver
 
-    @staticmethod
-    async def _append(saver: BaseCheckpointSaver[Any], thread_id: str, run_id: str, checkpoint_id: str, message: BaseMessage) -> None:
+    async def _append(self, thread_id: str, run_id: str, checkpoint_id: str, message: BaseMessage) -> None:
         """A new message on a thread whose last run finished, saved as pending input on its
         latest checkpoint, as LangGraph saves a Command's update; the run then resumes
         from that checkpoint, and its first step is the agent. Through `graph.astream`
@@ -346,7 +262,7 @@ class LangGraphEngine(AgentEngine):
         other (RunLost), and synced: it is the message POST acknowledges."""
         config = _config(thread_id, run_id)
         config["configurable"].update(checkpoint_ns="", checkpoint_id=checkpoint_id)
-        await saver.aput_writes(config, input_writes(message), INPUT_TASK)
+        await self.saver.aput_writes(config, input_writes(message), INPUT_TASK)
 
     async def _settle(self, config: RunnableConfig, head: ThreadHead, closings: Sequence[ToolResult]) -> list[BaseMessage]:
         """Close the abandoned step, if any: keep the results of tool calls that finished,
@@ -374,7 +290,7 @@ class LangGraphEngine(AgentEngine):
         messages = _messages(snap)[:at]
         if fork.text is not None:
             messages.append(HumanMessage(fork.text))
-        left = await leave_branch(self.graph, config)
+        left = await leave_branch(self.graph, self.saver, config)
         op = {"op": "fork", "at": at, "next": left}
         update = {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages]}
         await self.graph.aupdate_state(with_op(config, op), update, as_node="tools")
@@ -385,7 +301,8 @@ class LangGraphEngine(AgentEngine):
         # pending (the stop came before the agent's first checkpoint) is applied first:
         # an update as a node would leave it out
         config = _config(thread_id, run_id)
-        if await has_pending_input(self.graph, config):
+        head = await self.saver.head(thread_id)
+        if head is not None and head.pending_input:
             await self.graph.aupdate_state(config, None, as_node=END)
         await self.graph.aupdate_state(config, {"messages": [AIMessage(text)]}, as_node="tools")
 
@@ -395,11 +312,10 @@ class LangGraphEngine(AgentEngine):
         config = _config(thread_id, run_id, recursion_limit)
         update: dict[str, Any] | None = None
         if isinstance(run_input, NewMessage):
-            head = None if run_input.new_thread else await read_head(self.graph, thread_id)
-            saver = self.graph.checkpointer
-            if head and head.checkpoint_id and not (head.work_left or head.writes) and isinstance(saver, BaseCheckpointSaver):
+            head = None if run_input.new_thread else await read_head(self.saver, thread_id)
+            if head and head.checkpoint_id and not (head.work_left or head.writes):
                 message = HumanMessage(run_input.text, id=str(uuid4()))
-                await self._append(saver, thread_id, run_id, head.checkpoint_id, message)
+                await self._append(thread_id, run_id, head.checkpoint_id, message)
                 yield InputRecorded()  # committed (synced): the run resumes from it below
             else:
                 closing = [] if head is None else await self._settle(_config(thread_id, run_id), head, run_input.closings)

@@ -29,7 +29,7 @@ class Latest:
     checkpoint: Checkpoint
     metadata: bytes  # as stored: every hit decodes its own copy
     parent_id: str | None
-    # its messages as stored apart (adapters.langgraph.message_rows): the digests, and the
+    # its messages as stored apart (adapters.sqlite.message_rows): the digests, and the
     # message objects they stand for, so the next checkpoint encodes only what it adds
     refs: bytes | None = None
     messages: tuple[Any, ...] = ()

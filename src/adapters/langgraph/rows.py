@@ -5,8 +5,7 @@ decoder that keeps objects as plain dicts of their fields."""
 from __future__ import annotations
 
 import json
-import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import ormsgpack
@@ -15,14 +14,7 @@ from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata
 
 from adapters.langchain.messages import to_domain
 from adapters.langgraph.graph import RUN_KEY
-from adapters.langgraph.message_rows import (
-    EXT_MESSAGE_REFS,
-    REFS_TYPE,
-    MessageRefs,
-    packed_list,
-    resolve,
-    stored_rows,
-)
+from adapters.storage.message_refs import EXT_MESSAGE_REFS, REFS_TYPE, MessageRefs, packed_list, resolve
 from domain.model import message_to_dto
 
 
@@ -86,16 +78,31 @@ def decode_plain(blob: bytes) -> Any:
     return ormsgpack.unpackb(blob, ext_hook=as_plain, option=ormsgpack.OPT_NON_STR_KEYS)
 
 
-def read_plain(cur: sqlite3.Cursor, thread_id: str, type_: str, blob: bytes) -> dict[str, Any] | None:
+RowsOf = Callable[[MessageRefs], Mapping[bytes, bytes]]
+
+
+def read_plain(type_: str, blob: bytes, rows_of: RowsOf) -> dict[str, Any] | None:
     """A stored checkpoint of a thread's main graph as plain dicts, its messages read back
-    from their rows (call it in the read transaction that read the blob). None if it is not
-    msgpack."""
+    from their rows (`rows_of(refs)`: call it in the read transaction that read the blob).
+    None if it is not msgpack."""
     if type_ not in ("msgpack", REFS_TYPE):
         return None
     checkpoint = decode_plain(blob) or {}
     values = checkpoint.get("channel_values") or {}
-    resolve(values, lambda refs: decode_plain(packed_list(refs, stored_rows(cur, thread_id, ""))))
+    resolve(values, lambda refs: decode_plain(packed_list(refs, rows_of(refs))))
     return checkpoint
+
+
+def plain_list(type_: str, blob: bytes, rows_of: RowsOf) -> list[dict[str, Any]] | None:
+    """A stored message list (a channel blob: msgpack, or the digests of its rows) as plain
+    field dicts; None if it is neither."""
+    if type_ == REFS_TYPE:
+        messages = decode_plain(packed_list(blob, rows_of(MessageRefs(blob))))
+    elif type_ == "msgpack":
+        messages = decode_plain(blob)
+    else:
+        return None
+    return [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else None
 
 
 def plain_messages(checkpoint: dict[str, Any] | None) -> list[dict[str, Any]]:

@@ -1,5 +1,5 @@
 """LangGraph's serializer, with each message encoded once, and checkpoints whose messages
-are stored apart (adapters.langgraph.message_rows).
+are stored apart (adapters.sqlite.message_rows).
 
 A message is encoded for its step's write, then for its row (or, in a checkpoint stored
 inline, in every checkpoint that holds it): pydantic's model_dump costs ~10 µs a message.
@@ -19,7 +19,7 @@ from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.serde import jsonplus
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from adapters.langgraph.message_rows import EXT_MESSAGE_REFS, REFS_TYPE, MessageRefs, Row, digest, packed_list
+from adapters.storage.message_refs import EXT_MESSAGE_REFS, REFS_TYPE, MessageRefs, Row, digest, packed_list
 
 
 class MessageMemoSerializer(JsonPlusSerializer):

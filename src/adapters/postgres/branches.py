@@ -8,11 +8,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import ormsgpack
 from psycopg import AsyncCursor
 
 from adapters.langgraph.branching import pack, stamp
-from adapters.langgraph.rows import as_plain
+from adapters.postgres import message_rows
 from domain.branches import Branch, fork_parent
 from domain.errors import BranchNotFound, SessionInProgress
 
@@ -54,10 +53,9 @@ async def active_number(cur: Cursor, thread_id: str) -> int | None:
 async def latest(cur: Cursor, thread_id: str) -> tuple[Sequence[Any] | None, Fields]:
     await cur.execute(LATEST, (thread_id,))
     head = await cur.fetchone()
-    if head is None or head[2] != "msgpack" or head[3] is None:
+    if head is None:
         return head, []
-    messages = ormsgpack.unpackb(bytes(head[3]), ext_hook=as_plain, option=ormsgpack.OPT_NON_STR_KEYS)
-    return head, [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
+    return head, await message_rows.plain_fields(cur, thread_id, head[2], head[3]) or []
 
 
 async def stashed_next(cur: Cursor, thread_id: str, number: int) -> list[str]:

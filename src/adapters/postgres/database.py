@@ -20,6 +20,7 @@ from psycopg import AsyncConnection, AsyncCursor
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from adapters.postgres.branch_schema import MIGRATION_BRANCHES
+from adapters.postgres.message_schema import MIGRATION_MESSAGES
 from domain.errors import StorageFailure
 
 log = logging.getLogger(__name__)
@@ -158,7 +159,7 @@ CREATE TABLE tool_allow_rules (
 )
 """
 
-MIGRATIONS: tuple[str, ...] = (MIGRATION_1, MIGRATION_BRANCHES, MIGRATION_SEARCH, MIGRATION_APPROVALS)
+MIGRATIONS: tuple[str, ...] = (MIGRATION_1, MIGRATION_BRANCHES, MIGRATION_SEARCH, MIGRATION_APPROVALS, MIGRATION_MESSAGES)
 
 Setup = Callable[[AsyncConnection[Any]], Awaitable[None]]
 

@@ -8,17 +8,20 @@ from typing import Any
 import psycopg
 
 from adapters.postgres.database import connection_options, storage_failure
+from adapters.postgres.message_rows import KEPT
 from adapters.postgres.saver import RETENTION
+from adapters.storage.message_refs import unpack_seqs, unreferenced
 from domain.errors import InvalidInput
 from ports.storage import StoragePort, StorageStats, ThreadUsage
 
 TABLES = ("conversations", "runs", "run_events", "tool_calls", "checkpoint_log", "processes",
-          "checkpoints", "checkpoint_blobs", "checkpoint_writes")
+          "checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_messages")
 
 # Bytes of checkpoint data per thread (the checkpoints and the blobs they own), largest first.
 LARGEST = (
     "SELECT t.thread_id, t.n, t.b + coalesce((SELECT sum(length(blob)) FROM checkpoint_blobs bl "
-    "WHERE bl.thread_id = t.thread_id), 0) FROM (SELECT thread_id, count(*) AS n, "
+    "WHERE bl.thread_id = t.thread_id), 0) + coalesce((SELECT sum(length(message)) FROM checkpoint_messages m "
+    "WHERE m.thread_id = t.thread_id), 0) FROM (SELECT thread_id, count(*) AS n, "
     "sum(pg_column_size(checkpoint) + pg_column_size(metadata)) AS b FROM checkpoints GROUP BY thread_id) t "
     "ORDER BY 3 DESC LIMIT %s"
 )
@@ -75,6 +78,7 @@ class PostgresMaintenance(StoragePort):
                         for i, sql in enumerate(RETENTION):
                             cur = conn.execute(sql, {"t": thread_id, "ns": ns, "keep": keep})
                             deleted += cur.rowcount if i == 1 else 0  # the checkpoints themselves
+                        _collect(conn, thread_id, ns, [bytes(r[0]) for r in cur.fetchall()])
                 return deleted
             except psycopg.Error as e:
                 raise storage_failure(e) from e
@@ -88,6 +92,17 @@ class PostgresMaintenance(StoragePort):
                 return before, self._size(conn)
             except psycopg.Error as e:
                 raise storage_failure(e) from e
+
+
+def _collect(conn: psycopg.Connection[Any], thread_id: str, ns: str, gone: list[bytes]) -> None:
+    """The message rows only the deleted blobs `gone` referred to (message_rows.collect)."""
+    kept = lambda: [unpack_seqs(bytes(r[0])) for r in conn.execute(KEPT, (thread_id, ns)).fetchall()]  # noqa: E731
+    dropped = unreferenced([unpack_seqs(g) for g in gone], None, kept)
+    if dropped:
+        conn.execute(
+            "DELETE FROM checkpoint_messages WHERE thread_id = %s AND checkpoint_ns = %s AND seq = ANY(%s)",
+            (thread_id, ns, sorted(dropped)),
+        )
 
 
 def _one(conn: psycopg.Connection[Any], sql: str) -> Any:

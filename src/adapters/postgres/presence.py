@@ -24,7 +24,7 @@ import psycopg
 from psycopg import AsyncConnection
 
 from adapters.postgres.database import connection_options
-from adapters.sqlite.wakeups import Wakeups
+from adapters.storage.wakeups import Wakeups
 from domain.model import RunOwner
 
 log = logging.getLogger(__name__)

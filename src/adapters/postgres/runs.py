@@ -16,7 +16,7 @@ from adapters.postgres.database import PostgresDatabase
 from adapters.postgres.presence import CHANNEL, OWNER_ALIVE, Presence
 from adapters.postgres.rows import LATEST, RUNS, SUMMARY, conversation_from_row, run_from_row, stamp
 from adapters.postgres.search import forget_conversation, index_title
-from adapters.sqlite.wakeups import Wakeups
+from adapters.storage.wakeups import Wakeups
 from domain.errors import ConversationNotFound, RunLost, SessionInProgress
 from domain.events import StreamEvent
 from domain.model import Conversation, Run, RunError, RunOwner

@@ -8,14 +8,14 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-import ormsgpack
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.base import Checkpoint
 from psycopg import AsyncConnection, AsyncCursor
 
 from adapters.langchain.messages import from_fields, to_domain
 from adapters.langgraph.graph import INPUT_TASK
-from adapters.langgraph.rows import as_plain, input_fields, input_messages
+from adapters.langgraph.rows import input_fields, input_messages
+from adapters.postgres import message_rows
 from adapters.postgres.search import ENTRY, claim_new_thread, entry, index_thread, reset
 from adapters.search_entries import clean
 
@@ -63,10 +63,8 @@ async def _index_stored(cur: AsyncCursor[Any], thread_id: str) -> None:
     await cur.execute(LATEST_MESSAGES, (thread_id,))
     row = await cur.fetchone()
     fields: list[dict[str, Any]] = []
-    if row is not None and row[0] == "msgpack":
-        decoded = ormsgpack.unpackb(row[1], ext_hook=as_plain, option=ormsgpack.OPT_NON_STR_KEYS)
-        fields = [m for m in decoded if isinstance(m, dict)] if isinstance(decoded, list) else []
     if row is not None:
+        fields = await message_rows.plain_fields(cur, thread_id, row[0], row[1]) or []
         await cur.execute(PENDING_INPUT, (thread_id, row[2], INPUT_TASK))
         fields += input_fields(await cur.fetchall())
     await index_thread(cur, thread_id, fields, from_fields, lambda f: f.get("id"), seen_before=False)

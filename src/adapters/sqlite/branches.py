@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from adapters.langgraph.branching import pack, stamp
-from adapters.langgraph.rows import plain_messages, read_plain
+from adapters.langgraph.rows import plain_messages
+from adapters.sqlite.message_rows import read_plain
 from domain.branches import Branch, fork_parent
 from domain.errors import BranchNotFound, SessionInProgress
 

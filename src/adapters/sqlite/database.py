@@ -158,7 +158,7 @@ _BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 _DAMAGED_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
 
 
-def failure_reason(e: sqlite3.Error) -> str:
+def failure_reason(e: Exception) -> str:
     """`busy` when another connection held the lock past the busy timeout, else `error`
     (the storage_failure metric's label)."""
     code = getattr(e, "sqlite_errorcode", None)

@@ -11,7 +11,7 @@ from typing import Any
 
 from adapters.sqlite.database import Worker, transaction, unsynced
 from adapters.sqlite.rows import AGO, NOW, fetchall, marks
-from adapters.sqlite.wakeups import Wakeups
+from adapters.storage.wakeups import Wakeups
 from domain.errors import RunLost
 from domain.events import StreamEvent
 from domain.model import iso

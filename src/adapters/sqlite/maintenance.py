@@ -7,8 +7,8 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from adapters.langgraph.message_rows import collect
 from adapters.sqlite.database import connect, storage_failure
+from adapters.sqlite.message_rows import collect
 from domain.errors import InvalidInput
 from ports.storage import StoragePort, StorageStats, ThreadUsage
 

@@ -25,7 +25,7 @@ from adapters.sqlite.database import (
 )
 from adapters.sqlite.events import SqliteRunEvents
 from adapters.sqlite.rows import NOW, RUNS, SUMMARY, conversation_from_row, marks, run_from_row
-from adapters.sqlite.wakeups import Wakeups
+from adapters.storage.wakeups import Wakeups
 from domain.errors import ConversationNotFound, SessionInProgress
 from domain.model import Conversation, Run, RunError, RunOwner, iso
 from ports.metrics import NO_METRICS, MetricsPort

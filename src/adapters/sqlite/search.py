@@ -8,9 +8,8 @@ checkpointer in the transaction of the checkpoint that adds them (`index_thread`
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from adapters.search_entries import Indexed, thread_update
@@ -122,7 +121,7 @@ class SqliteSearchIndex(SearchIndex):
     def __init__(
         self,
         path: str,
-        rebuild: Callable[[], int],
+        rebuild: Callable[[], Awaitable[int]],
         catch_up: Callable[[], object] | None = None,
         metrics: MetricsPort = NO_METRICS,
     ) -> None:
@@ -140,7 +139,7 @@ class SqliteSearchIndex(SearchIndex):
         return await self._worker.run(_search, query, limit, offset)
 
     async def rebuild(self) -> int:
-        return await asyncio.get_running_loop().run_in_executor(None, self._rebuild)
+        return await self._rebuild()
 
     def close(self) -> None:
         self._worker.close()

@@ -13,7 +13,8 @@ from langgraph.checkpoint.base import Checkpoint
 
 from adapters.langchain.messages import from_fields, to_domain
 from adapters.langgraph.graph import INPUT_TASK
-from adapters.langgraph.rows import input_fields, input_messages, plain_messages, read_plain
+from adapters.langgraph.rows import input_fields, input_messages, plain_messages
+from adapters.sqlite.message_rows import read_plain
 from adapters.sqlite.search import forget_thread, index_thread, reset
 
 log = logging.getLogger(__name__)

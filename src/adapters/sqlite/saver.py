@@ -13,7 +13,7 @@
   deletes the thread's checkpoints older than the last `keep` with their writes. A resume
   only ever needs the latest checkpoint and its pending writes. Each message of the main
   graph is stored once, in its own row, and a checkpoint holds their digests
-  (adapters.langgraph.message_rows): a turn writes what it adds, not the thread again.
+  (adapters.sqlite.message_rows): a turn writes what it adds, not the thread again.
 - Fewer fsyncs, same promises: the file's connections are synchronous=FULL, and a commit is
   synced only where something outside depends on it: a new message (what POST acknowledges:
   the `source: input` checkpoint of a thread's first, the pending input of the others, see
@@ -49,21 +49,27 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.utils import load_pending_writes, pending_writes_sql
 
-from adapters.langgraph import branching, message_rows
+from adapters.langgraph import branching
 from adapters.langgraph.graph import INPUT_TASK, RUN_KEY
 from adapters.langgraph.latest import LatestCheckpoints
-from adapters.langgraph.rows import plain_messages, read_plain, summary_row
-from adapters.langgraph.search_sync import index_checkpoint, index_input, index_missing, rebuild
+from adapters.langgraph.rows import plain_messages, summary_row
+from adapters.langgraph.saver import Saver
 from adapters.langgraph.serde import MessageMemoSerializer
-from adapters.sqlite import branches
+from adapters.sqlite import branches, message_rows
 from adapters.sqlite.branch_schema import CHECKPOINT_LOG as LOG_TABLE
 from adapters.sqlite.database import FileIdentity, connect, failure_reason, migrate, storage_failure, unsynced
 from adapters.sqlite.maintenance import prune_thread
+from adapters.sqlite.message_rows import read_plain
 from adapters.sqlite.search import forget_thread
+from adapters.sqlite.search_sync import index_checkpoint, index_input, index_missing, rebuild
 from adapters.sqlite.threads import SerialThread, release, writer_thread
+from adapters.storage import message_refs
+from adapters.storage.checkpoint_log import HISTORY_COLUMNS, head_from_row, summary_from_row
 from domain.branches import Branch
 from domain.errors import RunLost, StorageFailure
+from domain.model import CheckpointSummary
 from ports.metrics import NO_METRICS, MetricsPort
+from ports.saver import BranchContent, MessageFields, StoredHead
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +84,7 @@ def _has_tool_result(value: Any) -> bool:
 STORAGE_MESSAGE = "The database could not be read or written (disk full, read-only, locked or I/O error)"
 
 
-class ThreadedSqliteSaver(SqliteSaver):
+class ThreadedSqliteSaver(SqliteSaver, Saver):
     def __init__(
         self, conn: sqlite3.Connection, keep: int = 3, metrics: MetricsPort = NO_METRICS, path: str | None = None
     ) -> None:
@@ -127,7 +133,7 @@ class ThreadedSqliteSaver(SqliteSaver):
         written becomes StorageFailure, so the run fails with a clear code."""
         try:
             return await self._executor.run(fn, *args)
-        except sqlite3.Error as e:
+        except (sqlite3.Error, message_refs.DanglingMessage) as e:
             log.warning("checkpoint store: %s", e)
             self.metrics.storage_failure(failure_reason(e))
             raise StorageFailure(STORAGE_MESSAGE) from e
@@ -206,7 +212,10 @@ class ThreadedSqliteSaver(SqliteSaver):
         self.latest.remember(thread_id, ns, checkpoint, meta_blob, configurable.get("checkpoint_id"), refs)
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
 
-    def written_count(self, thread_id: str, run_id: str) -> int | None:
+    async def written_count(self, thread_id: str, run_id: str) -> int | None:
+        return self.written_now(thread_id, run_id)
+
+    def written_now(self, thread_id: str, run_id: str) -> int | None:
         """The message count of the latest checkpoint this saver wrote for the thread, if
         the run `run_id` wrote it; else None (ask the file). Writes are fenced by the run,
         so while the run is this process's, nobody else writes the thread."""
@@ -215,12 +224,12 @@ class ThreadedSqliteSaver(SqliteSaver):
             return None
         return len(latest.checkpoint["channel_values"].get("messages") or ())
 
-    def _plan(self, thread_id: str, ns: str, checkpoint: Checkpoint) -> message_rows.Plan | None:
-        """The main graph's messages are stored apart, each once (adapters.langgraph.message_rows)."""
+    def _plan(self, thread_id: str, ns: str, checkpoint: Checkpoint) -> message_refs.Plan | None:
+        """The main graph's messages are stored apart, each once (adapters.sqlite.message_rows)."""
         if ns:
             return None
         base = self.latest.get(thread_id, ns)
-        return message_rows.plan(
+        return message_refs.plan(
             checkpoint["channel_values"].get("messages"),
             base.checkpoint["id"] if base else None,
             base.messages if base else (),
@@ -292,7 +301,7 @@ class ThreadedSqliteSaver(SqliteSaver):
             with closing(self.conn.cursor()) as cur:
                 return self.codec.load_messages(refs, message_rows.stored_rows(cur, thread_id, ns))
 
-        message_rows.resolve(found.checkpoint["channel_values"], load)
+        message_refs.resolve(found.checkpoint["channel_values"], load)
         return found
 
     def _latest_tuple(self, thread_id: str, ns: str) -> CheckpointTuple | None:
@@ -313,9 +322,10 @@ class ThreadedSqliteSaver(SqliteSaver):
             writes = load_pending_writes(cur, self.serde)
         return cached.tuple(thread_id, ns, writes)
 
-    def head(self, thread_id: str) -> tuple[Any, ...] | None:
-        """(checkpoint_id, next, message_count, run_id, pending writes, messages pending as
-        input) of the latest checkpoint, or None."""
+    async def head(self, thread_id: str) -> StoredHead | None:
+        return head_from_row(await self.call(self._head_row, thread_id))
+
+    def _head_row(self, thread_id: str) -> tuple[Any, ...] | None:
         with self.cursor(transaction=False) as cur:
             return cur.execute(  # type: ignore[no-any-return]
                 "SELECT l.checkpoint_id, l.next, l.message_count, l.run_id, (SELECT count(*) FROM writes w "
@@ -327,7 +337,10 @@ class ThreadedSqliteSaver(SqliteSaver):
                 (INPUT_TASK, thread_id),
             ).fetchone()
 
-    def latest_message_fields(self, thread_id: str, checkpoint_id: str) -> list[dict[str, Any]] | None:
+    async def message_fields(self, thread_id: str, checkpoint_id: str) -> Sequence[MessageFields] | None:
+        return await self.call(self.latest_message_fields, thread_id, checkpoint_id)  # type: ignore[no-any-return]
+
+    def latest_message_fields(self, thread_id: str, checkpoint_id: str) -> Sequence[MessageFields] | None:
         """The messages of a checkpoint as plain field dicts, decoded without building
         LangChain objects (5x faster on a long thread). None if it is not msgpack."""
         with self._reading(), self.cursor(transaction=False) as cur:
@@ -338,12 +351,14 @@ class ThreadedSqliteSaver(SqliteSaver):
             checkpoint = read_plain(cur, thread_id, row[0], row[1]) if row else None
         return None if checkpoint is None else plain_messages(checkpoint)
 
-    def history(self, thread_id: str) -> list[tuple[Any, ...]]:
-        """The checkpoint log of a thread, oldest first."""
+    async def history(self, thread_id: str) -> list[CheckpointSummary]:
+        return [summary_from_row(row) for row in await self.call(self._history, thread_id)]
+
+    def _history(self, thread_id: str) -> list[tuple[Any, ...]]:
         with self.cursor(transaction=False) as cur:
             return cur.execute(
-                "SELECT checkpoint_id, created_at, step, source, next, message_count, last_message, run_id, branch "
-                "FROM checkpoint_log WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id",
+                f"SELECT {HISTORY_COLUMNS} FROM checkpoint_log WHERE thread_id = ? AND checkpoint_ns = '' "
+                "ORDER BY checkpoint_id",
                 (thread_id,),
             ).fetchall()
 
@@ -355,14 +370,18 @@ class ThreadedSqliteSaver(SqliteSaver):
             forget_thread(cur, str(thread_id))
             cur.execute("DELETE FROM branches WHERE conversation_id = ?", (str(thread_id),))
 
-    def branches(self, thread_id: str) -> list[Branch]:
-        """Every branch of the thread, by number (empty: never forked)."""
+    async def branches(self, thread_id: str) -> list[Branch]:
+        return await self.call(self._branches, thread_id)  # type: ignore[no-any-return]
+
+    def _branches(self, thread_id: str) -> list[Branch]:
         with self.cursor(transaction=False) as cur:
             return branches.load(cur, thread_id)
 
-    def branch_fields(self, thread_id: str, number: int) -> tuple[list[dict[str, Any]], list[str]] | None:
-        """The messages of branch `number` (plain fields) and what its head had left to
-        run, rebuilt from the deltas and the latest checkpoint; None for an unknown branch."""
+    async def branch_content(self, thread_id: str, number: int) -> BranchContent | None:
+        return await self.call(self._branch_content, thread_id, number)  # type: ignore[no-any-return]
+
+    def _branch_content(self, thread_id: str, number: int) -> BranchContent | None:
+        """Rebuilt from the deltas and the latest checkpoint, in one read transaction."""
         with self._reading(), self.cursor(transaction=False) as cur:
             rows = branches.load(cur, thread_id)
             if number not in {b.number for b in rows}:
@@ -370,10 +389,13 @@ class ThreadedSqliteSaver(SqliteSaver):
             head = cur.execute(branches.LATEST, (thread_id,)).fetchone()
             latest = branches.fields_of(cur, thread_id, head)
             content = branching.branch_content(rows, branches.deltas(cur, thread_id), number, latest)
-            return content, branches.stashed_next(cur, thread_id, number)
+            return BranchContent(tuple(content), tuple(branches.stashed_next(cur, thread_id, number)))
 
-    def reindex(self) -> int:
-        """Rebuild the search index from every thread's latest checkpoint."""
+    async def reindex(self) -> int:
+        return await self.call(self.reindex_now)  # type: ignore[no-any-return]
+
+    def reindex_now(self) -> int:
+        """Rebuild the search index from every thread's latest checkpoint (blocking)."""
         with self.lock:
             self.setup()
             return rebuild(self.conn)
