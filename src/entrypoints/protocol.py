@@ -6,13 +6,19 @@ has not finished sending its request line and headers: a client trickling one by
 time holds a connection (and a slot of `limit_concurrency`) forever. Here a connection
 must complete each request head within `timeout` seconds of connecting or of the end of
 its previous response; otherwise it is closed. The body has its own deadline, in the
-routes that read one (408).
+routes that read one (408). A head is at most MAX_HEAD bytes (431): httptools would gather
+any length. Connections still sending a head hold no slot of MAX_CONNECTIONS (requests in
+progress), so idle sockets cannot refuse the requests being served; they are bounded per
+client address instead.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Any
 
 import h11
@@ -21,59 +27,126 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 log = logging.getLogger(__name__)
 
 
-def head_deadline_protocol(timeout: float) -> type[Any]:
+MAX_HEAD = 32 * 1024  # bytes of a request line and headers; more is 431
+PENDING_PER_CLIENT = 64  # connections of one client address still sending a request head
+
+
+@dataclass
+class _Shared:
+    """What the connections of one server count together."""
+
+    busy: set[Any] = field(default_factory=set)  # connections with a request in progress
+    # client address -> its connections waiting for a request head, oldest first
+    pending: dict[str, dict[Any, None]] = field(default_factory=lambda: defaultdict(dict))
+
+
+def _reply_and_close(transport: Any, status: bytes, code: str, message: str) -> None:
+    body = json.dumps({"error": {"code": code, "message": message}}).encode()
+    transport.write(b"HTTP/1.1 " + status + b"\r\ncontent-type: application/json\r\ncontent-length: "
+                    + str(len(body)).encode() + b"\r\nconnection: close\r\n\r\n" + body)
+    transport.close()
+
+
+def head_deadline_protocol(timeout: float, limit: int | None = None) -> type[Any]:
     """The protocol class for uvicorn's `http=` option: on httptools' fast parser when it is
-    installed (a product dependency), else on h11."""
+    installed (a product dependency), else on h11 (with uvicorn's own head limit and its
+    connection count). `limit`: requests in progress at once (MAX_CONNECTIONS); beyond it,
+    503. Connections still sending a head do not count: a hundred idle sockets must not
+    refuse the requests being served; they are bounded apart, per client address, the
+    oldest closed first, and each by the head deadline."""
     try:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
     except ImportError:
-        return _h11_deadline(timeout)
+        return _h11_deadline(timeout, limit)
+
+    shared = _Shared()
 
     class HttpToolsHeadDeadline(HttpToolsProtocol):
         _head_timer: asyncio.TimerHandle | None = None
+        _head_bytes = 0
+        _address = ""
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
+            self._address = str(self.client[0]) if self.client else ""
             self._arm()
 
         def _arm(self) -> None:
             self._disarm()
+            self._head_bytes = 0
             self._head_timer = self.loop.call_later(timeout, self._expired)
+            waiting = shared.pending[self._address]
+            waiting[self] = None
+            if len(waiting) > PENDING_PER_CLIENT:  # the client's oldest idle connection makes room
+                oldest = next(iter(waiting))
+                log.info("closing the oldest of %d connections from %s that sent no request", len(waiting), self._address)
+                oldest._disarm()
+                oldest.transport.close()
 
         def _disarm(self) -> None:
             if self._head_timer is not None:
                 self._head_timer.cancel()
                 self._head_timer = None
+            waiting = shared.pending.get(self._address)
+            if waiting is not None:
+                waiting.pop(self, None)
+                if not waiting:
+                    del shared.pending[self._address]
 
         def _expired(self) -> None:  # armed only while no complete request head has come in
             self._head_timer = None
+            self._disarm()
             if not self.transport.is_closing():
                 log.info("closing a connection that sent no complete request within %g s", timeout)
                 self.transport.close()
 
+        def data_received(self, data: bytes) -> None:
+            if self._head_timer is None:
+                super().data_received(data)
+                return
+            self._head_bytes += len(data)
+            super().data_received(data)  # the head may end within this chunk (then the timer is off)
+            if self._head_timer is not None and self._head_bytes > MAX_HEAD and not self.transport.is_closing():
+                self._too_large()
+
+        def _too_large(self) -> None:
+            self._disarm()
+            log.info("closing a connection whose request head is over %d bytes", MAX_HEAD)
+            _reply_and_close(self.transport, b"431 Request Header Fields Too Large", "HEADERS_TOO_LARGE",
+                             f"The request line and headers are over {MAX_HEAD} bytes")
+
         def on_headers_complete(self) -> None:
-            self._disarm()  # the head is in: the request runs
+            self._disarm()  # the head is in
+            if len(self.url) + sum(len(k) + len(v) + 4 for k, v in self.headers) > MAX_HEAD:
+                self._too_large()
+                return
+            shared.busy.add(self)
+            overloaded = limit is not None and (len(shared.busy) >= limit or len(self.tasks) >= limit)
+            self.limit_concurrency = 0 if overloaded else None  # uvicorn's own 503 when 0
             super().on_headers_complete()
 
         def on_response_complete(self) -> None:
+            shared.busy.discard(self)
             super().on_response_complete()
             if not self.transport.is_closing():
                 self._arm()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
+            shared.busy.discard(self)
             super().connection_lost(exc)
 
     return HttpToolsHeadDeadline
 
 
-def _h11_deadline(timeout: float) -> type[H11Protocol]:
+def _h11_deadline(timeout: float, limit: int | None) -> type[H11Protocol]:
 
     class HeadDeadlineProtocol(H11Protocol):
         _head_timer: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
+            self.limit_concurrency = limit  # uvicorn's own count, idle connections included
             self._arm()
 
         def _arm(self) -> None:

@@ -23,7 +23,7 @@ import uvicorn
 
 from domain.errors import StorageFailure
 from entrypoints.http.app import create_app
-from entrypoints.protocol import head_deadline_protocol
+from entrypoints.protocol import MAX_HEAD, head_deadline_protocol
 from ports.model import Readiness
 
 log = logging.getLogger(__name__)
@@ -174,8 +174,10 @@ def serve(container: Any) -> None:
         log_config=None,
         timeout_graceful_shutdown=5,  # a stream still open after the drain is cut then
         access_log=False,
-        http=head_deadline_protocol(float(config.REQUEST_TIMEOUT())),  # slowloris: a deadline per request head
-        limit_concurrency=int(config.MAX_CONNECTIONS()),  # beyond it, 503 at once
+        # slowloris: a deadline and a size per request head; beyond MAX_CONNECTIONS requests
+        # in progress, 503 at once (the protocol counts them: uvicorn's limit counts idle sockets too)
+        http=head_deadline_protocol(float(config.REQUEST_TIMEOUT()), int(config.MAX_CONNECTIONS())),
+        h11_max_incomplete_event_size=MAX_HEAD,
     )
     server = DrainingServer(uv_config, app, timeout)
     tune_gc()

@@ -107,3 +107,64 @@ def test_serve_prints_an_ipv6_address_in_brackets(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_a_hundred_idle_sockets_refuse_no_request_being_served(tmp_path: Path) -> None:
+    """With API_TOKEN set, 100 sockets trickling a URL made 94 of 115 authenticated requests
+    get 503: idle connections took the slots of MAX_CONNECTIONS."""
+    env = app_env(tmp_path, TOOLS_BACKEND="none", REQUEST_TIMEOUT="30", MAX_CONNECTIONS="100", API_TOKEN="t0ken")
+    server = LiveServer(env, tmp_path).start()
+    idle: list[socket.socket] = []
+    try:
+        for _ in range(100):
+            s = socket.create_connection(("127.0.0.1", server.port))
+            s.sendall(b"GET /api/conv")  # and nothing more
+            idle.append(s)
+        time.sleep(0.5)
+        headers = {"Authorization": "Bearer t0ken"}
+        with httpx.Client(base_url=server.url, headers=headers, timeout=10) as client:
+            codes = [client.get("/api/conversations").status_code for _ in range(30)]
+        assert codes == [200] * 30
+        # they are bounded all the same: past 64 from one address, the oldest go first
+        closed = 0
+        for s in idle[:40]:
+            s.settimeout(0.01)
+            try:
+                closed += s.recv(10) == b""
+            except (TimeoutError, ConnectionResetError):
+                pass
+        assert closed >= 36, closed
+    finally:
+        for s in idle:
+            s.close()
+        server.stop()
+
+
+def test_a_huge_request_head_is_431_and_costs_no_more_than_its_limit(tmp_path: Path) -> None:
+    server = LiveServer(app_env(tmp_path, TOOLS_BACKEND="none"), tmp_path).start()
+    try:
+        for head in (b"GET /api/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ",  # one header line, endless
+                     b"GET /api/healthz?" ):  # an endless URL
+            with socket.create_connection(("127.0.0.1", server.port)) as s:
+                s.sendall(head)
+                s.settimeout(10)
+                answer = b""
+                try:
+                    for _ in range(80 * 16):  # up to 80 MiB, in 64 KiB pieces
+                        s.sendall(b"a" * 65536)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                try:
+                    while chunk := s.recv(4096):
+                        answer += chunk
+                except (TimeoutError, ConnectionResetError):
+                    pass
+                assert answer.startswith(b"HTTP/1.1 431") and b"HEADERS_TOO_LARGE" in answer, answer[:200]
+        # a head complete in one read but too big all the same
+        with socket.create_connection(("127.0.0.1", server.port)) as s:
+            s.sendall(b"GET /api/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n" + b"X-Many: aaaaaaaa\r\n" * 3000 + b"\r\n")
+            s.settimeout(10)
+            assert s.recv(200).startswith(b"HTTP/1.1 431")
+        assert httpx.get(f"{server.url}/api/healthz", headers={"X-Fine": "a" * 8000}, timeout=10).status_code == 200
+    finally:
+        server.stop()
