@@ -31,6 +31,7 @@ class ErrorCode(StrEnum):
     INVALID_EDIT = "INVALID_EDIT"
     NOTHING_TO_REGENERATE = "NOTHING_TO_REGENERATE"
     BRANCH_NOT_FOUND = "BRANCH_NOT_FOUND"
+    SEARCH_BUSY = "SEARCH_BUSY"
     UNKNOWN_ERROR = "UNKNOWN_ERROR"
 
 
@@ -204,6 +205,13 @@ def to_chat_error(exc: BaseException) -> tuple[ErrorCode, str]:
     if isinstance(exc, SophosError):
         return exc.code, exc.message
     return ErrorCode.AGENT_FAILURE, UNEXPECTED_MESSAGE
+
+
+class SearchBusy(SophosError):
+    """Raised when too many searches wait already: one more is refused, not queued."""
+
+    code = ErrorCode.SEARCH_BUSY
+    default_message = "Too many searches are running; try again shortly"
 
 
 class NotSupported(SophosError):

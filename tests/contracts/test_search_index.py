@@ -4,6 +4,8 @@ checkpoint by checkpoint)."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -23,6 +25,7 @@ from adapters.postgres.search_text import terms
 from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqlite.saver import ThreadedSqliteSaver
 from adapters.sqlite.search import SqliteSearchIndex
+from domain.errors import InvalidInput, SearchBusy
 from domain.model import AssistantMessage, Message, ToolCall, ToolResult, UserMessage, new_id, utc_now
 from domain.search import parse_query
 from ports.runs import RunRepository
@@ -209,6 +212,27 @@ class TestSqliteSearchIndex(SearchIndexContract):
         yield world
         world.close()
         await runs.aclose()
+
+    async def test_a_search_past_its_budget_is_refused_and_the_reader_goes_on(self, world: SqliteWorld) -> None:
+        from adapters.sqlite.search import _search
+
+        for _ in range(20):
+            await SearchIndexContract().conversation(world, "budget", *(["alpha beta " * 500] * 4))
+        with pytest.raises(InvalidInput, match="took over 0 s: narrow it"):
+            world.sqlite_index._worker.call(_search, parse_query("alpha"), 20, 0, 0.0)
+        assert world.sqlite_index._worker.call(_search, parse_query("nothing"), 20, 0) == []
+
+    async def test_searches_beyond_those_waiting_are_refused_not_queued(self, world: SqliteWorld) -> None:
+        from adapters.sqlite.search import MAX_WAITING
+
+        index = world.sqlite_index
+        held = asyncio.ensure_future(index._worker.run(lambda conn: time.sleep(1.0)))  # the reader is busy
+        queued = [asyncio.ensure_future(index.search(parse_query("word"), 20, 0)) for _ in range(MAX_WAITING + 1)]
+        await asyncio.sleep(0.1)
+        with pytest.raises(SearchBusy):
+            await index.search(parse_query("word"), 20, 0)
+        await held
+        assert [list(r) for r in await asyncio.gather(*queued)] == [[]] * (MAX_WAITING + 1)
 
 
 class TestPostgresSearchIndex(SearchIndexContract):

@@ -29,8 +29,8 @@ def test_a_query_becomes_terms_of_plain_words(text: str, terms: tuple[Term, ...]
 
 
 def test_the_fts5_query_only_ever_quotes_plain_words() -> None:
-    query = parse_query('"x OR" y NOT z* {a}')  # FTS5 keywords and syntax are just words
-    assert fts_query(query) == '"x or" "y" "not" "z"* "a"'
+    query = parse_query('"x OR" y NOT zz* {a}')  # FTS5 keywords and syntax are just words
+    assert fts_query(query) == '"x or" "y" "not" "zz"* "a"'
 
 
 @pytest.mark.parametrize(
@@ -54,3 +54,15 @@ def test_bad_syntax_is_invalid_input_saying_what_is_wrong(text: object, message:
 def test_a_snippet_is_escaped_html_with_only_the_marks_as_markup() -> None:
     raw = f'<img src=x onerror="a()"> & {MARK_OPEN}whale{MARK_CLOSE}'
     assert snippet_html(raw) == '&lt;img src=x onerror="a()"&gt; &amp; <mark>whale</mark>'
+
+
+def test_a_prefix_of_one_letter_is_refused_two_are_enough() -> None:
+    import pytest
+
+    from domain.errors import InvalidInput
+    from domain.search import parse_query
+
+    for q in ("a*", '"blue w"*', "deploy b*"):
+        with pytest.raises(InvalidInput, match="at least 2 letters or digits before"):
+            parse_query(q)
+    assert parse_query("ab*").terms[0].prefix and parse_query('"blue wh"*').terms[0].words == ("blue", "wh")

@@ -9,11 +9,13 @@ checkpointer in the transaction of the checkpoint that adds them (`index_thread`
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from adapters.search_entries import Indexed, thread_update
 from adapters.sqlite.database import Worker, connect, migrate
+from domain.errors import InvalidInput, SearchBusy
 from domain.model import Message
 from ports.metrics import NO_METRICS, MetricsPort
 from ports.search import MARK_CLOSE, MARK_OPEN, SearchHit, SearchIndex, SearchQuery
@@ -25,6 +27,9 @@ T = TypeVar("T")
 # are ranked (FTS5 walks matches in rowid order without sorting them all), and snippets
 # are made for the page of results only, in the same read transaction.
 RANKED = 2000
+BUDGET = 2.0  # seconds of work one search may take; then it is refused as too broad
+PROGRESS_STEPS = 1_000  # SQLite VM steps between looks at the clock
+MAX_WAITING = 4  # searches queued behind the one running (a single reader thread); more: 503
 WINDOW_SQL = f"""
 SELECT rowid, bm25(search_fts) FROM search_fts WHERE search_fts MATCH ? ORDER BY rowid DESC LIMIT {RANKED}
 """
@@ -87,14 +92,22 @@ def reset(cur: sqlite3.Cursor) -> None:
     )
 
 
-def _search(conn: sqlite3.Connection, query: SearchQuery, limit: int, offset: int) -> list[SearchHit]:
+def _search(conn: sqlite3.Connection, query: SearchQuery, limit: int, offset: int,
+            budget: float = BUDGET) -> list[SearchHit]:
     match = fts_query(query)
+    deadline = time.monotonic() + budget
+    conn.set_progress_handler(lambda: time.monotonic() > deadline, PROGRESS_STEPS)  # true: interrupt
     conn.execute("BEGIN")  # one snapshot for the window and the page
     try:
         window = conn.execute(WINDOW_SQL, (match,)).fetchall()
         page = sorted(window, key=lambda r: (r[1], r[0]))[offset : offset + limit]  # best bm25 first
         rows = [conn.execute(HIT_SQL, (match, rowid)).fetchone() for rowid, _ in page]
+    except sqlite3.OperationalError as e:
+        if "interrupted" not in str(e):
+            raise
+        raise InvalidInput(f"The search took over {budget:g} s: narrow it with longer words or a phrase") from None
     finally:
+        conn.set_progress_handler(None, 0)
         conn.execute("COMMIT")
     # an entry whose conversation row is gone (deleted in between) has no row here
     return [SearchHit(*row) for row in rows if row is not None]
@@ -131,12 +144,19 @@ class SqliteSearchIndex(SearchIndex):
             return conn
 
         self._rebuild = rebuild
+        self._searches = 0  # running or waiting
         self._worker = Worker("search", open_connection, metrics)
         if catch_up is not None and self._worker.call(_has_unindexed_threads):
             catch_up()
 
     async def search(self, query: SearchQuery, limit: int, offset: int) -> Sequence[SearchHit]:
-        return await self._worker.run(_search, query, limit, offset)
+        if self._searches > MAX_WAITING:
+            raise SearchBusy()
+        self._searches += 1
+        try:
+            return await self._worker.run(_search, query, limit, offset)
+        finally:
+            self._searches -= 1
 
     async def rebuild(self) -> int:
         return await self._rebuild()

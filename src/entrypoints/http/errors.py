@@ -25,6 +25,7 @@ STATUS: dict[ErrorCode, int] = {
     ErrorCode.STALE_DECISION: 409,
     ErrorCode.SHUTTING_DOWN: 503,
     ErrorCode.STORAGE_FAILURE: 503,
+    ErrorCode.SEARCH_BUSY: 503,
     ErrorCode.NOT_SUPPORTED: 501,
     ErrorCode.MODEL_UNAVAILABLE: 503,
     ErrorCode.MODEL_UNREACHABLE: 503,
