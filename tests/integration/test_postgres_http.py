@@ -62,3 +62,24 @@ def test_search_on_postgresql_finds_titles_and_messages_of_finished_runs(tmp_pat
     assert body["nextCursor"] is None
     assert bad.status_code == 400 and bad.json()["error"] == {"code": "BAD_REQUEST", "message": "Unbalanced quote in the query"}
     assert not (tmp_path / "db").exists()  # nothing searched or written on SQLite
+
+
+def test_requests_behind_another_sessions_lock_fail_after_the_busy_timeout(
+    tmp_path: Path, pg_url: str, ollama: FakeOllama
+) -> None:
+    """A VACUUM FULL or a migration holding `runs` made POST, list and detail hang for good."""
+    import psycopg
+
+    env = app_env(tmp_path, ollama.url, TOOLS_BACKEND="none", DATABASE_URL=pg_url, DATABASE_BUSY_TIMEOUT="1")
+    with TestClient(create_app(create_container(env))) as client:
+        cid = client.post("/api/chat", json={"message": "before the lock"}).json()["conversation"]
+        with psycopg.connect(pg_url) as holder:
+            holder.execute("LOCK TABLE runs, conversations IN ACCESS EXCLUSIVE MODE")  # as VACUUM FULL takes it
+            for method, path, body in (("POST", "/api/chat", {"message": "during the lock"}),
+                                       ("GET", "/api/conversations", None), ("GET", f"/api/conversations/{cid}", None)):
+                started = time.monotonic()
+                response = client.request(method, path, json=body)
+                took = time.monotonic() - started
+                assert response.status_code == 503 and response.json()["error"]["code"] == "STORAGE_FAILURE", path
+                assert took < 10, (path, took)
+        assert client.get(f"/api/conversations/{cid}").status_code == 200  # the lock gone, all is well

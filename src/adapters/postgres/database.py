@@ -205,7 +205,7 @@ class PostgresDatabase:
             min_size=1,
             max_size=self.pool_size,
             timeout=self.wait_timeout,
-            kwargs=connection_options(),
+            kwargs=connection_options(lock_timeout=self.wait_timeout),
             check=AsyncConnectionPool.check_connection,  # a connection cut by a restart is replaced
             open=False,
             name="sophos",
@@ -244,12 +244,16 @@ class PostgresDatabase:
             self._pool = None
 
 
-def connection_options() -> dict[str, Any]:
+def connection_options(lock_timeout: float = 0) -> dict[str, Any]:
     # autocommit (the official saver's setup needs it, our writes open transactions), no
     # prepared statements at all (None, not 0, which prepares every statement at once): a
     # transaction-mode PgBouncer works, and PostgreSQL never switches a search to a generic
-    # plan (a common word's query went from 4 ms to 500 ms after five runs), UTC timestamps
-    return {"autocommit": True, "prepare_threshold": None, "options": "-c timezone=UTC", "connect_timeout": 5}
+    # plan (a common word's query went from 4 ms to 500 ms after five runs), UTC timestamps.
+    # `lock_timeout` (seconds, 0 = wait for ever): a statement behind another session's lock
+    # (a VACUUM FULL, a migration) fails after it, as SQLite's busy timeout does, instead of
+    # hanging the request
+    options = f"-c timezone=UTC -c lock_timeout={int(lock_timeout * 1000)}"
+    return {"autocommit": True, "prepare_threshold": None, "options": options, "connect_timeout": 5}
 
 
 async def migrate(conn: AsyncConnection[Any], setups: Sequence[Setup] = ()) -> int:
@@ -261,6 +265,7 @@ async def migrate(conn: AsyncConnection[Any], setups: Sequence[Setup] = ()) -> i
     runs the setups (they are idempotent); an up-to-date schema costs two reads."""
     while not await _scalar(conn, "SELECT pg_try_advisory_lock(%s)", (MIGRATION_LOCK,)):
         await asyncio.sleep(MIGRATION_POLL)
+    await conn.execute("SET lock_timeout = 0")  # a migration waits for the locks it needs
     try:
         await conn.execute("CREATE TABLE IF NOT EXISTS sophos_migrations (v INTEGER PRIMARY KEY)")
         version = int(await _scalar(conn, "SELECT coalesce(max(v), 0) FROM sophos_migrations"))
@@ -276,6 +281,7 @@ async def migrate(conn: AsyncConnection[Any], setups: Sequence[Setup] = ()) -> i
             await setup(conn)
         return version
     finally:
+        await conn.execute("RESET lock_timeout")
         await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
 
 
