@@ -181,3 +181,40 @@ async def test_https_is_verified_against_the_given_context(tmp_path: Path) -> No
         async with httpx.AsyncClient(transport=ModelTransport(), base_url=s.url) as client:
             with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
                 await client.get("/")
+
+
+async def test_bytes_after_a_response_are_not_its_body_and_its_connection_is_not_reused() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await request_head(reader)
+        writer.write(answer(b"first answer") + b"SMUGGLED" if n == 1 else answer(b"second answer"))
+        await writer.drain()
+        if n == 1:  # a second request on this connection would read "SMUGGLED" as its answer
+            await request_head(reader)
+            writer.write(answer(b"desynchronised"))
+            await writer.drain()
+        await reader.read()
+
+    async with server(handler) as s:
+        async with httpx.AsyncClient(transport=ModelTransport(), base_url=s.url) as client:
+            assert (await client.get("/a")).text == "first answer"
+            assert (await client.get("/b")).text == "second answer"
+        assert s.connections == 2
+
+
+async def test_a_connection_that_received_bytes_while_idle_is_not_reused() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await request_head(reader)
+        writer.write(answer(b"first answer" if n == 1 else b"second answer"))
+        await writer.drain()
+        if n == 1:
+            await asyncio.sleep(0.05)
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nSMUGGLED")  # an answer to no request
+            await writer.drain()
+        await reader.read()
+
+    async with server(handler) as s:
+        async with httpx.AsyncClient(transport=ModelTransport(), base_url=s.url) as client:
+            assert (await client.get("/a")).text == "first answer"
+            await asyncio.sleep(0.2)
+            assert (await client.get("/b")).text == "second answer"
+        assert s.connections == 2
