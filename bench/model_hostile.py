@@ -73,14 +73,17 @@ CASES: dict[str, tuple[str, Writer]] = {
 }
 
 CHILD = """
-import asyncio, resource, sys, time
+import asyncio, sys, time
 from adapters.ollama.model import OllamaModel
 from domain.model import UserMessage
 url, what, mode = sys.argv[1:4]
+def hwm():  # not ru_maxrss: Linux carries the parent's over fork and exec
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
 async def main():
     kw = {"transport": mode} if "transport" in OllamaModel.__init__.__code__.co_varnames else {}
     model = OllamaModel(url, "qwen3", timeout=60, **kw)
-    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, flush=True)
+    print(hwm(), flush=True)
     t = time.monotonic()
     try:
         if what == "check":
@@ -91,7 +94,8 @@ async def main():
             outcome = "answered"
     except BaseException as e:
         outcome = type(e).__name__ + ": " + str(e)[:110]
-    print(f"{time.monotonic() - t:.1f}\\t{outcome}", flush=True)
+    peak = hwm()
+    print(f"{peak}\\t{time.monotonic() - t:.1f}\\t{outcome}", flush=True)
 asyncio.run(main())
 """
 
@@ -117,17 +121,16 @@ async def run_case(src: str, mode: str, what: str, writer: Writer, limit: float)
         assert proc.stdout is not None
         baseline = int(await proc.stdout.readline())
         peak, started = baseline, time.monotonic()
-        while proc.returncode is None and time.monotonic() - started < limit:
+        rest = asyncio.ensure_future(proc.communicate())  # read as it comes: the child never blocks on its pipe
+        while not rest.done() and time.monotonic() - started < limit:
             peak = max(peak, _hwm(proc.pid))
-            try:
-                await asyncio.wait_for(proc.wait(), 0.2)
-            except TimeoutError:
-                pass
-        if proc.returncode is None:
+            await asyncio.wait({rest}, timeout=0.2)
+        if not rest.done():
             proc.kill()
-            await proc.wait()
+            await rest
             return f"{(peak - baseline) / 1024:.0f}\t{limit:.0f}\tstill reading after {limit:.0f} s (killed)"
-        return f"{(peak - baseline) / 1024:.0f}\t" + (await proc.stdout.read()).decode().strip()
+        final, _, outcome = rest.result()[0].decode().strip().partition("\t")
+        return f"{(max(peak, int(final)) - baseline) / 1024:.0f}\t{outcome}"
 
 
 def _hwm(pid: int) -> int:
