@@ -1,7 +1,8 @@
 """The model call's client CPU by HTTP transport: ChatOllama streaming from the fake Ollama
 (its own process, TCP_NODELAY, answering at once), once through httpx's own transport
 (httpcore and h11; the pool keeping every connection alive) and once through Sophos's
-(`adapters/langchain/transport.py`: httpx's interface on httptools), alternating, at 1 and at
+(`adapters/langchain/transport.py`: httpx's interface on httptools, under the bounds of
+`adapters/langchain/bounds.py`), alternating, at 1 and at
 32 calls in flight, on uvloop as `sophos serve` runs. The figure is this process's CPU per call.
 
 Usage: python -m bench.model_transport [--calls 600] [--transport-reps 3]
@@ -19,7 +20,8 @@ import httpx
 from langchain_core.messages import HumanMessage
 from langchain_ollama import ChatOllama
 
-from adapters.langchain.transport import KEEP_IDLE, model_transport
+from adapters.langchain.client import model_transport
+from adapters.langchain.transport import KEEP_IDLE
 from bench.serving import fake_ollama_process
 from bench.table import Row, print_table
 
@@ -32,7 +34,7 @@ def spread(xs: list[float]) -> str:
 
 def client(url: str, transport: str) -> tuple[ChatOllama, httpx.AsyncBaseTransport | None]:
     if transport == "httptools":
-        t = model_transport(url)
+        t = model_transport(url, "fast")  # with the bounds (adapters.langchain.bounds)
         return ChatOllama(model="qwen3:latest", base_url=url, async_client_kwargs={"transport": t}), t
     limits = httpx.Limits(max_connections=KEEP_IDLE, max_keepalive_connections=KEEP_IDLE)
     return ChatOllama(model="qwen3:latest", base_url=url, client_kwargs={"limits": limits}), None

@@ -20,6 +20,7 @@ class ErrorCode(StrEnum):
     SHUTTING_DOWN = "SHUTTING_DOWN"
     MODEL_UNAVAILABLE = "MODEL_UNAVAILABLE"
     MODEL_UNREACHABLE = "MODEL_UNREACHABLE"
+    MODEL_BAD_RESPONSE = "MODEL_BAD_RESPONSE"
     RECURSION_LIMIT = "RECURSION_LIMIT"
     AGENT_FAILURE = "AGENT_FAILURE"
     INPUT_NOT_RECORDED = "INPUT_NOT_RECORDED"
@@ -177,6 +178,14 @@ class ModelUnreachable(SophosError):
 
     code = ErrorCode.MODEL_UNREACHABLE
     default_message = "The model server could not be reached."
+
+
+class ModelBadResponse(SophosError):
+    """Raised when the model server sends what Sophos will not read: a response past a bound
+    (head, line, inflated size) or not in the format its API promises."""
+
+    code = ErrorCode.MODEL_BAD_RESPONSE
+    default_message = "The model server sent a response Sophos could not read."
 
 
 class RecursionLimitReached(SophosError):

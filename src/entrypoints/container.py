@@ -168,16 +168,20 @@ def _prompt(config_dir: str) -> SystemPromptSource:
     return FilePrompt(Path(config_dir) / "system.md")
 
 
-def _ollama(opened: list[Closeable], base_url: str, model: str, think: bool, timeout: float, context: int) -> ModelPort:
+def _ollama(
+    opened: list[Closeable], base_url: str, model: str, think: bool, timeout: float, context: int, transport: str
+) -> ModelPort:
     from adapters.ollama.model import OllamaModel
 
-    return _opened(opened, OllamaModel(base_url=base_url, model=model, think=think, timeout=timeout, context=context))
+    return _opened(opened, OllamaModel(base_url, model, think, timeout, context, transport))
 
 
-def _openai(opened: list[Closeable], base_url: str, model: str, api_key: str, timeout: float) -> ModelPort:
+def _openai(
+    opened: list[Closeable], base_url: str, model: str, api_key: str, timeout: float, transport: str
+) -> ModelPort:
     from adapters.openai.model import OpenAIModel
 
-    return _opened(opened, OpenAIModel(base_url=base_url, model=model, api_key=api_key, timeout=timeout))
+    return _opened(opened, OpenAIModel(base_url, model, api_key, timeout, transport))
 
 
 def _demo_model() -> ModelPort:
@@ -294,10 +298,11 @@ class Container(containers.DeclarativeContainer):
         config.MODEL_BACKEND,
         ollama=providers.Singleton(
             _ollama, opened, config.OLLAMA_HOST, config.OLLAMA_MODEL, config.OLLAMA_THINK, config.MODEL_TIMEOUT,
-            config.MODEL_CONTEXT,
+            config.MODEL_CONTEXT, config.MODEL_TRANSPORT,
         ),
         openai=providers.Singleton(
-            _openai, opened, config.OPENAI_BASE_URL, config.OPENAI_MODEL, config.OPENAI_API_KEY, config.MODEL_TIMEOUT
+            _openai, opened, config.OPENAI_BASE_URL, config.OPENAI_MODEL, config.OPENAI_API_KEY, config.MODEL_TIMEOUT,
+            config.MODEL_TRANSPORT,
         ),
         demo=providers.Singleton(_demo_model),
     )

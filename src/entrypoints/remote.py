@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
+from httpx_sse import EventSource
 
 
 class RemoteError(Exception):
@@ -21,15 +22,17 @@ class RemoteError(Exception):
 
 
 def _events(response: httpx.Response) -> Iterator[tuple[str | None, str, Any]]:
-    block: dict[str, str] = {}
-    for line in response.iter_lines():
-        if line:
-            key, _, value = line.partition(": ")
-            block[key] = value
-            continue
-        if block.get("event") and block["event"] != "ping":
-            yield block.get("id") or None, block["event"], json.loads(block.get("data") or "null")  # ids are opaque
-        block = {}
+    """(id, event, data) of each named event but pings; the id only on the event that carried
+    one. An answer that is not an event stream (an error's JSON) has no events."""
+    if "text/event-stream" not in response.headers.get("content-type", ""):
+        return
+    previous = ""
+    for sse in EventSource(response).iter_sse():
+        # in the SSE grammar an event inherits the last id; the server numbers every event it
+        # wants replayed and never repeats an id, so an unchanged id is one the event lacked
+        own, previous = (sse.id if sse.id != previous else None), sse.id
+        if sse.event not in ("message", "ping"):  # "message": a block with no event name
+            yield own or None, sse.event, json.loads(sse.data or "null")  # ids are opaque
 
 
 def _durable_answer(base: str, cid: str, headers: dict[str, str], event: str, data: Any) -> Iterator[tuple[str, Any]]:

@@ -23,6 +23,7 @@ DEFAULTS: dict[str, Any] = {
     "OPENAI_MODEL": "local-model",
     "OPENAI_API_KEY": "",
     "MODEL_TIMEOUT": 120,
+    "MODEL_TRANSPORT": "auto",
     "MODEL_CONTEXT": 8192,
     "MODEL_RESERVE": 1024,
     "CONTEXT_SUMMARY": "false",
@@ -100,10 +101,12 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     _check_context(settings)
     for key in ("OLLAMA_THINK", "AUTO_RESUME", "CONTEXT_SUMMARY"):
         settings[key] = str(settings[key]).lower() == "true"
-    for key in ("MODEL_BACKEND", "TOOLS_BACKEND"):
+    for key in ("MODEL_BACKEND", "TOOLS_BACKEND", "MODEL_TRANSPORT"):
         settings[key] = str(settings[key]).lower()
     if settings["MODEL_BACKEND"] not in ("ollama", "openai", "demo"):
         raise SettingsError(f"MODEL_BACKEND must be ollama, openai or demo, got {settings['MODEL_BACKEND']!r}")
+    if settings["MODEL_TRANSPORT"] not in ("auto", "fast", "httpx"):
+        raise SettingsError(f"MODEL_TRANSPORT must be auto, fast or httpx, got {settings['MODEL_TRANSPORT']!r}")
     if settings["TOOLS_BACKEND"] not in ("mcp", "demo", "none"):
         raise SettingsError(f"TOOLS_BACKEND must be mcp, demo or none, got {settings['TOOLS_BACKEND']!r}")
     settings["TOOL_APPROVAL"] = str(settings["TOOL_APPROVAL"]).strip().lower()

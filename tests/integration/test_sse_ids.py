@@ -2,32 +2,21 @@
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
 from starlette.testclient import TestClient
 
 from tests.support.fake_ollama import FakeOllama
-from tests.support.server import event_number
+from tests.support.server import event_number, sse_events
 
 Event = tuple[str | None, str, Any]
 
 
 def events(client: TestClient, cid: str, last_id: str | None = None) -> list[Event]:
     headers = {"Last-Event-ID": last_id} if last_id is not None else {}
-    out: list[Event] = []
     with client.stream("GET", f"/api/chat?conversation={cid}", headers=headers) as response:
-        block: dict[str, str] = {}
-        for line in response.iter_lines():
-            if line == "":
-                if block:
-                    out.append((block.get("id"), block["event"], json.loads(block["data"])))
-                block = {}
-                continue
-            key, _, value = line.partition(": ")
-            block[key] = value
-    return out
+        return list(sse_events(response))
 
 
 def tag(run_id: str) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from httpx_sse import EventSource
 
 from tests.support.app import SOPHOS, process_env
 
@@ -80,16 +81,13 @@ class LiveServer:
 
 
 def sse_events(response: httpx.Response) -> Iterator[tuple[str | None, str, Any]]:
-    """Parse a streaming httpx response into (id, event, data) as they arrive."""
-    block: dict[str, str] = {}
-    for line in response.iter_lines():
-        if line == "":
-            if block:
-                yield block.get("id"), block["event"], json.loads(block["data"])
-            block = {}
-            continue
-        key, _, value = line.partition(": ")
-        block[key] = value
+    """A streaming response's events as they arrive, as (id, event, data): the id only on an
+    event that carried one (the SSE grammar carries the last id over; the server never
+    repeats one, so an unchanged id is one the event lacked)."""
+    previous = ""
+    for sse in EventSource(response).iter_sse():
+        own, previous = (sse.id if sse.id != previous else None), sse.id
+        yield own, sse.event, json.loads(sse.data)
 
 
 def event_number(event_id: str | None) -> int:

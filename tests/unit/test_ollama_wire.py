@@ -19,6 +19,7 @@ from langchain_core.messages import (
 )
 from langchain_ollama import ChatOllama
 
+from adapters.langchain.bounds import BoundedTransport
 from adapters.langchain.transport import ModelTransport
 from adapters.ollama import wire
 from adapters.ollama.model import OllamaModel
@@ -255,7 +256,7 @@ def test_the_ollama_model_builds_its_client_on_reusing_chat_ollama_over_the_http
     model = OllamaModel("http://127.0.0.1:1", "qwen3")
     assert isinstance(model._chat, ReusingChatOllama) and model._chat.wire_cache is model._wire
     assert model._chat._async_client._client._transport is model._transport
-    assert isinstance(model._transport, ModelTransport)
+    assert isinstance(model._transport, BoundedTransport) and isinstance(model._transport.inner, ModelTransport)
 
 
 def test_the_same_bound_tool_list_is_encoded_once_and_a_changed_one_again(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,7 +18,10 @@ most recent first), bodies of a known length, chunked or closed by the server, h
 connect and read timeouts. A reused connection the server closed while it was idle is
 retried once on a new one (nothing of the response came back, so nothing was answered).
 Closing a response before its end closes its connection: the server sees it and stops
-generating. Proxies from the environment stay httpx's: it mounts its own transports for them.
+generating. A response ends where its framing says: bytes after it are never part of it, and
+a connection that had any (or received bytes while idle) is closed, never reused. Bounds on
+what a server sends (head size and deadline, inflated size, line length) are in
+adapters.langchain.bounds; proxies and the choice of transport in adapters.langchain.client.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from typing import cast
 import httptools
 import httpx
 
+from adapters.langchain.bounds import HEAD_MAX, ResponseRefused
+
 KEEP_IDLE = 128  # idle connections kept per origin: as many as runs may call the model at once
 PAUSE_AT = 1 << 20  # bytes received and not yet read by the client: stop reading the socket
 
@@ -40,10 +45,8 @@ class Stale(Exception):
     """A reused connection the server closed before answering."""
 
 
-def tls_context(base_url: str) -> ssl.SSLContext | None:
-    """The context a model server's clients verify TLS with, None for plain http (Ollama's
-    default): loading the CA bundle costs ~1.8 MB of RSS, and an http server never uses it."""
-    return ssl.create_default_context() if base_url.lower().startswith("https:") else None
+class Extra(Exception):
+    """Bytes after the end of the response: raised in httptools' callback to stop it there."""
 
 
 class Connection(asyncio.Protocol):
@@ -55,6 +58,7 @@ class Connection(asyncio.Protocol):
         self.parser = httptools.HttpResponseParser(self)
         self.closed = False
         self.uses = 0
+        self.expecting = False  # a request was sent and its response is not whole yet
         self._reset()
 
     def _reset(self) -> None:
@@ -65,6 +69,7 @@ class Connection(asyncio.Protocol):
         self.complete = False  # the whole body is in
         self.keep_alive = False
         self.received = False  # any byte of this response
+        self.head_size = 0  # bytes received before the head was whole
         self.chunks: deque[bytes] = deque()
         self.buffered = 0
         self.paused = False
@@ -77,13 +82,26 @@ class Connection(asyncio.Protocol):
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is one without subclassing it
 
     def data_received(self, data: bytes) -> None:
+        if not self.expecting:  # while idle, or after the response's end: never to be reused
+            self.close()
+            return
         self.received = True
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError as e:
-            self._fail(httpx.RemoteProtocolError(f"malformed response from the model server: {e}"))
-            self.close()
+            if not self.complete:
+                refused = e.__context__ if isinstance(e.__context__, ResponseRefused) else None
+                self._fail(refused or httpx.RemoteProtocolError(f"malformed response from the model server: {e}"))
+            self.close()  # complete: the response is whole, what followed it is dropped with the connection
+            self._wake()
             return
+        if not self.head:
+            self.head_size += len(data)
+            if self.head_size > HEAD_MAX:
+                self._fail(ResponseRefused(f"a response head over {HEAD_MAX >> 10} KiB"))
+                self.close()
+                self._wake()
+                return
         if self.buffered >= PAUSE_AT and not self.paused and self.transport is not None:
             self.paused = True
             self.transport.pause_reading()
@@ -101,13 +119,25 @@ class Connection(asyncio.Protocol):
             self._fail(httpx.RemoteProtocolError("the model server closed the connection mid-response"))
         self._wake()
 
-    # httptools callbacks
+    # httptools callbacks (an exception raised in one stops the parser: HttpParserError)
+
+    def on_message_begin(self) -> None:
+        if self.complete:
+            raise Extra
 
     def on_status(self, reason: bytes) -> None:
         self.reason = reason
+        self._count(len(reason))
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self.headers.append((name, value))
+        self._count(len(name) + len(value) + 4)
+
+    def _count(self, size: int) -> None:
+        # a head arriving in one read with its body is counted here: data_received sees it whole
+        self.head_size += size
+        if self.head_size > HEAD_MAX:
+            raise ResponseRefused(f"a response head over {HEAD_MAX >> 10} KiB")
 
     def on_headers_complete(self) -> None:
         self.status = self.parser.get_status_code()
@@ -120,6 +150,7 @@ class Connection(asyncio.Protocol):
     def on_message_complete(self) -> None:
         self.keep_alive = self.parser.should_keep_alive()
         self.complete = True
+        self.expecting = False
 
     # the transport's side
 
@@ -139,6 +170,7 @@ class Connection(asyncio.Protocol):
     def send(self, data: bytes) -> None:
         self.uses += 1
         self._reset()
+        self.expecting = True
         assert self.transport is not None
         self.transport.write(data)
 
@@ -270,7 +302,7 @@ class ModelTransport(httpx.AsyncBaseTransport):
         scheme, host, port = origin
         tls = None
         if scheme == b"https":
-            tls = self.tls if self.tls is not None else ssl.create_default_context()
+            tls = self.tls if self.tls is not None else httpx.create_ssl_context()
         try:
             async with asyncio.timeout(timeout):
                 _, conn = await loop.create_connection(
@@ -301,8 +333,4 @@ class ModelTransport(httpx.AsyncBaseTransport):
     async def aclose(self) -> None:
         self.closed = True
         self._drop_idle()
-
-
-def model_transport(base_url: str, keep: int = KEEP_IDLE) -> ModelTransport:
-    return ModelTransport(tls_context(base_url), keep)
 

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import ssl
 from collections.abc import AsyncIterator, Sequence
 
 import httpx
 import ollama
 
+from adapters.langchain.bounds import ResponseRefused, read_capped, refusal
+from adapters.langchain.client import model_transport, tls_context
 from adapters.langchain.messages import PromptCache
 from adapters.langchain.streaming import ToolBinding, stream_chat
-from adapters.langchain.transport import model_transport
 from adapters.ollama.wire import ReusingChatOllama, WireCache
-from domain.errors import AgentFailure, ModelUnavailable, ModelUnreachable
+from domain.errors import AgentFailure, ModelBadResponse, ModelUnavailable, ModelUnreachable
 from domain.model import Message
 from ports.model import ModelOutput, ModelPort, Readiness
 from ports.tools import ToolSpec
@@ -30,7 +32,13 @@ def pull_it(model: str) -> str:
 
 class OllamaModel(ModelPort):
     def __init__(
-        self, base_url: str, model: str, think: bool = False, timeout: float = 120.0, context: int | None = None
+        self,
+        base_url: str,
+        model: str,
+        think: bool = False,
+        timeout: float = 120.0,
+        context: int | None = None,
+        transport: str = "auto",
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -39,8 +47,11 @@ class OllamaModel(ModelPort):
         self._tools = ToolBinding()
         # each prompt message's request form, built once (adapters.ollama.wire)
         self._wire = WireCache()
-        # keep-alive connections on httptools for every call (adapters.langchain.transport)
-        self._transport = model_transport(self.base_url)
+        # one bounded transport, TLS context and (if the environment names one) proxy for the
+        # calls and the readiness probe (adapters.langchain.client)
+        self._tls = tls_context(self.base_url)
+        self._transport = model_transport(self.base_url, transport, self._tls)
+        self._probe = httpx.AsyncClient(transport=self._transport, timeout=5.0)
         self._chat = self._client(think, timeout, context)
 
     def _client(self, think: bool, timeout: float, context: int | None) -> ReusingChatOllama:
@@ -53,7 +64,7 @@ class OllamaModel(ModelPort):
             client_kwargs={"timeout": timeout},
             # the sync client ChatOllama builds too is never used: https shares the transport's
             # TLS context, http gets one that trusts nothing (loading the CA bundle costs ~1 MB)
-            sync_client_kwargs={"verify": self._transport.tls or ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)},
+            sync_client_kwargs={"verify": self._tls or ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)},
             async_client_kwargs={"transport": self._transport},
             num_ctx=context,
             wire_cache=self._wire,
@@ -78,6 +89,10 @@ class OllamaModel(ModelPort):
                     f"The configured Ollama model {self.model!r} is not available at {self.base_url}: {pull_it(self.model)}"
                 ) from e
             raise AgentFailure(f"Ollama error: {e.error}") from e
+        except ResponseRefused as e:
+            raise ModelBadResponse(f"Ollama at {self.base_url} sent {e.reason}: Sophos stopped reading it") from e
+        except json.JSONDecodeError as e:  # ollama's client parses each streamed line as JSON
+            raise ModelBadResponse(f"Ollama at {self.base_url} sent a line that is not JSON: is it Ollama?") from e
         except httpx.TimeoutException as e:
             raise ModelUnreachable(
                 f"Ollama at {self.base_url} timed out after {self.timeout:g} s: check that it is not "
@@ -89,16 +104,18 @@ class OllamaModel(ModelPort):
     async def check(self) -> Readiness:
         """The reference's readyz rule: /api/tags answers and a model name contains ours."""
         url = f"{self.base_url}/api/tags"
-        try:
-            async with httpx.AsyncClient(timeout=5.0) as client:
-                response = await client.get(url)
-        except Exception:
-            return Readiness(False, "Failed to connect to Ollama", url, start_and_pull(self.model))
         down = Readiness(False, "Ollama service not available", url, f"is {self.base_url} Ollama? {START_IT}")
-        if not response.is_success:
-            return down
         try:
-            names = [str(m.get("name", "")) for m in response.json().get("models", [])]
+            async with self._probe.stream("GET", url) as response:
+                if not response.is_success:
+                    return down
+                body = await read_capped(response)
+        except Exception as e:
+            if refusal(e) is not None:
+                return down
+            return Readiness(False, "Failed to connect to Ollama", url, start_and_pull(self.model))
+        try:
+            names = [str(m.get("name", "")) for m in json.loads(body).get("models", [])]
         except (ValueError, AttributeError):
             return down
         if any(self.model in n for n in names):

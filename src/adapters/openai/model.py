@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Sequence
 
 import httpx
@@ -9,10 +10,11 @@ import openai
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
+from adapters.langchain.bounds import ResponseRefused, read_capped, refusal
+from adapters.langchain.client import model_transport, tls_context
 from adapters.langchain.messages import PromptCache
 from adapters.langchain.streaming import ToolBinding, stream_chat
-from adapters.langchain.transport import model_transport
-from domain.errors import AgentFailure, ModelUnavailable, ModelUnreachable
+from domain.errors import AgentFailure, ModelBadResponse, ModelUnavailable, ModelUnreachable
 from domain.model import Message
 from ports.model import ModelOutput, ModelPort, Readiness
 from ports.tools import ToolSpec
@@ -25,15 +27,19 @@ def choose_it(base_url: str) -> str:
 
 
 class OpenAIModel(ModelPort):
-    def __init__(self, base_url: str, model: str, api_key: str = "", timeout: float = 120.0) -> None:
+    def __init__(
+        self, base_url: str, model: str, api_key: str = "", timeout: float = 120.0, transport: str = "auto"
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key = api_key or "not-needed"
         self.timeout = timeout
         self._prompts = PromptCache()
         self._tools = ToolBinding()
-        # keep-alive connections on httptools for every call (adapters.langchain.transport)
-        self._transport: httpx.AsyncBaseTransport = model_transport(self.base_url)
+        # one bounded transport, TLS context and (if the environment names one) proxy for the
+        # calls and the readiness probe (adapters.langchain.client)
+        self._transport = model_transport(self.base_url, transport, tls_context(self.base_url))
+        self._probe = httpx.AsyncClient(transport=self._transport, timeout=5.0)
         self._chat = ChatOpenAI(
             model=model, base_url=self.base_url, api_key=SecretStr(self.api_key), timeout=timeout, max_retries=0,
             streaming=True, http_async_client=httpx.AsyncClient(transport=self._transport, timeout=timeout),
@@ -52,6 +58,8 @@ class OpenAIModel(ModelPort):
         try:
             async for out in stream_chat(self._chat, self._prompts, system, messages, tools, self._tools):
                 yield out
+        except ResponseRefused as e:
+            raise self._refused(e) from e
         except openai.NotFoundError as e:
             raise ModelUnavailable(
                 f"The configured model {self.model!r} is not available at {self.base_url}: {choose_it(self.base_url)}"
@@ -61,23 +69,37 @@ class OpenAIModel(ModelPort):
                 f"{self.base_url} timed out after {self.timeout:g} s: check that it is not overloaded, or raise MODEL_TIMEOUT"
             ) from e
         except openai.APIConnectionError as e:
+            refused = refusal(e)
+            if refused is not None:
+                raise self._refused(refused) from e
             raise ModelUnreachable(f"{self.base_url} is unreachable (refused or dropped the connection): {START_IT}") from e
+        except httpx.TimeoutException as e:  # while streaming, the client raises httpx's errors as they are
+            raise ModelUnreachable(
+                f"{self.base_url} timed out after {self.timeout:g} s: check that it is not overloaded, or raise MODEL_TIMEOUT"
+            ) from e
+        except httpx.TransportError as e:
+            raise ModelUnreachable(f"{self.base_url} dropped the connection mid-answer: {START_IT}") from e
         except openai.APIStatusError as e:
             raise AgentFailure(f"Model server error {e.status_code}: {e.message}") from e
 
+    def _refused(self, e: ResponseRefused) -> ModelBadResponse:
+        return ModelBadResponse(f"The model server at {self.base_url} sent {e.reason}: Sophos stopped reading it")
+
     async def check(self) -> Readiness:
         url = f"{self.base_url}/models"
-        try:
-            async with httpx.AsyncClient(timeout=5.0) as client:
-                response = await client.get(url, headers={"Authorization": f"Bearer {self.api_key}"})
-        except Exception:
-            return Readiness(False, f"Failed to connect to {self.base_url}", url, START_IT)
         down = Readiness(False, "Model server not available", url,
                          "check OPENAI_BASE_URL (and OPENAI_API_KEY if it wants one), or run `make demo`")
-        if not response.is_success:
-            return down
         try:
-            ids = [str(m.get("id", "")) for m in response.json().get("data", [])]
+            async with self._probe.stream("GET", url, headers={"Authorization": f"Bearer {self.api_key}"}) as response:
+                if not response.is_success:
+                    return down
+                body = await read_capped(response)
+        except Exception as e:
+            if refusal(e) is not None:
+                return down
+            return Readiness(False, f"Failed to connect to {self.base_url}", url, START_IT)
+        try:
+            ids = [str(m.get("id", "")) for m in json.loads(body).get("data", [])]
         except (ValueError, AttributeError):
             return down
         if any(self.model in i for i in ids):

@@ -29,6 +29,7 @@ STATUS: dict[ErrorCode, int] = {
     ErrorCode.NOT_SUPPORTED: 501,
     ErrorCode.MODEL_UNAVAILABLE: 503,
     ErrorCode.MODEL_UNREACHABLE: 503,
+    ErrorCode.MODEL_BAD_RESPONSE: 502,
 }
 
 HTTP_CODES = {
