@@ -54,6 +54,11 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
     async def aclose(self) -> None:
         pass
 
+    def counts(self) -> tuple[int, int]:
+        """(conversations, runs) stored, for the maintenance's stats."""
+        with self._lock:
+            return len(self._conversations), len(self._runs)
+
     # --- conversations -------------------------------------------------------------------
 
     async def create_conversation(self, conversation_id: str, title: str, now: datetime) -> Conversation:
