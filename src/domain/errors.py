@@ -134,6 +134,12 @@ class ToolOutcomeUnknown(SophosError):
     )
 
 
+class InvalidTransition(SophosError):
+    """Raised when a run status change is not in the lifecycle's transition table."""
+
+    default_message = "Invalid run status transition"
+
+
 class StorageFailure(SophosError):
     """Raised when the database cannot be written (disk full, read-only, I/O error)."""
 

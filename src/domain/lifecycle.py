@@ -14,6 +14,7 @@ from enum import StrEnum
 from domain.errors import (
     DecisionRequired,
     ErrorCode,
+    InvalidTransition,
     RunLost,
     RunNotResumable,
     to_chat_error,
@@ -67,6 +68,35 @@ TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
 
 def can_transition(current: RunStatus, target: RunStatus) -> bool:
     return target in TRANSITIONS[current]
+
+
+@dataclass(frozen=True)
+class Transition:
+    """A run's move from `source` to `target`, one of TRANSITIONS (an instance cannot hold
+    any other). Stores apply it as a compare-and-set: the run changes only while its
+    stored status is still `source`, so the table is what every store enforces."""
+
+    source: RunStatus
+    target: RunStatus
+
+    def __post_init__(self) -> None:
+        if not can_transition(self.source, self.target):
+            raise InvalidTransition(f"A run cannot go from {self.source.value} to {self.target.value}")
+
+
+def transition(current: Run | RunStatus, target: RunStatus) -> Transition:
+    """The transition of a run (or from a status) to `target`; InvalidTransition if the
+    table does not allow it."""
+    return Transition(current.status if isinstance(current, Run) else current, target)
+
+
+def finishing(target: RunStatus) -> Transition:
+    """A running run's outcome being recorded."""
+    return Transition(RunStatus.RUNNING, target)
+
+
+# automatic resumes gave up on an orphan
+GIVE_UP = Transition(RunStatus.INTERRUPTED, RunStatus.FAILED)
 
 
 class StopReason(StrEnum):

@@ -245,18 +245,6 @@ def message_to_dto(message: Message) -> dict[str, Any]:
     return dto
 
 
-def message_from_dto(dto: dict[str, Any]) -> Message:
-    """The inverse of message_to_dto."""
-    if dto["role"] == "user":
-        return UserMessage(dto["content"], id=dto.get("id"))
-    if dto["role"] == "assistant":
-        calls = tuple(ToolCall(c.get("id") or "", c["name"], c.get("args") or {}) for c in dto.get("toolCalls", []))
-        return AssistantMessage(dto["content"], calls, id=dto.get("id"))
-    if dto["role"] == "summary":
-        return SummaryMessage(dto["content"], int(dto.get("covers") or 0), id=dto.get("id"))
-    return ToolResult(dto["content"], dto.get("toolCallId") or "", dto.get("name") or "?", dto.get("status") or "success", id=dto.get("id"))
-
-
 # --- thread state as the checkpointer sees it --------------------------------------------
 
 

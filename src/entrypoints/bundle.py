@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from ports.backend import Backend
     from ports.model import ModelPort
     from ports.storage import StoragePort
     from ports.tools import ToolPort
@@ -40,3 +41,4 @@ class Services:
     model: Callable[[], ModelPort]
     tools: Callable[[], ToolPort]
     storage: Callable[[], StoragePort]
+    backend: Callable[[], Backend]  # the storage itself: its health, its run store

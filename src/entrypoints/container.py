@@ -42,6 +42,7 @@ from entrypoints.bundle import Services  # noqa: E402 - after the finder above
 from entrypoints.lazy import LazyThreads  # noqa: E402 - after the finder above
 from entrypoints.settings import load_settings  # noqa: E402 - after the finder above
 from ports.approvals import ArgsChecker  # noqa: E402 - after the finder above
+from ports.backend import RunStore  # noqa: E402 - after the finder above
 from ports.checkpoints import CheckpointPort  # noqa: E402 - after the finder above
 from ports.engine import AgentEngine  # noqa: E402 - after the finder above
 from ports.metrics import MetricsPort, NullMetrics  # noqa: E402 - after the finder above
@@ -63,14 +64,13 @@ from services.supervisor import Supervisor  # noqa: E402 - after the finder abov
 if TYPE_CHECKING:
     from adapters.langgraph.graph import AgentNodes
     from adapters.langgraph.saver import Saver
-    from adapters.postgres.database import PostgresDatabase
-    from adapters.postgres.runs import PostgresRunStore
-    from adapters.postgres.saver import FencedPostgresSaver
+    from adapters.memory.backend import MemoryBackend
+    from adapters.postgres.backend import PostgresBackend
     from adapters.prometheus.metrics import PrometheusMetrics
-    from adapters.sqlite.runs import SqliteRunStore
-    from adapters.sqlite.saver import ThreadedSqliteSaver
+    from adapters.sqlite.backend import SqliteBackend
 
-    RunStore = SqliteRunStore | PostgresRunStore
+    # the concrete classes: each one's saver is also LangGraph's, which the engine needs
+    StorageBackend = SqliteBackend | PostgresBackend | MemoryBackend
 
 log = logging.getLogger(__name__)
 
@@ -89,71 +89,41 @@ def _prometheus() -> PrometheusMetrics:
     return PrometheusMetrics()
 
 
-def _run_store(opened: list[Closeable], path: str, busy_timeout: float, metrics: MetricsPort) -> SqliteRunStore:
-    from adapters.sqlite.runs import SqliteRunStore
+def _sqlite_backend(opened: list[Closeable], path: str, busy_timeout: float, keep: int, metrics: MetricsPort) -> StorageBackend:
+    from adapters.sqlite.backend import SqliteBackend
 
-    return _opened(opened, SqliteRunStore(path, busy_timeout=busy_timeout, metrics=metrics))
-
-
-def _checkpointer(opened: list[Closeable], path: str, keep: int, metrics: MetricsPort) -> Saver:
-    from adapters.sqlite.saver import ThreadedSqliteSaver
-
-    return _opened(opened, ThreadedSqliteSaver.open(path, keep=keep, metrics=metrics))
+    return _opened(opened, SqliteBackend(path, busy_timeout=busy_timeout, keep=keep, metrics=metrics))
 
 
-def _storage(path: str) -> StoragePort:
-    from adapters.sqlite.maintenance import SqliteMaintenance
+def _postgres_backend(
+    opened: list[Closeable], url: str, pool_size: int, wait_timeout: float, keep: int, processes: ProcessPort
+) -> StorageBackend:
+    from adapters.postgres.backend import PostgresBackend
 
-    return SqliteMaintenance(path)
-
-
-def _search_index(opened: list[Closeable], path: str, checkpointer: Callable[[], ThreadedSqliteSaver], metrics: MetricsPort) -> SearchIndex:
-    from adapters.sqlite.search import SqliteSearchIndex
-
-    # the checkpointer (LangGraph) indexes threads: opened to rebuild or catch up only
-    return _opened(opened, SqliteSearchIndex(path, lambda: checkpointer().reindex(), checkpointer, metrics))
+    backend = PostgresBackend(url, pool_size=pool_size, wait_timeout=wait_timeout, keep=keep, owner=processes.current())
+    return _opened(opened, backend)
 
 
-def _pg_database(url: str, pool_size: int, wait_timeout: float) -> PostgresDatabase:
-    from adapters.postgres.database import PostgresDatabase
+def _memory_backend() -> StorageBackend:
+    from adapters.memory.backend import MemoryBackend
 
-    return PostgresDatabase(url, pool_size=pool_size, wait_timeout=wait_timeout)
-
-
-def _pg_checkpointer(database: PostgresDatabase, keep: int) -> Saver:
-    from adapters.postgres.saver import FencedPostgresSaver
-
-    return FencedPostgresSaver(database, keep=keep)
+    return MemoryBackend()
 
 
-def _pg_store(
-    opened: list[Closeable], database: PostgresDatabase, processes: ProcessPort, checkpointer: Saver
-) -> PostgresRunStore:
-    from adapters.postgres.runs import PostgresRunStore
-
-    # `checkpointer` is built first so that its tables are part of the migration that
-    # the store's first use runs (PostgresDatabase.also_migrate)
-    del checkpointer
-    return _opened(opened, PostgresRunStore(database, owner=processes.current()))
+def _saver(backend: StorageBackend) -> Saver:
+    return backend.saver()
 
 
-def _pg_storage(url: str) -> StoragePort:
-    from adapters.postgres.maintenance import PostgresMaintenance
-
-    return PostgresMaintenance(url)
+def _run_store(backend: StorageBackend) -> RunStore:
+    return backend.runs()
 
 
-def _pg_search(opened: list[Closeable], database: PostgresDatabase, checkpointer: Callable[[], Saver]) -> SearchIndex:
-    from adapters.postgres.search import PostgresSearchIndex
+def _maintenance(backend: StorageBackend) -> StoragePort:
+    return backend.maintenance()
 
-    def saver() -> FencedPostgresSaver:  # it decodes threads (LangGraph): built only to rebuild or catch up
-        from adapters.postgres.saver import FencedPostgresSaver
 
-        built = checkpointer()
-        assert isinstance(built, FencedPostgresSaver)
-        return built
-
-    return _opened(opened, PostgresSearchIndex(database, lambda: saver().reindex(), lambda: saver().index_missing()))
+def _search_index(backend: StorageBackend, threads: Callable[[], CheckpointPort]) -> SearchIndex:
+    return backend.search(threads)
 
 
 def _processes() -> ProcessPort:
@@ -273,26 +243,22 @@ class Container(containers.DeclarativeContainer):
     metrics = providers.Selector(
         config.METRICS_BACKEND, prometheus=providers.Singleton(_prometheus), none=providers.Singleton(NullMetrics)
     )
-    # DATABASE_URL selects PostgreSQL for everything (STORAGE_BACKEND is derived from it)
-    database = providers.Singleton(
-        _pg_database, config.DATABASE_URL, config.DATABASE_POOL_SIZE, config.DATABASE_BUSY_TIMEOUT
-    )
-    checkpointer = providers.Selector(
+    # one storage for everything, chosen once (settings.py decides STORAGE_BACKEND)
+    backend = providers.Selector(
         config.STORAGE_BACKEND,
-        sqlite=providers.Singleton(_checkpointer, opened, config.DATABASE_PATH, config.CHECKPOINT_KEEP, metrics),
-        postgres=providers.Singleton(_pg_checkpointer, database, config.CHECKPOINT_KEEP),
+        sqlite=providers.Singleton(
+            _sqlite_backend, opened, config.DATABASE_PATH, config.DATABASE_BUSY_TIMEOUT, config.CHECKPOINT_KEEP, metrics
+        ),
+        postgres=providers.Singleton(
+            _postgres_backend, opened, config.DATABASE_URL, config.DATABASE_POOL_SIZE, config.DATABASE_BUSY_TIMEOUT,
+            config.CHECKPOINT_KEEP, processes,
+        ),
+        memory=providers.Singleton(_memory_backend),
     )
-    store = providers.Selector(
-        config.STORAGE_BACKEND,
-        sqlite=providers.Singleton(_run_store, opened, config.DATABASE_PATH, config.DATABASE_BUSY_TIMEOUT, metrics),
-        postgres=providers.Singleton(_pg_store, opened, database, processes, checkpointer),
-    )
+    checkpointer = providers.Singleton(_saver, backend)
+    store = providers.Singleton(_run_store, backend)
+    storage = providers.Singleton(_maintenance, backend)
     prompt = providers.Singleton(_prompt, config.CONFIG_DIR)
-    storage = providers.Selector(
-        config.STORAGE_BACKEND,
-        sqlite=providers.Singleton(_storage, config.DATABASE_PATH),
-        postgres=providers.Singleton(_pg_storage, config.DATABASE_URL),
-    )
 
     model = providers.Selector(
         config.MODEL_BACKEND,
@@ -340,11 +306,7 @@ class Container(containers.DeclarativeContainer):
         approval_timeout=config.APPROVAL_TIMEOUT,
     )
     conversations = providers.Singleton(_conversations, store, threads.provider, run_service.provider)
-    search_index = providers.Selector(
-        config.STORAGE_BACKEND,
-        sqlite=providers.Singleton(_search_index, opened, config.DATABASE_PATH, checkpointer.provider, metrics),
-        postgres=providers.Singleton(_pg_search, opened, database, checkpointer.provider),
-    )
+    search_index = providers.Singleton(_search_index, backend, threads.provider)
     search = providers.Singleton(SearchService, search_index)
     allow_rules = providers.Singleton(AllowRules, store)
     # what the edges get instead of this container (built once; each getter lazy)
@@ -359,6 +321,7 @@ class Container(containers.DeclarativeContainer):
         model=model.provider,
         tools=tools.provider,
         storage=storage.provider,
+        backend=backend.provider,
     )
 
 
@@ -372,25 +335,6 @@ def create_container(env: dict[str, str] | None = None, **overrides: Any) -> Con
     settings.update(overrides)
     container.config.from_dict(settings)
     return container
-
-
-async def check_database(container: Container) -> tuple[bool, str]:
-    """Can the database be used? (ok, where and which schema version, or why not). Opens
-    it (and migrates it) if it was not open yet."""
-    from domain.errors import StorageFailure
-    from entrypoints.settings import database_label
-
-    where = database_label({"DATABASE_URL": container.config.DATABASE_URL(), "DATABASE_PATH": container.config.DATABASE_PATH()})
-    try:
-        store = container.store()
-        ready = getattr(store, "ready", None)
-        if ready is not None:
-            await ready()
-            if not await store.ping():
-                return False, f"{where}: not reachable"
-    except StorageFailure as e:
-        return False, f"{where}: {e.message}"
-    return True, f"{where} (schema v{store.schema_version})"
 
 
 async def close_container(container: Container) -> None:

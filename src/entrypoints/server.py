@@ -22,9 +22,11 @@ from typing import Any
 import uvicorn
 
 from domain.errors import StorageFailure
+from entrypoints.bundle import Services
 from entrypoints.http.app import create_app
 from entrypoints.protocol import MAX_HEAD, head_deadline_protocol
-from ports.model import Readiness
+from ports.backend import Backend
+from ports.model import ModelPort, Readiness
 
 log = logging.getLogger(__name__)
 
@@ -78,20 +80,15 @@ class DrainingServer(uvicorn.Server):
         self.should_exit = True
 
 
-def warn_if_model_not_ready(container: Any, timeout: float = 3.0) -> bool:
+async def warn_if_model_not_ready(model: ModelPort, timeout: float = 3.0) -> bool:
     """Check the model once before serving. A model that is not ready is one warning with the fix,
     not an error: the page and past conversations work without it, and the model may come up later."""
-
-    async def check() -> Readiness:
-        try:
-            ready: Readiness = await asyncio.wait_for(container.model().check(), timeout)
-            return ready
-        except TimeoutError:
-            return Readiness(False, f"no answer within {timeout:g} s", fix="check the model server with `sophos doctor`")
-        except Exception as e:  # a readiness probe must never stop the server from starting
-            return Readiness(False, f"{type(e).__name__}: {e}")
-
-    ready = asyncio.run(check())
+    try:
+        ready: Readiness = await asyncio.wait_for(model.check(), timeout)
+    except TimeoutError:
+        ready = Readiness(False, f"no answer within {timeout:g} s", fix="check the model server with `sophos doctor`")
+    except Exception as e:  # a readiness probe must never stop the server from starting
+        ready = Readiness(False, f"{type(e).__name__}: {e}")
     if not ready.ok:
         log.warning("model not ready: %s (%s) — %s", ready.reason, ready.url, ready.fix)
     return ready.ok
@@ -134,16 +131,13 @@ def event_loop() -> str:
     return "uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio"
 
 
-def check_integrity(container: Any) -> None:
+async def check_storage(backend: Backend) -> None:
     """Open the database and check it whole before serving: a damaged file is one clear
     error at start-up (StorageFailure), not a traceback after "listening" or 500s later.
-    (PostgreSQL checks its own pages; its store is opened and migrated here all the same.)"""
-    if container.config.DATABASE_URL():
-        container.store()
-        return
-    problem = container.store().integrity_problem()
-    if problem is not None:
-        raise StorageFailure(f"{container.config.DATABASE_PATH()}: {problem}")
+    In the serving loop, since a pooled backend's connections belong to the loop that opened them."""
+    health = await backend.health(integrity=True)
+    if not health.ok:
+        raise StorageFailure(f"{health.where}: {health.integrity or health.problem}")
 
 
 # CPython collects its youngest generation every 700 net allocations of container objects;
@@ -162,9 +156,8 @@ def serve(container: Any) -> None:
     config = container.config
     host, port = config.HOST(), int(config.PORT())
     sock = bind(host, port)  # first: a busy port is the one line a person sees
-    check_integrity(container)
-    warn_if_model_not_ready(container)
     app = create_app(container)
+    services: Services = app.state.services
     timeout = float(config.SHUTDOWN_TIMEOUT())
     uv_config = uvicorn.Config(
         app,
@@ -181,5 +174,13 @@ def serve(container: Any) -> None:
     )
     server = DrainingServer(uv_config, app, timeout)
     tune_gc()
-    print(f"Sophos is listening on http://{url_host(host)}:{port}", flush=True)
-    server.run(sockets=[sock])
+
+    async def main() -> None:
+        await check_storage(services.backend())
+        await warn_if_model_not_ready(services.model())
+        print(f"Sophos is listening on http://{url_host(host)}:{port}", flush=True)
+        await server.serve(sockets=[sock])
+
+    # one loop for the checks and the server (what uvicorn's Server.run does, with the checks first)
+    with asyncio.Runner(loop_factory=uv_config.get_loop_factory()) as runner:
+        runner.run(main())

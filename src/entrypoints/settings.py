@@ -42,6 +42,7 @@ DEFAULTS: dict[str, Any] = {
     "RUN_EVENT_RETENTION_SECONDS": 300,
     "DATABASE_BUSY_TIMEOUT": 5,
     "DATABASE_URL": "",
+    "STORAGE_BACKEND": "",  # sqlite, postgres or memory; unset: postgres when DATABASE_URL is set
     "DATABASE_POOL_SIZE": 10,
     "MCP_START_TIMEOUT": 30,
     "TOOL_TIMEOUT": 120,
@@ -121,8 +122,13 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
         raise SettingsError(f"DATABASE_URL must be a postgresql:// URL, got {database_label(settings)!r}")
     if settings["DATABASE_POOL_SIZE"] < 1:
         raise SettingsError("DATABASE_POOL_SIZE must be at least 1")
-    # not a setting of its own: DATABASE_URL selects PostgreSQL for everything
-    settings["STORAGE_BACKEND"] = "postgres" if url else "sqlite"
+    # unset keeps what configurations meant before the setting existed: a URL means PostgreSQL
+    backend = str(settings["STORAGE_BACKEND"]).strip().lower() or ("postgres" if url else "sqlite")
+    if backend not in ("sqlite", "postgres", "memory"):
+        raise SettingsError(f"STORAGE_BACKEND must be sqlite, postgres or memory, got {settings['STORAGE_BACKEND']!r}")
+    if backend == "postgres" and not url:
+        raise SettingsError("STORAGE_BACKEND=postgres needs DATABASE_URL (a postgresql:// URL)")
+    settings["STORAGE_BACKEND"] = backend
     return settings
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from domain import lifecycle
 from domain.events import StreamEvent
 from domain.model import Conversation, Run, RunError, RunOwner, RunStatus
 from ports.events import EventBatch
@@ -30,6 +31,11 @@ class RunFinish:
     event: StreamEvent | None = None
     event_id: int | None = None
     events: EventBatch = ()
+
+    @property
+    def transition(self) -> lifecycle.Transition:
+        """Leaving `running` for `status`: InvalidTransition unless the lifecycle allows it."""
+        return lifecycle.finishing(self.status)
 
 
 class RunRepository(Protocol):
@@ -95,6 +101,8 @@ class RunRepository(Protocol):
     ) -> bool:
         """Record the outcome of a run that is still `running`, atomically with the
         conversation's message_count (unless None) and updated_at, and the terminal event.
+        The store applies `finish.transition` (raising InvalidTransition, changing
+        nothing, when the lifecycle does not allow it) as a compare-and-set on the status.
 
         Fencing: with `owner`, only if the run is still owned by that instance; with
         `heartbeat` (a reclaimer's compare-and-set), only if the run's heartbeat is still
@@ -104,8 +112,8 @@ class RunRepository(Protocol):
 
     @abstractmethod
     async def give_up(self, run_id: str, error: RunError, now: datetime) -> bool:
-        """Turn an `interrupted` run into `failed` with `error` (automatic resumes gave up).
-        False, changing nothing, unless the run is interrupted."""
+        """Apply lifecycle.GIVE_UP (`interrupted` to `failed`) with `error`: automatic
+        resumes gave up. False, changing nothing, unless the run is interrupted."""
 
     @abstractmethod
     async def get_run(self, run_id: str) -> Run | None:

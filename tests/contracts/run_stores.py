@@ -18,11 +18,13 @@ from adapters.memory.runs import InMemoryRunStore
 from adapters.postgres.database import PostgresDatabase
 from adapters.postgres.runs import PostgresRunStore
 from adapters.sqlite.runs import SqliteRunStore
-from domain.model import Run, RunOwner, RunStatus, new_id, utc_now
+from domain.errors import InvalidTransition
+from domain.lifecycle import TRANSITIONS
+from domain.model import Run, RunError, RunOwner, RunStatus, new_id, utc_now
 from ports.approvals import ApprovalStore
 from ports.events import RunEventLog
 from ports.journal import ToolJournal
-from ports.runs import RunRepository
+from ports.runs import RunFinish, RunRepository
 from ports.signals import RunSignals
 
 
@@ -128,3 +130,34 @@ async def a_running_run(
     stored = await store.get_run(run.id)
     assert stored is not None
     return stored
+
+
+class TransitionContract(StoreContract):
+    """The lifecycle's transition table (domain.lifecycle.TRANSITIONS) is what a store
+    applies: a transition the table refuses raises before anything is written, one it
+    allows is a compare-and-set on the run's status."""
+
+    async def test_an_invalid_transition_raises_and_changes_nothing(self, store: RunStore, clock: StoreClock) -> None:
+        run = await a_running_run(store, clock)
+        with pytest.raises(InvalidTransition):
+            await store.finish_run(run.id, RunFinish(RunStatus.RUNNING, clock.now()))
+        stored = await store.get_run(run.id)
+        assert stored is not None and stored.status is RunStatus.RUNNING
+
+    async def test_every_outcome_the_table_allows_applies_to_a_running_run(
+        self, store: RunStore, clock: StoreClock
+    ) -> None:
+        for target in sorted(TRANSITIONS[RunStatus.RUNNING]):
+            run = await a_running_run(store, clock)
+            assert await store.finish_run(run.id, RunFinish(target, clock.now()))
+            stored = await store.get_run(run.id)
+            assert stored is not None and stored.status is target
+
+    async def test_a_valid_transition_applies_only_from_its_source(self, store: RunStore, clock: StoreClock) -> None:
+        run = await a_running_run(store, clock)
+        assert await store.finish_run(run.id, RunFinish(RunStatus.COMPLETED, clock.now()))
+        # allowed by the table from `running`, but the run is no longer running
+        assert not await store.finish_run(run.id, RunFinish(RunStatus.FAILED, clock.now()))
+        assert not await store.give_up(run.id, RunError("ADOPTION_FAILED", "x"), clock.now())
+        stored = await store.get_run(run.id)
+        assert stored is not None and stored.status is RunStatus.COMPLETED

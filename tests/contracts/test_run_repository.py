@@ -18,6 +18,7 @@ from tests.contracts.run_stores import (
     SqliteStores,
     StoreClock,
     StoreContract,
+    TransitionContract,
     a_conversation,
     a_running_run,
     other_owner,
@@ -417,4 +418,16 @@ class TestSqliteRunRepository(SqliteStores, RunRepositoryContract):
 
 
 class TestPostgresRunRepository(PostgresStores, RunRepositoryContract):
+    pass
+
+
+class TestInMemoryTransitions(InMemoryStores, TransitionContract):
+    pass
+
+
+class TestSqliteTransitions(SqliteStores, TransitionContract):
+    pass
+
+
+class TestPostgresTransitions(PostgresStores, TransitionContract):
     pass

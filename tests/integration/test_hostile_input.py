@@ -108,12 +108,12 @@ def test_api_and_export_responses_are_nosniff_and_not_stored(client: TestClient,
 def test_an_unexpected_failure_is_a_500_envelope_logged_once(
     client: TestClient, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    container = client.app.state.container  # type: ignore[attr-defined]
+    services = client.app.state.services  # type: ignore[attr-defined]
 
     async def broken() -> Any:
         raise ZeroDivisionError("secret detail")
 
-    monkeypatch.setattr(container.model(), "check", broken)
+    monkeypatch.setattr(services.model(), "check", broken)
     with caplog.at_level(logging.ERROR):
         response = client.get("/api/readyz")
     assert error_of(response) == (500, "UNKNOWN_ERROR")

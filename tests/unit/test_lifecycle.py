@@ -13,7 +13,14 @@ import pytest
 from adapters.memory.runs import InMemoryRunStore
 from domain import lifecycle
 from domain.commands import Cancel, start_command
-from domain.errors import DecisionRequired, ModelUnreachable, RunLost, RunNotResumable, StorageFailure
+from domain.errors import (
+    DecisionRequired,
+    InvalidTransition,
+    ModelUnreachable,
+    RunLost,
+    RunNotResumable,
+    StorageFailure,
+)
 from domain.events import StreamEvent
 from domain.lifecycle import Adoption, StopReason
 from domain.model import (
@@ -51,6 +58,18 @@ def test_only_a_running_run_finishes_and_only_an_interrupted_one_is_given_up() -
     assert lifecycle.can_transition(RunStatus.INTERRUPTED, RunStatus.FAILED)
     assert not lifecycle.can_transition(RunStatus.COMPLETED, RunStatus.FAILED)
     assert not lifecycle.can_transition(RunStatus.CANCELLED, RunStatus.RUNNING)
+
+
+def test_a_transition_is_built_only_from_the_table() -> None:
+    done = lifecycle.transition(RunStatus.RUNNING, RunStatus.COMPLETED)
+    assert (done.source, done.target) == (RunStatus.RUNNING, RunStatus.COMPLETED)
+    assert lifecycle.GIVE_UP == lifecycle.Transition(RunStatus.INTERRUPTED, RunStatus.FAILED)
+    for source, target in ((RunStatus.COMPLETED, RunStatus.FAILED), (RunStatus.RUNNING, RunStatus.RUNNING),
+                           (RunStatus.WAITING, RunStatus.COMPLETED)):
+        with pytest.raises(InvalidTransition):
+            lifecycle.transition(source, target)
+        with pytest.raises(InvalidTransition):
+            lifecycle.Transition(source, target)
 
 
 def test_outcomes_of_stops_and_failures() -> None:

@@ -14,8 +14,8 @@ from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata
 
 from adapters.langchain.messages import to_domain
 from adapters.langgraph.graph import RUN_KEY
+from adapters.storage import message_log
 from adapters.storage.message_refs import EXT_MESSAGE_REFS, REFS_TYPE, MessageRefs, packed_list, resolve
-from domain.model import message_to_dto
 
 
 def next_nodes(checkpoint: Checkpoint) -> list[str]:
@@ -56,7 +56,7 @@ def summary_row(checkpoint: Checkpoint, metadata: CheckpointMetadata) -> tuple[A
         str(metadata.get("source", "")),
         json.dumps(next_nodes(checkpoint)),
         len(messages),
-        json.dumps(message_to_dto(last), ensure_ascii=False) if last else None,
+        message_log.encode(last) if last else None,
         dict(metadata).get(RUN_KEY),
     )
 

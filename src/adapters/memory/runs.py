@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from adapters.memory.approvals import InMemoryApprovals
 from domain.errors import ConversationNotFound, RunLost, SessionInProgress
 from domain.events import StreamEvent
+from domain.lifecycle import GIVE_UP
 from domain.model import Conversation, Run, RunError, RunOwner, RunStatus, iso, utc_now
 from ports.events import EventBatch, RunEventLog
 from ports.journal import JournalEntry, ToolJournal
@@ -53,6 +54,11 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
 
     async def aclose(self) -> None:
         pass
+
+    def counts(self) -> tuple[int, int]:
+        """(conversations, runs) stored, for the maintenance's stats."""
+        with self._lock:
+            return len(self._conversations), len(self._runs)
 
     # --- conversations -------------------------------------------------------------------
 
@@ -167,12 +173,11 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
         owner: RunOwner | None = None,
         heartbeat: datetime | None = None,
     ) -> bool:
-        if not finish.status.finished:
-            raise ValueError("finish_run needs a terminal status")
+        move = finish.transition
         data = json.dumps(finish.event.data) if finish.event else ""
         with self._lock:
             run = self._runs.get(run_id)
-            if run is None or run.status is not RunStatus.RUNNING:
+            if run is None or run.status is not move.source:
                 return False
             if owner is not None and (run.owner is None or run.owner.instance != owner.instance):
                 return False
@@ -183,7 +188,7 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
             error = finish.error
             self._runs[run_id] = replace(
                 run,
-                status=finish.status,
+                status=move.target,
                 finished_at=_ms(finish.now),
                 error_code=error.code if error else None,
                 error_message=error.message if error else None,
@@ -203,11 +208,11 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
     async def give_up(self, run_id: str, error: RunError, now: datetime) -> bool:
         with self._lock:
             run = self._runs.get(run_id)
-            if run is None or run.status is not RunStatus.INTERRUPTED:
+            if run is None or run.status is not GIVE_UP.source:
                 return False
             self._runs[run_id] = replace(
                 run,
-                status=RunStatus.FAILED,
+                status=GIVE_UP.target,
                 error_code=error.code,
                 error_message=error.message,
                 finished_at=_ms(now),

@@ -20,6 +20,7 @@ from psycopg import AsyncConnection, AsyncCursor
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from adapters.postgres.branch_schema import MIGRATION_BRANCHES
+from adapters.postgres.log_schema import migrate_log_format
 from adapters.postgres.message_schema import MIGRATION_MESSAGES
 from domain.errors import StorageFailure
 
@@ -159,9 +160,12 @@ CREATE TABLE tool_allow_rules (
 )
 """
 
-MIGRATIONS: tuple[str, ...] = (MIGRATION_1, MIGRATION_BRANCHES, MIGRATION_SEARCH, MIGRATION_APPROVALS, MIGRATION_MESSAGES)
-
 Setup = Callable[[AsyncConnection[Any]], Awaitable[None]]
+
+# SQL scripts, or a step in Python where SQL cannot do it (each in its own transaction)
+MIGRATIONS: tuple[str | Setup, ...] = (
+    MIGRATION_1, MIGRATION_BRANCHES, MIGRATION_SEARCH, MIGRATION_APPROVALS, MIGRATION_MESSAGES, migrate_log_format,
+)
 
 
 def storage_failure(e: Exception) -> StorageFailure:
@@ -270,8 +274,11 @@ async def migrate(conn: AsyncConnection[Any], setups: Sequence[Setup] = ()) -> i
         await conn.execute("CREATE TABLE IF NOT EXISTS sophos_migrations (v INTEGER PRIMARY KEY)")
         version = int(await _scalar(conn, "SELECT coalesce(max(v), 0) FROM sophos_migrations"))
         for target in range(version + 1, len(MIGRATIONS) + 1):
+            step = MIGRATIONS[target - 1]
             async with conn.transaction():
-                for statement in (s.strip() for s in MIGRATIONS[target - 1].split(";")):
+                if callable(step):
+                    await step(conn)
+                for statement in (s.strip() for s in step.split(";")) if isinstance(step, str) else ():
                     if statement:  # one by one: the extended protocol takes one statement
                         await conn.execute(statement.encode())
                 await conn.execute("INSERT INTO sophos_migrations (v) VALUES (%s)", (target,))

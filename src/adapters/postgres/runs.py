@@ -19,6 +19,7 @@ from adapters.postgres.search import forget_conversation, index_title
 from adapters.storage.wakeups import Wakeups
 from domain.errors import ConversationNotFound, RunLost, SessionInProgress
 from domain.events import StreamEvent
+from domain.lifecycle import GIVE_UP
 from domain.model import Conversation, Run, RunError, RunOwner
 from ports.events import EventBatch, RunEventLog
 from ports.journal import JournalEntry, ToolJournal
@@ -181,15 +182,14 @@ class PostgresRunStore(PostgresApprovals, RunRepository, RunEventLog, RunSignals
         owner: RunOwner | None = None,
         heartbeat: datetime | None = None,
     ) -> bool:
-        if not finish.status.finished:
-            raise ValueError("finish_run needs a terminal status")
+        move = finish.transition
         sql = (
             "UPDATE runs SET status = %s, error_code = %s, error_message = %s, finished_at = %s, "
-            "ended_at = now() WHERE id = %s AND status = 'running'"
+            "ended_at = now() WHERE id = %s AND status = %s"
         )
         error = finish.error
-        args: list[object] = [finish.status.value, error.code if error else None, error.message if error else None]
-        args += [stamp(finish.now), run_id]
+        args: list[object] = [move.target.value, error.code if error else None, error.message if error else None]
+        args += [stamp(finish.now), run_id, move.source.value]
         if owner is not None:
             sql += " AND owner_instance = %s"
             args.append(owner.instance)
@@ -227,9 +227,9 @@ class PostgresRunStore(PostgresApprovals, RunRepository, RunEventLog, RunSignals
     async def give_up(self, run_id: str, error: RunError, now: datetime) -> bool:
         return bool(
             await self._rows(
-                "UPDATE runs SET status = 'failed', error_code = %s, error_message = %s, finished_at = %s, "
-                "ended_at = now() WHERE id = %s AND status = 'interrupted' RETURNING id",
-                (error.code, error.message, stamp(now), run_id),
+                "UPDATE runs SET status = %s, error_code = %s, error_message = %s, finished_at = %s, "
+                "ended_at = now() WHERE id = %s AND status = %s RETURNING id",
+                (GIVE_UP.target.value, error.code, error.message, stamp(now), run_id, GIVE_UP.source.value),
             )
         )
 

@@ -27,6 +27,7 @@ from adapters.sqlite.events import SqliteRunEvents
 from adapters.sqlite.rows import NOW, RUNS, SUMMARY, conversation_from_row, marks, run_from_row
 from adapters.storage.wakeups import Wakeups
 from domain.errors import ConversationNotFound, SessionInProgress
+from domain.lifecycle import GIVE_UP
 from domain.model import Conversation, Run, RunError, RunOwner, iso
 from ports.metrics import NO_METRICS, MetricsPort
 from ports.runs import RunFinish, RunRepository
@@ -194,15 +195,14 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
         owner: RunOwner | None = None,
         heartbeat: datetime | None = None,
     ) -> bool:
-        if not finish.status.finished:
-            raise ValueError("finish_run needs a terminal status")
+        move = finish.transition
         sql = (
             "UPDATE runs SET status = ?, error_code = ?, error_message = ?, finished_at = ? "
-            "WHERE id = ? AND status = 'running'"
+            "WHERE id = ? AND status = ?"
         )
         error = finish.error
         code, message = (error.code, error.message) if error else (None, None)
-        args: list[object] = [finish.status.value, code, message, iso(finish.now), run_id]
+        args: list[object] = [move.target.value, code, message, iso(finish.now), run_id, move.source.value]
         if owner is not None:
             sql += " AND owner_instance = ?"
             args.append(owner.instance)
@@ -246,9 +246,9 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
         def write(c: sqlite3.Connection) -> bool:
             with transaction(c):
                 cur = c.execute(
-                    "UPDATE runs SET status = 'failed', error_code = ?, error_message = ?, finished_at = ? "
-                    "WHERE id = ? AND status = 'interrupted'",
-                    (error.code, error.message, iso(now), run_id),
+                    "UPDATE runs SET status = ?, error_code = ?, error_message = ?, finished_at = ? "
+                    "WHERE id = ? AND status = ?",
+                    (GIVE_UP.target.value, error.code, error.message, iso(now), run_id, GIVE_UP.source.value),
                 )
             return cur.rowcount > 0
 

@@ -8,7 +8,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from domain.model import CheckpointSummary, message_from_dto
+from adapters.storage import message_log
+from domain.model import CheckpointSummary
 from ports.saver import StoredHead
 
 HEAD_COLUMNS = "checkpoint_id, next, message_count, run_id, writes, pending_input"
@@ -27,7 +28,7 @@ def head_from_row(row: Sequence[Any] | None) -> StoredHead | None:
 def summary_from_row(row: Sequence[Any]) -> CheckpointSummary:
     """A row of HISTORY_COLUMNS."""
     checkpoint_id, created_at, step, source, next_json, count, last_json, run_id, branch = row
-    last = message_from_dto(json.loads(last_json)) if last_json else None
+    last = message_log.decode(last_json) if last_json else None
     return CheckpointSummary(
         checkpoint_id, created_at, step, source, tuple(json.loads(next_json)), count, last, run_id, int(branch or 1)
     )

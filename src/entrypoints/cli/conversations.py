@@ -28,8 +28,7 @@ from entrypoints.dto import approval_dto, marker_dto, message_to_dto, summary_dt
 
 async def _recover(ctx: Context) -> None:
     # the full stack (LangGraph, the model client) loads only when there is a run to reclaim
-    container = ctx.container
-    if await container.store().running_runs():
+    if await ctx.services.backend().runs().running_runs():
         from services.supervisor import Supervisor
 
         await Supervisor(ctx.services.runs()).recover()

@@ -62,9 +62,7 @@ def vacuum(ctx: Context) -> None:
 @pass_ctx
 def migrate(ctx: Context) -> None:
     """Bring the schema up to date, then exit (servers also do it when they start)."""
-    from entrypoints.container import check_database
-
-    ok, where = ctx.run(lambda: check_database(ctx.container))
-    if not ok:
-        raise CliError("STORAGE_FAILURE", where)
-    click.echo(f"migrated {where}")
+    health = ctx.run(lambda: ctx.services.backend().health())
+    if not health.ok:
+        raise CliError("STORAGE_FAILURE", health.detail)
+    click.echo(f"migrated {health.detail}")

@@ -8,7 +8,6 @@ from typing import Any
 
 import click
 
-from domain.errors import SophosError
 from entrypoints.cli.base import Context, finish, global_options, pass_ctx
 
 
@@ -41,23 +40,8 @@ async def _checks(ctx: Context) -> list[Check]:
         )
         detail = f"{s.tools} tool(s)" if s.ok else (s.error or "not running")
         checks.append(Check("tools", s.name, bool(s.ok), detail, target, "" if s.ok else fix))
-    from entrypoints.container import check_database
-    from entrypoints.settings import database_label
-
-    where = database_label({"DATABASE_URL": config.DATABASE_URL(), "DATABASE_PATH": config.DATABASE_PATH()})
-    fix = (
-        "check that the PostgreSQL server is up and DATABASE_URL is right"
-        if config.DATABASE_URL()
-        else "point DATABASE_PATH (or --db) at a writable place"
-    )
-    try:
-        db_ok, detail = await check_database(container)
-        problem = None if config.DATABASE_URL() or not db_ok else container.store().integrity_problem()
-        if problem is not None:
-            db_ok, detail, fix = False, problem, "restore the file from a backup (`sophos db` cannot repair it)"
-        checks.append(Check("database", where, db_ok, detail, fix="" if db_ok else fix))
-    except SophosError as e:
-        checks.append(Check("database", where, False, e.message, fix=fix))
+    health = await ctx.services.backend().health(integrity=True)
+    checks.append(Check("database", health.where, health.ok, health.detail, fix="" if health.ok else health.fix))
     return checks
 
 

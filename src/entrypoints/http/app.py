@@ -83,7 +83,6 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,
     )
-    app.state.container = container  # for the storage health checks only (see routes.readyz)
     app.state.services = services
     app.state.api_token = settings.API_TOKEN() or ""
     app.state.closing = asyncio.Event()

@@ -17,7 +17,6 @@ from domain.errors import InvalidInput, SophosError
 from domain.events import StreamEvent
 from domain.model import RunStatus, check_text, iso, parse_conversation_id
 from entrypoints.bundle import Services
-from entrypoints.container import check_database
 from entrypoints.dto import approval_dto, marker_dto, message_to_dto, search_result_dto, summary_dto
 from entrypoints.http import sse
 from entrypoints.http.errors import RouteFailure, error_response
@@ -226,10 +225,10 @@ async def healthz(request: Request) -> Response:
 
 
 async def readyz(request: Request) -> Response:
-    """Model readiness as the reference, plus each tool server (advisory), the database's
-    health and, on PostgreSQL, its reachability. Answers within READY_TIMEOUT whatever the
-    model server does; tool servers are reported as they are, never waited for."""
-    services, container = _services(request), request.app.state.container
+    """Model readiness as the reference, plus each tool server (advisory) and the
+    database's health (the quick one: no integrity scan). Answers within READY_TIMEOUT
+    whatever the model server does; tool servers are reported as they are, never waited for."""
+    services = _services(request)
 
     async def model() -> Readiness:
         try:
@@ -248,14 +247,10 @@ async def readyz(request: Request) -> Response:
         {"name": s.name, "ok": s.ok, "tools": s.tools, **({"error": s.error} if s.error else {})}
         for s in await services.tools().status()
     ]
-    if container.config.DATABASE_URL():  # a shared database server; the SQLite file is not opened
-        db_ok, where = await check_database(container)
-        if not db_ok:
-            return JSONResponse({"status": "error", "message": f"Database not available: {where}", "tools": servers}, status_code=503)
-    else:
-        storage = container.store().storage_problem()
-        if storage is not None:
-            return JSONResponse({"status": "error", "message": storage, "tools": servers}, status_code=503)
+    health = await services.backend().health()
+    if not health.ok:
+        message = health.integrity or f"Database not available: {health.detail}"
+        return JSONResponse({"status": "error", "message": message, "tools": servers}, status_code=503)
     if not ready.ok:
         body = {"status": "error", "message": ready.reason, "fix": ready.fix, "tools": servers}
         return JSONResponse(body, status_code=503)

@@ -1,0 +1,44 @@
+"""The memory backend: every part in this process's memory, gone when it exits. For tests
+and trying Sophos out; the same contracts as the durable backends."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from adapters.memory.maintenance import InMemoryMaintenance
+from adapters.memory.runs import InMemoryRunStore
+from adapters.memory.saver import InMemoryThreadSaver
+from adapters.memory.search import InMemorySearchIndex
+from ports.backend import Backend, Health
+from ports.checkpoints import CheckpointPort
+
+WHERE = "memory"
+
+
+class MemoryBackend(Backend):
+    name = "memory"
+
+    def __init__(self, runs: InMemoryRunStore | None = None, saver: InMemoryThreadSaver | None = None) -> None:
+        self._runs = runs or InMemoryRunStore()
+        self._saver = saver or InMemoryThreadSaver()
+        self._search: InMemorySearchIndex | None = None
+
+    def runs(self) -> InMemoryRunStore:
+        return self._runs
+
+    def saver(self) -> InMemoryThreadSaver:
+        return self._saver
+
+    def maintenance(self) -> InMemoryMaintenance:
+        return InMemoryMaintenance(self._runs, self._saver)
+
+    def search(self, threads: Callable[[], CheckpointPort]) -> InMemorySearchIndex:
+        if self._search is None:
+            self._search = InMemorySearchIndex(self._runs, threads())
+        return self._search
+
+    async def health(self, integrity: bool = False) -> Health:
+        return Health(WHERE, reachable=True, writable=True)
+
+    async def aclose(self) -> None:
+        await self._runs.aclose()

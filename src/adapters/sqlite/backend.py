@@ -1,0 +1,91 @@
+"""The SQLite backend: one file holds runs, checkpoints, the search index and the log."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from domain.errors import SophosError
+from ports.backend import Backend, Health
+from ports.checkpoints import CheckpointPort
+from ports.metrics import NO_METRICS, MetricsPort
+
+if TYPE_CHECKING:
+    from adapters.sqlite.maintenance import SqliteMaintenance
+    from adapters.sqlite.runs import SqliteRunStore
+    from adapters.sqlite.saver import ThreadedSqliteSaver
+    from adapters.sqlite.search import SqliteSearchIndex
+
+OPEN_FIX = "point DATABASE_PATH (or --db) at a writable place"
+DAMAGE_FIX = "restore the file from a backup (`sophos db` cannot repair it)"
+
+
+class SqliteBackend(Backend):
+    """Each part opens the file on first use (the saver loads LangGraph: only a command
+    that reads or runs threads builds it). Opening blocks briefly (migrations): the
+    container builds the parts at start-up or from a command."""
+
+    name = "sqlite"
+
+    def __init__(
+        self, path: str, busy_timeout: float = 5.0, keep: int = 3, metrics: MetricsPort = NO_METRICS
+    ) -> None:
+        self.path = path
+        self.busy_timeout = busy_timeout
+        self.keep = keep
+        self.metrics = metrics
+        self._runs: SqliteRunStore | None = None
+        self._saver: ThreadedSqliteSaver | None = None
+        self._search: SqliteSearchIndex | None = None
+        self._maintenance: SqliteMaintenance | None = None
+
+    def runs(self) -> SqliteRunStore:
+        if self._runs is None:
+            from adapters.sqlite.runs import SqliteRunStore
+
+            self._runs = SqliteRunStore(self.path, busy_timeout=self.busy_timeout, metrics=self.metrics)
+        return self._runs
+
+    def saver(self) -> ThreadedSqliteSaver:
+        if self._saver is None:
+            from adapters.sqlite.saver import ThreadedSqliteSaver
+
+            self._saver = ThreadedSqliteSaver.open(self.path, keep=self.keep, metrics=self.metrics)
+        return self._saver
+
+    def maintenance(self) -> SqliteMaintenance:
+        if self._maintenance is None:
+            from adapters.sqlite.maintenance import SqliteMaintenance
+
+            self._maintenance = SqliteMaintenance(self.path)
+        return self._maintenance
+
+    def search(self, threads: Callable[[], CheckpointPort]) -> SqliteSearchIndex:
+        if self._search is None:
+            from adapters.sqlite.search import SqliteSearchIndex
+
+            # the saver (LangGraph) indexes threads: opened only to rebuild or catch up
+            self._search = SqliteSearchIndex(self.path, lambda: self.saver().reindex(), self.saver, self.metrics)
+        return self._search
+
+    async def health(self, integrity: bool = False) -> Health:
+        try:
+            store = self.runs()
+            # a stat of the file, always; `PRAGMA quick_check` reads every page, so only on request
+            damage = await asyncio.to_thread(store.integrity_problem) if integrity else store.storage_problem()
+        except SophosError as e:
+            return Health(self.path, reachable=False, writable=False, problem=e.message, fix=OPEN_FIX)
+        return Health(self.path, reachable=True, writable=damage is None, schema_version=store.schema_version,
+                      integrity=damage, fix=DAMAGE_FIX if damage else "")
+
+    async def aclose(self) -> None:
+        # newest first: the search index and the saver read what the run store migrated
+        search, saver, runs = self._search, self._saver, self._runs
+        self._search = self._saver = self._runs = None
+        if search is not None:
+            search.close()
+        if saver is not None:
+            saver.close()
+        if runs is not None:
+            await runs.aclose()
