@@ -28,10 +28,10 @@ def _path(conversation: str) -> str:
 class HttpClient(SophosClient):
     in_process = False
 
-    def __init__(self, server: str, token: str | None) -> None:
+    def __init__(self, server: str, token: str | None, transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.base = server.rstrip("/")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.AsyncClient(base_url=self.base, headers=headers, timeout=TIMEOUT)
+        self._http = httpx.AsyncClient(base_url=self.base, headers=headers, timeout=TIMEOUT, transport=transport)
 
     async def _request(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None) -> httpx.Response:
         """One API call; a refusal becomes a RemoteError with the server's code and message."""
