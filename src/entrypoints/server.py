@@ -24,6 +24,7 @@ import uvicorn
 from domain.errors import StorageFailure
 from entrypoints.http.app import create_app
 from entrypoints.protocol import head_deadline_protocol
+from entrypoints.settings import Settings
 from ports.model import Readiness
 
 log = logging.getLogger(__name__)
@@ -159,13 +160,13 @@ def tune_gc() -> None:
 
 
 def serve(container: Any) -> None:
-    config = container.config
-    host, port = config.HOST(), int(config.PORT())
+    settings: Settings = container.settings()
+    host, port = settings.HOST, settings.PORT
     sock = bind(host, port)  # first: a busy port is the one line a person sees
     check_integrity(container)
     warn_if_model_not_ready(container)
     app = create_app(container)
-    timeout = float(config.SHUTDOWN_TIMEOUT())
+    timeout = float(settings.SHUTDOWN_TIMEOUT)
     uv_config = uvicorn.Config(
         app,
         host=host,
@@ -174,8 +175,8 @@ def serve(container: Any) -> None:
         log_config=None,
         timeout_graceful_shutdown=5,  # a stream still open after the drain is cut then
         access_log=False,
-        http=head_deadline_protocol(float(config.REQUEST_TIMEOUT())),  # slowloris: a deadline per request head
-        limit_concurrency=int(config.MAX_CONNECTIONS()),  # beyond it, 503 at once
+        http=head_deadline_protocol(settings.REQUEST_TIMEOUT),  # slowloris: a deadline per request head
+        limit_concurrency=settings.MAX_CONNECTIONS,  # beyond it, 503 at once
     )
     server = DrainingServer(uv_config, app, timeout)
     tune_gc()

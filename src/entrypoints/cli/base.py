@@ -16,6 +16,7 @@ from entrypoints.settings import SettingsError
 
 if TYPE_CHECKING:
     from entrypoints.bundle import Services
+    from entrypoints.settings import Settings
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -97,6 +98,11 @@ class Context:
             except SettingsError as e:
                 raise CliError("BAD_CONFIG", str(e), EXIT_BAD_INPUT) from None
         return self._container
+
+    @property
+    def settings(self) -> Settings:
+        settings: Settings = self.container.settings()
+        return settings
 
     @property
     def services(self) -> Services:
