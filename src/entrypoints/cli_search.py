@@ -10,7 +10,6 @@ import sys
 import click
 
 from entrypoints.cli.base import Context, global_options, pass_ctx
-from entrypoints.dto import search_result_dto, snippet_html
 
 
 def _plain(snippet: str, bold: bool) -> str:
@@ -27,18 +26,17 @@ def _plain(snippet: str, bold: bool) -> str:
 @pass_ctx
 def search(ctx: Context, query: str, limit: int, as_json: bool) -> None:
     """Search titles and messages of every conversation: words, "a phrase", prefix*."""
-    page = ctx.run(lambda: ctx.services.search().search(query, limit))
+    page = ctx.with_client(lambda client: client.search(query, limit))
     if as_json:
-        body = {"results": [search_result_dto(r) for r in page.results], "nextCursor": page.next_cursor}
-        click.echo(json.dumps(body, ensure_ascii=False))
+        click.echo(json.dumps(page, ensure_ascii=False))
         return
-    if not page.results:
+    if not page["results"]:
         click.echo("No matches.")
         return
     bold = sys.stdout.isatty()
-    for r in page.results:
-        where = "title" if r.message_index is None else f"#{r.message_index} {r.role}"
-        click.echo(f"{r.conversation_id}  {where:<14} {r.title}\n    {_plain(snippet_html(r.snippet), bold)}")
+    for r in page["results"]:
+        where = "title" if r["messageIndex"] is None else f"#{r['messageIndex']} {r['role']}"
+        click.echo(f"{r['conversation']}  {where:<14} {r['title']}\n    {_plain(r['snippet'], bold)}")
 
 
 @click.command()

@@ -6,6 +6,7 @@ never loads LangGraph, LangChain or the MCP client (a cold `sophos conversations
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 from collections.abc import Callable
@@ -40,7 +41,7 @@ from domain.approvals import parse_mode  # noqa: E402 - after the finder above
 from domain.context import ContextPolicy  # noqa: E402 - after the finder above
 from entrypoints.bundle import Services  # noqa: E402 - after the finder above
 from entrypoints.lazy import LazyThreads  # noqa: E402 - after the finder above
-from entrypoints.settings import load_settings  # noqa: E402 - after the finder above
+from entrypoints.settings import Settings, load_settings  # noqa: E402 - after the finder above
 from ports.approvals import ArgsChecker  # noqa: E402 - after the finder above
 from ports.backend import RunStore  # noqa: E402 - after the finder above
 from ports.checkpoints import CheckpointPort  # noqa: E402 - after the finder above
@@ -233,6 +234,8 @@ def _conversations(store: RunStore, threads: Callable[[], CheckpointPort], servi
 
 
 class Container(containers.DeclarativeContainer):
+    # the typed settings (for the edges), and the same values as a Configuration (for providers)
+    settings = providers.Dependency(instance_of=Settings)
     config = providers.Configuration(strict=True)
 
     opened: providers.Singleton[list[Closeable]] = providers.Singleton(list)
@@ -325,15 +328,16 @@ class Container(containers.DeclarativeContainer):
     )
 
 
-def create_container(env: dict[str, str] | None = None, **overrides: Any) -> Container:
+def create_container(env: dict[str, str] | None = None, *, METRICS_BACKEND: str = "prometheus",  # noqa: N803
+                     **overrides: Any) -> Container:
     """A container configured from the environment (or `env`), with optional setting
-    overrides (`METRICS_BACKEND="none"` for a process nobody scrapes); nothing is opened
-    until first used."""
-    container = Container()
-    settings = load_settings(env)
-    settings["METRICS_BACKEND"] = "prometheus"
-    settings.update(overrides)
-    container.config.from_dict(settings)
+    overrides (the CLI's --db, --model, --tools) and `METRICS_BACKEND="none"` for a process
+    nobody scrapes; nothing is opened until first used."""
+    settings = dataclasses.replace(load_settings(env), **overrides)
+    container = Container(settings=providers.Object(settings))
+    container.config.from_dict({
+        **dataclasses.asdict(settings), "STORAGE_BACKEND": settings.storage_backend, "METRICS_BACKEND": METRICS_BACKEND,
+    })
     return container
 
 

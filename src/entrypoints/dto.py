@@ -15,8 +15,11 @@ from domain.branches import BranchMarker
 from domain.events import approval_call
 from domain.model import Conversation, iso, message_to_dto
 from domain.search import MARK_CLOSE, MARK_OPEN, SearchResult
+from services.conversations import ConversationDetail
 
-__all__ = ["approval_dto", "marker_dto", "message_to_dto", "search_result_dto", "snippet_html", "summary_dto"]
+__all__ = [
+    "approval_dto", "detail_dto", "marker_dto", "pending_dto", "message_to_dto", "search_result_dto", "snippet_html", "summary_dto",
+]
 
 
 def summary_dto(conversation: Conversation) -> dict[str, Any]:
@@ -57,3 +60,38 @@ def search_result_dto(result: SearchResult) -> dict[str, object]:
         "role": result.role,
         "snippet": snippet_html(result.snippet),
     }
+
+
+def detail_dto(detail: ConversationDetail) -> dict[str, Any]:
+    """A conversation with its messages, as GET /api/conversations/ID begins (`pending_dto`
+    and, on a server, `activeRun` complete it)."""
+    markers = detail.markers
+    messages = []
+    for i, m in enumerate(detail.messages):
+        dto = message_to_dto(m)
+        if i in markers:
+            dto["branch"] = marker_dto(markers[i])
+        messages.append(dto)
+    body: dict[str, Any] = {
+        "conversation": summary_dto(detail.conversation),
+        "messages": messages,
+        "resumable": detail.resumable,
+        "context": detail.context.to_dto() if detail.context else None,
+        "activeBranch": detail.active_branch,
+        "branchCount": max(1, len(detail.branches)),
+    }
+    return body
+
+
+def pending_dto(detail: ConversationDetail) -> dict[str, Any]:
+    """The calls a conversation waits on, as its detail lists them (nothing when none)."""
+    body: dict[str, Any] = {}
+    if detail.pending_calls:
+        body["pendingToolCalls"] = [
+            {"id": p.call.id, "name": p.call.name, "args": p.call.args, "outcomeUnknown": p.started, "unsafe": p.unsafe}
+            for p in detail.pending_calls
+        ]
+        body["decisionRequired"] = detail.decision_required
+    if detail.pending_approvals:
+        body["pendingApprovals"] = [approval_dto(r) for r in detail.pending_approvals]
+    return body

@@ -25,6 +25,7 @@ from domain.errors import StorageFailure
 from entrypoints.bundle import Services
 from entrypoints.http.app import create_app
 from entrypoints.protocol import MAX_HEAD, head_deadline_protocol
+from entrypoints.settings import Settings
 from ports.backend import Backend
 from ports.model import ModelPort, Readiness
 
@@ -153,12 +154,12 @@ def tune_gc() -> None:
 
 
 def serve(container: Any) -> None:
-    config = container.config
-    host, port = config.HOST(), int(config.PORT())
+    settings: Settings = container.settings()
+    host, port = settings.HOST, settings.PORT
     sock = bind(host, port)  # first: a busy port is the one line a person sees
     app = create_app(container)
     services: Services = app.state.services
-    timeout = float(config.SHUTDOWN_TIMEOUT())
+    timeout = float(settings.SHUTDOWN_TIMEOUT)
     uv_config = uvicorn.Config(
         app,
         host=host,
@@ -169,7 +170,7 @@ def serve(container: Any) -> None:
         access_log=False,
         # slowloris: a deadline and a size per request head; beyond MAX_CONNECTIONS requests
         # in progress, 503 at once (the protocol counts them: uvicorn's limit counts idle sockets too)
-        http=head_deadline_protocol(float(config.REQUEST_TIMEOUT()), int(config.MAX_CONNECTIONS())),
+        http=head_deadline_protocol(settings.REQUEST_TIMEOUT, settings.MAX_CONNECTIONS),
         h11_max_incomplete_event_size=MAX_HEAD,
     )
     server = DrainingServer(uv_config, app, timeout)

@@ -5,68 +5,79 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-DEFAULTS: dict[str, Any] = {
-    "DATABASE_PATH": "data/db/sophos.db",
-    "CONFIG_DIR": "config",
-    "MEMORY_FILE_PATH": "data/memory/memory.jsonl",
-    "MODEL_BACKEND": "ollama",
-    "TOOLS_BACKEND": "mcp",
-    "OLLAMA_HOST": "http://localhost:11434",
-    "OLLAMA_MODEL": "qwen3",
-    "OLLAMA_THINK": "false",
-    "OPENAI_BASE_URL": "http://localhost:8080/v1",
-    "OPENAI_MODEL": "local-model",
-    "OPENAI_API_KEY": "",
-    "MODEL_TIMEOUT": 120,
-    "MODEL_TRANSPORT": "auto",
-    "MODEL_CONTEXT": 8192,
-    "MODEL_RESERVE": 1024,
-    "CONTEXT_SUMMARY": "false",
-    "CONTEXT_TOOL_SHARE": 0.25,
-    "AGENT_RECURSION_LIMIT": 25,
-    "RUN_LEASE_SECONDS": 30,
-    "HOST": "127.0.0.1",
-    "PORT": 8000,
-    "SHUTDOWN_TIMEOUT": 30,
-    "API_TOKEN": "",
-    "ALLOWED_HOSTS": "",
-    "LOG_LEVEL": "INFO",
-    "SSE_PING_SECONDS": 15,
-    "AUTO_RESUME": "false",
-    "CHECKPOINT_KEEP": 3,
-    "RUN_EVENT_RETENTION_SECONDS": 300,
-    "DATABASE_BUSY_TIMEOUT": 5,
-    "DATABASE_URL": "",
-    "STORAGE_BACKEND": "",  # sqlite, postgres or memory; unset: postgres when DATABASE_URL is set
-    "DATABASE_POOL_SIZE": 10,
-    "MCP_START_TIMEOUT": 30,
-    "TOOL_TIMEOUT": 120,
-    "TOOL_APPROVAL": "unsafe",
-    "APPROVAL_TIMEOUT": 0,
-    "REQUEST_TIMEOUT": 10,
-    "MAX_CONNECTIONS": 100,
-}
 
-INTS = {
-    "DATABASE_POOL_SIZE", "CHECKPOINT_KEEP", "MODEL_TIMEOUT", "MODEL_CONTEXT", "MODEL_RESERVE",
-    "AGENT_RECURSION_LIMIT", "PORT", "SHUTDOWN_TIMEOUT", "MAX_CONNECTIONS",
-}
-FLOATS = {
-    "CONTEXT_TOOL_SHARE", "SSE_PING_SECONDS", "RUN_LEASE_SECONDS", "RUN_EVENT_RETENTION_SECONDS",
-    "DATABASE_BUSY_TIMEOUT", "MCP_START_TIMEOUT", "TOOL_TIMEOUT", "REQUEST_TIMEOUT", "APPROVAL_TIMEOUT",
-}
+@dataclass(frozen=True)
+class Settings:
+    """Every setting, typed, with its default: the one place defaults are written
+    (config/defaults.yaml documents them, a test keeps the two alike). The names are
+    the environment variables'."""
+
+    DATABASE_PATH: str = "data/db/sophos.db"
+    CONFIG_DIR: str = "config"
+    MEMORY_FILE_PATH: str = "data/memory/memory.jsonl"
+    MODEL_BACKEND: str = "ollama"
+    TOOLS_BACKEND: str = "mcp"
+    OLLAMA_HOST: str = "http://localhost:11434"
+    OLLAMA_MODEL: str = "qwen3"
+    OLLAMA_THINK: bool = False
+    OPENAI_BASE_URL: str = "http://localhost:8080/v1"
+    OPENAI_MODEL: str = "local-model"
+    OPENAI_API_KEY: str = ""
+    MODEL_TIMEOUT: int = 120
+    MODEL_TRANSPORT: str = "auto"  # auto | fast | httpx
+    MODEL_CONTEXT: int = 8192
+    MODEL_RESERVE: int = 1024
+    CONTEXT_SUMMARY: bool = False
+    CONTEXT_TOOL_SHARE: float = 0.25
+    AGENT_RECURSION_LIMIT: int = 25
+    RUN_LEASE_SECONDS: float = 30
+    HOST: str = "127.0.0.1"
+    PORT: int = 8000
+    SHUTDOWN_TIMEOUT: int = 30
+    API_TOKEN: str = ""
+    ALLOWED_HOSTS: str = ""
+    LOG_LEVEL: str = "INFO"
+    SSE_PING_SECONDS: float = 15
+    AUTO_RESUME: bool = False
+    CHECKPOINT_KEEP: int = 3
+    RUN_EVENT_RETENTION_SECONDS: float = 300
+    DATABASE_BUSY_TIMEOUT: float = 5
+    DATABASE_URL: str = ""
+    STORAGE_BACKEND: str = ""  # sqlite, postgres or memory; unset: postgres when DATABASE_URL is set
+    DATABASE_POOL_SIZE: int = 10
+    MCP_START_TIMEOUT: float = 30
+    TOOL_TIMEOUT: float = 120
+    TOOL_APPROVAL: str = "unsafe"
+    APPROVAL_TIMEOUT: float = 0
+    REQUEST_TIMEOUT: float = 10
+    MAX_CONNECTIONS: int = 100
+
+    @property
+    def storage_backend(self) -> str:
+        """sqlite, postgres or memory: STORAGE_BACKEND as load_settings resolved it."""
+        return self.STORAGE_BACKEND or ("postgres" if self.DATABASE_URL else "sqlite")
+
+
+DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Settings)}
+BOOLS = {f.name for f in fields(Settings) if f.type == "bool"}
+INTS = {f.name for f in fields(Settings) if f.type == "int"}
+FLOATS = {f.name for f in fields(Settings) if f.type == "float"}
+STRINGS = {f.name for f in fields(Settings) if f.type == "str"}
 
 
 class SettingsError(ValueError):
     """Raised when a setting has a value that cannot be used."""
 
 
-def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
+def load_settings(env: Mapping[str, str] | None = None) -> Settings:
+    """The settings from `config/defaults.yaml` and the environment (`env`, or the process's);
+    SettingsError names the first value that cannot be used."""
     env = os.environ if env is None else env
     settings = dict(DEFAULTS)
     config_dir = env.get("CONFIG_DIR") or DEFAULTS["CONFIG_DIR"]
@@ -79,7 +90,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
             raise SettingsError(f"{defaults_file}: not valid YAML ({e})") from e
         if not isinstance(loaded, dict):
             raise SettingsError(f"{defaults_file}: must map setting names to values")
-        settings.update({k: v for k, v in loaded.items() if k in DEFAULTS and v is not None})
+        # CONFIG_DIR is listed there for completeness: where the file is cannot come from it
+        settings.update({k: v for k, v in loaded.items() if k in DEFAULTS and k != "CONFIG_DIR" and v is not None})
     for key in DEFAULTS:
         value = env.get(key)
         if value:
@@ -100,7 +112,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     if settings["AGENT_RECURSION_LIMIT"] <= 0:
         settings["AGENT_RECURSION_LIMIT"] = 25  # the reference's rule: invalid means default
     _check_context(settings)
-    for key in ("OLLAMA_THINK", "AUTO_RESUME", "CONTEXT_SUMMARY"):
+    for key in BOOLS:
         settings[key] = str(settings[key]).lower() == "true"
     for key in ("MODEL_BACKEND", "TOOLS_BACKEND", "MODEL_TRANSPORT"):
         settings[key] = str(settings[key]).lower()
@@ -129,7 +141,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     if backend == "postgres" and not url:
         raise SettingsError("STORAGE_BACKEND=postgres needs DATABASE_URL (a postgresql:// URL)")
     settings["STORAGE_BACKEND"] = backend
-    return settings
+    for key in STRINGS:
+        settings[key] = str(settings[key])  # YAML reads `model: 7` as a number
+    return Settings(**settings)
 
 
 MIN_CONTEXT = 512

@@ -223,4 +223,4 @@ def test_context_settings_that_cannot_work_are_a_clear_error(env: dict[str, str]
 
 def test_context_settings_default_to_a_window_that_suits_the_default_model(tmp_path: Path) -> None:
     s = load_settings({"CONFIG_DIR": str(tmp_path), "CONTEXT_SUMMARY": "TRUE"})
-    assert (s["MODEL_CONTEXT"], s["MODEL_RESERVE"], s["CONTEXT_TOOL_SHARE"], s["CONTEXT_SUMMARY"]) == (8192, 1024, 0.25, True)
+    assert (s.MODEL_CONTEXT, s.MODEL_RESERVE, s.CONTEXT_TOOL_SHARE, s.CONTEXT_SUMMARY) == (8192, 1024, 0.25, True)

@@ -121,12 +121,12 @@ def test_the_jsonl_export_is_one_line_per_checkpoint_and_newline_when_empty() ->
 
 def test_empty_environment_variables_count_as_unset(tmp_path) -> None:  # type: ignore[no-untyped-def]
     s = load_settings({"CONFIG_DIR": str(tmp_path), "OLLAMA_MODEL": "", "PORT": "9001", "OLLAMA_THINK": "TRUE"})
-    assert s["OLLAMA_MODEL"] == "qwen3" and s["PORT"] == 9001 and s["OLLAMA_THINK"] is True
+    assert s.OLLAMA_MODEL == "qwen3" and s.PORT == 9001 and s.OLLAMA_THINK is True
 
 
 @pytest.mark.parametrize("value", ["0", "-3", "abc"])
 def test_a_bad_recursion_limit_falls_back_to_25(value: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    assert load_settings({"CONFIG_DIR": str(tmp_path), "AGENT_RECURSION_LIMIT": value})["AGENT_RECURSION_LIMIT"] == 25
+    assert load_settings({"CONFIG_DIR": str(tmp_path), "AGENT_RECURSION_LIMIT": value}).AGENT_RECURSION_LIMIT == 25
 
 
 def test_an_unknown_backend_is_a_clear_error(tmp_path) -> None:  # type: ignore[no-untyped-def]

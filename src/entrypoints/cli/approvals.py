@@ -9,19 +9,18 @@ from typing import Any
 
 import click
 
-from domain.commands import start_command
 from domain.errors import InvalidInput
 from entrypoints.cli.base import (
     EXIT_BAD_INPUT,
     EXIT_CONFLICT,
     CliError,
     Context,
-    api_token,
     global_options,
     pass_ctx,
     server_option,
 )
-from entrypoints.cli.runs import json_option, remote_failure, run_and_report
+from entrypoints.cli.client import Json, SophosClient
+from entrypoints.cli.runs import json_option, resume_body, run_and_report
 
 
 def _decision(edit_args: str | None, reason: str | None, always: bool) -> dict[str, Any]:
@@ -64,25 +63,13 @@ def approve(ctx: Context, conversation: str, calls: tuple[str, ...], edit_args: 
             always: bool, as_json: bool, server: str | None) -> None:
     """Approve (or edit, or reject) the tool calls CONVERSATION waits on, and continue it."""
     decision = _decision(edit_args, reason, always)
-    if server:
-        from entrypoints import remote
 
-        try:
-            detail = remote.conversation(server, conversation, api_token())
-        except remote.RemoteError as e:
-            raise remote_failure(e) from None
+    async def body(client: SophosClient) -> Json:
+        detail = await client.conversation(conversation)
         waiting = [c["id"] for c in detail.get("pendingApprovals") or []]
-        body = {"resume": True, "conversation": conversation, "decisions": _decisions(conversation, calls, waiting, decision)}
-        run_and_report(ctx, body, lambda s: s, as_json, server)
-        return
+        return resume_body(conversation, _decisions(detail["conversation"]["id"], calls, waiting, decision))
 
-    async def start(service: Any) -> Any:
-        detail = await ctx.services.conversations().get(conversation)
-        waiting = [r.call.id for r in detail.pending_approvals]
-        decisions = _decisions(detail.conversation.id, calls, waiting, decision)
-        return await service.start(start_command(None, conversation, True, decisions=decisions))
-
-    run_and_report(ctx, {}, start, as_json, None)
+    run_and_report(ctx, body, as_json, server)
 
 
 @click.group()
@@ -97,15 +84,7 @@ def approvals() -> None:
 @pass_ctx
 def list_rules(ctx: Context, as_json: bool, server: str | None) -> None:
     """The tools that never ask before running."""
-    if server:
-        from entrypoints import remote
-
-        try:
-            rules = [(r["tool"], datetime.fromisoformat(r["since"])) for r in remote.allow_rules(server, api_token())]
-        except remote.RemoteError as e:
-            raise remote_failure(e) from None
-    else:
-        rules = [(r.tool, r.since) for r in ctx.run(lambda: ctx.services.allow_rules().list())]
+    rules = [(r["tool"], datetime.fromisoformat(r["since"])) for r in ctx.with_client(lambda c: c.allow_rules(), server)]
     if as_json:
         click.echo(json.dumps({"alwaysAllowed": [{"tool": tool, "since": since.isoformat()} for tool, since in rules]}))
         return
@@ -122,13 +101,5 @@ def list_rules(ctx: Context, as_json: bool, server: str | None) -> None:
 @pass_ctx
 def revoke(ctx: Context, tool: str, server: str | None) -> None:
     """Ask again before TOOL runs (its name as `sophos approvals list` shows it)."""
-    if server:
-        from entrypoints import remote
-
-        try:
-            remote.revoke_rule(server, tool, api_token())
-        except remote.RemoteError as e:
-            raise remote_failure(e) from None
-    else:
-        ctx.run(lambda: ctx.services.allow_rules().revoke(tool))
+    ctx.with_client(lambda client: client.revoke_rule(tool), server)
     click.echo(f"{tool} asks for approval again.")

@@ -10,11 +10,13 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 
 from domain.errors import ErrorCode, SophosError
+from entrypoints.cli.client import RemoteError, SophosClient
 from entrypoints.logs import configure_logging
 from entrypoints.settings import SettingsError
 
 if TYPE_CHECKING:
     from entrypoints.bundle import Services
+    from entrypoints.settings import Settings
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -65,7 +67,10 @@ class CliError(click.ClickException):
         click.echo(f"error: {self.message}", err=True)
 
 
-def fail(e: SophosError) -> CliError:
+def fail(e: SophosError | RemoteError) -> CliError:
+    """The one line and exit code for a refusal, ours or a server's."""
+    if isinstance(e, RemoteError):
+        return CliError(e.code, e.message, EXIT_SERVER if e.code == "UNREACHABLE" else exit_code_of(e.code))
     return CliError(e.code.value, e.message, exit_code_of(e.code.value))
 
 
@@ -96,23 +101,18 @@ class Context:
         return self._container
 
     @property
+    def settings(self) -> Settings:
+        settings: Settings = self.container.settings()
+        return settings
+
+    @property
     def services(self) -> Services:
         """The use cases and ports a command may use (built once, each on first use)."""
         services: Services = self.container.services()
         return services
 
-    def hint_options(self) -> str:
-        """The global options this command was given, to repeat in a suggested command."""
-        return "".join(f" {flag} {value}" for flag, value in self.options.items())
-
-    def call(self, fn: Callable[[], T]) -> T:
-        try:
-            return fn()
-        except SophosError as e:
-            raise fail(e) from None
-
     def run(self, coro: Callable[[], Awaitable[T]]) -> T:
-        """Run a coroutine, then close tools and database."""
+        """Run a coroutine, then close tools and database (commands on this machine only)."""
         from entrypoints.container import close_container
 
         async def main() -> T:
@@ -124,6 +124,41 @@ class Context:
         try:
             return asyncio.run(main())
         except SophosError as e:
+            raise fail(e) from None
+
+    def hint_options(self) -> str:
+        """The global options this command was given, to repeat in a suggested command."""
+        return "".join(f" {flag} {value}" for flag, value in self.options.items())
+
+    def call(self, fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except SophosError as e:
+            raise fail(e) from None
+
+    def client(self, server: str | None) -> SophosClient:
+        """The server's client with `--server`, else this machine's database."""
+        if server:
+            from entrypoints.cli.remote import HttpClient
+
+            return HttpClient(server, api_token())
+        from entrypoints.cli.local import LocalClient
+
+        return LocalClient(self.services, self.container)
+
+    def with_client(self, work: Callable[[SophosClient], Awaitable[T]], server: str | None = None) -> T:
+        """Do a command's work with a client, then close what it opened."""
+        client = self.client(server)
+
+        async def main() -> T:
+            try:
+                return await work(client)
+            finally:
+                await client.aclose()
+
+        try:
+            return asyncio.run(main())
+        except (SophosError, RemoteError) as e:
             raise fail(e) from None
 
 

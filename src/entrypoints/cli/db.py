@@ -43,7 +43,7 @@ def stats(ctx: Context, as_json: bool) -> None:
 @pass_ctx
 def prune(ctx: Context, keep: int | None) -> None:
     """Delete all but the latest checkpoints of every thread (the export history stays)."""
-    k = keep if keep is not None else max(int(ctx.container.config.CHECKPOINT_KEEP()), 1)
+    k = keep if keep is not None else max(ctx.settings.CHECKPOINT_KEEP, 1)
     deleted = ctx.call(lambda: ctx.services.storage().prune(k))
     click.echo(f"deleted {deleted} checkpoint(s); kept the latest {k} of each thread")
 

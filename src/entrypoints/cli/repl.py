@@ -5,27 +5,23 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from typing import Any
 
 import click
 
-from domain.commands import start_command
-from domain.errors import InvalidInput, SophosError
+from domain.errors import SophosError
 from entrypoints.cli import asking
 from entrypoints.cli.base import (
     EXIT_BAD_INPUT,
-    CliError,
     Context,
-    api_token,
     fail,
     finish,
     global_options,
     pass_ctx,
     server_option,
 )
+from entrypoints.cli.client import Json, RemoteError, SophosClient, Stopper
 from entrypoints.cli.output import Printer
-from entrypoints.cli.runs import Start, drive_remote, follow_answer, remote_failure, resume_with
-from entrypoints.dto import approval_dto
+from entrypoints.cli.runs import resume_body, waiting_calls
 
 PROMPT = "> "
 STILL_WAITING = "(tool calls wait for approval; a new message is refused until they are answered: sophos approve {cid})"
@@ -42,37 +38,13 @@ def _turn_report(printer: Printer) -> None:
         click.echo("(tool calls wait for approval: decide with `sophos approve` before the next message)", err=True)
 
 
-async def _decide_local(ctx: Context, service: Any, cid: str, printer: Printer, answering: list[str]) -> None:
+async def _decide(client: SophosClient, cid: str, printer: Printer, turn: list[Stopper]) -> None:
     """While the run waits for approval: ask about each call, continue with the answers."""
     while printer.status == "waiting":
-        detail = await ctx.services.conversations().get(cid)
-        decisions = asking.decide([approval_dto(r) for r in detail.pending_approvals]) if asking.on_terminal(False) else None
-        if not decisions:
-            click.echo(STILL_WAITING.format(cid=cid), err=True)
-            return
-        printer = Printer(as_json=False)
         try:
-            await follow_answer(service, resume_with(cid, decisions), printer, answering.append)
-        except SophosError as e:
-            printer.spinner.close()
+            calls = await waiting_calls(client, cid)
+        except (SophosError, RemoteError) as e:
             fail(e).show()
-            if not isinstance(e, InvalidInput):  # edited arguments the tool refuses: ask again
-                return
-            printer.status = "waiting"
-            continue
-        finally:
-            answering.clear()
-        _turn_report(printer)
-
-
-def _decide_remote(server: str, cid: str, printer: Printer) -> None:
-    from entrypoints import remote
-
-    while printer.status == "waiting":
-        try:
-            calls = remote.conversation(server, cid, api_token()).get("pendingApprovals") or []
-        except remote.RemoteError as e:
-            remote_failure(e).show()
             return
         decisions = asking.decide(calls) if asking.on_terminal(False) else None
         if not decisions:
@@ -80,14 +52,26 @@ def _decide_remote(server: str, cid: str, printer: Printer) -> None:
             return
         printer = Printer(as_json=False)
         try:
-            drive_remote(server, {"resume": True, "conversation": cid, "decisions": decisions}, printer)
-        except CliError as e:
-            e.show()
-            if e.exit_code != EXIT_BAD_INPUT:
+            await _turn(client, resume_body(cid, decisions), printer, turn)
+        except (SophosError, RemoteError) as e:
+            failure = fail(e)
+            failure.show()
+            if failure.exit_code != EXIT_BAD_INPUT:  # edited arguments the tool refuses: ask again
                 return
             printer.status = "waiting"
             continue
         _turn_report(printer)
+
+
+async def _turn(client: SophosClient, body: Json, printer: Printer, turn: list[Stopper]) -> tuple[str, str]:
+    """One answer; `turn` holds its stopper while it is being written (for Ctrl-C)."""
+    stopper = Stopper()
+    turn.append(stopper)
+    try:
+        return await client.run(body, printer, stopper)
+    finally:
+        turn.clear()
+        printer.spinner.close()
 
 
 def _goodbye(cid: str | None, ctx: Context, server: str | None = None) -> int:
@@ -98,23 +82,15 @@ def _goodbye(cid: str | None, ctx: Context, server: str | None = None) -> int:
     return 0
 
 
-def _starter(message: str, conversation: str | None) -> Start:
-    return lambda service: service.start(start_command(message, conversation))
-
-
-async def _local(ctx: Context, conversation: str | None) -> int:
+async def _loop(ctx: Context, client: SophosClient, conversation: str | None, server: str | None) -> int:
     from domain.lifecycle import StopReason
-    from services.supervisor import Supervisor
 
-    service = ctx.services.runs()
-    supervisor = Supervisor(service)
-    await supervisor.start()
     loop = asyncio.get_running_loop()
-    answering: list[str] = []  # the run being written, if any
+    turn: list[Stopper] = []  # the answer being written, if any
 
     def interrupt() -> None:
-        if answering:
-            service.stop_local(answering[0], StopReason.CANCEL)
+        if turn:
+            turn[0](StopReason.CANCEL)
         else:  # at the prompt: the terminal dropped the line; show a fresh prompt
             click.echo(f"\n{PROMPT}", nl=False)
 
@@ -125,52 +101,24 @@ async def _local(ctx: Context, conversation: str | None) -> int:
             try:
                 line = await loop.run_in_executor(None, input, PROMPT)
             except EOFError:
-                return _goodbye(cid, ctx)
+                return _goodbye(cid, ctx, server)
             if not line.strip():
                 continue
             printer = Printer(as_json=False)
+            body: Json = {"message": line, **({"conversation": cid} if cid else {})}
             try:
-                cid, _ = await follow_answer(service, _starter(line, cid), printer, answering.append)
-            except SophosError as e:
-                printer.spinner.close()
+                cid, _ = await _turn(client, body, printer, turn)
+            except (SophosError, RemoteError) as e:
                 fail(e).show()
                 continue
-            finally:
-                answering.clear()
             _turn_report(printer)
-            await _decide_local(ctx, service, cid, printer, answering)
+            await _decide(client, cid, printer, turn)
     finally:
         loop.remove_signal_handler(signal.SIGINT)
-        await supervisor.close()
-
-
-def _remote(ctx: Context, server: str, conversation: str | None) -> int:
-    cid = conversation
-    while True:
-        try:
-            line = input(PROMPT)
-        except EOFError:
-            return _goodbye(cid, ctx, server)
-        except KeyboardInterrupt:
-            click.echo("")
-            continue
-        if not line.strip():
-            continue
-        printer = Printer(as_json=False)
-        body: dict[str, Any] = {"message": line, **({"conversation": cid} if cid else {})}
-        try:
-            cid, _ = drive_remote(server, body, printer)
-        except CliError as e:
-            e.show()
-            continue
-        _turn_report(printer)
-        _decide_remote(server, cid, printer)
 
 
 def repl_loop(ctx: Context, conversation: str | None, server: str | None) -> int:
-    if server:
-        return _remote(ctx, server, conversation)
-    return ctx.run(lambda: _local(ctx, conversation))
+    return ctx.with_client(lambda client: _loop(ctx, client, conversation, server), server)
 
 
 @click.command()

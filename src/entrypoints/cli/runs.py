@@ -10,28 +10,21 @@ from typing import Any
 
 import click
 
-from domain.commands import Cancel, StartRun, start_command
-from domain.errors import InvalidInput
-from domain.events import StreamEvent
-from domain.model import parse_conversation_id
+from domain.errors import SophosError
 from entrypoints.cli import asking
 from entrypoints.cli.base import (
     EXIT_BAD_INPUT,
     EXIT_PIPE,
-    EXIT_SERVER,
     CliError,
     Context,
-    api_token,
-    exit_code_of,
+    fail,
     finish,
     global_options,
     pass_ctx,
     server_option,
 )
+from entrypoints.cli.client import Json, RemoteError, SophosClient, Stopper
 from entrypoints.cli.output import Printer
-from entrypoints.dto import approval_dto
-
-Start = Callable[[Any], Awaitable[Any]]
 
 
 def resume_hint(ctx: Context, cid: str, server: str | None = None) -> str:
@@ -49,171 +42,74 @@ def read_message(message: str | None) -> str:
     return sys.stdin.read()
 
 
-async def follow_answer(service: Any, start: Start, printer: Printer, on_started: Callable[[str], None]) -> tuple[str, str]:
-    """Start a run in this process and print its events until it ends; a closed stdout
-    stops it as `cancelled`. The outcome is recorded before this returns."""
+async def drive(client: SophosClient, body: Json, printer: Printer) -> tuple[str, str]:
+    """One run: Ctrl-C stops it as `cancelled`; SIGTERM stops a run of this process as
+    `interrupted`, also when the signal comes while the run is being started."""
     from domain.lifecycle import StopReason
 
-    printer.start()
-    try:
-        started = await start(service)
-        on_started(started.run_id)
-        events = await service.follow(started.conversation_id, 0)
-        if isinstance(events, StreamEvent):  # it ended before we could attach: the durable answer
-            printer.event(events.event, events.data)
-        else:
-            async for _, ev in events:
-                closed = printer.pipe_closed
-                printer.event(ev.event, ev.data)
-                if printer.pipe_closed and not closed:  # nobody reads the answer any more
-                    service.stop_local(started.run_id, StopReason.CANCEL)
-    finally:
-        printer.spinner.close()
-    return started.conversation_id, started.run_id
-
-
-async def drive(ctx: Context, start: Start, printer: Printer) -> tuple[str, str]:
-    """One run: Ctrl-C stops it as `cancelled`, SIGTERM as `interrupted`, also when the
-    signal comes while the run is being started (it is stopped as soon as it exists)."""
-    from domain.lifecycle import StopReason
-    from services.supervisor import Supervisor
-
-    service = ctx.services.runs()
-    supervisor = Supervisor(service)  # leases, signals, events: no adoption from a CLI
-    await supervisor.start()
     loop = asyncio.get_running_loop()
-    run: list[str] = []
-    stops: list[StopReason] = []
-
-    def stop(reason: StopReason) -> None:
-        stops.append(reason)
-        if run:
-            service.stop_local(run[0], reason)
-
-    def on_started(run_id: str) -> None:
-        run.append(run_id)
-        if stops:
-            service.stop_local(run_id, stops[0])
-
-    loop.add_signal_handler(signal.SIGINT, stop, StopReason.CANCEL)
-    loop.add_signal_handler(signal.SIGTERM, stop, StopReason.SHUTDOWN)
+    stopper = Stopper()
+    signals = [signal.SIGINT, signal.SIGTERM] if client.in_process else [signal.SIGINT]
+    loop.add_signal_handler(signal.SIGINT, stopper, StopReason.CANCEL)
+    if client.in_process:
+        loop.add_signal_handler(signal.SIGTERM, stopper, StopReason.SHUTDOWN)
     try:
-        return await follow_answer(service, start, printer, on_started)
+        return await client.run(body, printer, stopper)
     finally:
-        loop.remove_signal_handler(signal.SIGINT)
-        loop.remove_signal_handler(signal.SIGTERM)
-        await supervisor.close()
+        for sig in signals:
+            loop.remove_signal_handler(sig)
 
 
-def drive_remote(server: str, body: dict[str, Any], printer: Printer) -> tuple[str, str]:
-    """Be a client of a running server: POST the run, then follow its SSE stream. Ctrl-C
-    (or a closed stdout) cancels the run on the server."""
-    from entrypoints import remote
-
-    token = api_token()
-    printer.start()
-    try:
-        started, events = remote.follow_run(server, body, token)
-    except remote.RemoteError as e:
-        printer.spinner.close()
-        raise remote_failure(e) from None
-    cid, run_id = started["conversation"], started["run"]
-    stop = False
-    try:
-        for event, data in events:
-            printer.event(event, data)
-            if printer.pipe_closed:
-                stop = True
-                break
-    except KeyboardInterrupt:
-        stop = True
-    finally:
-        printer.spinner.close()
-    if stop:
-        try:
-            status = str(remote.cancel(server, cid, token).get("status", "cancelled"))
-            # 202 `running`: the owner stops it at its next step; the person did stop it
-            printer.status = "cancelling" if status == "running" else status
-        except remote.RemoteError as e:
-            if e.code != "NO_ACTIVE_RUN":  # it finished meanwhile: nothing to stop
-                click.echo(f"error: could not cancel the run on {server}: {e.code}: {e.message}", err=True)
-    return cid, run_id
-
-
-def command_of(body: dict[str, Any]) -> StartRun:
-    """The command a chat body names, as the API reads it (so both refuse the same input)."""
-    return start_command(
-        body.get("message"), body.get("conversation"), body.get("resume") is True, body.get("decision"),
-        edit_of=body.get("editOf"), regenerate=body.get("regenerate") is True, decisions=body.get("decisions"),
-    )
-
-
-def remote_failure(e: Any) -> CliError:
-    return CliError(e.code, e.message, EXIT_SERVER if e.code == "UNREACHABLE" else exit_code_of(e.code))
-
-
-def resume_with(cid: str, decisions: dict[str, Any]) -> Start:
+def resume_body(cid: str, decisions: Json) -> Json:
     """A resume of `cid` with the person's decisions on its waiting calls."""
-    async def start(service: Any) -> Any:
-        return await service.start(start_command(None, cid, True, decisions=decisions))
-
-    return start
+    return {"resume": True, "conversation": cid, "decisions": decisions}
 
 
-async def drive_deciding(ctx: Context, start: Start, printer: Printer, ask: bool) -> tuple[str, str, Printer]:
+async def waiting_calls(client: SophosClient, cid: str) -> list[Json]:
+    calls: list[Json] = (await client.conversation(cid)).get("pendingApprovals") or []
+    return calls
+
+
+async def drive_deciding(client: SophosClient, body: Json, printer: Printer, ask: bool) -> tuple[str, str, Printer]:
     """`drive`, then, on a terminal, while the run waits for approval: ask the person about
     each call and continue the run with the answers. Returns the last run's printer."""
-    cid, run_id = await drive(ctx, start, printer)
+    cid, run_id = await drive(client, body, printer)
     while ask and printer.status == "waiting" and not printer.pipe_closed:
-        detail = await ctx.services.conversations().get(cid)
-        decisions = asking.decide([approval_dto(r) for r in detail.pending_approvals])
+        decisions = asking.decide(await waiting_calls(client, cid))
         if not decisions:
             break
         following = Printer(as_json=False)
         try:
-            cid, run_id = await drive(ctx, resume_with(cid, decisions), following)
-        except InvalidInput as e:  # edited arguments the tool refuses: say why, ask again
+            cid, run_id = await drive(client, resume_body(cid, decisions), following)
+        except (SophosError, RemoteError) as e:
             following.spinner.close()
-            click.echo(f"error: {e.code.value}: {e.message}", err=True)
-            continue
-        printer = following
-    return cid, run_id, printer
-
-
-def remote_deciding(server: str, body: dict[str, Any], printer: Printer, ask: bool) -> tuple[str, str, Printer]:
-    """`drive_deciding` as a client of a running server."""
-    from entrypoints import remote
-
-    cid, run_id = drive_remote(server, body, printer)
-    while ask and printer.status == "waiting" and not printer.pipe_closed:
-        try:
-            calls = remote.conversation(server, cid, api_token()).get("pendingApprovals") or []
-        except remote.RemoteError as e:
-            raise remote_failure(e) from None
-        decisions = asking.decide(calls)
-        if not decisions:
-            break
-        following = Printer(as_json=False)
-        try:
-            cid, run_id = drive_remote(server, {"resume": True, "conversation": cid, "decisions": decisions}, following)
-        except CliError as e:
-            if e.exit_code != EXIT_BAD_INPUT:
+            failure = fail(e)
+            if failure.exit_code != EXIT_BAD_INPUT:
                 raise
-            e.show()
+            failure.show()  # edited arguments the tool refuses: say why, ask again
             continue
         printer = following
     return cid, run_id, printer
 
 
-def run_and_report(ctx: Context, body: dict[str, Any], start: Start, as_json: bool, server: str | None) -> None:
+def run_and_report(ctx: Context, body: Callable[[SophosClient], Awaitable[Json]], as_json: bool, server: str | None) -> None:
+    """Drive the run `body` names (given the client, it may look first), then report it."""
     printer = Printer(as_json)
     ask = asking.on_terminal(as_json)
-    if server:
-        cid, run_id, printer = remote_deciding(server, body, printer, ask)
-    else:
-        cid, run_id, printer = ctx.run(lambda: drive_deciding(ctx, start, printer, ask))
+
+    async def work(client: SophosClient) -> tuple[str, str, Printer]:
+        return await drive_deciding(client, await body(client), printer, ask)
+
+    cid, run_id, printer = ctx.with_client(work, server)
     code = printer.report(cid, run_id, resume_hint(ctx, cid, server))
     finish(EXIT_PIPE if printer.pipe_closed else code)
+
+
+def given(body: Json) -> Callable[[SophosClient], Awaitable[Json]]:
+    async def body_of(client: SophosClient) -> Json:
+        return body
+
+    return body_of
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print events as JSON lines.")
@@ -244,7 +140,7 @@ def chat(ctx: Context, message: str | None, conversation: str | None, interactiv
     body: dict[str, Any] = {"message": text, **({"conversation": conversation} if conversation else {})}
     if edit_of is not None:
         body["editOf"] = edit_of
-    run_and_report(ctx, body, lambda s: s.start(command_of(body)), as_json, server)
+    run_and_report(ctx, given(body), as_json, server)
 
 
 @click.command()
@@ -257,7 +153,7 @@ def regenerate(ctx: Context, conversation: str, as_json: bool, server: str | Non
     """Answer CONVERSATION's last user message again, on a new branch (the earlier answer
     stays on its own: `sophos show` lists them, `sophos branch` switches)."""
     body: dict[str, Any] = {"regenerate": True, "conversation": conversation}
-    run_and_report(ctx, body, lambda s: s.start(command_of(body)), as_json, server)
+    run_and_report(ctx, given(body), as_json, server)
 
 
 @click.command()
@@ -270,7 +166,7 @@ def regenerate(ctx: Context, conversation: str, as_json: bool, server: str | Non
 def resume(ctx: Context, conversation: str, decision: str | None, as_json: bool, server: str | None) -> None:
     """Continue CONVERSATION from its last checkpoint."""
     body: dict[str, Any] = {"resume": True, "conversation": conversation, **({"decision": decision} if decision else {})}
-    run_and_report(ctx, body, lambda s: s.start(command_of(body)), as_json, server)
+    run_and_report(ctx, given(body), as_json, server)
 
 
 @click.command()
@@ -280,20 +176,8 @@ def resume(ctx: Context, conversation: str, decision: str | None, as_json: bool,
 @pass_ctx
 def cancel(ctx: Context, conversation: str, server: str | None) -> None:
     """Stop CONVERSATION's running run, wherever it runs (it stays resumable)."""
-    if server:
-        from entrypoints import remote
-
-        try:
-            result = remote.cancel(server, conversation, api_token())
-        except remote.RemoteError as e:
-            raise remote_failure(e) from None
-        cid, run_id, status = result["conversation"], result["run"], str(result["status"])
-    else:
-        async def stop() -> Any:
-            return await ctx.services.runs().cancel(Cancel(parse_conversation_id(conversation)))
-
-        r = ctx.run(stop)
-        cid, run_id, status = r.conversation_id, r.run_id, r.status.value
+    result = ctx.with_client(lambda client: client.cancel(conversation), server)
+    cid, run_id, status = result["conversation"], result["run"], str(result["status"])
     click.echo(f"conversation: {cid}  run: {run_id}  status: {status}")
     if status == "running":
         click.echo("the process running it has not stopped it yet; it will at its next step", err=True)

@@ -19,14 +19,15 @@ def serve(ctx: Context, host: str | None, port: int | None) -> None:
     from entrypoints.server import serve as run_server
 
     ctx.overrides["METRICS_BACKEND"] = "prometheus"
-    container = ctx.container
     if host:
-        container.config.HOST.from_value(host)
+        ctx.overrides["HOST"] = host
     if port:
-        container.config.PORT.from_value(port)
-    configure_logging("INFO" if ctx.verbose else container.config.LOG_LEVEL())
-    if not is_loopback(container.config.HOST()) and not container.config.API_TOKEN():
-        raise CliError("BAD_CONFIG", f"refusing to listen on {container.config.HOST()} without API_TOKEN set", EXIT_BAD_INPUT)
+        ctx.overrides["PORT"] = port
+    container = ctx.container
+    settings = ctx.settings
+    configure_logging("INFO" if ctx.verbose else settings.LOG_LEVEL)
+    if not is_loopback(settings.HOST) and not settings.API_TOKEN:
+        raise CliError("BAD_CONFIG", f"refusing to listen on {settings.HOST} without API_TOKEN set", EXIT_BAD_INPUT)
     try:
         ctx.call(lambda: run_server(container))
     except CannotListen as e:

@@ -20,6 +20,7 @@ from entrypoints.http.errors import EXCEPTION_HANDLERS
 from entrypoints.http.guard import GuardMiddleware, HostPolicy
 from entrypoints.http.headers import HardeningMiddleware
 from entrypoints.http.openapi import openapi_document
+from entrypoints.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +29,7 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
     """The app over a configured container. With `manage_lifecycle`, the process's
     supervisor starts with the app (recovery, leases, signals, adoption) and shutdown
     drains runs and closes everything."""
-    settings = container.config
+    settings: Settings = container.settings()
     services: Services = container.services()
 
     @contextlib.asynccontextmanager
@@ -43,7 +44,7 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
             if supervisor is not None:
                 from entrypoints.container import close_container
 
-                await supervisor.drain(float(settings.SHUTDOWN_TIMEOUT()))
+                await supervisor.drain(settings.SHUTDOWN_TIMEOUT)
                 app.state.closing.set()
                 await supervisor.close()
                 await close_container(container)
@@ -67,7 +68,7 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
     async def openapi(request: Request) -> Response:
         return JSONResponse(openapi_document())
 
-    hosts = HostPolicy.from_settings(settings.ALLOWED_HOSTS() or "", settings.HOST() or "")
+    hosts = HostPolicy.from_settings(settings.ALLOWED_HOSTS, settings.HOST)
     app = Starlette(
         routes=[
             *api,
@@ -78,14 +79,14 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
         ],
         middleware=[
             Middleware(HardeningMiddleware),
-            Middleware(GuardMiddleware, token=settings.API_TOKEN() or "", hosts=hosts),
+            Middleware(GuardMiddleware, token=settings.API_TOKEN, hosts=hosts),
         ],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,
     )
     app.state.services = services
-    app.state.api_token = settings.API_TOKEN() or ""
+    app.state.api_token = settings.API_TOKEN
     app.state.closing = asyncio.Event()
-    app.state.ping_seconds = float(settings.SSE_PING_SECONDS())
-    app.state.request_timeout = float(settings.REQUEST_TIMEOUT())
+    app.state.ping_seconds = settings.SSE_PING_SECONDS
+    app.state.request_timeout = settings.REQUEST_TIMEOUT
     return app

@@ -17,11 +17,15 @@ from domain.errors import InvalidInput, SophosError
 from domain.events import StreamEvent
 from domain.model import RunStatus, check_text, iso, parse_conversation_id
 from entrypoints.bundle import Services
-from entrypoints.dto import approval_dto, marker_dto, message_to_dto, search_result_dto, summary_dto
+from entrypoints.dto import (
+    detail_dto,
+    pending_dto,
+    search_result_dto,
+    summary_dto,
+)
 from entrypoints.http import sse
 from entrypoints.http.errors import RouteFailure, error_response
 from ports.model import Readiness
-from services.conversations import ConversationDetail
 
 MAX_BODY = 64 * 1024  # bytes; a larger body gets 413
 CONVERSATION_HEADER = "X-Conversation-Id"  # on a streamed POST /api/chat: what the JSON body says
@@ -134,37 +138,12 @@ async def get_conversation(request: Request) -> Response:
         raise  # a storage failure is a 503, not a load error
     except Exception as e:
         raise RouteFailure("LOAD_ERROR", "Failed to load conversation") from e
-    body = _detail(detail)
+    body = detail_dto(detail)
     live = await _services(request).runs().live_run(conv.id)
     if live is not None:  # lets a reloaded page show what precedes the run, then replay it
         body["activeRun"] = {"id": live.run_id, "baseMessageCount": live.base_count}
-    if detail.pending_calls:
-        body["pendingToolCalls"] = [
-            {"id": p.call.id, "name": p.call.name, "args": p.call.args, "outcomeUnknown": p.started, "unsafe": p.unsafe}
-            for p in detail.pending_calls
-        ]
-        body["decisionRequired"] = detail.decision_required
-    if detail.pending_approvals:
-        body["pendingApprovals"] = [approval_dto(r) for r in detail.pending_approvals]
+    body.update(pending_dto(detail))
     return JSONResponse(body)
-
-
-def _detail(detail: ConversationDetail) -> dict[str, Any]:
-    markers = detail.markers
-    messages = []
-    for i, m in enumerate(detail.messages):
-        dto = message_to_dto(m)
-        if i in markers:
-            dto["branch"] = marker_dto(markers[i])
-        messages.append(dto)
-    return {
-        "conversation": summary_dto(detail.conversation),
-        "messages": messages,
-        "resumable": detail.resumable,
-        "context": detail.context.to_dto() if detail.context else None,
-        "activeBranch": detail.active_branch,
-        "branchCount": max(1, len(detail.branches)),
-    }
 
 
 async def patch_conversation(request: Request) -> Response:
@@ -179,7 +158,7 @@ async def patch_conversation(request: Request) -> Response:
         conv = await service.rename(cid, body["title"])
     if "activeBranch" in body:
         detail = await service.switch_branch(cid, body["activeBranch"])
-        return JSONResponse({"conversation": summary_dto(detail.conversation), **_detail(detail)})
+        return JSONResponse(detail_dto(detail))
     return JSONResponse({"conversation": summary_dto(conv)})
 
 

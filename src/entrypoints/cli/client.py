@@ -1,0 +1,111 @@
+"""One client for every command: the same operations on this machine's database
+(`LocalClient`, the use cases in this process) or on a running server (`HttpClient`,
+`--server URL`). A command is written once against `SophosClient`; values come back as
+the API's JSON (dicts), so `--json` prints the same thing either way.
+
+Why the local client calls the use cases rather than the in-process Starlette app through
+httpx.ASGITransport: that transport collects a response's whole body before returning it
+(httpx 0.29), so a run's tokens would arrive only when it ended, and a closed stdout or
+Ctrl-C could not stop it; and a run in this process must stop as `interrupted` on SIGTERM
+and reclaim runs a crashed CLI left, which the API does not express."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from domain.lifecycle import StopReason
+    from entrypoints.cli.output import Printer
+
+Json = dict[str, Any]
+
+
+class RemoteError(Exception):
+    """Raised when a server refuses a request or cannot be reached (code UNREACHABLE)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class Stopper:
+    """Stops the run being followed when a signal handler asks (handlers cannot await):
+    a request made before the run exists applies as soon as it does."""
+
+    def __init__(self) -> None:
+        self.reason: StopReason | None = None
+        self._stop: Callable[[StopReason], None] | None = None
+
+    @property
+    def following(self) -> bool:
+        return self._stop is not None
+
+    def __call__(self, reason: StopReason) -> None:
+        if self.reason is None:
+            self.reason = reason
+        if self._stop is not None:
+            self._stop(reason)
+
+    def attach(self, stop: Callable[[StopReason], None]) -> None:
+        self._stop = stop
+        if self.reason is not None:
+            stop(self.reason)
+
+    def detach(self) -> None:
+        self._stop = None
+
+
+class SophosClient(Protocol):
+    """What the commands do, wherever the conversations live. Failures raise the domain's
+    SophosError (local) or RemoteError (server); both carry the API's error code."""
+
+    # runs execute in this process: a SIGTERM must stop them (as `interrupted`); a
+    # server's runs are its own, so a client that is killed leaves them running
+    in_process: bool
+
+    async def conversations(self, limit: int | None) -> list[Json]:
+        """Summaries, most recently updated first (at most `limit`)."""
+        ...
+
+    async def conversation(self, conversation: str) -> Json:
+        """The detail as GET /api/conversations/ID gives it (waiting calls included)."""
+        ...
+
+    async def rename(self, conversation: str, title: str) -> Json:
+        """The renamed conversation's summary."""
+        ...
+
+    async def delete(self, conversation: str) -> None: ...
+
+    async def switch_branch(self, conversation: str, number: int) -> Json:
+        """The detail on its new active branch (without the waiting calls)."""
+        ...
+
+    async def export(self, conversation: str, fmt: str) -> str:
+        """The transcript (`md`) or the checkpoint history (`jsonl`)."""
+        ...
+
+    async def search(self, query: str, limit: int) -> Json:
+        """`{results, nextCursor}` as GET /api/search gives them."""
+        ...
+
+    async def cancel(self, conversation: str) -> Json:
+        """`{conversation, run, status}`: `running` when its owner has not stopped it yet."""
+        ...
+
+    async def allow_rules(self) -> list[Json]:
+        """The tools always allowed: `[{tool, since}]`, `since` an ISO-8601 time."""
+        ...
+
+    async def revoke_rule(self, tool: str) -> None: ...
+
+    async def run(self, body: Json, printer: Printer, stopper: Stopper) -> tuple[str, str]:
+        """Start the run a POST /api/chat `body` names and feed its events to `printer`
+        until it ends; `stopper` (and a closed stdout) stop it. (conversation, run)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close what the client opened (connections, the database, tool servers)."""
+        ...

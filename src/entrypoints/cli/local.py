@@ -1,0 +1,118 @@
+"""The client over this machine's database: the use cases in this process."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from domain.commands import Cancel, StartRun, start_command
+from domain.events import StreamEvent
+from domain.model import parse_conversation_id
+from entrypoints.cli.client import Json, SophosClient, Stopper
+from entrypoints.dto import detail_dto, pending_dto, search_result_dto, summary_dto
+
+if TYPE_CHECKING:
+    from entrypoints.bundle import Services
+    from entrypoints.cli.output import Printer
+    from services.supervisor import Supervisor
+
+
+def command_of(body: Json) -> StartRun:
+    """The command a chat body names, as the API reads it (so both refuse the same input)."""
+    return start_command(
+        body.get("message"), body.get("conversation"), body.get("resume") is True, body.get("decision"),
+        edit_of=body.get("editOf"), regenerate=body.get("regenerate") is True, decisions=body.get("decisions"),
+    )
+
+
+class LocalClient(SophosClient):
+    in_process = True
+
+    def __init__(self, services: Services, container: Any) -> None:
+        self._services = services
+        self._container = container
+        self._supervisor: Supervisor | None = None
+
+    async def _recover(self) -> None:
+        # the full stack (LangGraph, the model client) loads only when there is a run to reclaim
+        if await self._services.backend().runs().running_runs():
+            from services.supervisor import Supervisor
+
+            await Supervisor(self._services.runs()).recover()
+
+    async def conversations(self, limit: int | None) -> list[Json]:
+        await self._recover()
+        service = self._services.conversations()
+        items = (await service.page(limit)).conversations if limit else await service.list()
+        return [summary_dto(c) for c in items]
+
+    async def conversation(self, conversation: str) -> Json:
+        await self._recover()
+        detail = await self._services.conversations().get(conversation)
+        return {**detail_dto(detail), **pending_dto(detail)}
+
+    async def rename(self, conversation: str, title: str) -> Json:
+        return summary_dto(await self._services.conversations().rename(conversation, title))
+
+    async def delete(self, conversation: str) -> None:
+        await self._services.conversations().delete(conversation)
+
+    async def switch_branch(self, conversation: str, number: int) -> Json:
+        return detail_dto(await self._services.conversations().switch_branch(conversation, number))
+
+    async def export(self, conversation: str, fmt: str) -> str:
+        service = self._services.conversations()
+        _, text = await (service.export_jsonl(conversation) if fmt == "jsonl" else service.export_markdown(conversation))
+        return text
+
+    async def search(self, query: str, limit: int) -> Json:
+        page = await self._services.search().search(query, limit)
+        return {"results": [search_result_dto(r) for r in page.results], "nextCursor": page.next_cursor}
+
+    async def cancel(self, conversation: str) -> Json:
+        r = await self._services.runs().cancel(Cancel(parse_conversation_id(conversation)))
+        return {"conversation": r.conversation_id, "run": r.run_id, "status": r.status.value}
+
+    async def allow_rules(self) -> list[Json]:
+        # isoformat, not the API's milliseconds: what `approvals list --json` always printed here
+        return [{"tool": r.tool, "since": r.since.isoformat()} for r in await self._services.allow_rules().list()]
+
+    async def revoke_rule(self, tool: str) -> None:
+        await self._services.allow_rules().revoke(tool)
+
+    async def run(self, body: Json, printer: Printer, stopper: Stopper) -> tuple[str, str]:
+        """The run in this process, with leases and cancel signals kept by a supervisor (no
+        adoption: that is a server's); a closed stdout stops it as `cancelled`."""
+        from domain.lifecycle import StopReason
+
+        service = self._services.runs()
+        if self._supervisor is None:
+            from services.supervisor import Supervisor
+
+            self._supervisor = Supervisor(service)
+            await self._supervisor.start()
+        printer.start()
+        try:
+            started = await service.start(command_of(body))
+            stopper.attach(lambda reason: service.stop_local(started.run_id, reason))
+            events = await service.follow(started.conversation_id, 0)
+            if isinstance(events, StreamEvent):  # it ended before we could attach: the durable answer
+                printer.event(events.event, events.data)
+            else:
+                async for _, ev in events:
+                    closed = printer.pipe_closed
+                    printer.event(ev.event, ev.data)
+                    if printer.pipe_closed and not closed:  # nobody reads the answer any more
+                        service.stop_local(started.run_id, StopReason.CANCEL)
+        finally:
+            stopper.detach()
+            printer.spinner.close()
+        return started.conversation_id, started.run_id
+
+    async def aclose(self) -> None:
+        from entrypoints.container import close_container
+
+        try:
+            if self._supervisor is not None:
+                await self._supervisor.close()
+        finally:
+            await close_container(self._container)
