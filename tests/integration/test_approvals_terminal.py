@@ -140,7 +140,7 @@ def test_a_client_of_a_running_server_asks_the_same_way_and_rejects_a_bad_edit_b
     try:
         tty.read_until(QUESTION)
         tty.type("e\n")
-        tty.read_until("is not of type "integer"")
+        tty.read_until('is not of type "integer"')
         tty.read_until(QUESTION)  # asked again, nothing ran
         assert setup.charges(27) == []
         tty.type("e\n")
