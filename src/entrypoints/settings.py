@@ -140,7 +140,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         raise SettingsError(f"STORAGE_BACKEND must be sqlite, postgres or memory, got {settings['STORAGE_BACKEND']!r}")
     if backend == "postgres" and not url:
         raise SettingsError("STORAGE_BACKEND=postgres needs DATABASE_URL (a postgresql:// URL)")
-    settings["STORAGE_BACKEND"] = backend
+    settings["STORAGE_BACKEND"] = str(settings["STORAGE_BACKEND"]).strip().lower()  # "": see storage_backend
     for key in STRINGS:
         settings[key] = str(settings[key])  # YAML reads `model: 7` as a number
     return Settings(**settings)
