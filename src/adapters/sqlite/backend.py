@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,22 @@ if TYPE_CHECKING:
     from adapters.sqlite.search import SqliteSearchIndex
 
 OPEN_FIX = "point DATABASE_PATH (or --db) at a writable place"
+FULL_FIX = "free space on the disk that holds DATABASE_PATH"
+MIN_FREE = 1024 * 1024  # bytes: a commit writes the WAL, then checkpoints it into the file
+
+
+def disk_full(path: str) -> str | None:
+    """Why the file cannot be written for want of space, or None. A full disk breaks
+    every write (a run's outcome, a new message) while reads still work: a probe that
+    only reads would answer "ok"."""
+    try:
+        stat = os.statvfs(os.path.dirname(os.path.abspath(path)))
+    except OSError:
+        return None  # no such directory: opening the file says so
+    free = stat.f_bavail * stat.f_frsize
+    return None if free >= MIN_FREE else f"the disk that holds it is full ({free // 1024} KiB free)"
+
+
 DAMAGE_FIX = "restore the file from a backup (`sophos db` cannot repair it)"
 
 
@@ -51,7 +68,8 @@ class SqliteBackend(Backend):
         if self._saver is None:
             from adapters.sqlite.saver import ThreadedSqliteSaver
 
-            self._saver = ThreadedSqliteSaver.open(self.path, keep=self.keep, metrics=self.metrics)
+            self._saver = ThreadedSqliteSaver.open(self.path, keep=self.keep, metrics=self.metrics,
+                                                   busy_timeout=self.busy_timeout)
         return self._saver
 
     def maintenance(self) -> SqliteMaintenance:
@@ -76,6 +94,10 @@ class SqliteBackend(Backend):
             damage = await asyncio.to_thread(store.integrity_problem) if integrity else store.storage_problem()
         except SophosError as e:
             return Health(self.path, reachable=False, writable=False, problem=e.message, fix=OPEN_FIX)
+        full = disk_full(self.path)
+        if damage is None and full is not None:
+            return Health(self.path, reachable=True, writable=False, schema_version=store.schema_version,
+                          problem=full, fix=FULL_FIX)
         return Health(self.path, reachable=True, writable=damage is None, schema_version=store.schema_version,
                       integrity=damage, fix=DAMAGE_FIX if damage else "")
 

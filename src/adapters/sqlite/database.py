@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from functools import partial
@@ -328,8 +329,13 @@ class Worker:
         metrics: MetricsPort = NO_METRICS,
         before: Callable[[], None] | None = None,
         shared_path: str | None = None,
+        busy_timeout: float | None = None,
     ) -> None:
         self.metrics = metrics
+        # the connection's busy timeout, as a deadline from each call's submission: a call
+        # queued behind another that waits for the lock waits out the rest only, not a
+        # whole timeout of its own again (a request answered 503 after two waits)
+        self._busy_timeout = busy_timeout
         # shared_path: run on the file's one writer thread (adapters.sqlite.threads)
         self._shared = shared_path
         if shared_path is not None:
@@ -367,6 +373,8 @@ class Worker:
         call = partial(fn, self._conn, *args, **kwargs)
         if self._before is not None:
             call = partial(_after, self._before, call)
+        if self._busy_timeout is not None:
+            call = partial(within, self._conn, time.monotonic() + self._busy_timeout, self._busy_timeout, call)
         try:
             pending = self._pool.run(self._guarded, call)
         except RuntimeError as e:  # the thread is shut down: the store was closed
@@ -389,6 +397,21 @@ class Worker:
         except sqlite3.Error as e:
             self.metrics.storage_failure(failure_reason(e))
             raise storage_failure(e) from e
+
+
+def within(conn: sqlite3.Connection, deadline: float, full: float, fn: Callable[[], T]) -> T:
+    """`fn()` with the connection's busy timeout cut to what is left before `deadline`;
+    past it, a busy error at once (the call waited its turn that long already)."""
+    left = deadline - time.monotonic()
+    if left <= 0.001:
+        raise sqlite3.OperationalError("database is locked (the wait for the lock went past the busy timeout)")
+    if left >= full:
+        return fn()
+    conn.execute(f"PRAGMA busy_timeout = {int(left * 1000)}")
+    try:
+        return fn()
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {int(full * 1000)}")
 
 
 def _after(check: Callable[[], None], fn: Callable[[], T]) -> T:

@@ -47,7 +47,8 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
         self._wakeups = Wakeups()
         self.file: FileIdentity | None = None  # set once the file exists
         self._writer = Worker(
-            "writer", partial(connect, path, busy_timeout), metrics, before=self._check_file, shared_path=path
+            "writer", partial(connect, path, busy_timeout), metrics, before=self._check_file, shared_path=path,
+            busy_timeout=busy_timeout
         )
         try:
             self.schema_version = self._writer.call(migrate)

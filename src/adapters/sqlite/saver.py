@@ -31,8 +31,10 @@ import json
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import closing, contextmanager, nullcontext
+from functools import partial
 from typing import Any
 
 from langchain_core.messages import ToolMessage
@@ -57,7 +59,16 @@ from adapters.langgraph.saver import Saver
 from adapters.langgraph.serde import MessageMemoSerializer
 from adapters.sqlite import branches, message_rows
 from adapters.sqlite.branch_schema import CHECKPOINT_LOG as LOG_TABLE
-from adapters.sqlite.database import FileIdentity, connect, failure_reason, migrate, storage_failure, unsynced
+from adapters.sqlite.database import (
+    BUSY_TIMEOUT_MS,
+    FileIdentity,
+    connect,
+    failure_reason,
+    migrate,
+    storage_failure,
+    unsynced,
+    within,
+)
 from adapters.sqlite.maintenance import prune_thread
 from adapters.sqlite.message_rows import read_plain
 from adapters.sqlite.search import forget_thread
@@ -98,13 +109,16 @@ class ThreadedSqliteSaver(SqliteSaver, Saver):
         self._executor = writer_thread(path) if path else SerialThread("sophos-saver")
         self.latest = LatestCheckpoints()
         self.file: FileIdentity | None = None  # checked before every write
+        self.busy_timeout = BUSY_TIMEOUT_MS / 1000
 
     @classmethod
-    def open(cls, path: str, keep: int = 3, metrics: MetricsPort = NO_METRICS) -> ThreadedSqliteSaver:
+    def open(cls, path: str, keep: int = 3, metrics: MetricsPort = NO_METRICS,
+             busy_timeout: float = BUSY_TIMEOUT_MS / 1000) -> ThreadedSqliteSaver:
         try:
-            conn = connect(path)
+            conn = connect(path, busy_timeout)
             conn.isolation_level = "DEFERRED"  # SqliteSaver commits after each cursor
             saver = cls(conn, keep=keep, metrics=metrics, path=path)
+            saver.busy_timeout = busy_timeout
             saver.setup()
             saver.file = FileIdentity(path)  # the file exists now
         except sqlite3.Error as e:
@@ -132,10 +146,13 @@ class ThreadedSqliteSaver(SqliteSaver, Saver):
         """Run a sync method on the saver's thread; a database that cannot be read or
         written becomes StorageFailure, so the run fails with a clear code."""
         try:
-            return await self._executor.run(fn, *args)
+            deadline = time.monotonic() + self.busy_timeout  # one busy wait, counted from here
+            return await self._executor.run(within, self.conn, deadline, self.busy_timeout, partial(fn, *args))
         except (sqlite3.Error, message_refs.DanglingMessage) as e:
             log.warning("checkpoint store: %s", e)
             self.metrics.storage_failure(failure_reason(e))
+            if isinstance(e, sqlite3.Error) and failure_reason(e) == "busy":
+                raise storage_failure(e) from e  # says so: another process holds the lock
             raise StorageFailure(STORAGE_MESSAGE) from e
 
     @contextmanager
