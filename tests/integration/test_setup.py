@@ -13,6 +13,7 @@ import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from tests.support import locks
 from tests.support.app import ROOT
 
 NEED = ROOT / "scripts" / "need-system-packages"
@@ -102,18 +103,29 @@ def test_the_makefile_and_the_readme_state_the_minimum_of_pyproject() -> None:
     assert f"Python {minimum}+" in (ROOT / "README.md").read_text()
 
 
+def test_the_locks_pin_exactly_the_runtime_and_what_the_dev_extra_adds() -> None:
+    """Runtime and dev tools are locked apart: `make run` installs no test or lint tool (they
+    bring rich and pygments), and each lock holds what pyproject.toml asks for, pinned at the
+    installed version. On a failure: pip install, then `python -m tests.support.locks`."""
+    for lock, dists in locks.wanted().items():
+        assert locks.pins(lock) == {name: d.version for name, d in dists.items()}, lock.name
+    runtime = locks.pins(locks.RUNTIME)
+    assert not {"pytest", "rich", "pygments", "mypy", "ruff", "import-linter"} & set(runtime)
+    assert not set(runtime) & set(locks.pins(locks.DEV))
+
+
 def resolve_lock_for(python: str, target: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--disable-pip-version-check",
          "--ignore-installed", "--only-binary=:all:", "--python-version", python, "--target", str(target),
-         "-r", str(ROOT / "requirements.lock")],
+         "-r", str(locks.RUNTIME), "-r", str(locks.DEV)],
         capture_output=True, text=True, timeout=120,
     )
 
 
-def test_the_lock_installs_on_the_minimum_python_and_on_debian_12s(tmp_path: Path) -> None:
-    """pip resolves every pin as wheels for that Python, so a Requires-Python that excludes it
-    (soupsieve 3.0.2+ needs 3.11.5) or a pin yanked for it fails here. Needs PyPI."""
+def test_the_locks_install_on_the_minimum_python_and_on_debian_12s(tmp_path: Path) -> None:
+    """pip resolves every pin of both locks as wheels for that Python, so a Requires-Python
+    that excludes it (soupsieve 3.0.2+ needs 3.11.5) or a pin yanked for it fails here. Needs PyPI."""
     versions = sorted({f"{minimum_python()}.0", DEBIAN_12_PYTHON})
     with ThreadPoolExecutor(len(versions)) as pool:
         results = dict(zip(versions, pool.map(lambda v: resolve_lock_for(v, tmp_path / v), versions), strict=True))
