@@ -3,19 +3,23 @@ markers every test gets from what it uses, so that a new test is marked without 
 
 - `postgres`: it uses a PostgreSQL fixture, or its module starts a server of its own;
 - `processes`: its module starts other processes (`sophos serve`, MCP servers, the CLI);
-- `browser`: it is under tests/browser (Chromium; those start `sophos serve` too).
+- `browser`: it is under tests/browser (Chromium; those start `sophos serve` too);
+- `slow` is set by hand on the longest tests.
 
 `make test-fast` deselects all three. A module whose tests mark `processes` or `postgres`
 themselves is trusted for that marker and not inferred (tests/contracts/test_tool_port.py
 runs its in-memory toolbox fast and its MCP servers as processes).
 
-Under pytest-xdist (`--dist loadgroup`), the tests that share a module- or class-scoped
-fixture (one server for a module, one conformance run) stay on one worker, so the fixture is
-built once; every other test goes wherever a worker is free."""
+Under pytest-xdist, `make test` hands out whole modules (classes for class-based suites:
+`--dist loadscope`), so that a module-scoped fixture (one server for a module, one conformance
+run) is built once; `--dist loadgroup` would be finer but cannot group on pytest 9, whose node
+ids xdist 3.8 can no longer suffix. The modules of `slow` tests are handed out first
+(`--no-loadscope-reorder` keeps this order)."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 from collections.abc import Collection, Iterator
 from pathlib import Path
@@ -47,20 +51,8 @@ def _holds(module: ModuleType, starters: tuple[object, ...], modules: Collection
     return False
 
 
-def _shared_scope(item: pytest.Item) -> str | None:
-    """The node id of the module or class whose fixture this test shares with others, if any."""
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return None
-    scopes = {d.scope for defs in info.name2fixturedefs.values() for d in defs}
-    if "module" in scopes or "package" in scopes:
-        return item.nodeid.split("::")[0]
-    if "class" in scopes and item.cls is not None:
-        return item.nodeid.rpartition("::")[0]
-    return None
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(wrapper=True)  # marks before `-m` selects, order after pytest's own
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> Iterator[None]:
     explicit: dict[str, set[str]] = {}
     for item in items:
         for name in ("postgres", "processes"):
@@ -75,17 +67,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if TESTS / "browser" in path.parents:
             item.add_marker(pytest.mark.browser)
             item.add_marker(pytest.mark.processes)
-        if "postgres" not in given and module is not None:
-            if POSTGRES_FIXTURES & set(item.fixturenames) or inferred.setdefault(
-                (file, "postgres"), _holds(module, POSTGRES_STARTERS)
-            ):
-                item.add_marker(pytest.mark.postgres)
+        if POSTGRES_FIXTURES & set(item.fixturenames) or (
+            "postgres" not in given and module is not None
+            and inferred.setdefault((file, "postgres"), _holds(module, POSTGRES_STARTERS))
+        ):
+            item.add_marker(pytest.mark.postgres)
         if "processes" not in given and module is not None:
             if inferred.setdefault((file, "processes"), _holds(module, PROCESS_STARTERS, PROCESS_MODULES)):
                 item.add_marker(pytest.mark.processes)
-        group = _shared_scope(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
+    yield
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # the modules of the longest tests first, so that the run does not end on one of them
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,8 @@ import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 from tests.support import locks
 from tests.support.app import ROOT
 
@@ -123,6 +125,7 @@ def resolve_lock_for(python: str, target: Path) -> subprocess.CompletedProcess[s
     )
 
 
+@pytest.mark.slow
 def test_the_locks_install_on_the_minimum_python_and_on_debian_12s(tmp_path: Path) -> None:
     """pip resolves every pin of both locks as wheels for that Python, so a Requires-Python
     that excludes it (soupsieve 3.0.2+ needs 3.11.5) or a pin yanked for it fails here. Needs PyPI."""
