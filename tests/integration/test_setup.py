@@ -105,6 +105,24 @@ def test_the_makefile_and_the_readme_state_the_minimum_of_pyproject() -> None:
     assert f"Python {minimum}+" in (ROOT / "README.md").read_text()
 
 
+def collected(*args: str) -> set[str]:
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return {line for line in done.stdout.splitlines() if "::" in line}
+
+
+def test_make_test_fast_selects_no_test_that_needs_postgresql_another_process_or_a_browser() -> None:
+    """The markers come from what a test uses (tests/conftest.py), not from a list kept by hand."""
+    fast = re.search(r"^FAST := (.+)$", (ROOT / "Makefile").read_text(), re.M)
+    assert fast
+    selected = collected("-m", fast.group(1), "tests/unit", "tests/contracts")
+    assert not [t for t in selected if "Postgres" in t or "[postgres" in t or "Mcp" in t or "test_imports" in t]
+    assert any("TestSqlite" in t for t in selected) and any("[sqlite" in t for t in selected)
+    heavy = collected("-m", "postgres and not processes", "tests/contracts", "tests/unit")
+    assert heavy and all("Postgres" in t or "[postgres" in t for t in heavy)
+
+
 def test_the_locks_pin_exactly_the_runtime_and_what_the_dev_extra_adds() -> None:
     """Runtime and dev tools are locked apart: `make run` installs no test or lint tool (they
     bring rich and pygments), and each lock holds what pyproject.toml asks for, pinned at the
