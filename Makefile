@@ -5,6 +5,13 @@ PY := $(VENV)/bin/python
 PYTHON ?= python3
 MIN_PYTHON := 3.11
 STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
+# test workers (pytest-xdist): one per core; each gets its own PostgreSQL server, ports and tmp dirs
+JOBS ?= auto
+# whole modules per worker (their module-scoped servers are built once), those of the slow tests first
+XDIST = -n $(JOBS) --dist loadscope --no-loadscope-reorder
+# what `make test-fast` leaves out: the PostgreSQL server, other processes, Chromium
+FAST := not postgres and not processes and not browser
 NPM_DIR := config/mcp-servers
 NPM_STAMP := $(NPM_DIR)/node_modules/.installed
 WEB_DIR := src/entrypoints/http/web
@@ -15,12 +22,13 @@ NEED := scripts/need-system-packages
 NODE_PACKAGES := node=nodejs npm=npm
 TEST_PACKAGES := chromium=chromium pg_ctlcluster=postgresql
 
-.PHONY: install run demo test test-unit lint bench bench-concurrency bench-postgres bench-peers soak clean-db check-python need-node need-test help
+.PHONY: install install-dev run demo test test-fast test-unit lint bench bench-concurrency bench-postgres bench-peers soak clean-db check-python need-node need-test help
 
 help:
 	@echo "make run      start Sophos (creates .venv and installs everything first)"
 	@echo "make demo     start Sophos on the offline demo model and tools (no model server needed)"
-	@echo "make test     run the whole test suite"
+	@echo "make test     run the whole test suite (in parallel: JOBS=auto)"
+	@echo "make test-fast   the edit loop: unit tests and the in-memory/SQLite contracts, no server or browser"
 	@echo "make bench    run the benchmarks and print their figures"
 	@echo "make bench-concurrency   only the concurrency section (BENCH_BASELINE_REF=ref to compare with)"
 	@echo "make bench-postgres      only the storage section on PostgreSQL (both backends, the bare official saver)"
@@ -42,6 +50,12 @@ $(STAMP): requirements.lock pyproject.toml
 	$(PY) -c "import langgraph, langchain_ollama, starlette, click, dependency_injector"
 	touch $(STAMP)
 
+# the test and lint tools, on top of the runtime: `make run` never installs them
+$(DEV_STAMP): $(STAMP) requirements-dev.lock
+	$(PY) -m pip install --disable-pip-version-check -q -r requirements.lock -r requirements-dev.lock 2>&1 | grep -v "is ignored" || true
+	$(PY) -c "import pytest, xdist, pytest_asyncio, playwright, importlinter"
+	touch $(DEV_STAMP)
+
 $(NPM_STAMP): $(NPM_DIR)/package.json $(NPM_DIR)/package-lock.json
 	cd $(NPM_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	touch $(NPM_STAMP)
@@ -59,6 +73,8 @@ need-test:
 
 install: need-node $(STAMP) $(NPM_STAMP) $(WEB_STAMP)
 
+install-dev: install $(DEV_STAMP)
+
 run: install
 	$(VENV)/bin/sophos serve
 
@@ -66,16 +82,19 @@ demo: install
 	@echo "Demo: the offline demo model and tools, no model server needed"
 	$(VENV)/bin/sophos --model demo --tools demo serve
 
-test: need-test install
+test: need-test install-dev
 	PYTHONPATH=src $(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(XDIST)
 
-test-unit: install
-	$(PY) -m pytest -q tests/unit tests/contracts
+# in one process: two xdist workers spend more on start-up than they save here
+test-fast: install-dev
+	$(PY) -m pytest -q -m "$(FAST)" tests/unit tests/contracts
 
-lint: install
+test-unit: test-fast
+
+lint: install-dev
 	$(VENV)/bin/ruff check src tests
 	PYTHONPATH=src $(VENV)/bin/lint-imports
 

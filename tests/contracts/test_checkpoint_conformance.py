@@ -111,7 +111,7 @@ async def run_suite(name: str, savers: SaverFactory, inherited: set[Capability])
     return ConformanceRun(report, errors, inherited)
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def savers(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[str, SaverFactory, set[Capability]]]:

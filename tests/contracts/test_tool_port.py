@@ -91,6 +91,7 @@ class TestStaticToolbox(ToolPortContract):
         yield box, lambda: list(seen)
 
 
+@pytest.mark.processes
 class TestMcpOverStdio(ToolPortContract):
     @pytest.fixture
     async def toolbox(self, tmp_path: Path) -> AsyncIterator[tuple[ToolPort, Keys]]:
@@ -118,6 +119,7 @@ def http_ledger(tmp_path: Path) -> Iterator[tuple[str, Path, subprocess.Popen[by
     proc.wait()
 
 
+@pytest.mark.processes
 class TestMcpOverStreamableHttp(ToolPortContract):
     @pytest.fixture
     async def toolbox(self, tmp_path: Path, http_ledger: Any) -> AsyncIterator[tuple[ToolPort, Keys]]:

@@ -12,6 +12,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -80,6 +81,7 @@ def fuzz(operation: Any, mode: GenerationMode, examples: int, tried: dict[str, i
         assert mode is GenerationMode.NEGATIVE, label  # nothing to make invalid (no parameters, no body)
 
 
+@pytest.mark.slow
 def test_no_input_makes_the_api_answer_with_a_server_error(tmp_path: Path) -> None:
     # no model server: a started run fails fast (MODEL_UNREACHABLE), which is data, not a 5xx
     container = create_container(app_env(tmp_path, "http://127.0.0.1:9", TOOLS_BACKEND="none"))

@@ -9,11 +9,14 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.integration.test_approvals import charges, pay
 from tests.support.app import SOPHOS, app_env, config_dir, ledger_server_entry, process_env
 from tests.support.fake_ollama import fake_ollama
 
 
+@pytest.mark.slow
 def test_chat_stops_with_code_7_and_approve_and_always_decide_on_the_database_file(tmp_path: Path) -> None:
     book = tmp_path / "ledger.jsonl"
     config_dir(tmp_path, {"ledger": ledger_server_entry(book)})

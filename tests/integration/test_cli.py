@@ -7,6 +7,8 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.support.app import SOPHOS, app_env, config_dir, ledger_server_entry, process_env
 from tests.support.fake_ollama import fake_ollama
 
@@ -15,6 +17,7 @@ def sophos(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedPr
     return subprocess.run([SOPHOS, *args], env=process_env(env), cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_chat_then_read_commands_with_the_demo_backend(tmp_path: Path) -> None:
     env = app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="demo")
     chat = sophos(env, tmp_path, "chat", "hello sophos")

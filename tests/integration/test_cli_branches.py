@@ -6,6 +6,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.integration.test_branches import Answers
 from tests.support.app import SOPHOS, app_env, process_env
 from tests.support.fake_ollama import fake_ollama
@@ -16,6 +18,7 @@ def sophos(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedPr
     return subprocess.run([SOPHOS, *args], env=process_env(env), cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_edit_regenerate_show_and_branch_from_the_command_line(tmp_path: Path) -> None:
     with fake_ollama() as fake:
         fake.responder = Answers()

@@ -7,6 +7,8 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.support.app import SOPHOS, app_env, config_dir, ledger_server_entry, process_env
 from tests.support.fake_ollama import fake_ollama
 from tests.support.terminal import Terminal
@@ -48,6 +50,7 @@ def test_ctrl_c_prints_a_resume_hint_with_the_options_the_run_needs(tmp_path: Pa
     assert resumed.returncode == 0 and "word word" in resumed.stdout
 
 
+@pytest.mark.slow
 def test_a_terminal_gets_a_spinner_and_a_table_a_pipe_gets_neither(tmp_path: Path) -> None:
     config_dir(tmp_path, {"ledger": ledger_server_entry(tmp_path / "ledger.jsonl")})
     slow_tool = {"stall": 2, "tool_calls": [("ledger__append", {"label": "x", "delay": 2})]}

@@ -78,6 +78,7 @@ def assert_wire_pairs_whole(messages: list[dict[str, Any]]) -> None:
 
 
 @pytest.mark.timeout(600)  # 60 turns through a real server: slow on a loaded machine
+@pytest.mark.slow
 def test_a_60_turn_conversation_stays_within_a_2048_token_context(
     servers: list[LiveServer], tmp_path: Path, ollama: FakeOllama
 ) -> None:

@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support.app import SOPHOS, app_env, config_dir, ledger_server_entry, process_env
 from tests.support.fake_ollama import fake_ollama
 
@@ -46,6 +48,7 @@ def wait_for(predicate: Any, timeout: float = 30.0) -> None:
     raise AssertionError("condition not met in time")
 
 
+@pytest.mark.slow
 def test_resume_after_sigkill_does_not_repeat_a_finished_tool_call(tmp_path: Path) -> None:
     book = tmp_path / "ledger.jsonl"
     config_dir(tmp_path, {"ledger": ledger_server_entry(book)})
@@ -93,6 +96,7 @@ def test_resume_after_sigkill_does_not_repeat_a_finished_tool_call(tmp_path: Pat
     assert {m["toolCallId"] for m in detail["messages"] if m["role"] == "tool"} == call_ids
 
 
+@pytest.mark.slow
 def test_editing_away_from_a_killed_tools_step_keeps_its_finished_calls_on_the_branch_left(tmp_path: Path) -> None:
     book = tmp_path / "ledger.jsonl"
     config_dir(tmp_path, {"ledger": ledger_server_entry(book)})

@@ -55,6 +55,7 @@ def test_serve_on_the_demo_model_does_not_warn(servers: list[LiveServer], tmp_pa
     assert warnings_about_the_model(server.log) == []
 
 
+@pytest.mark.slow
 def test_make_demo_serves_the_page_on_the_offline_model_and_prints_the_url(tmp_path: Path) -> None:
     port = free_port()
     env = app_env(tmp_path, PORT=port, HOST="127.0.0.1")

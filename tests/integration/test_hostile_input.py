@@ -50,12 +50,16 @@ def test_a_conversation_id_with_a_trailing_newline_is_400(client: TestClient) ->
     assert error_of(client.post("/api/chat", json={"message": "x", "conversation": cid + "\n"})) == (400, "BAD_REQUEST")
 
 
+# a fixed id: test ids must be the same in every xdist worker's collection
+ANY_ID = "6c1f0e52-3a9d-4b7e-8f21-94d3c0a5b7e8"
+
+
 @pytest.mark.parametrize(
     "cursor",
     [
-        f"0001-01-01T00:00:00+01:00~{uuid.uuid4()}",  # the old format is no longer accepted
-        base64.urlsafe_b64encode(f"0001-01-01T00:00:00+01:00~{uuid.uuid4()}".encode()).decode().rstrip("="),
-        base64.urlsafe_b64encode(f"2026-01-01T00:00:00~{uuid.uuid4()}".encode()).decode().rstrip("="),
+        f"0001-01-01T00:00:00+01:00~{ANY_ID}",  # the old format is no longer accepted
+        base64.urlsafe_b64encode(f"0001-01-01T00:00:00+01:00~{ANY_ID}".encode()).decode().rstrip("="),
+        base64.urlsafe_b64encode(f"2026-01-01T00:00:00~{ANY_ID}".encode()).decode().rstrip("="),
         "not a cursor", "////", "é",
     ],
 )

@@ -100,6 +100,7 @@ async def test_hung_garbage_and_bad_servers_never_stall_listing_calls_or_status(
     gone(marker)
 
 
+@pytest.mark.slow
 def test_a_served_run_and_readyz_do_not_wait_on_a_hung_tool_server(tmp_path: Path) -> None:
     marker = f"600.{uuid.uuid4().int % 10**6}"
     config_dir(tmp_path, bad_servers(tmp_path, marker))

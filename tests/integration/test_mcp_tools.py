@@ -130,6 +130,7 @@ async def test_a_destructive_call_to_a_server_that_already_died_is_sent_once_to_
         await box.aclose()
 
 
+@pytest.mark.slow
 def test_a_run_whose_payment_is_cut_short_fails_with_an_unknown_outcome_and_waits_for_a_decision(tmp_path: Path) -> None:
     book = tmp_path / "l.jsonl"
     config_dir(tmp_path, {"ledger": ledger_server_entry(book)})

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from adapters.postgres.database import MIGRATIONS
 from tests.integration.test_cli import sophos
 from tests.support.app import app_env
 from tests.support.server import free_port
 
 
+@pytest.mark.slow
 def test_every_command_works_on_postgres(tmp_path: Path, pg_empty_url: str) -> None:
     env = app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="demo", CHECKPOINT_KEEP="0", DATABASE_URL=pg_empty_url)
     migrated = sophos(env, tmp_path, "db", "migrate")

@@ -224,6 +224,7 @@ def test_five_processes_started_at_once_on_an_empty_database_all_come_up(
     assert set(cids) <= listed
 
 
+@pytest.mark.slow
 def test_a_postgres_restart_mid_run_fails_that_run_resumably_and_later_requests_succeed(
     servers: list[LiveServer], tmp_path: Path, ollama: FakeOllama
 ) -> None:

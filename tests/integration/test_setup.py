@@ -13,6 +13,9 @@ import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
+from tests.support import locks
 from tests.support.app import ROOT
 
 NEED = ROOT / "scripts" / "need-system-packages"
@@ -102,18 +105,49 @@ def test_the_makefile_and_the_readme_state_the_minimum_of_pyproject() -> None:
     assert f"Python {minimum}+" in (ROOT / "README.md").read_text()
 
 
+def collected(*args: str) -> set[str]:
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return {line for line in done.stdout.splitlines() if "::" in line}
+
+
+def test_make_test_fast_selects_no_test_that_needs_postgresql_another_process_or_a_browser() -> None:
+    """The markers come from what a test uses (tests/conftest.py), not from a list kept by hand."""
+    fast = re.search(r"^FAST := (.+)$", (ROOT / "Makefile").read_text(), re.M)
+    assert fast
+    selected = collected("-m", fast.group(1), "tests/unit", "tests/contracts")
+    heavy_names = ("Postgres", "conformance_case[postgres", "Mcp", "test_imports.py")
+    assert not [t for t in selected if any(name in t for name in heavy_names)]
+    assert any("TestSqlite" in t for t in selected) and any("[sqlite" in t for t in selected)
+    heavy = collected("-m", "postgres and not processes", "tests/contracts", "tests/unit")
+    assert heavy and all("Postgres" in t or "[postgres" in t for t in heavy)
+
+
+def test_the_locks_pin_exactly_the_runtime_and_what_the_dev_extra_adds() -> None:
+    """Runtime and dev tools are locked apart: `make run` installs no test or lint tool (they
+    bring rich and pygments), and each lock holds what pyproject.toml asks for, pinned at the
+    installed version. On a failure: pip install, then `python -m tests.support.locks`."""
+    for lock, dists in locks.wanted().items():
+        assert locks.pins(lock) == {name: d.version for name, d in dists.items()}, lock.name
+    runtime = locks.pins(locks.RUNTIME)
+    assert not {"pytest", "rich", "pygments", "mypy", "ruff", "import-linter"} & set(runtime)
+    assert not set(runtime) & set(locks.pins(locks.DEV))
+
+
 def resolve_lock_for(python: str, target: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--disable-pip-version-check",
          "--ignore-installed", "--only-binary=:all:", "--python-version", python, "--target", str(target),
-         "-r", str(ROOT / "requirements.lock")],
+         "-r", str(locks.RUNTIME), "-r", str(locks.DEV)],
         capture_output=True, text=True, timeout=120,
     )
 
 
-def test_the_lock_installs_on_the_minimum_python_and_on_debian_12s(tmp_path: Path) -> None:
-    """pip resolves every pin as wheels for that Python, so a Requires-Python that excludes it
-    (soupsieve 3.0.2+ needs 3.11.5) or a pin yanked for it fails here. Needs PyPI."""
+@pytest.mark.slow
+def test_the_locks_install_on_the_minimum_python_and_on_debian_12s(tmp_path: Path) -> None:
+    """pip resolves every pin of both locks as wheels for that Python, so a Requires-Python
+    that excludes it (soupsieve 3.0.2+ needs 3.11.5) or a pin yanked for it fails here. Needs PyPI."""
     versions = sorted({f"{minimum_python()}.0", DEBIAN_12_PYTHON})
     with ThreadPoolExecutor(len(versions)) as pool:
         results = dict(zip(versions, pool.map(lambda v: resolve_lock_for(v, tmp_path / v), versions), strict=True))

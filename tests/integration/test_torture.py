@@ -11,6 +11,7 @@ from tests.support.torture import run
 
 
 @pytest.mark.timeout(900)
+@pytest.mark.slow
 def test_thirty_random_sigkills_lose_nothing_and_repeat_no_finished_call(tmp_path: Path) -> None:
     tallies = run(kills=30, seed=2026, workdir=tmp_path)
     print(tallies.table())
@@ -20,6 +21,7 @@ def test_thirty_random_sigkills_lose_nothing_and_repeat_no_finished_call(tmp_pat
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.slow
 def test_three_processes_on_postgres_survive_random_sigkills(tmp_path: Path, pg_url: str) -> None:
     tallies = run(kills=3, seed=2027, workdir=tmp_path, database_url=pg_url)
     print(tallies.table())

@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.support.fake_ollama import POLL
+
 
 class FakeOpenAI:
     def __init__(self, replies: list[dict[str, Any]] | None = None, models: tuple[str, ...] = ("local-model",)) -> None:
@@ -77,7 +79,7 @@ class FakeOpenAI:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, args=(POLL,), daemon=True).start()
         return self
 
     def chunks(self, model: str, reply: dict[str, Any]) -> Iterator[dict[str, Any]]:
