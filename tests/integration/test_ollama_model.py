@@ -129,7 +129,8 @@ async def test_closing_the_model_closes_its_connection_pool() -> None:
     with fake_ollama() as fake:
         model = OllamaModel(fake.url, "qwen3")
         await collect(model, close=False)
-        [idle] = [conn for conns in model._transport.idle.values() for conn in conns]
+        pool = model._transport.inner  # the fast transport, under the bounds
+        [idle] = [conn for conns in pool.idle.values() for conn in conns]
         assert not idle.closed
         await model.aclose()
-        assert idle.closed and not model._transport.idle
+        assert idle.closed and not pool.idle
