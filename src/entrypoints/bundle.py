@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from services.conversations import ConversationService
     from services.runs import RunService
     from services.search import SearchService
+    from services.sessions import SessionService
     from services.supervisor import Supervisor
 
 
@@ -40,3 +41,4 @@ class Services:
     model: Callable[[], ModelPort]
     tools: Callable[[], ToolPort]
     storage: Callable[[], StoragePort]
+    sessions: Callable[[], SessionService]

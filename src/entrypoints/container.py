@@ -58,6 +58,7 @@ from services.handles import RunStores  # noqa: E402 - after the finder above
 from services.hub import RunHub  # noqa: E402 - after the finder above
 from services.runs import RunService  # noqa: E402 - after the finder above
 from services.search import SearchService  # noqa: E402 - after the finder above
+from services.sessions import SessionService  # noqa: E402 - after the finder above
 from services.supervisor import Supervisor  # noqa: E402 - after the finder above
 
 if TYPE_CHECKING:
@@ -71,6 +72,7 @@ if TYPE_CHECKING:
     from adapters.sqlite.saver import ThreadedSqliteSaver
 
     RunStore = SqliteRunStore | PostgresRunStore
+    from ports.sessions import SessionStore
 
 log = logging.getLogger(__name__)
 
@@ -262,6 +264,18 @@ def _conversations(store: RunStore, threads: Callable[[], CheckpointPort], servi
     return ConversationService(store, lazy, is_active, store, branches=lazy, approvals=store)
 
 
+def _sqlite_sessions(store: SqliteRunStore) -> SessionStore:
+    from adapters.sqlite.sessions import SqliteSessionStore
+
+    return SqliteSessionStore(*store.workers())  # the run store's file, writer and reader threads
+
+
+def _pg_sessions(database: PostgresDatabase) -> SessionStore:
+    from adapters.postgres.sessions import PostgresSessionStore
+
+    return PostgresSessionStore(database)
+
+
 class Container(containers.DeclarativeContainer):
     config = providers.Configuration(strict=True)
 
@@ -347,6 +361,13 @@ class Container(containers.DeclarativeContainer):
     )
     search = providers.Singleton(SearchService, search_index)
     allow_rules = providers.Singleton(AllowRules, store)
+    # the page's login sessions: in the run store's database, whichever it is
+    session_store = providers.Selector(
+        config.STORAGE_BACKEND,
+        sqlite=providers.Singleton(_sqlite_sessions, store),
+        postgres=providers.Singleton(_pg_sessions, database),
+    )
+    sessions = providers.Singleton(SessionService, session_store, config.API_TOKEN, config.SESSION_SECONDS)
     # what the edges get instead of this container (built once; each getter lazy)
     services = providers.Singleton(
         Services,
@@ -359,6 +380,7 @@ class Container(containers.DeclarativeContainer):
         model=model.provider,
         tools=tools.provider,
         storage=storage.provider,
+        sessions=sessions.provider,
     )
 
 

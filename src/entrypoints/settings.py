@@ -34,6 +34,7 @@ DEFAULTS: dict[str, Any] = {
     "PORT": 8000,
     "SHUTDOWN_TIMEOUT": 30,
     "API_TOKEN": "",
+    "SESSION_SECONDS": 30 * 24 * 3600,
     "ALLOWED_HOSTS": "",
     "LOG_LEVEL": "INFO",
     "SSE_PING_SECONDS": 15,
@@ -58,6 +59,7 @@ INTS = {
 FLOATS = {
     "CONTEXT_TOOL_SHARE", "SSE_PING_SECONDS", "RUN_LEASE_SECONDS", "RUN_EVENT_RETENTION_SECONDS",
     "DATABASE_BUSY_TIMEOUT", "MCP_START_TIMEOUT", "TOOL_TIMEOUT", "REQUEST_TIMEOUT", "APPROVAL_TIMEOUT",
+    "SESSION_SECONDS",
 }
 
 
@@ -114,6 +116,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
         raise SettingsError(f"TOOL_APPROVAL must be off, unsafe or all, got {settings['TOOL_APPROVAL']!r}")
     if not 0 < settings["TOOL_TIMEOUT"] <= MAX_TOOL_TIMEOUT:
         raise SettingsError(f"TOOL_TIMEOUT must be a number of seconds above 0, at most {MAX_TOOL_TIMEOUT}")
+    if not 60 <= settings["SESSION_SECONDS"] <= MAX_SESSION_SECONDS:
+        raise SettingsError(f"SESSION_SECONDS must be between 60 and {MAX_SESSION_SECONDS} (400 days)")
     if settings["APPROVAL_TIMEOUT"] < 0:
         raise SettingsError("APPROVAL_TIMEOUT must be 0 (off) or a number of seconds")
     url = str(settings["DATABASE_URL"])
@@ -128,6 +132,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
 
 MIN_CONTEXT = 512
 MAX_TOOL_TIMEOUT = 86_400
+MAX_SESSION_SECONDS = 400 * 86_400  # browsers cap a cookie's Max-Age at 400 days
 
 
 def _check_context(settings: dict[str, Any]) -> None:

@@ -21,6 +21,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from adapters.postgres.branch_schema import MIGRATION_BRANCHES
 from adapters.postgres.message_schema import MIGRATION_MESSAGES
+from adapters.postgres.session_schema import MIGRATION_SESSIONS
 from domain.errors import StorageFailure
 
 log = logging.getLogger(__name__)
@@ -159,7 +160,9 @@ CREATE TABLE tool_allow_rules (
 )
 """
 
-MIGRATIONS: tuple[str, ...] = (MIGRATION_1, MIGRATION_BRANCHES, MIGRATION_SEARCH, MIGRATION_APPROVALS, MIGRATION_MESSAGES)
+MIGRATIONS: tuple[str, ...] = (
+    MIGRATION_1, MIGRATION_BRANCHES, MIGRATION_SEARCH, MIGRATION_APPROVALS, MIGRATION_MESSAGES, MIGRATION_SESSIONS,
+)
 
 Setup = Callable[[AsyncConnection[Any]], Awaitable[None]]
 

@@ -67,6 +67,7 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
     async def openapi(request: Request) -> Response:
         return JSONResponse(openapi_document())
 
+    cookie = session.cookie_name(int(settings.PORT()))
     hosts = HostPolicy.from_settings(settings.ALLOWED_HOSTS() or "", settings.HOST() or "")
     app = Starlette(
         routes=[
@@ -78,14 +79,15 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
         ],
         middleware=[
             Middleware(HardeningMiddleware),
-            Middleware(GuardMiddleware, token=settings.API_TOKEN() or "", hosts=hosts),
+            Middleware(GuardMiddleware, token=settings.API_TOKEN() or "", hosts=hosts, sessions=services.sessions,
+                       cookie=cookie),
         ],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,
     )
     app.state.container = container  # for the storage health checks only (see routes.readyz)
     app.state.services = services
-    app.state.api_token = settings.API_TOKEN() or ""
+    app.state.session_cookie = cookie
     app.state.closing = asyncio.Event()
     app.state.ping_seconds = float(settings.SSE_PING_SECONDS())
     app.state.request_timeout = float(settings.REQUEST_TIMEOUT())
