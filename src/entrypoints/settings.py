@@ -116,8 +116,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
         raise SettingsError(f"TOOL_APPROVAL must be off, unsafe or all, got {settings['TOOL_APPROVAL']!r}")
     if not 0 < settings["TOOL_TIMEOUT"] <= MAX_TOOL_TIMEOUT:
         raise SettingsError(f"TOOL_TIMEOUT must be a number of seconds above 0, at most {MAX_TOOL_TIMEOUT}")
-    if not 60 <= settings["SESSION_SECONDS"] <= MAX_SESSION_SECONDS:
-        raise SettingsError(f"SESSION_SECONDS must be between 60 and {MAX_SESSION_SECONDS} (400 days)")
+    if not 1 <= settings["SESSION_SECONDS"] <= MAX_SESSION_SECONDS:
+        raise SettingsError(f"SESSION_SECONDS must be between 1 and {MAX_SESSION_SECONDS} (400 days)")
     if settings["APPROVAL_TIMEOUT"] < 0:
         raise SettingsError("APPROVAL_TIMEOUT must be 0 (off) or a number of seconds")
     url = str(settings["DATABASE_URL"])
