@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import math
 import re
 import secrets
@@ -58,6 +59,20 @@ def open_session(now: datetime, lifetime_seconds: float) -> NewSession:
     stops working at a known time however busy its thief keeps it."""
     session_id = new_session_id()
     return NewSession(session_id, session_key(session_id), now + timedelta(seconds=lifetime_seconds))
+
+
+def attempt_source(host: str) -> str:
+    """What failed logins are counted against: the client's address, or for IPv6 its /64,
+    since one machine is commonly handed a whole /64 and could rotate within it."""
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
 
 
 class FailedAttempts:

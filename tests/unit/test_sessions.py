@@ -10,7 +10,7 @@ import pytest
 from adapters.memory.sessions import InMemorySessionStore
 from domain.errors import TooManyAttempts
 from domain.model import utc_now
-from domain.sessions import FailedAttempts, session_key, well_formed
+from domain.sessions import FailedAttempts, attempt_source, session_key, well_formed
 from services.sessions import SessionService
 
 TOKEN = "unit-t0ken"
@@ -116,6 +116,14 @@ def test_the_failure_table_forgets_the_oldest_addresses_past_its_size() -> None:
     attempts.record("addr-9999", 1.0)
     assert attempts.retry_after("addr-9999", 1.0) == 59
     assert attempts.retry_after("addr-0", 1.0) is None
+
+
+def test_failures_count_against_an_address_or_an_ipv6_slash_64() -> None:
+    assert attempt_source("203.0.113.7") == "203.0.113.7"
+    assert attempt_source("2001:db8:1:2:aaaa::1") == attempt_source("2001:db8:1:2:bbbb::9") == "2001:db8:1:2::/64"
+    assert attempt_source("2001:db8:1:3::1") != attempt_source("2001:db8:1:2::1")
+    assert attempt_source("::ffff:203.0.113.7") == "203.0.113.7"
+    assert attempt_source("testclient") == "testclient"
 
 
 def test_the_key_is_a_hash_of_the_id_not_the_id() -> None:

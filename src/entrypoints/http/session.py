@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from domain.errors import InvalidInput
+from domain.sessions import attempt_source
 from entrypoints.bundle import Services
 from entrypoints.http.errors import error_response
 from entrypoints.http.routes import read_json
@@ -42,7 +43,7 @@ def bearer_credentials(header: str) -> bytes | None:
 
 
 def client_address(request: Request) -> str:
-    return request.client.host if request.client else "unknown"
+    return attempt_source(request.client.host) if request.client else "unknown"
 
 
 def _sessions(request: Request) -> SessionService:
