@@ -70,9 +70,9 @@ if TYPE_CHECKING:
     from adapters.prometheus.metrics import PrometheusMetrics
     from adapters.sqlite.runs import SqliteRunStore
     from adapters.sqlite.saver import ThreadedSqliteSaver
+    from ports.sessions import SessionStore
 
     RunStore = SqliteRunStore | PostgresRunStore
-    from ports.sessions import SessionStore
 
 log = logging.getLogger(__name__)
 
