@@ -33,6 +33,7 @@ class ErrorCode(StrEnum):
     NOTHING_TO_REGENERATE = "NOTHING_TO_REGENERATE"
     BRANCH_NOT_FOUND = "BRANCH_NOT_FOUND"
     SEARCH_BUSY = "SEARCH_BUSY"
+    TOO_MANY_ATTEMPTS = "TOO_MANY_ATTEMPTS"
     UNKNOWN_ERROR = "UNKNOWN_ERROR"
 
 
@@ -234,3 +235,14 @@ class NotSupported(SophosError):
 
     code = ErrorCode.NOT_SUPPORTED
     default_message = "Not supported by the configured backend"
+
+
+class TooManyAttempts(SophosError):
+    """Raised when a client address has failed to give the API token too often lately."""
+
+    code = ErrorCode.TOO_MANY_ATTEMPTS
+    default_message = "Too many failed logins from this address; wait before trying again"
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__()
+        self.retry_after = retry_after  # whole seconds until one more attempt is allowed

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from services.conversations import ConversationService
     from services.runs import RunService
     from services.search import SearchService
+    from services.sessions import SessionService
     from services.supervisor import Supervisor
 
 
@@ -42,3 +43,4 @@ class Services:
     tools: Callable[[], ToolPort]
     storage: Callable[[], StoragePort]
     backend: Callable[[], Backend]  # the storage itself: its health, its run store
+    sessions: Callable[[], SessionService]

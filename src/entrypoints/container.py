@@ -51,6 +51,7 @@ from ports.model import ModelPort  # noqa: E402 - after the finder above
 from ports.processes import ProcessPort  # noqa: E402 - after the finder above
 from ports.prompts import SystemPromptSource  # noqa: E402 - after the finder above
 from ports.search import SearchIndex  # noqa: E402 - after the finder above
+from ports.sessions import SessionStore  # noqa: E402 - after the finder above
 from ports.storage import StoragePort  # noqa: E402 - after the finder above
 from ports.tools import ToolPort  # noqa: E402 - after the finder above
 from services.allow_rules import AllowRules  # noqa: E402 - after the finder above
@@ -60,6 +61,7 @@ from services.handles import RunStores  # noqa: E402 - after the finder above
 from services.hub import RunHub  # noqa: E402 - after the finder above
 from services.runs import RunService  # noqa: E402 - after the finder above
 from services.search import SearchService  # noqa: E402 - after the finder above
+from services.sessions import SessionService  # noqa: E402 - after the finder above
 from services.supervisor import Supervisor  # noqa: E402 - after the finder above
 
 if TYPE_CHECKING:
@@ -233,6 +235,10 @@ def _conversations(store: RunStore, threads: Callable[[], CheckpointPort], servi
     return ConversationService(store, lazy, is_active, store, branches=lazy, approvals=store)
 
 
+def _sessions(backend: StorageBackend) -> SessionStore:
+    return backend.sessions()
+
+
 class Container(containers.DeclarativeContainer):
     # the typed settings (for the edges), and the same values as a Configuration (for providers)
     settings = providers.Dependency(instance_of=Settings)
@@ -312,6 +318,9 @@ class Container(containers.DeclarativeContainer):
     search_index = providers.Singleton(_search_index, backend, threads.provider)
     search = providers.Singleton(SearchService, search_index)
     allow_rules = providers.Singleton(AllowRules, store)
+    # the page's login sessions: in the run store's database, whichever it is
+    session_store = providers.Singleton(_sessions, backend)
+    sessions = providers.Singleton(SessionService, session_store, config.API_TOKEN, config.SESSION_SECONDS)
     # what the edges get instead of this container (built once; each getter lazy)
     services = providers.Singleton(
         Services,
@@ -325,6 +334,7 @@ class Container(containers.DeclarativeContainer):
         tools=tools.provider,
         storage=storage.provider,
         backend=backend.provider,
+        sessions=sessions.provider,
     )
 
 

@@ -41,6 +41,7 @@ class Settings:
     PORT: int = 8000
     SHUTDOWN_TIMEOUT: int = 30
     API_TOKEN: str = ""
+    SESSION_SECONDS: float = 30 * 24 * 3600  # a login's fixed lifetime (seconds)
     ALLOWED_HOSTS: str = ""
     LOG_LEVEL: str = "INFO"
     SSE_PING_SECONDS: float = 15
@@ -127,6 +128,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         raise SettingsError(f"TOOL_APPROVAL must be off, unsafe or all, got {settings['TOOL_APPROVAL']!r}")
     if not 0 < settings["TOOL_TIMEOUT"] <= MAX_TOOL_TIMEOUT:
         raise SettingsError(f"TOOL_TIMEOUT must be a number of seconds above 0, at most {MAX_TOOL_TIMEOUT}")
+    if not 1 <= settings["SESSION_SECONDS"] <= MAX_SESSION_SECONDS:
+        raise SettingsError(f"SESSION_SECONDS must be between 1 and {MAX_SESSION_SECONDS} (400 days)")
     if settings["APPROVAL_TIMEOUT"] < 0:
         raise SettingsError("APPROVAL_TIMEOUT must be 0 (off) or a number of seconds")
     url = str(settings["DATABASE_URL"])
@@ -148,6 +151,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
 
 MIN_CONTEXT = 512
 MAX_TOOL_TIMEOUT = 86_400
+MAX_SESSION_SECONDS = 400 * 86_400  # browsers cap a cookie's Max-Age at 400 days
 
 
 def _check_context(settings: dict[str, Any]) -> None:

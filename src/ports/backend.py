@@ -17,6 +17,7 @@ from ports.journal import ToolJournal
 from ports.runs import RunRepository
 from ports.saver import SaverPort
 from ports.search import SearchIndex
+from ports.sessions import SessionStore
 from ports.signals import RunSignals
 from ports.storage import StoragePort
 
@@ -83,6 +84,10 @@ class Backend(Protocol):
     def search(self, threads: Callable[[], CheckpointPort]) -> SearchIndex:
         """The message search. `threads` reads threads as the engine does, for a backend
         whose index reads them at query time; a backend with its own index ignores it."""
+
+    @abstractmethod
+    def sessions(self) -> SessionStore:
+        """The page's login sessions, in the same database (shared by every process on it)."""
 
     @abstractmethod
     async def health(self, integrity: bool = False) -> Health:

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, expect
@@ -38,8 +40,9 @@ def test_the_page_logs_in_with_the_token_streams_an_answer_and_logs_out(
         page.keyboard.press("Enter")
         expect(login).to_be_hidden()
         expect(page.get_by_test_id("readiness")).to_have_text("Model ready")
+        name = f"sophos_session_{guarded.server.port}"
         assert "sophos_session" not in page.evaluate("document.cookie")  # HttpOnly
-        cookie = next(c for c in page.context.cookies() if c["name"] == "sophos_session")
+        cookie = next(c for c in page.context.cookies() if c["name"] == name)
         assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and TOKEN not in cookie["value"]
 
         page.get_by_test_id("message-input").fill("hello behind a token")
@@ -53,8 +56,34 @@ def test_the_page_logs_in_with_the_token_streams_an_answer_and_logs_out(
         page.get_by_test_id("logout-button").click()
         expect(login).to_be_visible()
         expect(page.get_by_test_id("user-message")).to_have_count(0)
-        assert not [c for c in page.context.cookies() if c["name"] == "sophos_session"]
+        assert not [c for c in page.context.cookies() if c["name"] == name]
+        # the session ended on the server: a copy of the cookie made before log-out is refused
+        copy = {"Cookie": f"{name}={cookie['value']}"}
+        assert guarded.server.get("/api/conversations", headers=copy).status_code == 401
         page.reload()
         expect(login).to_be_visible()
         assert page.request.get(f"{guarded.server.url}/api/conversations").status == 401
         shoot(page, "logged-out")
+
+
+def test_log_out_everywhere_ends_the_other_browsers_sessions_too(browser: Browser, guarded: App) -> None:
+    def logged_in(name: str) -> Any:
+        page = stack.enter_context(open_page(browser, guarded.server.url, name))
+        page.get_by_test_id("token-input").fill(TOKEN)
+        page.keyboard.press("Enter")
+        expect(page.get_by_test_id("login")).to_be_hidden()
+        return page
+
+    with contextlib.ExitStack() as stack:
+        laptop, phone = logged_in("everywhere-laptop"), logged_in("everywhere-phone")
+        everywhere = phone.get_by_test_id("logout-everywhere-button")
+        expect(everywhere).to_be_visible()
+        expect(everywhere).to_have_attribute("aria-label", "Log out everywhere")
+        shoot(phone, "logout-everywhere")
+        everywhere.click()
+        expect(phone.get_by_test_id("login")).to_be_visible()
+        expect(phone.locator("#login-error")).to_have_text("Every browser was logged out.")
+        # the other browser still holds its cookie, but the server ended its session
+        assert laptop.request.get(f"{guarded.server.url}/api/conversations").status == 401
+        laptop.reload()
+        expect(laptop.get_by_test_id("login")).to_be_visible()

@@ -10,6 +10,7 @@ from starlette.testclient import TestClient
 from tests.integration.test_http_contract import error_of, events, start
 
 TOKEN = "s3cret-token"
+COOKIE = "sophos_session_8000"  # PORT's default: the name carries the port
 
 
 def set_cookie_attributes(response: Any) -> set[str]:
@@ -23,14 +24,14 @@ def test_the_page_logs_in_once_and_its_cookie_authenticates_reads_writes_and_the
     assert error_of(client.get("/api/conversations"))[:2] == (401, "UNAUTHORIZED")
     assert error_of(client.post("/api/session", json={"token": "wrong"}))[:2] == (401, "UNAUTHORIZED")
     assert error_of(client.post("/api/session", json={}))[:2] == (400, "BAD_REQUEST")
-    assert "sophos_session" not in client.cookies
+    assert COOKIE not in client.cookies
 
     login = client.post("/api/session", json={"token": TOKEN}, headers={"Origin": "http://testserver"})
     assert login.status_code == 200 and login.json() == {"required": True, "authenticated": True}
     assert {"httponly", "samesite", "path", "max-age"} <= set_cookie_attributes(login)
     assert "samesite=strict" in login.headers["set-cookie"].lower()
     assert "secure" not in set_cookie_attributes(login)  # served over http
-    value = client.cookies["sophos_session"]
+    value = client.cookies[COOKIE]
     assert TOKEN not in value  # the cookie is not the token: it cannot be used as a bearer
 
     assert client.get("/api/session").json() == {"required": True, "authenticated": True}
@@ -41,7 +42,7 @@ def test_the_page_logs_in_once_and_its_cookie_authenticates_reads_writes_and_the
     assert make_client(API_TOKEN=TOKEN).get("/api/conversations", headers=bearer_of_cookie).status_code == 401
 
     assert client.delete("/api/session").status_code == 204
-    assert "sophos_session" not in client.cookies
+    assert COOKIE not in client.cookies
     assert error_of(client.get(f"/api/conversations/{cid}"))[:2] == (401, "UNAUTHORIZED")
 
 
@@ -51,9 +52,9 @@ def test_the_cookie_is_secure_over_https_and_a_forged_one_is_refused(make_client
     login = client.post("/api/session", json={"token": TOKEN})
     assert "secure" in set_cookie_attributes(login)
     forged = make_client(API_TOKEN=TOKEN)
-    forged.cookies.set("sophos_session", TOKEN)
+    forged.cookies.set(COOKIE, TOKEN)
     assert forged.get("/api/conversations").status_code == 401
-    raw = {"Cookie": b"sophos_session=" + "é".encode() * 32}
+    raw = {"Cookie": f"{COOKIE}=".encode() + "é".encode() * 32}
     assert make_client(API_TOKEN=TOKEN).get("/api/conversations", headers=raw).status_code == 401
 
 

@@ -9,6 +9,7 @@ from adapters.memory.maintenance import InMemoryMaintenance
 from adapters.memory.runs import InMemoryRunStore
 from adapters.memory.saver import InMemoryThreadSaver
 from adapters.memory.search import InMemorySearchIndex
+from adapters.memory.sessions import InMemorySessionStore
 from ports.backend import Backend, Health
 from ports.checkpoints import CheckpointPort
 
@@ -22,6 +23,7 @@ class MemoryBackend(Backend):
         self._runs = runs or InMemoryRunStore()
         self._saver = saver or InMemoryThreadSaver()
         self._search: InMemorySearchIndex | None = None
+        self._sessions = InMemorySessionStore()
 
     def runs(self) -> InMemoryRunStore:
         return self._runs
@@ -36,6 +38,9 @@ class MemoryBackend(Backend):
         if self._search is None:
             self._search = InMemorySearchIndex(self._runs, threads())
         return self._search
+
+    def sessions(self) -> InMemorySessionStore:
+        return self._sessions
 
     async def health(self, integrity: bool = False) -> Health:
         return Health(WHERE, reachable=True, writable=True)

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from adapters.postgres.runs import PostgresRunStore
     from adapters.postgres.saver import FencedPostgresSaver
     from adapters.postgres.search import PostgresSearchIndex
+    from adapters.postgres.sessions import PostgresSessionStore
 
 FIX = "check that the PostgreSQL server is up and DATABASE_URL is right"
 
@@ -79,6 +80,11 @@ class PostgresBackend(Backend):
 
             self._maintenance = PostgresMaintenance(self.url)
         return self._maintenance
+
+    def sessions(self) -> PostgresSessionStore:
+        from adapters.postgres.sessions import PostgresSessionStore
+
+        return PostgresSessionStore(self.database())
 
     def search(self, threads: Callable[[], CheckpointPort]) -> PostgresSearchIndex:
         if self._search is None:

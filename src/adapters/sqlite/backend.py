@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from adapters.sqlite.runs import SqliteRunStore
     from adapters.sqlite.saver import ThreadedSqliteSaver
     from adapters.sqlite.search import SqliteSearchIndex
+    from adapters.sqlite.sessions import SqliteSessionStore
 
 OPEN_FIX = "point DATABASE_PATH (or --db) at a writable place"
 FULL_FIX = "free space on the disk that holds DATABASE_PATH"
@@ -78,6 +79,11 @@ class SqliteBackend(Backend):
 
             self._maintenance = SqliteMaintenance(self.path)
         return self._maintenance
+
+    def sessions(self) -> SqliteSessionStore:
+        from adapters.sqlite.sessions import SqliteSessionStore
+
+        return SqliteSessionStore(*self.runs().workers())  # the run store's writer and reader threads
 
     def search(self, threads: Callable[[], CheckpointPort]) -> SqliteSearchIndex:
         if self._search is None:

@@ -71,6 +71,10 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
 
+    def workers(self) -> tuple[Worker, Worker]:
+        """The writer and the reader, for a store that keeps its tables in this file (sessions)."""
+        return self._writer, self._reader
+
     def _check_file(self) -> None:
         if self.file is not None:
             self.file.check()

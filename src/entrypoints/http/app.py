@@ -68,6 +68,7 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
     async def openapi(request: Request) -> Response:
         return JSONResponse(openapi_document())
 
+    cookie = session.cookie_name(settings.PORT)
     hosts = HostPolicy.from_settings(settings.ALLOWED_HOSTS, settings.HOST)
     app = Starlette(
         routes=[
@@ -79,13 +80,14 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
         ],
         middleware=[
             Middleware(HardeningMiddleware),
-            Middleware(GuardMiddleware, token=settings.API_TOKEN, hosts=hosts),
+            Middleware(GuardMiddleware, token=settings.API_TOKEN, hosts=hosts, sessions=services.sessions,
+                       cookie=cookie),
         ],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,
     )
     app.state.services = services
-    app.state.api_token = settings.API_TOKEN
+    app.state.session_cookie = cookie
     app.state.closing = asyncio.Event()
     app.state.ping_seconds = settings.SSE_PING_SECONDS
     app.state.request_timeout = settings.REQUEST_TIMEOUT

@@ -8,7 +8,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from domain.errors import ErrorCode, SophosError
+from domain.errors import ErrorCode, SophosError, TooManyAttempts
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +26,7 @@ STATUS: dict[ErrorCode, int] = {
     ErrorCode.SHUTTING_DOWN: 503,
     ErrorCode.STORAGE_FAILURE: 503,
     ErrorCode.SEARCH_BUSY: 503,
+    ErrorCode.TOO_MANY_ATTEMPTS: 429,
     ErrorCode.NOT_SUPPORTED: 501,
     ErrorCode.MODEL_UNAVAILABLE: 503,
     ErrorCode.MODEL_UNREACHABLE: 503,
@@ -57,9 +58,14 @@ class RouteFailure(Exception):
         self.message = message
 
 
+def domain_error_response(exc: SophosError) -> JSONResponse:
+    headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, TooManyAttempts) else None
+    return error_response(STATUS.get(exc.code, 500), exc.code.value, exc.message, headers)
+
+
 async def on_domain_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, SophosError)
-    return error_response(STATUS.get(exc.code, 500), exc.code.value, exc.message)
+    return domain_error_response(exc)
 
 
 async def on_route_failure(request: Request, exc: Exception) -> Response:

@@ -12,15 +12,17 @@ from __future__ import annotations
 import ipaddress
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from entrypoints.http.errors import error_response
+from domain.errors import SophosError
+from entrypoints.http.errors import domain_error_response, error_response
 from entrypoints.http.session import authenticated
+from services.sessions import SessionService
 
 log = logging.getLogger(__name__)
 
@@ -122,25 +124,29 @@ def needs_token(path: str) -> bool:
 
 class GuardMiddleware:
     """Every route: only known hosts. /api (but healthz and the login) and /metrics: the
-    bearer token or the page's session cookie when API_TOKEN is set. Writes: no cross-origin
-    requests."""
+    bearer token or the page's session cookie (named `cookie`) when API_TOKEN is set.
+    Writes: no cross-origin requests."""
 
-    def __init__(self, app: ASGIApp, token: str, hosts: HostPolicy) -> None:
+    def __init__(
+        self, app: ASGIApp, token: str, hosts: HostPolicy, sessions: Callable[[], SessionService], cookie: str
+    ) -> None:
         self.app = app
         self.token = token
         self.hosts = hosts
+        self.sessions = sessions
+        self.cookie = cookie
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        refusal = self._refusal(Request(scope))
+        refusal = await self._refusal(Request(scope))
         if refusal is not None:
             await refusal(scope, receive, send)
             return
         await self.app(scope, receive, send)
 
-    def _refusal(self, request: Request) -> Response | None:
+    async def _refusal(self, request: Request) -> Response | None:
         given = request.headers.getlist("host")
         authority = parse_authority(given[0]) if len(given) == 1 else None
         if authority is None or not self.hosts.allows(authority.host):
@@ -152,7 +158,11 @@ class GuardMiddleware:
                 "add it to ALLOWED_HOSTS to serve it",
             )
         if self.token and needs_token(request.url.path):
-            if not authenticated(request, self.token):
+            try:
+                allowed = await authenticated(request, self.sessions(), self.cookie)
+            except SophosError as e:  # too many failed logins; the session store failing
+                return domain_error_response(e)
+            if not allowed:
                 return error_response(
                     401,
                     "UNAUTHORIZED",

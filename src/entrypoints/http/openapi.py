@@ -173,14 +173,21 @@ def openapi_document() -> dict[str, Any]:
                         "required": {"type": "boolean"}, "authenticated": {"type": "boolean"}}}),
                 },
                 "post": {
-                    "summary": "Log the page in: the API token for an HttpOnly, SameSite=Strict session cookie",
+                    "summary": "Log the page in: the API token for an HttpOnly, SameSite=Strict session cookie "
+                               "(sophos_session_<port>) naming a session that ends SESSION_SECONDS later; 429 "
+                               "TOO_MANY_ATTEMPTS (with Retry-After) after 10 wrong tokens from one address in a minute",
                     "requestBody": {"required": True, **_json({
                         "type": "object", "additionalProperties": False, "required": ["token"],
                         "properties": {"token": {"type": "string"}},
                     })},
-                    "responses": _responses(200, {"type": "object"}, 400, 401, 403, 413),
+                    "responses": _responses(200, {"type": "object"}, 400, 401, 403, 413, 429),
                 },
-                "delete": {"summary": "Log out: clear the session cookie", "responses": _responses(204, None, 403)},
+                "delete": {"summary": "Log out: end this browser's session on the server and clear its cookie",
+                           "responses": _responses(204, None, 403)},
+            },
+            "/api/session/all": {
+                "delete": {"summary": "Log out everywhere: end every login session (every browser must log in again)",
+                           "responses": _responses(204, None, 401, 403, 429)},
             },
             "/api/healthz": {"get": {"summary": "Liveness", "responses": _responses(200, {"type": "object"})}},
             "/api/readyz": {"get": {"summary": "Model and tool readiness", "responses": _responses(200, {"type": "object"}, 503)}},

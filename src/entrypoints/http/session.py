@@ -1,38 +1,34 @@
 """Browser login: the API token, entered once in the page, exchanged for a session cookie.
 
 An EventSource cannot send an `Authorization` header, so the page authenticates with a
-cookie instead. The cookie holds an HMAC of the token, never the token itself: it cannot be
-replayed as a bearer token, and changing API_TOKEN ends every session. It is HttpOnly (page
-scripts cannot read it), SameSite=Strict (no other site's page makes the browser send it),
-and Secure when the page was served over https. Writes keep the guard's Origin check, so
-the cookie opens no cross-site request forgery.
+cookie instead. The cookie holds a random session id, stored server-side as a hash with a
+fixed end (SESSION_SECONDS): log-out deletes it, so a copied cookie stops working too, and
+"log out everywhere" deletes them all. Its name carries the server's port: browsers send
+cookies to every port of a host, and another server on 127.0.0.1 must not receive ours. It
+is HttpOnly (page scripts cannot read it), SameSite=Strict (no other site's page makes the
+browser send it), and Secure when the page was served over https. Writes keep the guard's
+Origin check, so the cookie opens no cross-site request forgery.
 """
 
 from __future__ import annotations
-
-import hashlib
-import hmac
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from domain.errors import InvalidInput
+from domain.sessions import attempt_source
+from entrypoints.bundle import Services
 from entrypoints.http.errors import error_response
 from entrypoints.http.routes import read_json
+from services.sessions import SessionService, token_bytes
 
-COOKIE = "sophos_session"
-COOKIE_MAX_AGE = 30 * 24 * 3600  # seconds: the token is entered once a month per browser
 PATH = "/api/session"
+EVERYWHERE_PATH = "/api/session/all"
 
 
-def token_bytes(token: str) -> bytes:
-    """The configured token as bytes (an environment value may carry undecodable bytes)."""
-    return token.encode("utf-8", "surrogateescape")
-
-
-def session_value(token: str) -> str:
-    return hmac.new(token_bytes(token), b"sophos browser session v1", hashlib.sha256).hexdigest()
+def cookie_name(port: int) -> str:
+    return f"sophos_session_{port}"
 
 
 def bearer_credentials(header: str) -> bytes | None:
@@ -46,24 +42,35 @@ def bearer_credentials(header: str) -> bytes | None:
     return credentials.strip().encode("latin-1", "replace")
 
 
-def authenticated(request: Request, token: str) -> bool:
-    """Whether the request carries the token (bearer) or a valid session cookie."""
-    expected = token_bytes(token)
+def client_address(request: Request) -> str:
+    return attempt_source(request.client.host) if request.client else "unknown"
+
+
+def _sessions(request: Request) -> SessionService:
+    services: Services = request.app.state.services
+    return services.sessions()
+
+
+def _cookie(request: Request) -> str:
+    return str(request.app.state.session_cookie)
+
+
+async def authenticated(request: Request, sessions: SessionService, cookie: str) -> bool:
+    """Whether the request carries the token as a bearer (which then decides alone: a wrong
+    one counts as a failed login) or a live session cookie. TooManyAttempts when a bearer
+    comes from an address that failed too often lately."""
     given = bearer_credentials(request.headers.get("authorization", ""))
-    if given is not None and hmac.compare_digest(given, expected):
-        return True
-    cookie = request.cookies.get(COOKIE, "")
-    return hmac.compare_digest(cookie.encode("latin-1", "replace"), session_value(token).encode())
-
-
-def _token(request: Request) -> str:
-    return str(request.app.state.api_token)
+    if given is not None:
+        return sessions.bearer(given, client_address(request))
+    return await sessions.valid(request.cookies.get(cookie, ""))
 
 
 async def get_session(request: Request) -> Response:
     """Whether a login is needed and whether this browser has one."""
-    token = _token(request)
-    return JSONResponse({"required": bool(token), "authenticated": not token or authenticated(request, token)})
+    sessions = _sessions(request)
+    if not sessions.required:
+        return JSONResponse({"required": False, "authenticated": True})
+    return JSONResponse({"required": True, "authenticated": await authenticated(request, sessions, _cookie(request))})
 
 
 async def login(request: Request) -> Response:
@@ -71,16 +78,17 @@ async def login(request: Request) -> Response:
     given = body.get("token")
     if not isinstance(given, str) or not given:
         raise InvalidInput("token is required")
-    token = _token(request)
-    if not token:
+    sessions = _sessions(request)
+    if not sessions.required:
         return JSONResponse({"required": False, "authenticated": True})
-    if not hmac.compare_digest(token_bytes(given), token_bytes(token)):
+    session_id = await sessions.login(token_bytes(given), client_address(request))
+    if session_id is None:
         return error_response(401, "UNAUTHORIZED", "That token is not the server's API_TOKEN")
     response = JSONResponse({"required": True, "authenticated": True})
     response.set_cookie(
-        COOKIE,
-        session_value(token),
-        max_age=COOKIE_MAX_AGE,
+        _cookie(request),
+        session_id,
+        max_age=int(sessions.lifetime_seconds),
         path="/",
         httponly=True,
         samesite="strict",
@@ -89,14 +97,28 @@ async def login(request: Request) -> Response:
     return response
 
 
-async def logout(request: Request) -> Response:
+def _logged_out(request: Request) -> Response:
     response = Response(status_code=204)
-    response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict", secure=request.url.scheme == "https")
+    response.delete_cookie(_cookie(request), path="/", httponly=True, samesite="strict",
+                           secure=request.url.scheme == "https")
     return response
+
+
+async def logout(request: Request) -> Response:
+    """Ends this browser's session on the server, not only its cookie."""
+    await _sessions(request).logout(request.cookies.get(_cookie(request), ""))
+    return _logged_out(request)
+
+
+async def logout_everywhere(request: Request) -> Response:
+    """Ends every session (the guard lets only an authenticated request this far)."""
+    await _sessions(request).logout_everywhere()
+    return _logged_out(request)
 
 
 ROUTES = [
     Route(PATH, get_session, methods=["GET"]),
     Route(PATH, login, methods=["POST"]),
     Route(PATH, logout, methods=["DELETE"]),
+    Route(EVERYWHERE_PATH, logout_everywhere, methods=["DELETE"]),
 ]

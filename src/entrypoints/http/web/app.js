@@ -27,6 +27,7 @@ function renderHeader() {
   $("responding").hidden = !state.streaming;
   $("connection").hidden = !state.offline;
   $("logout").hidden = !state.auth.required;
+  $("logout-everywhere").hidden = !state.auth.required;
   for (const [id, suffix] of [["export-md", ""], ["export-jsonl", "?format=jsonl"]]) {
     $(id).hidden = !state.current;
     if (state.current) $(id).href = `/api/conversations/${state.current}/export${suffix}`;
@@ -323,9 +324,9 @@ async function login(event) {
   } catch (e) { showLogin(e instanceof ApiError ? e.message : String(e)); }
 }
 
-async function logout() {
-  try { await session.logout(); } catch (e) { fail(e); return; }
-  showLogin();
+async function logout(everywhere = false) {
+  try { await (everywhere ? session.logoutEverywhere() : session.logout()); } catch (e) { fail(e); return; }
+  showLogin(everywhere ? "Every browser was logged out." : "");
 }
 
 async function boot() {
@@ -345,6 +346,7 @@ $("menu").append(icon("menu"));
 $("trace-toggle").append(icon("trace"));
 $("trace-close").append(icon("close"));
 $("logout").append(icon("logout"));
+$("logout-everywhere").append(icon("logoutAll"));
 $("composer").addEventListener("submit", (e) => { e.preventDefault(); const text = $("input").value.trim(); if (text && !state.streaming) send(text); });
 $("input").addEventListener("keydown", (e) => { if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); $("composer").requestSubmit(); } });
 $("input").addEventListener("input", renderComposer);
@@ -367,7 +369,8 @@ $("scrim").addEventListener("click", () => { state.sidebarOpen = false; renderHe
 const toggleTrace = (open) => { state.traceOpen = open; localStorage.setItem("sophos.trace", open ? "1" : ""); renderTrace(); };
 $("trace-toggle").addEventListener("click", () => toggleTrace(!state.traceOpen));
 $("trace-close").addEventListener("click", () => { toggleTrace(false); $("trace-toggle").focus(); });
-$("logout").addEventListener("click", logout);
+$("logout").addEventListener("click", () => logout());
+$("logout-everywhere").addEventListener("click", () => logout(true));
 $("login-form").addEventListener("submit", login);
 document.addEventListener("keydown", (e) => {
   if (e.key !== "Escape") return;

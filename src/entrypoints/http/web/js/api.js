@@ -30,6 +30,7 @@ export const session = {
   get: () => api("/api/session"),
   login: (token) => api("/api/session", { method: "POST", body: { token } }),
   logout: () => api("/api/session", { method: "DELETE" }),
+  logoutEverywhere: () => api("/api/session/all", { method: "DELETE" }),
 };
 
 // true once the server answers again
