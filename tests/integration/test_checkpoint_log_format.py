@@ -12,9 +12,11 @@ import psycopg
 
 from adapters.postgres.database import MIGRATIONS as PG_MIGRATIONS
 from adapters.postgres.database import PostgresDatabase, connection_options
+from adapters.postgres.log_schema import migrate_log_format
 from adapters.postgres.saver import FencedPostgresSaver
 from adapters.sqlite.database import MIGRATIONS as SQLITE_MIGRATIONS
 from adapters.sqlite.database import connect, migrate
+from adapters.sqlite.log_schema import MIGRATION_LOG_FORMAT
 from adapters.sqlite.saver import ThreadedSqliteSaver
 from adapters.storage import message_log
 from domain.export import checkpoint_jsonl
@@ -87,7 +89,7 @@ async def test_an_old_sqlite_log_migrates_and_exports_unchanged(tmp_path: Path) 
     conn = connect(path)
     migrate(conn)
     conn.executemany(INSERT.format(", ".join("?" * 11)), old_rows(thread_id))
-    conn.execute(f"PRAGMA user_version = {len(SQLITE_MIGRATIONS) - 1}")  # before the log's format
+    conn.execute(f"PRAGMA user_version = {SQLITE_MIGRATIONS.index(MIGRATION_LOG_FORMAT)}")  # before the log's format
     conn.commit()
     conn.close()
 
@@ -108,7 +110,7 @@ async def test_an_old_postgres_log_migrates_and_exports_unchanged(pg_url: str) -
     thread_id = new_id()
     with psycopg.connect(pg_url, **connection_options()) as conn:
         conn.cursor().executemany(INSERT.format(", ".join(["%s"] * 11)), old_rows(thread_id))
-        conn.execute("DELETE FROM sophos_migrations WHERE v = %s", (len(PG_MIGRATIONS),))
+        conn.execute("DELETE FROM sophos_migrations WHERE v > %s", (PG_MIGRATIONS.index(migrate_log_format),))
 
     db = PostgresDatabase(pg_url)
     saver = FencedPostgresSaver(db)

@@ -2,7 +2,7 @@
 id, never the id; `fingerprint` names the API token the session was made under."""
 
 MIGRATION_SESSIONS = """
-CREATE TABLE login_sessions (
+CREATE TABLE IF NOT EXISTS login_sessions (
     key TEXT PRIMARY KEY,
     fingerprint TEXT NOT NULL,
     created_at TIMESTAMPTZ NOT NULL,
