@@ -15,6 +15,7 @@ import time
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import replace
 from datetime import datetime
+from functools import partial
 
 from domain import lifecycle
 from domain.approvals import ApprovalRequest
@@ -146,7 +147,7 @@ class RunService:
             await self.runs.start_run(run, now, flushed_by_input=needs_input)
         finally:
             self.starting.discard(run.id)
-        active = ActiveRun(run.id, cid, base, needs_input=needs_input)
+        active = ActiveRun(run.id, cid, base, needs_input=needs_input, history=partial(self.stores.events.read, run.id))
         self.hub.add(active)
         self.metrics.run_started(trigger.value)
         log.info("run started (%s)", trigger.value, extra=active.context)
