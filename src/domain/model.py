@@ -206,6 +206,7 @@ class AssistantMessage:
     id: str | None = None
     reasoning: str | None = None
     context: ContextView | None = None  # set on replies the agent stored
+    cut: bool = False  # the answer reached MODEL_MAX_TOKENS and was stopped there
     role: Literal["assistant"] = "assistant"
 
 
@@ -238,6 +239,8 @@ def message_to_dto(message: Message) -> dict[str, Any]:
     dto: dict[str, Any] = {"id": message.id, "role": message.role, "content": message.content}
     if isinstance(message, AssistantMessage) and message.tool_calls:
         dto["toolCalls"] = [{"id": c.id, "name": c.name, "args": c.args} for c in message.tool_calls]
+    if isinstance(message, AssistantMessage) and message.cut:
+        dto["cut"] = True
     if isinstance(message, ToolResult):
         dto.update(name=message.name, toolCallId=message.tool_call_id, status=message.status)
     if isinstance(message, SummaryMessage):
@@ -251,7 +254,7 @@ def message_from_dto(dto: dict[str, Any]) -> Message:
         return UserMessage(dto["content"], id=dto.get("id"))
     if dto["role"] == "assistant":
         calls = tuple(ToolCall(c.get("id") or "", c["name"], c.get("args") or {}) for c in dto.get("toolCalls", []))
-        return AssistantMessage(dto["content"], calls, id=dto.get("id"))
+        return AssistantMessage(dto["content"], calls, id=dto.get("id"), cut=bool(dto.get("cut")))
     if dto["role"] == "summary":
         return SummaryMessage(dto["content"], int(dto.get("covers") or 0), id=dto.get("id"))
     return ToolResult(dto["content"], dto.get("toolCallId") or "", dto.get("name") or "?", dto.get("status") or "success", id=dto.get("id"))

@@ -26,6 +26,7 @@ DEFAULTS: dict[str, Any] = {
     "MODEL_TRANSPORT": "auto",
     "MODEL_CONTEXT": 8192,
     "MODEL_RESERVE": 1024,
+    "MODEL_MAX_TOKENS": 8192,
     "CONTEXT_SUMMARY": "false",
     "CONTEXT_TOOL_SHARE": 0.25,
     "AGENT_RECURSION_LIMIT": 25,
@@ -52,7 +53,7 @@ DEFAULTS: dict[str, Any] = {
 }
 
 INTS = {
-    "DATABASE_POOL_SIZE", "CHECKPOINT_KEEP", "MODEL_TIMEOUT", "MODEL_CONTEXT", "MODEL_RESERVE",
+    "DATABASE_POOL_SIZE", "CHECKPOINT_KEEP", "MODEL_TIMEOUT", "MODEL_CONTEXT", "MODEL_RESERVE", "MODEL_MAX_TOKENS",
     "AGENT_RECURSION_LIMIT", "PORT", "SHUTDOWN_TIMEOUT", "MAX_CONNECTIONS",
 }
 FLOATS = {
@@ -96,6 +97,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
             settings[key] = float(settings[key])
         except (TypeError, ValueError):
             raise SettingsError(f"{key} must be a number, got {settings[key]!r}") from None
+    if not 1 <= settings["MODEL_MAX_TOKENS"] <= MAX_ANSWER_TOKENS:
+        raise SettingsError(f"MODEL_MAX_TOKENS must be between 1 and {MAX_ANSWER_TOKENS} tokens, got {settings['MODEL_MAX_TOKENS']}")
     if settings["AGENT_RECURSION_LIMIT"] <= 0:
         settings["AGENT_RECURSION_LIMIT"] = 25  # the reference's rule: invalid means default
     _check_context(settings)
@@ -127,6 +130,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
 
 
 MIN_CONTEXT = 512
+MAX_ANSWER_TOKENS = 1 << 20  # past any model's window: a bound, not a tuning knob
 MAX_TOOL_TIMEOUT = 86_400
 
 

@@ -29,6 +29,7 @@ from domain.approvals import Rejected, Wait, edited_note
 from domain.context import ContextPolicy, PromptPlan, estimate_text
 from domain.errors import RunLost, StorageFailure, ToolOutcomeUnknown
 from domain.events import (
+    AnswerCut,
     ApprovalRequested,
     ContextPlanned,
     ContextSummarized,
@@ -156,6 +157,10 @@ class AgentNodes:
         if reply is None:
             raise RuntimeError("the model ended its stream without a reply")
         self._check_evaluation(config, step, plan, usage)
+        if reply.cut:
+            # stored as the step's reply (it has no tool calls: the graph ends after it);
+            # the run service turns the event into the run's ANSWER_TOO_LONG
+            write(AnswerCut(step))
         reply = replace(reply, tool_calls=own_call_ids(reply.tool_calls, new_call_id))
         for call in reply.tool_calls:
             write(ToolCallRequested(step, call))
