@@ -246,9 +246,11 @@ def main() -> None:
     parser.add_argument("--text", default="Done.", help="the answer to every request")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each reply")
     parser.add_argument("--nodelay", action="store_true", help="TCP_NODELAY on accepted sockets")
+    parser.add_argument("--loop", help="answer this token over and over (a model in a repetition loop)")
+    parser.add_argument("--count", type=int, default=None, help="with --loop: how many times (default: for ever)")
     args = parser.parse_args()
     fake = FakeOllama(nodelay=args.nodelay, port=args.port)
-    fake.default = {"text": args.text}
+    fake.default = {"loop": args.loop, "count": args.count} if args.loop else {"text": args.text}
     fake.latency = args.latency
     fake.record = False
     fake.start()

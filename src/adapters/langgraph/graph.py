@@ -92,6 +92,7 @@ async def route_after_agent(state: AgentState) -> Sequence[Send] | str:
     return END
 
 
+YIELD_EVERY = 32  # tokens streamed between two turns given to the rest of the loop
 RUN_KEY = "sophos_run_id"  # in `configurable`, hence in every checkpoint's metadata
 # LangGraph's NULL_TASK_ID (private in langgraph, and a stored format: every saver's writes
 # table holds it): writes no task made, applied to the checkpoint they are saved on when a
@@ -146,10 +147,17 @@ class AgentNodes:
         reply: AssistantMessage | None = None
         usage: Usage | None = None
         name = self.model.name
+        chunks = 0
         with _timed(lambda outcome, seconds: self.metrics.model_call(name, outcome, seconds)):
             async for out in self.model.stream(plan.system, plan.messages, specs):
                 if isinstance(out, TextChunk):
                     write(TokenDelta(step, out.text))
+                    chunks += 1
+                    if chunks % YIELD_EVERY == 0:
+                        # a fast server's tokens are all ready: reading them never suspends,
+                        # and the loop's other work (the event flusher, SSE writers, lease
+                        # renewals) would wait for the whole answer
+                        await asyncio.sleep(0)
                 elif isinstance(out, Usage):
                     usage = out
                 else:
