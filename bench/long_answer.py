@@ -3,8 +3,9 @@
 the server's peak RSS growth over the run (its VmHWM, sampled, against its RSS before the
 message) and the run_events rows left in the SQLite file.
 
-Cases: MODEL_MAX_TOKENS at its default, and set past the answer (so the answer is streamed
-whole: what the replay buffer bound and the packed event rows do on their own).
+Cases: MODEL_MAX_TOKENS at its default, and at its maximum (131,072: with `--tokens 131072`
+the answer is streamed whole, which shows what the replay buffer bound and the packed event
+rows do on their own against the same answer on an older tree).
 `--src` runs another checkout's `src` (e.g. `git archive <commit> src | tar -x -C /tmp/old`)
 to measure before and after; a tree without the setting streams the whole answer anyway.
 
@@ -26,6 +27,8 @@ from pathlib import Path
 import httpx
 from tests.support.app import app_env
 from tests.support.server import free_port
+
+from entrypoints.settings import MAX_ANSWER_TOKENS
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVE = "import sys; from entrypoints.cli import main; sys.argv = ['sophos', 'serve']; main()"
@@ -111,10 +114,10 @@ def main() -> None:
     parser.add_argument("--src", default=str(ROOT / "src"))
     parser.add_argument("--tokens", type=int, default=300_000)
     parser.add_argument("--max-tokens", type=int, action="append",
-                        help="MODEL_MAX_TOKENS values to measure (default: the default, and past the answer)")
+                        help="MODEL_MAX_TOKENS values to measure (default: the default, and the maximum)")
     parser.add_argument("--limit", type=float, default=900, help="seconds a case may stream")
     args = parser.parse_args()
-    cases: list[int | None] = list(args.max_tokens or [None, args.tokens + 1])
+    cases: list[int | None] = list(args.max_tokens or [None, MAX_ANSWER_TOKENS])
     print(f"src={args.src} answer of {args.tokens:,} tokens")
     print("MODEL_MAX_TOKENS\ttokens streamed\toutcome\tpeak RSS growth (MiB)\trun_events rows\tseconds")
     for max_tokens in cases:

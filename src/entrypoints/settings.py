@@ -130,7 +130,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
 
 
 MIN_CONTEXT = 512
-MAX_ANSWER_TOKENS = 1 << 20  # past any model's window: a bound, not a tuning knob
+# the widest window local models serve; LangChain holds every streamed chunk of an answer
+# until it ends (~2.3 KiB a token), so this also bounds what one answer can cost (~300 MiB)
+MAX_ANSWER_TOKENS = 131_072
 MAX_TOOL_TIMEOUT = 86_400
 
 

@@ -120,7 +120,7 @@ def test_a_cut_answer_is_kept_in_the_thread_and_the_run_ends_answer_too_long(mak
     assert "cut" not in client.get(f"/api/conversations/{cid}").json()["messages"][-1]
 
 
-@pytest.mark.parametrize("value", ["0", "-5", "many", str((1 << 20) + 1)])
+@pytest.mark.parametrize("value", ["0", "-5", "many", "131073"])
 def test_a_max_tokens_setting_that_cannot_work_is_a_clear_error(value: str, tmp_path: Path) -> None:
     with pytest.raises(SettingsError, match="MODEL_MAX_TOKENS must be"):
         load_settings({"CONFIG_DIR": str(tmp_path), "MODEL_MAX_TOKENS": value})
