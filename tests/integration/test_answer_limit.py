@@ -5,10 +5,12 @@ and the run ends with ANSWER_TOO_LONG."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from starlette.testclient import TestClient
 
@@ -17,9 +19,10 @@ from adapters.openai.model import OpenAIModel
 from domain.model import AssistantMessage, UserMessage
 from entrypoints.settings import SettingsError, load_settings
 from ports.model import ModelPort, TextChunk
+from tests.support.app import app_env
 from tests.support.fake_ollama import FakeOllama, fake_ollama
 from tests.support.fake_openai import fake_openai
-from tests.support.server import sse_events
+from tests.support.server import LiveServer, sse_events
 
 
 async def answer(model: ModelPort) -> list[Any]:
@@ -128,3 +131,34 @@ def test_a_max_tokens_setting_that_cannot_work_is_a_clear_error(value: str, tmp_
 
 def test_the_default_limit_leaves_room_for_a_thinking_model(tmp_path: Path) -> None:
     assert load_settings({"CONFIG_DIR": str(tmp_path)})["MODEL_MAX_TOKENS"] == 8192
+
+
+def test_through_real_servers_an_endless_answer_stops_in_few_rows_and_another_process_replays_it_exactly(
+    tmp_path: Path,
+) -> None:
+    with fake_ollama([{"loop": "again ", "count": None}]) as fake:
+        env = app_env(tmp_path, fake.url, TOOLS_BACKEND="none", MODEL_MAX_TOKENS="3000")
+        owner, other = LiveServer(env, tmp_path), LiveServer(env, tmp_path)
+        try:
+            owner.start()
+            other.start()
+            got: list[tuple[str | None, str, Any]] = []
+            with httpx.stream("POST", f"{owner.url}/api/chat", json={"message": "go"},
+                              headers={"Accept": "text/event-stream"}, timeout=30) as response:
+                run = response.headers["X-Run-Id"].replace("-", "")[:8]
+                for event in sse_events(response):
+                    got.append(event)
+                    assert len(got) < 10_000, "the answer was not stopped"
+            assert got[-1][1] == "chat-error" and got[-1][2]["code"] == "ANSWER_TOO_LONG"
+            assert sum(1 for e in got if e[1] == "token") == 3000
+            with sqlite3.connect(tmp_path / "db" / "sophos.db") as db:
+                rows = db.execute("SELECT count(*) FROM run_events").fetchone()[0]
+            assert rows < 300  # one row per flush of tokens, not one per token
+            cid = got[-1][2]["conversation"]
+            with httpx.stream("GET", f"{other.url}/api/chat?conversation={cid}",
+                              headers={"Last-Event-ID": f"1234@{run}"}, timeout=30) as response:
+                replay = list(sse_events(response))
+            assert replay == got[1234:]
+        finally:
+            owner.stop()
+            other.stop()
