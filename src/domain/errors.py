@@ -21,6 +21,7 @@ class ErrorCode(StrEnum):
     MODEL_UNAVAILABLE = "MODEL_UNAVAILABLE"
     MODEL_UNREACHABLE = "MODEL_UNREACHABLE"
     MODEL_BAD_RESPONSE = "MODEL_BAD_RESPONSE"
+    ANSWER_TOO_LONG = "ANSWER_TOO_LONG"
     RECURSION_LIMIT = "RECURSION_LIMIT"
     AGENT_FAILURE = "AGENT_FAILURE"
     INPUT_NOT_RECORDED = "INPUT_NOT_RECORDED"
@@ -193,6 +194,17 @@ class ModelBadResponse(SophosError):
 
     code = ErrorCode.MODEL_BAD_RESPONSE
     default_message = "The model server sent a response Sophos could not read."
+
+
+class AnswerTooLong(SophosError):
+    """Raised when the model's answer reaches MODEL_MAX_TOKENS: it was stopped there, and
+    the text so far is kept in the conversation."""
+
+    code = ErrorCode.ANSWER_TOO_LONG
+    default_message = (
+        "The answer reached the token limit (MODEL_MAX_TOKENS) and was stopped there; the text "
+        "so far is kept. Ask for a shorter answer, or raise MODEL_MAX_TOKENS."
+    )
 
 
 class RecursionLimitReached(SophosError):

@@ -2,8 +2,8 @@
 contract's stream events (`token`, `trace`, `end`, `chat-error`).
 
 Besides the contract's `enter`, `leave`, `call` and `result`, a `trace` may be `context`
-(what a model call is sent), `summary` (a summary was stored) or `truncated` (the model
-server cut the prompt)."""
+(what a model call is sent), `summary` (a summary was stored), `truncated` (the model
+server cut the prompt) or `cut` (the answer reached MODEL_MAX_TOKENS and was stopped)."""
 
 from __future__ import annotations
 
@@ -75,6 +75,14 @@ class PromptTruncated:
 
 
 @dataclass(frozen=True)
+class AnswerCut:
+    """The model's answer reached the token limit (MODEL_MAX_TOKENS) and was stopped there:
+    the text so far is the step's stored reply."""
+
+    step: int
+
+
+@dataclass(frozen=True)
 class ApprovalRequested:
     """A tool call of the step waits for a person's approval: it was not started."""
 
@@ -96,6 +104,7 @@ AgentEvent = (
     | ContextPlanned
     | ContextSummarized
     | PromptTruncated
+    | AnswerCut
     | ApprovalRequested
 )
 
@@ -178,6 +187,9 @@ class StreamTranslator:
                 "the model server cut the prompt (raise MODEL_CONTEXT or the server's context length).",
             }
             out.append(trace(event.step, self._name, "agent", "truncated", data))
+        elif isinstance(event, AnswerCut):
+            data = {"message": "The answer reached the token limit (MODEL_MAX_TOKENS) and was stopped there."}
+            out.append(trace(event.step, self._name, "agent", "cut", data))
         return out
 
     def close(self) -> list[StreamEvent]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from domain.errors import (
+    AnswerTooLong,
     DecisionRequired,
     ErrorCode,
     InvalidTransition,
@@ -129,15 +130,24 @@ ADOPTION_FAILED = RunError(
 )
 
 
-def outcome_of(failure: BaseException | None, stop: StopReason | None, waiting: bool = False) -> Outcome:
+def outcome_of(
+    failure: BaseException | None, stop: StopReason | None, waiting: bool = False, cut: bool = False
+) -> Outcome:
     """The outcome of a run whose task ended with `failure` (None: the agent finished, or
-    stopped before calls that wait for approval when `waiting`) or was stopped for `stop`."""
+    stopped before calls that wait for approval when `waiting`) or was stopped for `stop`.
+
+    `cut`: an answer of the run reached MODEL_MAX_TOKENS. Its text is stored as the step's
+    reply, so the agent finished, but not as the model meant to: the run fails with
+    ANSWER_TOO_LONG (the code says why the answer ends mid-sentence, and the conversation
+    goes on from the kept text). A stop or another failure says more and wins."""
     if isinstance(failure, RunLost) or stop is StopReason.LOST:
         return Outcome(RunStatus.INTERRUPTED, LOST_ERROR, recorded=False)
     if stop is StopReason.CANCEL:
         return Outcome(RunStatus.CANCELLED)
     if stop is StopReason.SHUTDOWN:
         return Outcome(RunStatus.INTERRUPTED)
+    if failure is None and cut:
+        failure = AnswerTooLong()
     if failure is None:
         return Outcome(RunStatus.WAITING if waiting else RunStatus.COMPLETED)
     code, message = to_chat_error(failure)

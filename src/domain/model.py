@@ -206,6 +206,7 @@ class AssistantMessage:
     id: str | None = None
     reasoning: str | None = None
     context: ContextView | None = None  # set on replies the agent stored
+    cut: bool = False  # the answer reached MODEL_MAX_TOKENS and was stopped there
     role: Literal["assistant"] = "assistant"
 
 
@@ -238,6 +239,8 @@ def message_to_dto(message: Message) -> dict[str, Any]:
     dto: dict[str, Any] = {"id": message.id, "role": message.role, "content": message.content}
     if isinstance(message, AssistantMessage) and message.tool_calls:
         dto["toolCalls"] = [{"id": c.id, "name": c.name, "args": c.args} for c in message.tool_calls]
+    if isinstance(message, AssistantMessage) and message.cut:
+        dto["cut"] = True
     if isinstance(message, ToolResult):
         dto.update(name=message.name, toolCallId=message.tool_call_id, status=message.status)
     if isinstance(message, SummaryMessage):

@@ -142,19 +142,20 @@ def _prompt(config_dir: str) -> SystemPromptSource:
 
 
 def _ollama(
-    opened: list[Closeable], base_url: str, model: str, think: bool, timeout: float, context: int, transport: str
+    opened: list[Closeable], base_url: str, model: str, think: bool, timeout: float, context: int, transport: str,
+    max_tokens: int,
 ) -> ModelPort:
     from adapters.ollama.model import OllamaModel
 
-    return _opened(opened, OllamaModel(base_url, model, think, timeout, context, transport))
+    return _opened(opened, OllamaModel(base_url, model, think, timeout, context, transport, max_tokens))
 
 
 def _openai(
-    opened: list[Closeable], base_url: str, model: str, api_key: str, timeout: float, transport: str
+    opened: list[Closeable], base_url: str, model: str, api_key: str, timeout: float, transport: str, max_tokens: int
 ) -> ModelPort:
     from adapters.openai.model import OpenAIModel
 
-    return _opened(opened, OpenAIModel(base_url, model, api_key, timeout, transport))
+    return _opened(opened, OpenAIModel(base_url, model, api_key, timeout, transport, max_tokens))
 
 
 def _demo_model() -> ModelPort:
@@ -273,11 +274,11 @@ class Container(containers.DeclarativeContainer):
         config.MODEL_BACKEND,
         ollama=providers.Singleton(
             _ollama, opened, config.OLLAMA_HOST, config.OLLAMA_MODEL, config.OLLAMA_THINK, config.MODEL_TIMEOUT,
-            config.MODEL_CONTEXT, config.MODEL_TRANSPORT,
+            config.MODEL_CONTEXT, config.MODEL_TRANSPORT, config.MODEL_MAX_TOKENS,
         ),
         openai=providers.Singleton(
             _openai, opened, config.OPENAI_BASE_URL, config.OPENAI_MODEL, config.OPENAI_API_KEY, config.MODEL_TIMEOUT,
-            config.MODEL_TRANSPORT,
+            config.MODEL_TRANSPORT, config.MODEL_MAX_TOKENS,
         ),
         demo=providers.Singleton(_demo_model),
     )

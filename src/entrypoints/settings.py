@@ -33,6 +33,7 @@ class Settings:
     MODEL_TRANSPORT: str = "auto"  # auto | fast | httpx
     MODEL_CONTEXT: int = 8192
     MODEL_RESERVE: int = 1024
+    MODEL_MAX_TOKENS: int = 8192  # the longest answer (tokens): sent to the server, enforced while streaming
     CONTEXT_SUMMARY: bool = False
     CONTEXT_TOOL_SHARE: float = 0.25
     AGENT_RECURSION_LIMIT: int = 25
@@ -110,6 +111,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             settings[key] = float(settings[key])
         except (TypeError, ValueError):
             raise SettingsError(f"{key} must be a number, got {settings[key]!r}") from None
+    if not 1 <= settings["MODEL_MAX_TOKENS"] <= MAX_ANSWER_TOKENS:
+        raise SettingsError(f"MODEL_MAX_TOKENS must be between 1 and {MAX_ANSWER_TOKENS} tokens, got {settings['MODEL_MAX_TOKENS']}")
     if settings["AGENT_RECURSION_LIMIT"] <= 0:
         settings["AGENT_RECURSION_LIMIT"] = 25  # the reference's rule: invalid means default
     _check_context(settings)
@@ -150,6 +153,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
 
 
 MIN_CONTEXT = 512
+# the widest window local models serve; LangChain holds every streamed chunk of an answer
+# until it ends (~2.3 KiB a token), so this also bounds what one answer can cost (~300 MiB)
+MAX_ANSWER_TOKENS = 131_072
 MAX_TOOL_TIMEOUT = 86_400
 MAX_SESSION_SECONDS = 400 * 86_400  # browsers cap a cookie's Max-Age at 400 days
 

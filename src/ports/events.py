@@ -17,6 +17,8 @@ class RunEventLog(Protocol):
     The terminal event (`end` or `chat-error`) is written with the run's outcome
     (RunRepository.finish_run), so a follower always gets one, even when the owner died.
     Events are kept for a while after their run ends, then pruned. Never blocks the loop.
+    A store may keep several events in one record (consecutive tokens of one append, see
+    adapters.storage.event_rows); `read` gives each event with its own id all the same.
     """
 
     @abstractmethod
@@ -36,4 +38,4 @@ class RunEventLog(Protocol):
     @abstractmethod
     async def prune(self, retention_seconds: float) -> int:
         """Delete the events of runs that finished more than `retention_seconds` ago (by
-        the store's clock); return how many were deleted."""
+        the store's clock); return how many records were deleted."""

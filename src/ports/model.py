@@ -54,6 +54,10 @@ class ModelPort(Protocol):
         reply, with its tool calls, each with a unique id). `messages` are sent as given:
         the caller keeps them within the model's context.
 
+        An adapter given an answer limit (MODEL_MAX_TOKENS) sends it and streams no more
+        than that many tokens whatever the server does: the reply is then what came, with
+        `cut` True and no tool calls.
+
         Raises ModelUnavailable when the server lacks the model and ModelUnreachable when
         it does not answer or times out. Cancelling the iteration stops the request.
         """

@@ -4,6 +4,10 @@ Event ids are 1, 2, 3… per run (on the wire `<n>@<run tag>`, see RunStream). A
 events with no delay; every event is also queued for the run event log (RunEventLog), so
 followers in other processes, and reconnects after this process is gone, see the same
 events with the same ids.
+
+The buffer is bounded: it keeps the last REPLAY_EVENTS events, and never drops one the
+event log does not hold yet. A subscriber that asks for older events gets them from the log
+(a 300,000-token answer held 300,000 events, ~670 MiB, in this buffer: issue 34).
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncGenerator
+from collections import deque
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from domain.events import StreamEvent
@@ -22,6 +27,8 @@ log = logging.getLogger(__name__)
 TERMINAL_EVENTS = frozenset({"end", "chat-error"})
 Item = tuple[int, StreamEvent]
 Batch = list[Item]  # events that were ready together: one socket write for a stream
+History = Callable[[int], Awaitable[Sequence[Item]]]  # the event log's events of the run after an id
+REPLAY_EVENTS = 1000
 
 
 def up_to_terminal(items: list[Item]) -> tuple[Batch, bool]:
@@ -68,7 +75,11 @@ class ActiveRun:
     run_id: str
     conversation_id: str
     base_count: int = 0  # thread messages before this run's output (its own message included)
-    events: list[Item] = field(default_factory=list)
+    history: History | None = None  # None: nothing is ever dropped from the buffer
+    replay_limit: int = REPLAY_EVENTS
+    events: deque[Item] = field(default_factory=deque)  # the latest events, for replay
+    last_id: int = 0
+    flushed: int = 0  # every event up to this id is in the run event log
     unflushed: list[Item] = field(default_factory=list)  # not yet in the run event log
     subscribers: set[asyncio.Queue[Item | None]] = field(default_factory=set)
     task: asyncio.Task[None] | None = None
@@ -88,15 +99,17 @@ class ActiveRun:
 
     @property
     def next_id(self) -> int:
-        return len(self.events) + 1
+        return self.last_id + 1
 
     def publish(self, event: StreamEvent, durable: bool = True) -> int:
         """Give the event the next id and hand it to subscribers; `durable` queues it for
         the event log (a terminal event is written with the outcome instead)."""
-        item = (self.next_id, event)
+        self.last_id += 1
+        item = (self.last_id, event)
         self.events.append(item)
         if durable:
             self.unflushed.append(item)
+        self._trim()
         for queue in list(self.subscribers):
             try:
                 queue.put_nowait(item)
@@ -108,6 +121,20 @@ class ActiveRun:
     def take_unflushed(self) -> list[Item]:
         items, self.unflushed = self.unflushed, []
         return items
+
+    def mark_flushed(self, items: Sequence[Item]) -> None:
+        """`items` (taken by `take_unflushed`) are in the event log: the buffer may let
+        them go."""
+        if items:
+            self.flushed = max(self.flushed, items[-1][0])
+            self._trim()
+
+    def _trim(self) -> None:
+        if self.history is None:
+            return
+        events = self.events
+        while len(events) > self.replay_limit and events[0][0] <= self.flushed:
+            events.popleft()
 
     def request_stop(self, reason: StopReason) -> None:
         """Stop the task: at once if its body runs and its input is durable, otherwise as
@@ -134,11 +161,16 @@ class ActiveRun:
         subscriber woke (never waits for more, so a lone token goes out at once)."""
         queue: asyncio.Queue[Item | None] = asyncio.Queue()
         replay = [e for e in self.events if e[0] > after or e[1].event in TERMINAL_EVENTS]
-        last = replay[-1][0] if replay else after
-        ended = self.finished.is_set()  # then the buffer already holds every event
+        oldest = self.events[0][0] if self.events else self.next_id
+        ended = self.finished.is_set()  # then the buffer already holds every later event
         if not ended:
             self.subscribers.add(queue)  # from here on, close() will wake this queue
         try:
+            if after + 1 < oldest and self.history is not None:
+                # dropped from the buffer, so in the log already (`_trim`): read from there
+                older = [e for e in await self.history(after) if e[0] < oldest and e[1].event not in TERMINAL_EVENTS]
+                replay = older + replay
+            last = replay[-1][0] if replay else after
             batch, done = up_to_terminal(replay)
             if batch:
                 yield batch

@@ -15,6 +15,7 @@ import time
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import replace
 from datetime import datetime
+from functools import partial
 
 from domain import lifecycle
 from domain.approvals import ApprovalRequest
@@ -27,6 +28,7 @@ from domain.errors import (
     StorageFailure,
 )
 from domain.events import (
+    AnswerCut,
     ApprovalRequested,
     InputRecorded,
     NodeStarted,
@@ -146,7 +148,7 @@ class RunService:
             await self.runs.start_run(run, now, flushed_by_input=needs_input)
         finally:
             self.starting.discard(run.id)
-        active = ActiveRun(run.id, cid, base, needs_input=needs_input)
+        active = ActiveRun(run.id, cid, base, needs_input=needs_input, history=partial(self.stores.events.read, run.id))
         self.hub.add(active)
         self.metrics.run_started(trigger.value)
         log.info("run started (%s)", trigger.value, extra=active.context)
@@ -173,6 +175,7 @@ class RunService:
         failure: BaseException | None = None
         streamed: list[str] = []  # the text of the current step, kept if a person stops it
         asked: list[ApprovalRequest] = []  # calls of the step that wait for a person
+        cut = False  # an answer reached MODEL_MAX_TOKENS (its text is stored)
         try:
             if active.stop_reason is not None and not active.needs_input:
                 raise asyncio.CancelledError  # stopped before its first step
@@ -190,6 +193,8 @@ class RunService:
                         streamed.clear()
                     elif isinstance(event, TokenDelta):
                         streamed.append(event.text)
+                    elif isinstance(event, AnswerCut):
+                        cut = True
                     for out in translator.feed(event):
                         active.publish(out)
         except asyncio.CancelledError:
@@ -204,7 +209,7 @@ class RunService:
             failure = await self._keep_stopped_text(active, "".join(streamed))
         active.finishing = True
         active.failure = failure
-        outcome = lifecycle.outcome_of(failure, active.stop_reason, waiting=bool(asked))
+        outcome = lifecycle.outcome_of(failure, active.stop_reason, waiting=bool(asked), cut=cut)
         for out in translator.close():
             active.publish(out)
         if outcome.status is RunStatus.WAITING:

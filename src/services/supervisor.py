@@ -131,6 +131,10 @@ class Supervisor:
                 if active is not None:
                     active.unflushed[:0] = items
             raise
+        for run_id, items in batches.items():
+            active = self.service.hub.by_run(run_id)
+            if active is not None:
+                active.mark_flushed(items)
 
     async def retry_unrecorded(self) -> None:
         await self.service.retry_unrecorded()

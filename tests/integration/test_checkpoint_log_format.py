@@ -38,6 +38,7 @@ MESSAGES: list[Message | None] = [
     ToolResult("fine", "c2", "ledger__get"),
     SummaryMessage("they talked", 4, id="s1"),
     AssistantMessage("plain answer", id=None),
+    AssistantMessage("an answer stopped at the limit", id="a9", cut=True),
     None,  # a checkpoint of an empty thread
 ]
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
 from starlette.testclient import TestClient
 
+from services.hub import REPLAY_EVENTS
 from tests.support.fake_ollama import FakeOllama
 from tests.support.server import event_number, sse_events
 
@@ -60,3 +62,34 @@ def test_an_id_beyond_the_last_one_still_gets_the_terminal_event(make_client: An
     got = events(client, cid, last_id="999")
     assert got[-1][1] == "end" and got[-1][2]["status"] == "completed", got
     assert time.monotonic() - t0 < 20
+
+
+def test_a_reconnect_to_an_id_older_than_the_replay_buffer_gets_exactly_the_events_after_it(
+    client: TestClient, ollama: FakeOllama
+) -> None:
+    # more events than the process keeps in memory (services.hub.REPLAY_EVENTS): the
+    # oldest are replayed from the event log, the rest from the buffer, then live ones
+    words = [f"w{n}" for n in range(REPLAY_EVENTS + 600)]
+    ollama.add({"text": " ".join(words), "token_delay": 0.001})
+    started = client.post("/api/chat", json={"message": "hi"}).json()
+    cid, run = started["conversation"], tag(started["run"])
+    seen: list[Event] = []
+
+    def read_all() -> None:
+        with client.stream("GET", f"/api/chat?conversation={cid}") as response:
+            for event in sse_events(response):
+                seen.append(event)
+
+    reader = threading.Thread(target=read_all)
+    reader.start()
+    deadline = time.monotonic() + 60
+    while len(seen) < REPLAY_EVENTS + 200 and time.monotonic() < deadline and reader.is_alive():
+        time.sleep(0.01)
+    assert seen[-1][1] == "token", "the run ended before the buffer dropped its first events"
+    replay = events(client, cid, last_id=f"5@{run}")
+    reader.join(60)
+    whole = [e for e in seen if e[0]]
+    assert [(event_number(e[0]), e[1], e[2]) for e in replay if e[0]] == [
+        (event_number(e[0]), e[1], e[2]) for e in whole[5:]
+    ]
+    assert "".join(e[2] for e in replay if e[1] == "token").split() == words[len([e for e in whole[:5] if e[1] == "token"]):]

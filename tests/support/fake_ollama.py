@@ -3,8 +3,11 @@
 
 Reply forms (dicts): {"text": "..."}; {"tool_calls": [(name, args), ...], "text": ""};
 {"status": 404} (unknown model); {"stall": seconds} (no byte before that); {"error": "..."}
-(an error line mid-stream). "token_delay" slows the stream down per token; "before" is a
-callable run when the reply is served.
+(an error line mid-stream); {"loop": "word ", "count": N} (the token "word " N times, for
+ever when N is None: a model in a repetition loop; with "honour_limit" it stops at the
+request's `num_predict` with done_reason "length", as Ollama does, otherwise it ignores it).
+"token_delay" slows the stream down per token; "before" is a callable run when the reply is
+served. `streamed` counts the tokens written to clients.
 When the script runs out, `default` answers (a short text).
 
 Every final line reports `prompt_eval_count` as a real server would: the prompt's tokens by
@@ -65,6 +68,7 @@ class FakeOllama:
         self.latency = 0.0  # seconds before any reply (lets a test attach to a run in time)
         self.window: int | None = None  # context the server runs with, whatever num_ctx says
         self.dropped = 0  # replies cut short because the client closed the connection
+        self.streamed = 0  # tokens written to clients
         self.lock = threading.Lock()
         self.server: ThreadingHTTPServer | None = None
 
@@ -136,7 +140,8 @@ class FakeOllama:
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
                 try:
-                    for line in fake.lines(model, reply, fake.evaluated(body)):
+                    limit = (body.get("options") or {}).get("num_predict") if reply.get("honour_limit") else None
+                    for line in fake.lines(model, reply, fake.evaluated(body), limit):
                         self._chunk(json.dumps(line).encode() + b"\n")
                         if reply.get("token_delay"):
                             time.sleep(float(reply["token_delay"]))
@@ -161,12 +166,27 @@ class FakeOllama:
         window = self.window or (body.get("options") or {}).get("num_ctx") or 2048
         return min(prompt_tokens(body), int(window))
 
-    def lines(self, model: str, reply: dict[str, Any], evaluated: int = 10) -> Iterator[dict[str, Any]]:
-        now = "2026-12-02T00:00:00Z"
+    def tokens(self, reply: dict[str, Any], limit: int | None) -> Iterator[str]:
+        if "loop" in reply:
+            count = reply.get("count")
+            n = 0
+            while (count is None or n < count) and (limit is None or n < limit):
+                yield str(reply["loop"])
+                n += 1
+            return
         words = str(reply.get("text", "")).split(" ") if reply.get("text") else []
-        for i, word in enumerate(words):
-            token = word if i == len(words) - 1 else word + " "
+        for i, word in enumerate(words[:limit]):
+            yield word if i == len(words) - 1 else word + " "
+
+    def lines(
+        self, model: str, reply: dict[str, Any], evaluated: int = 10, limit: int | None = None
+    ) -> Iterator[dict[str, Any]]:
+        now = "2026-12-02T00:00:00Z"
+        n = 0
+        for token in self.tokens(reply, limit):
+            n += 1
             yield {"model": model, "created_at": now, "message": {"role": "assistant", "content": token}, "done": False}
+            self.streamed += 1
         if reply.get("error"):
             yield {"error": reply["error"]}
             return
@@ -190,10 +210,10 @@ class FakeOllama:
             "created_at": now,
             "message": {"role": "assistant", "content": ""},
             "done": True,
-            "done_reason": "stop",
+            "done_reason": "length" if limit is not None and n >= limit else "stop",
             "total_duration": 1000,
             "prompt_eval_count": evaluated,
-            "eval_count": max(len(words), 1),
+            "eval_count": max(n, 1),
             "eval_duration": 1000,
         }
 
@@ -230,9 +250,11 @@ def main() -> None:
     parser.add_argument("--text", default="Done.", help="the answer to every request")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each reply")
     parser.add_argument("--nodelay", action="store_true", help="TCP_NODELAY on accepted sockets")
+    parser.add_argument("--loop", help="answer this token over and over (a model in a repetition loop)")
+    parser.add_argument("--count", type=int, default=None, help="with --loop: how many times (default: for ever)")
     args = parser.parse_args()
     fake = FakeOllama(nodelay=args.nodelay, port=args.port)
-    fake.default = {"text": args.text}
+    fake.default = {"loop": args.loop, "count": args.count} if args.loop else {"text": args.text}
     fake.latency = args.latency
     fake.record = False
     fake.start()

@@ -1,6 +1,9 @@
 """A fake OpenAI-compatible server: streaming /v1/chat/completions (SSE) and /v1/models.
 
-Replies: {"text": "..."}; {"tool_calls": [(name, args), ...]}; {"status": 404}; {"stall": s}.
+Replies: {"text": "..."}; {"tool_calls": [(name, args), ...]}; {"status": 404}; {"stall": s};
+{"loop": "word ", "count": N} (the token N times, for ever when N is None; the request's
+`max_tokens` is ignored unless "honour_limit", then it ends there with finish_reason "length").
+`streamed` counts the tokens written to clients.
 Tool calls are numbered `call_0`, `call_1`, ... in each response, as llama.cpp and vLLM number
 them; {"ids": [...]} gives them other ids ("" for none, one id twice).
 """
@@ -23,6 +26,7 @@ class FakeOpenAI:
         self.replies = list(replies or [])
         self.models = models
         self.requests: list[dict[str, Any]] = []
+        self.streamed = 0
         self.server: ThreadingHTTPServer | None = None
 
     @property
@@ -67,7 +71,8 @@ class FakeOpenAI:
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
                 try:
-                    for chunk in fake.chunks(body["model"], reply):
+                    limit = body.get("max_tokens") if reply.get("honour_limit") else None
+                    for chunk in fake.chunks(body["model"], reply, limit):
                         data = f"data: {json.dumps(chunk)}\n\n".encode()
                         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                         self.wfile.flush()
@@ -82,13 +87,28 @@ class FakeOpenAI:
         threading.Thread(target=self.server.serve_forever, args=(POLL,), daemon=True).start()
         return self
 
-    def chunks(self, model: str, reply: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    def tokens(self, reply: dict[str, Any], limit: int | None) -> Iterator[str]:
+        if "loop" in reply:
+            count, n = reply.get("count"), 0
+            while (count is None or n < count) and (limit is None or n < limit):
+                yield str(reply["loop"])
+                n += 1
+            return
+        words = str(reply.get("text", "")).split(" ") if reply.get("text") else []
+        for i, word in enumerate(words[:limit]):
+            yield word if i == len(words) - 1 else word + " "
+
+    def chunks(self, model: str, reply: dict[str, Any], limit: int | None = None) -> Iterator[dict[str, Any]]:
         base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": model}
         yield {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}
-        words = str(reply.get("text", "")).split(" ") if reply.get("text") else []
-        for i, word in enumerate(words):
-            token = word if i == len(words) - 1 else word + " "
+        n = 0
+        for token in self.tokens(reply, limit):
+            n += 1
             yield {**base, "choices": [{"index": 0, "delta": {"content": token}, "finish_reason": None}]}
+            self.streamed += 1
+        if limit is not None and n >= limit:
+            yield {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}
+            return
         ids = reply.get("ids") or [f"call_{i}" for i in range(len(reply.get("tool_calls") or []))]
         for i, (name, args) in enumerate(reply.get("tool_calls") or []):
             call = {"index": i, "id": ids[i], "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}

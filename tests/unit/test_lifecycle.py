@@ -82,6 +82,17 @@ def test_outcomes_of_stops_and_failures() -> None:
     assert failed.status is RunStatus.FAILED and failed.error is not None and failed.error.code == "STORAGE_FAILURE"
 
 
+def test_a_cut_answer_fails_the_run_with_answer_too_long_unless_a_stop_or_a_failure_says_more() -> None:
+    cut = lifecycle.outcome_of(None, None, cut=True)
+    assert cut.status is RunStatus.FAILED and cut.error is not None and cut.error.code == "ANSWER_TOO_LONG"
+    assert lifecycle.terminal_event("c", cut).data["code"] == "ANSWER_TOO_LONG"
+    assert lifecycle.outcome_of(None, StopReason.CANCEL, cut=True).status is RunStatus.CANCELLED
+    assert lifecycle.outcome_of(None, StopReason.SHUTDOWN, cut=True).status is RunStatus.INTERRUPTED
+    assert not lifecycle.outcome_of(RunLost(), None, cut=True).recorded
+    failed = lifecycle.outcome_of(ModelUnreachable(), None, cut=True)
+    assert failed.error is not None and failed.error.code == "MODEL_UNREACHABLE"
+
+
 def test_terminal_events_never_say_completed_for_a_lost_run() -> None:
     lost = lifecycle.outcome_of(RunLost(), None)
     assert lifecycle.terminal_event("c", lost).event == "chat-error"

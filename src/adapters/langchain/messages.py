@@ -29,6 +29,7 @@ from domain.model import (
 
 SUMMARY_KEY = "sophos_summary"  # additional_kwargs of the SystemMessage a summary is stored as
 CONTEXT_KEY = "sophos_context"  # additional_kwargs of a stored reply: what the model saw
+CUT_KEY = "sophos_cut"  # additional_kwargs of a stored reply stopped at MODEL_MAX_TOKENS
 MODEL_IDS_KEY = "sophos_model_call_ids"  # additional_kwargs of a stored reply: our call id -> the model's
 
 
@@ -80,7 +81,8 @@ def to_domain(message: BaseMessage) -> Message | None:
         extra = message.additional_kwargs
         calls = _calls(message.tool_calls, extra)
         reasoning = extra.get("reasoning_content")
-        return AssistantMessage(flatten(message.content), calls, id=message.id, reasoning=reasoning, context=_context(extra))
+        return AssistantMessage(flatten(message.content), calls, id=message.id, reasoning=reasoning,
+                                context=_context(extra), cut=bool(extra.get(CUT_KEY)))
     if isinstance(message, ToolMessage):
         status: Literal["success", "error"] = "error" if message.status == "error" else "success"
         return ToolResult(
@@ -101,7 +103,8 @@ def from_fields(fields: dict[str, Any]) -> Message | None:
         extra = fields.get("additional_kwargs") or {}
         calls = _calls(fields.get("tool_calls") or [], extra)
         reasoning = extra.get("reasoning_content")
-        return AssistantMessage(content, calls, id=fields.get("id"), reasoning=reasoning, context=_context(extra))
+        return AssistantMessage(content, calls, id=fields.get("id"), reasoning=reasoning, context=_context(extra),
+                                cut=bool(extra.get(CUT_KEY)))
     if kind == "tool":
         status: Literal["success", "error"] = "error" if fields.get("status") == "error" else "success"
         return ToolResult(content, fields.get("tool_call_id") or "", fields.get("name") or "?", status, id=fields.get("id"))
@@ -174,6 +177,8 @@ def to_langchain(message: Message, stored: bool = True) -> AnyMessage:
         extra: dict[str, Any] = {"reasoning_content": message.reasoning} if message.reasoning else {}
         if stored and message.context is not None:
             extra[CONTEXT_KEY] = message.context.to_dto()
+        if stored and message.cut:
+            extra[CUT_KEY] = True
         model_ids = {c.id: c.model_id for c in message.tool_calls if c.model_id and c.model_id != c.id}
         if stored and model_ids:
             extra[MODEL_IDS_KEY] = model_ids

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from contextlib import aclosing
+from dataclasses import replace
+from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessageChunk
@@ -58,6 +60,22 @@ class ToolBinding:
         return bound
 
 
+MERGE_EVERY = 1024  # chunks held before they are merged: a chunk object costs ~1 KiB
+
+
+def generated(chunk: AIMessageChunk) -> bool:
+    """Whether the chunk carries a generated token: text, reasoning or a piece of a tool call
+    (a thinking model in a loop streams reasoning only, which counts all the same)."""
+    return bool(chunk.content or chunk.tool_call_chunks or chunk.additional_kwargs.get("reasoning_content"))
+
+
+def stopped_for_length(full: AIMessageChunk | None) -> bool:
+    """The server ended the answer at the token limit it was sent (Ollama's `done_reason`,
+    the OpenAI API's `finish_reason`)."""
+    meta = full.response_metadata if full is not None else {}
+    return "length" in (meta.get("done_reason"), meta.get("finish_reason"))
+
+
 async def stream_chat(
     chat: BaseChatModel,
     prompts: PromptCache,
@@ -65,21 +83,41 @@ async def stream_chat(
     messages: Sequence[Message],
     tools: Sequence[ToolSpec],
     binding: ToolBinding | None = None,
+    max_tokens: int | None = None,
 ) -> AsyncIterator[ModelOutput]:
     """Text chunks as they arrive, then the token counts, then the whole reply. Backend
-    errors pass through for the adapter to translate."""
+    errors pass through for the adapter to translate.
+
+    `max_tokens` is enforced here as well as sent: a server that ignores the limit (or a
+    model in a repetition loop on one that has none) is read up to it, then the response is
+    closed, which stops the generation; the reply so far comes back `cut`, without tool
+    calls (a cut call's arguments are not whole)."""
     model = (binding or ToolBinding()).bind(chat, tools)
     chunks: list[AIMessageChunk] = []
-    async for chunk in model.astream(prompts.prompt(system, messages)):
-        if not isinstance(chunk, AIMessageChunk):
-            continue
-        chunks.append(chunk)
-        text = flatten(chunk.content)
-        if text:
-            yield TextChunk(text)
-    # merged once at the end: `full + chunk` on each chunk built a new message every time
+    count, cut = 0, False
+    # closed on a cut (Runnable.astream is an async generator): the response goes with it
+    answer = cast("AsyncGenerator[Any, None]", model.astream(prompts.prompt(system, messages)))
+    async with aclosing(answer) as stream:
+        async for chunk in stream:
+            if not isinstance(chunk, AIMessageChunk):
+                continue
+            if generated(chunk):
+                count += 1
+                if max_tokens is not None and count > max_tokens:
+                    cut = True
+                    break
+            chunks.append(chunk)
+            if len(chunks) > MERGE_EVERY:
+                chunks = [add_ai_message_chunks(chunks[0], *chunks[1:])]
+            text = flatten(chunk.content)
+            if text:
+                yield TextChunk(text)
+    # merged in batches: `full + chunk` on each chunk built a new message every time
     full = add_ai_message_chunks(chunks[0], *chunks[1:]) if chunks else None
     usage = full.usage_metadata if full is not None else None
     if usage and usage.get("input_tokens"):
         yield Usage(int(usage["input_tokens"]), int(usage.get("output_tokens") or 0))
-    yield reply_from_chunk(full)
+    reply = reply_from_chunk(full)
+    if cut or stopped_for_length(full):
+        reply = replace(reply, tool_calls=(), cut=True)
+    yield reply

@@ -29,6 +29,7 @@ from domain.approvals import Rejected, Wait, edited_note
 from domain.context import ContextPolicy, PromptPlan, estimate_text
 from domain.errors import RunLost, StorageFailure, ToolOutcomeUnknown
 from domain.events import (
+    AnswerCut,
     ApprovalRequested,
     ContextPlanned,
     ContextSummarized,
@@ -91,6 +92,7 @@ async def route_after_agent(state: AgentState) -> Sequence[Send] | str:
     return END
 
 
+YIELD_EVERY = 32  # tokens streamed between two turns given to the rest of the loop
 RUN_KEY = "sophos_run_id"  # in `configurable`, hence in every checkpoint's metadata
 # LangGraph's NULL_TASK_ID (private in langgraph, and a stored format: every saver's writes
 # table holds it): writes no task made, applied to the checkpoint they are saved on when a
@@ -145,10 +147,17 @@ class AgentNodes:
         reply: AssistantMessage | None = None
         usage: Usage | None = None
         name = self.model.name
+        chunks = 0
         with _timed(lambda outcome, seconds: self.metrics.model_call(name, outcome, seconds)):
             async for out in self.model.stream(plan.system, plan.messages, specs):
                 if isinstance(out, TextChunk):
                     write(TokenDelta(step, out.text))
+                    chunks += 1
+                    if chunks % YIELD_EVERY == 0:
+                        # a fast server's tokens are all ready: reading them never suspends,
+                        # and the loop's other work (the event flusher, SSE writers, lease
+                        # renewals) would wait for the whole answer
+                        await asyncio.sleep(0)
                 elif isinstance(out, Usage):
                     usage = out
                 else:
@@ -156,6 +165,10 @@ class AgentNodes:
         if reply is None:
             raise RuntimeError("the model ended its stream without a reply")
         self._check_evaluation(config, step, plan, usage)
+        if reply.cut:
+            # stored as the step's reply (it has no tool calls: the graph ends after it);
+            # the run service turns the event into the run's ANSWER_TOO_LONG
+            write(AnswerCut(step))
         reply = replace(reply, tool_calls=own_call_ids(reply.tool_calls, new_call_id))
         for call in reply.tool_calls:
             write(ToolCallRequested(step, call))

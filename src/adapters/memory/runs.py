@@ -13,8 +13,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from adapters.memory.approvals import InMemoryApprovals
+from adapters.storage.event_rows import pack, unpack
 from domain.errors import ConversationNotFound, RunLost, SessionInProgress
-from domain.events import StreamEvent
 from domain.lifecycle import GIVE_UP
 from domain.model import Conversation, Run, RunError, RunOwner, RunStatus, iso, utc_now
 from ports.events import EventBatch, RunEventLog
@@ -196,8 +196,8 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
             conv = self._conversations[run.conversation_id]
             count = conv.message_count if finish.message_count is None else finish.message_count
             self._conversations[conv.id] = replace(conv, updated_at=_ms(finish.now), message_count=count)
-            for seq, e in finish.events:
-                self._events.setdefault(run_id, {}).setdefault(seq, (e.event, json.dumps(e.data)))
+            for seq, name, packed in pack(finish.events):
+                self._events.setdefault(run_id, {}).setdefault(seq, (name, json.dumps(packed)))
             if finish.event is not None:
                 events = self._events.setdefault(run_id, {})
                 seq = max(finish.event_id or 0, max(events, default=0) + 1)
@@ -266,9 +266,8 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
     # --- RunEventLog ---------------------------------------------------------------------
 
     async def append(self, batches: Mapping[str, EventBatch]) -> None:
-        encoded = {
-            rid: [(seq, e.event, json.dumps(e.data)) for seq, e in batch] for rid, batch in batches.items()
-        }
+        # packed as the database stores do (adapters.storage.event_rows): the same rows
+        encoded = {rid: [(seq, name, json.dumps(data)) for seq, name, data in pack(batch)] for rid, batch in batches.items()}
         with self._lock:
             for rid, batch in encoded.items():
                 run = self._runs.get(rid)
@@ -285,11 +284,8 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
 
     def _read(self, run_id: str, after: int) -> EventBatch:
         events = self._events.get(run_id, {})
-        return tuple(
-            (seq, StreamEvent(name, json.loads(data)))
-            for seq, (name, data) in sorted(events.items())
-            if seq > after
-        )
+        rows = ((seq, name, json.loads(data)) for seq, (name, data) in sorted(events.items()) if seq > after)
+        return unpack(rows, after)
 
     async def wait(self, run_id: str, after: int, timeout: float) -> EventBatch:
         waiter = _Waiter(asyncio.get_running_loop(), asyncio.Event())

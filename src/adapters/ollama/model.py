@@ -39,10 +39,12 @@ class OllamaModel(ModelPort):
         timeout: float = 120.0,
         context: int | None = None,
         transport: str = "auto",
+        max_tokens: int | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.timeout = timeout
+        self.max_tokens = max_tokens
         self._prompts = PromptCache()
         self._tools = ToolBinding()
         # each prompt message's request form, built once (adapters.ollama.wire)
@@ -67,6 +69,8 @@ class OllamaModel(ModelPort):
             sync_client_kwargs={"verify": self._tls or ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)},
             async_client_kwargs={"transport": self._transport},
             num_ctx=context,
+            # Ollama's default is no limit: a model in a repetition loop never stops
+            num_predict=self.max_tokens,
             wire_cache=self._wire,
         )
 
@@ -81,7 +85,7 @@ class OllamaModel(ModelPort):
         self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> AsyncIterator[ModelOutput]:
         try:
-            async for out in stream_chat(self._chat, self._prompts, system, messages, tools, self._tools):
+            async for out in stream_chat(self._chat, self._prompts, system, messages, tools, self._tools, self.max_tokens):
                 yield out
         except ollama.ResponseError as e:
             if e.status_code == 404:

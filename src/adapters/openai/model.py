@@ -28,12 +28,19 @@ def choose_it(base_url: str) -> str:
 
 class OpenAIModel(ModelPort):
     def __init__(
-        self, base_url: str, model: str, api_key: str = "", timeout: float = 120.0, transport: str = "auto"
+        self,
+        base_url: str,
+        model: str,
+        api_key: str = "",
+        timeout: float = 120.0,
+        transport: str = "auto",
+        max_tokens: int | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key = api_key or "not-needed"
         self.timeout = timeout
+        self.max_tokens = max_tokens
         self._prompts = PromptCache()
         self._tools = ToolBinding()
         # one bounded transport, TLS context and (if the environment names one) proxy for the
@@ -43,6 +50,9 @@ class OpenAIModel(ModelPort):
         self._chat = ChatOpenAI(
             model=model, base_url=self.base_url, api_key=SecretStr(self.api_key), timeout=timeout, max_retries=0,
             streaming=True, http_async_client=httpx.AsyncClient(transport=self._transport, timeout=timeout),
+            # `max_tokens`, which llama.cpp, vLLM and LM Studio all read; ChatOpenAI's own field
+            # would be sent as `max_completion_tokens`, which not every local server knows
+            extra_body={"max_tokens": max_tokens} if max_tokens is not None else None,
         )
 
     async def aclose(self) -> None:
@@ -56,7 +66,7 @@ class OpenAIModel(ModelPort):
         self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> AsyncIterator[ModelOutput]:
         try:
-            async for out in stream_chat(self._chat, self._prompts, system, messages, tools, self._tools):
+            async for out in stream_chat(self._chat, self._prompts, system, messages, tools, self._tools, self.max_tokens):
                 yield out
         except ResponseRefused as e:
             raise self._refused(e) from e

@@ -16,9 +16,9 @@ from adapters.postgres.database import PostgresDatabase
 from adapters.postgres.presence import CHANNEL, OWNER_ALIVE, Presence
 from adapters.postgres.rows import LATEST, RUNS, SUMMARY, conversation_from_row, run_from_row, stamp
 from adapters.postgres.search import forget_conversation, index_title
+from adapters.storage.event_rows import pack, unpack
 from adapters.storage.wakeups import Wakeups
 from domain.errors import ConversationNotFound, RunLost, SessionInProgress
-from domain.events import StreamEvent
 from domain.lifecycle import GIVE_UP
 from domain.model import Conversation, Run, RunError, RunOwner
 from ports.events import EventBatch, RunEventLog
@@ -211,7 +211,7 @@ class PostgresRunStore(PostgresApprovals, RunRepository, RunEventLog, RunSignals
             if finish.events:
                 await cur.executemany(
                     "INSERT INTO run_events (run_id, seq, event, data) VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                    [(run_id, seq, e.event, Jsonb(e.data)) for seq, e in finish.events],
+                    [(run_id, seq, name, Jsonb(data)) for seq, name, data in pack(finish.events)],
                 )
             if event is not None:
                 await cur.execute(
@@ -280,7 +280,7 @@ class PostgresRunStore(PostgresApprovals, RunRepository, RunEventLog, RunSignals
     # --- RunEventLog ---------------------------------------------------------------------
 
     async def append(self, batches: Mapping[str, EventBatch]) -> None:
-        rows = [(rid, seq, e.event, Jsonb(e.data)) for rid, batch in batches.items() for seq, e in batch]
+        rows = [(rid, seq, name, Jsonb(data)) for rid, batch in batches.items() for seq, name, data in pack(batch)]
         if not rows:
             return
         await self.ready()
@@ -298,7 +298,7 @@ class PostgresRunStore(PostgresApprovals, RunRepository, RunEventLog, RunSignals
         rows = await self._rows(
             "SELECT seq, event, data FROM run_events WHERE run_id = %s AND seq > %s ORDER BY seq", (run_id, after)
         )
-        return tuple((seq, StreamEvent(event, data)) for seq, event, data in rows)
+        return unpack(rows, after)
 
     async def wait(self, run_id: str, after: int, timeout: float) -> EventBatch:
         return await self._wakeups.wait(run_id, lambda: self.read(run_id, after), timeout, self.poll_interval)

@@ -11,9 +11,9 @@ from typing import Any
 
 from adapters.sqlite.database import Worker, transaction, unsynced
 from adapters.sqlite.rows import AGO, NOW, fetchall, marks
+from adapters.storage.event_rows import pack, unpack
 from adapters.storage.wakeups import Wakeups
 from domain.errors import RunLost
-from domain.events import StreamEvent
 from domain.model import iso
 from ports.events import EventBatch, RunEventLog
 from ports.journal import JournalEntry, ToolJournal
@@ -35,7 +35,7 @@ class SqliteRunEvents(RunEventLog, RunSignals, ToolJournal):
     # --- RunEventLog ---------------------------------------------------------------------
 
     async def append(self, batches: Mapping[str, EventBatch]) -> None:
-        rows = [(rid, seq, e.event, json.dumps(e.data)) for rid, batch in batches.items() for seq, e in batch]
+        rows = [(rid, seq, name, json.dumps(data)) for rid, batch in batches.items() for seq, name, data in pack(batch)]
         if not rows:
             return
         ids = list(batches)
@@ -65,7 +65,7 @@ class SqliteRunEvents(RunEventLog, RunSignals, ToolJournal):
             "SELECT seq, event, data FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq",
             (run_id, after),
         )
-        return tuple((seq, StreamEvent(event, json.loads(data))) for seq, event, data in rows)
+        return unpack(((seq, event, json.loads(data)) for seq, event, data in rows), after)
 
     async def wait(self, run_id: str, after: int, timeout: float) -> EventBatch:
         return await self._wakeups.wait(run_id, lambda: self.read(run_id, after), timeout, self.poll_interval)

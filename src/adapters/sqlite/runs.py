@@ -25,6 +25,7 @@ from adapters.sqlite.database import (
 )
 from adapters.sqlite.events import SqliteRunEvents
 from adapters.sqlite.rows import NOW, RUNS, SUMMARY, conversation_from_row, marks, run_from_row
+from adapters.storage.event_rows import pack
 from adapters.storage.wakeups import Wakeups
 from domain.errors import ConversationNotFound, SessionInProgress
 from domain.lifecycle import GIVE_UP
@@ -216,7 +217,7 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
             args.append(iso(heartbeat))
         event = finish.event
         data = json.dumps(event.data) if event else None
-        pending = [(run_id, seq, e.event, json.dumps(e.data)) for seq, e in finish.events]
+        pending = [(run_id, seq, name, json.dumps(data)) for seq, name, data in pack(finish.events)]
 
         def write(c: sqlite3.Connection) -> bool:
             with transaction(c):

@@ -8,6 +8,7 @@ Format 1, one JSON object:
     id      the message's id, or null
     text    its content
     calls   an assistant's tool calls: [{"id", "name", "args"}]
+    cut     true: an assistant's answer stopped at MODEL_MAX_TOKENS
     tool    a tool result's tool name
     call    the id of the call a tool result answers
     status  a tool result's success | error
@@ -34,8 +35,11 @@ class UnknownFormat(ValueError):
 
 def encode(message: Message) -> str:
     row: dict[str, Any] = {"v": VERSION, "role": message.role, "id": message.id, "text": message.content}
-    if isinstance(message, AssistantMessage) and message.tool_calls:
-        row["calls"] = [{"id": c.id, "name": c.name, "args": c.args} for c in message.tool_calls]
+    if isinstance(message, AssistantMessage):
+        if message.tool_calls:
+            row["calls"] = [{"id": c.id, "name": c.name, "args": c.args} for c in message.tool_calls]
+        if message.cut:
+            row["cut"] = True
     elif isinstance(message, ToolResult):
         row.update(tool=message.name, call=message.tool_call_id, status=message.status)
     elif isinstance(message, SummaryMessage):
@@ -55,7 +59,7 @@ def decode(text: str) -> Message:
         return UserMessage(content, id=message_id)
     if role == "assistant":
         calls = tuple(ToolCall(c.get("id") or "", c["name"], c.get("args") or {}) for c in row.get("calls") or ())
-        return AssistantMessage(content, calls, id=message_id)
+        return AssistantMessage(content, calls, id=message_id, cut=bool(row.get("cut")))
     if role == "summary":
         return SummaryMessage(content, int(row.get("covers") or 0), id=message_id)
     return ToolResult(content, row.get("call") or "", row.get("tool") or "?", row.get("status") or "success", id=message_id)
@@ -70,4 +74,4 @@ def _from_format_0(dto: dict[str, Any]) -> dict[str, Any]:
     """The pre-format rows' names (the MessageDto of the time, frozen here)."""
     return {"role": dto["role"], "id": dto.get("id"), "text": dto.get("content"), "calls": dto.get("toolCalls"),
             "tool": dto.get("name"), "call": dto.get("toolCallId"), "status": dto.get("status"),
-            "covers": dto.get("covers")}
+            "covers": dto.get("covers"), "cut": dto.get("cut")}

@@ -31,6 +31,7 @@ STATUS: dict[ErrorCode, int] = {
     ErrorCode.MODEL_UNAVAILABLE: 503,
     ErrorCode.MODEL_UNREACHABLE: 503,
     ErrorCode.MODEL_BAD_RESPONSE: 502,
+    ErrorCode.ANSWER_TOO_LONG: 502,  # a run's error, never a request's: listed for completeness
 }
 
 HTTP_CODES = {
