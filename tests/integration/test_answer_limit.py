@@ -130,7 +130,7 @@ def test_a_max_tokens_setting_that_cannot_work_is_a_clear_error(value: str, tmp_
 
 
 def test_the_default_limit_leaves_room_for_a_thinking_model(tmp_path: Path) -> None:
-    assert load_settings({"CONFIG_DIR": str(tmp_path)})["MODEL_MAX_TOKENS"] == 8192
+    assert load_settings({"CONFIG_DIR": str(tmp_path)}).MODEL_MAX_TOKENS == 8192
 
 
 def test_through_real_servers_an_endless_answer_stops_in_few_rows_and_another_process_replays_it_exactly(

@@ -38,7 +38,6 @@ MESSAGES: list[Message | None] = [
     ToolResult("fine", "c2", "ledger__get"),
     SummaryMessage("they talked", 4, id="s1"),
     AssistantMessage("plain answer", id=None),
-    AssistantMessage("an answer stopped at the limit", id="a9", cut=True),
     None,  # a checkpoint of an empty thread
 ]
 
@@ -80,6 +79,8 @@ def test_messages_round_trip_through_the_storage_format_and_it_has_its_own_names
         if m is not None:
             assert message_log.decode(message_log.encode(m)) == m
             assert message_log.decode(json.dumps(old_dto(m))) == m  # a row of the previous version
+    cut = AssistantMessage("an answer stopped at the limit", id="a9", cut=True)  # newer than format 0
+    assert message_log.decode(message_log.encode(cut)) == cut and '"cut": true' in message_log.encode(cut)
     stored = json.loads(message_log.encode(MESSAGES[2]))  # type: ignore[arg-type]
     assert stored["v"] == 1 and "toolCallId" not in stored and "content" not in stored
 
