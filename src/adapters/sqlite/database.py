@@ -400,13 +400,16 @@ class Worker:
             raise storage_failure(e) from e
 
 
+QUEUE_SLACK = 0.05  # seconds a call may wait its turn before its busy timeout is shortened
+
+
 def within(conn: sqlite3.Connection, deadline: float, full: float, fn: Callable[[], T]) -> T:
     """`fn()` with the connection's busy timeout cut to what is left before `deadline`;
     past it, a busy error at once (the call waited its turn that long already)."""
     left = deadline - time.monotonic()
     if left <= 0.001:
         raise sqlite3.OperationalError("database is locked (the wait for the lock went past the busy timeout)")
-    if left >= full:
+    if left >= full - QUEUE_SLACK:  # barely queued (the usual case): the connection's own timeout
         return fn()
     conn.execute(f"PRAGMA busy_timeout = {int(left * 1000)}")
     try:
