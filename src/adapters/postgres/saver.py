@@ -52,7 +52,7 @@ from adapters.langgraph import branching
 from adapters.langgraph.graph import INPUT_TASK, RUN_KEY
 from adapters.langgraph.latest import LatestCheckpoints
 from adapters.langgraph.rows import summary_row
-from adapters.langgraph.saver import Saver
+from adapters.langgraph.saver import MessagesOnce, Saver
 from adapters.langgraph.serde import MessageMemoSerializer
 from adapters.postgres import branches, message_rows
 from adapters.postgres.database import PostgresDatabase, storage_failure
@@ -101,7 +101,7 @@ LOG_ROW = (
 )
 
 
-class FencedPostgresSaver(AsyncPostgresSaver, Saver):
+class FencedPostgresSaver(AsyncPostgresSaver, Saver, MessagesOnce):
     def __init__(self, db: PostgresDatabase, keep: int = 3) -> None:
         # not AsyncPostgresSaver.__init__: it needs a running loop and a connection of its
         # own; queries here go through `_cursor`, on the shared pool
@@ -210,19 +210,6 @@ class FencedPostgresSaver(AsyncPostgresSaver, Saver):
         await cur.execute(RETENTION[-1], args)
         gone = [bytes(r[0]) for r in await cur.fetchall()]
         await message_rows.collect(cur, thread_id, ns, gone, adding)
-
-    def _plan(self, thread_id: str, ns: str, checkpoint: Checkpoint) -> message_refs.Plan | None:
-        """The main graph's messages are stored apart, each once."""
-        if ns:
-            return None
-        base = self.latest.get(thread_id, ns)
-        return message_refs.plan(
-            checkpoint["channel_values"].get("messages"),
-            base.checkpoint["id"] if base else None,
-            base.messages if base else (),
-            base.refs if base else None,
-            self.codec.message_rows,
-        )
 
     def _dump_blobs(
         self, thread_id: str, checkpoint_ns: str, values: dict[str, Any], versions: ChannelVersions

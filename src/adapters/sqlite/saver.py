@@ -55,7 +55,7 @@ from adapters.langgraph import branching
 from adapters.langgraph.graph import INPUT_TASK, RUN_KEY
 from adapters.langgraph.latest import LatestCheckpoints
 from adapters.langgraph.rows import plain_messages, summary_row
-from adapters.langgraph.saver import Saver
+from adapters.langgraph.saver import MessagesOnce, Saver
 from adapters.langgraph.serde import MessageMemoSerializer
 from adapters.sqlite import branches, message_rows
 from adapters.sqlite.branch_schema import CHECKPOINT_LOG as LOG_TABLE
@@ -95,7 +95,7 @@ def _has_tool_result(value: Any) -> bool:
 STORAGE_MESSAGE = "The database could not be read or written (disk full, read-only, locked or I/O error)"
 
 
-class ThreadedSqliteSaver(SqliteSaver, Saver):
+class ThreadedSqliteSaver(SqliteSaver, Saver, MessagesOnce):
     def __init__(
         self, conn: sqlite3.Connection, keep: int = 3, metrics: MetricsPort = NO_METRICS, path: str | None = None
     ) -> None:
@@ -240,19 +240,6 @@ class ThreadedSqliteSaver(SqliteSaver, Saver):
         if latest is None or json.loads(latest.metadata).get(RUN_KEY) != run_id:
             return None
         return len(latest.checkpoint["channel_values"].get("messages") or ())
-
-    def _plan(self, thread_id: str, ns: str, checkpoint: Checkpoint) -> message_refs.Plan | None:
-        """The main graph's messages are stored apart, each once (adapters.sqlite.message_rows)."""
-        if ns:
-            return None
-        base = self.latest.get(thread_id, ns)
-        return message_refs.plan(
-            checkpoint["channel_values"].get("messages"),
-            base.checkpoint["id"] if base else None,
-            base.messages if base else (),
-            base.refs if base else None,
-            self.codec.message_rows,
-        )
 
     def put_writes(
         self,
