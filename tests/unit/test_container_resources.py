@@ -20,6 +20,16 @@ def _container(tmp_path: Path, **env: str):  # type: ignore[no-untyped-def]
     )
 
 
+def _recording(thing: object, closed: list[str]):  # type: ignore[no-untyped-def]
+    original = thing.aclose  # type: ignore[attr-defined]
+
+    async def aclose() -> None:
+        closed.append(type(thing).__name__)
+        await original()
+
+    return aclose
+
+
 async def test_only_what_was_used_is_opened_and_everything_opened_is_closed(tmp_path: Path) -> None:
     container = _container(tmp_path)
     backend = container.backend()
@@ -30,13 +40,7 @@ async def test_only_what_was_used_is_opened_and_everything_opened_is_closed(tmp_
 
     closed: list[str] = []
     for thing in (backend, model):
-        original = thing.aclose
-
-        async def aclose(original=original, name=type(thing).__name__) -> None:  # type: ignore[no-untyped-def]
-            closed.append(name)
-            await original()
-
-        thing.aclose = aclose  # type: ignore[method-assign]
+        thing.aclose = _recording(thing, closed)  # type: ignore[method-assign]
     await close_container(container)
     assert sorted(closed) == sorted([type(backend).__name__, type(model).__name__])
 
