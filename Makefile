@@ -107,13 +107,22 @@ $(BENCH_STAMP): bench/peer/requirements.txt
 	$(BENCH_VENV)/bin/langgraph --help > /dev/null
 	touch $(BENCH_STAMP)
 
-bench: install $(BENCH_STAMP)
+# the servers under measurement run on the runtime lock alone, as `make run` installs it (the dev
+# tools in .venv would add their imports to every RSS and start-up figure)
+SERVE_VENV := .bench-runtime
+SERVE_STAMP := $(SERVE_VENV)/.installed
+$(SERVE_STAMP): requirements.lock
+	test -x $(SERVE_VENV)/bin/python || $(PYTHON) -m venv $(SERVE_VENV)
+	$(SERVE_VENV)/bin/pip install --disable-pip-version-check -q -r requirements.lock 2>&1 | grep -v "is ignored" || true
+	touch $(SERVE_STAMP)
+
+bench: install $(BENCH_STAMP) $(SERVE_STAMP)
 	PYTHONPATH=.:src $(PY) -m bench
 
-bench-peers: install $(BENCH_STAMP)
+bench-peers: install $(BENCH_STAMP) $(SERVE_STAMP)
 	PYTHONPATH=.:src $(PY) -m bench --only peers
 
-bench-concurrency: install
+bench-concurrency: install $(SERVE_STAMP)
 	PYTHONPATH=.:src $(PY) -m bench --only concurrency
 
 bench-postgres: install
