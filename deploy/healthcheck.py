@@ -17,7 +17,7 @@ def main() -> int:
     if token:
         request.add_header("Authorization", f"Bearer {token}")
     try:
-        with urllib.request.urlopen(request, timeout=4) as response:
+        with urllib.request.urlopen(request, timeout=8) as response:
             return 0 if response.status == 200 else 1
     except urllib.error.HTTPError as e:
         print(f"readyz answered {e.code}: {e.read(500).decode(errors='replace')}", file=sys.stderr)

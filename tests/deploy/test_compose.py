@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from compose_spec import PyCompose, parse_duration
 
 ROOT = Path(__file__).parents[2]

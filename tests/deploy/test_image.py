@@ -1,0 +1,174 @@
+"""The image of deploy/Containerfile, built here from Debian's packages (tests/deploy/image.py)
+and run for real with podman: non-root, runtime dependencies only, refusing 0.0.0.0 without a
+token, a HEALTHCHECK that follows readyz, a read-only root, and a container killed mid-answer
+whose run goes on after `podman start` (AUTO_RESUME), nothing lost."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.deploy.image import IMAGE, RUNTIME, build, podman
+from tests.support.fake_ollama import FakeOllama, fake_ollama
+from tests.support.server import free_port, sse_events
+
+pytestmark = [pytest.mark.deploy, pytest.mark.timeout(2400)]
+TOKEN = "deploy-test-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture(scope="module")
+def image() -> str:
+    return build()
+
+
+@pytest.fixture
+def containers() -> Iterator[list[str]]:
+    """Names of the containers a test starts (and volumes of the same name), removed after it."""
+    names: list[str] = []
+    yield names
+    for name in names:
+        podman("rm", "--force", "--time", "0", name, check=False)
+        podman("volume", "rm", "--force", name, check=False)
+
+
+def start(containers: list[str], *args: str, env: dict[str, str] | None = None, command: tuple[str, ...] = ()) -> str:
+    name = f"sophos-test-{uuid.uuid4().hex[:8]}"
+    containers.append(name)
+    flags = [f"--env={k}={v}" for k, v in (env or {}).items()]
+    podman("run", *RUNTIME, "-d", "--name", name, "--volume", f"{name}:/data", *flags, *args, IMAGE, *command)
+    return name
+
+
+def wait_for_log(name: str, text: str, timeout: float = 60) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        logs = podman("logs", name, check=False)
+        if text in logs.stdout + logs.stderr:
+            return logs.stdout + logs.stderr
+        if podman("inspect", "--format", "{{.State.Running}}", name).stdout.strip() != "true":
+            raise AssertionError(f"{name} stopped:\n{logs.stdout}{logs.stderr}")
+        time.sleep(0.2)
+    raise AssertionError(f"{text!r} not in the logs of {name} within {timeout} s")
+
+
+def test_the_image_runs_sophos_serve_as_a_non_root_user_with_a_data_volume(image: str) -> None:
+    inspected = json.loads(podman("image", "inspect", image).stdout)[0]
+    config = inspected["Config"]
+    assert config["User"] == "sophos:sophos"
+    assert config["Entrypoint"] == ["sophos"] and config["Cmd"] == ["serve"]
+    assert "/data" in config["Volumes"]
+    assert inspected["Healthcheck"]["Test"] == ["CMD", "/opt/sophos/venv/bin/python", "/opt/sophos/app/deploy/healthcheck.py"]
+    env = dict(e.split("=", 1) for e in config["Env"])
+    assert env["HOST"] == "0.0.0.0" and env["DATABASE_PATH"].startswith("/data/")
+    assert env["MEMORY_FILE_PATH"].startswith("/data/")
+    probe = podman("run", *RUNTIME, "--rm", "--network", "none", "--entrypoint", "sh", image, "-c",
+                   "id -u; test -w /data && echo data-writable; command -v npm || echo no-npm; "
+                   "python -c 'import pytest' 2>/dev/null || echo no-test-tools; "
+                   "ls /opt/sophos/app/config/mcp-servers/node_modules/@modelcontextprotocol/server-memory/dist/index.js "
+                   "/opt/sophos/app/src/entrypoints/http/web/node_modules/marked/package.json")
+    lines = probe.stdout.split()
+    assert lines[:4] == ["10001", "data-writable", "no-npm", "no-test-tools"], probe.stdout
+    assert len(lines) == 6  # both npm ci trees are there
+
+
+def test_without_api_token_it_refuses_to_listen_beyond_loopback(image: str) -> None:
+    run = podman("run", *RUNTIME, "--rm", "--network", "none", image, check=False)
+    assert run.returncode == 2, run
+    assert "refusing to listen on 0.0.0.0 without API_TOKEN" in run.stderr + run.stdout
+
+
+def test_the_healthcheck_follows_readyz_with_the_token_on_a_read_only_root(image: str, containers: list[str]) -> None:
+    # no network at all: the model server is unreachable, so readyz answers 503
+    unready = start(containers, "--network", "none", "--read-only", "--tmpfs", "/tmp", env={"API_TOKEN": TOKEN})
+    # the demo model is always ready; the real MCP servers (Node's Memory, Python's Fetch) start
+    ready = start(containers, "--network", "none", "--read-only", "--tmpfs", "/tmp",
+                  env={"API_TOKEN": TOKEN, "MODEL_BACKEND": "demo"})
+    for name in (unready, ready):
+        wait_for_log(name, "Sophos is listening on http://0.0.0.0:8000")
+        wait_for_log(name, "MCP server fetch:")  # both tool servers up: readyz's first answer is not a start-up's
+    failing = podman("healthcheck", "run", unready, check=False)
+    assert failing.returncode == 1 and "unhealthy" in failing.stdout + failing.stderr, failing
+    passing = podman("healthcheck", "run", ready, check=False)
+    assert passing.returncode == 0, passing
+    # what readyz said inside, the token sent as the check sends it
+    body = podman("exec", ready, "python", "-c",
+                  "import os, urllib.request as u; r = u.Request('http://127.0.0.1:8000/api/readyz', "
+                  "headers={'Authorization': 'Bearer ' + os.environ['API_TOKEN']}); print(u.urlopen(r).read().decode())")
+    tools = {t["name"]: t["ok"] for t in json.loads(body.stdout)["tools"]}
+    assert tools == {"memory": True, "fetch": True}, body.stdout
+
+
+@pytest.fixture
+def ollama() -> Iterator[FakeOllama]:
+    with fake_ollama() as fake:
+        yield fake
+
+
+def volume_path(name: str) -> Path:
+    return Path(podman("volume", "inspect", "--format", "{{.Mountpoint}}", name).stdout.strip())
+
+
+def test_a_container_killed_mid_answer_resumes_the_run_after_a_restart(
+    image: str, containers: list[str], ollama: FakeOllama
+) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    ollama.add({"text": "slow " * 200, "token_delay": 0.05}, {"text": "the resumed answer"})
+    # the host's network, so the container reaches the fake model on the host's loopback
+    # (and the test reaches the container there; the image's 0.0.0.0 would open it to the LAN)
+    name = start(containers, "--network", "host", env={
+        "API_TOKEN": TOKEN, "HOST": "127.0.0.1", "PORT": str(port), "OLLAMA_HOST": ollama.url,
+        "AUTO_RESUME": "true", "TOOLS_BACKEND": "none",
+    })
+    wait_for_log(name, f"Sophos is listening on {url}")
+    cid = httpx.post(f"{url}/api/chat", json={"message": "tell me slowly"}, headers=AUTH, timeout=30).json()["conversation"]
+
+    events: list[tuple[str | None, str, Any]] = []
+
+    def follow() -> None:
+        try:
+            with httpx.stream("GET", f"{url}/api/chat", params={"conversation": cid}, headers=AUTH, timeout=60) as r:
+                events.extend(sse_events(r))
+        except httpx.HTTPError:
+            pass  # the container was killed under the stream
+
+    reader = threading.Thread(target=follow, daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 30
+    while sum(1 for e in events if e[1] == "token") < 5 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sum(1 for e in events if e[1] == "token") >= 5, events[:5]
+    podman("kill", "--signal", "KILL", name)  # mid-answer: no drain, no last write
+    reader.join(10)
+    assert podman("inspect", "--format", "{{.State.Running}}", name).stdout.strip() == "false"
+    assert not any(e[1] in ("end", "chat-error") for e in events)  # it was cut short
+
+    podman("start", name)  # the same container and volume: a restart
+    deadline = time.monotonic() + 60
+    body: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        try:
+            body = httpx.get(f"{url}/api/conversations/{cid}", headers=AUTH, timeout=10).json()
+            if body["conversation"]["status"] != "running" and body["messages"][-1]["role"] == "assistant":
+                break
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    assert body["conversation"]["status"] == "completed", body
+    user = [m["content"] for m in body["messages"] if m["role"] == "user"]
+    assert user == ["tell me slowly"]  # acknowledged before the kill: kept, once
+    assert body["messages"][-1]["content"] == "the resumed answer"
+    with sqlite3.connect(volume_path(name) / "db" / "sophos.db") as db:
+        runs = db.execute("SELECT status, trigger FROM runs WHERE conversation_id = ? ORDER BY started_at, rowid",
+                          (cid,)).fetchall()
+    assert runs == [("interrupted", "user"), ("completed", "adopt")], runs
