@@ -131,7 +131,7 @@ def ensure_helm_sdkpy() -> None:
 def render(chart: Path, values: dict[str, Any], release: str = "sophos") -> list[dict[str, Any]]:
     """The objects `helm install` applies for these values (Helm's errors, `fail` included, raise)."""
     ensure_helm_sdkpy()
-    import helm_sdkpy
+    import helm_sdkpy  # type: ignore[import-not-found]  # installed into the cache by ensure_helm_sdkpy
 
     with FakeKube() as kube, tempfile.TemporaryDirectory() as tmp:
         config = helm_sdkpy.Configuration(namespace="default", kubeconfig=str(kube.kubeconfig(Path(tmp))))

@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).parents[2]
 CACHE = Path(os.environ.get("SOPHOS_DEPLOY_CACHE") or Path.home() / ".cache" / "sophos-deploy")
@@ -40,13 +41,13 @@ def containers_conf() -> Path:
     return conf
 
 
-def podman(*args: str, check: bool = True, timeout: float = 120, **kw: object) -> subprocess.CompletedProcess[str]:
+def podman(*args: str, check: bool = True, timeout: float = 120, **kw: Any) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CONTAINERS_CONF": str(containers_conf())}
     cmd = ["podman", *args]
-    result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, **kw)  # type: ignore[call-overload]
+    result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, **kw)
     if check and result.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {result.returncode}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
-    return result  # type: ignore[no-any-return]
+    return result
 
 
 def image_exists(tag: str) -> bool:

@@ -114,6 +114,28 @@ def ollama() -> Iterator[FakeOllama]:
         yield fake
 
 
+def finished(url: str, cid: str, timeout: float = 60) -> dict[str, Any]:
+    """The conversation once its run has ended (the server may still be starting)."""
+    deadline = time.monotonic() + timeout
+    body: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        try:
+            body = httpx.get(f"{url}/api/conversations/{cid}", headers=AUTH, timeout=10).json()
+            if body["conversation"]["status"] != "running" and body["messages"][-1]["role"] == "assistant":
+                return body
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    return body
+
+
+def runs_of(name: str, cid: str) -> list[tuple[str, str]]:
+    with sqlite3.connect(volume_path(name) / "db" / "sophos.db") as db:
+        rows = db.execute("SELECT status, trigger FROM runs WHERE conversation_id = ? ORDER BY started_at, rowid",
+                          (cid,)).fetchall()
+    return [(str(status), str(trigger)) for status, trigger in rows]
+
+
 def volume_path(name: str) -> Path:
     return Path(podman("volume", "inspect", "--format", "{{.Mountpoint}}", name).stdout.strip())
 
@@ -154,21 +176,39 @@ def test_a_container_killed_mid_answer_resumes_the_run_after_a_restart(
     assert not any(e[1] in ("end", "chat-error") for e in events)  # it was cut short
 
     podman("start", name)  # the same container and volume: a restart
-    deadline = time.monotonic() + 60
-    body: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        try:
-            body = httpx.get(f"{url}/api/conversations/{cid}", headers=AUTH, timeout=10).json()
-            if body["conversation"]["status"] != "running" and body["messages"][-1]["role"] == "assistant":
-                break
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
+    body = finished(url, cid)
     assert body["conversation"]["status"] == "completed", body
     user = [m["content"] for m in body["messages"] if m["role"] == "user"]
     assert user == ["tell me slowly"]  # acknowledged before the kill: kept, once
     assert body["messages"][-1]["content"] == "the resumed answer"
-    with sqlite3.connect(volume_path(name) / "db" / "sophos.db") as db:
-        runs = db.execute("SELECT status, trigger FROM runs WHERE conversation_id = ? ORDER BY started_at, rowid",
-                          (cid,)).fetchall()
-    assert runs == [("interrupted", "user"), ("completed", "adopt")], runs
+    assert runs_of(name, cid) == [("interrupted", "user"), ("completed", "adopt")]
+
+
+def test_a_stop_drains_within_the_grace_period_and_the_run_goes_on_after_start(
+    image: str, containers: list[str], ollama: FakeOllama
+) -> None:
+    """`podman stop` sends the image's STOPSIGNAL (SIGTERM): the drain stops the run as
+    interrupted after SHUTDOWN_TIMEOUT and the process exits 0 before the runtime's own
+    timeout would SIGKILL it (137); the next start resumes the run."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    ollama.add({"text": "slow " * 400, "token_delay": 0.05}, {"text": "after the drain"})
+    name = start(containers, "--network", "host", env={
+        "API_TOKEN": TOKEN, "HOST": "127.0.0.1", "PORT": str(port), "OLLAMA_HOST": ollama.url,
+        "AUTO_RESUME": "true", "TOOLS_BACKEND": "none", "SHUTDOWN_TIMEOUT": "2",
+    })
+    wait_for_log(name, f"Sophos is listening on {url}")
+    cid = httpx.post(f"{url}/api/chat", json={"message": "a long one"}, headers=AUTH, timeout=30).json()["conversation"]
+    deadline = time.monotonic() + 30
+    while ollama.streamed < 5 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    began = time.monotonic()
+    podman("stop", "--time", "20", name, timeout=60)
+    took = time.monotonic() - began
+    assert podman("inspect", "--format", "{{.State.ExitCode}}", name).stdout.strip() == "0"
+    assert took < 15, took  # drained (2 s + the streams' 5 s at most), not killed at 20 s
+    assert runs_of(name, cid) == [("interrupted", "user")]
+    podman("start", name)
+    body = finished(url, cid)
+    assert body["messages"][-1]["content"] == "after the drain"
+    assert runs_of(name, cid) == [("interrupted", "user"), ("completed", "adopt")]
