@@ -6,6 +6,9 @@ it would for a cluster (values, `fail`, helpers) and returns the manifest it app
 No `helm` binary is packaged for Debian, and helm-sdkpy has no template-only call (its lint
 turns `fail` into a log line), hence the fake server. helm-sdkpy declares Python >= 3.12 but
 only uses cffi, so it is installed with --ignore-requires-python into the deploy cache.
+
+The fake server accepts any object, so `validate` checks each one against Kubernetes' own
+OpenAPI schemas (kubernetes-validate, strict: an unknown field is an error).
 """
 
 from __future__ import annotations
@@ -24,8 +27,11 @@ import yaml
 
 from tests.deploy.image import CACHE
 
-HELM_SDKPY = "helm-sdkpy==0.1.32"
-TARGET = CACHE / "helm-sdkpy-0.1.32"
+# test-only tools, kept out of the dev lock: helm-sdkpy's 120 MB library and the schemas of
+# every Kubernetes version are needed by `make test-deploy` alone
+PACKAGES = ("helm-sdkpy==0.1.32", "kubernetes-validate==1.37.0", "importlib-resources==7.1.0")
+TARGET = CACHE / "python-1"  # bump with PACKAGES
+KUBERNETES = "1.33.0"
 
 VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 
@@ -117,21 +123,31 @@ class FakeKube:
         return path
 
 
-def ensure_helm_sdkpy() -> None:
-    if not (TARGET / "helm_sdkpy" / "__init__.py").exists():
+def ensure_packages() -> None:
+    done = TARGET / ".installed"
+    if not done.exists():
         subprocess.run(
             [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
-             "--ignore-requires-python", "--target", str(TARGET), HELM_SDKPY],
+             "--ignore-requires-python", "--upgrade", "--target", str(TARGET), *PACKAGES],
             check=True, timeout=900,
         )
+        done.touch()
     if str(TARGET) not in sys.path:
         sys.path.insert(0, str(TARGET))
 
 
+def validate(doc: dict[str, Any]) -> None:
+    """Raise when the object is not valid for Kubernetes KUBERNETES (unknown fields included)."""
+    ensure_packages()
+    import kubernetes_validate  # type: ignore[import-not-found]
+
+    kubernetes_validate.validate(doc, KUBERNETES, strict=True)
+
+
 def render(chart: Path, values: dict[str, Any], release: str = "sophos") -> list[dict[str, Any]]:
     """The objects `helm install` applies for these values (Helm's errors, `fail` included, raise)."""
-    ensure_helm_sdkpy()
-    import helm_sdkpy  # type: ignore[import-not-found]  # installed into the cache by ensure_helm_sdkpy
+    ensure_packages()
+    import helm_sdkpy  # type: ignore[import-not-found]
 
     with FakeKube() as kube, tempfile.TemporaryDirectory() as tmp:
         config = helm_sdkpy.Configuration(namespace="default", kubeconfig=str(kube.kubeconfig(Path(tmp))))

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.deploy.helm import render
+from tests.deploy.helm import render, validate
 
 pytestmark = [pytest.mark.deploy, pytest.mark.timeout(900)]
 
@@ -22,6 +22,21 @@ REQUIRED = {"apiToken": "t0ken", "databaseUrl": "postgresql://sophos:pw@db:5432/
 
 def objects(values: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {doc["kind"]: doc for doc in render(CHART, {**REQUIRED, **values})}
+
+
+def test_every_object_is_valid_kubernetes() -> None:
+    docs = render(CHART, {**REQUIRED, "existingSecret": "", "dataClaim": "sophos-memory",
+                          "nodeSelector": {"gpu": "no"}, "extraEnv": {"LOG_LEVEL": "DEBUG"}})
+    assert {d["kind"] for d in docs} == {"Deployment", "Service", "Secret"}
+    for doc in docs:
+        validate(doc)
+
+
+def test_the_schema_check_can_fail() -> None:
+    deployment = objects({})["Deployment"]
+    container(deployment)["readinesProbe"] = container(deployment).pop("readinessProbe")
+    with pytest.raises(Exception, match="readinesProbe"):
+        validate(deployment)
 
 
 def container(deployment: dict[str, Any]) -> dict[str, Any]:
