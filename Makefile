@@ -22,7 +22,8 @@ NEED := scripts/need-system-packages
 NODE_PACKAGES := node=nodejs npm=npm
 TEST_PACKAGES := chromium=chromium pg_ctlcluster=postgresql
 # `make test-deploy`: the image is built from a debootstrapped Debian and run by podman with runc
-DEPLOY_PACKAGES := podman=podman runc=runc debootstrap=debootstrap
+# (two of its containers share a PostgreSQL server the tests start)
+DEPLOY_PACKAGES := podman=podman runc=runc debootstrap=debootstrap pg_ctlcluster=postgresql
 
 .PHONY: install install-dev run demo test test-fast test-deploy need-deploy test-unit lint bench bench-concurrency bench-postgres bench-peers soak clean-db check-python need-node need-test help
 

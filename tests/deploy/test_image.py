@@ -1,7 +1,8 @@
 """The image of deploy/Containerfile, built here from Debian's packages (tests/deploy/image.py)
 and run for real with podman: non-root, runtime dependencies only, refusing 0.0.0.0 without a
 token, a HEALTHCHECK that follows readyz, a read-only root, and a container killed mid-answer
-whose run goes on after `podman start` (AUTO_RESUME), nothing lost."""
+whose run goes on after `podman start` (AUTO_RESUME), nothing lost; two containers on one
+PostgreSQL database, one killed and its run adopted by the other."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 
 from tests.deploy.image import IMAGE, RUNTIME, build, podman
@@ -212,3 +214,33 @@ def test_a_stop_drains_within_the_grace_period_and_the_run_goes_on_after_start(
     body = finished(url, cid)
     assert body["messages"][-1]["content"] == "after the drain"
     assert runs_of(name, cid) == [("interrupted", "user"), ("completed", "adopt")]
+
+
+def test_replicas_on_postgresql_adopt_the_run_of_a_killed_container(
+    image: str, pg_empty_url: str, ollama: FakeOllama, containers: list[str]
+) -> None:
+    # (fixtures in this order: the containers are removed before their database is dropped)
+    """The Helm chart's shape: two containers of the image on one PostgreSQL database (which
+    they migrate themselves); one is killed mid-answer and the other adopts its run."""
+    ollama.add({"text": "slow " * 200, "token_delay": 0.05}, {"text": "adopted by the other replica"})
+    urls = []
+    for _ in range(2):
+        port = free_port()
+        name = start(containers, "--network", "host", env={
+            "API_TOKEN": TOKEN, "HOST": "127.0.0.1", "PORT": str(port), "OLLAMA_HOST": ollama.url,
+            "DATABASE_URL": pg_empty_url, "AUTO_RESUME": "true", "RUN_LEASE_SECONDS": "3", "TOOLS_BACKEND": "none",
+        })
+        urls.append(f"http://127.0.0.1:{port}")
+        wait_for_log(name, f"Sophos is listening on {urls[-1]}")
+    first, survivor = containers[-2], urls[1]
+    cid = httpx.post(f"{urls[0]}/api/chat", json={"message": "who finishes this?"}, headers=AUTH, timeout=30).json()["conversation"]
+    deadline = time.monotonic() + 30
+    while ollama.streamed < 5 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    podman("kill", "--signal", "KILL", first)
+    body = finished(survivor, cid)
+    assert body["messages"][-1]["content"] == "adopted by the other replica", body
+    assert [m["content"] for m in body["messages"] if m["role"] == "user"] == ["who finishes this?"]
+    with psycopg.connect(pg_empty_url) as db:
+        runs = db.execute("SELECT status, trigger FROM runs WHERE conversation_id = %s ORDER BY started_at", (cid,)).fetchall()
+    assert runs == [("interrupted", "user"), ("completed", "adopt")]
