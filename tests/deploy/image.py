@@ -4,9 +4,9 @@ podman, cached outside the work tree (SOPHOS_DEPLOY_CACHE, default ~/.cache/soph
 so that only the first run pays for it (~6 min; the image build on top of it ~2-4 min, its
 layers cached by podman).
 
-podman runs containers here with runc (crun fails on this machine's hybrid cgroups) and a
-containers.conf without default ulimits (setting them is not permitted in this sandbox);
-both are passed explicitly, so nothing on the machine is reconfigured.
+podman runs containers here with runc (crun fails on this machine's hybrid cgroups) and
+without default ulimits (setting them is not permitted in this sandbox): a containers.conf of
+our own says both (CONTAINERS_CONF), so nothing on the machine is reconfigured.
 
     python -m tests.deploy.image      builds (or reuses) the base and the image, prints the tag
 """
@@ -33,11 +33,21 @@ HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 RUNTIME = ("--runtime", "runc")
 
 
+CONTAINERS_CONF = """[containers]
+# setrlimit is not permitted in this sandbox
+default_ulimits = []
+
+[engine]
+# for the build's RUN steps too: crun, when installed, is podman's default and fails here
+runtime = "runc"
+"""
+
+
 def containers_conf() -> Path:
     conf = CACHE / "containers.conf"
-    if not conf.exists():
+    if not conf.exists() or conf.read_text() != CONTAINERS_CONF:
         CACHE.mkdir(parents=True, exist_ok=True)
-        conf.write_text("[containers]\n# setrlimit is not permitted in this sandbox\ndefault_ulimits = []\n")
+        conf.write_text(CONTAINERS_CONF)
     return conf
 
 
