@@ -7,7 +7,9 @@ PostgreSQL database, one killed and its run adopted by the other."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
 import threading
 import time
 import uuid
@@ -33,8 +35,17 @@ def image() -> str:
     return build()
 
 
+@pytest.fixture(scope="module")
+def runtime(image: str) -> None:
+    """Skips, with podman's exact error, the tests that need a running container when no
+    runtime can run one here; the chroot test below still starts the image's entrypoint."""
+    probe = podman("run", *RUNTIME, "--rm", "--network", "none", "--entrypoint", "true", image, check=False)
+    if probe.returncode != 0:
+        pytest.skip(f"podman cannot run a container here (exit {probe.returncode}): {probe.stderr.strip()}")
+
+
 @pytest.fixture
-def containers() -> Iterator[list[str]]:
+def containers(runtime: None) -> Iterator[list[str]]:
     """Names of the containers a test starts (and volumes of the same name), removed after it."""
     names: list[str] = []
     yield names
@@ -63,7 +74,7 @@ def wait_for_log(name: str, text: str, timeout: float = 60) -> str:
     raise AssertionError(f"{text!r} not in the logs of {name} within {timeout} s")
 
 
-def test_the_image_runs_sophos_serve_as_a_non_root_user_with_a_data_volume(image: str) -> None:
+def test_the_image_runs_sophos_serve_as_a_non_root_user_with_a_data_volume(image: str, runtime: None) -> None:
     inspected = json.loads(podman("image", "inspect", image).stdout)[0]
     config = inspected["Config"]
     assert config["User"] == "sophos:sophos"
@@ -83,7 +94,7 @@ def test_the_image_runs_sophos_serve_as_a_non_root_user_with_a_data_volume(image
     assert len(lines) == 6  # both npm ci trees are there
 
 
-def test_without_api_token_it_refuses_to_listen_beyond_loopback(image: str) -> None:
+def test_without_api_token_it_refuses_to_listen_beyond_loopback(image: str, runtime: None) -> None:
     run = podman("run", *RUNTIME, "--rm", "--network", "none", image, check=False)
     assert run.returncode == 2, run
     assert "refusing to listen on 0.0.0.0 without API_TOKEN" in run.stderr + run.stdout
@@ -244,3 +255,43 @@ def test_replicas_on_postgresql_adopt_the_run_of_a_killed_container(
     with psycopg.connect(pg_empty_url) as db:
         runs = db.execute("SELECT status, trigger FROM runs WHERE conversation_id = %s ORDER BY started_at", (cid,)).fetchall()
     assert runs == [("interrupted", "user"), ("completed", "adopt")]
+
+
+def test_the_entrypoint_serves_readyz_in_a_chroot_of_the_image(image: str) -> None:
+    """Without any container runtime: the image's own file system (podman mount of a created,
+    never started container), entered with chroot as the image's user, its environment and
+    entrypoint, in a private mount namespace that holds /dev and /proc."""
+    inspected = json.loads(podman("image", "inspect", image).stdout)[0]["Config"]
+    created = podman("create", image).stdout.strip()
+    root = podman("mount", created).stdout.strip()
+    port = free_port()
+    env = dict(e.split("=", 1) for e in inspected["Env"])
+    env.update({"HOST": "127.0.0.1", "PORT": str(port), "API_TOKEN": TOKEN, "MODEL_BACKEND": "demo", "TOOLS_BACKEND": "mcp"})
+    command = " ".join(inspected["Entrypoint"] + inspected["Cmd"])
+    inner = f"cd {inspected['WorkingDir']} && exec {command}"
+    user = "10001:10001"
+    script = (f'mount --rbind /dev "{root}/dev" && mount -t proc proc "{root}/proc" && '
+              f'exec chroot --userspec={user} "{root}" /usr/bin/env -i '
+              + " ".join(f"'{k}={v}'" for k, v in env.items()) + f" sh -c '{inner}'")
+    server = subprocess.Popen(["unshare", "--mount", "--fork", "--propagation", "private", "sh", "-c", script],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        ready = None
+        while time.monotonic() < deadline and server.poll() is None:
+            try:
+                ready = httpx.get(f"http://127.0.0.1:{port}/api/readyz", headers=AUTH, timeout=5)
+                if ready.status_code == 200 and all(t["ok"] for t in ready.json()["tools"]):
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        assert ready is not None and ready.status_code == 200, (ready, server.poll())
+        assert {t["name"]: t["ok"] for t in ready.json()["tools"]} == {"memory": True, "fetch": True}
+        uid = subprocess.run(["ps", "-o", "uid=", "--ppid", str(server.pid)], capture_output=True, text=True).stdout
+        assert uid.split() == ["10001"], uid
+    finally:
+        os.killpg(server.pid, 15)
+        server.wait(40)
+        podman("umount", created, check=False)
+        podman("rm", "--volumes", created, check=False)
