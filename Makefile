@@ -10,8 +10,8 @@ DEV_STAMP := $(VENV)/.installed-dev
 JOBS ?= auto
 # whole modules per worker (their module-scoped servers are built once), those of the slow tests first
 XDIST = -n $(JOBS) --dist loadscope --no-loadscope-reorder
-# what `make test-fast` leaves out: the PostgreSQL server, other processes, Chromium
-FAST := not postgres and not processes and not browser
+# what `make test-fast` leaves out: the PostgreSQL server, other processes, Chromium, the container image
+FAST := not postgres and not processes and not browser and not deploy
 NPM_DIR := config/mcp-servers
 NPM_STAMP := $(NPM_DIR)/node_modules/.installed
 WEB_DIR := src/entrypoints/http/web
@@ -21,14 +21,18 @@ WEB_STAMP := $(WEB_DIR)/node_modules/.installed
 NEED := scripts/need-system-packages
 NODE_PACKAGES := node=nodejs npm=npm
 TEST_PACKAGES := chromium=chromium pg_ctlcluster=postgresql
+# `make test-deploy`: the image is built from a debootstrapped Debian and run by podman with runc
+# (two of its containers share a PostgreSQL server the tests start)
+DEPLOY_PACKAGES := podman=podman runc=runc debootstrap=debootstrap pg_ctlcluster=postgresql
 
-.PHONY: install install-dev run demo test test-fast test-unit lint bench bench-concurrency bench-postgres bench-peers soak clean-db check-python need-node need-test help
+.PHONY: install install-dev run demo test test-fast test-deploy need-deploy test-unit lint bench bench-concurrency bench-postgres bench-peers soak clean-db check-python need-node need-test help
 
 help:
 	@echo "make run      start Sophos (creates .venv and installs everything first)"
 	@echo "make demo     start Sophos on the offline demo model and tools (no model server needed)"
 	@echo "make test     run the whole test suite (in parallel: JOBS=auto)"
 	@echo "make test-fast   the edit loop: unit tests and the in-memory/SQLite contracts, no server or browser"
+	@echo "make test-deploy   build the container image (deploy/) and run it; render the Helm chart (slow the first time)"
 	@echo "make bench    run the benchmarks and print their figures"
 	@echo "make bench-concurrency   only the concurrency section (BENCH_BASELINE_REF=ref to compare with)"
 	@echo "make bench-postgres      only the storage section on PostgreSQL (both backends, the bare official saver)"
@@ -71,6 +75,9 @@ need-node:
 need-test:
 	@$(NEED) $(NODE_PACKAGES) $(TEST_PACKAGES)
 
+need-deploy:
+	@$(NEED) $(DEPLOY_PACKAGES)
+
 install: need-node $(STAMP) $(NPM_STAMP) $(WEB_STAMP)
 
 install-dev: install $(DEV_STAMP)
@@ -86,7 +93,12 @@ test: need-test install-dev
 	PYTHONPATH=src $(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -q $(XDIST)
+	$(PY) -m pytest -q -m "not deploy" $(XDIST)
+
+# the image, the chart and the container runs (tests/deploy, marker `deploy`): the first run
+# debootstraps the base (~6 min) and builds the image; both are cached in ~/.cache/sophos-deploy
+test-deploy: need-deploy install-dev
+	$(PY) -m pytest -q -m deploy tests/deploy
 
 # in one process: two xdist workers spend more on start-up than they save here
 test-fast: install-dev
