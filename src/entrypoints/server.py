@@ -49,6 +49,14 @@ def url_host(host: str) -> str:
         return host
 
 
+class SideServer(uvicorn.Server):
+    """A second server in the same loop (the LangGraph API): no signal handlers and no
+    lifespan of its own; the main server's drain stops it."""
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        await self._serve(sockets)
+
+
 class DrainingServer(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, app: Any, timeout: float) -> None:
         super().__init__(config)
@@ -153,6 +161,32 @@ def tune_gc() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
+def side_server(settings: Settings, app: Any, host: str) -> tuple[SideServer, socket.socket]:
+    """The LangGraph API's server and its bound socket, over the main app's services."""
+    from entrypoints.lgapi.app import create_lgapi_app
+
+    port = settings.LANGGRAPH_API_PORT
+    sock = bind(host, port)
+    lg_app = create_lgapi_app(app.state.services, settings, app.state.closing)
+    config = uvicorn.Config(
+        lg_app, host=host, port=port, loop=event_loop(), log_config=None, lifespan="off", access_log=False,
+        timeout_graceful_shutdown=5, http=head_deadline_protocol(settings.REQUEST_TIMEOUT, settings.MAX_CONNECTIONS),
+        h11_max_incomplete_event_size=MAX_HEAD,
+    )
+    return SideServer(config), sock
+
+
+async def serve_after(main: uvicorn.Server, side: SideServer, sock: socket.socket) -> None:
+    """Serve the side app once the main server has started (its lifespan recovered the
+    runs a crash left), until the main one stops."""
+    while not main.started:
+        if main.should_exit:
+            return
+        await asyncio.sleep(0.02)
+    print(f"LangGraph API on http://{url_host(sock.getsockname()[0])}:{sock.getsockname()[1]}", flush=True)
+    await side.serve(sockets=[sock])
+
+
 def serve(container: Any) -> None:
     settings: Settings = container.settings()
     host, port = settings.HOST, settings.PORT
@@ -174,13 +208,23 @@ def serve(container: Any) -> None:
         h11_max_incomplete_event_size=MAX_HEAD,
     )
     server = DrainingServer(uv_config, app, timeout)
+    side = side_server(settings, app, host) if settings.LANGGRAPH_API_PORT else None
     tune_gc()
 
     async def main() -> None:
         await check_storage(services.backend())
         await warn_if_model_not_ready(services.model())
         print(f"Sophos is listening on http://{url_host(host)}:{port}", flush=True)
-        await server.serve(sockets=[sock])
+        if side is None:
+            await server.serve(sockets=[sock])
+            return
+        lg_server, lg_sock = side
+        lg_task = asyncio.create_task(serve_after(server, lg_server, lg_sock))
+        try:
+            await server.serve(sockets=[sock])
+        finally:
+            lg_server.should_exit = True
+            await asyncio.gather(lg_task, return_exceptions=True)
 
     # one loop for the checks and the server (what uvicorn's Server.run does, with the checks first)
     with asyncio.Runner(loop_factory=uv_config.get_loop_factory()) as runner:

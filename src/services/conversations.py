@@ -20,12 +20,17 @@ from domain.errors import (
 from domain.export import checkpoint_jsonl, markdown_transcript
 from domain.lifecycle import resumable
 from domain.model import (
+    NEW_CONVERSATION_TITLE,
     AssistantMessage,
+    CheckpointSummary,
     ContextView,
     Conversation,
     Message,
     PendingCall,
+    Run,
+    ThreadHead,
     clean_title,
+    new_id,
     parse_conversation_id,
     utc_now,
 )
@@ -134,6 +139,38 @@ class ConversationService:
         more = len(items) > size
         items = items[:size]
         return Page(items, encode_cursor(items[-1]) if more and items else None)
+
+    async def create(self, conversation: object = None) -> tuple[Conversation, bool]:
+        """An empty conversation with id `conversation` (a new id when None), and whether
+        it was made now: an id already taken answers the conversation that has it."""
+        cid = new_id() if conversation is None else parse_conversation_id(conversation)
+        found = await self.runs.get_conversation(cid)
+        if found is not None:
+            return found, False
+        return await self.runs.create_conversation(cid, NEW_CONVERSATION_TITLE, self.clock()), True
+
+    async def head(self, conversation: object) -> ThreadHead:
+        """What the conversation's latest checkpoint says (NOT_FOUND for an unknown one)."""
+        conv = await self.summary(conversation)
+        return await self.checkpoints.head(conv.id)
+
+    async def runs_of(self, conversation: object, limit: int) -> Sequence[Run]:
+        """The conversation's latest `limit` runs, newest first."""
+        conv = await self.summary(conversation)
+        return await self.runs.recent_runs(conv.id, limit)
+
+    async def run(self, conversation: object, run_id: object) -> Run:
+        """Run `run_id` of the conversation; NOT_FOUND when it is another's or unknown."""
+        conv = await self.summary(conversation)
+        found = await self.runs.get_run(parse_conversation_id(run_id)) if isinstance(run_id, str) else None
+        if found is None or found.conversation_id != conv.id:
+            raise ConversationNotFound("Run Not Found")
+        return found
+
+    async def checkpoint_log(self, conversation: object) -> Sequence[CheckpointSummary]:
+        """Every checkpoint the thread's log keeps, oldest first."""
+        conv = await self.summary(conversation)
+        return await self.checkpoints.list_checkpoints(conv.id)
 
     async def summary(self, conversation: object) -> Conversation:
         cid = parse_conversation_id(conversation)

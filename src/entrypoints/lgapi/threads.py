@@ -1,0 +1,223 @@
+"""Threads: Sophos conversations, with their state and checkpoint history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from domain.errors import ConversationNotFound, InvalidInput, NotSupported
+from domain.model import CheckpointSummary, Conversation, RunStatus
+from entrypoints.bundle import Services
+from entrypoints.http.routes import read_json
+from entrypoints.lgapi import shapes
+from entrypoints.lgapi.inputs import ThreadView
+from services.conversations import ConversationDetail
+
+MAX_LIMIT = 1000
+SORTS = {"thread_id", "status", "created_at", "updated_at"}
+
+
+def services(request: Request) -> Services:
+    found: Services = request.app.state.services
+    return found
+
+
+def thread_id(request: Request) -> str:
+    return str(request.path_params["thread_id"])
+
+
+def bounded(value: object, name: str, default: int, low: int = 0, high: int = MAX_LIMIT) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidInput(f"{name} must be an integer between {low} and {high}")
+    return value
+
+
+def status_of(conversation: Conversation) -> str:
+    """The thread's status from its latest run (cheap: no checkpoint read)."""
+    status = conversation.status
+    if status is RunStatus.RUNNING:
+        return "busy"
+    if status is RunStatus.WAITING:
+        return "interrupted"
+    if status in (RunStatus.FAILED, RunStatus.INTERRUPTED):
+        return "error"
+    return "idle"
+
+
+async def view(request: Request, tid: object) -> tuple[ConversationDetail, ThreadView]:
+    conversations = services(request).conversations()
+    detail = await conversations.get(tid)
+    cid = detail.conversation.id
+    head = await conversations.head(cid)
+    log = [c for c in await conversations.checkpoint_log(cid) if c.branch == detail.active_branch]
+    return detail, ThreadView(cid, detail.messages, detail.pending_approvals, len(detail.pending_calls),
+                              head.checkpoint_id, log)
+
+
+def _interrupt(detail: ConversationDetail) -> dict[str, Any] | None:
+    return shapes.interrupt_dict(detail.pending_approvals) if detail.pending_approvals else None
+
+
+async def thread_body(request: Request, tid: object) -> dict[str, Any]:
+    detail = await services(request).conversations().get(tid)
+    interrupt = _interrupt(detail)
+    return shapes.thread_dict(detail.conversation, status_of(detail.conversation),
+                              shapes.messages_value(detail.messages),
+                              {"": [interrupt]} if interrupt else {})
+
+
+async def create_thread(request: Request) -> Response:
+    body = await read_json(request, {"thread_id", "metadata", "if_exists", "supersteps", "ttl", "graph_id"})
+    if body.get("supersteps"):
+        raise InvalidInput("supersteps are not supported: a thread's state is written by its runs")
+    if body.get("if_exists") not in (None, "raise", "do_nothing"):
+        raise InvalidInput('if_exists must be "raise" or "do_nothing"')
+    metadata = body.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise InvalidInput("metadata must be an object")
+    conversation, made = await services(request).conversations().create(body.get("thread_id"))
+    if not made and body.get("if_exists") != "do_nothing":
+        return JSONResponse({"error": {"code": "CONFLICT", "message": "Thread already exists"}}, status_code=409)
+    return JSONResponse(await thread_body(request, conversation.id))
+
+
+async def get_thread(request: Request) -> Response:
+    return JSONResponse(await thread_body(request, thread_id(request)))
+
+
+async def patch_thread(request: Request) -> Response:
+    """Thread metadata is not stored, but for `title`, which renames the conversation."""
+    body = await read_json(request, {"metadata", "ttl"})
+    metadata = body.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise InvalidInput("metadata must be an object")
+    if "title" in metadata:
+        await services(request).conversations().rename(thread_id(request), metadata["title"])
+    return JSONResponse(await thread_body(request, thread_id(request)))
+
+
+async def delete_thread(request: Request) -> Response:
+    await services(request).conversations().delete(thread_id(request))
+    return Response(status_code=204)
+
+
+def _matches(conversation: Conversation, metadata: dict[str, Any], status: object, ids: set[str] | None) -> bool:
+    mine = {**shapes.thread_metadata(), "title": conversation.title}
+    if any(mine.get(k) != v for k, v in metadata.items()):
+        return False
+    if status is not None and status_of(conversation) != status:
+        return False
+    return ids is None or conversation.id in ids
+
+
+async def _search(request: Request, body: dict[str, Any]) -> list[Conversation]:
+    metadata = body.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise InvalidInput("metadata must be an object")
+    if body.get("values"):
+        raise InvalidInput("A filter on values is not supported")
+    status = body.get("status")
+    if status not in (None, "idle", "busy", "interrupted", "error"):
+        raise InvalidInput('status must be "idle", "busy", "interrupted" or "error"')
+    raw_ids = body.get("ids")
+    if raw_ids is not None and (not isinstance(raw_ids, list) or not all(isinstance(i, str) for i in raw_ids)):
+        raise InvalidInput("ids must be a list of thread ids")
+    ids = {i.lower() for i in raw_ids} if raw_ids is not None else None
+    found = [c for c in await services(request).conversations().list() if _matches(c, metadata, status, ids)]
+    sort_by = body.get("sort_by") or "updated_at"
+    order = body.get("sort_order") or "desc"
+    if sort_by not in SORTS or order not in ("asc", "desc"):
+        raise InvalidInput(f"sort_by must be one of {', '.join(sorted(SORTS))}; sort_order asc or desc")
+    key = {"thread_id": lambda c: c.id, "status": status_of, "created_at": lambda c: c.created_at,
+           "updated_at": lambda c: c.updated_at}[sort_by]
+    found.sort(key=key, reverse=order == "desc")
+    return found
+
+
+async def search_threads(request: Request) -> Response:
+    body = await read_json(request, {"metadata", "values", "ids", "status", "limit", "offset", "sort_by",
+                                     "sort_order", "select", "extract"})
+    limit = bounded(body.get("limit"), "limit", 10, 1)
+    offset = bounded(body.get("offset"), "offset", 0, 0, 1_000_000)
+    page = (await _search(request, body))[offset:offset + limit]
+    select = body.get("select")
+    with_values = select is None or (isinstance(select, list) and "values" in select)
+    out = []
+    for c in page:
+        if with_values:
+            try:
+                out.append(await thread_body(request, c.id))
+                continue
+            except ConversationNotFound:  # deleted meanwhile
+                continue
+        out.append(shapes.thread_dict(c, status_of(c)))
+    return JSONResponse(out)
+
+
+async def count_threads(request: Request) -> Response:
+    body = await read_json(request, {"metadata", "values", "status"})
+    return JSONResponse(len(await _search(request, body)))
+
+
+async def get_state(request: Request) -> Response:
+    detail, v = await view(request, thread_id(request))
+    return JSONResponse(_head_state(detail, v))
+
+
+def _next(detail: ConversationDetail) -> list[str]:
+    if detail.pending_calls:
+        return ["tools"]
+    return ["agent"] if detail.resumable else []
+
+
+def _head_state(detail: ConversationDetail, v: ThreadView) -> dict[str, Any]:
+    parent = v.log[-2].checkpoint_id if len(v.log) > 1 else None
+    created = v.log[-1].created_at if v.log else None
+    step = v.log[-1].step if v.log else -1
+    return shapes.state_dict(v.thread_id, shapes.messages_value(detail.messages), v.head_checkpoint, parent,
+                             _next(detail), _interrupt(detail), created, step)
+
+
+def _entry_state(detail: ConversationDetail, v: ThreadView, i: int) -> dict[str, Any]:
+    """The state at checkpoint `i` of the active branch's log, rebuilt from the head's
+    messages (a checkpoint of the branch holds a prefix of them)."""
+    entry: CheckpointSummary = v.log[i]
+    if entry.checkpoint_id == v.head_checkpoint:
+        return _head_state(detail, v)
+    parent = v.log[i - 1].checkpoint_id if i > 0 else None
+    values = shapes.messages_value(detail.messages[:entry.message_count])
+    return shapes.state_dict(v.thread_id, values, entry.checkpoint_id, parent, entry.next, None, entry.created_at,
+                             entry.step)
+
+
+async def get_state_at(request: Request) -> Response:
+    detail, v = await view(request, thread_id(request))
+    wanted = request.path_params["checkpoint_id"]
+    for i, entry in enumerate(v.log):
+        if entry.checkpoint_id == wanted:
+            return JSONResponse(_entry_state(detail, v, i))
+    raise ConversationNotFound("Checkpoint Not Found")
+
+
+async def update_state(request: Request) -> Response:
+    raise NotSupported("A thread's state is written by its runs only (send a message, or run from a checkpoint)")
+
+
+async def history(request: Request) -> Response:
+    """Newest first, each with its parent, so clients' branch switchers can walk it."""
+    body = await read_json(request, {"limit", "before", "metadata", "checkpoint", "select"})
+    limit = bounded(body.get("limit"), "limit", 10, 1)
+    detail, v = await view(request, thread_id(request))
+    indexes = list(range(len(v.log) - 1, -1, -1))
+    before = body.get("before")
+    if isinstance(before, dict):
+        wanted = (before.get("configurable") or before).get("checkpoint_id")
+        at = next((i for i in indexes if v.log[i].checkpoint_id == wanted), None)
+        indexes = [i for i in indexes if at is not None and i < at]
+    elif before is not None:
+        raise InvalidInput("before must be a checkpoint config")
+    return JSONResponse([_entry_state(detail, v, i) for i in indexes[:limit]])
