@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
+from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from domain.commands import Cancel, Resume
 from domain.errors import ConversationNotFound, InvalidInput, NotSupported, SophosError
-from domain.model import Run, RunStatus
+from domain.model import CheckpointSummary, Message, Run, RunStatus
 from entrypoints.http.routes import read_json
 from entrypoints.lgapi import shapes
 from entrypoints.lgapi.inputs import RUN_FIELDS, run_command
-from entrypoints.lgapi.stream import Projector, parse_modes, stream_response
+from entrypoints.lgapi.stream import Projector, ReadThread, parse_modes, stream_response
 from entrypoints.lgapi.threads import bounded, services, thread_body, thread_id, view
 from services.hub import TERMINAL_EVENTS, RunStream, run_tag
 
@@ -30,9 +31,13 @@ def _modes(raw: object) -> tuple[str, ...]:
     return modes
 
 
-def _headers(tid: str, rid: str, stateless: bool = False) -> dict[str, str]:
+def _headers(tid: str, rid: str, stateless: bool = False, modes: tuple[str, ...] = ()) -> dict[str, str]:
+    """Where the run is, and where its stream is re-joined: the SDKs reconnect to
+    `Location` without the request's body, so it carries the stream modes (a restarted
+    server remembers nothing but what the database holds)."""
     where = f"/runs/{rid}" if stateless else f"/threads/{tid}/runs/{rid}"
-    return {"Content-Location": where, "Location": f"/threads/{tid}/runs/{rid}/stream"}
+    query = urlencode([("stream_mode", m) for m in modes])
+    return {"Content-Location": where, "Location": f"/threads/{tid}/runs/{rid}/stream" + (f"?{query}" if query else "")}
 
 
 async def _start(request: Request, tid: str | None) -> tuple[dict[str, Any], str, Any]:
@@ -53,9 +58,11 @@ async def _start(request: Request, tid: str | None) -> tuple[dict[str, Any], str
     return body, tid, started
 
 
-def _read(request: Request, tid: str) -> Any:
-    async def read() -> Any:
-        return (await services(request).conversations().get(tid)).messages
+def _read(request: Request, tid: str) -> ReadThread:
+    async def read() -> tuple[Sequence[Message], Sequence[CheckpointSummary]]:
+        conversations = services(request).conversations()
+        messages = (await conversations.get(tid)).messages
+        return messages, await conversations.checkpoint_log(tid)
     return read
 
 
@@ -73,10 +80,11 @@ async def stream_stateless(request: Request) -> Response:
 
 async def _stream_new(request: Request, tid: str | None) -> Response:
     body, cid, started = await _start(request, tid)
-    projector = Projector(_modes(body.get("stream_mode")), cid, started.run_id, _read(request, cid))
+    modes = _modes(body.get("stream_mode"))
+    projector = Projector(modes, cid, started.run_id, _read(request, cid))
     state = request.app.state
     return stream_response(projector, _one(started), state.ping_seconds, state.closing,
-                           _headers(cid, started.run_id, tid is None))
+                           _headers(cid, started.run_id, tid is None, modes))
 
 
 async def create_run(request: Request) -> Response:
@@ -177,7 +185,7 @@ async def join_stream(request: Request) -> Response:
     projector = Projector(modes, cid, run.id, _read(request, cid))
     state = request.app.state
     return stream_response(projector, _chain(request, run, after), state.ping_seconds, state.closing,
-                           _headers(cid, run.id), begin=after == 0)
+                           _headers(cid, run.id, modes=modes), begin=after == 0)
 
 
 def run_tag_of(run_id: str) -> str:

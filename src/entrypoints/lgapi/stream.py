@@ -19,7 +19,7 @@ from typing import Any
 from starlette.responses import StreamingResponse
 
 from domain.events import StreamEvent
-from domain.model import Message
+from domain.model import CheckpointSummary, Message
 from entrypoints.lgapi.shapes import ASSISTANT_ID, GRAPH_ID, message_dict
 from services.hub import RunStream, run_tag
 
@@ -29,7 +29,8 @@ DEFAULT_MODES = ("values",)
 HEADERS = {"Cache-Control": "no-cache, no-transform", "Connection": "keep-alive", "X-Accel-Buffering": "no"}
 
 Out = tuple[str, Any]
-ReadThread = Callable[[], Awaitable[Sequence[Message]]]
+# the thread's messages on its active branch, and its checkpoint log (oldest first)
+ReadThread = Callable[[], Awaitable[tuple[Sequence[Message], Sequence[CheckpointSummary]]]]
 
 
 def sse(event: str, data: Any, event_id: str | None = None) -> bytes:
@@ -73,17 +74,25 @@ class Projector:
     async def begin(self) -> list[Out]:
         out: list[Out] = [("metadata", {"run_id": self.run_id, "attempt": 1})]
         if self.wants_state:
-            messages = [message_dict(m, i) for i, m in enumerate(await self.read())]
+            messages = [message_dict(m, i) for i, m in enumerate((await self.read())[0])]
             self.seen = len(messages)
             if "values" in self.modes:
                 self.last_values = messages
                 out.append(("values", {"messages": messages}))
         return out
 
-    async def _step_ended(self, node: str) -> list[Out]:
+    async def _step_ended(self, node: str, step: int | None) -> list[Out]:
+        """The state after `step` (None: after the run): the thread's messages up to the
+        count of the checkpoint this run wrote for that step, so a stream read late (a
+        re-join, a slow client) still shows each step as it was."""
         if not self.wants_state:
             return []
-        messages = [message_dict(m, i) for i, m in enumerate(await self.read())]
+        thread, log = await self.read()
+        count = len(thread)
+        if step is not None:
+            counts = [c.message_count for c in log if c.run_id == self.run_id and c.step == step]
+            count = min(counts[-1], count) if counts else count
+        messages = [message_dict(m, i) for i, m in enumerate(thread[:count])]
         out: list[Out] = []
         if "updates" in self.modes:
             new = messages[self.seen:] if self.seen is not None and self.seen <= len(messages) else []
@@ -111,7 +120,7 @@ class Projector:
             if note == "enter":
                 self.step, self.node = int(data.get("step", self.step)), str(data.get("node", self.node))
             elif note == "leave":
-                out += await self._step_ended(str(data.get("node", self.node)))
+                out += await self._step_ended(str(data.get("node", self.node)), int(data.get("step", self.step)))
             elif note == "result" and "messages-tuple" in self.modes:
                 r = data.get("data") or {}
                 message = {"type": "tool", "content": r.get("result", ""), "tool_call_id": r.get("tool_call_id"),
@@ -131,7 +140,7 @@ class Projector:
                 if "values" in self.modes:
                     out.append(("values", {"messages": self.last_values or [], "__interrupt__": [interrupt]}))
         elif kind == "end":
-            out += await self._step_ended(self.node)
+            out += await self._step_ended(self.node, None)
             if isinstance(data, dict) and data.get("status") == "failed" and data.get("error"):
                 err = data["error"]
                 out.append(("error", {"error": err.get("code", "AGENT_FAILURE"), "message": err.get("message", "")}))
