@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Awaitable, Callable, Sequence
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from domain.approvals import ApprovalRequest, waiting, waiting_message
 from domain.branches import Branch, BranchMarker, markers
@@ -43,6 +45,7 @@ from services.pending import annotate_pending
 
 MAX_PAGE = 500
 MAX_QUERY = 200  # characters of a title search
+MAX_METADATA = 16 * 1024  # bytes of a thread's metadata as JSON
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,25 @@ class ConversationService:
         if found is not None:
             return found, False
         return await self.runs.create_conversation(cid, NEW_CONVERSATION_TITLE, self.clock()), True
+
+    async def metadata(self, conversation_ids: Sequence[str]) -> Mapping[str, Mapping[str, Any]]:
+        """The thread metadata stored for those of the conversations that have some."""
+        return await self.runs.thread_metadata(conversation_ids)
+
+    async def merge_metadata(self, conversation: object, metadata: object) -> None:
+        """Merge a JSON object into the conversation's thread metadata (at most
+        MAX_METADATA bytes as JSON); NOT_FOUND for an unknown conversation."""
+        cid = parse_conversation_id(conversation)
+        if not isinstance(metadata, dict):
+            raise InvalidInput("metadata must be an object")
+        try:
+            size = len(json.dumps(metadata, ensure_ascii=False).encode())
+        except (UnicodeEncodeError, ValueError, RecursionError):
+            raise InvalidInput("metadata must be JSON of valid Unicode") from None
+        if size > MAX_METADATA:
+            raise InvalidInput(f"metadata must be at most {MAX_METADATA} bytes as JSON")
+        if metadata and not await self.runs.merge_thread_metadata(cid, metadata):
+            raise ConversationNotFound()
 
     async def head(self, conversation: object) -> ThreadHead:
         """What the conversation's latest checkpoint says (NOT_FOUND for an unknown one)."""

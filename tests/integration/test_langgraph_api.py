@@ -120,8 +120,10 @@ def test_the_assistant_and_the_server_info_are_served(shared: Sophos) -> None:
 def test_threads_are_created_found_renamed_and_deleted(shared: Sophos) -> None:
     client = shared.client()
     tid = str(uuid4())
-    made = client.threads.create(thread_id=tid, metadata={"graph_id": "agent"})
-    assert made["thread_id"] == tid and made["status"] == "idle" and made["metadata"]["graph_id"] == "agent"
+    label = f"crud-{tid[:8]}"
+    made = client.threads.create(thread_id=tid, metadata={"graph_id": "agent", "label": label})
+    assert made["thread_id"] == tid and made["status"] == "idle"
+    assert made["metadata"]["graph_id"] == "agent" and made["metadata"]["label"] == label
     assert client.threads.create(thread_id=tid, if_exists="do_nothing")["thread_id"] == tid
     with pytest.raises(httpx.HTTPStatusError) as e:
         client.threads.create(thread_id=tid)
@@ -130,7 +132,10 @@ def test_threads_are_created_found_renamed_and_deleted(shared: Sophos) -> None:
     found = client.threads.search(metadata={"graph_id": "agent"}, status="idle", limit=500)
     assert tid in [t["thread_id"] for t in found]
     assert client.threads.search(metadata={"graph_id": "another"}) == []
-    assert client.threads.update(tid, metadata={"title": "Renamed"})["metadata"]["title"] == "Renamed"
+    assert [t["thread_id"] for t in client.threads.search(metadata={"label": label})] == [tid]
+    assert client.threads.count(metadata={"label": label}) == 1
+    patched = client.threads.update(tid, metadata={"title": "Renamed", "step": 2})["metadata"]
+    assert (patched["title"], patched["step"], patched["label"]) == ("Renamed", 2, label)
     # the main API sees the same conversation: one store, two doors
     assert shared.server.get(f"/api/conversations/{tid}").json()["conversation"]["title"] == "Renamed"
     client.threads.delete(tid)

@@ -4,7 +4,7 @@ LangChain's message dicts. Pure functions; the routes call them at the edge."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -102,13 +102,19 @@ def thread_metadata() -> dict[str, Any]:
     return {"graph_id": GRAPH_ID, "assistant_id": ASSISTANT_ID}
 
 
-def thread_dict(conversation: Conversation, status: str,
+def full_metadata(conversation: Conversation, stored: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What a thread's metadata reads as: the stamped graph and assistant, the title, then
+    what clients stored (which wins)."""
+    return {**thread_metadata(), "title": conversation.title, **(stored or {})}
+
+
+def thread_dict(conversation: Conversation, status: str, stored: Mapping[str, Any] | None = None,
                 values: dict[str, Any] | None = None, interrupts: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
         "thread_id": conversation.id,
         "created_at": iso(conversation.created_at),
         "updated_at": iso(conversation.updated_at),
-        "metadata": {**thread_metadata(), "title": conversation.title},
+        "metadata": full_metadata(conversation, stored),
         "status": status,
         "values": values if values is not None else {},
         "interrupts": interrupts or {},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from starlette.requests import Request
@@ -63,9 +64,11 @@ def _interrupt(detail: ConversationDetail) -> dict[str, Any] | None:
 
 
 async def thread_body(request: Request, tid: object) -> dict[str, Any]:
-    detail = await services(request).conversations().get(tid)
+    conversations = services(request).conversations()
+    detail = await conversations.get(tid)
     interrupt = _interrupt(detail)
-    return shapes.thread_dict(detail.conversation, status_of(detail.conversation),
+    stored = (await conversations.metadata([detail.conversation.id])).get(detail.conversation.id)
+    return shapes.thread_dict(detail.conversation, status_of(detail.conversation), stored,
                               shapes.messages_value(detail.messages),
                               {"": [interrupt]} if interrupt else {})
 
@@ -76,12 +79,15 @@ async def create_thread(request: Request) -> Response:
         raise InvalidInput("supersteps are not supported: a thread's state is written by its runs")
     if body.get("if_exists") not in (None, "raise", "do_nothing"):
         raise InvalidInput('if_exists must be "raise" or "do_nothing"')
-    metadata = body.get("metadata")
-    if metadata is not None and not isinstance(metadata, dict):
+    metadata = body.get("metadata") or {}
+    if not isinstance(metadata, dict):
         raise InvalidInput("metadata must be an object")
-    conversation, made = await services(request).conversations().create(body.get("thread_id"))
+    conversations = services(request).conversations()
+    conversation, made = await conversations.create(body.get("thread_id"))
     if not made and body.get("if_exists") != "do_nothing":
         return JSONResponse({"error": {"code": "CONFLICT", "message": "Thread already exists"}}, status_code=409)
+    if made:
+        await conversations.merge_metadata(conversation.id, metadata)
     return JSONResponse(await thread_body(request, conversation.id))
 
 
@@ -90,14 +96,18 @@ async def get_thread(request: Request) -> Response:
 
 
 async def patch_thread(request: Request) -> Response:
-    """Thread metadata is not stored, but for `title`, which renames the conversation."""
+    """Merge metadata into the thread's; a `title` renames the conversation."""
     body = await read_json(request, {"metadata", "ttl"})
     metadata = body.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise InvalidInput("metadata must be an object")
+    conversations = services(request).conversations()
+    tid = thread_id(request)
+    await conversations.summary(tid)
     if "title" in metadata:
-        await services(request).conversations().rename(thread_id(request), metadata["title"])
-    return JSONResponse(await thread_body(request, thread_id(request)))
+        await conversations.rename(tid, metadata.pop("title"))
+    await conversations.merge_metadata(tid, metadata)
+    return JSONResponse(await thread_body(request, tid))
 
 
 async def delete_thread(request: Request) -> Response:
@@ -105,9 +115,10 @@ async def delete_thread(request: Request) -> Response:
     return Response(status_code=204)
 
 
-def _matches(conversation: Conversation, metadata: dict[str, Any], status: object, ids: set[str] | None) -> bool:
-    mine = {**shapes.thread_metadata(), "title": conversation.title}
-    if any(mine.get(k) != v for k, v in metadata.items()):
+def _matches(conversation: Conversation, stored: Mapping[str, Any] | None, metadata: dict[str, Any],
+             status: object, ids: set[str] | None) -> bool:
+    mine = shapes.full_metadata(conversation, stored)
+    if any(k not in mine or mine[k] != v for k, v in metadata.items()):
         return False
     if status is not None and status_of(conversation) != status:
         return False
@@ -127,7 +138,10 @@ async def _search(request: Request, body: dict[str, Any]) -> list[Conversation]:
     if raw_ids is not None and (not isinstance(raw_ids, list) or not all(isinstance(i, str) for i in raw_ids)):
         raise InvalidInput("ids must be a list of thread ids")
     ids = {i.lower() for i in raw_ids} if raw_ids is not None else None
-    found = [c for c in await services(request).conversations().list() if _matches(c, metadata, status, ids)]
+    conversations = services(request).conversations()
+    every = await conversations.list()
+    stored = await conversations.metadata([c.id for c in every]) if metadata else {}
+    found = [c for c in every if _matches(c, stored.get(c.id), metadata, status, ids)]
     sort_by = body.get("sort_by") or "updated_at"
     order = body.get("sort_order") or "desc"
     if sort_by not in SORTS or order not in ("asc", "desc"):
@@ -154,7 +168,7 @@ async def search_threads(request: Request) -> Response:
                 continue
             except ConversationNotFound:  # deleted meanwhile
                 continue
-        out.append(shapes.thread_dict(c, status_of(c)))
+        out.append(shapes.thread_dict(c, status_of(c), (await services(request).conversations().metadata([c.id])).get(c.id)))
     return JSONResponse(out)
 
 
