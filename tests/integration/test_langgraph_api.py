@@ -334,3 +334,32 @@ def test_a_run_killed_mid_stream_is_rejoined_by_the_sdk_after_a_restart(tmp_path
         assert client.threads.get_state(tid)["values"]["messages"] == final
         runs = client.runs.list(tid)
         assert [r["status"] for r in runs] == ["success", "interrupted"]
+
+
+def first_seen(history: list[dict[str, Any]], message_id: str) -> dict[str, Any]:
+    """As Agent Chat UI finds where a message starts: the oldest state that holds it."""
+    return [h for h in history if any(m["id"] == message_id for m in h["values"]["messages"])][-1]
+
+
+def test_a_run_from_an_older_checkpoint_edits_or_regenerates_on_a_new_branch(shared: Sophos) -> None:
+    client = shared.client()
+    tid = client.threads.create()["thread_id"]
+    stream(client, tid, ["values"], input=human("first question"))
+    stream(client, tid, ["values"], input=human("second question"))
+    history = client.threads.get_history(tid, limit=100)
+    answer = client.threads.get_state(tid)["values"]["messages"][-1]
+    # regenerate: the parent checkpoint of the answer's first state, no input
+    parent = first_seen(history, answer["id"])["parent_checkpoint"]
+    client.runs.wait(tid, "agent", checkpoint=parent)
+    messages = client.threads.get_state(tid)["values"]["messages"]
+    assert [m["content"] for m in messages][-2:] == ["second question", "You said 'second question', and I agree."]
+    assert messages[-1]["id"] != answer["id"]
+    # edit: the parent checkpoint of the question's first state, with the new text
+    history = client.threads.get_history(tid, limit=100)
+    question = client.threads.get_state(tid)["values"]["messages"][2]
+    parent = first_seen(history, question["id"])["parent_checkpoint"]
+    client.runs.wait(tid, "agent", input=human("edited question"), checkpoint=parent)
+    contents = [m["content"] for m in client.threads.get_state(tid)["values"]["messages"]]
+    assert contents[2:] == ["edited question", "You said 'edited question', and I agree."]
+    branches = shared.server.get(f"/api/conversations/{tid}").json()["branchCount"]
+    assert branches == 3

@@ -196,7 +196,9 @@ def _from_checkpoint(view: ThreadView, checkpoint: str, text: str | None) -> Sta
             raise InvalidInput("A message from an older checkpoint replaces the user message that followed it; "
                                "none does")
         return Edit(view.thread_id, at, text)
+    # clients regenerate from the parent of the answer's first checkpoint: after the question,
+    # after a tools step, or (when the question was pending input) just before it
     last_user = max((i for i, m in enumerate(view.messages) if isinstance(m, UserMessage)), default=-1)
-    if last_user < 0 or at != last_user + 1:
-        raise InvalidInput("Only the last answer can be generated again (from the checkpoint after its question)")
+    if last_user < 0 or not last_user <= at < len(view.messages):
+        raise InvalidInput("Only the last answer can be generated again (from a checkpoint after its question)")
     return Regenerate(view.thread_id)

@@ -72,8 +72,10 @@ def message_dict(message: Message, index: int) -> dict[str, Any]:
         extra: dict[str, Any] = {}
         if message.reasoning:
             extra["reasoning_content"] = message.reasoning
-        if message.cut:
-            base["response_metadata"] = {"finish_reason": "length"}
+        response: dict[str, Any] = {"finish_reason": "length"} if message.cut else {}
+        if message.context is not None:  # what the model saw when it wrote this reply
+            response["sophos_context"] = message.context.to_dto()
+        base["response_metadata"] = response
         return {**base, "type": "ai", "example": False, "tool_calls": calls, "invalid_tool_calls": [],
                 "usage_metadata": None, "additional_kwargs": extra}
     if isinstance(message, ToolResult):

@@ -14,6 +14,7 @@ from entrypoints.bundle import Services
 from entrypoints.http.routes import read_json
 from entrypoints.lgapi import shapes
 from entrypoints.lgapi.inputs import ThreadView
+from entrypoints.lgapi.lineage import lineage
 from services.conversations import ConversationDetail
 
 MAX_LIMIT = 1000
@@ -54,7 +55,7 @@ async def view(request: Request, tid: object) -> tuple[ConversationDetail, Threa
     detail = await conversations.get(tid)
     cid = detail.conversation.id
     head = await conversations.head(cid)
-    log = [c for c in await conversations.checkpoint_log(cid) if c.branch == detail.active_branch]
+    log = lineage(await conversations.checkpoint_log(cid), detail.branches)
     return detail, ThreadView(cid, detail.messages, detail.pending_approvals, len(detail.pending_calls),
                               head.checkpoint_id, log)
 
