@@ -156,7 +156,8 @@ def test_a_streamed_run_gives_the_answer_of_api_chat_in_every_mode(shared: Sopho
     final = [d for e, d in events if e == "values"][-1]["messages"]
     assert [m["type"] for m in final] == ["human", "ai"]
     assert final[1]["content"] == tokens == "You said 'hello sdk', and I agree."
-    assert [d for e, d in events if e == "updates"][-1] == {"agent": {"messages": [final[1]]}}
+    assert [d for e, d in events if e == "updates"] == [{"agent": {"messages": [final[1]]}}]
+    assert [len(d["messages"]) for e, d in events if e == "values"] == [1, 2]
     # the same thread through the main API: the same messages, the same run
     detail = shared.server.get(f"/api/conversations/{tid}").json()
     assert [m["content"] for m in detail["messages"]] == [m["content"] for m in final]

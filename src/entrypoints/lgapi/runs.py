@@ -81,7 +81,8 @@ async def stream_stateless(request: Request) -> Response:
 async def _stream_new(request: Request, tid: str | None) -> Response:
     body, cid, started = await _start(request, tid)
     modes = _modes(body.get("stream_mode"))
-    projector = Projector(modes, cid, started.run_id, _read(request, cid))
+    base = (await services(request).conversations().run(cid, started.run_id)).base_count
+    projector = Projector(modes, cid, started.run_id, _read(request, cid), base)
     state = request.app.state
     return stream_response(projector, _one(started), state.ping_seconds, state.closing,
                            _headers(cid, started.run_id, tid is None, modes))
@@ -182,7 +183,7 @@ async def join_stream(request: Request) -> Response:
         else:
             after = 0
     cid = run.conversation_id
-    projector = Projector(modes, cid, run.id, _read(request, cid))
+    projector = Projector(modes, cid, run.id, _read(request, cid), run.base_count)
     state = request.app.state
     return stream_response(projector, _chain(request, run, after), state.ping_seconds, state.closing,
                            _headers(cid, run.id, modes=modes), begin=after == 0)

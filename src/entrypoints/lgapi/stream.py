@@ -57,6 +57,7 @@ class Projector:
     thread_id: str
     run_id: str
     read: ReadThread
+    base: int | None = None  # thread messages before the run's output (its input included)
     step: int = 0
     node: str = "agent"
     seen: int | None = None  # messages of the thread already sent as updates
@@ -74,7 +75,9 @@ class Projector:
     async def begin(self) -> list[Out]:
         out: list[Out] = [("metadata", {"run_id": self.run_id, "attempt": 1})]
         if self.wants_state:
-            messages = [message_dict(m, i) for i, m in enumerate((await self.read())[0])]
+            # the state the run started from, even when this stream begins after its end
+            thread = (await self.read())[0]
+            messages = [message_dict(m, i) for i, m in enumerate(thread[:self.base] if self.base else thread)]
             self.seen = len(messages)
             if "values" in self.modes:
                 self.last_values = messages
