@@ -111,8 +111,9 @@ class CannotListen(Exception):
         self.code = code
 
 
-def bind(host: str, port: int) -> socket.socket:
-    """The listening socket, bound before anything says "listening"."""
+def bind(host: str, port: int, setting: str = "--port or PORT") -> socket.socket:
+    """The listening socket, bound before anything says "listening"; `setting` names what
+    chooses the port, for the message when it is taken."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -120,13 +121,13 @@ def bind(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OverflowError as e:
         sock.close()
-        raise CannotListen("CANNOT_LISTEN", f"cannot listen on port {port}: a port is 1-65535 (--port or PORT)") from e
+        raise CannotListen("CANNOT_LISTEN", f"cannot listen on port {port}: a port is 1-65535 ({setting})") from e
     except OSError as e:
         sock.close()
         if e.errno == errno.EADDRINUSE:
             raise CannotListen(
                 "ADDRESS_IN_USE",
-                f"{host}:{port} is already in use (another Sophos?): stop that server, or choose another port with --port or PORT"
+                f"{host}:{port} is already in use (another Sophos?): stop that server, or choose another port with {setting}"
             ) from e
         raise CannotListen("CANNOT_LISTEN", f"cannot listen on {host}:{port}: {e.strerror}") from e
     sock.listen(2048)  # connections queue from now on, as "listening" says
@@ -166,7 +167,7 @@ def side_server(settings: Settings, app: Any, host: str) -> tuple[SideServer, so
     from entrypoints.lgapi.app import create_lgapi_app
 
     port = settings.LANGGRAPH_API_PORT
-    sock = bind(host, port)
+    sock = bind(host, port, "LANGGRAPH_API_PORT, or 0 to serve no LangGraph API")
     lg_app = create_lgapi_app(app.state.services, settings, app.state.closing)
     config = uvicorn.Config(
         lg_app, host=host, port=port, loop=event_loop(), log_config=None, lifespan="off", access_log=False,

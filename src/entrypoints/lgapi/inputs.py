@@ -34,6 +34,19 @@ class ThreadView:
     log: Sequence[CheckpointSummary]
 
 
+def needs_thread(body: Mapping[str, Any]) -> bool:
+    """Whether the request can only be mapped with the thread read (a resume, a checkpoint, a
+    tool message); a plain new message needs no read before its run starts."""
+    if body.get("command") is not None or body.get("checkpoint") is not None or body.get("checkpoint_id") is not None:
+        return True
+    raw = body.get("input")
+    messages = raw.get("messages") if isinstance(raw, dict) else None
+    if raw is None or messages is None:
+        return True  # no input: a resume
+    items = messages if isinstance(messages, list) else [messages]
+    return any(isinstance(m, dict) and m.get("type", m.get("role")) == "tool" for m in items)
+
+
 def check_options(body: Mapping[str, Any]) -> None:
     """Refuse what Sophos does not do (yet), with a clear 400 instead of a silent no."""
     strategy = body.get("multitask_strategy")

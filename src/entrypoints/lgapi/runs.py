@@ -16,7 +16,7 @@ from domain.errors import ConversationNotFound, InvalidInput, NotSupported, Soph
 from domain.model import CheckpointSummary, Message, Run, RunStatus
 from entrypoints.http.routes import read_json
 from entrypoints.lgapi import shapes
-from entrypoints.lgapi.inputs import RUN_FIELDS, run_command
+from entrypoints.lgapi.inputs import RUN_FIELDS, ThreadView, needs_thread, run_command
 from entrypoints.lgapi.stream import Projector, ReadThread, parse_modes, stream_response
 from entrypoints.lgapi.threads import bounded, services, thread_body, thread_id, view
 from services.hub import TERMINAL_EVENTS, RunStream, run_tag
@@ -53,7 +53,7 @@ async def _start(request: Request, tid: str | None) -> tuple[dict[str, Any], str
         tid = conversation.id
     elif body.get("if_not_exists") not in (None, "reject"):
         raise InvalidInput('if_not_exists must be "create" or "reject"')
-    _, v = await view(request, tid)
+    v = (await view(request, tid))[1] if needs_thread(body) else ThreadView(tid, (), (), 0, None, ())
     started = await services(request).runs().start(run_command(body, v))
     return body, tid, started
 
