@@ -163,9 +163,9 @@ class ConversationService:
         if not isinstance(metadata, dict):
             raise InvalidInput("metadata must be an object")
         try:
-            size = len(json.dumps(metadata, ensure_ascii=False).encode())
+            size = len(json.dumps(metadata, ensure_ascii=False, allow_nan=False).encode())
         except (UnicodeEncodeError, ValueError, RecursionError):
-            raise InvalidInput("metadata must be JSON of valid Unicode") from None
+            raise InvalidInput("metadata must be JSON of valid Unicode, without NaN or infinities") from None
         if size > MAX_METADATA:
             raise InvalidInput(f"metadata must be at most {MAX_METADATA} bytes as JSON")
         if metadata and not await self.runs.merge_thread_metadata(cid, metadata):

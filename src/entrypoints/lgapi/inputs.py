@@ -88,7 +88,8 @@ def _human_text(raw_input: object, view: ThreadView) -> str | None:
         raise InvalidInput("input must be an object with messages")
     unknown = set(raw_input) - {"messages"}
     if unknown:
-        raise InvalidInput(f"Unknown input field(s): {', '.join(sorted(map(str, unknown)))}")
+        # repr: a field name may hold what no UTF-8 answer can carry (a lone surrogate)
+        raise InvalidInput(f"Unknown input field(s): {', '.join(sorted(repr(k) for k in unknown))[:200]}")
     raw = raw_input.get("messages")
     if raw is None:
         return None

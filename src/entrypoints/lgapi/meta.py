@@ -9,8 +9,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from domain.errors import ConversationNotFound, InvalidInput
-from entrypoints.http.routes import read_json
 from entrypoints.lgapi import shapes
+from entrypoints.lgapi.threads import read_body
 
 
 def _version() -> str:
@@ -37,7 +37,7 @@ def _assistant(request: Request) -> dict[str, Any]:
 
 
 async def search_assistants(request: Request) -> Response:
-    body = await read_json(request, {"metadata", "graph_id", "name", "limit", "offset", "sort_by", "sort_order",
+    body = await read_body(request, {"metadata", "graph_id", "name", "limit", "offset", "sort_by", "sort_order",
                                      "select"})
     found = shapes.assistant()
     metadata = body.get("metadata") or {}
@@ -49,7 +49,7 @@ async def search_assistants(request: Request) -> Response:
 
 
 async def count_assistants(request: Request) -> Response:
-    await read_json(request, {"metadata", "graph_id", "name"})
+    await read_body(request, {"metadata", "graph_id", "name"})
     return JSONResponse(1)
 
 

@@ -14,11 +14,10 @@ from starlette.responses import JSONResponse, Response
 from domain.commands import Cancel, Resume
 from domain.errors import ConversationNotFound, InvalidInput, NotSupported, SophosError
 from domain.model import CheckpointSummary, Message, Run, RunStatus
-from entrypoints.http.routes import read_json
 from entrypoints.lgapi import shapes
 from entrypoints.lgapi.inputs import RUN_FIELDS, ThreadView, needs_thread, run_command
 from entrypoints.lgapi.stream import Projector, ReadThread, parse_modes, stream_response
-from entrypoints.lgapi.threads import bounded, services, thread_body, thread_id, view
+from entrypoints.lgapi.threads import bounded, read_body, services, thread_body, thread_id, view
 from services.hub import TERMINAL_EVENTS, RunStream, run_tag
 
 _LAST_ID = re.compile(r"([0-9]{1,15})@([0-9a-f]{8})")
@@ -42,7 +41,7 @@ def _headers(tid: str, rid: str, stateless: bool = False, modes: tuple[str, ...]
 
 async def _start(request: Request, tid: str | None) -> tuple[dict[str, Any], str, Any]:
     """Parse a run request and start its run: (body, thread id, started run)."""
-    body = await read_json(request, set(RUN_FIELDS))
+    body = await read_body(request, set(RUN_FIELDS))
     if not shapes.is_assistant(body.get("assistant_id")):
         raise ConversationNotFound(f"Assistant {str(body.get('assistant_id'))[:64]!r} not found: "
                                    f"the one assistant is {shapes.GRAPH_ID!r}")

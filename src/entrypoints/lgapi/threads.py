@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,6 +20,17 @@ from services.conversations import ConversationDetail
 
 MAX_LIMIT = 1000
 SORTS = {"thread_id", "status", "created_at", "updated_at"}
+
+
+async def read_body(request: Request, allowed: set[str]) -> dict[str, Any]:
+    """The JSON body as /api reads it (size, time, known top-level fields), valid Unicode all
+    through: a nested lone surrogate could reach a store or an error message otherwise."""
+    body = await read_json(request, allowed)
+    try:
+        json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput("The body is not valid Unicode (a lone surrogate)") from None
+    return body
 
 
 def services(request: Request) -> Services:
@@ -75,7 +87,7 @@ async def thread_body(request: Request, tid: object) -> dict[str, Any]:
 
 
 async def create_thread(request: Request) -> Response:
-    body = await read_json(request, {"thread_id", "metadata", "if_exists", "supersteps", "ttl", "graph_id"})
+    body = await read_body(request, {"thread_id", "metadata", "if_exists", "supersteps", "ttl", "graph_id"})
     if body.get("supersteps"):
         raise InvalidInput("supersteps are not supported: a thread's state is written by its runs")
     if body.get("if_exists") not in (None, "raise", "do_nothing"):
@@ -98,7 +110,7 @@ async def get_thread(request: Request) -> Response:
 
 async def patch_thread(request: Request) -> Response:
     """Merge metadata into the thread's; a `title` renames the conversation."""
-    body = await read_json(request, {"metadata", "ttl"})
+    body = await read_body(request, {"metadata", "ttl"})
     metadata = body.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise InvalidInput("metadata must be an object")
@@ -145,7 +157,7 @@ async def _search(request: Request, body: dict[str, Any]) -> list[Conversation]:
     found = [c for c in every if _matches(c, stored.get(c.id), metadata, status, ids)]
     sort_by = body.get("sort_by") or "updated_at"
     order = body.get("sort_order") or "desc"
-    if sort_by not in SORTS or order not in ("asc", "desc"):
+    if not isinstance(sort_by, str) or sort_by not in SORTS or order not in ("asc", "desc"):
         raise InvalidInput(f"sort_by must be one of {', '.join(sorted(SORTS))}; sort_order asc or desc")
     key = {"thread_id": lambda c: c.id, "status": status_of, "created_at": lambda c: c.created_at,
            "updated_at": lambda c: c.updated_at}[sort_by]
@@ -154,7 +166,7 @@ async def _search(request: Request, body: dict[str, Any]) -> list[Conversation]:
 
 
 async def search_threads(request: Request) -> Response:
-    body = await read_json(request, {"metadata", "values", "ids", "status", "limit", "offset", "sort_by",
+    body = await read_body(request, {"metadata", "values", "ids", "status", "limit", "offset", "sort_by",
                                      "sort_order", "select", "extract"})
     limit = bounded(body.get("limit"), "limit", 10, 1)
     offset = bounded(body.get("offset"), "offset", 0, 0, 1_000_000)
@@ -174,7 +186,7 @@ async def search_threads(request: Request) -> Response:
 
 
 async def count_threads(request: Request) -> Response:
-    body = await read_json(request, {"metadata", "values", "status"})
+    body = await read_body(request, {"metadata", "values", "status"})
     return JSONResponse(len(await _search(request, body)))
 
 
@@ -224,13 +236,14 @@ async def update_state(request: Request) -> Response:
 
 async def history(request: Request) -> Response:
     """Newest first, each with its parent, so clients' branch switchers can walk it."""
-    body = await read_json(request, {"limit", "before", "metadata", "checkpoint", "select"})
+    body = await read_body(request, {"limit", "before", "metadata", "checkpoint", "select"})
     limit = bounded(body.get("limit"), "limit", 10, 1)
     detail, v = await view(request, thread_id(request))
     indexes = list(range(len(v.log) - 1, -1, -1))
     before = body.get("before")
     if isinstance(before, dict):
-        wanted = (before.get("configurable") or before).get("checkpoint_id")
+        config = before.get("configurable") or before
+        wanted = config.get("checkpoint_id") if isinstance(config, dict) else None
         at = next((i for i in indexes if v.log[i].checkpoint_id == wanted), None)
         indexes = [i for i in indexes if at is not None and i < at]
     elif before is not None:
