@@ -364,3 +364,24 @@ def test_a_run_from_an_older_checkpoint_edits_or_regenerates_on_a_new_branch(sha
     assert contents[2:] == ["edited question", "You said 'edited question', and I agree."]
     branches = shared.server.get(f"/api/conversations/{tid}").json()["branchCount"]
     assert branches == 3
+
+
+def test_stateless_runs_and_if_not_exists_make_their_thread_only_for_a_good_request(shared: Sophos) -> None:
+    client = shared.client()
+    before = client.threads.count()
+    values = client.runs.wait(None, "agent", input=human("stateless"))
+    assert values["messages"][-1]["content"] == "You said 'stateless', and I agree."
+    tid = str(uuid4())
+    parts = stream(client, tid, ["values"], input=human("made here"), if_not_exists="create")
+    assert parts[-1][0] == "end" and client.threads.get(tid)["values"]["messages"][0]["content"] == "made here"
+    assert client.threads.count() == before + 2
+    for bad in ({"input": human("x"), "multitask_strategy": "enqueue"}, {"input": {"messages": []}}):
+        r = httpx.post(f"{shared.lg_url}/runs/wait", json={"assistant_id": "agent", **bad}, timeout=10)
+        assert r.status_code == 400
+        r = httpx.post(f"{shared.lg_url}/threads/{uuid4()}/runs", json={"assistant_id": "agent", "if_not_exists": "create", **bad},
+                       timeout=10)
+        assert r.status_code == 400
+    assert client.threads.count() == before + 2  # a refused request made no thread
+    with pytest.raises(httpx.HTTPStatusError) as e:
+        client.runs.create(str(uuid4()), "agent", input=human("nowhere"))
+    assert e.value.response.status_code == 404

@@ -13,11 +13,12 @@ from starlette.responses import JSONResponse, Response
 
 from domain.commands import Cancel, Resume
 from domain.errors import ConversationNotFound, InvalidInput, NotSupported, SophosError
-from domain.model import CheckpointSummary, Message, Run, RunStatus
+from domain.model import CheckpointSummary, Message, Run, RunStatus, new_id
 from entrypoints.lgapi import shapes
 from entrypoints.lgapi.inputs import RUN_FIELDS, ThreadView, needs_thread, run_command
 from entrypoints.lgapi.stream import Projector, ReadThread, parse_modes, stream_response
 from entrypoints.lgapi.threads import bounded, read_body, services, thread_body, thread_id, view
+from services.handles import StartedRun
 from services.hub import TERMINAL_EVENTS, RunStream, run_tag
 
 _LAST_ID = re.compile(r"([0-9]{1,15})@([0-9a-f]{8})")
@@ -39,22 +40,31 @@ def _headers(tid: str, rid: str, stateless: bool = False, modes: tuple[str, ...]
     return {"Content-Location": where, "Location": f"/threads/{tid}/runs/{rid}/stream" + (f"?{query}" if query else "")}
 
 
-async def _start(request: Request, tid: str | None) -> tuple[dict[str, Any], str, Any]:
-    """Parse a run request and start its run: (body, thread id, started run)."""
+async def _start(request: Request, tid: str | None) -> tuple[dict[str, Any], str, StartedRun]:
+    """Parse a run request and start its run: (body, thread id, started run). A thread the
+    run makes (stateless, `if_not_exists: create`) is made once the request is known good."""
     body = await read_body(request, set(RUN_FIELDS))
     if not shapes.is_assistant(body.get("assistant_id")):
         raise ConversationNotFound(f"Assistant {str(body.get('assistant_id'))[:64]!r} not found: "
                                    f"the one assistant is {shapes.GRAPH_ID!r}")
     _modes(body.get("stream_mode"))
-    conversations = services(request).conversations()
-    if tid is None or body.get("if_not_exists") == "create":
-        conversation, _ = await conversations.create(tid)
-        tid = conversation.id
-    elif body.get("if_not_exists") not in (None, "reject"):
+    if body.get("if_not_exists") not in (None, "create", "reject"):
         raise InvalidInput('if_not_exists must be "create" or "reject"')
-    v = (await view(request, tid))[1] if needs_thread(body) else ThreadView(tid, (), (), 0, None, ())
-    started = await services(request).runs().start(run_command(body, v))
-    return body, tid, started
+    conversations = services(request).conversations()
+    fresh = tid is None
+    if tid is not None and body.get("if_not_exists") == "create":
+        try:
+            await conversations.summary(tid)
+        except ConversationNotFound:
+            fresh = True
+    cid = tid or new_id()
+    if fresh:
+        command = run_command(body, ThreadView(cid, (), (), 0, None, ()))
+        await conversations.create(cid)
+    else:
+        v = (await view(request, cid))[1] if needs_thread(body) else ThreadView(cid, (), (), 0, None, ())
+        command = run_command(body, v)
+    return body, cid, await services(request).runs().start(command)
 
 
 def _read(request: Request, tid: str) -> ReadThread:
@@ -65,7 +75,8 @@ def _read(request: Request, tid: str) -> ReadThread:
     return read
 
 
-async def _one(started: Any) -> AsyncIterator[tuple[str, RunStream]]:
+async def _one(started: StartedRun) -> AsyncIterator[tuple[str, RunStream]]:
+    assert started.events is not None  # a run this process started always has its stream
     yield started.run_id, started.events()
 
 
@@ -118,7 +129,8 @@ async def wait_stateless(request: Request) -> Response:
 
 async def _wait_new(request: Request, tid: str | None) -> Response:
     _, cid, started = await _start(request, tid)
-    await _drain(started.events())
+    async for _, stream in _one(started):
+        await _drain(stream)
     return JSONResponse(await _values(request, cid), headers=_headers(cid, started.run_id, tid is None))
 
 
