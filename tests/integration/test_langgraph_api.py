@@ -385,3 +385,32 @@ def test_stateless_runs_and_if_not_exists_make_their_thread_only_for_a_good_requ
     with pytest.raises(httpx.HTTPStatusError) as e:
         client.runs.create(str(uuid4()), "agent", input=human("nowhere"))
     assert e.value.response.status_code == 404
+
+
+def test_two_servers_on_one_postgresql_database_share_threads_runs_and_approvals(tmp_path: Path, pg_url: str) -> None:
+    """The SDK on one server's LangGraph API joins, and answers, a run the other executes."""
+    book = tmp_path / "ledger.jsonl"
+    config_dir(tmp_path, {"ledger": ledger_server_entry(book)})
+    ports = free_port(), free_port()
+    with fake_ollama() as fake:
+        fake.responder = answer
+        servers = [LiveServer(app_env(tmp_path, fake.url, TOOL_APPROVAL="unsafe", DATABASE_URL=pg_url,
+                                      LANGGRAPH_API_PORT=str(p)), tmp_path).start() for p in ports]
+        try:
+            for p in ports:
+                wait_up(f"http://127.0.0.1:{p}/ok")
+            a, b = (get_sync_client(url=f"http://127.0.0.1:{p}", api_key=None) for p in ports)
+            tid = a.threads.create(metadata={"where": "postgres"})["thread_id"]
+            assert [t["thread_id"] for t in b.threads.search(metadata={"where": "postgres"})] == [tid]
+            run = a.runs.create(tid, "agent", input=human("slow over there"))
+            joined = "".join(p.data[0]["content"] for p in b.runs.join_stream(tid, run["run_id"], stream_mode="messages-tuple")
+                             if p.event == "messages")
+            assert joined == "tick " * 60 and b.runs.get(tid, run["run_id"])["status"] == "success"
+            a.runs.wait(tid, "agent", input=human("pay 6"))
+            assert b.threads.get(tid)["status"] == "interrupted"
+            done = b.runs.wait(tid, "agent", command={"resume": {"decisions": [{"type": "approve"}]}})
+            assert done["messages"][-1]["content"].startswith("done:")
+            assert len(charges(book, f"{tid}:")) == 1
+        finally:
+            for server in servers:
+                server.stop()
