@@ -229,6 +229,14 @@ class ConversationService:
         await self.branch_store.switch_branch(conv.id, number)
         return await self.get(conv.id)
 
+    async def branch_messages(self, conversation: object, number: int) -> Sequence[Message]:
+        """The messages of branch `number` of the conversation (BRANCH_NOT_FOUND if none)."""
+        conv = await self.summary(conversation)
+        found = await self.branch_store.branch_messages(conv.id, number) if self.branch_store else None
+        if found is None:
+            raise BranchNotFound(f"Branch {number} does not exist")
+        return found
+
     async def export_markdown(self, conversation: object) -> tuple[Conversation, str]:
         conv = await self.summary(conversation)
         messages = (await self.checkpoints.get_thread(conv.id)).messages

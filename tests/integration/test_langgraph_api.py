@@ -414,3 +414,28 @@ def test_two_servers_on_one_postgresql_database_share_threads_runs_and_approvals
         finally:
             for server in servers:
                 server.stop()
+
+
+def test_history_shows_every_branch_as_a_fork_and_a_run_from_another_branch_switches_to_it(shared: Sophos) -> None:
+    client = shared.client()
+    tid = client.threads.create()["thread_id"]
+    stream(client, tid, ["values"], input=human("question"))
+    first = client.threads.get_state(tid)
+    answer = first["values"]["messages"][-1]
+    history = client.threads.get_history(tid, limit=100)
+    client.runs.wait(tid, "agent", checkpoint=first_seen(history, answer["id"])["parent_checkpoint"])  # regenerate
+    history = client.threads.get_history(tid, limit=100)
+    ids = [h["checkpoint"]["checkpoint_id"] for h in history]
+    assert len(ids) == len(set(ids)) and first["checkpoint"]["checkpoint_id"] in ids
+    # the original answer and the regenerated one hang from one parent: a fork, as the clients build it
+    children: dict[str, list[str]] = {}
+    for h in history:
+        parent = (h["parent_checkpoint"] or {}).get("checkpoint_id")
+        children.setdefault(parent or "$", []).append(h["values"]["messages"][-1]["id"] if h["values"]["messages"] else "")
+    forks = [kids for kids in children.values() if len(kids) > 1]
+    assert len(forks) == 1 and answer["id"] in forks[0]
+    # continuing from the original branch's head (the client switched to it) makes it the active one
+    client.runs.wait(tid, "agent", input=human("and then?"), checkpoint=first["checkpoint"])
+    contents = [m["content"] for m in client.threads.get_state(tid)["values"]["messages"]]
+    assert contents == ["question", answer["content"], "and then?", "You said 'and then?', and I agree."]
+    assert shared.server.get(f"/api/conversations/{tid}").json()["activeBranch"] == 1

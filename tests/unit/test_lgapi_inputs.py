@@ -120,3 +120,5 @@ def test_the_chain_runs_through_the_ancestors_up_to_each_fork() -> None:
     branches = [Branch(1, None, 0, 4, False), Branch(2, 1, 3, 4, False), Branch(3, 2, 3, 4, True)]
     assert [c.checkpoint_id for c in lineage(log, branches)] == ["a0", "a1", "a2", "b1", "c1", "c2"]
     assert [c.checkpoint_id for c in lineage(log[:4], [])] == ["a0", "a1", "a2", "a3"]
+    assert [c.checkpoint_id for c in lineage(log, branches, 2)] == ["a0", "a1", "a2", "b1", "b2"]
+    assert [c.checkpoint_id for c in lineage(log, branches, 1)] == ["a0", "a1", "a2", "a3"]

@@ -167,7 +167,8 @@ def decisions_of(resume: object, waiting: Sequence[ApprovalRequest]) -> dict[str
     raise InvalidInput("command.resume must be a list of decisions or {\"decisions\": [...]}")
 
 
-def _checkpoint_id(body: Mapping[str, Any]) -> str | None:
+def checkpoint_id(body: Mapping[str, Any]) -> str | None:
+    """The checkpoint a run request names (`checkpoint` or `checkpoint_id`), or None."""
     given = body.get("checkpoint_id")
     checkpoint = body.get("checkpoint")
     if isinstance(checkpoint, dict):
@@ -190,7 +191,7 @@ def run_command(body: Mapping[str, Any], view: ThreadView) -> StartRun:
             raise InvalidInput("input and command cannot be combined")
         return Resume(view.thread_id, None, decisions_of(command["resume"], view.waiting))
     text = _human_text(body.get("input"), view)
-    checkpoint = _checkpoint_id(body)
+    checkpoint = checkpoint_id(body)
     if checkpoint is not None and checkpoint != view.head_checkpoint:
         return _from_checkpoint(view, checkpoint, text)
     if text is None:

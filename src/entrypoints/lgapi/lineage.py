@@ -14,14 +14,16 @@ from domain.branches import Branch
 from domain.model import CheckpointSummary
 
 
-def lineage(log: Sequence[CheckpointSummary], branches: Sequence[Branch]) -> list[CheckpointSummary]:
-    """The active branch's checkpoints and its ancestors' up to each fork, oldest first."""
+def lineage(log: Sequence[CheckpointSummary], branches: Sequence[Branch], number: int | None = None
+            ) -> list[CheckpointSummary]:
+    """Branch `number`'s checkpoints (the active branch's when None) and its ancestors' up
+    to each fork, oldest first."""
     by_number = {b.number: b for b in branches}
-    active = next((b for b in branches if b.active), None)
+    active = by_number.get(number) if number is not None else next((b for b in branches if b.active), None)
     if active is None:  # never forked: everything is branch 1
         return [c for c in log if c.branch == 1]
     chain: list[list[CheckpointSummary]] = []
-    limit: int | None = None  # messages the branch below shares with the active one
+    limit: int | None = None  # messages the branch below shares with the one asked for
     branch: Branch | None = active
     seen: set[int] = set()
     while branch is not None and branch.number not in seen:

@@ -15,9 +15,9 @@ from domain.commands import Cancel, Resume
 from domain.errors import ConversationNotFound, InvalidInput, NotSupported, SophosError
 from domain.model import CheckpointSummary, Message, Run, RunStatus, new_id
 from entrypoints.lgapi import shapes
-from entrypoints.lgapi.inputs import RUN_FIELDS, ThreadView, needs_thread, run_command
+from entrypoints.lgapi.inputs import RUN_FIELDS, ThreadView, checkpoint_id, needs_thread, run_command
 from entrypoints.lgapi.stream import Projector, ReadThread, parse_modes, stream_response
-from entrypoints.lgapi.threads import bounded, read_body, services, thread_body, thread_id, view
+from entrypoints.lgapi.threads import bounded, branch_of, read_body, services, thread_body, thread_id, view
 from services.handles import StartedRun
 from services.hub import TERMINAL_EVENTS, RunStream, run_tag
 
@@ -62,9 +62,29 @@ async def _start(request: Request, tid: str | None) -> tuple[dict[str, Any], str
         command = run_command(body, ThreadView(cid, (), (), 0, None, ()))
         await conversations.create(cid)
     else:
-        v = (await view(request, cid))[1] if needs_thread(body) else ThreadView(cid, (), (), 0, None, ())
+        v = await _thread_for(request, cid, body) if needs_thread(body) else ThreadView(cid, (), (), 0, None, ())
         command = run_command(body, v)
     return body, cid, await services(request).runs().start(command)
+
+
+async def _thread_for(request: Request, cid: str, body: dict[str, Any]) -> ThreadView:
+    """The thread as the request sees it. A checkpoint of another branch (a client that
+    switched branches in its own view) makes that branch the active one first, as the
+    page's switch does; the run then starts from there."""
+    detail, v = await view(request, cid)
+    checkpoint = checkpoint_id(body)
+    if checkpoint is None or any(c.checkpoint_id == checkpoint for c in v.log):
+        return v
+    number = await branch_of(request, detail, checkpoint)
+    if number is None:
+        return v  # run_command refuses an unknown checkpoint
+    conversations = services(request).conversations()
+    own = [c.checkpoint_id for c in await conversations.checkpoint_log(cid) if c.branch == number]
+    await conversations.switch_branch(cid, number)
+    if own and own[-1] == checkpoint:  # the head it was left at: the thread's head once switched
+        body.pop("checkpoint", None)
+        body.pop("checkpoint_id", None)
+    return (await view(request, cid))[1]
 
 
 def _read(request: Request, tid: str) -> ReadThread:

@@ -235,17 +235,51 @@ async def update_state(request: Request) -> Response:
 
 
 async def history(request: Request) -> Response:
-    """Newest first, each with its parent, so clients' branch switchers can walk it."""
+    """Newest first, each with its parent, so clients' branch switchers can walk it: the
+    active branch's chain, and every other branch's own checkpoints with that branch's
+    messages (a fork is two states with one parent)."""
     body = await read_body(request, {"limit", "before", "metadata", "checkpoint", "select"})
     limit = bounded(body.get("limit"), "limit", 10, 1)
     detail, v = await view(request, thread_id(request))
-    indexes = list(range(len(v.log) - 1, -1, -1))
+    states = {c.checkpoint_id: _entry_state(detail, v, i) for i, c in enumerate(v.log)}
+    if len(detail.branches) > 1:
+        states.update(await _other_branches(request, detail, states))
+    order = {c.checkpoint_id: i for i, c in enumerate(await services(request).conversations().checkpoint_log(v.thread_id))}
+    newest = sorted(states, key=lambda cid: order.get(cid, -1), reverse=True)
     before = body.get("before")
     if isinstance(before, dict):
         config = before.get("configurable") or before
         wanted = config.get("checkpoint_id") if isinstance(config, dict) else None
-        at = next((i for i in indexes if v.log[i].checkpoint_id == wanted), None)
-        indexes = [i for i in indexes if at is not None and i < at]
+        newest = newest[newest.index(wanted) + 1:] if wanted in newest else []
     elif before is not None:
         raise InvalidInput("before must be a checkpoint config")
-    return JSONResponse([_entry_state(detail, v, i) for i in indexes[:limit]])
+    return JSONResponse([states[cid] for cid in newest[:limit]])
+
+
+async def _other_branches(request: Request, detail: ConversationDetail,
+                          seen: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    conversations = services(request).conversations()
+    cid = detail.conversation.id
+    log = await conversations.checkpoint_log(cid)
+    out: dict[str, dict[str, Any]] = {}
+    for branch in detail.branches:
+        if branch.active:
+            continue
+        chain = lineage(log, detail.branches, branch.number)
+        messages = await conversations.branch_messages(cid, branch.number)
+        for i, entry in enumerate(chain):
+            if entry.checkpoint_id in seen or entry.checkpoint_id in out:
+                continue
+            parent = chain[i - 1].checkpoint_id if i > 0 else None
+            out[entry.checkpoint_id] = shapes.state_dict(
+                cid, shapes.messages_value(messages[:entry.message_count]), entry.checkpoint_id, parent, entry.next,
+                None, entry.created_at, entry.step)
+    return out
+
+
+async def branch_of(request: Request, detail: ConversationDetail, checkpoint: str) -> int | None:
+    """The branch (not the active one) whose own checkpoints hold `checkpoint`, if any."""
+    log = await services(request).conversations().checkpoint_log(detail.conversation.id)
+    entry = next((c for c in log if c.checkpoint_id == checkpoint), None)
+    numbers = {b.number for b in detail.branches if not b.active}
+    return entry.branch if entry is not None and entry.branch in numbers else None
