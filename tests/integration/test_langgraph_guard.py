@@ -55,5 +55,7 @@ def test_cors_answers_the_allowed_origins_only(client: TestClient) -> None:
     assert client.options("/threads", headers={"Origin": evil, "Access-Control-Request-Method": "POST"}).status_code == 403
     refused = client.post("/threads", json={}, headers={**key, "Origin": evil})
     assert refused.status_code == 403 and "access-control-allow-origin" not in refused.headers
+    sneaky = client.post("/threads", json={}, headers={**key, "Sec-Fetch-Site": "cross-site"})  # an Origin-less write
+    assert sneaky.status_code == 403
     read = client.get("/info", headers={**key, "Origin": evil})  # a read the browser will not hand over
     assert read.status_code == 200 and "access-control-allow-origin" not in read.headers

@@ -85,7 +85,8 @@ class LangGraphGuard:
         if authority is None or not self.hosts.allows(authority.host):
             return error_response(400, "HOST_NOT_ALLOWED", "This server does not answer to the host name in the "
                                   "request; add it to ALLOWED_HOSTS to serve it")
-        cross = origin is not None and not same_origin(origin, request.scope["scheme"], authority)
+        cross = (origin is not None and not same_origin(origin, request.scope["scheme"], authority)) or (
+            request.headers.get("sec-fetch-site") == "cross-site")
         if cross and allowed_origin is None and (request.method not in SAFE_METHODS or request.method == "OPTIONS"):
             return error_response(403, "FORBIDDEN", "Cross-origin requests are refused; allow the origin with "
                                   "LANGGRAPH_API_CORS_ORIGINS")
