@@ -108,3 +108,25 @@ def test_stream_modes_are_checked() -> None:
     assert parse_modes(None) == ("values",)
     assert parse_modes(["values", "values", "messages-tuple"]) == ("values", "messages-tuple")
     assert parse_modes("nope") is None and parse_modes([]) is None and parse_modes([["values"]]) is None
+
+
+def test_keep_alives_are_sse_comments_and_a_closing_server_ends_the_stream() -> None:
+    closing = asyncio.Event()
+
+    async def batches() -> AsyncGenerator[Batch, None]:
+        await asyncio.sleep(0.2)  # nothing for a while: heartbeats meanwhile
+        closing.set()
+        await asyncio.sleep(10)
+        yield [(1, StreamEvent("token", "never"))]
+
+    async def source() -> AsyncGenerator[tuple[str, RunStream], None]:
+        yield RUN, RunStream(RUN, batches())
+
+    async def go() -> list[str]:
+        p = Projector(("messages-tuple",), TID, RUN, read)
+        response = stream_response(p, source(), 0.05, closing, {})
+        return [c if isinstance(c, str) else bytes(c).decode() async for c in response.body_iterator]
+
+    chunks = asyncio.run(asyncio.wait_for(go(), 5))
+    assert chunks[0].startswith("event: metadata")
+    assert ": heartbeat\n\n" in chunks[1:] and all(c == ": heartbeat\n\n" for c in chunks[1:])
