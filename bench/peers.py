@@ -7,6 +7,8 @@ every figure is framework overhead:
   (Sophos's graph shape), driven by the official `langgraph-sdk` (`runs.stream`, messages);
 - Sophos: `sophos serve` from this tree, a turn being one `POST /api/chat` with
   `Accept: text/event-stream` read up to `end`;
+- Sophos through the same SDK as the peer: the same server's LangGraph API
+  (`LANGGRAPH_API_PORT`), the same `peer_turn`, so the two servers are compared client for client;
 - bare LangGraph: the same graph shape in this process, on AsyncSqliteSaver (aiosqlite): one
   conversation, and 64 in parallel for the floor (no HTTP at all; its CPU is this process's, the
   fake model being another process), what a server on LangGraph cannot go below.
@@ -258,6 +260,24 @@ async def measure_sophos(ollama_url: str, load: Load, out: Figures, tree: Tree =
         shutil.rmtree(data, ignore_errors=True)
 
 
+async def measure_sophos_sdk(ollama_url: str, load: Load, out: Figures) -> None:
+    """Sophos's LangGraph API driven by the official SDK, exactly as the peer is."""
+    from langgraph_sdk import get_client
+
+    data = Path(tempfile.mkdtemp(prefix="sophos-bench-sdk-"))
+    server = Server(THIS_TREE, data, ollama_url)
+    lg_port = free_port()
+    server.env["LANGGRAPH_API_PORT"] = str(lg_port)
+    try:
+        pid = await server.start()
+        client = get_client(url=f"http://127.0.0.1:{lg_port}", api_key=None, timeout=httpx.Timeout(120))
+        await single(peer_turn, client, load.single_turns, out)
+        await parallel(peer_turn, client, pid, load, out)
+    finally:
+        server.stop()
+        shutil.rmtree(data, ignore_errors=True)
+
+
 async def measure_peer(ollama_url: str, load: Load, out: Figures) -> None:
     from langgraph_sdk import get_client
 
@@ -322,7 +342,7 @@ def ratio(ours: list[float], theirs: list[float]) -> str:
     return f"{statistics.median(ours) / statistics.median(theirs):.2f}x" if ours and theirs else "-"
 
 
-def table(bare: Figures, peer: Figures, ours: Figures) -> list[tuple[str, ...]]:
+def table(bare: Figures, peer: Figures, ours: Figures, sdk: Figures | None = None) -> list[tuple[str, ...]]:
     specs = [("one conversation, turn p50 (POST -> end)", "turn", "ms", "<= 1.15x bare"),
              ("time to first token p50", "ttft", "ms", "-"),
              ("64 conversations: turns/s", "turns_per_s", "turns/s", ">= 2x peer"),
@@ -330,11 +350,13 @@ def table(bare: Figures, peer: Figures, ours: Figures) -> list[tuple[str, ...]]:
              ("64 conversations: server CPU per turn", "cpu", "ms", "<= 0.5x peer"),
              ("RSS after the 64-conversation test", "rss", "MB", "-")]
     head = ("figure", "bare LangGraph + AsyncSqliteSaver", "LangGraph dev server", "Sophos", "Sophos / peer",
-            "Sophos / bare", "target")
+            "Sophos / bare", "target", "Sophos via SDK", "via SDK / peer")
     rows = [head]
+    sdk = sdk or Figures()
     for label, attr, unit, target in specs:
-        b, p, o = getattr(bare, attr), getattr(peer, attr), getattr(ours, attr)
-        rows.append((label, cell(b, unit), cell(p, unit), cell(o, unit), ratio(o, p), ratio(o, b), target))
+        b, p, o, k = getattr(bare, attr), getattr(peer, attr), getattr(ours, attr), getattr(sdk, attr)
+        rows.append((label, cell(b, unit), cell(p, unit), cell(o, unit), ratio(o, p), ratio(o, b), target,
+                     cell(k, unit), ratio(k, p)))
     return rows
 
 
@@ -374,7 +396,7 @@ async def section(args: argparse.Namespace) -> None:
     if not (PEER_VENV / "bin" / "langgraph").exists():
         print(f"peers: {PEER_VENV} is missing (`make bench` creates it); the LangGraph dev server is skipped")
     load = Load(single_turns=args.peer_single_turns)
-    bare, peer, ours, floor, base = Figures(), Figures(), Figures(), Figures(), Figures()
+    bare, peer, ours, floor, sdk, base = Figures(), Figures(), Figures(), Figures(), Figures(), Figures()
     ref = args.peers_baseline_ref or os.environ.get("BENCH_PEERS_BASELINE_REF") or None
     busy0, t0 = _machine(), time.perf_counter()
     with fake_ollama_process() as model, worktree_or_none(ref) as base_tree:
@@ -385,11 +407,13 @@ async def section(args: argparse.Namespace) -> None:
             if base_tree is not None:
                 await measure_sophos(model.url, load, base, base_tree)
             await measure_sophos(model.url, load, ours)
+            await measure_sophos_sdk(model.url, load, sdk)
             await measure_floor(model.url, load, floor)
             print(f"  rep {rep}: bare {bare.turn[-1]:.1f} ms; peer "
                   f"{f'{peer.turn[-1]:.0f} ms, {peer.turns_per_s[-1]:.1f} turns/s' if peer.turn else '-'}; "
-                  f"sophos {ours.turn[-1]:.1f} ms, {ours.turns_per_s[-1]:.1f} turns/s", flush=True)
-    print_rows(table(bare, peer, ours))
+                  f"sophos {ours.turn[-1]:.1f} ms, {ours.turns_per_s[-1]:.1f} turns/s; "
+                  f"sophos via SDK {sdk.turn[-1]:.1f} ms, {sdk.turns_per_s[-1]:.1f} turns/s", flush=True)
+    print_rows(table(bare, peer, ours, sdk))
     print(floor_line(floor, peer))
     if ref is not None:
         print()

@@ -59,6 +59,8 @@ class Settings:
     APPROVAL_TIMEOUT: float = 0
     REQUEST_TIMEOUT: float = 10
     MAX_CONNECTIONS: int = 100
+    LANGGRAPH_API_PORT: int = 2024  # LangGraph's Agent Server API beside the main one; 0 = off
+    LANGGRAPH_API_CORS_ORIGINS: str = ""  # browser origins allowed to call it (comma-separated, or *)
 
     @property
     def storage_backend(self) -> str:
@@ -138,6 +140,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     url = str(settings["DATABASE_URL"])
     if url and not url.startswith(("postgresql://", "postgres://")):
         raise SettingsError(f"DATABASE_URL must be a postgresql:// URL, got {database_label(settings)!r}")
+    if not 0 <= settings["LANGGRAPH_API_PORT"] <= 65535:
+        raise SettingsError("LANGGRAPH_API_PORT must be a port (1-65535) or 0 (off)")
     if settings["DATABASE_POOL_SIZE"] < 1:
         raise SettingsError("DATABASE_POOL_SIZE must be at least 1")
     # unset keeps what configurations meant before the setting existed: a URL means PostgreSQL

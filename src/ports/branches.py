@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from domain.branches import Branch
+from domain.model import Message
 
 
 class BranchPort(Protocol):
@@ -18,6 +19,11 @@ class BranchPort(Protocol):
     async def branches(self, thread_id: str) -> Sequence[Branch]:
         """Every branch of the thread, by number; empty for a thread never forked (its
         one branch is number 1)."""
+
+    @abstractmethod
+    async def branch_messages(self, thread_id: str, number: int) -> Sequence[Message] | None:
+        """The messages of branch `number` as its head holds them (rebuilt from what is
+        stored, as a switch would restore them); None for an unknown branch."""
 
     @abstractmethod
     async def switch_branch(self, thread_id: str, number: int) -> int:

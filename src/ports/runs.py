@@ -4,10 +4,10 @@ lifecycle's durable half (ownership, leases, outcomes)."""
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from domain import lifecycle
 from domain.events import StreamEvent
@@ -131,6 +131,17 @@ class RunRepository(Protocol):
         """`get_conversation` and `latest_run` together, as a new message needs them (a
         store may answer both in one round trip)."""
         return await self.get_conversation(conversation_id), await self.latest_run(conversation_id, lease_seconds)
+
+    @abstractmethod
+    async def thread_metadata(self, conversation_ids: Sequence[str]) -> Mapping[str, Mapping[str, Any]]:
+        """The metadata stored for those of `conversation_ids` that have some (LangGraph's
+        thread metadata: a JSON object); a conversation without any is left out."""
+
+    @abstractmethod
+    async def merge_thread_metadata(self, conversation_id: str, metadata: Mapping[str, Any]) -> bool:
+        """Merge `metadata` (a JSON-encodable object) into the conversation's, key by key
+        (a given key replaces the stored one), atomically; False, changing nothing, if the
+        conversation is unknown. The metadata goes with the conversation when it is deleted."""
 
     @abstractmethod
     async def recent_runs(self, conversation_id: str, limit: int) -> Sequence[Run]:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Awaitable, Callable, Sequence
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from domain.approvals import ApprovalRequest, waiting, waiting_message
 from domain.branches import Branch, BranchMarker, markers
@@ -20,12 +22,17 @@ from domain.errors import (
 from domain.export import checkpoint_jsonl, markdown_transcript
 from domain.lifecycle import resumable
 from domain.model import (
+    NEW_CONVERSATION_TITLE,
     AssistantMessage,
+    CheckpointSummary,
     ContextView,
     Conversation,
     Message,
     PendingCall,
+    Run,
+    ThreadHead,
     clean_title,
+    new_id,
     parse_conversation_id,
     utc_now,
 )
@@ -38,6 +45,7 @@ from services.pending import annotate_pending
 
 MAX_PAGE = 500
 MAX_QUERY = 200  # characters of a title search
+MAX_METADATA = 16 * 1024  # bytes of a thread's metadata as JSON
 
 
 @dataclass(frozen=True)
@@ -135,6 +143,57 @@ class ConversationService:
         items = items[:size]
         return Page(items, encode_cursor(items[-1]) if more and items else None)
 
+    async def create(self, conversation: object = None) -> tuple[Conversation, bool]:
+        """An empty conversation with id `conversation` (a new id when None), and whether
+        it was made now: an id already taken answers the conversation that has it."""
+        cid = new_id() if conversation is None else parse_conversation_id(conversation)
+        found = await self.runs.get_conversation(cid)
+        if found is not None:
+            return found, False
+        return await self.runs.create_conversation(cid, NEW_CONVERSATION_TITLE, self.clock()), True
+
+    async def metadata(self, conversation_ids: Sequence[str]) -> Mapping[str, Mapping[str, Any]]:
+        """The thread metadata stored for those of the conversations that have some."""
+        return await self.runs.thread_metadata(conversation_ids)
+
+    async def merge_metadata(self, conversation: object, metadata: object) -> None:
+        """Merge a JSON object into the conversation's thread metadata (at most
+        MAX_METADATA bytes as JSON); NOT_FOUND for an unknown conversation."""
+        cid = parse_conversation_id(conversation)
+        if not isinstance(metadata, dict):
+            raise InvalidInput("metadata must be an object")
+        try:
+            size = len(json.dumps(metadata, ensure_ascii=False, allow_nan=False).encode())
+        except (UnicodeEncodeError, ValueError, RecursionError):
+            raise InvalidInput("metadata must be JSON of valid Unicode, without NaN or infinities") from None
+        if size > MAX_METADATA:
+            raise InvalidInput(f"metadata must be at most {MAX_METADATA} bytes as JSON")
+        if metadata and not await self.runs.merge_thread_metadata(cid, metadata):
+            raise ConversationNotFound()
+
+    async def head(self, conversation: object) -> ThreadHead:
+        """What the conversation's latest checkpoint says (NOT_FOUND for an unknown one)."""
+        conv = await self.summary(conversation)
+        return await self.checkpoints.head(conv.id)
+
+    async def runs_of(self, conversation: object, limit: int) -> Sequence[Run]:
+        """The conversation's latest `limit` runs, newest first."""
+        conv = await self.summary(conversation)
+        return await self.runs.recent_runs(conv.id, limit)
+
+    async def run(self, conversation: object, run_id: object) -> Run:
+        """Run `run_id` of the conversation; NOT_FOUND when it is another's or unknown."""
+        conv = await self.summary(conversation)
+        found = await self.runs.get_run(parse_conversation_id(run_id)) if isinstance(run_id, str) else None
+        if found is None or found.conversation_id != conv.id:
+            raise ConversationNotFound("Run Not Found")
+        return found
+
+    async def checkpoint_log(self, conversation: object) -> Sequence[CheckpointSummary]:
+        """Every checkpoint the thread's log keeps, oldest first."""
+        conv = await self.summary(conversation)
+        return await self.checkpoints.list_checkpoints(conv.id)
+
     async def summary(self, conversation: object) -> Conversation:
         cid = parse_conversation_id(conversation)
         conv = await self.runs.get_conversation(cid)
@@ -169,6 +228,14 @@ class ConversationService:
             raise DecisionRequired(waiting_message(len(asked)))
         await self.branch_store.switch_branch(conv.id, number)
         return await self.get(conv.id)
+
+    async def branch_messages(self, conversation: object, number: int) -> Sequence[Message]:
+        """The messages of branch `number` of the conversation (BRANCH_NOT_FOUND if none)."""
+        conv = await self.summary(conversation)
+        found = await self.branch_store.branch_messages(conv.id, number) if self.branch_store else None
+        if found is None:
+            raise BranchNotFound(f"Branch {number} does not exist")
+        return found
 
     async def export_markdown(self, conversation: object) -> tuple[Conversation, str]:
         conv = await self.summary(conversation)

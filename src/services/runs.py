@@ -50,9 +50,9 @@ from ports.engine import AgentEngine, Fork, NewMessage, RunInput
 from ports.metrics import NO_METRICS, MetricsPort
 from ports.processes import ProcessPort
 from ports.runs import RunFinish
-from services.following import counted, flatten, follow_conversation
+from services.following import counted, flatten, follow_conversation, follow_log, iterate
 from services.handles import CancelResult, LiveRun, RunStores, StartedRun
-from services.hub import ActiveRun, Item, RunHub, RunStream
+from services.hub import ActiveRun, Item, RunHub, RunStream, up_to_terminal
 from services.pending import PlanPorts, RunRequest, plan_fork, plan_input
 
 log = logging.getLogger(__name__)
@@ -308,6 +308,22 @@ class RunService:
     async def follow_batches(self, conversation_id: str, after: int, tag: str | None = None) -> RunStream | StreamEvent:
         """As `follow`, with the events that were ready together in one batch."""
         return await follow_conversation(self, conversation_id, after, tag)
+
+    async def follow_run(self, run: Run, after: int) -> RunStream:
+        """The events of `run` after id `after`, up to its terminal event: live from this
+        process, through the event log while another process executes it, else replayed
+        from the log (a terminal event built from the row when the log no longer has one)."""
+        active = self.hub.by_run(run.id)
+        if active is not None:
+            return RunStream(run.id, counted(active.batches(after), self.metrics, "local"))
+        current = await self.runs.get_run(run.id) or run
+        if current.status is RunStatus.RUNNING:
+            return RunStream(run.id, counted(follow_log(self, current, after), self.metrics, "log"))
+        items, done = up_to_terminal(list(await self.stores.events.read(run.id, after)))
+        if not done:
+            outcome = Outcome(current.status, current.error)
+            items.append((items[-1][0] + 1 if items else after + 1, lifecycle.terminal_event(run.conversation_id, outcome)))
+        return RunStream(run.id, iterate(items))
 
     async def cancel(self, command: Cancel) -> CancelResult:
         """Stop the conversation's running run wherever it executes; it is recorded

@@ -52,6 +52,21 @@ class RunRepositoryContract(StoreContract):
         assert (conv.title, conv.message_count, conv.status, conv.error) == ("Hello", 0, None, None)
         assert conv.created_at == conv.updated_at == at(0)
 
+    async def test_thread_metadata_is_merged_key_by_key_and_goes_with_its_conversation(self, store: RunStore) -> None:
+        cid, other = new_id(), new_id()
+        await store.create_conversation(cid, "Hello", at(0))
+        await store.create_conversation(other, "Other", at(0))
+        assert await store.thread_metadata([cid, other]) == {}
+        assert await store.merge_thread_metadata(cid, {"graph_id": "agent", "label": "a", "n": {"deep": [1, "é"]}})
+        assert await store.merge_thread_metadata(cid, {"label": "b", "extra": None})
+        assert await store.thread_metadata([cid, other, new_id()]) == {
+            cid: {"graph_id": "agent", "label": "b", "n": {"deep": [1, "é"]}, "extra": None}
+        }
+        assert await store.merge_thread_metadata(new_id(), {"x": 1}) is False
+        assert await store.delete_conversation(cid)
+        await store.create_conversation(cid, "Again", at(1))  # the id reused: nothing left of the old one
+        assert await store.thread_metadata([cid]) == {}
+
     async def test_an_unknown_conversation_is_none(self, store: RunStore) -> None:
         assert await store.get_conversation(new_id()) is None
         assert await store.latest_run(new_id()) is None

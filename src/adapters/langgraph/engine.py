@@ -25,6 +25,7 @@ from domain.errors import BranchNotFound, RecursionLimitReached
 from domain.events import AgentEvent, InputRecorded
 from domain.model import (
     CheckpointSummary,
+    Message,
     PendingCall,
     ThreadHead,
     ThreadState,
@@ -221,6 +222,12 @@ class LangGraphThreads(CheckpointPort, BranchPort):
 
     async def branches(self, thread_id: str) -> Sequence[Branch]:
         return await self.saver.branches(thread_id)
+
+    async def branch_messages(self, thread_id: str, number: int) -> Sequence[Message] | None:
+        found = await self.saver.branch_content(thread_id, number)
+        if found is None:
+            return None
+        return tuple(m for m in (from_fields(dict(f)) for f in found.messages) if m is not None)
 
     async def switch_branch(self, thread_id: str, number: int) -> int:
         branches = await self.branches(thread_id)

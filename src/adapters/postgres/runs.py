@@ -244,6 +244,24 @@ class PostgresRunStore(PostgresApprovals, RunRepository, RunEventLog, RunSignals
         )
         return run_from_row(rows[0]) if rows else None
 
+    async def thread_metadata(self, conversation_ids: Sequence[str]) -> Mapping[str, Mapping[str, Any]]:
+        rows = await self._rows(
+            "SELECT conversation_id, metadata FROM thread_metadata WHERE conversation_id = ANY(%s)",
+            (list(conversation_ids),),
+        )
+        return {r[0]: r[1] for r in rows}
+
+    async def merge_thread_metadata(self, conversation_id: str, metadata: Mapping[str, Any]) -> bool:
+        # jsonb `||` merges key by key; the conversation's row must exist (its foreign key)
+        rows = await self._rows(
+            "INSERT INTO thread_metadata (conversation_id, metadata) "
+            "SELECT id, %(m)s FROM conversations WHERE id = %(cid)s "
+            "ON CONFLICT (conversation_id) DO UPDATE SET metadata = thread_metadata.metadata || EXCLUDED.metadata "
+            "RETURNING 1",
+            {"m": Jsonb(dict(metadata)), "cid": conversation_id},
+        )
+        return bool(rows)
+
     async def recent_runs(self, conversation_id: str, limit: int) -> Sequence[Run]:
         rows = await self._rows(
             RUNS + " WHERE r.conversation_id = %(cid)s" + LATEST + " LIMIT %(limit)s",

@@ -8,10 +8,11 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from datetime import datetime
 from functools import partial
+from typing import Any
 
 from adapters.sqlite.approvals import SqliteApprovals
 from adapters.sqlite.database import (
@@ -285,6 +286,35 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
             return conversation_from_row(found), run_from_row(latest) if latest else None
 
         return await self._reader.run(read)  # one round trip to the reader, not two
+
+    async def thread_metadata(self, conversation_ids: Sequence[str]) -> Mapping[str, Mapping[str, Any]]:
+        found: dict[str, Mapping[str, Any]] = {}
+        ids = list(dict.fromkeys(conversation_ids))
+        for start in range(0, len(ids), 500):  # SQLite bounds the number of parameters
+            chunk = ids[start:start + 500]
+            rows = await self._read(
+                f"SELECT conversation_id, metadata FROM thread_metadata WHERE conversation_id IN ({marks(chunk)})",
+                chunk,
+            )
+            found.update((r[0], json.loads(r[1])) for r in rows)
+        return found
+
+    async def merge_thread_metadata(self, conversation_id: str, metadata: Mapping[str, Any]) -> bool:
+        def write(c: sqlite3.Connection) -> bool:
+            with transaction(c):
+                if c.execute("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)).fetchone() is None:
+                    return False
+                row = c.execute("SELECT metadata FROM thread_metadata WHERE conversation_id = ?",
+                                (conversation_id,)).fetchone()
+                merged = {**(json.loads(row[0]) if row else {}), **metadata}
+                c.execute(
+                    "INSERT INTO thread_metadata (conversation_id, metadata) VALUES (?, ?) "
+                    "ON CONFLICT (conversation_id) DO UPDATE SET metadata = excluded.metadata",
+                    (conversation_id, json.dumps(merged, ensure_ascii=False)),
+                )
+            return True
+
+        return await self._writer.run(write)
 
     async def recent_runs(self, conversation_id: str, limit: int) -> Sequence[Run]:
         rows = await self._read(
