@@ -74,6 +74,7 @@ def test_the_grace_period_outlasts_the_drain_and_probes_use_readyz_and_healthz()
     assert "/api/readyz" in (ROOT / "deploy" / "healthcheck.py").read_text()
     assert c["livenessProbe"]["httpGet"] == {"path": "/api/healthz", "port": "http"}
     assert {"name": "http", "containerPort": 8000} in c["ports"]
+    assert {"name": "langgraph", "containerPort": 2024} in c["ports"]
     service = objects({})["Service"]
     assert service["spec"]["ports"][0]["targetPort"] == "http"
     assert service["spec"]["selector"].items() <= deployment["spec"]["template"]["metadata"]["labels"].items()

@@ -162,7 +162,7 @@ def test_a_container_killed_mid_answer_resumes_the_run_after_a_restart(
     # the host's network, so the container reaches the fake model on the host's loopback
     # (and the test reaches the container there; the image's 0.0.0.0 would open it to the LAN)
     name = start(containers, "--network", "host", env={
-        "API_TOKEN": TOKEN, "HOST": "127.0.0.1", "PORT": str(port), "OLLAMA_HOST": ollama.url,
+        "API_TOKEN": TOKEN, "HOST": "127.0.0.1", "PORT": str(port), "LANGGRAPH_API_PORT": "0", "OLLAMA_HOST": ollama.url,
         "AUTO_RESUME": "true", "TOOLS_BACKEND": "none",
     })
     wait_for_log(name, f"Sophos is listening on {url}")
@@ -207,7 +207,7 @@ def test_a_stop_drains_within_the_grace_period_and_the_run_goes_on_after_start(
     url = f"http://127.0.0.1:{port}"
     ollama.add({"text": "slow " * 400, "token_delay": 0.05}, {"text": "after the drain"})
     name = start(containers, "--network", "host", env={
-        "API_TOKEN": TOKEN, "HOST": "127.0.0.1", "PORT": str(port), "OLLAMA_HOST": ollama.url,
+        "API_TOKEN": TOKEN, "HOST": "127.0.0.1", "PORT": str(port), "LANGGRAPH_API_PORT": "0", "OLLAMA_HOST": ollama.url,
         "AUTO_RESUME": "true", "TOOLS_BACKEND": "none", "SHUTDOWN_TIMEOUT": "2",
     })
     wait_for_log(name, f"Sophos is listening on {url}")
@@ -238,7 +238,7 @@ def test_replicas_on_postgresql_adopt_the_run_of_a_killed_container(
     for _ in range(2):
         port = free_port()
         name = start(containers, "--network", "host", env={
-            "API_TOKEN": TOKEN, "HOST": "127.0.0.1", "PORT": str(port), "OLLAMA_HOST": ollama.url,
+            "API_TOKEN": TOKEN, "HOST": "127.0.0.1", "PORT": str(port), "LANGGRAPH_API_PORT": "0", "OLLAMA_HOST": ollama.url,
             "DATABASE_URL": pg_empty_url, "AUTO_RESUME": "true", "RUN_LEASE_SECONDS": "3", "TOOLS_BACKEND": "none",
         })
         urls.append(f"http://127.0.0.1:{port}")
@@ -266,7 +266,7 @@ def test_the_entrypoint_serves_readyz_in_a_chroot_of_the_image(image: str) -> No
     root = podman("mount", created).stdout.strip()
     port = free_port()
     env = dict(e.split("=", 1) for e in inspected["Env"])
-    env.update({"HOST": "127.0.0.1", "PORT": str(port), "API_TOKEN": TOKEN, "MODEL_BACKEND": "demo", "TOOLS_BACKEND": "mcp"})
+    env.update({"HOST": "127.0.0.1", "PORT": str(port), "LANGGRAPH_API_PORT": "0", "API_TOKEN": TOKEN, "MODEL_BACKEND": "demo", "TOOLS_BACKEND": "mcp"})
     command = " ".join(inspected["Entrypoint"] + inspected["Cmd"])
     inner = f"cd {inspected['WorkingDir']} && exec {command}"
     user = "10001:10001"
