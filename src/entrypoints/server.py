@@ -122,7 +122,10 @@ def bind(host: str, port: int) -> socket.socket:
             ) from e
         raise CannotListen("CANNOT_LISTEN", f"cannot listen on {host}:{port}: {e.strerror}") from e
     sock.listen(2048)  # connections queue from now on, as "listening" says
-    sock.set_inheritable(True)
+    # never passed on: uvloop spawns the MCP servers without closing inherited descriptors, so
+    # a tool server that outlived a killed Sophos would keep the port (Python's default, said
+    # here because uvicorn's own bind makes it inheritable for its worker processes)
+    sock.set_inheritable(False)
     return sock
 
 
