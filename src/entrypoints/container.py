@@ -348,6 +348,7 @@ def create_container(env: dict[str, str] | None = None, *, METRICS_BACKEND: str 
     container = Container(settings=providers.Object(settings))
     container.config.from_dict({
         **dataclasses.asdict(settings), "STORAGE_BACKEND": settings.storage_backend, "METRICS_BACKEND": METRICS_BACKEND,
+        "MODEL_MAX_TOKENS": settings.answer_limit,
     })
     return container
 

@@ -221,6 +221,13 @@ def test_context_settings_that_cannot_work_are_a_clear_error(env: dict[str, str]
     assert str(e.value) == message
 
 
+def test_a_small_window_alone_starts_with_the_reserve_halved(tmp_path: Path) -> None:
+    # issue 35 item 3: MODEL_CONTEXT=1024 alone refused to start (the default reserve is 1024)
+    s = load_settings({"CONFIG_DIR": str(tmp_path), "MODEL_CONTEXT": "1024"})
+    assert (s.MODEL_CONTEXT, s.MODEL_RESERVE) == (1024, 512)
+    assert load_settings({"CONFIG_DIR": str(tmp_path), "MODEL_CONTEXT": "4096"}).MODEL_RESERVE == 1024
+
+
 def test_context_settings_default_to_a_window_that_suits_the_default_model(tmp_path: Path) -> None:
     s = load_settings({"CONFIG_DIR": str(tmp_path), "CONTEXT_SUMMARY": "TRUE"})
     assert (s.MODEL_CONTEXT, s.MODEL_RESERVE, s.CONTEXT_TOOL_SHARE, s.CONTEXT_SUMMARY) == (8192, 1024, 0.25, True)
