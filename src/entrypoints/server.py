@@ -24,6 +24,7 @@ import uvicorn
 from domain.errors import StorageFailure
 from entrypoints.bundle import Services
 from entrypoints.http.app import create_app
+from entrypoints.overhead import warn_if_crowded
 from entrypoints.protocol import MAX_HEAD, head_deadline_protocol
 from entrypoints.settings import Settings
 from ports.backend import Backend
@@ -182,8 +183,13 @@ def serve(container: Any) -> None:
     async def main() -> None:
         await check_storage(services.backend())
         await warn_if_model_not_ready(services.model())
+        # in the background: it waits for the tool servers, which "listening" must not
+        crowded = asyncio.create_task(warn_if_crowded(container))
         print(f"Sophos is listening on http://{url_host(host)}:{port}", flush=True)
-        await server.serve(sockets=[sock])
+        try:
+            await server.serve(sockets=[sock])
+        finally:
+            crowded.cancel()
 
     # one loop for the checks and the server (what uvicorn's Server.run does, with the checks first)
     with asyncio.Runner(loop_factory=uv_config.get_loop_factory()) as runner:
