@@ -60,6 +60,14 @@ class ToolBinding:
         return bound
 
 
+class EmptyStream(Exception):
+    """The model server ended its answer's stream without one chunk (LangChain: "No
+    generation chunks were returned")."""
+
+
+EMPTY = "No generation chunks were returned"
+RESUME_MAY_HELP = "A resume asks it again: that helps if it failed once (a crash, a restart), not if it always answers so."
+
 MERGE_EVERY = 1024  # chunks held before they are merged: a chunk object costs ~1 KiB
 
 
@@ -98,7 +106,7 @@ async def stream_chat(
     # closed on a cut (Runnable.astream is an async generator): the response goes with it
     answer = cast("AsyncGenerator[Any, None]", model.astream(prompts.prompt(system, messages)))
     async with aclosing(answer) as stream:
-        async for chunk in stream:
+        async for chunk in _no_empty(stream):
             if not isinstance(chunk, AIMessageChunk):
                 continue
             if generated(chunk):
@@ -121,3 +129,15 @@ async def stream_chat(
     if cut or stopped_for_length(full):
         reply = replace(reply, tool_calls=(), cut=True)
     yield reply
+
+
+async def _no_empty(stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """The stream, with LangChain's error for a stream that sent nothing made our own (its
+    ValueError says nothing of the server, and could be any bug)."""
+    try:
+        async for chunk in stream:
+            yield chunk
+    except ValueError as e:
+        if str(e) == EMPTY:
+            raise EmptyStream(EMPTY) from e
+        raise

@@ -8,11 +8,12 @@ from collections.abc import AsyncIterator, Sequence
 
 import httpx
 import ollama
+import pydantic
 
 from adapters.langchain.bounds import ResponseRefused, read_capped, refusal
 from adapters.langchain.client import model_transport, tls_context
 from adapters.langchain.messages import PromptCache
-from adapters.langchain.streaming import ToolBinding, stream_chat
+from adapters.langchain.streaming import RESUME_MAY_HELP, EmptyStream, ToolBinding, stream_chat
 from adapters.ollama.wire import ReusingChatOllama, WireCache
 from domain.errors import AgentFailure, ModelBadResponse, ModelUnavailable, ModelUnreachable
 from domain.model import Message
@@ -95,6 +96,15 @@ class OllamaModel(ModelPort):
             raise AgentFailure(f"Ollama error: {e.error}") from e
         except ResponseRefused as e:
             raise ModelBadResponse(f"Ollama at {self.base_url} sent {e.reason}: Sophos stopped reading it") from e
+        except EmptyStream as e:
+            raise ModelBadResponse(
+                f"Ollama at {self.base_url} closed its answer's stream without sending any part of it. {RESUME_MAY_HELP}"
+            ) from e
+        except pydantic.ValidationError as e:  # ollama's client reads each line into its ChatResponse
+            raise ModelBadResponse(
+                f"Ollama at {self.base_url} sent a line that is not in Ollama's format ({_first_problem(e)}): is it "
+                f"Ollama, or a proxy that speaks its protocol in part? {RESUME_MAY_HELP}"
+            ) from e
         except json.JSONDecodeError as e:  # ollama's client parses each streamed line as JSON
             raise ModelBadResponse(f"Ollama at {self.base_url} sent a line that is not JSON: is it Ollama?") from e
         except httpx.TimeoutException as e:
@@ -125,3 +135,14 @@ class OllamaModel(ModelPort):
         if any(self.model in n for n in names):
             return Readiness(True, "ok", url)
         return Readiness(False, f'Ollama model "{self.model}" not available', url, pull_it(self.model))
+
+
+def _first_problem(e: pydantic.ValidationError) -> str:
+    """The first field pydantic found wrong, as `message: Field required`: the line itself may be
+    long or hostile, so it is not quoted."""
+    errors = e.errors(include_url=False, include_input=False)
+    if not errors:
+        return "a malformed line"
+    first = errors[0]
+    where = ".".join(str(p) for p in first.get("loc", ())) or "the line"
+    return f"{where[:80]}: {str(first.get('msg', 'invalid'))[:80]}"

@@ -13,7 +13,7 @@ from pydantic import SecretStr
 from adapters.langchain.bounds import ResponseRefused, read_capped, refusal
 from adapters.langchain.client import model_transport, tls_context
 from adapters.langchain.messages import PromptCache
-from adapters.langchain.streaming import ToolBinding, stream_chat
+from adapters.langchain.streaming import RESUME_MAY_HELP, EmptyStream, ToolBinding, stream_chat
 from domain.errors import AgentFailure, ModelBadResponse, ModelUnavailable, ModelUnreachable
 from domain.model import Message
 from ports.model import ModelOutput, ModelPort, Readiness
@@ -70,6 +70,10 @@ class OpenAIModel(ModelPort):
                 yield out
         except ResponseRefused as e:
             raise self._refused(e) from e
+        except EmptyStream as e:
+            raise ModelBadResponse(
+                f"The model server at {self.base_url} closed its answer's stream without sending any part of it. {RESUME_MAY_HELP}"
+            ) from e
         except openai.NotFoundError as e:
             raise ModelUnavailable(
                 f"The configured model {self.model!r} is not available at {self.base_url}: {choose_it(self.base_url)}"
