@@ -143,19 +143,20 @@ def _prompt(config_dir: str) -> SystemPromptSource:
 
 def _ollama(
     opened: list[Closeable], base_url: str, model: str, think: bool, timeout: float, context: int, transport: str,
-    max_tokens: int,
+    max_tokens: int, tool_choice: str,
 ) -> ModelPort:
     from adapters.ollama.model import OllamaModel
 
-    return _opened(opened, OllamaModel(base_url, model, think, timeout, context, transport, max_tokens))
+    return _opened(opened, OllamaModel(base_url, model, think, timeout, context, transport, max_tokens, tool_choice or None))
 
 
 def _openai(
-    opened: list[Closeable], base_url: str, model: str, api_key: str, timeout: float, transport: str, max_tokens: int
+    opened: list[Closeable], base_url: str, model: str, api_key: str, timeout: float, transport: str, max_tokens: int,
+    tool_choice: str,
 ) -> ModelPort:
     from adapters.openai.model import OpenAIModel
 
-    return _opened(opened, OpenAIModel(base_url, model, api_key, timeout, transport, max_tokens))
+    return _opened(opened, OpenAIModel(base_url, model, api_key, timeout, transport, max_tokens, tool_choice or None))
 
 
 def _demo_model() -> ModelPort:
@@ -274,11 +275,11 @@ class Container(containers.DeclarativeContainer):
         config.MODEL_BACKEND,
         ollama=providers.Singleton(
             _ollama, opened, config.OLLAMA_HOST, config.OLLAMA_MODEL, config.OLLAMA_THINK, config.MODEL_TIMEOUT,
-            config.MODEL_CONTEXT, config.MODEL_TRANSPORT, config.MODEL_MAX_TOKENS,
+            config.MODEL_CONTEXT, config.MODEL_TRANSPORT, config.MODEL_MAX_TOKENS, config.MODEL_TOOL_CHOICE,
         ),
         openai=providers.Singleton(
             _openai, opened, config.OPENAI_BASE_URL, config.OPENAI_MODEL, config.OPENAI_API_KEY, config.MODEL_TIMEOUT,
-            config.MODEL_TRANSPORT, config.MODEL_MAX_TOKENS,
+            config.MODEL_TRANSPORT, config.MODEL_MAX_TOKENS, config.MODEL_TOOL_CHOICE,
         ),
         demo=providers.Singleton(_demo_model),
     )

@@ -31,6 +31,7 @@ class Settings:
     OPENAI_API_KEY: str = ""
     MODEL_TIMEOUT: int = 120
     MODEL_TRANSPORT: str = "auto"  # auto | fast | httpx
+    MODEL_TOOL_CHOICE: str = ""  # auto | required | none; unset: not sent (docs/model.md)
     MODEL_CONTEXT: int = 8192
     MODEL_RESERVE: int = 1024  # unset in the environment: at most half of MODEL_CONTEXT
     MODEL_MAX_TOKENS: int = 0  # the longest answer (tokens); 0: MODEL_RESERVE (see answer_limit)
@@ -136,6 +137,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         settings[key] = str(settings[key]).lower()
     if settings["MODEL_BACKEND"] not in ("ollama", "openai", "demo"):
         raise SettingsError(f"MODEL_BACKEND must be ollama, openai or demo, got {settings['MODEL_BACKEND']!r}")
+    settings["MODEL_TOOL_CHOICE"] = str(settings["MODEL_TOOL_CHOICE"]).strip().lower()
+    if settings["MODEL_TOOL_CHOICE"] not in TOOL_CHOICES:
+        raise SettingsError(f"MODEL_TOOL_CHOICE must be auto, required or none (or unset), got {settings['MODEL_TOOL_CHOICE']!r}")
     if settings["MODEL_TRANSPORT"] not in ("auto", "fast", "httpx"):
         raise SettingsError(f"MODEL_TRANSPORT must be auto, fast or httpx, got {settings['MODEL_TRANSPORT']!r}")
     if settings["TOOLS_BACKEND"] not in ("mcp", "demo", "none"):
@@ -167,6 +171,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
 
 
 MIN_CONTEXT = 512
+TOOL_CHOICES = ("", "auto", "required", "none")
 # the widest window local models serve; LangChain holds every streamed chunk of an answer
 # until it ends (~2.3 KiB a token), so this also bounds what one answer can cost (~300 MiB)
 MAX_ANSWER_TOKENS = 131_072

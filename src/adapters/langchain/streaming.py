@@ -46,8 +46,9 @@ class ToolBinding:
     toolbox lists the same objects until its servers change): the request then carries the
     same schema objects from call to call, whose encoding a client may keep."""
 
-    def __init__(self) -> None:
+    def __init__(self, tool_choice: str | None = None) -> None:
         self._bound: dict[int, tuple[tuple[ToolSpec, ...], Bound]] = {}
+        self.tool_choice = tool_choice  # MODEL_TOOL_CHOICE: None sends none
 
     def bind(self, chat: BaseChatModel, tools: Sequence[ToolSpec]) -> Bound:
         if not tools:
@@ -55,7 +56,8 @@ class ToolBinding:
         hit = self._bound.get(id(chat))  # a client lives as long as its model adapter
         if hit is not None and len(hit[0]) == len(tools) and all(a is b for a, b in zip(hit[0], tools, strict=True)):
             return hit[1]
-        bound = chat.bind_tools([tool_schema(t) for t in tools])
+        schemas = [tool_schema(t) for t in tools]
+        bound = chat.bind_tools(schemas) if self.tool_choice is None else chat.bind_tools(schemas, tool_choice=self.tool_choice)
         self._bound[id(chat)] = (tuple(tools), bound)
         return bound
 

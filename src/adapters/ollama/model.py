@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import ssl
 from collections.abc import AsyncIterator, Sequence
 
@@ -19,6 +20,8 @@ from domain.errors import AgentFailure, ModelBadResponse, ModelUnavailable, Mode
 from domain.model import Message
 from ports.model import ModelOutput, ModelPort, Readiness
 from ports.tools import ToolSpec
+
+log = logging.getLogger(__name__)
 
 START_IT = "start Ollama (`ollama serve`) or set OLLAMA_HOST, or run `make demo`"
 
@@ -41,11 +44,16 @@ class OllamaModel(ModelPort):
         context: int | None = None,
         transport: str = "auto",
         max_tokens: int | None = None,
+        tool_choice: str | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.timeout = timeout
         self.max_tokens = max_tokens
+        # Ollama's API has no tool_choice: `none` is had by sending no tools, `required` not at all
+        self.send_tools = tool_choice != "none"
+        if tool_choice == "required":
+            log.warning("MODEL_TOOL_CHOICE=required: Ollama's API has no tool_choice; the model chooses (auto)")
         self._prompts = PromptCache()
         self._tools = ToolBinding()
         # each prompt message's request form, built once (adapters.ollama.wire)
@@ -86,7 +94,8 @@ class OllamaModel(ModelPort):
         self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> AsyncIterator[ModelOutput]:
         try:
-            async for out in stream_chat(self._chat, self._prompts, system, messages, tools, self._tools, self.max_tokens):
+            offered = tools if self.send_tools else ()
+            async for out in stream_chat(self._chat, self._prompts, system, messages, offered, self._tools, self.max_tokens):
                 yield out
         except ollama.ResponseError as e:
             if e.status_code == 404:
