@@ -22,13 +22,14 @@ NEED := scripts/need-system-packages
 NODE_PACKAGES := node=nodejs npm=npm
 TEST_PACKAGES := chromium=chromium pg_ctlcluster=postgresql
 
-.PHONY: install install-dev run demo test test-fast test-unit lint bench bench-concurrency bench-postgres bench-peers soak clean-db check-python need-node need-test help
+.PHONY: install install-dev run demo test test-fast test-unit test-model lint bench bench-concurrency bench-postgres bench-peers soak clean-db check-python need-node need-test help
 
 help:
 	@echo "make run      start Sophos (creates .venv and installs everything first)"
 	@echo "make demo     start Sophos on the offline demo model and tools (no model server needed)"
 	@echo "make test     run the whole test suite (in parallel: JOBS=auto)"
 	@echo "make test-fast   the edit loop: unit tests and the in-memory/SQLite contracts, no server or browser"
+	@echo "make test-model  end-to-end against a real model (SmolLM2-135M on llama-server; builds it once, cached)"
 	@echo "make bench    run the benchmarks and print their figures"
 	@echo "make bench-concurrency   only the concurrency section (BENCH_BASELINE_REF=ref to compare with)"
 	@echo "make bench-postgres      only the storage section on PostgreSQL (both backends, the bare official saver)"
@@ -86,11 +87,18 @@ test: need-test install-dev
 	PYTHONPATH=src $(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -q $(XDIST)
+	$(PY) -m pytest -q -m "not model" $(XDIST)
+
+# a real model: scripts/model-server fetches it and builds llama-server once, into a cache
+# outside the work tree (SOPHOS_MODEL_CACHE, default ~/.cache/sophos-model); tests/model runs
+# real `sophos serve` and CLI processes against it on both backends (docs/model.md)
+test-model: install-dev
+	scripts/model-server install
+	SOPHOS_TEST_MODEL=1 $(PY) -m pytest -q -m model tests/model
 
 # in one process: two xdist workers spend more on start-up than they save here
 test-fast: install-dev
-	$(PY) -m pytest -q -m "$(FAST)" tests/unit tests/contracts
+	$(PY) -m pytest -q -m "$(FAST) and not model" tests/unit tests/contracts
 
 test-unit: test-fast
 
