@@ -331,8 +331,9 @@ def test_a_tool_call_if_the_model_makes_one(backend: str, tmp_path: Path, llama:
         calls = [e[2] for e in events if e[1] == "trace" and e[2]["event"] == "call"]
         results = [e[2] for e in events if e[1] == "trace" and e[2]["event"] == "result"]
     if not calls:
-        TIMINGS.notes.append(f"{backend}: SmolLM2-135M called no tool (tools reached its prompt through the Qwen2.5 "
-                             "template); tool calls stay covered by the fakes")
+        TIMINGS.notes.append(f"{backend}: SmolLM2-135M called no tool (the tools reached its prompt through the "
+                             "Qwen2.5 template" + (", tool_choice required" if backend == "openai" else "")
+                             + "); tool calls stay covered by the fakes")
         finished_well(events)
         return
     TIMINGS.notes.append(f"{backend}: the real model called {', '.join(c['data']['name'] for c in calls)}")
