@@ -175,3 +175,16 @@ def test_through_real_servers_an_endless_answer_stops_in_few_rows_and_another_pr
         finally:
             owner.stop()
             other.stop()
+
+
+def test_show_marks_a_cut_answer(tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.support.app import SOPHOS, process_env
+
+    with fake_ollama([{"loop": "again ", "count": None}]) as fake:
+        env = process_env(app_env(tmp_path, fake.url, TOOLS_BACKEND="none", MODEL_MAX_TOKENS="5"))
+        chat_run = subprocess.run([SOPHOS, "chat", "go"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    cid = chat_run.stderr.split("conversation: ")[1].split()[0]
+    shown = subprocess.run([SOPHOS, "show", cid], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert "again again again again again \n[stopped here: the answer reached MODEL_MAX_TOKENS]" in shown.stdout, shown.stdout
