@@ -25,7 +25,7 @@ TEST_PACKAGES := chromium=chromium pg_ctlcluster=postgresql
 # (two of its containers share a PostgreSQL server the tests start)
 DEPLOY_PACKAGES := podman=podman runc=runc debootstrap=debootstrap pg_ctlcluster=postgresql
 
-.PHONY: install install-dev run demo test test-fast test-deploy need-deploy test-unit lint bench bench-concurrency bench-postgres bench-peers soak clean-db check-python need-node need-test help
+.PHONY: install install-dev run demo test test-fast test-deploy need-deploy test-model test-unit lint bench bench-concurrency bench-postgres bench-peers soak clean-db check-python need-node need-test help
 
 help:
 	@echo "make run      start Sophos (creates .venv and installs everything first)"
@@ -33,6 +33,7 @@ help:
 	@echo "make test     run the whole test suite (in parallel: JOBS=auto)"
 	@echo "make test-fast   the edit loop: unit tests and the in-memory/SQLite contracts, no server or browser"
 	@echo "make test-deploy   build the container image (deploy/) and run it; render the Helm chart (slow the first time)"
+	@echo "make test-model  end-to-end against a real model (SmolLM2-135M on llama-server; builds it once, cached)"
 	@echo "make bench    run the benchmarks and print their figures"
 	@echo "make bench-concurrency   only the concurrency section (BENCH_BASELINE_REF=ref to compare with)"
 	@echo "make bench-postgres      only the storage section on PostgreSQL (both backends, the bare official saver)"
@@ -93,7 +94,14 @@ test: need-test install-dev
 	PYTHONPATH=src $(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -q -m "not deploy" $(XDIST)
+	$(PY) -m pytest -q -m "not model and not deploy" $(XDIST)
+
+# a real model: scripts/model-server fetches it and builds llama-server once, into a cache
+# outside the work tree (SOPHOS_MODEL_CACHE, default ~/.cache/sophos-model); tests/model runs
+# real `sophos serve` and CLI processes against it on both backends (docs/model.md)
+test-model: install-dev
+	scripts/model-server install
+	SOPHOS_TEST_MODEL=1 $(PY) -m pytest -q -m model tests/model
 
 # the image, the chart and the container runs (tests/deploy, marker `deploy`): the first run
 # debootstraps the base (~6 min) and builds the image; both are cached in ~/.cache/sophos-deploy
@@ -102,7 +110,7 @@ test-deploy: need-deploy install-dev
 
 # in one process: two xdist workers spend more on start-up than they save here
 test-fast: install-dev
-	$(PY) -m pytest -q -m "$(FAST)" tests/unit tests/contracts
+	$(PY) -m pytest -q -m "$(FAST) and not model" tests/unit tests/contracts
 
 test-unit: test-fast
 

@@ -72,6 +72,19 @@ class PromptTruncated:
     sent: int
     evaluated: int
     window: int
+    filled: bool = True  # the count reached the window; else it is only far below what was sent
+
+
+def truncation_message(event: PromptTruncated) -> str:
+    """What a person is told: a count that filled the window is a cut prompt; one merely far
+    below what was sent is said as seen (a server with a smaller window than MODEL_CONTEXT
+    and a proxy that reports words instead of tokens look alike from here)."""
+    if event.filled:
+        return (f"The model evaluated {event.evaluated} prompt tokens of about {event.sent} sent: the model "
+                "server cut the prompt (raise MODEL_CONTEXT or the server's context length).")
+    return (f"The model server reported far fewer prompt tokens ({event.evaluated}) than were sent (about "
+            f"{event.sent}): it may have cut the prompt (is its context length below MODEL_CONTEXT "
+            f"{event.window}?) or it counts them differently. Said once per conversation.")
 
 
 @dataclass(frozen=True)
@@ -181,11 +194,8 @@ class StreamTranslator:
             data = {"covers": event.covers, "tokens": event.tokens}
             out.append(trace(event.step, self._name, "agent", "summary", data))
         elif isinstance(event, PromptTruncated):
-            data = {
-                "sent": event.sent, "evaluated": event.evaluated, "window": event.window,
-                "message": f"The model evaluated {event.evaluated} prompt tokens of about {event.sent} sent: "
-                "the model server cut the prompt (raise MODEL_CONTEXT or the server's context length).",
-            }
+            data = {"sent": event.sent, "evaluated": event.evaluated, "window": event.window,
+                    "message": truncation_message(event)}
             out.append(trace(event.step, self._name, "agent", "truncated", data))
         elif isinstance(event, AnswerCut):
             data = {"message": "The answer reached the token limit (MODEL_MAX_TOKENS) and was stopped there."}

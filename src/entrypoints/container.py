@@ -145,19 +145,20 @@ def _prompt(config_dir: str) -> SystemPromptSource:
 
 
 def _ollama(
-    base_url: str, model: str, think: bool, timeout: float, context: int, transport: str, max_tokens: int
+    base_url: str, model: str, think: bool, timeout: float, context: int, transport: str, max_tokens: int,
+    tool_choice: str,
 ) -> Iterator[ModelPort]:
     from adapters.ollama.model import OllamaModel
 
-    yield OllamaModel(base_url, model, think, timeout, context, transport, max_tokens)
+    yield OllamaModel(base_url, model, think, timeout, context, transport, max_tokens, tool_choice or None)
 
 
 def _openai(
-    base_url: str, model: str, api_key: str, timeout: float, transport: str, max_tokens: int
+    base_url: str, model: str, api_key: str, timeout: float, transport: str, max_tokens: int, tool_choice: str
 ) -> Iterator[ModelPort]:
     from adapters.openai.model import OpenAIModel
 
-    yield OpenAIModel(base_url, model, api_key, timeout, transport, max_tokens)
+    yield OpenAIModel(base_url, model, api_key, timeout, transport, max_tokens, tool_choice or None)
 
 
 def _demo_model() -> ModelPort:
@@ -274,11 +275,11 @@ class Container(containers.DeclarativeContainer):
         config.MODEL_BACKEND,
         ollama=providers.Resource(
             _ollama, config.OLLAMA_HOST, config.OLLAMA_MODEL, config.OLLAMA_THINK, config.MODEL_TIMEOUT,
-            config.MODEL_CONTEXT, config.MODEL_TRANSPORT, config.MODEL_MAX_TOKENS,
+            config.MODEL_CONTEXT, config.MODEL_TRANSPORT, config.MODEL_MAX_TOKENS, config.MODEL_TOOL_CHOICE,
         ),
         openai=providers.Resource(
             _openai, config.OPENAI_BASE_URL, config.OPENAI_MODEL, config.OPENAI_API_KEY, config.MODEL_TIMEOUT,
-            config.MODEL_TRANSPORT, config.MODEL_MAX_TOKENS,
+            config.MODEL_TRANSPORT, config.MODEL_MAX_TOKENS, config.MODEL_TOOL_CHOICE,
         ),
         demo=providers.Singleton(_demo_model),
     )
@@ -348,6 +349,7 @@ def create_container(env: dict[str, str] | None = None, *, METRICS_BACKEND: str 
     container = Container(settings=providers.Object(settings))
     container.config.from_dict({
         **dataclasses.asdict(settings), "STORAGE_BACKEND": settings.storage_backend, "METRICS_BACKEND": METRICS_BACKEND,
+        "MODEL_MAX_TOKENS": settings.answer_limit,
     })
     return container
 

@@ -24,6 +24,7 @@ import uvicorn
 from domain.errors import StorageFailure
 from entrypoints.bundle import Services
 from entrypoints.http.app import create_app
+from entrypoints.overhead import warn_if_crowded
 from entrypoints.protocol import MAX_HEAD, head_deadline_protocol
 from entrypoints.settings import Settings
 from ports.backend import Backend
@@ -131,7 +132,10 @@ def bind(host: str, port: int, setting: str = "--port or PORT") -> socket.socket
             ) from e
         raise CannotListen("CANNOT_LISTEN", f"cannot listen on {host}:{port}: {e.strerror}") from e
     sock.listen(2048)  # connections queue from now on, as "listening" says
-    sock.set_inheritable(True)
+    # never passed on: uvloop spawns the MCP servers without closing inherited descriptors, so
+    # a tool server that outlived a killed Sophos would keep the port (Python's default, said
+    # here because uvicorn's own bind makes it inheritable for its worker processes)
+    sock.set_inheritable(False)
     return sock
 
 
@@ -215,17 +219,22 @@ def serve(container: Any) -> None:
     async def main() -> None:
         await check_storage(services.backend())
         await warn_if_model_not_ready(services.model())
+        # in the background: it waits for the tool servers, which "listening" must not
+        crowded = asyncio.create_task(warn_if_crowded(container))
         print(f"Sophos is listening on http://{url_host(host)}:{port}", flush=True)
-        if side is None:
-            await server.serve(sockets=[sock])
-            return
-        lg_server, lg_sock = side
-        lg_task = asyncio.create_task(serve_after(server, lg_server, lg_sock))
         try:
-            await server.serve(sockets=[sock])
+            if side is None:
+                await server.serve(sockets=[sock])
+                return
+            lg_server, lg_sock = side
+            lg_task = asyncio.create_task(serve_after(server, lg_server, lg_sock))
+            try:
+                await server.serve(sockets=[sock])
+            finally:
+                lg_server.should_exit = True
+                await asyncio.gather(lg_task, return_exceptions=True)
         finally:
-            lg_server.should_exit = True
-            await asyncio.gather(lg_task, return_exceptions=True)
+            crowded.cancel()
 
     # one loop for the checks and the server (what uvicorn's Server.run does, with the checks first)
     with asyncio.Runner(loop_factory=uv_config.get_loop_factory()) as runner:

@@ -31,9 +31,10 @@ class Settings:
     OPENAI_API_KEY: str = ""
     MODEL_TIMEOUT: int = 120
     MODEL_TRANSPORT: str = "auto"  # auto | fast | httpx
+    MODEL_TOOL_CHOICE: str = ""  # auto | required | none; unset: not sent (docs/model.md)
     MODEL_CONTEXT: int = 8192
-    MODEL_RESERVE: int = 1024
-    MODEL_MAX_TOKENS: int = 8192  # the longest answer (tokens): sent to the server, enforced while streaming
+    MODEL_RESERVE: int = 1024  # unset in the environment: at most half of MODEL_CONTEXT
+    MODEL_MAX_TOKENS: int = 0  # the longest answer (tokens); 0: MODEL_RESERVE (see answer_limit)
     CONTEXT_SUMMARY: bool = False
     CONTEXT_TOOL_SHARE: float = 0.25
     AGENT_RECURSION_LIMIT: int = 25
@@ -61,6 +62,14 @@ class Settings:
     MAX_CONNECTIONS: int = 100
     LANGGRAPH_API_PORT: int = 2024  # LangGraph's Agent Server API beside the main one; 0 = off
     LANGGRAPH_API_CORS_ORIGINS: str = ""  # browser origins allowed to call it (comma-separated, or *)
+
+    @property
+    def answer_limit(self) -> int:
+        """The longest answer, in tokens: MODEL_MAX_TOKENS, or by default the room the context
+        budget keeps for it (MODEL_RESERVE; the window when no room is kept). A longer answer
+        would not fit beside a prompt that fills its budget anyway, and a model in a loop
+        stops there instead of filling the server's window."""
+        return self.MODEL_MAX_TOKENS or self.MODEL_RESERVE or self.MODEL_CONTEXT
 
     @property
     def storage_backend(self) -> str:
@@ -113,10 +122,16 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             settings[key] = float(settings[key])
         except (TypeError, ValueError):
             raise SettingsError(f"{key} must be a number, got {settings[key]!r}") from None
-    if not 1 <= settings["MODEL_MAX_TOKENS"] <= MAX_ANSWER_TOKENS:
-        raise SettingsError(f"MODEL_MAX_TOKENS must be between 1 and {MAX_ANSWER_TOKENS} tokens, got {settings['MODEL_MAX_TOKENS']}")
+    if not 0 <= settings["MODEL_MAX_TOKENS"] <= MAX_ANSWER_TOKENS:
+        raise SettingsError(
+            f"MODEL_MAX_TOKENS must be between 1 and {MAX_ANSWER_TOKENS} tokens (0: MODEL_RESERVE), got {settings['MODEL_MAX_TOKENS']}"
+        )
     if settings["AGENT_RECURSION_LIMIT"] <= 0:
         settings["AGENT_RECURSION_LIMIT"] = 25  # the reference's rule: invalid means default
+    if not env.get("MODEL_RESERVE"):
+        # a default reserve that a small window cannot hold shrinks to fit: MODEL_CONTEXT=1024
+        # alone must start (one set by hand over half the window is still an error)
+        settings["MODEL_RESERVE"] = min(settings["MODEL_RESERVE"], settings["MODEL_CONTEXT"] // 2)
     _check_context(settings)
     for key in BOOLS:
         settings[key] = str(settings[key]).lower() == "true"
@@ -124,6 +139,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         settings[key] = str(settings[key]).lower()
     if settings["MODEL_BACKEND"] not in ("ollama", "openai", "demo"):
         raise SettingsError(f"MODEL_BACKEND must be ollama, openai or demo, got {settings['MODEL_BACKEND']!r}")
+    settings["MODEL_TOOL_CHOICE"] = str(settings["MODEL_TOOL_CHOICE"]).strip().lower()
+    if settings["MODEL_TOOL_CHOICE"] not in TOOL_CHOICES:
+        raise SettingsError(f"MODEL_TOOL_CHOICE must be auto, required or none (or unset), got {settings['MODEL_TOOL_CHOICE']!r}")
     if settings["MODEL_TRANSPORT"] not in ("auto", "fast", "httpx"):
         raise SettingsError(f"MODEL_TRANSPORT must be auto, fast or httpx, got {settings['MODEL_TRANSPORT']!r}")
     if settings["TOOLS_BACKEND"] not in ("mcp", "demo", "none"):
@@ -157,6 +175,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
 
 
 MIN_CONTEXT = 512
+TOOL_CHOICES = ("", "auto", "required", "none")
 # the widest window local models serve; LangChain holds every streamed chunk of an answer
 # until it ends (~2.3 KiB a token), so this also bounds what one answer can cost (~300 MiB)
 MAX_ANSWER_TOKENS = 131_072

@@ -24,6 +24,7 @@ class Evaluation:
     sent: int  # calibrated estimate of the tokens sent
     evaluated: int
     truncated: bool
+    filled: bool = False  # the report reached the window: the server certainly cut the prompt
 
 
 class Calibration:
@@ -56,7 +57,7 @@ class Calibration:
         self._ratios.move_to_end(key)
         if len(self._ratios) > self.size:
             self._ratios.popitem(last=False)
-        return Evaluation(sent, reported, truncated)
+        return Evaluation(sent, reported, truncated, reported >= window)
 
 
 class ContextKeeper:
@@ -67,6 +68,18 @@ class ContextKeeper:
         self.policy = policy
         self.calibration = Calibration()
         self.costs = CostCache()
+        self._warned: OrderedDict[str, None] = OrderedDict()  # conversations told of a short count
+
+    def first_warning(self, conversation_id: str) -> bool:
+        """Whether a conversation has not been warned of a short prompt count yet (and now is):
+        a server whose count is off (a proxy that reports words) is off on every turn, and
+        one line says it; bounded like the calibration."""
+        if conversation_id in self._warned:
+            return False
+        self._warned[conversation_id] = None
+        if len(self._warned) > self.calibration.size:
+            self._warned.popitem(last=False)
+        return True
 
     def plan(self, conversation_id: str, thread: Sequence[Message], system: str, tools: Sequence[ToolSpec]) -> PromptPlan:
         ratio = self.calibration.ratio(conversation_id)

@@ -229,6 +229,15 @@ class RunRepositoryContract(StoreContract):
         conv = await store.get_conversation(cid)
         assert conv is not None and conv.status is RunStatus.COMPLETED and conv.message_count == 2
 
+    async def test_a_running_run_counts_its_own_message_in_the_list(self, store: RunStore) -> None:
+        # issue 35 item 9: messageCount was 0 in the list while a new conversation's first
+        # run was going, although its message was committed
+        cid = new_id()
+        await store.create_conversation(cid, "t", at(0))
+        await store.start_run(Run(new_id(), cid, RunStatus.RUNNING, at(1), base_count=1), at(1))
+        listed = next(c for c in await store.list_conversations() if c.id == cid)
+        assert listed.message_count == 1 and listed.status is RunStatus.RUNNING
+
     async def test_finishing_without_a_count_keeps_the_old_count(self, store: RunStore) -> None:
         cid = new_id()
         await store.create_conversation(cid, "t", at(0))

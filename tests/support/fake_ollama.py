@@ -67,6 +67,9 @@ class FakeOllama:
         self.responder: Any = None
         self.latency = 0.0  # seconds before any reply (lets a test attach to a run in time)
         self.window: int | None = None  # context the server runs with, whatever num_ctx says
+        # reports the prompt's words as prompt_eval_count, as an Ollama-protocol proxy in front
+        # of an OpenAI-compatible server was seen doing (ollama-proxy-plus 0.1.0)
+        self.count_words = False
         self.dropped = 0  # replies cut short because the client closed the connection
         self.streamed = 0  # tokens written to clients
         self.lock = threading.Lock()
@@ -163,6 +166,8 @@ class FakeOllama:
 
     def evaluated(self, body: dict[str, Any]) -> int:
         """The prompt tokens the server evaluates: all of them, or the context it runs with."""
+        if self.count_words:
+            return sum(len(str(m.get("content") or "").split()) for m in body.get("messages") or [])
         window = self.window or (body.get("options") or {}).get("num_ctx") or 2048
         return min(prompt_tokens(body), int(window))
 

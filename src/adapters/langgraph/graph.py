@@ -179,13 +179,18 @@ class AgentNodes:
         configurable = config["configurable"]
         thread_id = str(configurable["thread_id"])
         seen = self.context.observe(thread_id, plan, usage)
-        if seen is None or not seen.truncated:
+        if seen is None or not seen.truncated or not self.context.first_warning(thread_id):
             return
         window = self.context.policy.window
         extra = {"conversation_id": thread_id, "run_id": configurable.get(RUN_KEY)}
-        log.warning("the model server evaluated %d prompt tokens of about %d sent (MODEL_CONTEXT %d): "
-                    "it cut the prompt", seen.evaluated, seen.sent, window, extra=extra)
-        get_stream_writer()(PromptTruncated(step, seen.sent, seen.evaluated, window))
+        if seen.filled:
+            log.warning("the model server evaluated %d prompt tokens of about %d sent (MODEL_CONTEXT %d): "
+                        "it cut the prompt", seen.evaluated, seen.sent, window, extra=extra)
+        else:
+            log.warning("the model server reported far fewer prompt tokens (%d) than were sent (about %d; "
+                        "MODEL_CONTEXT %d): it may have cut the prompt, or it counts differently",
+                        seen.evaluated, seen.sent, window, extra=extra)
+        get_stream_writer()(PromptTruncated(step, seen.sent, seen.evaluated, window, seen.filled))
 
     async def tool(self, task: ToolTask, config: RunnableConfig) -> dict[str, Any]:
         step, write = _step(config), get_stream_writer()

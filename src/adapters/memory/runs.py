@@ -167,7 +167,10 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
                 heartbeat_at=_ms(self.clock()),
                 lease_expired=False,
             )
-            self._conversations[conv.id] = replace(conv, updated_at=_ms(now))
+            # the run's own message is committed with it: the list counts it while it runs
+            self._conversations[conv.id] = replace(
+                conv, updated_at=_ms(now), message_count=max(conv.message_count, run.base_count)
+            )
 
     async def finish_run(
         self,

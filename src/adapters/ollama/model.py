@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import json
+import logging
 import ssl
 from collections.abc import AsyncIterator, Sequence
 
 import httpx
 import ollama
+import pydantic
 
 from adapters.langchain.bounds import ResponseRefused, read_capped, refusal
 from adapters.langchain.client import model_transport, tls_context
 from adapters.langchain.messages import PromptCache
-from adapters.langchain.streaming import ToolBinding, stream_chat
+from adapters.langchain.streaming import RESUME_MAY_HELP, EmptyStream, ToolBinding, stream_chat
 from adapters.ollama.wire import ReusingChatOllama, WireCache
 from domain.errors import AgentFailure, ModelBadResponse, ModelUnavailable, ModelUnreachable
 from domain.model import Message
 from ports.model import ModelOutput, ModelPort, Readiness
 from ports.tools import ToolSpec
+
+log = logging.getLogger(__name__)
 
 START_IT = "start Ollama (`ollama serve`) or set OLLAMA_HOST, or run `make demo`"
 
@@ -40,11 +44,16 @@ class OllamaModel(ModelPort):
         context: int | None = None,
         transport: str = "auto",
         max_tokens: int | None = None,
+        tool_choice: str | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.timeout = timeout
         self.max_tokens = max_tokens
+        # Ollama's API has no tool_choice: `none` is had by sending no tools, `required` not at all
+        self.send_tools = tool_choice != "none"
+        if tool_choice == "required":
+            log.warning("MODEL_TOOL_CHOICE=required: Ollama's API has no tool_choice; the model chooses (auto)")
         self._prompts = PromptCache()
         self._tools = ToolBinding()
         # each prompt message's request form, built once (adapters.ollama.wire)
@@ -85,7 +94,8 @@ class OllamaModel(ModelPort):
         self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> AsyncIterator[ModelOutput]:
         try:
-            async for out in stream_chat(self._chat, self._prompts, system, messages, tools, self._tools, self.max_tokens):
+            offered = tools if self.send_tools else ()
+            async for out in stream_chat(self._chat, self._prompts, system, messages, offered, self._tools, self.max_tokens):
                 yield out
         except ollama.ResponseError as e:
             if e.status_code == 404:
@@ -95,6 +105,15 @@ class OllamaModel(ModelPort):
             raise AgentFailure(f"Ollama error: {e.error}") from e
         except ResponseRefused as e:
             raise ModelBadResponse(f"Ollama at {self.base_url} sent {e.reason}: Sophos stopped reading it") from e
+        except EmptyStream as e:
+            raise ModelBadResponse(
+                f"Ollama at {self.base_url} closed its answer's stream without sending any part of it. {RESUME_MAY_HELP}"
+            ) from e
+        except pydantic.ValidationError as e:  # ollama's client reads each line into its ChatResponse
+            raise ModelBadResponse(
+                f"Ollama at {self.base_url} sent a line that is not in Ollama's format ({_first_problem(e)}): is it "
+                f"Ollama, or a proxy that speaks its protocol in part? {RESUME_MAY_HELP}"
+            ) from e
         except json.JSONDecodeError as e:  # ollama's client parses each streamed line as JSON
             raise ModelBadResponse(f"Ollama at {self.base_url} sent a line that is not JSON: is it Ollama?") from e
         except httpx.TimeoutException as e:
@@ -125,3 +144,14 @@ class OllamaModel(ModelPort):
         if any(self.model in n for n in names):
             return Readiness(True, "ok", url)
         return Readiness(False, f'Ollama model "{self.model}" not available', url, pull_it(self.model))
+
+
+def _first_problem(e: pydantic.ValidationError) -> str:
+    """The first field pydantic found wrong, as `message: Field required`: the line itself may be
+    long or hostile, so it is not quoted."""
+    errors = e.errors(include_url=False, include_input=False)
+    if not errors:
+        return "a malformed line"
+    first = errors[0]
+    where = ".".join(str(p) for p in first.get("loc", ())) or "the line"
+    return f"{where[:80]}: {str(first.get('msg', 'invalid'))[:80]}"

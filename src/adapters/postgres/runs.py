@@ -138,9 +138,11 @@ class PostgresRunStore(PostgresApprovals, RunRepository, RunEventLog, RunSignals
             async with self.db.cursor(transaction=True) as cur:
                 if flushed_by_input:  # the input's commit flushes the WAL up to and past this one
                     await cur.execute("SET LOCAL synchronous_commit TO OFF")
+                # the run's own message is committed with it: the list counts it while it runs
                 await cur.execute(
-                    "UPDATE conversations SET updated_at = %s WHERE id = %s RETURNING id",
-                    (stamp(now), run.conversation_id),
+                    "UPDATE conversations SET updated_at = %s, message_count = GREATEST(message_count, %s) "
+                    "WHERE id = %s RETURNING id",
+                    (stamp(now), run.base_count, run.conversation_id),
                 )
                 if await cur.fetchone() is None:
                     raise ConversationNotFound()

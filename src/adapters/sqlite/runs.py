@@ -164,8 +164,10 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
                     (run.conversation_id,),
                 ).fetchone():
                     raise SessionInProgress()
+                # the run's own message is committed with it: the list counts it while it runs
                 bumped = c.execute(
-                    "UPDATE conversations SET updated_at = ? WHERE id = ?", (iso(now), run.conversation_id)
+                    "UPDATE conversations SET updated_at = ?, message_count = max(message_count, ?) WHERE id = ?",
+                    (iso(now), run.base_count, run.conversation_id),
                 )
                 if bumped.rowcount == 0:
                     raise ConversationNotFound()

@@ -80,6 +80,8 @@ def show(ctx: Context, conversation: str, as_json: bool) -> None:
             click.echo(f"\n[tool {dto['name']} · {dto['status']}]\n{dto['content']}")
         else:
             click.echo(f"\n[{i} {dto['role']}]{_branch_mark(dto.get('branch'))}\n{dto['content']}")
+            if dto.get("cut"):
+                click.echo("[stopped here: the answer reached MODEL_MAX_TOKENS]")
             for call in dto.get("toolCalls", []):
                 click.echo(f"→ {call['name']} {json.dumps(call['args'], ensure_ascii=False)}")
     if d.get("decisionRequired"):

@@ -8,7 +8,9 @@ from typing import Any
 
 import click
 
+from domain.context import CROWDED_FIX
 from entrypoints.cli.base import Context, finish, global_options, pass_ctx
+from entrypoints.overhead import measure
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,10 @@ async def _checks(ctx: Context) -> list[Check]:
         )
         detail = f"{s.tools} tool(s)" if s.ok else (s.error or "not running")
         checks.append(Check("tools", s.name, bool(s.ok), detail, target, "" if s.ok else fix))
+    cost = await measure(container)
+    detail = cost.problem() or f"the system prompt and tools take ~{cost.total:,} of {cost.budget:,} prompt tokens"
+    checks.append(Check("context", f"MODEL_CONTEXT {config.MODEL_CONTEXT()}", not cost.over, detail,
+                        fix=CROWDED_FIX if cost.over else ""))
     health = await ctx.services.backend().health(integrity=True)
     checks.append(Check("database", health.where, health.ok, health.detail, fix="" if health.ok else health.fix))
     return checks
