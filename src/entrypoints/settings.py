@@ -25,7 +25,7 @@ class Settings:
     TOOLS_BACKEND: str = "mcp"
     OLLAMA_HOST: str = "http://localhost:11434"
     OLLAMA_MODEL: str = "qwen3"
-    OLLAMA_THINK: bool = False
+    OLLAMA_THINK: str = "auto"  # auto (where /api/show lists `thinking`) | true | false
     OPENAI_BASE_URL: str = "http://localhost:8080/v1"
     OPENAI_MODEL: str = "local-model"
     OPENAI_API_KEY: str = ""
@@ -118,8 +118,10 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     _check_context(settings)
     for key in BOOLS:
         settings[key] = str(settings[key]).lower() == "true"
-    for key in ("MODEL_BACKEND", "TOOLS_BACKEND", "MODEL_TRANSPORT"):
-        settings[key] = str(settings[key]).lower()
+    for key in ("MODEL_BACKEND", "TOOLS_BACKEND", "MODEL_TRANSPORT", "OLLAMA_THINK"):
+        settings[key] = str(settings[key]).strip().lower()
+    if settings["OLLAMA_THINK"] not in ("auto", "true", "false"):
+        raise SettingsError(f"OLLAMA_THINK must be auto, true or false, got {settings['OLLAMA_THINK']!r}")
     if settings["MODEL_BACKEND"] not in ("ollama", "openai", "demo"):
         raise SettingsError(f"MODEL_BACKEND must be ollama, openai or demo, got {settings['MODEL_BACKEND']!r}")
     if settings["MODEL_TRANSPORT"] not in ("auto", "fast", "httpx"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import httpx
 import openai
@@ -16,10 +17,26 @@ from adapters.langchain.messages import PromptCache
 from adapters.langchain.streaming import ToolBinding, stream_chat
 from domain.errors import AgentFailure, ModelBadResponse, ModelUnavailable, ModelUnreachable
 from domain.model import Message
+from domain.models import ModelInfo
 from ports.model import ModelOutput, ModelPort, Readiness
 from ports.tools import ToolSpec
 
 START_IT = "start the OpenAI-compatible server or set OPENAI_BASE_URL, or run `make demo`"
+
+
+LIST_TIMEOUT = 5.0  # seconds for GET /models: a picker waits for it
+# where OpenAI-compatible servers put a model's context size: vLLM, LM Studio and
+# OpenRouter, llama.cpp's server (its training length, under `meta`)
+CONTEXT_FIELDS = ("max_model_len", "context_length", "max_context_length")
+
+
+def listed_model(entry: dict[str, Any]) -> ModelInfo:
+    meta = entry.get("meta")
+    meta = meta if isinstance(meta, dict) else {}
+    sizes = [entry.get(k) for k in CONTEXT_FIELDS] + [meta.get("n_ctx_train")]
+    context = next((v for v in sizes if isinstance(v, int) and not isinstance(v, bool) and v > 0), None)
+    size = meta.get("size")
+    return ModelInfo(str(entry["id"]), size if isinstance(size, int) and size >= 0 else None, context)
 
 
 def choose_it(base_url: str) -> str:
@@ -62,17 +79,44 @@ class OpenAIModel(ModelPort):
     def name(self) -> str:
         return self.model
 
-    async def stream(
-        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
-    ) -> AsyncIterator[ModelOutput]:
+    @property
+    def pull_hint(self) -> str:
+        return f"pick one of the models GET {self.base_url}/models lists (`sophos models`)"
+
+    async def models(self) -> Sequence[ModelInfo]:
+        url = f"{self.base_url}/models"
+        headers = {"Authorization": f"Bearer {self.api_key}"}
         try:
-            async for out in stream_chat(self._chat, self._prompts, system, messages, tools, self._tools, self.max_tokens):
+            async with self._probe.stream("GET", url, headers=headers, timeout=LIST_TIMEOUT) as response:
+                if not response.is_success:
+                    raise ModelBadResponse(f"{url} answered {response.status_code}: check OPENAI_BASE_URL and OPENAI_API_KEY")
+                body = json.loads(await read_capped(response))
+            return [listed_model(m) for m in body.get("data", []) if isinstance(m, dict) and isinstance(m.get("id"), str)]
+        except ModelBadResponse:
+            raise
+        except (ValueError, AttributeError) as e:
+            raise ModelBadResponse(f"{url} sent a model list that is not the OpenAI API's") from e
+        except Exception as e:
+            refused = refusal(e)
+            if refused is not None:
+                raise self._refused(refused) from e
+            raise ModelUnreachable(f"{self.base_url} did not list its models: {START_IT}") from e
+
+    async def stream(
+        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec], model: str | None = None
+    ) -> AsyncIterator[ModelOutput]:
+        name = model or self.model
+        try:
+            async for out in stream_chat(
+                self._chat, self._prompts, system, messages, tools, self._tools, self.max_tokens, model=name
+            ):
                 yield out
         except ResponseRefused as e:
             raise self._refused(e) from e
         except openai.NotFoundError as e:
+            which = "configured model" if model is None else "model"
             raise ModelUnavailable(
-                f"The configured model {self.model!r} is not available at {self.base_url}: {choose_it(self.base_url)}"
+                f"The {which} {name!r} is not available at {self.base_url}: {choose_it(self.base_url)}"
             ) from e
         except openai.APITimeoutError as e:
             raise ModelUnreachable(

@@ -20,6 +20,7 @@ from psycopg import AsyncConnection, AsyncCursor
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from adapters.postgres.branch_schema import MIGRATION_BRANCHES
+from adapters.postgres.chat_schema import MIGRATION_CHAT_SETTINGS
 from adapters.postgres.log_schema import migrate_log_format
 from adapters.postgres.message_schema import MIGRATION_MESSAGES
 from adapters.postgres.session_schema import MIGRATION_SESSIONS
@@ -166,7 +167,7 @@ Setup = Callable[[AsyncConnection[Any]], Awaitable[None]]
 # SQL scripts, or a step in Python where SQL cannot do it (each in its own transaction)
 MIGRATIONS: tuple[str | Setup, ...] = (
     MIGRATION_1, MIGRATION_BRANCHES, MIGRATION_SEARCH, MIGRATION_APPROVALS, MIGRATION_MESSAGES, migrate_log_format,
-    MIGRATION_SESSIONS,
+    MIGRATION_SESSIONS, MIGRATION_CHAT_SETTINGS,
 )
 
 
