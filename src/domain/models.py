@@ -61,13 +61,13 @@ def check_model_name(value: object) -> str | None:
         return None
     if not isinstance(value, str):
         raise InvalidInput("model must be a string (a model name, as GET /api/models lists them)")
-    name = check_text(value, "model").strip()
+    if any(unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") for ch in check_text(value, "model")):
+        raise InvalidInput("model must not contain control characters")
+    name = value.strip()
     if not name:
         return None
     if len(name) > MODEL_NAME_MAX:
         raise InvalidInput(f"model is longer than {MODEL_NAME_MAX} characters")
-    if any(unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") for ch in name):
-        raise InvalidInput("model must not contain control characters")
     return name
 
 
