@@ -199,7 +199,7 @@ def openapi_document() -> dict[str, Any]:
             "/api/models": {
                 "get": {
                     "summary": "The model server's models (Ollama /api/tags and /api/show, OpenAI-compatible /models), "
-                               "kept 10 s; 503 when the server cannot say",
+                               "kept 10 s; when the server cannot say, no models and `error`",
                     "responses": _responses(200, {"type": "object", "required": ["default", "models"], "properties": {
                         "default": {"type": "string"},
                         "models": {"type": "array", "items": {"type": "object", "required": ["name"], "properties": {
@@ -207,7 +207,8 @@ def openapi_document() -> dict[str, Any]:
                             "context": {"type": "integer", "nullable": True},
                             "capabilities": {"type": "array", "items": {"type": "string"}},
                             "family": {"type": "string", "nullable": True}, "default": {"type": "boolean"}}}},
-                    }}, 502, 503),
+                        "error": {"type": "object"},
+                    }}),
                 }
             },
             "/api/healthz": {"get": {"summary": "Liveness", "responses": _responses(200, {"type": "object"})}},

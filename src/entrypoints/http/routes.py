@@ -13,7 +13,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from domain.commands import Cancel, start_command
-from domain.errors import InvalidInput, SophosError
+from domain.errors import InvalidInput, ModelBadResponse, ModelUnreachable, SophosError
 from domain.events import StreamEvent
 from domain.model import RunStatus, check_text, iso, parse_conversation_id
 from domain.models import settings_change
@@ -174,10 +174,15 @@ async def patch_conversation(request: Request) -> Response:
 
 
 async def list_models(request: Request) -> Response:
-    """The model server's models (kept briefly), the default marked; 503 when the server
-    cannot say (the page then offers the default alone)."""
+    """The model server's models (kept briefly), the default marked. A server that cannot
+    say is not this server's failure: the answer is then the default with no list and the
+    error (a picker offers the default and says why there is nothing else)."""
     catalog = _services(request).models()
-    models = await catalog.list()
+    try:
+        models = await catalog.list()
+    except (ModelUnreachable, ModelBadResponse) as e:
+        error = {"code": e.code.value, "message": e.message}
+        return JSONResponse({"default": catalog.default, "models": [], "error": error})
     return JSONResponse({"default": catalog.default, "models": [model_dto(m, catalog.default) for m in models]})
 
 
