@@ -30,7 +30,9 @@ export function thinkingBlock(m) {
   return block;
 }
 
-// who wrote the answer
+// who wrote the answer: drawn by CSS from data-model, so that the message's text stays its
+// answer alone (what is copied, searched, compared); screen readers read it all the same
 export function modelLabel(m) {
-  return m.model ? el("span", { class: "answer-model", "data-testid": "answer-model", title: "The model that wrote this answer" }, m.model) : null;
+  return m.model ? el("span", { class: "answer-model", "data-testid": "answer-model", "data-model": m.model,
+    title: `Written by ${m.model}` }) : null;
 }
