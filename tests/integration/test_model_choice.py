@@ -180,6 +180,12 @@ def test_a_model_without_the_thinking_capability_is_not_asked_to_think(client: T
     assert models.requests[-1]["think"] is False
 
 
+def test_an_ollama_that_lists_no_capabilities_is_asked_nothing_about_thinking(client: TestClient, models: FakeOllama) -> None:
+    models.lists_capabilities = False
+    turn(client, {"message": "hi"})
+    assert "think" not in models.requests[-1]  # the server's own default, whatever the model
+
+
 def test_think_false_asks_no_model_to_think(make_client: Any, models: FakeOllama) -> None:
     client = make_client(OLLAMA_THINK="false")
     models.add({"thinking": "hidden", "text": "Hi"})

@@ -69,6 +69,7 @@ class FakeOllama:
         self.capabilities: dict[str, list[str]] = {}  # model -> capabilities beyond completion and tools
         self.contexts: dict[str, int] = {}  # model -> context length /api/show reports
         self.shown: list[str] = []
+        self.lists_capabilities = True  # False: /api/show without `capabilities`, as Ollama before 0.6.4
         self.requests: list[dict[str, Any]] = []
         self.record = True  # False: keep no request (a long benchmark would grow the list)
         self.default: dict[str, Any] = {"text": "Done."}
@@ -175,7 +176,8 @@ class FakeOllama:
                 caps = ["completion", "tools", *fake.capabilities.get(full, fake.capabilities.get(name, []))]
                 family = full.split(":")[0]
                 info = {f"{family}.context_length": fake.contexts[full]} if full in fake.contexts else {}
-                self._json(200, {"capabilities": caps, "model_info": info, "details": {"family": family}})
+                shown = {"capabilities": caps} if fake.lists_capabilities else {}
+                self._json(200, {**shown, "model_info": info, "details": {"family": family}})
 
             def _chunk(self, data: bytes) -> None:
                 self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
