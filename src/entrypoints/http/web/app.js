@@ -3,7 +3,7 @@ import { ApiError, api, onApi, serverUp, session } from "/static/js/api.js";
 import { onApprovals, renderApprovals } from "/static/js/approvals.js";
 import { branchActions } from "/static/js/branches.js";
 import { $, el, icon } from "/static/js/dom.js";
-import { conversationChanged, draftSettings, installModels, onModels } from "/static/js/models.js";
+import { conversationChanged, draftSettings, installModels, loadModels, onModels } from "/static/js/models.js";
 import { renderList } from "/static/js/sidebar.js";
 import { currentSummary, state } from "/static/js/state.js";
 import { addReasoning, answerStarted } from "/static/js/thinking.js";
@@ -336,6 +336,7 @@ async function logout(everywhere = false) {
 
 async function boot() {
   readiness();
+  loadModels();
   await loadList();
   // the latest conversation, unless the person already chose one or a new chat meanwhile
   if (state.conversations.length && !state.chosen) await openConversation(state.conversations[0].id);

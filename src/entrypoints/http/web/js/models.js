@@ -13,6 +13,7 @@ let asked = 0;
 
 export function onModels(given) { Object.assign(hooks, given); }
 
+// asked by boot (after a login, where one is needed: a 401 here would ask for the token)
 export async function loadModels() {
   const now = Date.now();
   if (now - asked < 5000) return;  // the server keeps the list for 10 s anyway
@@ -100,7 +101,6 @@ export function installModels() {
   $("settings-toggle").addEventListener("click", toggleSettings);
   $("system-save").addEventListener("click", saveSystem);
   $("system-input").addEventListener("keydown", (e) => { if (e.key === "Escape") { e.stopPropagation(); toggleSettings(); } });
-  loadModels();
 }
 
 // the settings panel follows the conversation on screen
