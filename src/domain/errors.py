@@ -33,6 +33,7 @@ class ErrorCode(StrEnum):
     INVALID_EDIT = "INVALID_EDIT"
     NOTHING_TO_REGENERATE = "NOTHING_TO_REGENERATE"
     BRANCH_NOT_FOUND = "BRANCH_NOT_FOUND"
+    UNKNOWN_MODEL = "UNKNOWN_MODEL"
     SEARCH_BUSY = "SEARCH_BUSY"
     TOO_MANY_ATTEMPTS = "TOO_MANY_ATTEMPTS"
     UNKNOWN_ERROR = "UNKNOWN_ERROR"
@@ -78,6 +79,13 @@ class BranchNotFound(InvalidInput):
 
     code = ErrorCode.BRANCH_NOT_FOUND
     default_message = "activeBranch must be the number of a branch of the conversation"
+
+
+class UnknownModel(InvalidInput):
+    """Raised when a request names a model the model server does not list."""
+
+    code = ErrorCode.UNKNOWN_MODEL
+    default_message = "The model server has no such model"
 
 
 class ConversationNotFound(SophosError):

@@ -1,5 +1,6 @@
 """What a run tells its watchers: raw engine events, and their translation into the
-contract's stream events (`token`, `trace`, `end`, `chat-error`).
+contract's stream events (`token`, `trace`, `end`, `chat-error`), and `reasoning` (the
+model's thinking, as tokens of its own: a client that does not know it ignores it).
 
 Besides the contract's `enter`, `leave`, `call` and `result`, a `trace` may be `context`
 (what a model call is sent), `summary` (a summary was stored), `truncated` (the model
@@ -25,6 +26,14 @@ class NodeStarted:
 
 @dataclass(frozen=True)
 class TokenDelta:
+    step: int
+    text: str
+
+
+@dataclass(frozen=True)
+class ReasoningDelta:
+    """A piece of the model's thinking (never part of the answer's text)."""
+
     step: int
     text: str
 
@@ -112,6 +121,7 @@ AgentEvent = (
     InputRecorded
     | NodeStarted
     | TokenDelta
+    | ReasoningDelta
     | ToolCallRequested
     | ToolCallFinished
     | ContextPlanned
@@ -176,6 +186,9 @@ class StreamTranslator:
         elif isinstance(event, TokenDelta):
             if event.text:
                 out.append(StreamEvent("token", event.text))
+        elif isinstance(event, ReasoningDelta):
+            if event.text:
+                out.append(StreamEvent("reasoning", event.text))
         elif isinstance(event, ToolCallRequested):
             data = {"name": event.call.name, "arguments": event.call.args, "tool_call_id": event.call.id}
             out.append(trace(event.step, event.call.name, "tools", "call", data))

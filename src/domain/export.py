@@ -37,6 +37,10 @@ def markdown_transcript(
     ]
     if branch is not None:
         lines.append(f"- Branch: {branch[0]} of {branch[1]} (the active one; the JSONL export has every branch)")
+    if conversation.model:
+        lines.append(f"- Model: `{conversation.model}`")
+    if conversation.system:
+        lines += ["- System prompt:", ""] + ["  > " + line for line in conversation.system.split("\n")]
     lines.append("")
     for i, m in enumerate(messages):
         if i == sent_from and i > 0:
@@ -47,7 +51,10 @@ def markdown_transcript(
         elif isinstance(m, UserMessage):
             lines += ["## User", "", m.content, ""]
         elif isinstance(m, AssistantMessage):
-            lines += ["## Assistant", ""]
+            lines += [f"## Assistant ({m.model})" if m.model else "## Assistant", ""]
+            if m.reasoning:
+                took = f"Thought for {m.reasoning_seconds:g} s" if m.reasoning_seconds is not None else "Thinking"
+                lines += [f"<details><summary>{took}</summary>", "", m.reasoning.strip(), "", "</details>", ""]
             if m.content:
                 lines += [m.content, ""]
             for call in m.tool_calls:

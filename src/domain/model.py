@@ -158,6 +158,8 @@ class Conversation:
     message_count: int = 0
     status: RunStatus | None = None
     error: RunError | None = None
+    model: str | None = None  # the model it asked for; None: the server's default
+    system: str | None = None  # its own system prompt; None: config/system.md
 
     @property
     def thread_id(self) -> str:
@@ -207,6 +209,8 @@ class AssistantMessage:
     reasoning: str | None = None
     context: ContextView | None = None  # set on replies the agent stored
     cut: bool = False  # the answer reached MODEL_MAX_TOKENS and was stopped there
+    model: str | None = None  # the model that wrote it (set on replies the agent stored)
+    reasoning_seconds: float | None = None  # how long it thought before answering
     role: Literal["assistant"] = "assistant"
 
 
@@ -239,8 +243,15 @@ def message_to_dto(message: Message) -> dict[str, Any]:
     dto: dict[str, Any] = {"id": message.id, "role": message.role, "content": message.content}
     if isinstance(message, AssistantMessage) and message.tool_calls:
         dto["toolCalls"] = [{"id": c.id, "name": c.name, "args": c.args} for c in message.tool_calls]
-    if isinstance(message, AssistantMessage) and message.cut:
-        dto["cut"] = True
+    if isinstance(message, AssistantMessage):
+        if message.cut:
+            dto["cut"] = True
+        if message.model:
+            dto["model"] = message.model
+        if message.reasoning:
+            dto["reasoning"] = message.reasoning
+            if message.reasoning_seconds is not None:
+                dto["reasoningSeconds"] = round(message.reasoning_seconds, 1)
     if isinstance(message, ToolResult):
         dto.update(name=message.name, toolCallId=message.tool_call_id, status=message.status)
     if isinstance(message, SummaryMessage):

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ports.tools import ToolPort
     from services.allow_rules import AllowRules
     from services.conversations import ConversationService
+    from services.models import ModelCatalog
     from services.runs import RunService
     from services.search import SearchService
     from services.sessions import SessionService
@@ -40,6 +41,7 @@ class Services:
     allow_rules: Callable[[], AllowRules]
     metrics: Callable[[], Exposition]
     model: Callable[[], ModelPort]
+    models: Callable[[], ModelCatalog]  # the model server's list, kept briefly
     tools: Callable[[], ToolPort]
     storage: Callable[[], StoragePort]
     backend: Callable[[], Backend]  # the storage itself: its health, its run store

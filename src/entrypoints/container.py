@@ -60,6 +60,7 @@ from services.approvals import ApprovalGate  # noqa: E402 - after the finder abo
 from services.conversations import ConversationService  # noqa: E402 - after the finder above
 from services.handles import RunStores  # noqa: E402 - after the finder above
 from services.hub import RunHub  # noqa: E402 - after the finder above
+from services.models import ModelCatalog  # noqa: E402 - after the finder above
 from services.runs import RunService  # noqa: E402 - after the finder above
 from services.search import SearchService  # noqa: E402 - after the finder above
 from services.sessions import SessionService  # noqa: E402 - after the finder above
@@ -145,7 +146,7 @@ def _prompt(config_dir: str) -> SystemPromptSource:
 
 
 def _ollama(
-    base_url: str, model: str, think: bool, timeout: float, context: int, transport: str, max_tokens: int,
+    base_url: str, model: str, think: str, timeout: float, context: int, transport: str, max_tokens: int,
     tool_choice: str,
 ) -> Iterator[ModelPort]:
     from adapters.ollama.model import OllamaModel
@@ -230,12 +231,15 @@ def _stores(store: RunStore, threads: CheckpointPort) -> RunStores:
                      checker=_args_checker())
 
 
-def _conversations(store: RunStore, threads: Callable[[], CheckpointPort], service: Callable[[], RunService]) -> ConversationService:
+def _conversations(
+    store: RunStore, threads: Callable[[], CheckpointPort], service: Callable[[], RunService],
+    catalog: Callable[[], ModelCatalog],
+) -> ConversationService:
     async def is_active(conversation_id: str) -> bool:
         return await service().is_active(conversation_id)
 
     lazy = LazyThreads(threads)
-    return ConversationService(store, lazy, is_active, store, branches=lazy, approvals=store)
+    return ConversationService(store, lazy, is_active, store, branches=lazy, approvals=store, catalog=catalog)
 
 
 def _sessions(backend: StorageBackend) -> SessionStore:
@@ -299,8 +303,10 @@ class Container(containers.DeclarativeContainer):
     threads = providers.Singleton(_threads, checkpointer)
     stores = providers.Singleton(_stores, store, threads)
 
+    catalog = providers.Singleton(ModelCatalog, model)
     run_service = providers.Singleton(
         RunService,
+        catalog=catalog,
         stores=stores,
         engine=engine,
         processes=processes,
@@ -316,7 +322,7 @@ class Container(containers.DeclarativeContainer):
         event_retention=config.RUN_EVENT_RETENTION_SECONDS,
         approval_timeout=config.APPROVAL_TIMEOUT,
     )
-    conversations = providers.Singleton(_conversations, store, threads.provider, run_service.provider)
+    conversations = providers.Singleton(_conversations, store, threads.provider, run_service.provider, catalog.provider)
     search_index = providers.Singleton(_search_index, backend, threads.provider)
     search = providers.Singleton(SearchService, search_index)
     allow_rules = providers.Singleton(AllowRules, store)
@@ -333,6 +339,7 @@ class Container(containers.DeclarativeContainer):
         allow_rules=allow_rules.provider,
         metrics=metrics.provider,
         model=model.provider,
+        models=catalog.provider,
         tools=tools.provider,
         storage=storage.provider,
         backend=backend.provider,

@@ -25,7 +25,7 @@ class Settings:
     TOOLS_BACKEND: str = "mcp"
     OLLAMA_HOST: str = "http://localhost:11434"
     OLLAMA_MODEL: str = "qwen3"
-    OLLAMA_THINK: bool = False
+    OLLAMA_THINK: str = "auto"  # auto (where /api/show lists `thinking`) | true | false
     OPENAI_BASE_URL: str = "http://localhost:8080/v1"
     OPENAI_MODEL: str = "local-model"
     OPENAI_API_KEY: str = ""
@@ -34,7 +34,7 @@ class Settings:
     MODEL_TOOL_CHOICE: str = ""  # auto | required | none; unset: not sent (docs/model.md)
     MODEL_CONTEXT: int = 8192
     MODEL_RESERVE: int = 1024  # unset in the environment: at most half of MODEL_CONTEXT
-    MODEL_MAX_TOKENS: int = 0  # the longest answer (tokens); 0: MODEL_RESERVE (see answer_limit)
+    MODEL_MAX_TOKENS: int = 0  # the longest answer (tokens); 0: half of MODEL_CONTEXT, at least MODEL_RESERVE (answer_limit)
     CONTEXT_SUMMARY: bool = False
     CONTEXT_TOOL_SHARE: float = 0.25
     AGENT_RECURSION_LIMIT: int = 25
@@ -65,11 +65,12 @@ class Settings:
 
     @property
     def answer_limit(self) -> int:
-        """The longest answer, in tokens: MODEL_MAX_TOKENS, or by default the room the context
-        budget keeps for it (MODEL_RESERVE; the window when no room is kept). A longer answer
-        would not fit beside a prompt that fills its budget anyway, and a model in a loop
-        stops there instead of filling the server's window."""
-        return self.MODEL_MAX_TOKENS or self.MODEL_RESERVE or self.MODEL_CONTEXT
+        """The longest answer, in tokens: MODEL_MAX_TOKENS, or by default half the window, and
+        never less than the room the context budget keeps for it (MODEL_RESERVE). A model in a
+        loop stops there instead of filling the server's window (issue 35: 6,332 tokens, 290 s),
+        while a thinking model (its thinking counts) or a long program still has room: the
+        reserve alone (1,024 by default) would cut both."""
+        return self.MODEL_MAX_TOKENS or max(self.MODEL_RESERVE, self.MODEL_CONTEXT // 2)
 
     @property
     def storage_backend(self) -> str:
@@ -135,8 +136,10 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     _check_context(settings)
     for key in BOOLS:
         settings[key] = str(settings[key]).lower() == "true"
-    for key in ("MODEL_BACKEND", "TOOLS_BACKEND", "MODEL_TRANSPORT"):
-        settings[key] = str(settings[key]).lower()
+    for key in ("MODEL_BACKEND", "TOOLS_BACKEND", "MODEL_TRANSPORT", "OLLAMA_THINK"):
+        settings[key] = str(settings[key]).strip().lower()
+    if settings["OLLAMA_THINK"] not in ("auto", "true", "false"):
+        raise SettingsError(f"OLLAMA_THINK must be auto, true or false, got {settings['OLLAMA_THINK']!r}")
     if settings["MODEL_BACKEND"] not in ("ollama", "openai", "demo"):
         raise SettingsError(f"MODEL_BACKEND must be ollama, openai or demo, got {settings['MODEL_BACKEND']!r}")
     settings["MODEL_TOOL_CHOICE"] = str(settings["MODEL_TOOL_CHOICE"]).strip().lower()

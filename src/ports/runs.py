@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from domain import lifecycle
 from domain.events import StreamEvent
 from domain.model import Conversation, Run, RunError, RunOwner, RunStatus
+from domain.models import ChatSettings
 from ports.events import EventBatch
 
 
@@ -49,8 +50,16 @@ class RunRepository(Protocol):
     """
 
     @abstractmethod
-    async def create_conversation(self, conversation_id: str, title: str, now: datetime) -> Conversation:
-        """Insert a conversation with message_count 0 and created_at = updated_at = now."""
+    async def create_conversation(
+        self, conversation_id: str, title: str, now: datetime, settings: ChatSettings = ChatSettings()  # noqa: B008
+    ) -> Conversation:
+        """Insert a conversation with message_count 0, created_at = updated_at = now and
+        the model and system prompt of `settings` (None: the server's default)."""
+
+    @abstractmethod
+    async def set_chat_settings(self, conversation_id: str, settings: ChatSettings) -> bool:
+        """Set the conversation's model and system prompt (both, as given: None is the
+        server's default); updated_at is left as it is. False if the conversation is unknown."""
 
     @abstractmethod
     async def get_conversation(self, conversation_id: str) -> Conversation | None:

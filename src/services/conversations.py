@@ -36,11 +36,13 @@ from domain.model import (
     parse_conversation_id,
     utc_now,
 )
+from domain.models import ChatSettings, SettingsChange
 from ports.approvals import NO_APPROVALS, ApprovalStore
 from ports.branches import BranchPort
 from ports.checkpoints import CheckpointPort
 from ports.journal import ToolJournal
 from ports.runs import RunRepository
+from services.models import ModelCatalog
 from services.pending import annotate_pending
 
 MAX_PAGE = 500
@@ -120,7 +122,9 @@ class ConversationService:
         clock: Callable[[], datetime] = utc_now,
         branches: BranchPort | None = None,
         approvals: ApprovalStore = NO_APPROVALS,
+        catalog: Callable[[], ModelCatalog] | None = None,
     ) -> None:
+        self.catalog = catalog  # a getter: reading conversations never builds a model client
         self.branch_store = branches
         self.approvals = approvals
         self.journal = journal
@@ -253,6 +257,19 @@ class ConversationService:
     async def rename(self, conversation: object, title: object) -> Conversation:
         conv = await self.summary(conversation)
         if not await self.runs.rename_conversation(conv.id, clean_title(title), self.clock()):
+            raise ConversationNotFound()
+        return await self.summary(conv.id)
+
+    async def configure(self, conversation: object, change: SettingsChange) -> Conversation:
+        """Set the conversation's model and/or system prompt, for its next turn (a run in
+        progress keeps what it started with). An unknown model is refused before anything
+        is written."""
+        conv = await self.summary(conversation)
+        if change.sets_model and self.catalog is not None:
+            await self.catalog().check(change.model)
+        current = ChatSettings(conv.model, conv.system)
+        settings = change.apply(current)
+        if settings != current and not await self.runs.set_chat_settings(conv.id, settings):
             raise ConversationNotFound()
         return await self.summary(conv.id)
 

@@ -46,6 +46,7 @@ from domain.model import (
     title_from_message,
     utc_now,
 )
+from domain.models import ChatSettings, ModelChoice
 from ports.engine import AgentEngine, Fork, NewMessage, RunInput
 from ports.metrics import NO_METRICS, MetricsPort
 from ports.processes import ProcessPort
@@ -53,6 +54,7 @@ from ports.runs import RunFinish
 from services.following import counted, flatten, follow_conversation, follow_log, iterate
 from services.handles import CancelResult, LiveRun, RunStores, StartedRun
 from services.hub import ActiveRun, Item, RunHub, RunStream, up_to_terminal
+from services.models import ModelCatalog
 from services.pending import PlanPorts, RunRequest, plan_fork, plan_input
 
 log = logging.getLogger(__name__)
@@ -76,7 +78,9 @@ class RunService:
         poll_seconds: float = 0.1,
         clock: Callable[[], datetime] = utc_now,
         metrics: MetricsPort = NO_METRICS,
+        catalog: ModelCatalog | None = None,
     ) -> None:
+        self.catalog = catalog  # None: model names are not checked, no context size is known
         self.stores = stores
         self.runs = stores.runs
         self.checkpoints = stores.checkpoints
@@ -101,16 +105,25 @@ class RunService:
         branch."""
         if self.draining:
             raise ShuttingDown()
+        change = command.settings
+        if change.sets_model and self.catalog is not None:
+            await self.catalog.check(change.model)  # an unknown model: 400, nothing stored
         if command.conversation_id is None:
             assert isinstance(command, SendMessage)  # the only command that may start a conversation
             cid = new_id()
-            await self.runs.create_conversation(cid, title_from_message(command.text), self.clock())
+            settings = change.apply(ChatSettings())
+            await self.runs.create_conversation(cid, title_from_message(command.text), self.clock(), settings)
         else:
             cid = command.conversation_id
             found, latest = await self.runs.conversation_and_latest_run(cid, self.lease_seconds)
             if found is None:
                 raise ConversationNotFound()
             await self._refuse_if_active(cid, latest)
+            current = ChatSettings(found.model, found.system)
+            settings = change.apply(current)
+            if settings != current:
+                await self.runs.set_chat_settings(cid, settings)
+        choice = await self._choice(settings)
         s = self.stores
         ports = PlanPorts(s.checkpoints, s.journal, s.approvals, s.checker)
         if isinstance(command, Edit):
@@ -124,7 +137,12 @@ class RunService:
                 request = RunRequest(command.text.strip())
             new_thread = command.conversation_id is None
             run_input, base = await plan_input(ports, cid, request, self.clock(), new_thread=new_thread)
-        return await self._launch(cid, run_input, base, trigger)
+        return await self._launch(cid, run_input, base, trigger, choice)
+
+    async def _choice(self, settings: ChatSettings) -> ModelChoice:
+        if self.catalog is None:
+            return ModelChoice(settings.model, settings.system)
+        return await self.catalog.choice(settings.model, settings.system)
 
     async def _refuse_if_active(self, cid: str, latest: Run | None) -> None:
         if self.hub.get(cid) is not None:
@@ -137,7 +155,9 @@ class RunService:
             if not await self.reclaim(latest):
                 raise SessionInProgress()
 
-    async def _launch(self, cid: str, run_input: RunInput, base: int, trigger: RunTrigger) -> StartedRun:
+    async def _launch(
+        self, cid: str, run_input: RunInput, base: int, trigger: RunTrigger, choice: ModelChoice | None = None
+    ) -> StartedRun:
         now = self.clock()
         run = Run(new_id(), cid, RunStatus.RUNNING, now, owner=self.processes.current(), base_count=base, trigger=trigger)
         self.starting.add(run.id)  # recovery may read the row before this task adds the run to the hub
@@ -152,7 +172,7 @@ class RunService:
         self.hub.add(active)
         self.metrics.run_started(trigger.value)
         log.info("run started (%s)", trigger.value, extra=active.context)
-        active.task = asyncio.create_task(self._execute(active, run_input), name=f"run-{run.id}")
+        active.task = asyncio.create_task(self._execute(active, run_input, choice), name=f"run-{run.id}")
         if active.needs_input:
             # acknowledged means durable: return only once the message is committed
             recorded = asyncio.ensure_future(active.input_recorded.wait())
@@ -169,7 +189,7 @@ class RunService:
 
     # --- executing ----------------------------------------------------------------------
 
-    async def _execute(self, active: ActiveRun, run_input: RunInput) -> None:
+    async def _execute(self, active: ActiveRun, run_input: RunInput, choice: ModelChoice | None = None) -> None:
         active.started = True
         translator = StreamTranslator()
         failure: BaseException | None = None
@@ -179,7 +199,7 @@ class RunService:
         try:
             if active.stop_reason is not None and not active.needs_input:
                 raise asyncio.CancelledError  # stopped before its first step
-            events = self.engine.run(active.conversation_id, active.run_id, run_input, self.recursion_limit)
+            events = self.engine.run(active.conversation_id, active.run_id, run_input, self.recursion_limit, choice)
             async with contextlib.aclosing(events):
                 async for event in events:
                     if isinstance(event, InputRecorded):

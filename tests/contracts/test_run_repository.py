@@ -9,6 +9,7 @@ import pytest
 from domain.errors import ConversationNotFound, SessionInProgress
 from domain.events import StreamEvent
 from domain.model import Run, RunError, RunOwner, RunStatus, RunTrigger, new_id
+from domain.models import ChatSettings
 from ports.runs import RunFinish
 from tests.contracts.run_stores import (
     OWNER,
@@ -117,6 +118,27 @@ class RunRepositoryContract(StoreContract):
         conv = await store.get_conversation(cid)
         assert conv is not None and (conv.title, conv.updated_at) == ("new", at(1))
         assert not await store.rename_conversation(new_id(), "x", at(1))
+
+    async def test_a_conversation_keeps_its_model_and_system_prompt_null_being_the_default(self, store: RunStore) -> None:
+        cid, plain = new_id(), new_id()
+        created = await store.create_conversation(cid, "chosen", at(0), ChatSettings("llama3.2", "Be brief.\nÉté ✓"))
+        await store.create_conversation(plain, "plain", at(0))
+        conv = await store.get_conversation(cid)
+        assert conv == created and (conv.model, conv.system) == ("llama3.2", "Be brief.\nÉté ✓")
+        default = await store.get_conversation(plain)
+        assert default is not None and (default.model, default.system) == (None, None)
+        listed = {c.id: c for c in await store.list_conversations()}
+        assert (listed[cid].model, listed[cid].system) == ("llama3.2", "Be brief.\nÉté ✓")
+        found, _ = await store.conversation_and_latest_run(cid)
+        assert found is not None and found.model == "llama3.2"
+
+    async def test_chat_settings_change_both_fields_and_leave_updated_at(self, store: RunStore) -> None:
+        cid = new_id()
+        await store.create_conversation(cid, "c", at(0), ChatSettings("a", "sys"))
+        assert await store.set_chat_settings(cid, ChatSettings("b", None))
+        conv = await store.get_conversation(cid)
+        assert conv is not None and (conv.model, conv.system, conv.updated_at) == ("b", None, at(0))
+        assert not await store.set_chat_settings(new_id(), ChatSettings("b", None))
 
     async def test_delete_removes_the_conversation_its_runs_events_and_journal(
         self, store: RunStore, clock: StoreClock

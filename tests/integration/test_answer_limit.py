@@ -129,12 +129,12 @@ def test_a_max_tokens_setting_that_cannot_work_is_a_clear_error(value: str, tmp_
         load_settings({"CONFIG_DIR": str(tmp_path), "MODEL_MAX_TOKENS": value})
 
 
-def test_the_default_limit_is_the_room_the_context_budget_keeps_for_the_answer(tmp_path: Path) -> None:
+def test_the_default_limit_is_half_the_window_and_never_below_the_reserve(tmp_path: Path) -> None:
     # issue 35 item 1: a looping model filled a server's whole 8,192-token window (290 s)
-    assert load_settings({"CONFIG_DIR": str(tmp_path)}).answer_limit == 1024
-    assert load_settings({"CONFIG_DIR": str(tmp_path), "MODEL_RESERVE": "3000"}).answer_limit == 3000
+    assert load_settings({"CONFIG_DIR": str(tmp_path)}).answer_limit == 4096
+    assert load_settings({"CONFIG_DIR": str(tmp_path), "MODEL_CONTEXT": "32768", "MODEL_RESERVE": "16384"}).answer_limit == 16384
     assert load_settings({"CONFIG_DIR": str(tmp_path), "MODEL_CONTEXT": "1024"}).answer_limit == 512
-    assert load_settings({"CONFIG_DIR": str(tmp_path), "MODEL_RESERVE": "0"}).answer_limit == 8192
+    assert load_settings({"CONFIG_DIR": str(tmp_path), "MODEL_RESERVE": "0"}).answer_limit == 4096
     # set by hand, it is what it says (a thinking model may need more than the reserve)
     assert load_settings({"CONFIG_DIR": str(tmp_path), "MODEL_MAX_TOKENS": "8192"}).answer_limit == 8192
 

@@ -14,7 +14,7 @@ from langchain_core.runnables import Runnable
 
 from adapters.langchain.messages import PromptCache, flatten
 from domain.model import AssistantMessage, Message, ToolCall
-from ports.model import ModelOutput, TextChunk, Usage
+from ports.model import ModelOutput, ReasoningChunk, TextChunk, Usage
 from ports.tools import ToolSpec
 
 
@@ -94,6 +94,7 @@ async def stream_chat(
     tools: Sequence[ToolSpec],
     binding: ToolBinding | None = None,
     max_tokens: int | None = None,
+    **call: Any,
 ) -> AsyncIterator[ModelOutput]:
     """Text chunks as they arrive, then the token counts, then the whole reply. Backend
     errors pass through for the adapter to translate.
@@ -101,12 +102,13 @@ async def stream_chat(
     `max_tokens` is enforced here as well as sent: a server that ignores the limit (or a
     model in a repetition loop on one that has none) is read up to it, then the response is
     closed, which stops the generation; the reply so far comes back `cut`, without tool
-    calls (a cut call's arguments are not whole)."""
+    calls (a cut call's arguments are not whole). `call` goes with the request as the
+    client's call options (the model's name, whether to think)."""
     model = (binding or ToolBinding()).bind(chat, tools)
     chunks: list[AIMessageChunk] = []
     count, cut = 0, False
     # closed on a cut (Runnable.astream is an async generator): the response goes with it
-    answer = cast("AsyncGenerator[Any, None]", model.astream(prompts.prompt(system, messages)))
+    answer = cast("AsyncGenerator[Any, None]", model.astream(prompts.prompt(system, messages), **call))
     async with aclosing(answer) as stream:
         async for chunk in _no_empty(stream):
             if not isinstance(chunk, AIMessageChunk):
@@ -119,6 +121,9 @@ async def stream_chat(
             chunks.append(chunk)
             if len(chunks) > MERGE_EVERY:
                 chunks = [add_ai_message_chunks(chunks[0], *chunks[1:])]
+            thought = chunk.additional_kwargs.get("reasoning_content")
+            if isinstance(thought, str) and thought:
+                yield ReasoningChunk(thought)
             text = flatten(chunk.content)
             if text:
                 yield TextChunk(text)

@@ -18,7 +18,7 @@ from langgraph.types import StateSnapshot
 
 from adapters.langchain.messages import from_fields, to_domain, to_domain_all
 from adapters.langgraph.branching import restore_node, to_messages, with_op
-from adapters.langgraph.graph import FIRST_NODE, INPUT_TASK, RUN_KEY, SKIP_KEY
+from adapters.langgraph.graph import CHOICE_KEY, FIRST_NODE, INPUT_TASK, RUN_KEY, SKIP_KEY
 from adapters.langgraph.saver import Saver
 from domain.branches import Branch
 from domain.errors import BranchNotFound, RecursionLimitReached
@@ -32,6 +32,7 @@ from domain.model import (
     ToolCall,
     ToolResult,
 )
+from domain.models import ModelChoice
 from ports.branches import BranchPort
 from ports.checkpoints import CheckpointPort
 from ports.engine import AgentEngine, Fork, NewMessage, RunInput
@@ -314,9 +315,11 @@ class LangGraphEngine(AgentEngine):
         await self.graph.aupdate_state(config, {"messages": [AIMessage(text)]}, as_node="tools")
 
     async def run(
-        self, thread_id: str, run_id: str, run_input: RunInput, recursion_limit: int
+        self, thread_id: str, run_id: str, run_input: RunInput, recursion_limit: int, choice: ModelChoice | None = None
     ) -> AsyncGenerator[AgentEvent, None]:
         config = _config(thread_id, run_id, recursion_limit)
+        if choice is not None:
+            config["configurable"][CHOICE_KEY] = choice
         update: dict[str, Any] | None = None
         if isinstance(run_input, NewMessage):
             head = None if run_input.new_thread else await read_head(self.saver, thread_id)

@@ -18,6 +18,7 @@ from adapters.storage.event_rows import pack, unpack
 from domain.errors import ConversationNotFound, RunLost, SessionInProgress
 from domain.lifecycle import GIVE_UP
 from domain.model import Conversation, Run, RunError, RunOwner, RunStatus, iso, utc_now
+from domain.models import ChatSettings
 from ports.events import EventBatch, RunEventLog
 from ports.journal import JournalEntry, ToolJournal
 from ports.runs import RunFinish, RunRepository
@@ -64,13 +65,23 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
 
     # --- conversations -------------------------------------------------------------------
 
-    async def create_conversation(self, conversation_id: str, title: str, now: datetime) -> Conversation:
+    async def create_conversation(
+        self, conversation_id: str, title: str, now: datetime, settings: ChatSettings = ChatSettings()  # noqa: B008
+    ) -> Conversation:
         with self._lock:
             if conversation_id in self._conversations:
                 raise ValueError(f"conversation {conversation_id} exists")
-            conv = Conversation(conversation_id, title, _ms(now), _ms(now))
+            conv = Conversation(conversation_id, title, _ms(now), _ms(now), model=settings.model, system=settings.system)
             self._conversations[conversation_id] = conv
             return conv
+
+    async def set_chat_settings(self, conversation_id: str, settings: ChatSettings) -> bool:
+        with self._lock:
+            conv = self._conversations.get(conversation_id)
+            if conv is None:
+                return False
+            self._conversations[conversation_id] = replace(conv, model=settings.model, system=settings.system)
+            return True
 
     def _latest(self, conversation_id: str) -> Run | None:
         latest: Run | None = None

@@ -6,6 +6,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
+from typing import Any
 
 import httpx
 import openai
@@ -18,12 +19,27 @@ from adapters.langchain.streaming import RESUME_MAY_HELP, EmptyStream, ToolBindi
 from adapters.openai.reasoning import ReasoningChatOpenAI, ThinkSplitter
 from domain.errors import AgentFailure, ModelBadResponse, ModelUnavailable, ModelUnreachable
 from domain.model import AssistantMessage, Message
+from domain.models import ModelInfo
 from ports.model import ModelOutput, ModelPort, Readiness, TextChunk
 from ports.tools import ToolSpec
 
 log = logging.getLogger(__name__)
 
 START_IT = "start the OpenAI-compatible server or set OPENAI_BASE_URL, or run `make demo`"
+
+LIST_TIMEOUT = 5.0  # seconds for GET /models: a picker waits for it
+# where OpenAI-compatible servers put a model's context size: vLLM, LM Studio and
+# OpenRouter, llama.cpp's server (its training length, under `meta`)
+CONTEXT_FIELDS = ("max_model_len", "context_length", "max_context_length")
+
+
+def listed_model(entry: dict[str, Any]) -> ModelInfo:
+    meta = entry.get("meta")
+    meta = meta if isinstance(meta, dict) else {}
+    sizes = [entry.get(k) for k in CONTEXT_FIELDS] + [meta.get("n_ctx_train")]
+    context = next((v for v in sizes if isinstance(v, int) and not isinstance(v, bool) and v > 0), None)
+    size = meta.get("size")
+    return ModelInfo(str(entry["id"]), size if isinstance(size, int) and size >= 0 else None, context)
 
 
 def choose_it(base_url: str) -> str:
@@ -76,11 +92,35 @@ class OpenAIModel(ModelPort):
     def name(self) -> str:
         return self.model
 
-    async def stream(
-        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
-    ) -> AsyncIterator[ModelOutput]:
+    @property
+    def pull_hint(self) -> str:
+        return f"pick one of the models GET {self.base_url}/models lists (`sophos models`)"
+
+    async def models(self) -> Sequence[ModelInfo]:
+        url = f"{self.base_url}/models"
+        headers = {"Authorization": f"Bearer {self.api_key}"}
         try:
-            async for out in self._answer(system, messages, tools):
+            async with self._probe.stream("GET", url, headers=headers, timeout=LIST_TIMEOUT) as response:
+                if not response.is_success:
+                    raise ModelBadResponse(f"{url} answered {response.status_code}: check OPENAI_BASE_URL and OPENAI_API_KEY")
+                body = json.loads(await read_capped(response))
+            return [listed_model(m) for m in body.get("data", []) if isinstance(m, dict) and isinstance(m.get("id"), str)]
+        except ModelBadResponse:
+            raise
+        except (ValueError, AttributeError) as e:
+            raise ModelBadResponse(f"{url} sent a model list that is not the OpenAI API's") from e
+        except Exception as e:
+            refused = refusal(e)
+            if refused is not None:
+                raise self._refused(refused) from e
+            raise ModelUnreachable(f"{self.base_url} did not list its models: {START_IT}") from e
+
+    async def stream(
+        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec], model: str | None = None
+    ) -> AsyncIterator[ModelOutput]:
+        name = model or self.model
+        try:
+            async for out in self._answer(system, messages, tools, name):
                 yield out
         except ResponseRefused as e:
             raise self._refused(e) from e
@@ -89,8 +129,9 @@ class OpenAIModel(ModelPort):
                 f"The model server at {self.base_url} closed its answer's stream without sending any part of it. {RESUME_MAY_HELP}"
             ) from e
         except openai.NotFoundError as e:
+            which = "configured model" if model is None else "model"
             raise ModelUnavailable(
-                f"The configured model {self.model!r} is not available at {self.base_url}: {choose_it(self.base_url)}"
+                f"The {which} {name!r} is not available at {self.base_url}: {choose_it(self.base_url)}"
             ) from e
         except openai.APITimeoutError as e:
             raise ModelUnreachable(
@@ -111,7 +152,7 @@ class OpenAIModel(ModelPort):
             raise AgentFailure(f"Model server error {e.status_code}: {e.message}") from e
 
     async def _answer(
-        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
+        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec], model: str
     ) -> AsyncIterator[ModelOutput]:
         """stream_chat's outputs with a leading `<think>` block taken out of the text into the
         reply's reasoning; once without the usage option if the server refuses it."""
@@ -119,7 +160,7 @@ class OpenAIModel(ModelPort):
         sent = False
         try:
             async for out in stream_chat(self._chat if self._usage else self._plain, self._prompts, system, messages,
-                                         tools, self._tools, self.max_tokens):
+                                         tools, self._tools, self.max_tokens, model=model):
                 sent = True
                 if isinstance(out, TextChunk):
                     visible = think.feed(out.text)
@@ -137,7 +178,7 @@ class OpenAIModel(ModelPort):
                 raise
             log.info("%s refuses stream_options: its token counts are not read", self.base_url)
             self._usage = False
-            async for out in self._answer(system, messages, tools):
+            async for out in self._answer(system, messages, tools, model):
                 yield out
 
     def _refused(self, e: ResponseRefused) -> ModelBadResponse:

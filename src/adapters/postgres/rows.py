@@ -9,7 +9,8 @@ from adapters.postgres.presence import OWNER_ALIVE
 from domain.model import Conversation, Run, RunError, RunOwner, RunStatus, RunTrigger
 
 SUMMARY = """
-SELECT c.id, c.title, c.created_at, c.updated_at, c.message_count, r.status, r.error_code, r.error_message
+SELECT c.id, c.title, c.created_at, c.updated_at, c.message_count, r.status, r.error_code, r.error_message,
+       c.model, c.system
 FROM conversations c
 LEFT JOIN LATERAL (SELECT status, error_code, error_message FROM runs WHERE conversation_id = c.id
                    ORDER BY started_at DESC, n DESC LIMIT 1) r ON TRUE
@@ -34,7 +35,7 @@ LATEST = " ORDER BY r.started_at DESC, r.n DESC"
 
 
 def conversation_from_row(row: tuple[Any, ...]) -> Conversation:
-    cid, title, created, updated, count, status, code, message = row
+    cid, title, created, updated, count, status, code, message, model, system = row
     return Conversation(
         id=cid,
         title=title,
@@ -43,6 +44,8 @@ def conversation_from_row(row: tuple[Any, ...]) -> Conversation:
         message_count=count,
         status=RunStatus(status) if status else None,
         error=RunError(code, message or "") if code else None,
+        model=model,
+        system=system,
     )
 
 

@@ -21,6 +21,7 @@ from adapters.storage.wakeups import Wakeups
 from domain.errors import ConversationNotFound, RunLost, SessionInProgress
 from domain.lifecycle import GIVE_UP
 from domain.model import Conversation, Run, RunError, RunOwner
+from domain.models import ChatSettings
 from ports.events import EventBatch, RunEventLog
 from ports.journal import JournalEntry, ToolJournal
 from ports.runs import RunFinish, RunRepository
@@ -67,16 +68,26 @@ class PostgresRunStore(PostgresApprovals, RunRepository, RunEventLog, RunSignals
 
     # --- conversations -------------------------------------------------------------------
 
-    async def create_conversation(self, conversation_id: str, title: str, now: datetime) -> Conversation:
+    async def create_conversation(
+        self, conversation_id: str, title: str, now: datetime, settings: ChatSettings = ChatSettings()  # noqa: B008
+    ) -> Conversation:
         at = stamp(now)
         await self.ready()
         async with self.db.cursor(transaction=True) as cur:
             await cur.execute(
-                "INSERT INTO conversations (id, title, created_at, updated_at) VALUES (%s, %s, %s, %s)",
-                (conversation_id, title, at, at),
+                "INSERT INTO conversations (id, title, created_at, updated_at, model, system) "
+                "VALUES (%s, %s, %s, %s, %s, %s)",
+                (conversation_id, title, at, at, settings.model, settings.system),
             )
             await index_title(cur, conversation_id, title)
-        return Conversation(conversation_id, title, at, at)
+        return Conversation(conversation_id, title, at, at, model=settings.model, system=settings.system)
+
+    async def set_chat_settings(self, conversation_id: str, settings: ChatSettings) -> bool:
+        rows = await self._rows(
+            "UPDATE conversations SET model = %s, system = %s WHERE id = %s RETURNING id",
+            (settings.model, settings.system, conversation_id),
+        )
+        return bool(rows)
 
     async def get_conversation(self, conversation_id: str) -> Conversation | None:
         rows = await self._rows(SUMMARY + " WHERE c.id = %s", (conversation_id,))

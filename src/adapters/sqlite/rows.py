@@ -16,7 +16,7 @@ AGO = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now', printf('-%f seconds', ?))"
 
 SUMMARY = """
 SELECT c.id, c.title, c.created_at, c.updated_at, c.message_count,
-       r.status, r.error_code, r.error_message
+       r.status, r.error_code, r.error_message, c.model, c.system
 FROM conversations c
 LEFT JOIN runs r ON r.rowid = (
     SELECT rowid FROM runs WHERE conversation_id = c.id
@@ -38,7 +38,7 @@ def ts(value: str | None) -> datetime | None:
 
 
 def conversation_from_row(row: tuple[Any, ...]) -> Conversation:
-    cid, title, created, updated, count, status, code, message = row
+    cid, title, created, updated, count, status, code, message, model, system = row
     return Conversation(
         id=cid,
         title=title,
@@ -47,6 +47,8 @@ def conversation_from_row(row: tuple[Any, ...]) -> Conversation:
         message_count=count,
         status=RunStatus(status) if status else None,
         error=RunError(code, message or "") if code else None,
+        model=model,
+        system=system,
     )
 
 

@@ -31,6 +31,7 @@ from adapters.storage.wakeups import Wakeups
 from domain.errors import ConversationNotFound, SessionInProgress
 from domain.lifecycle import GIVE_UP
 from domain.model import Conversation, Run, RunError, RunOwner, iso
+from domain.models import ChatSettings
 from ports.metrics import NO_METRICS, MetricsPort
 from ports.runs import RunFinish, RunRepository
 
@@ -92,19 +93,32 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
 
     # --- conversations -------------------------------------------------------------------
 
-    async def create_conversation(self, conversation_id: str, title: str, now: datetime) -> Conversation:
+    async def create_conversation(
+        self, conversation_id: str, title: str, now: datetime, settings: ChatSettings = ChatSettings()  # noqa: B008
+    ) -> Conversation:
         def write(c: sqlite3.Connection) -> None:
             # no fsync: a new conversation always gets its first message, a synced commit
             with unsynced(c), transaction(c):
                 c.execute(
-                    "INSERT INTO conversations (id, title, created_at, updated_at, message_count) "
-                    "VALUES (?, ?, ?, ?, 0)",
-                    (conversation_id, title, iso(now), iso(now)),
+                    "INSERT INTO conversations (id, title, created_at, updated_at, message_count, model, system) "
+                    "VALUES (?, ?, ?, ?, 0, ?, ?)",
+                    (conversation_id, title, iso(now), iso(now), settings.model, settings.system),
                 )
 
         await self._writer.run(write)
         stamp = datetime.fromisoformat(iso(now))  # stored with milliseconds
-        return Conversation(conversation_id, title, stamp, stamp)
+        return Conversation(conversation_id, title, stamp, stamp, model=settings.model, system=settings.system)
+
+    async def set_chat_settings(self, conversation_id: str, settings: ChatSettings) -> bool:
+        def write(c: sqlite3.Connection) -> bool:
+            with transaction(c):
+                cur = c.execute(
+                    "UPDATE conversations SET model = ?, system = ? WHERE id = ?",
+                    (settings.model, settings.system, conversation_id),
+                )
+            return cur.rowcount > 0
+
+        return await self._writer.run(write)
 
     async def get_conversation(self, conversation_id: str) -> Conversation | None:
         rows = await self._read(SUMMARY + " WHERE c.id = ?", (conversation_id,))

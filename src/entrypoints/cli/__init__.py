@@ -15,6 +15,7 @@ from entrypoints.cli.base import EXIT_PIPE, EXIT_STOPPED, CliError, Context, fai
 from entrypoints.cli.conversations import branch, conversations, delete, export, rename, show
 from entrypoints.cli.db import db
 from entrypoints.cli.doctor import doctor
+from entrypoints.cli.models import models
 from entrypoints.cli.output import silence_output
 from entrypoints.cli.repl import repl
 from entrypoints.cli.runs import cancel, chat, regenerate, resume
@@ -65,7 +66,8 @@ class SophosGroup(click.Group):
 def main(ctx: click.Context) -> None:
     """Sophos: a local-first chat agent whose runs survive crashes.
 
-    Options --db, --model, --tools and -v also work after the command."""
+    Options --db, --backend, -m/--model, -s/--system, --no-reasoning, --tools and -v also
+    work after the command."""
     obj = ctx.ensure_object(Context)
     if not obj.verbose:
         # a person sees the outcome lines; warnings (and tool servers' chatter) are for -v
@@ -73,6 +75,6 @@ def main(ctx: click.Context) -> None:
 
 
 for command in (chat, resume, regenerate, approve, approvals, cancel, repl, conversations, show, branch, export, rename,
-                delete, search, db, doctor, serve):
+                delete, search, models, db, doctor, serve):
     main.add_command(command)
 db.add_command(reindex)

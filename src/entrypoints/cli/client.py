@@ -79,6 +79,16 @@ class SophosClient(Protocol):
 
     async def delete(self, conversation: str) -> None: ...
 
+    async def configure(self, conversation: str, settings: Json) -> Json:
+        """Set the conversation's `model` and/or `system` (the keys given; None: the
+        server's default) for its next turns, as PATCH /api/conversations/ID does; the
+        summary with both. An unknown model is refused (UNKNOWN_MODEL)."""
+        ...
+
+    async def models(self) -> Json:
+        """`{default, models, error?}` as GET /api/models gives them."""
+        ...
+
     async def switch_branch(self, conversation: str, number: int) -> Json:
         """The detail on its new active branch (without the waiting calls)."""
         ...

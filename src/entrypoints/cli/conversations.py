@@ -67,7 +67,10 @@ def show(ctx: Context, conversation: str, as_json: bool) -> None:
     c = d["conversation"]
     branches = d["branchCount"] if d["branchCount"] > 1 else 0
     click.echo(f"# {c['title']}\n{c['id']} · {c['messageCount']} messages · {c['status'] or 'no runs'}"
-               + (f" · branch {d['activeBranch']} of {branches}" if branches else ""))
+               + (f" · branch {d['activeBranch']} of {branches}" if branches else "")
+               + (f" · model {c['model']}" if c.get("model") else ""))
+    if c.get("system"):
+        click.echo(f"system: {c['system']}")
     if c.get("error"):
         click.echo(f"error: {c['error']['code']}: {c['error']['message']}")
     view = d["context"]
@@ -79,7 +82,12 @@ def show(ctx: Context, conversation: str, as_json: bool) -> None:
         elif dto["role"] == "tool":
             click.echo(f"\n[tool {dto['name']} · {dto['status']}]\n{dto['content']}")
         else:
-            click.echo(f"\n[{i} {dto['role']}]{_branch_mark(dto.get('branch'))}\n{dto['content']}")
+            by = f" · {dto['model']}" if dto.get("model") else ""
+            click.echo(f"\n[{i} {dto['role']}{by}]{_branch_mark(dto.get('branch'))}")
+            if dto.get("reasoning") and ctx.show_reasoning:
+                took = f"thought for {dto['reasoningSeconds']:g} s" if dto.get("reasoningSeconds") is not None else "thought"
+                click.secho(f"({took}) {dto['reasoning'].strip()}", dim=True)
+            click.echo(dto["content"])
             if dto.get("cut"):
                 click.echo("[stopped here: the answer reached MODEL_MAX_TOKENS]")
             for call in dto.get("toolCalls", []):

@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from domain.commands import Cancel, StartRun, start_command
+from domain.errors import ModelBadResponse, ModelUnreachable
 from domain.events import StreamEvent
 from domain.model import parse_conversation_id
+from domain.models import settings_change
 from entrypoints.cli.client import Json, SophosClient, Stopper
-from entrypoints.dto import detail_dto, pending_dto, search_result_dto, summary_dto
+from entrypoints.dto import detail_dto, model_dto, pending_dto, search_result_dto, settings_dto, summary_dto
 
 if TYPE_CHECKING:
     from entrypoints.bundle import Services
@@ -21,6 +23,7 @@ def command_of(body: Json) -> StartRun:
     return start_command(
         body.get("message"), body.get("conversation"), body.get("resume") is True, body.get("decision"),
         edit_of=body.get("editOf"), regenerate=body.get("regenerate") is True, decisions=body.get("decisions"),
+        settings=settings_change(body),
     )
 
 
@@ -55,6 +58,18 @@ class LocalClient(SophosClient):
 
     async def delete(self, conversation: str) -> None:
         await self._services.conversations().delete(conversation)
+
+    async def configure(self, conversation: str, settings: Json) -> Json:
+        change = settings_change(settings)
+        return settings_dto(await self._services.conversations().configure(conversation, change))
+
+    async def models(self) -> Json:
+        catalog = self._services.models()
+        try:
+            listed = await catalog.list()
+        except (ModelUnreachable, ModelBadResponse) as e:
+            return {"default": catalog.default, "models": [], "error": {"code": e.code.value, "message": e.message}}
+        return {"default": catalog.default, "models": [model_dto(m, catalog.default) for m in listed]}
 
     async def switch_branch(self, conversation: str, number: int) -> Json:
         return detail_dto(await self._services.conversations().switch_branch(conversation, number))

@@ -82,8 +82,10 @@ class Spinner:
 class Printer:
     """Prints a run's events; remembers its outcome; goes quiet when stdout is closed."""
 
-    def __init__(self, as_json: bool) -> None:
+    def __init__(self, as_json: bool, reasoning: bool = True) -> None:
         self.as_json = as_json
+        self.reasoning = reasoning  # print the model's thinking (dimmed, on stderr)
+        self.thinking = False  # thinking is being printed: the answer starts on a new line
         self.status = "completed"
         self.error: dict[str, Any] | None = None
         self.approvals: list[dict[str, Any]] = []  # calls the run stopped before, waiting
@@ -115,11 +117,21 @@ class Printer:
             self.error = data
 
     def _print(self, event: str, data: Any) -> None:
+        if event == "reasoning" and not self.reasoning:
+            return
         if self.as_json:
             click.echo(json.dumps({"event": event, "data": data}, ensure_ascii=False))
             return
-        if event == "token":
+        if event == "reasoning":
+            # on stderr, so that stdout is the answer alone; dimmed where stderr is a terminal
             self.spinner.clear()
+            self.thinking = True
+            click.secho(data, dim=True, err=True, nl=False)
+        elif event == "token":
+            self.spinner.clear()
+            if self.thinking:
+                self.thinking = False
+                click.echo("", err=True)
             click.echo(data, nl=False)
         elif event == "trace" and data["event"] == "call":
             self.spinner.clear()

@@ -62,6 +62,14 @@ class HttpClient(SophosClient):
     async def delete(self, conversation: str) -> None:
         await self._request("DELETE", _path(conversation))
 
+    async def configure(self, conversation: str, settings: Json) -> Json:
+        summary: Json = (await self._json("PATCH", _path(conversation), settings))["conversation"]
+        return summary
+
+    async def models(self) -> Json:
+        listed: Json = await self._json("GET", "/api/models")
+        return listed
+
     async def switch_branch(self, conversation: str, number: int) -> Json:
         detail: Json = await self._json("PATCH", _path(conversation), {"activeBranch": number})
         return detail

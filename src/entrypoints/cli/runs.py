@@ -78,7 +78,7 @@ async def drive_deciding(client: SophosClient, body: Json, printer: Printer, ask
         decisions = asking.decide(await waiting_calls(client, cid))
         if not decisions:
             break
-        following = Printer(as_json=False)
+        following = Printer(as_json=False, reasoning=printer.reasoning)
         try:
             cid, run_id = await drive(client, resume_body(cid, decisions), following)
         except (SophosError, RemoteError) as e:
@@ -94,13 +94,17 @@ async def drive_deciding(client: SophosClient, body: Json, printer: Printer, ask
 
 def run_and_report(ctx: Context, body: Callable[[SophosClient], Awaitable[Json]], as_json: bool, server: str | None) -> None:
     """Drive the run `body` names (given the client, it may look first), then report it."""
-    printer = Printer(as_json)
+    printer = Printer(as_json, ctx.show_reasoning)
     ask = asking.on_terminal(as_json)
 
     async def work(client: SophosClient) -> tuple[str, str, Printer]:
         return await drive_deciding(client, await body(client), printer, ask)
 
-    cid, run_id, printer = ctx.with_client(work, server)
+    async def chosen(client: SophosClient) -> tuple[str, str, Printer]:
+        # -m/-s apply to the conversation from this turn on, as POST /api/chat's model and system do
+        return await drive_deciding(client, {**await body(client), **ctx.chat}, printer, ask)
+
+    cid, run_id, printer = ctx.with_client(chosen if ctx.chat else work, server)
     code = printer.report(cid, run_id, resume_hint(ctx, cid, server))
     finish(EXIT_PIPE if printer.pipe_closed else code)
 

@@ -59,6 +59,7 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
         Route("/api/conversations/{conversation_id}", routes.delete_conversation, methods=["DELETE"]),
         Route("/api/conversations/{conversation_id}/export", routes.export_conversation, methods=["GET"]),
         Route("/api/search", routes.search, methods=["GET"]),
+        Route("/api/models", routes.list_models, methods=["GET"]),
         Route("/api/approvals/always", routes.list_allow_rules, methods=["GET"]),
         Route("/api/approvals/always/{tool:path}", routes.revoke_allow_rule, methods=["DELETE"]),
         Route("/api/healthz", routes.healthz, methods=["GET"]),

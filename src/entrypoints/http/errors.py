@@ -17,6 +17,7 @@ STATUS: dict[ErrorCode, int] = {
     ErrorCode.INVALID_EDIT: 400,
     ErrorCode.NOTHING_TO_REGENERATE: 400,
     ErrorCode.BRANCH_NOT_FOUND: 400,
+    ErrorCode.UNKNOWN_MODEL: 400,
     ErrorCode.NOT_FOUND: 404,
     ErrorCode.SESSION_IN_PROGRESS: 409,
     ErrorCode.RUN_NOT_RESUMABLE: 409,

@@ -58,6 +58,11 @@ def openapi_document() -> dict[str, Any]:
                             "editOf": {"type": "integer", "minimum": 0,
                                        "description": "index of the user message the new message replaces, on a new branch"},
                             "regenerate": {"type": "boolean", "description": "answer the last user message again, on a new branch"},
+                            "model": {"type": "string", "nullable": True, "maxLength": 200,
+                                      "description": "the conversation's model from this turn on (GET /api/models); "
+                                      "null: the server's default; unknown: 400 UNKNOWN_MODEL, nothing stored"},
+                            "system": {"type": "string", "nullable": True, "maxLength": 16000,
+                                       "description": "the conversation's system prompt from this turn on; null: config/system.md"},
                             "decisions": {"type": "object", "additionalProperties": {
                                 "type": "object", "required": ["type"], "additionalProperties": False,
                                 "properties": {
@@ -149,7 +154,9 @@ def openapi_document() -> dict[str, Any]:
                     "requestBody": {"required": True, **_json({
                         "type": "object", "additionalProperties": False, "minProperties": 1,
                         "properties": {"title": {"type": "string", "minLength": 1, "maxLength": 200},
-                                       "activeBranch": {"type": "integer", "minimum": 1}},
+                                       "activeBranch": {"type": "integer", "minimum": 1},
+                                       "model": {"type": "string", "nullable": True, "maxLength": 200},
+                                       "system": {"type": "string", "nullable": True, "maxLength": 16000}},
                     })},
                     "responses": _responses(200, {"type": "object"}, 400, 404, 409, 413),
                 },
@@ -188,6 +195,21 @@ def openapi_document() -> dict[str, Any]:
             "/api/session/all": {
                 "delete": {"summary": "Log out everywhere: end every login session (every browser must log in again)",
                            "responses": _responses(204, None, 401, 403, 429)},
+            },
+            "/api/models": {
+                "get": {
+                    "summary": "The model server's models (Ollama /api/tags and /api/show, OpenAI-compatible /models), "
+                               "kept 10 s; when the server cannot say, no models and `error`",
+                    "responses": _responses(200, {"type": "object", "required": ["default", "models"], "properties": {
+                        "default": {"type": "string"},
+                        "models": {"type": "array", "items": {"type": "object", "required": ["name"], "properties": {
+                            "name": {"type": "string"}, "size": {"type": "integer", "nullable": True},
+                            "context": {"type": "integer", "nullable": True},
+                            "capabilities": {"type": "array", "items": {"type": "string"}},
+                            "family": {"type": "string", "nullable": True}, "default": {"type": "boolean"}}}},
+                        "error": {"type": "object"},
+                    }}),
+                }
             },
             "/api/healthz": {"get": {"summary": "Liveness", "responses": _responses(200, {"type": "object"})}},
             "/api/readyz": {"get": {"summary": "Model and tool readiness", "responses": _responses(200, {"type": "object"}, 503)}},

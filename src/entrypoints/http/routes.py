@@ -13,14 +13,17 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from domain.commands import Cancel, start_command
-from domain.errors import InvalidInput, SophosError
+from domain.errors import InvalidInput, ModelBadResponse, ModelUnreachable, SophosError
 from domain.events import StreamEvent
 from domain.model import RunStatus, check_text, iso, parse_conversation_id
+from domain.models import settings_change
 from entrypoints.bundle import Services
 from entrypoints.dto import (
     detail_dto,
+    model_dto,
     pending_dto,
     search_result_dto,
+    settings_dto,
     summary_dto,
 )
 from entrypoints.http import sse
@@ -71,10 +74,13 @@ def _services(request: Request) -> Services:
 
 
 async def post_chat(request: Request) -> Response:
-    body = await read_json(request, {"message", "conversation", "resume", "decision", "decisions", "editOf", "regenerate"})
+    body = await read_json(
+        request, {"message", "conversation", "resume", "decision", "decisions", "editOf", "regenerate", "model", "system"}
+    )
     command = start_command(
         body.get("message"), body.get("conversation"), body.get("resume") is True, body.get("decision"),
         edit_of=body.get("editOf"), regenerate=body.get("regenerate") is True, decisions=body.get("decisions"),
+        settings=settings_change(body),
     )
     started = await _services(request).runs().start(command)
     if started.events is not None and "text/event-stream" in request.headers.get("accept", ""):
@@ -147,19 +153,37 @@ async def get_conversation(request: Request) -> Response:
 
 
 async def patch_conversation(request: Request) -> Response:
-    """Rename (`title`) and/or switch the active branch (`activeBranch`: a branch number,
-    as the detail's `branch.branches` lists them)."""
-    body = await read_json(request, {"title", "activeBranch"})
-    if "title" not in body and "activeBranch" not in body:
-        raise InvalidInput("title or activeBranch is required")
+    """Rename (`title`), choose the model and system prompt of the next turns (`model`,
+    `system`; null is the server's default) and/or switch the active branch
+    (`activeBranch`: a branch number, as the detail's `branch.branches` lists them)."""
+    body = await read_json(request, {"title", "activeBranch", "model", "system"})
+    if not body:
+        raise InvalidInput("title, model, system or activeBranch is required")
+    change = settings_change(body)  # checked before anything is written
     service = _services(request).conversations()
     cid = request.path_params["conversation_id"]
+    conv = await service.summary(cid)
+    if not change.empty:
+        conv = await service.configure(cid, change)
     if "title" in body:
         conv = await service.rename(cid, body["title"])
     if "activeBranch" in body:
         detail = await service.switch_branch(cid, body["activeBranch"])
         return JSONResponse(detail_dto(detail))
-    return JSONResponse({"conversation": summary_dto(conv)})
+    return JSONResponse({"conversation": settings_dto(conv) if not change.empty else summary_dto(conv)})
+
+
+async def list_models(request: Request) -> Response:
+    """The model server's models (kept briefly), the default marked. A server that cannot
+    say is not this server's failure: the answer is then the default with no list and the
+    error (a picker offers the default and says why there is nothing else)."""
+    catalog = _services(request).models()
+    try:
+        models = await catalog.list()
+    except (ModelUnreachable, ModelBadResponse) as e:
+        error = {"code": e.code.value, "message": e.message}
+        return JSONResponse({"default": catalog.default, "models": [], "error": error})
+    return JSONResponse({"default": catalog.default, "models": [model_dto(m, catalog.default) for m in models]})
 
 
 async def delete_conversation(request: Request) -> Response:

@@ -3,8 +3,10 @@ import { ApiError, api, onApi, serverUp, session } from "/static/js/api.js";
 import { onApprovals, renderApprovals } from "/static/js/approvals.js";
 import { branchActions } from "/static/js/branches.js";
 import { $, el, icon } from "/static/js/dom.js";
+import { conversationChanged, draftSettings, installModels, loadModels, onModels } from "/static/js/models.js";
 import { renderList } from "/static/js/sidebar.js";
 import { currentSummary, state } from "/static/js/state.js";
+import { addReasoning, answerStarted } from "/static/js/thinking.js";
 import { renderMessages, renderTrace } from "/static/js/thread.js";
 import { installSearch } from "/static/search.js";
 
@@ -69,7 +71,7 @@ function renderComposer() {
   $("stop").hidden = $("detach").hidden = !state.streaming;
 }
 
-function render() { renderList(actions); renderHeader(); renderBanners(); renderMessages(); renderApprovals(); renderTrace(); renderComposer(); }
+function render() { renderList(actions); renderHeader(); renderBanners(); renderMessages(); renderApprovals(); renderTrace(); renderComposer(); conversationChanged(); }
 
 // --- data
 async function loadList(more = false) {
@@ -130,10 +132,13 @@ function attach(id) {
   const source = new EventSource(`/api/chat?conversation=${encodeURIComponent(id)}`);
   state.source = source;
   source.addEventListener("open", () => setOffline(false));
-  source.addEventListener("token", (e) => { lastAssistant(true).content += JSON.parse(e.data); renderMessages(); });
+  const answer = () => Object.assign(lastAssistant(true), state.liveModel ? { model: state.liveModel } : {});
+  source.addEventListener("token", (e) => { const m = answer(); answerStarted(m); m.content += JSON.parse(e.data); renderMessages(); });
+  source.addEventListener("reasoning", (e) => { addReasoning(answer(), JSON.parse(e.data)); renderMessages(); });
   source.addEventListener("trace", (e) => {
     const t = JSON.parse(e.data);
     state.trace.push(t);
+    if (t.event === "enter" && t.node === "agent") state.liveModel = t.name;  // the model answering this step
     if (t.event === "call") {
       const msg = lastAssistant(false);
       msg.toolCalls = [...(msg.toolCalls || []), { id: t.data.tool_call_id, name: t.data.name, args: t.data.arguments }];
@@ -189,7 +194,7 @@ async function setOffline(offline) {
 // --- actions
 async function send(text) {
   state.error = null;
-  const body = state.current ? { message: text, conversation: state.current } : { message: text };
+  const body = state.current ? { message: text, conversation: state.current } : { message: text, ...draftSettings() };
   try {
     const started = await api("/api/chat", { method: "POST", body });
     if (started.conversation !== body.conversation) state.pendingTitle = text.split("\n")[0].slice(0, 50);
@@ -331,6 +336,7 @@ async function logout(everywhere = false) {
 
 async function boot() {
   readiness();
+  loadModels();
   await loadList();
   // the latest conversation, unless the person already chose one or a new chat meanwhile
   if (state.conversations.length && !state.chosen) await openConversation(state.conversations[0].id);
@@ -340,10 +346,13 @@ async function boot() {
 
 // --- wiring
 onApprovals({ started: continued, refresh: () => openConversation(state.current) });
+onModels({ fail });
 onApi({ unauthorized: () => showLogin("Your session ended; enter the token again."), unreachable: () => setOffline(true) });
 $("new-chat").append(icon("plus"), el("span", {}, "New Chat"));
 $("menu").append(icon("menu"));
 $("trace-toggle").append(icon("trace"));
+$("settings-toggle").append(icon("sliders"));
+installModels();
 $("trace-close").append(icon("close"));
 $("logout").append(icon("logout"));
 $("logout-everywhere").append(icon("logoutAll"));

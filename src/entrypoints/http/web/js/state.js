@@ -2,7 +2,7 @@
 export const state = {
   conversations: [], cursor: null, query: "",
   current: null, detail: null, messages: [], trace: [], pendingTitle: null, editing: null, approvals: [], approvalNotice: null,
-  source: null, streaming: false, chosen: false, error: null, offline: false,
+  source: null, streaming: false, chosen: false, liveModel: null, error: null, offline: false,
   sidebarOpen: false, traceOpen: false, auth: { required: false, authenticated: true },
 };
 

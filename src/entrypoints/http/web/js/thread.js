@@ -2,7 +2,9 @@
 import { branchNav, regenerateButton, userMessage } from "/static/js/branches.js";
 import { $, copyButton, el, icon } from "/static/js/dom.js";
 import { renderMarkdown } from "/static/js/markdown.js";
+import { emptyState } from "/static/js/models.js";
 import { state } from "/static/js/state.js";
+import { modelLabel, thinkingBlock } from "/static/js/thinking.js";
 
 const cache = new WeakMap();  // message -> [key, node]: a token re-renders only its own bubble
 
@@ -22,8 +24,10 @@ function assistant(m, results, index) {
   const copy = m.content ? copyButton(() => m.content, "Copy message", "copy-message") : null;
   const nav = branchNav(m);
   const again = regenerateButton(index);
-  const foot = copy || nav || again ? el("div", { class: "msg-foot" }, stopped, nav, again, copy) : stopped;
-  return el("div", { class: "msg assistant", "data-testid": "assistant-message", "data-index": index }, m.content ? body : null, tools, foot);
+  const model = modelLabel(m);
+  const foot = copy || nav || again || model ? el("div", { class: "msg-foot" }, model, stopped, nav, again, copy) : stopped;
+  return el("div", { class: "msg assistant", "data-testid": "assistant-message", "data-index": index },
+    thinkingBlock(m), m.content ? body : null, tools, foot);
 }
 
 function tool(m) {
@@ -33,12 +37,12 @@ function tool(m) {
 }
 
 function node(m, results, index) {
-  const key = JSON.stringify([index, m.content, m.toolCalls, m.stopped, m.status, state.streaming, m.branch,
+  const key = JSON.stringify([index, m.content, m.toolCalls, m.stopped, m.status, state.streaming, m.branch, m.reasoning, m.thinking, m.model,
     state.editing === index, index === state.messages.length - 1, !!state.current, (m.toolCalls || []).map((c) => results.has(c.id))]);
   const hit = cache.get(m);
   if (hit && hit[0] === key) return hit[1];
   const made = m.role === "user" ? userMessage(m, index)
-    : m.role === "assistant" ? ((m.content || (m.toolCalls || []).length || m.stopped) ? assistant(m, results, index) : null)
+    : m.role === "assistant" ? ((m.content || m.reasoning || (m.toolCalls || []).length || m.stopped) ? assistant(m, results, index) : null)
       : m.role === "tool" ? tool(m) : null;
   cache.set(m, [key, made]);
   return made;
@@ -66,6 +70,7 @@ export function renderMessages(force = false) {
   const results = new Map(state.messages.filter((m) => m.role === "tool").map((m) => [m.toolCallId, m]));
   const nodes = state.messages.flatMap((m, i) => [...contextNodes(i, m), node(m, results, i)]).filter(Boolean);
   const last = state.messages[state.messages.length - 1];
+  if (!nodes.length && !state.current && !state.streaming) nodes.push(emptyState());
   if (state.streaming && (!last || last.role !== "assistant")) {
     nodes.push(el("div", { class: "pending", role: "status", "aria-label": "Waiting for the answer" }, el("span"), el("span"), el("span")));
   }
