@@ -171,7 +171,9 @@ def test_an_unreachable_model_names_the_host_and_the_fix_and_exits_5(tmp_path: P
     result = sophos(env, tmp_path, "chat", "hi")
     assert result.returncode == 5, result.stderr
     assert "error: MODEL_UNREACHABLE: Ollama at http://127.0.0.1:9 is unreachable" in result.stderr
-    assert "start Ollama (`ollama serve`) or set OLLAMA_HOST, or run `make demo`" in result.stderr
+    # the CLI's own way to try it offline, not the page's `make demo`
+    assert "start Ollama (`ollama serve`) or set OLLAMA_HOST, or add `--model demo --tools demo` to try it offline" in result.stderr
+    assert "make demo" not in result.stderr
     assert "WARNING" not in result.stderr and "Traceback" not in result.stderr
 
 

@@ -19,6 +19,7 @@ from entrypoints.cli.base import (
     pass_ctx,
     server_option,
 )
+from entrypoints.cli.hints import for_cli
 from entrypoints.cli.client import Json, RemoteError, SophosClient, Stopper
 from entrypoints.cli.output import Printer
 from entrypoints.cli.runs import resume_body, waiting_calls
@@ -31,7 +32,7 @@ def _turn_report(printer: Printer) -> None:
     printer.spinner.close()
     click.echo("")
     if printer.error:
-        click.echo(f"error: {printer.error['code']}: {printer.error['message']}", err=True)
+        click.echo(f"error: {printer.error['code']}: {for_cli(printer.error['message'])}", err=True)
     elif printer.status in ("cancelled", "interrupted"):
         click.echo("(stopped; the next message continues from here)", err=True)
     elif printer.status == "waiting":
