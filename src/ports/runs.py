@@ -68,6 +68,11 @@ class RunRepository(Protocol):
         """
 
     @abstractmethod
+    async def find_conversations(self, id_prefix: str, limit: int) -> Sequence[Conversation]:
+        """At most `limit` conversations whose id starts with `id_prefix` (lower-case hex
+        and dashes, as ids are stored), most recently updated first."""
+
+    @abstractmethod
     async def rename_conversation(self, conversation_id: str, title: str, now: datetime) -> bool:
         """Set the title and bump updated_at; False if the conversation is unknown."""
 

@@ -18,6 +18,7 @@ from domain.errors import (
     SessionInProgress,
 )
 from domain.export import checkpoint_jsonl, markdown_transcript
+from domain.ids import MAX_MATCHES, parse_id_prefix
 from domain.lifecycle import resumable
 from domain.model import (
     AssistantMessage,
@@ -141,6 +142,11 @@ class ConversationService:
         if conv is None:
             raise ConversationNotFound()
         return conv
+
+    async def find(self, id_prefix: object) -> Sequence[Conversation]:
+        """The conversations whose id starts with `id_prefix` (at most MAX_MATCHES + 1, so
+        a caller can tell there are more), most recently updated first."""
+        return await self.runs.find_conversations(parse_id_prefix(id_prefix), MAX_MATCHES + 1)
 
     async def get(self, conversation: object) -> ConversationDetail:
         """Summary, messages of the latest checkpoint, and whether it can be resumed:

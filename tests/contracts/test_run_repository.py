@@ -58,6 +58,19 @@ class RunRepositoryContract(StoreContract):
         assert await store.get_run(new_id()) is None
         assert await store.recent_runs(new_id(), 5) == []
 
+    async def test_find_by_id_prefix_gives_only_ids_that_start_with_it(self, store: RunStore) -> None:
+        ids = ["c959f4c6-0000-4000-8000-000000000001", "c959f4c6-1111-4000-8000-000000000002",
+               "c959f4d0-0000-4000-8000-000000000003", "c95a0000-0000-4000-8000-000000000004",
+               "c958ffff-0000-4000-8000-000000000005"]
+        for i, cid in enumerate(ids):
+            await store.create_conversation(cid, f"t{i}", at(i))
+        assert [c.id for c in await store.find_conversations("c959f4c6", 10)] == [ids[1], ids[0]]  # newest first
+        assert [c.id for c in await store.find_conversations("c959f4c6-1", 10)] == [ids[1]]
+        assert {c.id for c in await store.find_conversations("c959", 10)} == set(ids[:3])
+        assert len(await store.find_conversations("c959", 2)) == 2
+        assert await store.find_conversations("c959f4c7", 10) == []
+        assert [c.id for c in await store.find_conversations(ids[3], 10)] == [ids[3]]  # a whole id is its own prefix
+
     async def test_list_is_most_recently_updated_first(self, store: RunStore) -> None:
         ids = [new_id() for _ in range(3)]
         for i, cid in enumerate(ids):

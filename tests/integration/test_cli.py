@@ -43,7 +43,8 @@ def test_chat_then_read_commands_with_the_demo_backend(tmp_path: Path) -> None:
 def test_expected_errors_are_one_line_and_a_meaningful_exit_code(tmp_path: Path) -> None:
     env = app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none")
     cases: list[tuple[tuple[str, ...], int, str]] = [
-        (("show", "not-a-uuid"), 2, "error: BAD_REQUEST: Invalid Conversation ID"),
+        (("show", "not-a-uuid"), 2,
+         "error: BAD_REQUEST: Invalid Conversation ID: give the id, a unique prefix of it (4 or more hex digits) or last"),
         (("show", "11111111-1111-4111-8111-111111111111"), 3, "error: NOT_FOUND: Conversation Not Found"),
         (("chat", "   "), 2, "error: BAD_REQUEST: Message is required"),
     ]
@@ -205,7 +206,7 @@ def test_rename_delete_and_cancel_on_the_database_file(tmp_path: Path) -> None:
     assert json.loads(sophos(env, tmp_path, "show", cid, "--json").stdout)["conversation"]["title"] == "Trip plans"
     idle = sophos(env, tmp_path, "cancel", cid)
     assert (idle.returncode, idle.stderr.strip()) == (4, "error: NO_ACTIVE_RUN: No run is active for this conversation")
-    assert sophos(env, tmp_path, "delete", cid).stdout.strip() == f"deleted {cid}"
+    assert sophos(env, tmp_path, "delete", "--yes", cid).stdout.strip() == f"deleted {cid}"
     assert sophos(env, tmp_path, "show", cid).returncode == 3
 
 

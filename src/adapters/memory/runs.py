@@ -106,6 +106,12 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
                 items = items[:limit]
             return [self._summary(c) for c in items]
 
+    async def find_conversations(self, id_prefix: str, limit: int) -> Sequence[Conversation]:
+        with self._lock:
+            items = [c for c in self._conversations.values() if c.id.startswith(id_prefix)]
+            items.sort(key=lambda c: (iso(c.updated_at), c.id), reverse=True)
+            return [self._summary(c) for c in items[:limit]]
+
     async def rename_conversation(self, conversation_id: str, title: str, now: datetime) -> bool:
         with self._lock:
             conv = self._conversations.get(conversation_id)

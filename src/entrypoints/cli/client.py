@@ -69,6 +69,11 @@ class SophosClient(Protocol):
         """Summaries, most recently updated first (at most `limit`)."""
         ...
 
+    async def find(self, id_prefix: str) -> list[Json]:
+        """Summaries of the conversations whose id starts with `id_prefix`, most recently
+        updated first (a few: more than one means the prefix is ambiguous)."""
+        ...
+
     async def conversation(self, conversation: str) -> Json:
         """The detail as GET /api/conversations/ID gives it (waiting calls included)."""
         ...

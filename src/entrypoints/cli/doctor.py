@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
-from entrypoints.cli.hints import for_cli
 from entrypoints.cli.base import Context, finish, global_options, pass_ctx
+from entrypoints.cli.hints import for_cli
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,9 @@ class LocalClient(SophosClient):
         items = (await service.page(limit)).conversations if limit else await service.list()
         return [summary_dto(c) for c in items]
 
+    async def find(self, id_prefix: str) -> list[Json]:
+        return [summary_dto(c) for c in await self._services.conversations().find(id_prefix)]
+
     async def conversation(self, conversation: str) -> Json:
         await self._recover()
         detail = await self._services.conversations().get(conversation)

@@ -51,6 +51,10 @@ class HttpClient(SophosClient):
         items: list[Json] = body["conversations"]
         return items
 
+    async def find(self, id_prefix: str) -> list[Json]:
+        items: list[Json] = (await self._json("GET", "/api/conversations", params={"idPrefix": id_prefix}))["conversations"]
+        return items
+
     async def conversation(self, conversation: str) -> Json:
         detail: Json = await self._json("GET", _path(conversation))
         return detail

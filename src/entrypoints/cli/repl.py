@@ -19,8 +19,8 @@ from entrypoints.cli.base import (
     pass_ctx,
     server_option,
 )
-from entrypoints.cli.hints import for_cli
 from entrypoints.cli.client import Json, RemoteError, SophosClient, Stopper
+from entrypoints.cli.hints import for_cli
 from entrypoints.cli.output import Printer
 from entrypoints.cli.runs import resume_body, waiting_calls
 

@@ -110,9 +110,14 @@ async def cancel_chat(request: Request) -> Response:
 async def list_conversations(request: Request) -> Response:
     service = _services(request).conversations()
     params = request.query_params
-    unknown = set(params) - {"limit", "before", "q"}
+    unknown = set(params) - {"limit", "before", "q", "idPrefix"}
     if unknown:
         raise InvalidInput(f"Unknown parameter(s): {', '.join(sorted(unknown))}")
+    if "idPrefix" in params:  # an extension (docs/contract-extensions.md): the CLI's short ids
+        if len(params) > 1:
+            raise InvalidInput("idPrefix is not combined with other parameters")
+        found = await service.find(params["idPrefix"])
+        return JSONResponse({"conversations": [summary_dto(c) for c in found]})
     if "limit" in params or "before" in params:
         page = await service.page(params.get("limit"), params.get("before"), params.get("q"))
         items, cursor = page.conversations, page.next_cursor
