@@ -15,6 +15,7 @@ from entrypoints.cli.base import EXIT_PIPE, EXIT_STOPPED, CliError, Context, fai
 from entrypoints.cli.conversations import branch, conversations, delete, export, rename, show
 from entrypoints.cli.db import db
 from entrypoints.cli.doctor import doctor
+from entrypoints.cli.help import format_sections
 from entrypoints.cli.output import silence_output
 from entrypoints.cli.repl import repl
 from entrypoints.cli.runs import cancel, chat, regenerate, resume
@@ -43,6 +44,9 @@ class SophosGroup(click.Group):
             silence_output()
             code = EXIT_PIPE
         sys.exit(code if isinstance(code, int) else 0)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        format_sections(self, ctx, formatter)
 
     def invoke(self, ctx: click.Context) -> Any:
         """Never a traceback: an expected failure is one line (with its exit code), anything
