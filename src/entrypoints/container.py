@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib.abc import MetaPathFinder
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -39,12 +39,14 @@ T = TypeVar("T")
 
 from domain.approvals import parse_mode  # noqa: E402 - after the finder above
 from domain.context import ContextPolicy  # noqa: E402 - after the finder above
+from domain.transfer import BranchCopy  # noqa: E402 - after the finder above
 from entrypoints.bundle import Services  # noqa: E402 - after the finder above
 from entrypoints.lazy import LazyThreads  # noqa: E402 - after the finder above
 from entrypoints.settings import Settings, load_settings  # noqa: E402 - after the finder above
 from ports.approvals import ArgsChecker  # noqa: E402 - after the finder above
 from ports.backend import RunStore  # noqa: E402 - after the finder above
 from ports.checkpoints import CheckpointPort  # noqa: E402 - after the finder above
+from ports.copies import ThreadCopies  # noqa: E402 - after the finder above
 from ports.engine import AgentEngine  # noqa: E402 - after the finder above
 from ports.metrics import MetricsPort, NullMetrics  # noqa: E402 - after the finder above
 from ports.model import ModelPort  # noqa: E402 - after the finder above
@@ -63,6 +65,7 @@ from services.runs import RunService  # noqa: E402 - after the finder above
 from services.search import SearchService  # noqa: E402 - after the finder above
 from services.sessions import SessionService  # noqa: E402 - after the finder above
 from services.supervisor import Supervisor  # noqa: E402 - after the finder above
+from services.transfer import TransferService  # noqa: E402 - after the finder above
 
 if TYPE_CHECKING:
     from adapters.langgraph.graph import AgentNodes
@@ -236,6 +239,25 @@ def _conversations(store: RunStore, threads: Callable[[], CheckpointPort], servi
     return ConversationService(store, lazy, is_active, store, branches=lazy, approvals=store)
 
 
+def _copies(threads: CheckpointPort) -> ThreadCopies:
+    from adapters.langgraph.copies import LangGraphCopies
+    from adapters.langgraph.engine import LangGraphThreads
+
+    assert isinstance(threads, LangGraphThreads)  # what _threads builds
+    return LangGraphCopies(threads)
+
+
+def _transfer(store: RunStore, threads: Callable[[], CheckpointPort]) -> TransferService:
+    class LazyCopies(ThreadCopies):  # the graph is built on the first export or import
+        async def read(self, thread_id: str) -> tuple[tuple[BranchCopy, ...], int]:
+            return await _copies(threads()).read(thread_id)
+
+        async def write(self, thread_id: str, branches: Sequence[BranchCopy], active: int) -> None:
+            await _copies(threads()).write(thread_id, branches, active)
+
+    return TransferService(store, LazyThreads(threads), LazyCopies(), store)
+
+
 def _sessions(backend: StorageBackend) -> SessionStore:
     return backend.sessions()
 
@@ -319,6 +341,7 @@ class Container(containers.DeclarativeContainer):
     search_index = providers.Singleton(_search_index, backend, threads.provider)
     search = providers.Singleton(SearchService, search_index)
     allow_rules = providers.Singleton(AllowRules, store)
+    transfer = providers.Singleton(_transfer, store, threads.provider)
     # the page's login sessions: in the run store's database, whichever it is
     session_store = providers.Singleton(_sessions, backend)
     sessions = providers.Singleton(SessionService, session_store, config.API_TOKEN, config.SESSION_SECONDS)
@@ -336,6 +359,7 @@ class Container(containers.DeclarativeContainer):
         storage=storage.provider,
         backend=backend.provider,
         sessions=sessions.provider,
+        transfer=transfer.provider,
     )
 
 

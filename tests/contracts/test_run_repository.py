@@ -71,6 +71,14 @@ class RunRepositoryContract(StoreContract):
         assert await store.find_conversations("c959f4c7", 10) == []
         assert [c.id for c in await store.find_conversations(ids[3], 10)] == [ids[3]]  # a whole id is its own prefix
 
+    async def test_restore_sets_the_count_and_last_update_of_an_imported_conversation(self, store: RunStore) -> None:
+        cid = new_id()
+        await store.create_conversation(cid, "Imported", at(0))
+        assert await store.restore_conversation(cid, 7, at(90)) is True
+        conv = await store.get_conversation(cid)
+        assert conv is not None and (conv.message_count, conv.created_at, conv.updated_at) == (7, at(0), at(90))
+        assert await store.restore_conversation(new_id(), 1, at(1)) is False
+
     async def test_list_is_most_recently_updated_first(self, store: RunStore) -> None:
         ids = [new_id() for _ in range(3)]
         for i, cid in enumerate(ids):

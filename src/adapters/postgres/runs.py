@@ -106,6 +106,13 @@ class PostgresRunStore(PostgresApprovals, RunRepository, RunEventLog, RunSignals
                          " ORDER BY c.updated_at DESC, c.id DESC LIMIT %s")
         return [conversation_from_row(r) for r in await self._rows(sql, [id_prefix, id_prefix + "~", limit])]
 
+    async def restore_conversation(self, conversation_id: str, message_count: int, updated_at: datetime) -> bool:
+        await self.ready()
+        async with self.db.cursor(transaction=True) as cur:
+            await cur.execute("UPDATE conversations SET message_count = %s, updated_at = %s WHERE id = %s RETURNING id",
+                              (message_count, stamp(updated_at), conversation_id))
+            return await cur.fetchone() is not None
+
     async def rename_conversation(self, conversation_id: str, title: str, now: datetime) -> bool:
         await self.ready()
         async with self.db.cursor(transaction=True) as cur:

@@ -92,6 +92,16 @@ class SophosClient(Protocol):
         """The transcript (`md`) or the checkpoint history (`jsonl`)."""
         ...
 
+    async def export_file(self, conversation: str | None) -> tuple[str, bytes]:
+        """(file name, content): the conversation's full JSON export, or (None) every
+        conversation's, as a zip."""
+        ...
+
+    async def import_file(self, data: bytes) -> list[Json]:
+        """Import a file (a Sophos export, the zip of all, ChatGPT's conversations.json):
+        the new conversations' summaries."""
+        ...
+
     async def search(self, query: str, limit: int) -> Json:
         """`{results, nextCursor}` as GET /api/search gives them."""
         ...

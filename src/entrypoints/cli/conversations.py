@@ -1,4 +1,4 @@
-"""Reading and managing conversations: `conversations`, `show`, `export`, `rename`, `delete`."""
+"""Reading and managing conversations: `conversations`, `show`, `branch`, `rename`, `delete`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import json
 import sys
 from collections.abc import Sequence
 from datetime import datetime
-from pathlib import Path
 
 import click
 
@@ -124,25 +123,6 @@ def branch(ctx: Context, conversation: str, number: int) -> None:
     """Make branch NUMBER of CONVERSATION the active one (`sophos show` lists them)."""
     d = ctx.with_client(on(conversation, lambda client, cid: client.switch_branch(cid, number)))
     click.echo(f"{d['conversation']['id']}: branch {d['activeBranch']} of {d['branchCount']} · {len(d['messages'])} messages")
-
-
-@click.command()
-@click.argument("conversation")
-@click.option("--format", "fmt", type=click.Choice(["md", "jsonl"]), default="md", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write to a file.")
-@global_options
-@pass_ctx
-def export(ctx: Context, conversation: str, fmt: str, output: str | None) -> None:
-    """Export a transcript (Markdown) or the checkpoint history (JSONL)."""
-    text = ctx.with_client(on(conversation, lambda client, cid: client.export(cid, fmt)))
-    if output:
-        try:
-            Path(output).write_text(text, encoding="utf-8")
-        except OSError as e:
-            raise CliError("BAD_REQUEST", f"cannot write {output}: {e.strerror}", EXIT_BAD_INPUT) from None
-        click.echo(f"wrote {output}", err=True)
-    else:
-        click.echo(text, nl=False)
 
 
 @click.command()

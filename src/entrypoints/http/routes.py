@@ -23,7 +23,7 @@ from entrypoints.dto import (
     search_result_dto,
     summary_dto,
 )
-from entrypoints.http import sse
+from entrypoints.http import sse, transfer
 from entrypoints.http.errors import RouteFailure, error_response
 from ports.model import Readiness
 
@@ -175,6 +175,8 @@ async def delete_conversation(request: Request) -> Response:
 async def export_conversation(request: Request) -> Response:
     service = _services(request).conversations()
     cid = request.path_params["conversation_id"]
+    if request.query_params.get("format") == "json":  # every branch, read back by import
+        return await transfer.export_json(request, cid)
     if request.query_params.get("format") == "jsonl":
         conv, text = await service.export_jsonl(cid)
         media, name = "application/x-ndjson; charset=utf-8", f"{conv.id}.checkpoints.jsonl"
