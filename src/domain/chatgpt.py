@@ -30,8 +30,9 @@ UNTITLED = "Imported from ChatGPT"
 
 
 def looks_like_chatgpt(doc: object) -> bool:
+    """Meant as one: a conversation with a `mapping` (any other item is then an error)."""
     items = doc if isinstance(doc, list) else [doc]
-    return bool(items) and all(isinstance(c, dict) and isinstance(c.get("mapping"), dict) for c in items)
+    return any(isinstance(c, dict) and isinstance(c.get("mapping"), dict) for c in items)
 
 
 @dataclass
@@ -161,8 +162,9 @@ def _nearest_kept(mapping: Mapping[str, Any], kept: dict[str, _Node], node_id: o
     return node_id if isinstance(node_id, str) and node_id in kept else None
 
 
-def from_chatgpt(doc: object, now: datetime, limits: Limits = LIMITS) -> list[ConversationCopy]:
+def from_chatgpt(doc: object, now: datetime, limits: Limits | None = None) -> list[ConversationCopy]:
     """Every conversation of a ChatGPT export (a list, or one conversation), checked whole."""
+    limits = limits or LIMITS  # read when called: tests narrow it
     items = doc if isinstance(doc, list) else [doc]
     if len(items) > limits.conversations:
         raise InvalidImport(f"the file holds more than {limits.conversations} conversations")

@@ -314,8 +314,9 @@ def check_branches(copy_branches: Sequence[BranchCopy], fail: Any) -> None:
         forks[i] = b.fork
 
 
-def from_document(doc: object, limits: Limits = LIMITS, where: str = "conversation") -> ConversationCopy:
+def from_document(doc: object, limits: Limits | None = None, where: str = "conversation") -> ConversationCopy:
     """A `sophos.conversation` document checked whole; InvalidImport naming what is wrong."""
+    limits = limits or LIMITS  # read when called: tests narrow it
     r = _Reader(where, limits)
     top = r.obj(doc, "the file")
     if top.get("format") != FORMAT:

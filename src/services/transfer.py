@@ -21,9 +21,10 @@ from ports.runs import RunRepository
 log = logging.getLogger(__name__)
 
 
-def read_import(data: bytes, now: datetime, limits: Limits = LIMITS) -> list[ConversationCopy]:
+def read_import(data: bytes, now: datetime, limits: Limits | None = None) -> list[ConversationCopy]:
     """Every conversation of a file to import, checked whole before anything is stored: a
     `sophos.conversation` document (or a list of them) or ChatGPT's conversations.json."""
+    limits = limits or LIMITS  # read when called: tests narrow it
     if len(data) > limits.bytes:
         raise InvalidImport(f"the file is larger than {limits.bytes // (1024 * 1024)} MB")
     try:
