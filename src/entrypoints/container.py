@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from importlib.abc import MetaPathFinder
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -39,9 +39,8 @@ T = TypeVar("T")
 
 from domain.approvals import parse_mode  # noqa: E402 - after the finder above
 from domain.context import ContextPolicy  # noqa: E402 - after the finder above
-from domain.transfer import BranchCopy  # noqa: E402 - after the finder above
 from entrypoints.bundle import Services  # noqa: E402 - after the finder above
-from entrypoints.lazy import LazyThreads  # noqa: E402 - after the finder above
+from entrypoints.lazy import LazyCopies, LazyThreads  # noqa: E402 - after the finder above
 from entrypoints.settings import Settings, load_settings  # noqa: E402 - after the finder above
 from ports.approvals import ArgsChecker  # noqa: E402 - after the finder above
 from ports.backend import RunStore  # noqa: E402 - after the finder above
@@ -236,7 +235,8 @@ def _conversations(store: RunStore, threads: Callable[[], CheckpointPort], servi
         return await service().is_active(conversation_id)
 
     lazy = LazyThreads(threads)
-    return ConversationService(store, lazy, is_active, store, branches=lazy, approvals=store)
+    copies = LazyCopies(lambda: _copies(threads()))
+    return ConversationService(store, lazy, is_active, store, branches=lazy, approvals=store, copies=copies)
 
 
 def _copies(threads: CheckpointPort) -> ThreadCopies:
@@ -248,14 +248,7 @@ def _copies(threads: CheckpointPort) -> ThreadCopies:
 
 
 def _transfer(store: RunStore, threads: Callable[[], CheckpointPort]) -> TransferService:
-    class LazyCopies(ThreadCopies):  # the graph is built on the first export or import
-        async def read(self, thread_id: str) -> tuple[tuple[BranchCopy, ...], int]:
-            return await _copies(threads()).read(thread_id)
-
-        async def write(self, thread_id: str, branches: Sequence[BranchCopy], active: int) -> None:
-            await _copies(threads()).write(thread_id, branches, active)
-
-    return TransferService(store, LazyThreads(threads), LazyCopies(), store)
+    return TransferService(store, LazyThreads(threads), LazyCopies(lambda: _copies(threads())), store)
 
 
 def _sessions(backend: StorageBackend) -> SessionStore:

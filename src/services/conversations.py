@@ -30,9 +30,11 @@ from domain.model import (
     parse_conversation_id,
     utc_now,
 )
+from domain.transfer import ConversationCopy
 from ports.approvals import NO_APPROVALS, ApprovalStore
 from ports.branches import BranchPort
 from ports.checkpoints import CheckpointPort
+from ports.copies import ThreadCopies
 from ports.journal import ToolJournal
 from ports.runs import RunRepository
 from services.pending import annotate_pending
@@ -113,7 +115,9 @@ class ConversationService:
         clock: Callable[[], datetime] = utc_now,
         branches: BranchPort | None = None,
         approvals: ApprovalStore = NO_APPROVALS,
+        copies: ThreadCopies | None = None,
     ) -> None:
+        self.copies = copies  # every branch's messages, for the JSONL export's new messages
         self.branch_store = branches
         self.approvals = approvals
         self.journal = journal
@@ -187,7 +191,14 @@ class ConversationService:
 
     async def export_jsonl(self, conversation: object) -> tuple[Conversation, str]:
         conv = await self.summary(conversation)
-        return conv, checkpoint_jsonl(await self.checkpoints.list_checkpoints(conv.id))
+        history = await self.checkpoints.list_checkpoints(conv.id)
+        if self.copies is None:  # the active branch's messages only
+            messages = (await self.checkpoints.get_thread(conv.id)).messages
+            active = next((b.number for b in await self.branch_store.branches(conv.id) if b.active), 1) if self.branch_store else 1
+            return conv, checkpoint_jsonl(history, lambda n: messages if n == active else None)
+        branches, active = await self.copies.read(conv.id)
+        whole = ConversationCopy(conv.title, conv.created_at, conv.updated_at, branches, active)
+        return conv, checkpoint_jsonl(history, lambda n: whole.content(n) if 1 <= n <= len(branches) else None)
 
     async def rename(self, conversation: object, title: object) -> Conversation:
         conv = await self.summary(conversation)

@@ -111,3 +111,15 @@ def test_delete_asks_on_a_terminal_and_refuses_without_one(tmp_path: Path) -> No
     yes = sophos(env, tmp_path, "delete", "--yes", IDS[1][:10])
     assert (yes.returncode, yes.stdout.strip()) == (0, f"deleted {IDS[1]}")
     assert sophos(env, tmp_path, "conversations").stdout.split()[0] == IDS[0]
+
+
+def test_the_jsonl_export_holds_every_user_message(tmp_path: Path) -> None:
+    env = app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none")
+    first = sophos(env, tmp_path, "chat", "first words")
+    cid = first.stderr.split("conversation: ")[1].split()[0]
+    sophos(env, tmp_path, "chat", "-c", cid, "second words")  # rides as pending input on the last checkpoint
+    sophos(env, tmp_path, "chat", "-c", cid, "--edit", "2", "second, edited")  # a branch of its own
+    sophos(env, tmp_path, "chat", "-c", cid, "third words")
+    lines = [json.loads(x) for x in sophos(env, tmp_path, "export", cid, "--format", "jsonl").stdout.splitlines()]
+    seen = [m["content"] for line in lines for m in [*line.get("added", []), line["last_message"] or {}] if m.get("role") == "user"]
+    assert seen == ["first words", "second words", "second, edited", "third words"]
