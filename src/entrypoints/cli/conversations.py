@@ -74,6 +74,11 @@ def show(ctx: Context, conversation: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(d, ensure_ascii=False))
         return
+    print_detail(ctx, d)
+
+
+def print_detail(ctx: Context, d: Json) -> None:
+    """A conversation's detail for a person (`sophos show`, the REPL's /show)."""
     c = d["conversation"]
     branches = d["branchCount"] if d["branchCount"] > 1 else 0
     click.echo(f"# {c['title']}\n{c['id']} · {c['messageCount']} messages · {c['status'] or 'no runs'}"

@@ -15,7 +15,19 @@ from entrypoints.cli.conversations import parse_time
 from entrypoints.cli.ids import resolve
 
 
-def _write(output: str, name: str, content: bytes) -> None:
+async def export_content(client: SophosClient, cid: str, fmt: str) -> tuple[str, bytes]:
+    """(file name from the title and date, content) of one conversation in `fmt`."""
+    if fmt == "json":
+        return await client.export_file(cid)
+    text = await client.export(cid, fmt)
+    [summary] = [c for c in await client.find(cid) if c["id"] == cid] or [{"title": cid, "createdAt": None}]
+    created = parse_time(summary["createdAt"]) if summary["createdAt"] else None
+    extension = "checkpoints.jsonl" if fmt == "jsonl" else fmt
+    name = file_name(summary["title"], created, extension) if created else f"{cid}.{extension}"
+    return name, text.encode("utf-8")
+
+
+def write_file(output: str, name: str, content: bytes) -> None:
     """To `output`, or into it under `name` when it is a directory."""
     path = Path(output)
     if path.is_dir():
@@ -46,21 +58,13 @@ def export(ctx: Context, conversation: str | None, fmt: str, every: bool, output
     async def work(client: SophosClient) -> tuple[str, bytes]:
         if conversation is None:
             return await client.export_file(None)
-        cid = await resolve(client, conversation)
-        if fmt == "json":
-            return await client.export_file(cid)
-        text = await client.export(cid, fmt)
-        [summary] = [c for c in await client.find(cid) if c["id"] == cid] or [{"title": cid, "createdAt": None}]
-        created = parse_time(summary["createdAt"]) if summary["createdAt"] else None
-        extension = "checkpoints.jsonl" if fmt == "jsonl" else fmt
-        name = file_name(summary["title"], created, extension) if created else f"{cid}.{extension}"
-        return name, text.encode("utf-8")
+        return await export_content(client, await resolve(client, conversation), fmt)
 
     name, content = ctx.with_client(work, server)
     if every:
-        _write(output or ".", name, content)
+        write_file(output or ".", name, content)
     elif output:
-        _write(output, name, content)
+        write_file(output, name, content)
     else:
         click.echo(content.decode("utf-8"), nl=False)
 
