@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from domain.approvals import Decision, DecisionType
 from domain.branches import Branch, lineage
-from domain.errors import InvalidImport
+from domain.errors import InvalidImport, InvalidInput
 from domain.model import (
     AssistantMessage,
     ContextView,
@@ -326,7 +326,7 @@ def from_document(doc: object, limits: Limits | None = None, where: str = "conve
     c = r.obj(top.get("conversation"), "conversation")
     try:
         title = clean_title(c.get("title"))
-    except Exception:
+    except InvalidInput:
         raise r.fail("title must be a non-empty string of at most 200 characters") from None
     raw_branches = r.items(c.get("branches"), "branches")
     if not raw_branches:

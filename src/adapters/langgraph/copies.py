@@ -8,16 +8,22 @@ from dataclasses import replace
 from uuid import uuid4
 
 from langchain_core.messages import BaseMessage, RemoveMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from adapters.langchain.messages import from_fields, to_langchain
 from adapters.langgraph.branching import with_op
-from adapters.langgraph.engine import LangGraphThreads, _config
+from adapters.langgraph.engine import LangGraphThreads
 from domain.errors import NotSupported
 from domain.model import Message
 from domain.transfer import BranchCopy
 from ports.copies import ThreadCopies
+
+
+def _config(thread_id: str) -> RunnableConfig:
+    # no run id: an import is no run, so its writes are not fenced by one (as a branch switch)
+    return {"configurable": {"thread_id": thread_id}}
 
 
 class LangGraphCopies(ThreadCopies):
