@@ -60,6 +60,12 @@ class InvalidInput(SophosError):
     default_message = "Bad request"
 
 
+class InvalidImport(InvalidInput):
+    """Raised when a file to import is malformed, too large, or not a format Sophos reads."""
+
+    default_message = "The file is not a conversation export Sophos can import"
+
+
 class InvalidEdit(InvalidInput):
     """Raised when editOf names no message of the active branch, or not a user message."""
 

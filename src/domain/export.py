@@ -4,7 +4,7 @@ Generated on request, never read back."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from domain.model import (
     AssistantMessage,
@@ -15,6 +15,7 @@ from domain.model import (
     ToolResult,
     UserMessage,
     iso,
+    message_to_dto,
 )
 
 
@@ -73,6 +74,23 @@ def markdown_transcript(
     return "\n".join(lines)
 
 
-def checkpoint_jsonl(checkpoints: Iterable[CheckpointSummary]) -> str:
-    """One JSON object per checkpoint, oldest first, newline-terminated ("\\n" when none)."""
-    return "\n".join(json.dumps(c.to_dto(), ensure_ascii=False) for c in checkpoints) + "\n"
+def checkpoint_jsonl(
+    checkpoints: Iterable[CheckpointSummary], content: Callable[[int], Sequence[Message] | None] | None = None
+) -> str:
+    """One JSON object per checkpoint, oldest first, newline-terminated ("\\n" when none).
+
+    `content(branch)`: the branch's messages now, to list under `added` the messages a
+    checkpoint took in before its last one (a new message rides as pending input, so no
+    checkpoint has it as its last message). A branch's messages before a checkpoint's count
+    are the ones it had then: a branch only grows."""
+    lines: list[str] = []
+    counts: dict[int, int] = {}  # branch -> message count of its previous checkpoint
+    for c in checkpoints:
+        dto = c.to_dto()
+        before = counts.get(c.branch, c.message_count - 1)
+        counts[c.branch] = c.message_count
+        messages = content(c.branch) if content is not None and c.message_count - before > 1 else None
+        if messages is not None and c.message_count <= len(messages) and before >= 0:
+            dto["added"] = [message_to_dto(m) for m in messages[before : c.message_count - 1]]
+        lines.append(json.dumps(dto, ensure_ascii=False))
+    return "\n".join(lines) + "\n"

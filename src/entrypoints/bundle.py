@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from services.search import SearchService
     from services.sessions import SessionService
     from services.supervisor import Supervisor
+    from services.transfer import TransferService
 
 
 class Exposition(Protocol):
@@ -46,3 +47,4 @@ class Services:
     storage: Callable[[], StoragePort]
     backend: Callable[[], Backend]  # the storage itself: its health, its run store
     sessions: Callable[[], SessionService]
+    transfer: Callable[[], TransferService]  # export and import of whole conversations

@@ -41,11 +41,12 @@ T = TypeVar("T")
 from domain.approvals import parse_mode  # noqa: E402 - after the finder above
 from domain.context import ContextPolicy  # noqa: E402 - after the finder above
 from entrypoints.bundle import Services  # noqa: E402 - after the finder above
-from entrypoints.lazy import LazyThreads  # noqa: E402 - after the finder above
+from entrypoints.lazy import LazyCopies, LazyThreads  # noqa: E402 - after the finder above
 from entrypoints.settings import Settings, load_settings  # noqa: E402 - after the finder above
 from ports.approvals import ArgsChecker  # noqa: E402 - after the finder above
 from ports.backend import RunStore  # noqa: E402 - after the finder above
 from ports.checkpoints import CheckpointPort  # noqa: E402 - after the finder above
+from ports.copies import ThreadCopies  # noqa: E402 - after the finder above
 from ports.engine import AgentEngine  # noqa: E402 - after the finder above
 from ports.metrics import MetricsPort, NullMetrics  # noqa: E402 - after the finder above
 from ports.model import ModelPort  # noqa: E402 - after the finder above
@@ -65,6 +66,7 @@ from services.runs import RunService  # noqa: E402 - after the finder above
 from services.search import SearchService  # noqa: E402 - after the finder above
 from services.sessions import SessionService  # noqa: E402 - after the finder above
 from services.supervisor import Supervisor  # noqa: E402 - after the finder above
+from services.transfer import TransferService  # noqa: E402 - after the finder above
 
 if TYPE_CHECKING:
     from adapters.langgraph.graph import AgentNodes
@@ -239,7 +241,21 @@ def _conversations(
         return await service().is_active(conversation_id)
 
     lazy = LazyThreads(threads)
-    return ConversationService(store, lazy, is_active, store, branches=lazy, approvals=store, catalog=catalog)
+    copies = LazyCopies(lambda: _copies(threads()))
+    return ConversationService(store, lazy, is_active, store, branches=lazy, approvals=store, copies=copies,
+                               catalog=catalog)
+
+
+def _copies(threads: CheckpointPort) -> ThreadCopies:
+    from adapters.langgraph.copies import LangGraphCopies
+    from adapters.langgraph.engine import LangGraphThreads
+
+    assert isinstance(threads, LangGraphThreads)  # what _threads builds
+    return LangGraphCopies(threads)
+
+
+def _transfer(store: RunStore, threads: Callable[[], CheckpointPort]) -> TransferService:
+    return TransferService(store, LazyThreads(threads), LazyCopies(lambda: _copies(threads())), store)
 
 
 def _sessions(backend: StorageBackend) -> SessionStore:
@@ -326,6 +342,7 @@ class Container(containers.DeclarativeContainer):
     search_index = providers.Singleton(_search_index, backend, threads.provider)
     search = providers.Singleton(SearchService, search_index)
     allow_rules = providers.Singleton(AllowRules, store)
+    transfer = providers.Singleton(_transfer, store, threads.provider)
     # the page's login sessions: in the run store's database, whichever it is
     session_store = providers.Singleton(_sessions, backend)
     sessions = providers.Singleton(SessionService, session_store, config.API_TOKEN, config.SESSION_SECONDS)
@@ -344,6 +361,7 @@ class Container(containers.DeclarativeContainer):
         storage=storage.provider,
         backend=backend.provider,
         sessions=sessions.provider,
+        transfer=transfer.provider,
     )
 
 

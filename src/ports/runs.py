@@ -77,6 +77,16 @@ class RunRepository(Protocol):
         """
 
     @abstractmethod
+    async def find_conversations(self, id_prefix: str, limit: int) -> Sequence[Conversation]:
+        """At most `limit` conversations whose id starts with `id_prefix` (lower-case hex
+        and dashes, as ids are stored), most recently updated first."""
+
+    @abstractmethod
+    async def restore_conversation(self, conversation_id: str, message_count: int, updated_at: datetime) -> bool:
+        """Set the message count and last update of a conversation written whole (an
+        import); False if the conversation is unknown."""
+
+    @abstractmethod
     async def rename_conversation(self, conversation_id: str, title: str, now: datetime) -> bool:
         """Set the title and bump updated_at; False if the conversation is unknown."""
 

@@ -20,6 +20,7 @@ from domain.errors import (
     SessionInProgress,
 )
 from domain.export import checkpoint_jsonl, markdown_transcript
+from domain.ids import MAX_MATCHES, parse_id_prefix
 from domain.lifecycle import resumable
 from domain.model import (
     NEW_CONVERSATION_TITLE,
@@ -37,9 +38,11 @@ from domain.model import (
     utc_now,
 )
 from domain.models import ChatSettings, SettingsChange
+from domain.transfer import ConversationCopy
 from ports.approvals import NO_APPROVALS, ApprovalStore
 from ports.branches import BranchPort
 from ports.checkpoints import CheckpointPort
+from ports.copies import ThreadCopies
 from ports.journal import ToolJournal
 from ports.runs import RunRepository
 from services.models import ModelCatalog
@@ -123,8 +126,10 @@ class ConversationService:
         branches: BranchPort | None = None,
         approvals: ApprovalStore = NO_APPROVALS,
         catalog: Callable[[], ModelCatalog] | None = None,
+        copies: ThreadCopies | None = None,
     ) -> None:
         self.catalog = catalog  # a getter: reading conversations never builds a model client
+        self.copies = copies  # every branch's messages, for the JSONL export's new messages
         self.branch_store = branches
         self.approvals = approvals
         self.journal = journal
@@ -205,6 +210,11 @@ class ConversationService:
             raise ConversationNotFound()
         return conv
 
+    async def find(self, id_prefix: object) -> Sequence[Conversation]:
+        """The conversations whose id starts with `id_prefix` (at most MAX_MATCHES + 1, so
+        a caller can tell there are more), most recently updated first."""
+        return await self.runs.find_conversations(parse_id_prefix(id_prefix), MAX_MATCHES + 1)
+
     async def get(self, conversation: object) -> ConversationDetail:
         """Summary, messages of the latest checkpoint, and whether it can be resumed:
         pending work (`next` non-empty) and no active run."""
@@ -252,7 +262,14 @@ class ConversationService:
 
     async def export_jsonl(self, conversation: object) -> tuple[Conversation, str]:
         conv = await self.summary(conversation)
-        return conv, checkpoint_jsonl(await self.checkpoints.list_checkpoints(conv.id))
+        history = await self.checkpoints.list_checkpoints(conv.id)
+        if self.copies is None:  # the active branch's messages only
+            messages = (await self.checkpoints.get_thread(conv.id)).messages
+            active = next((b.number for b in await self.branch_store.branches(conv.id) if b.active), 1) if self.branch_store else 1
+            return conv, checkpoint_jsonl(history, lambda n: messages if n == active else None)
+        branches, active = await self.copies.read(conv.id)
+        whole = ConversationCopy(conv.title, conv.created_at, conv.updated_at, branches, active)
+        return conv, checkpoint_jsonl(history, lambda n: whole.content(n) if 1 <= n <= len(branches) else None)
 
     async def rename(self, conversation: object, title: object) -> Conversation:
         conv = await self.summary(conversation)

@@ -74,6 +74,27 @@ class RunRepositoryContract(StoreContract):
         assert await store.get_run(new_id()) is None
         assert await store.recent_runs(new_id(), 5) == []
 
+    async def test_find_by_id_prefix_gives_only_ids_that_start_with_it(self, store: RunStore) -> None:
+        ids = ["c959f4c6-0000-4000-8000-000000000001", "c959f4c6-1111-4000-8000-000000000002",
+               "c959f4d0-0000-4000-8000-000000000003", "c95a0000-0000-4000-8000-000000000004",
+               "c958ffff-0000-4000-8000-000000000005"]
+        for i, cid in enumerate(ids):
+            await store.create_conversation(cid, f"t{i}", at(i))
+        assert [c.id for c in await store.find_conversations("c959f4c6", 10)] == [ids[1], ids[0]]  # newest first
+        assert [c.id for c in await store.find_conversations("c959f4c6-1", 10)] == [ids[1]]
+        assert {c.id for c in await store.find_conversations("c959", 10)} == set(ids[:3])
+        assert len(await store.find_conversations("c959", 2)) == 2
+        assert await store.find_conversations("c959f4c7", 10) == []
+        assert [c.id for c in await store.find_conversations(ids[3], 10)] == [ids[3]]  # a whole id is its own prefix
+
+    async def test_restore_sets_the_count_and_last_update_of_an_imported_conversation(self, store: RunStore) -> None:
+        cid = new_id()
+        await store.create_conversation(cid, "Imported", at(0))
+        assert await store.restore_conversation(cid, 7, at(90)) is True
+        conv = await store.get_conversation(cid)
+        assert conv is not None and (conv.message_count, conv.created_at, conv.updated_at) == (7, at(0), at(90))
+        assert await store.restore_conversation(new_id(), 1, at(1)) is False
+
     async def test_list_is_most_recently_updated_first(self, store: RunStore) -> None:
         ids = [new_id() for _ in range(3)]
         for i, cid in enumerate(ids):

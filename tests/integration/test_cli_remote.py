@@ -79,9 +79,9 @@ def test_rename_cancel_and_delete_through_a_server_and_cancel_from_the_file(
     assert local.returncode == 0 and local.stdout.strip().endswith("status: cancelled"), local.stderr
     renamed = sophos(env, tmp_path, "rename", cid, "Remote title", "--server", server.url)
     assert renamed.returncode == 0 and server.get(f"/api/conversations/{cid}").json()["conversation"]["title"] == "Remote title"
-    assert sophos(env, tmp_path, "delete", "--server", server.url, cid).returncode == 0
+    assert sophos(env, tmp_path, "delete", "--yes", "--server", server.url, cid).returncode == 0
     assert server.get(f"/api/conversations/{cid}").status_code == 404
-    gone = sophos(env, tmp_path, "delete", cid, "--server", server.url)
+    gone = sophos(env, tmp_path, "delete", "--yes", cid, "--server", server.url)
     assert (gone.returncode, gone.stderr.strip()) == (3, "error: NOT_FOUND: Conversation Not Found")
 
 

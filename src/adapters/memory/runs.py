@@ -119,6 +119,20 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
                 items = items[:limit]
             return [self._summary(c) for c in items]
 
+    async def find_conversations(self, id_prefix: str, limit: int) -> Sequence[Conversation]:
+        with self._lock:
+            items = [c for c in self._conversations.values() if c.id.startswith(id_prefix)]
+            items.sort(key=lambda c: (iso(c.updated_at), c.id), reverse=True)
+            return [self._summary(c) for c in items[:limit]]
+
+    async def restore_conversation(self, conversation_id: str, message_count: int, updated_at: datetime) -> bool:
+        with self._lock:
+            conv = self._conversations.get(conversation_id)
+            if conv is None:
+                return False
+            self._conversations[conversation_id] = replace(conv, message_count=message_count, updated_at=_ms(updated_at))
+            return True
+
     async def rename_conversation(self, conversation_id: str, title: str, now: datetime) -> bool:
         with self._lock:
             conv = self._conversations.get(conversation_id)

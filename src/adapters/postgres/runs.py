@@ -111,6 +111,19 @@ class PostgresRunStore(PostgresApprovals, RunRepository, RunEventLog, RunSignals
             args.append(limit)
         return [conversation_from_row(r) for r in await self._rows(sql, args)]
 
+    async def find_conversations(self, id_prefix: str, limit: int) -> Sequence[Conversation]:
+        # a range on the primary key in byte order (the column's collation may order '-' apart)
+        sql = SUMMARY + (' WHERE c.id COLLATE "C" >= %s AND c.id COLLATE "C" < %s'
+                         " ORDER BY c.updated_at DESC, c.id DESC LIMIT %s")
+        return [conversation_from_row(r) for r in await self._rows(sql, [id_prefix, id_prefix + "~", limit])]
+
+    async def restore_conversation(self, conversation_id: str, message_count: int, updated_at: datetime) -> bool:
+        await self.ready()
+        async with self.db.cursor(transaction=True) as cur:
+            await cur.execute("UPDATE conversations SET message_count = %s, updated_at = %s WHERE id = %s RETURNING id",
+                              (message_count, stamp(updated_at), conversation_id))
+            return await cur.fetchone() is not None
+
     async def rename_conversation(self, conversation_id: str, title: str, now: datetime) -> bool:
         await self.ready()
         async with self.db.cursor(transaction=True) as cur:

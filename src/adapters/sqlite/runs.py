@@ -140,6 +140,21 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
             args.append(limit)
         return [conversation_from_row(r) for r in await self._read(sql, args)]
 
+    async def find_conversations(self, id_prefix: str, limit: int) -> Sequence[Conversation]:
+        # a range on the primary key, not LIKE (case-insensitive in SQLite, so no index):
+        # '~' sorts after every character an id holds
+        sql = SUMMARY + " WHERE c.id >= ? AND c.id < ? ORDER BY c.updated_at DESC, c.id DESC LIMIT ?"
+        return [conversation_from_row(r) for r in await self._read(sql, [id_prefix, id_prefix + "~", limit])]
+
+    async def restore_conversation(self, conversation_id: str, message_count: int, updated_at: datetime) -> bool:
+        def write(c: sqlite3.Connection) -> bool:
+            with transaction(c):
+                cur = c.execute("UPDATE conversations SET message_count = ?, updated_at = ? WHERE id = ?",
+                                (message_count, iso(updated_at), conversation_id))
+            return cur.rowcount > 0
+
+        return await self._writer.run(write)
+
     async def rename_conversation(self, conversation_id: str, title: str, now: datetime) -> bool:
         def write(c: sqlite3.Connection) -> bool:
             with transaction(c):

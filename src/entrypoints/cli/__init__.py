@@ -12,14 +12,16 @@ import click
 from domain.errors import SophosError
 from entrypoints.cli.approvals import approvals, approve
 from entrypoints.cli.base import EXIT_PIPE, EXIT_STOPPED, CliError, Context, fail, global_options
-from entrypoints.cli.conversations import branch, conversations, delete, export, rename, show
+from entrypoints.cli.conversations import branch, conversations, delete, rename, show
 from entrypoints.cli.db import db
 from entrypoints.cli.doctor import doctor
+from entrypoints.cli.help import format_sections
 from entrypoints.cli.models import models
 from entrypoints.cli.output import silence_output
 from entrypoints.cli.repl import repl
 from entrypoints.cli.runs import cancel, chat, regenerate, resume
 from entrypoints.cli.serve import serve
+from entrypoints.cli.transfer import export, import_
 from entrypoints.cli_search import reindex, search
 from entrypoints.logs import configure_logging
 
@@ -44,6 +46,9 @@ class SophosGroup(click.Group):
             silence_output()
             code = EXIT_PIPE
         sys.exit(code if isinstance(code, int) else 0)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        format_sections(self, ctx, formatter)
 
     def invoke(self, ctx: click.Context) -> Any:
         """Never a traceback: an expected failure is one line (with its exit code), anything
@@ -74,7 +79,7 @@ def main(ctx: click.Context) -> None:
         configure_logging("ERROR")
 
 
-for command in (chat, resume, regenerate, approve, approvals, cancel, repl, conversations, show, branch, export, rename,
-                delete, search, models, db, doctor, serve):
+for command in (chat, resume, regenerate, approve, approvals, cancel, repl, conversations, show, branch, export, import_,
+                rename, delete, search, models, db, doctor, serve):
     main.add_command(command)
 db.add_command(reindex)

@@ -11,6 +11,7 @@ import click
 
 from domain.errors import ErrorCode, SophosError
 from entrypoints.cli.client import RemoteError, SophosClient
+from entrypoints.cli.hints import for_cli
 from entrypoints.logs import configure_logging
 from entrypoints.settings import SettingsError
 
@@ -66,7 +67,7 @@ class CliError(click.ClickException):
         self.exit_code = exit_code  # type: ignore[misc]  # click reads it per instance
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.message}", err=True)
+        click.echo(f"error: {for_cli(self.message)}", err=True)
 
 
 def fail(e: SophosError | RemoteError) -> CliError:

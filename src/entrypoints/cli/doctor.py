@@ -10,6 +10,7 @@ import click
 
 from domain.context import CROWDED_FIX
 from entrypoints.cli.base import Context, finish, global_options, pass_ctx
+from entrypoints.cli.hints import for_cli
 from entrypoints.overhead import measure
 
 
@@ -28,7 +29,7 @@ async def _checks(ctx: Context) -> list[Check]:
     config = container.config
     model = container.model()
     ready = await model.check()
-    checks = [Check("model", f"{config.MODEL_BACKEND()} {model.name}", ready.ok, ready.reason, ready.url, ready.fix)]
+    checks = [Check("model", f"{config.MODEL_BACKEND()} {model.name}", ready.ok, ready.reason, ready.url, for_cli(ready.fix))]
     await container.tools().list_tools()  # waits for the servers' first start, bounded
     statuses = await container.tools().status()
     if not statuses:

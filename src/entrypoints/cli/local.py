@@ -48,6 +48,9 @@ class LocalClient(SophosClient):
         items = (await service.page(limit)).conversations if limit else await service.list()
         return [summary_dto(c) for c in items]
 
+    async def find(self, id_prefix: str) -> list[Json]:
+        return [summary_dto(c) for c in await self._services.conversations().find(id_prefix)]
+
     async def conversation(self, conversation: str) -> Json:
         await self._recover()
         detail = await self._services.conversations().get(conversation)
@@ -78,6 +81,24 @@ class LocalClient(SophosClient):
         service = self._services.conversations()
         _, text = await (service.export_jsonl(conversation) if fmt == "jsonl" else service.export_markdown(conversation))
         return text
+
+    async def export_file(self, conversation: str | None) -> tuple[str, bytes]:
+        import asyncio
+
+        from domain.model import utc_now
+        from entrypoints.transfer_files import document_bytes, export_zip, json_name, zip_name
+
+        service = self._services.transfer()
+        if conversation is None:
+            items = [item async for item in service.export_all()]
+            return zip_name(utc_now()), await asyncio.to_thread(export_zip, items)
+        conv, copy = await service.export(conversation)
+        return json_name(copy), document_bytes(conv, copy)
+
+    async def import_file(self, data: bytes) -> list[Json]:
+        from entrypoints.transfer_files import upload_files
+
+        return [summary_dto(c) for c in await self._services.transfer().import_files(upload_files(data))]
 
     async def search(self, query: str, limit: int) -> Json:
         page = await self._services.search().search(query, limit)

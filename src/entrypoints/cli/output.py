@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from entrypoints.cli.base import EXIT_OK, EXIT_STOPPED, EXIT_WAITING, exit_code_of
+from entrypoints.cli.hints import for_cli
 from entrypoints.notices import ContextNotices
 
 
@@ -160,7 +161,7 @@ class Printer:
             return self.exit_code()
         click.echo("")
         if self.error:
-            click.echo(f"error: {self.error['code']}: {self.error['message']}", err=True)
+            click.echo(f"error: {self.error['code']}: {for_cli(self.error['message'])}", err=True)
         if self.status in ("interrupted", "cancelled"):
             click.echo(f"{self.status}; its progress is saved. Resume with: {resume_hint}", err=True)
         if self.status == "cancelling":

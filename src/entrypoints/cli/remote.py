@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -51,6 +52,10 @@ class HttpClient(SophosClient):
         items: list[Json] = body["conversations"]
         return items
 
+    async def find(self, id_prefix: str) -> list[Json]:
+        items: list[Json] = (await self._json("GET", "/api/conversations", params={"idPrefix": id_prefix}))["conversations"]
+        return items
+
     async def conversation(self, conversation: str) -> Json:
         detail: Json = await self._json("GET", _path(conversation))
         return detail
@@ -76,6 +81,24 @@ class HttpClient(SophosClient):
 
     async def export(self, conversation: str, fmt: str) -> str:
         return (await self._request("GET", f"{_path(conversation)}/export", params={"format": fmt})).text
+
+    async def export_file(self, conversation: str | None) -> tuple[str, bytes]:
+        if conversation is None:
+            response = await self._request("GET", "/api/export")
+        else:
+            response = await self._request("GET", f"{_path(conversation)}/export", params={"format": "json"})
+        return _file_name(response, "sophos-export.zip" if conversation is None else f"{conversation}.json"), response.content
+
+    async def import_file(self, data: bytes) -> list[Json]:
+        try:
+            response = await self._http.post("/api/import", content=data, headers={"Content-Type": "application/octet-stream"},
+                                              timeout=httpx.Timeout(TIMEOUT, write=None, read=None))
+        except httpx.HTTPError as e:
+            raise RemoteError("UNREACHABLE", f"cannot reach {self.base}: {e}") from e
+        if not response.is_success:
+            raise _refusal(response)
+        items: list[Json] = response.json()["conversations"]
+        return items
 
     async def search(self, query: str, limit: int) -> Json:
         page: Json = await self._json("GET", "/api/search", params={"q": query, "limit": limit})
@@ -189,6 +212,12 @@ class HttpClient(SophosClient):
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+
+def _file_name(response: httpx.Response, fallback: str) -> str:
+    """The name the server gave the attachment, without any directory in it."""
+    match = re.search(r'filename="([^"/\\]+)"', response.headers.get("content-disposition", ""))
+    return match.group(1) if match else fallback
 
 
 def _refusal(response: httpx.Response) -> RemoteError:

@@ -24,6 +24,7 @@ from entrypoints.cli.base import (
     server_option,
 )
 from entrypoints.cli.client import Json, RemoteError, SophosClient, Stopper
+from entrypoints.cli.ids import LAST, on, resolve
 from entrypoints.cli.output import Printer
 
 
@@ -110,7 +111,10 @@ def run_and_report(ctx: Context, body: Callable[[SophosClient], Awaitable[Json]]
 
 
 def given(body: Json) -> Callable[[SophosClient], Awaitable[Json]]:
+    """The body, its conversation resolved (a prefix, `last`) once the client is open."""
     async def body_of(client: SophosClient) -> Json:
+        if "conversation" in body:
+            return {**body, "conversation": await resolve(client, body["conversation"])}
         return body
 
     return body_of
@@ -121,7 +125,8 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print events
 
 @click.command()
 @click.argument("message", required=False)
-@click.option("-c", "--conversation", help="Continue this conversation.")
+@click.option("-c", "--conversation", help="Continue this conversation (its id, a unique prefix, or `last`).")
+@click.option("--last", is_flag=True, help="Continue the most recently updated conversation (as -c last).")
 @click.option("-i", "--interactive", is_flag=True, help="A prompt loop on one conversation (as `sophos repl`).")
 @click.option("--edit", "edit_of", type=int, metavar="N",
               help="Replace user message N (as `sophos show` numbers them) with MESSAGE, on a new branch.")
@@ -129,11 +134,12 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print events
 @server_option
 @global_options
 @pass_ctx
-def chat(ctx: Context, message: str | None, conversation: str | None, interactive: bool, edit_of: int | None,
-         as_json: bool, server: str | None) -> None:
+def chat(ctx: Context, message: str | None, conversation: str | None, last: bool, interactive: bool,
+         edit_of: int | None, as_json: bool, server: str | None) -> None:
     """Send MESSAGE and stream the answer (tokens, tool calls) as it comes.
 
     MESSAGE `-` (or none, with a pipe) reads it from stdin."""
+    conversation = LAST if last else conversation
     if interactive:
         from entrypoints.cli.repl import repl_loop
 
@@ -180,7 +186,7 @@ def resume(ctx: Context, conversation: str, decision: str | None, as_json: bool,
 @pass_ctx
 def cancel(ctx: Context, conversation: str, server: str | None) -> None:
     """Stop CONVERSATION's running run, wherever it runs (it stays resumable)."""
-    result = ctx.with_client(lambda client: client.cancel(conversation), server)
+    result = ctx.with_client(on(conversation, lambda client, cid: client.cancel(cid)), server)
     cid, run_id, status = result["conversation"], result["run"], str(result["status"])
     click.echo(f"conversation: {cid}  run: {run_id}  status: {status}")
     if status == "running":

@@ -104,6 +104,9 @@ def openapi_document() -> dict[str, Any]:
                         {"name": "q", "in": "query", "required": False, "description":
                          "only conversations whose title contains this text (case-insensitive)",
                          "schema": {"type": "string", "maxLength": 200}},
+                        {"name": "idPrefix", "in": "query", "required": False, "description":
+                         "alone: the (at most 11) conversations whose id starts with these 4 to 36 hex digits and dashes",
+                         "schema": {"type": "string", "minLength": 4, "maxLength": 36}},
                     ],
                     "responses": _responses(200, {"type": "object", "properties": {
                         "conversations": {"type": "array", "items": summary}}}, 400, 500),
@@ -168,9 +171,29 @@ def openapi_document() -> dict[str, Any]:
             },
             "/api/conversations/{conversation_id}/export": {
                 "get": {
-                    "summary": "Markdown transcript, or checkpoint JSONL with format=jsonl",
+                    "summary": "Markdown transcript; the checkpoint JSONL with format=jsonl; with format=json the whole "
+                               "conversation (every branch, every message, the approvals' decisions) as POST /api/import reads it",
                     "parameters": [CONV_PARAM, {"name": "format", "in": "query", "required": False, "schema": {"type": "string"}}],
                     "responses": _responses(200, {"type": "string"}, 400, 404, ok_type="text/markdown"),
+                }
+            },
+            "/api/export": {
+                "get": {
+                    "summary": "Every conversation as a zip of their JSON exports (format=json), one file each",
+                    "responses": _responses(200, {"type": "string", "format": "binary"}, 503, ok_type="application/zip"),
+                }
+            },
+            "/api/import": {
+                "post": {
+                    "summary": "Import the body: a Sophos JSON export (one conversation or a list), the zip of "
+                               "GET /api/export, or ChatGPT's conversations.json. Each conversation becomes a new one; "
+                               "a malformed file stores nothing (400)",
+                    "requestBody": {"required": True, "content": {
+                        "application/json": {"schema": {}},
+                        "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+                    }},
+                    "responses": _responses(201, {"type": "object", "properties": {
+                        "conversations": {"type": "array", "items": summary}}}, 400, 408, 413, 501, 503),
                 }
             },
             "/api/session": {

@@ -26,7 +26,7 @@ from entrypoints.dto import (
     settings_dto,
     summary_dto,
 )
-from entrypoints.http import sse
+from entrypoints.http import sse, transfer
 from entrypoints.http.errors import RouteFailure, error_response
 from ports.model import Readiness
 
@@ -116,9 +116,14 @@ async def cancel_chat(request: Request) -> Response:
 async def list_conversations(request: Request) -> Response:
     service = _services(request).conversations()
     params = request.query_params
-    unknown = set(params) - {"limit", "before", "q"}
+    unknown = set(params) - {"limit", "before", "q", "idPrefix"}
     if unknown:
         raise InvalidInput(f"Unknown parameter(s): {', '.join(sorted(unknown))}")
+    if "idPrefix" in params:  # an extension (docs/contract-extensions.md): the CLI's short ids
+        if len(params) > 1:
+            raise InvalidInput("idPrefix is not combined with other parameters")
+        found = await service.find(params["idPrefix"])
+        return JSONResponse({"conversations": [summary_dto(c) for c in found]})
     if "limit" in params or "before" in params:
         page = await service.page(params.get("limit"), params.get("before"), params.get("q"))
         items, cursor = page.conversations, page.next_cursor
@@ -194,6 +199,8 @@ async def delete_conversation(request: Request) -> Response:
 async def export_conversation(request: Request) -> Response:
     service = _services(request).conversations()
     cid = request.path_params["conversation_id"]
+    if request.query_params.get("format") == "json":  # every branch, read back by import
+        return await transfer.export_json(request, cid)
     if request.query_params.get("format") == "jsonl":
         conv, text = await service.export_jsonl(cid)
         media, name = "application/x-ndjson; charset=utf-8", f"{conv.id}.checkpoints.jsonl"

@@ -8,6 +8,7 @@ import { renderList } from "/static/js/sidebar.js";
 import { currentSummary, state } from "/static/js/state.js";
 import { addReasoning, answerStarted } from "/static/js/thinking.js";
 import { renderMessages, renderTrace } from "/static/js/thread.js";
+import { installTransfer } from "/static/js/transfer.js";
 import { installSearch } from "/static/search.js";
 
 // what to do about an error, when the server's message does not say it already
@@ -30,7 +31,7 @@ function renderHeader() {
   $("connection").hidden = !state.offline;
   $("logout").hidden = !state.auth.required;
   $("logout-everywhere").hidden = !state.auth.required;
-  for (const [id, suffix] of [["export-md", ""], ["export-jsonl", "?format=jsonl"]]) {
+  for (const [id, suffix] of [["export-md", ""], ["export-jsonl", "?format=jsonl"], ["export-json", "?format=json"]]) {
     $(id).hidden = !state.current;
     if (state.current) $(id).href = `/api/conversations/${state.current}/export${suffix}`;
   }
@@ -368,6 +369,7 @@ const search = (e) => {
 $("filter").addEventListener("input", search);
 installSearch($("filter"), openConversation);  // contents of every conversation, below the filter
 $("load-more").addEventListener("click", () => loadList(true));
+installTransfer({ imported: async (list) => { await loadList(); if (list.length) { state.chosen = true; await openConversation(list[0].id); } }, failed: fail });
 $("resume").addEventListener("click", () => resume(null));
 $("retry").addEventListener("click", () => resume("retry"));
 $("skip").addEventListener("click", () => resume("skip"));
