@@ -28,6 +28,7 @@ SUMMARIES = {
     "approve": "Approve, edit or reject the calls a conversation waits on.",
     "approvals": "List or revoke the tools you always allow.",
     "doctor": "Check the model server, every tool server and the database.",
+    "models": "List the models the model server serves (* marks the default).",
     "db": "Inspect and maintain the database (SQLite, or PostgreSQL).",
 }
 
