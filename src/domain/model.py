@@ -119,6 +119,7 @@ class RunOwner:
 class RunTrigger(StrEnum):
     USER = "user"  # a message or a resume asked for by a person
     ADOPT = "adopt"  # a resume started by a live process for an orphaned run (AUTO_RESUME)
+    QUEUE = "queue"  # a queued message, started when the run before it completed
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,7 @@ class Conversation:
     message_count: int = 0
     status: RunStatus | None = None
     error: RunError | None = None
+    queued: int = 0  # messages waiting in its queue (domain.queue)
 
     @property
     def thread_id(self) -> str:

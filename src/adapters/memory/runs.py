@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from adapters.memory.approvals import InMemoryApprovals
+from adapters.memory.queue import InMemoryQueue
 from adapters.storage.event_rows import pack, unpack
 from domain.errors import ConversationNotFound, RunLost, SessionInProgress
 from domain.lifecycle import GIVE_UP
@@ -34,7 +35,7 @@ class _Waiter:
     woken: asyncio.Event
 
 
-class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals, ToolJournal):
+class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, RunRepository, RunEventLog, RunSignals, ToolJournal):
     """Plain dicts behind one lock (never held across an await). Event data goes through
     JSON, as in SQLite, so what is not JSON-encodable fails here too."""
 
@@ -48,6 +49,7 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
         self._journal: dict[str, tuple[str, JournalEntry]] = {}  # key -> (conversation, entry)
         self._waiters: dict[str, list[_Waiter]] = {}
         self._approvals_init()
+        self._queue_init()
 
     def close(self) -> None:
         pass
@@ -81,9 +83,10 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
 
     def _summary(self, conv: Conversation) -> Conversation:
         run = self._latest(conv.id)
+        queued = self._queued_count(conv.id)
         if run is None:
-            return replace(conv, status=None, error=None)
-        return replace(conv, status=run.status, error=run.error)
+            return replace(conv, status=None, error=None, queued=queued)
+        return replace(conv, status=run.status, error=run.error, queued=queued)
 
     async def get_conversation(self, conversation_id: str) -> Conversation | None:
         with self._lock:
@@ -128,6 +131,7 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
             for key in [k for k, (cid, _) in self._journal.items() if cid == conversation_id]:
                 del self._journal[key]
             self._forget_approvals(conversation_id)
+            self._forget_queue(conversation_id)
             del self._conversations[conversation_id]
             return True
 
@@ -146,25 +150,28 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
 
     async def start_run(self, run: Run, now: datetime, flushed_by_input: bool = False) -> None:
         with self._lock:
-            if any(
-                r.conversation_id == run.conversation_id and r.status is RunStatus.RUNNING
-                for r in self._runs.values()
-            ):
-                raise SessionInProgress()
-            conv = self._conversations.get(run.conversation_id)
-            if conv is None:
-                raise ConversationNotFound()
-            self._runs[run.id] = replace(
-                run,
-                status=RunStatus.RUNNING,
-                started_at=_ms(run.started_at),
-                finished_at=None,
-                error_code=None,
-                error_message=None,
-                heartbeat_at=_ms(self.clock()),
-                lease_expired=False,
-            )
-            self._conversations[conv.id] = replace(conv, updated_at=_ms(now))
+            self._insert_running(run, now)
+
+    def _insert_running(self, run: Run, now: datetime) -> None:
+        if any(
+            r.conversation_id == run.conversation_id and r.status is RunStatus.RUNNING
+            for r in self._runs.values()
+        ):
+            raise SessionInProgress()
+        conv = self._conversations.get(run.conversation_id)
+        if conv is None:
+            raise ConversationNotFound()
+        self._runs[run.id] = replace(
+            run,
+            status=RunStatus.RUNNING,
+            started_at=_ms(run.started_at),
+            finished_at=None,
+            error_code=None,
+            error_message=None,
+            heartbeat_at=_ms(self.clock()),
+            lease_expired=False,
+        )
+        self._conversations[conv.id] = replace(conv, updated_at=_ms(now))
 
     async def finish_run(
         self,
@@ -203,6 +210,7 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
                 seq = max(finish.event_id or 0, max(events, default=0) + 1)
                 events[seq] = (finish.event.event, data)
                 self._wake(run_id)
+            self._after_finish(run, finish)
             return True
 
     async def give_up(self, run_id: str, error: RunError, now: datetime) -> bool:

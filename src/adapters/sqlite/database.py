@@ -16,6 +16,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 from adapters.sqlite.branch_schema import MIGRATION_BRANCHES
 from adapters.sqlite.log_schema import MIGRATION_LOG_FORMAT
 from adapters.sqlite.message_schema import MIGRATION_MESSAGES
+from adapters.sqlite.queue_schema import MIGRATION_QUEUE
 from adapters.sqlite.search_schema import MIGRATION_SEARCH
 from adapters.sqlite.session_schema import MIGRATION_SESSIONS
 from adapters.sqlite.threads import SerialThread, release, writer_thread
@@ -142,7 +143,7 @@ CREATE TABLE IF NOT EXISTS tool_allow_rules (
 
 MIGRATIONS: tuple[str, ...] = (
     MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4, MIGRATION_SEARCH, MIGRATION_BRANCHES, MIGRATION_APPROVALS,
-    MIGRATION_MESSAGES, MIGRATION_LOG_FORMAT, MIGRATION_SESSIONS,
+    MIGRATION_MESSAGES, MIGRATION_LOG_FORMAT, MIGRATION_SESSIONS, MIGRATION_QUEUE,
 )
 
 BUSY_MESSAGE = "The database is busy: another process holds the write lock; try again"
