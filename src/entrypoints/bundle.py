@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ports.tools import ToolPort
     from services.allow_rules import AllowRules
     from services.conversations import ConversationService
+    from services.queueing import QueueService
     from services.runs import RunService
     from services.search import SearchService
     from services.sessions import SessionService
@@ -34,6 +35,7 @@ class Exposition(Protocol):
 @dataclass(frozen=True)
 class Services:
     runs: Callable[[], RunService]
+    queue: Callable[[], QueueService]
     conversations: Callable[[], ConversationService]
     supervisor: Callable[[], Supervisor]
     search: Callable[[], SearchService]

@@ -59,6 +59,7 @@ class Settings:
     APPROVAL_TIMEOUT: float = 0
     REQUEST_TIMEOUT: float = 10
     MAX_CONNECTIONS: int = 100
+    MAX_QUEUED: int = 20
 
     @property
     def storage_backend(self) -> str:
@@ -133,6 +134,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         raise SettingsError(f"TOOL_TIMEOUT must be a number of seconds above 0, at most {MAX_TOOL_TIMEOUT}")
     if not 1 <= settings["SESSION_SECONDS"] <= MAX_SESSION_SECONDS:
         raise SettingsError(f"SESSION_SECONDS must be between 1 and {MAX_SESSION_SECONDS} (400 days)")
+    if not 1 <= settings["MAX_QUEUED"] <= 1000:
+        raise SettingsError(f"MAX_QUEUED must be between 1 and 1000, got {settings['MAX_QUEUED']}")
     if settings["APPROVAL_TIMEOUT"] < 0:
         raise SettingsError("APPROVAL_TIMEOUT must be 0 (off) or a number of seconds")
     url = str(settings["DATABASE_URL"])

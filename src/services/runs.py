@@ -12,10 +12,11 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from dataclasses import replace
 from datetime import datetime
 from functools import partial
+from typing import Any
 
 from domain import lifecycle
 from domain.approvals import ApprovalRequest
@@ -92,6 +93,7 @@ class RunService:
         self.draining = False
         self._unrecorded: dict[str, tuple[ActiveRun, RunFinish]] = {}  # outcomes the store refused
         self.starting: set[str] = set()  # recorded, not yet in the hub: executed here all the same
+        self.queue = stores.queue
 
     # --- starting -----------------------------------------------------------------------
 
@@ -148,11 +150,7 @@ class RunService:
             await self.runs.start_run(run, now, flushed_by_input=needs_input)
         finally:
             self.starting.discard(run.id)
-        active = ActiveRun(run.id, cid, base, needs_input=needs_input, history=partial(self.stores.events.read, run.id))
-        self.hub.add(active)
-        self.metrics.run_started(trigger.value)
-        log.info("run started (%s)", trigger.value, extra=active.context)
-        active.task = asyncio.create_task(self._execute(active, run_input), name=f"run-{run.id}")
+        active = self._begin(run, needs_input, partial(self._execute, run_input=run_input))
         if active.needs_input:
             # acknowledged means durable: return only once the message is committed
             recorded = asyncio.ensure_future(active.input_recorded.wait())
@@ -165,11 +163,49 @@ class RunService:
                 raise failure if isinstance(failure, Exception) else StorageFailure(
                     "The run stopped before its message was saved"
                 )
-        return StartedRun(cid, run.id, lambda: RunStream(run.id, counted(active.batches(0), self.metrics, "local")))
+        return self._started(active)
+
+    def _started(self, active: ActiveRun) -> StartedRun:
+        return StartedRun(
+            active.conversation_id, active.run_id,
+            lambda: RunStream(active.run_id, counted(active.batches(0), self.metrics, "local")),
+        )
+
+    def _begin(self, run: Run, needs_input: bool, body: Callable[[ActiveRun], Coroutine[Any, Any, None]]) -> ActiveRun:
+        """Execute a recorded run here: in the hub (replacing the run it follows), as a task."""
+        cid = run.conversation_id
+        active = ActiveRun(run.id, cid, run.base_count, needs_input=needs_input, history=partial(self.stores.events.read, run.id))
+        self.hub.add(active)
+        self.metrics.run_started(run.trigger.value)
+        log.info("run started (%s)", run.trigger.value, extra=active.context)
+        active.task = asyncio.create_task(body(active), name=f"run-{run.id}")
+        return active
+
+    async def launch_queued(self, run: Run) -> StartedRun | None:
+        """Execute `run`, which the store started for a queued message (ports.queue): its
+        input is planned as a new message's. None when the store holds no message for it."""
+        assert self.queue is not None
+        message = await self.queue.claimed(run.id)
+        if message is None:
+            self.starting.discard(run.id)
+            return None
+        s = self.stores
+        ports = PlanPorts(s.checkpoints, s.journal, s.approvals, s.checker)
+
+        async def plan() -> RunInput:
+            run_input, _ = await plan_input(ports, run.conversation_id, RunRequest(message.text), self.clock())
+            return run_input
+
+        try:
+            active = self._begin(run, True, partial(self._execute, run_input=plan))
+        finally:
+            self.starting.discard(run.id)
+        log.info("queued message %s started", message.id, extra=active.context)
+        return self._started(active)
 
     # --- executing ----------------------------------------------------------------------
 
-    async def _execute(self, active: ActiveRun, run_input: RunInput) -> None:
+    async def _execute(self, active: ActiveRun, run_input: RunInput | Callable[[], Awaitable[RunInput]]) -> None:
         active.started = True
         translator = StreamTranslator()
         failure: BaseException | None = None
@@ -179,6 +215,8 @@ class RunService:
         try:
             if active.stop_reason is not None and not active.needs_input:
                 raise asyncio.CancelledError  # stopped before its first step
+            if callable(run_input):  # a queued message: planned here, its run already recorded
+                run_input = await run_input()
             events = self.engine.run(active.conversation_id, active.run_id, run_input, self.recursion_limit)
             async with contextlib.aclosing(events):
                 async for event in events:
@@ -258,8 +296,17 @@ class RunService:
             else:
                 count = (await self.checkpoints.head(active.conversation_id)).message_count
             finish = RunFinish(finish.status, finish.now, finish.error, count, finish.event, finish.event_id)
-            recorded = replace(finish, events=tuple(items))
-            written = await self.runs.finish_run(active.run_id, recorded, owner=self.processes.current())
+            then = self._next_run(active, finish)
+            recorded = replace(finish, events=tuple(items), then=then,
+                               input_recorded=active.input_recorded.is_set() or not active.needs_input)
+            if then is not None:
+                self.starting.add(then.id)  # executed here once recorded: recovery must leave it
+            try:
+                written = await self.runs.finish_run(active.run_id, recorded, owner=self.processes.current())
+            except BaseException:
+                if then is not None:
+                    self.starting.discard(then.id)
+                raise
         except Exception:
             active.unflushed[:0] = items  # for the retry
             log.exception("could not record the outcome of the run; will retry", extra=active.context)
@@ -268,7 +315,20 @@ class RunService:
         self._unrecorded.pop(active.run_id, None)
         if not written:
             log.warning("the outcome was not recorded: the run is no longer this process's", extra=active.context)
+            if then is not None:
+                self.starting.discard(then.id)
+        elif then is not None:
+            await self.launch_queued(then)
         return True
+
+    def _next_run(self, active: ActiveRun, finish: RunFinish) -> Run | None:
+        """The run the store starts for the next queued message if this one completed."""
+        if self.queue is None or finish.status is not RunStatus.COMPLETED or self.draining:
+            return None
+        base = (finish.message_count or 0) + 1  # the queued message is its first
+        owner = self.processes.current()
+        return Run(new_id(), active.conversation_id, RunStatus.RUNNING, self.clock(), owner=owner, base_count=base,
+                   trigger=RunTrigger.QUEUE)
 
     async def retry_unrecorded(self) -> None:
         """Write again the outcomes the store refused earlier (see `_record`)."""
@@ -363,7 +423,9 @@ class RunService:
         head = await self.checkpoints.head(run.conversation_id)
         verdict = outcome or lifecycle.recovery_verdict(run, head)
         event = lifecycle.terminal_event(run.conversation_id, verdict)
-        finish = RunFinish(verdict.status, self.clock(), verdict.error, head.message_count, event)
+        # a queued message this run took in goes back to the queue unless the thread has it
+        recorded = head.run_id == run.id
+        finish = RunFinish(verdict.status, self.clock(), verdict.error, head.message_count, event, input_recorded=recorded)
         changed = await self.runs.finish_run(run.id, finish, heartbeat=run.heartbeat_at)
         if changed:
             self.metrics.run_reclaimed(verdict.status.value)

@@ -31,11 +31,16 @@ def _started(responses: dict[str, Any]) -> dict[str, Any]:
     ok["headers"] = {
         "X-Conversation-Id": {"description": "the conversation (streamed answer only)", "schema": UUID},
         "X-Run-Id": {"description": "the run (streamed answer only)", "schema": {"type": "string"}},
+        "X-Queued-Id": {"description": "the queued message (multitask enqueue behind an active run)",
+                        "schema": {"type": "string"}},
     }
     return responses
 
 
 CONV_PARAM = {"name": "conversation_id", "in": "path", "required": True, "schema": {"type": "string"}}
+QUEUED_PARAM = {"name": "queued_id", "in": "path", "required": True, "schema": {"type": "string"}}
+QUEUED = {"type": "object", "properties": {
+    "id": {"type": "string"}, "position": {"type": "integer"}, "text": {"type": "string"}, "createdAt": {"type": "string"}}}
 
 
 def openapi_document() -> dict[str, Any]:
@@ -58,6 +63,9 @@ def openapi_document() -> dict[str, Any]:
                             "editOf": {"type": "integer", "minimum": 0,
                                        "description": "index of the user message the new message replaces, on a new branch"},
                             "regenerate": {"type": "boolean", "description": "answer the last user message again, on a new branch"},
+                            "multitask": {"type": "string", "enum": ["reject", "enqueue", "interrupt", "rollback"],
+                                          "description": "what a new message does while the conversation has an active "
+                                                         "or waiting run (default reject: 409)"},
                             "decisions": {"type": "object", "additionalProperties": {
                                 "type": "object", "required": ["type"], "additionalProperties": False,
                                 "properties": {
@@ -69,7 +77,7 @@ def openapi_document() -> dict[str, Any]:
                         },
                     })},
                     "responses": _started(_responses(200, {"type": "object", "properties": {
-                        "conversation": UUID, "run": {"type": "string"}}}, 400, 404, 409, 413, 503)),
+                        "conversation": UUID, "run": {"type": "string"}, "queued": QUEUED}}, 400, 404, 409, 413, 429, 503)),
                 },
                 "get": {
                     "summary": "Server-sent events of the conversation's active run",
@@ -157,6 +165,23 @@ def openapi_document() -> dict[str, Any]:
                     "summary": "Delete the conversation, its runs and its checkpoints",
                     "parameters": [CONV_PARAM],
                     "responses": _responses(204, None, 400, 404, 409),
+                },
+            },
+            "/api/conversations/{conversation_id}/queue/{queued_id}": {
+                "patch": {
+                    "summary": "Edit a queued message while it waits",
+                    "parameters": [CONV_PARAM, QUEUED_PARAM],
+                    "requestBody": {"required": True, **_json({
+                        "type": "object", "additionalProperties": False, "required": ["message"],
+                        "properties": {"message": {"type": "string"}},
+                    })},
+                    "responses": _responses(200, {"type": "object", "properties": {
+                        "conversation": UUID, "queued": QUEUED}}, 400, 404, 413, 503),
+                },
+                "delete": {
+                    "summary": "Drop a queued message before it starts",
+                    "parameters": [CONV_PARAM, QUEUED_PARAM],
+                    "responses": _responses(204, None, 400, 404, 503),
                 },
             },
             "/api/conversations/{conversation_id}/export": {

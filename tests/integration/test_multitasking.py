@@ -1,0 +1,219 @@
+"""A second message while a run works (issue 30): the multitasking cases of LangGraph's
+Agent Server suite (langgraphjs libs/langgraph-api/tests/api.test.mts: reject, interrupt,
+rollback, enqueue), ported to Sophos's own graph and written to Sophos's semantics:
+enqueue is durable, interrupt steers at a step boundary, rollback keeps the old turn as a
+branch. Over the in-memory store and a real SQLite file."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.memory.saver import InMemoryThreadSaver
+from adapters.sqlite.runs import SqliteRunStore
+from adapters.sqlite.saver import ThreadedSqliteSaver
+from domain.commands import Cancel, start_command
+from domain.errors import ModelUnavailable, QueuedNotFound, QueueFull, SessionInProgress
+from domain.model import RunStatus, RunTrigger
+from domain.queue import QueuedMessage
+from services.handles import StartedRun
+from tests.support.harness import Harness, make_harness
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Any, Any]]:
+    if request.param == "memory":
+        yield None, InMemoryThreadSaver()
+        return
+    path = str(tmp_path / "sophos.db")
+    store, saver = SqliteRunStore(path), ThreadedSqliteSaver.open(path)
+    yield store, saver
+    saver.close()
+    store.close()
+
+
+def harness(backend: tuple[Any, Any], replies: list[Any], delay: float = 0.0) -> Harness:
+    store, saver = backend
+    return make_harness(replies, repo=store, saver=saver, delay=delay)
+
+
+async def contents(h: Harness, cid: str) -> list[str]:
+    return [m.content for m in (await h.conversations.get(cid)).messages]
+
+
+async def settled(h: Harness, cid: str, timeout: float = 10.0) -> None:
+    """Wait until nothing runs on the conversation and its queue is empty."""
+    async with asyncio.timeout(timeout):
+        while await h.runs.is_active(cid) or await h.queue.waiting(cid):
+            await asyncio.sleep(0.02)
+
+
+async def send(h: Harness, text: str, cid: str | None, multitask: str) -> StartedRun | QueuedMessage:
+    return await h.queue.send(start_command(text, cid, multitask=multitask))  # type: ignore[arg-type]
+
+
+async def test_multitasking_reject(backend: tuple[Any, Any]) -> None:
+    h = harness(backend, ["slow first answer here", "unused"], delay=0.05)
+    first = await h.runs.start(start_command("foo"))
+    cid = first.conversation_id
+    with pytest.raises(SessionInProgress):
+        await h.runs.start(start_command("foo", cid, multitask="reject"))
+    events = await h.events_of(first)
+    assert events[-1].data["status"] == "completed"
+    assert await contents(h, cid) == ["foo", "slow first answer here"]
+
+
+async def test_multitasking_enqueue(backend: tuple[Any, Any]) -> None:
+    h = harness(backend, ["slow first answer here", "second"], delay=0.05)
+    first = await h.runs.start(start_command("foo"))
+    cid = first.conversation_id
+    queued = await send(h, "bar", cid, "enqueue")
+    assert isinstance(queued, QueuedMessage) and queued.text == "bar"
+    summary = await h.conversations.summary(cid)
+    assert summary.queued == 1 and summary.status is RunStatus.RUNNING
+    assert (await h.events_of(first))[-1].data["status"] == "completed"
+    await settled(h, cid)
+    # both runs succeeded, in order; the second answered "bar" with the first answer in view
+    assert await contents(h, cid) == ["foo", "slow first answer here", "bar", "second"]
+    assert [m.content for m in h.model.seen[-1].messages] == ["foo", "slow first answer here", "bar"]
+    runs = await h.repo.recent_runs(cid, 5)
+    assert [(r.status, r.trigger) for r in runs] == [
+        (RunStatus.COMPLETED, RunTrigger.QUEUE), (RunStatus.COMPLETED, RunTrigger.USER)
+    ]
+    summary = await h.conversations.summary(cid)
+    assert summary.queued == 0 and summary.message_count == 4
+
+
+async def test_enqueue_on_an_idle_conversation_starts_at_once(backend: tuple[Any, Any]) -> None:
+    h = harness(backend, ["one", "two"])
+    started, _ = await h.send("foo")
+    sent = await send(h, "bar", started.conversation_id, "enqueue")
+    assert isinstance(sent, StartedRun)
+    assert (await h.events_of(sent))[-1].data["status"] == "completed"
+    assert await contents(h, started.conversation_id) == ["foo", "one", "bar", "two"]
+
+
+async def test_three_queued_messages_are_answered_in_order(backend: tuple[Any, Any]) -> None:
+    h = harness(backend, ["slow first answer", "a1", "b1", "c1"], delay=0.03)
+    first = await h.runs.start(start_command("foo"))
+    cid = first.conversation_id
+    for text in ("a", "b", "c"):
+        assert isinstance(await send(h, text, cid, "enqueue"), QueuedMessage)
+    await settled(h, cid)
+    assert await contents(h, cid) == ["foo", "slow first answer", "a", "a1", "b", "b1", "c", "c1"]
+
+
+async def test_a_failed_run_holds_the_queue_until_a_run_completes(backend: tuple[Any, Any]) -> None:
+    h = harness(backend, [ModelUnavailable(), "answer", "queued answer"], delay=0.02)
+    first = await h.runs.start(start_command("foo"))
+    cid = first.conversation_id
+    await send(h, "later", cid, "enqueue")
+    assert (await h.events_of(first))[-1].event == "chat-error"
+    await asyncio.sleep(0.1)
+    await h.supervisor.drain_queues()  # held: a failure does not start the queue
+    assert [q.text for q in await h.queue.waiting(cid)] == ["later"]
+    assert not await h.runs.is_active(cid)
+    resumed = await h.runs.start(start_command(None, cid, resume=True))
+    assert (await h.events_of(resumed))[-1].data["status"] == "completed"
+    await settled(h, cid)
+    assert await contents(h, cid) == ["foo", "answer", "later", "queued answer"]
+
+
+async def test_a_cancelled_run_holds_the_queue_and_a_queued_message_can_be_dropped(
+    backend: tuple[Any, Any]
+) -> None:
+    h = harness(backend, ["a long answer that will be stopped midway"], delay=0.05)
+    first = await h.runs.start(start_command("foo"))
+    cid = first.conversation_id
+    one = await send(h, "one", cid, "enqueue")
+    two = await send(h, "two", cid, "enqueue")
+    assert isinstance(one, QueuedMessage) and isinstance(two, QueuedMessage)
+    edited = await h.queue.edit(cid, two.id, "deux")
+    assert edited.text == "deux"
+    await h.runs.cancel(Cancel(cid))
+    await h.supervisor.drain_queues()
+    assert [q.text for q in await h.queue.waiting(cid)] == ["one", "deux"]
+    await h.queue.drop(cid, one.id)
+    with pytest.raises(QueuedNotFound):
+        await h.queue.drop(cid, one.id)
+    assert [q.text for q in await h.queue.waiting(cid)] == ["deux"]
+
+
+async def test_the_queue_is_bounded(backend: tuple[Any, Any]) -> None:
+    h = harness(backend, ["slow answer " * 5], delay=0.05)
+    h.queue.max_queued = 2
+    first = await h.runs.start(start_command("foo"))
+    cid = first.conversation_id
+    await send(h, "a", cid, "enqueue")
+    await send(h, "b", cid, "enqueue")
+    with pytest.raises(QueueFull):
+        await send(h, "c", cid, "enqueue")
+    await h.runs.cancel(Cancel(cid))
+
+
+# --- over HTTP -----------------------------------------------------------------------------
+
+
+def test_enqueue_over_http_answers_with_the_queued_message_and_the_detail_lists_it(
+    client: Any, ollama: Any
+) -> None:
+    ollama.add({"text": "slow " * 30, "token_delay": 0.03}, {"text": "second"})
+    cid = client.post("/api/chat", json={"message": "foo"}).json()["conversation"]
+    refused = client.post("/api/chat", json={"message": "bar", "conversation": cid})
+    assert refused.status_code == 409 and refused.json()["error"]["code"] == "SESSION_IN_PROGRESS"
+    sent = client.post("/api/chat", json={"message": "bar", "conversation": cid, "multitask": "enqueue"})
+    assert sent.status_code == 200, sent.text
+    body = sent.json()
+    assert set(body) == {"conversation", "queued"} and body["conversation"] == cid
+    assert body["queued"]["text"] == "bar" and sent.headers["X-Queued-Id"] == body["queued"]["id"]
+    detail = client.get(f"/api/conversations/{cid}").json()
+    assert [q["text"] for q in detail["queued"]] == ["bar"] and detail["conversation"]["queued"] == 1
+    listed = client.get("/api/conversations").json()["conversations"]
+    assert [c.get("queued") for c in listed if c["id"] == cid] == [1]
+    edited = client.patch(f"/api/conversations/{cid}/queue/{body['queued']['id']}", json={"message": "baz"})
+    assert edited.status_code == 200 and edited.json()["queued"]["text"] == "baz"
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        detail = client.get(f"/api/conversations/{cid}").json()
+        if "queued" not in detail and "activeRun" not in detail and detail["conversation"]["messageCount"] == 4:
+            break
+        time.sleep(0.05)
+    assert [m["content"] for m in detail["messages"]][2:] == ["baz", "second"]
+    assert "queued" not in detail["conversation"]
+    gone = client.delete(f"/api/conversations/{cid}/queue/{body['queued']['id']}")
+    assert gone.status_code == 404 and gone.json()["error"]["code"] == "QUEUED_NOT_FOUND"
+
+
+def test_queue_routes_refuse_bad_input_with_the_envelope(client: Any, ollama: Any) -> None:
+    ollama.add({"text": "slow " * 40, "token_delay": 0.03})
+    cid = client.post("/api/chat", json={"message": "foo"}).json()["conversation"]
+    bad = client.post("/api/chat", json={"message": "x", "conversation": cid, "multitask": "later"})
+    assert bad.status_code == 400 and "multitask" in bad.json()["error"]["message"]
+    bad = client.post("/api/chat", json={"conversation": cid, "resume": True, "multitask": "enqueue"})
+    assert bad.status_code == 400
+    queued = client.post("/api/chat", json={"message": "q", "conversation": cid, "multitask": "enqueue"}).json()
+    qid = queued["queued"]["id"]
+    assert client.patch(f"/api/conversations/{cid}/queue/{qid}", json={"message": "  "}).status_code == 400
+    assert client.patch(f"/api/conversations/{cid}/queue/{qid}", json={"text": "x"}).status_code == 400
+    assert client.patch(f"/api/conversations/{cid}/queue/{qid}", json={"message": "x" * 33_000}).status_code == 400
+    assert client.delete(f"/api/conversations/not-a-uuid/queue/{qid}").status_code == 400
+    assert client.delete(f"/api/conversations/{cid}/queue/nope").status_code == 404
+    client.post("/api/chat/cancel", json={"conversation": cid})
+
+
+def test_a_full_queue_is_429(make_client: Any, ollama: Any) -> None:
+    client = make_client(MAX_QUEUED=2)
+    ollama.add({"text": "slow " * 40, "token_delay": 0.03})
+    cid = client.post("/api/chat", json={"message": "foo"}).json()["conversation"]
+    for text in ("a", "b"):
+        assert client.post("/api/chat", json={"message": text, "conversation": cid, "multitask": "enqueue"}).status_code == 200
+    full = client.post("/api/chat", json={"message": "c", "conversation": cid, "multitask": "enqueue"})
+    assert full.status_code == 429 and full.json()["error"]["code"] == "QUEUE_FULL"
+    assert client.delete(f"/api/conversations/{cid}").status_code == 409  # running
+    client.post("/api/chat/cancel", json={"conversation": cid})
+    assert client.delete(f"/api/conversations/{cid}").status_code == 204  # its held queue with it
