@@ -51,7 +51,7 @@ from ports.engine import AgentEngine, Fork, NewMessage, RunInput
 from ports.metrics import NO_METRICS, MetricsPort
 from ports.processes import ProcessPort
 from ports.runs import RunFinish
-from services.following import counted, flatten, follow_conversation
+from services.following import counted, flatten, follow_conversation, follow_queue
 from services.handles import CancelResult, LiveRun, RunStores, StartedRun
 from services.hub import ActiveRun, Item, RunHub, RunStream
 from services.pending import PlanPorts, RunRequest, plan_fork, plan_input
@@ -365,8 +365,13 @@ class RunService:
         answer = await self.follow_batches(conversation_id, after, tag)
         return answer if isinstance(answer, StreamEvent) else flatten(answer)
 
-    async def follow_batches(self, conversation_id: str, after: int, tag: str | None = None) -> RunStream | StreamEvent:
-        """As `follow`, with the events that were ready together in one batch."""
+    async def follow_batches(
+        self, conversation_id: str, after: int, tag: str | None = None, through_queue: bool = False
+    ) -> RunStream | StreamEvent:
+        """As `follow`, with the events that were ready together in one batch;
+        `through_queue`: on into the runs that follow (services.following.follow_queue)."""
+        if through_queue:
+            return await follow_queue(self, conversation_id, after, tag)
         return await follow_conversation(self, conversation_id, after, tag)
 
     async def cancel(self, command: Cancel) -> CancelResult:

@@ -7,6 +7,7 @@ branch. Over the in-memory store and a real SQLite file."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,10 +20,11 @@ from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqlite.saver import ThreadedSqliteSaver
 from domain.commands import Cancel, start_command
 from domain.errors import ModelUnavailable, QueuedNotFound, QueueFull, SessionInProgress
-from domain.model import RunStatus, RunTrigger
+from domain.model import RunOwner, RunStatus, RunTrigger
 from domain.queue import QueuedMessage
 from services.handles import StartedRun
-from tests.support.harness import Harness, make_harness
+from services.hub import RunStream
+from tests.support.harness import FakeProcesses, Harness, make_harness
 
 
 @pytest.fixture(params=["memory", "sqlite"])
@@ -217,3 +219,102 @@ def test_a_full_queue_is_429(make_client: Any, ollama: Any) -> None:
     assert client.delete(f"/api/conversations/{cid}").status_code == 409  # running
     client.post("/api/chat/cancel", json={"conversation": cid})
     assert client.delete(f"/api/conversations/{cid}").status_code == 204  # its held queue with it
+
+
+# --- durability --------------------------------------------------------------------------
+
+
+async def test_a_crash_between_the_outcome_and_the_next_start_loses_nothing(tmp_path: Path) -> None:
+    """The store starts the next queued message in the transaction that completes the run
+    before it; a process that dies right after (its queued run never executed) leaves a
+    run that recovery reclaims, the message back at the head of the queue, and any live
+    process starts it: answered once."""
+    path = str(tmp_path / "sophos.db")
+    store, saver = SqliteRunStore(path), ThreadedSqliteSaver.open(path)
+    h1 = make_harness(["first answer here"], repo=store, saver=saver, delay=0.03)
+
+    async def died(run: Any) -> None:  # the process is gone before it executes the queued run
+        return None
+
+    h1.runs.launch_queued = died  # type: ignore[method-assign]
+    first = await h1.runs.start(start_command("foo"))
+    cid = first.conversation_id
+    queued = await send(h1, "bar", cid, "enqueue")
+    assert isinstance(queued, QueuedMessage)
+    await h1.events_of(first)
+    orphan = await store.latest_run(cid)
+    assert orphan is not None and orphan.status is RunStatus.RUNNING and orphan.trigger is RunTrigger.QUEUE
+    assert (await store.claimed(orphan.id)) is not None
+
+    store2, saver2 = SqliteRunStore(path), ThreadedSqliteSaver.open(path)
+    try:
+        other = FakeProcesses(RunOwner("test-host", 2000, 2.0, "instance-2"), dead={1000})
+        h2 = make_harness(["second"], repo=store2, saver=saver2, processes=other)
+        assert await h2.supervisor.recover() == 1
+        reclaimed = await store2.get_run(orphan.id)
+        assert reclaimed is not None and reclaimed.error_code == "INPUT_NOT_RECORDED"
+        assert [q.text for q in await h2.queue.waiting(cid)] == ["bar"]
+        started = await h2.supervisor.drain_queues()
+        assert len(started) == 1
+        assert (await h2.events_of(started[0]))[-1].data["status"] == "completed"
+        assert await h2.supervisor.drain_queues() == []
+        assert await contents(h2, cid) == ["foo", "first answer here", "bar", "second"]
+        assert await h2.queue.waiting(cid) == []
+    finally:
+        saver2.close()
+        store2.close()
+        saver.close()
+        store.close()
+
+
+# --- following the queue -------------------------------------------------------------------
+
+
+async def test_a_follower_of_the_queue_gets_each_queued_run_after_the_end_of_the_one_before(
+    backend: tuple[Any, Any]
+) -> None:
+    h = harness(backend, ["slow first answer", "a1", "b1"], delay=0.03)
+    first = await h.runs.start(start_command("foo"))
+    cid = first.conversation_id
+    for text in ("a", "b"):
+        await send(h, text, cid, "enqueue")
+    stream = await h.runs.follow_batches(cid, 0, None, through_queue=True)
+    assert isinstance(stream, RunStream) and stream.chained
+    seen: list[tuple[str, int, str]] = []
+    async with asyncio.timeout(15):
+        async for batch in stream:
+            seen += [(stream.run_id, i, e.event) for i, e in batch]
+    names = [e for _, _, e in seen]
+    assert names.count("end") == 3 and names.count("started") == 2 and names[-1] == "end"
+    starts = [i for i, n in enumerate(names) if n == "started"]
+    assert all(names[i - 1] == "end" for i in starts)  # each after the end of the run before
+    runs = [r for r, _, e in seen if e == "started"]
+    assert len(set(runs)) == 2 and first.run_id not in runs
+    assert "token" in names
+    # a plain follower still ends with the run it follows (the contract's single-run stream)
+    assert (await h.follow(cid)) == []
+
+
+def test_follow_queue_over_http_names_each_run_in_the_event_ids(client: Any, ollama: Any) -> None:
+    ollama.add({"text": "slow " * 20, "token_delay": 0.03}, {"text": "second answer"})
+    cid = client.post("/api/chat", json={"message": "foo"}).json()["conversation"]
+    client.post("/api/chat", json={"message": "bar", "conversation": cid, "multitask": "enqueue"})
+    out: list[tuple[str, str, Any]] = []
+    with client.stream("GET", f"/api/chat?conversation={cid}&follow=queue") as response:
+        block: dict[str, str] = {}
+        for line in response.iter_lines():
+            if line == "":
+                if block and block.get("event") != "ping":
+                    out.append((block.get("id", ""), block["event"], json.loads(block["data"])))
+                block = {}
+                continue
+            key, _, value = line.partition(": ")
+            block[key] = value
+    names = [e for _, e, _ in out]
+    assert names.count("end") == 2 and names[-1] == "end"
+    started = next((i, d) for i, (_, e, d) in enumerate(out) if e == "started")
+    index, data = started
+    tag = data["run"].replace("-", "")[:8]
+    assert out[index][0] == f"0@{tag}" and data["baseMessageCount"] == 3
+    assert all(i.endswith("@" + tag) for i, _, _ in out[index:])
+    assert {i.split("@")[1] for i, _, _ in out[:index]} != {tag}

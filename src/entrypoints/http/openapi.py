@@ -84,6 +84,9 @@ def openapi_document() -> dict[str, Any]:
                     "parameters": [
                         {"name": "conversation", "in": "query", "required": True, "schema": {"type": "string"}},
                         {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "string"}},
+                        {"name": "follow", "in": "query", "required": False, "schema": {"type": "string", "enum": ["queue"]},
+                         "description": "queue: after a run's terminal event, go on with the run that follows it "
+                                        "(a `started` event first)"},
                     ],
                     "responses": _responses(200, {"type": "string"}, ok_type="text/event-stream"),
                 },

@@ -106,7 +106,8 @@ async def get_chat(request: Request) -> Response:
     except InvalidInput as e:
         return sse.single(StreamEvent("chat-error", {"code": e.code.value, "message": e.message}))
     after, tag = sse.last_event_id(request.headers.get("last-event-id"))
-    answer = await _services(request).runs().follow_batches(cid, after, tag)
+    through_queue = request.query_params.get("follow") == "queue"  # on into the queued runs that follow
+    answer = await _services(request).runs().follow_batches(cid, after, tag, through_queue)
     if isinstance(answer, StreamEvent):
         return sse.single(answer)
     state = request.app.state
