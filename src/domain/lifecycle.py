@@ -203,6 +203,14 @@ def recovery_verdict(run: Run, head: ThreadHead) -> Outcome:
     return Outcome(RunStatus.INTERRUPTED)
 
 
+def input_saved(run: Run, head: ThreadHead) -> bool:
+    """Whether a reclaimed run's own message reached the thread (as a checkpoint of the
+    run, or as pending input on the checkpoint before it): the recovery verdict's
+    INPUT_NOT_RECORDED, turned around. A queued message whose run stopped without it goes
+    back to the queue; one that arrived must never be sent twice."""
+    return recovery_verdict(run, head).error != INPUT_NOT_RECORDED
+
+
 # --- resume, new message, adoption --------------------------------------------------------
 
 

@@ -49,6 +49,7 @@ class QueuedMessage:
     created_at: datetime
     state: QueueState = QueueState.WAITING
     run_id: str | None = None
+    steer: bool = False  # multitask interrupt: first in line, and the active run hands over at its next step
 
 
 def accepts_queue(latest: Run | None) -> bool:

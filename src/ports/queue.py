@@ -20,8 +20,8 @@ class MessageQueue(Protocol):
 
     @abstractmethod
     async def enqueue(self, message: QueuedMessage, limit: int) -> QueuedMessage | None:
-        """Append `message` (its id, text and created_at; the store assigns the position
-        after the last) when the conversation's latest run is running or waiting
+        """Append `message` (its id, text, created_at and steer; the store assigns the
+        position after the last, or before the first for a steer) when the conversation's latest run is running or waiting
         (domain.queue.accepts_queue), checked in the same transaction, committed and
         flushed before returning. None, storing nothing, when no run is active (the
         caller starts the message itself). Raises QueueFull when `limit` messages already
@@ -51,6 +51,11 @@ class MessageQueue(Protocol):
         still `after` (None: it has none) and none is running: a compare-and-set on what
         the caller judged due (domain.queue.queue_due). None, changing nothing, otherwise
         or when nothing waits."""
+
+    @abstractmethod
+    async def steered(self, conversation_ids: Sequence[str]) -> set[str]:
+        """Those of the conversations with a waiting steer message: their active runs
+        should hand over at their next step boundary."""
 
     @abstractmethod
     async def queued_conversations(self) -> Sequence[str]:

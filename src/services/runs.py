@@ -429,7 +429,7 @@ class RunService:
         verdict = outcome or lifecycle.recovery_verdict(run, head)
         event = lifecycle.terminal_event(run.conversation_id, verdict)
         # a queued message this run took in goes back to the queue unless the thread has it
-        recorded = head.run_id == run.id
+        recorded = lifecycle.input_saved(run, head)
         finish = RunFinish(verdict.status, self.clock(), verdict.error, head.message_count, event, input_recorded=recorded)
         changed = await self.runs.finish_run(run.id, finish, heartbeat=run.heartbeat_at)
         if changed:

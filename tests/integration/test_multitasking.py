@@ -318,3 +318,37 @@ def test_follow_queue_over_http_names_each_run_in_the_event_ids(client: Any, oll
     assert out[index][0] == f"0@{tag}" and data["baseMessageCount"] == 3
     assert all(i.endswith("@" + tag) for i, _, _ in out[index:])
     assert {i.split("@")[1] for i, _, _ in out[:index]} != {tag}
+
+
+async def test_a_queued_run_killed_after_its_message_was_saved_never_sends_it_twice(tmp_path: Path) -> None:
+    """Its message is pending input on the checkpoint before it (the previous run's): the
+    reclaim keeps it there and drops it from the queue; a resume answers it once."""
+    path = str(tmp_path / "sophos.db")
+    store, saver = SqliteRunStore(path), ThreadedSqliteSaver.open(path)
+    h1 = make_harness(["first answer here", "never said " * 40], repo=store, saver=saver, delay=0.05)
+    first = await h1.runs.start(start_command("foo"))
+    cid = first.conversation_id
+    await send(h1, "bar", cid, "enqueue")
+    await h1.events_of(first)
+    queued_run = await store.latest_run(cid)
+    assert queued_run is not None and queued_run.trigger is RunTrigger.QUEUE
+    active = h1.runs.hub.by_run(queued_run.id)
+    assert active is not None
+    await active.input_recorded.wait()  # the message is saved; the answer is streaming
+
+    store2, saver2 = SqliteRunStore(path), ThreadedSqliteSaver.open(path)
+    try:
+        other = FakeProcesses(RunOwner("test-host", 2000, 2.0, "instance-2"), dead={1000})
+        h2 = make_harness(["second"], repo=store2, saver=saver2, processes=other)
+        assert await h2.supervisor.recover() == 1  # its owner "died"
+        await h1.runs.stop_all()  # what is left of it: fenced, it writes nothing more
+        assert await h2.queue.waiting(cid) == [] and await store2.claimed(queued_run.id) is None
+        assert await h2.supervisor.drain_queues() == []
+        resumed = await h2.runs.start(start_command(None, cid, resume=True))
+        assert (await h2.events_of(resumed))[-1].data["status"] == "completed"
+        assert await contents(h2, cid) == ["foo", "first answer here", "bar", "second"]
+    finally:
+        saver2.close()
+        store2.close()
+        saver.close()
+        store.close()

@@ -94,6 +94,7 @@ class Torture:
         self.db = Path(self.env["DATABASE_PATH"])
         self.servers: list[LiveServer] = []
         self.acked: dict[str, list[str]] = {}  # conversation -> acknowledged messages
+        self.twice: set[tuple[str, str]] = set()  # (conversation, message) found twice
         self.saved: dict[str, int] = {}  # key with a saved result -> ledger starts when first seen
         self.turn = 0
         self.t = Tallies()
@@ -138,7 +139,8 @@ class Torture:
                 if m not in users and m not in waiting:
                     self.t.lost_messages += 1
                     self.t.violations.append(f"lost acknowledged message {m!r} of {cid}")
-                if users.count(m) + waiting.count(m) > 1:
+                if users.count(m) + waiting.count(m) > 1 and (cid, m) not in self.twice:
+                    self.twice.add((cid, m))
                     self.t.started_twice += 1
                     self.t.violations.append(f"acknowledged message {m!r} of {cid} is there twice")
             answered = [m for m in users if m in messages]

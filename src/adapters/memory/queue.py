@@ -69,8 +69,11 @@ class InMemoryQueue(MessageQueue):
             mine = [q for q in self._queue.values() if q.conversation_id == message.conversation_id]
             if sum(q.state is QueueState.WAITING for q in mine) >= limit:
                 raise QueueFull()
-            stored = replace(message, position=max((q.position for q in mine), default=0) + 1,
-                             state=QueueState.WAITING, run_id=None)
+            if message.steer:
+                position = min((q.position for q in mine), default=1) - 1
+            else:
+                position = max((q.position for q in mine), default=0) + 1
+            stored = replace(message, position=position, state=QueueState.WAITING, run_id=None)
             self._queue[stored.id] = stored
             return stored
 
@@ -104,6 +107,12 @@ class InMemoryQueue(MessageQueue):
             if (latest.id if latest else None) != after or (latest and latest.status is RunStatus.RUNNING):
                 return None
             return self._claim_first(run, now)
+
+    async def steered(self, conversation_ids: Sequence[str]) -> set[str]:
+        wanted = set(conversation_ids)
+        with self._lock:
+            return {q.conversation_id for q in self._queue.values()
+                    if q.steer and q.state is QueueState.WAITING and q.conversation_id in wanted}
 
     async def queued_conversations(self) -> Sequence[str]:
         with self._lock:

@@ -18,13 +18,13 @@ from domain.queue import QueuedMessage, QueueState, accepts_queue
 from ports.queue import MessageQueue
 from ports.runs import RunFinish
 
-COLUMNS = "id, conversation_id, position, body, created_at, state, run_id"
+COLUMNS = "id, conversation_id, position, body, created_at, state, run_id, steer"
 LATEST_RUN = "SELECT id, status FROM runs WHERE conversation_id = %s ORDER BY started_at DESC, n DESC LIMIT 1"
 
 
 def message_from_row(row: tuple[Any, ...]) -> QueuedMessage:
-    qid, cid, position, body, created, state, run_id = row
-    return QueuedMessage(qid, cid, position, body, created, QueueState(state), run_id)
+    qid, cid, position, body, created, state, run_id, steer = row
+    return QueuedMessage(qid, cid, position, body, created, QueueState(state), run_id, bool(steer))
 
 
 async def _latest(cur: AsyncCursor[Any], conversation_id: str) -> Run | None:
@@ -52,7 +52,7 @@ async def claim_first(cur: AsyncCursor[Any], run: Run, now: datetime) -> QueuedM
         return None
     await insert_running(cur, run, now)
     await cur.execute("UPDATE queued_messages SET state = 'started', run_id = %s WHERE id = %s", (run.id, first[0]))
-    return message_from_row((*first[:5], QueueState.STARTED.value, run.id))
+    return message_from_row((*first[:5], QueueState.STARTED.value, run.id, first[7]))
 
 
 async def after_finish(cur: AsyncCursor[Any], run_id: str, conversation_id: str, finish: RunFinish) -> None:
@@ -87,19 +87,20 @@ class PostgresQueue(MessageQueue):
             if not accepts_queue(await _latest(cur, cid)):
                 return None
             await cur.execute(
-                "SELECT count(*) FILTER (WHERE state = 'queued'), coalesce(max(position), 0) "
+                "SELECT count(*) FILTER (WHERE state = 'queued'), coalesce(max(position), 0), coalesce(min(position), 1) "
                 "FROM queued_messages WHERE conversation_id = %s",
                 (cid,),
             )
             found = await cur.fetchone()
             assert found is not None
-            waiting, last = found
+            waiting, last, first = found
             if waiting >= limit:
                 raise QueueFull()
             await cur.execute(
-                f"INSERT INTO queued_messages ({COLUMNS}) VALUES (%s, %s, %s, %s, %s, 'queued', NULL) "
+                f"INSERT INTO queued_messages ({COLUMNS}) VALUES (%s, %s, %s, %s, %s, 'queued', NULL, %s) "
                 f"RETURNING {COLUMNS}",
-                (message.id, cid, last + 1, message.text, stamp(message.created_at)),
+                (message.id, cid, first - 1 if message.steer else last + 1, message.text, stamp(message.created_at),
+                 message.steer),
             )
             row = await cur.fetchone()
         assert row is not None
@@ -139,6 +140,17 @@ class PostgresQueue(MessageQueue):
             if (latest.id if latest else None) != after or (latest and latest.status is RunStatus.RUNNING):
                 return None
             return await claim_first(cur, run, now)
+
+    async def steered(self, conversation_ids: Sequence[str]) -> set[str]:
+        ids = list(dict.fromkeys(conversation_ids))
+        if not ids:
+            return set()
+        rows = await self._rows(
+            "SELECT DISTINCT conversation_id FROM queued_messages WHERE steer AND state = 'queued' "
+            "AND conversation_id = ANY(%s)",
+            (ids,),
+        )
+        return {r[0] for r in rows}
 
     async def queued_conversations(self) -> Sequence[str]:
         rows = await self._rows(

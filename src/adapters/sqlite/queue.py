@@ -10,19 +10,19 @@ from datetime import datetime
 from typing import Any
 
 from adapters.sqlite.database import Worker, transaction
-from adapters.sqlite.rows import LATEST_RUN, fetchall, insert_running
+from adapters.sqlite.rows import LATEST_RUN, fetchall, insert_running, marks
 from domain.errors import ConversationNotFound, QueueFull
 from domain.model import Run, RunStatus, iso
 from domain.queue import QueuedMessage, QueueState, accepts_queue
 from ports.queue import MessageQueue
 from ports.runs import RunFinish
 
-COLUMNS = "id, conversation_id, position, body, created_at, state, run_id"
+COLUMNS = "id, conversation_id, position, body, created_at, state, run_id, steer"
 
 
 def message_from_row(row: tuple[Any, ...]) -> QueuedMessage:
-    qid, cid, position, body, created, state, run_id = row
-    return QueuedMessage(qid, cid, position, body, datetime.fromisoformat(created), QueueState(state), run_id)
+    qid, cid, position, body, created, state, run_id, steer = row
+    return QueuedMessage(qid, cid, position, body, datetime.fromisoformat(created), QueueState(state), run_id, bool(steer))
 
 
 def _latest(c: sqlite3.Connection, conversation_id: str) -> Run | None:
@@ -44,7 +44,7 @@ def claim_first(c: sqlite3.Connection, run: Run, now: datetime) -> QueuedMessage
         return None
     insert_running(c, run, now)
     c.execute("UPDATE queued_messages SET state = 'started', run_id = ? WHERE id = ?", (run.id, first[0]))
-    return message_from_row((*first[:5], QueueState.STARTED.value, run.id))
+    return message_from_row((*first[:5], QueueState.STARTED.value, run.id, first[7]))
 
 
 def after_finish(c: sqlite3.Connection, run_id: str, conversation_id: str, finish: RunFinish) -> None:
@@ -75,16 +75,17 @@ class SqliteQueue(MessageQueue):
                     raise ConversationNotFound()
                 if not accepts_queue(_latest(c, cid)):
                     return None
-                waiting, last = c.execute(
-                    "SELECT count(*) FILTER (WHERE state = 'queued'), coalesce(max(position), 0) "
+                waiting, last, first = c.execute(
+                    "SELECT count(*) FILTER (WHERE state = 'queued'), coalesce(max(position), 0), coalesce(min(position), 1) "
                     "FROM queued_messages WHERE conversation_id = ?",
                     (cid,),
                 ).fetchone()
                 if waiting >= limit:
                     raise QueueFull()
                 c.execute(
-                    f"INSERT INTO queued_messages ({COLUMNS}) VALUES (?, ?, ?, ?, ?, 'queued', NULL)",
-                    (message.id, cid, last + 1, message.text, iso(message.created_at)),
+                    f"INSERT INTO queued_messages ({COLUMNS}) VALUES (?, ?, ?, ?, ?, 'queued', NULL, ?)",
+                    (message.id, cid, first - 1 if message.steer else last + 1, message.text, iso(message.created_at),
+                     int(message.steer)),
                 )
                 row = c.execute(f"SELECT {COLUMNS} FROM queued_messages WHERE id = ?", (message.id,)).fetchone()
             return message_from_row(row)
@@ -135,6 +136,18 @@ class SqliteQueue(MessageQueue):
                 return claim_first(c, run, now)
 
         return await self._writer.run(write)
+
+    async def steered(self, conversation_ids: Sequence[str]) -> set[str]:
+        ids = list(dict.fromkeys(conversation_ids))
+        if not ids:
+            return set()
+        rows = await self._reader.run(
+            fetchall,
+            f"SELECT DISTINCT conversation_id FROM queued_messages WHERE steer = 1 AND state = 'queued' "
+            f"AND conversation_id IN ({marks(ids)})",
+            ids,
+        )
+        return {r[0] for r in rows}
 
     async def queued_conversations(self) -> Sequence[str]:
         rows = await self._reader.run(
