@@ -8,12 +8,13 @@ the queue is held (shown, not sent) until a run completes again or the person dr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
 from domain.errors import ErrorCode, InvalidInput
-from domain.model import Run, RunStatus, RunTrigger
+from domain.model import Message, Run, RunStatus, RunTrigger
 
 MAX_QUEUED = 20  # per conversation, the default of the MAX_QUEUED setting
 
@@ -73,3 +74,14 @@ def queue_due(latest: Run | None) -> bool:
         and latest.trigger is RunTrigger.QUEUE
         and latest.error_code == ErrorCode.INPUT_NOT_RECORDED.value
     )
+
+
+def rollback_point(messages: Sequence[Message], base_count: int) -> int | None:
+    """The user message a rollback replaces: the last one before the rolled-back run's
+    output (`base_count` messages precede it, its own message included). The new message
+    takes its place on a new branch, so the rolled-back turn stays a branch of its own.
+    None when there is none (nothing to fork from: the message is simply sent)."""
+    for index in range(min(base_count, len(messages)) - 1, -1, -1):
+        if messages[index].role == "user":
+            return index
+    return None

@@ -88,6 +88,7 @@ class ActiveRun:
     finishing: bool = False  # the outcome is being recorded: too late to stop
     stop_reason: StopReason | None = None
     needs_input: bool = False  # a new message: a stop waits until it is durable
+    steer_requested: bool = False  # a steering message waits: hand over at the next step boundary
     finished: asyncio.Event = field(default_factory=asyncio.Event)
     input_recorded: asyncio.Event = field(default_factory=asyncio.Event)
     failure: BaseException | None = None  # what ended the run, if it failed

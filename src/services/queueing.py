@@ -8,10 +8,10 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
-from domain.commands import SendMessage, check_message
-from domain.errors import InvalidInput, NotSupported, QueuedNotFound, SessionInProgress, ShuttingDown
+from domain.commands import Cancel, Edit, SendMessage, check_message
+from domain.errors import InvalidInput, QueuedNotFound, SessionInProgress, ShuttingDown
 from domain.model import Run, RunStatus, RunTrigger, check_text, new_id
-from domain.queue import MAX_QUEUED, Multitask, QueuedMessage, queue_due
+from domain.queue import MAX_QUEUED, Multitask, QueuedMessage, queue_due, rollback_point
 from ports.queue import MessageQueue
 from services.handles import StartedRun
 from services.runs import RunService
@@ -28,16 +28,20 @@ class QueueService:
         self.max_queued = max_queued
 
     async def send(self, command: SendMessage) -> StartedRun | QueuedMessage:
-        """A message with a multitask strategy other than reject (domain.queue.Multitask)."""
+        """A message with a multitask strategy (domain.queue.Multitask)."""
         if command.multitask is Multitask.ENQUEUE:
             return await self.enqueue(command)
-        if command.multitask is Multitask.REJECT:
-            return await self.service.start(command)
-        raise NotSupported(f"multitask {command.multitask.value} is not supported yet")
+        if command.multitask is Multitask.INTERRUPT:
+            return await self.enqueue(command, steer=True)
+        if command.multitask is Multitask.ROLLBACK:
+            return await self.rollback(command)
+        return await self.service.start(command)
 
-    async def enqueue(self, command: SendMessage) -> StartedRun | QueuedMessage:
+    async def enqueue(self, command: SendMessage, steer: bool = False) -> StartedRun | QueuedMessage:
         """Queue the message behind the conversation's active (or waiting) run, committed
-        before this returns; with no run active, start it at once (as `start` would)."""
+        before this returns; with no run active, start it at once (as `start` would).
+        `steer`: first in line, and the active run hands over to it at its next step
+        boundary (a tool call in flight finishes and its result is kept)."""
         service = self.service
         cid = command.conversation_id
         if cid is None:
@@ -45,10 +49,14 @@ class QueueService:
         if service.draining:
             raise ShuttingDown()
         for _ in range(ENQUEUE_TRIES):
-            message = QueuedMessage(new_id(), cid, 0, command.text.strip(), service.clock())
+            message = QueuedMessage(new_id(), cid, 0, command.text.strip(), service.clock(), steer=steer)
             queued = await self.queue.enqueue(message, self.max_queued)
             if queued is not None:
-                log.info("message %s queued at %d", queued.id, queued.position, extra={"conversation_id": cid})
+                ctx = {"conversation_id": cid}
+                log.info("message %s %s at %d", queued.id, "steers" if steer else "queued", queued.position, extra=ctx)
+                active = service.hub.get(cid)
+                if steer and active is not None:  # another process's run learns it from its supervisor
+                    active.steer_requested = True
                 return queued
             try:
                 return await service.start(command)
@@ -56,6 +64,28 @@ class QueueService:
                 # a run started (or has not left this process's hub yet): queue behind it
                 await asyncio.sleep(service.poll_seconds)
         raise SessionInProgress()
+
+    async def rollback(self, command: SendMessage) -> StartedRun | QueuedMessage:
+        """Cancel the active run and answer the message on a new branch forked before the
+        rolled-back turn: its user message is replaced, the turn itself stays a branch
+        (never deleted). With no run active, the message is simply sent."""
+        service = self.service
+        cid = command.conversation_id
+        live = await service.live_run(cid) if cid is not None else None
+        if cid is None or live is None:
+            return await service.start(command)
+        stopped = await service.cancel(Cancel(cid))
+        if stopped.status is RunStatus.RUNNING:
+            raise SessionInProgress()  # its owner did not stop it within the wait
+        thread = await service.checkpoints.get_thread(cid)
+        at = rollback_point(thread.messages, live.base_count)
+        log.info("rolled back run %s (its turn kept as a branch)", stopped.run_id, extra={"conversation_id": cid})
+        if at is None:
+            return await service.start(SendMessage(command.text, cid))
+        return await service.start(Edit(cid, at, command.text))
+
+    async def steered(self, conversation_ids: Sequence[str]) -> set[str]:
+        return await self.queue.steered(conversation_ids)
 
     async def waiting(self, conversation_id: str) -> Sequence[QueuedMessage]:
         return await self.queue.queued(conversation_id)

@@ -61,6 +61,10 @@ log = logging.getLogger(__name__)
 DEFAULT_RECURSION_LIMIT = 25
 
 
+class _Handover(Exception):
+    """A steering message waits and the run reached a step boundary."""
+
+
 class RunService:
     """Starts runs as owned background tasks, records their outcome, follows and cancels
     them from any process."""
@@ -229,12 +233,19 @@ class RunService:
                         asked.append(event.request)
                     elif isinstance(event, NodeStarted):
                         streamed.clear()
+                        if event.node == "agent" and active.steer_requested:
+                            # a step boundary: the tools step before it is committed, every
+                            # call answered; the model is not asked again by this run
+                            raise _Handover
                     elif isinstance(event, TokenDelta):
                         streamed.append(event.text)
                     elif isinstance(event, AnswerCut):
                         cut = True
                     for out in translator.feed(event):
                         active.publish(out)
+        except _Handover:
+            active.stop_reason = active.stop_reason or StopReason.STEER
+            log.info("run hands over to a steering message", extra=active.context)
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None:

@@ -115,13 +115,18 @@ class Supervisor:
                 active.request_stop(StopReason.LOST)
 
     async def check_signals(self) -> None:
-        """Obey cancel requests made in other processes."""
+        """Obey cancel requests and steering messages sent through other processes."""
         service = self.service
-        ids = [a.run_id for a in service.hub.all() if not a.finishing]
-        if not ids:
+        live = [a for a in service.hub.all() if not a.finishing]
+        if not live:
             return
-        for run_id in await service.stores.signals.cancel_requested(ids):
+        for run_id in await service.stores.signals.cancel_requested([a.run_id for a in live]):
             service.stop_local(run_id, StopReason.CANCEL)
+        if self.queue is not None:
+            steered = await self.queue.steered([a.conversation_id for a in live if not a.steer_requested])
+            for active in live:
+                if active.conversation_id in steered:
+                    active.steer_requested = True
 
     async def flush(self) -> None:
         """Write the events published since the last flush, for every local run, at once."""

@@ -167,6 +167,23 @@ class MessageQueueContract(StoreContract):
         assert not await store.drop_queued(cid, two.id)
         assert await queue_of(store, cid) == []
 
+    async def test_a_steer_goes_first_and_is_seen_until_it_starts(self, store: RunStore, clock: StoreClock) -> None:
+        run = await a_running_run(store, clock)
+        cid, other = run.conversation_id, await a_conversation(store, clock)
+        await store.enqueue(a_message(cid, clock, "queued"), 20)
+        assert await store.steered([cid, other]) == set()
+        steer = QueuedMessage(new_id(), cid, 0, "steer", clock.now(), steer=True)
+        stored = await store.enqueue(steer, 20)
+        assert stored is not None and stored.steer
+        assert await queue_of(store, cid) == ["steer", "queued"]
+        assert await store.steered([cid, other]) == {cid}
+        assert await store.steered([]) == set()
+        then = next_run(cid, clock)
+        await store.finish_run(run.id, RunFinish(RunStatus.COMPLETED, clock.now(), then=then))
+        claimed = await store.claimed(then.id)
+        assert claimed is not None and claimed.text == "steer" and claimed.steer
+        assert await store.steered([cid]) == set()
+
     async def test_deleting_the_conversation_deletes_its_queue(self, store: RunStore, clock: StoreClock) -> None:
         run = await a_running_run(store, clock)
         cid = run.conversation_id

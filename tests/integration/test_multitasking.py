@@ -24,7 +24,7 @@ from domain.model import RunOwner, RunStatus, RunTrigger
 from domain.queue import QueuedMessage
 from services.handles import StartedRun
 from services.hub import RunStream
-from tests.support.harness import FakeProcesses, Harness, make_harness
+from tests.support.harness import FakeProcesses, Harness, make_harness, spec
 
 
 @pytest.fixture(params=["memory", "sqlite"])
@@ -352,3 +352,104 @@ async def test_a_queued_run_killed_after_its_message_was_saved_never_sends_it_tw
         store2.close()
         saver.close()
         store.close()
+
+
+# --- interrupt (steer) and rollback ------------------------------------------------------------
+
+
+def slow_tool(executions: list[str], started: asyncio.Event, seconds: float = 0.3) -> Any:
+    async def fn(args: Any, key: str) -> str:
+        started.set()
+        await asyncio.sleep(seconds)
+        executions.append(key)
+        return "looked it up"
+
+    return spec("lookup"), fn
+
+
+async def test_multitasking_interrupt_steers_at_the_next_step_boundary(backend: tuple[Any, Any]) -> None:
+    """LangGraph's interrupt cancels the first run mid-step; a steer lets the call in flight
+    finish, keeps its result, and the next model call sees the new message."""
+    executions: list[str] = []
+    started = asyncio.Event()
+    store, saver = backend
+    h = make_harness([[("lookup", {"q": "x"})], "never asked", "steered answer"], tools=[slow_tool(executions, started)],
+                     repo=store, saver=saver)
+    first = await h.runs.start(start_command("foo"))
+    cid = first.conversation_id
+    await started.wait()  # the tool call is in flight
+    steered = await send(h, "use the other file", cid, "interrupt")
+    assert isinstance(steered, QueuedMessage) and steered.steer
+    assert (await h.events_of(first))[-1].data["status"] == "completed"
+    await settled(h, cid)
+    detail = await h.conversations.get(cid)
+    roles = [m.role for m in detail.messages]
+    assert roles == ["user", "assistant", "tool", "user", "assistant"]
+    assert detail.messages[2].content == "looked it up" and detail.messages[3].content == "use the other file"
+    assert detail.messages[4].content == "steered answer"
+    assert len(executions) == 1  # the call ran once, its result kept
+    assert [m.role for m in h.model.seen[-1].messages] == ["user", "assistant", "tool", "user"]
+    assert "never asked" not in [m.content for m in detail.messages]  # its next step was cut at its start
+    assert not detail.resumable and not detail.pending_calls
+
+
+async def test_a_steer_waiting_for_a_finished_answer_is_simply_answered_next(backend: tuple[Any, Any]) -> None:
+    h = harness(backend, ["a plain answer with no tools at all", "steered"], delay=0.03)
+    first = await h.runs.start(start_command("foo"))
+    cid = first.conversation_id
+    await send(h, "actually, this", cid, "interrupt")
+    await settled(h, cid)
+    assert await contents(h, cid) == ["foo", "a plain answer with no tools at all", "actually, this", "steered"]
+
+
+async def test_steering_during_a_slow_tool_call_fifty_times_leaves_no_dangling_call() -> None:
+    dangling = repeated = 0
+    for trial in range(50):
+        executions: list[str] = []
+        started = asyncio.Event()
+        h = make_harness([[("lookup", {"n": trial})], "unused", "ok"], tools=[slow_tool(executions, started, 0.02)])
+        first = await h.runs.start(start_command("foo"))
+        cid = first.conversation_id
+        await started.wait()
+        await asyncio.sleep(0.001 * (trial % 20))  # at varying points of the call
+        await send(h, "steer", cid, "interrupt")
+        await settled(h, cid)
+        detail = await h.conversations.get(cid)
+        calls = [c.id for m in detail.messages if m.role == "assistant" for c in m.tool_calls]
+        results = [m.tool_call_id for m in detail.messages if m.role == "tool"]
+        dangling += len(set(calls) - set(results)) + len(detail.pending_calls)
+        repeated += len(executions) - len(set(executions)) + (len(executions) != 1)
+        assert "steer" in [m.content for m in h.model.seen[-1].messages]
+    assert (dangling, repeated) == (0, 0)
+
+
+async def test_multitasking_rollback_keeps_the_rolled_back_turn_as_a_branch(backend: tuple[Any, Any]) -> None:
+    """LangGraph's rollback deletes the first run and its checkpoints; here it is cancelled
+    and the new message starts on a new branch forked before its turn: ‹1/2›."""
+    if backend[0] is None:
+        pytest.skip("the in-memory saver keeps no branches")
+    h = harness(backend, ["hello", "a slow answer that will be rolled back", "bar answer"], delay=0.05)
+    hello, _ = await h.send("hi")
+    cid = hello.conversation_id
+    first = await h.runs.start(start_command("foo", cid))
+    await asyncio.sleep(0.12)  # part of the answer streamed
+    rolled = await send(h, "bar", cid, "rollback")
+    assert isinstance(rolled, StartedRun)
+    assert (await h.events_of(rolled))[-1].data["status"] == "completed"
+    old = await h.repo.get_run(first.run_id)
+    assert old is not None and old.status is RunStatus.CANCELLED  # kept, not deleted
+    detail = await h.conversations.get(cid)
+    assert [m.content for m in detail.messages] == ["hi", "hello", "bar", "bar answer"]
+    assert detail.markers[2].count == 2  # ‹2/2› at the rolled-back turn
+    back = await h.conversations.switch_branch(cid, 1)
+    contents_before = [m.content for m in back.messages]
+    assert contents_before[:3] == ["hi", "hello", "foo"] and contents_before[3].startswith("a slow")
+
+
+async def test_rollback_with_nothing_running_just_sends(backend: tuple[Any, Any]) -> None:
+    h = harness(backend, ["one", "two"])
+    started, _ = await h.send("foo")
+    sent = await send(h, "bar", started.conversation_id, "rollback")
+    assert isinstance(sent, StartedRun)
+    await h.events_of(sent)
+    assert await contents(h, started.conversation_id) == ["foo", "one", "bar", "two"]
