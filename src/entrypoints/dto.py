@@ -44,7 +44,11 @@ def summary_dto(conversation: Conversation) -> dict[str, Any]:
 
 def queued_dto(message: QueuedMessage) -> dict[str, Any]:
     """A message waiting in a conversation's queue."""
-    return {"id": message.id, "position": message.position, "text": message.text, "createdAt": iso(message.created_at)}
+    dto: dict[str, Any] = {"id": message.id, "position": message.position, "text": message.text,
+                           "createdAt": iso(message.created_at)}
+    if message.steer:
+        dto["steer"] = True
+    return dto
 
 
 def queue_dto(messages: Sequence[QueuedMessage]) -> dict[str, Any]:

@@ -366,14 +366,14 @@ class RunService:
         return await self.live_run(conversation_id) is not None
 
     async def follow(
-        self, conversation_id: str, after: int, tag: str | None = None
+        self, conversation_id: str, after: int, tag: str | None = None, through_queue: bool = False
     ) -> AsyncGenerator[Item, None] | StreamEvent:
         """The events of the conversation's live run after id `after` (ending with its
         terminal event), from this process's memory or from the run event log; or, when no
         run is live, the durable answer (a single event without an id). `tag` names the run
         `after` belongs to (None: the contract's bare number, taken as this run's); an id
         of another run replays this one from the start."""
-        answer = await self.follow_batches(conversation_id, after, tag)
+        answer = await self.follow_batches(conversation_id, after, tag, through_queue)
         return answer if isinstance(answer, StreamEvent) else flatten(answer)
 
     async def follow_batches(
