@@ -3,6 +3,7 @@ import { ApiError, api, onApi, serverUp, session } from "/static/js/api.js";
 import { onApprovals, renderApprovals } from "/static/js/approvals.js";
 import { branchActions } from "/static/js/branches.js";
 import { $, el, icon } from "/static/js/dom.js";
+import { enqueue, onQueue, renderQueue, setQueue } from "/static/js/queue.js";
 import { renderList } from "/static/js/sidebar.js";
 import { currentSummary, state } from "/static/js/state.js";
 import { renderMessages, renderTrace } from "/static/js/thread.js";
@@ -69,7 +70,7 @@ function renderComposer() {
   $("stop").hidden = $("detach").hidden = !state.streaming;
 }
 
-function render() { renderList(actions); renderHeader(); renderBanners(); renderMessages(); renderApprovals(); renderTrace(); renderComposer(); }
+function render() { renderList(actions); renderHeader(); renderBanners(); renderMessages(); renderQueue(); renderApprovals(); renderTrace(); renderComposer(); }
 
 // --- data
 async function loadList(more = false) {
@@ -98,6 +99,7 @@ async function openConversation(id, { keepError = false } = {}) {
     state.detail = d;
     state.messages = d.messages;
     state.approvals = d.pendingApprovals || [];
+    setQueue(d);
     const conv = d.conversation;
     if (conv.status === "failed" && conv.error && !keepError) state.error = conv.error;
     const last = state.messages[state.messages.length - 1];
@@ -284,7 +286,7 @@ async function remove(c) {
 function newChat() {
   state.chosen = true;
   detach();
-  Object.assign(state, { current: null, detail: null, messages: [], trace: [], error: null, pendingTitle: null, sidebarOpen: false, approvals: [], approvalNotice: null, editing: null });
+  Object.assign(state, { current: null, detail: null, messages: [], trace: [], error: null, pendingTitle: null, sidebarOpen: false, approvals: [], approvalNotice: null, editing: null, queued: [] });
   render();
   $("input").focus();
 }
@@ -347,7 +349,14 @@ $("trace-toggle").append(icon("trace"));
 $("trace-close").append(icon("close"));
 $("logout").append(icon("logout"));
 $("logout-everywhere").append(icon("logoutAll"));
-$("composer").addEventListener("submit", (e) => { e.preventDefault(); const text = $("input").value.trim(); if (text && !state.streaming) send(text); });
+$("composer").addEventListener("submit", (e) => { e.preventDefault(); const text = $("input").value.trim(); if (text) (state.streaming && state.current ? queueText : send)(text); });
+// Enter while an answer streams: the message waits on the server, in order (js/queue.js)
+async function queueText(text) {
+  $("input").value = "";
+  renderComposer();
+  try { await enqueue(text); } catch (e) { $("input").value = text; fail(e); }
+}
+onQueue({ failed: fail, started: () => openConversation(state.current) });
 $("input").addEventListener("keydown", (e) => { if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); $("composer").requestSubmit(); } });
 $("input").addEventListener("input", renderComposer);
 $("new-chat").addEventListener("click", newChat);
