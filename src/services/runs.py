@@ -235,7 +235,8 @@ class RunService:
                         streamed.clear()
                         if event.node == "agent" and active.steer_requested:
                             # a step boundary: the tools step before it is committed, every
-                            # call answered; the model is not asked again by this run
+                            # call answered; the step just begun is cut at its start and
+                            # nothing of it is saved
                             raise _Handover
                     elif isinstance(event, TokenDelta):
                         streamed.append(event.text)
