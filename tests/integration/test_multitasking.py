@@ -453,3 +453,24 @@ async def test_rollback_with_nothing_running_just_sends(backend: tuple[Any, Any]
     assert isinstance(sent, StartedRun)
     await h.events_of(sent)
     assert await contents(h, started.conversation_id) == ["foo", "one", "bar", "two"]
+
+
+def test_interrupt_and_rollback_over_http(client: Any, ollama: Any) -> None:
+    ollama.add({"text": "slow " * 60, "token_delay": 0.03}, {"text": "steered"}, {"text": "slow " * 60, "token_delay": 0.03},
+               {"text": "rolled"})
+    cid = client.post("/api/chat", json={"message": "foo"}).json()["conversation"]
+    sent = client.post("/api/chat", json={"message": "bar", "conversation": cid, "multitask": "interrupt"})
+    assert sent.status_code == 200 and sent.json()["queued"]["steer"] is True
+    deadline = time.monotonic() + 20
+    while client.get(f"/api/conversations/{cid}").json()["conversation"]["messageCount"] < 4:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    client.post("/api/chat", json={"message": "baz", "conversation": cid})
+    with client.stream("POST", "/api/chat", json={"message": "qux", "conversation": cid, "multitask": "rollback"},
+                       headers={"Accept": "text/event-stream"}) as response:
+        assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+        body = "".join(response.iter_text())
+    assert "event: end" in body and '"status": "completed"' in body
+    detail = client.get(f"/api/conversations/{cid}").json()
+    assert [m["content"] for m in detail["messages"]] == ["foo", "slow " * 60, "bar", "steered", "qux", "rolled"]
+    assert detail["messages"][4]["branch"]["count"] == 2
