@@ -18,6 +18,7 @@ from tests.contracts.run_stores import (
     StoreContract,
     a_conversation,
     a_running_run,
+    other_owner,
 )
 
 
@@ -98,6 +99,15 @@ class MessageQueueContract(StoreContract):
         assert await store.finish_run(then2.id, RunFinish(RunStatus.COMPLETED, clock.now(), then=next_run(cid, clock)))
         latest = await store.latest_run(cid)
         assert latest is not None and latest.id == then2.id  # nothing left: no run started
+
+    async def test_a_refused_outcome_starts_nothing(self, store: RunStore, clock: StoreClock) -> None:
+        run = await a_running_run(store, clock)
+        cid = run.conversation_id
+        await store.enqueue(a_message(cid, clock), 20)
+        then = next_run(cid, clock)
+        fenced = RunFinish(RunStatus.COMPLETED, clock.now(), then=then)
+        assert not await store.finish_run(run.id, fenced, owner=other_owner())
+        assert await store.get_run(then.id) is None and await queue_of(store, cid) == ["next"]
 
     @pytest.mark.parametrize("status", [RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.WAITING, RunStatus.INTERRUPTED])
     async def test_other_outcomes_hold_the_queue(self, store: RunStore, clock: StoreClock, status: RunStatus) -> None:
