@@ -1,6 +1,7 @@
-"""Use cases of a message typed while a run works (domain.queue): queue it, edit or drop
-it while it waits, and start the queues nothing else will drain. The store starts the next
-message of a completed run itself (RunService._record hands it the run); this is the rest."""
+"""Use cases of a message typed while a run works (domain.queue): queue it, steer the run
+with it, roll the run back for it, edit or drop it while it waits, and start the queues
+nothing else will drain. The store starts the next message of a completed run itself, in
+the outcome's transaction (RunService._record hands it the run); this is the rest."""
 
 from __future__ import annotations
 
