@@ -12,6 +12,7 @@ from typing import Protocol
 from domain import lifecycle
 from domain.events import StreamEvent
 from domain.model import Conversation, Run, RunError, RunOwner, RunStatus
+from domain.queue import QueuedMessage
 from ports.events import EventBatch
 
 
@@ -107,7 +108,7 @@ class RunRepository(Protocol):
         finish: RunFinish,
         owner: RunOwner | None = None,
         heartbeat: datetime | None = None,
-    ) -> bool:
+    ) -> bool | QueuedMessage:
         """Record the outcome of a run that is still `running`, atomically with the
         conversation's message_count (unless None) and updated_at, and the terminal event.
         The store applies `finish.transition` (raising InvalidTransition, changing
@@ -118,7 +119,8 @@ class RunRepository(Protocol):
         the one the reclaimer read (its owner did not renew meanwhile). Returns False,
         changing nothing, when the run is unknown, finished, or the guard fails.
         `finish.then` and `finish.input_recorded` act on the queue in the same
-        transaction (see RunFinish).
+        transaction (see RunFinish); when `then` was started, the answer is the queued
+        message it took (truthy, like True), so the caller needs no second read.
         """
 
     @abstractmethod

@@ -129,7 +129,5 @@ class QueueService:
                     service.starting.discard(run.id)
             if claimed is None:
                 continue
-            launched = await service.launch_queued(run)
-            if launched is not None:
-                started.append(launched)
+            started.append(service.launch_queued(run, claimed))
         return started

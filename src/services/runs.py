@@ -47,6 +47,7 @@ from domain.model import (
     title_from_message,
     utc_now,
 )
+from domain.queue import QueuedMessage
 from ports.engine import AgentEngine, Fork, NewMessage, RunInput
 from ports.metrics import NO_METRICS, MetricsPort
 from ports.processes import ProcessPort
@@ -185,14 +186,9 @@ class RunService:
         active.task = asyncio.create_task(body(active), name=f"run-{run.id}")
         return active
 
-    async def launch_queued(self, run: Run) -> StartedRun | None:
-        """Execute `run`, which the store started for a queued message (ports.queue): its
-        input is planned as a new message's. None when the store holds no message for it."""
-        assert self.queue is not None
-        message = await self.queue.claimed(run.id)
-        if message is None:
-            self.starting.discard(run.id)
-            return None
+    def launch_queued(self, run: Run, message: QueuedMessage) -> StartedRun:
+        """Execute `run`, which the store started for the queued `message` (ports.queue):
+        its input is planned as a new message's."""
         s = self.stores
         ports = PlanPorts(s.checkpoints, s.journal, s.approvals, s.checker)
 
@@ -325,12 +321,12 @@ class RunService:
             self._unrecorded[active.run_id] = (active, finish)
             return False
         self._unrecorded.pop(active.run_id, None)
+        if isinstance(written, QueuedMessage) and then is not None:
+            self.launch_queued(then, written)
+        elif then is not None:
+            self.starting.discard(then.id)  # nothing was queued: no run was started
         if not written:
             log.warning("the outcome was not recorded: the run is no longer this process's", extra=active.context)
-            if then is not None:
-                self.starting.discard(then.id)
-        elif then is not None:
-            await self.launch_queued(then)
         return True
 
     def _next_run(self, active: ActiveRun, finish: RunFinish) -> Run | None:
@@ -443,7 +439,7 @@ class RunService:
         # a queued message this run took in goes back to the queue unless the thread has it
         recorded = lifecycle.input_saved(run, head)
         finish = RunFinish(verdict.status, self.clock(), verdict.error, head.message_count, event, input_recorded=recorded)
-        changed = await self.runs.finish_run(run.id, finish, heartbeat=run.heartbeat_at)
+        changed = bool(await self.runs.finish_run(run.id, finish, heartbeat=run.heartbeat_at))  # no `then`: True or False
         if changed:
             self.metrics.run_reclaimed(verdict.status.value)
             ctx = {"conversation_id": run.conversation_id, "run_id": run.id}

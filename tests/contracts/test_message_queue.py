@@ -81,7 +81,9 @@ class MessageQueueContract(StoreContract):
         first = await store.enqueue(a_message(cid, clock, "first"), 20)
         await store.enqueue(a_message(cid, clock, "second"), 20)
         then = next_run(cid, clock)
-        assert await store.finish_run(run.id, RunFinish(RunStatus.COMPLETED, clock.now(), then=then), owner=OWNER)
+        taken = await store.finish_run(run.id, RunFinish(RunStatus.COMPLETED, clock.now(), then=then), owner=OWNER)
+        assert first is not None and isinstance(taken, QueuedMessage) and taken.id == first.id  # no second read needed
+        assert taken.run_id == then.id
         started = await store.get_run(then.id)
         assert started is not None and started.status is RunStatus.RUNNING
         assert started.trigger is RunTrigger.QUEUE and started.base_count == 3 and started.owner == OWNER
@@ -96,7 +98,7 @@ class MessageQueueContract(StoreContract):
         assert await store.claimed(then.id) is None
         claimed2 = await store.claimed(then2.id)
         assert claimed2 is not None and claimed2.text == "second"
-        assert await store.finish_run(then2.id, RunFinish(RunStatus.COMPLETED, clock.now(), then=next_run(cid, clock)))
+        assert await store.finish_run(then2.id, RunFinish(RunStatus.COMPLETED, clock.now(), then=next_run(cid, clock))) is True
         latest = await store.latest_run(cid)
         assert latest is not None and latest.id == then2.id  # nothing left: no run started
 

@@ -233,7 +233,7 @@ async def test_a_crash_between_the_outcome_and_the_next_start_loses_nothing(tmp_
     store, saver = SqliteRunStore(path), ThreadedSqliteSaver.open(path)
     h1 = make_harness(["first answer here"], repo=store, saver=saver, delay=0.03)
 
-    async def died(run: Any) -> None:  # the process is gone before it executes the queued run
+    def died(run: Any, message: Any) -> None:  # the process is gone before it executes the queued run
         return None
 
     h1.runs.launch_queued = died  # type: ignore[method-assign]

@@ -39,7 +39,7 @@ class InMemoryQueue(MessageQueue):
     def _queued_count(self, conversation_id: str) -> int:
         return len(self._waiting(conversation_id))
 
-    def _after_finish(self, run: Run, finish: RunFinish) -> None:
+    def _after_finish(self, run: Run, finish: RunFinish) -> QueuedMessage | None:
         """The queue's half of finish_run, under the lock: the run's claim, then the next start."""
         claim = next((q for q in self._queue.values() if q.run_id == run.id), None)
         if claim is not None:
@@ -49,7 +49,8 @@ class InMemoryQueue(MessageQueue):
                 front = min(q.position for q in self._queue.values() if q.conversation_id == run.conversation_id)
                 self._queue[claim.id] = replace(claim, state=QueueState.WAITING, run_id=None, position=front - 1)
         if finish.then is not None and finish.status is RunStatus.COMPLETED:
-            self._claim_first(finish.then, finish.now)
+            return self._claim_first(finish.then, finish.now)
+        return None
 
     def _claim_first(self, run: Run, now: datetime) -> QueuedMessage | None:
         waiting = self._waiting(run.conversation_id)

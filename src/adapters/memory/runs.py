@@ -18,6 +18,7 @@ from adapters.storage.event_rows import pack, unpack
 from domain.errors import ConversationNotFound, RunLost, SessionInProgress
 from domain.lifecycle import GIVE_UP
 from domain.model import Conversation, Run, RunError, RunOwner, RunStatus, iso, utc_now
+from domain.queue import QueuedMessage
 from ports.events import EventBatch, RunEventLog
 from ports.journal import JournalEntry, ToolJournal
 from ports.runs import RunFinish, RunRepository
@@ -179,7 +180,7 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, RunRepository, RunEvent
         finish: RunFinish,
         owner: RunOwner | None = None,
         heartbeat: datetime | None = None,
-    ) -> bool:
+    ) -> bool | QueuedMessage:
         move = finish.transition
         data = json.dumps(finish.event.data) if finish.event else ""
         with self._lock:
@@ -210,8 +211,7 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, RunRepository, RunEvent
                 seq = max(finish.event_id or 0, max(events, default=0) + 1)
                 events[seq] = (finish.event.event, data)
                 self._wake(run_id)
-            self._after_finish(run, finish)
-            return True
+            return self._after_finish(run, finish) or True
 
     async def give_up(self, run_id: str, error: RunError, now: datetime) -> bool:
         with self._lock:

@@ -55,7 +55,9 @@ async def claim_first(cur: AsyncCursor[Any], run: Run, now: datetime) -> QueuedM
     return message_from_row((*first[:5], QueueState.STARTED.value, run.id, first[7]))
 
 
-async def after_finish(cur: AsyncCursor[Any], run_id: str, conversation_id: str, finish: RunFinish) -> None:
+async def after_finish(
+    cur: AsyncCursor[Any], run_id: str, conversation_id: str, finish: RunFinish
+) -> QueuedMessage | None:
     """The queue's half of finish_run, in its transaction: the run's own claim is
     settled, then (after `completed`) the next message starts."""
     if finish.input_recorded:
@@ -67,7 +69,8 @@ async def after_finish(cur: AsyncCursor[Any], run_id: str, conversation_id: str,
             (conversation_id, run_id),
         )
     if finish.then is not None and finish.status is RunStatus.COMPLETED:
-        await claim_first(cur, finish.then, finish.now)
+        return await claim_first(cur, finish.then, finish.now)
+    return None
 
 
 class PostgresQueue(MessageQueue):

@@ -30,6 +30,7 @@ from adapters.storage.wakeups import Wakeups
 from domain.errors import RunLost, SessionInProgress
 from domain.lifecycle import GIVE_UP
 from domain.model import Conversation, Run, RunError, RunOwner
+from domain.queue import QueuedMessage
 from ports.events import EventBatch, RunEventLog
 from ports.journal import JournalEntry, ToolJournal
 from ports.runs import RunFinish, RunRepository
@@ -161,7 +162,7 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, RunRepository, RunEvent
         finish: RunFinish,
         owner: RunOwner | None = None,
         heartbeat: datetime | None = None,
-    ) -> bool:
+    ) -> bool | QueuedMessage:
         move = finish.transition
         sql = (
             "UPDATE runs SET status = %s, error_code = %s, error_message = %s, finished_at = %s, "
@@ -200,10 +201,10 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, RunRepository, RunEvent
                     (run_id, finish.event_id or 0, run_id, event.event, Jsonb(event.data)),
                 )
                 await cur.execute(NOTIFY, ([run_id],))
-            await after_finish(cur, run_id, row[0], finish)
+            started = await after_finish(cur, run_id, row[0], finish)
         if event is not None:
             self._wakeups.wake([run_id])
-        return True
+        return started or True
 
     async def give_up(self, run_id: str, error: RunError, now: datetime) -> bool:
         return bool(

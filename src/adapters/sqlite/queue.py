@@ -47,7 +47,7 @@ def claim_first(c: sqlite3.Connection, run: Run, now: datetime) -> QueuedMessage
     return message_from_row((*first[:5], QueueState.STARTED.value, run.id, first[7]))
 
 
-def after_finish(c: sqlite3.Connection, run_id: str, conversation_id: str, finish: RunFinish) -> None:
+def after_finish(c: sqlite3.Connection, run_id: str, conversation_id: str, finish: RunFinish) -> QueuedMessage | None:
     """The queue's half of finish_run, in its transaction: the run's own claim is
     settled, then (after `completed`) the next message starts."""
     if finish.input_recorded:
@@ -59,7 +59,8 @@ def after_finish(c: sqlite3.Connection, run_id: str, conversation_id: str, finis
             (conversation_id, run_id),
         )
     if finish.then is not None and finish.status is RunStatus.COMPLETED:
-        claim_first(c, finish.then, finish.now)
+        return claim_first(c, finish.then, finish.now)
+    return None
 
 
 class SqliteQueue(MessageQueue):

@@ -39,6 +39,7 @@ from adapters.storage.wakeups import Wakeups
 from domain.errors import SessionInProgress
 from domain.lifecycle import GIVE_UP
 from domain.model import Conversation, Run, RunError, RunOwner, iso
+from domain.queue import QueuedMessage
 from ports.metrics import NO_METRICS, MetricsPort
 from ports.runs import RunFinish, RunRepository
 
@@ -175,7 +176,7 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, RunRepositor
         finish: RunFinish,
         owner: RunOwner | None = None,
         heartbeat: datetime | None = None,
-    ) -> bool:
+    ) -> bool | QueuedMessage:
         move = finish.transition
         sql = (
             "UPDATE runs SET status = ?, error_code = ?, error_message = ?, finished_at = ? "
@@ -194,7 +195,7 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, RunRepositor
         data = json.dumps(event.data) if event else None
         pending = [(run_id, seq, name, json.dumps(data)) for seq, name, data in pack(finish.events)]
 
-        def write(c: sqlite3.Connection) -> bool:
+        def write(c: sqlite3.Connection) -> bool | QueuedMessage:
             with transaction(c):
                 row = c.execute(sql + " RETURNING conversation_id", args).fetchone()
                 if row is None:
@@ -216,8 +217,8 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, RunRepositor
                         "(SELECT coalesce(max(seq), 0) + 1 FROM run_events WHERE run_id = ?)), ?, ?)",
                         (run_id, finish.event_id or 0, run_id, event.event, data),
                     )
-                after_finish(c, run_id, row[0], finish)
-            return True
+                started = after_finish(c, run_id, row[0], finish)
+            return started or True
 
         finished = await self._writer.run(write)
         if finished and (event is not None or pending):
