@@ -14,6 +14,7 @@ from domain.approvals import Decision, parse_decisions
 from domain.errors import InvalidEdit, InvalidInput
 from domain.model import check_text, clean_title, parse_conversation_id
 from domain.models import SettingsChange
+from domain.queue import Multitask, parse_multitask
 
 MAX_MESSAGE = 32_000  # characters, for every edge
 
@@ -30,11 +31,13 @@ def check_message(text: str) -> str:
 
 @dataclass(frozen=True)
 class SendMessage:
-    """A user message, on `conversation_id` or (None) on a new conversation."""
+    """A user message, on `conversation_id` or (None) on a new conversation. `multitask`:
+    what it does when the conversation has an active (or waiting) run (domain.queue)."""
 
     text: str
     conversation_id: str | None = None
     settings: SettingsChange = SettingsChange()
+    multitask: Multitask = Multitask.REJECT
 
     def __post_init__(self) -> None:
         check_message(self.text)
@@ -107,6 +110,7 @@ def start_command(
     regenerate: bool = False,
     decisions: object = None,
     settings: SettingsChange = SettingsChange(),  # noqa: B008 - a frozen value
+    multitask: object = None,
 ) -> StartRun:
     """The command a chat request names, checked in the API contract's order (the first
     failing rule's InvalidInput is the one reported). `settings`: the model and system
@@ -128,10 +132,13 @@ def start_command(
     answers = parse_decisions(decisions)
     if answers and not resume:
         raise InvalidInput("decisions are given with resume: true")
+    strategy = parse_multitask(multitask)
+    if strategy is not Multitask.REJECT and (resume or regenerate or edit_of is not None):
+        raise InvalidInput("multitask applies to a new message, not to resume, editOf or regenerate")
     if conversation is None:
         if resume:
             raise InvalidInput("A conversation is required to resume")
-        return SendMessage(text, settings=settings)
+        return SendMessage(text, None, settings, strategy)
     cid = parse_conversation_id(conversation)
     if resume:
         return Resume(cid, "retry" if decision == "retry" else "skip" if decision == "skip" else None, answers, settings)
@@ -141,7 +148,7 @@ def start_command(
         if isinstance(edit_of, bool) or not isinstance(edit_of, int):
             raise InvalidEdit("editOf must be a message index (an integer)")
         return Edit(cid, edit_of, text, settings)
-    return SendMessage(text, cid, settings)
+    return SendMessage(text, cid, settings, strategy)
 
 
 def rename_command(conversation: object, title: object) -> Rename:

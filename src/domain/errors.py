@@ -36,6 +36,8 @@ class ErrorCode(StrEnum):
     UNKNOWN_MODEL = "UNKNOWN_MODEL"
     SEARCH_BUSY = "SEARCH_BUSY"
     TOO_MANY_ATTEMPTS = "TOO_MANY_ATTEMPTS"
+    QUEUE_FULL = "QUEUE_FULL"
+    QUEUED_NOT_FOUND = "QUEUED_NOT_FOUND"
     UNKNOWN_ERROR = "UNKNOWN_ERROR"
 
 
@@ -272,3 +274,19 @@ class TooManyAttempts(SophosError):
     def __init__(self, retry_after: int) -> None:
         super().__init__()
         self.retry_after = retry_after  # whole seconds until one more attempt is allowed
+
+
+class QueueFull(SophosError):
+    """Raised when a message is queued on a conversation whose queue already holds
+    MAX_QUEUED messages."""
+
+    code = ErrorCode.QUEUE_FULL
+    default_message = "Too many queued messages on this conversation: wait for some to be answered"
+
+
+class QueuedNotFound(SophosError):
+    """Raised when an edit or a drop names no waiting message of the conversation's queue
+    (unknown, or already started)."""
+
+    code = ErrorCode.QUEUED_NOT_FOUND
+    default_message = "No such queued message (it may have started already)"

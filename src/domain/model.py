@@ -119,6 +119,7 @@ class RunOwner:
 class RunTrigger(StrEnum):
     USER = "user"  # a message or a resume asked for by a person
     ADOPT = "adopt"  # a resume started by a live process for an orphaned run (AUTO_RESUME)
+    QUEUE = "queue"  # a queued message, started when the run before it completed
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,7 @@ class Conversation:
     error: RunError | None = None
     model: str | None = None  # the model it asked for; None: the server's default
     system: str | None = None  # its own system prompt; None: config/system.md
+    queued: int = 0  # messages waiting in its queue (domain.queue)
 
     @property
     def thread_id(self) -> str:

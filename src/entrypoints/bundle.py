@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from services.allow_rules import AllowRules
     from services.conversations import ConversationService
     from services.models import ModelCatalog
+    from services.queueing import QueueService
     from services.runs import RunService
     from services.search import SearchService
     from services.sessions import SessionService
@@ -36,6 +37,7 @@ class Exposition(Protocol):
 @dataclass(frozen=True)
 class Services:
     runs: Callable[[], RunService]
+    queue: Callable[[], QueueService]
     conversations: Callable[[], ConversationService]
     supervisor: Callable[[], Supervisor]
     search: Callable[[], SearchService]

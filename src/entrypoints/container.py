@@ -62,6 +62,7 @@ from services.conversations import ConversationService  # noqa: E402 - after the
 from services.handles import RunStores  # noqa: E402 - after the finder above
 from services.hub import RunHub  # noqa: E402 - after the finder above
 from services.models import ModelCatalog  # noqa: E402 - after the finder above
+from services.queueing import QueueService  # noqa: E402 - after the finder above
 from services.runs import RunService  # noqa: E402 - after the finder above
 from services.search import SearchService  # noqa: E402 - after the finder above
 from services.sessions import SessionService  # noqa: E402 - after the finder above
@@ -230,7 +231,7 @@ def _threads(checkpointer: Saver) -> CheckpointPort:
 
 def _stores(store: RunStore, threads: CheckpointPort) -> RunStores:
     return RunStores(runs=store, events=store, signals=store, journal=store, checkpoints=threads, approvals=store,
-                     checker=_args_checker())
+                     checker=_args_checker(), queue=store)
 
 
 def _conversations(
@@ -331,9 +332,11 @@ class Container(containers.DeclarativeContainer):
         lease_seconds=config.RUN_LEASE_SECONDS,
         metrics=metrics,
     )
+    queue = providers.Singleton(QueueService, run_service, store, config.MAX_QUEUED)
     supervisor = providers.Singleton(
         Supervisor,
         service=run_service,
+        queue=queue,
         auto_resume=config.AUTO_RESUME,
         event_retention=config.RUN_EVENT_RETENTION_SECONDS,
         approval_timeout=config.APPROVAL_TIMEOUT,
@@ -350,6 +353,7 @@ class Container(containers.DeclarativeContainer):
     services = providers.Singleton(
         Services,
         runs=run_service.provider,
+        queue=queue.provider,
         conversations=conversations.provider,
         supervisor=supervisor.provider,
         search=search.provider,

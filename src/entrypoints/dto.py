@@ -8,6 +8,7 @@ event's payload, kept by the run event log.)"""
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from typing import Any
 
 from domain.approvals import ApprovalRequest
@@ -15,12 +16,13 @@ from domain.branches import BranchMarker
 from domain.events import approval_call
 from domain.model import Conversation, iso, message_to_dto
 from domain.models import ModelInfo
+from domain.queue import QueuedMessage
 from domain.search import MARK_CLOSE, MARK_OPEN, SearchResult
 from services.conversations import ConversationDetail
 
 __all__ = [
-    "approval_dto", "detail_dto", "marker_dto", "message_to_dto", "model_dto", "pending_dto", "search_result_dto",
-    "settings_dto", "snippet_html", "summary_dto",
+    "approval_dto", "detail_dto", "marker_dto", "message_to_dto", "model_dto", "pending_dto", "queue_dto", "queued_dto",
+    "search_result_dto", "settings_dto", "snippet_html", "summary_dto",
 ]
 
 
@@ -36,6 +38,8 @@ def summary_dto(conversation: Conversation) -> dict[str, Any]:
     }
     if conversation.error:
         dto["error"] = {"code": conversation.error.code, "message": conversation.error.message}
+    if conversation.queued:
+        dto["queued"] = conversation.queued
     return dto
 
 
@@ -55,6 +59,20 @@ def model_dto(model: ModelInfo, default: str) -> dict[str, Any]:
         "family": model.family,
         "default": model.name in (default, f"{default}:latest"),
     }
+
+
+def queued_dto(message: QueuedMessage) -> dict[str, Any]:
+    """A message waiting in a conversation's queue."""
+    dto: dict[str, Any] = {"id": message.id, "position": message.position, "text": message.text,
+                           "createdAt": iso(message.created_at)}
+    if message.steer:
+        dto["steer"] = True
+    return dto
+
+
+def queue_dto(messages: Sequence[QueuedMessage]) -> dict[str, Any]:
+    """The queue, as a conversation's detail lists it (nothing when empty)."""
+    return {"queued": [queued_dto(m) for m in messages]} if messages else {}
 
 
 def approval_dto(request: ApprovalRequest) -> dict[str, Any]:

@@ -62,6 +62,7 @@ class Settings:
     MAX_CONNECTIONS: int = 100
     LANGGRAPH_API_PORT: int = 2024  # LangGraph's Agent Server API beside the main one; 0 = off
     LANGGRAPH_API_CORS_ORIGINS: str = ""  # browser origins allowed to call it (comma-separated, or *)
+    MAX_QUEUED: int = 20
 
     @property
     def answer_limit(self) -> int:
@@ -156,6 +157,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         raise SettingsError(f"TOOL_TIMEOUT must be a number of seconds above 0, at most {MAX_TOOL_TIMEOUT}")
     if not 1 <= settings["SESSION_SECONDS"] <= MAX_SESSION_SECONDS:
         raise SettingsError(f"SESSION_SECONDS must be between 1 and {MAX_SESSION_SECONDS} (400 days)")
+    if not 1 <= settings["MAX_QUEUED"] <= 1000:
+        raise SettingsError(f"MAX_QUEUED must be between 1 and 1000, got {settings['MAX_QUEUED']}")
     if settings["APPROVAL_TIMEOUT"] < 0:
         raise SettingsError("APPROVAL_TIMEOUT must be 0 (off) or a number of seconds")
     url = str(settings["DATABASE_URL"])

@@ -13,6 +13,7 @@ from domain import lifecycle
 from domain.events import StreamEvent
 from domain.model import Conversation, Run, RunError, RunOwner, RunStatus
 from domain.models import ChatSettings
+from domain.queue import QueuedMessage
 from ports.events import EventBatch
 
 
@@ -23,7 +24,13 @@ class RunFinish:
     `event` is the run's terminal stream event (`end` or `chat-error`); it is appended to
     the run's events in the same transaction, with id `event_id` or, when None (or not
     above the last stored id), the last stored id + 1. `events` are the run's events not
-    yet in its log, written first in the same transaction (ids already stored are kept)."""
+    yet in its log, written first in the same transaction (ids already stored are kept).
+
+    `then`: when the outcome is `completed` and the conversation has a waiting queued
+    message, the store inserts this run (running, owned as given) and the message is
+    claimed by it, in the same transaction (ports.queue). `input_recorded`: whether the
+    run's own message reached the thread; when False, a queued message the run was
+    started for goes back to the head of the queue, when True it is deleted."""
 
     status: RunStatus
     now: datetime
@@ -32,6 +39,8 @@ class RunFinish:
     event: StreamEvent | None = None
     event_id: int | None = None
     events: EventBatch = ()
+    then: Run | None = None
+    input_recorded: bool = True
 
     @property
     def transition(self) -> lifecycle.Transition:
@@ -92,7 +101,8 @@ class RunRepository(Protocol):
 
     @abstractmethod
     async def delete_conversation(self, conversation_id: str) -> bool:
-        """Delete the conversation, its runs, their events and its journal; False if unknown.
+        """Delete the conversation, its runs, their events, its journal and its queue;
+        False if unknown.
 
         Raises SessionInProgress if a run of it is `running`.
         """
@@ -117,7 +127,7 @@ class RunRepository(Protocol):
         finish: RunFinish,
         owner: RunOwner | None = None,
         heartbeat: datetime | None = None,
-    ) -> bool:
+    ) -> bool | QueuedMessage:
         """Record the outcome of a run that is still `running`, atomically with the
         conversation's message_count (unless None) and updated_at, and the terminal event.
         The store applies `finish.transition` (raising InvalidTransition, changing
@@ -127,6 +137,9 @@ class RunRepository(Protocol):
         `heartbeat` (a reclaimer's compare-and-set), only if the run's heartbeat is still
         the one the reclaimer read (its owner did not renew meanwhile). Returns False,
         changing nothing, when the run is unknown, finished, or the guard fails.
+        `finish.then` and `finish.input_recorded` act on the queue in the same
+        transaction (see RunFinish); when `then` was started, the answer is the queued
+        message it took (truthy, like True), so the caller needs no second read.
         """
 
     @abstractmethod

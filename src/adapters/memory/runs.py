@@ -14,11 +14,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from adapters.memory.approvals import InMemoryApprovals
+from adapters.memory.queue import InMemoryQueue
 from adapters.storage.event_rows import pack, unpack
 from domain.errors import ConversationNotFound, RunLost, SessionInProgress
 from domain.lifecycle import GIVE_UP
 from domain.model import Conversation, Run, RunError, RunOwner, RunStatus, iso, utc_now
 from domain.models import ChatSettings
+from domain.queue import QueuedMessage
 from ports.events import EventBatch, RunEventLog
 from ports.journal import JournalEntry, ToolJournal
 from ports.runs import RunFinish, RunRepository
@@ -36,7 +38,7 @@ class _Waiter:
     woken: asyncio.Event
 
 
-class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals, ToolJournal):
+class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, RunRepository, RunEventLog, RunSignals, ToolJournal):
     """Plain dicts behind one lock (never held across an await). Event data goes through
     JSON, as in SQLite, so what is not JSON-encodable fails here too."""
 
@@ -51,6 +53,7 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
         self._journal: dict[str, tuple[str, JournalEntry]] = {}  # key -> (conversation, entry)
         self._waiters: dict[str, list[_Waiter]] = {}
         self._approvals_init()
+        self._queue_init()
 
     def close(self) -> None:
         pass
@@ -94,9 +97,10 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
 
     def _summary(self, conv: Conversation) -> Conversation:
         run = self._latest(conv.id)
+        queued = self._queued_count(conv.id)
         if run is None:
-            return replace(conv, status=None, error=None)
-        return replace(conv, status=run.status, error=run.error)
+            return replace(conv, status=None, error=None, queued=queued)
+        return replace(conv, status=run.status, error=run.error, queued=queued)
 
     async def get_conversation(self, conversation_id: str) -> Conversation | None:
         with self._lock:
@@ -156,6 +160,7 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
                 del self._journal[key]
             self._forget_approvals(conversation_id)
             self._metadata.pop(conversation_id, None)
+            self._forget_queue(conversation_id)
             del self._conversations[conversation_id]
             return True
 
@@ -174,28 +179,31 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
 
     async def start_run(self, run: Run, now: datetime, flushed_by_input: bool = False) -> None:
         with self._lock:
-            if any(
-                r.conversation_id == run.conversation_id and r.status is RunStatus.RUNNING
-                for r in self._runs.values()
-            ):
-                raise SessionInProgress()
-            conv = self._conversations.get(run.conversation_id)
-            if conv is None:
-                raise ConversationNotFound()
-            self._runs[run.id] = replace(
-                run,
-                status=RunStatus.RUNNING,
-                started_at=_ms(run.started_at),
-                finished_at=None,
-                error_code=None,
-                error_message=None,
-                heartbeat_at=_ms(self.clock()),
-                lease_expired=False,
-            )
-            # the run's own message is committed with it: the list counts it while it runs
-            self._conversations[conv.id] = replace(
-                conv, updated_at=_ms(now), message_count=max(conv.message_count, run.base_count)
-            )
+            self._insert_running(run, now)
+
+    def _insert_running(self, run: Run, now: datetime) -> None:
+        if any(
+            r.conversation_id == run.conversation_id and r.status is RunStatus.RUNNING
+            for r in self._runs.values()
+        ):
+            raise SessionInProgress()
+        conv = self._conversations.get(run.conversation_id)
+        if conv is None:
+            raise ConversationNotFound()
+        self._runs[run.id] = replace(
+            run,
+            status=RunStatus.RUNNING,
+            started_at=_ms(run.started_at),
+            finished_at=None,
+            error_code=None,
+            error_message=None,
+            heartbeat_at=_ms(self.clock()),
+            lease_expired=False,
+        )
+        # the run's own message is committed with it: the list counts it while it runs
+        self._conversations[conv.id] = replace(
+            conv, updated_at=_ms(now), message_count=max(conv.message_count, run.base_count)
+        )
 
     async def finish_run(
         self,
@@ -203,7 +211,7 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
         finish: RunFinish,
         owner: RunOwner | None = None,
         heartbeat: datetime | None = None,
-    ) -> bool:
+    ) -> bool | QueuedMessage:
         move = finish.transition
         data = json.dumps(finish.event.data) if finish.event else ""
         with self._lock:
@@ -234,7 +242,7 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
                 seq = max(finish.event_id or 0, max(events, default=0) + 1)
                 events[seq] = (finish.event.event, data)
                 self._wake(run_id)
-            return True
+            return self._after_finish(run, finish) or True
 
     async def give_up(self, run_id: str, error: RunError, now: datetime) -> bool:
         with self._lock:

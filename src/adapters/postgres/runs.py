@@ -14,14 +14,24 @@ from psycopg.types.json import Jsonb
 from adapters.postgres.approvals import PostgresApprovals
 from adapters.postgres.database import PostgresDatabase
 from adapters.postgres.presence import CHANNEL, OWNER_ALIVE, Presence
-from adapters.postgres.rows import LATEST, RUNS, SUMMARY, conversation_from_row, run_from_row, stamp
+from adapters.postgres.queue import PostgresQueue, after_finish
+from adapters.postgres.rows import (
+    LATEST,
+    RUNS,
+    SUMMARY,
+    conversation_from_row,
+    insert_running,
+    run_from_row,
+    stamp,
+)
 from adapters.postgres.search import forget_conversation, index_title
 from adapters.storage.event_rows import pack, unpack
 from adapters.storage.wakeups import Wakeups
-from domain.errors import ConversationNotFound, RunLost, SessionInProgress
+from domain.errors import RunLost, SessionInProgress
 from domain.lifecycle import GIVE_UP
 from domain.model import Conversation, Run, RunError, RunOwner
 from domain.models import ChatSettings
+from domain.queue import QueuedMessage
 from ports.events import EventBatch, RunEventLog
 from ports.journal import JournalEntry, ToolJournal
 from ports.runs import RunFinish, RunRepository
@@ -30,7 +40,7 @@ from ports.signals import RunSignals
 NOTIFY = f"SELECT pg_notify('{CHANNEL}', id) FROM unnest(%s::text[]) AS id"
 
 
-class PostgresRunStore(PostgresApprovals, RunRepository, RunEventLog, RunSignals, ToolJournal):
+class PostgresRunStore(PostgresApprovals, PostgresQueue, RunRepository, RunEventLog, RunSignals, ToolJournal):
     """Every method takes a pooled connection for one statement or one transaction.
     `owner`, when given, is this process: its presence (liveness lock, notifications) is
     held from first use until `aclose`. `poll_interval` bounds how long a follower waits
@@ -148,7 +158,7 @@ class PostgresRunStore(PostgresApprovals, RunRepository, RunEventLog, RunSignals
             )
             if await cur.fetchone():
                 raise SessionInProgress()
-            # runs, their events and the journal go by ON DELETE CASCADE
+            # runs, their events, the journal and the queue go by ON DELETE CASCADE
             await cur.execute("DELETE FROM conversations WHERE id = %s", (conversation_id,))
             await forget_conversation(cur, conversation_id)
         return True
@@ -156,43 +166,12 @@ class PostgresRunStore(PostgresApprovals, RunRepository, RunEventLog, RunSignals
     # --- runs ----------------------------------------------------------------------------
 
     async def start_run(self, run: Run, now: datetime, flushed_by_input: bool = False) -> None:
-        owner = run.owner
         await self.ready()
         try:
             async with self.db.cursor(transaction=True) as cur:
                 if flushed_by_input:  # the input's commit flushes the WAL up to and past this one
                     await cur.execute("SET LOCAL synchronous_commit TO OFF")
-                # the run's own message is committed with it: the list counts it while it runs
-                await cur.execute(
-                    "UPDATE conversations SET updated_at = %s, message_count = GREATEST(message_count, %s) "
-                    "WHERE id = %s RETURNING id",
-                    (stamp(now), run.base_count, run.conversation_id),
-                )
-                if await cur.fetchone() is None:
-                    raise ConversationNotFound()
-                # the row lock above queues concurrent starts: this sees the winner's run
-                await cur.execute(
-                    "SELECT 1 FROM runs WHERE conversation_id = %s AND status = 'running'", (run.conversation_id,)
-                )
-                if await cur.fetchone():
-                    raise SessionInProgress()
-                await cur.execute(
-                    "INSERT INTO runs (id, conversation_id, status, started_at, owner_host, owner_pid, "
-                    'owner_started, owner_instance, owner_ns, base_count, "trigger", heartbeat_at) '
-                    "VALUES (%s, %s, 'running', %s, %s, %s, %s, %s, %s, %s, %s, now())",
-                    (
-                        run.id,
-                        run.conversation_id,
-                        stamp(run.started_at),
-                        owner.host if owner else None,
-                        owner.pid if owner else None,
-                        owner.started if owner else None,
-                        owner.instance if owner else None,
-                        owner.namespace if owner else None,
-                        run.base_count,
-                        run.trigger.value,
-                    ),
-                )
+                await insert_running(cur, run, now)
         except SessionInProgress:
             raise
         except Exception as e:
@@ -207,7 +186,7 @@ class PostgresRunStore(PostgresApprovals, RunRepository, RunEventLog, RunSignals
         finish: RunFinish,
         owner: RunOwner | None = None,
         heartbeat: datetime | None = None,
-    ) -> bool:
+    ) -> bool | QueuedMessage:
         move = finish.transition
         sql = (
             "UPDATE runs SET status = %s, error_code = %s, error_message = %s, finished_at = %s, "
@@ -246,9 +225,10 @@ class PostgresRunStore(PostgresApprovals, RunRepository, RunEventLog, RunSignals
                     (run_id, finish.event_id or 0, run_id, event.event, Jsonb(event.data)),
                 )
                 await cur.execute(NOTIFY, ([run_id],))
+            started = await after_finish(cur, run_id, row[0], finish)
         if event is not None:
             self._wakeups.wake([run_id])
-        return True
+        return started or True
 
     async def give_up(self, run_id: str, error: RunError, now: datetime) -> bool:
         return bool(

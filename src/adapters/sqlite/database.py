@@ -18,6 +18,7 @@ from adapters.sqlite.chat_schema import add_chat_settings
 from adapters.sqlite.log_schema import MIGRATION_LOG_FORMAT
 from adapters.sqlite.message_schema import MIGRATION_MESSAGES
 from adapters.sqlite.metadata_schema import MIGRATION_THREAD_METADATA
+from adapters.sqlite.queue_schema import MIGRATION_QUEUE
 from adapters.sqlite.search_schema import MIGRATION_SEARCH
 from adapters.sqlite.session_schema import MIGRATION_SESSIONS
 from adapters.sqlite.threads import SerialThread, release, writer_thread
@@ -146,7 +147,7 @@ CREATE TABLE IF NOT EXISTS tool_allow_rules (
 Migration = str | Callable[[sqlite3.Connection], None]
 MIGRATIONS: tuple[Migration, ...] = (
     MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4, MIGRATION_SEARCH, MIGRATION_BRANCHES, MIGRATION_APPROVALS,
-    MIGRATION_MESSAGES, MIGRATION_LOG_FORMAT, MIGRATION_SESSIONS, MIGRATION_THREAD_METADATA, add_chat_settings,
+    MIGRATION_MESSAGES, MIGRATION_LOG_FORMAT, MIGRATION_SESSIONS, MIGRATION_THREAD_METADATA, add_chat_settings, MIGRATION_QUEUE,
 )
 
 BUSY_MESSAGE = "The database is busy: another process holds the write lock; try again"

@@ -25,18 +25,28 @@ from adapters.sqlite.database import (
     unsynced,
 )
 from adapters.sqlite.events import SqliteRunEvents
-from adapters.sqlite.rows import NOW, RUNS, SUMMARY, conversation_from_row, marks, run_from_row
+from adapters.sqlite.queue import SqliteQueue, after_finish
+from adapters.sqlite.rows import (
+    NOW,
+    RUNS,
+    SUMMARY,
+    conversation_from_row,
+    insert_running,
+    marks,
+    run_from_row,
+)
 from adapters.storage.event_rows import pack
 from adapters.storage.wakeups import Wakeups
-from domain.errors import ConversationNotFound, SessionInProgress
+from domain.errors import SessionInProgress
 from domain.lifecycle import GIVE_UP
 from domain.model import Conversation, Run, RunError, RunOwner, iso
 from domain.models import ChatSettings
+from domain.queue import QueuedMessage
 from ports.metrics import NO_METRICS, MetricsPort
 from ports.runs import RunFinish, RunRepository
 
 
-class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
+class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, RunRepository):
     """Two connections to the file, each on its own thread: a writer (every write is a
     BEGIN IMMEDIATE transaction, so processes on one file queue behind `busy_timeout`
     seconds, then get StorageFailure) and a reader, which in WAL mode never waits for a
@@ -174,7 +184,7 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
                 ).fetchone()
                 if running:
                     raise SessionInProgress()
-                # runs, their events and the journal go by ON DELETE CASCADE
+                # runs, their events, the journal and the queue go by ON DELETE CASCADE
                 cur = c.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
             return cur.rowcount > 0
 
@@ -183,46 +193,10 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
     # --- runs ----------------------------------------------------------------------------
 
     async def start_run(self, run: Run, now: datetime, flushed_by_input: bool = False) -> None:
-        owner = run.owner
-
         def write(c: sqlite3.Connection) -> None:
             # WAL frames are ordered: the input's synced commit makes this row durable too
             with unsynced(c) if flushed_by_input else nullcontext(), transaction(c):
-                if c.execute(
-                    "SELECT 1 FROM runs WHERE conversation_id = ? AND status = 'running'",
-                    (run.conversation_id,),
-                ).fetchone():
-                    raise SessionInProgress()
-                # the run's own message is committed with it: the list counts it while it runs
-                bumped = c.execute(
-                    "UPDATE conversations SET updated_at = ?, message_count = max(message_count, ?) WHERE id = ?",
-                    (iso(now), run.base_count, run.conversation_id),
-                )
-                if bumped.rowcount == 0:
-                    raise ConversationNotFound()
-                try:
-                    c.execute(
-                        "INSERT INTO runs (id, conversation_id, status, started_at, owner_host, owner_pid, "
-                        'owner_started, owner_instance, owner_ns, base_count, "trigger", heartbeat_at) '
-                        f"VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, {NOW})",
-                        (
-                            run.id,
-                            run.conversation_id,
-                            iso(run.started_at),
-                            owner.host if owner else None,
-                            owner.pid if owner else None,
-                            owner.started if owner else None,
-                            owner.instance if owner else None,
-                            owner.namespace if owner else None,
-                            run.base_count,
-                            run.trigger.value,
-                        ),
-                    )
-                except sqlite3.IntegrityError as e:
-                    # The partial unique index has the last word if the check above ever races.
-                    if "runs.conversation_id" in str(e):
-                        raise SessionInProgress() from e
-                    raise
+                insert_running(c, run, now)
 
         await self._writer.run(write)
 
@@ -232,7 +206,7 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
         finish: RunFinish,
         owner: RunOwner | None = None,
         heartbeat: datetime | None = None,
-    ) -> bool:
+    ) -> bool | QueuedMessage:
         move = finish.transition
         sql = (
             "UPDATE runs SET status = ?, error_code = ?, error_message = ?, finished_at = ? "
@@ -251,7 +225,7 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
         data = json.dumps(event.data) if event else None
         pending = [(run_id, seq, name, json.dumps(data)) for seq, name, data in pack(finish.events)]
 
-        def write(c: sqlite3.Connection) -> bool:
+        def write(c: sqlite3.Connection) -> bool | QueuedMessage:
             with transaction(c):
                 row = c.execute(sql + " RETURNING conversation_id", args).fetchone()
                 if row is None:
@@ -273,7 +247,8 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
                         "(SELECT coalesce(max(seq), 0) + 1 FROM run_events WHERE run_id = ?)), ?, ?)",
                         (run_id, finish.event_id or 0, run_id, event.event, data),
                     )
-            return True
+                started = after_finish(c, run_id, row[0], finish)
+            return started or True
 
         finished = await self._writer.run(write)
         if finished and (event is not None or pending):

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from domain.commands import Cancel, StartRun, start_command
+from domain.commands import Cancel, SendMessage, StartRun, start_command
 from domain.errors import ModelBadResponse, ModelUnreachable
 from domain.events import StreamEvent
 from domain.model import parse_conversation_id
 from domain.models import settings_change
+from domain.queue import Multitask, QueuedMessage
 from entrypoints.cli.client import Json, SophosClient, Stopper
-from entrypoints.dto import detail_dto, model_dto, pending_dto, search_result_dto, settings_dto, summary_dto
+from entrypoints.dto import (
+    detail_dto,
+    model_dto,
+    pending_dto,
+    queue_dto,
+    queued_dto,
+    search_result_dto,
+    settings_dto,
+    summary_dto,
+)
 
 if TYPE_CHECKING:
     from entrypoints.bundle import Services
@@ -24,6 +35,7 @@ def command_of(body: Json) -> StartRun:
         body.get("message"), body.get("conversation"), body.get("resume") is True, body.get("decision"),
         edit_of=body.get("editOf"), regenerate=body.get("regenerate") is True, decisions=body.get("decisions"),
         settings=settings_change(body),
+        multitask=body.get("multitask"),
     )
 
 
@@ -54,7 +66,8 @@ class LocalClient(SophosClient):
     async def conversation(self, conversation: str) -> Json:
         await self._recover()
         detail = await self._services.conversations().get(conversation)
-        return {**detail_dto(detail), **pending_dto(detail)}
+        waiting = await self._services.queue().waiting(detail.conversation.id)
+        return {**detail_dto(detail), **pending_dto(detail), **queue_dto(waiting)}
 
     async def rename(self, conversation: str, title: str) -> Json:
         return summary_dto(await self._services.conversations().rename(conversation, title))
@@ -124,13 +137,22 @@ class LocalClient(SophosClient):
         if self._supervisor is None:
             from services.supervisor import Supervisor
 
-            self._supervisor = Supervisor(service)
+            self._supervisor = Supervisor(service, queue=self._services.queue())
             await self._supervisor.start()
         printer.start()
         try:
-            started = await service.start(command_of(body))
+            command = command_of(body)
+            if isinstance(command, SendMessage) and command.multitask is not Multitask.REJECT:
+                sent = await self._services.queue().send(command)
+                if isinstance(sent, QueuedMessage):  # the process running the conversation answers it
+                    printer.event("queued", queued_dto(sent))
+                    return sent.conversation_id, ""
+                started = sent
+            else:
+                started = await service.start(command)
             stopper.attach(lambda reason: service.stop_local(started.run_id, reason))
-            events = await service.follow(started.conversation_id, 0)
+            # on through the queued messages this process starts when the run completes
+            events = await service.follow(started.conversation_id, 0, through_queue=True)
             if isinstance(events, StreamEvent):  # it ended before we could attach: the durable answer
                 printer.event(events.event, events.data)
             else:
@@ -139,6 +161,9 @@ class LocalClient(SophosClient):
                     printer.event(ev.event, ev.data)
                     if printer.pipe_closed and not closed:  # nobody reads the answer any more
                         service.stop_local(started.run_id, StopReason.CANCEL)
+                    if ev.event == "started":  # a queued message's run: Ctrl-C stops that one
+                        run_id = str(ev.data["run"])
+                        stopper.attach(partial(service.stop_local, run_id))
         finally:
             stopper.detach()
             printer.spinner.close()

@@ -109,7 +109,9 @@ class Printer:
             silence_output()
 
     def _outcome(self, event: str, data: Any) -> None:
-        if event == "approval":
+        if event == "queued":
+            self.status, self.error = "queued", None
+        elif event == "approval":
             self.approvals = list(data.get("calls") or [])
         elif event == "end":
             self.status, self.error = data["status"], None
@@ -134,6 +136,14 @@ class Printer:
                 self.thinking = False
                 click.echo("", err=True)
             click.echo(data, nl=False)
+        elif event == "queued":
+            self.spinner.clear()
+            how = "steers the active run at its next step" if data.get("steer") else "starts when the active run completes"
+            click.secho(f"queued ({data['id']}, position {data['position']}): {how}", fg="yellow", err=True)
+        elif event == "started":  # the next queued message's run
+            self.spinner.clear()
+            click.secho(f"\n» next queued message (run {data['run']})", fg="yellow", err=True)
+            self.spinner.wait("waiting for the model")
         elif event == "trace" and data["event"] == "call":
             self.spinner.clear()
             args = json.dumps(data["data"]["arguments"], ensure_ascii=False)
@@ -175,7 +185,7 @@ class Printer:
         return self.exit_code()
 
     def exit_code(self) -> int:
-        if self.status == "completed":
+        if self.status in ("completed", "queued"):
             return EXIT_OK
         if self.status == "waiting":
             return EXIT_WAITING

@@ -124,6 +124,9 @@ class HttpClient(SophosClient):
         except RemoteError:
             printer.spinner.close()
             raise
+        if "queued" in started:  # the server answers it when the active run completes
+            printer.event("queued", started["queued"])
+            return started["conversation"], ""
         cid, run_id = started["conversation"], started["run"]
 
         async def follow() -> bool:
@@ -163,13 +166,16 @@ class HttpClient(SophosClient):
                 click.echo(f"error: could not cancel the run on {self.base}: {e.code}: {e.message}", err=True)
 
     async def _events(self, cid: str) -> AsyncIterator[tuple[str, Any]]:
-        """The run's events until its last, reconnecting after a dropped connection with
-        the last event id (the server replays what followed it)."""
+        """The run's events until its last, then those of the queued runs that follow it
+        (`follow=queue`: the server ends the stream when no run follows), reconnecting
+        after a dropped connection with the last event id (the server replays what
+        followed it)."""
         last: str | None = None
         for _ in range(RECONNECTS):
             headers = {"Last-Event-ID": last} if last else {}
             try:
-                async with aconnect_sse(self._http, "GET", "/api/chat", params={"conversation": cid}, headers=headers,
+                params = {"conversation": cid, "follow": "queue"}
+                async with aconnect_sse(self._http, "GET", "/api/chat", params=params, headers=headers,
                                         timeout=httpx.Timeout(TIMEOUT, read=None)) as source:
                     if not source.response.is_success:
                         await source.response.aread()
@@ -184,8 +190,6 @@ class HttpClient(SophosClient):
                             return
                         last = sse.id or last
                         yield sse.event, data
-                        if sse.event in ("end", "chat-error"):
-                            return
                 return
             except SSEError as e:
                 raise RemoteError("BAD_RESPONSE", f"{self.base} did not answer with an event stream: {e}") from e

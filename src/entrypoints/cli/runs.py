@@ -130,12 +130,16 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print events
 @click.option("-i", "--interactive", is_flag=True, help="A prompt loop on one conversation (as `sophos repl`).")
 @click.option("--edit", "edit_of", type=int, metavar="N",
               help="Replace user message N (as `sophos show` numbers them) with MESSAGE, on a new branch.")
+@click.option("--queue", "multitask", flag_value="enqueue",
+              help="While the conversation's run works, queue MESSAGE: it is answered when the run completes.")
+@click.option("--steer", "multitask", flag_value="interrupt",
+              help="While the conversation's run works, steer it: it hands over to MESSAGE at its next step.")
 @json_option
 @server_option
 @global_options
 @pass_ctx
 def chat(ctx: Context, message: str | None, conversation: str | None, last: bool, interactive: bool,
-         edit_of: int | None, as_json: bool, server: str | None) -> None:
+         edit_of: int | None, multitask: str | None, as_json: bool, server: str | None) -> None:
     """Send MESSAGE and stream the answer (tokens, tool calls) as it comes.
 
     MESSAGE `-` (or none, with a pipe) reads it from stdin."""
@@ -146,10 +150,15 @@ def chat(ctx: Context, message: str | None, conversation: str | None, last: bool
         finish(repl_loop(ctx, conversation, server))
     if edit_of is not None and conversation is None:
         raise CliError("BAD_REQUEST", "--edit needs the conversation: sophos chat -c ID --edit N MESSAGE", EXIT_BAD_INPUT)
+    if multitask is not None and (conversation is None or edit_of is not None):
+        raise CliError("BAD_REQUEST", "--queue and --steer need a conversation: sophos chat -c ID --queue MESSAGE",
+                       EXIT_BAD_INPUT)
     text = read_message(message)
     body: dict[str, Any] = {"message": text, **({"conversation": conversation} if conversation else {})}
     if edit_of is not None:
         body["editOf"] = edit_of
+    if multitask is not None:
+        body["multitask"] = multitask
     run_and_report(ctx, given(body), as_json, server)
 
 

@@ -28,6 +28,8 @@ STATUS: dict[ErrorCode, int] = {
     ErrorCode.STORAGE_FAILURE: 503,
     ErrorCode.SEARCH_BUSY: 503,
     ErrorCode.TOO_MANY_ATTEMPTS: 429,
+    ErrorCode.QUEUE_FULL: 429,
+    ErrorCode.QUEUED_NOT_FOUND: 404,
     ErrorCode.NOT_SUPPORTED: 501,
     ErrorCode.MODEL_UNAVAILABLE: 503,
     ErrorCode.MODEL_UNREACHABLE: 503,

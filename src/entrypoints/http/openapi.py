@@ -31,11 +31,16 @@ def _started(responses: dict[str, Any]) -> dict[str, Any]:
     ok["headers"] = {
         "X-Conversation-Id": {"description": "the conversation (streamed answer only)", "schema": UUID},
         "X-Run-Id": {"description": "the run (streamed answer only)", "schema": {"type": "string"}},
+        "X-Queued-Id": {"description": "the queued message (multitask enqueue behind an active run)",
+                        "schema": {"type": "string"}},
     }
     return responses
 
 
 CONV_PARAM = {"name": "conversation_id", "in": "path", "required": True, "schema": {"type": "string"}}
+QUEUED_PARAM = {"name": "queued_id", "in": "path", "required": True, "schema": {"type": "string"}}
+QUEUED = {"type": "object", "properties": {
+    "id": {"type": "string"}, "position": {"type": "integer"}, "text": {"type": "string"}, "createdAt": {"type": "string"}}}
 
 
 def openapi_document() -> dict[str, Any]:
@@ -63,6 +68,9 @@ def openapi_document() -> dict[str, Any]:
                                       "null: the server's default; unknown: 400 UNKNOWN_MODEL, nothing stored"},
                             "system": {"type": "string", "nullable": True, "maxLength": 16000,
                                        "description": "the conversation's system prompt from this turn on; null: config/system.md"},
+                            "multitask": {"type": "string", "enum": ["reject", "enqueue", "interrupt", "rollback"],
+                                          "description": "what a new message does while the conversation has an active "
+                                                         "or waiting run (default reject: 409)"},
                             "decisions": {"type": "object", "additionalProperties": {
                                 "type": "object", "required": ["type"], "additionalProperties": False,
                                 "properties": {
@@ -74,13 +82,16 @@ def openapi_document() -> dict[str, Any]:
                         },
                     })},
                     "responses": _started(_responses(200, {"type": "object", "properties": {
-                        "conversation": UUID, "run": {"type": "string"}}}, 400, 404, 409, 413, 503)),
+                        "conversation": UUID, "run": {"type": "string"}, "queued": QUEUED}}, 400, 404, 409, 413, 429, 503)),
                 },
                 "get": {
                     "summary": "Server-sent events of the conversation's active run",
                     "parameters": [
                         {"name": "conversation", "in": "query", "required": True, "schema": {"type": "string"}},
                         {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "string"}},
+                        {"name": "follow", "in": "query", "required": False, "schema": {"type": "string", "enum": ["queue"]},
+                         "description": "queue: after a run's terminal event, go on with the run that follows it "
+                                        "(a `started` event first)"},
                     ],
                     "responses": _responses(200, {"type": "string"}, ok_type="text/event-stream"),
                 },
@@ -167,6 +178,23 @@ def openapi_document() -> dict[str, Any]:
                     "summary": "Delete the conversation, its runs and its checkpoints",
                     "parameters": [CONV_PARAM],
                     "responses": _responses(204, None, 400, 404, 409),
+                },
+            },
+            "/api/conversations/{conversation_id}/queue/{queued_id}": {
+                "patch": {
+                    "summary": "Edit a queued message while it waits",
+                    "parameters": [CONV_PARAM, QUEUED_PARAM],
+                    "requestBody": {"required": True, **_json({
+                        "type": "object", "additionalProperties": False, "required": ["message"],
+                        "properties": {"message": {"type": "string"}},
+                    })},
+                    "responses": _responses(200, {"type": "object", "properties": {
+                        "conversation": UUID, "queued": QUEUED}}, 400, 404, 413, 503),
+                },
+                "delete": {
+                    "summary": "Drop a queued message before it starts",
+                    "parameters": [CONV_PARAM, QUEUED_PARAM],
+                    "responses": _responses(204, None, 400, 404, 503),
                 },
             },
             "/api/conversations/{conversation_id}/export": {

@@ -12,16 +12,19 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
-from domain.commands import Cancel, start_command
+from domain.commands import Cancel, SendMessage, start_command
 from domain.errors import InvalidInput, ModelBadResponse, ModelUnreachable, SophosError
 from domain.events import StreamEvent
 from domain.model import RunStatus, check_text, iso, parse_conversation_id
 from domain.models import settings_change
+from domain.queue import Multitask, QueuedMessage
 from entrypoints.bundle import Services
 from entrypoints.dto import (
     detail_dto,
     model_dto,
     pending_dto,
+    queue_dto,
+    queued_dto,
     search_result_dto,
     settings_dto,
     summary_dto,
@@ -33,6 +36,7 @@ from ports.model import Readiness
 MAX_BODY = 64 * 1024  # bytes; a larger body gets 413
 CONVERSATION_HEADER = "X-Conversation-Id"  # on a streamed POST /api/chat: what the JSON body says
 RUN_HEADER = "X-Run-Id"
+QUEUED_HEADER = "X-Queued-Id"  # on a POST /api/chat whose message was queued
 READY_TIMEOUT = 1.5  # seconds readyz waits for the model server
 
 
@@ -75,14 +79,23 @@ def _services(request: Request) -> Services:
 
 async def post_chat(request: Request) -> Response:
     body = await read_json(
-        request, {"message", "conversation", "resume", "decision", "decisions", "editOf", "regenerate", "model", "system"}
+        request, {"message", "conversation", "resume", "decision", "decisions", "editOf", "regenerate", "model", "system",
+                  "multitask"}
     )
     command = start_command(
         body.get("message"), body.get("conversation"), body.get("resume") is True, body.get("decision"),
         edit_of=body.get("editOf"), regenerate=body.get("regenerate") is True, decisions=body.get("decisions"),
         settings=settings_change(body),
+        multitask=body.get("multitask"),
     )
-    started = await _services(request).runs().start(command)
+    if isinstance(command, SendMessage) and command.multitask is not Multitask.REJECT:
+        sent = await _services(request).queue().send(command)
+        if isinstance(sent, QueuedMessage):  # committed; it starts when the active run completes
+            payload = {"conversation": sent.conversation_id, "queued": queued_dto(sent)}
+            return JSONResponse(payload, headers={CONVERSATION_HEADER: sent.conversation_id, QUEUED_HEADER: sent.id})
+        started = sent
+    else:
+        started = await _services(request).runs().start(command)
     if started.events is not None and "text/event-stream" in request.headers.get("accept", ""):
         # the run's own stream, as GET /api/chat sends it: the first token needs no second request
         ids = {CONVERSATION_HEADER: started.conversation_id, RUN_HEADER: started.run_id}
@@ -98,7 +111,8 @@ async def get_chat(request: Request) -> Response:
     except InvalidInput as e:
         return sse.single(StreamEvent("chat-error", {"code": e.code.value, "message": e.message}))
     after, tag = sse.last_event_id(request.headers.get("last-event-id"))
-    answer = await _services(request).runs().follow_batches(cid, after, tag)
+    through_queue = request.query_params.get("follow") == "queue"  # on into the queued runs that follow
+    answer = await _services(request).runs().follow_batches(cid, after, tag, through_queue)
     if isinstance(answer, StreamEvent):
         return sse.single(answer)
     state = request.app.state
@@ -154,6 +168,7 @@ async def get_conversation(request: Request) -> Response:
     if live is not None:  # lets a reloaded page show what precedes the run, then replay it
         body["activeRun"] = {"id": live.run_id, "baseMessageCount": live.base_count}
     body.update(pending_dto(detail))
+    body.update(queue_dto(await _services(request).queue().waiting(conv.id)))
     return JSONResponse(body)
 
 
@@ -189,6 +204,21 @@ async def list_models(request: Request) -> Response:
         error = {"code": e.code.value, "message": e.message}
         return JSONResponse({"default": catalog.default, "models": [], "error": error})
     return JSONResponse({"default": catalog.default, "models": [model_dto(m, catalog.default) for m in models]})
+
+
+async def patch_queued(request: Request) -> Response:
+    """Edit a queued message's text while it waits (`{"message": ...}`)."""
+    body = await read_json(request, {"message"})
+    cid = parse_conversation_id(request.path_params["conversation_id"])
+    edited = await _services(request).queue().edit(cid, request.path_params["queued_id"], body.get("message"))
+    return JSONResponse({"conversation": cid, "queued": queued_dto(edited)})
+
+
+async def delete_queued(request: Request) -> Response:
+    """Drop a queued message before it starts."""
+    cid = parse_conversation_id(request.path_params["conversation_id"])
+    await _services(request).queue().drop(cid, request.path_params["queued_id"])
+    return Response(status_code=204)
 
 
 async def delete_conversation(request: Request) -> Response:

@@ -4,6 +4,7 @@ import { onApprovals, renderApprovals } from "/static/js/approvals.js";
 import { branchActions } from "/static/js/branches.js";
 import { $, el, icon } from "/static/js/dom.js";
 import { conversationChanged, draftSettings, installModels, loadModels, onModels } from "/static/js/models.js";
+import { enqueue, onQueue, renderQueue, setQueue } from "/static/js/queue.js";
 import { renderList } from "/static/js/sidebar.js";
 import { currentSummary, state } from "/static/js/state.js";
 import { addReasoning, answerStarted } from "/static/js/thinking.js";
@@ -72,7 +73,7 @@ function renderComposer() {
   $("stop").hidden = $("detach").hidden = !state.streaming;
 }
 
-function render() { renderList(actions); renderHeader(); renderBanners(); renderMessages(); renderApprovals(); renderTrace(); renderComposer(); conversationChanged(); }
+function render() { renderList(actions); renderHeader(); renderBanners(); renderMessages(); renderQueue(); renderApprovals(); renderTrace(); renderComposer(); conversationChanged(); }
 
 // --- data
 async function loadList(more = false) {
@@ -101,6 +102,7 @@ async function openConversation(id, { keepError = false } = {}) {
     state.detail = d;
     state.messages = d.messages;
     state.approvals = d.pendingApprovals || [];
+    setQueue(d);
     const conv = d.conversation;
     if (conv.status === "failed" && conv.error && !keepError) state.error = conv.error;
     const last = state.messages[state.messages.length - 1];
@@ -290,7 +292,7 @@ async function remove(c) {
 function newChat() {
   state.chosen = true;
   detach();
-  Object.assign(state, { current: null, detail: null, messages: [], trace: [], error: null, pendingTitle: null, sidebarOpen: false, approvals: [], approvalNotice: null, editing: null });
+  Object.assign(state, { current: null, detail: null, messages: [], trace: [], error: null, pendingTitle: null, sidebarOpen: false, approvals: [], approvalNotice: null, editing: null, queued: [] });
   render();
   $("input").focus();
 }
@@ -357,7 +359,14 @@ installModels();
 $("trace-close").append(icon("close"));
 $("logout").append(icon("logout"));
 $("logout-everywhere").append(icon("logoutAll"));
-$("composer").addEventListener("submit", (e) => { e.preventDefault(); const text = $("input").value.trim(); if (text && !state.streaming) send(text); });
+$("composer").addEventListener("submit", (e) => { e.preventDefault(); const text = $("input").value.trim(); if (text) (state.streaming && state.current ? queueText : send)(text); });
+// Enter while an answer streams: the message waits on the server, in order (js/queue.js)
+async function queueText(text) {
+  $("input").value = "";
+  renderComposer();
+  try { await enqueue(text); } catch (e) { $("input").value = text; fail(e); }
+}
+onQueue({ failed: fail, started: () => openConversation(state.current) });
 $("input").addEventListener("keydown", (e) => { if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); $("composer").requestSubmit(); } });
 $("input").addEventListener("input", renderComposer);
 $("new-chat").addEventListener("click", newChat);

@@ -1,7 +1,7 @@
 // The page's state, shared by its modules.
 export const state = {
   conversations: [], cursor: null, query: "",
-  current: null, detail: null, messages: [], trace: [], pendingTitle: null, editing: null, approvals: [], approvalNotice: null,
+  current: null, detail: null, messages: [], trace: [], pendingTitle: null, editing: null, approvals: [], approvalNotice: null, queued: [],
   source: null, streaming: false, chosen: false, liveModel: null, error: null, offline: false,
   sidebarOpen: false, traceOpen: false, auth: { required: false, authenticated: true },
 };
