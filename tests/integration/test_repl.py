@@ -105,3 +105,39 @@ def test_new_starts_another_conversation_and_a_prefix_continues_one(tmp_path: Pa
     other = tty.output.split("\nconversation: ")[1].split()[0]
     assert other != cid
     assert users(env, tmp_path, cid) == ["one", "two"] and users(env, tmp_path, other) == ["three"]
+
+
+def test_model_and_system_slash_commands_reach_the_model_server(tmp_path: Path) -> None:
+    from tests.support.fake_ollama import fake_ollama
+
+    with fake_ollama(models=("qwen3:latest", "llama3.2:latest")) as fake:
+        env = app_env(tmp_path, fake.url, TOOLS_BACKEND="none")
+        tty = Terminal([SOPHOS, "repl"], process_env(env), tmp_path)
+        try:
+            tty.read_until("> ")
+            tty.type("/model\r")  # alone: the current one and the server's list
+            listed = tty.read_until("> ")
+            assert "model: qwen3" in listed and "llama3.2:latest" in listed
+            tty.type("/model llama3.2\r")  # before the first message: kept for it
+            assert "next message starts: llama3.2" in tty.read_until("> ")
+            tty.type("hello\r")
+            tty.read_until("> ")
+            assert fake.requests[-1]["model"] == "llama3.2"
+            tty.type("/system Answer in French.\r")  # on the conversation, from its next turn
+            assert "system from the next turn on: Answer in French." in tty.read_until("> ")
+            tty.type("/model mistral\r")  # unknown: one line with the fix, nothing changes
+            assert "`ollama pull mistral`" in tty.read_until("> ")
+            tty.type("again\r")
+            tty.read_until("> ")
+            last = fake.requests[-1]
+            assert (last["model"], last["messages"][0]["content"]) == ("llama3.2", "Answer in French.")
+            tty.type("/model default\r")
+            assert "model from the next turn on: the default" in tty.read_until("> ")
+            tty.type("once more\r")
+            tty.read_until("> ")
+            assert fake.requests[-1]["model"] == "qwen3"
+            tty.type("/bye\r")
+            assert tty.wait() == 0
+        finally:
+            tty.close()
+    assert "Traceback" not in tty.output

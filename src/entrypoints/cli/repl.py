@@ -56,15 +56,19 @@ class Session(slash.Session):
         self.client = client
         self.cid = cid
         self.server = server
+        # -m/-s (or /model, /system before the first message): sent with the next message
+        self.pending: Json = dict(ctx.chat)
 
     async def send(self, body: Json) -> None:
         """A turn (a message, a retry), then the questions of the calls it waits on."""
-        printer = Printer(as_json=False)
+        printer = Printer(as_json=False, reasoning=self.ctx.show_reasoning)
         try:
-            self.cid, _ = await _turn(self.client, body, printer)
+            self.cid, _ = await _turn(self.client, {**body, **self.pending} if "message" in body else body, printer)
         except (SophosError, RemoteError) as e:
             fail(e).show()
             return
+        if "message" in body:
+            self.pending = {}
         _turn_report(printer)
         await _decide(self.client, self.cid, printer)
 

@@ -1,7 +1,6 @@
 """The REPL's slash commands. A line that starts with `/` is a command, never a message;
 `//` sends a message that starts with `/`. A command is one `@command` function here:
-that is where a new one goes (the per-conversation /model and /system, once the
-conversation keeps them)."""
+that is where a new one goes."""
 
 from __future__ import annotations
 
@@ -23,6 +22,8 @@ class Session(Protocol):
     ctx: Context
     client: SophosClient
     cid: str | None  # None: the next message starts a new conversation
+
+    pending: Json  # `model` and `system` for the next message, while there is no conversation
 
     async def send(self, body: Json) -> None: ...
 
@@ -127,6 +128,45 @@ async def _export(session: Session, args: list[str]) -> bool:
 async def _retry(session: Session, args: list[str]) -> bool:
     if not _no_conversation(session):
         await session.send({"regenerate": True, "conversation": session.cid})
+    return True
+
+
+async def _choose(session: Session, key: str, value: str | None) -> None:
+    """The conversation's `key` (model or system) from its next turn on; before the first
+    message, kept for it. None: the server's default."""
+    if session.cid is None:
+        session.pending[key] = value
+        click.echo(f"({key} for the conversation your next message starts: {value or 'the default'})", err=True)
+        return
+    summary = await session.client.configure(session.cid, {key: value})
+    click.echo(f"({key} from the next turn on: {summary.get(key) or 'the default'})", err=True)
+
+
+@command("model", "/model [NAME|default]", "the model of this conversation's next turns (alone: list them)")
+async def _model(session: Session, args: list[str]) -> bool:
+    if args:
+        await _choose(session, "model", None if args[0] == "default" else args[0])
+        return True
+    listed = await session.client.models()
+    current = session.pending.get("model")
+    if current is None and session.cid is not None:
+        current = (await session.client.conversation(session.cid)).get("conversation", {}).get("model")
+    names = [str(m.get("name")) for m in listed.get("models", []) if isinstance(m, dict)]
+    click.echo(f"model: {current or listed.get('default') or 'the default'}", err=True)
+    click.echo("  " + "  ".join(names) if names else f"  (the model server listed none: {listed.get('error')})", err=True)
+    return True
+
+
+@command("system", "/system [TEXT|default]", "this conversation's system prompt from its next turn on")
+async def _system(session: Session, args: list[str]) -> bool:
+    if not args:
+        current = session.pending.get("system")
+        if current is None and session.cid is not None:
+            current = (await session.client.conversation(session.cid)).get("conversation", {}).get("system")
+        click.echo(f"system: {current or '(the default, config/system.md)'}", err=True)
+        return True
+    text = " ".join(args)
+    await _choose(session, "system", None if text == "default" else text)
     return True
 
 
