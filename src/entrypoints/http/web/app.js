@@ -6,6 +6,7 @@ import { $, el, icon } from "/static/js/dom.js";
 import { renderList } from "/static/js/sidebar.js";
 import { currentSummary, state } from "/static/js/state.js";
 import { renderMessages, renderTrace } from "/static/js/thread.js";
+import { checkReadiness, onReadiness, renderReadiness, sendBlocked } from "/static/js/status.js";
 import { installSearch } from "/static/search.js";
 
 // what to do about an error, when the server's message does not say it already
@@ -26,6 +27,7 @@ function renderHeader() {
   $("current-title").title = $("current-title").textContent;
   $("responding").hidden = !state.streaming;
   $("connection").hidden = !state.offline;
+  renderReadiness();
   $("logout").hidden = !state.auth.required;
   $("logout-everywhere").hidden = !state.auth.required;
   for (const [id, suffix] of [["export-md", ""], ["export-jsonl", "?format=jsonl"]]) {
@@ -43,7 +45,8 @@ function renderBanners() {
   if (state.error) {
     const [said, fix] = FIXES[state.error.code] || [];
     const hint = fix && !said.test(state.error.message || "") ? el("span", { class: "fix", "data-testid": "error-fix" }, fix) : null;
-    err.replaceChildren(icon("alert"), el("strong", {}, `Error: ${state.error.code}`), el("span", {}, state.error.message), hint);
+    // replaceChildren would write a missing hint as the text "null"
+    err.replaceChildren(...[icon("alert"), el("strong", {}, `Error: ${state.error.code}`), el("span", {}, state.error.message), hint].filter(Boolean));
   }
   const d = state.detail;
   // calls waiting for approval are answered on their cards: a plain Resume would be refused
@@ -64,8 +67,12 @@ function renderBanners() {
 }
 
 function renderComposer() {
+  const blocked = sendBlocked();
   $("send").hidden = state.streaming;
-  $("send").disabled = !$("input").value.trim();
+  $("send").disabled = !$("input").value.trim() || !!blocked;
+  $("send").title = blocked || "";
+  $("send-reason").textContent = blocked || "";
+  $("send-reason").hidden = !blocked;
   $("stop").hidden = $("detach").hidden = !state.streaming;
 }
 
@@ -145,7 +152,7 @@ function attach(id) {
   source.addEventListener("approval", (e) => { state.approvals = JSON.parse(e.data).calls || []; render(); });
   const finish = async (error) => {
     detach();
-    if (error) state.error = error;
+    if (error) { state.error = error; checkReadiness(); }
     loadList();
     await openConversation(id, { keepError: !!error });
     $("input").focus();
@@ -180,7 +187,7 @@ async function setOffline(offline) {
   while (!(await serverUp())) await new Promise((r) => setTimeout(r, 1000));
   polling = false;
   state.offline = false;
-  readiness();
+  checkReadiness();
   await loadList();
   if (state.current && !state.streaming) await openConversation(state.current, { keepError: false });
   else render();
@@ -289,18 +296,6 @@ function newChat() {
   $("input").focus();
 }
 
-async function readiness() {
-  const box = $("readiness");
-  try {
-    const response = await fetch("/api/readyz");
-    const body = await response.json();
-    const downTools = (body.tools || []).filter((t) => !t.ok).map((t) => t.name);
-    const text = response.ok ? "Model ready" : (body.message || "Model not ready");
-    box.textContent = downTools.length ? `${text} · tools down: ${downTools.join(", ")}` : text;
-    box.className = `readiness ${response.ok && !downTools.length ? "ok" : "bad"}`;
-  } catch { box.textContent = "Server unreachable"; box.className = "readiness bad"; }
-}
-
 // --- login (API_TOKEN): the token is exchanged once for an HttpOnly session cookie
 function showLogin(message = "") {
   detach();
@@ -330,7 +325,7 @@ async function logout(everywhere = false) {
 }
 
 async function boot() {
-  readiness();
+  checkReadiness();
   await loadList();
   // the latest conversation, unless the person already chose one or a new chat meanwhile
   if (state.conversations.length && !state.chosen) await openConversation(state.conversations[0].id);
@@ -339,6 +334,7 @@ async function boot() {
 }
 
 // --- wiring
+onReadiness(() => { renderComposer(); if (!state.current) renderMessages(); });
 onApprovals({ started: continued, refresh: () => openConversation(state.current) });
 onApi({ unauthorized: () => showLogin("Your session ended; enter the token again."), unreachable: () => setOffline(true) });
 $("new-chat").append(icon("plus"), el("span", {}, "New Chat"));
@@ -347,7 +343,7 @@ $("trace-toggle").append(icon("trace"));
 $("trace-close").append(icon("close"));
 $("logout").append(icon("logout"));
 $("logout-everywhere").append(icon("logoutAll"));
-$("composer").addEventListener("submit", (e) => { e.preventDefault(); const text = $("input").value.trim(); if (text && !state.streaming) send(text); });
+$("composer").addEventListener("submit", (e) => { e.preventDefault(); const text = $("input").value.trim(); if (text && !state.streaming && !sendBlocked()) send(text); });
 $("input").addEventListener("keydown", (e) => { if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); $("composer").requestSubmit(); } });
 $("input").addEventListener("input", renderComposer);
 $("new-chat").addEventListener("click", newChat);

@@ -3,6 +3,7 @@ import { branchNav, regenerateButton, userMessage } from "/static/js/branches.js
 import { $, copyButton, el, icon } from "/static/js/dom.js";
 import { renderMarkdown } from "/static/js/markdown.js";
 import { state } from "/static/js/state.js";
+import { emptyState } from "/static/js/status.js";
 
 const cache = new WeakMap();  // message -> [key, node]: a token re-renders only its own bubble
 
@@ -69,6 +70,7 @@ export function renderMessages(force = false) {
   if (state.streaming && (!last || last.role !== "assistant")) {
     nodes.push(el("div", { class: "pending", role: "status", "aria-label": "Waiting for the answer" }, el("span"), el("span"), el("span")));
   }
+  if (!nodes.length && !state.current) nodes.push(emptyState());
   box.replaceChildren(...nodes);
   if (stick) box.scrollTop = box.scrollHeight;
 }
