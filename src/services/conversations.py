@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from domain.approvals import ApprovalRequest, waiting, waiting_message
+from domain.approvals import ApprovalRequest, decided_on, waiting, waiting_message
 from domain.branches import Branch, BranchMarker, markers
 from domain.errors import (
     BranchNotFound,
@@ -48,6 +48,7 @@ class ConversationDetail:
     pending_calls: tuple[PendingCall, ...] = ()
     pending_approvals: tuple[ApprovalRequest, ...] = ()  # undecided, their calls still pending
     branches: tuple[Branch, ...] = ()  # empty: never forked (one branch, number 1)
+    decided: tuple[ApprovalRequest, ...] = ()  # the decisions given on this thread's calls
 
     @property
     def markers(self) -> dict[int, BranchMarker]:
@@ -151,8 +152,9 @@ class ConversationService:
         can_resume = resumable(head, await self.is_active(conv.id))
         pending = await annotate_pending(thread.pending_calls, self.journal, conv.id)
         branches = tuple(await self.branch_store.branches(conv.id)) if self.branch_store else ()
-        asked = waiting(await self.approvals.requests(conv.id), pending) if pending else ()
-        return ConversationDetail(conv, thread.messages, can_resume, pending, asked, branches)
+        requests = await self.approvals.requests(conv.id)
+        asked = waiting(requests, pending) if pending else ()
+        return ConversationDetail(conv, thread.messages, can_resume, pending, asked, branches, decided_on(requests, thread.messages))
 
     async def switch_branch(self, conversation: object, number: object) -> ConversationDetail:
         """Make branch `number` the active one (refused while a run is active), then the

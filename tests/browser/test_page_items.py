@@ -131,17 +131,18 @@ def test_code_blocks_are_labelled_highlighted_and_copied_and_a_message_copies_wh
     assert tab.evaluate("navigator.clipboard.readText()") == text
 
 
-def test_tool_arguments_are_pretty_and_collapsible_and_a_running_call_spins(tab: Page, shared_ollama: FakeOllama) -> None:
+def test_tool_arguments_are_pretty_and_shown_and_a_running_call_spins(tab: Page, shared_ollama: FakeOllama) -> None:
     shared_ollama.add({"tool_calls": [("ledger__append", {"label": "spin", "delay": 4})]}, {"text": "Appended."})
     send(tab, "append slowly")
     call = tab.get_by_test_id("tool-call").last
     expect(call.get_by_test_id("tool-spinner")).to_be_visible(timeout=15000)
-    expect(call.get_by_test_id("tool-args")).to_be_hidden()  # collapsed
+    expect(call.get_by_test_id("tool-status")).to_have_text("running")
+    expect(call.get_by_test_id("tool-args")).to_be_visible()  # no click needed (issue 33 item 8)
     shoot(tab, "tool-call-running")
     expect(answer(tab)).to_have_text(re.compile("Appended."), timeout=15000)
     call = tab.get_by_test_id("tool-call").last
     expect(call.get_by_test_id("tool-spinner")).to_have_count(0)
-    call.locator("summary").click()
+    expect(call.get_by_test_id("tool-duration")).to_have_text(re.compile(r"^\d+(\.\d+)? s$"))  # about 4 s
     args = call.get_by_test_id("tool-args")
     expect(args).to_be_visible()
     assert args.inner_text() == '{\n  "label": "spin",\n  "delay": 4\n}'

@@ -45,8 +45,7 @@ def test_a_tool_call_and_its_result_are_shown(tab: Page, shared_ollama: FakeOlla
     expect(tab.get_by_test_id("tool-call")).to_contain_text("ledger__append")
     result = tab.get_by_test_id("tool-result")
     expect(result).to_contain_text("ledger__append")
-    result.locator("summary").click()
-    expect(result.locator("pre")).to_have_text("appended groceries")
+    expect(result.get_by_test_id("tool-result-text")).to_have_text("appended groceries")
     expect(tab.locator(".msg.assistant strong")).to_have_text("groceries")
 
 

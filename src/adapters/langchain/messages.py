@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.messages import (
     AIMessage,
@@ -31,6 +31,16 @@ SUMMARY_KEY = "sophos_summary"  # additional_kwargs of the SystemMessage a summa
 CONTEXT_KEY = "sophos_context"  # additional_kwargs of a stored reply: what the model saw
 CUT_KEY = "sophos_cut"  # additional_kwargs of a stored reply stopped at MODEL_MAX_TOKENS
 MODEL_IDS_KEY = "sophos_model_call_ids"  # additional_kwargs of a stored reply: our call id -> the model's
+TOOL_KEY = "sophos_tool"  # additional_kwargs of a stored tool result: {"ms": duration} or {"skipped": true}
+
+
+def _tool_result(content: str, call_id: str, name: str, status: Any, id: str | None, extra: Any) -> ToolResult:
+    meta = extra.get(TOOL_KEY) if isinstance(extra, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
+    ms = meta.get("ms")
+    return ToolResult(content, call_id, name, "error" if status == "error" else "success", id=id,
+                      duration_ms=int(ms) if isinstance(ms, (int, float)) and not isinstance(ms, bool) else None,
+                      skipped=meta.get("skipped") is True)
 
 
 def _calls(raw: Iterable[Any], extra: dict[str, Any] | None) -> tuple[ToolCall, ...]:
@@ -84,10 +94,8 @@ def to_domain(message: BaseMessage) -> Message | None:
         return AssistantMessage(flatten(message.content), calls, id=message.id, reasoning=reasoning,
                                 context=_context(extra), cut=bool(extra.get(CUT_KEY)))
     if isinstance(message, ToolMessage):
-        status: Literal["success", "error"] = "error" if message.status == "error" else "success"
-        return ToolResult(
-            flatten(message.content), message.tool_call_id, message.name or "?", status, id=message.id
-        )
+        return _tool_result(flatten(message.content), message.tool_call_id, message.name or "?", message.status,
+                            message.id, message.additional_kwargs)
     return None
 
 
@@ -106,8 +114,8 @@ def from_fields(fields: dict[str, Any]) -> Message | None:
         return AssistantMessage(content, calls, id=fields.get("id"), reasoning=reasoning, context=_context(extra),
                                 cut=bool(extra.get(CUT_KEY)))
     if kind == "tool":
-        status: Literal["success", "error"] = "error" if fields.get("status") == "error" else "success"
-        return ToolResult(content, fields.get("tool_call_id") or "", fields.get("name") or "?", status, id=fields.get("id"))
+        return _tool_result(content, fields.get("tool_call_id") or "", fields.get("name") or "?", fields.get("status"),
+                            fields.get("id"), fields.get("additional_kwargs"))
     return None
 
 
@@ -190,7 +198,18 @@ def to_langchain(message: Message, stored: bool = True) -> AnyMessage:
         name=message.name,
         status=message.status,
         id=message.id,
+        additional_kwargs=tool_meta(message) if stored else {},
     )
+
+
+def tool_meta(result: ToolResult) -> dict[str, Any]:
+    """What a stored tool result keeps besides its content (shown on the page's call cards)."""
+    meta: dict[str, Any] = {}
+    if result.duration_ms is not None:
+        meta["ms"] = result.duration_ms
+    if result.skipped:
+        meta["skipped"] = True
+    return {TOOL_KEY: meta} if meta else {}
 
 
 class PromptCache:

@@ -1,4 +1,5 @@
 // The Sophos page: plain ES modules over the HTTP API (no build step).
+import { installAllowed, refreshAllowed } from "/static/js/allowed.js";
 import { ApiError, api, onApi, serverUp, session } from "/static/js/api.js";
 import { onApprovals, renderApprovals } from "/static/js/approvals.js";
 import { branchActions } from "/static/js/branches.js";
@@ -145,7 +146,7 @@ function attach(id) {
       const msg = lastAssistant(false);
       msg.toolCalls = [...(msg.toolCalls || []), { id: t.data.tool_call_id, name: t.data.name, args: t.data.arguments }];
     } else if (t.event === "result") {
-      state.messages.push({ role: "tool", name: t.data.name, toolCallId: t.data.tool_call_id, content: t.data.result, status: "success" });
+      state.messages.push({ role: "tool", name: t.data.name, toolCallId: t.data.tool_call_id, content: t.data.result, status: "success", durationMs: t.data.durationMs });
     }
     renderMessages(); renderTrace();
   });
@@ -335,7 +336,8 @@ async function boot() {
 
 // --- wiring
 onReadiness(() => { renderComposer(); if (!state.current) renderMessages(); });
-onApprovals({ started: continued, refresh: () => openConversation(state.current) });
+onApprovals({ started: () => { continued(); refreshAllowed(); }, refresh: () => openConversation(state.current) });
+installAllowed();
 onApi({ unauthorized: () => showLogin("Your session ended; enter the token again."), unreachable: () => setOffline(true) });
 $("new-chat").append(icon("plus"), el("span", {}, "New Chat"));
 $("menu").append(icon("menu"));

@@ -46,7 +46,9 @@ export function userMessage(m, index) {
 // the regenerate button, on the conversation's last answer once the run is over
 export function regenerateButton(index) {
   const last = state.messages.length - 1;
-  if (state.streaming || !state.current || index !== last) return null;
+  // calls that wait for a decision: regenerate would be refused (DECISION_REQUIRED)
+  const waits = (state.approvals || []).length || ((state.detail && state.detail.pendingToolCalls) || []).length;
+  if (state.streaming || !state.current || index !== last || waits) return null;
   return el("button", { type: "button", class: "icon only", "aria-label": "Regenerate answer", title: "Regenerate",
     "data-testid": "regenerate", onclick: () => branchActions.regenerate() }, icon("refresh"));
 }

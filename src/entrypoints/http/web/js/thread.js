@@ -4,22 +4,15 @@ import { $, copyButton, el, icon } from "/static/js/dom.js";
 import { renderMarkdown } from "/static/js/markdown.js";
 import { state } from "/static/js/state.js";
 import { emptyState } from "/static/js/status.js";
+import { callStatus, decisionOf, toolCard } from "/static/js/toolcards.js";
 
 const cache = new WeakMap();  // message -> [key, node]: a token re-renders only its own bubble
-
-function toolCall(call, result) {
-  const running = state.streaming && !result;
-  return el("details", { class: `tool-call${running ? " running" : ""}`, "data-testid": "tool-call" },
-    el("summary", {}, icon("tool"), el("code", {}, call.name),
-      running ? el("span", { class: "spinner", role: "status", "aria-label": `${call.name} is running`, "data-testid": "tool-spinner" }) : null),
-    el("pre", { class: "args", "data-testid": "tool-args" }, JSON.stringify(call.args || {}, null, 2)));
-}
 
 function assistant(m, results, index) {
   const body = el("div", { class: "content" });
   renderMarkdown(body, m.content);
   const stopped = m.stopped ? el("span", { class: "stopped", "data-testid": "stopped-note" }, "Stopped by you") : null;
-  const tools = (m.toolCalls || []).map((c) => toolCall(c, results.get(c.id)));
+  const tools = (m.toolCalls || []).map((c) => toolCard(c, results.get(c.id)));
   const copy = m.content ? copyButton(() => m.content, "Copy message", "copy-message") : null;
   const nav = branchNav(m);
   const again = regenerateButton(index);
@@ -29,18 +22,20 @@ function assistant(m, results, index) {
 
 function tool(m) {
   const failed = m.status === "error";
-  return el("details", { class: `tool${failed ? " error" : ""}`, "data-testid": "tool-result" },
+  return el("details", { class: `tool${failed ? " error" : ""}`, "data-testid": "tool-orphan" },
     el("summary", {}, icon(failed ? "alert" : "tool", failed ? "Failed" : null), ` ${m.name || "tool"}`), el("pre", {}, m.content));
 }
 
-function node(m, results, index) {
+// a result is shown on its call's card; one without a call on screen keeps a chip of its own
+function node(m, results, index, shown) {
+  const calls = (m.toolCalls || []).map((c) => { const r = results.get(c.id); return [callStatus(c, r, decisionOf(c.id)), r && r.content, r && r.durationMs]; });
   const key = JSON.stringify([index, m.content, m.toolCalls, m.stopped, m.status, state.streaming, m.branch,
-    state.editing === index, index === state.messages.length - 1, !!state.current, (m.toolCalls || []).map((c) => results.has(c.id))]);
+    state.editing === index, index === state.messages.length - 1, !!state.current, calls, m.role === "tool" && shown.has(m.toolCallId)]);
   const hit = cache.get(m);
   if (hit && hit[0] === key) return hit[1];
   const made = m.role === "user" ? userMessage(m, index)
     : m.role === "assistant" ? ((m.content || (m.toolCalls || []).length || m.stopped) ? assistant(m, results, index) : null)
-      : m.role === "tool" ? tool(m) : null;
+      : m.role === "tool" && !shown.has(m.toolCallId) ? tool(m) : null;
   cache.set(m, [key, made]);
   return made;
 }
@@ -65,7 +60,8 @@ export function renderMessages(force = false) {
   const box = $("messages");
   const stick = force || box.scrollHeight - box.scrollTop - box.clientHeight < 120;
   const results = new Map(state.messages.filter((m) => m.role === "tool").map((m) => [m.toolCallId, m]));
-  const nodes = state.messages.flatMap((m, i) => [...contextNodes(i, m), node(m, results, i)]).filter(Boolean);
+  const shown = new Set(state.messages.flatMap((m) => (m.role === "assistant" ? (m.toolCalls || []).map((c) => c.id) : [])));
+  const nodes = state.messages.flatMap((m, i) => [...contextNodes(i, m), node(m, results, i, shown)]).filter(Boolean);
   const last = state.messages[state.messages.length - 1];
   if (state.streaming && (!last || last.role !== "assistant")) {
     nodes.push(el("div", { class: "pending", role: "status", "aria-label": "Waiting for the answer" }, el("span"), el("span"), el("span")));
