@@ -264,10 +264,12 @@ def test_the_page_says_reconnecting_and_recovers_by_itself_when_the_server_retur
     shared_app.server.kill()
     connection = tab.get_by_test_id("connection")
     expect(connection).to_have_text("Reconnecting…", timeout=10000)
+    expect(tab.get_by_test_id("readiness")).to_have_class(re.compile(r"\bstale\b"))  # not a green "ready" while away
     shoot(tab, "reconnecting")
     shared_app.server = LiveServer(shared_app.env, shared_app.tmp, port).start()
     expect(connection).to_be_hidden(timeout=15000)  # no reload: the tab found the server again
-    expect(tab.get_by_test_id("resume-banner")).to_contain_text("stopped before it finished")
+    expect(tab.get_by_test_id("readiness")).to_have_class(re.compile(r"\bok\b"))
+    expect(tab.get_by_test_id("resume-banner")).to_contain_text("The server stopped during this answer")
     expect(tab.locator(".conversation-item").first.locator(".badge")).to_have_text("interrupted")
     tab.get_by_test_id("resume-button").click()
     expect(tab.get_by_test_id("assistant-message").last).to_have_text("Done.", timeout=15000)

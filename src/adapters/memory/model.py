@@ -21,9 +21,12 @@ class Seen:
 @dataclass
 class ScriptedModel(ModelPort):
     """Answers with the queued replies in order: a str (text), a list of (name, args)
-    tool calls, or an exception to raise. Records what it was asked."""
+    tool calls, an exception to raise, or (text, exception): the text streamed, then the
+    exception (a model server that fails mid-answer). Records what it was asked."""
 
-    replies: list[str | list[tuple[str, dict[str, object]]] | BaseException] = field(default_factory=list)
+    replies: list[str | list[tuple[str, dict[str, object]]] | BaseException | tuple[str, BaseException]] = field(
+        default_factory=list
+    )
     model_name: str = "scripted"
     delay: float = 0.0
     seen: list[Seen] = field(default_factory=list)
@@ -39,13 +42,16 @@ class ScriptedModel(ModelPort):
         reply = self.replies.pop(0) if self.replies else "(no more replies)"
         if isinstance(reply, BaseException):
             raise reply
-        if isinstance(reply, str):
-            words = reply.split(" ")
+        if isinstance(reply, (str, tuple)):
+            text, failure = reply if isinstance(reply, tuple) else (reply, None)
+            words = text.split(" ")
             for i, word in enumerate(words):
                 if self.delay:
                     await asyncio.sleep(self.delay)
                 yield TextChunk(word if i == len(words) - 1 else word + " ")
-            yield AssistantMessage(reply, id=f"run-{new_id()}")
+            if failure is not None:
+                raise failure
+            yield AssistantMessage(text, id=f"run-{new_id()}")
             return
         calls = tuple(ToolCall(f"call_{new_id()[:8]}", n, dict(a)) for n, a in reply)
         yield AssistantMessage("", calls, id=f"run-{new_id()}")

@@ -6,7 +6,7 @@ import { branchActions } from "/static/js/branches.js";
 import { $, el, icon } from "/static/js/dom.js";
 import { renderList } from "/static/js/sidebar.js";
 import { currentSummary, state } from "/static/js/state.js";
-import { renderMessages, renderTrace } from "/static/js/thread.js";
+import { onMessageKey, renderMessages, renderStreaming, renderTrace } from "/static/js/thread.js";
 import { checkReadiness, onReadiness, renderReadiness, sendBlocked } from "/static/js/status.js";
 import { installSearch } from "/static/search.js";
 
@@ -57,14 +57,24 @@ function renderBanners() {
   $("resume-banner").classList.toggle("question-card", !!decide);
   $("resume").hidden = decide;
   $("retry").hidden = $("skip").hidden = !decide;
+  // worded by cause: a model that failed is retried, a server that stopped is resumed
   let text = "The last run stopped before it finished. Its progress is saved.";
+  let label = "Resume";
+  const status = d && d.conversation.status;
   if (decide) {
     const calls = (d.pendingToolCalls || []).filter((p) => p.outcomeUnknown && p.unsafe).map((p) => p.name).join(", ");
     text = `The last run stopped during ${calls}; it may have taken effect. Retry it, or skip it?`;
-  } else if (d && d.conversation.status === "cancelled") {
+  } else if (status === "cancelled") {
     text = "You stopped this answer. Resume to let it continue, or send a new message.";
+  } else if (status === "failed") {
+    const code = d.conversation.error ? ` (${d.conversation.error.code})` : "";
+    text = `The model failed before it finished${code}; what it wrote is kept. Retry to let it go on, or send a new message.`;
+    label = "Retry";
+  } else if (status === "interrupted") {
+    text = "The server stopped during this answer. Its progress is saved: Resume to let it go on.";
   }
   $("resume-text").textContent = text;
+  $("resume").textContent = label;
 }
 
 function renderComposer() {
@@ -111,6 +121,9 @@ async function openConversation(id, { keepError = false } = {}) {
     const last = state.messages[state.messages.length - 1];
     // the server keeps what a stopped answer had written: it stays on screen, marked
     if (conv.status === "cancelled" && last && last.role === "assistant") state.messages[state.messages.length - 1] = { ...last, stopped: true };
+    if (conv.status === "failed" && last && last.role === "assistant" && last.content && !(last.toolCalls || []).length) {
+      state.messages[state.messages.length - 1] = { ...last, failed: true };  // the partial answer the server kept
+    }
     if (conv.status === "running") {
       // re-attach: show what was durable when the run started, the replay rebuilds the rest
       if (d.activeRun) state.messages = d.messages.slice(0, d.activeRun.baseMessageCount);
@@ -138,7 +151,7 @@ function attach(id) {
   const source = new EventSource(`/api/chat?conversation=${encodeURIComponent(id)}`);
   state.source = source;
   source.addEventListener("open", () => setOffline(false));
-  source.addEventListener("token", (e) => { lastAssistant(true).content += JSON.parse(e.data); renderMessages(); });
+  source.addEventListener("token", (e) => { lastAssistant(true).content += JSON.parse(e.data); renderStreaming(); });
   source.addEventListener("trace", (e) => {
     const t = JSON.parse(e.data);
     state.trace.push(t);
@@ -203,7 +216,7 @@ async function send(text) {
     if (started.conversation !== body.conversation) state.pendingTitle = text.split("\n")[0].slice(0, 50);
     state.current = started.conversation;
     state.detail = null;
-    state.messages = [...(state.current === body.conversation ? state.messages.map((m) => ({ ...m, stopped: false })) : []), { role: "user", content: text }];
+    state.messages = [...(state.current === body.conversation ? state.messages.map((m) => ({ ...m, stopped: false, failed: false })) : []), { role: "user", content: text }];
     state.trace = [];
     $("input").value = "";
     attach(started.conversation);
@@ -259,8 +272,8 @@ branchActions.rerender = () => renderMessages();
 function continued() {
   state.error = null;
   state.detail = { ...state.detail, resumable: false };
-  state.messages = state.messages.map((m) => (m.stopped ? { ...m, stopped: false } : m));
-  // a resume starts a new step: its text goes in a new bubble, not after a kept answer
+  state.messages = state.messages.map((m) => (m.stopped || m.failed ? { ...m, stopped: false, failed: false } : m));
+  // a resume starts a new step: a new message, drawn inside the kept answer's bubble after a "continued" mark
   if ((state.messages[state.messages.length - 1] || {}).role === "assistant") state.messages.push({ role: "assistant", content: "", toolCalls: [] });
   state.trace = [];
   attach(state.current);
@@ -349,6 +362,7 @@ $("composer").addEventListener("submit", (e) => { e.preventDefault(); const text
 $("input").addEventListener("keydown", (e) => { if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); $("composer").requestSubmit(); } });
 $("input").addEventListener("input", renderComposer);
 $("new-chat").addEventListener("click", newChat);
+$("messages").addEventListener("keydown", onMessageKey);
 let searchTimer = null;
 const search = (e) => {
   clearTimeout(searchTimer);
