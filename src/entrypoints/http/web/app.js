@@ -363,13 +363,7 @@ $("input").addEventListener("keydown", (e) => { if (e.key === "Enter" && !e.shif
 $("input").addEventListener("input", renderComposer);
 $("new-chat").addEventListener("click", newChat);
 $("messages").addEventListener("keydown", onMessageKey);
-let searchTimer = null;
-const search = (e) => {
-  clearTimeout(searchTimer);
-  searchTimer = setTimeout(() => { if (state.query !== e.target.value.trim()) { state.query = e.target.value.trim(); loadList(); } }, 250);
-};
-$("filter").addEventListener("input", search);
-installSearch($("filter"), openConversation);  // contents of every conversation, below the filter
+installSearch($("filter"), openConversation);  // titles and contents of every conversation, in place of the list
 $("load-more").addEventListener("click", () => loadList(true));
 $("resume").addEventListener("click", () => resume(null));
 $("retry").addEventListener("click", () => resume("retry"));
