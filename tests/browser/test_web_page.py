@@ -90,19 +90,34 @@ def test_a_server_killed_mid_run_comes_back_with_a_resume_banner(page: Page, app
     expect(page.locator(".conversation-item .badge")).to_have_count(0)
 
 
-def test_rename_and_delete_with_confirmation(page: Page, ollama: FakeOllama) -> None:
+def test_rename_inline_and_delete_with_undo(page: Page, ollama: FakeOllama) -> None:
     send(page, "first conversation")
     expect(page.get_by_test_id("assistant-message").last).to_have_text("Done.", timeout=15000)
-    page.once("dialog", lambda d: d.accept("Renamed chat"))
+    page.on("dialog", lambda d: (_ for _ in ()).throw(AssertionError(f"a browser dialog: {d.message}")))
     page.get_by_test_id("rename-button").first.click()
+    box = page.get_by_test_id("rename-input")
+    expect(box).to_be_focused()
+    expect(box).to_have_value("first conversation")
+    box.fill("Not this")
+    box.press("Escape")  # cancels
+    expect(page.locator(".conversation-item .title").first).to_have_text("first conversation")
+    page.get_by_test_id("rename-button").first.click()
+    page.get_by_test_id("rename-input").fill("Renamed chat")
+    page.get_by_test_id("rename-input").press("Enter")
     expect(page.locator(".conversation-item .title").first).to_have_text("Renamed chat")
     expect(page.get_by_test_id("current-title")).to_have_text("Renamed chat")
-    page.once("dialog", lambda d: d.dismiss())
     page.get_by_test_id("delete-button").first.click()
+    expect(page.locator(".conversation-item")).to_have_count(0)  # gone at once...
+    expect(page.get_by_test_id("undo-toast")).to_contain_text('Deleted "Renamed chat"')
+    page.get_by_test_id("undo-button").click()  # ...and back with Undo
     expect(page.locator(".conversation-item")).to_have_count(1)
-    page.once("dialog", lambda d: d.accept())
+    expect(page.get_by_test_id("current-title")).to_have_text("Renamed chat")
+    page.wait_for_timeout(5500)
+    expect(page.locator(".conversation-item")).to_have_count(1)  # undone: never deleted
     page.get_by_test_id("delete-button").first.click()
-    expect(page.locator(".conversation-item")).to_have_count(0)
+    expect(page.get_by_test_id("undo-toast")).to_be_visible()
+    expect(page.get_by_test_id("undo-toast")).to_be_hidden(timeout=8000)  # the time is up: deleted
+    page.reload()
     expect(page.get_by_text("No conversations yet")).to_be_visible()
 
 

@@ -4,7 +4,9 @@ import { ApiError, api, onApi, serverUp, session } from "/static/js/api.js";
 import { onApprovals, renderApprovals } from "/static/js/approvals.js";
 import { branchActions } from "/static/js/branches.js";
 import { $, el, icon } from "/static/js/dom.js";
+import { installResizer } from "/static/js/layout.js";
 import { renderList } from "/static/js/sidebar.js";
+import { offerUndo } from "/static/js/undo.js";
 import { currentSummary, state } from "/static/js/state.js";
 import { onMessageKey, renderMessages, renderStreaming, renderTrace } from "/static/js/thread.js";
 import { checkReadiness, onReadiness, renderReadiness, sendBlocked } from "/static/js/status.js";
@@ -20,7 +22,8 @@ const narrow = () => window.matchMedia("(max-width: 640px)").matches;
 const fail = (e) => { state.error = { code: e.code, message: e.message }; render(); };
 
 // --- rendering
-const actions = { open: (id) => { state.chosen = true; openConversation(id); }, rename: (c) => rename(c), remove: (c) => remove(c) };
+const actions = { open: (id) => { state.chosen = true; openConversation(id); }, rename: (c) => rename(c), remove: (c) => remove(c),
+  renamed: (c, title) => renamed(c, title) };
 
 function renderHeader() {
   const conv = currentSummary();
@@ -285,21 +288,39 @@ async function stop() {
   catch (e) { if (e.code !== "NO_ACTIVE_RUN") fail(e); }
 }
 
-async function rename(c) {
-  const title = window.prompt("Rename conversation", c.title);
-  if (title === null) return;
-  try { await api(`/api/conversations/${c.id}`, { method: "PATCH", body: { title } }); } catch (e) { fail(e); }
-  await loadList();
-  if (state.current === c.id) openConversation(c.id);
+function rename(c) {
+  state.renaming = c.id;
+  renderList(actions);
 }
 
-async function remove(c) {
-  if (!window.confirm(`Delete "${c.title}"? This cannot be undone.`)) return;
-  try {
-    await api(`/api/conversations/${c.id}`, { method: "DELETE" });
-    if (state.current === c.id) newChat();
-  } catch (e) { fail(e); }
-  await loadList();
+async function renamed(c, title) {
+  state.renaming = null;
+  if (title) {
+    try { await api(`/api/conversations/${c.id}`, { method: "PATCH", body: { title } }); } catch (e) { fail(e); }
+    await loadList();
+    renderHeader();
+  } else renderList(actions);
+  const row = document.querySelector(`[data-testid="conversation-${c.id}"] .open`);
+  if (row) row.focus();
+}
+
+// gone from the list at once, deleted on the server only once the Undo time is over
+function remove(c) {
+  const wasOpen = state.current === c.id;
+  state.deleting = { ...state.deleting, [c.id]: true };
+  if (wasOpen) newChat(); else renderList(actions);
+  offerUndo(`Deleted "${c.title}"`, {
+    commit: async () => {
+      try { await api(`/api/conversations/${c.id}`, { method: "DELETE", keepalive: true }); } catch (e) { fail(e); }
+      delete state.deleting[c.id];
+      await loadList();
+    },
+    undo: async () => {
+      delete state.deleting[c.id];
+      renderList(actions);
+      if (wasOpen && !state.current) await openConversation(c.id);
+    },
+  });
 }
 
 function newChat() {
@@ -351,6 +372,7 @@ async function boot() {
 onReadiness(() => { renderComposer(); if (!state.current) renderMessages(); });
 onApprovals({ started: () => { continued(); refreshAllowed(); }, refresh: () => openConversation(state.current) });
 installAllowed();
+installResizer();
 onApi({ unauthorized: () => showLogin("Your session ended; enter the token again."), unreachable: () => setOffline(true) });
 $("new-chat").append(icon("plus"), el("span", {}, "New Chat"));
 $("menu").append(icon("menu"));
