@@ -5,6 +5,7 @@ import { onApprovals, renderApprovals } from "/static/js/approvals.js";
 import { branchActions } from "/static/js/branches.js";
 import { $, el, icon } from "/static/js/dom.js";
 import { installResizer } from "/static/js/layout.js";
+import { installShortcuts } from "/static/js/shortcuts.js";
 import { renderList } from "/static/js/sidebar.js";
 import { offerUndo } from "/static/js/undo.js";
 import { currentSummary, state } from "/static/js/state.js";
@@ -373,6 +374,14 @@ onReadiness(() => { renderComposer(); if (!state.current) renderMessages(); });
 onApprovals({ started: () => { continued(); refreshAllowed(); }, refresh: () => openConversation(state.current) });
 installAllowed();
 installResizer();
+installShortcuts({
+  newChat,
+  toggleSidebar: () => {
+    if (narrow()) { state.sidebarOpen = !state.sidebarOpen; renderHeader(); } else $("layout").classList.toggle("sidebar-hidden");
+  },
+  openSidebar: () => { state.sidebarOpen = true; renderHeader(); },
+  editMessage: (index) => { state.editing = index; renderMessages(); },
+});
 onApi({ unauthorized: () => showLogin("Your session ended; enter the token again."), unreachable: () => setOffline(true) });
 $("new-chat").append(icon("plus"), el("span", {}, "New Chat"));
 $("menu").append(icon("menu"));
