@@ -7,7 +7,7 @@ from typing import cast
 
 from domain.branches import Branch
 from domain.errors import NotSupported
-from domain.model import CheckpointSummary, ThreadHead, ThreadState
+from domain.model import CheckpointSummary, Message, ThreadHead, ThreadState
 from ports.branches import BranchPort
 from ports.checkpoints import CheckpointPort
 
@@ -40,6 +40,12 @@ class LazyThreads(CheckpointPort, BranchPort):
     async def branches(self, thread_id: str) -> Sequence[Branch]:
         port = self._branch_port()
         return await port.branches(thread_id) if port else []
+
+    async def seed_thread(self, thread_id: str, messages: Sequence[Message]) -> None:
+        port = self._branch_port()
+        if port is None:
+            raise NotSupported("This checkpoint store cannot fork conversations")
+        await port.seed_thread(thread_id, messages)
 
     async def switch_branch(self, thread_id: str, number: int) -> int:
         port = self._branch_port()

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from domain.branches import Branch
+from domain.model import Message
 
 
 class BranchPort(Protocol):
@@ -18,6 +19,12 @@ class BranchPort(Protocol):
     async def branches(self, thread_id: str) -> Sequence[Branch]:
         """Every branch of the thread, by number; empty for a thread never forked (its
         one branch is number 1)."""
+
+    @abstractmethod
+    async def seed_thread(self, thread_id: str, messages: Sequence[Message]) -> None:
+        """Write `messages` as the first checkpoint of the new thread `thread_id` (a
+        conversation forked from another): nothing left to run after an answer, the agent's
+        turn after a user's message (a resume answers it). Every message keeps its fields."""
 
     @abstractmethod
     async def switch_branch(self, thread_id: str, number: int) -> int:

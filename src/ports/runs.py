@@ -49,8 +49,11 @@ class RunRepository(Protocol):
     """
 
     @abstractmethod
-    async def create_conversation(self, conversation_id: str, title: str, now: datetime) -> Conversation:
-        """Insert a conversation with message_count 0 and created_at = updated_at = now."""
+    async def create_conversation(
+        self, conversation_id: str, title: str, now: datetime, message_count: int = 0
+    ) -> Conversation:
+        """Insert a conversation with `message_count` (0 unless it starts with a copied
+        thread: a fork) and created_at = updated_at = now."""
 
     @abstractmethod
     async def get_conversation(self, conversation_id: str) -> Conversation | None:

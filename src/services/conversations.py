@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from domain.approvals import ApprovalRequest, decided_on, waiting, waiting_message
-from domain.branches import Branch, BranchMarker, markers
+from domain.branches import Branch, BranchMarker, fork_messages, fork_title, markers
 from domain.errors import (
     BranchNotFound,
     ConversationNotFound,
@@ -26,6 +26,7 @@ from domain.model import (
     Message,
     PendingCall,
     clean_title,
+    new_id,
     parse_conversation_id,
     utc_now,
 )
@@ -190,6 +191,25 @@ class ConversationService:
         if not await self.runs.rename_conversation(conv.id, clean_title(title), self.clock()):
             raise ConversationNotFound()
         return await self.summary(conv.id)
+
+    async def fork(self, conversation: object, message_index: object) -> Conversation:
+        """A new conversation that starts with this one's active branch up to message
+        `message_index` (see domain.branches.fork_messages), written through the checkpoint
+        store like any thread; the source is left as it is. The new row goes first: a crash
+        in between leaves a visible conversation to delete, never an orphaned thread."""
+        conv = await self.summary(conversation)
+        if self.branch_store is None:
+            raise NotSupported("This checkpoint store cannot fork conversations")
+        thread = await self.checkpoints.get_thread(conv.id)
+        messages = fork_messages(thread.messages, message_index)
+        fork = await self.runs.create_conversation(new_id(), fork_title(conv.title), self.clock(), len(messages))
+        try:
+            await self.branch_store.seed_thread(fork.id, messages)
+        except BaseException:
+            await self.checkpoints.delete_thread(fork.id)
+            await self.runs.delete_conversation(fork.id)
+            raise
+        return fork
 
     async def delete(self, conversation: object) -> None:
         """Remove the conversation, its runs and every checkpoint of its thread.

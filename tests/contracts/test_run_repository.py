@@ -52,6 +52,11 @@ class RunRepositoryContract(StoreContract):
         assert (conv.title, conv.message_count, conv.status, conv.error) == ("Hello", 0, None, None)
         assert conv.created_at == conv.updated_at == at(0)
 
+    async def test_a_forked_conversation_starts_with_its_message_count(self, store: RunStore) -> None:
+        cid = new_id()
+        created = await store.create_conversation(cid, "Fork", at(0), message_count=5)
+        assert created.message_count == 5 and await store.get_conversation(cid) == created
+
     async def test_an_unknown_conversation_is_none(self, store: RunStore) -> None:
         assert await store.get_conversation(new_id()) is None
         assert await store.latest_run(new_id()) is None

@@ -62,11 +62,13 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
 
     # --- conversations -------------------------------------------------------------------
 
-    async def create_conversation(self, conversation_id: str, title: str, now: datetime) -> Conversation:
+    async def create_conversation(
+        self, conversation_id: str, title: str, now: datetime, message_count: int = 0
+    ) -> Conversation:
         with self._lock:
             if conversation_id in self._conversations:
                 raise ValueError(f"conversation {conversation_id} exists")
-            conv = Conversation(conversation_id, title, _ms(now), _ms(now))
+            conv = Conversation(conversation_id, title, _ms(now), _ms(now), message_count)
             self._conversations[conversation_id] = conv
             return conv
 

@@ -67,16 +67,18 @@ class PostgresRunStore(PostgresApprovals, RunRepository, RunEventLog, RunSignals
 
     # --- conversations -------------------------------------------------------------------
 
-    async def create_conversation(self, conversation_id: str, title: str, now: datetime) -> Conversation:
+    async def create_conversation(
+        self, conversation_id: str, title: str, now: datetime, message_count: int = 0
+    ) -> Conversation:
         at = stamp(now)
         await self.ready()
         async with self.db.cursor(transaction=True) as cur:
             await cur.execute(
-                "INSERT INTO conversations (id, title, created_at, updated_at) VALUES (%s, %s, %s, %s)",
-                (conversation_id, title, at, at),
+                "INSERT INTO conversations (id, title, created_at, updated_at, message_count) VALUES (%s, %s, %s, %s, %s)",
+                (conversation_id, title, at, at, message_count),
             )
             await index_title(cur, conversation_id, title)
-        return Conversation(conversation_id, title, at, at)
+        return Conversation(conversation_id, title, at, at, message_count)
 
     async def get_conversation(self, conversation_id: str) -> Conversation | None:
         rows = await self._rows(SUMMARY + " WHERE c.id = %s", (conversation_id,))

@@ -91,19 +91,21 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
 
     # --- conversations -------------------------------------------------------------------
 
-    async def create_conversation(self, conversation_id: str, title: str, now: datetime) -> Conversation:
+    async def create_conversation(
+        self, conversation_id: str, title: str, now: datetime, message_count: int = 0
+    ) -> Conversation:
         def write(c: sqlite3.Connection) -> None:
             # no fsync: a new conversation always gets its first message, a synced commit
             with unsynced(c), transaction(c):
                 c.execute(
                     "INSERT INTO conversations (id, title, created_at, updated_at, message_count) "
-                    "VALUES (?, ?, ?, ?, 0)",
-                    (conversation_id, title, iso(now), iso(now)),
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (conversation_id, title, iso(now), iso(now), message_count),
                 )
 
         await self._writer.run(write)
         stamp = datetime.fromisoformat(iso(now))  # stored with milliseconds
-        return Conversation(conversation_id, title, stamp, stamp)
+        return Conversation(conversation_id, title, stamp, stamp, message_count)
 
     async def get_conversation(self, conversation_id: str) -> Conversation | None:
         rows = await self._read(SUMMARY + " WHERE c.id = ?", (conversation_id,))

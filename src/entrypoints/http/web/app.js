@@ -9,7 +9,7 @@ import { installShortcuts } from "/static/js/shortcuts.js";
 import { renderList } from "/static/js/sidebar.js";
 import { offerUndo } from "/static/js/undo.js";
 import { currentSummary, state } from "/static/js/state.js";
-import { onMessageKey, renderMessages, renderStreaming, renderTrace } from "/static/js/thread.js";
+import { onMessageKey, renderMessages, renderStreaming, renderTrace, threadActions } from "/static/js/thread.js";
 import { checkReadiness, onReadiness, renderReadiness, sendBlocked } from "/static/js/status.js";
 import { installSearch } from "/static/search.js";
 
@@ -270,6 +270,14 @@ branchActions.switchTo = async (number) => {
   loadList();
 };
 branchActions.rerender = () => renderMessages();
+threadActions.fork = async (index) => {
+  try {
+    const body = await api(`/api/conversations/${state.current}/fork`, { method: "POST", body: { messageIndex: index } });
+    state.chosen = true;
+    await loadList();
+    await openConversation(body.conversation.id);
+  } catch (e) { fail(e); }
+};
 
 
 // a resume (or a decision on a waiting call) was accepted: follow the run it started

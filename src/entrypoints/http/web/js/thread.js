@@ -53,16 +53,25 @@ function tool(m) {
 // arrow keys (see onMessageKey), and its action icons float over its corner on hover or
 // focus instead of reserving a row.
 const CONTROLS = "button, a[href], summary, textarea, input";
-function decorate(made) {
+export const threadActions = { fork: () => {} };
+
+// "Fork into a new conversation" from any message (the last of a continued answer's parts)
+function forkButton(index) {
+  if (state.streaming || !state.current) return null;
+  return el("button", { type: "button", class: "icon only", "aria-label": "Fork into a new conversation from here",
+    title: "Fork into a new conversation", "data-testid": "fork-message", onclick: () => threadActions.fork(index) }, icon("fork"));
+}
+
+function decorate(made, last) {
   if (!made || !made.classList.contains("msg") || made.classList.contains("editing")) return made;
   made.tabIndex = 0;
-  for (const c of made.querySelectorAll(CONTROLS)) c.tabIndex = -1;
   const foot = made.querySelector(":scope > .msg-foot");
-  if (foot) {
-    const buttons = [...foot.querySelectorAll(":scope > button")];
-    if (buttons.length) made.append(el("span", { class: "msg-actions", "data-testid": "message-actions" }, buttons));
-    if (!foot.children.length) foot.remove();
-  }
+  const buttons = foot ? [...foot.querySelectorAll(":scope > button")] : [];
+  const fork = forkButton(last);
+  if (fork) buttons.unshift(fork);
+  if (buttons.length) made.append(el("span", { class: "msg-actions", "data-testid": "message-actions" }, buttons));
+  if (foot && !foot.children.length) foot.remove();
+  for (const c of made.querySelectorAll(CONTROLS)) c.tabIndex = -1;
   return made;
 }
 
@@ -79,7 +88,7 @@ function node(m, results, index, shown) {
   const visible = msgs.some((x) => x.content || (x.toolCalls || []).length || x.stopped || x.failed);
   const made = decorate(m.role === "user" ? userMessage(m, index)
     : m.role === "assistant" ? (visible ? assistant(group, results) : null)
-      : m.role === "tool" && !shown.has(m.toolCallId) ? tool(m) : null);
+      : m.role === "tool" && !shown.has(m.toolCallId) ? tool(m) : null, group[group.length - 1]);
   cache.set(m, [key, made]);
   return made;
 }
