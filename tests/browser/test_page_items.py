@@ -200,7 +200,7 @@ def test_the_sidebar_groups_by_date_says_1_message_and_searches_every_title(
     expect(row.locator(".meta")).not_to_contain_text("1 messages")
     opener = row.get_by_test_id("open-conversation")
     expect(opener).to_have_attribute("title", long_title)  # the full title on hover
-    assert opener.locator(".title").evaluate("e => e.scrollWidth > e.clientWidth")  # shown cut
+    assert opener.locator(".title").evaluate("e => e.scrollHeight > e.clientHeight")  # shown cut, after two lines
     tab.mouse.move(700, 400)
     expect(row.locator(".actions")).to_have_css("opacity", "0")
     row.hover()
@@ -208,11 +208,13 @@ def test_the_sidebar_groups_by_date_says_1_message_and_searches_every_title(
     shoot(tab, "sidebar-groups", narrow=toggle_sidebar)
     expect(tab.locator(".conversation-item", has_text="Needle in the archive")).to_have_count(0)  # not loaded
     tab.get_by_test_id("search").fill("NEEDLE")
-    expect(tab.locator(".conversation-item")).to_have_count(1)
-    expect(tab.locator(".conversation-item")).to_contain_text("Needle in the archive")
+    expect(tab.get_by_test_id("search-result")).to_have_count(1)  # in place of the titles (issue 33 item 15)
+    expect(tab.get_by_test_id("search-result")).to_contain_text("Needle in the archive")
+    expect(tab.get_by_test_id("conversation-list")).to_be_hidden()
     shoot(tab, "sidebar-search", narrow=toggle_sidebar)
     tab.get_by_test_id("search").press("Escape")  # clears the search box, and the search
     expect(tab.get_by_test_id("search")).to_have_value("")
+    expect(tab.get_by_test_id("conversation-list")).to_be_visible()
     expect(tab.locator(".conversation-item", has_text="Needle in the archive")).to_have_count(0)
     expect(tab.locator(".conversation-item .title", has_text=re.compile("^Filler 3$"))).to_have_count(1)
 
@@ -249,7 +251,7 @@ def test_a_model_answer_cannot_draw_the_page_s_own_ui(tab: Page, shared_ollama: 
     expect(tab.get_by_test_id("error-banner")).to_be_hidden()
     expect(tab.locator(".banner.error")).to_have_count(1)
     assert bubble.locator(".content button").count() == 0
-    assert bubble.locator("button").count() == 2  # only the page's own: regenerate and copy
+    assert bubble.locator("button").count() == 3  # only the page's own: fork, regenerate and copy
     shoot(tab, "sanitized-fake-banner")
 
 

@@ -103,9 +103,11 @@ def test_a_long_result_previews_two_lines_and_unfolds(tab: Page) -> None:
     tab.get_by_test_id("message-input").fill("append some lines")
     tab.get_by_test_id("message-input").press("Enter")
     done(tab)
+    expect(tab.get_by_test_id("stop-button")).to_be_hidden()  # the run is over and the page has re-read it
     card = tab.get_by_test_id("tool-call")
     expect(card.get_by_test_id("tool-status")).to_have_text("done")
     text = card.get_by_test_id("tool-result-text")
+    expect(text).to_have_css("-webkit-line-clamp", "2")
     folded = text.bounding_box()
     line = float(text.evaluate("e => parseFloat(getComputedStyle(e).lineHeight)"))
     assert folded is not None and folded["height"] < 3.5 * line, folded  # two lines (and padding)

@@ -112,8 +112,14 @@ export function onMessageKey(e) {
 
 // the model's context: where its view of the thread began on its latest call, and the
 // summaries it was given in place of older messages (role "summary")
+const contextCache = new Map();  // the same marker or summary node while it says the same
+
 function contextNodes(index, m) {
   const view = state.detail && state.detail.context;
+  const key = JSON.stringify([index, view && index === view.sentFrom ? view : null, m.role === "summary" ? [m.covers, m.content] : null]);
+  if (key.endsWith("null,null]")) return [];
+  const hit = contextCache.get(key);
+  if (hit) return hit;
   const out = [];
   if (view && index === view.sentFrom && index > 0) {
     out.push(el("div", { class: "context-marker", role: "separator", "data-testid": "context-marker" },
@@ -123,6 +129,8 @@ function contextNodes(index, m) {
     out.push(el("details", { class: "context-summary", "data-testid": "summary-message" },
       el("summary", {}, `Summary of the first ${m.covers} messages, given to the model in their place`), el("p", {}, m.content)));
   }
+  if (contextCache.size > 64) contextCache.clear();
+  contextCache.set(key, out);
   return out;
 }
 
@@ -137,9 +145,16 @@ function pending() {
 function resultsOf() { return new Map(state.messages.filter((m) => m.role === "tool").map((m) => [m.toolCallId, m])); }
 
 // A token changes only the streaming bubble: rebuild that one node in place instead of the
-// whole list (which grew with the conversation: 3 s per answer at 200 messages). Anything
-// else that changed (a new message, a tool call) takes the full path.
+// whole list (which grew with the conversation: 3 s per answer at 200 messages), once per
+// frame however many tokens came in it, measuring the scroll before changing anything (a
+// read after a change forces a layout). Anything else that changed (a new message, a tool
+// call) takes the full path.
+let frame = 0;
 export function renderStreaming() {
+  if (!frame) frame = requestAnimationFrame(() => { frame = 0; streamNow(); });
+}
+
+function streamNow() {
   const n = state.messages.length;
   const last = state.messages[n - 1];
   if (!last || last.role !== "assistant" || drawn.count !== n || !drawn.node || !drawn.node.isConnected) { renderMessages(); return; }
@@ -148,8 +163,7 @@ export function renderStreaming() {
   if (head !== drawn.tail) { renderMessages(); return; }
   const box = $("messages");
   const stick = box.scrollHeight - box.scrollTop - box.clientHeight < 120;
-  const results = resultsOf();
-  const made = node(state.messages[head], results, head, new Set());
+  const made = node(state.messages[head], resultsOf(), head, new Set());
   if (!made) { renderMessages(); return; }
   if (made !== drawn.node) { drawn.node.replaceWith(made); drawn.node = made; }
   if (stick) box.scrollTop = box.scrollHeight;
@@ -169,8 +183,18 @@ export function renderMessages(force = false) {
   const wait = pending();
   if (wait) nodes.push(wait);
   if (!nodes.length && !state.current) nodes.push(emptyState());
-  box.replaceChildren(...nodes);
+  reconcile(box, nodes);
   if (stick) box.scrollTop = box.scrollHeight;
+}
+
+// the list as `nodes`, touching only what changed: the messages already in place stay (a
+// long chat is not laid out again for an answer added at its end)
+function reconcile(box, nodes) {
+  const kids = box.children;
+  let same = 0;
+  while (same < nodes.length && same < kids.length && kids[same] === nodes[same]) same++;
+  while (kids.length > same) box.lastElementChild.remove();
+  if (same < nodes.length) box.append(...nodes.slice(same));
 }
 
 export function renderTrace() {
