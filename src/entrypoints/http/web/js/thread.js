@@ -6,7 +6,17 @@ import { state } from "/static/js/state.js";
 import { emptyState } from "/static/js/status.js";
 import { callStatus, decisionOf, toolCard } from "/static/js/toolcards.js";
 
-const cache = new WeakMap();  // message -> [key, node]: a message is rebuilt only when it changed
+// message -> [key, node]: a message is rebuilt only when it changed. Stored messages are
+// found by id, so re-reading the conversation after a run keeps every node already drawn
+const cache = new WeakMap();
+const byId = new Map();
+const cached = (m) => (m.id ? byId.get(m.id) : cache.get(m));
+function remember(m, entry) {
+  if (!m.id) { cache.set(m, entry); return; }
+  byId.delete(m.id);
+  byId.set(m.id, entry);
+  if (byId.size > 5000) byId.delete(byId.keys().next().value);
+}
 
 // An answer that was stopped (or failed) and then resumed is two assistant messages in a
 // row, the first without tool calls: they show as one bubble, the second part after a thin
@@ -57,7 +67,7 @@ export const threadActions = { fork: () => {} };
 
 // "Fork into a new conversation" from any message (the last of a continued answer's parts)
 function forkButton(index) {
-  if (state.streaming || !state.current) return null;
+  if (!state.current) return null;
   return el("button", { type: "button", class: "icon only", "aria-label": "Fork into a new conversation from here",
     title: "Fork into a new conversation", "data-testid": "fork-message", onclick: () => threadActions.fork(index) }, icon("fork"));
 }
@@ -81,15 +91,17 @@ function node(m, results, index, shown) {
   const group = m.role === "assistant" ? parts(index) : [index];
   const msgs = group.map((i) => state.messages[i]);
   const calls = msgs.flatMap((x) => (x.toolCalls || []).map((c) => { const r = results.get(c.id); return [callStatus(c, r, decisionOf(c.id)), r && r.content, r && r.durationMs]; }));
-  const key = JSON.stringify([index, msgs.map((x) => [x.content, x.toolCalls, x.stopped, x.failed]), m.status, state.streaming, m.branch,
+  // `state.streaming` only where it shows (branch arrows; calls use it through their status):
+  // the edit, regenerate and fork icons are hidden by a class while a run streams
+  const key = JSON.stringify([index, msgs.map((x) => [x.content, x.toolCalls, !!x.stopped, !!x.failed]), m.status, m.branch ? state.streaming : null, m.branch,
     state.editing === index, group[group.length - 1] === state.messages.length - 1, !!state.current, calls, m.role === "tool" && shown.has(m.toolCallId)]);
-  const hit = cache.get(m);
+  const hit = cached(m);
   if (hit && hit[0] === key) return hit[1];
   const visible = msgs.some((x) => x.content || (x.toolCalls || []).length || x.stopped || x.failed);
   const made = decorate(m.role === "user" ? userMessage(m, index)
     : m.role === "assistant" ? (visible ? assistant(group, results) : null)
       : m.role === "tool" && !shown.has(m.toolCallId) ? tool(m) : null, group[group.length - 1]);
-  cache.set(m, [key, made]);
+  remember(m, [key, made]);
   return made;
 }
 
@@ -178,11 +190,12 @@ export function renderMessages(force = false) {
   const n = state.messages.length;
   let head = n - 1;
   while (continues(head)) head--;
-  const tail = n && state.messages[n - 1].role === "assistant" ? cache.get(state.messages[head]) : null;
+  const tail = n && state.messages[n - 1].role === "assistant" ? cached(state.messages[head]) : null;
   drawn = { count: n, tail: head, node: tail ? tail[1] : null };
   const wait = pending();
   if (wait) nodes.push(wait);
   if (!nodes.length && !state.current) nodes.push(emptyState());
+  box.classList.toggle("streaming", state.streaming);
   reconcile(box, nodes);
   if (stick) box.scrollTop = box.scrollHeight;
 }
@@ -191,10 +204,14 @@ export function renderMessages(force = false) {
 // long chat is not laid out again for an answer added at its end)
 function reconcile(box, nodes) {
   const kids = box.children;
-  let same = 0;
-  while (same < nodes.length && same < kids.length && kids[same] === nodes[same]) same++;
-  while (kids.length > same) box.lastElementChild.remove();
-  if (same < nodes.length) box.append(...nodes.slice(same));
+  const wanted = new Set(nodes);
+  nodes.forEach((n, i) => {
+    const at = kids[i];
+    if (at === n) return;
+    if (at && !wanted.has(at)) at.replaceWith(n);  // a message redrawn: in its place
+    else box.insertBefore(n, at || null);
+  });
+  while (kids.length > nodes.length) box.lastElementChild.remove();
 }
 
 export function renderTrace() {
