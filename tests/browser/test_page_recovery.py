@@ -27,7 +27,9 @@ def test_a_model_gone_after_loading_shows_the_fix_in_the_banner(browser: Browser
             expect(banner).to_contain_text("OLLAMA_HOST")
             assert "null" not in banner.inner_text()
             expect(page.locator(".conversation-item .badge")).to_have_text("failed")
-            expect(page.get_by_test_id("send-reason")).to_contain_text("Failed to connect", timeout=10000)
+            expect(page.get_by_test_id("resume-banner")).to_contain_text("The model failed before it answered")
+            expect(page.get_by_test_id("resume-button")).to_have_text("Retry")
+            expect(page.get_by_test_id("send-reason")).to_contain_text("Failed to connect", timeout=20000)
             shoot(page, "first-message-fix")
     finally:
         app.server.stop()

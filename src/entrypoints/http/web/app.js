@@ -72,7 +72,10 @@ function renderBanners() {
     text = "You stopped this answer. Resume to let it continue, or send a new message.";
   } else if (status === "failed") {
     const code = d.conversation.error ? ` (${d.conversation.error.code})` : "";
-    text = `The model failed before it finished${code}; what it wrote is kept. Retry to let it go on, or send a new message.`;
+    const last = state.messages[state.messages.length - 1];
+    text = last && last.role === "assistant" && last.content
+      ? `The model failed before it finished${code}; what it wrote is kept. Retry to let it go on, or send a new message.`
+      : `The model failed before it answered${code}. Retry, or send a new message.`;
     label = "Retry";
   } else if (status === "interrupted") {
     text = "The server stopped during this answer. Its progress is saved: Resume to let it go on.";
@@ -122,6 +125,8 @@ async function openConversation(id, { keepError = false } = {}) {
     state.approvals = d.pendingApprovals || [];
     const conv = d.conversation;
     if (conv.status === "failed" && conv.error && !keepError) state.error = conv.error;
+    // a model that failed may be down now: Send says so at once, not at the next check
+    if (conv.status === "failed" && conv.error && /^MODEL_/.test(conv.error.code)) checkReadiness();
     const last = state.messages[state.messages.length - 1];
     // the server keeps what a stopped answer had written: it stays on screen, marked
     if (conv.status === "cancelled" && last && last.role === "assistant") state.messages[state.messages.length - 1] = { ...last, stopped: true };
