@@ -10,8 +10,8 @@ DEV_STAMP := $(VENV)/.installed-dev
 JOBS ?= auto
 # whole modules per worker (their module-scoped servers are built once), those of the slow tests first
 XDIST = -n $(JOBS) --dist loadscope --no-loadscope-reorder
-# what `make test-fast` leaves out: the PostgreSQL server, other processes, Chromium
-FAST := not postgres and not processes and not browser
+# what `make test-fast` leaves out: the PostgreSQL server, other processes, Chromium, the container image
+FAST := not postgres and not processes and not browser and not deploy
 NPM_DIR := config/mcp-servers
 NPM_STAMP := $(NPM_DIR)/node_modules/.installed
 WEB_DIR := src/entrypoints/http/web
@@ -21,14 +21,19 @@ WEB_STAMP := $(WEB_DIR)/node_modules/.installed
 NEED := scripts/need-system-packages
 NODE_PACKAGES := node=nodejs npm=npm
 TEST_PACKAGES := chromium=chromium pg_ctlcluster=postgresql
+# `make test-deploy`: the image is built from a debootstrapped Debian and run by podman with runc
+# (two of its containers share a PostgreSQL server the tests start)
+DEPLOY_PACKAGES := podman=podman runc=runc debootstrap=debootstrap pg_ctlcluster=postgresql
 
-.PHONY: install install-dev run demo test test-fast test-unit lint bench bench-concurrency bench-postgres bench-peers soak clean-db check-python need-node need-test help
+.PHONY: install install-dev run demo test test-fast test-deploy need-deploy test-model test-unit lint bench bench-concurrency bench-postgres bench-peers soak clean-db check-python need-node need-test help
 
 help:
 	@echo "make run      start Sophos (creates .venv and installs everything first)"
 	@echo "make demo     start Sophos on the offline demo model and tools (no model server needed)"
 	@echo "make test     run the whole test suite (in parallel: JOBS=auto)"
 	@echo "make test-fast   the edit loop: unit tests and the in-memory/SQLite contracts, no server or browser"
+	@echo "make test-deploy   build the container image (deploy/) and run it; render the Helm chart (slow the first time)"
+	@echo "make test-model  end-to-end against a real model (SmolLM2-135M on llama-server; builds it once, cached)"
 	@echo "make bench    run the benchmarks and print their figures"
 	@echo "make bench-concurrency   only the concurrency section (BENCH_BASELINE_REF=ref to compare with)"
 	@echo "make bench-postgres      only the storage section on PostgreSQL (both backends, the bare official saver)"
@@ -71,6 +76,9 @@ need-node:
 need-test:
 	@$(NEED) $(NODE_PACKAGES) $(TEST_PACKAGES)
 
+need-deploy:
+	@$(NEED) $(DEPLOY_PACKAGES)
+
 install: need-node $(STAMP) $(NPM_STAMP) $(WEB_STAMP)
 
 install-dev: install $(DEV_STAMP)
@@ -87,11 +95,23 @@ test: need-test install-dev
 	PYTHONPATH=src $(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -q $(XDIST)
+	$(PY) -m pytest -q -m "not model and not deploy" $(XDIST)
+
+# a real model: scripts/model-server fetches it and builds llama-server once, into a cache
+# outside the work tree (SOPHOS_MODEL_CACHE, default ~/.cache/sophos-model); tests/model runs
+# real `sophos serve` and CLI processes against it on both backends (docs/model.md)
+test-model: install-dev
+	scripts/model-server install
+	SOPHOS_TEST_MODEL=1 $(PY) -m pytest -q -m model tests/model
+
+# the image, the chart and the container runs (tests/deploy, marker `deploy`): the first run
+# debootstraps the base (~6 min) and builds the image; both are cached in ~/.cache/sophos-deploy
+test-deploy: need-deploy install-dev
+	$(PY) -m pytest -q -m deploy tests/deploy
 
 # in one process: two xdist workers spend more on start-up than they save here
 test-fast: install-dev
-	$(PY) -m pytest -q -m "$(FAST)" tests/unit tests/contracts
+	$(PY) -m pytest -q -m "$(FAST) and not model" tests/unit tests/contracts
 
 test-unit: test-fast
 
@@ -108,13 +128,22 @@ $(BENCH_STAMP): bench/peer/requirements.txt
 	$(BENCH_VENV)/bin/langgraph --help > /dev/null
 	touch $(BENCH_STAMP)
 
-bench: install $(BENCH_STAMP)
+# the servers under measurement run on the runtime lock alone, as `make run` installs it (the dev
+# tools in .venv would add their imports to every RSS and start-up figure)
+SERVE_VENV := .bench-runtime
+SERVE_STAMP := $(SERVE_VENV)/.installed
+$(SERVE_STAMP): requirements.lock
+	test -x $(SERVE_VENV)/bin/python || $(PYTHON) -m venv $(SERVE_VENV)
+	$(SERVE_VENV)/bin/pip install --disable-pip-version-check -q -r requirements.lock 2>&1 | grep -v "is ignored" || true
+	touch $(SERVE_STAMP)
+
+bench: install $(BENCH_STAMP) $(SERVE_STAMP)
 	PYTHONPATH=.:src $(PY) -m bench
 
-bench-peers: install $(BENCH_STAMP)
+bench-peers: install $(BENCH_STAMP) $(SERVE_STAMP)
 	PYTHONPATH=.:src $(PY) -m bench --only peers
 
-bench-concurrency: install
+bench-concurrency: install $(SERVE_STAMP)
 	PYTHONPATH=.:src $(PY) -m bench --only concurrency
 
 bench-postgres: install

@@ -7,12 +7,16 @@ every figure is framework overhead:
   (Sophos's graph shape), driven by the official `langgraph-sdk` (`runs.stream`, messages);
 - Sophos: `sophos serve` from this tree, a turn being one `POST /api/chat` with
   `Accept: text/event-stream` read up to `end`;
+- Sophos through the same SDK as the peer: the same server's LangGraph API
+  (`LANGGRAPH_API_PORT`), the same `peer_turn`, so the two servers are compared client for client;
 - bare LangGraph: the same graph shape in this process, on AsyncSqliteSaver (aiosqlite): one
   conversation, and 64 in parallel for the floor (no HTTP at all; its CPU is this process's, the
   fake model being another process), what a server on LangGraph cannot go below.
 
 Servers run one at a time, three repetitions each, alternating; a figure is the median of the
-repetitions with their range. Usage: python -m bench --only peers [--reps 3]
+repetitions with their range. With `--peers-baseline-ref REF` (or BENCH_PEERS_BASELINE_REF), Sophos
+from a worktree of REF runs in each repetition too, beside this tree: a same-run A/B of every
+figure. Usage: python -m bench --only peers [--reps 3] [--peers-baseline-ref REF]
 """
 
 from __future__ import annotations
@@ -38,9 +42,19 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 
 from bench.concurrency import describe
-from bench.serving import ROOT, CpuMeter, Server, Tree, cpu_seconds, fake_ollama_process, free_port
+from bench.serving import (
+    ROOT,
+    CpuMeter,
+    Server,
+    Tree,
+    cpu_seconds,
+    fake_ollama_process,
+    free_port,
+    worktree_or_none,
+)
 
 PEER_VENV = ROOT / ".bench-venv"
+THIS_TREE = Tree("current", ROOT)
 PEER_DIR = ROOT / "bench" / "peer"
 Turn = Callable[[Any, str], Awaitable[tuple[float, float]]]  # (conversation, message) -> (turn ms, TTFT ms)
 
@@ -232,15 +246,33 @@ async def parallel(turn: Turn, client: Any, pid: int, load: Load, out: Figures) 
     out.rss.append(rss_mb(pid))
 
 
-async def measure_sophos(ollama_url: str, load: Load, out: Figures) -> None:
+async def measure_sophos(ollama_url: str, load: Load, out: Figures, tree: Tree = THIS_TREE) -> None:
     data = Path(tempfile.mkdtemp(prefix="sophos-bench-peers-"))
-    server = Server(Tree("current", ROOT), data, ollama_url)
+    server = Server(tree, data, ollama_url)
     try:
         pid = await server.start()
         limits = httpx.Limits(max_connections=load.conversations * 2 + 8, max_keepalive_connections=load.conversations * 2 + 8)
         async with httpx.AsyncClient(base_url=server.url, limits=limits, timeout=120) as client:
             await single(sophos_turn, client, load.single_turns, out)
             await parallel(sophos_turn, client, pid, load, out)
+    finally:
+        server.stop()
+        shutil.rmtree(data, ignore_errors=True)
+
+
+async def measure_sophos_sdk(ollama_url: str, load: Load, out: Figures) -> None:
+    """Sophos's LangGraph API driven by the official SDK, exactly as the peer is."""
+    from langgraph_sdk import get_client
+
+    data = Path(tempfile.mkdtemp(prefix="sophos-bench-sdk-"))
+    server = Server(THIS_TREE, data, ollama_url)
+    lg_port = free_port()
+    server.env["LANGGRAPH_API_PORT"] = str(lg_port)
+    try:
+        pid = await server.start()
+        client = get_client(url=f"http://127.0.0.1:{lg_port}", api_key=None, timeout=httpx.Timeout(120))
+        await single(peer_turn, client, load.single_turns, out)
+        await parallel(peer_turn, client, pid, load, out)
     finally:
         server.stop()
         shutil.rmtree(data, ignore_errors=True)
@@ -310,7 +342,7 @@ def ratio(ours: list[float], theirs: list[float]) -> str:
     return f"{statistics.median(ours) / statistics.median(theirs):.2f}x" if ours and theirs else "-"
 
 
-def table(bare: Figures, peer: Figures, ours: Figures) -> list[tuple[str, ...]]:
+def table(bare: Figures, peer: Figures, ours: Figures, sdk: Figures | None = None) -> list[tuple[str, ...]]:
     specs = [("one conversation, turn p50 (POST -> end)", "turn", "ms", "<= 1.15x bare"),
              ("time to first token p50", "ttft", "ms", "-"),
              ("64 conversations: turns/s", "turns_per_s", "turns/s", ">= 2x peer"),
@@ -318,11 +350,25 @@ def table(bare: Figures, peer: Figures, ours: Figures) -> list[tuple[str, ...]]:
              ("64 conversations: server CPU per turn", "cpu", "ms", "<= 0.5x peer"),
              ("RSS after the 64-conversation test", "rss", "MB", "-")]
     head = ("figure", "bare LangGraph + AsyncSqliteSaver", "LangGraph dev server", "Sophos", "Sophos / peer",
-            "Sophos / bare", "target")
+            "Sophos / bare", "target", "Sophos via SDK", "via SDK / peer")
     rows = [head]
+    sdk = sdk or Figures()
     for label, attr, unit, target in specs:
-        b, p, o = getattr(bare, attr), getattr(peer, attr), getattr(ours, attr)
-        rows.append((label, cell(b, unit), cell(p, unit), cell(o, unit), ratio(o, p), ratio(o, b), target))
+        b, p, o, k = getattr(bare, attr), getattr(peer, attr), getattr(ours, attr), getattr(sdk, attr)
+        rows.append((label, cell(b, unit), cell(p, unit), cell(o, unit), ratio(o, p), ratio(o, b), target,
+                     cell(k, unit), ratio(k, p)))
+    return rows
+
+
+def baseline_rows(base: Figures, ours: Figures, ref: str) -> list[tuple[str, ...]]:
+    """This tree beside Sophos from `ref`, measured in the same repetitions."""
+    specs = [("one conversation, turn p50", "turn", "ms"), ("time to first token p50", "ttft", "ms"),
+             ("64 conversations: turns/s", "turns_per_s", "turns/s"), ("64 conversations: turn p95", "p95", "ms"),
+             ("64 conversations: server CPU per turn", "cpu", "ms"), ("RSS after the 64-conversation test", "rss", "MB")]
+    rows = [("figure", f"Sophos {ref}", "Sophos (this tree)", "this tree / baseline")]
+    for label, attr, unit in specs:
+        b, o = getattr(base, attr), getattr(ours, attr)
+        rows.append((label, cell(b, unit), cell(o, unit), ratio(o, b)))
     return rows
 
 
@@ -350,20 +396,28 @@ async def section(args: argparse.Namespace) -> None:
     if not (PEER_VENV / "bin" / "langgraph").exists():
         print(f"peers: {PEER_VENV} is missing (`make bench` creates it); the LangGraph dev server is skipped")
     load = Load(single_turns=args.peer_single_turns)
-    bare, peer, ours, floor = Figures(), Figures(), Figures(), Figures()
+    bare, peer, ours, floor, sdk, base = Figures(), Figures(), Figures(), Figures(), Figures(), Figures()
+    ref = args.peers_baseline_ref or os.environ.get("BENCH_PEERS_BASELINE_REF") or None
     busy0, t0 = _machine(), time.perf_counter()
-    with fake_ollama_process() as model:
+    with fake_ollama_process() as model, worktree_or_none(ref) as base_tree:
         for rep in range(1, args.reps + 1):
             await measure_bare(model.url, load, bare)
             if (PEER_VENV / "bin" / "langgraph").exists():
                 await measure_peer(model.url, load, peer)
+            if base_tree is not None:
+                await measure_sophos(model.url, load, base, base_tree)
             await measure_sophos(model.url, load, ours)
+            await measure_sophos_sdk(model.url, load, sdk)
             await measure_floor(model.url, load, floor)
             print(f"  rep {rep}: bare {bare.turn[-1]:.1f} ms; peer "
                   f"{f'{peer.turn[-1]:.0f} ms, {peer.turns_per_s[-1]:.1f} turns/s' if peer.turn else '-'}; "
-                  f"sophos {ours.turn[-1]:.1f} ms, {ours.turns_per_s[-1]:.1f} turns/s", flush=True)
-    print_rows(table(bare, peer, ours))
+                  f"sophos {ours.turn[-1]:.1f} ms, {ours.turns_per_s[-1]:.1f} turns/s; "
+                  f"sophos via SDK {sdk.turn[-1]:.1f} ms, {sdk.turns_per_s[-1]:.1f} turns/s", flush=True)
+    print_rows(table(bare, peer, ours, sdk))
     print(floor_line(floor, peer))
+    if ref is not None:
+        print()
+        print_rows(baseline_rows(base, ours, ref))
     load_avg = (_machine() - busy0) / (time.perf_counter() - t0)
     print(f"machine: {os.cpu_count()} cores, {load_avg:.2f} cores busy on average while measuring (all processes)")
 
@@ -377,3 +431,5 @@ def _machine() -> float:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--peer-single-turns", type=int, default=Load.single_turns,
                         help="turns of the one-conversation figures in the side-by-side section")
+    parser.add_argument("--peers-baseline-ref", default=None,
+                        help="git ref whose Sophos runs beside this tree's in each repetition (env BENCH_PEERS_BASELINE_REF)")

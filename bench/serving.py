@@ -139,6 +139,7 @@ def server_env(tree: Tree, data: Path, ollama_url: str, port: int) -> dict[str, 
         "PORT": str(port),
         "API_TOKEN": "",
         "AUTO_RESUME": "false",
+        "LANGGRAPH_API_PORT": "0",  # a bench that wants it sets a free port (several servers, one 2024)
     })
     return env
 
@@ -146,14 +147,27 @@ def server_env(tree: Tree, data: Path, ollama_url: str, port: int) -> dict[str, 
 def check_sources(tree: Tree, env: dict[str, str]) -> None:
     """Fail unless the server's python imports `entrypoints` from the tree's own src/."""
     code = "import entrypoints; print(entrypoints.__file__)"
-    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=tree.root, capture_output=True, text=True,
+    out = subprocess.run([serve_python(), "-c", code], env=env, cwd=tree.root, capture_output=True, text=True,
                          check=True).stdout.strip()
     if not Path(out).resolve().is_relative_to((tree.root / "src").resolve()):
         raise RuntimeError(f"{tree.label}: entrypoints imported from {out}, not from {tree.root / 'src'}")
 
 
+# the venv `make bench` builds from requirements.lock alone: a served process as `make run` has it
+SERVE_PYTHON = ROOT / ".bench-runtime" / "bin" / "python"
+
+
+def serve_python() -> str:
+    """The runtime-only venv's python when `make bench` built it, else this one (with a note:
+    the dev tools' imports then count in RSS and start-up)."""
+    if SERVE_PYTHON.exists():
+        return str(SERVE_PYTHON)
+    print(f"note: {SERVE_PYTHON} is missing (`make bench` builds it); serving with the dev venv", flush=True)
+    return sys.executable
+
+
 class Server:
-    """`sophos serve` from a tree's sources, with the current venv's python."""
+    """`sophos serve` from a tree's sources, with the runtime venv's python."""
 
     def __init__(self, tree: Tree, data: Path, ollama_url: str) -> None:
         self.port = free_port()
@@ -168,7 +182,7 @@ class Server:
 
     async def start(self, timeout: float = 60.0) -> int:
         check_sources(self.tree, self.env)
-        cmd = [sys.executable, "-c", "from entrypoints.cli import main; main()", "serve"]
+        cmd = [serve_python(), "-c", "from entrypoints.cli import main; main()", "serve"]
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(cmd, env=self.env, cwd=self.tree.root, stdout=out, stderr=out)
         deadline = time.monotonic() + timeout

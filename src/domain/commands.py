@@ -13,6 +13,8 @@ from typing import Literal
 from domain.approvals import Decision, parse_decisions
 from domain.errors import InvalidEdit, InvalidInput
 from domain.model import check_text, clean_title, parse_conversation_id
+from domain.models import SettingsChange
+from domain.queue import Multitask, parse_multitask
 
 MAX_MESSAGE = 32_000  # characters, for every edge
 
@@ -29,10 +31,13 @@ def check_message(text: str) -> str:
 
 @dataclass(frozen=True)
 class SendMessage:
-    """A user message, on `conversation_id` or (None) on a new conversation."""
+    """A user message, on `conversation_id` or (None) on a new conversation. `multitask`:
+    what it does when the conversation has an active (or waiting) run (domain.queue)."""
 
     text: str
     conversation_id: str | None = None
+    settings: SettingsChange = SettingsChange()
+    multitask: Multitask = Multitask.REJECT
 
     def __post_init__(self) -> None:
         check_message(self.text)
@@ -47,6 +52,7 @@ class Resume:
     conversation_id: str
     decision: UnknownOutcome | None = None
     decisions: Mapping[str, Decision] = field(default_factory=dict)
+    settings: SettingsChange = SettingsChange()
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,7 @@ class Edit:
     conversation_id: str
     index: int
     text: str
+    settings: SettingsChange = SettingsChange()
 
     def __post_init__(self) -> None:
         check_message(self.text)
@@ -68,6 +75,7 @@ class Regenerate:
     """Answer the last user message again, on a new branch."""
 
     conversation_id: str
+    settings: SettingsChange = SettingsChange()
 
 
 StartRun = SendMessage | Resume | Edit | Regenerate
@@ -101,9 +109,12 @@ def start_command(
     edit_of: object = None,
     regenerate: bool = False,
     decisions: object = None,
+    settings: SettingsChange = SettingsChange(),  # noqa: B008 - a frozen value
+    multitask: object = None,
 ) -> StartRun:
     """The command a chat request names, checked in the API contract's order (the first
-    failing rule's InvalidInput is the one reported)."""
+    failing rule's InvalidInput is the one reported). `settings`: the model and system
+    prompt the request asks for, applied to the conversation before the run."""
     text = message if isinstance(message, str) else None
     if not resume and text is not None:
         check_message(text)
@@ -121,20 +132,23 @@ def start_command(
     answers = parse_decisions(decisions)
     if answers and not resume:
         raise InvalidInput("decisions are given with resume: true")
+    strategy = parse_multitask(multitask)
+    if strategy is not Multitask.REJECT and (resume or regenerate or edit_of is not None):
+        raise InvalidInput("multitask applies to a new message, not to resume, editOf or regenerate")
     if conversation is None:
         if resume:
             raise InvalidInput("A conversation is required to resume")
-        return SendMessage(text)
+        return SendMessage(text, None, settings, strategy)
     cid = parse_conversation_id(conversation)
     if resume:
-        return Resume(cid, "retry" if decision == "retry" else "skip" if decision == "skip" else None, answers)
+        return Resume(cid, "retry" if decision == "retry" else "skip" if decision == "skip" else None, answers, settings)
     if regenerate:
-        return Regenerate(cid)
+        return Regenerate(cid, settings)
     if edit_of is not None:
         if isinstance(edit_of, bool) or not isinstance(edit_of, int):
             raise InvalidEdit("editOf must be a message index (an integer)")
-        return Edit(cid, edit_of, text)
-    return SendMessage(text, cid)
+        return Edit(cid, edit_of, text, settings)
+    return SendMessage(text, cid, settings, strategy)
 
 
 def rename_command(conversation: object, title: object) -> Rename:

@@ -61,6 +61,50 @@ def estimate_tools(tools: Sequence[ToolSpec]) -> int:
     )
 
 
+CROWDED = 0.5  # of the prompt budget: system prompt and tool definitions above it leave little room
+
+
+@dataclass(frozen=True)
+class FixedCost:
+    """What every call sends before any message: the system prompt and the tool definitions,
+    against the prompt budget (uncalibrated estimates)."""
+
+    system: int
+    tools: int
+    budget: int
+
+    @property
+    def total(self) -> int:
+        return self.system + self.tools
+
+    @property
+    def over(self) -> bool:
+        """No message fits beside them: every call exceeds the budget, and a summary cannot help."""
+        return self.total >= self.budget
+
+    def problem(self) -> str | None:
+        """What a person is told when they take more than CROWDED of the budget, else None."""
+        if self.total <= self.budget * CROWDED:
+            return None
+        what = (f"the tool definitions alone take ~{self.tools:,} of {self.budget:,} tokens"
+                if self.tools >= self.budget else
+                f"the system prompt and tool definitions take ~{self.total:,} of {self.budget:,} tokens "
+                f"(tools ~{self.tools:,})")
+        effect = "every model call exceeds the budget" if self.over else "little room is left for the conversation"
+        return f"{what} of the prompt budget (MODEL_CONTEXT - MODEL_RESERVE): {effect}"
+
+    def warning(self) -> str | None:
+        problem = self.problem()
+        return f"{problem}; {CROWDED_FIX}" if problem else None
+
+
+CROWDED_FIX = "raise MODEL_CONTEXT (and the model server's context length), or use fewer tools (--tools none)"
+
+
+def fixed_cost(system: str, tools: Sequence[ToolSpec], policy: ContextPolicy) -> FixedCost:
+    return FixedCost(MESSAGE_OVERHEAD + estimate_text(system), estimate_tools(tools), policy.budget)
+
+
 def shorten(text: str, max_chars: int) -> str:
     """Head and tail of `text` within about `max_chars`, with a marker saying how much of
     the middle was left out; `text` itself when it fits."""
@@ -221,7 +265,9 @@ def plan_prompt(
     summarized = start - [type(m) for m in thread[:start]].count(SummaryMessage) if summary else 0
     raw = fixed + used
     summarize = None
-    if policy.summaries and cut:
+    # a summary can only make room where the room left beside the system prompt and the tools
+    # holds more than the summary itself (else every turn pays for a summary in vain)
+    if policy.summaries and cut and room > budget * SUMMARY_SHARE / ratio:
         summarize = _summary_range(kept, start, latest_user, room * KEEP_AFTER_SUMMARY)
     return PromptPlan(
         system=full_system,

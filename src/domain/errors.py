@@ -33,8 +33,11 @@ class ErrorCode(StrEnum):
     INVALID_EDIT = "INVALID_EDIT"
     NOTHING_TO_REGENERATE = "NOTHING_TO_REGENERATE"
     BRANCH_NOT_FOUND = "BRANCH_NOT_FOUND"
+    UNKNOWN_MODEL = "UNKNOWN_MODEL"
     SEARCH_BUSY = "SEARCH_BUSY"
     TOO_MANY_ATTEMPTS = "TOO_MANY_ATTEMPTS"
+    QUEUE_FULL = "QUEUE_FULL"
+    QUEUED_NOT_FOUND = "QUEUED_NOT_FOUND"
     UNKNOWN_ERROR = "UNKNOWN_ERROR"
 
 
@@ -59,6 +62,12 @@ class InvalidInput(SophosError):
     default_message = "Bad request"
 
 
+class InvalidImport(InvalidInput):
+    """Raised when a file to import is malformed, too large, or not a format Sophos reads."""
+
+    default_message = "The file is not a conversation export Sophos can import"
+
+
 class InvalidEdit(InvalidInput):
     """Raised when editOf names no message of the active branch, or not a user message."""
 
@@ -78,6 +87,13 @@ class BranchNotFound(InvalidInput):
 
     code = ErrorCode.BRANCH_NOT_FOUND
     default_message = "activeBranch must be the number of a branch of the conversation"
+
+
+class UnknownModel(InvalidInput):
+    """Raised when a request names a model the model server does not list."""
+
+    code = ErrorCode.UNKNOWN_MODEL
+    default_message = "The model server has no such model"
 
 
 class ConversationNotFound(SophosError):
@@ -258,3 +274,19 @@ class TooManyAttempts(SophosError):
     def __init__(self, retry_after: int) -> None:
         super().__init__()
         self.retry_after = retry_after  # whole seconds until one more attempt is allowed
+
+
+class QueueFull(SophosError):
+    """Raised when a message is queued on a conversation whose queue already holds
+    MAX_QUEUED messages."""
+
+    code = ErrorCode.QUEUE_FULL
+    default_message = "Too many queued messages on this conversation: wait for some to be answered"
+
+
+class QueuedNotFound(SophosError):
+    """Raised when an edit or a drop names no waiting message of the conversation's queue
+    (unknown, or already started)."""
+
+    code = ErrorCode.QUEUED_NOT_FOUND
+    default_message = "No such queued message (it may have started already)"

@@ -1,5 +1,6 @@
 """What a run tells its watchers: raw engine events, and their translation into the
-contract's stream events (`token`, `trace`, `end`, `chat-error`).
+contract's stream events (`token`, `trace`, `end`, `chat-error`), and `reasoning` (the
+model's thinking, as tokens of its own: a client that does not know it ignores it).
 
 Besides the contract's `enter`, `leave`, `call` and `result`, a `trace` may be `context`
 (what a model call is sent), `summary` (a summary was stored), `truncated` (the model
@@ -25,6 +26,14 @@ class NodeStarted:
 
 @dataclass(frozen=True)
 class TokenDelta:
+    step: int
+    text: str
+
+
+@dataclass(frozen=True)
+class ReasoningDelta:
+    """A piece of the model's thinking (never part of the answer's text)."""
+
     step: int
     text: str
 
@@ -72,6 +81,19 @@ class PromptTruncated:
     sent: int
     evaluated: int
     window: int
+    filled: bool = True  # the count reached the window; else it is only far below what was sent
+
+
+def truncation_message(event: PromptTruncated) -> str:
+    """What a person is told: a count that filled the window is a cut prompt; one merely far
+    below what was sent is said as seen (a server with a smaller window than MODEL_CONTEXT
+    and a proxy that reports words instead of tokens look alike from here)."""
+    if event.filled:
+        return (f"The model evaluated {event.evaluated} prompt tokens of about {event.sent} sent: the model "
+                "server cut the prompt (raise MODEL_CONTEXT or the server's context length).")
+    return (f"The model server reported far fewer prompt tokens ({event.evaluated}) than were sent (about "
+            f"{event.sent}): it may have cut the prompt (is its context length below MODEL_CONTEXT "
+            f"{event.window}?) or it counts them differently. Said once per conversation.")
 
 
 @dataclass(frozen=True)
@@ -99,6 +121,7 @@ AgentEvent = (
     InputRecorded
     | NodeStarted
     | TokenDelta
+    | ReasoningDelta
     | ToolCallRequested
     | ToolCallFinished
     | ContextPlanned
@@ -163,6 +186,9 @@ class StreamTranslator:
         elif isinstance(event, TokenDelta):
             if event.text:
                 out.append(StreamEvent("token", event.text))
+        elif isinstance(event, ReasoningDelta):
+            if event.text:
+                out.append(StreamEvent("reasoning", event.text))
         elif isinstance(event, ToolCallRequested):
             data = {"name": event.call.name, "arguments": event.call.args, "tool_call_id": event.call.id}
             out.append(trace(event.step, event.call.name, "tools", "call", data))
@@ -183,11 +209,8 @@ class StreamTranslator:
             data = {"covers": event.covers, "tokens": event.tokens}
             out.append(trace(event.step, self._name, "agent", "summary", data))
         elif isinstance(event, PromptTruncated):
-            data = {
-                "sent": event.sent, "evaluated": event.evaluated, "window": event.window,
-                "message": f"The model evaluated {event.evaluated} prompt tokens of about {event.sent} sent: "
-                "the model server cut the prompt (raise MODEL_CONTEXT or the server's context length).",
-            }
+            data = {"sent": event.sent, "evaluated": event.evaluated, "window": event.window,
+                    "message": truncation_message(event)}
             out.append(trace(event.step, self._name, "agent", "truncated", data))
         elif isinstance(event, AnswerCut):
             data = {"message": "The answer reached the token limit (MODEL_MAX_TOKENS) and was stopped there."}

@@ -4,7 +4,7 @@ Generated on request, never read back."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from domain.model import (
     AssistantMessage,
@@ -15,6 +15,7 @@ from domain.model import (
     ToolResult,
     UserMessage,
     iso,
+    message_to_dto,
 )
 
 
@@ -37,6 +38,10 @@ def markdown_transcript(
     ]
     if branch is not None:
         lines.append(f"- Branch: {branch[0]} of {branch[1]} (the active one; the JSONL export has every branch)")
+    if conversation.model:
+        lines.append(f"- Model: `{conversation.model}`")
+    if conversation.system:
+        lines += ["- System prompt:", ""] + ["  > " + line for line in conversation.system.split("\n")]
     lines.append("")
     for i, m in enumerate(messages):
         if i == sent_from and i > 0:
@@ -47,7 +52,10 @@ def markdown_transcript(
         elif isinstance(m, UserMessage):
             lines += ["## User", "", m.content, ""]
         elif isinstance(m, AssistantMessage):
-            lines += ["## Assistant", ""]
+            lines += [f"## Assistant ({m.model})" if m.model else "## Assistant", ""]
+            if m.reasoning:
+                took = f"Thought for {m.reasoning_seconds:g} s" if m.reasoning_seconds is not None else "Thinking"
+                lines += [f"<details><summary>{took}</summary>", "", m.reasoning.strip(), "", "</details>", ""]
             if m.content:
                 lines += [m.content, ""]
             for call in m.tool_calls:
@@ -66,6 +74,23 @@ def markdown_transcript(
     return "\n".join(lines)
 
 
-def checkpoint_jsonl(checkpoints: Iterable[CheckpointSummary]) -> str:
-    """One JSON object per checkpoint, oldest first, newline-terminated ("\\n" when none)."""
-    return "\n".join(json.dumps(c.to_dto(), ensure_ascii=False) for c in checkpoints) + "\n"
+def checkpoint_jsonl(
+    checkpoints: Iterable[CheckpointSummary], content: Callable[[int], Sequence[Message] | None] | None = None
+) -> str:
+    """One JSON object per checkpoint, oldest first, newline-terminated ("\\n" when none).
+
+    `content(branch)`: the branch's messages now, to list under `added` the messages a
+    checkpoint took in before its last one (a new message rides as pending input, so no
+    checkpoint has it as its last message). A branch's messages before a checkpoint's count
+    are the ones it had then: a branch only grows."""
+    lines: list[str] = []
+    counts: dict[int, int] = {}  # branch -> message count of its previous checkpoint
+    for c in checkpoints:
+        dto = c.to_dto()
+        before = counts.get(c.branch, c.message_count - 1)
+        counts[c.branch] = c.message_count
+        messages = content(c.branch) if content is not None and c.message_count - before > 1 else None
+        if messages is not None and c.message_count <= len(messages) and before >= 0:
+            dto["added"] = [message_to_dto(m) for m in messages[before : c.message_count - 1]]
+        lines.append(json.dumps(dto, ensure_ascii=False))
+    return "\n".join(lines) + "\n"

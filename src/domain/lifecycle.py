@@ -107,6 +107,7 @@ class StopReason(StrEnum):
     CANCEL = "cancel"  # a person asked (API cancel, Ctrl-C): recorded `cancelled`
     SHUTDOWN = "shutdown"  # the process drains or exits: `interrupted`, adoptable
     LOST = "lost"  # another process took the run over: nothing is recorded by this one
+    STEER = "steer"  # a steering message waits: the run ended at a step boundary and hands over
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,10 @@ def outcome_of(
     goes on from the kept text). A stop or another failure says more and wins."""
     if isinstance(failure, RunLost) or stop is StopReason.LOST:
         return Outcome(RunStatus.INTERRUPTED, LOST_ERROR, recorded=False)
+    if stop is StopReason.STEER and failure is None:
+        # ended between two steps with every call answered: its part is done, and the
+        # steering message starts in the same transaction (domain.queue)
+        return Outcome(RunStatus.COMPLETED)
     if stop is StopReason.CANCEL:
         return Outcome(RunStatus.CANCELLED)
     if stop is StopReason.SHUTDOWN:
@@ -206,6 +211,14 @@ def recovery_verdict(run: Run, head: ThreadHead) -> Outcome:
     if not head.work_left:
         return Outcome(RunStatus.INTERRUPTED, INPUT_NOT_RECORDED)
     return Outcome(RunStatus.INTERRUPTED)
+
+
+def input_saved(run: Run, head: ThreadHead) -> bool:
+    """Whether a reclaimed run's own message reached the thread (as a checkpoint of the
+    run, or as pending input on the checkpoint before it): the recovery verdict's
+    INPUT_NOT_RECORDED, turned around. A queued message whose run stopped without it goes
+    back to the queue; one that arrived must never be sent twice."""
+    return recovery_verdict(run, head).error != INPUT_NOT_RECORDED
 
 
 # --- resume, new message, adoption --------------------------------------------------------

@@ -119,6 +119,7 @@ class RunOwner:
 class RunTrigger(StrEnum):
     USER = "user"  # a message or a resume asked for by a person
     ADOPT = "adopt"  # a resume started by a live process for an orphaned run (AUTO_RESUME)
+    QUEUE = "queue"  # a queued message, started when the run before it completed
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,9 @@ class Conversation:
     message_count: int = 0
     status: RunStatus | None = None
     error: RunError | None = None
+    model: str | None = None  # the model it asked for; None: the server's default
+    system: str | None = None  # its own system prompt; None: config/system.md
+    queued: int = 0  # messages waiting in its queue (domain.queue)
 
     @property
     def thread_id(self) -> str:
@@ -207,6 +211,8 @@ class AssistantMessage:
     reasoning: str | None = None
     context: ContextView | None = None  # set on replies the agent stored
     cut: bool = False  # the answer reached MODEL_MAX_TOKENS and was stopped there
+    model: str | None = None  # the model that wrote it (set on replies the agent stored)
+    reasoning_seconds: float | None = None  # how long it thought before answering
     role: Literal["assistant"] = "assistant"
 
 
@@ -241,8 +247,15 @@ def message_to_dto(message: Message) -> dict[str, Any]:
     dto: dict[str, Any] = {"id": message.id, "role": message.role, "content": message.content}
     if isinstance(message, AssistantMessage) and message.tool_calls:
         dto["toolCalls"] = [{"id": c.id, "name": c.name, "args": c.args} for c in message.tool_calls]
-    if isinstance(message, AssistantMessage) and message.cut:
-        dto["cut"] = True
+    if isinstance(message, AssistantMessage):
+        if message.cut:
+            dto["cut"] = True
+        if message.model:
+            dto["model"] = message.model
+        if message.reasoning:
+            dto["reasoning"] = message.reasoning
+            if message.reasoning_seconds is not None:
+                dto["reasoningSeconds"] = round(message.reasoning_seconds, 1)
     if isinstance(message, ToolResult):
         dto.update(name=message.name, toolCallId=message.tool_call_id, status=message.status)
         if message.duration_ms is not None:

@@ -19,10 +19,13 @@ if TYPE_CHECKING:
     from ports.tools import ToolPort
     from services.allow_rules import AllowRules
     from services.conversations import ConversationService
+    from services.models import ModelCatalog
+    from services.queueing import QueueService
     from services.runs import RunService
     from services.search import SearchService
     from services.sessions import SessionService
     from services.supervisor import Supervisor
+    from services.transfer import TransferService
 
 
 class Exposition(Protocol):
@@ -34,13 +37,16 @@ class Exposition(Protocol):
 @dataclass(frozen=True)
 class Services:
     runs: Callable[[], RunService]
+    queue: Callable[[], QueueService]
     conversations: Callable[[], ConversationService]
     supervisor: Callable[[], Supervisor]
     search: Callable[[], SearchService]
     allow_rules: Callable[[], AllowRules]
     metrics: Callable[[], Exposition]
     model: Callable[[], ModelPort]
+    models: Callable[[], ModelCatalog]  # the model server's list, kept briefly
     tools: Callable[[], ToolPort]
     storage: Callable[[], StoragePort]
     backend: Callable[[], Backend]  # the storage itself: its health, its run store
     sessions: Callable[[], SessionService]
+    transfer: Callable[[], TransferService]  # export and import of whole conversations

@@ -6,13 +6,14 @@ never loads LangGraph, LangChain or the MCP client (a cold `sophos conversations
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from importlib.abc import MetaPathFinder
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 
 class _SkipOptionalIntegrations(MetaPathFinder):
@@ -40,11 +41,12 @@ T = TypeVar("T")
 from domain.approvals import parse_mode  # noqa: E402 - after the finder above
 from domain.context import ContextPolicy  # noqa: E402 - after the finder above
 from entrypoints.bundle import Services  # noqa: E402 - after the finder above
-from entrypoints.lazy import LazyThreads  # noqa: E402 - after the finder above
+from entrypoints.lazy import LazyCopies, LazyThreads  # noqa: E402 - after the finder above
 from entrypoints.settings import Settings, load_settings  # noqa: E402 - after the finder above
 from ports.approvals import ArgsChecker  # noqa: E402 - after the finder above
 from ports.backend import RunStore  # noqa: E402 - after the finder above
 from ports.checkpoints import CheckpointPort  # noqa: E402 - after the finder above
+from ports.copies import ThreadCopies  # noqa: E402 - after the finder above
 from ports.engine import AgentEngine  # noqa: E402 - after the finder above
 from ports.metrics import MetricsPort, NullMetrics  # noqa: E402 - after the finder above
 from ports.model import ModelPort  # noqa: E402 - after the finder above
@@ -59,10 +61,13 @@ from services.approvals import ApprovalGate  # noqa: E402 - after the finder abo
 from services.conversations import ConversationService  # noqa: E402 - after the finder above
 from services.handles import RunStores  # noqa: E402 - after the finder above
 from services.hub import RunHub  # noqa: E402 - after the finder above
+from services.models import ModelCatalog  # noqa: E402 - after the finder above
+from services.queueing import QueueService  # noqa: E402 - after the finder above
 from services.runs import RunService  # noqa: E402 - after the finder above
 from services.search import SearchService  # noqa: E402 - after the finder above
 from services.sessions import SessionService  # noqa: E402 - after the finder above
 from services.supervisor import Supervisor  # noqa: E402 - after the finder above
+from services.transfer import TransferService  # noqa: E402 - after the finder above
 
 if TYPE_CHECKING:
     from adapters.langgraph.graph import AgentNodes
@@ -77,13 +82,18 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Closeable = Any  # something with close() or aclose()
+class AsyncCloseable(Protocol):
+    """What a `providers.Resource` of this container provides: close_container() closes it."""
+
+    async def aclose(self) -> None: ...
 
 
-def _opened(opened: list[Closeable], thing: T) -> T:
-    """Remember a thing that must be closed, for close_container()."""
-    opened.append(thing)
-    return thing
+# Each thing that holds a connection, a pool or a process is a `providers.Resource` made by a
+# one-step generator: the Resource records that it was opened (lazily, on first use) and
+# close_container() closes exactly those. The teardown is not after the `yield` because it is
+# async: an async Resource hands its dependents futures instead of objects (dependency-injector
+# 4.49 turns every Singleton that injects one into an awaitable), and Sophos builds its graph
+# lazily and synchronously so that `sophos conversations` never starts a tool server.
 
 
 def _prometheus() -> PrometheusMetrics:
@@ -92,19 +102,16 @@ def _prometheus() -> PrometheusMetrics:
     return PrometheusMetrics()
 
 
-def _sqlite_backend(opened: list[Closeable], path: str, busy_timeout: float, keep: int, metrics: MetricsPort) -> StorageBackend:
+def _sqlite_backend(path: str, busy_timeout: float, keep: int, metrics: MetricsPort) -> Iterator[StorageBackend]:
     from adapters.sqlite.backend import SqliteBackend
 
-    return _opened(opened, SqliteBackend(path, busy_timeout=busy_timeout, keep=keep, metrics=metrics))
+    yield SqliteBackend(path, busy_timeout=busy_timeout, keep=keep, metrics=metrics)
 
 
-def _postgres_backend(
-    opened: list[Closeable], url: str, pool_size: int, wait_timeout: float, keep: int, processes: ProcessPort
-) -> StorageBackend:
+def _postgres_backend(url: str, pool_size: int, wait_timeout: float, keep: int, processes: ProcessPort) -> Iterator[StorageBackend]:
     from adapters.postgres.backend import PostgresBackend
 
-    backend = PostgresBackend(url, pool_size=pool_size, wait_timeout=wait_timeout, keep=keep, owner=processes.current())
-    return _opened(opened, backend)
+    yield PostgresBackend(url, pool_size=pool_size, wait_timeout=wait_timeout, keep=keep, owner=processes.current())
 
 
 def _memory_backend() -> StorageBackend:
@@ -142,20 +149,20 @@ def _prompt(config_dir: str) -> SystemPromptSource:
 
 
 def _ollama(
-    opened: list[Closeable], base_url: str, model: str, think: bool, timeout: float, context: int, transport: str,
-    max_tokens: int,
-) -> ModelPort:
+    base_url: str, model: str, think: str, timeout: float, context: int, transport: str, max_tokens: int,
+    tool_choice: str,
+) -> Iterator[ModelPort]:
     from adapters.ollama.model import OllamaModel
 
-    return _opened(opened, OllamaModel(base_url, model, think, timeout, context, transport, max_tokens))
+    yield OllamaModel(base_url, model, think, timeout, context, transport, max_tokens, tool_choice or None)
 
 
 def _openai(
-    opened: list[Closeable], base_url: str, model: str, api_key: str, timeout: float, transport: str, max_tokens: int
-) -> ModelPort:
+    base_url: str, model: str, api_key: str, timeout: float, transport: str, max_tokens: int, tool_choice: str
+) -> Iterator[ModelPort]:
     from adapters.openai.model import OpenAIModel
 
-    return _opened(opened, OpenAIModel(base_url, model, api_key, timeout, transport, max_tokens))
+    yield OpenAIModel(base_url, model, api_key, timeout, transport, max_tokens, tool_choice or None)
 
 
 def _demo_model() -> ModelPort:
@@ -164,11 +171,10 @@ def _demo_model() -> ModelPort:
     return DemoModel()
 
 
-def _mcp(opened: list[Closeable], config_dir: str, memory_file: str, start_timeout: float, call_timeout: float) -> ToolPort:
+def _mcp(config_dir: str, memory_file: str, start_timeout: float, call_timeout: float) -> Iterator[ToolPort]:
     from adapters.mcp.toolbox import McpToolbox
 
-    return _opened(opened, McpToolbox(Path(config_dir), Path(memory_file), call_timeout=call_timeout,
-                                      start_timeout=start_timeout))
+    yield McpToolbox(Path(config_dir), Path(memory_file), call_timeout=call_timeout, start_timeout=start_timeout)
 
 
 def _demo_tools() -> ToolPort:
@@ -225,15 +231,32 @@ def _threads(checkpointer: Saver) -> CheckpointPort:
 
 def _stores(store: RunStore, threads: CheckpointPort) -> RunStores:
     return RunStores(runs=store, events=store, signals=store, journal=store, checkpoints=threads, approvals=store,
-                     checker=_args_checker())
+                     checker=_args_checker(), queue=store)
 
 
-def _conversations(store: RunStore, threads: Callable[[], CheckpointPort], service: Callable[[], RunService]) -> ConversationService:
+def _conversations(
+    store: RunStore, threads: Callable[[], CheckpointPort], service: Callable[[], RunService],
+    catalog: Callable[[], ModelCatalog],
+) -> ConversationService:
     async def is_active(conversation_id: str) -> bool:
         return await service().is_active(conversation_id)
 
     lazy = LazyThreads(threads)
-    return ConversationService(store, lazy, is_active, store, branches=lazy, approvals=store)
+    copies = LazyCopies(lambda: _copies(threads()))
+    return ConversationService(store, lazy, is_active, store, branches=lazy, approvals=store, copies=copies,
+                               catalog=catalog)
+
+
+def _copies(threads: CheckpointPort) -> ThreadCopies:
+    from adapters.langgraph.copies import LangGraphCopies
+    from adapters.langgraph.engine import LangGraphThreads
+
+    assert isinstance(threads, LangGraphThreads)  # what _threads builds
+    return LangGraphCopies(threads)
+
+
+def _transfer(store: RunStore, threads: Callable[[], CheckpointPort]) -> TransferService:
+    return TransferService(store, LazyThreads(threads), LazyCopies(lambda: _copies(threads())), store)
 
 
 def _sessions(backend: StorageBackend) -> SessionStore:
@@ -245,7 +268,6 @@ class Container(containers.DeclarativeContainer):
     settings = providers.Dependency(instance_of=Settings)
     config = providers.Configuration(strict=True)
 
-    opened: providers.Singleton[list[Closeable]] = providers.Singleton(list)
     hub = providers.Singleton(RunHub)
     processes = providers.Singleton(_processes)
     # the server exposes its metrics at /metrics; one-shot CLI commands, which nobody
@@ -256,11 +278,11 @@ class Container(containers.DeclarativeContainer):
     # one storage for everything, chosen once (settings.py decides STORAGE_BACKEND)
     backend = providers.Selector(
         config.STORAGE_BACKEND,
-        sqlite=providers.Singleton(
-            _sqlite_backend, opened, config.DATABASE_PATH, config.DATABASE_BUSY_TIMEOUT, config.CHECKPOINT_KEEP, metrics
+        sqlite=providers.Resource(
+            _sqlite_backend, config.DATABASE_PATH, config.DATABASE_BUSY_TIMEOUT, config.CHECKPOINT_KEEP, metrics
         ),
-        postgres=providers.Singleton(
-            _postgres_backend, opened, config.DATABASE_URL, config.DATABASE_POOL_SIZE, config.DATABASE_BUSY_TIMEOUT,
+        postgres=providers.Resource(
+            _postgres_backend, config.DATABASE_URL, config.DATABASE_POOL_SIZE, config.DATABASE_BUSY_TIMEOUT,
             config.CHECKPOINT_KEEP, processes,
         ),
         memory=providers.Singleton(_memory_backend),
@@ -272,20 +294,20 @@ class Container(containers.DeclarativeContainer):
 
     model = providers.Selector(
         config.MODEL_BACKEND,
-        ollama=providers.Singleton(
-            _ollama, opened, config.OLLAMA_HOST, config.OLLAMA_MODEL, config.OLLAMA_THINK, config.MODEL_TIMEOUT,
-            config.MODEL_CONTEXT, config.MODEL_TRANSPORT, config.MODEL_MAX_TOKENS,
+        ollama=providers.Resource(
+            _ollama, config.OLLAMA_HOST, config.OLLAMA_MODEL, config.OLLAMA_THINK, config.MODEL_TIMEOUT,
+            config.MODEL_CONTEXT, config.MODEL_TRANSPORT, config.MODEL_MAX_TOKENS, config.MODEL_TOOL_CHOICE,
         ),
-        openai=providers.Singleton(
-            _openai, opened, config.OPENAI_BASE_URL, config.OPENAI_MODEL, config.OPENAI_API_KEY, config.MODEL_TIMEOUT,
-            config.MODEL_TRANSPORT, config.MODEL_MAX_TOKENS,
+        openai=providers.Resource(
+            _openai, config.OPENAI_BASE_URL, config.OPENAI_MODEL, config.OPENAI_API_KEY, config.MODEL_TIMEOUT,
+            config.MODEL_TRANSPORT, config.MODEL_MAX_TOKENS, config.MODEL_TOOL_CHOICE,
         ),
         demo=providers.Singleton(_demo_model),
     )
     tools = providers.Selector(
         config.TOOLS_BACKEND,
-        mcp=providers.Singleton(_mcp, opened, config.CONFIG_DIR, config.MEMORY_FILE_PATH, config.MCP_START_TIMEOUT,
-                                config.TOOL_TIMEOUT),
+        mcp=providers.Resource(_mcp, config.CONFIG_DIR, config.MEMORY_FILE_PATH, config.MCP_START_TIMEOUT,
+                               config.TOOL_TIMEOUT),
         demo=providers.Singleton(_demo_tools),
         none=providers.Singleton(_no_tools),
     )
@@ -298,8 +320,10 @@ class Container(containers.DeclarativeContainer):
     threads = providers.Singleton(_threads, checkpointer)
     stores = providers.Singleton(_stores, store, threads)
 
+    catalog = providers.Singleton(ModelCatalog, model)
     run_service = providers.Singleton(
         RunService,
+        catalog=catalog,
         stores=stores,
         engine=engine,
         processes=processes,
@@ -308,17 +332,20 @@ class Container(containers.DeclarativeContainer):
         lease_seconds=config.RUN_LEASE_SECONDS,
         metrics=metrics,
     )
+    queue = providers.Singleton(QueueService, run_service, store, config.MAX_QUEUED)
     supervisor = providers.Singleton(
         Supervisor,
         service=run_service,
+        queue=queue,
         auto_resume=config.AUTO_RESUME,
         event_retention=config.RUN_EVENT_RETENTION_SECONDS,
         approval_timeout=config.APPROVAL_TIMEOUT,
     )
-    conversations = providers.Singleton(_conversations, store, threads.provider, run_service.provider)
+    conversations = providers.Singleton(_conversations, store, threads.provider, run_service.provider, catalog.provider)
     search_index = providers.Singleton(_search_index, backend, threads.provider)
     search = providers.Singleton(SearchService, search_index)
     allow_rules = providers.Singleton(AllowRules, store)
+    transfer = providers.Singleton(_transfer, store, threads.provider)
     # the page's login sessions: in the run store's database, whichever it is
     session_store = providers.Singleton(_sessions, backend)
     sessions = providers.Singleton(SessionService, session_store, config.API_TOKEN, config.SESSION_SECONDS)
@@ -326,16 +353,19 @@ class Container(containers.DeclarativeContainer):
     services = providers.Singleton(
         Services,
         runs=run_service.provider,
+        queue=queue.provider,
         conversations=conversations.provider,
         supervisor=supervisor.provider,
         search=search.provider,
         allow_rules=allow_rules.provider,
         metrics=metrics.provider,
         model=model.provider,
+        models=catalog.provider,
         tools=tools.provider,
         storage=storage.provider,
         backend=backend.provider,
         sessions=sessions.provider,
+        transfer=transfer.provider,
     )
 
 
@@ -348,19 +378,20 @@ def create_container(env: dict[str, str] | None = None, *, METRICS_BACKEND: str 
     container = Container(settings=providers.Object(settings))
     container.config.from_dict({
         **dataclasses.asdict(settings), "STORAGE_BACKEND": settings.storage_backend, "METRICS_BACKEND": METRICS_BACKEND,
+        "MODEL_MAX_TOKENS": settings.answer_limit,
     })
     return container
 
 
 async def close_container(container: Container) -> None:
-    """Close what was opened, newest first: the tool servers, then the database."""
-    opened: list[Closeable] = container.opened()
-    while opened:
-        thing = opened.pop()
-        try:
-            if hasattr(thing, "aclose"):
-                await thing.aclose()
-            else:
-                thing.close()
-        except Exception:
-            log.exception("closing %s failed", type(thing).__name__)
+    """Close each Resource that was opened: the tool servers, the model client and the database
+    at once (none needs another to close), then reset them, so a second call closes nothing."""
+    opened: list[providers.Resource[Any]] = [
+        provider for provider in container.traverse(types=[providers.Resource]) if provider.initialized
+    ]
+    things: list[AsyncCloseable] = [provider() for provider in opened]
+    outcomes = await asyncio.gather(*(thing.aclose() for thing in things), return_exceptions=True)
+    for provider, thing, outcome in zip(opened, things, outcomes, strict=True):
+        provider.shutdown()
+        if isinstance(outcome, BaseException):
+            log.error("closing %s failed", type(thing).__name__, exc_info=outcome)

@@ -8,17 +8,21 @@ event's payload, kept by the run event log.)"""
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from typing import Any
 
 from domain.approvals import ApprovalRequest
 from domain.branches import BranchMarker
 from domain.events import approval_call
 from domain.model import Conversation, iso, message_to_dto
+from domain.models import ModelInfo
+from domain.queue import QueuedMessage
 from domain.search import MARK_CLOSE, MARK_OPEN, SearchResult
 from services.conversations import ConversationDetail
 
 __all__ = [
-    "approval_dto", "decision_dto", "detail_dto", "marker_dto", "pending_dto", "message_to_dto", "search_result_dto", "snippet_html", "summary_dto",
+    "approval_dto", "decision_dto", "detail_dto", "marker_dto", "message_to_dto", "model_dto", "pending_dto",
+    "queue_dto", "queued_dto", "search_result_dto", "settings_dto", "snippet_html", "summary_dto",
 ]
 
 
@@ -34,7 +38,41 @@ def summary_dto(conversation: Conversation) -> dict[str, Any]:
     }
     if conversation.error:
         dto["error"] = {"code": conversation.error.code, "message": conversation.error.message}
+    if conversation.queued:
+        dto["queued"] = conversation.queued
     return dto
+
+
+def settings_dto(conversation: Conversation) -> dict[str, Any]:
+    """A conversation's summary with the model and system prompt it asked for (null: the
+    server's default), as its detail and PATCH answer give it (the list stays the summary)."""
+    return {**summary_dto(conversation), "model": conversation.model, "system": conversation.system}
+
+
+def model_dto(model: ModelInfo, default: str) -> dict[str, Any]:
+    """One entry of GET /api/models."""
+    return {
+        "name": model.name,
+        "size": model.size,
+        "context": model.context,
+        "capabilities": list(model.capabilities),
+        "family": model.family,
+        "default": model.name in (default, f"{default}:latest"),
+    }
+
+
+def queued_dto(message: QueuedMessage) -> dict[str, Any]:
+    """A message waiting in a conversation's queue."""
+    dto: dict[str, Any] = {"id": message.id, "position": message.position, "text": message.text,
+                           "createdAt": iso(message.created_at)}
+    if message.steer:
+        dto["steer"] = True
+    return dto
+
+
+def queue_dto(messages: Sequence[QueuedMessage]) -> dict[str, Any]:
+    """The queue, as a conversation's detail lists it (nothing when empty)."""
+    return {"queued": [queued_dto(m) for m in messages]} if messages else {}
 
 
 def approval_dto(request: ApprovalRequest) -> dict[str, Any]:
@@ -73,7 +111,7 @@ def detail_dto(detail: ConversationDetail) -> dict[str, Any]:
             dto["branch"] = marker_dto(markers[i])
         messages.append(dto)
     body: dict[str, Any] = {
-        "conversation": summary_dto(detail.conversation),
+        "conversation": settings_dto(detail.conversation),
         "messages": messages,
         "resumable": detail.resumable,
         "context": detail.context.to_dto() if detail.context else None,

@@ -8,8 +8,23 @@ from typing import cast
 from domain.branches import Branch
 from domain.errors import NotSupported
 from domain.model import CheckpointSummary, Message, ThreadHead, ThreadState
+from domain.transfer import BranchCopy
 from ports.branches import BranchPort
 from ports.checkpoints import CheckpointPort
+from ports.copies import ThreadCopies
+
+
+class LazyCopies(ThreadCopies):
+    """ThreadCopies built on first use (an export or an import builds the graph)."""
+
+    def __init__(self, build: Callable[[], ThreadCopies]) -> None:
+        self._build = build
+
+    async def read(self, thread_id: str) -> tuple[tuple[BranchCopy, ...], int]:
+        return await self._build().read(thread_id)
+
+    async def write(self, thread_id: str, branches: Sequence[BranchCopy], active: int) -> None:
+        await self._build().write(thread_id, branches, active)
 
 
 class LazyThreads(CheckpointPort, BranchPort):
@@ -46,6 +61,10 @@ class LazyThreads(CheckpointPort, BranchPort):
         if port is None:
             raise NotSupported("This checkpoint store cannot fork conversations")
         await port.seed_thread(thread_id, messages)
+
+    async def branch_messages(self, thread_id: str, number: int) -> Sequence[Message] | None:
+        port = self._branch_port()
+        return await port.branch_messages(thread_id, number) if port else None
 
     async def switch_branch(self, thread_id: str, number: int) -> int:
         port = self._branch_port()

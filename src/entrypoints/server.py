@@ -24,6 +24,7 @@ import uvicorn
 from domain.errors import StorageFailure
 from entrypoints.bundle import Services
 from entrypoints.http.app import create_app
+from entrypoints.overhead import warn_if_crowded
 from entrypoints.protocol import MAX_HEAD, head_deadline_protocol
 from entrypoints.settings import Settings
 from ports.backend import Backend
@@ -47,6 +48,14 @@ def url_host(host: str) -> str:
         return f"[{host}]" if ipaddress.ip_address(host).version == 6 else host
     except ValueError:
         return host
+
+
+class SideServer(uvicorn.Server):
+    """A second server in the same loop (the LangGraph API): no signal handlers and no
+    lifespan of its own; the main server's drain stops it."""
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        await self._serve(sockets)
 
 
 class DrainingServer(uvicorn.Server):
@@ -103,8 +112,9 @@ class CannotListen(Exception):
         self.code = code
 
 
-def bind(host: str, port: int) -> socket.socket:
-    """The listening socket, bound before anything says "listening"."""
+def bind(host: str, port: int, setting: str = "--port or PORT") -> socket.socket:
+    """The listening socket, bound before anything says "listening"; `setting` names what
+    chooses the port, for the message when it is taken."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -112,17 +122,20 @@ def bind(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OverflowError as e:
         sock.close()
-        raise CannotListen("CANNOT_LISTEN", f"cannot listen on port {port}: a port is 1-65535 (--port or PORT)") from e
+        raise CannotListen("CANNOT_LISTEN", f"cannot listen on port {port}: a port is 1-65535 ({setting})") from e
     except OSError as e:
         sock.close()
         if e.errno == errno.EADDRINUSE:
             raise CannotListen(
                 "ADDRESS_IN_USE",
-                f"{host}:{port} is already in use (another Sophos?): stop that server, or choose another port with --port or PORT"
+                f"{host}:{port} is already in use (another Sophos?): stop that server, or choose another port with {setting}"
             ) from e
         raise CannotListen("CANNOT_LISTEN", f"cannot listen on {host}:{port}: {e.strerror}") from e
     sock.listen(2048)  # connections queue from now on, as "listening" says
-    sock.set_inheritable(True)
+    # never passed on: uvloop spawns the MCP servers without closing inherited descriptors, so
+    # a tool server that outlived a killed Sophos would keep the port (Python's default, said
+    # here because uvicorn's own bind makes it inheritable for its worker processes)
+    sock.set_inheritable(False)
     return sock
 
 
@@ -153,6 +166,32 @@ def tune_gc() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
+def side_server(settings: Settings, app: Any, host: str) -> tuple[SideServer, socket.socket]:
+    """The LangGraph API's server and its bound socket, over the main app's services."""
+    from entrypoints.lgapi.app import create_lgapi_app
+
+    port = settings.LANGGRAPH_API_PORT
+    sock = bind(host, port, "LANGGRAPH_API_PORT, or 0 to serve no LangGraph API")
+    lg_app = create_lgapi_app(app.state.services, settings, app.state.closing)
+    config = uvicorn.Config(
+        lg_app, host=host, port=port, loop=event_loop(), log_config=None, lifespan="off", access_log=False,
+        timeout_graceful_shutdown=5, http=head_deadline_protocol(settings.REQUEST_TIMEOUT, settings.MAX_CONNECTIONS),
+        h11_max_incomplete_event_size=MAX_HEAD,
+    )
+    return SideServer(config), sock
+
+
+async def serve_after(main: uvicorn.Server, side: SideServer, sock: socket.socket) -> None:
+    """Serve the side app once the main server has started (its lifespan recovered the
+    runs a crash left), until the main one stops."""
+    while not main.started:
+        if main.should_exit:
+            return
+        await asyncio.sleep(0.02)
+    print(f"LangGraph API on http://{url_host(sock.getsockname()[0])}:{sock.getsockname()[1]}", flush=True)
+    await side.serve(sockets=[sock])
+
+
 def serve(container: Any) -> None:
     settings: Settings = container.settings()
     host, port = settings.HOST, settings.PORT
@@ -174,13 +213,28 @@ def serve(container: Any) -> None:
         h11_max_incomplete_event_size=MAX_HEAD,
     )
     server = DrainingServer(uv_config, app, timeout)
+    side = side_server(settings, app, host) if settings.LANGGRAPH_API_PORT else None
     tune_gc()
 
     async def main() -> None:
         await check_storage(services.backend())
         await warn_if_model_not_ready(services.model())
+        # in the background: it waits for the tool servers, which "listening" must not
+        crowded = asyncio.create_task(warn_if_crowded(container))
         print(f"Sophos is listening on http://{url_host(host)}:{port}", flush=True)
-        await server.serve(sockets=[sock])
+        try:
+            if side is None:
+                await server.serve(sockets=[sock])
+                return
+            lg_server, lg_sock = side
+            lg_task = asyncio.create_task(serve_after(server, lg_server, lg_sock))
+            try:
+                await server.serve(sockets=[sock])
+            finally:
+                lg_server.should_exit = True
+                await asyncio.gather(lg_task, return_exceptions=True)
+        finally:
+            crowded.cancel()
 
     # one loop for the checks and the server (what uvicorn's Server.run does, with the checks first)
     with asyncio.Runner(loop_factory=uv_config.get_loop_factory()) as runner:

@@ -25,15 +25,16 @@ class Settings:
     TOOLS_BACKEND: str = "mcp"
     OLLAMA_HOST: str = "http://localhost:11434"
     OLLAMA_MODEL: str = "qwen3"
-    OLLAMA_THINK: bool = False
+    OLLAMA_THINK: str = "auto"  # auto (where /api/show lists `thinking`) | true | false
     OPENAI_BASE_URL: str = "http://localhost:8080/v1"
     OPENAI_MODEL: str = "local-model"
     OPENAI_API_KEY: str = ""
     MODEL_TIMEOUT: int = 120
     MODEL_TRANSPORT: str = "auto"  # auto | fast | httpx
+    MODEL_TOOL_CHOICE: str = ""  # auto | required | none; unset: not sent (docs/model.md)
     MODEL_CONTEXT: int = 8192
-    MODEL_RESERVE: int = 1024
-    MODEL_MAX_TOKENS: int = 8192  # the longest answer (tokens): sent to the server, enforced while streaming
+    MODEL_RESERVE: int = 1024  # unset in the environment: at most half of MODEL_CONTEXT
+    MODEL_MAX_TOKENS: int = 0  # the longest answer (tokens); 0: half of MODEL_CONTEXT, at least MODEL_RESERVE (answer_limit)
     CONTEXT_SUMMARY: bool = False
     CONTEXT_TOOL_SHARE: float = 0.25
     AGENT_RECURSION_LIMIT: int = 25
@@ -59,6 +60,18 @@ class Settings:
     APPROVAL_TIMEOUT: float = 0
     REQUEST_TIMEOUT: float = 10
     MAX_CONNECTIONS: int = 100
+    LANGGRAPH_API_PORT: int = 2024  # LangGraph's Agent Server API beside the main one; 0 = off
+    LANGGRAPH_API_CORS_ORIGINS: str = ""  # browser origins allowed to call it (comma-separated, or *)
+    MAX_QUEUED: int = 20
+
+    @property
+    def answer_limit(self) -> int:
+        """The longest answer, in tokens: MODEL_MAX_TOKENS, or by default half the window, and
+        never less than the room the context budget keeps for it (MODEL_RESERVE). A model in a
+        loop stops there instead of filling the server's window (issue 35: 6,332 tokens, 290 s),
+        while a thinking model (its thinking counts) or a long program still has room: the
+        reserve alone (1,024 by default) would cut both."""
+        return self.MODEL_MAX_TOKENS or max(self.MODEL_RESERVE, self.MODEL_CONTEXT // 2)
 
     @property
     def storage_backend(self) -> str:
@@ -111,17 +124,28 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             settings[key] = float(settings[key])
         except (TypeError, ValueError):
             raise SettingsError(f"{key} must be a number, got {settings[key]!r}") from None
-    if not 1 <= settings["MODEL_MAX_TOKENS"] <= MAX_ANSWER_TOKENS:
-        raise SettingsError(f"MODEL_MAX_TOKENS must be between 1 and {MAX_ANSWER_TOKENS} tokens, got {settings['MODEL_MAX_TOKENS']}")
+    if not 0 <= settings["MODEL_MAX_TOKENS"] <= MAX_ANSWER_TOKENS:
+        raise SettingsError(
+            f"MODEL_MAX_TOKENS must be between 1 and {MAX_ANSWER_TOKENS} tokens (0: MODEL_RESERVE), got {settings['MODEL_MAX_TOKENS']}"
+        )
     if settings["AGENT_RECURSION_LIMIT"] <= 0:
         settings["AGENT_RECURSION_LIMIT"] = 25  # the reference's rule: invalid means default
+    if not env.get("MODEL_RESERVE"):
+        # a default reserve that a small window cannot hold shrinks to fit: MODEL_CONTEXT=1024
+        # alone must start (one set by hand over half the window is still an error)
+        settings["MODEL_RESERVE"] = min(settings["MODEL_RESERVE"], settings["MODEL_CONTEXT"] // 2)
     _check_context(settings)
     for key in BOOLS:
         settings[key] = str(settings[key]).lower() == "true"
-    for key in ("MODEL_BACKEND", "TOOLS_BACKEND", "MODEL_TRANSPORT"):
-        settings[key] = str(settings[key]).lower()
+    for key in ("MODEL_BACKEND", "TOOLS_BACKEND", "MODEL_TRANSPORT", "OLLAMA_THINK"):
+        settings[key] = str(settings[key]).strip().lower()
+    if settings["OLLAMA_THINK"] not in ("auto", "true", "false"):
+        raise SettingsError(f"OLLAMA_THINK must be auto, true or false, got {settings['OLLAMA_THINK']!r}")
     if settings["MODEL_BACKEND"] not in ("ollama", "openai", "demo"):
         raise SettingsError(f"MODEL_BACKEND must be ollama, openai or demo, got {settings['MODEL_BACKEND']!r}")
+    settings["MODEL_TOOL_CHOICE"] = str(settings["MODEL_TOOL_CHOICE"]).strip().lower()
+    if settings["MODEL_TOOL_CHOICE"] not in TOOL_CHOICES:
+        raise SettingsError(f"MODEL_TOOL_CHOICE must be auto, required or none (or unset), got {settings['MODEL_TOOL_CHOICE']!r}")
     if settings["MODEL_TRANSPORT"] not in ("auto", "fast", "httpx"):
         raise SettingsError(f"MODEL_TRANSPORT must be auto, fast or httpx, got {settings['MODEL_TRANSPORT']!r}")
     if settings["TOOLS_BACKEND"] not in ("mcp", "demo", "none"):
@@ -133,11 +157,15 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         raise SettingsError(f"TOOL_TIMEOUT must be a number of seconds above 0, at most {MAX_TOOL_TIMEOUT}")
     if not 1 <= settings["SESSION_SECONDS"] <= MAX_SESSION_SECONDS:
         raise SettingsError(f"SESSION_SECONDS must be between 1 and {MAX_SESSION_SECONDS} (400 days)")
+    if not 1 <= settings["MAX_QUEUED"] <= 1000:
+        raise SettingsError(f"MAX_QUEUED must be between 1 and 1000, got {settings['MAX_QUEUED']}")
     if settings["APPROVAL_TIMEOUT"] < 0:
         raise SettingsError("APPROVAL_TIMEOUT must be 0 (off) or a number of seconds")
     url = str(settings["DATABASE_URL"])
     if url and not url.startswith(("postgresql://", "postgres://")):
         raise SettingsError(f"DATABASE_URL must be a postgresql:// URL, got {database_label(settings)!r}")
+    if not 0 <= settings["LANGGRAPH_API_PORT"] <= 65535:
+        raise SettingsError("LANGGRAPH_API_PORT must be a port (1-65535) or 0 (off)")
     if settings["DATABASE_POOL_SIZE"] < 1:
         raise SettingsError("DATABASE_POOL_SIZE must be at least 1")
     # unset keeps what configurations meant before the setting existed: a URL means PostgreSQL
@@ -153,6 +181,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
 
 
 MIN_CONTEXT = 512
+TOOL_CHOICES = ("", "auto", "required", "none")
 # the widest window local models serve; LangChain holds every streamed chunk of an answer
 # until it ends (~2.3 KiB a token), so this also bounds what one answer can cost (~300 MiB)
 MAX_ANSWER_TOKENS = 131_072

@@ -14,6 +14,7 @@ from ports.approvals import ApprovalStore
 from ports.checkpoints import CheckpointPort
 from ports.events import RunEventLog
 from ports.journal import ToolJournal
+from ports.queue import MessageQueue
 from ports.runs import RunRepository
 from ports.saver import SaverPort
 from ports.search import SearchIndex
@@ -22,9 +23,9 @@ from ports.signals import RunSignals
 from ports.storage import StoragePort
 
 
-class RunStore(RunRepository, RunEventLog, RunSignals, ToolJournal, ApprovalStore, Protocol):
-    """The run ports on one store: an outcome, its terminal event and its journal entries
-    share the store's transactions."""
+class RunStore(RunRepository, RunEventLog, RunSignals, ToolJournal, ApprovalStore, MessageQueue, Protocol):
+    """The run ports on one store: an outcome, its terminal event, its journal entries and
+    the start of the next queued message share the store's transactions."""
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,11 @@ class BranchPort(Protocol):
         turn after a user's message (a resume answers it). Every message keeps its fields."""
 
     @abstractmethod
+    async def branch_messages(self, thread_id: str, number: int) -> Sequence[Message] | None:
+        """The messages of branch `number` as its head holds them (rebuilt from what is
+        stored, as a switch would restore them); None for an unknown branch."""
+
+    @abstractmethod
     async def switch_branch(self, thread_id: str, number: int) -> int:
         """Make branch `number` the active one: its head becomes the thread's latest
         checkpoint (and the conversation's message count and last update are its), in

@@ -8,6 +8,7 @@ from typing import Protocol
 
 from domain.events import AgentEvent
 from domain.inputs import Fork, NewMessage, Resume, RunInput
+from domain.models import ModelChoice
 
 __all__ = ["AgentEngine", "Fork", "NewMessage", "Resume", "RunInput"]
 
@@ -17,9 +18,10 @@ class AgentEngine(Protocol):
 
     @abstractmethod
     def run(
-        self, thread_id: str, run_id: str, run_input: RunInput, recursion_limit: int
+        self, thread_id: str, run_id: str, run_input: RunInput, recursion_limit: int, choice: ModelChoice | None = None
     ) -> AsyncGenerator[AgentEvent, None]:
-        """Execute until the agent stops, yielding events.
+        """Execute until the agent stops, yielding events. Every model call of the run uses
+        `choice` (its model, system prompt and context size; None: the server's defaults).
 
         A NewMessage is appended to the thread (after its closings); the engine yields
         InputRecorded once the message is in a committed checkpoint, before any other

@@ -8,11 +8,19 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from domain.model import AssistantMessage, Message
+from domain.models import ModelInfo
 from ports.tools import ToolSpec
 
 
 @dataclass(frozen=True)
 class TextChunk:
+    text: str
+
+
+@dataclass(frozen=True)
+class ReasoningChunk:
+    """A piece of the model's thinking, streamed before (or between) its answer's text."""
+
     text: str
 
 
@@ -24,7 +32,7 @@ class Usage:
     completion_tokens: int = 0
 
 
-ModelOutput = TextChunk | Usage | AssistantMessage
+ModelOutput = TextChunk | ReasoningChunk | Usage | AssistantMessage
 
 
 @dataclass(frozen=True)
@@ -43,16 +51,23 @@ class ModelPort(Protocol):
     @property
     @abstractmethod
     def name(self) -> str:
-        """The model's name as shown in traces (e.g. `qwen3`)."""
+        """The default model's name, used when a call names none (e.g. `qwen3`)."""
+
+    @property
+    def pull_hint(self) -> str:
+        """How a person gets a model this backend lacks, `{name}` standing for its name."""
+        return "choose one of the models the server lists"
 
     @abstractmethod
     def stream(
-        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
+        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec], model: str | None = None
     ) -> AsyncIterator[ModelOutput]:
-        """Answer the conversation: yield TextChunks as they arrive, then (if the server
-        reports token counts) one Usage, then exactly one AssistantMessage (the whole
-        reply, with its tool calls, each with a unique id). `messages` are sent as given:
-        the caller keeps them within the model's context.
+        """Answer the conversation with `model` (None: the default, `name`): yield
+        ReasoningChunks and TextChunks as they arrive, then (if the server reports token
+        counts) one Usage, then exactly one AssistantMessage (the whole reply, with its
+        tool calls, each with a unique id, and its reasoning if any). `messages` are sent
+        as given: the caller keeps them within the model's context. One adapter serves
+        every model of its server: the name is per call, the client is shared.
 
         An adapter given an answer limit (MODEL_MAX_TOKENS) sends it and streams no more
         than that many tokens whatever the server does: the reply is then what came, with
@@ -61,6 +76,12 @@ class ModelPort(Protocol):
         Raises ModelUnavailable when the server lacks the model and ModelUnreachable when
         it does not answer or times out. Cancelling the iteration stops the request.
         """
+
+    @abstractmethod
+    async def models(self) -> Sequence[ModelInfo]:
+        """The models the server serves, from its own list (with size, context and
+        capabilities where it reports them). Raises ModelUnreachable when it does not
+        answer in a few seconds, ModelBadResponse when the answer is not a list."""
 
     @abstractmethod
     async def check(self) -> Readiness:

@@ -4,14 +4,16 @@ lifecycle's durable half (ownership, leases, outcomes)."""
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from domain import lifecycle
 from domain.events import StreamEvent
 from domain.model import Conversation, Run, RunError, RunOwner, RunStatus
+from domain.models import ChatSettings
+from domain.queue import QueuedMessage
 from ports.events import EventBatch
 
 
@@ -22,7 +24,13 @@ class RunFinish:
     `event` is the run's terminal stream event (`end` or `chat-error`); it is appended to
     the run's events in the same transaction, with id `event_id` or, when None (or not
     above the last stored id), the last stored id + 1. `events` are the run's events not
-    yet in its log, written first in the same transaction (ids already stored are kept)."""
+    yet in its log, written first in the same transaction (ids already stored are kept).
+
+    `then`: when the outcome is `completed` and the conversation has a waiting queued
+    message, the store inserts this run (running, owned as given) and the message is
+    claimed by it, in the same transaction (ports.queue). `input_recorded`: whether the
+    run's own message reached the thread; when False, a queued message the run was
+    started for goes back to the head of the queue, when True it is deleted."""
 
     status: RunStatus
     now: datetime
@@ -31,6 +39,8 @@ class RunFinish:
     event: StreamEvent | None = None
     event_id: int | None = None
     events: EventBatch = ()
+    then: Run | None = None
+    input_recorded: bool = True
 
     @property
     def transition(self) -> lifecycle.Transition:
@@ -50,10 +60,21 @@ class RunRepository(Protocol):
 
     @abstractmethod
     async def create_conversation(
-        self, conversation_id: str, title: str, now: datetime, message_count: int = 0
+        self,
+        conversation_id: str,
+        title: str,
+        now: datetime,
+        settings: ChatSettings = ChatSettings(),  # noqa: B008
+        message_count: int = 0,
     ) -> Conversation:
         """Insert a conversation with `message_count` (0 unless it starts with a copied
-        thread: a fork) and created_at = updated_at = now."""
+        thread: a fork), created_at = updated_at = now and the model and system prompt of
+        `settings` (None: the server's default)."""
+
+    @abstractmethod
+    async def set_chat_settings(self, conversation_id: str, settings: ChatSettings) -> bool:
+        """Set the conversation's model and system prompt (both, as given: None is the
+        server's default); updated_at is left as it is. False if the conversation is unknown."""
 
     @abstractmethod
     async def get_conversation(self, conversation_id: str) -> Conversation | None:
@@ -71,12 +92,23 @@ class RunRepository(Protocol):
         """
 
     @abstractmethod
+    async def find_conversations(self, id_prefix: str, limit: int) -> Sequence[Conversation]:
+        """At most `limit` conversations whose id starts with `id_prefix` (lower-case hex
+        and dashes, as ids are stored), most recently updated first."""
+
+    @abstractmethod
+    async def restore_conversation(self, conversation_id: str, message_count: int, updated_at: datetime) -> bool:
+        """Set the message count and last update of a conversation written whole (an
+        import); False if the conversation is unknown."""
+
+    @abstractmethod
     async def rename_conversation(self, conversation_id: str, title: str, now: datetime) -> bool:
         """Set the title and bump updated_at; False if the conversation is unknown."""
 
     @abstractmethod
     async def delete_conversation(self, conversation_id: str) -> bool:
-        """Delete the conversation, its runs, their events and its journal; False if unknown.
+        """Delete the conversation, its runs, their events, its journal and its queue;
+        False if unknown.
 
         Raises SessionInProgress if a run of it is `running`.
         """
@@ -101,7 +133,7 @@ class RunRepository(Protocol):
         finish: RunFinish,
         owner: RunOwner | None = None,
         heartbeat: datetime | None = None,
-    ) -> bool:
+    ) -> bool | QueuedMessage:
         """Record the outcome of a run that is still `running`, atomically with the
         conversation's message_count (unless None) and updated_at, and the terminal event.
         The store applies `finish.transition` (raising InvalidTransition, changing
@@ -111,6 +143,9 @@ class RunRepository(Protocol):
         `heartbeat` (a reclaimer's compare-and-set), only if the run's heartbeat is still
         the one the reclaimer read (its owner did not renew meanwhile). Returns False,
         changing nothing, when the run is unknown, finished, or the guard fails.
+        `finish.then` and `finish.input_recorded` act on the queue in the same
+        transaction (see RunFinish); when `then` was started, the answer is the queued
+        message it took (truthy, like True), so the caller needs no second read.
         """
 
     @abstractmethod
@@ -134,6 +169,17 @@ class RunRepository(Protocol):
         """`get_conversation` and `latest_run` together, as a new message needs them (a
         store may answer both in one round trip)."""
         return await self.get_conversation(conversation_id), await self.latest_run(conversation_id, lease_seconds)
+
+    @abstractmethod
+    async def thread_metadata(self, conversation_ids: Sequence[str]) -> Mapping[str, Mapping[str, Any]]:
+        """The metadata stored for those of `conversation_ids` that have some (LangGraph's
+        thread metadata: a JSON object); a conversation without any is left out."""
+
+    @abstractmethod
+    async def merge_thread_metadata(self, conversation_id: str, metadata: Mapping[str, Any]) -> bool:
+        """Merge `metadata` (a JSON-encodable object) into the conversation's, key by key
+        (a given key replaces the stored one), atomically; False, changing nothing, if the
+        conversation is unknown. The metadata goes with the conversation when it is deleted."""
 
     @abstractmethod
     async def recent_runs(self, conversation_id: str, limit: int) -> Sequence[Run]:

@@ -43,6 +43,10 @@ class SaverPort(Protocol):
     has no word for. Each is one consistent read (one transaction), never blocks the event
     loop, and raises StorageFailure when the database cannot be read."""
 
+    # whether the saver keeps the branches of a thread (a fork or switch in a checkpoint's
+    # config is applied); without them, a thread is its latest checkpoint only
+    keeps_branches: bool
+
     @abstractmethod
     async def head(self, thread_id: str) -> StoredHead | None:
         """The thread's latest checkpoint of its main graph; None for an unknown thread."""

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Awaitable, Callable, Sequence
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from domain.approvals import ApprovalRequest, decided_on, waiting, waiting_message
 from domain.branches import Branch, BranchMarker, fork_messages, fork_title, markers
@@ -18,27 +20,37 @@ from domain.errors import (
     SessionInProgress,
 )
 from domain.export import checkpoint_jsonl, markdown_transcript
+from domain.ids import MAX_MATCHES, parse_id_prefix
 from domain.lifecycle import resumable
 from domain.model import (
+    NEW_CONVERSATION_TITLE,
     AssistantMessage,
+    CheckpointSummary,
     ContextView,
     Conversation,
     Message,
     PendingCall,
+    Run,
+    ThreadHead,
     clean_title,
     new_id,
     parse_conversation_id,
     utc_now,
 )
+from domain.models import ChatSettings, SettingsChange
+from domain.transfer import ConversationCopy
 from ports.approvals import NO_APPROVALS, ApprovalStore
 from ports.branches import BranchPort
 from ports.checkpoints import CheckpointPort
+from ports.copies import ThreadCopies
 from ports.journal import ToolJournal
 from ports.runs import RunRepository
+from services.models import ModelCatalog
 from services.pending import annotate_pending
 
 MAX_PAGE = 500
 MAX_QUERY = 200  # characters of a title search
+MAX_METADATA = 16 * 1024  # bytes of a thread's metadata as JSON
 
 
 @dataclass(frozen=True)
@@ -114,7 +126,11 @@ class ConversationService:
         clock: Callable[[], datetime] = utc_now,
         branches: BranchPort | None = None,
         approvals: ApprovalStore = NO_APPROVALS,
+        catalog: Callable[[], ModelCatalog] | None = None,
+        copies: ThreadCopies | None = None,
     ) -> None:
+        self.catalog = catalog  # a getter: reading conversations never builds a model client
+        self.copies = copies  # every branch's messages, for the JSONL export's new messages
         self.branch_store = branches
         self.approvals = approvals
         self.journal = journal
@@ -137,12 +153,68 @@ class ConversationService:
         items = items[:size]
         return Page(items, encode_cursor(items[-1]) if more and items else None)
 
+    async def create(self, conversation: object = None) -> tuple[Conversation, bool]:
+        """An empty conversation with id `conversation` (a new id when None), and whether
+        it was made now: an id already taken answers the conversation that has it."""
+        cid = new_id() if conversation is None else parse_conversation_id(conversation)
+        found = await self.runs.get_conversation(cid)
+        if found is not None:
+            return found, False
+        return await self.runs.create_conversation(cid, NEW_CONVERSATION_TITLE, self.clock()), True
+
+    async def metadata(self, conversation_ids: Sequence[str]) -> Mapping[str, Mapping[str, Any]]:
+        """The thread metadata stored for those of the conversations that have some."""
+        return await self.runs.thread_metadata(conversation_ids)
+
+    async def merge_metadata(self, conversation: object, metadata: object) -> None:
+        """Merge a JSON object into the conversation's thread metadata (at most
+        MAX_METADATA bytes as JSON); NOT_FOUND for an unknown conversation."""
+        cid = parse_conversation_id(conversation)
+        if not isinstance(metadata, dict):
+            raise InvalidInput("metadata must be an object")
+        try:
+            size = len(json.dumps(metadata, ensure_ascii=False, allow_nan=False).encode())
+        except (UnicodeEncodeError, ValueError, RecursionError):
+            raise InvalidInput("metadata must be JSON of valid Unicode, without NaN or infinities") from None
+        if size > MAX_METADATA:
+            raise InvalidInput(f"metadata must be at most {MAX_METADATA} bytes as JSON")
+        if metadata and not await self.runs.merge_thread_metadata(cid, metadata):
+            raise ConversationNotFound()
+
+    async def head(self, conversation: object) -> ThreadHead:
+        """What the conversation's latest checkpoint says (NOT_FOUND for an unknown one)."""
+        conv = await self.summary(conversation)
+        return await self.checkpoints.head(conv.id)
+
+    async def runs_of(self, conversation: object, limit: int) -> Sequence[Run]:
+        """The conversation's latest `limit` runs, newest first."""
+        conv = await self.summary(conversation)
+        return await self.runs.recent_runs(conv.id, limit)
+
+    async def run(self, conversation: object, run_id: object) -> Run:
+        """Run `run_id` of the conversation; NOT_FOUND when it is another's or unknown."""
+        conv = await self.summary(conversation)
+        found = await self.runs.get_run(parse_conversation_id(run_id)) if isinstance(run_id, str) else None
+        if found is None or found.conversation_id != conv.id:
+            raise ConversationNotFound("Run Not Found")
+        return found
+
+    async def checkpoint_log(self, conversation: object) -> Sequence[CheckpointSummary]:
+        """Every checkpoint the thread's log keeps, oldest first."""
+        conv = await self.summary(conversation)
+        return await self.checkpoints.list_checkpoints(conv.id)
+
     async def summary(self, conversation: object) -> Conversation:
         cid = parse_conversation_id(conversation)
         conv = await self.runs.get_conversation(cid)
         if conv is None:
             raise ConversationNotFound()
         return conv
+
+    async def find(self, id_prefix: object) -> Sequence[Conversation]:
+        """The conversations whose id starts with `id_prefix` (at most MAX_MATCHES + 1, so
+        a caller can tell there are more), most recently updated first."""
+        return await self.runs.find_conversations(parse_id_prefix(id_prefix), MAX_MATCHES + 1)
 
     async def get(self, conversation: object) -> ConversationDetail:
         """Summary, messages of the latest checkpoint, and whether it can be resumed:
@@ -173,6 +245,14 @@ class ConversationService:
         await self.branch_store.switch_branch(conv.id, number)
         return await self.get(conv.id)
 
+    async def branch_messages(self, conversation: object, number: int) -> Sequence[Message]:
+        """The messages of branch `number` of the conversation (BRANCH_NOT_FOUND if none)."""
+        conv = await self.summary(conversation)
+        found = await self.branch_store.branch_messages(conv.id, number) if self.branch_store else None
+        if found is None:
+            raise BranchNotFound(f"Branch {number} does not exist")
+        return found
+
     async def export_markdown(self, conversation: object) -> tuple[Conversation, str]:
         conv = await self.summary(conversation)
         messages = (await self.checkpoints.get_thread(conv.id)).messages
@@ -184,7 +264,14 @@ class ConversationService:
 
     async def export_jsonl(self, conversation: object) -> tuple[Conversation, str]:
         conv = await self.summary(conversation)
-        return conv, checkpoint_jsonl(await self.checkpoints.list_checkpoints(conv.id))
+        history = await self.checkpoints.list_checkpoints(conv.id)
+        if self.copies is None:  # the active branch's messages only
+            messages = (await self.checkpoints.get_thread(conv.id)).messages
+            active = next((b.number for b in await self.branch_store.branches(conv.id) if b.active), 1) if self.branch_store else 1
+            return conv, checkpoint_jsonl(history, lambda n: messages if n == active else None)
+        branches, active = await self.copies.read(conv.id)
+        whole = ConversationCopy(conv.title, conv.created_at, conv.updated_at, branches, active)
+        return conv, checkpoint_jsonl(history, lambda n: whole.content(n) if 1 <= n <= len(branches) else None)
 
     async def rename(self, conversation: object, title: object) -> Conversation:
         conv = await self.summary(conversation)
@@ -194,15 +281,18 @@ class ConversationService:
 
     async def fork(self, conversation: object, message_index: object) -> Conversation:
         """A new conversation that starts with this one's active branch up to message
-        `message_index` (see domain.branches.fork_messages), written through the checkpoint
-        store like any thread; the source is left as it is. The new row goes first: a crash
-        in between leaves a visible conversation to delete, never an orphaned thread."""
+        `message_index` (see domain.branches.fork_messages) and keeps its model and system
+        prompt, written through the checkpoint store like any thread; the source is left as
+        it is. The new row goes first: a crash in between leaves a visible conversation to
+        delete, never an orphaned thread."""
         conv = await self.summary(conversation)
         if self.branch_store is None:
             raise NotSupported("This checkpoint store cannot fork conversations")
         thread = await self.checkpoints.get_thread(conv.id)
         messages = fork_messages(thread.messages, message_index)
-        fork = await self.runs.create_conversation(new_id(), fork_title(conv.title), self.clock(), len(messages))
+        fork = await self.runs.create_conversation(
+            new_id(), fork_title(conv.title), self.clock(), ChatSettings(conv.model, conv.system), len(messages)
+        )
         try:
             await self.branch_store.seed_thread(fork.id, messages)
         except BaseException:
@@ -210,6 +300,19 @@ class ConversationService:
             await self.runs.delete_conversation(fork.id)
             raise
         return fork
+
+    async def configure(self, conversation: object, change: SettingsChange) -> Conversation:
+        """Set the conversation's model and/or system prompt, for its next turn (a run in
+        progress keeps what it started with). An unknown model is refused before anything
+        is written."""
+        conv = await self.summary(conversation)
+        if change.sets_model and self.catalog is not None:
+            await self.catalog().check(change.model)
+        current = ChatSettings(conv.model, conv.system)
+        settings = change.apply(current)
+        if settings != current and not await self.runs.set_chat_settings(conv.id, settings):
+            raise ConversationNotFound()
+        return await self.summary(conv.id)
 
     async def delete(self, conversation: object) -> None:
         """Remove the conversation, its runs and every checkpoint of its thread.

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from domain.events import StreamEvent
 from domain.model import Run, RunStatus
 from ports.metrics import MetricsPort
-from services.hub import TERMINAL_EVENTS, Batch, Item, RunStream, resume_after, up_to_terminal
+from services.hub import TERMINAL_EVENTS, Batch, Item, RunStream, resume_after, run_tag, up_to_terminal
 
 if TYPE_CHECKING:
     from services.runs import RunService
@@ -68,6 +68,41 @@ async def follow_conversation(
             return RunStream(latest.id, iterate(replay))
     status = conv.status.value if conv.status else None
     return StreamEvent("end", {"conversation": conversation_id, "status": status})
+
+
+async def follow_queue(
+    service: RunService, conversation_id: str, after: int, tag: str | None = None
+) -> RunStream | StreamEvent:
+    """As `follow_conversation`, then run after run: when a run's terminal event is followed
+    by another run of the conversation (the next queued message, started with the first's
+    outcome), a `started` event (id 0 of the new run) introduces the new run's events. The
+    stream ends after a terminal event that no run follows."""
+    first = await follow_conversation(service, conversation_id, after, tag)
+    return first if isinstance(first, StreamEvent) else ConversationStream(service, conversation_id, first)
+
+
+class ConversationStream(RunStream):
+    """A conversation's runs in turn; `run_id` is the run whose events come next."""
+
+    def __init__(self, service: RunService, conversation_id: str, first: RunStream) -> None:
+        super().__init__(first.run_id, self._runs(service, conversation_id, first), chained=True)
+
+    async def _runs(self, service: RunService, conversation_id: str, current: RunStream) -> AsyncGenerator[Batch, None]:
+        while True:
+            async with aclosing(current):
+                async for batch in current:
+                    yield batch
+            # a queued run is recorded with the outcome before it: it is live by now, if any
+            live = await service.live_run(conversation_id)
+            if live is None or live.run_id == current.run_id:
+                return
+            following = await follow_conversation(service, conversation_id, 0, run_tag(live.run_id))
+            if isinstance(following, StreamEvent):
+                return
+            self.run_id = following.run_id
+            data = {"conversation": conversation_id, "run": following.run_id, "baseMessageCount": live.base_count}
+            yield [(0, StreamEvent("started", data))]
+            current = following
 
 
 async def iterate(items: Iterable[Item]) -> AsyncGenerator[Batch, None]:

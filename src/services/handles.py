@@ -11,6 +11,7 @@ from ports.approvals import ANY_ARGS, NO_APPROVALS, ApprovalStore, ArgsChecker
 from ports.checkpoints import CheckpointPort
 from ports.events import RunEventLog
 from ports.journal import ToolJournal
+from ports.queue import MessageQueue
 from ports.runs import RunRepository
 from ports.signals import RunSignals
 from services.hub import RunStream
@@ -49,3 +50,4 @@ class RunStores:
     checkpoints: CheckpointPort
     approvals: ApprovalStore = NO_APPROVALS
     checker: ArgsChecker = ANY_ARGS  # edited tool arguments against the tool's schema
+    queue: MessageQueue | None = None  # None: messages are never queued (a store without one)

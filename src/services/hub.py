@@ -43,9 +43,10 @@ class RunStream:
     """One run's events, in batches (the events that were ready together), with the id of
     that run, so the stream can name its events unmistakably (`<n>@<run tag>`)."""
 
-    def __init__(self, run_id: str, batches: AsyncGenerator[Batch, None]) -> None:
-        self.run_id = run_id
+    def __init__(self, run_id: str, batches: AsyncGenerator[Batch, None], chained: bool = False) -> None:
+        self.run_id = run_id  # a chained stream moves it on to each next run before its events
         self._batches = batches
+        self.chained = chained  # the conversation's runs one after another: a terminal event is not the end
 
     def __aiter__(self) -> RunStream:
         return self
@@ -87,6 +88,7 @@ class ActiveRun:
     finishing: bool = False  # the outcome is being recorded: too late to stop
     stop_reason: StopReason | None = None
     needs_input: bool = False  # a new message: a stop waits until it is durable
+    steer_requested: bool = False  # a steering message waits: hand over at the next step boundary
     finished: asyncio.Event = field(default_factory=asyncio.Event)
     input_recorded: asyncio.Event = field(default_factory=asyncio.Event)
     failure: BaseException | None = None  # what ended the run, if it failed

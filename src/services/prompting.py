@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from domain.context import ContextPolicy, CostCache, PromptPlan, clip_summary, plan_prompt, summary_request
 from domain.model import AssistantMessage, Message, SummaryMessage, UserMessage, new_id
+from domain.models import ModelChoice
 from ports.model import ModelPort, Usage
 from ports.tools import ToolSpec
 
@@ -24,6 +25,7 @@ class Evaluation:
     sent: int  # calibrated estimate of the tokens sent
     evaluated: int
     truncated: bool
+    filled: bool = False  # the report reached the window: the server certainly cut the prompt
 
 
 class Calibration:
@@ -56,7 +58,7 @@ class Calibration:
         self._ratios.move_to_end(key)
         if len(self._ratios) > self.size:
             self._ratios.popitem(last=False)
-        return Evaluation(sent, reported, truncated)
+        return Evaluation(sent, reported, truncated, reported >= window)
 
 
 class ContextKeeper:
@@ -67,24 +69,54 @@ class ContextKeeper:
         self.policy = policy
         self.calibration = Calibration()
         self.costs = CostCache()
+        self._warned: OrderedDict[str, None] = OrderedDict()  # conversations told of a short count
 
-    def plan(self, conversation_id: str, thread: Sequence[Message], system: str, tools: Sequence[ToolSpec]) -> PromptPlan:
-        ratio = self.calibration.ratio(conversation_id)
-        return plan_prompt(thread, system, tools, self.policy, ratio, self.costs)
+    def first_warning(self, conversation_id: str) -> bool:
+        """Whether a conversation has not been warned of a short prompt count yet (and now is):
+        a server whose count is off (a proxy that reports words) is off on every turn, and
+        one line says it; bounded like the calibration."""
+        if conversation_id in self._warned:
+            return False
+        self._warned[conversation_id] = None
+        if len(self._warned) > self.calibration.size:
+            self._warned.popitem(last=False)
+        return True
 
-    async def summarize(self, thread: Sequence[Message], plan: PromptPlan) -> SummaryMessage:
+    def policy_for(self, choice: ModelChoice) -> ContextPolicy:
+        """The policy for the chosen model: its window is the smaller of MODEL_CONTEXT and
+        the model's own context size, when the server reported one (a model with a small
+        window gets a small budget; a larger one is not used beyond what is configured,
+        which is what Ollama is sent as num_ctx)."""
+        if choice.context is None or choice.context >= self.policy.window:
+            return self.policy
+        window = max(choice.context, 2 * self.policy.reserve, 1)
+        return replace(self.policy, window=window)
+
+    @staticmethod
+    def key(conversation_id: str, choice: ModelChoice) -> str:
+        """Calibration is per conversation and model: another model tokenizes otherwise."""
+        return conversation_id if choice.model is None else f"{conversation_id}\0{choice.model}"
+
+    def plan(self, conversation_id: str, thread: Sequence[Message], system: str, tools: Sequence[ToolSpec],
+             choice: ModelChoice = ModelChoice()) -> PromptPlan:  # noqa: B008 - a frozen value
+        ratio = self.calibration.ratio(self.key(conversation_id, choice))
+        return plan_prompt(thread, system, tools, self.policy_for(choice), ratio, self.costs)
+
+    async def summarize(self, thread: Sequence[Message], plan: PromptPlan, model: str | None = None) -> SummaryMessage:
         """Ask the model (without tools) for a summary of the range `plan.summarize`,
         folding in the summary in use; the result replaces that range from now on."""
         assert plan.summarize is not None
         start, end = plan.summarize
         system, text = summary_request(plan.summary, thread[start:end], self.policy)
         reply: AssistantMessage | None = None
-        async for out in self.model.stream(system, [UserMessage(text)], []):
+        async for out in self.model.stream(system, [UserMessage(text)], [], model):
             if isinstance(out, AssistantMessage):
                 reply = out
         content = clip_summary(reply.content if reply else "", self.policy)
         return SummaryMessage(content or "(the model wrote no summary)", end, id=f"summary-{new_id()}")
 
-    def observe(self, conversation_id: str, plan: PromptPlan, usage: Usage | None) -> Evaluation | None:
+    def observe(self, conversation_id: str, plan: PromptPlan, usage: Usage | None,
+                choice: ModelChoice = ModelChoice()) -> Evaluation | None:  # noqa: B008 - a frozen value
         reported = usage.prompt_tokens if usage else None
-        return self.calibration.observe(conversation_id, plan.raw_tokens, reported, self.policy.window)
+        window = self.policy_for(choice).window
+        return self.calibration.observe(self.key(conversation_id, choice), plan.raw_tokens, reported, window)

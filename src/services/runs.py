@@ -12,10 +12,11 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from dataclasses import replace
 from datetime import datetime
 from functools import partial
+from typing import Any
 
 from domain import lifecycle
 from domain.approvals import ApprovalRequest
@@ -46,18 +47,25 @@ from domain.model import (
     title_from_message,
     utc_now,
 )
+from domain.models import ChatSettings, ModelChoice
+from domain.queue import QueuedMessage
 from ports.engine import AgentEngine, Fork, NewMessage, RunInput
 from ports.metrics import NO_METRICS, MetricsPort
 from ports.processes import ProcessPort
 from ports.runs import RunFinish
-from services.following import counted, flatten, follow_conversation
+from services.following import counted, flatten, follow_conversation, follow_log, follow_queue, iterate
 from services.handles import CancelResult, LiveRun, RunStores, StartedRun
-from services.hub import ActiveRun, Item, RunHub, RunStream
+from services.hub import ActiveRun, Item, RunHub, RunStream, up_to_terminal
+from services.models import ModelCatalog
 from services.pending import PlanPorts, RunRequest, plan_fork, plan_input
 
 log = logging.getLogger(__name__)
 
 DEFAULT_RECURSION_LIMIT = 25
+
+
+class _Handover(Exception):
+    """A steering message waits and the run reached a step boundary."""
 
 
 class RunService:
@@ -76,7 +84,9 @@ class RunService:
         poll_seconds: float = 0.1,
         clock: Callable[[], datetime] = utc_now,
         metrics: MetricsPort = NO_METRICS,
+        catalog: ModelCatalog | None = None,
     ) -> None:
+        self.catalog = catalog  # None: model names are not checked, no context size is known
         self.stores = stores
         self.runs = stores.runs
         self.checkpoints = stores.checkpoints
@@ -92,6 +102,7 @@ class RunService:
         self.draining = False
         self._unrecorded: dict[str, tuple[ActiveRun, RunFinish]] = {}  # outcomes the store refused
         self.starting: set[str] = set()  # recorded, not yet in the hub: executed here all the same
+        self.queue = stores.queue
 
     # --- starting -----------------------------------------------------------------------
 
@@ -101,16 +112,25 @@ class RunService:
         branch."""
         if self.draining:
             raise ShuttingDown()
+        change = command.settings
+        if change.sets_model and self.catalog is not None:
+            await self.catalog.check(change.model)  # an unknown model: 400, nothing stored
         if command.conversation_id is None:
             assert isinstance(command, SendMessage)  # the only command that may start a conversation
             cid = new_id()
-            await self.runs.create_conversation(cid, title_from_message(command.text), self.clock())
+            settings = change.apply(ChatSettings())
+            await self.runs.create_conversation(cid, title_from_message(command.text), self.clock(), settings)
         else:
             cid = command.conversation_id
             found, latest = await self.runs.conversation_and_latest_run(cid, self.lease_seconds)
             if found is None:
                 raise ConversationNotFound()
             await self._refuse_if_active(cid, latest)
+            current = ChatSettings(found.model, found.system)
+            settings = change.apply(current)
+            if settings != current:
+                await self.runs.set_chat_settings(cid, settings)
+        choice = await self._choice(settings)
         s = self.stores
         ports = PlanPorts(s.checkpoints, s.journal, s.approvals, s.checker)
         if isinstance(command, Edit):
@@ -124,7 +144,12 @@ class RunService:
                 request = RunRequest(command.text.strip())
             new_thread = command.conversation_id is None
             run_input, base = await plan_input(ports, cid, request, self.clock(), new_thread=new_thread)
-        return await self._launch(cid, run_input, base, trigger)
+        return await self._launch(cid, run_input, base, trigger, choice)
+
+    async def _choice(self, settings: ChatSettings) -> ModelChoice:
+        if self.catalog is None:
+            return ModelChoice(settings.model, settings.system)
+        return await self.catalog.choice(settings.model, settings.system)
 
     async def _refuse_if_active(self, cid: str, latest: Run | None) -> None:
         if self.hub.get(cid) is not None:
@@ -137,7 +162,9 @@ class RunService:
             if not await self.reclaim(latest):
                 raise SessionInProgress()
 
-    async def _launch(self, cid: str, run_input: RunInput, base: int, trigger: RunTrigger) -> StartedRun:
+    async def _launch(
+        self, cid: str, run_input: RunInput, base: int, trigger: RunTrigger, choice: ModelChoice | None = None
+    ) -> StartedRun:
         now = self.clock()
         run = Run(new_id(), cid, RunStatus.RUNNING, now, owner=self.processes.current(), base_count=base, trigger=trigger)
         self.starting.add(run.id)  # recovery may read the row before this task adds the run to the hub
@@ -148,11 +175,7 @@ class RunService:
             await self.runs.start_run(run, now, flushed_by_input=needs_input)
         finally:
             self.starting.discard(run.id)
-        active = ActiveRun(run.id, cid, base, needs_input=needs_input, history=partial(self.stores.events.read, run.id))
-        self.hub.add(active)
-        self.metrics.run_started(trigger.value)
-        log.info("run started (%s)", trigger.value, extra=active.context)
-        active.task = asyncio.create_task(self._execute(active, run_input), name=f"run-{run.id}")
+        active = self._begin(run, needs_input, partial(self._execute, run_input=run_input, choice=choice))
         if active.needs_input:
             # acknowledged means durable: return only once the message is committed
             recorded = asyncio.ensure_future(active.input_recorded.wait())
@@ -165,11 +188,52 @@ class RunService:
                 raise failure if isinstance(failure, Exception) else StorageFailure(
                     "The run stopped before its message was saved"
                 )
-        return StartedRun(cid, run.id, lambda: RunStream(run.id, counted(active.batches(0), self.metrics, "local")))
+        return self._started(active)
+
+    def _started(self, active: ActiveRun) -> StartedRun:
+        return StartedRun(
+            active.conversation_id, active.run_id,
+            lambda: RunStream(active.run_id, counted(active.batches(0), self.metrics, "local")),
+        )
+
+    def _begin(self, run: Run, needs_input: bool, body: Callable[[ActiveRun], Coroutine[Any, Any, None]]) -> ActiveRun:
+        """Execute a recorded run here: in the hub (replacing the run it follows), as a task."""
+        cid = run.conversation_id
+        active = ActiveRun(run.id, cid, run.base_count, needs_input=needs_input, history=partial(self.stores.events.read, run.id))
+        self.hub.add(active)
+        self.metrics.run_started(run.trigger.value)
+        log.info("run started (%s)", run.trigger.value, extra=active.context)
+        active.task = asyncio.create_task(body(active), name=f"run-{run.id}")
+        return active
+
+    def launch_queued(self, run: Run, message: QueuedMessage) -> StartedRun:
+        """Execute `run`, which the store started for the queued `message` (ports.queue):
+        its input is planned as a new message's."""
+        s = self.stores
+        ports = PlanPorts(s.checkpoints, s.journal, s.approvals, s.checker)
+
+        async def plan() -> tuple[RunInput, ModelChoice]:
+            run_input, _ = await plan_input(ports, run.conversation_id, RunRequest(message.text), self.clock())
+            # the conversation's model and system prompt as they are when it starts
+            found = await self.runs.get_conversation(run.conversation_id)
+            settings = ChatSettings(found.model, found.system) if found is not None else ChatSettings()
+            return run_input, await self._choice(settings)
+
+        try:
+            active = self._begin(run, True, partial(self._execute, run_input=plan))
+        finally:
+            self.starting.discard(run.id)
+        log.info("queued message %s started", message.id, extra=active.context)
+        return self._started(active)
 
     # --- executing ----------------------------------------------------------------------
 
-    async def _execute(self, active: ActiveRun, run_input: RunInput) -> None:
+    async def _execute(
+        self,
+        active: ActiveRun,
+        run_input: RunInput | Callable[[], Awaitable[tuple[RunInput, ModelChoice]]],
+        choice: ModelChoice | None = None,
+    ) -> None:
         active.started = True
         translator = StreamTranslator()
         failure: BaseException | None = None
@@ -179,7 +243,9 @@ class RunService:
         try:
             if active.stop_reason is not None and not active.needs_input:
                 raise asyncio.CancelledError  # stopped before its first step
-            events = self.engine.run(active.conversation_id, active.run_id, run_input, self.recursion_limit)
+            if callable(run_input):  # a queued message: planned here, its run already recorded
+                run_input, choice = await run_input()
+            events = self.engine.run(active.conversation_id, active.run_id, run_input, self.recursion_limit, choice)
             async with contextlib.aclosing(events):
                 async for event in events:
                     if isinstance(event, InputRecorded):
@@ -191,12 +257,20 @@ class RunService:
                         asked.append(event.request)
                     elif isinstance(event, NodeStarted):
                         streamed.clear()
+                        if event.node == "agent" and active.steer_requested:
+                            # a step boundary: the tools step before it is committed, every
+                            # call answered; the step just begun is cut at its start and
+                            # nothing of it is saved
+                            raise _Handover
                     elif isinstance(event, TokenDelta):
                         streamed.append(event.text)
                     elif isinstance(event, AnswerCut):
                         cut = True
                     for out in translator.feed(event):
                         active.publish(out)
+        except _Handover:
+            active.stop_reason = active.stop_reason or StopReason.STEER
+            log.info("run hands over to a steering message", extra=active.context)
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None:
@@ -259,17 +333,39 @@ class RunService:
             else:
                 count = (await self.checkpoints.head(active.conversation_id)).message_count
             finish = RunFinish(finish.status, finish.now, finish.error, count, finish.event, finish.event_id)
-            recorded = replace(finish, events=tuple(items))
-            written = await self.runs.finish_run(active.run_id, recorded, owner=self.processes.current())
+            then = self._next_run(active, finish)
+            recorded = replace(finish, events=tuple(items), then=then,
+                               input_recorded=active.input_recorded.is_set() or not active.needs_input)
+            if then is not None:
+                self.starting.add(then.id)  # executed here once recorded: recovery must leave it
+            try:
+                written = await self.runs.finish_run(active.run_id, recorded, owner=self.processes.current())
+            except BaseException:
+                if then is not None:
+                    self.starting.discard(then.id)
+                raise
         except Exception:
             active.unflushed[:0] = items  # for the retry
             log.exception("could not record the outcome of the run; will retry", extra=active.context)
             self._unrecorded[active.run_id] = (active, finish)
             return False
         self._unrecorded.pop(active.run_id, None)
+        if isinstance(written, QueuedMessage) and then is not None:
+            self.launch_queued(then, written)
+        elif then is not None:
+            self.starting.discard(then.id)  # nothing was queued: no run was started
         if not written:
             log.warning("the outcome was not recorded: the run is no longer this process's", extra=active.context)
         return True
+
+    def _next_run(self, active: ActiveRun, finish: RunFinish) -> Run | None:
+        """The run the store starts for the next queued message if this one completed."""
+        if self.queue is None or finish.status is not RunStatus.COMPLETED or self.draining:
+            return None
+        base = (finish.message_count or 0) + 1  # the queued message is its first
+        owner = self.processes.current()
+        return Run(new_id(), active.conversation_id, RunStatus.RUNNING, self.clock(), owner=owner, base_count=base,
+                   trigger=RunTrigger.QUEUE)
 
     async def retry_unrecorded(self) -> None:
         """Write again the outcomes the store refused earlier (see `_record`)."""
@@ -296,19 +392,40 @@ class RunService:
         return await self.live_run(conversation_id) is not None
 
     async def follow(
-        self, conversation_id: str, after: int, tag: str | None = None
+        self, conversation_id: str, after: int, tag: str | None = None, through_queue: bool = False
     ) -> AsyncGenerator[Item, None] | StreamEvent:
         """The events of the conversation's live run after id `after` (ending with its
         terminal event), from this process's memory or from the run event log; or, when no
         run is live, the durable answer (a single event without an id). `tag` names the run
         `after` belongs to (None: the contract's bare number, taken as this run's); an id
         of another run replays this one from the start."""
-        answer = await self.follow_batches(conversation_id, after, tag)
+        answer = await self.follow_batches(conversation_id, after, tag, through_queue)
         return answer if isinstance(answer, StreamEvent) else flatten(answer)
 
-    async def follow_batches(self, conversation_id: str, after: int, tag: str | None = None) -> RunStream | StreamEvent:
-        """As `follow`, with the events that were ready together in one batch."""
+    async def follow_batches(
+        self, conversation_id: str, after: int, tag: str | None = None, through_queue: bool = False
+    ) -> RunStream | StreamEvent:
+        """As `follow`, with the events that were ready together in one batch;
+        `through_queue`: on into the runs that follow (services.following.follow_queue)."""
+        if through_queue:
+            return await follow_queue(self, conversation_id, after, tag)
         return await follow_conversation(self, conversation_id, after, tag)
+
+    async def follow_run(self, run: Run, after: int) -> RunStream:
+        """The events of `run` after id `after`, up to its terminal event: live from this
+        process, through the event log while another process executes it, else replayed
+        from the log (a terminal event built from the row when the log no longer has one)."""
+        active = self.hub.by_run(run.id)
+        if active is not None:
+            return RunStream(run.id, counted(active.batches(after), self.metrics, "local"))
+        current = await self.runs.get_run(run.id) or run
+        if current.status is RunStatus.RUNNING:
+            return RunStream(run.id, counted(follow_log(self, current, after), self.metrics, "log"))
+        items, done = up_to_terminal(list(await self.stores.events.read(run.id, after)))
+        if not done:
+            outcome = Outcome(current.status, current.error)
+            items.append((items[-1][0] + 1 if items else after + 1, lifecycle.terminal_event(run.conversation_id, outcome)))
+        return RunStream(run.id, iterate(items))
 
     async def cancel(self, command: Cancel) -> CancelResult:
         """Stop the conversation's running run wherever it executes; it is recorded
@@ -364,8 +481,10 @@ class RunService:
         head = await self.checkpoints.head(run.conversation_id)
         verdict = outcome or lifecycle.recovery_verdict(run, head)
         event = lifecycle.terminal_event(run.conversation_id, verdict)
-        finish = RunFinish(verdict.status, self.clock(), verdict.error, head.message_count, event)
-        changed = await self.runs.finish_run(run.id, finish, heartbeat=run.heartbeat_at)
+        # a queued message this run took in goes back to the queue unless the thread has it
+        recorded = lifecycle.input_saved(run, head)
+        finish = RunFinish(verdict.status, self.clock(), verdict.error, head.message_count, event, input_recorded=recorded)
+        changed = bool(await self.runs.finish_run(run.id, finish, heartbeat=run.heartbeat_at))  # no `then`: True or False
         if changed:
             self.metrics.run_reclaimed(verdict.status.value)
             ctx = {"conversation_id": run.conversation_id, "run_id": run.id}

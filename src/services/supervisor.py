@@ -27,6 +27,7 @@ from domain.lifecycle import Adoption, StopReason
 from domain.model import PendingCall, RunTrigger
 from services.handles import StartedRun
 from services.pending import annotate_pending
+from services.queueing import QueueService
 from services.runs import RunService
 
 log = logging.getLogger(__name__)
@@ -44,8 +45,10 @@ class Supervisor:
         flush_seconds: float = 0.05,
         event_retention: float = 300.0,
         approval_timeout: float = 0.0,
+        queue: QueueService | None = None,
     ) -> None:
         self.service = service
+        self.queue = queue
         self.approval_timeout = approval_timeout  # seconds; 0: a question waits for ever
         self.auto_resume = auto_resume
         self.period = period or max(service.lease_seconds / 3, 0.2)
@@ -64,6 +67,7 @@ class Supervisor:
             adopted = await self.adopt()
             if adopted:
                 log.info("adopted %d interrupted run(s)", len(adopted))
+        await self.drain_queues()
         self._tasks = [
             asyncio.create_task(self._every(self.period, self.maintain_once), name="sophos-maintain"),
             asyncio.create_task(self._every(self.signal_seconds, self.check_signals), name="sophos-signals"),
@@ -91,6 +95,7 @@ class Supervisor:
         await self.recover()
         if self.auto_resume:
             await self.adopt()
+        await self.drain_queues()
         if self.approval_timeout > 0:
             await self.expire_approvals()
         await self.service.stores.events.prune(self.event_retention)
@@ -110,13 +115,18 @@ class Supervisor:
                 active.request_stop(StopReason.LOST)
 
     async def check_signals(self) -> None:
-        """Obey cancel requests made in other processes."""
+        """Obey cancel requests and steering messages sent through other processes."""
         service = self.service
-        ids = [a.run_id for a in service.hub.all() if not a.finishing]
-        if not ids:
+        live = [a for a in service.hub.all() if not a.finishing]
+        if not live:
             return
-        for run_id in await service.stores.signals.cancel_requested(ids):
+        for run_id in await service.stores.signals.cancel_requested([a.run_id for a in live]):
             service.stop_local(run_id, StopReason.CANCEL)
+        if self.queue is not None:
+            steered = await self.queue.steered([a.conversation_id for a in live if not a.steer_requested])
+            for active in live:
+                if active.conversation_id in steered:
+                    active.steer_requested = True
 
     async def flush(self) -> None:
         """Write the events published since the last flush, for every local run, at once."""
@@ -146,6 +156,15 @@ class Supervisor:
             if await self.service.reclaim(run):
                 count += 1
         return count
+
+    async def drain_queues(self) -> list[StartedRun]:
+        """Start the queued messages nobody else will (services.queueing.drain_due)."""
+        if self.queue is None:
+            return []
+        started = await self.queue.drain_due()
+        if started:
+            log.info("started %d queued message(s)", len(started))
+        return started
 
     async def adopt(self) -> list[StartedRun]:
         """Resume the interrupted conversations a person need not decide on; give up on

@@ -24,12 +24,13 @@ from domain.model import Run, RunError, RunOwner, RunStatus, new_id, utc_now
 from ports.approvals import ApprovalStore
 from ports.events import RunEventLog
 from ports.journal import ToolJournal
+from ports.queue import MessageQueue
 from ports.runs import RunFinish, RunRepository
 from ports.signals import RunSignals
 
 
-class RunStore(RunRepository, RunEventLog, RunSignals, ToolJournal, ApprovalStore, Protocol):
-    """What every adapter implements: the five ports in one object."""
+class RunStore(RunRepository, RunEventLog, RunSignals, ToolJournal, ApprovalStore, MessageQueue, Protocol):
+    """What every adapter implements: the six ports in one object."""
 
 
 class StoreClock(Protocol):

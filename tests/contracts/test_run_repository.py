@@ -9,6 +9,7 @@ import pytest
 from domain.errors import ConversationNotFound, SessionInProgress
 from domain.events import StreamEvent
 from domain.model import Run, RunError, RunOwner, RunStatus, RunTrigger, new_id
+from domain.models import ChatSettings
 from ports.runs import RunFinish
 from tests.contracts.run_stores import (
     OWNER,
@@ -54,14 +55,51 @@ class RunRepositoryContract(StoreContract):
 
     async def test_a_forked_conversation_starts_with_its_message_count(self, store: RunStore) -> None:
         cid = new_id()
-        created = await store.create_conversation(cid, "Fork", at(0), message_count=5)
-        assert created.message_count == 5 and await store.get_conversation(cid) == created
+        created = await store.create_conversation(cid, "Fork", at(0), ChatSettings("m", "sys"), message_count=5)
+        assert (created.message_count, created.model, created.system) == (5, "m", "sys")
+        assert await store.get_conversation(cid) == created
+
+    async def test_thread_metadata_is_merged_key_by_key_and_goes_with_its_conversation(self, store: RunStore) -> None:
+        cid, other = new_id(), new_id()
+        await store.create_conversation(cid, "Hello", at(0))
+        await store.create_conversation(other, "Other", at(0))
+        assert await store.thread_metadata([cid, other]) == {}
+        assert await store.merge_thread_metadata(cid, {"graph_id": "agent", "label": "a", "n": {"deep": [1, "é"]}})
+        assert await store.merge_thread_metadata(cid, {"label": "b", "extra": None})
+        assert await store.thread_metadata([cid, other, new_id()]) == {
+            cid: {"graph_id": "agent", "label": "b", "n": {"deep": [1, "é"]}, "extra": None}
+        }
+        assert await store.merge_thread_metadata(new_id(), {"x": 1}) is False
+        assert await store.delete_conversation(cid)
+        await store.create_conversation(cid, "Again", at(1))  # the id reused: nothing left of the old one
+        assert await store.thread_metadata([cid]) == {}
 
     async def test_an_unknown_conversation_is_none(self, store: RunStore) -> None:
         assert await store.get_conversation(new_id()) is None
         assert await store.latest_run(new_id()) is None
         assert await store.get_run(new_id()) is None
         assert await store.recent_runs(new_id(), 5) == []
+
+    async def test_find_by_id_prefix_gives_only_ids_that_start_with_it(self, store: RunStore) -> None:
+        ids = ["c959f4c6-0000-4000-8000-000000000001", "c959f4c6-1111-4000-8000-000000000002",
+               "c959f4d0-0000-4000-8000-000000000003", "c95a0000-0000-4000-8000-000000000004",
+               "c958ffff-0000-4000-8000-000000000005"]
+        for i, cid in enumerate(ids):
+            await store.create_conversation(cid, f"t{i}", at(i))
+        assert [c.id for c in await store.find_conversations("c959f4c6", 10)] == [ids[1], ids[0]]  # newest first
+        assert [c.id for c in await store.find_conversations("c959f4c6-1", 10)] == [ids[1]]
+        assert {c.id for c in await store.find_conversations("c959", 10)} == set(ids[:3])
+        assert len(await store.find_conversations("c959", 2)) == 2
+        assert await store.find_conversations("c959f4c7", 10) == []
+        assert [c.id for c in await store.find_conversations(ids[3], 10)] == [ids[3]]  # a whole id is its own prefix
+
+    async def test_restore_sets_the_count_and_last_update_of_an_imported_conversation(self, store: RunStore) -> None:
+        cid = new_id()
+        await store.create_conversation(cid, "Imported", at(0))
+        assert await store.restore_conversation(cid, 7, at(90)) is True
+        conv = await store.get_conversation(cid)
+        assert conv is not None and (conv.message_count, conv.created_at, conv.updated_at) == (7, at(0), at(90))
+        assert await store.restore_conversation(new_id(), 1, at(1)) is False
 
     async def test_list_is_most_recently_updated_first(self, store: RunStore) -> None:
         ids = [new_id() for _ in range(3)]
@@ -107,6 +145,27 @@ class RunRepositoryContract(StoreContract):
         conv = await store.get_conversation(cid)
         assert conv is not None and (conv.title, conv.updated_at) == ("new", at(1))
         assert not await store.rename_conversation(new_id(), "x", at(1))
+
+    async def test_a_conversation_keeps_its_model_and_system_prompt_null_being_the_default(self, store: RunStore) -> None:
+        cid, plain = new_id(), new_id()
+        created = await store.create_conversation(cid, "chosen", at(0), ChatSettings("llama3.2", "Be brief.\nÉté ✓"))
+        await store.create_conversation(plain, "plain", at(0))
+        conv = await store.get_conversation(cid)
+        assert conv == created and (conv.model, conv.system) == ("llama3.2", "Be brief.\nÉté ✓")
+        default = await store.get_conversation(plain)
+        assert default is not None and (default.model, default.system) == (None, None)
+        listed = {c.id: c for c in await store.list_conversations()}
+        assert (listed[cid].model, listed[cid].system) == ("llama3.2", "Be brief.\nÉté ✓")
+        found, _ = await store.conversation_and_latest_run(cid)
+        assert found is not None and found.model == "llama3.2"
+
+    async def test_chat_settings_change_both_fields_and_leave_updated_at(self, store: RunStore) -> None:
+        cid = new_id()
+        await store.create_conversation(cid, "c", at(0), ChatSettings("a", "sys"))
+        assert await store.set_chat_settings(cid, ChatSettings("b", None))
+        conv = await store.get_conversation(cid)
+        assert conv is not None and (conv.model, conv.system, conv.updated_at) == ("b", None, at(0))
+        assert not await store.set_chat_settings(new_id(), ChatSettings("b", None))
 
     async def test_delete_removes_the_conversation_its_runs_events_and_journal(
         self, store: RunStore, clock: StoreClock
@@ -218,6 +277,15 @@ class RunRepositoryContract(StoreContract):
         assert not await store.finish_run(new_id(), done(RunStatus.INTERRUPTED, at(3), 0))
         conv = await store.get_conversation(cid)
         assert conv is not None and conv.status is RunStatus.COMPLETED and conv.message_count == 2
+
+    async def test_a_running_run_counts_its_own_message_in_the_list(self, store: RunStore) -> None:
+        # issue 35 item 9: messageCount was 0 in the list while a new conversation's first
+        # run was going, although its message was committed
+        cid = new_id()
+        await store.create_conversation(cid, "t", at(0))
+        await store.start_run(Run(new_id(), cid, RunStatus.RUNNING, at(1), base_count=1), at(1))
+        listed = next(c for c in await store.list_conversations() if c.id == cid)
+        assert listed.message_count == 1 and listed.status is RunStatus.RUNNING
 
     async def test_finishing_without_a_count_keeps_the_old_count(self, store: RunStore) -> None:
         cid = new_id()

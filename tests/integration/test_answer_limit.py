@@ -123,14 +123,27 @@ def test_a_cut_answer_is_kept_in_the_thread_and_the_run_ends_answer_too_long(mak
     assert "cut" not in client.get(f"/api/conversations/{cid}").json()["messages"][-1]
 
 
-@pytest.mark.parametrize("value", ["0", "-5", "many", "131073"])
+@pytest.mark.parametrize("value", ["-5", "many", "131073"])
 def test_a_max_tokens_setting_that_cannot_work_is_a_clear_error(value: str, tmp_path: Path) -> None:
     with pytest.raises(SettingsError, match="MODEL_MAX_TOKENS must be"):
         load_settings({"CONFIG_DIR": str(tmp_path), "MODEL_MAX_TOKENS": value})
 
 
-def test_the_default_limit_leaves_room_for_a_thinking_model(tmp_path: Path) -> None:
-    assert load_settings({"CONFIG_DIR": str(tmp_path)}).MODEL_MAX_TOKENS == 8192
+def test_the_default_limit_is_half_the_window_and_never_below_the_reserve(tmp_path: Path) -> None:
+    # issue 35 item 1: a looping model filled a server's whole 8,192-token window (290 s)
+    assert load_settings({"CONFIG_DIR": str(tmp_path)}).answer_limit == 4096
+    assert load_settings({"CONFIG_DIR": str(tmp_path), "MODEL_CONTEXT": "32768", "MODEL_RESERVE": "16384"}).answer_limit == 16384
+    assert load_settings({"CONFIG_DIR": str(tmp_path), "MODEL_CONTEXT": "1024"}).answer_limit == 512
+    assert load_settings({"CONFIG_DIR": str(tmp_path), "MODEL_RESERVE": "0"}).answer_limit == 4096
+    # set by hand, it is what it says (a thinking model may need more than the reserve)
+    assert load_settings({"CONFIG_DIR": str(tmp_path), "MODEL_MAX_TOKENS": "8192"}).answer_limit == 8192
+
+
+def test_the_default_limit_is_what_the_container_hands_the_model(tmp_path: Path) -> None:
+    from entrypoints.container import create_container
+
+    container = create_container({"CONFIG_DIR": str(tmp_path), "MODEL_BACKEND": "openai", "MODEL_CONTEXT": "2048"})
+    assert container.model().max_tokens == 1024
 
 
 def test_through_real_servers_an_endless_answer_stops_in_few_rows_and_another_process_replays_it_exactly(
@@ -162,3 +175,16 @@ def test_through_real_servers_an_endless_answer_stops_in_few_rows_and_another_pr
         finally:
             owner.stop()
             other.stop()
+
+
+def test_show_marks_a_cut_answer(tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.support.app import SOPHOS, process_env
+
+    with fake_ollama([{"loop": "again ", "count": None}]) as fake:
+        env = process_env(app_env(tmp_path, fake.url, TOOLS_BACKEND="none", MODEL_MAX_TOKENS="5"))
+        chat_run = subprocess.run([SOPHOS, "chat", "go"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    cid = chat_run.stderr.split("conversation: ")[1].split()[0]
+    shown = subprocess.run([SOPHOS, "show", cid], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert "again again again again again \n[stopped here: the answer reached MODEL_MAX_TOKENS]" in shown.stdout, shown.stdout

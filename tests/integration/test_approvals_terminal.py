@@ -158,3 +158,24 @@ def test_without_a_terminal_chat_prints_the_waiting_call_and_exits_7(setup: Setu
     assert piped.returncode == 7, piped.stderr
     assert "waits for approval" in piped.stderr and QUESTION not in piped.stderr
     assert setup.charges(26) == []
+
+
+def test_saving_the_arguments_unchanged_is_not_an_edit_and_visual_is_the_fallback_editor(setup: Setup) -> None:
+    editor = setup.tmp / "resaver.py"  # saves the same JSON, re-indented: the file changed, the arguments did not
+    editor.write_text(f"#!{sys.executable}\nimport json, sys\n"
+                      "p = sys.argv[1]\nargs = json.load(open(p))\njson.dump(args, open(p, 'w'), indent=8)\n")
+    editor.chmod(0o755)
+    tty = setup.terminal("chat", "pay 26", EDITOR="", VISUAL=str(editor))
+    try:
+        tty.read_until(QUESTION)
+        tty.type("e\n")
+        tty.read_until("the arguments were not changed; choose again")
+        tty.read_until(QUESTION)
+        tty.type("a\n")
+        tty.read_until("done: charged 26")
+        assert tty.wait() == 0
+    finally:
+        tty.close()
+    assert len(setup.charges(26)) == 1
+    told = [m["content"] for r in setup.fake.requests for m in r["messages"] if m["role"] == "tool"]
+    assert not any("edited" in t for t in told if "26" in t)  # approved as it was, not "the user edited"

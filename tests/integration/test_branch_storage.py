@@ -26,6 +26,8 @@ async def test_retention_keeps_every_branch_head_and_prunes_the_rest(tmp_path: P
     h, saver, repo = long_thread_harness(db, 0)
     try:
         for number, messages in run.left.items():
+            # read without switching (the LangGraph API's history), then restored by the switch
+            assert tuple(await h.conversations.branch_messages(run.cid, number)) == messages
             detail = await h.conversations.switch_branch(run.cid, number)
             assert detail.messages == messages and detail.active_branch == number
             assert detail.markers  # a branch with siblings says so

@@ -43,7 +43,8 @@ def test_chat_then_read_commands_with_the_demo_backend(tmp_path: Path) -> None:
 def test_expected_errors_are_one_line_and_a_meaningful_exit_code(tmp_path: Path) -> None:
     env = app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none")
     cases: list[tuple[tuple[str, ...], int, str]] = [
-        (("show", "not-a-uuid"), 2, "error: BAD_REQUEST: Invalid Conversation ID"),
+        (("show", "not-a-uuid"), 2,
+         "error: BAD_REQUEST: Invalid Conversation ID: give the id, a unique prefix of it (4 or more hex digits) or last"),
         (("show", "11111111-1111-4111-8111-111111111111"), 3, "error: NOT_FOUND: Conversation Not Found"),
         (("chat", "   "), 2, "error: BAD_REQUEST: Message is required"),
     ]
@@ -171,7 +172,9 @@ def test_an_unreachable_model_names_the_host_and_the_fix_and_exits_5(tmp_path: P
     result = sophos(env, tmp_path, "chat", "hi")
     assert result.returncode == 5, result.stderr
     assert "error: MODEL_UNREACHABLE: Ollama at http://127.0.0.1:9 is unreachable" in result.stderr
-    assert "start Ollama (`ollama serve`) or set OLLAMA_HOST, or run `make demo`" in result.stderr
+    # the CLI's own way to try it offline, not the page's `make demo`
+    assert "start Ollama (`ollama serve`) or set OLLAMA_HOST, or add `--backend demo --tools demo` to try it offline" in result.stderr
+    assert "make demo" not in result.stderr
     assert "WARNING" not in result.stderr and "Traceback" not in result.stderr
 
 
@@ -203,7 +206,7 @@ def test_rename_delete_and_cancel_on_the_database_file(tmp_path: Path) -> None:
     assert json.loads(sophos(env, tmp_path, "show", cid, "--json").stdout)["conversation"]["title"] == "Trip plans"
     idle = sophos(env, tmp_path, "cancel", cid)
     assert (idle.returncode, idle.stderr.strip()) == (4, "error: NO_ACTIVE_RUN: No run is active for this conversation")
-    assert sophos(env, tmp_path, "delete", cid).stdout.strip() == f"deleted {cid}"
+    assert sophos(env, tmp_path, "delete", "--yes", cid).stdout.strip() == f"deleted {cid}"
     assert sophos(env, tmp_path, "show", cid).returncode == 3
 
 

@@ -35,7 +35,7 @@ def test_edit_regenerate_show_and_branch_from_the_command_line(tmp_path: Path) -
         shown = sophos(env, tmp_path, "show", cid).stdout
         assert f"{cid} · 4 messages · completed · branch 3 of 3" in shown
         assert "[2 user] ‹2/2› branches 1 2\napricot two, edited" in shown
-        assert "[3 assistant] ‹2/2› branches 2 3\nanswer 4 to apricot two, edited" in shown
+        assert "[3 assistant · qwen3] ‹2/2› branches 2 3\nanswer 4 to apricot two, edited" in shown  # the model that wrote it
         detail = json.loads(sophos(env, tmp_path, "show", cid, "--json").stdout)
         assert detail["activeBranch"] == 3 and detail["messages"][2]["branch"] == {"index": 2, "count": 2, "branches": [1, 2]}
 

@@ -79,9 +79,9 @@ def test_rename_cancel_and_delete_through_a_server_and_cancel_from_the_file(
     assert local.returncode == 0 and local.stdout.strip().endswith("status: cancelled"), local.stderr
     renamed = sophos(env, tmp_path, "rename", cid, "Remote title", "--server", server.url)
     assert renamed.returncode == 0 and server.get(f"/api/conversations/{cid}").json()["conversation"]["title"] == "Remote title"
-    assert sophos(env, tmp_path, "delete", "--server", server.url, cid).returncode == 0
+    assert sophos(env, tmp_path, "delete", "--yes", "--server", server.url, cid).returncode == 0
     assert server.get(f"/api/conversations/{cid}").status_code == 404
-    gone = sophos(env, tmp_path, "delete", cid, "--server", server.url)
+    gone = sophos(env, tmp_path, "delete", "--yes", cid, "--server", server.url)
     assert (gone.returncode, gone.stderr.strip()) == (3, "error: NOT_FOUND: Conversation Not Found")
 
 
@@ -121,3 +121,29 @@ def test_the_prompt_loop_keeps_one_conversation_on_a_server(
     [conversation] = server.get("/api/conversations").json()["conversations"]
     assert conversation["messageCount"] == 4
     assert f"continue with: sophos repl -c {conversation['id']} --server {server.url}" in loop.stderr
+
+
+def test_queue_and_steer_from_the_cli_and_the_first_chat_prints_the_queued_answer(
+    tmp_path: Path, served: tuple[LiveServer, FakeOllama, dict[str, str]]
+) -> None:
+    server, fake, env = served
+    fake.add({"text": "word " * 300, "token_delay": 0.05}, {"text": "the steered answer"}, {"text": "the queued answer"})
+    first = subprocess.Popen([SOPHOS, "chat", "--server", server.url, "talk a lot"], env=process_env(env), cwd=tmp_path,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert first.stdout is not None
+    first.stdout.read(10)  # tokens are flowing
+    cid = server.get("/api/conversations?limit=1").json()["conversations"][0]["id"]
+    queued = sophos(env, tmp_path, "chat", "--server", server.url, "-c", cid, "--queue", "and then this")
+    assert queued.returncode == 0, queued.stderr
+    assert "queued (" in queued.stderr and "starts when the active run completes" in queued.stderr
+    # on the database file itself (the local client), a steer goes first in line
+    steered = sophos(env, tmp_path, "chat", "-c", cid, "--steer", "first this")
+    assert steered.returncode == 0 and "steers the active run" in steered.stderr, steered.stderr
+    refused = sophos(env, tmp_path, "chat", "--server", server.url, "--queue", "no conversation")
+    assert refused.returncode == 2 and "--queue and --steer need a conversation" in refused.stderr
+    out, err = first.communicate(timeout=60)
+    assert first.returncode == 0, err
+    assert "» next queued message" in err and out.rstrip().endswith("the queued answer")
+    shown = server.get(f"/api/conversations/{cid}").json()
+    users = [m["content"] for m in shown["messages"] if m["role"] == "user"]
+    assert users == ["talk a lot", "first this", "and then this"]

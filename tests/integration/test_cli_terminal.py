@@ -44,7 +44,7 @@ def test_ctrl_c_prints_a_resume_hint_with_the_options_the_run_needs(tmp_path: Pa
     _, err = child.communicate(timeout=60)
     assert child.returncode == 130 and "Traceback" not in err and "Aborted!" not in err
     cid = err.split("conversation: ")[1].split()[0]
-    hint = f"Resume with: sophos resume {cid} --model demo --tools demo"
+    hint = f"Resume with: sophos resume {cid} --backend demo --tools demo"  # the backend flag as it is spelled now
     assert hint in err
     resumed = sophos(env, tmp_path, *hint.split("sophos ")[1].split())
     assert resumed.returncode == 0 and "word word" in resumed.stdout

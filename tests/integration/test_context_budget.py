@@ -14,7 +14,7 @@ import pytest
 from domain.commands import start_command
 from tests.support.app import SOPHOS, app_env, config_dir, ledger_server_entry, process_env
 from tests.support.fake_ollama import FakeOllama, fake_ollama, prompt_tokens
-from tests.support.server import LiveServer, stream
+from tests.support.server import LiveServer, sse_events, stream
 
 SYSTEM = "You are a test assistant with a ledger."
 WINDOW, RESERVE = 2048, 512
@@ -147,9 +147,29 @@ def test_a_prompt_the_server_cut_is_logged_and_streamed_as_a_warning(
     _, events = turn(server, "long " + "b" * 3000, cid)
     warnings = [e[2]["data"] for e in events if e[1] == "trace" and e[2]["event"] == "truncated"]
     assert len(warnings) == 1 and warnings[0]["evaluated"] == 600 and warnings[0]["sent"] > 800
-    assert "cut the prompt" in warnings[0]["message"]
+    assert "far fewer prompt tokens (600)" in warnings[0]["message"] and "may have cut the prompt" in warnings[0]["message"]
     log = server.log.read_text()
-    assert "it cut the prompt" in log and cid in log
+    assert "may have cut the prompt" in log and cid in log
+
+
+def test_a_server_that_counts_words_is_said_as_seen_once_per_conversation(make_client: Any, ollama: FakeOllama) -> None:
+    # issue 35 item 6: behind an Ollama-protocol proxy that reports word counts, every turn
+    # said "the server cut the prompt, raise MODEL_CONTEXT", which was wrong advice
+    client = make_client()
+    ollama.count_words = True
+    cid = None
+    warnings = []
+    for i in range(3):
+        body: dict[str, Any] = {"message": f"turn {i}: " + "lorem-ipsum-dolor " * 40}
+        if cid:
+            body["conversation"] = cid
+        with client.stream("POST", "/api/chat", json=body, headers={"Accept": "text/event-stream"}) as response:
+            events = list(sse_events(response))
+        assert events[-1][1] == "end", events[-1]
+        cid = events[-1][2]["conversation"]
+        warnings += [e[2]["data"] for e in events if e[1] == "trace" and e[2]["event"] == "truncated"]
+    assert len(warnings) == 1
+    assert "far fewer prompt tokens" in warnings[0]["message"] and "raise MODEL_CONTEXT" not in warnings[0]["message"]
 
 
 SUMMARY_ASK = "You summarize the earlier part"

@@ -257,3 +257,26 @@ def test_a_postgres_restart_mid_run_fails_that_run_resumably_and_later_requests_
         for s in servers:
             s.stop()
         pg.stop()
+
+
+def test_a_queue_enqueued_on_b_drains_on_b_or_c_after_its_runs_owner_a_is_killed(
+    cluster: Cluster, servers: list[LiveServer], ollama: FakeOllama
+) -> None:
+    pg_url = cluster.url
+    (a,) = launch(servers, cluster.home, ollama, pg_url, **SHARED)
+    b = cluster.servers[1]
+    ollama.add({"text": "slow " * 200, "token_delay": 0.05}, {"text": "resumed"}, {"text": "one"}, {"text": "two"})
+    cid = a.post("/api/chat", {"message": "long"}).json()["conversation"]
+    wait_until(lambda: "activeRun" in b.get(f"/api/conversations/{cid}").json())
+    for text in ("q1", "q2"):
+        sent = b.post("/api/chat", {"message": text, "conversation": cid, "multitask": "enqueue"})
+        assert sent.status_code == 200 and sent.headers["X-Queued-Id"] == sent.json()["queued"]["id"], sent.text
+    assert [q["text"] for q in b.get(f"/api/conversations/{cid}").json()["queued"]] == ["q1", "q2"]
+    a.kill()
+    wait_until(lambda: statuses(pg_url, cid)[-1:] == ["completed"] and len(statuses(pg_url, cid)) == 4, timeout=90)
+    assert [(r[1], r[2]) for r in runs_of(pg_url, cid)] == [
+        ("interrupted", "user"), ("completed", "adopt"), ("completed", "queue"), ("completed", "queue")
+    ]
+    detail = cluster.servers[2].get(f"/api/conversations/{cid}").json()
+    assert [m["content"] for m in detail["messages"] if m["role"] == "user"] == ["long", "q1", "q2"]
+    assert "queued" not in detail

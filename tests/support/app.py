@@ -51,6 +51,8 @@ def app_env(tmp_path: Path, ollama_url: str = "http://127.0.0.1:9", **extra: Any
 
 def process_env(env: dict[str, str]) -> dict[str, str]:
     full = dict(os.environ)
+    # off unless a test asks for it: servers of parallel tests would all want port 2024
+    full["LANGGRAPH_API_PORT"] = "0"
     full.update(env)
     full["PYTHONPATH"] = f"{ROOT}:{ROOT / 'src'}"
     return full

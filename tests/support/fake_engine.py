@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from domain.errors import RunLost
 from domain.events import AgentEvent, InputRecorded, NodeStarted, TokenDelta
@@ -61,7 +62,7 @@ class FakeEngine(AgentEngine, CheckpointPort):
         self.writes.append(run_id)
 
     async def run(
-        self, thread_id: str, run_id: str, run_input: RunInput, recursion_limit: int
+        self, thread_id: str, run_id: str, run_input: RunInput, recursion_limit: int, choice: Any = None
     ) -> AsyncGenerator[AgentEvent, None]:
         script = self.scripts.pop(0) if self.scripts else Script()
         if isinstance(run_input, NewMessage):

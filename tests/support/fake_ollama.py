@@ -7,13 +7,19 @@ Reply forms (dicts): {"text": "..."}; {"tool_calls": [(name, args), ...], "text"
 ever when N is None: a model in a repetition loop; with "honour_limit" it stops at the
 request's `num_predict` with done_reason "length", as Ollama does, otherwise it ignores it).
 "token_delay" slows the stream down per token; "before" is a callable run when the reply is
-served. `streamed` counts the tokens written to clients.
+served; {"thinking": "...", "text": "..."} streams the thinking first (as `message.thinking`
+when the request asks `think: true`, as Ollama does; not at all otherwise). `streamed` counts the tokens written to clients.
 When the script runs out, `default` answers (a short text).
 
 Every final line reports `prompt_eval_count` as a real server would: the prompt's tokens by
 the fake's own count (`prompt_tokens`, about 3 characters a token, so a client's estimate
 needs calibrating), capped at the context it runs with (`options.num_ctx`, or `window` when
 set: a server that cuts the prompt, as Ollama does, silently).
+
+/api/tags lists `models` with a size and family; /api/show describes each (`capabilities`,
+by default completion and tools, plus what `capabilities` maps a model to; `model_info`
+with `contexts`' context length when one is given) and records the names asked for in
+`shown`. Only /api/chat requests go into `requests`.
 
 `nodelay=True` sets TCP_NODELAY on accepted sockets, as real Ollama (Go) does: without it each
 small chunk waits for the client's delayed ACK (~40 ms), which dominates a zero-latency model.
@@ -60,6 +66,10 @@ class FakeOllama:
         self.port = port
         self.replies = list(replies or [])
         self.models = models
+        self.capabilities: dict[str, list[str]] = {}  # model -> capabilities beyond completion and tools
+        self.contexts: dict[str, int] = {}  # model -> context length /api/show reports
+        self.shown: list[str] = []
+        self.lists_capabilities = True  # False: /api/show without `capabilities`, as Ollama before 0.6.4
         self.requests: list[dict[str, Any]] = []
         self.record = True  # False: keep no request (a long benchmark would grow the list)
         self.default: dict[str, Any] = {"text": "Done."}
@@ -67,6 +77,9 @@ class FakeOllama:
         self.responder: Any = None
         self.latency = 0.0  # seconds before any reply (lets a test attach to a run in time)
         self.window: int | None = None  # context the server runs with, whatever num_ctx says
+        # reports the prompt's words as prompt_eval_count, as an Ollama-protocol proxy in front
+        # of an OpenAI-compatible server was seen doing (ollama-proxy-plus 0.1.0)
+        self.count_words = False
         self.dropped = 0  # replies cut short because the client closed the connection
         self.streamed = 0  # tokens written to clients
         self.lock = threading.Lock()
@@ -109,7 +122,9 @@ class FakeOllama:
 
             def do_GET(self) -> None:
                 if self.path == "/api/tags":
-                    self._json(200, {"models": [{"name": m, "model": m} for m in fake.models]})
+                    listed = [{"name": m, "model": m, "size": 1000 + i, "details": {"family": m.split(":")[0]}}
+                              for i, m in enumerate(fake.models)]
+                    self._json(200, {"models": listed})
                 elif self.path == "/api/version":
                     self._json(200, {"version": "0.0.0-fake"})
                 else:
@@ -118,6 +133,9 @@ class FakeOllama:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
+                if self.path == "/api/show":
+                    self._show(str(body.get("model") or body.get("name") or ""))
+                    return
                 if fake.record:
                     with fake.lock:
                         fake.requests.append(body)
@@ -141,7 +159,7 @@ class FakeOllama:
                 self.end_headers()
                 try:
                     limit = (body.get("options") or {}).get("num_predict") if reply.get("honour_limit") else None
-                    for line in fake.lines(model, reply, fake.evaluated(body), limit):
+                    for line in fake.lines(model, reply, fake.evaluated(body), limit, think=body.get("think") is True):
                         self._chunk(json.dumps(line).encode() + b"\n")
                         if reply.get("token_delay"):
                             time.sleep(float(reply["token_delay"]))
@@ -150,6 +168,19 @@ class FakeOllama:
                 except (BrokenPipeError, ConnectionResetError):
                     with fake.lock:
                         fake.dropped += 1
+
+            def _show(self, name: str) -> None:
+                fake.shown.append(name)
+                known = {m: m for m in fake.models} | {m.split(":")[0]: m for m in fake.models}
+                if name not in known:
+                    self._json(404, {"error": f"model '{name}' not found"})
+                    return
+                full = known[name]
+                caps = ["completion", "tools", *fake.capabilities.get(full, fake.capabilities.get(name, []))]
+                family = full.split(":")[0]
+                info = {f"{family}.context_length": fake.contexts[full]} if full in fake.contexts else {}
+                shown = {"capabilities": caps} if fake.lists_capabilities else {}
+                self._json(200, {**shown, "model_info": info, "details": {"family": family}})
 
             def _chunk(self, data: bytes) -> None:
                 self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
@@ -163,6 +194,8 @@ class FakeOllama:
 
     def evaluated(self, body: dict[str, Any]) -> int:
         """The prompt tokens the server evaluates: all of them, or the context it runs with."""
+        if self.count_words:
+            return sum(len(str(m.get("content") or "").split()) for m in body.get("messages") or [])
         window = self.window or (body.get("options") or {}).get("num_ctx") or 2048
         return min(prompt_tokens(body), int(window))
 
@@ -179,10 +212,15 @@ class FakeOllama:
             yield word if i == len(words) - 1 else word + " "
 
     def lines(
-        self, model: str, reply: dict[str, Any], evaluated: int = 10, limit: int | None = None
+        self, model: str, reply: dict[str, Any], evaluated: int = 10, limit: int | None = None, think: bool = False
     ) -> Iterator[dict[str, Any]]:
         now = "2026-12-02T00:00:00Z"
         n = 0
+        if think and reply.get("thinking"):
+            for word in str(reply["thinking"]).split(" "):
+                n += 1
+                message = {"role": "assistant", "content": "", "thinking": word + " "}
+                yield {"model": model, "created_at": now, "message": message, "done": False}
         for token in self.tokens(reply, limit):
             n += 1
             yield {"model": model, "created_at": now, "message": {"role": "assistant", "content": token}, "done": False}

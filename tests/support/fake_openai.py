@@ -4,6 +4,10 @@ Replies: {"text": "..."}; {"tool_calls": [(name, args), ...]}; {"status": 404}; 
 {"loop": "word ", "count": N} (the token N times, for ever when N is None; the request's
 `max_tokens` is ignored unless "honour_limit", then it ends there with finish_reason "length").
 `streamed` counts the tokens written to clients.
+{"reasoning": "..."} streams that first as `reasoning_content` deltas (llama-server's default
+reasoning format). A request with `stream_options.include_usage` gets a last chunk with no
+choices and the usage (prompt tokens by fake_ollama's tokenizer), as llama-server sends it;
+`refuse_stream_options` answers such a request 400 instead, as a strict server would.
 Tool calls are numbered `call_0`, `call_1`, ... in each response, as llama.cpp and vLLM number
 them; {"ids": [...]} gives them other ids ("" for none, one id twice).
 """
@@ -18,7 +22,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.support.fake_ollama import POLL
+from tests.support.fake_ollama import POLL, prompt_tokens
 
 
 class FakeOpenAI:
@@ -27,6 +31,8 @@ class FakeOpenAI:
         self.models = models
         self.requests: list[dict[str, Any]] = []
         self.streamed = 0
+        self.refuse_stream_options = False
+        self.streamed_now = 0  # tokens of the answer being written (one answer at a time)
         self.server: ThreadingHTTPServer | None = None
 
     @property
@@ -60,6 +66,10 @@ class FakeOpenAI:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
                 fake.requests.append(body)
+                if fake.refuse_stream_options and "stream_options" in body:
+                    self._json(400, {"error": {"message": "Unrecognized request argument supplied: stream_options",
+                                               "type": "invalid_request_error"}})
+                    return
                 reply = fake.replies.pop(0) if fake.replies else {"text": "Done."}
                 if reply.get("status") == 404 or body.get("model") not in fake.models:
                     self._json(404, {"error": {"message": f"model {body.get('model')} not found", "type": "invalid_request_error"}})
@@ -72,7 +82,8 @@ class FakeOpenAI:
                 self.end_headers()
                 try:
                     limit = body.get("max_tokens") if reply.get("honour_limit") else None
-                    for chunk in fake.chunks(body["model"], reply, limit):
+                    usage = (body.get("stream_options") or {}).get("include_usage") is True
+                    for chunk in fake.chunks(body["model"], reply, limit, prompt_tokens(body) if usage else None):
                         data = f"data: {json.dumps(chunk)}\n\n".encode()
                         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                         self.wfile.flush()
@@ -98,14 +109,27 @@ class FakeOpenAI:
         for i, word in enumerate(words[:limit]):
             yield word if i == len(words) - 1 else word + " "
 
-    def chunks(self, model: str, reply: dict[str, Any], limit: int | None = None) -> Iterator[dict[str, Any]]:
+    def chunks(
+        self, model: str, reply: dict[str, Any], limit: int | None = None, prompt: int | None = None
+    ) -> Iterator[dict[str, Any]]:
         base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": model}
+        yield from self._choices(base, reply, limit)
+        if prompt is not None:
+            completion = self.streamed_now
+            yield {**base, "choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                                                    "total_tokens": prompt + completion}}
+
+    def _choices(self, base: dict[str, Any], reply: dict[str, Any], limit: int | None) -> Iterator[dict[str, Any]]:
         yield {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}
+        self.streamed_now = 0
+        for word in str(reply.get("reasoning") or "").split(" ") if reply.get("reasoning") else []:
+            yield {**base, "choices": [{"index": 0, "delta": {"reasoning_content": word + " "}, "finish_reason": None}]}
         n = 0
         for token in self.tokens(reply, limit):
             n += 1
             yield {**base, "choices": [{"index": 0, "delta": {"content": token}, "finish_reason": None}]}
             self.streamed += 1
+            self.streamed_now = n
         if limit is not None and n >= limit:
             yield {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}
             return

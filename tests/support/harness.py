@@ -24,6 +24,7 @@ from ports.tools import ToolSpec
 from services.conversations import ConversationService
 from services.handles import RunStores, StartedRun
 from services.hub import RunHub
+from services.queueing import QueueService
 from services.runs import RunService
 from services.supervisor import Supervisor
 
@@ -65,6 +66,7 @@ class Harness:
     conversations: ConversationService
     supervisor: Supervisor
     metrics: InMemoryMetrics
+    queue: QueueService
 
     async def send(self, message: str, conversation: str | None = None) -> tuple[StartedRun, list[StreamEvent]]:
         started = await self.runs.start(start_command(message, conversation))
@@ -110,9 +112,11 @@ def make_harness(
     nodes = AgentNodes(model, toolbox, FixedPrompt("You are a test."), store, context=context, metrics=metrics)
     graph = build_graph(nodes, saver)
     threads = LangGraphThreads(graph, saver)
-    stores = RunStores(runs=store, events=store, signals=store, journal=store, checkpoints=threads)
+    stores = RunStores(runs=store, events=store, signals=store, journal=store, checkpoints=threads, queue=store)
     runs = RunService(
         stores, LangGraphEngine(graph, saver), processes, RunHub(), recursion_limit, lease_seconds, cancel_wait=2.0, metrics=metrics
     )
     conversations = ConversationService(store, threads, runs.is_active, store, branches=threads)
-    return Harness(model, toolbox, store, saver, processes, runs, conversations, Supervisor(runs, auto_resume), metrics)
+    queue = QueueService(runs, store)
+    supervisor = Supervisor(runs, auto_resume, queue=queue)
+    return Harness(model, toolbox, store, saver, processes, runs, conversations, supervisor, metrics, queue)

@@ -7,7 +7,11 @@ With `--backend postgres`, three servers share one PostgreSQL database (a privat
 is started, or TEST_DATABASE_URL's is used): turns go to any of them, and each trial kills
 a random one and starts it again while the other two go on.
 
-    python -m tests.support.torture --kills 1000 [--seed 7] [--dir DIR] [--backend postgres]
+With `--queue`, a turn for a conversation that is busy is queued (`multitask: "enqueue"`)
+instead of refused: every queued message must be answered exactly once, in order, and
+every queue drained by the end.
+
+    python -m tests.support.torture --kills 1000 [--seed 7] [--dir DIR] [--backend postgres] [--queue]
 """
 
 from __future__ import annotations
@@ -41,6 +45,10 @@ class Tallies:
     trials: int = 0
     acknowledged: int = 0
     lost_messages: int = 0
+    queued: int = 0  # acknowledged as queued behind a running turn (--queue)
+    started_twice: int = 0  # an acknowledged message in the thread more than once
+    out_of_order: int = 0  # queued messages of a conversation answered out of their order
+    undrained: int = 0  # queued messages left at the end
     duplicate_executions: int = 0  # a call with a saved result that ran again
     reexecutions_in_flight: int = 0  # a call in flight at a kill that ran again, same key
     executions_of_unrecorded_calls: int = 0  # a key no saved assistant message holds
@@ -52,7 +60,8 @@ class Tallies:
 
     def ok(self) -> bool:
         return not (self.lost_messages or self.duplicate_executions or self.stuck_runs or self.unanswered_tool_calls
-                    or self.not_completed or self.integrity_failures or self.executions_of_unrecorded_calls)
+                    or self.not_completed or self.integrity_failures or self.executions_of_unrecorded_calls
+                    or self.started_twice or self.out_of_order or self.undrained)
 
     def table(self) -> str:
         rows = [(k, v) for k, v in self.__dict__.items() if k != "violations"]
@@ -72,7 +81,8 @@ def responder(body: dict[str, Any]) -> dict[str, Any]:
 
 
 class Torture:
-    def __init__(self, workdir: Path, seed: int, database_url: str = "") -> None:
+    def __init__(self, workdir: Path, seed: int, database_url: str = "", queue: bool = False) -> None:
+        self.queue = queue
         self.dir = workdir
         self.url = database_url  # PostgreSQL, shared by PROCESSES["postgres"] servers
         self.rng = random.Random(seed)
@@ -84,6 +94,7 @@ class Torture:
         self.db = Path(self.env["DATABASE_PATH"])
         self.servers: list[LiveServer] = []
         self.acked: dict[str, list[str]] = {}  # conversation -> acknowledged messages
+        self.twice: set[tuple[str, str]] = set()  # (conversation, message) found twice
         self.saved: dict[str, int] = {}  # key with a saved result -> ledger starts when first seen
         self.turn = 0
         self.t = Tallies()
@@ -123,10 +134,22 @@ class Torture:
         for cid, messages in self.acked.items():
             detail = server.get(f"/api/conversations/{cid}").json()
             users = [m["content"] for m in detail["messages"] if m["role"] == "user"]
+            waiting = [q["text"] for q in detail.get("queued", [])]
             for m in messages:
-                if m not in users:
+                if m not in users and m not in waiting:
                     self.t.lost_messages += 1
                     self.t.violations.append(f"lost acknowledged message {m!r} of {cid}")
+                if users.count(m) + waiting.count(m) > 1 and (cid, m) not in self.twice:
+                    self.twice.add((cid, m))
+                    self.t.started_twice += 1
+                    self.t.violations.append(f"acknowledged message {m!r} of {cid} is there twice")
+            answered = [m for m in users if m in messages]
+            if answered != sorted(answered, key=messages.index):
+                self.t.out_of_order += 1
+                self.t.violations.append(f"messages of {cid} answered out of order: {answered}")
+            if final and waiting:
+                self.t.undrained += len(waiting)
+                self.t.violations.append(f"{len(waiting)} queued message(s) of {cid} never started")
             results = [m for m in detail["messages"] if m["role"] == "tool"]
             per_call = Counter(m["toolCallId"] for m in results)
             if any(n > 1 for n in per_call.values()):
@@ -167,6 +190,20 @@ class Torture:
             if server.post("/api/chat", body).status_code == 200 and wait:
                 self.follow(server, cid)
 
+    def settle(self, server: LiveServer, timeout: float = 60.0) -> None:
+        """Wait for the queues to drain (each queued run resumed if a kill interrupted it)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            busy = False
+            for cid in self.acked:
+                detail = server.get(f"/api/conversations/{cid}").json()
+                if "activeRun" in detail or detail.get("queued"):
+                    busy = True
+            if not busy:
+                self.resume_all(server, wait=True)
+                return
+            time.sleep(0.2)
+
     def follow(self, server: LiveServer, cid: str) -> None:
         with httpx.stream("GET", f"{server.url}/api/chat", params={"conversation": cid}, timeout=60) as r:
             for _ in r.iter_lines():
@@ -176,7 +213,9 @@ class Torture:
         self.turn += 1
         cid = self.rng.choice([*self.acked, None, None]) if len(self.acked) < 4 else self.rng.choice(list(self.acked))
         message = f"turn-{self.turn}"
-        body = {"message": message, **({"conversation": cid} if cid else {})}
+        body: dict[str, Any] = {"message": message, **({"conversation": cid} if cid else {})}
+        if self.queue and cid:
+            body["multitask"] = "enqueue"
         try:
             response = server.post("/api/chat", body)
         except httpx.HTTPError:
@@ -185,6 +224,7 @@ class Torture:
             got = response.json()["conversation"]
             self.acked.setdefault(got, []).append(message)
             self.t.acknowledged += 1
+            self.t.queued += "queued" in response.json()
 
     def pick(self) -> int:
         """A random server; with one, no draw (the single-process run keeps its sequence)."""
@@ -218,6 +258,7 @@ class Torture:
             self.check(server)
             for _ in range(3):
                 self.resume_all(server, wait=True)
+            self.settle(server)
             self.check(server, final=True)
         finally:
             for server in self.servers:
@@ -237,8 +278,8 @@ def database(backend: str) -> Iterator[str]:
         yield create_database(server)
 
 
-def run(kills: int, seed: int, workdir: Path, progress: int = 0, database_url: str = "") -> Tallies:
-    torture = Torture(workdir, seed, database_url)
+def run(kills: int, seed: int, workdir: Path, progress: int = 0, database_url: str = "", queue: bool = False) -> Tallies:
+    torture = Torture(workdir, seed, database_url, queue)
     started = time.monotonic()
     for i in range(kills):
         torture.trial()
@@ -257,12 +298,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--dir", type=Path)
     parser.add_argument("--backend", choices=sorted(PROCESSES), default="sqlite")
+    parser.add_argument("--queue", action="store_true", help="queue turns sent to busy conversations")
     args = parser.parse_args()
     workdir = args.dir or Path(tempfile.mkdtemp(prefix="sophos-soak-"))
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with database(args.backend) as url:
-        tallies = run(args.kills, args.seed, workdir, progress=50, database_url=url)
+        tallies = run(args.kills, args.seed, workdir, progress=50, database_url=url, queue=args.queue)
     print(tallies.table())
     print(f"{'seconds':<30} {time.monotonic() - started:.0f}")
     for v in tallies.violations[:20]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from adapters.memory.model import ScriptedModel
-from domain.context import ContextPolicy, estimate_message, plan_prompt, shorten
+from domain.context import ContextPolicy, estimate_message, fixed_cost, plan_prompt, shorten
 from domain.errors import ModelUnreachable
 from domain.model import AssistantMessage, Message, SummaryMessage, ToolCall, ToolResult, UserMessage
 from entrypoints.notices import ContextNotices
@@ -107,6 +107,31 @@ def test_the_system_prompt_and_tools_are_never_cut_even_over_budget() -> None:
     plan = plan_prompt([*turns(3), UserMessage("hi")], system, TOOLS, SMALL)
     assert plan.system == system and plan.messages == (UserMessage("hi"),)
     assert plan.tokens > plan.budget  # reported honestly
+
+
+def test_no_summary_is_asked_for_when_the_system_prompt_and_tools_leave_no_room_for_one() -> None:
+    # issue 35 item 2: with MODEL_CONTEXT=1024 and the shipped tools over the budget, every
+    # turn made an extra summary call that could not make room
+    policy = ContextPolicy(window=1024, reserve=256, summaries=True)
+    many = [ToolSpec(f"t{i}__do", "Does a thing " * 20, {"type": "object", "properties": {"x": {"type": "string"}}})
+            for i in range(20)]
+    thread = [*turns(10), UserMessage("q", id="q")]
+    assert plan_prompt(thread, "sys", many, policy).summarize is None
+    assert plan_prompt(thread, "sys", TOOLS, policy).summarize is not None  # room: a summary helps
+
+
+def test_the_fixed_part_of_every_prompt_is_warned_of_when_it_crowds_the_budget() -> None:
+    policy = ContextPolicy(window=1024, reserve=256)
+    many = [ToolSpec(f"t{i}__do", "Does a thing " * 20, {"type": "object", "properties": {"x": {"type": "string"}}})
+            for i in range(20)]
+    cost = fixed_cost("You are helpful.", many, policy)
+    assert cost.over and cost.tools > 768
+    warning = cost.warning()
+    assert warning is not None and f"the tool definitions alone take ~{cost.tools:,} of 768 tokens" in warning
+    assert "every model call exceeds the budget" in warning
+    assert fixed_cost("You are helpful.", TOOLS, policy).warning() is None
+    half = fixed_cost("rules " * 400, TOOLS, policy)  # ~600 tokens of 768: crowded, not over
+    assert not half.over and "little room is left" in (half.warning() or "")
 
 
 def test_a_huge_tool_result_is_sent_shortened_head_and_tail_with_a_marker() -> None:
@@ -219,6 +244,13 @@ def test_context_settings_that_cannot_work_are_a_clear_error(env: dict[str, str]
     with pytest.raises(SettingsError) as e:
         load_settings({"CONFIG_DIR": str(tmp_path), **env})
     assert str(e.value) == message
+
+
+def test_a_small_window_alone_starts_with_the_reserve_halved(tmp_path: Path) -> None:
+    # issue 35 item 3: MODEL_CONTEXT=1024 alone refused to start (the default reserve is 1024)
+    s = load_settings({"CONFIG_DIR": str(tmp_path), "MODEL_CONTEXT": "1024"})
+    assert (s.MODEL_CONTEXT, s.MODEL_RESERVE) == (1024, 512)
+    assert load_settings({"CONFIG_DIR": str(tmp_path), "MODEL_CONTEXT": "4096"}).MODEL_RESERVE == 1024
 
 
 def test_context_settings_default_to_a_window_that_suits_the_default_model(tmp_path: Path) -> None:

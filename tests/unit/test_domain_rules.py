@@ -121,7 +121,7 @@ def test_the_jsonl_export_is_one_line_per_checkpoint_and_newline_when_empty() ->
 
 def test_empty_environment_variables_count_as_unset(tmp_path) -> None:  # type: ignore[no-untyped-def]
     s = load_settings({"CONFIG_DIR": str(tmp_path), "OLLAMA_MODEL": "", "PORT": "9001", "OLLAMA_THINK": "TRUE"})
-    assert s.OLLAMA_MODEL == "qwen3" and s.PORT == 9001 and s.OLLAMA_THINK is True
+    assert s.OLLAMA_MODEL == "qwen3" and s.PORT == 9001 and s.OLLAMA_THINK == "true"
 
 
 @pytest.mark.parametrize("value", ["0", "-3", "abc"])

@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 
 from domain.model import AssistantMessage, Message, ToolCall, ToolResult, UserMessage, new_id
+from domain.models import ModelInfo
 from ports.model import ModelOutput, ModelPort, Readiness, TextChunk
 from ports.tools import ToolSpec
 
@@ -19,8 +20,11 @@ class DemoModel(ModelPort):
     def name(self) -> str:
         return "demo"
 
+    async def models(self) -> Sequence[ModelInfo]:
+        return [ModelInfo("demo", context=8192, capabilities=("completion", "tools"))]
+
     async def stream(
-        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
+        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec], model: str | None = None
     ) -> AsyncIterator[ModelOutput]:
         last = messages[-1] if messages else None
         names = {t.name for t in tools}

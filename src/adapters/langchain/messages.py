@@ -31,6 +31,8 @@ SUMMARY_KEY = "sophos_summary"  # additional_kwargs of the SystemMessage a summa
 CONTEXT_KEY = "sophos_context"  # additional_kwargs of a stored reply: what the model saw
 CUT_KEY = "sophos_cut"  # additional_kwargs of a stored reply stopped at MODEL_MAX_TOKENS
 MODEL_IDS_KEY = "sophos_model_call_ids"  # additional_kwargs of a stored reply: our call id -> the model's
+MODEL_KEY = "sophos_model"  # additional_kwargs of a stored reply: the model that wrote it
+THOUGHT_KEY = "sophos_reasoning_seconds"  # additional_kwargs of a stored reply: how long it thought
 TOOL_KEY = "sophos_tool"  # additional_kwargs of a stored tool result: {"ms": duration} or {"skipped": true}
 
 
@@ -81,6 +83,16 @@ def _summary(content: str, extra: dict[str, Any] | None, id: str | None) -> Summ
     return SummaryMessage(content, int(marker.get("covers", 0)), id=id)
 
 
+def _assistant(content: str, calls: tuple[ToolCall, ...], id: str | None, extra: dict[str, Any]) -> AssistantMessage:
+    model = extra.get(MODEL_KEY)
+    seconds = extra.get(THOUGHT_KEY)
+    return AssistantMessage(
+        content, calls, id=id, reasoning=extra.get("reasoning_content"), context=_context(extra),
+        cut=bool(extra.get(CUT_KEY)), model=model if isinstance(model, str) else None,
+        reasoning_seconds=float(seconds) if isinstance(seconds, (int, float)) else None,
+    )
+
+
 def to_domain(message: BaseMessage) -> Message | None:
     """The domain message, or None for types a thread never shows (system, …)."""
     if isinstance(message, SystemMessage):
@@ -89,10 +101,7 @@ def to_domain(message: BaseMessage) -> Message | None:
         return UserMessage(flatten(message.content), id=message.id)
     if isinstance(message, AIMessage):
         extra = message.additional_kwargs
-        calls = _calls(message.tool_calls, extra)
-        reasoning = extra.get("reasoning_content")
-        return AssistantMessage(flatten(message.content), calls, id=message.id, reasoning=reasoning,
-                                context=_context(extra), cut=bool(extra.get(CUT_KEY)))
+        return _assistant(flatten(message.content), _calls(message.tool_calls, extra), message.id, extra)
     if isinstance(message, ToolMessage):
         return _tool_result(flatten(message.content), message.tool_call_id, message.name or "?", message.status,
                             message.id, message.additional_kwargs)
@@ -109,10 +118,7 @@ def from_fields(fields: dict[str, Any]) -> Message | None:
         return UserMessage(content, id=fields.get("id"))
     if kind in ("ai", "AIMessageChunk"):
         extra = fields.get("additional_kwargs") or {}
-        calls = _calls(fields.get("tool_calls") or [], extra)
-        reasoning = extra.get("reasoning_content")
-        return AssistantMessage(content, calls, id=fields.get("id"), reasoning=reasoning, context=_context(extra),
-                                cut=bool(extra.get(CUT_KEY)))
+        return _assistant(content, _calls(fields.get("tool_calls") or [], extra), fields.get("id"), extra)
     if kind == "tool":
         return _tool_result(content, fields.get("tool_call_id") or "", fields.get("name") or "?", fields.get("status"),
                             fields.get("id"), fields.get("additional_kwargs"))
@@ -176,13 +182,19 @@ class ConversionCache:
 
 
 def to_langchain(message: Message, stored: bool = True) -> AnyMessage:
-    """The LangChain message; `stored` False for a prompt (no bookkeeping fields)."""
+    """The LangChain message; `stored` False for a prompt (no bookkeeping fields, and no
+    reasoning: a model is not sent its earlier thinking, which ChatOllama would send as
+    `thinking` and which would cost the prompt tokens the budget never counted)."""
     if isinstance(message, UserMessage):
         return HumanMessage(message.content, id=message.id)
     if isinstance(message, SummaryMessage):
         return SystemMessage(message.content, id=message.id, additional_kwargs={SUMMARY_KEY: {"covers": message.covers}})
     if isinstance(message, AssistantMessage):
-        extra: dict[str, Any] = {"reasoning_content": message.reasoning} if message.reasoning else {}
+        extra: dict[str, Any] = {"reasoning_content": message.reasoning} if stored and message.reasoning else {}
+        if stored and message.reasoning_seconds is not None:
+            extra[THOUGHT_KEY] = message.reasoning_seconds
+        if stored and message.model:
+            extra[MODEL_KEY] = message.model
         if stored and message.context is not None:
             extra[CONTEXT_KEY] = message.context.to_dto()
         if stored and message.cut:

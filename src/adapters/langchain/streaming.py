@@ -14,7 +14,7 @@ from langchain_core.runnables import Runnable
 
 from adapters.langchain.messages import PromptCache, flatten
 from domain.model import AssistantMessage, Message, ToolCall
-from ports.model import ModelOutput, TextChunk, Usage
+from ports.model import ModelOutput, ReasoningChunk, TextChunk, Usage
 from ports.tools import ToolSpec
 
 
@@ -46,8 +46,9 @@ class ToolBinding:
     toolbox lists the same objects until its servers change): the request then carries the
     same schema objects from call to call, whose encoding a client may keep."""
 
-    def __init__(self) -> None:
+    def __init__(self, tool_choice: str | None = None) -> None:
         self._bound: dict[int, tuple[tuple[ToolSpec, ...], Bound]] = {}
+        self.tool_choice = tool_choice  # MODEL_TOOL_CHOICE: None sends none
 
     def bind(self, chat: BaseChatModel, tools: Sequence[ToolSpec]) -> Bound:
         if not tools:
@@ -55,10 +56,19 @@ class ToolBinding:
         hit = self._bound.get(id(chat))  # a client lives as long as its model adapter
         if hit is not None and len(hit[0]) == len(tools) and all(a is b for a, b in zip(hit[0], tools, strict=True)):
             return hit[1]
-        bound = chat.bind_tools([tool_schema(t) for t in tools])
+        schemas = [tool_schema(t) for t in tools]
+        bound = chat.bind_tools(schemas) if self.tool_choice is None else chat.bind_tools(schemas, tool_choice=self.tool_choice)
         self._bound[id(chat)] = (tuple(tools), bound)
         return bound
 
+
+class EmptyStream(Exception):
+    """The model server ended its answer's stream without one chunk (LangChain: "No
+    generation chunks were returned")."""
+
+
+EMPTY = "No generation chunks were returned"
+RESUME_MAY_HELP = "A resume asks it again: that helps if it failed once (a crash, a restart), not if it always answers so."
 
 MERGE_EVERY = 1024  # chunks held before they are merged: a chunk object costs ~1 KiB
 
@@ -84,6 +94,7 @@ async def stream_chat(
     tools: Sequence[ToolSpec],
     binding: ToolBinding | None = None,
     max_tokens: int | None = None,
+    **call: Any,
 ) -> AsyncIterator[ModelOutput]:
     """Text chunks as they arrive, then the token counts, then the whole reply. Backend
     errors pass through for the adapter to translate.
@@ -91,14 +102,15 @@ async def stream_chat(
     `max_tokens` is enforced here as well as sent: a server that ignores the limit (or a
     model in a repetition loop on one that has none) is read up to it, then the response is
     closed, which stops the generation; the reply so far comes back `cut`, without tool
-    calls (a cut call's arguments are not whole)."""
+    calls (a cut call's arguments are not whole). `call` goes with the request as the
+    client's call options (the model's name, whether to think)."""
     model = (binding or ToolBinding()).bind(chat, tools)
     chunks: list[AIMessageChunk] = []
     count, cut = 0, False
     # closed on a cut (Runnable.astream is an async generator): the response goes with it
-    answer = cast("AsyncGenerator[Any, None]", model.astream(prompts.prompt(system, messages)))
+    answer = cast("AsyncGenerator[Any, None]", model.astream(prompts.prompt(system, messages), **call))
     async with aclosing(answer) as stream:
-        async for chunk in stream:
+        async for chunk in _no_empty(stream):
             if not isinstance(chunk, AIMessageChunk):
                 continue
             if generated(chunk):
@@ -109,6 +121,9 @@ async def stream_chat(
             chunks.append(chunk)
             if len(chunks) > MERGE_EVERY:
                 chunks = [add_ai_message_chunks(chunks[0], *chunks[1:])]
+            thought = chunk.additional_kwargs.get("reasoning_content")
+            if isinstance(thought, str) and thought:
+                yield ReasoningChunk(thought)
             text = flatten(chunk.content)
             if text:
                 yield TextChunk(text)
@@ -121,3 +136,15 @@ async def stream_chat(
     if cut or stopped_for_length(full):
         reply = replace(reply, tool_calls=(), cut=True)
     yield reply
+
+
+async def _no_empty(stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """The stream, with LangChain's error for a stream that sent nothing made our own (its
+    ValueError says nothing of the server, and could be any bug)."""
+    try:
+        async for chunk in stream:
+            yield chunk
+    except ValueError as e:
+        if str(e) == EMPTY:
+            raise EmptyStream(EMPTY) from e
+        raise

@@ -18,7 +18,7 @@ from langgraph.types import StateSnapshot
 
 from adapters.langchain.messages import from_fields, to_domain, to_domain_all, to_langchain
 from adapters.langgraph.branching import restore_node, to_messages, with_op
-from adapters.langgraph.graph import FIRST_NODE, INPUT_TASK, RUN_KEY, SKIP_KEY
+from adapters.langgraph.graph import CHOICE_KEY, FIRST_NODE, INPUT_TASK, RUN_KEY, SKIP_KEY
 from adapters.langgraph.saver import Saver
 from domain.branches import Branch
 from domain.errors import BranchNotFound, RecursionLimitReached
@@ -33,6 +33,7 @@ from domain.model import (
     ToolResult,
     UserMessage,
 )
+from domain.models import ModelChoice
 from ports.branches import BranchPort
 from ports.checkpoints import CheckpointPort
 from ports.engine import AgentEngine, Fork, NewMessage, RunInput
@@ -232,6 +233,12 @@ class LangGraphThreads(CheckpointPort, BranchPort):
         await self.graph.aupdate_state(_config(thread_id), update, as_node=node)
         self._cache.pop(thread_id, None)
 
+    async def branch_messages(self, thread_id: str, number: int) -> Sequence[Message] | None:
+        found = await self.saver.branch_content(thread_id, number)
+        if found is None:
+            return None
+        return tuple(m for m in (from_fields(dict(f)) for f in found.messages) if m is not None)
+
     async def switch_branch(self, thread_id: str, number: int) -> int:
         branches = await self.branches(thread_id)
         if not branches and number == 1:
@@ -317,9 +324,11 @@ class LangGraphEngine(AgentEngine):
         await self.graph.aupdate_state(config, {"messages": [AIMessage(text)]}, as_node="tools")
 
     async def run(
-        self, thread_id: str, run_id: str, run_input: RunInput, recursion_limit: int
+        self, thread_id: str, run_id: str, run_input: RunInput, recursion_limit: int, choice: ModelChoice | None = None
     ) -> AsyncGenerator[AgentEvent, None]:
         config = _config(thread_id, run_id, recursion_limit)
+        if choice is not None:
+            config["configurable"][CHOICE_KEY] = choice
         update: dict[str, Any] | None = None
         if isinstance(run_input, NewMessage):
             head = None if run_input.new_thread else await read_head(self.saver, thread_id)

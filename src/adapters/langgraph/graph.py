@@ -35,15 +35,17 @@ from domain.events import (
     ContextSummarized,
     NodeStarted,
     PromptTruncated,
+    ReasoningDelta,
     TokenDelta,
     ToolCallFinished,
     ToolCallRequested,
 )
 from domain.lifecycle import idempotency_key, own_call_ids
 from domain.model import AssistantMessage, ContextView, ToolCall, ToolResult, new_call_id, utc_now
+from domain.models import ModelChoice
 from ports.journal import ToolJournal
 from ports.metrics import NO_METRICS, UNKNOWN_TOOL, MetricsPort
-from ports.model import ModelPort, TextChunk, Usage
+from ports.model import ModelPort, ReasoningChunk, TextChunk, Usage
 from ports.prompts import SystemPromptSource
 from ports.tools import ToolPort, ToolSpec
 from services.approvals import ApprovalGate
@@ -94,6 +96,9 @@ async def route_after_agent(state: AgentState) -> Sequence[Send] | str:
 
 YIELD_EVERY = 32  # tokens streamed between two turns given to the rest of the loop
 RUN_KEY = "sophos_run_id"  # in `configurable`, hence in every checkpoint's metadata
+# in `configurable`: the run's ModelChoice (an object: LangGraph copies only plain values
+# into checkpoint metadata, and a system prompt has no place in every checkpoint)
+CHOICE_KEY = "sophos_choice"
 # LangGraph's NULL_TASK_ID (private in langgraph, and a stored format: every saver's writes
 # table holds it): writes no task made, applied to the checkpoint they are saved on when a
 # run resumes from it, as a Command's are. tests/unit/test_pending_input.py holds it to
@@ -105,6 +110,32 @@ SKIPPED = (
     "Skipped: this call was in flight when an earlier run stopped, so it may or may not have "
     "taken effect. The user chose not to run it again."
 )
+
+
+class Thinking:
+    """The reasoning of one model call as it streams, and how long it took: from the call's
+    start to its first token of answer (or its end)."""
+
+    def __init__(self) -> None:
+        self.began = time.monotonic()
+        self.parts: list[str] = []
+        self.ended: float | None = None
+
+    def add(self, text: str) -> None:
+        self.parts.append(text)
+
+    def answered(self) -> None:
+        if self.parts and self.ended is None:
+            self.ended = time.monotonic()
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    def seconds(self) -> float | None:
+        if not self.parts:
+            return None
+        return round((self.ended or time.monotonic()) - self.began, 1)
 
 
 class AgentNodes:
@@ -131,40 +162,51 @@ class AgentNodes:
 
     async def agent(self, state: AgentState, config: RunnableConfig) -> dict[str, Any] | Command[str]:
         step, write = _step(config), get_stream_writer()
-        write(NodeStarted(step, "agent", self.model.name))
+        choice = config["configurable"].get(CHOICE_KEY)
+        if not isinstance(choice, ModelChoice):
+            choice = ModelChoice()
+        name = choice.model or self.model.name
+        write(NodeStarted(step, "agent", name))
         specs = await self.tools.list_tools()
         thread_id = str(config["configurable"]["thread_id"])
         thread = self.cache.convert_thread(thread_id, state["messages"])
-        plan = self.context.plan(thread_id, thread, self.prompt.read(), specs)
+        system = choice.system if choice.system is not None else self.prompt.read()
+        plan = self.context.plan(thread_id, thread, system, specs, choice)
         if plan.summarize is not None:
             # stored in a checkpoint of its own before the answer is asked for: a resume
             # after a crash finds it, and no later call pays for it again
-            summary = await self.context.summarize(thread, plan)
+            summary = await self.context.summarize(thread, plan, choice.model)
             write(ContextSummarized(step, summary.covers, estimate_text(summary.content)))
             return Command(update={"messages": [to_langchain(summary)]}, goto="agent")
         write(ContextPlanned(step, len(plan.messages), plan.left_out, plan.summarized, plan.shortened,
                              plan.sent_from, plan.tokens, plan.budget))
         reply: AssistantMessage | None = None
         usage: Usage | None = None
-        name = self.model.name
+        thinking = Thinking()
         chunks = 0
         with _timed(lambda outcome, seconds: self.metrics.model_call(name, outcome, seconds)):
-            async for out in self.model.stream(plan.system, plan.messages, specs):
+            async for out in self.model.stream(plan.system, plan.messages, specs, choice.model):
                 if isinstance(out, TextChunk):
+                    thinking.answered()
                     write(TokenDelta(step, out.text))
-                    chunks += 1
-                    if chunks % YIELD_EVERY == 0:
-                        # a fast server's tokens are all ready: reading them never suspends,
-                        # and the loop's other work (the event flusher, SSE writers, lease
-                        # renewals) would wait for the whole answer
-                        await asyncio.sleep(0)
+                elif isinstance(out, ReasoningChunk):
+                    thinking.add(out.text)
+                    write(ReasoningDelta(step, out.text))
                 elif isinstance(out, Usage):
                     usage = out
+                    continue
                 else:
                     reply = out
+                    continue
+                chunks += 1
+                if chunks % YIELD_EVERY == 0:
+                    # a fast server's tokens are all ready: reading them never suspends,
+                    # and the loop's other work (the event flusher, SSE writers, lease
+                    # renewals) would wait for the whole answer
+                    await asyncio.sleep(0)
         if reply is None:
             raise RuntimeError("the model ended its stream without a reply")
-        self._check_evaluation(config, step, plan, usage)
+        self._check_evaluation(config, step, plan, usage, choice)
         if reply.cut:
             # stored as the step's reply (it has no tool calls: the graph ends after it);
             # the run service turns the event into the run's ANSWER_TOO_LONG
@@ -172,20 +214,30 @@ class AgentNodes:
         reply = replace(reply, tool_calls=own_call_ids(reply.tool_calls, new_call_id))
         for call in reply.tool_calls:
             write(ToolCallRequested(step, call))
-        reply = replace(reply, context=ContextView(plan.sent_from, plan.tokens, plan.budget))
+        reply = replace(
+            reply, context=ContextView(plan.sent_from, plan.tokens, plan.budget), model=name,
+            reasoning=reply.reasoning or thinking.text or None, reasoning_seconds=thinking.seconds(),
+        )
         return {"messages": [to_langchain(reply)]}
 
-    def _check_evaluation(self, config: RunnableConfig, step: int, plan: PromptPlan, usage: Usage | None) -> None:
+    def _check_evaluation(
+        self, config: RunnableConfig, step: int, plan: PromptPlan, usage: Usage | None, choice: ModelChoice
+    ) -> None:
         configurable = config["configurable"]
         thread_id = str(configurable["thread_id"])
-        seen = self.context.observe(thread_id, plan, usage)
-        if seen is None or not seen.truncated:
+        seen = self.context.observe(thread_id, plan, usage, choice)
+        if seen is None or not seen.truncated or not self.context.first_warning(thread_id):
             return
-        window = self.context.policy.window
+        window = self.context.policy_for(choice).window
         extra = {"conversation_id": thread_id, "run_id": configurable.get(RUN_KEY)}
-        log.warning("the model server evaluated %d prompt tokens of about %d sent (MODEL_CONTEXT %d): "
-                    "it cut the prompt", seen.evaluated, seen.sent, window, extra=extra)
-        get_stream_writer()(PromptTruncated(step, seen.sent, seen.evaluated, window))
+        if seen.filled:
+            log.warning("the model server evaluated %d prompt tokens of about %d sent (MODEL_CONTEXT %d): "
+                        "it cut the prompt", seen.evaluated, seen.sent, window, extra=extra)
+        else:
+            log.warning("the model server reported far fewer prompt tokens (%d) than were sent (about %d; "
+                        "MODEL_CONTEXT %d): it may have cut the prompt, or it counts differently",
+                        seen.evaluated, seen.sent, window, extra=extra)
+        get_stream_writer()(PromptTruncated(step, seen.sent, seen.evaluated, window, seen.filled))
 
     async def tool(self, task: ToolTask, config: RunnableConfig) -> dict[str, Any]:
         step, write = _step(config), get_stream_writer()

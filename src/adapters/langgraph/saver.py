@@ -15,7 +15,7 @@ from ports.saver import SaverPort
 
 
 class Saver(BaseCheckpointSaver[Any], SaverPort):
-    pass
+    keeps_branches = True
 
 
 class MessagesOnce:

@@ -11,12 +11,16 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from adapters.memory.approvals import InMemoryApprovals
+from adapters.memory.queue import InMemoryQueue
 from adapters.storage.event_rows import pack, unpack
 from domain.errors import ConversationNotFound, RunLost, SessionInProgress
 from domain.lifecycle import GIVE_UP
 from domain.model import Conversation, Run, RunError, RunOwner, RunStatus, iso, utc_now
+from domain.models import ChatSettings
+from domain.queue import QueuedMessage
 from ports.events import EventBatch, RunEventLog
 from ports.journal import JournalEntry, ToolJournal
 from ports.runs import RunFinish, RunRepository
@@ -34,7 +38,7 @@ class _Waiter:
     woken: asyncio.Event
 
 
-class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals, ToolJournal):
+class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, RunRepository, RunEventLog, RunSignals, ToolJournal):
     """Plain dicts behind one lock (never held across an await). Event data goes through
     JSON, as in SQLite, so what is not JSON-encodable fails here too."""
 
@@ -42,12 +46,14 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
         self.clock = clock
         self._lock = threading.Lock()
         self._conversations: dict[str, Conversation] = {}
+        self._metadata: dict[str, str] = {}  # as JSON text, so a caller's later change never shows
         self._runs: dict[str, Run] = {}  # insertion order is the tie-breaker
         self._cancels: set[str] = set()
         self._events: dict[str, dict[int, tuple[str, str]]] = {}  # run -> seq -> (event, json)
         self._journal: dict[str, tuple[str, JournalEntry]] = {}  # key -> (conversation, entry)
         self._waiters: dict[str, list[_Waiter]] = {}
         self._approvals_init()
+        self._queue_init()
 
     def close(self) -> None:
         pass
@@ -63,14 +69,29 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
     # --- conversations -------------------------------------------------------------------
 
     async def create_conversation(
-        self, conversation_id: str, title: str, now: datetime, message_count: int = 0
+        self,
+        conversation_id: str,
+        title: str,
+        now: datetime,
+        settings: ChatSettings = ChatSettings(),  # noqa: B008
+        message_count: int = 0,
     ) -> Conversation:
         with self._lock:
             if conversation_id in self._conversations:
                 raise ValueError(f"conversation {conversation_id} exists")
-            conv = Conversation(conversation_id, title, _ms(now), _ms(now), message_count)
+            conv = Conversation(
+                conversation_id, title, _ms(now), _ms(now), message_count, model=settings.model, system=settings.system
+            )
             self._conversations[conversation_id] = conv
             return conv
+
+    async def set_chat_settings(self, conversation_id: str, settings: ChatSettings) -> bool:
+        with self._lock:
+            conv = self._conversations.get(conversation_id)
+            if conv is None:
+                return False
+            self._conversations[conversation_id] = replace(conv, model=settings.model, system=settings.system)
+            return True
 
     def _latest(self, conversation_id: str) -> Run | None:
         latest: Run | None = None
@@ -83,9 +104,10 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
 
     def _summary(self, conv: Conversation) -> Conversation:
         run = self._latest(conv.id)
+        queued = self._queued_count(conv.id)
         if run is None:
-            return replace(conv, status=None, error=None)
-        return replace(conv, status=run.status, error=run.error)
+            return replace(conv, status=None, error=None, queued=queued)
+        return replace(conv, status=run.status, error=run.error, queued=queued)
 
     async def get_conversation(self, conversation_id: str) -> Conversation | None:
         with self._lock:
@@ -107,6 +129,20 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
             if limit is not None:
                 items = items[:limit]
             return [self._summary(c) for c in items]
+
+    async def find_conversations(self, id_prefix: str, limit: int) -> Sequence[Conversation]:
+        with self._lock:
+            items = [c for c in self._conversations.values() if c.id.startswith(id_prefix)]
+            items.sort(key=lambda c: (iso(c.updated_at), c.id), reverse=True)
+            return [self._summary(c) for c in items[:limit]]
+
+    async def restore_conversation(self, conversation_id: str, message_count: int, updated_at: datetime) -> bool:
+        with self._lock:
+            conv = self._conversations.get(conversation_id)
+            if conv is None:
+                return False
+            self._conversations[conversation_id] = replace(conv, message_count=message_count, updated_at=_ms(updated_at))
+            return True
 
     async def rename_conversation(self, conversation_id: str, title: str, now: datetime) -> bool:
         with self._lock:
@@ -130,6 +166,8 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
             for key in [k for k, (cid, _) in self._journal.items() if cid == conversation_id]:
                 del self._journal[key]
             self._forget_approvals(conversation_id)
+            self._metadata.pop(conversation_id, None)
+            self._forget_queue(conversation_id)
             del self._conversations[conversation_id]
             return True
 
@@ -148,25 +186,31 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
 
     async def start_run(self, run: Run, now: datetime, flushed_by_input: bool = False) -> None:
         with self._lock:
-            if any(
-                r.conversation_id == run.conversation_id and r.status is RunStatus.RUNNING
-                for r in self._runs.values()
-            ):
-                raise SessionInProgress()
-            conv = self._conversations.get(run.conversation_id)
-            if conv is None:
-                raise ConversationNotFound()
-            self._runs[run.id] = replace(
-                run,
-                status=RunStatus.RUNNING,
-                started_at=_ms(run.started_at),
-                finished_at=None,
-                error_code=None,
-                error_message=None,
-                heartbeat_at=_ms(self.clock()),
-                lease_expired=False,
-            )
-            self._conversations[conv.id] = replace(conv, updated_at=_ms(now))
+            self._insert_running(run, now)
+
+    def _insert_running(self, run: Run, now: datetime) -> None:
+        if any(
+            r.conversation_id == run.conversation_id and r.status is RunStatus.RUNNING
+            for r in self._runs.values()
+        ):
+            raise SessionInProgress()
+        conv = self._conversations.get(run.conversation_id)
+        if conv is None:
+            raise ConversationNotFound()
+        self._runs[run.id] = replace(
+            run,
+            status=RunStatus.RUNNING,
+            started_at=_ms(run.started_at),
+            finished_at=None,
+            error_code=None,
+            error_message=None,
+            heartbeat_at=_ms(self.clock()),
+            lease_expired=False,
+        )
+        # the run's own message is committed with it: the list counts it while it runs
+        self._conversations[conv.id] = replace(
+            conv, updated_at=_ms(now), message_count=max(conv.message_count, run.base_count)
+        )
 
     async def finish_run(
         self,
@@ -174,7 +218,7 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
         finish: RunFinish,
         owner: RunOwner | None = None,
         heartbeat: datetime | None = None,
-    ) -> bool:
+    ) -> bool | QueuedMessage:
         move = finish.transition
         data = json.dumps(finish.event.data) if finish.event else ""
         with self._lock:
@@ -205,7 +249,7 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
                 seq = max(finish.event_id or 0, max(events, default=0) + 1)
                 events[seq] = (finish.event.event, data)
                 self._wake(run_id)
-            return True
+            return self._after_finish(run, finish) or True
 
     async def give_up(self, run_id: str, error: RunError, now: datetime) -> bool:
         with self._lock:
@@ -230,6 +274,18 @@ class InMemoryRunStore(InMemoryApprovals, RunRepository, RunEventLog, RunSignals
         with self._lock:
             run = self._latest(conversation_id)
             return self._expired(run, lease_seconds) if run else None
+
+    async def thread_metadata(self, conversation_ids: Sequence[str]) -> Mapping[str, Mapping[str, Any]]:
+        with self._lock:
+            return {cid: json.loads(self._metadata[cid]) for cid in conversation_ids if cid in self._metadata}
+
+    async def merge_thread_metadata(self, conversation_id: str, metadata: Mapping[str, Any]) -> bool:
+        with self._lock:
+            if conversation_id not in self._conversations:
+                return False
+            merged = {**json.loads(self._metadata.get(conversation_id, "{}")), **metadata}
+            self._metadata[conversation_id] = json.dumps(merged)
+            return True
 
     async def recent_runs(self, conversation_id: str, limit: int) -> Sequence[Run]:
         with self._lock:

@@ -28,6 +28,8 @@ def _messages(saved: CheckpointTuple) -> list[Any]:
 
 
 class InMemoryThreadSaver(InMemorySaver, Saver):
+    keeps_branches = False
+
     async def head(self, thread_id: str) -> StoredHead | None:
         saved = await self.aget_tuple(_config(thread_id))
         if saved is None:

@@ -20,8 +20,11 @@ from psycopg import AsyncConnection, AsyncCursor
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from adapters.postgres.branch_schema import MIGRATION_BRANCHES
+from adapters.postgres.chat_schema import MIGRATION_CHAT_SETTINGS
 from adapters.postgres.log_schema import migrate_log_format
 from adapters.postgres.message_schema import MIGRATION_MESSAGES
+from adapters.postgres.metadata_schema import MIGRATION_THREAD_METADATA
+from adapters.postgres.queue_schema import MIGRATION_QUEUE
 from adapters.postgres.session_schema import MIGRATION_SESSIONS
 from domain.errors import StorageFailure
 
@@ -166,7 +169,7 @@ Setup = Callable[[AsyncConnection[Any]], Awaitable[None]]
 # SQL scripts, or a step in Python where SQL cannot do it (each in its own transaction)
 MIGRATIONS: tuple[str | Setup, ...] = (
     MIGRATION_1, MIGRATION_BRANCHES, MIGRATION_SEARCH, MIGRATION_APPROVALS, MIGRATION_MESSAGES, migrate_log_format,
-    MIGRATION_SESSIONS,
+    MIGRATION_SESSIONS, MIGRATION_THREAD_METADATA, MIGRATION_CHAT_SETTINGS, MIGRATION_QUEUE,
 )
 
 

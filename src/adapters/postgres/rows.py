@@ -5,11 +5,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from psycopg import AsyncCursor
+
 from adapters.postgres.presence import OWNER_ALIVE
+from domain.errors import ConversationNotFound, SessionInProgress
 from domain.model import Conversation, Run, RunError, RunOwner, RunStatus, RunTrigger
 
 SUMMARY = """
-SELECT c.id, c.title, c.created_at, c.updated_at, c.message_count, r.status, r.error_code, r.error_message
+SELECT c.id, c.title, c.created_at, c.updated_at, c.message_count, r.status, r.error_code, r.error_message,
+       c.model, c.system,
+       (SELECT count(*) FROM queued_messages q WHERE q.conversation_id = c.id AND q.state = 'queued')
 FROM conversations c
 LEFT JOIN LATERAL (SELECT status, error_code, error_message FROM runs WHERE conversation_id = c.id
                    ORDER BY started_at DESC, n DESC LIMIT 1) r ON TRUE
@@ -34,7 +39,7 @@ LATEST = " ORDER BY r.started_at DESC, r.n DESC"
 
 
 def conversation_from_row(row: tuple[Any, ...]) -> Conversation:
-    cid, title, created, updated, count, status, code, message = row
+    cid, title, created, updated, count, status, code, message, model, system, queued = row
     return Conversation(
         id=cid,
         title=title,
@@ -43,6 +48,9 @@ def conversation_from_row(row: tuple[Any, ...]) -> Conversation:
         message_count=count,
         status=RunStatus(status) if status else None,
         error=RunError(code, message or "") if code else None,
+        model=model,
+        system=system,
+        queued=queued,
     )
 
 
@@ -69,3 +77,39 @@ def run_from_row(row: tuple[Any, ...]) -> Run:
 def stamp(now: datetime) -> datetime:
     """A display time as SQLite keeps it (milliseconds), so both stores read back alike."""
     return now.replace(microsecond=now.microsecond // 1000 * 1000)
+
+
+async def insert_running(cur: AsyncCursor[Any], run: Run, now: datetime) -> None:
+    """Insert `run` as running (heartbeat: the database's clock) and bump its conversation,
+    in the caller's transaction; SessionInProgress if one of the conversation's runs is
+    running. The conversation's row lock, taken first, queues concurrent starts."""
+    # the run's own message is committed with it: the list counts it while it runs
+    await cur.execute(
+        "UPDATE conversations SET updated_at = %s, message_count = GREATEST(message_count, %s) "
+        "WHERE id = %s RETURNING id",
+        (stamp(now), run.base_count, run.conversation_id),
+    )
+    if await cur.fetchone() is None:
+        raise ConversationNotFound()
+    # the row lock above queues concurrent starts: this sees the winner's run
+    await cur.execute("SELECT 1 FROM runs WHERE conversation_id = %s AND status = 'running'", (run.conversation_id,))
+    if await cur.fetchone():
+        raise SessionInProgress()
+    owner = run.owner
+    await cur.execute(
+        "INSERT INTO runs (id, conversation_id, status, started_at, owner_host, owner_pid, "
+        'owner_started, owner_instance, owner_ns, base_count, "trigger", heartbeat_at) '
+        "VALUES (%s, %s, 'running', %s, %s, %s, %s, %s, %s, %s, %s, now())",
+        (
+            run.id,
+            run.conversation_id,
+            stamp(run.started_at),
+            owner.host if owner else None,
+            owner.pid if owner else None,
+            owner.started if owner else None,
+            owner.instance if owner else None,
+            owner.namespace if owner else None,
+            run.base_count,
+            run.trigger.value,
+        ),
+    )

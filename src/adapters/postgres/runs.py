@@ -14,13 +14,24 @@ from psycopg.types.json import Jsonb
 from adapters.postgres.approvals import PostgresApprovals
 from adapters.postgres.database import PostgresDatabase
 from adapters.postgres.presence import CHANNEL, OWNER_ALIVE, Presence
-from adapters.postgres.rows import LATEST, RUNS, SUMMARY, conversation_from_row, run_from_row, stamp
+from adapters.postgres.queue import PostgresQueue, after_finish
+from adapters.postgres.rows import (
+    LATEST,
+    RUNS,
+    SUMMARY,
+    conversation_from_row,
+    insert_running,
+    run_from_row,
+    stamp,
+)
 from adapters.postgres.search import forget_conversation, index_title
 from adapters.storage.event_rows import pack, unpack
 from adapters.storage.wakeups import Wakeups
-from domain.errors import ConversationNotFound, RunLost, SessionInProgress
+from domain.errors import RunLost, SessionInProgress
 from domain.lifecycle import GIVE_UP
 from domain.model import Conversation, Run, RunError, RunOwner
+from domain.models import ChatSettings
+from domain.queue import QueuedMessage
 from ports.events import EventBatch, RunEventLog
 from ports.journal import JournalEntry, ToolJournal
 from ports.runs import RunFinish, RunRepository
@@ -29,7 +40,7 @@ from ports.signals import RunSignals
 NOTIFY = f"SELECT pg_notify('{CHANNEL}', id) FROM unnest(%s::text[]) AS id"
 
 
-class PostgresRunStore(PostgresApprovals, RunRepository, RunEventLog, RunSignals, ToolJournal):
+class PostgresRunStore(PostgresApprovals, PostgresQueue, RunRepository, RunEventLog, RunSignals, ToolJournal):
     """Every method takes a pooled connection for one statement or one transaction.
     `owner`, when given, is this process: its presence (liveness lock, notifications) is
     held from first use until `aclose`. `poll_interval` bounds how long a follower waits
@@ -68,17 +79,30 @@ class PostgresRunStore(PostgresApprovals, RunRepository, RunEventLog, RunSignals
     # --- conversations -------------------------------------------------------------------
 
     async def create_conversation(
-        self, conversation_id: str, title: str, now: datetime, message_count: int = 0
+        self,
+        conversation_id: str,
+        title: str,
+        now: datetime,
+        settings: ChatSettings = ChatSettings(),  # noqa: B008
+        message_count: int = 0,
     ) -> Conversation:
         at = stamp(now)
         await self.ready()
         async with self.db.cursor(transaction=True) as cur:
             await cur.execute(
-                "INSERT INTO conversations (id, title, created_at, updated_at, message_count) VALUES (%s, %s, %s, %s, %s)",
-                (conversation_id, title, at, at, message_count),
+                "INSERT INTO conversations (id, title, created_at, updated_at, message_count, model, system) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                (conversation_id, title, at, at, message_count, settings.model, settings.system),
             )
             await index_title(cur, conversation_id, title)
-        return Conversation(conversation_id, title, at, at, message_count)
+        return Conversation(conversation_id, title, at, at, message_count, model=settings.model, system=settings.system)
+
+    async def set_chat_settings(self, conversation_id: str, settings: ChatSettings) -> bool:
+        rows = await self._rows(
+            "UPDATE conversations SET model = %s, system = %s WHERE id = %s RETURNING id",
+            (settings.model, settings.system, conversation_id),
+        )
+        return bool(rows)
 
     async def get_conversation(self, conversation_id: str) -> Conversation | None:
         rows = await self._rows(SUMMARY + " WHERE c.id = %s", (conversation_id,))
@@ -101,6 +125,19 @@ class PostgresRunStore(PostgresApprovals, RunRepository, RunEventLog, RunSignals
             sql += " LIMIT %s"
             args.append(limit)
         return [conversation_from_row(r) for r in await self._rows(sql, args)]
+
+    async def find_conversations(self, id_prefix: str, limit: int) -> Sequence[Conversation]:
+        # a range on the primary key in byte order (the column's collation may order '-' apart)
+        sql = SUMMARY + (' WHERE c.id COLLATE "C" >= %s AND c.id COLLATE "C" < %s'
+                         " ORDER BY c.updated_at DESC, c.id DESC LIMIT %s")
+        return [conversation_from_row(r) for r in await self._rows(sql, [id_prefix, id_prefix + "~", limit])]
+
+    async def restore_conversation(self, conversation_id: str, message_count: int, updated_at: datetime) -> bool:
+        await self.ready()
+        async with self.db.cursor(transaction=True) as cur:
+            await cur.execute("UPDATE conversations SET message_count = %s, updated_at = %s WHERE id = %s RETURNING id",
+                              (message_count, stamp(updated_at), conversation_id))
+            return await cur.fetchone() is not None
 
     async def rename_conversation(self, conversation_id: str, title: str, now: datetime) -> bool:
         await self.ready()
@@ -126,7 +163,7 @@ class PostgresRunStore(PostgresApprovals, RunRepository, RunEventLog, RunSignals
             )
             if await cur.fetchone():
                 raise SessionInProgress()
-            # runs, their events and the journal go by ON DELETE CASCADE
+            # runs, their events, the journal and the queue go by ON DELETE CASCADE
             await cur.execute("DELETE FROM conversations WHERE id = %s", (conversation_id,))
             await forget_conversation(cur, conversation_id)
         return True
@@ -134,41 +171,12 @@ class PostgresRunStore(PostgresApprovals, RunRepository, RunEventLog, RunSignals
     # --- runs ----------------------------------------------------------------------------
 
     async def start_run(self, run: Run, now: datetime, flushed_by_input: bool = False) -> None:
-        owner = run.owner
         await self.ready()
         try:
             async with self.db.cursor(transaction=True) as cur:
                 if flushed_by_input:  # the input's commit flushes the WAL up to and past this one
                     await cur.execute("SET LOCAL synchronous_commit TO OFF")
-                await cur.execute(
-                    "UPDATE conversations SET updated_at = %s WHERE id = %s RETURNING id",
-                    (stamp(now), run.conversation_id),
-                )
-                if await cur.fetchone() is None:
-                    raise ConversationNotFound()
-                # the row lock above queues concurrent starts: this sees the winner's run
-                await cur.execute(
-                    "SELECT 1 FROM runs WHERE conversation_id = %s AND status = 'running'", (run.conversation_id,)
-                )
-                if await cur.fetchone():
-                    raise SessionInProgress()
-                await cur.execute(
-                    "INSERT INTO runs (id, conversation_id, status, started_at, owner_host, owner_pid, "
-                    'owner_started, owner_instance, owner_ns, base_count, "trigger", heartbeat_at) '
-                    "VALUES (%s, %s, 'running', %s, %s, %s, %s, %s, %s, %s, %s, now())",
-                    (
-                        run.id,
-                        run.conversation_id,
-                        stamp(run.started_at),
-                        owner.host if owner else None,
-                        owner.pid if owner else None,
-                        owner.started if owner else None,
-                        owner.instance if owner else None,
-                        owner.namespace if owner else None,
-                        run.base_count,
-                        run.trigger.value,
-                    ),
-                )
+                await insert_running(cur, run, now)
         except SessionInProgress:
             raise
         except Exception as e:
@@ -183,7 +191,7 @@ class PostgresRunStore(PostgresApprovals, RunRepository, RunEventLog, RunSignals
         finish: RunFinish,
         owner: RunOwner | None = None,
         heartbeat: datetime | None = None,
-    ) -> bool:
+    ) -> bool | QueuedMessage:
         move = finish.transition
         sql = (
             "UPDATE runs SET status = %s, error_code = %s, error_message = %s, finished_at = %s, "
@@ -222,9 +230,10 @@ class PostgresRunStore(PostgresApprovals, RunRepository, RunEventLog, RunSignals
                     (run_id, finish.event_id or 0, run_id, event.event, Jsonb(event.data)),
                 )
                 await cur.execute(NOTIFY, ([run_id],))
+            started = await after_finish(cur, run_id, row[0], finish)
         if event is not None:
             self._wakeups.wake([run_id])
-        return True
+        return started or True
 
     async def give_up(self, run_id: str, error: RunError, now: datetime) -> bool:
         return bool(
@@ -245,6 +254,24 @@ class PostgresRunStore(PostgresApprovals, RunRepository, RunEventLog, RunSignals
             {"lease": lease_seconds, "cid": conversation_id},
         )
         return run_from_row(rows[0]) if rows else None
+
+    async def thread_metadata(self, conversation_ids: Sequence[str]) -> Mapping[str, Mapping[str, Any]]:
+        rows = await self._rows(
+            "SELECT conversation_id, metadata FROM thread_metadata WHERE conversation_id = ANY(%s)",
+            (list(conversation_ids),),
+        )
+        return {r[0]: r[1] for r in rows}
+
+    async def merge_thread_metadata(self, conversation_id: str, metadata: Mapping[str, Any]) -> bool:
+        # jsonb `||` merges key by key; the conversation's row must exist (its foreign key)
+        rows = await self._rows(
+            "INSERT INTO thread_metadata (conversation_id, metadata) "
+            "SELECT id, %(m)s FROM conversations WHERE id = %(cid)s "
+            "ON CONFLICT (conversation_id) DO UPDATE SET metadata = thread_metadata.metadata || EXCLUDED.metadata "
+            "RETURNING 1",
+            {"m": Jsonb(dict(metadata)), "cid": conversation_id},
+        )
+        return bool(rows)
 
     async def recent_runs(self, conversation_id: str, limit: int) -> Sequence[Run]:
         rows = await self._rows(

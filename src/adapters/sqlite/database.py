@@ -14,8 +14,11 @@ from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
 from adapters.sqlite.branch_schema import MIGRATION_BRANCHES
+from adapters.sqlite.chat_schema import add_chat_settings
 from adapters.sqlite.log_schema import MIGRATION_LOG_FORMAT
 from adapters.sqlite.message_schema import MIGRATION_MESSAGES
+from adapters.sqlite.metadata_schema import MIGRATION_THREAD_METADATA
+from adapters.sqlite.queue_schema import MIGRATION_QUEUE
 from adapters.sqlite.search_schema import MIGRATION_SEARCH
 from adapters.sqlite.session_schema import MIGRATION_SESSIONS
 from adapters.sqlite.threads import SerialThread, release, writer_thread
@@ -140,9 +143,11 @@ CREATE TABLE IF NOT EXISTS tool_allow_rules (
 );
 """
 
-MIGRATIONS: tuple[str, ...] = (
+# a step is SQL, or a function of the connection for what SQL cannot say idempotently
+Migration = str | Callable[[sqlite3.Connection], None]
+MIGRATIONS: tuple[Migration, ...] = (
     MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4, MIGRATION_SEARCH, MIGRATION_BRANCHES, MIGRATION_APPROVALS,
-    MIGRATION_MESSAGES, MIGRATION_LOG_FORMAT, MIGRATION_SESSIONS,
+    MIGRATION_MESSAGES, MIGRATION_LOG_FORMAT, MIGRATION_SESSIONS, MIGRATION_THREAD_METADATA, add_chat_settings, MIGRATION_QUEUE,
 )
 
 BUSY_MESSAGE = "The database is busy: another process holds the write lock; try again"
@@ -292,9 +297,12 @@ def migrate(conn: sqlite3.Connection) -> int:
             (version,) = conn.execute("PRAGMA user_version").fetchone()
             if version >= target:
                 continue
-            for statement in _statements(MIGRATIONS[target - 1]):
+            step = MIGRATIONS[target - 1]
+            if callable(step):
+                step(conn)
+            for statement in _statements(step) if isinstance(step, str) else ():
                 conn.execute(statement)
-            if "writable_schema" in MIGRATIONS[target - 1]:  # schema text edited in place
+            if isinstance(step, str) and "writable_schema" in step:  # schema text edited in place
                 (cookie,) = conn.execute("PRAGMA schema_version").fetchone()
                 conn.execute(f"PRAGMA schema_version = {int(cookie) + 1}")
             conn.execute(f"PRAGMA user_version = {target}")

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from domain.model import Conversation, Run, RunError, RunOwner, RunStatus, RunTrigger
+from domain.errors import ConversationNotFound, SessionInProgress
+from domain.model import Conversation, Run, RunError, RunOwner, RunStatus, RunTrigger, iso
 
 # The store's clock, in the format of domain.model.iso, so text order is time order and
 # the stored text parses back to the same instant (a heartbeat is compared as text).
@@ -16,7 +17,8 @@ AGO = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now', printf('-%f seconds', ?))"
 
 SUMMARY = """
 SELECT c.id, c.title, c.created_at, c.updated_at, c.message_count,
-       r.status, r.error_code, r.error_message
+       r.status, r.error_code, r.error_message, c.model, c.system,
+       (SELECT count(*) FROM queued_messages q WHERE q.conversation_id = c.id AND q.state = 'queued')
 FROM conversations c
 LEFT JOIN runs r ON r.rowid = (
     SELECT rowid FROM runs WHERE conversation_id = c.id
@@ -38,7 +40,7 @@ def ts(value: str | None) -> datetime | None:
 
 
 def conversation_from_row(row: tuple[Any, ...]) -> Conversation:
-    cid, title, created, updated, count, status, code, message = row
+    cid, title, created, updated, count, status, code, message, model, system, queued = row
     return Conversation(
         id=cid,
         title=title,
@@ -47,7 +49,54 @@ def conversation_from_row(row: tuple[Any, ...]) -> Conversation:
         message_count=count,
         status=RunStatus(status) if status else None,
         error=RunError(code, message or "") if code else None,
+        model=model,
+        system=system,
+        queued=queued,
     )
+
+
+LATEST_RUN = "SELECT id, status FROM runs WHERE conversation_id = ? ORDER BY started_at DESC, rowid DESC LIMIT 1"
+
+
+def insert_running(c: sqlite3.Connection, run: Run, now: datetime) -> None:
+    """Insert `run` as running (heartbeat: the store's clock) and bump its conversation,
+    in the caller's transaction; SessionInProgress if one of the conversation's runs is
+    running."""
+    if c.execute(
+        "SELECT 1 FROM runs WHERE conversation_id = ? AND status = 'running'", (run.conversation_id,)
+    ).fetchone():
+        raise SessionInProgress()
+    # the run's own message is committed with it: the list counts it while it runs
+    bumped = c.execute(
+        "UPDATE conversations SET updated_at = ?, message_count = max(message_count, ?) WHERE id = ?",
+        (iso(now), run.base_count, run.conversation_id),
+    )
+    if bumped.rowcount == 0:
+        raise ConversationNotFound()
+    owner = run.owner
+    try:
+        c.execute(
+            "INSERT INTO runs (id, conversation_id, status, started_at, owner_host, owner_pid, "
+            'owner_started, owner_instance, owner_ns, base_count, "trigger", heartbeat_at) '
+            f"VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, {NOW})",
+            (
+                run.id,
+                run.conversation_id,
+                iso(run.started_at),
+                owner.host if owner else None,
+                owner.pid if owner else None,
+                owner.started if owner else None,
+                owner.instance if owner else None,
+                owner.namespace if owner else None,
+                run.base_count,
+                run.trigger.value,
+            ),
+        )
+    except sqlite3.IntegrityError as e:
+        # The partial unique index has the last word if the check above ever races.
+        if "runs.conversation_id" in str(e):
+            raise SessionInProgress() from e
+        raise
 
 
 def run_from_row(row: tuple[Any, ...]) -> Run:

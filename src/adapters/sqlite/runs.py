@@ -8,10 +8,11 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from datetime import datetime
 from functools import partial
+from typing import Any
 
 from adapters.sqlite.approvals import SqliteApprovals
 from adapters.sqlite.database import (
@@ -24,17 +25,28 @@ from adapters.sqlite.database import (
     unsynced,
 )
 from adapters.sqlite.events import SqliteRunEvents
-from adapters.sqlite.rows import NOW, RUNS, SUMMARY, conversation_from_row, marks, run_from_row
+from adapters.sqlite.queue import SqliteQueue, after_finish
+from adapters.sqlite.rows import (
+    NOW,
+    RUNS,
+    SUMMARY,
+    conversation_from_row,
+    insert_running,
+    marks,
+    run_from_row,
+)
 from adapters.storage.event_rows import pack
 from adapters.storage.wakeups import Wakeups
-from domain.errors import ConversationNotFound, SessionInProgress
+from domain.errors import SessionInProgress
 from domain.lifecycle import GIVE_UP
 from domain.model import Conversation, Run, RunError, RunOwner, iso
+from domain.models import ChatSettings
+from domain.queue import QueuedMessage
 from ports.metrics import NO_METRICS, MetricsPort
 from ports.runs import RunFinish, RunRepository
 
 
-class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
+class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, RunRepository):
     """Two connections to the file, each on its own thread: a writer (every write is a
     BEGIN IMMEDIATE transaction, so processes on one file queue behind `busy_timeout`
     seconds, then get StorageFailure) and a reader, which in WAL mode never waits for a
@@ -92,20 +104,36 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
     # --- conversations -------------------------------------------------------------------
 
     async def create_conversation(
-        self, conversation_id: str, title: str, now: datetime, message_count: int = 0
+        self,
+        conversation_id: str,
+        title: str,
+        now: datetime,
+        settings: ChatSettings = ChatSettings(),  # noqa: B008
+        message_count: int = 0,
     ) -> Conversation:
         def write(c: sqlite3.Connection) -> None:
             # no fsync: a new conversation always gets its first message, a synced commit
             with unsynced(c), transaction(c):
                 c.execute(
-                    "INSERT INTO conversations (id, title, created_at, updated_at, message_count) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    (conversation_id, title, iso(now), iso(now), message_count),
+                    "INSERT INTO conversations (id, title, created_at, updated_at, message_count, model, system) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (conversation_id, title, iso(now), iso(now), message_count, settings.model, settings.system),
                 )
 
         await self._writer.run(write)
         stamp = datetime.fromisoformat(iso(now))  # stored with milliseconds
-        return Conversation(conversation_id, title, stamp, stamp, message_count)
+        return Conversation(conversation_id, title, stamp, stamp, message_count, model=settings.model, system=settings.system)
+
+    async def set_chat_settings(self, conversation_id: str, settings: ChatSettings) -> bool:
+        def write(c: sqlite3.Connection) -> bool:
+            with transaction(c):
+                cur = c.execute(
+                    "UPDATE conversations SET model = ?, system = ? WHERE id = ?",
+                    (settings.model, settings.system, conversation_id),
+                )
+            return cur.rowcount > 0
+
+        return await self._writer.run(write)
 
     async def get_conversation(self, conversation_id: str) -> Conversation | None:
         rows = await self._read(SUMMARY + " WHERE c.id = ?", (conversation_id,))
@@ -127,6 +155,21 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
             args.append(limit)
         return [conversation_from_row(r) for r in await self._read(sql, args)]
 
+    async def find_conversations(self, id_prefix: str, limit: int) -> Sequence[Conversation]:
+        # a range on the primary key, not LIKE (case-insensitive in SQLite, so no index):
+        # '~' sorts after every character an id holds
+        sql = SUMMARY + " WHERE c.id >= ? AND c.id < ? ORDER BY c.updated_at DESC, c.id DESC LIMIT ?"
+        return [conversation_from_row(r) for r in await self._read(sql, [id_prefix, id_prefix + "~", limit])]
+
+    async def restore_conversation(self, conversation_id: str, message_count: int, updated_at: datetime) -> bool:
+        def write(c: sqlite3.Connection) -> bool:
+            with transaction(c):
+                cur = c.execute("UPDATE conversations SET message_count = ?, updated_at = ? WHERE id = ?",
+                                (message_count, iso(updated_at), conversation_id))
+            return cur.rowcount > 0
+
+        return await self._writer.run(write)
+
     async def rename_conversation(self, conversation_id: str, title: str, now: datetime) -> bool:
         def write(c: sqlite3.Connection) -> bool:
             with transaction(c):
@@ -146,7 +189,7 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
                 ).fetchone()
                 if running:
                     raise SessionInProgress()
-                # runs, their events and the journal go by ON DELETE CASCADE
+                # runs, their events, the journal and the queue go by ON DELETE CASCADE
                 cur = c.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
             return cur.rowcount > 0
 
@@ -155,44 +198,10 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
     # --- runs ----------------------------------------------------------------------------
 
     async def start_run(self, run: Run, now: datetime, flushed_by_input: bool = False) -> None:
-        owner = run.owner
-
         def write(c: sqlite3.Connection) -> None:
             # WAL frames are ordered: the input's synced commit makes this row durable too
             with unsynced(c) if flushed_by_input else nullcontext(), transaction(c):
-                if c.execute(
-                    "SELECT 1 FROM runs WHERE conversation_id = ? AND status = 'running'",
-                    (run.conversation_id,),
-                ).fetchone():
-                    raise SessionInProgress()
-                bumped = c.execute(
-                    "UPDATE conversations SET updated_at = ? WHERE id = ?", (iso(now), run.conversation_id)
-                )
-                if bumped.rowcount == 0:
-                    raise ConversationNotFound()
-                try:
-                    c.execute(
-                        "INSERT INTO runs (id, conversation_id, status, started_at, owner_host, owner_pid, "
-                        'owner_started, owner_instance, owner_ns, base_count, "trigger", heartbeat_at) '
-                        f"VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, {NOW})",
-                        (
-                            run.id,
-                            run.conversation_id,
-                            iso(run.started_at),
-                            owner.host if owner else None,
-                            owner.pid if owner else None,
-                            owner.started if owner else None,
-                            owner.instance if owner else None,
-                            owner.namespace if owner else None,
-                            run.base_count,
-                            run.trigger.value,
-                        ),
-                    )
-                except sqlite3.IntegrityError as e:
-                    # The partial unique index has the last word if the check above ever races.
-                    if "runs.conversation_id" in str(e):
-                        raise SessionInProgress() from e
-                    raise
+                insert_running(c, run, now)
 
         await self._writer.run(write)
 
@@ -202,7 +211,7 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
         finish: RunFinish,
         owner: RunOwner | None = None,
         heartbeat: datetime | None = None,
-    ) -> bool:
+    ) -> bool | QueuedMessage:
         move = finish.transition
         sql = (
             "UPDATE runs SET status = ?, error_code = ?, error_message = ?, finished_at = ? "
@@ -221,7 +230,7 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
         data = json.dumps(event.data) if event else None
         pending = [(run_id, seq, name, json.dumps(data)) for seq, name, data in pack(finish.events)]
 
-        def write(c: sqlite3.Connection) -> bool:
+        def write(c: sqlite3.Connection) -> bool | QueuedMessage:
             with transaction(c):
                 row = c.execute(sql + " RETURNING conversation_id", args).fetchone()
                 if row is None:
@@ -243,7 +252,8 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
                         "(SELECT coalesce(max(seq), 0) + 1 FROM run_events WHERE run_id = ?)), ?, ?)",
                         (run_id, finish.event_id or 0, run_id, event.event, data),
                     )
-            return True
+                started = after_finish(c, run_id, row[0], finish)
+            return started or True
 
         finished = await self._writer.run(write)
         if finished and (event is not None or pending):
@@ -287,6 +297,35 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, RunRepository):
             return conversation_from_row(found), run_from_row(latest) if latest else None
 
         return await self._reader.run(read)  # one round trip to the reader, not two
+
+    async def thread_metadata(self, conversation_ids: Sequence[str]) -> Mapping[str, Mapping[str, Any]]:
+        found: dict[str, Mapping[str, Any]] = {}
+        ids = list(dict.fromkeys(conversation_ids))
+        for start in range(0, len(ids), 500):  # SQLite bounds the number of parameters
+            chunk = ids[start:start + 500]
+            rows = await self._read(
+                f"SELECT conversation_id, metadata FROM thread_metadata WHERE conversation_id IN ({marks(chunk)})",
+                chunk,
+            )
+            found.update((r[0], json.loads(r[1])) for r in rows)
+        return found
+
+    async def merge_thread_metadata(self, conversation_id: str, metadata: Mapping[str, Any]) -> bool:
+        def write(c: sqlite3.Connection) -> bool:
+            with transaction(c):
+                if c.execute("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)).fetchone() is None:
+                    return False
+                row = c.execute("SELECT metadata FROM thread_metadata WHERE conversation_id = ?",
+                                (conversation_id,)).fetchone()
+                merged = {**(json.loads(row[0]) if row else {}), **metadata}
+                c.execute(
+                    "INSERT INTO thread_metadata (conversation_id, metadata) VALUES (?, ?) "
+                    "ON CONFLICT (conversation_id) DO UPDATE SET metadata = excluded.metadata",
+                    (conversation_id, json.dumps(merged, ensure_ascii=False)),
+                )
+            return True
+
+        return await self._writer.run(write)
 
     async def recent_runs(self, conversation_id: str, limit: int) -> Sequence[Run]:
         rows = await self._read(

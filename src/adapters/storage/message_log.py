@@ -9,6 +9,9 @@ Format 1, one JSON object:
     text    its content
     calls   an assistant's tool calls: [{"id", "name", "args"}]
     cut     true: an assistant's answer stopped at MODEL_MAX_TOKENS
+    model   the model that wrote an assistant's answer (added with issue 32: a reader of
+            format 1 that predates it ignores it, as it does `reasoning` and `thought`)
+    reasoning  an assistant's thinking;  thought  how long it thought, in seconds
     tool    a tool result's tool name
     call    the id of the call a tool result answers
     status  a tool result's success | error
@@ -40,6 +43,12 @@ def encode(message: Message) -> str:
             row["calls"] = [{"id": c.id, "name": c.name, "args": c.args} for c in message.tool_calls]
         if message.cut:
             row["cut"] = True
+        if message.model:
+            row["model"] = message.model
+        if message.reasoning:
+            row["reasoning"] = message.reasoning
+            if message.reasoning_seconds is not None:
+                row["thought"] = message.reasoning_seconds
     elif isinstance(message, ToolResult):
         row.update(tool=message.name, call=message.tool_call_id, status=message.status)
     elif isinstance(message, SummaryMessage):
@@ -59,7 +68,11 @@ def decode(text: str) -> Message:
         return UserMessage(content, id=message_id)
     if role == "assistant":
         calls = tuple(ToolCall(c.get("id") or "", c["name"], c.get("args") or {}) for c in row.get("calls") or ())
-        return AssistantMessage(content, calls, id=message_id, cut=bool(row.get("cut")))
+        thought = row.get("thought")
+        return AssistantMessage(
+            content, calls, id=message_id, cut=bool(row.get("cut")), model=row.get("model"), reasoning=row.get("reasoning"),
+            reasoning_seconds=float(thought) if isinstance(thought, (int, float)) else None,
+        )
     if role == "summary":
         return SummaryMessage(content, int(row.get("covers") or 0), id=message_id)
     return ToolResult(content, row.get("call") or "", row.get("tool") or "?", row.get("status") or "success", id=message_id)

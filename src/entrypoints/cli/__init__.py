@@ -12,13 +12,16 @@ import click
 from domain.errors import SophosError
 from entrypoints.cli.approvals import approvals, approve
 from entrypoints.cli.base import EXIT_PIPE, EXIT_STOPPED, CliError, Context, fail, global_options
-from entrypoints.cli.conversations import branch, conversations, delete, export, rename, show
+from entrypoints.cli.conversations import branch, conversations, delete, rename, show
 from entrypoints.cli.db import db
 from entrypoints.cli.doctor import doctor
+from entrypoints.cli.help import format_sections
+from entrypoints.cli.models import models
 from entrypoints.cli.output import silence_output
 from entrypoints.cli.repl import repl
 from entrypoints.cli.runs import cancel, chat, regenerate, resume
 from entrypoints.cli.serve import serve
+from entrypoints.cli.transfer import export, import_
 from entrypoints.cli_search import reindex, search
 from entrypoints.logs import configure_logging
 
@@ -44,6 +47,9 @@ class SophosGroup(click.Group):
             code = EXIT_PIPE
         sys.exit(code if isinstance(code, int) else 0)
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        format_sections(self, ctx, formatter)
+
     def invoke(self, ctx: click.Context) -> Any:
         """Never a traceback: an expected failure is one line (with its exit code), anything
         else one line naming it (the traceback only with -v)."""
@@ -65,14 +71,15 @@ class SophosGroup(click.Group):
 def main(ctx: click.Context) -> None:
     """Sophos: a local-first chat agent whose runs survive crashes.
 
-    Options --db, --model, --tools and -v also work after the command."""
+    Options --db, --backend, -m/--model, -s/--system, --no-reasoning, --tools and -v also
+    work after the command."""
     obj = ctx.ensure_object(Context)
     if not obj.verbose:
         # a person sees the outcome lines; warnings (and tool servers' chatter) are for -v
         configure_logging("ERROR")
 
 
-for command in (chat, resume, regenerate, approve, approvals, cancel, repl, conversations, show, branch, export, rename,
-                delete, search, db, doctor, serve):
+for command in (chat, resume, regenerate, approve, approvals, cancel, repl, conversations, show, branch, export, import_,
+                rename, delete, search, models, db, doctor, serve):
     main.add_command(command)
 db.add_command(reindex)

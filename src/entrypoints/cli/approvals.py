@@ -20,6 +20,7 @@ from entrypoints.cli.base import (
     server_option,
 )
 from entrypoints.cli.client import Json, SophosClient
+from entrypoints.cli.ids import resolve
 from entrypoints.cli.runs import json_option, resume_body, run_and_report
 
 
@@ -65,9 +66,9 @@ def approve(ctx: Context, conversation: str, calls: tuple[str, ...], edit_args: 
     decision = _decision(edit_args, reason, always)
 
     async def body(client: SophosClient) -> Json:
-        detail = await client.conversation(conversation)
+        detail = await client.conversation(await resolve(client, conversation))
         waiting = [c["id"] for c in detail.get("pendingApprovals") or []]
-        return resume_body(conversation, _decisions(detail["conversation"]["id"], calls, waiting, decision))
+        return resume_body(detail["conversation"]["id"], _decisions(detail["conversation"]["id"], calls, waiting, decision))
 
     run_and_report(ctx, body, as_json, server)
 

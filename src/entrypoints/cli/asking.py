@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -49,10 +51,21 @@ def decide_one(call: dict[str, Any]) -> dict[str, Any]:
             return {"type": "edit", "args": edited}
 
 
+def editor() -> str:
+    """$EDITOR, else $VISUAL, else vi or nano. Not click's own choice: it tries Debian's
+    sensible-editor first, which asks the person to pick an editor in the middle of a question."""
+    for variable in ("EDITOR", "VISUAL"):
+        if os.environ.get(variable, "").strip():
+            return os.environ[variable]
+    return next((name for name in ("vi", "nano") if shutil.which(name)), "vi")
+
+
 def edit_args(call: dict[str, Any]) -> dict[str, Any] | None:
-    """The arguments as the person left them in $EDITOR; None (ask again) when unchanged
-    or not a JSON object."""
-    text = click.edit(json.dumps(call.get("args") or {}, indent=2, ensure_ascii=False) + "\n", extension=".json")
+    """The arguments as the person left them in the editor; None (ask again) when unchanged
+    or not a JSON object. Unchanged means the same JSON: saving the file as it was (or
+    re-indenting it) is not an edit."""
+    original = call.get("args") or {}
+    text = click.edit(json.dumps(original, indent=2, ensure_ascii=False) + "\n", editor=editor(), extension=".json")
     if text is None:
         click.echo("  the arguments were not changed; choose again", err=True)
         return None
@@ -63,5 +76,8 @@ def edit_args(call: dict[str, Any]) -> dict[str, Any] | None:
         return None
     if not isinstance(args, dict):
         click.echo('  the arguments must be a JSON object, like {"amount": 5}; choose again', err=True)
+        return None
+    if args == original:
+        click.echo("  the arguments were not changed; choose again", err=True)
         return None
     return args

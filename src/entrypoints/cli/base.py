@@ -11,6 +11,7 @@ import click
 
 from domain.errors import ErrorCode, SophosError
 from entrypoints.cli.client import RemoteError, SophosClient
+from entrypoints.cli.hints import for_cli
 from entrypoints.logs import configure_logging
 from entrypoints.settings import SettingsError
 
@@ -38,6 +39,7 @@ EXIT_CODES = {
     ErrorCode.INVALID_EDIT: EXIT_BAD_INPUT,
     ErrorCode.NOTHING_TO_REGENERATE: EXIT_BAD_INPUT,
     ErrorCode.BRANCH_NOT_FOUND: EXIT_BAD_INPUT,
+    ErrorCode.UNKNOWN_MODEL: EXIT_BAD_INPUT,
     ErrorCode.NOT_FOUND: EXIT_NOT_FOUND,
     ErrorCode.SESSION_IN_PROGRESS: EXIT_CONFLICT,
     ErrorCode.RUN_NOT_RESUMABLE: EXIT_CONFLICT,
@@ -45,6 +47,8 @@ EXIT_CODES = {
     ErrorCode.DECISION_REQUIRED: EXIT_CONFLICT,
     ErrorCode.STALE_DECISION: EXIT_CONFLICT,
     ErrorCode.TOOL_OUTCOME_UNKNOWN: EXIT_CONFLICT,
+    ErrorCode.QUEUE_FULL: EXIT_CONFLICT,
+    ErrorCode.QUEUED_NOT_FOUND: EXIT_NOT_FOUND,
     ErrorCode.MODEL_UNAVAILABLE: EXIT_MODEL,
     ErrorCode.MODEL_UNREACHABLE: EXIT_MODEL,
     ErrorCode.MODEL_BAD_RESPONSE: EXIT_MODEL,
@@ -65,7 +69,7 @@ class CliError(click.ClickException):
         self.exit_code = exit_code  # type: ignore[misc]  # click reads it per instance
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.message}", err=True)
+        click.echo(f"error: {for_cli(self.message)}", err=True)
 
 
 def fail(e: SophosError | RemoteError) -> CliError:
@@ -87,6 +91,8 @@ class Context:
     def __init__(self) -> None:
         self.overrides: dict[str, Any] = {"METRICS_BACKEND": "none"}  # only `serve` is scraped
         self.options: dict[str, str] = {}  # the global options as given, for hints
+        self.chat: dict[str, str | None] = {}  # `model` and `system` a run's body asks for (-m, -s)
+        self.show_reasoning = True  # --no-reasoning hides the model's thinking
         self.verbose = False
         self._container: Any = None
 
@@ -165,7 +171,8 @@ class Context:
 
 pass_ctx = click.make_pass_decorator(Context, ensure=True)
 
-_SETTINGS = {"database": ("DATABASE_PATH", "--db"), "model": ("MODEL_BACKEND", "--model"), "tools": ("TOOLS_BACKEND", "--tools")}
+_SETTINGS = {"database": ("DATABASE_PATH", "--db"), "backend": ("MODEL_BACKEND", "--backend"), "tools": ("TOOLS_BACKEND", "--tools")}
+BACKENDS = ("ollama", "openai", "demo")
 
 
 def _set(ctx: click.Context, param: click.Parameter, value: Any) -> None:
@@ -176,7 +183,22 @@ def _set(ctx: click.Context, param: click.Parameter, value: Any) -> None:
         obj.verbose = True
         configure_logging("INFO")
         return
-    setting, flag = _SETTINGS[param.name]
+    if param.name == "no_reasoning":
+        obj.show_reasoning = False
+        return
+    if param.name == "system":
+        obj.chat["system"] = value
+        return
+    name = param.name
+    if name == "model":
+        if value not in BACKENDS:
+            obj.chat["model"] = value
+            return
+        # the old spelling, when --model picked the backend: it still does, for these three names
+        click.echo(f"note: `--model {value}` picks the backend; say `--backend {value}` "
+                   "(--model now names the model, e.g. `--model llama3.2`)", err=True)
+        name = "backend"
+    setting, flag = _SETTINGS[name]
     obj.overrides[setting] = value
     obj.options[flag] = value
 
@@ -190,11 +212,18 @@ server_option = click.option("--server", metavar="URL", help="Use a running serv
 
 
 def global_options(f: F) -> F:
-    """`--db`, `--model`, `--tools`, `-v`: accepted before the command and after it."""
+    """`--db`, `--backend`, `-m/--model`, `-s/--system`, `--no-reasoning`, `--tools`, `-v`:
+    accepted before the command and after it."""
     options = [
         click.option("--db", "database", metavar="PATH", callback=_set, expose_value=False, help="SQLite file (DATABASE_PATH)."),
-        click.option("--model", type=click.Choice(["ollama", "openai", "demo"]), callback=_set, expose_value=False,
+        click.option("--backend", type=click.Choice(BACKENDS), callback=_set, expose_value=False,
                      help="Model backend (MODEL_BACKEND)."),
+        click.option("-m", "--model", metavar="NAME", callback=_set, expose_value=False,
+                     help="The model to answer with, from this turn on (`sophos models` lists them)."),
+        click.option("-s", "--system", metavar="TEXT", callback=_set, expose_value=False,
+                     help="The conversation's system prompt, from this turn on (\"\": the default)."),
+        click.option("--no-reasoning", is_flag=True, callback=_set, expose_value=False,
+                     help="Do not print the model's thinking."),
         click.option("--tools", type=click.Choice(["mcp", "demo", "none"]), callback=_set, expose_value=False,
                      help="Tools backend (TOOLS_BACKEND)."),
         click.option("-v", "--verbose", is_flag=True, callback=_set, expose_value=False, help="Log progress to stderr."),

@@ -69,6 +69,11 @@ class SophosClient(Protocol):
         """Summaries, most recently updated first (at most `limit`)."""
         ...
 
+    async def find(self, id_prefix: str) -> list[Json]:
+        """Summaries of the conversations whose id starts with `id_prefix`, most recently
+        updated first (a few: more than one means the prefix is ambiguous)."""
+        ...
+
     async def conversation(self, conversation: str) -> Json:
         """The detail as GET /api/conversations/ID gives it (waiting calls included)."""
         ...
@@ -79,12 +84,32 @@ class SophosClient(Protocol):
 
     async def delete(self, conversation: str) -> None: ...
 
+    async def configure(self, conversation: str, settings: Json) -> Json:
+        """Set the conversation's `model` and/or `system` (the keys given; None: the
+        server's default) for its next turns, as PATCH /api/conversations/ID does; the
+        summary with both. An unknown model is refused (UNKNOWN_MODEL)."""
+        ...
+
+    async def models(self) -> Json:
+        """`{default, models, error?}` as GET /api/models gives them."""
+        ...
+
     async def switch_branch(self, conversation: str, number: int) -> Json:
         """The detail on its new active branch (without the waiting calls)."""
         ...
 
     async def export(self, conversation: str, fmt: str) -> str:
         """The transcript (`md`) or the checkpoint history (`jsonl`)."""
+        ...
+
+    async def export_file(self, conversation: str | None) -> tuple[str, bytes]:
+        """(file name, content): the conversation's full JSON export, or (None) every
+        conversation's, as a zip."""
+        ...
+
+    async def import_file(self, data: bytes) -> list[Json]:
+        """Import a file (a Sophos export, the zip of all, ChatGPT's conversations.json):
+        the new conversations' summaries."""
         ...
 
     async def search(self, query: str, limit: int) -> Json:

@@ -1,4 +1,4 @@
-"""Reading and managing conversations: `conversations`, `show`, `export`, `rename`, `delete`."""
+"""Reading and managing conversations: `conversations`, `show`, `branch`, `rename`, `delete`."""
 
 from __future__ import annotations
 
@@ -6,12 +6,22 @@ import json
 import sys
 from collections.abc import Sequence
 from datetime import datetime
-from pathlib import Path
 
 import click
 
-from entrypoints.cli.base import EXIT_BAD_INPUT, CliError, Context, global_options, pass_ctx, server_option
-from entrypoints.cli.client import Json
+from entrypoints.cli import asking
+from entrypoints.cli.base import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    CliError,
+    Context,
+    finish,
+    global_options,
+    pass_ctx,
+    server_option,
+)
+from entrypoints.cli.client import Json, SophosClient
+from entrypoints.cli.ids import on
 from entrypoints.cli.output import ago, approval_line
 from entrypoints.cli.runs import resume_hint
 
@@ -60,14 +70,22 @@ def conversations(ctx: Context, limit: int | None, as_json: bool) -> None:
 @pass_ctx
 def show(ctx: Context, conversation: str, as_json: bool) -> None:
     """Show a conversation's messages and whether it can be resumed."""
-    d = ctx.with_client(lambda client: client.conversation(conversation))
+    d = ctx.with_client(on(conversation, lambda client, cid: client.conversation(cid)))
     if as_json:
         click.echo(json.dumps(d, ensure_ascii=False))
         return
+    print_detail(ctx, d)
+
+
+def print_detail(ctx: Context, d: Json) -> None:
+    """A conversation's detail for a person (`sophos show`, the REPL's /show)."""
     c = d["conversation"]
     branches = d["branchCount"] if d["branchCount"] > 1 else 0
     click.echo(f"# {c['title']}\n{c['id']} · {c['messageCount']} messages · {c['status'] or 'no runs'}"
-               + (f" · branch {d['activeBranch']} of {branches}" if branches else ""))
+               + (f" · branch {d['activeBranch']} of {branches}" if branches else "")
+               + (f" · model {c['model']}" if c.get("model") else ""))
+    if c.get("system"):
+        click.echo(f"system: {c['system']}")
     if c.get("error"):
         click.echo(f"error: {c['error']['code']}: {c['error']['message']}")
     view = d["context"]
@@ -79,7 +97,14 @@ def show(ctx: Context, conversation: str, as_json: bool) -> None:
         elif dto["role"] == "tool":
             click.echo(f"\n[tool {dto['name']} · {dto['status']}]\n{dto['content']}")
         else:
-            click.echo(f"\n[{i} {dto['role']}]{_branch_mark(dto.get('branch'))}\n{dto['content']}")
+            by = f" · {dto['model']}" if dto.get("model") else ""
+            click.echo(f"\n[{i} {dto['role']}{by}]{_branch_mark(dto.get('branch'))}")
+            if dto.get("reasoning") and ctx.show_reasoning:
+                took = f"thought for {dto['reasoningSeconds']:g} s" if dto.get("reasoningSeconds") is not None else "thought"
+                click.secho(f"({took}) {dto['reasoning'].strip()}", dim=True)
+            click.echo(dto["content"])
+            if dto.get("cut"):
+                click.echo("[stopped here: the answer reached MODEL_MAX_TOKENS]")
             for call in dto.get("toolCalls", []):
                 click.echo(f"→ {call['name']} {json.dumps(call['args'], ensure_ascii=False)}")
     if d.get("decisionRequired"):
@@ -111,27 +136,8 @@ def _branch_mark(marker: Json | None) -> str:
 @pass_ctx
 def branch(ctx: Context, conversation: str, number: int) -> None:
     """Make branch NUMBER of CONVERSATION the active one (`sophos show` lists them)."""
-    d = ctx.with_client(lambda client: client.switch_branch(conversation, number))
+    d = ctx.with_client(on(conversation, lambda client, cid: client.switch_branch(cid, number)))
     click.echo(f"{d['conversation']['id']}: branch {d['activeBranch']} of {d['branchCount']} · {len(d['messages'])} messages")
-
-
-@click.command()
-@click.argument("conversation")
-@click.option("--format", "fmt", type=click.Choice(["md", "jsonl"]), default="md", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write to a file.")
-@global_options
-@pass_ctx
-def export(ctx: Context, conversation: str, fmt: str, output: str | None) -> None:
-    """Export a transcript (Markdown) or the checkpoint history (JSONL)."""
-    text = ctx.with_client(lambda client: client.export(conversation, fmt))
-    if output:
-        try:
-            Path(output).write_text(text, encoding="utf-8")
-        except OSError as e:
-            raise CliError("BAD_REQUEST", f"cannot write {output}: {e.strerror}", EXIT_BAD_INPUT) from None
-        click.echo(f"wrote {output}", err=True)
-    else:
-        click.echo(text, nl=False)
 
 
 @click.command()
@@ -142,16 +148,32 @@ def export(ctx: Context, conversation: str, fmt: str, output: str | None) -> Non
 @pass_ctx
 def rename(ctx: Context, conversation: str, title: str, server: str | None) -> None:
     """Give CONVERSATION a new TITLE."""
-    new_title = ctx.with_client(lambda client: client.rename(conversation, title), server)["title"]
-    click.echo(f"renamed {conversation.lower()}: {new_title}")
+    renamed = ctx.with_client(on(conversation, lambda client, cid: client.rename(cid, title)), server)
+    click.echo(f"renamed {renamed['id']}: {renamed['title']}")
 
 
 @click.command()
 @click.argument("conversation")
+@click.option("-y", "--yes", is_flag=True, help="Do not ask first (needed when stdin is not a terminal).")
 @server_option
 @global_options
 @pass_ctx
-def delete(ctx: Context, conversation: str, server: str | None) -> None:
-    """Delete CONVERSATION, its runs and every checkpoint of its thread."""
-    ctx.with_client(lambda client: client.delete(conversation), server)
-    click.echo(f"deleted {conversation.lower()}")
+def delete(ctx: Context, conversation: str, yes: bool, server: str | None) -> None:
+    """Delete CONVERSATION, its runs and every checkpoint of its thread (asks first)."""
+    if not yes and not asking.on_terminal(False):
+        # nobody can answer the question: a script must say it means it
+        raise CliError("BAD_REQUEST", f"not deleting {conversation} without confirmation: add --yes", EXIT_BAD_INPUT)
+
+    async def work(client: SophosClient, cid: str) -> bool:
+        if not yes:
+            [summary] = [c for c in await client.find(cid) if c["id"] == cid] or [{"title": "?", "messageCount": 0}]
+            question = f'Delete "{summary["title"]}" ({cid}, {summary["messageCount"]} messages)?'
+            if not click.confirm(question, default=False, err=True):
+                return False
+        await client.delete(cid)
+        click.echo(f"deleted {cid}")
+        return True
+
+    if not ctx.with_client(on(conversation, work), server):
+        click.echo("not deleted", err=True)
+        finish(EXIT_FAILED)

@@ -8,7 +8,10 @@ from typing import Any
 
 import click
 
+from domain.context import CROWDED_FIX
 from entrypoints.cli.base import Context, finish, global_options, pass_ctx
+from entrypoints.cli.hints import for_cli
+from entrypoints.overhead import measure
 
 
 @dataclass(frozen=True)
@@ -26,7 +29,7 @@ async def _checks(ctx: Context) -> list[Check]:
     config = container.config
     model = container.model()
     ready = await model.check()
-    checks = [Check("model", f"{config.MODEL_BACKEND()} {model.name}", ready.ok, ready.reason, ready.url, ready.fix)]
+    checks = [Check("model", f"{config.MODEL_BACKEND()} {model.name}", ready.ok, ready.reason, ready.url, for_cli(ready.fix))]
     await container.tools().list_tools()  # waits for the servers' first start, bounded
     statuses = await container.tools().status()
     if not statuses:
@@ -40,6 +43,10 @@ async def _checks(ctx: Context) -> list[Check]:
         )
         detail = f"{s.tools} tool(s)" if s.ok else (s.error or "not running")
         checks.append(Check("tools", s.name, bool(s.ok), detail, target, "" if s.ok else fix))
+    cost = await measure(container)
+    detail = cost.problem() or f"the system prompt and tools take ~{cost.total:,} of {cost.budget:,} prompt tokens"
+    checks.append(Check("context", f"MODEL_CONTEXT {config.MODEL_CONTEXT()}", not cost.over, detail,
+                        fix=CROWDED_FIX if cost.over else ""))
     health = await ctx.services.backend().health(integrity=True)
     checks.append(Check("database", health.where, health.ok, health.detail, fix="" if health.ok else health.fix))
     return checks

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from domain.commands import Cancel, StartRun, start_command
+from domain.commands import Cancel, SendMessage, StartRun, start_command
+from domain.errors import ModelBadResponse, ModelUnreachable
 from domain.events import StreamEvent
 from domain.model import parse_conversation_id
+from domain.models import settings_change
+from domain.queue import Multitask, QueuedMessage
 from entrypoints.cli.client import Json, SophosClient, Stopper
-from entrypoints.dto import detail_dto, pending_dto, search_result_dto, summary_dto
+from entrypoints.dto import (
+    detail_dto,
+    model_dto,
+    pending_dto,
+    queue_dto,
+    queued_dto,
+    search_result_dto,
+    settings_dto,
+    summary_dto,
+)
 
 if TYPE_CHECKING:
     from entrypoints.bundle import Services
@@ -21,6 +34,8 @@ def command_of(body: Json) -> StartRun:
     return start_command(
         body.get("message"), body.get("conversation"), body.get("resume") is True, body.get("decision"),
         edit_of=body.get("editOf"), regenerate=body.get("regenerate") is True, decisions=body.get("decisions"),
+        settings=settings_change(body),
+        multitask=body.get("multitask"),
     )
 
 
@@ -45,16 +60,32 @@ class LocalClient(SophosClient):
         items = (await service.page(limit)).conversations if limit else await service.list()
         return [summary_dto(c) for c in items]
 
+    async def find(self, id_prefix: str) -> list[Json]:
+        return [summary_dto(c) for c in await self._services.conversations().find(id_prefix)]
+
     async def conversation(self, conversation: str) -> Json:
         await self._recover()
         detail = await self._services.conversations().get(conversation)
-        return {**detail_dto(detail), **pending_dto(detail)}
+        waiting = await self._services.queue().waiting(detail.conversation.id)
+        return {**detail_dto(detail), **pending_dto(detail), **queue_dto(waiting)}
 
     async def rename(self, conversation: str, title: str) -> Json:
         return summary_dto(await self._services.conversations().rename(conversation, title))
 
     async def delete(self, conversation: str) -> None:
         await self._services.conversations().delete(conversation)
+
+    async def configure(self, conversation: str, settings: Json) -> Json:
+        change = settings_change(settings)
+        return settings_dto(await self._services.conversations().configure(conversation, change))
+
+    async def models(self) -> Json:
+        catalog = self._services.models()
+        try:
+            listed = await catalog.list()
+        except (ModelUnreachable, ModelBadResponse) as e:
+            return {"default": catalog.default, "models": [], "error": {"code": e.code.value, "message": e.message}}
+        return {"default": catalog.default, "models": [model_dto(m, catalog.default) for m in listed]}
 
     async def switch_branch(self, conversation: str, number: int) -> Json:
         return detail_dto(await self._services.conversations().switch_branch(conversation, number))
@@ -63,6 +94,24 @@ class LocalClient(SophosClient):
         service = self._services.conversations()
         _, text = await (service.export_jsonl(conversation) if fmt == "jsonl" else service.export_markdown(conversation))
         return text
+
+    async def export_file(self, conversation: str | None) -> tuple[str, bytes]:
+        import asyncio
+
+        from domain.model import utc_now
+        from entrypoints.transfer_files import document_bytes, export_zip, json_name, zip_name
+
+        service = self._services.transfer()
+        if conversation is None:
+            items = [item async for item in service.export_all()]
+            return zip_name(utc_now()), await asyncio.to_thread(export_zip, items)
+        conv, copy = await service.export(conversation)
+        return json_name(copy), document_bytes(conv, copy)
+
+    async def import_file(self, data: bytes) -> list[Json]:
+        from entrypoints.transfer_files import upload_files
+
+        return [summary_dto(c) for c in await self._services.transfer().import_files(upload_files(data))]
 
     async def search(self, query: str, limit: int) -> Json:
         page = await self._services.search().search(query, limit)
@@ -88,13 +137,22 @@ class LocalClient(SophosClient):
         if self._supervisor is None:
             from services.supervisor import Supervisor
 
-            self._supervisor = Supervisor(service)
+            self._supervisor = Supervisor(service, queue=self._services.queue())
             await self._supervisor.start()
         printer.start()
         try:
-            started = await service.start(command_of(body))
+            command = command_of(body)
+            if isinstance(command, SendMessage) and command.multitask is not Multitask.REJECT:
+                sent = await self._services.queue().send(command)
+                if isinstance(sent, QueuedMessage):  # the process running the conversation answers it
+                    printer.event("queued", queued_dto(sent))
+                    return sent.conversation_id, ""
+                started = sent
+            else:
+                started = await service.start(command)
             stopper.attach(lambda reason: service.stop_local(started.run_id, reason))
-            events = await service.follow(started.conversation_id, 0)
+            # on through the queued messages this process starts when the run completes
+            events = await service.follow(started.conversation_id, 0, through_queue=True)
             if isinstance(events, StreamEvent):  # it ended before we could attach: the durable answer
                 printer.event(events.event, events.data)
             else:
@@ -103,6 +161,9 @@ class LocalClient(SophosClient):
                     printer.event(ev.event, ev.data)
                     if printer.pipe_closed and not closed:  # nobody reads the answer any more
                         service.stop_local(started.run_id, StopReason.CANCEL)
+                    if ev.event == "started":  # a queued message's run: Ctrl-C stops that one
+                        run_id = str(ev.data["run"])
+                        stopper.attach(partial(service.stop_local, run_id))
         finally:
             stopper.detach()
             printer.spinner.close()

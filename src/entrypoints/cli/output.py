@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from entrypoints.cli.base import EXIT_OK, EXIT_STOPPED, EXIT_WAITING, exit_code_of
+from entrypoints.cli.hints import for_cli
 from entrypoints.notices import ContextNotices
 
 
@@ -82,8 +83,10 @@ class Spinner:
 class Printer:
     """Prints a run's events; remembers its outcome; goes quiet when stdout is closed."""
 
-    def __init__(self, as_json: bool) -> None:
+    def __init__(self, as_json: bool, reasoning: bool = True) -> None:
         self.as_json = as_json
+        self.reasoning = reasoning  # print the model's thinking (dimmed, on stderr)
+        self.thinking = False  # thinking is being printed: the answer starts on a new line
         self.status = "completed"
         self.error: dict[str, Any] | None = None
         self.approvals: list[dict[str, Any]] = []  # calls the run stopped before, waiting
@@ -106,7 +109,9 @@ class Printer:
             silence_output()
 
     def _outcome(self, event: str, data: Any) -> None:
-        if event == "approval":
+        if event == "queued":
+            self.status, self.error = "queued", None
+        elif event == "approval":
             self.approvals = list(data.get("calls") or [])
         elif event == "end":
             self.status, self.error = data["status"], None
@@ -115,12 +120,30 @@ class Printer:
             self.error = data
 
     def _print(self, event: str, data: Any) -> None:
+        if event == "reasoning" and not self.reasoning:
+            return
         if self.as_json:
             click.echo(json.dumps({"event": event, "data": data}, ensure_ascii=False))
             return
-        if event == "token":
+        if event == "reasoning":
+            # on stderr, so that stdout is the answer alone; dimmed where stderr is a terminal
             self.spinner.clear()
+            self.thinking = True
+            click.secho(data, dim=True, err=True, nl=False)
+        elif event == "token":
+            self.spinner.clear()
+            if self.thinking:
+                self.thinking = False
+                click.echo("", err=True)
             click.echo(data, nl=False)
+        elif event == "queued":
+            self.spinner.clear()
+            how = "steers the active run at its next step" if data.get("steer") else "starts when the active run completes"
+            click.secho(f"queued ({data['id']}, position {data['position']}): {how}", fg="yellow", err=True)
+        elif event == "started":  # the next queued message's run
+            self.spinner.clear()
+            click.secho(f"\n» next queued message (run {data['run']})", fg="yellow", err=True)
+            self.spinner.wait("waiting for the model")
         elif event == "trace" and data["event"] == "call":
             self.spinner.clear()
             args = json.dumps(data["data"]["arguments"], ensure_ascii=False)
@@ -148,7 +171,7 @@ class Printer:
             return self.exit_code()
         click.echo("")
         if self.error:
-            click.echo(f"error: {self.error['code']}: {self.error['message']}", err=True)
+            click.echo(f"error: {self.error['code']}: {for_cli(self.error['message'])}", err=True)
         if self.status in ("interrupted", "cancelled"):
             click.echo(f"{self.status}; its progress is saved. Resume with: {resume_hint}", err=True)
         if self.status == "cancelling":
@@ -162,7 +185,7 @@ class Printer:
         return self.exit_code()
 
     def exit_code(self) -> int:
-        if self.status == "completed":
+        if self.status in ("completed", "queued"):
             return EXIT_OK
         if self.status == "waiting":
             return EXIT_WAITING

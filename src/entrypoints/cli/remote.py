@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -51,6 +52,10 @@ class HttpClient(SophosClient):
         items: list[Json] = body["conversations"]
         return items
 
+    async def find(self, id_prefix: str) -> list[Json]:
+        items: list[Json] = (await self._json("GET", "/api/conversations", params={"idPrefix": id_prefix}))["conversations"]
+        return items
+
     async def conversation(self, conversation: str) -> Json:
         detail: Json = await self._json("GET", _path(conversation))
         return detail
@@ -62,12 +67,38 @@ class HttpClient(SophosClient):
     async def delete(self, conversation: str) -> None:
         await self._request("DELETE", _path(conversation))
 
+    async def configure(self, conversation: str, settings: Json) -> Json:
+        summary: Json = (await self._json("PATCH", _path(conversation), settings))["conversation"]
+        return summary
+
+    async def models(self) -> Json:
+        listed: Json = await self._json("GET", "/api/models")
+        return listed
+
     async def switch_branch(self, conversation: str, number: int) -> Json:
         detail: Json = await self._json("PATCH", _path(conversation), {"activeBranch": number})
         return detail
 
     async def export(self, conversation: str, fmt: str) -> str:
         return (await self._request("GET", f"{_path(conversation)}/export", params={"format": fmt})).text
+
+    async def export_file(self, conversation: str | None) -> tuple[str, bytes]:
+        if conversation is None:
+            response = await self._request("GET", "/api/export")
+        else:
+            response = await self._request("GET", f"{_path(conversation)}/export", params={"format": "json"})
+        return _file_name(response, "sophos-export.zip" if conversation is None else f"{conversation}.json"), response.content
+
+    async def import_file(self, data: bytes) -> list[Json]:
+        try:
+            response = await self._http.post("/api/import", content=data, headers={"Content-Type": "application/octet-stream"},
+                                              timeout=httpx.Timeout(TIMEOUT, write=None, read=None))
+        except httpx.HTTPError as e:
+            raise RemoteError("UNREACHABLE", f"cannot reach {self.base}: {e}") from e
+        if not response.is_success:
+            raise _refusal(response)
+        items: list[Json] = response.json()["conversations"]
+        return items
 
     async def search(self, query: str, limit: int) -> Json:
         page: Json = await self._json("GET", "/api/search", params={"q": query, "limit": limit})
@@ -93,6 +124,9 @@ class HttpClient(SophosClient):
         except RemoteError:
             printer.spinner.close()
             raise
+        if "queued" in started:  # the server answers it when the active run completes
+            printer.event("queued", started["queued"])
+            return started["conversation"], ""
         cid, run_id = started["conversation"], started["run"]
 
         async def follow() -> bool:
@@ -132,13 +166,16 @@ class HttpClient(SophosClient):
                 click.echo(f"error: could not cancel the run on {self.base}: {e.code}: {e.message}", err=True)
 
     async def _events(self, cid: str) -> AsyncIterator[tuple[str, Any]]:
-        """The run's events until its last, reconnecting after a dropped connection with
-        the last event id (the server replays what followed it)."""
+        """The run's events until its last, then those of the queued runs that follow it
+        (`follow=queue`: the server ends the stream when no run follows), reconnecting
+        after a dropped connection with the last event id (the server replays what
+        followed it)."""
         last: str | None = None
         for _ in range(RECONNECTS):
             headers = {"Last-Event-ID": last} if last else {}
             try:
-                async with aconnect_sse(self._http, "GET", "/api/chat", params={"conversation": cid}, headers=headers,
+                params = {"conversation": cid, "follow": "queue"}
+                async with aconnect_sse(self._http, "GET", "/api/chat", params=params, headers=headers,
                                         timeout=httpx.Timeout(TIMEOUT, read=None)) as source:
                     if not source.response.is_success:
                         await source.response.aread()
@@ -153,8 +190,6 @@ class HttpClient(SophosClient):
                             return
                         last = sse.id or last
                         yield sse.event, data
-                        if sse.event in ("end", "chat-error"):
-                            return
                 return
             except SSEError as e:
                 raise RemoteError("BAD_RESPONSE", f"{self.base} did not answer with an event stream: {e}") from e
@@ -181,6 +216,12 @@ class HttpClient(SophosClient):
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+
+def _file_name(response: httpx.Response, fallback: str) -> str:
+    """The name the server gave the attachment, without any directory in it."""
+    match = re.search(r'filename="([^"/\\]+)"', response.headers.get("content-disposition", ""))
+    return match.group(1) if match else fallback
 
 
 def _refusal(response: httpx.Response) -> RemoteError:

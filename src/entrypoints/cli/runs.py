@@ -24,6 +24,7 @@ from entrypoints.cli.base import (
     server_option,
 )
 from entrypoints.cli.client import Json, RemoteError, SophosClient, Stopper
+from entrypoints.cli.ids import LAST, on, resolve
 from entrypoints.cli.output import Printer
 
 
@@ -78,7 +79,7 @@ async def drive_deciding(client: SophosClient, body: Json, printer: Printer, ask
         decisions = asking.decide(await waiting_calls(client, cid))
         if not decisions:
             break
-        following = Printer(as_json=False)
+        following = Printer(as_json=False, reasoning=printer.reasoning)
         try:
             cid, run_id = await drive(client, resume_body(cid, decisions), following)
         except (SophosError, RemoteError) as e:
@@ -94,19 +95,26 @@ async def drive_deciding(client: SophosClient, body: Json, printer: Printer, ask
 
 def run_and_report(ctx: Context, body: Callable[[SophosClient], Awaitable[Json]], as_json: bool, server: str | None) -> None:
     """Drive the run `body` names (given the client, it may look first), then report it."""
-    printer = Printer(as_json)
+    printer = Printer(as_json, ctx.show_reasoning)
     ask = asking.on_terminal(as_json)
 
     async def work(client: SophosClient) -> tuple[str, str, Printer]:
         return await drive_deciding(client, await body(client), printer, ask)
 
-    cid, run_id, printer = ctx.with_client(work, server)
+    async def chosen(client: SophosClient) -> tuple[str, str, Printer]:
+        # -m/-s apply to the conversation from this turn on, as POST /api/chat's model and system do
+        return await drive_deciding(client, {**await body(client), **ctx.chat}, printer, ask)
+
+    cid, run_id, printer = ctx.with_client(chosen if ctx.chat else work, server)
     code = printer.report(cid, run_id, resume_hint(ctx, cid, server))
     finish(EXIT_PIPE if printer.pipe_closed else code)
 
 
 def given(body: Json) -> Callable[[SophosClient], Awaitable[Json]]:
+    """The body, its conversation resolved (a prefix, `last`) once the client is open."""
     async def body_of(client: SophosClient) -> Json:
+        if "conversation" in body:
+            return {**body, "conversation": await resolve(client, body["conversation"])}
         return body
 
     return body_of
@@ -117,29 +125,40 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print events
 
 @click.command()
 @click.argument("message", required=False)
-@click.option("-c", "--conversation", help="Continue this conversation.")
+@click.option("-c", "--conversation", help="Continue this conversation (its id, a unique prefix, or `last`).")
+@click.option("--last", is_flag=True, help="Continue the most recently updated conversation (as -c last).")
 @click.option("-i", "--interactive", is_flag=True, help="A prompt loop on one conversation (as `sophos repl`).")
 @click.option("--edit", "edit_of", type=int, metavar="N",
               help="Replace user message N (as `sophos show` numbers them) with MESSAGE, on a new branch.")
+@click.option("--queue", "multitask", flag_value="enqueue",
+              help="While the conversation's run works, queue MESSAGE: it is answered when the run completes.")
+@click.option("--steer", "multitask", flag_value="interrupt",
+              help="While the conversation's run works, steer it: it hands over to MESSAGE at its next step.")
 @json_option
 @server_option
 @global_options
 @pass_ctx
-def chat(ctx: Context, message: str | None, conversation: str | None, interactive: bool, edit_of: int | None,
-         as_json: bool, server: str | None) -> None:
+def chat(ctx: Context, message: str | None, conversation: str | None, last: bool, interactive: bool,
+         edit_of: int | None, multitask: str | None, as_json: bool, server: str | None) -> None:
     """Send MESSAGE and stream the answer (tokens, tool calls) as it comes.
 
     MESSAGE `-` (or none, with a pipe) reads it from stdin."""
+    conversation = LAST if last else conversation
     if interactive:
         from entrypoints.cli.repl import repl_loop
 
         finish(repl_loop(ctx, conversation, server))
     if edit_of is not None and conversation is None:
         raise CliError("BAD_REQUEST", "--edit needs the conversation: sophos chat -c ID --edit N MESSAGE", EXIT_BAD_INPUT)
+    if multitask is not None and (conversation is None or edit_of is not None):
+        raise CliError("BAD_REQUEST", "--queue and --steer need a conversation: sophos chat -c ID --queue MESSAGE",
+                       EXIT_BAD_INPUT)
     text = read_message(message)
     body: dict[str, Any] = {"message": text, **({"conversation": conversation} if conversation else {})}
     if edit_of is not None:
         body["editOf"] = edit_of
+    if multitask is not None:
+        body["multitask"] = multitask
     run_and_report(ctx, given(body), as_json, server)
 
 
@@ -176,7 +195,7 @@ def resume(ctx: Context, conversation: str, decision: str | None, as_json: bool,
 @pass_ctx
 def cancel(ctx: Context, conversation: str, server: str | None) -> None:
     """Stop CONVERSATION's running run, wherever it runs (it stays resumable)."""
-    result = ctx.with_client(lambda client: client.cancel(conversation), server)
+    result = ctx.with_client(on(conversation, lambda client, cid: client.cancel(cid)), server)
     cid, run_id, status = result["conversation"], result["run"], str(result["status"])
     click.echo(f"conversation: {cid}  run: {run_id}  status: {status}")
     if status == "running":

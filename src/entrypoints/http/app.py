@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from entrypoints.bundle import Services
-from entrypoints.http import routes, session, web
+from entrypoints.http import routes, session, transfer, web
 from entrypoints.http.errors import EXCEPTION_HANDLERS
 from entrypoints.http.guard import GuardMiddleware, HostPolicy
 from entrypoints.http.headers import HardeningMiddleware
@@ -59,7 +59,12 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
         Route("/api/conversations/{conversation_id}", routes.delete_conversation, methods=["DELETE"]),
         Route("/api/conversations/{conversation_id}/export", routes.export_conversation, methods=["GET"]),
         Route("/api/conversations/{conversation_id}/fork", routes.fork_conversation, methods=["POST"]),
+        Route("/api/conversations/{conversation_id}/queue/{queued_id}", routes.patch_queued, methods=["PATCH"]),
+        Route("/api/conversations/{conversation_id}/queue/{queued_id}", routes.delete_queued, methods=["DELETE"]),
         Route("/api/search", routes.search, methods=["GET"]),
+        Route("/api/models", routes.list_models, methods=["GET"]),
+        Route("/api/export", transfer.export_all, methods=["GET"]),
+        Route("/api/import", transfer.import_conversations, methods=["POST"]),
         Route("/api/approvals/always", routes.list_allow_rules, methods=["GET"]),
         Route("/api/approvals/always/{tool:path}", routes.revoke_allow_rule, methods=["DELETE"]),
         Route("/api/healthz", routes.healthz, methods=["GET"]),

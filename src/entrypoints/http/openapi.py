@@ -31,11 +31,16 @@ def _started(responses: dict[str, Any]) -> dict[str, Any]:
     ok["headers"] = {
         "X-Conversation-Id": {"description": "the conversation (streamed answer only)", "schema": UUID},
         "X-Run-Id": {"description": "the run (streamed answer only)", "schema": {"type": "string"}},
+        "X-Queued-Id": {"description": "the queued message (multitask enqueue behind an active run)",
+                        "schema": {"type": "string"}},
     }
     return responses
 
 
 CONV_PARAM = {"name": "conversation_id", "in": "path", "required": True, "schema": {"type": "string"}}
+QUEUED_PARAM = {"name": "queued_id", "in": "path", "required": True, "schema": {"type": "string"}}
+QUEUED = {"type": "object", "properties": {
+    "id": {"type": "string"}, "position": {"type": "integer"}, "text": {"type": "string"}, "createdAt": {"type": "string"}}}
 
 
 def openapi_document() -> dict[str, Any]:
@@ -58,6 +63,14 @@ def openapi_document() -> dict[str, Any]:
                             "editOf": {"type": "integer", "minimum": 0,
                                        "description": "index of the user message the new message replaces, on a new branch"},
                             "regenerate": {"type": "boolean", "description": "answer the last user message again, on a new branch"},
+                            "model": {"type": "string", "nullable": True, "maxLength": 200,
+                                      "description": "the conversation's model from this turn on (GET /api/models); "
+                                      "null: the server's default; unknown: 400 UNKNOWN_MODEL, nothing stored"},
+                            "system": {"type": "string", "nullable": True, "maxLength": 16000,
+                                       "description": "the conversation's system prompt from this turn on; null: config/system.md"},
+                            "multitask": {"type": "string", "enum": ["reject", "enqueue", "interrupt", "rollback"],
+                                          "description": "what a new message does while the conversation has an active "
+                                                         "or waiting run (default reject: 409)"},
                             "decisions": {"type": "object", "additionalProperties": {
                                 "type": "object", "required": ["type"], "additionalProperties": False,
                                 "properties": {
@@ -69,13 +82,16 @@ def openapi_document() -> dict[str, Any]:
                         },
                     })},
                     "responses": _started(_responses(200, {"type": "object", "properties": {
-                        "conversation": UUID, "run": {"type": "string"}}}, 400, 404, 409, 413, 503)),
+                        "conversation": UUID, "run": {"type": "string"}, "queued": QUEUED}}, 400, 404, 409, 413, 429, 503)),
                 },
                 "get": {
                     "summary": "Server-sent events of the conversation's active run",
                     "parameters": [
                         {"name": "conversation", "in": "query", "required": True, "schema": {"type": "string"}},
                         {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "string"}},
+                        {"name": "follow", "in": "query", "required": False, "schema": {"type": "string", "enum": ["queue"]},
+                         "description": "queue: after a run's terminal event, go on with the run that follows it "
+                                        "(a `started` event first)"},
                     ],
                     "responses": _responses(200, {"type": "string"}, ok_type="text/event-stream"),
                 },
@@ -99,6 +115,9 @@ def openapi_document() -> dict[str, Any]:
                         {"name": "q", "in": "query", "required": False, "description":
                          "only conversations whose title contains this text (case-insensitive)",
                          "schema": {"type": "string", "maxLength": 200}},
+                        {"name": "idPrefix", "in": "query", "required": False, "description":
+                         "alone: the (at most 11) conversations whose id starts with these 4 to 36 hex digits and dashes",
+                         "schema": {"type": "string", "minLength": 4, "maxLength": 36}},
                     ],
                     "responses": _responses(200, {"type": "object", "properties": {
                         "conversations": {"type": "array", "items": summary}}}, 400, 500),
@@ -149,7 +168,9 @@ def openapi_document() -> dict[str, Any]:
                     "requestBody": {"required": True, **_json({
                         "type": "object", "additionalProperties": False, "minProperties": 1,
                         "properties": {"title": {"type": "string", "minLength": 1, "maxLength": 200},
-                                       "activeBranch": {"type": "integer", "minimum": 1}},
+                                       "activeBranch": {"type": "integer", "minimum": 1},
+                                       "model": {"type": "string", "nullable": True, "maxLength": 200},
+                                       "system": {"type": "string", "nullable": True, "maxLength": 16000}},
                     })},
                     "responses": _responses(200, {"type": "object"}, 400, 404, 409, 413),
                 },
@@ -171,11 +192,48 @@ def openapi_document() -> dict[str, Any]:
                         "conversation": {"$ref": "#/components/schemas/ConversationSummary"}}}, 400, 404, 413),
                 }
             },
+            "/api/conversations/{conversation_id}/queue/{queued_id}": {
+                "patch": {
+                    "summary": "Edit a queued message while it waits",
+                    "parameters": [CONV_PARAM, QUEUED_PARAM],
+                    "requestBody": {"required": True, **_json({
+                        "type": "object", "additionalProperties": False, "required": ["message"],
+                        "properties": {"message": {"type": "string"}},
+                    })},
+                    "responses": _responses(200, {"type": "object", "properties": {
+                        "conversation": UUID, "queued": QUEUED}}, 400, 404, 413, 503),
+                },
+                "delete": {
+                    "summary": "Drop a queued message before it starts",
+                    "parameters": [CONV_PARAM, QUEUED_PARAM],
+                    "responses": _responses(204, None, 400, 404, 503),
+                },
+            },
             "/api/conversations/{conversation_id}/export": {
                 "get": {
-                    "summary": "Markdown transcript, or checkpoint JSONL with format=jsonl",
+                    "summary": "Markdown transcript; the checkpoint JSONL with format=jsonl; with format=json the whole "
+                               "conversation (every branch, every message, the approvals' decisions) as POST /api/import reads it",
                     "parameters": [CONV_PARAM, {"name": "format", "in": "query", "required": False, "schema": {"type": "string"}}],
                     "responses": _responses(200, {"type": "string"}, 400, 404, ok_type="text/markdown"),
+                }
+            },
+            "/api/export": {
+                "get": {
+                    "summary": "Every conversation as a zip of their JSON exports (format=json), one file each",
+                    "responses": _responses(200, {"type": "string", "format": "binary"}, 503, ok_type="application/zip"),
+                }
+            },
+            "/api/import": {
+                "post": {
+                    "summary": "Import the body: a Sophos JSON export (one conversation or a list), the zip of "
+                               "GET /api/export, or ChatGPT's conversations.json. Each conversation becomes a new one; "
+                               "a malformed file stores nothing (400)",
+                    "requestBody": {"required": True, "content": {
+                        "application/json": {"schema": {}},
+                        "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+                    }},
+                    "responses": _responses(201, {"type": "object", "properties": {
+                        "conversations": {"type": "array", "items": summary}}}, 400, 408, 413, 501, 503),
                 }
             },
             "/api/session": {
@@ -200,6 +258,21 @@ def openapi_document() -> dict[str, Any]:
             "/api/session/all": {
                 "delete": {"summary": "Log out everywhere: end every login session (every browser must log in again)",
                            "responses": _responses(204, None, 401, 403, 429)},
+            },
+            "/api/models": {
+                "get": {
+                    "summary": "The model server's models (Ollama /api/tags and /api/show, OpenAI-compatible /models), "
+                               "kept 10 s; when the server cannot say, no models and `error`",
+                    "responses": _responses(200, {"type": "object", "required": ["default", "models"], "properties": {
+                        "default": {"type": "string"},
+                        "models": {"type": "array", "items": {"type": "object", "required": ["name"], "properties": {
+                            "name": {"type": "string"}, "size": {"type": "integer", "nullable": True},
+                            "context": {"type": "integer", "nullable": True},
+                            "capabilities": {"type": "array", "items": {"type": "string"}},
+                            "family": {"type": "string", "nullable": True}, "default": {"type": "boolean"}}}},
+                        "error": {"type": "object"},
+                    }}),
+                }
             },
             "/api/healthz": {"get": {"summary": "Liveness", "responses": _responses(200, {"type": "object"})}},
             "/api/readyz": {"get": {"summary": "Model and tool readiness", "responses": _responses(200, {"type": "object"}, 503)}},

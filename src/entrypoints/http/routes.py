@@ -12,24 +12,31 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
-from domain.commands import Cancel, start_command
-from domain.errors import InvalidInput, SophosError
+from domain.commands import Cancel, SendMessage, start_command
+from domain.errors import InvalidInput, ModelBadResponse, ModelUnreachable, SophosError
 from domain.events import StreamEvent
 from domain.model import RunStatus, check_text, iso, parse_conversation_id
+from domain.models import settings_change
+from domain.queue import Multitask, QueuedMessage
 from entrypoints.bundle import Services
 from entrypoints.dto import (
     detail_dto,
+    model_dto,
     pending_dto,
+    queue_dto,
+    queued_dto,
     search_result_dto,
+    settings_dto,
     summary_dto,
 )
-from entrypoints.http import sse
+from entrypoints.http import sse, transfer
 from entrypoints.http.errors import RouteFailure, error_response
 from ports.model import Readiness
 
 MAX_BODY = 64 * 1024  # bytes; a larger body gets 413
 CONVERSATION_HEADER = "X-Conversation-Id"  # on a streamed POST /api/chat: what the JSON body says
 RUN_HEADER = "X-Run-Id"
+QUEUED_HEADER = "X-Queued-Id"  # on a POST /api/chat whose message was queued
 READY_TIMEOUT = 1.5  # seconds readyz waits for the model server
 
 
@@ -71,12 +78,24 @@ def _services(request: Request) -> Services:
 
 
 async def post_chat(request: Request) -> Response:
-    body = await read_json(request, {"message", "conversation", "resume", "decision", "decisions", "editOf", "regenerate"})
+    body = await read_json(
+        request, {"message", "conversation", "resume", "decision", "decisions", "editOf", "regenerate", "model", "system",
+                  "multitask"}
+    )
     command = start_command(
         body.get("message"), body.get("conversation"), body.get("resume") is True, body.get("decision"),
         edit_of=body.get("editOf"), regenerate=body.get("regenerate") is True, decisions=body.get("decisions"),
+        settings=settings_change(body),
+        multitask=body.get("multitask"),
     )
-    started = await _services(request).runs().start(command)
+    if isinstance(command, SendMessage) and command.multitask is not Multitask.REJECT:
+        sent = await _services(request).queue().send(command)
+        if isinstance(sent, QueuedMessage):  # committed; it starts when the active run completes
+            payload = {"conversation": sent.conversation_id, "queued": queued_dto(sent)}
+            return JSONResponse(payload, headers={CONVERSATION_HEADER: sent.conversation_id, QUEUED_HEADER: sent.id})
+        started = sent
+    else:
+        started = await _services(request).runs().start(command)
     if started.events is not None and "text/event-stream" in request.headers.get("accept", ""):
         # the run's own stream, as GET /api/chat sends it: the first token needs no second request
         ids = {CONVERSATION_HEADER: started.conversation_id, RUN_HEADER: started.run_id}
@@ -92,7 +111,8 @@ async def get_chat(request: Request) -> Response:
     except InvalidInput as e:
         return sse.single(StreamEvent("chat-error", {"code": e.code.value, "message": e.message}))
     after, tag = sse.last_event_id(request.headers.get("last-event-id"))
-    answer = await _services(request).runs().follow_batches(cid, after, tag)
+    through_queue = request.query_params.get("follow") == "queue"  # on into the queued runs that follow
+    answer = await _services(request).runs().follow_batches(cid, after, tag, through_queue)
     if isinstance(answer, StreamEvent):
         return sse.single(answer)
     state = request.app.state
@@ -110,9 +130,14 @@ async def cancel_chat(request: Request) -> Response:
 async def list_conversations(request: Request) -> Response:
     service = _services(request).conversations()
     params = request.query_params
-    unknown = set(params) - {"limit", "before", "q"}
+    unknown = set(params) - {"limit", "before", "q", "idPrefix"}
     if unknown:
         raise InvalidInput(f"Unknown parameter(s): {', '.join(sorted(unknown))}")
+    if "idPrefix" in params:  # an extension (docs/contract-extensions.md): the CLI's short ids
+        if len(params) > 1:
+            raise InvalidInput("idPrefix is not combined with other parameters")
+        found = await service.find(params["idPrefix"])
+        return JSONResponse({"conversations": [summary_dto(c) for c in found]})
     if "limit" in params or "before" in params:
         page = await service.page(params.get("limit"), params.get("before"), params.get("q"))
         items, cursor = page.conversations, page.next_cursor
@@ -143,23 +168,57 @@ async def get_conversation(request: Request) -> Response:
     if live is not None:  # lets a reloaded page show what precedes the run, then replay it
         body["activeRun"] = {"id": live.run_id, "baseMessageCount": live.base_count}
     body.update(pending_dto(detail))
+    body.update(queue_dto(await _services(request).queue().waiting(conv.id)))
     return JSONResponse(body)
 
 
 async def patch_conversation(request: Request) -> Response:
-    """Rename (`title`) and/or switch the active branch (`activeBranch`: a branch number,
-    as the detail's `branch.branches` lists them)."""
-    body = await read_json(request, {"title", "activeBranch"})
-    if "title" not in body and "activeBranch" not in body:
-        raise InvalidInput("title or activeBranch is required")
+    """Rename (`title`), choose the model and system prompt of the next turns (`model`,
+    `system`; null is the server's default) and/or switch the active branch
+    (`activeBranch`: a branch number, as the detail's `branch.branches` lists them)."""
+    body = await read_json(request, {"title", "activeBranch", "model", "system"})
+    if not body:
+        raise InvalidInput("title, model, system or activeBranch is required")
+    change = settings_change(body)  # checked before anything is written
     service = _services(request).conversations()
     cid = request.path_params["conversation_id"]
+    conv = await service.summary(cid)
+    if not change.empty:
+        conv = await service.configure(cid, change)
     if "title" in body:
         conv = await service.rename(cid, body["title"])
     if "activeBranch" in body:
         detail = await service.switch_branch(cid, body["activeBranch"])
         return JSONResponse(detail_dto(detail))
-    return JSONResponse({"conversation": summary_dto(conv)})
+    return JSONResponse({"conversation": settings_dto(conv) if not change.empty else summary_dto(conv)})
+
+
+async def list_models(request: Request) -> Response:
+    """The model server's models (kept briefly), the default marked. A server that cannot
+    say is not this server's failure: the answer is then the default with no list and the
+    error (a picker offers the default and says why there is nothing else)."""
+    catalog = _services(request).models()
+    try:
+        models = await catalog.list()
+    except (ModelUnreachable, ModelBadResponse) as e:
+        error = {"code": e.code.value, "message": e.message}
+        return JSONResponse({"default": catalog.default, "models": [], "error": error})
+    return JSONResponse({"default": catalog.default, "models": [model_dto(m, catalog.default) for m in models]})
+
+
+async def patch_queued(request: Request) -> Response:
+    """Edit a queued message's text while it waits (`{"message": ...}`)."""
+    body = await read_json(request, {"message"})
+    cid = parse_conversation_id(request.path_params["conversation_id"])
+    edited = await _services(request).queue().edit(cid, request.path_params["queued_id"], body.get("message"))
+    return JSONResponse({"conversation": cid, "queued": queued_dto(edited)})
+
+
+async def delete_queued(request: Request) -> Response:
+    """Drop a queued message before it starts."""
+    cid = parse_conversation_id(request.path_params["conversation_id"])
+    await _services(request).queue().drop(cid, request.path_params["queued_id"])
+    return Response(status_code=204)
 
 
 async def fork_conversation(request: Request) -> Response:
@@ -179,6 +238,8 @@ async def delete_conversation(request: Request) -> Response:
 async def export_conversation(request: Request) -> Response:
     service = _services(request).conversations()
     cid = request.path_params["conversation_id"]
+    if request.query_params.get("format") == "json":  # every branch, read back by import
+        return await transfer.export_json(request, cid)
     if request.query_params.get("format") == "jsonl":
         conv, text = await service.export_jsonl(cid)
         media, name = "application/x-ndjson; charset=utf-8", f"{conv.id}.checkpoints.jsonl"

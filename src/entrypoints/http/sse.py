@@ -54,8 +54,6 @@ def follow(
     is set. Event ids are `<n>@<run tag>`: the contract's per-run number, and the run it
     belongs to, so a reconnect after another run started (EventSource resends the last id it
     saw) cannot skip the new run's events."""
-    tag = run_tag(events.run_id)
-
     async def body() -> AsyncIterator[bytes]:
         closed: asyncio.Future[Any] = asyncio.ensure_future(closing.wait())
         pending: asyncio.Future[Batch] | None = None
@@ -70,8 +68,9 @@ def follow(
                     except StopAsyncIteration:
                         return
                     pending = None
+                    tag = run_tag(events.run_id)
                     yield b"".join(format_event(event.event, event.data, f"{event_id}@{tag}") for event_id, event in batch)
-                    if batch[-1][1].event in TERMINAL_EVENTS:
+                    if batch[-1][1].event in TERMINAL_EVENTS and not events.chained:
                         return
                 elif closed in done:
                     return

@@ -6,11 +6,15 @@ import { branchActions } from "/static/js/branches.js";
 import { $, el, icon } from "/static/js/dom.js";
 import { installResizer } from "/static/js/layout.js";
 import { installShortcuts } from "/static/js/shortcuts.js";
+import { conversationChanged, draftSettings, installModels, loadModels, onModels } from "/static/js/models.js";
+import { enqueue, onQueue, renderQueue, setQueue } from "/static/js/queue.js";
 import { renderList } from "/static/js/sidebar.js";
 import { offerUndo } from "/static/js/undo.js";
 import { currentSummary, state } from "/static/js/state.js";
 import { onMessageKey, renderMessages, renderStreaming, renderTrace, threadActions } from "/static/js/thread.js";
 import { checkReadiness, onReadiness, renderReadiness, sendBlocked } from "/static/js/status.js";
+import { addReasoning, answerStarted } from "/static/js/thinking.js";
+import { installTransfer } from "/static/js/transfer.js";
 import { installSearch } from "/static/search.js";
 
 // what to do about an error, when the server's message does not say it already
@@ -35,7 +39,7 @@ function renderHeader() {
   renderReadiness();
   $("logout").hidden = !state.auth.required;
   $("logout-everywhere").hidden = !state.auth.required;
-  for (const [id, suffix] of [["export-md", ""], ["export-jsonl", "?format=jsonl"]]) {
+  for (const [id, suffix] of [["export-md", ""], ["export-jsonl", "?format=jsonl"], ["export-json", "?format=json"]]) {
     $(id).hidden = !state.current;
     if (state.current) $(id).href = `/api/conversations/${state.current}/export${suffix}`;
   }
@@ -94,7 +98,7 @@ function renderComposer() {
   $("stop").hidden = $("detach").hidden = !state.streaming;
 }
 
-function render() { renderList(actions); renderHeader(); renderBanners(); renderMessages(); renderApprovals(); renderTrace(); renderComposer(); }
+function render() { renderList(actions); renderHeader(); renderBanners(); renderMessages(); renderQueue(); renderApprovals(); renderTrace(); renderComposer(); conversationChanged(); }
 
 // --- data
 async function loadList(more = false) {
@@ -123,6 +127,7 @@ async function openConversation(id, { keepError = false } = {}) {
     state.detail = d;
     state.messages = d.messages;
     state.approvals = d.pendingApprovals || [];
+    setQueue(d);
     const conv = d.conversation;
     if (conv.status === "failed" && conv.error && !keepError) state.error = conv.error;
     // a model that failed may be down now: Send says so at once, not at the next check
@@ -160,10 +165,13 @@ function attach(id) {
   const source = new EventSource(`/api/chat?conversation=${encodeURIComponent(id)}`);
   state.source = source;
   source.addEventListener("open", () => setOffline(false));
-  source.addEventListener("token", (e) => { lastAssistant(true).content += JSON.parse(e.data); renderStreaming(); });
+  const answer = () => Object.assign(lastAssistant(true), state.liveModel ? { model: state.liveModel } : {});
+  source.addEventListener("token", (e) => { const m = answer(); answerStarted(m); m.content += JSON.parse(e.data); renderStreaming(); });
+  source.addEventListener("reasoning", (e) => { addReasoning(answer(), JSON.parse(e.data)); renderStreaming(); });
   source.addEventListener("trace", (e) => {
     const t = JSON.parse(e.data);
     state.trace.push(t);
+    if (t.event === "enter" && t.node === "agent") state.liveModel = t.name;  // the model answering this step
     if (t.event === "call") {
       const msg = lastAssistant(false);
       msg.toolCalls = [...(msg.toolCalls || []), { id: t.data.tool_call_id, name: t.data.name, args: t.data.arguments }];
@@ -219,7 +227,7 @@ async function setOffline(offline) {
 // --- actions
 async function send(text) {
   state.error = null;
-  const body = state.current ? { message: text, conversation: state.current } : { message: text };
+  const body = state.current ? { message: text, conversation: state.current } : { message: text, ...draftSettings() };
   try {
     const started = await api("/api/chat", { method: "POST", body });
     if (started.conversation !== body.conversation) state.pendingTitle = text.split("\n")[0].slice(0, 50);
@@ -340,7 +348,7 @@ function remove(c) {
 function newChat() {
   state.chosen = true;
   detach();
-  Object.assign(state, { current: null, detail: null, messages: [], trace: [], error: null, pendingTitle: null, sidebarOpen: false, approvals: [], approvalNotice: null, editing: null });
+  Object.assign(state, { current: null, detail: null, messages: [], trace: [], error: null, pendingTitle: null, sidebarOpen: false, approvals: [], approvalNotice: null, editing: null, queued: [] });
   render();
   $("input").focus();
 }
@@ -375,6 +383,7 @@ async function logout(everywhere = false) {
 
 async function boot() {
   checkReadiness();
+  loadModels();
   await loadList();
   // the latest conversation, unless the person already chose one or a new chat meanwhile
   if (state.conversations.length && !state.chosen) await openConversation(state.conversations[0].id);
@@ -395,20 +404,37 @@ installShortcuts({
   openSidebar: () => { state.sidebarOpen = true; renderHeader(); },
   editMessage: (index) => { state.editing = index; renderMessages(); },
 });
+onModels({ fail });
 onApi({ unauthorized: () => showLogin("Your session ended; enter the token again."), unreachable: () => setOffline(true) });
 $("new-chat").append(icon("plus"), el("span", {}, "New Chat"));
 $("menu").append(icon("menu"));
 $("trace-toggle").append(icon("trace"));
+$("settings-toggle").append(icon("sliders"));
+installModels();
 $("trace-close").append(icon("close"));
 $("logout").append(icon("logout"));
 $("logout-everywhere").append(icon("logoutAll"));
-$("composer").addEventListener("submit", (e) => { e.preventDefault(); const text = $("input").value.trim(); if (text && !state.streaming && !sendBlocked()) send(text); });
+// Enter while an answer streams: the message waits on the server, in order (js/queue.js)
+$("composer").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const text = $("input").value.trim();
+  if (!text) return;
+  if (state.streaming && state.current) queueText(text);
+  else if (!state.streaming && !sendBlocked()) send(text);
+});
+async function queueText(text) {
+  $("input").value = "";
+  renderComposer();
+  try { await enqueue(text); } catch (e) { $("input").value = text; fail(e); }
+}
+onQueue({ failed: fail, started: () => openConversation(state.current) });
 $("input").addEventListener("keydown", (e) => { if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); $("composer").requestSubmit(); } });
 $("input").addEventListener("input", renderComposer);
 $("new-chat").addEventListener("click", newChat);
 $("messages").addEventListener("keydown", onMessageKey);
 installSearch($("filter"), openConversation);  // titles and contents of every conversation, in place of the list
 $("load-more").addEventListener("click", () => loadList(true));
+installTransfer({ imported: async (list) => { await loadList(); if (list.length) { state.chosen = true; await openConversation(list[0].id); } }, failed: fail });
 $("resume").addEventListener("click", () => resume(null));
 $("retry").addEventListener("click", () => resume("retry"));
 $("skip").addEventListener("click", () => resume("skip"));

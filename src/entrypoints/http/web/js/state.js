@@ -1,8 +1,8 @@
 // The page's state, shared by its modules.
 export const state = {
   conversations: [], cursor: null, query: "",
-  current: null, detail: null, messages: [], trace: [], pendingTitle: null, editing: null, approvals: [], approvalNotice: null,
-  source: null, streaming: false, chosen: false, error: null, offline: false,
+  current: null, detail: null, messages: [], trace: [], pendingTitle: null, editing: null, approvals: [], approvalNotice: null, queued: [],
+  source: null, streaming: false, chosen: false, liveModel: null, error: null, offline: false,
   sidebarOpen: false, traceOpen: false, renaming: null, deleting: {}, auth: { required: false, authenticated: true },
 };
 

@@ -3,6 +3,7 @@
 // status and example prompts. A model that is down is asked again every few seconds, so
 // the page unlocks by itself once it is started.
 import { $, el, icon } from "/static/js/dom.js";
+import { emptyPicker } from "/static/js/models.js";
 import { state } from "/static/js/state.js";
 
 const RETRY_MS = 5000;
@@ -80,6 +81,7 @@ export function emptyState() {
   return el("div", { class: "empty-state", "data-testid": "empty-state" },
     el("h2", {}, "Σοφός"),
     el("p", { class: `empty-status${r && !r.ok && !r.unknown ? " bad" : ""}`, "data-testid": "empty-status" }, status),
+    emptyPicker(),
     el("div", { class: "examples" }, examples((r && r.tools) || []).map((text) =>
       el("button", { type: "button", class: "example", "data-testid": "example-prompt", onclick: () => use(text) }, icon("plus"), el("span", {}, text)))));
 }

@@ -2,8 +2,10 @@
 import { branchNav, regenerateButton, userMessage } from "/static/js/branches.js";
 import { $, copyButton, el, icon } from "/static/js/dom.js";
 import { renderMarkdown } from "/static/js/markdown.js";
+import { emptyState } from "/static/js/models.js";
 import { state } from "/static/js/state.js";
 import { emptyState } from "/static/js/status.js";
+import { modelLabel, thinkingBlock } from "/static/js/thinking.js";
 import { callStatus, decisionOf, toolCard } from "/static/js/toolcards.js";
 
 // message -> [key, node]: a message is rebuilt only when it changed. Stored messages are
@@ -39,6 +41,7 @@ function assistant(group, results) {
   const body = msgs.flatMap((m, k) => {
     const out = [];
     if (k > 0) out.push(el("div", { class: "continued-mark", role: "separator", "data-testid": "continued-mark" }, "continued"));
+    out.push(thinkingBlock(m));
     if (m.content) { const div = el("div", { class: "content" }); renderMarkdown(div, m.content); out.push(div); }
     out.push(...(m.toolCalls || []).map((c) => toolCard(c, results.get(c.id))));
     return out;
@@ -49,7 +52,8 @@ function assistant(group, results) {
   const copy = text ? copyButton(() => text, "Copy message", "copy-message") : null;
   const nav = branchNav(msgs[0]);
   const again = regenerateButton(group[group.length - 1]);
-  const foot = copy || nav || again || stopped ? el("div", { class: "msg-foot" }, stopped, nav, again, copy) : null;
+  const model = modelLabel([...msgs].reverse().find((m) => m.model) || last);  // a resume may have switched models
+  const foot = copy || nav || again || stopped || model ? el("div", { class: "msg-foot" }, model, stopped, nav, again, copy) : null;
   return el("div", { class: "msg assistant", "data-testid": "assistant-message", "data-index": index }, body, foot);
 }
 
@@ -93,11 +97,11 @@ function node(m, results, index, shown) {
   const calls = msgs.flatMap((x) => (x.toolCalls || []).map((c) => { const r = results.get(c.id); return [callStatus(c, r, decisionOf(c.id)), r && r.content, r && r.durationMs]; }));
   // `state.streaming` only where it shows (branch arrows; calls use it through their status):
   // the edit, regenerate and fork icons are hidden by a class while a run streams
-  const key = JSON.stringify([index, msgs.map((x) => [x.content, x.toolCalls, !!x.stopped, !!x.failed]), m.status, m.branch ? state.streaming : null, m.branch,
+  const key = JSON.stringify([index, msgs.map((x) => [x.content, x.toolCalls, !!x.stopped, !!x.failed, x.reasoning, !!x.thinking && state.streaming, x.reasoningSeconds, x.model]), m.status, m.branch ? state.streaming : null, m.branch,
     state.editing === index, group[group.length - 1] === state.messages.length - 1, !!state.current, calls, m.role === "tool" && shown.has(m.toolCallId)]);
   const hit = cached(m);
   if (hit && hit[0] === key) return hit[1];
-  const visible = msgs.some((x) => x.content || (x.toolCalls || []).length || x.stopped || x.failed);
+  const visible = msgs.some((x) => x.content || x.reasoning || (x.toolCalls || []).length || x.stopped || x.failed);
   const made = decorate(m.role === "user" ? userMessage(m, index)
     : m.role === "assistant" ? (visible ? assistant(group, results) : null)
       : m.role === "tool" && !shown.has(m.toolCallId) ? tool(m) : null, group[group.length - 1]);

@@ -1,0 +1,129 @@
+"""The model and system prompt a conversation asks for, and the rules on them.
+
+A conversation may name a model and a system prompt of its own; None means the server's
+default (OLLAMA_MODEL or OPENAI_MODEL, config/system.md), so changing the default moves
+every conversation that never chose. A change applies from the conversation's next turn.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from domain.errors import InvalidInput, UnknownModel
+from domain.model import check_text
+
+MODEL_NAME_MAX = 200  # characters: Ollama's longest names (registry/namespace/model:tag) are ~100
+SYSTEM_MAX = 16_000  # characters of a conversation's own system prompt
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """One model a model server serves. `size` in bytes, `context` in tokens and
+    `capabilities` (Ollama's words: completion, tools, thinking, vision) when the server
+    reports them, else None / ()."""
+
+    name: str
+    size: int | None = None
+    context: int | None = None
+    capabilities: tuple[str, ...] = ()
+    family: str | None = None
+
+    @property
+    def thinks(self) -> bool:
+        return "thinking" in self.capabilities
+
+
+@dataclass(frozen=True)
+class ChatSettings:
+    """What a conversation asked for: None is the server's default."""
+
+    model: str | None = None
+    system: str | None = None
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """What one run's model calls use: the model name (None: the backend's default), the
+    system prompt (None: config/system.md) and the model's context size when the server
+    reports one (the budget is then the smaller of it and MODEL_CONTEXT)."""
+
+    model: str | None = None
+    system: str | None = None
+    context: int | None = None
+
+
+def check_model_name(value: object) -> str | None:
+    """A model name as a request gives it: None or "" (the default) gives None; otherwise a
+    string without control or format characters, at most MODEL_NAME_MAX long."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput("model must be a string (a model name, as GET /api/models lists them)")
+    if any(unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") for ch in check_text(value, "model")):
+        raise InvalidInput("model must not contain control characters")
+    name = value.strip()
+    if not name:
+        return None
+    if len(name) > MODEL_NAME_MAX:
+        raise InvalidInput(f"model is longer than {MODEL_NAME_MAX} characters")
+    return name
+
+
+def check_system(value: object) -> str | None:
+    """A system prompt as a request gives it: None or blank gives None (the default)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput("system must be a string")
+    text = check_text(value, "system")
+    if len(text) > SYSTEM_MAX:
+        raise InvalidInput(f"system is longer than {SYSTEM_MAX} characters")
+    return text if text.strip() else None
+
+
+def find_model(name: str, models: Sequence[ModelInfo]) -> ModelInfo | None:
+    """The listed model a name means: the same name, or (as Ollama resolves a bare name)
+    the name with the tag `:latest`."""
+    for m in models:
+        if m.name == name or m.name == f"{name}:latest":
+            return m
+    return None
+
+
+def known_model(name: str, models: Sequence[ModelInfo], fix: str) -> ModelInfo:
+    """The listed model, or UnknownModel naming what is listed and `fix` (how to get it)."""
+    found = find_model(name, models)
+    if found is not None:
+        return found
+    listed = ", ".join(m.name for m in models[:10]) + (", …" if len(models) > 10 else "")
+    raise UnknownModel(f"The model server has no model {name!r}: {fix}" + (f" (it has: {listed})" if listed else ""))
+
+
+@dataclass(frozen=True)
+class SettingsChange:
+    """A change a request asks for: only the fields it names (`sets_*`) change, and a
+    named field given as None goes back to the server's default."""
+
+    model: str | None = None
+    system: str | None = None
+    sets_model: bool = False
+    sets_system: bool = False
+
+    @property
+    def empty(self) -> bool:
+        return not (self.sets_model or self.sets_system)
+
+    def apply(self, current: ChatSettings) -> ChatSettings:
+        return ChatSettings(
+            self.model if self.sets_model else current.model, self.system if self.sets_system else current.system
+        )
+
+
+def settings_change(fields: Mapping[str, object]) -> SettingsChange:
+    """The change named by a request's `model` and `system` fields (absent: unchanged;
+    null or blank: the default), each checked."""
+    return SettingsChange(
+        check_model_name(fields.get("model")), check_system(fields.get("system")), "model" in fields, "system" in fields
+    )

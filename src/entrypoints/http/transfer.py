@@ -1,0 +1,67 @@
+"""Routes that move whole conversations (extensions of the seed contract, see
+docs/contract-extensions.md): a conversation's JSON export, every conversation as a zip,
+and an import."""
+
+from __future__ import annotations
+
+import asyncio
+
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
+
+from domain.model import utc_now
+from domain.transfer import LIMITS
+from entrypoints.bundle import Services
+from entrypoints.dto import summary_dto
+from entrypoints.transfer_files import document_bytes, export_zip, json_name, upload_files, zip_name
+
+UPLOAD_TIME = 10  # an import's body may take this many times REQUEST_TIMEOUT to arrive: it can be large
+
+
+def _services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+def _attachment(name: str) -> dict[str, str]:
+    return {"Content-Disposition": f'attachment; filename="{name}"'}
+
+
+async def export_json(request: Request, conversation_id: str) -> Response:
+    conv, copy = await _services(request).transfer().export(conversation_id)
+    return Response(document_bytes(conv, copy), media_type="application/json", headers=_attachment(json_name(copy)))
+
+
+async def export_all(request: Request) -> Response:
+    service = _services(request).transfer()
+    items = [item async for item in service.export_all()]
+    body = await asyncio.to_thread(export_zip, items)  # compressing a large history takes a while
+    return Response(body, media_type="application/zip", headers=_attachment(zip_name(utc_now())))
+
+
+async def _upload(request: Request) -> bytes:
+    size = 0
+    chunks: list[bytes] = []
+    timeout = request.app.state.request_timeout * UPLOAD_TIME
+    try:
+        async with asyncio.timeout(timeout):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > LIMITS.bytes:
+                    raise HTTPException(413, f"An import is at most {LIMITS.bytes // (1024 * 1024)} MB")
+                chunks.append(chunk)
+    except TimeoutError:
+        raise HTTPException(408, f"The file did not arrive within {timeout:g} s") from None
+    except ClientDisconnect:
+        raise HTTPException(400, "The client disconnected before sending the file") from None
+    return b"".join(chunks)
+
+
+async def import_conversations(request: Request) -> Response:
+    """The body is the file: a Sophos export (one conversation, or the zip of all) or
+    ChatGPT's conversations.json. 201 with the new conversations' summaries."""
+    data = await _upload(request)
+    files = await asyncio.to_thread(upload_files, data)
+    imported = await _services(request).transfer().import_files(files)
+    return JSONResponse({"conversations": [summary_dto(c) for c in imported]}, status_code=201)

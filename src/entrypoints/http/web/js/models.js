@@ -1,0 +1,110 @@
+// The model and system prompt of a conversation: the picker in the header (and in the
+// empty state), the system-prompt field of the conversation's settings, and the choices
+// of a new chat, sent with its first message. The list comes from GET /api/models, asked
+// for once the page is up (never holding its load back) and again when the picker opens.
+import { api } from "/static/js/api.js";
+import { $, el } from "/static/js/dom.js";
+import { state } from "/static/js/state.js";
+
+const hooks = { fail: () => {} };
+let listed = { default: "", models: [], error: null };
+let draft = {};  // a new chat's choices: {model?, system?}
+let asked = 0;
+
+export function onModels(given) { Object.assign(hooks, given); }
+
+// asked by boot (after a login, where one is needed: a 401 here would ask for the token)
+export async function loadModels() {
+  const now = Date.now();
+  if (now - asked < 5000) return;  // the server keeps the list for 10 s anyway
+  asked = now;
+  try { listed = await api("/api/models"); } catch (e) { listed = { ...listed, error: { code: e.code, message: e.message } }; }
+  renderModels();
+}
+
+const conversation = () => (state.current && state.detail ? state.detail.conversation : null);
+const chosenModel = () => (state.current ? (conversation() || {}).model || "" : draft.model || "");
+const chosenSystem = () => (state.current ? (conversation() || {}).system || "" : draft.system || "");
+
+// what a POST /api/chat starting a new conversation carries; cleared once it is sent
+export function draftSettings() {
+  const out = { ...draft };
+  draft = {};
+  return out;
+}
+
+function options(select) {
+  const current = chosenModel();
+  const names = listed.models.map((m) => m.name);
+  const signature = JSON.stringify([listed.default, names, current]);
+  if (select.dataset.signature === signature) return;  // an open picker is not rebuilt under the pointer
+  select.dataset.signature = signature;
+  const shown = [el("option", { value: "" }, `Default (${listed.default || "server"})`),
+    ...names.map((n) => el("option", { value: n }, n))];
+  if (current && !names.includes(current)) shown.push(el("option", { value: current }, current));
+  select.replaceChildren(...shown);
+  select.value = current;
+  select.title = listed.error ? `The model list is unavailable: ${listed.error.message}` : "The model that answers from the next message on";
+}
+
+async function choose(model) {
+  if (!state.current) { draft.model = model || undefined; renderModels(); return; }
+  try {
+    const body = await api(`/api/conversations/${state.current}`, { method: "PATCH", body: { model: model || null } });
+    if (state.detail) state.detail.conversation = { ...state.detail.conversation, ...body.conversation };
+  } catch (e) { hooks.fail(e); }
+  renderModels();
+}
+
+async function saveSystem() {
+  const text = $("system-input").value;
+  const note = $("settings-note");
+  if (!state.current) { draft.system = text.trim() ? text : undefined; note.textContent = "Used from the first message on"; return; }
+  try {
+    const body = await api(`/api/conversations/${state.current}`, { method: "PATCH", body: { system: text.trim() ? text : null } });
+    if (state.detail) state.detail.conversation = { ...state.detail.conversation, ...body.conversation };
+    note.textContent = "Saved: used from the next message on";
+  } catch (e) { hooks.fail(e); }
+}
+
+// a picker of its own for the empty state of a new chat (status.js's welcome)
+export function emptyPicker() {
+  const picker = el("select", { class: "model-picker", "data-testid": "empty-model-picker", "aria-label": "Model",
+    onchange: (e) => choose(e.target.value), onfocus: loadModels });
+  options(picker);
+  return el("label", { class: "empty-model" }, "The answer comes from ", picker);
+}
+
+export function renderModels() {
+  options($("model-picker"));
+  const panel = $("settings-panel");
+  $("settings-toggle").setAttribute("aria-expanded", String(!panel.hidden));
+  const box = document.querySelector('[data-testid="empty-model-picker"]');
+  if (box) options(box);
+}
+
+function toggleSettings() {
+  const panel = $("settings-panel");
+  panel.hidden = !panel.hidden;
+  if (!panel.hidden) {
+    $("system-input").value = chosenSystem();
+    $("settings-note").textContent = state.current ? "" : "For the new conversation";
+    $("system-input").focus();
+  }
+  renderModels();
+}
+
+export function installModels() {
+  $("model-picker").addEventListener("change", (e) => choose(e.target.value));
+  $("model-picker").addEventListener("focus", loadModels);
+  $("settings-toggle").addEventListener("click", toggleSettings);
+  $("system-save").addEventListener("click", saveSystem);
+  $("system-input").addEventListener("keydown", (e) => { if (e.key === "Escape") { e.stopPropagation(); toggleSettings(); } });
+}
+
+// the settings panel follows the conversation on screen
+export function conversationChanged() {
+  const panel = $("settings-panel");
+  if (!panel.hidden) { $("system-input").value = chosenSystem(); $("settings-note").textContent = ""; }
+  renderModels();
+}

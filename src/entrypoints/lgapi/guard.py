@@ -1,0 +1,103 @@
+"""The LangGraph API's guard: the main API's host allow-list (DNS rebinding), API_TOKEN as
+LangGraph clients send it (`X-Api-Key`, or a bearer), and CORS for the browser clients
+(Agent Chat UI, Studio) named in LANGGRAPH_API_CORS_ORIGINS. There is no cookie here: a
+cross-origin page can only reach this API through an origin the operator allowed."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from starlette.datastructures import Headers
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from domain.errors import SophosError
+from entrypoints.http.errors import domain_error_response, error_response
+from entrypoints.http.guard import HostPolicy, parse_authority, same_origin
+from entrypoints.http.session import bearer_credentials, client_address
+from services.sessions import SessionService
+
+log = logging.getLogger(__name__)
+
+OPEN_PATHS = frozenset({"/ok"})
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+ALLOW_HEADERS = "Authorization, Content-Type, X-Api-Key, Last-Event-ID, X-Auth-Scheme, Cache-Control"
+EXPOSE_HEADERS = "Content-Location, Location"
+
+
+class CorsPolicy:
+    """Origins allowed to call from a browser: `*` for any, or a comma-separated list."""
+
+    def __init__(self, setting: str) -> None:
+        entries = {o.strip().rstrip("/") for o in setting.split(",") if o.strip()}
+        self.any = "*" in entries
+        self.origins = entries - {"*"}
+
+    def allows(self, origin: str) -> bool:
+        return self.any or origin in self.origins
+
+
+def _given_token(headers: Headers) -> bytes | None:
+    key = headers.get("x-api-key")
+    if key is not None:
+        return key.strip().encode("latin-1", "replace")
+    return bearer_credentials(headers.get("authorization", ""))
+
+
+class LangGraphGuard:
+    def __init__(self, app: ASGIApp, token: str, hosts: HostPolicy, cors: CorsPolicy,
+                 sessions: Callable[[], SessionService]) -> None:
+        self.app = app
+        self.token = token
+        self.hosts = hosts
+        self.cors = cors
+        self.sessions = sessions
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        origin = request.headers.get("origin")
+        allowed_origin = origin if origin is not None and self.cors.allows(origin) else None
+        refusal = await self._refusal(request, origin, allowed_origin)
+        if refusal is None and request.method == "OPTIONS" and allowed_origin is not None:
+            refusal = Response(status_code=204, headers={
+                "Access-Control-Allow-Methods": "GET, POST, PATCH, DELETE, OPTIONS",
+                "Access-Control-Allow-Headers": ALLOW_HEADERS, "Access-Control-Max-Age": "600"})
+        target = refusal if refusal is not None else self.app
+
+        async def send_with_cors(message: Message) -> None:
+            if message["type"] == "http.response.start" and allowed_origin is not None:
+                headers = list(message.get("headers", []))
+                headers += [(b"access-control-allow-origin", allowed_origin.encode("latin-1")),
+                            (b"access-control-expose-headers", EXPOSE_HEADERS.encode()), (b"vary", b"Origin")]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await target(scope, receive, send_with_cors)
+
+    async def _refusal(self, request: Request, origin: str | None, allowed_origin: str | None) -> Response | None:
+        given = request.headers.getlist("host")
+        authority = parse_authority(given[0]) if len(given) == 1 else None
+        if authority is None or not self.hosts.allows(authority.host):
+            return error_response(400, "HOST_NOT_ALLOWED", "This server does not answer to the host name in the "
+                                  "request; add it to ALLOWED_HOSTS to serve it")
+        cross = (origin is not None and not same_origin(origin, request.scope["scheme"], authority)) or (
+            request.headers.get("sec-fetch-site") == "cross-site")
+        if cross and allowed_origin is None and (request.method not in SAFE_METHODS or request.method == "OPTIONS"):
+            return error_response(403, "FORBIDDEN", "Cross-origin requests are refused; allow the origin with "
+                                  "LANGGRAPH_API_CORS_ORIGINS")
+        if request.method == "OPTIONS" or not self.token or request.url.path in OPEN_PATHS:
+            return None
+        credentials = _given_token(request.headers)
+        try:
+            allowed = credentials is not None and self.sessions().bearer(credentials, client_address(request))
+        except SophosError as e:  # too many failed attempts from this address
+            return domain_error_response(e)
+        if not allowed:
+            return error_response(401, "UNAUTHORIZED", "The server's API_TOKEN is required (X-Api-Key or a bearer)",
+                                  {"WWW-Authenticate": "Bearer"})
+        return None

@@ -1,0 +1,219 @@
+"""A LangGraph run request as a Sophos command: a human message is a `SendMessage`, a
+`command: {resume: ...}` answers the calls waiting for approval (a `Resume` with their
+decisions), a run from an older checkpoint is an edit or a regenerate on a new branch."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from domain.approvals import ApprovalRequest, Decision, DecisionType, parse_decision
+from domain.commands import Edit, Regenerate, Resume, SendMessage, StartRun, check_message
+from domain.errors import DecisionRequired, InvalidInput, StaleDecision
+from domain.model import CheckpointSummary, Message, UserMessage
+
+RUN_FIELDS = frozenset({
+    "assistant_id", "input", "command", "stream_mode", "stream_subgraphs", "stream_resumable", "config", "context",
+    "metadata", "checkpoint", "checkpoint_id", "checkpoint_during", "multitask_strategy", "if_not_exists",
+    "on_disconnect", "on_completion", "after_seconds", "durability", "interrupt_before", "interrupt_after",
+    "webhook", "feedback_keys", "langsmith_tracer", "strict_resume",
+})
+
+
+@dataclass(frozen=True)
+class ThreadView:
+    """What a run request is checked against: the thread's messages on its active branch,
+    the calls waiting for a decision, and its checkpoints."""
+
+    thread_id: str
+    messages: Sequence[Message]
+    waiting: Sequence[ApprovalRequest]
+    pending_calls: int  # tool calls of the last turn without a result
+    head_checkpoint: str | None
+    log: Sequence[CheckpointSummary]
+
+
+def needs_thread(body: Mapping[str, Any]) -> bool:
+    """Whether the request can only be mapped with the thread read (a resume, a checkpoint, a
+    tool message); a plain new message needs no read before its run starts."""
+    if body.get("command") is not None or body.get("checkpoint") is not None or body.get("checkpoint_id") is not None:
+        return True
+    raw = body.get("input")
+    messages = raw.get("messages") if isinstance(raw, dict) else None
+    if raw is None or messages is None:
+        return True  # no input: a resume
+    items = messages if isinstance(messages, list) else [messages]
+    return any(isinstance(m, dict) and m.get("type", m.get("role")) == "tool" for m in items)
+
+
+def check_options(body: Mapping[str, Any]) -> None:
+    """Refuse what Sophos does not do (yet), with a clear 400 instead of a silent no."""
+    strategy = body.get("multitask_strategy")
+    if strategy not in (None, "reject"):
+        raise InvalidInput(f"multitask_strategy {strategy!r} is not supported: a thread runs one run at a time "
+                           "and a second one is refused (409), as with \"reject\"")
+    for key in ("interrupt_before", "interrupt_after"):
+        if body.get(key):
+            raise InvalidInput(f"{key} is not supported: tool calls wait for approval by the server's TOOL_APPROVAL")
+    if body.get("webhook"):
+        raise InvalidInput("webhook is not supported")
+    if body.get("after_seconds"):
+        raise InvalidInput("after_seconds is not supported: runs start at once")
+    if body.get("on_disconnect") not in (None, "continue"):
+        raise InvalidInput("on_disconnect must be \"continue\": a run goes on when its stream is closed")
+
+
+def _text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            else:
+                raise InvalidInput("Only text content is supported in a message")
+        return "".join(parts)
+    raise InvalidInput("A message's content must be a string or a list of text parts")
+
+
+def _human_text(raw_input: object, view: ThreadView) -> str | None:
+    """The one human message an input carries, or None for no input."""
+    if raw_input is None:
+        return None
+    if not isinstance(raw_input, dict):
+        raise InvalidInput("input must be an object with messages")
+    unknown = set(raw_input) - {"messages"}
+    if unknown:
+        # repr: a field name may hold what no UTF-8 answer can carry (a lone surrogate)
+        raise InvalidInput(f"Unknown input field(s): {', '.join(sorted(repr(k) for k in unknown))[:200]}")
+    raw = raw_input.get("messages")
+    if raw is None:
+        return None
+    messages = [raw] if isinstance(raw, (dict, str)) else raw
+    if not isinstance(messages, list):
+        raise InvalidInput("input.messages must be a list of messages")
+    texts: list[str] = []
+    for m in messages:
+        if isinstance(m, str):
+            texts.append(m)
+            continue
+        if not isinstance(m, dict):
+            raise InvalidInput("Each message must be an object")
+        kind = m.get("type", m.get("role"))
+        if kind == "tool":
+            # a client closing an open call with a made-up result must not decide it
+            if view.pending_calls:
+                raise DecisionRequired("A tool call of this thread waits for a decision or has an unknown "
+                                       "outcome: answer it with command.resume, not with a tool message")
+            raise InvalidInput("Tool messages are written by the server only")
+        if kind not in ("human", "user"):
+            raise InvalidInput("Only human messages may be sent as input")
+        texts.append(_text(m.get("content")))
+    if len(texts) != 1:
+        raise InvalidInput("input.messages must hold exactly one human message")
+    text = check_message(texts[0]).strip()
+    if not text:
+        raise InvalidInput("Message is required")
+    return text
+
+
+def _decision(raw: object) -> Decision:
+    """One answer in the shapes clients send: LangChain's HITL decisions (approve, edit
+    with edited_action, reject with message), Agent Inbox's responses (accept, edit with
+    args, ignore, response) or Sophos's own."""
+    if not isinstance(raw, dict):
+        raise InvalidInput("Each decision must be an object with a type")
+    kind = raw.get("type")
+    if kind in ("approve", "accept") and set(raw) <= {"type", "args"}:
+        return Decision(DecisionType.APPROVE)
+    if kind == "edit" and isinstance(raw.get("edited_action"), dict):
+        args = raw["edited_action"].get("args")
+        if not isinstance(args, dict):
+            raise InvalidInput("edited_action.args must be an object")
+        return Decision(DecisionType.EDIT, dict(args))
+    if kind == "edit" and isinstance(raw.get("args"), dict) and isinstance(raw["args"].get("args"), dict):
+        return Decision(DecisionType.EDIT, dict(raw["args"]["args"]))
+    if kind == "ignore":
+        return Decision(DecisionType.REJECT)
+    if kind == "response":
+        reason = raw.get("args")
+        return parse_decision({"type": "reject", "message": reason if isinstance(reason, str) else ""})
+    if kind == "reject" and set(raw) <= {"type", "message"}:
+        return parse_decision(dict(raw))
+    return parse_decision(raw)
+
+
+def decisions_of(resume: object, waiting: Sequence[ApprovalRequest]) -> dict[str, Decision]:
+    """The decisions a `resume` value gives, by tool call id. A list answers the waiting
+    calls in order; an object maps call ids to decisions. Nothing waiting, or a count that
+    does not match, is a stale answer (409): nothing runs."""
+    if not waiting:
+        raise StaleDecision("No tool call of this thread waits for a decision")
+    if isinstance(resume, dict) and set(resume) == {"decisions"}:
+        resume = resume["decisions"]
+    if isinstance(resume, list):
+        if len(resume) != len(waiting):
+            raise StaleDecision(f"{len(waiting)} tool call(s) wait for a decision; {len(resume)} answered")
+        return {r.call.id: _decision(d) for r, d in zip(waiting, resume, strict=True)}
+    if isinstance(resume, dict):
+        ids = {r.call.id for r in waiting}
+        if not set(resume) <= ids:
+            raise StaleDecision("A decision names a tool call that does not wait for one")
+        return {str(k): _decision(v) for k, v in resume.items()}
+    raise InvalidInput("command.resume must be a list of decisions or {\"decisions\": [...]}")
+
+
+def checkpoint_id(body: Mapping[str, Any]) -> str | None:
+    """The checkpoint a run request names (`checkpoint` or `checkpoint_id`), or None."""
+    given = body.get("checkpoint_id")
+    checkpoint = body.get("checkpoint")
+    if isinstance(checkpoint, dict):
+        given = checkpoint.get("checkpoint_id", given)
+    elif checkpoint is not None:
+        raise InvalidInput("checkpoint must be an object with a checkpoint_id")
+    if given is not None and not isinstance(given, str):
+        raise InvalidInput("checkpoint_id must be a string")
+    return given
+
+
+def run_command(body: Mapping[str, Any], view: ThreadView) -> StartRun:
+    """The Sophos command a run request on a thread asks for."""
+    check_options(body)
+    command = body.get("command")
+    if command is not None:
+        if not isinstance(command, dict) or set(command) - {"resume"} or "resume" not in command:
+            raise InvalidInput("Only command.resume is supported (no update, goto)")
+        if body.get("input") is not None:
+            raise InvalidInput("input and command cannot be combined")
+        return Resume(view.thread_id, None, decisions_of(command["resume"], view.waiting))
+    text = _human_text(body.get("input"), view)
+    checkpoint = checkpoint_id(body)
+    if checkpoint is not None and checkpoint != view.head_checkpoint:
+        return _from_checkpoint(view, checkpoint, text)
+    if text is None:
+        return Resume(view.thread_id)
+    return SendMessage(text, view.thread_id)
+
+
+def _from_checkpoint(view: ThreadView, checkpoint: str, text: str | None) -> StartRun:
+    """A run from an older checkpoint of the active branch: with a message, an edit of the
+    user message that followed it; without, a regenerate of the last answer."""
+    entry = next((c for c in view.log if c.checkpoint_id == checkpoint), None)
+    if entry is None:
+        raise InvalidInput("checkpoint names no checkpoint of this thread")
+    at = entry.message_count
+    if text is not None:
+        if at >= len(view.messages) or not isinstance(view.messages[at], UserMessage):
+            raise InvalidInput("A message from an older checkpoint replaces the user message that followed it; "
+                               "none does")
+        return Edit(view.thread_id, at, text)
+    # clients regenerate from the parent of the answer's first checkpoint: after the question,
+    # after a tools step, or (when the question was pending input) just before it
+    last_user = max((i for i, m in enumerate(view.messages) if isinstance(m, UserMessage)), default=-1)
+    if last_user < 0 or not last_user <= at < len(view.messages):
+        raise InvalidInput("Only the last answer can be generated again (from a checkpoint after its question)")
+    return Regenerate(view.thread_id)

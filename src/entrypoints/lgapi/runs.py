@@ -1,0 +1,262 @@
+"""Runs: Sophos runs started, streamed, joined and cancelled in LangGraph's words."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from domain.commands import Cancel, Resume
+from domain.errors import ConversationNotFound, InvalidInput, NotSupported, SophosError
+from domain.model import CheckpointSummary, Message, Run, RunStatus, new_id
+from entrypoints.lgapi import shapes
+from entrypoints.lgapi.inputs import RUN_FIELDS, ThreadView, checkpoint_id, needs_thread, run_command
+from entrypoints.lgapi.stream import Projector, ReadThread, parse_modes, stream_response
+from entrypoints.lgapi.threads import bounded, branch_of, read_body, services, thread_body, thread_id, view
+from services.handles import StartedRun
+from services.hub import TERMINAL_EVENTS, RunStream, run_tag
+
+_LAST_ID = re.compile(r"([0-9]{1,15})@([0-9a-f]{8})")
+
+
+def _modes(raw: object) -> tuple[str, ...]:
+    modes = parse_modes(raw)
+    if modes is None:
+        raise InvalidInput("stream_mode must be values, updates, messages-tuple, custom (or a list of them)")
+    return modes
+
+
+def _headers(tid: str, rid: str, stateless: bool = False, modes: tuple[str, ...] = ()) -> dict[str, str]:
+    """Where the run is, and where its stream is re-joined: the SDKs reconnect to
+    `Location` without the request's body, so it carries the stream modes (a restarted
+    server remembers nothing but what the database holds)."""
+    where = f"/runs/{rid}" if stateless else f"/threads/{tid}/runs/{rid}"
+    query = urlencode([("stream_mode", m) for m in modes])
+    return {"Content-Location": where, "Location": f"/threads/{tid}/runs/{rid}/stream" + (f"?{query}" if query else "")}
+
+
+async def _start(request: Request, tid: str | None) -> tuple[dict[str, Any], str, StartedRun]:
+    """Parse a run request and start its run: (body, thread id, started run). A thread the
+    run makes (stateless, `if_not_exists: create`) is made once the request is known good."""
+    body = await read_body(request, set(RUN_FIELDS))
+    if not shapes.is_assistant(body.get("assistant_id")):
+        raise ConversationNotFound(f"Assistant {str(body.get('assistant_id'))[:64]!r} not found: "
+                                   f"the one assistant is {shapes.GRAPH_ID!r}")
+    _modes(body.get("stream_mode"))
+    if body.get("if_not_exists") not in (None, "create", "reject"):
+        raise InvalidInput('if_not_exists must be "create" or "reject"')
+    conversations = services(request).conversations()
+    fresh = tid is None
+    if tid is not None and body.get("if_not_exists") == "create":
+        try:
+            await conversations.summary(tid)
+        except ConversationNotFound:
+            fresh = True
+    cid = tid or new_id()
+    if fresh:
+        command = run_command(body, ThreadView(cid, (), (), 0, None, ()))
+        await conversations.create(cid)
+    else:
+        v = await _thread_for(request, cid, body) if needs_thread(body) else ThreadView(cid, (), (), 0, None, ())
+        command = run_command(body, v)
+    return body, cid, await services(request).runs().start(command)
+
+
+async def _thread_for(request: Request, cid: str, body: dict[str, Any]) -> ThreadView:
+    """The thread as the request sees it. A checkpoint of another branch (a client that
+    switched branches in its own view) makes that branch the active one first, as the
+    page's switch does; the run then starts from there."""
+    detail, v = await view(request, cid)
+    checkpoint = checkpoint_id(body)
+    if checkpoint is None or any(c.checkpoint_id == checkpoint for c in v.log):
+        return v
+    number = await branch_of(request, detail, checkpoint)
+    if number is None:
+        return v  # run_command refuses an unknown checkpoint
+    conversations = services(request).conversations()
+    own = [c.checkpoint_id for c in await conversations.checkpoint_log(cid) if c.branch == number]
+    await conversations.switch_branch(cid, number)
+    if own and own[-1] == checkpoint:  # the head it was left at: the thread's head once switched
+        body.pop("checkpoint", None)
+        body.pop("checkpoint_id", None)
+    return (await view(request, cid))[1]
+
+
+def _read(request: Request, tid: str) -> ReadThread:
+    async def read() -> tuple[Sequence[Message], Sequence[CheckpointSummary]]:
+        conversations = services(request).conversations()
+        messages = (await conversations.get(tid)).messages
+        return messages, await conversations.checkpoint_log(tid)
+    return read
+
+
+async def _one(started: StartedRun) -> AsyncIterator[tuple[str, RunStream]]:
+    assert started.events is not None  # a run this process started always has its stream
+    yield started.run_id, started.events()
+
+
+async def stream_run(request: Request) -> Response:
+    return await _stream_new(request, thread_id(request))
+
+
+async def stream_stateless(request: Request) -> Response:
+    return await _stream_new(request, None)
+
+
+async def _stream_new(request: Request, tid: str | None) -> Response:
+    body, cid, started = await _start(request, tid)
+    modes = _modes(body.get("stream_mode"))
+    base = (await services(request).conversations().run(cid, started.run_id)).base_count
+    projector = Projector(modes, cid, started.run_id, _read(request, cid), base)
+    state = request.app.state
+    return stream_response(projector, _one(started), state.ping_seconds, state.closing,
+                           _headers(cid, started.run_id, tid is None, modes))
+
+
+async def create_run(request: Request) -> Response:
+    _, cid, started = await _start(request, thread_id(request))
+    run = await services(request).conversations().run(cid, started.run_id)
+    return JSONResponse(shapes.run_dict(run), headers=_headers(cid, run.id))
+
+
+async def _drain(stream: RunStream) -> None:
+    async with contextlib.aclosing(stream):
+        async for batch in stream:
+            if batch[-1][1].event in TERMINAL_EVENTS:
+                return
+
+
+async def _values(request: Request, cid: str) -> dict[str, Any]:
+    body = await thread_body(request, cid)
+    values: dict[str, Any] = body["values"]
+    if body["interrupts"]:
+        values["__interrupt__"] = body["interrupts"][""]
+    return values
+
+
+async def wait_run(request: Request) -> Response:
+    return await _wait_new(request, thread_id(request))
+
+
+async def wait_stateless(request: Request) -> Response:
+    return await _wait_new(request, None)
+
+
+async def _wait_new(request: Request, tid: str | None) -> Response:
+    _, cid, started = await _start(request, tid)
+    async for _, stream in _one(started):
+        await _drain(stream)
+    return JSONResponse(await _values(request, cid), headers=_headers(cid, started.run_id, tid is None))
+
+
+async def list_runs(request: Request) -> Response:
+    params = request.query_params
+    limit = bounded(_int(params.get("limit")), "limit", 10, 1)
+    offset = bounded(_int(params.get("offset")), "offset", 0, 0, MAX_RUNS)
+    runs = await services(request).conversations().runs_of(thread_id(request), min(limit + offset, MAX_RUNS))
+    status = params.get("status")
+    out = [shapes.run_dict(r) for r in runs]
+    if status:
+        out = [r for r in out if r["status"] == status]
+    return JSONResponse(out[offset:offset + limit])
+
+
+MAX_RUNS = 1000
+
+
+def _int(raw: str | None) -> int | None:
+    if raw is None:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise InvalidInput("limit and offset must be integers") from None
+
+
+async def _run(request: Request) -> Run:
+    return await services(request).conversations().run(thread_id(request), str(request.path_params["run_id"]))
+
+
+async def get_run(request: Request) -> Response:
+    return JSONResponse(shapes.run_dict(await _run(request)))
+
+
+async def delete_run(request: Request) -> Response:
+    await _run(request)
+    raise NotSupported("A run's record stays with its thread; delete the thread")
+
+
+async def join_run(request: Request) -> Response:
+    run = await _run(request)
+    async for _, stream in _chain(request, run, 0):
+        await _drain(stream)
+    return JSONResponse(await _values(request, run.conversation_id))
+
+
+async def join_stream(request: Request) -> Response:
+    """Re-join: after the Last-Event-ID this server sent (`<n>@<run tag>`), or from the
+    start (`-1`, or none). A run that a crash stopped is followed by the run that resumed
+    it; if none did, the re-join resumes it (what AUTO_RESUME does at start-up)."""
+    run = await _run(request)
+    modes = _modes(request.query_params.getlist("stream_mode") or None)
+    given = (request.headers.get("last-event-id") or "").strip()
+    m = _LAST_ID.fullmatch(given)
+    after = int(m[1]) if m else 0
+    if m and m[2] != run_tag_of(run.id):
+        successor = await _successor(request, run)
+        if successor is not None and run_tag_of(successor.id) == m[2]:
+            run = successor
+        else:
+            after = 0
+    cid = run.conversation_id
+    projector = Projector(modes, cid, run.id, _read(request, cid), run.base_count)
+    state = request.app.state
+    return stream_response(projector, _chain(request, run, after), state.ping_seconds, state.closing,
+                           _headers(cid, run.id, modes=modes), begin=after == 0)
+
+
+def run_tag_of(run_id: str) -> str:
+    return run_tag(run_id)
+
+
+async def _successor(request: Request, run: Run) -> Run | None:
+    """The run that resumed `run` after a crash: the thread's next run, if `run` was
+    interrupted and that one started after it."""
+    latest = (await services(request).conversations().runs_of(run.conversation_id, 1))
+    if not latest or latest[0].id == run.id or latest[0].started_at < run.started_at:
+        return None
+    return latest[0]
+
+
+async def _chain(request: Request, run: Run, after: int) -> AsyncIterator[tuple[str, RunStream]]:
+    runs = services(request).runs()
+    conversations = services(request).conversations()
+    while True:
+        yield run.id, await runs.follow_run(run, after)
+        ended = await conversations.run(run.conversation_id, run.id)
+        if ended.status is not RunStatus.INTERRUPTED:
+            return
+        successor = await _successor(request, ended)
+        if successor is None:
+            with contextlib.suppress(SophosError):  # not resumable, or a decision is needed: it stays stopped
+                started = await runs.start(Resume(run.conversation_id))
+                successor = await conversations.run(run.conversation_id, started.run_id)
+        if successor is None:
+            successor = await _successor(request, ended)  # another client's resume won
+        if successor is None:
+            return
+        run, after = successor, 0
+
+
+async def cancel_run(request: Request) -> Response:
+    run = await _run(request)
+    if request.query_params.get("action", "interrupt") != "interrupt":
+        raise InvalidInput('action must be "interrupt": a rollback is not supported')
+    if run.status is RunStatus.RUNNING:
+        await services(request).runs().cancel(Cancel(run.conversation_id))
+    return JSONResponse(shapes.run_dict(await _run(request)), status_code=200)

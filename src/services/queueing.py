@@ -1,0 +1,133 @@
+"""Use cases of a message typed while a run works (domain.queue): queue it, steer the run
+with it, roll the run back for it, edit or drop it while it waits, and start the queues
+nothing else will drain. The store starts the next message of a completed run itself, in
+the outcome's transaction (RunService._record hands it the run); this is the rest."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+
+from domain.commands import Cancel, Edit, SendMessage, check_message
+from domain.errors import InvalidInput, QueuedNotFound, SessionInProgress, ShuttingDown
+from domain.model import Run, RunStatus, RunTrigger, check_text, new_id
+from domain.queue import MAX_QUEUED, Multitask, QueuedMessage, queue_due, rollback_point
+from ports.queue import MessageQueue
+from services.handles import StartedRun
+from services.runs import RunService
+
+log = logging.getLogger(__name__)
+
+ENQUEUE_TRIES = 5  # a run ending while a message is queued behind it: look again this often
+
+
+class QueueService:
+    def __init__(self, service: RunService, queue: MessageQueue, max_queued: int = MAX_QUEUED) -> None:
+        self.service = service
+        self.queue = queue
+        self.max_queued = max_queued
+
+    async def send(self, command: SendMessage) -> StartedRun | QueuedMessage:
+        """A message with a multitask strategy (domain.queue.Multitask)."""
+        if command.multitask is Multitask.ENQUEUE:
+            return await self.enqueue(command)
+        if command.multitask is Multitask.INTERRUPT:
+            return await self.enqueue(command, steer=True)
+        if command.multitask is Multitask.ROLLBACK:
+            return await self.rollback(command)
+        return await self.service.start(command)
+
+    async def enqueue(self, command: SendMessage, steer: bool = False) -> StartedRun | QueuedMessage:
+        """Queue the message behind the conversation's active (or waiting) run, committed
+        before this returns; with no run active, start it at once (as `start` would).
+        `steer`: first in line, and the active run hands over to it at its next step
+        boundary (a tool call in flight finishes and its result is kept)."""
+        service = self.service
+        cid = command.conversation_id
+        if cid is None:
+            return await service.start(command)
+        if service.draining:
+            raise ShuttingDown()
+        for _ in range(ENQUEUE_TRIES):
+            message = QueuedMessage(new_id(), cid, 0, command.text.strip(), service.clock(), steer=steer)
+            queued = await self.queue.enqueue(message, self.max_queued)
+            if queued is not None:
+                ctx = {"conversation_id": cid}
+                log.info("message %s %s at %d", queued.id, "steers" if steer else "queued", queued.position, extra=ctx)
+                active = service.hub.get(cid)
+                if steer and active is not None:  # another process's run learns it from its supervisor
+                    active.steer_requested = True
+                return queued
+            try:
+                return await service.start(command)
+            except SessionInProgress:
+                # a run started (or has not left this process's hub yet): queue behind it
+                await asyncio.sleep(service.poll_seconds)
+        raise SessionInProgress()
+
+    async def rollback(self, command: SendMessage) -> StartedRun | QueuedMessage:
+        """Cancel the active run and answer the message on a new branch forked before the
+        rolled-back turn: its user message is replaced, the turn itself stays a branch
+        (never deleted). With no run active, the message is simply sent."""
+        service = self.service
+        cid = command.conversation_id
+        live = await service.live_run(cid) if cid is not None else None
+        if cid is None or live is None:
+            return await service.start(command)
+        stopped = await service.cancel(Cancel(cid))
+        if stopped.status is RunStatus.RUNNING:
+            raise SessionInProgress()  # its owner did not stop it within the wait
+        thread = await service.checkpoints.get_thread(cid)
+        at = rollback_point(thread.messages, live.base_count)
+        log.info("rolled back run %s (its turn kept as a branch)", stopped.run_id, extra={"conversation_id": cid})
+        if at is None:
+            return await service.start(SendMessage(command.text, cid, command.settings))
+        return await service.start(Edit(cid, at, command.text, command.settings))
+
+    async def steered(self, conversation_ids: Sequence[str]) -> set[str]:
+        return await self.queue.steered(conversation_ids)
+
+    async def waiting(self, conversation_id: str) -> Sequence[QueuedMessage]:
+        return await self.queue.queued(conversation_id)
+
+    async def edit(self, conversation_id: str, message_id: str, text: object) -> QueuedMessage:
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInput("Message is required")
+        check_message(text)
+        edited = await self.queue.edit_queued(conversation_id, check_text(message_id, "Id"), text.strip())
+        if edited is None:
+            raise QueuedNotFound()
+        return edited
+
+    async def drop(self, conversation_id: str, message_id: str) -> None:
+        if not await self.queue.drop_queued(conversation_id, check_text(message_id, "Id")):
+            raise QueuedNotFound()
+
+    async def drain_due(self) -> list[StartedRun]:
+        """Start the queues whose last run leaves nobody to start them (domain.queue.queue_due):
+        after a restart, a reclaim, or a queued run that died before its message was saved.
+        Any process may: the store's compare-and-set on the latest run lets one win."""
+        service, started = self.service, []
+        for cid in await self.queue.queued_conversations():
+            if service.hub.get(cid) is not None or service.draining:
+                continue
+            latest = await service.runs.latest_run(cid)
+            if not queue_due(latest):
+                continue
+            head = await service.checkpoints.head(cid)
+            run = Run(new_id(), cid, RunStatus.RUNNING, service.clock(), owner=service.processes.current(),
+                      base_count=head.message_count + 1, trigger=RunTrigger.QUEUE)
+            service.starting.add(run.id)  # recovery must not take the run before it is in the hub
+            claimed: QueuedMessage | None = None
+            try:
+                claimed = await self.queue.start_queued(run, service.clock(), latest.id if latest else None)
+            except SessionInProgress:
+                pass  # another process started a run meanwhile
+            finally:
+                if claimed is None:
+                    service.starting.discard(run.id)
+            if claimed is None:
+                continue
+            started.append(service.launch_queued(run, claimed))
+        return started

@@ -1,0 +1,93 @@
+"""The model picker, the system prompt of a conversation and the model's thinking on the
+page (Chromium) against a real server and the fake Ollama: each survives a reload."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.browser.conftest import App, open_page
+from tests.support.fake_ollama import FakeOllama
+
+
+@pytest.fixture
+def models_app(tmp_path: Path, ollama: FakeOllama) -> Iterator[App]:
+    ollama.models = ("qwen3:latest", "llama3.2:latest")
+    ollama.capabilities = {"qwen3:latest": ["thinking"]}
+    a = App(tmp_path, ollama, TOOLS_BACKEND="none")
+    yield a
+    a.server.stop()
+
+
+@pytest.fixture
+def page(browser: Browser, models_app: App, request: pytest.FixtureRequest) -> Iterator[Page]:
+    with open_page(browser, models_app.server.url, request.node.name) as pg:
+        yield pg
+
+
+def send(page: Page, text: str) -> None:
+    page.get_by_test_id("message-input").fill(text)
+    page.get_by_test_id("send-button").click()
+
+
+def test_pick_a_model_in_the_empty_state_and_see_it_on_the_answer_after_a_reload(page: Page, ollama: FakeOllama) -> None:
+    empty = page.get_by_test_id("empty-model-picker")
+    expect(empty).to_be_visible()
+    expect(empty.locator("option")).to_have_text(["Default (qwen3)", "qwen3:latest", "llama3.2:latest"])
+    empty.select_option("llama3.2:latest")
+    expect(page.get_by_test_id("model-picker")).to_have_value("llama3.2:latest")
+    ollama.add({"text": "Hola from llama"})
+    send(page, "which model are you?")
+    answer = page.get_by_test_id("assistant-message").last
+    expect(answer).to_contain_text("Hola from llama")
+    expect(answer.get_by_test_id("answer-model")).to_have_attribute("data-model", "llama3.2:latest")
+    assert ollama.requests[-1]["model"] == "llama3.2:latest"
+    # switched in the header: the next answer comes from the other model, the first keeps its name
+    page.get_by_test_id("model-picker").select_option("")
+    ollama.add({"text": "Hello from qwen"})
+    send(page, "and now?")
+    expect(page.get_by_test_id("assistant-message").last).to_contain_text("Hello from qwen")
+    assert ollama.requests[-1]["model"] == "qwen3"
+    page.reload()
+    labels = page.get_by_test_id("answer-model")
+    expect(labels).to_have_count(2)
+    assert labels.evaluate_all("ns => ns.map(n => n.dataset.model)") == ["llama3.2:latest", "qwen3"]
+    expect(page.get_by_test_id("model-picker")).to_have_value("")
+
+
+def test_set_a_system_prompt_in_the_conversations_settings(page: Page, ollama: FakeOllama) -> None:
+    send(page, "first")
+    expect(page.get_by_test_id("assistant-message")).to_have_count(1)
+    page.get_by_test_id("settings-button").click()
+    page.get_by_test_id("system-input").fill("Answer like a pirate.")
+    page.get_by_test_id("system-save").click()
+    expect(page.get_by_test_id("settings-panel")).to_contain_text("Saved")
+    send(page, "second")
+    expect(page.get_by_test_id("assistant-message")).to_have_count(2)
+    assert ollama.requests[-1]["messages"][0] == {"role": "system", "content": "Answer like a pirate."}
+    page.reload()
+    page.get_by_test_id("settings-button").click()
+    expect(page.get_by_test_id("system-input")).to_have_value("Answer like a pirate.")
+
+
+def test_the_thinking_block_streams_collapses_and_survives_a_reload(page: Page, ollama: FakeOllama) -> None:
+    thought = " ".join(f"step{i}" for i in range(40))
+    ollama.add({"thinking": thought, "text": "The answer is 42.", "token_delay": 0.04})
+    send(page, "think hard")
+    label = page.get_by_test_id("thinking-label")
+    expect(label).to_have_text("Thinking…")  # live while it thinks
+    expect(page.get_by_test_id("assistant-message").last).to_contain_text("The answer is 42.")
+    expect(label).to_have_text(re.compile(r"^Thought for \d+(\.\d)? s$"))
+    block = page.get_by_test_id("thinking")
+    expect(block).not_to_have_attribute("open", "")  # collapsed: the answer comes first
+    expect(page.get_by_test_id("thinking-text")).not_to_be_visible()
+    label.click()
+    expect(page.get_by_test_id("thinking-text")).to_contain_text("step39")
+    page.reload()
+    expect(page.get_by_test_id("thinking-label")).to_have_text(re.compile(r"^Thought for \d+(\.\d)? s$"))
+    page.get_by_test_id("thinking-label").click()
+    expect(page.get_by_test_id("thinking-text")).to_contain_text("step0")
