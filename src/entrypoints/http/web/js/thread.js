@@ -2,7 +2,6 @@
 import { branchNav, regenerateButton, userMessage } from "/static/js/branches.js";
 import { $, copyButton, el, icon } from "/static/js/dom.js";
 import { renderMarkdown } from "/static/js/markdown.js";
-import { emptyState } from "/static/js/models.js";
 import { state } from "/static/js/state.js";
 import { emptyState } from "/static/js/status.js";
 import { modelLabel, thinkingBlock } from "/static/js/thinking.js";
