@@ -14,6 +14,7 @@ from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqlite.saver import ThreadedSqliteSaver
 from domain.errors import ConversationNotFound, InvalidInput, ModelUnreachable
 from domain.model import new_id
+from domain.models import SettingsChange
 from tests.support.harness import Harness, make_harness, recording_tool
 
 
@@ -81,6 +82,17 @@ class CheckpointPortContract:
         assert [m.content for m in harness.model.seen[-1].messages][:3] == [m.content for m in source.messages[:3]]
         assert len((await harness.conversations.get(fork.id)).messages) == 5
         assert len((await harness.conversations.get(cid)).messages) == len(source.messages)
+
+    async def test_a_fork_keeps_the_model_and_system_prompt_of_its_source(self, harness: Harness) -> None:
+        cid = await scenario(harness)
+        await harness.conversations.configure(cid, SettingsChange("other-model", "Be terse.", True, True))
+        fork = await harness.conversations.fork(cid, 1)
+        assert (fork.model, fork.system) == ("other-model", "Be terse.")
+        stored = (await harness.conversations.get(fork.id)).conversation
+        assert (stored.model, stored.system, stored.message_count) == ("other-model", "Be terse.", 3)
+        harness.model.replies.append("in the fork")
+        await harness.send("and now?", fork.id)
+        assert harness.model.seen[-1].model == "other-model" and harness.model.seen[-1].system.startswith("Be terse.")
 
     async def test_a_fork_at_a_user_message_waits_for_its_answer(self, harness: Harness) -> None:
         cid = await scenario(harness)
