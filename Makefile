@@ -86,9 +86,10 @@ install-dev: install $(DEV_STAMP)
 run: install
 	$(VENV)/bin/sophos serve
 
+# its own database: the demo's conversations never mix with `make run`'s
 demo: install
-	@echo "Demo: the offline demo model and tools, no model server needed"
-	$(VENV)/bin/sophos --model demo --tools demo serve
+	@echo "Demo: the offline demo model and tools, no model server needed (data in data/demo)"
+	$(VENV)/bin/sophos --model demo --tools demo --db data/demo/sophos.db serve
 
 test: need-test install-dev
 	PYTHONPATH=src $(VENV)/bin/lint-imports

@@ -18,7 +18,7 @@ from enum import StrEnum
 from typing import Any
 
 from domain.errors import DecisionRequired, InvalidInput, StaleDecision
-from domain.model import PendingCall, ToolCall, utc_now
+from domain.model import AssistantMessage, Message, PendingCall, ToolCall, utc_now
 from domain.tools import ToolSpec
 
 SEP = "__"  # `<server>__<tool>`, as the toolbox names tools
@@ -153,6 +153,13 @@ def waiting(requests: Sequence[ApprovalRequest], pending: Sequence[PendingCall])
     """The requests still waiting for a person: undecided, their call still pending."""
     ids = {p.call.id for p in pending}
     return tuple(r for r in requests if r.decision is None and r.call.id in ids)
+
+
+def decided_on(requests: Sequence[ApprovalRequest], messages: Sequence[Message]) -> tuple[ApprovalRequest, ...]:
+    """The requests with a decision whose call is among `messages`' tool calls (a call of
+    another branch is not shown on this one)."""
+    calls = {c.id for m in messages if isinstance(m, AssistantMessage) for c in m.tool_calls}
+    return tuple(r for r in requests if r.decision is not None and r.call.id in calls)
 
 
 @dataclass(frozen=True)

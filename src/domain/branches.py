@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from domain.errors import InvalidEdit, NothingToRegenerate
-from domain.model import Message, UserMessage
+from domain.errors import InvalidEdit, InvalidInput, NothingToRegenerate
+from domain.model import AssistantMessage, Message, ToolResult, UserMessage
 
 
 @dataclass(frozen=True)
@@ -103,3 +103,32 @@ def regenerate_fork(messages: Sequence[Message]) -> int:
         if isinstance(messages[i], UserMessage):
             return i + 1
     raise NothingToRegenerate()
+
+
+NOT_RUN = "Not run: the conversation was forked before this call had a result."
+MAX_TITLE = 200
+
+
+def fork_messages(messages: Sequence[Message], index: object) -> tuple[Message, ...]:
+    """The messages a conversation forked at message `index` starts with: those up to and
+    including it, then the results of its tool calls when it made any; a call still without
+    a result is answered "not run", so a fork never runs a call of its source again unseen.
+    Raises InvalidInput for an index that is not a message of the thread."""
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(messages):
+        raise InvalidInput(f"messageIndex must be the index of a message (0 to {len(messages) - 1})")
+    kept = list(messages[: index + 1])
+    at = messages[index]
+    if isinstance(at, AssistantMessage) and at.tool_calls:
+        results = {}
+        for m in messages[index + 1:]:
+            if not isinstance(m, ToolResult):
+                break
+            results[m.tool_call_id] = m
+        kept += [results.get(c.id) or ToolResult(NOT_RUN, c.id, c.name, "error") for c in at.tool_calls]
+    return tuple(kept)
+
+
+def fork_title(title: str) -> str:
+    """A fork's title: its source's, marked, within the title limit."""
+    suffix = " (fork)"
+    return title[: MAX_TITLE - len(suffix)] + suffix

@@ -195,6 +195,8 @@ class StreamTranslator:
         elif isinstance(event, ToolCallFinished):
             r = event.result
             data = {"name": r.name, "tool_call_id": r.tool_call_id, "result": r.content}
+            if r.duration_ms is not None:
+                data["durationMs"] = r.duration_ms
             out.append(trace(event.step, r.name, "tools", "result", data))
         elif isinstance(event, ContextPlanned):
             data = {

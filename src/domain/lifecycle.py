@@ -18,6 +18,7 @@ from domain.errors import (
     InvalidTransition,
     RunLost,
     RunNotResumable,
+    StorageFailure,
     to_chat_error,
 )
 from domain.events import StreamEvent
@@ -170,11 +171,15 @@ def terminal_event(conversation_id: str, outcome: Outcome) -> StreamEvent:
 # --- a stopped answer ----------------------------------------------------------------------
 
 
-def keeps_stopped_text(stop: StopReason | None, text: str, head: ThreadHead) -> bool:
+def keeps_stopped_text(stop: StopReason | None, text: str, head: ThreadHead, failure: BaseException | None = None) -> bool:
     """Whether the text a stopped step streamed is added to the thread: only when a person
-    stopped it, it said something, and the step's own output is not saved (the head still
-    waits for the agent; after it the step's answer or tool calls are in the thread)."""
-    return stop is StopReason.CANCEL and bool(text) and head.work_left and not head.awaiting_tools
+    stopped it or the model failed mid-answer (a dropped or stalled stream: the text is what
+    the person saw, and a retry goes on after it), it said something, and the step's own
+    output is not saved (the head still waits for the agent; after it the step's answer or
+    tool calls are in the thread). A shutdown's step runs again instead, and a run whose
+    storage failed or that was lost cannot write."""
+    failed = stop is None and failure is not None and not isinstance(failure, (RunLost, StorageFailure))
+    return (stop is StopReason.CANCEL or failed) and bool(text) and head.work_left and not head.awaiting_tools
 
 
 # --- ownership -----------------------------------------------------------------------------

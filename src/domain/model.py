@@ -224,6 +224,8 @@ class ToolResult:
     status: Literal["success", "error"] = "success"
     id: str | None = None
     role: Literal["tool"] = "tool"
+    duration_ms: int | None = None  # how long the call took, when it ran (stored since issue 33)
+    skipped: bool = False  # never sent again: its outcome was unknown and the user chose Skip
 
 
 @dataclass(frozen=True)
@@ -256,6 +258,10 @@ def message_to_dto(message: Message) -> dict[str, Any]:
                 dto["reasoningSeconds"] = round(message.reasoning_seconds, 1)
     if isinstance(message, ToolResult):
         dto.update(name=message.name, toolCallId=message.tool_call_id, status=message.status)
+        if message.duration_ms is not None:
+            dto["durationMs"] = message.duration_ms
+        if message.skipped:
+            dto["skipped"] = True
     if isinstance(message, SummaryMessage):
         dto["covers"] = message.covers
     return dto

@@ -21,8 +21,8 @@ from domain.search import MARK_CLOSE, MARK_OPEN, SearchResult
 from services.conversations import ConversationDetail
 
 __all__ = [
-    "approval_dto", "detail_dto", "marker_dto", "message_to_dto", "model_dto", "pending_dto", "queue_dto", "queued_dto",
-    "search_result_dto", "settings_dto", "snippet_html", "summary_dto",
+    "approval_dto", "decision_dto", "detail_dto", "marker_dto", "message_to_dto", "model_dto", "pending_dto",
+    "queue_dto", "queued_dto", "search_result_dto", "settings_dto", "snippet_html", "summary_dto",
 ]
 
 
@@ -118,7 +118,24 @@ def detail_dto(detail: ConversationDetail) -> dict[str, Any]:
         "activeBranch": detail.active_branch,
         "branchCount": max(1, len(detail.branches)),
     }
+    if detail.decided:
+        body["toolDecisions"] = {r.call.id: decision_dto(r) for r in detail.decided}
     return body
+
+
+def decision_dto(request: ApprovalRequest) -> dict[str, Any]:
+    """A person's decision on a call: `type` approve/edit/reject, `always` for an approve
+    that also allows the tool from then on, the edited `args` or the rejection's `message`."""
+    d = request.decision
+    assert d is not None
+    dto: dict[str, Any] = {"type": d.type.value, "always": d.always}
+    if d.args is not None:
+        dto["args"] = d.args
+    if d.message:
+        dto["message"] = d.message
+    if request.decided_at is not None:
+        dto["decidedAt"] = iso(request.decided_at)
+    return dto
 
 
 def pending_dto(detail: ConversationDetail) -> dict[str, Any]:

@@ -21,6 +21,12 @@ class BranchPort(Protocol):
         one branch is number 1)."""
 
     @abstractmethod
+    async def seed_thread(self, thread_id: str, messages: Sequence[Message]) -> None:
+        """Write `messages` as the first checkpoint of the new thread `thread_id` (a
+        conversation forked from another): nothing left to run after an answer, the agent's
+        turn after a user's message (a resume answers it). Every message keeps its fields."""
+
+    @abstractmethod
     async def branch_messages(self, thread_id: str, number: int) -> Sequence[Message] | None:
         """The messages of branch `number` as its head holds them (rebuilt from what is
         stored, as a switch would restore them); None for an unknown branch."""

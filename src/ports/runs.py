@@ -60,10 +60,16 @@ class RunRepository(Protocol):
 
     @abstractmethod
     async def create_conversation(
-        self, conversation_id: str, title: str, now: datetime, settings: ChatSettings = ChatSettings()  # noqa: B008
+        self,
+        conversation_id: str,
+        title: str,
+        now: datetime,
+        settings: ChatSettings = ChatSettings(),  # noqa: B008
+        message_count: int = 0,
     ) -> Conversation:
-        """Insert a conversation with message_count 0, created_at = updated_at = now and
-        the model and system prompt of `settings` (None: the server's default)."""
+        """Insert a conversation with `message_count` (0 unless it starts with a copied
+        thread: a fork), created_at = updated_at = now and the model and system prompt of
+        `settings` (None: the server's default)."""
 
     @abstractmethod
     async def set_chat_settings(self, conversation_id: str, settings: ChatSettings) -> bool:

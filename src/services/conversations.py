@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from domain.approvals import ApprovalRequest, waiting, waiting_message
-from domain.branches import Branch, BranchMarker, markers
+from domain.approvals import ApprovalRequest, decided_on, waiting, waiting_message
+from domain.branches import Branch, BranchMarker, fork_messages, fork_title, markers
 from domain.errors import (
     BranchNotFound,
     ConversationNotFound,
@@ -61,6 +61,7 @@ class ConversationDetail:
     pending_calls: tuple[PendingCall, ...] = ()
     pending_approvals: tuple[ApprovalRequest, ...] = ()  # undecided, their calls still pending
     branches: tuple[Branch, ...] = ()  # empty: never forked (one branch, number 1)
+    decided: tuple[ApprovalRequest, ...] = ()  # the decisions given on this thread's calls
 
     @property
     def markers(self) -> dict[int, BranchMarker]:
@@ -224,8 +225,9 @@ class ConversationService:
         can_resume = resumable(head, await self.is_active(conv.id))
         pending = await annotate_pending(thread.pending_calls, self.journal, conv.id)
         branches = tuple(await self.branch_store.branches(conv.id)) if self.branch_store else ()
-        asked = waiting(await self.approvals.requests(conv.id), pending) if pending else ()
-        return ConversationDetail(conv, thread.messages, can_resume, pending, asked, branches)
+        requests = await self.approvals.requests(conv.id)
+        asked = waiting(requests, pending) if pending else ()
+        return ConversationDetail(conv, thread.messages, can_resume, pending, asked, branches, decided_on(requests, thread.messages))
 
     async def switch_branch(self, conversation: object, number: object) -> ConversationDetail:
         """Make branch `number` the active one (refused while a run is active), then the
@@ -276,6 +278,28 @@ class ConversationService:
         if not await self.runs.rename_conversation(conv.id, clean_title(title), self.clock()):
             raise ConversationNotFound()
         return await self.summary(conv.id)
+
+    async def fork(self, conversation: object, message_index: object) -> Conversation:
+        """A new conversation that starts with this one's active branch up to message
+        `message_index` (see domain.branches.fork_messages) and keeps its model and system
+        prompt, written through the checkpoint store like any thread; the source is left as
+        it is. The new row goes first: a crash in between leaves a visible conversation to
+        delete, never an orphaned thread."""
+        conv = await self.summary(conversation)
+        if self.branch_store is None:
+            raise NotSupported("This checkpoint store cannot fork conversations")
+        thread = await self.checkpoints.get_thread(conv.id)
+        messages = fork_messages(thread.messages, message_index)
+        fork = await self.runs.create_conversation(
+            new_id(), fork_title(conv.title), self.clock(), ChatSettings(conv.model, conv.system), len(messages)
+        )
+        try:
+            await self.branch_store.seed_thread(fork.id, messages)
+        except BaseException:
+            await self.checkpoints.delete_thread(fork.id)
+            await self.runs.delete_conversation(fork.id)
+            raise
+        return fork
 
     async def configure(self, conversation: object, change: SettingsChange) -> Conversation:
         """Set the conversation's model and/or system prompt, for its next turn (a run in

@@ -279,8 +279,8 @@ class RunService:
                 active.stop_reason = StopReason.SHUTDOWN
         except Exception as e:  # every failure becomes data on the run, never a crash
             failure = e
-        if active.stop_reason is not None and streamed:
-            failure = await self._keep_stopped_text(active, "".join(streamed))
+        if streamed and (active.stop_reason is not None or failure is not None):
+            failure = await self._keep_stopped_text(active, "".join(streamed), failure) or failure
         active.finishing = True
         active.failure = failure
         outcome = lifecycle.outcome_of(failure, active.stop_reason, waiting=bool(asked), cut=cut)
@@ -291,12 +291,13 @@ class RunService:
             log.info("run waits for approval of %d tool call(s)", len(asked), extra=active.context)
         await self._finish(active, outcome)
 
-    async def _keep_stopped_text(self, active: ActiveRun, text: str) -> BaseException | None:
-        """The answer a person stopped stays in the thread; a store that refuses it turns
-        the cancel into that failure (RunLost: the run is no longer ours)."""
+    async def _keep_stopped_text(self, active: ActiveRun, text: str, failure: BaseException | None) -> BaseException | None:
+        """The answer a person stopped, or the model failed in, stays in the thread; a
+        store that refuses it turns the outcome into that failure (RunLost: the run is no
+        longer ours)."""
         try:
             head = await self.checkpoints.head(active.conversation_id)
-            if lifecycle.keeps_stopped_text(active.stop_reason, text, head):
+            if lifecycle.keeps_stopped_text(active.stop_reason, text, head, failure):
                 await self.engine.keep_stopped_text(active.conversation_id, active.run_id, text)
         except Exception as e:
             log.warning("could not keep the stopped answer: %s", e, extra=active.context)

@@ -91,3 +91,31 @@ def test_the_thinking_block_streams_collapses_and_survives_a_reload(page: Page, 
     expect(page.get_by_test_id("thinking-label")).to_have_text(re.compile(r"^Thought for \d+(\.\d)? s$"))
     page.get_by_test_id("thinking-label").click()
     expect(page.get_by_test_id("thinking-text")).to_contain_text("step0")
+
+
+def test_a_thinking_answer_redraws_only_its_own_bubble_and_keeps_its_block_open(page: Page, ollama: FakeOllama) -> None:
+    ollama.add({"text": "First answer."})
+    send(page, "first")
+    expect(page.get_by_test_id("assistant-message")).to_contain_text("First answer.")
+    page.reload()  # the first exchange as the server has it: nothing left for a re-read to replace
+    expect(page.get_by_test_id("assistant-message")).to_contain_text("First answer.")
+    page.evaluate("""() => {
+      window.__removed = [];
+      new MutationObserver((records) => {
+        for (const r of records) for (const n of r.removedNodes) if (n.dataset && n.dataset.index !== undefined) window.__removed.push(n.dataset.index);
+      }).observe(document.getElementById("messages"), { childList: true });
+    }""")
+    ollama.add({"thinking": " ".join(f"step{i}" for i in range(60)), "text": "Done thinking.", "token_delay": 0.05})
+    send(page, "think")
+    label = page.get_by_test_id("thinking-label")
+    expect(label).to_have_text("Thinking…")
+    label.click()  # opened while it streams: the bubble is redrawn per frame, the block stays open
+    expect(page.get_by_test_id("thinking-text")).to_contain_text("step30", timeout=15000)
+    expect(page.get_by_test_id("thinking")).to_have_attribute("open", "")
+    answer = page.get_by_test_id("assistant-message").last
+    expect(answer).to_contain_text("Done thinking.")
+    expect(answer.get_by_test_id("answer-model")).to_have_attribute("data-model", "qwen3")
+    expect(page.get_by_test_id("stop-button")).to_be_hidden()
+    removed = page.evaluate("window.__removed")
+    # the first question was never taken out (the first answer is redrawn once: it loses its regenerate icon)
+    assert [i for i in removed if int(i) < 1] == [] and removed.count("1") <= 1, removed

@@ -131,17 +131,18 @@ def test_code_blocks_are_labelled_highlighted_and_copied_and_a_message_copies_wh
     assert tab.evaluate("navigator.clipboard.readText()") == text
 
 
-def test_tool_arguments_are_pretty_and_collapsible_and_a_running_call_spins(tab: Page, shared_ollama: FakeOllama) -> None:
+def test_tool_arguments_are_pretty_and_shown_and_a_running_call_spins(tab: Page, shared_ollama: FakeOllama) -> None:
     shared_ollama.add({"tool_calls": [("ledger__append", {"label": "spin", "delay": 4})]}, {"text": "Appended."})
     send(tab, "append slowly")
     call = tab.get_by_test_id("tool-call").last
     expect(call.get_by_test_id("tool-spinner")).to_be_visible(timeout=15000)
-    expect(call.get_by_test_id("tool-args")).to_be_hidden()  # collapsed
+    expect(call.get_by_test_id("tool-status")).to_have_text("running")
+    expect(call.get_by_test_id("tool-args")).to_be_visible()  # no click needed (issue 33 item 8)
     shoot(tab, "tool-call-running")
     expect(answer(tab)).to_have_text(re.compile("Appended."), timeout=15000)
     call = tab.get_by_test_id("tool-call").last
     expect(call.get_by_test_id("tool-spinner")).to_have_count(0)
-    call.locator("summary").click()
+    expect(call.get_by_test_id("tool-duration")).to_have_text(re.compile(r"^\d+(\.\d+)? s$"))  # about 4 s
     args = call.get_by_test_id("tool-args")
     expect(args).to_be_visible()
     assert args.inner_text() == '{\n  "label": "spin",\n  "delay": 4\n}'
@@ -199,7 +200,7 @@ def test_the_sidebar_groups_by_date_says_1_message_and_searches_every_title(
     expect(row.locator(".meta")).not_to_contain_text("1 messages")
     opener = row.get_by_test_id("open-conversation")
     expect(opener).to_have_attribute("title", long_title)  # the full title on hover
-    assert opener.locator(".title").evaluate("e => e.scrollWidth > e.clientWidth")  # shown cut
+    assert opener.locator(".title").evaluate("e => e.scrollHeight > e.clientHeight")  # shown cut, after two lines
     tab.mouse.move(700, 400)
     expect(row.locator(".actions")).to_have_css("opacity", "0")
     row.hover()
@@ -207,11 +208,13 @@ def test_the_sidebar_groups_by_date_says_1_message_and_searches_every_title(
     shoot(tab, "sidebar-groups", narrow=toggle_sidebar)
     expect(tab.locator(".conversation-item", has_text="Needle in the archive")).to_have_count(0)  # not loaded
     tab.get_by_test_id("search").fill("NEEDLE")
-    expect(tab.locator(".conversation-item")).to_have_count(1)
-    expect(tab.locator(".conversation-item")).to_contain_text("Needle in the archive")
+    expect(tab.get_by_test_id("search-result")).to_have_count(1)  # in place of the titles (issue 33 item 15)
+    expect(tab.get_by_test_id("search-result")).to_contain_text("Needle in the archive")
+    expect(tab.get_by_test_id("conversation-list")).to_be_hidden()
     shoot(tab, "sidebar-search", narrow=toggle_sidebar)
     tab.get_by_test_id("search").press("Escape")  # clears the search box, and the search
     expect(tab.get_by_test_id("search")).to_have_value("")
+    expect(tab.get_by_test_id("conversation-list")).to_be_visible()
     expect(tab.locator(".conversation-item", has_text="Needle in the archive")).to_have_count(0)
     expect(tab.locator(".conversation-item .title", has_text=re.compile("^Filler 3$"))).to_have_count(1)
 
@@ -248,7 +251,7 @@ def test_a_model_answer_cannot_draw_the_page_s_own_ui(tab: Page, shared_ollama: 
     expect(tab.get_by_test_id("error-banner")).to_be_hidden()
     expect(tab.locator(".banner.error")).to_have_count(1)
     assert bubble.locator(".content button").count() == 0
-    assert bubble.locator("button").count() == 2  # only the page's own: regenerate and copy
+    assert bubble.locator("button").count() == 3  # only the page's own: fork, regenerate and copy
     shoot(tab, "sanitized-fake-banner")
 
 
@@ -263,10 +266,12 @@ def test_the_page_says_reconnecting_and_recovers_by_itself_when_the_server_retur
     shared_app.server.kill()
     connection = tab.get_by_test_id("connection")
     expect(connection).to_have_text("Reconnecting…", timeout=10000)
+    expect(tab.get_by_test_id("readiness")).to_have_class(re.compile(r"\bstale\b"))  # not a green "ready" while away
     shoot(tab, "reconnecting")
     shared_app.server = LiveServer(shared_app.env, shared_app.tmp, port).start()
     expect(connection).to_be_hidden(timeout=15000)  # no reload: the tab found the server again
-    expect(tab.get_by_test_id("resume-banner")).to_contain_text("stopped before it finished")
+    expect(tab.get_by_test_id("readiness")).to_have_class(re.compile(r"\bok\b"))
+    expect(tab.get_by_test_id("resume-banner")).to_contain_text("The server stopped during this answer")
     expect(tab.locator(".conversation-item").first.locator(".badge")).to_have_text("interrupted")
     tab.get_by_test_id("resume-button").click()
     expect(tab.get_by_test_id("assistant-message").last).to_have_text("Done.", timeout=15000)

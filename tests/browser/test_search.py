@@ -67,10 +67,19 @@ def test_the_filter_searches_every_conversation_and_opens_the_message(browser: B
 
     page.get_by_test_id("search").fill("puffin*")
     results = page.get_by_test_id("search-result")
-    expect(results).to_have_count(3)  # the title, the question, the answer
-    user_hit = results.filter(has_text="user")
-    expect(user_hit.locator("mark")).to_have_text("puffins")
+    expect(results).to_have_count(1)  # one row for the conversation (issue 33 item 15)...
+    expect(results.get_by_test_id("search-more")).to_have_text("+2 more")  # ...of its title, question and answer
+    expect(page.get_by_test_id("conversation-list")).to_be_hidden()  # the results replace the titles
+    expect(page.get_by_test_id("sidebar")).not_to_contain_text("No title matches")
+    best = results.locator(":scope > [data-testid=search-hit]")
+    expect(best.locator(".where")).not_to_have_text("title")  # the best message match
+    expect(results.locator(".search-others")).to_be_hidden()
     page.screenshot(path=str(SHOTS / "search-results-1280.png"))
+    results.get_by_test_id("search-more").click()
+    expect(results.locator(".search-others [data-testid=search-hit]")).to_have_count(2)
+    expect(results.locator(".search-others")).to_be_visible()
+    user_hit = results.get_by_test_id("search-hit").filter(has_text="user")
+    expect(user_hit.locator("mark")).to_have_text("puffins")
     user_hit.click()
     expect(page.get_by_test_id("current-title")).to_contain_text("puffins")
     message = page.locator('#messages [data-index="0"]')
@@ -80,7 +89,7 @@ def test_the_filter_searches_every_conversation_and_opens_the_message(browser: B
     page.screenshot(path=str(SHOTS / "search-opened-1280.png"))
 
     page.get_by_test_id("search").fill("albatross")
-    snippet = results.first.locator(".snippet")
+    snippet = results.first.locator(".snippet").first
     expect(snippet).to_contain_text('<img src=x onerror="window.pwned=1">')
     expect(page.get_by_test_id("search-results").locator("img")).to_have_count(0)
     assert page.evaluate("window.pwned") is None
@@ -89,6 +98,7 @@ def test_the_filter_searches_every_conversation_and_opens_the_message(browser: B
     expect(page.get_by_test_id("search-results")).to_contain_text("Unbalanced quote in the query")
     page.get_by_test_id("search").fill("")
     expect(page.get_by_test_id("search-results")).to_be_hidden()
+    expect(page.get_by_test_id("conversation-list")).to_be_visible()
     context.close()
 
     mobile = browser.new_context(viewport={"width": 375, "height": 800})
@@ -97,7 +107,7 @@ def test_the_filter_searches_every_conversation_and_opens_the_message(browser: B
     small.goto(demo.url)
     small.get_by_test_id("menu-button").click()  # on a phone the sidebar folds behind the menu
     small.get_by_test_id("search").fill("puffin*")
-    expect(small.get_by_test_id("search-result")).to_have_count(3)
+    expect(small.get_by_test_id("search-result")).to_have_count(1)
     small.screenshot(path=str(SHOTS / "search-results-375.png"), full_page=True)
     mobile.close()
     assert errors == [], errors

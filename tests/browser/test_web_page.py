@@ -45,8 +45,7 @@ def test_a_tool_call_and_its_result_are_shown(tab: Page, shared_ollama: FakeOlla
     expect(tab.get_by_test_id("tool-call")).to_contain_text("ledger__append")
     result = tab.get_by_test_id("tool-result")
     expect(result).to_contain_text("ledger__append")
-    result.locator("summary").click()
-    expect(result.locator("pre")).to_have_text("appended groceries")
+    expect(result.get_by_test_id("tool-result-text")).to_have_text("appended groceries")
     expect(tab.locator(".msg.assistant strong")).to_have_text("groceries")
 
 
@@ -58,7 +57,8 @@ def test_stop_cancels_the_run_and_offers_resume(tab: Page, shared_ollama: FakeOl
     expect(tab.get_by_test_id("resume-banner")).to_be_visible(timeout=10000)
     expect(tab.locator(".conversation-item").first.locator(".badge")).to_have_text("cancelled")
     tab.get_by_test_id("resume-button").click()
-    expect(tab.get_by_test_id("assistant-message").last).to_have_text("Finished after resume.", timeout=15000)
+    # the answer goes on inside the stopped bubble (issue 33 item 18)
+    expect(tab.get_by_test_id("assistant-message").last).to_contain_text("continuedFinished after resume.", timeout=15000)
     expect(tab.get_by_test_id("resume-banner")).to_be_hidden()
 
 
@@ -82,26 +82,42 @@ def test_a_server_killed_mid_run_comes_back_with_a_resume_banner(page: Page, app
     expect(page.get_by_test_id("assistant-message").last).to_contain_text("slow")
     app.restart(kill=True)
     page.reload()
-    expect(page.get_by_test_id("resume-banner")).to_contain_text("The last run stopped before it finished. Its progress is saved.")
+    expect(page.get_by_test_id("resume-banner")).to_contain_text("The server stopped during this answer. Its progress is saved")
+    expect(page.get_by_test_id("resume-button")).to_have_text("Resume")
     expect(page.locator(".conversation-item .badge")).to_have_text("interrupted")
     page.get_by_test_id("resume-button").click()
     expect(page.get_by_test_id("assistant-message").last).to_have_text("Resumed to the end.", timeout=15000)
     expect(page.locator(".conversation-item .badge")).to_have_count(0)
 
 
-def test_rename_and_delete_with_confirmation(page: Page, ollama: FakeOllama) -> None:
+def test_rename_inline_and_delete_with_undo(page: Page, ollama: FakeOllama) -> None:
     send(page, "first conversation")
     expect(page.get_by_test_id("assistant-message").last).to_have_text("Done.", timeout=15000)
-    page.once("dialog", lambda d: d.accept("Renamed chat"))
+    page.on("dialog", lambda d: (_ for _ in ()).throw(AssertionError(f"a browser dialog: {d.message}")))
     page.get_by_test_id("rename-button").first.click()
+    box = page.get_by_test_id("rename-input")
+    expect(box).to_be_focused()
+    expect(box).to_have_value("first conversation")
+    box.fill("Not this")
+    box.press("Escape")  # cancels
+    expect(page.locator(".conversation-item .title").first).to_have_text("first conversation")
+    page.get_by_test_id("rename-button").first.click()
+    page.get_by_test_id("rename-input").fill("Renamed chat")
+    page.get_by_test_id("rename-input").press("Enter")
     expect(page.locator(".conversation-item .title").first).to_have_text("Renamed chat")
     expect(page.get_by_test_id("current-title")).to_have_text("Renamed chat")
-    page.once("dialog", lambda d: d.dismiss())
     page.get_by_test_id("delete-button").first.click()
+    expect(page.locator(".conversation-item")).to_have_count(0)  # gone at once...
+    expect(page.get_by_test_id("undo-toast")).to_contain_text('Deleted "Renamed chat"')
+    page.get_by_test_id("undo-button").click()  # ...and back with Undo
     expect(page.locator(".conversation-item")).to_have_count(1)
-    page.once("dialog", lambda d: d.accept())
+    expect(page.get_by_test_id("current-title")).to_have_text("Renamed chat")
+    page.wait_for_timeout(5500)
+    expect(page.locator(".conversation-item")).to_have_count(1)  # undone: never deleted
     page.get_by_test_id("delete-button").first.click()
-    expect(page.locator(".conversation-item")).to_have_count(0)
+    expect(page.get_by_test_id("undo-toast")).to_be_visible()
+    expect(page.get_by_test_id("undo-toast")).to_be_hidden(timeout=8000)  # the time is up: deleted
+    page.reload()
     expect(page.get_by_text("No conversations yet")).to_be_visible()
 
 

@@ -12,7 +12,9 @@ import pytest
 from adapters.memory.saver import InMemoryThreadSaver
 from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqlite.saver import ThreadedSqliteSaver
-from domain.errors import ModelUnreachable
+from domain.errors import ConversationNotFound, InvalidInput, ModelUnreachable
+from domain.model import new_id
+from domain.models import SettingsChange
 from tests.support.harness import Harness, make_harness, recording_tool
 
 
@@ -65,6 +67,52 @@ class CheckpointPortContract:
         assert shape == EXPECTED
         assert history[-1].last_message is not None and history[-1].last_message.content == "three"
         assert len({c.run_id for c in history}) == 3  # the first, the resume, the third
+
+    async def test_a_fork_copies_the_branch_up_to_a_message_into_a_new_conversation(self, harness: Harness) -> None:
+        cid = await scenario(harness)
+        source = await harness.conversations.get(cid)
+        fork = await harness.conversations.fork(cid, 1)  # the assistant's tool call: its result comes along
+        assert fork.id != cid and fork.title == "first (fork)" and fork.message_count == 3
+        copied = await harness.conversations.get(fork.id)
+        assert copied.messages == source.messages[:3]
+        assert not copied.resumable and copied.conversation.message_count == 3
+        assert (await harness.conversations.get(cid)).messages == source.messages  # the source is left as it was
+        started, events = await harness.send("and now?", fork.id)
+        assert events[-1].data["status"] == "completed"
+        assert [m.content for m in harness.model.seen[-1].messages][:3] == [m.content for m in source.messages[:3]]
+        assert len((await harness.conversations.get(fork.id)).messages) == 5
+        assert len((await harness.conversations.get(cid)).messages) == len(source.messages)
+
+    async def test_a_fork_keeps_the_model_and_system_prompt_of_its_source(self, harness: Harness) -> None:
+        cid = await scenario(harness)
+        await harness.conversations.configure(cid, SettingsChange("other-model", "Be terse.", True, True))
+        fork = await harness.conversations.fork(cid, 1)
+        assert (fork.model, fork.system) == ("other-model", "Be terse.")
+        stored = (await harness.conversations.get(fork.id)).conversation
+        assert (stored.model, stored.system, stored.message_count) == ("other-model", "Be terse.", 3)
+        harness.model.replies.append("in the fork")
+        await harness.send("and now?", fork.id)
+        assert harness.model.seen[-1].model == "other-model" and harness.model.seen[-1].system.startswith("Be terse.")
+
+    async def test_a_fork_at_a_user_message_waits_for_its_answer(self, harness: Harness) -> None:
+        cid = await scenario(harness)
+        fork = await harness.conversations.fork(cid, 4)  # "second"
+        copied = await harness.conversations.get(fork.id)
+        assert [m.content for m in copied.messages][-1] == "second" and copied.resumable
+        harness.model.replies.append("answered in the fork")
+        events = await harness.resume(fork.id)
+        assert events[-1].data["status"] == "completed"
+        assert (await harness.conversations.get(fork.id)).messages[-1].content == "answered in the fork"
+
+    async def test_a_fork_at_no_message_is_refused_and_stores_nothing(self, harness: Harness) -> None:
+        cid = await scenario(harness)
+        before = len(await harness.conversations.list())
+        for bad in (-1, 99, "1", None, True, 1.5):
+            with pytest.raises(InvalidInput):
+                await harness.conversations.fork(cid, bad)
+        assert len(await harness.conversations.list()) == before
+        with pytest.raises(ConversationNotFound):
+            await harness.conversations.fork(new_id(), 0)
 
     async def test_delete_removes_the_thread(self, harness: Harness) -> None:
         cid = await scenario(harness)

@@ -53,6 +53,12 @@ class RunRepositoryContract(StoreContract):
         assert (conv.title, conv.message_count, conv.status, conv.error) == ("Hello", 0, None, None)
         assert conv.created_at == conv.updated_at == at(0)
 
+    async def test_a_forked_conversation_starts_with_its_message_count(self, store: RunStore) -> None:
+        cid = new_id()
+        created = await store.create_conversation(cid, "Fork", at(0), ChatSettings("m", "sys"), message_count=5)
+        assert (created.message_count, created.model, created.system) == (5, "m", "sys")
+        assert await store.get_conversation(cid) == created
+
     async def test_thread_metadata_is_merged_key_by_key_and_goes_with_its_conversation(self, store: RunStore) -> None:
         cid, other = new_id(), new_id()
         await store.create_conversation(cid, "Hello", at(0))

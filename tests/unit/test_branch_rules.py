@@ -5,9 +5,19 @@ from __future__ import annotations
 
 import pytest
 
-from domain.branches import Branch, BranchMarker, edit_fork, fork_parent, markers, regenerate_fork
+from domain.branches import (
+    NOT_RUN,
+    Branch,
+    BranchMarker,
+    edit_fork,
+    fork_messages,
+    fork_parent,
+    fork_title,
+    markers,
+    regenerate_fork,
+)
 from domain.errors import InvalidEdit, NothingToRegenerate
-from domain.model import AssistantMessage, UserMessage
+from domain.model import AssistantMessage, ToolCall, ToolResult, UserMessage
 
 
 def b(number: int, parent: int | None, fork: int, count: int, active: bool = False) -> Branch:
@@ -46,3 +56,13 @@ def test_only_a_user_message_can_be_edited_and_regenerate_needs_one() -> None:
             edit_fork(thread, bad)
     with pytest.raises(NothingToRegenerate):
         regenerate_fork((AssistantMessage("hello"),))
+
+
+def test_a_fork_keeps_the_messages_up_to_its_point_and_answers_what_was_left_pending() -> None:
+    calls = (ToolCall("a", "t__x", {}), ToolCall("b", "t__y", {}))
+    thread = [UserMessage("go"), AssistantMessage("", calls), ToolResult("x done", "a", "t__x"), AssistantMessage("done")]
+    assert fork_messages(thread, 0) == (thread[0],)
+    assert fork_messages(thread, 3) == tuple(thread)
+    kept = fork_messages(thread, 1)  # b never had a result: the fork says so instead of running it
+    assert kept[:3] == tuple(thread[:3]) and kept[3] == ToolResult(NOT_RUN, "b", "t__y", "error")
+    assert fork_title("x" * 300).endswith(" (fork)") and len(fork_title("x" * 300)) == 200

@@ -143,6 +143,12 @@ def test_only_a_person_s_stop_of_an_unsaved_step_keeps_its_streamed_text() -> No
     saved_calls = ThreadHead(work_left=True, awaiting_tools=True, message_count=2)
     assert not keeps_stopped_text(StopReason.CANCEL, "Hello", saved_answer)  # already in the thread
     assert not keeps_stopped_text(StopReason.CANCEL, "Hello", saved_calls)
+    from domain.errors import ModelUnreachable, RunLost, StorageFailure
+
+    assert keeps_stopped_text(None, "Hello", mid_step, ModelUnreachable())  # the model failed mid-answer
+    assert not keeps_stopped_text(None, "Hello", mid_step, StorageFailure("disk full"))  # nothing can be written
+    assert not keeps_stopped_text(None, "Hello", mid_step, RunLost())
+    assert not keeps_stopped_text(None, "Hello", mid_step)  # finished: the answer is saved by the agent
 
 
 def test_each_call_of_a_reply_gets_an_id_of_its_own_and_keeps_the_models() -> None:

@@ -14,6 +14,7 @@ from domain.errors import (
     ConversationNotFound,
     InvalidInput,
     ModelUnavailable,
+    ModelUnreachable,
     NoActiveRun,
     RunNotResumable,
     SessionInProgress,
@@ -214,6 +215,20 @@ async def test_cancel_stops_the_model_stream_and_records_cancelled() -> None:
         await h.runs.cancel(Cancel(cid))
     _, events = await h.send("next message", cid)
     assert events[-1].data["status"] == "completed"
+
+
+async def test_a_failed_answer_keeps_its_partial_text_and_a_retry_continues_after_it() -> None:
+    h = make_harness([("The first half of", ModelUnreachable()), "the second half."])
+    started, events = await h.send("tell me")
+    cid = started.conversation_id
+    assert events[-1].event == "chat-error" and events[-1].data["code"] == "MODEL_UNREACHABLE"
+    detail = await h.conversations.get(cid)
+    assert [m.content for m in detail.messages] == ["tell me", "The first half of"]
+    assert detail.conversation.status is RunStatus.FAILED and detail.resumable
+    events = await h.resume(cid)
+    assert events[-1].data["status"] == "completed"
+    assert [m.content for m in (await h.conversations.get(cid)).messages] == ["tell me", "The first half of", "the second half."]
+    assert h.model.seen[-1].messages[-1].content == "The first half of"  # the model went on after it
 
 
 async def test_a_stopped_answer_stays_in_the_thread_and_a_resume_continues_after_it() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.messages import (
     AIMessage,
@@ -33,6 +33,16 @@ CUT_KEY = "sophos_cut"  # additional_kwargs of a stored reply stopped at MODEL_M
 MODEL_IDS_KEY = "sophos_model_call_ids"  # additional_kwargs of a stored reply: our call id -> the model's
 MODEL_KEY = "sophos_model"  # additional_kwargs of a stored reply: the model that wrote it
 THOUGHT_KEY = "sophos_reasoning_seconds"  # additional_kwargs of a stored reply: how long it thought
+TOOL_KEY = "sophos_tool"  # additional_kwargs of a stored tool result: {"ms": duration} or {"skipped": true}
+
+
+def _tool_result(content: str, call_id: str, name: str, status: Any, id: str | None, extra: Any) -> ToolResult:
+    meta = extra.get(TOOL_KEY) if isinstance(extra, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
+    ms = meta.get("ms")
+    return ToolResult(content, call_id, name, "error" if status == "error" else "success", id=id,
+                      duration_ms=int(ms) if isinstance(ms, (int, float)) and not isinstance(ms, bool) else None,
+                      skipped=meta.get("skipped") is True)
 
 
 def _calls(raw: Iterable[Any], extra: dict[str, Any] | None) -> tuple[ToolCall, ...]:
@@ -93,10 +103,8 @@ def to_domain(message: BaseMessage) -> Message | None:
         extra = message.additional_kwargs
         return _assistant(flatten(message.content), _calls(message.tool_calls, extra), message.id, extra)
     if isinstance(message, ToolMessage):
-        status: Literal["success", "error"] = "error" if message.status == "error" else "success"
-        return ToolResult(
-            flatten(message.content), message.tool_call_id, message.name or "?", status, id=message.id
-        )
+        return _tool_result(flatten(message.content), message.tool_call_id, message.name or "?", message.status,
+                            message.id, message.additional_kwargs)
     return None
 
 
@@ -112,8 +120,8 @@ def from_fields(fields: dict[str, Any]) -> Message | None:
         extra = fields.get("additional_kwargs") or {}
         return _assistant(content, _calls(fields.get("tool_calls") or [], extra), fields.get("id"), extra)
     if kind == "tool":
-        status: Literal["success", "error"] = "error" if fields.get("status") == "error" else "success"
-        return ToolResult(content, fields.get("tool_call_id") or "", fields.get("name") or "?", status, id=fields.get("id"))
+        return _tool_result(content, fields.get("tool_call_id") or "", fields.get("name") or "?", fields.get("status"),
+                            fields.get("id"), fields.get("additional_kwargs"))
     return None
 
 
@@ -202,7 +210,18 @@ def to_langchain(message: Message, stored: bool = True) -> AnyMessage:
         name=message.name,
         status=message.status,
         id=message.id,
+        additional_kwargs=tool_meta(message) if stored else {},
     )
+
+
+def tool_meta(result: ToolResult) -> dict[str, Any]:
+    """What a stored tool result keeps besides its content (shown on the page's call cards)."""
+    meta: dict[str, Any] = {}
+    if result.duration_ms is not None:
+        meta["ms"] = result.duration_ms
+    if result.skipped:
+        meta["skipped"] = True
+    return {TOOL_KEY: meta} if meta else {}
 
 
 class PromptCache:

@@ -16,7 +16,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
 
-from adapters.langchain.messages import from_fields, to_domain, to_domain_all
+from adapters.langchain.messages import from_fields, to_domain, to_domain_all, to_langchain
 from adapters.langgraph.branching import restore_node, to_messages, with_op
 from adapters.langgraph.graph import CHOICE_KEY, FIRST_NODE, INPUT_TASK, RUN_KEY, SKIP_KEY
 from adapters.langgraph.saver import Saver
@@ -31,6 +31,7 @@ from domain.model import (
     ThreadState,
     ToolCall,
     ToolResult,
+    UserMessage,
 )
 from domain.models import ModelChoice
 from ports.branches import BranchPort
@@ -223,6 +224,14 @@ class LangGraphThreads(CheckpointPort, BranchPort):
 
     async def branches(self, thread_id: str) -> Sequence[Branch]:
         return await self.saver.branches(thread_id)
+
+    async def seed_thread(self, thread_id: str, messages: Sequence[Message]) -> None:
+        # written as the agent's output: its edge ends the thread after an answer (calls
+        # come answered); after a user's message, written as the tools' so the agent is next
+        node = "tools" if messages and isinstance(messages[-1], UserMessage) else "agent"
+        update = {"messages": [to_langchain(m) for m in messages]}
+        await self.graph.aupdate_state(_config(thread_id), update, as_node=node)
+        self._cache.pop(thread_id, None)
 
     async def branch_messages(self, thread_id: str, number: int) -> Sequence[Message] | None:
         found = await self.saver.branch_content(thread_id, number)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Annotated, Any, TypedDict
 
-from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_stream_writer
@@ -245,14 +245,17 @@ class AgentNodes:
         call = ToolCall(raw.get("id") or "", raw["name"], dict(raw.get("args") or {}))
         write(NodeStarted(step, "tools", call.name))
         configurable = config["configurable"]
-        if call.id in set(configurable.get(SKIP_KEY) or ()):
+        skipped = call.id in set(configurable.get(SKIP_KEY) or ())
+        ms: int | None = None
+        if skipped:
             content, failed = SKIPPED, True
         else:
+            started = time.monotonic()
             content, failed = await self._decided_call(call, step, str(configurable["thread_id"]), configurable.get(RUN_KEY))
-        result = ToolResult(content, call.id, call.name, "error" if failed else "success")
+            ms = round((time.monotonic() - started) * 1000)
+        result = ToolResult(content, call.id, call.name, "error" if failed else "success", duration_ms=ms, skipped=skipped)
         write(ToolCallFinished(step, result))
-        message = ToolMessage(content, tool_call_id=call.id, name=call.name, status=result.status)
-        return {"messages": [message]}
+        return {"messages": [to_langchain(result)]}
 
     async def _decided_call(self, call: ToolCall, step: int, thread_id: str, run_id: str | None) -> tuple[str, bool]:
         """The call as the approval policy decides: run (with edited args, if a person

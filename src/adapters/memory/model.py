@@ -31,10 +31,13 @@ class Thought:
 @dataclass
 class ScriptedModel(ModelPort):
     """Answers with the queued replies in order: a str (text), a Thought (reasoning, then
-    text), a list of (name, args) tool calls, or an exception to raise. Records what it was
-    asked. `available`: the models it lists (its own name when empty)."""
+    text), a list of (name, args) tool calls, an exception to raise, or (text, exception):
+    the text streamed, then the exception (a model server that fails mid-answer). Records
+    what it was asked. `available`: the models it lists (its own name when empty)."""
 
-    replies: list[str | Thought | list[tuple[str, dict[str, object]]] | BaseException] = field(default_factory=list)
+    replies: list[
+        str | Thought | list[tuple[str, dict[str, object]]] | BaseException | tuple[str, BaseException]
+    ] = field(default_factory=list)
     model_name: str = "scripted"
     delay: float = 0.0
     seen: list[Seen] = field(default_factory=list)
@@ -62,13 +65,16 @@ class ScriptedModel(ModelPort):
             yield TextChunk(reply.text)
             yield AssistantMessage(reply.text, id=f"run-{new_id()}", reasoning=reply.reasoning)
             return
-        if isinstance(reply, str):
-            words = reply.split(" ")
+        if isinstance(reply, (str, tuple)):
+            text, failure = reply if isinstance(reply, tuple) else (reply, None)
+            words = text.split(" ")
             for i, word in enumerate(words):
                 if self.delay:
                     await asyncio.sleep(self.delay)
                 yield TextChunk(word if i == len(words) - 1 else word + " ")
-            yield AssistantMessage(reply, id=f"run-{new_id()}")
+            if failure is not None:
+                raise failure
+            yield AssistantMessage(text, id=f"run-{new_id()}")
             return
         calls = tuple(ToolCall(f"call_{new_id()[:8]}", n, dict(a)) for n, a in reply)
         yield AssistantMessage("", calls, id=f"run-{new_id()}")

@@ -69,12 +69,19 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, RunRepository, RunEvent
     # --- conversations -------------------------------------------------------------------
 
     async def create_conversation(
-        self, conversation_id: str, title: str, now: datetime, settings: ChatSettings = ChatSettings()  # noqa: B008
+        self,
+        conversation_id: str,
+        title: str,
+        now: datetime,
+        settings: ChatSettings = ChatSettings(),  # noqa: B008
+        message_count: int = 0,
     ) -> Conversation:
         with self._lock:
             if conversation_id in self._conversations:
                 raise ValueError(f"conversation {conversation_id} exists")
-            conv = Conversation(conversation_id, title, _ms(now), _ms(now), model=settings.model, system=settings.system)
+            conv = Conversation(
+                conversation_id, title, _ms(now), _ms(now), message_count, model=settings.model, system=settings.system
+            )
             self._conversations[conversation_id] = conv
             return conv
 

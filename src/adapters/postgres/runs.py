@@ -79,18 +79,23 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, RunRepository, RunEvent
     # --- conversations -------------------------------------------------------------------
 
     async def create_conversation(
-        self, conversation_id: str, title: str, now: datetime, settings: ChatSettings = ChatSettings()  # noqa: B008
+        self,
+        conversation_id: str,
+        title: str,
+        now: datetime,
+        settings: ChatSettings = ChatSettings(),  # noqa: B008
+        message_count: int = 0,
     ) -> Conversation:
         at = stamp(now)
         await self.ready()
         async with self.db.cursor(transaction=True) as cur:
             await cur.execute(
-                "INSERT INTO conversations (id, title, created_at, updated_at, model, system) "
-                "VALUES (%s, %s, %s, %s, %s, %s)",
-                (conversation_id, title, at, at, settings.model, settings.system),
+                "INSERT INTO conversations (id, title, created_at, updated_at, message_count, model, system) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                (conversation_id, title, at, at, message_count, settings.model, settings.system),
             )
             await index_title(cur, conversation_id, title)
-        return Conversation(conversation_id, title, at, at, model=settings.model, system=settings.system)
+        return Conversation(conversation_id, title, at, at, message_count, model=settings.model, system=settings.system)
 
     async def set_chat_settings(self, conversation_id: str, settings: ChatSettings) -> bool:
         rows = await self._rows(

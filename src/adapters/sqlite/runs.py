@@ -104,20 +104,25 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, RunRepositor
     # --- conversations -------------------------------------------------------------------
 
     async def create_conversation(
-        self, conversation_id: str, title: str, now: datetime, settings: ChatSettings = ChatSettings()  # noqa: B008
+        self,
+        conversation_id: str,
+        title: str,
+        now: datetime,
+        settings: ChatSettings = ChatSettings(),  # noqa: B008
+        message_count: int = 0,
     ) -> Conversation:
         def write(c: sqlite3.Connection) -> None:
             # no fsync: a new conversation always gets its first message, a synced commit
             with unsynced(c), transaction(c):
                 c.execute(
                     "INSERT INTO conversations (id, title, created_at, updated_at, message_count, model, system) "
-                    "VALUES (?, ?, ?, ?, 0, ?, ?)",
-                    (conversation_id, title, iso(now), iso(now), settings.model, settings.system),
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (conversation_id, title, iso(now), iso(now), message_count, settings.model, settings.system),
                 )
 
         await self._writer.run(write)
         stamp = datetime.fromisoformat(iso(now))  # stored with milliseconds
-        return Conversation(conversation_id, title, stamp, stamp, model=settings.model, system=settings.system)
+        return Conversation(conversation_id, title, stamp, stamp, message_count, model=settings.model, system=settings.system)
 
     async def set_chat_settings(self, conversation_id: str, settings: ChatSettings) -> bool:
         def write(c: sqlite3.Connection) -> bool:

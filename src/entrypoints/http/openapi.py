@@ -180,6 +180,18 @@ def openapi_document() -> dict[str, Any]:
                     "responses": _responses(204, None, 400, 404, 409),
                 },
             },
+            "/api/conversations/{conversation_id}/fork": {
+                "post": {
+                    "summary": "A new conversation from this one's messages up to messageIndex (its tool results included)",
+                    "parameters": [CONV_PARAM],
+                    "requestBody": {"required": True, **_json({
+                        "type": "object", "additionalProperties": False, "required": ["messageIndex"],
+                        "properties": {"messageIndex": {"type": "integer", "minimum": 0}},
+                    })},
+                    "responses": _responses(201, {"type": "object", "properties": {
+                        "conversation": {"$ref": "#/components/schemas/ConversationSummary"}}}, 400, 404, 413),
+                }
+            },
             "/api/conversations/{conversation_id}/queue/{queued_id}": {
                 "patch": {
                     "summary": "Edit a queued message while it waits",

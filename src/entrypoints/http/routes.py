@@ -221,6 +221,15 @@ async def delete_queued(request: Request) -> Response:
     return Response(status_code=204)
 
 
+async def fork_conversation(request: Request) -> Response:
+    """A new conversation from this one's messages up to `messageIndex` (201)."""
+    body = await read_json(request, {"messageIndex"})
+    if "messageIndex" not in body:
+        raise InvalidInput("messageIndex is required")
+    conv = await _services(request).conversations().fork(request.path_params["conversation_id"], body["messageIndex"])
+    return JSONResponse({"conversation": summary_dto(conv)}, status_code=201)
+
+
 async def delete_conversation(request: Request) -> Response:
     await _services(request).conversations().delete(request.path_params["conversation_id"])
     return Response(status_code=204)

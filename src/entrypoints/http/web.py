@@ -18,6 +18,7 @@ FILES = {
     "vendor/marked.js": WEB / "node_modules" / "marked" / "lib" / "marked.esm.js",
     "vendor/purify.js": WEB / "node_modules" / "dompurify" / "dist" / "purify.es.mjs",
     "vendor/highlight.js": WEB / "node_modules" / "@highlightjs" / "cdn-assets" / "es" / "highlight.min.js",
+    "vendor/katex.js": WEB / "node_modules" / "katex" / "dist" / "katex.mjs",
 }
 # images are never loaded (the Markdown renderer turns them into links), scripts only ours
 CSP = (

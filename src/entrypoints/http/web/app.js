@@ -1,14 +1,19 @@
 // The Sophos page: plain ES modules over the HTTP API (no build step).
+import { installAllowed, refreshAllowed } from "/static/js/allowed.js";
 import { ApiError, api, onApi, serverUp, session } from "/static/js/api.js";
 import { onApprovals, renderApprovals } from "/static/js/approvals.js";
 import { branchActions } from "/static/js/branches.js";
 import { $, el, icon } from "/static/js/dom.js";
+import { installResizer } from "/static/js/layout.js";
+import { installShortcuts } from "/static/js/shortcuts.js";
 import { conversationChanged, draftSettings, installModels, loadModels, onModels } from "/static/js/models.js";
 import { enqueue, onQueue, renderQueue, setQueue } from "/static/js/queue.js";
 import { renderList } from "/static/js/sidebar.js";
+import { offerUndo } from "/static/js/undo.js";
 import { currentSummary, state } from "/static/js/state.js";
+import { onMessageKey, renderMessages, renderStreaming, renderTrace, threadActions } from "/static/js/thread.js";
+import { checkReadiness, onReadiness, renderReadiness, sendBlocked } from "/static/js/status.js";
 import { addReasoning, answerStarted } from "/static/js/thinking.js";
-import { renderMessages, renderTrace } from "/static/js/thread.js";
 import { installTransfer } from "/static/js/transfer.js";
 import { installSearch } from "/static/search.js";
 
@@ -22,7 +27,8 @@ const narrow = () => window.matchMedia("(max-width: 640px)").matches;
 const fail = (e) => { state.error = { code: e.code, message: e.message }; render(); };
 
 // --- rendering
-const actions = { open: (id) => { state.chosen = true; openConversation(id); }, rename: (c) => rename(c), remove: (c) => remove(c) };
+const actions = { open: (id) => { state.chosen = true; openConversation(id); }, rename: (c) => rename(c), remove: (c) => remove(c),
+  renamed: (c, title) => renamed(c, title) };
 
 function renderHeader() {
   const conv = currentSummary();
@@ -30,6 +36,7 @@ function renderHeader() {
   $("current-title").title = $("current-title").textContent;
   $("responding").hidden = !state.streaming;
   $("connection").hidden = !state.offline;
+  renderReadiness();
   $("logout").hidden = !state.auth.required;
   $("logout-everywhere").hidden = !state.auth.required;
   for (const [id, suffix] of [["export-md", ""], ["export-jsonl", "?format=jsonl"], ["export-json", "?format=json"]]) {
@@ -47,7 +54,8 @@ function renderBanners() {
   if (state.error) {
     const [said, fix] = FIXES[state.error.code] || [];
     const hint = fix && !said.test(state.error.message || "") ? el("span", { class: "fix", "data-testid": "error-fix" }, fix) : null;
-    err.replaceChildren(icon("alert"), el("strong", {}, `Error: ${state.error.code}`), el("span", {}, state.error.message), hint);
+    // replaceChildren would write a missing hint as the text "null"
+    err.replaceChildren(...[icon("alert"), el("strong", {}, `Error: ${state.error.code}`), el("span", {}, state.error.message), hint].filter(Boolean));
   }
   const d = state.detail;
   // calls waiting for approval are answered on their cards: a plain Resume would be refused
@@ -57,19 +65,36 @@ function renderBanners() {
   $("resume-banner").classList.toggle("question-card", !!decide);
   $("resume").hidden = decide;
   $("retry").hidden = $("skip").hidden = !decide;
+  // worded by cause: a model that failed is retried, a server that stopped is resumed
   let text = "The last run stopped before it finished. Its progress is saved.";
+  let label = "Resume";
+  const status = d && d.conversation.status;
   if (decide) {
     const calls = (d.pendingToolCalls || []).filter((p) => p.outcomeUnknown && p.unsafe).map((p) => p.name).join(", ");
     text = `The last run stopped during ${calls}; it may have taken effect. Retry it, or skip it?`;
-  } else if (d && d.conversation.status === "cancelled") {
+  } else if (status === "cancelled") {
     text = "You stopped this answer. Resume to let it continue, or send a new message.";
+  } else if (status === "failed") {
+    const code = d.conversation.error ? ` (${d.conversation.error.code})` : "";
+    const last = state.messages[state.messages.length - 1];
+    text = last && last.role === "assistant" && last.content
+      ? `The model failed before it finished${code}; what it wrote is kept. Retry to let it go on, or send a new message.`
+      : `The model failed before it answered${code}. Retry, or send a new message.`;
+    label = "Retry";
+  } else if (status === "interrupted") {
+    text = "The server stopped during this answer. Its progress is saved: Resume to let it go on.";
   }
   $("resume-text").textContent = text;
+  $("resume").textContent = label;
 }
 
 function renderComposer() {
+  const blocked = sendBlocked();
   $("send").hidden = state.streaming;
-  $("send").disabled = !$("input").value.trim();
+  $("send").disabled = !$("input").value.trim() || !!blocked;
+  $("send").title = blocked || "";
+  $("send-reason").textContent = blocked || "";
+  $("send-reason").hidden = !blocked;
   $("stop").hidden = $("detach").hidden = !state.streaming;
 }
 
@@ -105,9 +130,14 @@ async function openConversation(id, { keepError = false } = {}) {
     setQueue(d);
     const conv = d.conversation;
     if (conv.status === "failed" && conv.error && !keepError) state.error = conv.error;
+    // a model that failed may be down now: Send says so at once, not at the next check
+    if (conv.status === "failed" && conv.error && /^MODEL_/.test(conv.error.code)) checkReadiness();
     const last = state.messages[state.messages.length - 1];
     // the server keeps what a stopped answer had written: it stays on screen, marked
     if (conv.status === "cancelled" && last && last.role === "assistant") state.messages[state.messages.length - 1] = { ...last, stopped: true };
+    if (conv.status === "failed" && last && last.role === "assistant" && last.content && !(last.toolCalls || []).length) {
+      state.messages[state.messages.length - 1] = { ...last, failed: true };  // the partial answer the server kept
+    }
     if (conv.status === "running") {
       // re-attach: show what was durable when the run started, the replay rebuilds the rest
       if (d.activeRun) state.messages = d.messages.slice(0, d.activeRun.baseMessageCount);
@@ -136,8 +166,8 @@ function attach(id) {
   state.source = source;
   source.addEventListener("open", () => setOffline(false));
   const answer = () => Object.assign(lastAssistant(true), state.liveModel ? { model: state.liveModel } : {});
-  source.addEventListener("token", (e) => { const m = answer(); answerStarted(m); m.content += JSON.parse(e.data); renderMessages(); });
-  source.addEventListener("reasoning", (e) => { addReasoning(answer(), JSON.parse(e.data)); renderMessages(); });
+  source.addEventListener("token", (e) => { const m = answer(); answerStarted(m); m.content += JSON.parse(e.data); renderStreaming(); });
+  source.addEventListener("reasoning", (e) => { addReasoning(answer(), JSON.parse(e.data)); renderStreaming(); });
   source.addEventListener("trace", (e) => {
     const t = JSON.parse(e.data);
     state.trace.push(t);
@@ -146,14 +176,14 @@ function attach(id) {
       const msg = lastAssistant(false);
       msg.toolCalls = [...(msg.toolCalls || []), { id: t.data.tool_call_id, name: t.data.name, args: t.data.arguments }];
     } else if (t.event === "result") {
-      state.messages.push({ role: "tool", name: t.data.name, toolCallId: t.data.tool_call_id, content: t.data.result, status: "success" });
+      state.messages.push({ role: "tool", name: t.data.name, toolCallId: t.data.tool_call_id, content: t.data.result, status: "success", durationMs: t.data.durationMs });
     }
     renderMessages(); renderTrace();
   });
   source.addEventListener("approval", (e) => { state.approvals = JSON.parse(e.data).calls || []; render(); });
   const finish = async (error) => {
     detach();
-    if (error) state.error = error;
+    if (error) { state.error = error; checkReadiness(); }
     loadList();
     await openConversation(id, { keepError: !!error });
     $("input").focus();
@@ -188,7 +218,7 @@ async function setOffline(offline) {
   while (!(await serverUp())) await new Promise((r) => setTimeout(r, 1000));
   polling = false;
   state.offline = false;
-  readiness();
+  checkReadiness();
   await loadList();
   if (state.current && !state.streaming) await openConversation(state.current, { keepError: false });
   else render();
@@ -203,7 +233,7 @@ async function send(text) {
     if (started.conversation !== body.conversation) state.pendingTitle = text.split("\n")[0].slice(0, 50);
     state.current = started.conversation;
     state.detail = null;
-    state.messages = [...(state.current === body.conversation ? state.messages.map((m) => ({ ...m, stopped: false })) : []), { role: "user", content: text }];
+    state.messages = [...(state.current === body.conversation ? state.messages.map((m) => ({ ...m, stopped: false, failed: false })) : []), { role: "user", content: text }];
     state.trace = [];
     $("input").value = "";
     attach(started.conversation);
@@ -253,14 +283,22 @@ branchActions.switchTo = async (number) => {
   loadList();
 };
 branchActions.rerender = () => renderMessages();
+threadActions.fork = async (index) => {
+  try {
+    const body = await api(`/api/conversations/${state.current}/fork`, { method: "POST", body: { messageIndex: index } });
+    state.chosen = true;
+    await loadList();
+    await openConversation(body.conversation.id);
+  } catch (e) { fail(e); }
+};
 
 
 // a resume (or a decision on a waiting call) was accepted: follow the run it started
 function continued() {
   state.error = null;
   state.detail = { ...state.detail, resumable: false };
-  state.messages = state.messages.map((m) => (m.stopped ? { ...m, stopped: false } : m));
-  // a resume starts a new step: its text goes in a new bubble, not after a kept answer
+  state.messages = state.messages.map((m) => (m.stopped || m.failed ? { ...m, stopped: false, failed: false } : m));
+  // a resume starts a new step: a new message, drawn inside the kept answer's bubble after a "continued" mark
   if ((state.messages[state.messages.length - 1] || {}).role === "assistant") state.messages.push({ role: "assistant", content: "", toolCalls: [] });
   state.trace = [];
   attach(state.current);
@@ -272,21 +310,39 @@ async function stop() {
   catch (e) { if (e.code !== "NO_ACTIVE_RUN") fail(e); }
 }
 
-async function rename(c) {
-  const title = window.prompt("Rename conversation", c.title);
-  if (title === null) return;
-  try { await api(`/api/conversations/${c.id}`, { method: "PATCH", body: { title } }); } catch (e) { fail(e); }
-  await loadList();
-  if (state.current === c.id) openConversation(c.id);
+function rename(c) {
+  state.renaming = c.id;
+  renderList(actions);
 }
 
-async function remove(c) {
-  if (!window.confirm(`Delete "${c.title}"? This cannot be undone.`)) return;
-  try {
-    await api(`/api/conversations/${c.id}`, { method: "DELETE" });
-    if (state.current === c.id) newChat();
-  } catch (e) { fail(e); }
-  await loadList();
+async function renamed(c, title) {
+  state.renaming = null;
+  if (title) {
+    try { await api(`/api/conversations/${c.id}`, { method: "PATCH", body: { title } }); } catch (e) { fail(e); }
+    await loadList();
+    renderHeader();
+  } else renderList(actions);
+  const row = document.querySelector(`[data-testid="conversation-${c.id}"] .open`);
+  if (row) row.focus();
+}
+
+// gone from the list at once, deleted on the server only once the Undo time is over
+function remove(c) {
+  const wasOpen = state.current === c.id;
+  state.deleting = { ...state.deleting, [c.id]: true };
+  if (wasOpen) newChat(); else renderList(actions);
+  offerUndo(`Deleted "${c.title}"`, {
+    commit: async () => {
+      try { await api(`/api/conversations/${c.id}`, { method: "DELETE", keepalive: true }); } catch (e) { fail(e); }
+      delete state.deleting[c.id];
+      await loadList();
+    },
+    undo: async () => {
+      delete state.deleting[c.id];
+      renderList(actions);
+      if (wasOpen && !state.current) await openConversation(c.id);
+    },
+  });
 }
 
 function newChat() {
@@ -295,18 +351,6 @@ function newChat() {
   Object.assign(state, { current: null, detail: null, messages: [], trace: [], error: null, pendingTitle: null, sidebarOpen: false, approvals: [], approvalNotice: null, editing: null, queued: [] });
   render();
   $("input").focus();
-}
-
-async function readiness() {
-  const box = $("readiness");
-  try {
-    const response = await fetch("/api/readyz");
-    const body = await response.json();
-    const downTools = (body.tools || []).filter((t) => !t.ok).map((t) => t.name);
-    const text = response.ok ? "Model ready" : (body.message || "Model not ready");
-    box.textContent = downTools.length ? `${text} · tools down: ${downTools.join(", ")}` : text;
-    box.className = `readiness ${response.ok && !downTools.length ? "ok" : "bad"}`;
-  } catch { box.textContent = "Server unreachable"; box.className = "readiness bad"; }
 }
 
 // --- login (API_TOKEN): the token is exchanged once for an HttpOnly session cookie
@@ -338,7 +382,7 @@ async function logout(everywhere = false) {
 }
 
 async function boot() {
-  readiness();
+  checkReadiness();
   loadModels();
   await loadList();
   // the latest conversation, unless the person already chose one or a new chat meanwhile
@@ -348,7 +392,18 @@ async function boot() {
 }
 
 // --- wiring
-onApprovals({ started: continued, refresh: () => openConversation(state.current) });
+onReadiness(() => { renderComposer(); if (!state.current) renderMessages(); });
+onApprovals({ started: () => { continued(); refreshAllowed(); }, refresh: () => openConversation(state.current) });
+installAllowed();
+installResizer();
+installShortcuts({
+  newChat,
+  toggleSidebar: () => {
+    if (narrow()) { state.sidebarOpen = !state.sidebarOpen; renderHeader(); } else $("layout").classList.toggle("sidebar-hidden");
+  },
+  openSidebar: () => { state.sidebarOpen = true; renderHeader(); },
+  editMessage: (index) => { state.editing = index; renderMessages(); },
+});
 onModels({ fail });
 onApi({ unauthorized: () => showLogin("Your session ended; enter the token again."), unreachable: () => setOffline(true) });
 $("new-chat").append(icon("plus"), el("span", {}, "New Chat"));
@@ -359,8 +414,14 @@ installModels();
 $("trace-close").append(icon("close"));
 $("logout").append(icon("logout"));
 $("logout-everywhere").append(icon("logoutAll"));
-$("composer").addEventListener("submit", (e) => { e.preventDefault(); const text = $("input").value.trim(); if (text) (state.streaming && state.current ? queueText : send)(text); });
 // Enter while an answer streams: the message waits on the server, in order (js/queue.js)
+$("composer").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const text = $("input").value.trim();
+  if (!text) return;
+  if (state.streaming && state.current) queueText(text);
+  else if (!state.streaming && !sendBlocked()) send(text);
+});
 async function queueText(text) {
   $("input").value = "";
   renderComposer();
@@ -370,13 +431,8 @@ onQueue({ failed: fail, started: () => openConversation(state.current) });
 $("input").addEventListener("keydown", (e) => { if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); $("composer").requestSubmit(); } });
 $("input").addEventListener("input", renderComposer);
 $("new-chat").addEventListener("click", newChat);
-let searchTimer = null;
-const search = (e) => {
-  clearTimeout(searchTimer);
-  searchTimer = setTimeout(() => { if (state.query !== e.target.value.trim()) { state.query = e.target.value.trim(); loadList(); } }, 250);
-};
-$("filter").addEventListener("input", search);
-installSearch($("filter"), openConversation);  // contents of every conversation, below the filter
+$("messages").addEventListener("keydown", onMessageKey);
+installSearch($("filter"), openConversation);  // titles and contents of every conversation, in place of the list
 $("load-more").addEventListener("click", () => loadList(true));
 installTransfer({ imported: async (list) => { await loadList(); if (list.length) { state.chosen = true; await openConversation(list[0].id); } }, failed: fail });
 $("resume").addEventListener("click", () => resume(null));

@@ -35,7 +35,9 @@ function editor(m, index) {
 
 export function userMessage(m, index) {
   if (state.editing === index) return editor(m, index);
-  const pencil = state.streaming || !state.current ? null
+  // while a run streams the pencil is hidden by the list's `streaming` class (thread.js), not
+  // left out: a message's node then stays the same from one run to the next
+  const pencil = !state.current ? null
     : el("button", { type: "button", class: "icon only", "aria-label": "Edit message", title: "Edit", "data-testid": "edit-message",
       onclick: () => { state.editing = index; branchActions.rerender(); } }, icon("pencil"));
   const nav = branchNav(m);
@@ -46,7 +48,9 @@ export function userMessage(m, index) {
 // the regenerate button, on the conversation's last answer once the run is over
 export function regenerateButton(index) {
   const last = state.messages.length - 1;
-  if (state.streaming || !state.current || index !== last) return null;
+  // calls that wait for a decision: regenerate would be refused (DECISION_REQUIRED)
+  const waits = (state.approvals || []).length || ((state.detail && state.detail.pendingToolCalls) || []).length;
+  if (!state.current || index !== last || waits) return null;
   return el("button", { type: "button", class: "icon only", "aria-label": "Regenerate answer", title: "Regenerate",
     "data-testid": "regenerate", onclick: () => branchActions.regenerate() }, icon("refresh"));
 }

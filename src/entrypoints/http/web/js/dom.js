@@ -29,6 +29,7 @@ const PATHS = {
   logoutAll: "M8 21H4V3h4M12 16l4-4-4-4M17 16l4-4-4-4M16 12H8",
   stop: "M6 6h12v12H6z",
   refresh: "M21 12a9 9 0 1 1-3-6.7L21 8M21 3v5h-5",
+  fork: "M6 3v4a4 4 0 0 0 4 4h4a4 4 0 0 0 4-4V3M12 11v10",
   sliders: "M4 6h10M18 6h2M14 4v4M4 12h4M12 12h8M8 10v4M4 18h12M20 18h0M16 16v4",
 };
 

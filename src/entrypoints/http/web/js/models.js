@@ -67,13 +67,12 @@ async function saveSystem() {
   } catch (e) { hooks.fail(e); }
 }
 
-// a picker of its own for the empty state of a new chat
-export function emptyState() {
+// a picker of its own for the empty state of a new chat (status.js's welcome)
+export function emptyPicker() {
   const picker = el("select", { class: "model-picker", "data-testid": "empty-model-picker", "aria-label": "Model",
     onchange: (e) => choose(e.target.value), onfocus: loadModels });
   options(picker);
-  return el("div", { class: "empty-state", "data-testid": "empty-state" },
-    el("p", {}, "Start a conversation. The answer comes from:"), picker);
+  return el("label", { class: "empty-model" }, "The answer comes from ", picker);
 }
 
 export function renderModels() {

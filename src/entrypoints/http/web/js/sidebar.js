@@ -23,7 +23,28 @@ function when(iso) {
 
 export const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
+// the title in place, editable: Enter or leaving the box saves, Escape cancels
+function renameBox(c, actions) {
+  const input = el("input", { type: "text", class: "rename-input", maxlength: "200", "data-testid": "rename-input", "aria-label": `New title for ${c.title}` });
+  input.value = c.title;
+  let done = false;
+  const finish = (save) => {
+    if (done) return;
+    done = true;
+    const title = input.value.trim();
+    actions.renamed(c, save && title && title !== c.title ? title : null);
+  };
+  input.addEventListener("keydown", (e) => {
+    if (e.key === "Enter") { e.preventDefault(); finish(true); }
+    if (e.key === "Escape") { e.preventDefault(); e.stopPropagation(); finish(false); }
+  });
+  input.addEventListener("blur", () => finish(true));
+  setTimeout(() => { input.focus(); input.select(); });
+  return el("li", { class: "conversation-item renaming", "data-testid": `conversation-${c.id}` }, input);
+}
+
 function row(c, actions) {
+  if (state.renaming === c.id) return renameBox(c, actions);
   const active = c.id === state.current;
   const badge = c.status && c.status !== "completed" ? el("span", { class: `badge ${c.status}` }, c.status) : null;
   return el("li", { class: `conversation-item${active ? " active" : ""}`, "data-testid": `conversation-${c.id}` },
@@ -41,12 +62,12 @@ function row(c, actions) {
 export function renderList(actions) {
   const nodes = [];
   let group = null;
-  for (const c of state.conversations) {
+  for (const c of state.conversations.filter((x) => !(state.deleting || {})[x.id])) {
     const g = dateGroup(c.updatedAt);
     if (g !== group) { group = g; nodes.push(el("li", { class: "group", role: "presentation", "data-testid": "date-group" }, g)); }
     nodes.push(row(c, actions));
   }
   $("conversation-list").replaceChildren(...nodes);
-  $("list-state").textContent = state.conversations.length ? "" : state.query ? "No title matches" : "No conversations yet";
+  $("list-state").textContent = nodes.length ? "" : "No conversations yet";
   $("load-more").hidden = !state.cursor;
 }

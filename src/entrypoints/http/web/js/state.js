@@ -3,7 +3,7 @@ export const state = {
   conversations: [], cursor: null, query: "",
   current: null, detail: null, messages: [], trace: [], pendingTitle: null, editing: null, approvals: [], approvalNotice: null, queued: [],
   source: null, streaming: false, chosen: false, liveModel: null, error: null, offline: false,
-  sidebarOpen: false, traceOpen: false, auth: { required: false, authenticated: true },
+  sidebarOpen: false, traceOpen: false, renaming: null, deleting: {}, auth: { required: false, authenticated: true },
 };
 
 export const currentSummary = () => state.conversations.find((c) => c.id === state.current) || (state.detail && state.detail.conversation) || null;
