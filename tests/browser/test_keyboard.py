@@ -18,6 +18,9 @@ def send(page: Page, text: str, reply: str) -> None:
     page.get_by_test_id("message-input").fill(text)
     page.get_by_test_id("message-input").press("Enter")
     expect(page.get_by_test_id("assistant-message").last).to_contain_text(reply, timeout=15000)
+    # the run has ended once the page gives the composer the focus back: a focus (or an Enter,
+    # which would queue) before that races with it
+    expect(page.get_by_test_id("message-input")).to_be_focused(timeout=15000)
 
 
 def chat(tab: Page, shared_ollama: FakeOllama) -> None:
