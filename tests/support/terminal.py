@@ -3,6 +3,7 @@ from the terminal driver."""
 
 from __future__ import annotations
 
+import codecs
 import fcntl
 import os
 import pty
@@ -23,6 +24,9 @@ class Terminal:
         )
         os.close(slave)
         self.output = ""
+        # readline may write a character's bytes one read apart (the REPL's "… " prompt): decoded
+        # a read at a time, they came out as three replacement characters
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self.mark = 0  # where the next read_until looks from
 
     def read_until(self, text: str, timeout: float = 60) -> str:
@@ -39,7 +43,7 @@ class Terminal:
         ready, _, _ = select.select([self.master], [], [], wait)
         if ready:
             try:
-                self.output += os.read(self.master, 65536).decode(errors="replace")
+                self.output += self._decoder.decode(os.read(self.master, 65536))
             except OSError:  # the child closed the terminal
                 time.sleep(wait)
 
