@@ -89,8 +89,7 @@ def test_the_prompt_loop_stops_an_answer_on_ctrl_c_and_leaves_on_ctrl_d(tmp_path
         repl = Terminal([SOPHOS, "repl"], process_env(env), tmp_path)
         try:
             repl.read_until("> ")
-            repl.type("\x03")  # Ctrl-C at the prompt: a fresh prompt, not an exit
-            repl.read_until("> ")
+            repl.interrupt_at_prompt("> ")  # Ctrl-C at the prompt: a fresh prompt, not an exit
             repl.type("first question\n")
             repl.read_until("word word word")
             repl.type("\x03")  # Ctrl-C during the answer stops the answer
