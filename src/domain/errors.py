@@ -38,6 +38,7 @@ class ErrorCode(StrEnum):
     TOO_MANY_ATTEMPTS = "TOO_MANY_ATTEMPTS"
     QUEUE_FULL = "QUEUE_FULL"
     QUEUED_NOT_FOUND = "QUEUED_NOT_FOUND"
+    USER_EXISTS = "USER_EXISTS"
     UNKNOWN_ERROR = "UNKNOWN_ERROR"
 
 
@@ -290,3 +291,17 @@ class QueuedNotFound(SophosError):
 
     code = ErrorCode.QUEUED_NOT_FOUND
     default_message = "No such queued message (it may have started already)"
+
+
+class UserNotFound(SophosError):
+    """Raised when a user (by name or id) or an API token (by id) does not exist."""
+
+    code = ErrorCode.NOT_FOUND
+    default_message = "No such user or token"
+
+
+class UserExists(SophosError):
+    """Raised when a user is added under a name another user has."""
+
+    code = ErrorCode.USER_EXISTS
+    default_message = "A user with that name exists already"

@@ -21,7 +21,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from domain.errors import SophosError
 from entrypoints.http.errors import domain_error_response, error_response
-from entrypoints.http.session import authenticated
+from entrypoints.http.principal import set_principal
+from entrypoints.http.session import resolve
 from services.sessions import SessionService
 
 log = logging.getLogger(__name__)
@@ -123,9 +124,10 @@ def needs_token(path: str) -> bool:
 
 
 class GuardMiddleware:
-    """Every route: only known hosts. /api (but healthz and the login) and /metrics: the
-    bearer token or the page's session cookie (named `cookie`) when API_TOKEN is set.
-    Writes: no cross-origin requests."""
+    """Every route: only known hosts. /api (but healthz and the login) and /metrics: a
+    bearer token or the page's session cookie (named `cookie`) naming someone, when a login
+    is needed (API_TOKEN set or a user exists); the principal is put in the scope for the
+    routes. /metrics: admins only. Writes: no cross-origin requests."""
 
     def __init__(
         self, app: ASGIApp, token: str, hosts: HostPolicy, sessions: Callable[[], SessionService], cookie: str
@@ -157,18 +159,21 @@ class GuardMiddleware:
                 "This server does not answer to the host name in the request; "
                 "add it to ALLOWED_HOSTS to serve it",
             )
-        if self.token and needs_token(request.url.path):
+        if needs_token(request.url.path):
             try:
-                allowed = await authenticated(request, self.sessions(), self.cookie)
+                principal = await resolve(request, self.sessions(), self.cookie)
             except SophosError as e:  # too many failed logins; the session store failing
                 return domain_error_response(e)
-            if not allowed:
+            if principal is None:
                 return error_response(
                     401,
                     "UNAUTHORIZED",
                     "A valid bearer token (or a login in the page) is required",
                     {"WWW-Authenticate": "Bearer"},
                 )
+            if request.url.path == "/metrics" and not principal.is_admin:
+                return error_response(403, "FORBIDDEN", "The metrics are for admins")
+            set_principal(request.scope, principal)
         if request.method not in SAFE_METHODS:
             origin = request.headers.get("origin")
             cross_site = request.headers.get("sec-fetch-site") == "cross-site"
