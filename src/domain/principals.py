@@ -51,6 +51,20 @@ class Principal:
 
 
 BOOTSTRAP_ADMIN = Principal(BOOTSTRAP_ID, BOOTSTRAP_ID, Role.ADMIN)
+# this machine's own commands (the CLI without --server): whoever can read the database
+# reads every conversation anyway; what it creates is the bootstrap admin's
+LOCAL = Principal(BOOTSTRAP_ID, BOOTSTRAP_ID, Role.ADMIN, sees_all=True)
+
+
+def sees(principal: Principal, owner: str) -> bool:
+    """Whether `principal` may reach a conversation of the user `owner`. Another user's
+    conversation is answered as unknown (404), never as forbidden: no existence leak."""
+    return principal.sees_all or principal.user_id == owner
+
+
+def owner_filter(principal: Principal) -> str | None:
+    """The owner a store query keeps, None for a principal who sees every user's."""
+    return None if principal.sees_all else principal.user_id
 
 
 @dataclass(frozen=True)

@@ -25,3 +25,9 @@ CREATE INDEX IF NOT EXISTS api_tokens_user ON api_tokens (user_id);
 ALTER TABLE login_sessions ADD COLUMN IF NOT EXISTS principal TEXT NOT NULL DEFAULT 'admin';
 CREATE INDEX IF NOT EXISTS login_sessions_principal ON login_sessions (principal)
 """
+
+# every conversation gets an owner; those written before were the bootstrap admin's
+MIGRATION_OWNER = """
+ALTER TABLE conversations ADD COLUMN IF NOT EXISTS owner TEXT NOT NULL DEFAULT 'admin';
+CREATE INDEX IF NOT EXISTS conversations_owner ON conversations (owner, updated_at)
+"""

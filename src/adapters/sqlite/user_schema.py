@@ -1,7 +1,10 @@
 """The users and their API tokens (adapters/sqlite/users.py), and the principal a login
 session acts as (issue 31). `name_key` is the name lower case: names are unique whatever
 their case. A token is stored as its SHA-256, never itself. Times are Unix seconds (REAL).
-Sessions stored before this migration were made with API_TOKEN: the bootstrap admin's."""
+Sessions stored before this migration were made with API_TOKEN: the bootstrap admin's.
+
+The owner migration gives every conversation an owner; those written before it were
+the one person's who had the server, the bootstrap admin's."""
 
 from __future__ import annotations
 
@@ -37,3 +40,10 @@ def add_users(conn: sqlite3.Connection) -> None:
     if "principal" not in have:  # SQLite has no ADD COLUMN IF NOT EXISTS
         conn.execute("ALTER TABLE login_sessions ADD COLUMN principal TEXT NOT NULL DEFAULT 'admin'")
     conn.execute("CREATE INDEX IF NOT EXISTS login_sessions_principal ON login_sessions (principal)")
+
+
+def add_owner(conn: sqlite3.Connection) -> None:
+    have = {row[1] for row in conn.execute("PRAGMA table_info(conversations)")}
+    if "owner" not in have:
+        conn.execute("ALTER TABLE conversations ADD COLUMN owner TEXT NOT NULL DEFAULT 'admin'")
+    conn.execute("CREATE INDEX IF NOT EXISTS conversations_owner ON conversations (owner, updated_at)")

@@ -14,6 +14,7 @@ from starlette.responses import JSONResponse, Response
 from domain.commands import Cancel, Resume
 from domain.errors import ConversationNotFound, InvalidInput, NotSupported, SophosError
 from domain.model import CheckpointSummary, Message, Run, RunStatus, new_id
+from entrypoints.http.principal import principal_of
 from entrypoints.lgapi import shapes
 from entrypoints.lgapi.inputs import RUN_FIELDS, ThreadView, checkpoint_id, needs_thread, run_command
 from entrypoints.lgapi.stream import Projector, ReadThread, parse_modes, stream_response
@@ -54,17 +55,17 @@ async def _start(request: Request, tid: str | None) -> tuple[dict[str, Any], str
     fresh = tid is None
     if tid is not None and body.get("if_not_exists") == "create":
         try:
-            await conversations.summary(tid)
+            await conversations.summary(tid, by=principal_of(request))
         except ConversationNotFound:
             fresh = True
     cid = tid or new_id()
     if fresh:
         command = run_command(body, ThreadView(cid, (), (), 0, None, ()))
-        await conversations.create(cid)
+        await conversations.create(cid, by=principal_of(request))
     else:
         v = await _thread_for(request, cid, body) if needs_thread(body) else ThreadView(cid, (), (), 0, None, ())
         command = run_command(body, v)
-    return body, cid, await services(request).runs().start(command)
+    return body, cid, await services(request).runs().start(command, by=principal_of(request))
 
 
 async def _thread_for(request: Request, cid: str, body: dict[str, Any]) -> ThreadView:
@@ -79,8 +80,8 @@ async def _thread_for(request: Request, cid: str, body: dict[str, Any]) -> Threa
     if number is None:
         return v  # run_command refuses an unknown checkpoint
     conversations = services(request).conversations()
-    own = [c.checkpoint_id for c in await conversations.checkpoint_log(cid) if c.branch == number]
-    await conversations.switch_branch(cid, number)
+    own = [c.checkpoint_id for c in await conversations.checkpoint_log(cid, by=principal_of(request)) if c.branch == number]
+    await conversations.switch_branch(cid, number, by=principal_of(request))
     if own and own[-1] == checkpoint:  # the head it was left at: the thread's head once switched
         body.pop("checkpoint", None)
         body.pop("checkpoint_id", None)
@@ -90,8 +91,8 @@ async def _thread_for(request: Request, cid: str, body: dict[str, Any]) -> Threa
 def _read(request: Request, tid: str) -> ReadThread:
     async def read() -> tuple[Sequence[Message], Sequence[CheckpointSummary]]:
         conversations = services(request).conversations()
-        messages = (await conversations.get(tid)).messages
-        return messages, await conversations.checkpoint_log(tid)
+        messages = (await conversations.get(tid, by=principal_of(request))).messages
+        return messages, await conversations.checkpoint_log(tid, by=principal_of(request))
     return read
 
 
@@ -111,7 +112,7 @@ async def stream_stateless(request: Request) -> Response:
 async def _stream_new(request: Request, tid: str | None) -> Response:
     body, cid, started = await _start(request, tid)
     modes = _modes(body.get("stream_mode"))
-    base = (await services(request).conversations().run(cid, started.run_id)).base_count
+    base = (await services(request).conversations().run(cid, started.run_id, by=principal_of(request))).base_count
     projector = Projector(modes, cid, started.run_id, _read(request, cid), base)
     state = request.app.state
     return stream_response(projector, _one(started), state.ping_seconds, state.closing,
@@ -120,7 +121,7 @@ async def _stream_new(request: Request, tid: str | None) -> Response:
 
 async def create_run(request: Request) -> Response:
     _, cid, started = await _start(request, thread_id(request))
-    run = await services(request).conversations().run(cid, started.run_id)
+    run = await services(request).conversations().run(cid, started.run_id, by=principal_of(request))
     return JSONResponse(shapes.run_dict(run), headers=_headers(cid, run.id))
 
 
@@ -158,7 +159,7 @@ async def list_runs(request: Request) -> Response:
     params = request.query_params
     limit = bounded(_int(params.get("limit")), "limit", 10, 1)
     offset = bounded(_int(params.get("offset")), "offset", 0, 0, MAX_RUNS)
-    runs = await services(request).conversations().runs_of(thread_id(request), min(limit + offset, MAX_RUNS))
+    runs = await services(request).conversations().runs_of(thread_id(request), min(limit + offset, MAX_RUNS), by=principal_of(request))
     status = params.get("status")
     out = [shapes.run_dict(r) for r in runs]
     if status:
@@ -179,7 +180,7 @@ def _int(raw: str | None) -> int | None:
 
 
 async def _run(request: Request) -> Run:
-    return await services(request).conversations().run(thread_id(request), str(request.path_params["run_id"]))
+    return await services(request).conversations().run(thread_id(request), str(request.path_params["run_id"]), by=principal_of(request))
 
 
 async def get_run(request: Request) -> Response:
@@ -227,7 +228,7 @@ def run_tag_of(run_id: str) -> str:
 async def _successor(request: Request, run: Run) -> Run | None:
     """The run that resumed `run` after a crash: the thread's next run, if `run` was
     interrupted and that one started after it."""
-    latest = (await services(request).conversations().runs_of(run.conversation_id, 1))
+    latest = (await services(request).conversations().runs_of(run.conversation_id, 1, by=principal_of(request)))
     if not latest or latest[0].id == run.id or latest[0].started_at < run.started_at:
         return None
     return latest[0]
@@ -238,14 +239,14 @@ async def _chain(request: Request, run: Run, after: int) -> AsyncIterator[tuple[
     conversations = services(request).conversations()
     while True:
         yield run.id, await runs.follow_run(run, after)
-        ended = await conversations.run(run.conversation_id, run.id)
+        ended = await conversations.run(run.conversation_id, run.id, by=principal_of(request))
         if ended.status is not RunStatus.INTERRUPTED:
             return
         successor = await _successor(request, ended)
         if successor is None:
             with contextlib.suppress(SophosError):  # not resumable, or a decision is needed: it stays stopped
-                started = await runs.start(Resume(run.conversation_id))
-                successor = await conversations.run(run.conversation_id, started.run_id)
+                started = await runs.start(Resume(run.conversation_id), by=principal_of(request))
+                successor = await conversations.run(run.conversation_id, started.run_id, by=principal_of(request))
         if successor is None:
             successor = await _successor(request, ended)  # another client's resume won
         if successor is None:
@@ -258,5 +259,5 @@ async def cancel_run(request: Request) -> Response:
     if request.query_params.get("action", "interrupt") != "interrupt":
         raise InvalidInput('action must be "interrupt": a rollback is not supported')
     if run.status is RunStatus.RUNNING:
-        await services(request).runs().cancel(Cancel(run.conversation_id))
+        await services(request).runs().cancel(Cancel(run.conversation_id), by=principal_of(request))
     return JSONResponse(shapes.run_dict(await _run(request)), status_code=200)
