@@ -11,6 +11,7 @@ the database yields no token that works.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import re
 import secrets
 from dataclasses import dataclass
@@ -145,3 +146,28 @@ def is_token_id(value: str) -> bool:
 
 def is_user_id(value: str) -> bool:
     return _USER_ID.fullmatch(value) is not None
+
+
+class ProxyTrust:
+    """AUTH=proxy: the addresses (or networks) of the proxies whose user header is believed.
+    The address is the socket's peer, never a forwarded-for header a client can write."""
+
+    def __init__(self, header: str, trusted: str, auto_create: bool) -> None:
+        self.header = header.strip().lower()
+        self.auto_create = auto_create
+        self.networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
+        for entry in trusted.split(","):
+            if entry.strip():
+                try:
+                    self.networks.append(ipaddress.ip_network(entry.strip(), strict=False))
+                except ValueError:
+                    raise InvalidInput(f"TRUSTED_PROXY_IPS: {entry.strip()!r} is not an address or a network") from None
+
+    def trusts(self, peer: str) -> bool:
+        try:
+            address = ipaddress.ip_address(peer)
+        except ValueError:
+            return False
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        return any(address in network for network in self.networks)

@@ -40,6 +40,7 @@ T = TypeVar("T")
 
 from domain.approvals import parse_mode  # noqa: E402 - after the finder above
 from domain.context import ContextPolicy  # noqa: E402 - after the finder above
+from domain.principals import ProxyTrust  # noqa: E402 - after the finder above
 from entrypoints.bundle import Services  # noqa: E402 - after the finder above
 from entrypoints.lazy import LazyCopies, LazyThreads  # noqa: E402 - after the finder above
 from entrypoints.settings import Settings, load_settings  # noqa: E402 - after the finder above
@@ -269,6 +270,10 @@ def _users(backend: StorageBackend) -> UserStore:
     return backend.users()
 
 
+def _proxy(auth: str, header: str, trusted: str, auto_create: bool) -> ProxyTrust | None:
+    return ProxyTrust(header, trusted, auto_create) if auth == "proxy" else None
+
+
 class Container(containers.DeclarativeContainer):
     # the typed settings (for the edges), and the same values as a Configuration (for providers)
     settings = providers.Dependency(instance_of=Settings)
@@ -355,8 +360,10 @@ class Container(containers.DeclarativeContainer):
     # the page's login sessions: in the run store's database, whichever it is
     session_store = providers.Singleton(_sessions, backend)
     user_store = providers.Singleton(_users, backend)
+    proxy = providers.Singleton(_proxy, config.AUTH, config.PROXY_USER_HEADER, config.TRUSTED_PROXY_IPS,
+                                config.PROXY_AUTO_CREATE)
     sessions = providers.Singleton(SessionService, session_store, config.API_TOKEN, config.SESSION_SECONDS,
-                                   users=user_store, admin_sees_all=config.ADMIN_SEES_ALL)
+                                   users=user_store, admin_sees_all=config.ADMIN_SEES_ALL, proxy=proxy)
     users = providers.Singleton(UserService, user_store, session_store)
     # what the edges get instead of this container (built once; each getter lazy)
     services = providers.Singleton(

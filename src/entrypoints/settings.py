@@ -11,6 +11,9 @@ from typing import Any
 
 import yaml
 
+from domain.errors import InvalidInput
+from domain.principals import ProxyTrust
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -170,6 +173,13 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         raise SettingsError(f"AUTH must be token or proxy, got {settings['AUTH']!r}")
     if settings["AUTH"] == "proxy" and not str(settings["TRUSTED_PROXY_IPS"]).strip():
         raise SettingsError("AUTH=proxy needs TRUSTED_PROXY_IPS (the proxies' addresses)")
+    if settings["AUTH"] == "proxy":
+        try:
+            ProxyTrust(str(settings["PROXY_USER_HEADER"]), str(settings["TRUSTED_PROXY_IPS"]), False)
+        except InvalidInput as e:
+            raise SettingsError(e.message) from None
+        if not str(settings["PROXY_USER_HEADER"]).strip():
+            raise SettingsError("PROXY_USER_HEADER must name a header (e.g. Remote-User)")
     if settings["USER_MAX_ACTIVE_RUNS"] < 0:
         raise SettingsError("USER_MAX_ACTIVE_RUNS must be 0 (no limit) or a number of runs")
     if settings["APPROVAL_TIMEOUT"] < 0:

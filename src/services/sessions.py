@@ -19,9 +19,19 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from domain.errors import TooManyAttempts
+from domain.errors import InvalidInput, TooManyAttempts, UserExists
 from domain.model import utc_now
-from domain.principals import BOOTSTRAP_ADMIN, BOOTSTRAP_ID, Principal, looks_like_token, token_hash
+from domain.principals import (
+    BOOTSTRAP_ADMIN,
+    BOOTSTRAP_ID,
+    Principal,
+    ProxyTrust,
+    Role,
+    looks_like_token,
+    new_user_id,
+    token_hash,
+    user_name,
+)
 from domain.sessions import FailedAttempts, open_session, session_key, token_fingerprint, well_formed
 from ports.sessions import SessionStore
 from ports.users import UserStore
@@ -51,7 +61,9 @@ class SessionService:
         monotonic: Callable[[], float] = time.monotonic,
         users: UserStore | None = None,
         admin_sees_all: bool = False,
+        proxy: ProxyTrust | None = None,
     ) -> None:
+        self.proxy = proxy
         self.store = store
         self.users = users
         self.lifetime_seconds = lifetime_seconds
@@ -73,7 +85,7 @@ class SessionService:
         """Whether a request must name someone: API_TOKEN is set or a user exists. Users are
         never deleted, so once one is seen the answer stays; "none yet" is asked again after
         USERS_RECHECK seconds (a user added by the CLI while the server runs)."""
-        if self._token or self._users_seen:
+        if self._token or self._users_seen or self.proxy is not None:
             return True
         if self.users is None:
             return False
@@ -115,6 +127,33 @@ class SessionService:
             self._failed(client, "bearer token")
             return None
         return self._as(found)
+
+    async def principal_of_proxy(self, name: str, peer: str) -> Principal | None:
+        """Whom a proxy's user header names (AUTH=proxy): believed only from a trusted peer;
+        from any other address it is ignored (None) and logged. A user first seen is created
+        with role `user` when PROXY_AUTO_CREATE, else refused until added; a disabled user
+        is refused."""
+        if self.proxy is None or self.users is None:
+            return None
+        if not self.proxy.trusts(peer):
+            log.warning("ignored the %s header from %s: not a TRUSTED_PROXY_IPS address", self.proxy.header, peer)
+            return None
+        try:
+            checked = user_name(name)
+        except InvalidInput:
+            log.warning("refused the %s header from %s: not a user name", self.proxy.header, peer)
+            return None
+        user = await self.users.user(checked)
+        if user is None and self.proxy.auto_create:
+            try:
+                user = await self.users.add_user(new_user_id(), checked, Role.USER, self._clock())
+                log.info("user %s created on first sight through the proxy", checked)
+            except UserExists:  # another process created them meanwhile
+                user = await self.users.user(checked)
+        if user is None:
+            log.warning("refused %s from the proxy: no such user (PROXY_AUTO_CREATE=false)", checked)
+            return None
+        return None if user.disabled else self._as(user.principal())
 
     async def principal_of_session(self, session_id: str) -> Principal | None:
         """Whom a cookie's session acts as: a live session made under the current API_TOKEN

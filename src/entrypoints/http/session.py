@@ -61,6 +61,12 @@ async def resolve(request: Request, sessions: SessionService, cookie: str) -> Pr
     """Whom the request acts as: a bearer token (which then decides alone: a wrong one
     counts as a failed login), else a live session cookie; None when neither names anyone.
     TooManyAttempts when a bearer comes from an address that failed too often lately."""
+    proxy = sessions.proxy
+    named = request.headers.get(proxy.header) if proxy is not None else None
+    if named is not None:
+        found = await sessions.principal_of_proxy(named, request.client.host if request.client else "")
+        if found is not None:
+            return found
     given = bearer_credentials(request.headers.get("authorization", ""))
     if given is not None:
         return await sessions.principal_of_bearer(given, client_address(request))
