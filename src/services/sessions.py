@@ -155,6 +155,10 @@ class SessionService:
             return None
         return None if user.disabled else self._as(user.principal())
 
+    async def bearer_still_valid(self, given: bytes) -> bool:
+        """Whether a bearer that worked still names someone (not counted as a login attempt)."""
+        return await self._token_principal(given) is not None
+
     async def principal_of_session(self, session_id: str) -> Principal | None:
         """Whom a cookie's session acts as: a live session made under the current API_TOKEN
         whose user is still enabled; None otherwise. Without any login needed, the

@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from domain.errors import SophosError
 from entrypoints.http.errors import domain_error_response, error_response
 from entrypoints.http.principal import set_principal
-from entrypoints.http.session import resolve
+from entrypoints.http.session import resolve, still_allowed
 from services.sessions import SessionService
 
 log = logging.getLogger(__name__)
@@ -173,7 +173,8 @@ class GuardMiddleware:
                 )
             if request.url.path == "/metrics" and not principal.is_admin:
                 return error_response(403, "FORBIDDEN", "The metrics are for admins")
-            set_principal(request.scope, principal)
+            sessions, cookie = self.sessions(), self.cookie
+            set_principal(request.scope, principal, lambda: still_allowed(request, sessions, cookie))
         if request.method not in SAFE_METHODS:
             origin = request.headers.get("origin")
             cross_site = request.headers.get("sec-fetch-site") == "cross-site"

@@ -31,7 +31,7 @@ from entrypoints.dto import (
 )
 from entrypoints.http import sse, transfer
 from entrypoints.http.errors import RouteFailure, error_response
-from entrypoints.http.principal import principal_of
+from entrypoints.http.principal import principal_of, recheck_of
 from ports.model import Readiness
 
 MAX_BODY = 64 * 1024  # bytes; a larger body gets 413
@@ -101,7 +101,7 @@ async def post_chat(request: Request) -> Response:
         # the run's own stream, as GET /api/chat sends it: the first token needs no second request
         ids = {CONVERSATION_HEADER: started.conversation_id, RUN_HEADER: started.run_id}
         state = request.app.state
-        return sse.follow(started.events(), state.ping_seconds, state.closing, ids)
+        return sse.follow(started.events(), state.ping_seconds, state.closing, ids, allowed=recheck_of(request))
     return JSONResponse({"conversation": started.conversation_id, "run": started.run_id})
 
 
@@ -117,7 +117,7 @@ async def get_chat(request: Request) -> Response:
     if isinstance(answer, StreamEvent):
         return sse.single(answer)
     state = request.app.state
-    return sse.follow(answer, state.ping_seconds, state.closing)
+    return sse.follow(answer, state.ping_seconds, state.closing, allowed=recheck_of(request))
 
 
 async def cancel_chat(request: Request) -> Response:

@@ -73,6 +73,21 @@ async def resolve(request: Request, sessions: SessionService, cookie: str) -> Pr
     return await sessions.principal_of_session(request.cookies.get(cookie, ""))
 
 
+async def still_allowed(request: Request, sessions: SessionService, cookie: str) -> bool:
+    """Whether the request's credentials still name someone (for a stream in progress): as
+    `resolve`, but a bearer that stopped working is not counted as a failed login."""
+    if not await sessions.needed():
+        return True
+    proxy = sessions.proxy
+    named = request.headers.get(proxy.header) if proxy is not None else None
+    if named is not None and await sessions.principal_of_proxy(named, request.client.host if request.client else ""):
+        return True
+    given = bearer_credentials(request.headers.get("authorization", ""))
+    if given is not None:
+        return await sessions.bearer_still_valid(given)
+    return await sessions.principal_of_session(request.cookies.get(cookie, "")) is not None
+
+
 async def authenticated(request: Request, sessions: SessionService, cookie: str) -> bool:
     return await resolve(request, sessions, cookie) is not None
 
