@@ -39,6 +39,7 @@ class ErrorCode(StrEnum):
     QUEUE_FULL = "QUEUE_FULL"
     QUEUED_NOT_FOUND = "QUEUED_NOT_FOUND"
     USER_EXISTS = "USER_EXISTS"
+    USER_LIMIT = "USER_LIMIT"
     UNKNOWN_ERROR = "UNKNOWN_ERROR"
 
 
@@ -305,3 +306,11 @@ class UserExists(SophosError):
 
     code = ErrorCode.USER_EXISTS
     default_message = "A user with that name exists already"
+
+
+class UserLimitReached(SophosError):
+    """Raised when a user who already has USER_MAX_ACTIVE_RUNS runs going or messages
+    queued starts or queues another."""
+
+    code = ErrorCode.USER_LIMIT
+    default_message = "You have too many runs going or messages queued: wait for some to finish"

@@ -342,6 +342,7 @@ class Container(containers.DeclarativeContainer):
         recursion_limit=config.AGENT_RECURSION_LIMIT,
         lease_seconds=config.RUN_LEASE_SECONDS,
         metrics=metrics,
+        user_max_active=config.USER_MAX_ACTIVE_RUNS,
     )
     queue = providers.Singleton(QueueService, run_service, store, config.MAX_QUEUED)
     supervisor = providers.Singleton(

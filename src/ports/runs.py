@@ -96,6 +96,11 @@ class RunRepository(Protocol):
         """
 
     @abstractmethod
+    async def owner_load(self, owner: str) -> int:
+        """How many runs of the user `owner`'s conversations are running, plus how many of
+        their messages wait in queues (USER_MAX_ACTIVE_RUNS). Only reads."""
+
+    @abstractmethod
     async def find_conversations(self, id_prefix: str, limit: int, owner: str | None = None) -> Sequence[Conversation]:
         """At most `limit` conversations whose id starts with `id_prefix` (lower-case hex
         and dashes, as ids are stored), most recently updated first; only `owner`'s when given."""

@@ -51,6 +51,7 @@ class QueueService:
         if cid is None:
             return await service.start(command, by=by)
         await service.visible(cid, by)  # nothing is queued on another user's conversation
+        await service.admit(by)
         if service.draining:
             raise ShuttingDown()
         for _ in range(ENQUEUE_TRIES):

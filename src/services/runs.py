@@ -27,6 +27,7 @@ from domain.errors import (
     SessionInProgress,
     ShuttingDown,
     StorageFailure,
+    UserLimitReached,
 )
 from domain.events import (
     AnswerCut,
@@ -49,7 +50,7 @@ from domain.model import (
     utc_now,
 )
 from domain.models import ChatSettings, ModelChoice
-from domain.principals import LOCAL, Principal, sees
+from domain.principals import BOOTSTRAP_ID, LOCAL, Principal, sees
 from domain.queue import QueuedMessage
 from ports.engine import AgentEngine, Fork, NewMessage, RunInput
 from ports.metrics import NO_METRICS, MetricsPort
@@ -87,7 +88,9 @@ class RunService:
         clock: Callable[[], datetime] = utc_now,
         metrics: MetricsPort = NO_METRICS,
         catalog: ModelCatalog | None = None,
+        user_max_active: int = 0,
     ) -> None:
+        self.user_max_active = user_max_active  # USER_MAX_ACTIVE_RUNS; 0: no limit
         self.catalog = catalog  # None: model names are not checked, no context size is known
         self.stores = stores
         self.runs = stores.runs
@@ -108,6 +111,14 @@ class RunService:
 
     # --- starting -----------------------------------------------------------------------
 
+    async def admit(self, by: Principal) -> None:
+        """UserLimitReached when `by` already has USER_MAX_ACTIVE_RUNS runs going or messages
+        queued. The bootstrap admin (API_TOKEN, this machine's commands) is the operator and
+        is not limited. Checked on admission: requests racing each other may pass it together."""
+        if self.user_max_active and by.user_id != BOOTSTRAP_ID:
+            if await self.runs.owner_load(by.user_id) >= self.user_max_active:
+                raise UserLimitReached()
+
     async def visible(self, conversation_id: str, by: Principal) -> Conversation:
         """The conversation, when `by` may reach it; ConversationNotFound for an unknown one
         and for another user's (404 alike: no existence leak)."""
@@ -125,6 +136,8 @@ class RunService:
         if self.draining:
             raise ShuttingDown()
         change = command.settings
+        if trigger is RunTrigger.USER:
+            await self.admit(by)
         if change.sets_model and self.catalog is not None:
             await self.catalog.check(change.model)  # an unknown model: 400, nothing stored
         if command.conversation_id is None:

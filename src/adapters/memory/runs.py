@@ -136,6 +136,12 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, RunRepository, RunEvent
                 items = items[:limit]
             return [self._summary(c) for c in items]
 
+    async def owner_load(self, owner: str) -> int:
+        with self._lock:
+            mine = {c.id for c in self._conversations.values() if c.owner == owner}
+            running = sum(1 for r in self._runs.values() if r.conversation_id in mine and r.status is RunStatus.RUNNING)
+            return running + sum(self._queued_count(cid) for cid in mine)
+
     async def find_conversations(self, id_prefix: str, limit: int, owner: str | None = None) -> Sequence[Conversation]:
         with self._lock:
             items = [c for c in self._conversations.values()

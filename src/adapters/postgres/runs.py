@@ -133,6 +133,14 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, RunRepository, RunEvent
             args.append(limit)
         return [conversation_from_row(r) for r in await self._rows(sql, args)]
 
+    async def owner_load(self, owner: str) -> int:
+        sql = (
+            "SELECT (SELECT count(*) FROM runs r JOIN conversations c ON c.id = r.conversation_id "
+            "WHERE c.owner = %s AND r.status = 'running') + (SELECT count(*) FROM queued_messages q "
+            "JOIN conversations c ON c.id = q.conversation_id WHERE c.owner = %s AND q.state = 'queued')"
+        )
+        return int((await self._rows(sql, [owner, owner]))[0][0])
+
     async def find_conversations(self, id_prefix: str, limit: int, owner: str | None = None) -> Sequence[Conversation]:
         # a range on the primary key in byte order (the column's collation may order '-' apart)
         mine = "" if owner is None else " AND c.owner = %s"

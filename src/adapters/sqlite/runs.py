@@ -162,6 +162,14 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, RunRepositor
             args.append(limit)
         return [conversation_from_row(r) for r in await self._read(sql, args)]
 
+    async def owner_load(self, owner: str) -> int:
+        sql = (
+            "SELECT (SELECT count(*) FROM runs r JOIN conversations c ON c.id = r.conversation_id "
+            "WHERE c.owner = ? AND r.status = 'running') + (SELECT count(*) FROM queued_messages q "
+            "JOIN conversations c ON c.id = q.conversation_id WHERE c.owner = ? AND q.state = 'queued')"
+        )
+        return int((await self._read(sql, [owner, owner]))[0][0])
+
     async def find_conversations(self, id_prefix: str, limit: int, owner: str | None = None) -> Sequence[Conversation]:
         # a range on the primary key, not LIKE (case-insensitive in SQLite, so no index):
         # '~' sorts after every character an id holds

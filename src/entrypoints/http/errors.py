@@ -31,6 +31,7 @@ STATUS: dict[ErrorCode, int] = {
     ErrorCode.QUEUE_FULL: 429,
     ErrorCode.QUEUED_NOT_FOUND: 404,
     ErrorCode.USER_EXISTS: 409,
+    ErrorCode.USER_LIMIT: 429,
     ErrorCode.NOT_SUPPORTED: 501,
     ErrorCode.MODEL_UNAVAILABLE: 503,
     ErrorCode.MODEL_UNREACHABLE: 503,
