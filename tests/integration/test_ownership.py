@@ -22,6 +22,7 @@ import psycopg
 import pytest
 from starlette.testclient import TestClient
 
+from domain.model import utc_now
 from domain.principals import Role
 from entrypoints.container import create_container
 from entrypoints.http.app import create_app
@@ -147,6 +148,8 @@ def masked(text: str, *ids: str) -> str:
 def test_another_users_ids_answer_as_unknown_and_change_nothing(world: dict[str, Any]) -> None:
     client, tokens, rows = world["client"], world["tokens"], world["rows"]
     cid, qid = a_conversation(client, tokens["ann"])
+    store = client.app.state.services.backend().runs()
+    client.portal.call(store.allow_always, "ledger__pay", utc_now(), cid)  # A's "always allow" rule
     theirs = {"conversation_id": cid, "conversation": cid, "queued_id": qid, "tool": "ledger__pay"}
     unknown = {"conversation_id": str(uuid.uuid4()), "conversation": str(uuid.uuid4()), "queued_id": str(uuid.uuid4()),
                "tool": "ledger__pay"}
@@ -170,14 +173,16 @@ def test_another_users_ids_answer_as_unknown_and_change_nothing(world: dict[str,
     assert len(covered) >= 9, covered  # every conversation route of the document today
     # what B lists, searches and exports holds nothing of A's
     for url in ("/api/conversations", "/api/conversations?limit=50", f"/api/conversations?idPrefix={cid[:4]}",
-                f"/api/search?q={SECRET}", "/api/export"):
+                f"/api/search?q={SECRET}", "/api/export", "/api/approvals/always"):
         response = client.get(url, headers=bearer(tokens["bob"]))
         assert response.status_code == 200, (url, response.text)
         assert cid.encode() not in response.content and SECRET.encode() not in response.content, url
+        assert b"ledger__pay" not in response.content, url
     # ...while A still sees all of it
     found = client.get(f"/api/search?q={SECRET}", headers=bearer(tokens["ann"])).json()["results"]
     assert found and {r["conversation"] for r in found} == {cid}
     assert cid in client.get("/api/conversations", headers=bearer(tokens["ann"])).text
+    assert "ledger__pay" in client.get("/api/approvals/always", headers=bearer(tokens["ann"])).text
     assert rows() == before
 
 

@@ -47,3 +47,18 @@ def add_owner(conn: sqlite3.Connection) -> None:
     if "owner" not in have:
         conn.execute("ALTER TABLE conversations ADD COLUMN owner TEXT NOT NULL DEFAULT 'admin'")
     conn.execute("CREATE INDEX IF NOT EXISTS conversations_owner ON conversations (owner, updated_at)")
+
+
+def add_rule_owner(conn: sqlite3.Connection) -> None:
+    """"Always allow" rules become per user: (owner, tool) is the key, so SQLite rebuilds the
+    table (it cannot change a primary key); the rules so far were the bootstrap admin's."""
+    have = {row[1] for row in conn.execute("PRAGMA table_info(tool_allow_rules)")}
+    if "owner" in have:
+        return
+    conn.execute(
+        "CREATE TABLE tool_allow_rules_by_owner (owner TEXT NOT NULL DEFAULT 'admin', tool TEXT NOT NULL, "
+        "since TEXT NOT NULL, PRIMARY KEY (owner, tool))"
+    )
+    conn.execute("INSERT INTO tool_allow_rules_by_owner (owner, tool, since) SELECT 'admin', tool, since FROM tool_allow_rules")
+    conn.execute("DROP TABLE tool_allow_rules")
+    conn.execute("ALTER TABLE tool_allow_rules_by_owner RENAME TO tool_allow_rules")

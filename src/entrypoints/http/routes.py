@@ -255,7 +255,7 @@ async def export_conversation(request: Request) -> Response:
 
 
 async def list_allow_rules(request: Request) -> Response:
-    rules = await _services(request).allow_rules().list()
+    rules = await _services(request).allow_rules().list(by=principal_of(request))
     return JSONResponse({"alwaysAllowed": [{"tool": r.tool, "since": iso(r.since)} for r in rules]})
 
 
