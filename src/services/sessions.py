@@ -81,6 +81,11 @@ class SessionService:
         """Whether API_TOKEN is set (see `needed` for whether any login is)."""
         return bool(self._token)
 
+    @property
+    def users_seen(self) -> bool:
+        """Whether this process has seen a user exist (as of the last `needed`)."""
+        return self._users_seen
+
     async def needed(self) -> bool:
         """Whether a request must name someone: API_TOKEN is set or a user exists. Users are
         never deleted, so once one is seen the answer stays; "none yet" is asked again after

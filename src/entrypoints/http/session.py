@@ -110,7 +110,9 @@ async def login(request: Request) -> Response:
         return JSONResponse({"required": False, "authenticated": True})
     session_id = await sessions.login(token_bytes(given), client_address(request))
     if session_id is None:
-        return error_response(401, "UNAUTHORIZED", "That token is not the server's API_TOKEN nor a user's token")
+        # the single-token wording, unchanged, until users exist
+        users = " nor a user's token" if sessions.users_seen else ""
+        return error_response(401, "UNAUTHORIZED", f"That token is not the server's API_TOKEN{users}")
     response = JSONResponse({"required": True, "authenticated": True})
     response.set_cookie(
         _cookie(request),
