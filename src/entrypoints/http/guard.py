@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from domain.errors import SophosError
+from domain.errors import SophosError, StorageFailure
 from entrypoints.http.errors import domain_error_response, error_response
 from entrypoints.http.principal import set_principal
 from entrypoints.http.session import resolve, still_allowed
@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 LOOPBACK_NAMES = frozenset({"localhost"})
 OPEN_PATHS = frozenset({"/api/healthz", "/api/session"})  # no token needed: liveness, the login itself
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+READINESS = "/api/readyz"
 DEFAULT_PORTS = {"http": 80, "https": 443}
 _AUTHORITY = re.compile(r"(?:\[(?P<ip6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9._-]+))(?::(?P<port>[0-9]{1,5}))?")
 _ORIGIN = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<authority>[^/?#]*)")
@@ -162,6 +163,12 @@ class GuardMiddleware:
         if needs_token(request.url.path):
             try:
                 principal = await resolve(request, self.sessions(), self.cookie)
+            except StorageFailure as e:
+                if request.url.path != READINESS:
+                    return domain_error_response(e)
+                # the readiness probe reports the database itself (its own 503 says why);
+                # it serves no one's data, so it needs no principal to say the storage is down
+                return None
             except SophosError as e:  # too many failed logins; the session store failing
                 return domain_error_response(e)
             if principal is None:
