@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from domain.errors import InvalidInput
+from domain.errors import InvalidInput, StorageFailure
 from domain.principals import Principal
 from domain.sessions import attempt_source
 from entrypoints.bundle import Services
@@ -75,7 +75,16 @@ async def resolve(request: Request, sessions: SessionService, cookie: str) -> Pr
 
 async def still_allowed(request: Request, sessions: SessionService, cookie: str) -> bool:
     """Whether the request's credentials still name someone (for a stream in progress): as
-    `resolve`, but a bearer that stopped working is not counted as a failed login."""
+    `resolve`, but a bearer that stopped working is not counted as a failed login. While
+    the storage cannot answer, a stream that was allowed stays open: it then carries the
+    run's own STORAGE_FAILURE to its end, and the next check decides."""
+    try:
+        return await _still_allowed(request, sessions, cookie)
+    except StorageFailure:
+        return True
+
+
+async def _still_allowed(request: Request, sessions: SessionService, cookie: str) -> bool:
     if not await sessions.needed():
         return True
     proxy = sessions.proxy
