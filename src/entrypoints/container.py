@@ -355,7 +355,7 @@ class Container(containers.DeclarativeContainer):
     )
     conversations = providers.Singleton(_conversations, store, threads.provider, run_service.provider, catalog.provider)
     search_index = providers.Singleton(_search_index, backend, threads.provider)
-    search = providers.Singleton(SearchService, search_index, store)
+    search = providers.Singleton(SearchService, search_index)
     allow_rules = providers.Singleton(AllowRules, store)
     transfer = providers.Singleton(_transfer, store, threads.provider)
     # the page's login sessions: in the run store's database, whichever it is

@@ -4,39 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from domain.principals import LOCAL, Principal
+from domain.principals import LOCAL, Principal, owner_filter
 from domain.search import SearchHit, SearchPage, SearchResult, _limit, _offset, parse_query
-from ports.runs import RunRepository
 from ports.search import SearchIndex
-
-# the matches a user's search ranks among: as many as the indexes rank for any query
-# (ports.search), so a user sees what a single-user server would show them
-SCAN = 2000
 
 
 class SearchService:
-    def __init__(self, index: SearchIndex, runs: RunRepository | None = None) -> None:
+    def __init__(self, index: SearchIndex) -> None:
         self.index = index
-        self.runs = runs
-
-    async def _hits(self, query: object, size: int, offset: int, by: Principal) -> Sequence[SearchHit]:
-        parsed = parse_query(query)
-        if by.sees_all or self.runs is None:
-            return await self.index.search(parsed, size + 1, offset)
-        # the index is shared: only matches in `by`'s own conversations are kept, before the
-        # page is cut, so another user's words never reach the page nor shift its cursor
-        mine = {c.id for c in await self.runs.list_conversations(owner=by.user_id)}
-        if not mine:
-            return []
-        hits = [h for h in await self.index.search(parsed, SCAN, 0) if h.conversation_id in mine]
-        return hits[offset : offset + size + 1]
 
     async def search(self, q: object, limit: object = None, before: object = None, *,
                      by: Principal = LOCAL) -> SearchPage:
         """A page of the best matches for `q` in the conversations `by` may reach, after the
         cursor `before` (from the previous page's next_cursor), best first."""
-        size, offset = _limit(limit), _offset(before)
-        hits = await self._hits(q, size, offset, by)
+        query, size, offset = parse_query(q), _limit(limit), _offset(before)
+        # the index keeps only `by`'s conversations' matches before ranking and cutting the
+        # page: another user's words never reach it nor shift its cursor
+        hits: Sequence[SearchHit] = await self.index.search(query, size + 1, offset, owner_filter(by))
         results = [
             SearchResult(h.conversation_id, h.title, h.message_index, h.role, h.snippet)
             for h in hits[:size]
