@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import uuid
 
-from domain.model import utc_now
+from domain.model import new_id, utc_now
 from domain.principals import BOOTSTRAP_ID
+from domain.queue import QueuedMessage
 from tests.contracts.run_stores import (
     InMemoryStores,
     PostgresStores,
@@ -14,6 +15,7 @@ from tests.contracts.run_stores import (
     SqliteStores,
     StoreClock,
     StoreContract,
+    a_running_run,
 )
 
 
@@ -39,10 +41,16 @@ class OwnershipContract(StoreContract):
         got = await store.get_conversation(default)
         assert got is not None and got.owner == BOOTSTRAP_ID  # what the migration gives existing rows
 
-    async def test_a_users_load_counts_their_queued_messages_only(self, store: RunStore, clock: StoreClock) -> None:
-        ann = f"u_{uuid.uuid4().hex[:16]}"
-        await owned(store, ann)
+    async def test_a_users_load_is_their_running_runs_and_queued_messages(self, store: RunStore, clock: StoreClock) -> None:
+        ann, bob = f"u_{uuid.uuid4().hex[:16]}", f"u_{uuid.uuid4().hex[:16]}"
+        cid = await owned(store, ann)
+        await owned(store, bob)
         assert await store.owner_load(ann) == 0
+        await a_running_run(store, clock, cid)
+        assert await store.owner_load(ann) == 1
+        queued = await store.enqueue(QueuedMessage(new_id(), cid, 0, "next", clock.now()), 20)
+        assert queued is not None
+        assert (await store.owner_load(ann), await store.owner_load(bob)) == (2, 0)
 
     async def test_always_allow_rules_are_the_conversation_owners_alone(self, store: RunStore, clock: StoreClock) -> None:
         ann, bob = f"u_{uuid.uuid4().hex[:16]}", f"u_{uuid.uuid4().hex[:16]}"
