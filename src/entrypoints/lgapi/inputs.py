@@ -12,6 +12,7 @@ from domain.approvals import ApprovalRequest, Decision, DecisionType, parse_deci
 from domain.commands import Edit, Regenerate, Resume, SendMessage, StartRun, check_message
 from domain.errors import DecisionRequired, InvalidInput, StaleDecision
 from domain.model import CheckpointSummary, Message, UserMessage
+from domain.queue import Multitask
 
 RUN_FIELDS = frozenset({
     "assistant_id", "input", "command", "stream_mode", "stream_subgraphs", "stream_resumable", "config", "context",
@@ -47,12 +48,18 @@ def needs_thread(body: Mapping[str, Any]) -> bool:
     return any(isinstance(m, dict) and m.get("type", m.get("role")) == "tool" for m in items)
 
 
+def strategy(body: Mapping[str, Any]) -> Multitask:
+    """What a run on a busy thread does (`multitask_strategy`, Sophos's Multitask: reject,
+    enqueue, interrupt = steer, rollback); none is LangGraph's default, reject."""
+    raw = body.get("multitask_strategy")
+    if raw is not None and not (isinstance(raw, str) and raw in Multitask.__members__.values()):
+        raise InvalidInput('multitask_strategy must be "reject", "enqueue", "interrupt" or "rollback"')
+    return Multitask(raw) if raw is not None else Multitask.REJECT
+
+
 def check_options(body: Mapping[str, Any]) -> None:
     """Refuse what Sophos does not do (yet), with a clear 400 instead of a silent no."""
-    strategy = body.get("multitask_strategy")
-    if strategy not in (None, "reject"):
-        raise InvalidInput(f"multitask_strategy {strategy!r} is not supported: a thread runs one run at a time "
-                           "and a second one is refused (409), as with \"reject\"")
+    strategy(body)
     for key in ("interrupt_before", "interrupt_after"):
         if body.get(key):
             raise InvalidInput(f"{key} is not supported: tool calls wait for approval by the server's TOOL_APPROVAL")
@@ -196,7 +203,9 @@ def run_command(body: Mapping[str, Any], view: ThreadView) -> StartRun:
         return _from_checkpoint(view, checkpoint, text)
     if text is None:
         return Resume(view.thread_id)
-    return SendMessage(text, view.thread_id)
+    # a resume, an edit or a regenerate is refused on a busy thread whatever the strategy:
+    # it answers or forks the thread as it is, which a run still changes
+    return SendMessage(text, view.thread_id, multitask=strategy(body))
 
 
 def _from_checkpoint(view: ThreadView, checkpoint: str, text: str | None) -> StartRun:

@@ -20,6 +20,7 @@ from domain.model import (
     UserMessage,
     iso,
 )
+from domain.queue import QueuedMessage
 
 GRAPH_ID = "agent"
 # LangGraph names a graph's default assistant uuid5(its graph namespace, graph id); the
@@ -137,6 +138,22 @@ def run_dict(run: Run) -> dict[str, Any]:
                      **({"error": {"code": run.error_code, "message": run.error_message}} if run.error_code else {})},
         "kwargs": {},
         "multitask_strategy": "reject",
+    }
+
+
+def queued_run_dict(message: QueuedMessage, strategy: str = "enqueue") -> dict[str, Any]:
+    """A message waiting in Sophos's queue as the run it becomes: its run takes the
+    message's id when it starts (ports.queue.start_queued), so the id is the run's."""
+    return {
+        "run_id": message.id,
+        "thread_id": message.conversation_id,
+        "assistant_id": ASSISTANT_ID,
+        "created_at": iso(message.created_at),
+        "updated_at": iso(message.created_at),
+        "status": "pending",
+        "metadata": {"sophos_status": "queued", "trigger": "queue", "position": message.position},
+        "kwargs": {},
+        "multitask_strategy": strategy,
     }
 
 
