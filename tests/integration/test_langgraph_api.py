@@ -258,7 +258,7 @@ def test_an_edited_call_runs_with_the_new_arguments(shared: Sophos) -> None:
     {"assistant_id": "agent", "input": {"messages": [{"type": "ai", "content": "hi"}]}},
     {"assistant_id": "agent", "input": {"messages": []}},
     {"assistant_id": "agent", "stream_mode": "everything", "input": {"messages": [{"type": "human", "content": "x"}]}},
-    {"assistant_id": "agent", "multitask_strategy": "enqueue", "input": {"messages": [{"type": "human", "content": "x"}]}},
+    {"assistant_id": "agent", "multitask_strategy": "later", "input": {"messages": [{"type": "human", "content": "x"}]}},
     {"assistant_id": "agent", "command": {"goto": "agent"}},
     {"assistant_id": "agent", "command": {"resume": 1}},
     {"assistant_id": "nobody", "input": {"messages": [{"type": "human", "content": "x"}]}},
@@ -375,7 +375,7 @@ def test_stateless_runs_and_if_not_exists_make_their_thread_only_for_a_good_requ
     parts = stream(client, tid, ["values"], input=human("made here"), if_not_exists="create")
     assert parts[-1][0] == "end" and client.threads.get(tid)["values"]["messages"][0]["content"] == "made here"
     assert client.threads.count() == before + 2
-    for bad in ({"input": human("x"), "multitask_strategy": "enqueue"}, {"input": {"messages": []}}):
+    for bad in ({"input": human("x"), "multitask_strategy": "later"}, {"input": {"messages": []}}):
         r = httpx.post(f"{shared.lg_url}/runs/wait", json={"assistant_id": "agent", **bad}, timeout=10)
         assert r.status_code == 400
         r = httpx.post(f"{shared.lg_url}/threads/{uuid4()}/runs", json={"assistant_id": "agent", "if_not_exists": "create", **bad},
