@@ -67,8 +67,11 @@ def check_options(body: Mapping[str, Any]) -> None:
         raise InvalidInput("webhook is not supported")
     if body.get("after_seconds"):
         raise InvalidInput("after_seconds is not supported: runs start at once")
-    if body.get("on_disconnect") not in (None, "continue"):
-        raise InvalidInput("on_disconnect must be \"continue\": a run goes on when its stream is closed")
+    # `cancel` (what useStream sends by default) is taken as `continue`: a run is durable and
+    # goes on when its stream closes (a reload re-joins it); a client stops it with cancel
+    if body.get("on_disconnect") not in (None, "continue", "cancel"):
+        raise InvalidInput("on_disconnect must be \"continue\" (or \"cancel\", taken as continue: a run goes on "
+                           "when its stream is closed)")
 
 
 def _text(content: object) -> str:
