@@ -439,3 +439,23 @@ def test_history_shows_every_branch_as_a_fork_and_a_run_from_another_branch_swit
     contents = [m["content"] for m in client.threads.get_state(tid)["values"]["messages"]]
     assert contents == ["question", answer["content"], "and then?", "You said 'and then?', and I agree."]
     assert shared.server.get(f"/api/conversations/{tid}").json()["activeBranch"] == 1
+
+
+def test_a_copied_thread_has_the_messages_and_metadata_and_goes_its_own_way(shared: Sophos) -> None:
+    client = shared.client()
+    empty = client.threads.create(metadata={"label": "copy-empty"})["thread_id"]
+    copied = client.threads.copy(empty)
+    assert copied["thread_id"] != empty and copied["metadata"]["label"] == "copy-empty"
+    tid = client.threads.create(metadata={"label": "copy-src"})["thread_id"]
+    stream(client, tid, ["values"], input=human("copy me"))
+    copy = client.threads.copy(tid)
+    cid = copy["thread_id"]
+    assert cid != tid and copy["metadata"]["label"] == "copy-src"
+    said = [m["content"] for m in client.threads.get_state(cid)["values"]["messages"]]  # type: ignore[call-overload]
+    assert said == ["copy me", "You said 'copy me', and I agree."]
+    stream(client, cid, ["values"], input=human("only in the copy"))
+    assert len(client.threads.get_state(tid)["values"]["messages"]) == 2  # type: ignore[call-overload]
+    assert len(client.threads.get_state(cid)["values"]["messages"]) == 4  # type: ignore[call-overload]
+    with pytest.raises(httpx.HTTPStatusError) as e:
+        client.threads.copy(str(uuid4()))
+    assert e.value.response.status_code == 404
