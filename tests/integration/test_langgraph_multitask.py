@@ -156,3 +156,23 @@ def test_an_unknown_strategy_is_a_400(lg: Sophos) -> None:
                    json={"assistant_id": "agent", "input": human("x"), "multitask_strategy": "later"})
     assert r.status_code == 400 and "multitask_strategy" in r.json()["error"]["message"]
 
+
+
+def test_a_run_queued_behind_a_cancelled_one_is_held_and_a_wait_for_it_ends(lg: Sophos) -> None:
+    """After a cancel the queue is held (Sophos's rule: a person decides), so the queued run
+    stays pending; a stream or a join of it ends at once, saying so, instead of hanging."""
+    client = lg.client()
+    tid, first = busy(client)
+    second = client.runs.create(tid, "agent", input=human("held back"), multitask_strategy="enqueue")
+    client.runs.cancel(tid, first, wait=True)
+    assert poll(client, tid, first) == "interrupted"
+    started = time.monotonic()
+    events = [(p.event, p.data) for p in client.runs.join_stream(tid, second["run_id"])]
+    assert [e for e, _ in events][-2:] == ["error", "end"] and events[-2][1]["error"] == "QUEUE_HELD"
+    values: Any = client.runs.join(tid, second["run_id"])
+    assert "held back" not in [m["content"] for m in values["messages"]]
+    assert time.monotonic() - started < 10
+    assert client.runs.get(tid, second["run_id"])["status"] == "pending"
+    client.runs.cancel(tid, second["run_id"])
+    with pytest.raises(httpx.HTTPStatusError):
+        client.runs.get(tid, second["run_id"])

@@ -14,14 +14,20 @@ from starlette.responses import JSONResponse, Response
 
 from domain.commands import Cancel, Resume, SendMessage
 from domain.errors import ConversationNotFound, InvalidInput, NotSupported, QueuedNotFound, SophosError
+from domain.events import StreamEvent
 from domain.model import CheckpointSummary, Message, Run, RunStatus, new_id
-from domain.queue import Multitask, QueuedMessage
+from domain.queue import Multitask, QueuedMessage, queue_held
 from entrypoints.lgapi import shapes
 from entrypoints.lgapi.inputs import RUN_FIELDS, ThreadView, checkpoint_id, needs_thread, run_command
 from entrypoints.lgapi.stream import Projector, ReadThread, parse_modes, stream_response
 from entrypoints.lgapi.threads import bounded, branch_of, read_body, services, thread_body, thread_id, view
 from services.handles import StartedRun
 from services.hub import TERMINAL_EVENTS, Batch, RunStream, run_tag
+
+# a queued run that will not start by itself: what a stream of it ends with
+HELD = StreamEvent("chat-error", {"code": "QUEUE_HELD", "message": (
+    "The run before it failed or was cancelled, so the queue is held: the run is still pending. "
+    "Cancel it (it is dropped) and send the message again")})
 
 _LAST_ID = re.compile(r"([0-9]{1,15})@([0-9a-f]{8})")
 
@@ -128,7 +134,8 @@ async def _waiting(request: Request, cid: str, rid: str) -> QueuedMessage | None
 async def _started(request: Request, cid: str, qid: str) -> Run | None:
     """The run of queued message `qid` once it has started (the store gives it the
     message's id); None when the message left the queue without one (dropped, or its
-    thread deleted) or the server is closing."""
+    thread deleted), when the queue is held (domain.queue.queue_held: it waits for a
+    person) or the server is closing."""
     closing: asyncio.Event = request.app.state.closing
     poll = services(request).runs().poll_seconds
     while not closing.is_set():
@@ -141,6 +148,9 @@ async def _started(request: Request, cid: str, qid: str) -> Run | None:
         if await _waiting(request, cid, qid) is None:  # started between the two reads, or dropped
             with contextlib.suppress(ConversationNotFound):
                 return await _find(request, cid, qid)
+            return None
+        latest = await services(request).conversations().runs_of(cid, 1)
+        if queue_held(latest[0] if latest else None):
             return None
         await asyncio.sleep(poll)
     return None
@@ -155,6 +165,9 @@ async def _pending(request: Request, cid: str, qid: str) -> AsyncIterator[tuple[
     async def first() -> AsyncGenerator[Batch, None]:
         run = await _started(request, cid, qid)
         if run is None:
+            with contextlib.suppress(ConversationNotFound):
+                if await _waiting(request, cid, qid) is not None:
+                    yield [(1, HELD)]
             return
         started.append(run)
         stream = await services(request).runs().follow_run(run, 0)
@@ -295,7 +308,8 @@ async def join_stream(request: Request) -> Response:
     start (`-1`, or none). A run that a crash stopped is followed by the run that resumed
     it; if none did, the re-join resumes it (what AUTO_RESUME does at start-up)."""
     found = await _run_or_queued(request)
-    modes = _modes(request.query_params.getlist("stream_mode") or None)
+    # the Python SDK sends `stream_mode=` (empty) when none is given: the default
+    modes = _modes([m for m in request.query_params.getlist("stream_mode") if m] or None)
     if isinstance(found, QueuedMessage):  # nothing sent yet: from the start, once it starts
         cid, qid = found.conversation_id, found.id
         state = request.app.state
