@@ -5,6 +5,7 @@ thread in the UI's history after a reload, and a tool call shown with its result
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import subprocess
@@ -21,7 +22,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.browser.conftest import open_page
-from tests.integration.test_langgraph_api import Sophos, sophos
+from tests.integration.test_langgraph_api import Sophos, charges, sophos
 from tests.support.app import ROOT
 from tests.support.server import free_port
 
@@ -42,6 +43,8 @@ def answer(body: dict[str, Any]) -> dict[str, Any]:
     ASKED[text] = ASKED.get(text, 0) + 1
     if "append" in text:
         return {"tool_calls": [("ledger__append", {"label": "from-the-ui"})]}
+    if "charge" in text:
+        return {"tool_calls": [("ledger__charge", {"amount": 7})]}
     if "slow" in text:
         return {"loop": "tick ", "count": 80, "token_delay": 0.05}
     if "count" in text:
@@ -72,19 +75,30 @@ class ChatUi:
 
 
 @pytest.fixture(scope="module")
-def ui(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChatUi]:
+def static(dist: Path) -> Iterator[str]:
+    """The built UI's files on a free port: its origin."""
     port = free_port()
     httpd = ThreadingHTTPServer(("127.0.0.1", port), functools.partial(_Quiet, directory=str(dist)))
     serving = threading.Thread(target=httpd.serve_forever, daemon=True)
     serving.start()
-    origin = f"http://127.0.0.1:{port}"
     try:
-        with sophos(tmp_path_factory.mktemp("agentchat"), TOOL_APPROVAL="off", LANGGRAPH_API_CORS_ORIGINS=origin) as s:
-            s.fake.responder = answer
-            yield ChatUi(origin, s)
+        yield f"http://127.0.0.1:{port}"
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+@contextlib.contextmanager
+def chat_ui(origin: str, tmp: Path, approval: str) -> Iterator[ChatUi]:
+    with sophos(tmp, TOOL_APPROVAL=approval, LANGGRAPH_API_CORS_ORIGINS=origin) as s:
+        s.fake.responder = answer
+        yield ChatUi(origin, s)
+
+
+@pytest.fixture(scope="module")
+def ui(static: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChatUi]:
+    with chat_ui(static, tmp_path_factory.mktemp("agentchat"), "off") as u:
+        yield u
 
 
 def send(page: Page, text: str) -> None:
@@ -160,3 +174,20 @@ def test_a_reload_mid_stream_leaves_the_run_going_and_the_answer_whole(browser: 
         assert ui.lg.client().runs.get(tid, run["run_id"])["status"] == "success"
         page.reload()
         expect(page.get_by_text(("tick " * 80).strip())).to_be_visible(timeout=20_000)
+
+
+def test_a_call_waiting_for_approval_is_shown_as_the_thread_s_interrupt_and_runs_once_when_approved(
+    browser: Browser, static: str, tmp_path: Path
+) -> None:
+    """This version of the UI renders only the older Agent Inbox shape, so Sophos's HITL
+    interrupt (`action_requests`) appears as a generic interrupt, without buttons: the
+    page keeps working, and the approval is given through the SDK."""
+    with chat_ui(static, tmp_path, "unsafe") as u, open_page(browser, u.open_url(), "agent-chat-ui-approval") as page:
+        send(page, "charge me please")
+        expect(page.get_by_text("action_requests").first).to_be_visible(timeout=20_000)
+        tid = page.url.split("threadId=")[1].split("&")[0]
+        assert u.lg.client().threads.get(tid)["status"] == "interrupted"
+        u.lg.client().runs.wait(tid, "agent", input={}, command={"resume": {"decisions": [{"type": "approve"}]}})
+        page.reload()
+        expect(page.get_by_text("done:")).to_be_visible(timeout=20_000)
+        assert len(charges(u.lg.book, f"{tid}:")) == 1

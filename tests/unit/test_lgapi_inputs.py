@@ -77,6 +77,7 @@ def test_a_resume_answers_the_waiting_calls_in_order_in_every_client_shape() -> 
     hitl = {"command": {"resume": {"decisions": [
         {"type": "approve"}, {"type": "edit", "edited_action": {"name": "ledger__charge", "args": {"amount": 2}}}]}}}
     command = run_command(hitl, view(waiting))
+    assert run_command({**hitl, "input": {}}, view(waiting)) == command  # useStream's submit({}, {command})
     assert isinstance(command, Resume)
     assert command.decisions["call_a"].type is DecisionType.APPROVE
     assert (command.decisions["call_b"].type, command.decisions["call_b"].args) == (DecisionType.EDIT, {"amount": 2})

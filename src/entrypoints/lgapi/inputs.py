@@ -197,7 +197,7 @@ def run_command(body: Mapping[str, Any], view: ThreadView) -> StartRun:
     if command is not None:
         if not isinstance(command, dict) or set(command) - {"resume"} or "resume" not in command:
             raise InvalidInput("Only command.resume is supported (no update, goto)")
-        if body.get("input") is not None:
+        if body.get("input") not in (None, {}):  # useStream's `submit({}, {command})` sends an empty input
             raise InvalidInput("input and command cannot be combined")
         return Resume(view.thread_id, None, decisions_of(command["resume"], view.waiting))
     text = _human_text(body.get("input"), view)
