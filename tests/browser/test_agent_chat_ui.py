@@ -176,18 +176,22 @@ def test_a_reload_mid_stream_leaves_the_run_going_and_the_answer_whole(browser: 
         expect(page.get_by_text(("tick " * 80).strip())).to_be_visible(timeout=20_000)
 
 
-def test_a_call_waiting_for_approval_is_shown_as_the_thread_s_interrupt_and_runs_once_when_approved(
+def test_a_call_waiting_for_approval_is_accepted_or_ignored_in_the_ui_s_inbox_and_runs_at_most_once(
     browser: Browser, static: str, tmp_path: Path
 ) -> None:
-    """This version of the UI renders only the older Agent Inbox shape, so Sophos's HITL
-    interrupt (`action_requests`) appears as a generic interrupt, without buttons: the
-    page keeps working, and the approval is given through the SDK."""
+    """This version of the UI renders the older Agent Inbox shape, which Sophos's interrupt
+    also carries for a single call: Accept runs the call once, Ignore rejects it (it never
+    runs), and the thread goes on."""
     with chat_ui(static, tmp_path, "unsafe") as u, open_page(browser, u.open_url(), "agent-chat-ui-approval") as page:
         send(page, "charge me please")
-        expect(page.get_by_text("action_requests").first).to_be_visible(timeout=20_000)
+        page.get_by_role("button", name="Accept", exact=True).click(timeout=20_000)
+        expect(page.get_by_text("done: charged 7")).to_be_visible(timeout=20_000)
         tid = page.url.split("threadId=")[1].split("&")[0]
-        assert u.lg.client().threads.get(tid)["status"] == "interrupted"
-        u.lg.client().runs.wait(tid, "agent", input={}, command={"resume": {"decisions": [{"type": "approve"}]}})
-        page.reload()
-        expect(page.get_by_text("done:")).to_be_visible(timeout=20_000)
         assert len(charges(u.lg.book, f"{tid}:")) == 1
+        assert u.lg.client().threads.get(tid)["status"] == "idle"
+        send(page, "charge me once more")
+        page.get_by_role("button", name="Ignore", exact=True).click(timeout=20_000)
+        expect(page.get_by_text("done:").nth(1)).to_be_visible(timeout=20_000)
+        assert len(charges(u.lg.book, f"{tid}:")) == 1  # the ignored call never ran
+        detail = u.lg.server.get(f"/api/conversations/{tid}").json()
+        assert [m["role"] for m in detail["messages"]][-3:] == ["assistant", "tool", "assistant"]
