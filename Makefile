@@ -95,7 +95,8 @@ test: need-test install-dev
 	PYTHONPATH=src $(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -q -m "not model and not deploy" $(XDIST)
+	scripts/agent-chat-ui build >/dev/null  # built once into ~/.cache/sophos-agentchat (tests/browser/test_agent_chat_ui.py)
+	$(PY) -m pytest -q -m "not model and not deploy" --durations=25 $(XDIST)
 
 # a real model: scripts/model-server fetches it and builds llama-server once, into a cache
 # outside the work tree (SOPHOS_MODEL_CACHE, default ~/.cache/sophos-model); tests/model runs

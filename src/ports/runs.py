@@ -28,8 +28,9 @@ class RunFinish:
     yet in its log, written first in the same transaction (ids already stored are kept).
 
     `then`: when the outcome is `completed` and the conversation has a waiting queued
-    message, the store inserts this run (running, owned as given) and the message is
-    claimed by it, in the same transaction (ports.queue). `input_recorded`: whether the
+    message, the store inserts this run (running, owned as given; with the message's id,
+    as `MessageQueue.start_queued` says) and the message is claimed by it, in the same
+    transaction (ports.queue). `input_recorded`: whether the
     run's own message reached the thread; when False, a queued message the run was
     started for goes back to the head of the queue, when True it is deleted."""
 
@@ -154,7 +155,8 @@ class RunRepository(Protocol):
         changing nothing, when the run is unknown, finished, or the guard fails.
         `finish.then` and `finish.input_recorded` act on the queue in the same
         transaction (see RunFinish); when `then` was started, the answer is the queued
-        message it took (truthy, like True), so the caller needs no second read.
+        message it took (truthy, like True; its `run_id` the started run's id), so the
+        caller needs no second read.
         """
 
     @abstractmethod

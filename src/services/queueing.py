@@ -132,15 +132,17 @@ class QueueService:
             run = Run(new_id(), cid, RunStatus.RUNNING, service.clock(), owner=service.processes.current(),
                       base_count=head.message_count + 1, trigger=RunTrigger.QUEUE)
             service.starting.add(run.id)  # recovery must not take the run before it is in the hub
+            service.claiming.add(cid)  # (whose id is the message's: RunService.claimed_run)
             claimed: QueuedMessage | None = None
             try:
                 claimed = await self.queue.start_queued(run, service.clock(), latest.id if latest else None)
             except SessionInProgress:
                 pass  # another process started a run meanwhile
             finally:
+                service.starting.discard(run.id)
                 if claimed is None:
-                    service.starting.discard(run.id)
+                    service.claiming.discard(cid)
             if claimed is None:
                 continue
-            started.append(service.launch_queued(run, claimed))
+            started.append(service.launch_queued(service.claimed_run(run, claimed), claimed))
         return started

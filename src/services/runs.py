@@ -107,6 +107,9 @@ class RunService:
         self.draining = False
         self._unrecorded: dict[str, tuple[ActiveRun, RunFinish]] = {}  # outcomes the store refused
         self.starting: set[str] = set()  # recorded, not yet in the hub: executed here all the same
+        # conversations whose queued message this process is starting: the run's id is the
+        # message's, known once the store has claimed it (ports.queue.start_queued)
+        self.claiming: set[str] = set()
         self.queue = stores.queue
 
     # --- starting -----------------------------------------------------------------------
@@ -231,6 +234,11 @@ class RunService:
         log.info("run started (%s)", run.trigger.value, extra=active.context)
         active.task = asyncio.create_task(body(active), name=f"run-{run.id}")
         return active
+
+    def claimed_run(self, run: Run, message: QueuedMessage) -> Run:
+        """`run` as the store started it for `message`: with the id the store gave it."""
+        self.claiming.discard(run.conversation_id)
+        return replace(run, id=message.run_id or run.id)
 
     def launch_queued(self, run: Run, message: QueuedMessage) -> StartedRun:
         """Execute `run`, which the store started for the queued `message` (ports.queue):
@@ -364,11 +372,13 @@ class RunService:
                                input_recorded=active.input_recorded.is_set() or not active.needs_input)
             if then is not None:
                 self.starting.add(then.id)  # executed here once recorded: recovery must leave it
+                self.claiming.add(active.conversation_id)  # ... under the queued message's id
             try:
                 written = await self.runs.finish_run(active.run_id, recorded, owner=self.processes.current())
             except BaseException:
                 if then is not None:
                     self.starting.discard(then.id)
+                    self.claiming.discard(active.conversation_id)
                 raise
         except Exception:
             active.unflushed[:0] = items  # for the retry
@@ -376,10 +386,11 @@ class RunService:
             self._unrecorded[active.run_id] = (active, finish)
             return False
         self._unrecorded.pop(active.run_id, None)
-        if isinstance(written, QueuedMessage) and then is not None:
-            self.launch_queued(then, written)
-        elif then is not None:
-            self.starting.discard(then.id)  # nothing was queued: no run was started
+        if then is not None:
+            self.starting.discard(then.id)
+            if isinstance(written, QueuedMessage):
+                self.launch_queued(self.claimed_run(then, written), written)
+            self.claiming.discard(active.conversation_id)  # nothing was queued: no run was started
         if not written:
             log.warning("the outcome was not recorded: the run is no longer this process's", extra=active.context)
         return True
@@ -503,7 +514,11 @@ class RunService:
         """Record a `running` run that nobody executes any more as stopped (the verdict of
         its thread, or `outcome`), with its terminal event. Never touches a live run: the
         write is a compare-and-set on the heartbeat the caller read."""
-        here = self.hub.by_run(run.id) is not None or run.id in self.starting
+        here = (
+            self.hub.by_run(run.id) is not None
+            or run.id in self.starting
+            or (run.trigger is RunTrigger.QUEUE and run.conversation_id in self.claiming)
+        )
         alive = self.processes.is_alive(run.owner) if run.owner else None
         if not lifecycle.reclaimable(run, self.processes.current(), here, alive):
             return False

@@ -124,6 +124,22 @@ async def patch_thread(request: Request) -> Response:
     return JSONResponse(await thread_body(request, tid))
 
 
+async def copy_thread(request: Request) -> Response:
+    """A new thread with this one's messages (its active branch, as a fork of its last
+    message: a call left without a result is answered "not run") and its metadata."""
+    conversations = services(request).conversations()
+    tid = thread_id(request)
+    source = await conversations.get(tid)
+    if source.messages:
+        copy = (await conversations.fork(tid, len(source.messages) - 1)).id
+    else:
+        copy = (await conversations.create(None))[0].id
+    stored = (await conversations.metadata([tid])).get(tid)
+    if stored:
+        await conversations.merge_metadata(copy, dict(stored))
+    return JSONResponse(await thread_body(request, copy))
+
+
 async def delete_thread(request: Request) -> Response:
     await services(request).conversations().delete(thread_id(request), by=principal_of(request))
     return Response(status_code=204)
