@@ -128,15 +128,15 @@ async def copy_thread(request: Request) -> Response:
     """A new thread with this one's messages (its active branch, as a fork of its last
     message: a call left without a result is answered "not run") and its metadata."""
     conversations = services(request).conversations()
-    tid = thread_id(request)
-    source = await conversations.get(tid)
+    tid, by = thread_id(request), principal_of(request)
+    source = await conversations.get(tid, by=by)
     if source.messages:
-        copy = (await conversations.fork(tid, len(source.messages) - 1)).id
+        copy = (await conversations.fork(tid, len(source.messages) - 1, by=by)).id
     else:
-        copy = (await conversations.create(None))[0].id
-    stored = (await conversations.metadata([tid])).get(tid)
+        copy = (await conversations.create(None, by=by))[0].id
+    stored = (await conversations.metadata([tid])).get(tid)  # the source is the caller's: read above
     if stored:
-        await conversations.merge_metadata(copy, dict(stored))
+        await conversations.merge_metadata(copy, dict(stored), by=by)
     return JSONResponse(await thread_body(request, copy))
 
 
