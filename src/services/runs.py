@@ -27,6 +27,7 @@ from domain.errors import (
     SessionInProgress,
     ShuttingDown,
     StorageFailure,
+    UserLimitReached,
 )
 from domain.events import (
     AnswerCut,
@@ -40,6 +41,7 @@ from domain.events import (
 )
 from domain.lifecycle import Outcome, StopReason
 from domain.model import (
+    Conversation,
     Run,
     RunStatus,
     RunTrigger,
@@ -48,6 +50,7 @@ from domain.model import (
     utc_now,
 )
 from domain.models import ChatSettings, ModelChoice
+from domain.principals import BOOTSTRAP_ID, LOCAL, Principal, sees
 from domain.queue import QueuedMessage
 from ports.engine import AgentEngine, Fork, NewMessage, RunInput
 from ports.metrics import NO_METRICS, MetricsPort
@@ -85,7 +88,9 @@ class RunService:
         clock: Callable[[], datetime] = utc_now,
         metrics: MetricsPort = NO_METRICS,
         catalog: ModelCatalog | None = None,
+        user_max_active: int = 0,
     ) -> None:
+        self.user_max_active = user_max_active  # USER_MAX_ACTIVE_RUNS; 0: no limit
         self.catalog = catalog  # None: model names are not checked, no context size is known
         self.stores = stores
         self.runs = stores.runs
@@ -109,24 +114,45 @@ class RunService:
 
     # --- starting -----------------------------------------------------------------------
 
-    async def start(self, command: StartRun, trigger: RunTrigger = RunTrigger.USER) -> StartedRun:
+    async def admit(self, by: Principal) -> None:
+        """UserLimitReached when `by` already has USER_MAX_ACTIVE_RUNS runs going or messages
+        queued. The bootstrap admin (API_TOKEN, this machine's commands) is the operator and
+        is not limited. Checked on admission: requests racing each other may pass it together."""
+        if self.user_max_active and by.user_id != BOOTSTRAP_ID:
+            if await self.runs.owner_load(by.user_id) >= self.user_max_active:
+                raise UserLimitReached()
+
+    async def visible(self, conversation_id: str, by: Principal) -> Conversation:
+        """The conversation, when `by` may reach it; ConversationNotFound for an unknown one
+        and for another user's (404 alike: no existence leak)."""
+        found = await self.runs.get_conversation(conversation_id)
+        if found is None or not sees(by, found.owner):
+            raise ConversationNotFound()
+        return found
+
+    async def start(
+        self, command: StartRun, trigger: RunTrigger = RunTrigger.USER, *, by: Principal = LOCAL
+    ) -> StartedRun:
         """Record the run and (for a message) the input, then execute in the background.
         Returns once the input is durable. An Edit or a Regenerate starts the run on a new
-        branch."""
+        branch. A new conversation belongs to `by`; an existing one must be theirs to reach."""
         if self.draining:
             raise ShuttingDown()
         change = command.settings
+        if trigger is RunTrigger.USER:
+            await self.admit(by)
         if change.sets_model and self.catalog is not None:
             await self.catalog.check(change.model)  # an unknown model: 400, nothing stored
         if command.conversation_id is None:
             assert isinstance(command, SendMessage)  # the only command that may start a conversation
             cid = new_id()
             settings = change.apply(ChatSettings())
-            await self.runs.create_conversation(cid, title_from_message(command.text), self.clock(), settings)
+            await self.runs.create_conversation(cid, title_from_message(command.text), self.clock(), settings,
+                                                owner=by.user_id)
         else:
             cid = command.conversation_id
             found, latest = await self.runs.conversation_and_latest_run(cid, self.lease_seconds)
-            if found is None:
+            if found is None or not sees(by, found.owner):
                 raise ConversationNotFound()
             await self._refuse_if_active(cid, latest)
             current = ChatSettings(found.model, found.system)
@@ -414,10 +440,17 @@ class RunService:
         return answer if isinstance(answer, StreamEvent) else flatten(answer)
 
     async def follow_batches(
-        self, conversation_id: str, after: int, tag: str | None = None, through_queue: bool = False
+        self, conversation_id: str, after: int, tag: str | None = None, through_queue: bool = False, *,
+        by: Principal = LOCAL,
     ) -> RunStream | StreamEvent:
         """As `follow`, with the events that were ready together in one batch;
-        `through_queue`: on into the runs that follow (services.following.follow_queue)."""
+        `through_queue`: on into the runs that follow (services.following.follow_queue).
+        Another user's conversation answers as an unknown one."""
+        if not by.sees_all:
+            found = await self.runs.get_conversation(conversation_id)
+            if found is None or not sees(by, found.owner):
+                data = {"code": "NOT_FOUND", "message": "Conversation Not Found", "conversation": conversation_id}
+                return StreamEvent("chat-error", data)
         if through_queue:
             return await follow_queue(self, conversation_id, after, tag)
         return await follow_conversation(self, conversation_id, after, tag)
@@ -438,13 +471,12 @@ class RunService:
             items.append((items[-1][0] + 1 if items else after + 1, lifecycle.terminal_event(run.conversation_id, outcome)))
         return RunStream(run.id, iterate(items))
 
-    async def cancel(self, command: Cancel) -> CancelResult:
+    async def cancel(self, command: Cancel, *, by: Principal = LOCAL) -> CancelResult:
         """Stop the conversation's running run wherever it executes; it is recorded
         `cancelled`. Waits up to `cancel_wait` seconds for the owner to stop it; a run whose
         owner is dead is finished by the caller itself."""
         cid = command.conversation_id
-        if await self.runs.get_conversation(cid) is None:
-            raise ConversationNotFound()
+        await self.visible(cid, by)
         active = self.hub.get(cid)
         if active is not None:
             active.request_stop(StopReason.CANCEL)

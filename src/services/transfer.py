@@ -12,6 +12,7 @@ from domain.approvals import ApprovalRequest
 from domain.chatgpt import from_chatgpt, looks_like_chatgpt
 from domain.errors import ConversationNotFound, InvalidImport
 from domain.model import Conversation, new_id, parse_conversation_id, utc_now
+from domain.principals import LOCAL, Principal, owner_filter, sees
 from domain.transfer import FORMAT, LIMITS, ApprovalCopy, ConversationCopy, Limits, from_document
 from ports.approvals import ApprovalStore
 from ports.checkpoints import CheckpointPort
@@ -61,10 +62,12 @@ class TransferService:
         self.approvals = approvals
         self.clock = clock
 
-    async def export(self, conversation: object) -> tuple[Conversation, ConversationCopy]:
+    async def export(
+        self, conversation: object, *, by: Principal = LOCAL
+    ) -> tuple[Conversation, ConversationCopy]:
         """The conversation whole, as its summary says and its thread holds it."""
         conv = await self.runs.get_conversation(parse_conversation_id(conversation))
-        if conv is None:
+        if conv is None or not sees(by, conv.owner):
             raise ConversationNotFound()
         branches, active = await self.copies.read(conv.id)
         approvals = tuple(
@@ -73,31 +76,31 @@ class TransferService:
         )
         return conv, ConversationCopy(conv.title, conv.created_at, conv.updated_at, branches, active, approvals)
 
-    async def export_all(self) -> AsyncIterator[tuple[Conversation, ConversationCopy]]:
-        """Every conversation, most recently updated first, one at a time (a conversation
-        deleted meanwhile is left out)."""
-        for conv in await self.runs.list_conversations():
+    async def export_all(self, *, by: Principal = LOCAL) -> AsyncIterator[tuple[Conversation, ConversationCopy]]:
+        """Every conversation `by` may reach, most recently updated first, one at a time (a
+        conversation deleted meanwhile is left out)."""
+        for conv in await self.runs.list_conversations(owner=owner_filter(by)):
             try:
-                yield await self.export(conv.id)
+                yield await self.export(conv.id, by=by)
             except ConversationNotFound:
                 continue
 
-    async def import_files(self, files: Sequence[bytes]) -> list[Conversation]:
+    async def import_files(self, files: Sequence[bytes], *, by: Principal = LOCAL) -> list[Conversation]:
         """Store every conversation of the files, each as a new one (never over another);
         every file is checked first, so a malformed one stores nothing at all."""
         now = self.clock()
         copies = [copy for data in files for copy in read_import(data, now)]
         if len(copies) > LIMITS.conversations:
             raise InvalidImport(f"the files hold more than {LIMITS.conversations} conversations")
-        return await self.import_copies(copies)
+        return await self.import_copies(copies, by=by)
 
-    async def import_copies(self, copies: Sequence[ConversationCopy]) -> list[Conversation]:
-        return [await self._import(copy) for copy in copies]
+    async def import_copies(self, copies: Sequence[ConversationCopy], *, by: Principal = LOCAL) -> list[Conversation]:
+        return [await self._import(copy, by.user_id) for copy in copies]
 
-    async def _import(self, copy: ConversationCopy) -> Conversation:
+    async def _import(self, copy: ConversationCopy, owner: str) -> Conversation:
         """One conversation, all or nothing: what was written is deleted again on a failure."""
         cid = new_id()
-        await self.runs.create_conversation(cid, copy.title, copy.created_at)
+        await self.runs.create_conversation(cid, copy.title, copy.created_at, owner=owner)
         try:
             await self.copies.write(cid, copy.branches, copy.active)
             for a in copy.approvals:

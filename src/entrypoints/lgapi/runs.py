@@ -17,6 +17,7 @@ from domain.errors import ConversationNotFound, InvalidInput, NotSupported, Queu
 from domain.events import StreamEvent
 from domain.model import CheckpointSummary, Message, Run, RunStatus, new_id
 from domain.queue import Multitask, QueuedMessage, queue_held
+from entrypoints.http.principal import principal_of
 from entrypoints.lgapi import shapes
 from entrypoints.lgapi.inputs import RUN_FIELDS, ThreadView, checkpoint_id, needs_thread, run_command
 from entrypoints.lgapi.stream import Projector, ReadThread, parse_modes, stream_response
@@ -64,19 +65,19 @@ async def _start(request: Request, tid: str | None) -> tuple[dict[str, Any], str
     fresh = tid is None
     if tid is not None and body.get("if_not_exists") == "create":
         try:
-            await conversations.summary(tid)
+            await conversations.summary(tid, by=principal_of(request))
         except ConversationNotFound:
             fresh = True
     cid = tid or new_id()
     if fresh:
         command = run_command(body, ThreadView(cid, (), (), 0, None, ()))
-        await conversations.create(cid)
+        await conversations.create(cid, by=principal_of(request))
     else:
         v = await _thread_for(request, cid, body) if needs_thread(body) else ThreadView(cid, (), (), 0, None, ())
         command = run_command(body, v)
     if isinstance(command, SendMessage) and command.multitask is not Multitask.REJECT:
-        return body, cid, await services(request).queue().send(command)
-    return body, cid, await services(request).runs().start(command)
+        return body, cid, await services(request).queue().send(command, by=principal_of(request))
+    return body, cid, await services(request).runs().start(command, by=principal_of(request))
 
 
 async def _thread_for(request: Request, cid: str, body: dict[str, Any]) -> ThreadView:
@@ -91,8 +92,8 @@ async def _thread_for(request: Request, cid: str, body: dict[str, Any]) -> Threa
     if number is None:
         return v  # run_command refuses an unknown checkpoint
     conversations = services(request).conversations()
-    own = [c.checkpoint_id for c in await conversations.checkpoint_log(cid) if c.branch == number]
-    await conversations.switch_branch(cid, number)
+    own = [c.checkpoint_id for c in await conversations.checkpoint_log(cid, by=principal_of(request)) if c.branch == number]
+    await conversations.switch_branch(cid, number, by=principal_of(request))
     if own and own[-1] == checkpoint:  # the head it was left at: the thread's head once switched
         body.pop("checkpoint", None)
         body.pop("checkpoint_id", None)
@@ -102,8 +103,8 @@ async def _thread_for(request: Request, cid: str, body: dict[str, Any]) -> Threa
 def _read(request: Request, tid: str) -> ReadThread:
     async def read() -> tuple[Sequence[Message], Sequence[CheckpointSummary]]:
         conversations = services(request).conversations()
-        messages = (await conversations.get(tid)).messages
-        return messages, await conversations.checkpoint_log(tid)
+        messages = (await conversations.get(tid, by=principal_of(request))).messages
+        return messages, await conversations.checkpoint_log(tid, by=principal_of(request))
     return read
 
 
@@ -120,15 +121,15 @@ async def _find(request: Request, cid: str, rid: str) -> Run | None:
     """Run `rid` of thread `cid`, None when the thread has no such run (404 for no thread)."""
     conversations = services(request).conversations()
     try:
-        return await conversations.run(cid, rid)
+        return await conversations.run(cid, rid, by=principal_of(request))
     except ConversationNotFound:
-        await conversations.summary(cid)
+        await conversations.summary(cid, by=principal_of(request))
         return None
 
 
 async def _waiting(request: Request, cid: str, rid: str) -> QueuedMessage | None:
     """The message waiting in the thread's queue whose run will have the id `rid`."""
-    return next((q for q in await services(request).queue().waiting(cid) if q.id == rid), None)
+    return next((q for q in await services(request).queue().waiting(cid, by=principal_of(request)) if q.id == rid), None)
 
 
 async def _started(request: Request, cid: str, qid: str) -> Run | None:
@@ -149,7 +150,7 @@ async def _started(request: Request, cid: str, qid: str) -> Run | None:
             with contextlib.suppress(ConversationNotFound):
                 return await _find(request, cid, qid)
             return None
-        latest = await services(request).conversations().runs_of(cid, 1)
+        latest = await services(request).conversations().runs_of(cid, 1, by=principal_of(request))
         if queue_held(latest[0] if latest else None):
             return None
         await asyncio.sleep(poll)
@@ -197,7 +198,7 @@ async def _stream_new(request: Request, tid: str | None) -> Response:
     if isinstance(started, QueuedMessage):  # its run starts later: the thread as it is now
         rid, base = started.id, None
     else:
-        rid, base = started.run_id, (await services(request).conversations().run(cid, started.run_id)).base_count
+        rid, base = started.run_id, (await services(request).conversations().run(cid, started.run_id, by=principal_of(request))).base_count
     projector = Projector(modes, cid, rid, _read(request, cid), base)
     state = request.app.state
     return stream_response(projector, _one(request, started), state.ping_seconds, state.closing,
@@ -209,7 +210,7 @@ async def create_run(request: Request) -> Response:
     if isinstance(started, QueuedMessage):
         return JSONResponse(shapes.queued_run_dict(started, str(body["multitask_strategy"])),
                             headers=_headers(cid, started.id))
-    run = await services(request).conversations().run(cid, started.run_id)
+    run = await services(request).conversations().run(cid, started.run_id, by=principal_of(request))
     return JSONResponse(shapes.run_dict(run), headers=_headers(cid, run.id))
 
 
@@ -248,9 +249,9 @@ async def list_runs(request: Request) -> Response:
     params = request.query_params
     limit = bounded(_int(params.get("limit")), "limit", 10, 1)
     offset = bounded(_int(params.get("offset")), "offset", 0, 0, MAX_RUNS)
-    runs = await services(request).conversations().runs_of(thread_id(request), min(limit + offset, MAX_RUNS))
+    runs = await services(request).conversations().runs_of(thread_id(request), min(limit + offset, MAX_RUNS), by=principal_of(request))
     status = params.get("status")
-    waiting = await services(request).queue().waiting(thread_id(request))
+    waiting = await services(request).queue().waiting(thread_id(request), by=principal_of(request))
     # newest first: the last queued message runs last
     out = [shapes.queued_run_dict(q) for q in reversed(waiting)] + [shapes.run_dict(r) for r in runs]
     if status:
@@ -271,7 +272,7 @@ def _int(raw: str | None) -> int | None:
 
 
 async def _run(request: Request) -> Run:
-    return await services(request).conversations().run(thread_id(request), str(request.path_params["run_id"]))
+    return await services(request).conversations().run(thread_id(request), str(request.path_params["run_id"]), by=principal_of(request))
 
 
 async def _run_or_queued(request: Request) -> Run | QueuedMessage:
@@ -339,7 +340,7 @@ def run_tag_of(run_id: str) -> str:
 async def _successor(request: Request, run: Run) -> Run | None:
     """The run that resumed `run` after a crash: the thread's next run, if `run` was
     interrupted and that one started after it."""
-    latest = (await services(request).conversations().runs_of(run.conversation_id, 1))
+    latest = (await services(request).conversations().runs_of(run.conversation_id, 1, by=principal_of(request)))
     if not latest or latest[0].id == run.id or latest[0].started_at < run.started_at:
         return None
     return latest[0]
@@ -359,14 +360,14 @@ async def _resumer(request: Request, run: Run) -> Run | None:
     """After `run`'s stream ended: the run that goes on with it if a crash stopped it (the
     one that resumed it, or a resume started here), else None."""
     conversations = services(request).conversations()
-    ended = await conversations.run(run.conversation_id, run.id)
+    ended = await conversations.run(run.conversation_id, run.id, by=principal_of(request))
     if ended.status is not RunStatus.INTERRUPTED:
         return None
     successor = await _successor(request, ended)
     if successor is None:
         with contextlib.suppress(SophosError):  # not resumable, or a decision is needed: it stays stopped
-            started = await services(request).runs().start(Resume(run.conversation_id))
-            successor = await conversations.run(run.conversation_id, started.run_id)
+            started = await services(request).runs().start(Resume(run.conversation_id), by=principal_of(request))
+            successor = await conversations.run(run.conversation_id, started.run_id, by=principal_of(request))
     if successor is None:
         successor = await _successor(request, ended)  # another client's resume won
     return successor
@@ -378,9 +379,9 @@ async def cancel_run(request: Request) -> Response:
     found = await _run_or_queued(request)
     if isinstance(found, QueuedMessage):  # a pending run: it never starts
         with contextlib.suppress(QueuedNotFound):  # it started meanwhile: cancelled below
-            await services(request).queue().drop(found.conversation_id, found.id)
+            await services(request).queue().drop(found.conversation_id, found.id, by=principal_of(request))
             return JSONResponse({**shapes.queued_run_dict(found), "status": "interrupted"})
     run = await _run(request)
     if run.status is RunStatus.RUNNING:
-        await services(request).runs().cancel(Cancel(run.conversation_id))
+        await services(request).runs().cancel(Cancel(run.conversation_id), by=principal_of(request))
     return JSONResponse(shapes.run_dict(await _run(request)), status_code=200)
