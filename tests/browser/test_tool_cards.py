@@ -104,17 +104,23 @@ def test_a_long_result_previews_two_lines_and_unfolds(tab: Page) -> None:
     tab.get_by_test_id("message-input").press("Enter")
     done(tab)
     expect(tab.get_by_test_id("stop-button")).to_be_hidden()  # the run is over and the page has re-read it
+    expect(tab.get_by_test_id("message-input")).to_be_focused(timeout=15000)  # ... and redrawn the answer
     card = tab.get_by_test_id("tool-call")
     expect(card.get_by_test_id("tool-status")).to_have_text("done")
     text = card.get_by_test_id("tool-result-text")
     expect(text).to_have_css("-webkit-line-clamp", "2")
-    folded = text.bounding_box()
-    line = float(text.evaluate("e => parseFloat(getComputedStyle(e).lineHeight)"))
-    assert folded is not None and folded["height"] < 3.5 * line, folded  # two lines (and padding)
+    # measured in one page task: a locator's bounding box resolves the node, then reads it,
+    # and a redraw in between met a detached node (None) in CI
+    measure = """() => {
+      const e = document.querySelector('[data-testid=tool-result-text]');
+      return [e.getBoundingClientRect().height, parseFloat(getComputedStyle(e).lineHeight)];
+    }"""
+    folded, line = tab.evaluate(measure)
+    assert folded < 3.5 * line, (folded, line)  # two lines (and padding)
     card.get_by_test_id("tool-expand").click()
     expect(card.get_by_test_id("tool-expand")).to_have_attribute("aria-expanded", "true")
-    unfolded = text.bounding_box()
-    assert unfolded is not None and unfolded["height"] > 7 * line, unfolded
+    unfolded, _ = tab.evaluate(measure)
+    assert unfolded > 7 * line, unfolded
     expect(text).to_contain_text("line 8 of a long result")
     shoot(tab, "tool-card-result")
 
