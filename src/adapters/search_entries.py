@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from domain.model import Message
+from domain.model import Message, searchable_text
 from ports.search import INDEXED_ROLES, MARK_CLOSE, MARK_OPEN
 
 T = TypeVar("T")
@@ -65,7 +65,8 @@ def thread_update(
         message = convert(item)
         if message is None:
             continue
-        if message.role in INDEXED_ROLES and message.content.strip():
-            entries.append((index, message.role, clean(message.content)))
+        body = searchable_text(message)
+        if message.role in INDEXED_ROLES and body.strip():
+            entries.append((index, message.role, clean(body)))
         index += 1
     return ThreadUpdate(restart, entries, Indexed(base + len(raw), index, id_of(raw[-1]) if raw else None))

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ports.tools import ToolPort
     from services.allow_rules import AllowRules
     from services.conversations import ConversationService
+    from services.files import FileService
     from services.models import ModelCatalog
     from services.queueing import QueueService
     from services.runs import RunService
@@ -50,3 +51,4 @@ class Services:
     backend: Callable[[], Backend]  # the storage itself: its health, its run store
     sessions: Callable[[], SessionService]
     transfer: Callable[[], TransferService]  # export and import of whole conversations
+    files: Callable[[], FileService] | None = None  # the files messages carry (None: not served)

@@ -58,7 +58,9 @@ from ports.storage import StoragePort  # noqa: E402 - after the finder above
 from ports.tools import ToolPort  # noqa: E402 - after the finder above
 from services.allow_rules import AllowRules  # noqa: E402 - after the finder above
 from services.approvals import ApprovalGate  # noqa: E402 - after the finder above
+from services.attachments import FileIntake  # noqa: E402 - after the finder above
 from services.conversations import ConversationService  # noqa: E402 - after the finder above
+from services.files import FileService  # noqa: E402 - after the finder above
 from services.handles import RunStores  # noqa: E402 - after the finder above
 from services.hub import RunHub  # noqa: E402 - after the finder above
 from services.models import ModelCatalog  # noqa: E402 - after the finder above
@@ -201,11 +203,18 @@ def _nodes(
     context: ContextPolicy,
     metrics: MetricsPort,
     approval: str,
+    files: Saver,
 ) -> AgentNodes:
     from adapters.langgraph.graph import AgentNodes
 
     gate = ApprovalGate(journal, parse_mode(approval))
-    return AgentNodes(model, tools, prompt, journal, context=context, metrics=metrics, gate=gate)
+    return AgentNodes(model, tools, prompt, journal, context=context, metrics=metrics, gate=gate, files=files)
+
+
+def _intake(catalog: ModelCatalog) -> FileIntake:
+    from adapters.files.pdf import PypdfExtractor
+
+    return FileIntake(PypdfExtractor(), catalog)
 
 
 def _args_checker() -> ArgsChecker:
@@ -315,15 +324,17 @@ class Container(containers.DeclarativeContainer):
     context = providers.Singleton(
         _context, config.MODEL_CONTEXT, config.MODEL_RESERVE, config.CONTEXT_TOOL_SHARE, config.CONTEXT_SUMMARY
     )
-    nodes = providers.Singleton(_nodes, model, tools, prompt, store, context, metrics, config.TOOL_APPROVAL)
+    nodes = providers.Singleton(_nodes, model, tools, prompt, store, context, metrics, config.TOOL_APPROVAL, checkpointer)
     engine = providers.Singleton(_engine, nodes, checkpointer)
     threads = providers.Singleton(_threads, checkpointer)
     stores = providers.Singleton(_stores, store, threads)
 
     catalog = providers.Singleton(ModelCatalog, model)
+    intake = providers.Singleton(_intake, catalog)
     run_service = providers.Singleton(
         RunService,
         catalog=catalog,
+        intake=intake,
         stores=stores,
         engine=engine,
         processes=processes,
@@ -342,6 +353,7 @@ class Container(containers.DeclarativeContainer):
         approval_timeout=config.APPROVAL_TIMEOUT,
     )
     conversations = providers.Singleton(_conversations, store, threads.provider, run_service.provider, catalog.provider)
+    files = providers.Singleton(FileService, conversations, threads, checkpointer.provider)
     search_index = providers.Singleton(_search_index, backend, threads.provider)
     search = providers.Singleton(SearchService, search_index)
     allow_rules = providers.Singleton(AllowRules, store)
@@ -366,6 +378,7 @@ class Container(containers.DeclarativeContainer):
         backend=backend.provider,
         sessions=sessions.provider,
         transfer=transfer.provider,
+        files=files.provider,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
 from typing import Any, cast
 from uuid import uuid4
 
@@ -329,16 +330,31 @@ class LangGraphEngine(AgentEngine):
         config = _config(thread_id, run_id, recursion_limit)
         if choice is not None:
             config["configurable"][CHOICE_KEY] = choice
+        if isinstance(run_input, NewMessage) and run_input.files:
+            # written by the saver in the transaction of the message's first write
+            self.saver.stage_files(thread_id, run_input.files)
+        try:
+            async with aclosing(self._run(thread_id, run_id, run_input, config)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            if isinstance(run_input, NewMessage) and run_input.files:
+                self.saver.unstage_files(thread_id)
+
+    async def _run(
+        self, thread_id: str, run_id: str, run_input: RunInput, config: RunnableConfig
+    ) -> AsyncGenerator[AgentEvent, None]:
         update: dict[str, Any] | None = None
         if isinstance(run_input, NewMessage):
             head = None if run_input.new_thread else await read_head(self.saver, thread_id)
+            files = tuple(f.attachment for f in run_input.files)
             if head and head.checkpoint_id and not (head.work_left or head.writes):
-                message = HumanMessage(run_input.text, id=str(uuid4()))
+                message = to_langchain(UserMessage(run_input.text, id=str(uuid4()), attachments=files))
                 await self._append(thread_id, run_id, head.checkpoint_id, message)
                 yield InputRecorded()  # committed (synced): the run resumes from it below
             else:
                 closing = [] if head is None else await self._settle(_config(thread_id, run_id), head, run_input.closings)
-                update = {"messages": [*closing, HumanMessage(run_input.text)]}
+                update = {"messages": [*closing, to_langchain(UserMessage(run_input.text, attachments=files))]}
         elif isinstance(run_input, Fork):
             await self._fork(_config(thread_id, run_id), run_input)
             yield InputRecorded()  # the branch's first checkpoint is committed (synced)

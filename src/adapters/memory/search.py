@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from domain.model import searchable_text
 from domain.search import words
 from ports.checkpoints import CheckpointPort
 from ports.runs import RunRepository
@@ -53,7 +54,7 @@ class InMemorySearchIndex(SearchIndex):
         for conv in sorted(await self.runs.list_conversations(), key=lambda c: (c.created_at, c.id)):
             out.append((conv.id, conv.title, None, "title", conv.title))
             messages = (await self.threads.get_thread(conv.id)).messages
-            out += [(conv.id, conv.title, i, m.role, m.content) for i, m in enumerate(messages) if m.role in INDEXED_ROLES]
+            out += [(conv.id, conv.title, i, m.role, searchable_text(m)) for i, m in enumerate(messages) if m.role in INDEXED_ROLES]
         return out
 
     async def search(self, query: SearchQuery, limit: int, offset: int) -> Sequence[SearchHit]:
