@@ -26,6 +26,12 @@ class AttachmentStore(Protocol):
         """Forget what is still staged for the thread (its run ended)."""
 
     @abstractmethod
+    async def release_files(self, thread_id: str, digests: Sequence[str]) -> None:
+        """The thread no longer holds these files (the message that carried them was never
+        acknowledged and was dropped): its references go, and the files no other
+        conversation holds. Idempotent."""
+
+    @abstractmethod
     async def files(self, thread_id: str, digests: Sequence[str]) -> Mapping[str, StoredFile]:
         """The stored files among `digests` that the thread holds; a digest it does not
         hold (never sent there, or from another conversation) is absent."""

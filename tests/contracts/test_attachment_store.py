@@ -116,6 +116,20 @@ class AttachmentStoreContract:
         assert await self.stored_copies(saver, shared.attachment.digest) == 0
 
 
+    async def test_released_files_leave_the_thread_and_go_when_no_one_holds_them(self, saver: Any) -> None:
+        a, b, shared, own, kept = new_id(), new_id(), a_file(), a_file("x\n", "x.txt"), a_file("y\n", "y.txt")
+        saver.stage_files(a, [shared, own, kept])
+        await put_checkpoint(saver, a, [message_with(shared, own, kept)])
+        saver.stage_files(b, [shared])
+        await put_checkpoint(saver, b, [message_with(shared)])
+        await saver.release_files(a, [shared.attachment.digest, own.attachment.digest])
+        await saver.release_files(a, [own.attachment.digest])  # idempotent
+        digests = [f.attachment.digest for f in (shared, own, kept)]
+        assert list(await saver.files(a, digests)) == [kept.attachment.digest]
+        assert await self.stored_copies(saver, own.attachment.digest) == 0
+        assert list(await saver.files(b, digests)) == [shared.attachment.digest]
+
+
 class TestInMemoryAttachments(AttachmentStoreContract):
     @pytest.fixture
     def saver(self) -> Iterator[Any]:

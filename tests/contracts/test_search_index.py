@@ -25,6 +25,7 @@ from adapters.postgres.search_text import terms
 from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqlite.saver import ThreadedSqliteSaver
 from adapters.sqlite.search import SqliteSearchIndex
+from domain.attachments import Attachment
 from domain.errors import InvalidInput, SearchBusy
 from domain.model import AssistantMessage, Message, ToolCall, ToolResult, UserMessage, new_id, utc_now
 from domain.search import parse_query
@@ -121,6 +122,15 @@ class SearchIndexContract:
         if messages:
             await world.append(cid, messages)
         return cid
+
+    async def test_a_user_message_is_found_by_the_names_of_its_files(self, world: World) -> None:
+        cid = new_id()
+        await world.runs.create_conversation(cid, "Numbers", utc_now())
+        files = (Attachment("budget-2027.csv", "text/csv", 3, "a" * 64), Attachment("team photo.png", "image/png", 9, "b" * 64))
+        await world.append(cid, [UserMessage("see attached", id=new_id(), attachments=files), AssistantMessage("ok", id=new_id())])
+        assert where(await search(world, "budget")) == {(cid, 0)}
+        assert where(await search(world, '"team photo"')) == {(cid, 0)}
+        assert where(await search(world, "attached")) == {(cid, 0)}
 
     async def test_a_word_finds_every_title_and_message_that_contains_it(self, world: World) -> None:
         a = await self.conversation(world, "Whale songs", "do whales sing?", "Humpback WHALES do.")

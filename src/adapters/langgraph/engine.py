@@ -11,6 +11,7 @@ from uuid import uuid4
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.errors import GraphRecursionError
 from langgraph.graph import END, START
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
@@ -19,6 +20,7 @@ from langgraph.types import StateSnapshot
 
 from adapters.langchain.messages import from_fields, to_domain, to_domain_all, to_langchain
 from adapters.langgraph.branching import restore_node, to_messages, with_op
+from adapters.langgraph.files import referenced
 from adapters.langgraph.graph import CHOICE_KEY, FIRST_NODE, INPUT_TASK, RUN_KEY, SKIP_KEY
 from adapters.langgraph.saver import Saver
 from domain.branches import Branch
@@ -124,6 +126,27 @@ async def read_head(saver: SaverPort, thread_id: str) -> ThreadHead:
     return _head(stored.next, stored.message_count + pending, stored.run_id, stored.checkpoint_id, stored.writes, pending > 0)
 
 
+async def unapplied_files(graph: Graph, config: RunnableConfig) -> set[str]:
+    """The files of a new message the thread's head holds as input never applied (LangGraph's
+    input checkpoint: the run stopped before its first step, so the message was never
+    acknowledged). Settling the head drops that input."""
+    saver = graph.checkpointer
+    if not isinstance(saver, BaseCheckpointSaver):
+        return set()
+    saved = await saver.aget_tuple(config)
+    start = saved.checkpoint["channel_values"].get(START) if saved is not None else None
+    return referenced([start]) if start is not None else set()
+
+
+async def release_dropped(saver: SaverPort, thread_id: str, unapplied: set[str], kept: Sequence[BaseMessage]) -> None:
+    """The files only a dropped input carried leave the thread with it. (A crash between
+    the settling checkpoint and this leaves them stored, unseen, until the conversation is
+    deleted.)"""
+    gone = unapplied - referenced(kept)
+    if gone:
+        await saver.release_files(thread_id, sorted(gone))
+
+
 async def leave_branch(graph: Graph, saver: SaverPort, config: RunnableConfig) -> list[str]:
     """Settle the head of the branch being left, so the next checkpoint starts clean:
     pending tasks are cleared (finished tool calls keep their results) and tool calls
@@ -133,10 +156,12 @@ async def leave_branch(graph: Graph, saver: SaverPort, config: RunnableConfig) -
     head = await read_head(saver, thread_id)
     if not head.work_left:
         return []
+    unapplied = await unapplied_files(graph, config)
     await graph.aupdate_state(config, None, as_node=END)
+    snap = await graph.aget_state(config)
+    await release_dropped(saver, thread_id, unapplied, _messages(snap))
     if not head.awaiting_tools:
         return ["agent"]
-    snap = await graph.aget_state(config)
     closings = [ToolMessage(LEFT, tool_call_id=c.id, name=c.name, status="error") for c in _unanswered(_messages(snap), set())]
     if closings:
         await graph.aupdate_state(config, {"messages": closings}, as_node="agent")
@@ -290,8 +315,10 @@ class LangGraphEngine(AgentEngine):
         in the thread."""
         if not head.work_left:
             return []  # the last run finished: nothing is left dangling
+        unapplied = await unapplied_files(self.graph, config)
         await self.graph.aupdate_state(config, None, as_node=END)
         snap = await self.graph.aget_state(config)
+        await release_dropped(self.saver, str(config["configurable"]["thread_id"]), unapplied, _messages(snap))
         planned = {c.tool_call_id: c for c in closings}
         out: list[BaseMessage] = []
         for call in _unanswered(_messages(snap), set()):

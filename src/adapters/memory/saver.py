@@ -62,10 +62,20 @@ class InMemoryThreadSaver(InMemorySaver, Saver):
 
     def delete_thread(self, thread_id: str) -> None:
         super().delete_thread(thread_id)
-        held = self.file_refs.pop(str(thread_id), set())
+        self._forget_files(str(thread_id), None)
+
+    def _forget_files(self, thread_id: str, only: Sequence[str] | None) -> None:
+        held = self.file_refs.get(thread_id, set())
+        gone = set(held) if only is None else held & set(only)
+        held -= gone
+        if not held:
+            self.file_refs.pop(thread_id, None)
         still = set().union(*self.file_refs.values()) if self.file_refs else set()
-        for digest in held - still:
+        for digest in gone - still:
             self.file_blobs.pop(digest, None)
+
+    async def release_files(self, thread_id: str, digests: Sequence[str]) -> None:
+        self._forget_files(thread_id, digests)
 
     async def files(self, thread_id: str, digests: Sequence[str]) -> dict[str, StoredFile]:
         held = self.file_refs.get(thread_id, set())

@@ -54,11 +54,13 @@ async def read(cur: AsyncCursor[Any], thread_id: str, digests: Sequence[str]) ->
     return {row[0]: StoredFile(row[1], bytes(row[2]), row[3]) for row in await cur.fetchall()}
 
 
-async def forget(cur: AsyncCursor[Any], thread_id: str) -> None:
-    """The conversation's references, and the files no other conversation holds."""
+async def forget(cur: AsyncCursor[Any], thread_id: str, only: Sequence[str] | None = None) -> None:
+    """The conversation's references (`only` these files, or all), and the files no other
+    conversation holds."""
     await cur.execute(
-        "WITH gone AS (DELETE FROM attachment_refs WHERE conversation_id = %s RETURNING digest) "
+        "WITH gone AS (DELETE FROM attachment_refs WHERE conversation_id = %s AND (%s::text[] IS NULL OR digest = ANY(%s)) "
+        "RETURNING digest) "
         "DELETE FROM attachment_blobs b USING gone WHERE b.digest = gone.digest "
         "AND NOT EXISTS (SELECT 1 FROM attachment_refs r WHERE r.digest = gone.digest AND r.conversation_id <> %s)",
-        (thread_id, thread_id),
+        (thread_id, None if only is None else list(only), None if only is None else list(only), thread_id),
     )

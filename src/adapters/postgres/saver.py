@@ -337,6 +337,11 @@ class FencedPostgresSaver(AsyncPostgresSaver, Saver, MessagesOnce):
             await forget_thread(cur, str(thread_id))
             await file_rows.forget(cur, str(thread_id))
 
+    async def release_files(self, thread_id: str, digests: Sequence[str]) -> None:
+        if digests:
+            async with self.db.cursor(transaction=True) as cur:
+                await file_rows.forget(cur, thread_id, digests)
+
     async def files(self, thread_id: str, digests: Sequence[str]) -> dict[str, StoredFile]:
         async with self.db.cursor() as cur:
             return await file_rows.read(cur, thread_id, digests)

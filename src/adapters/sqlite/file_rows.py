@@ -56,10 +56,12 @@ def read(cur: sqlite3.Cursor, thread_id: str, digests: Sequence[str]) -> dict[st
     return out
 
 
-def forget(cur: sqlite3.Cursor, thread_id: str) -> None:
-    """The conversation's references, and the files no other conversation holds."""
-    digests = [r[0] for r in cur.execute("SELECT digest FROM attachment_refs WHERE conversation_id = ?", (thread_id,))]
-    cur.execute("DELETE FROM attachment_refs WHERE conversation_id = ?", (thread_id,))
+def forget(cur: sqlite3.Cursor, thread_id: str, only: Sequence[str] | None = None) -> None:
+    """The conversation's references (`only` these files, or all), and the files no other
+    conversation holds."""
+    held = [r[0] for r in cur.execute("SELECT digest FROM attachment_refs WHERE conversation_id = ?", (thread_id,))]
+    digests = held if only is None else [d for d in held if d in set(only)]
+    cur.executemany("DELETE FROM attachment_refs WHERE conversation_id = ? AND digest = ?", [(thread_id, d) for d in digests])
     cur.executemany(
         "DELETE FROM attachment_blobs WHERE digest = ? AND NOT EXISTS (SELECT 1 FROM attachment_refs WHERE digest = ?)",
         [(d, d) for d in digests],

@@ -383,6 +383,14 @@ class ThreadedSqliteSaver(SqliteSaver, Saver, MessagesOnce):
             file_rows.forget(cur, str(thread_id))
             cur.execute("DELETE FROM branches WHERE conversation_id = ?", (str(thread_id),))
 
+    async def release_files(self, thread_id: str, digests: Sequence[str]) -> None:
+        if digests:
+            await self.call(self._release_files, thread_id, list(digests))
+
+    def _release_files(self, thread_id: str, digests: list[str]) -> None:
+        with self.cursor() as cur:
+            file_rows.forget(cur, thread_id, digests)
+
     async def files(self, thread_id: str, digests: Sequence[str]) -> dict[str, StoredFile]:
         return await self.call(self._files, thread_id, list(digests))  # type: ignore[no-any-return]
 
