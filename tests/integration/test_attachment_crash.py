@@ -19,7 +19,6 @@ from tests.support.app import app_env
 from tests.support.fake_ollama import fake_ollama
 from tests.support.server import LiveServer
 
-
 # of the time a message with its file takes to be acknowledged; None: once it is (then killed mid-answer)
 SHARES: tuple[float | None, ...] = (0.1, 0.3, 0.5, 0.7, 0.85, 1.0, 1.2, 0.6, None)
 
