@@ -3,8 +3,6 @@ and GET of a file's bytes for the page's preview."""
 
 from __future__ import annotations
 
-import base64
-import binascii
 from typing import Any
 from urllib.parse import quote
 
@@ -24,38 +22,14 @@ from domain.attachments import (
     clean_name,
     parse_upload,
 )
-from domain.errors import AttachmentTooLarge, AttachmentUnreadable, InvalidInput
+from domain.errors import InvalidInput
 from entrypoints.bundle import Services
 
-FILE_KEYS = {"name", "type", "data"}
 # a chat body with files: each file base64-encoded (4/3), plus the message's own fields
 CHAT_BODY = MAX_ATTACHMENTS * (MAX_ATTACHMENT_BYTES * 4 // 3 + 1024) + 64 * 1024
 FORM_BODY = MAX_ATTACHMENTS * (MAX_ATTACHMENT_BYTES + 4096) + 256 * 1024
 # a file served back can never run as a page, whatever it holds
 FILE_CSP = "default-src 'none'; sandbox"
-
-
-def json_files(value: object) -> tuple[Upload, ...]:
-    """`attachments: [{name, type, data (base64)}]`, each file checked."""
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise InvalidInput("attachments must be a list of {name, type, data}")
-    check_count(value)
-    out = []
-    for item in value:
-        if not isinstance(item, dict) or set(item) - FILE_KEYS or not isinstance(item.get("data"), str):
-            raise InvalidInput("Each attachment is {name, type, data}, data in base64")
-        name = clean_name(item.get("name"))
-        data: str = item["data"]
-        if len(data) > (MAX_ATTACHMENT_BYTES * 4 // 3) + 4:  # refused before decoding
-            raise AttachmentTooLarge(f"{name} is larger than {MAX_ATTACHMENT_BYTES // (1024 * 1024)} MB")
-        try:
-            raw = base64.b64decode(data, validate=True)
-        except (binascii.Error, ValueError):
-            raise AttachmentUnreadable(f"{name}: data is not base64") from None
-        out.append(parse_upload(name, item.get("type"), raw))
-    return tuple(out)
 
 
 async def form_body(request: Request) -> tuple[dict[str, Any], tuple[Upload, ...]]:

@@ -19,6 +19,7 @@ from domain.events import StreamEvent
 from domain.model import RunStatus, check_text, iso, parse_conversation_id
 from domain.models import settings_change
 from domain.queue import Multitask, QueuedMessage
+from entrypoints.attachments import json_files
 from entrypoints.bundle import Services
 from entrypoints.dto import (
     detail_dto,
@@ -99,7 +100,7 @@ async def _chat_body(request: Request) -> tuple[dict[str, Any], tuple[Upload, ..
             raise InvalidInput(f"Unknown field(s): {', '.join(unknown)}")
         return body, uploads
     body = await read_json(request, CHAT_FIELDS, limit=files.CHAT_BODY, large="attachments")
-    return body, files.json_files(body.get("attachments"))
+    return body, json_files(body.get("attachments"))
 
 
 async def post_chat(request: Request) -> Response:
