@@ -264,8 +264,11 @@ def _copies(threads: CheckpointPort) -> ThreadCopies:
     return LangGraphCopies(threads)
 
 
-def _transfer(store: RunStore, threads: Callable[[], CheckpointPort]) -> TransferService:
-    return TransferService(store, LazyThreads(threads), LazyCopies(lambda: _copies(threads())), store)
+def _transfer(store: RunStore, threads: Callable[[], CheckpointPort], files: Callable[[], Saver]) -> TransferService:
+    from adapters.files.pdf import PypdfExtractor
+
+    return TransferService(store, LazyThreads(threads), LazyCopies(lambda: _copies(threads())), store,
+                           files=files, extractor=PypdfExtractor())
 
 
 def _sessions(backend: StorageBackend) -> SessionStore:
@@ -357,7 +360,7 @@ class Container(containers.DeclarativeContainer):
     search_index = providers.Singleton(_search_index, backend, threads.provider)
     search = providers.Singleton(SearchService, search_index)
     allow_rules = providers.Singleton(AllowRules, store)
-    transfer = providers.Singleton(_transfer, store, threads.provider)
+    transfer = providers.Singleton(_transfer, store, threads.provider, checkpointer.provider)
     # the page's login sessions: in the run store's database, whichever it is
     session_store = providers.Singleton(_sessions, backend)
     sessions = providers.Singleton(SessionService, session_store, config.API_TOKEN, config.SESSION_SECONDS)

@@ -221,3 +221,36 @@ def test_an_image_reaches_an_openai_server_as_an_image_url_part(openai_client: t
     text, image = user["content"]
     assert text == {"type": "text", "text": "what is this?\n\nc.csv:\n```\n" + CSV.decode() + "\n```"}
     assert image == {"type": "image_url", "image_url": {"url": "data:image/png;base64," + b64(PNG)}}
+
+
+def test_the_json_export_holds_the_files_and_an_import_brings_them_back(client: TestClient, models: FakeOllama) -> None:
+    cid, _ = turn(client, {"message": "look", "model": "llava:7b", "attachments": [
+        attached("cities.csv", "text/csv", CSV), attached("dot.png", "image/png", PNG),
+        attached("report.pdf", "application/pdf", pdf("Revenue grew"))]})
+    exported = client.get(f"/api/conversations/{cid}/export?format=json")
+    doc = exported.json()
+    files = {f["name"]: f for f in doc["conversation"]["attachments"]}
+    assert base64.b64decode(files["dot.png"]["data"]) == PNG and files["dot.png"]["digest"] == digest_of(PNG)
+    assert doc["conversation"]["branches"][0]["messages"][0]["attachments"][0]["name"] == "cities.csv"
+    imported = client.post("/api/import", content=exported.content)
+    assert imported.status_code == 201, imported.text
+    new = imported.json()["conversations"][0]["id"]
+    names = [a["name"] for a in client.get(f"/api/conversations/{new}").json()["messages"][0]["attachments"]]
+    assert names == ["cities.csv", "dot.png", "report.pdf"]
+    assert client.get(f"/api/conversations/{new}/attachments/{digest_of(PNG)}").content == PNG
+    client.delete(f"/api/conversations/{cid}")
+    turn(client, {"message": "and the pdf?", "conversation": new})  # the imported files reach the model
+    sent = models.requests[-1]["messages"][1]
+    assert sent["images"] == [b64(PNG)] and "report.pdf:\n```\nRevenue grew\n```" in sent["content"]
+
+
+def test_an_export_whose_file_does_not_match_its_digest_imports_nothing(client: TestClient, models: FakeOllama, tmp_path: Path) -> None:
+    cid, _ = turn(client, {"message": "look", "attachments": [attached("cities.csv", "text/csv", CSV)]})
+    doc = client.get(f"/api/conversations/{cid}/export?format=json").json()
+    doc["conversation"]["attachments"][0]["data"] = b64(b"other,text\n")
+    refused = client.post("/api/import", json=doc)
+    assert refused.status_code == 400 and "digest is not the SHA-256 of its data" in refused.json()["error"]["message"]
+    del doc["conversation"]["attachments"]
+    refused = client.post("/api/import", json=doc)
+    assert refused.status_code == 400 and "names a file the export does not hold" in refused.json()["error"]["message"]
+    assert len(client.get("/api/conversations").json()["conversations"]) == 1
