@@ -294,7 +294,7 @@ class ConversationService:
             new_id(), fork_title(conv.title), self.clock(), ChatSettings(conv.model, conv.system), len(messages)
         )
         try:
-            await self.branch_store.seed_thread(fork.id, messages)
+            await self.branch_store.seed_thread(fork.id, messages, source=conv.id)
         except BaseException:
             await self.checkpoints.delete_thread(fork.id)
             await self.runs.delete_conversation(fork.id)

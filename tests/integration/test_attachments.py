@@ -254,3 +254,17 @@ def test_an_export_whose_file_does_not_match_its_digest_imports_nothing(client: 
     refused = client.post("/api/import", json=doc)
     assert refused.status_code == 400 and "names a file the export does not hold" in refused.json()["error"]["message"]
     assert len(client.get("/api/conversations").json()["conversations"]) == 1
+
+
+def test_a_fork_holds_its_messages_files_and_keeps_them_when_the_source_goes(
+    client: TestClient, models: FakeOllama, tmp_path: Path
+) -> None:
+    source, _ = turn(client, {"message": "look", "model": "llava:7b", "attachments": [attached("dot.png", "image/png", PNG)]})
+    forked = client.post(f"/api/conversations/{source}/fork", json={"messageIndex": 1})
+    assert forked.status_code == 201, forked.text
+    fork = forked.json()["conversation"]["id"]
+    assert client.delete(f"/api/conversations/{source}").status_code == 204
+    assert client.get(f"/api/conversations/{fork}/attachments/{digest_of(PNG)}").content == PNG
+    assert rows(tmp_path, "SELECT conversation_id FROM attachment_refs") == [(fork,)]
+    turn(client, {"message": "and again?", "conversation": fork})
+    assert models.requests[-1]["messages"][1]["images"] == [b64(PNG)]

@@ -23,6 +23,7 @@ from adapters.langgraph.branching import restore_node, to_messages, with_op
 from adapters.langgraph.files import referenced
 from adapters.langgraph.graph import CHOICE_KEY, FIRST_NODE, INPUT_TASK, RUN_KEY, SKIP_KEY
 from adapters.langgraph.saver import Saver
+from domain.attachments import Upload
 from domain.branches import Branch
 from domain.errors import BranchNotFound, RecursionLimitReached
 from domain.events import AgentEvent, InputRecorded
@@ -251,12 +252,20 @@ class LangGraphThreads(CheckpointPort, BranchPort):
     async def branches(self, thread_id: str) -> Sequence[Branch]:
         return await self.saver.branches(thread_id)
 
-    async def seed_thread(self, thread_id: str, messages: Sequence[Message]) -> None:
+    async def seed_thread(self, thread_id: str, messages: Sequence[Message], source: str | None = None) -> None:
         # written as the agent's output: its edge ends the thread after an answer (calls
         # come answered); after a user's message, written as the tools' so the agent is next
         node = "tools" if messages and isinstance(messages[-1], UserMessage) else "agent"
         update = {"messages": [to_langchain(m) for m in messages]}
-        await self.graph.aupdate_state(_config(thread_id), update, as_node=node)
+        named = {a.digest: a for m in messages if isinstance(m, UserMessage) for a in m.attachments}
+        if source is not None and named:
+            stored = await self.saver.files(source, list(named))
+            self.saver.stage_files(thread_id, [Upload(named[d], f.data, f.text) for d, f in stored.items()])
+        try:
+            await self.graph.aupdate_state(_config(thread_id), update, as_node=node)
+        finally:
+            if named:
+                self.saver.unstage_files(thread_id)
         self._cache.pop(thread_id, None)
 
     async def branch_messages(self, thread_id: str, number: int) -> Sequence[Message] | None:
