@@ -268,3 +268,15 @@ def test_a_fork_holds_its_messages_files_and_keeps_them_when_the_source_goes(
     assert rows(tmp_path, "SELECT conversation_id FROM attachment_refs") == [(fork,)]
     turn(client, {"message": "and again?", "conversation": fork})
     assert models.requests[-1]["messages"][1]["images"] == [b64(PNG)]
+
+
+def test_an_edited_message_keeps_its_files(client: TestClient, models: FakeOllama) -> None:
+    cid, _ = turn(client, {"message": "sum it", "attachments": [attached("cities.csv", "text/csv", CSV)]})
+    response = client.post("/api/chat", json={"conversation": cid, "message": "count the rows", "editOf": 0})
+    assert response.status_code == 200, response.text
+    from tests.integration.test_model_choice import events
+
+    assert events(client, cid)[-1][0] == "end"
+    assert models.requests[-1]["messages"][-1]["content"] == "count the rows\n\ncities.csv:\n```\n" + CSV.decode() + "\n```"
+    edited = client.get(f"/api/conversations/{cid}").json()["messages"][0]
+    assert edited["content"] == "count the rows" and [a["name"] for a in edited["attachments"]] == ["cities.csv"]

@@ -18,7 +18,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
 
-from adapters.langchain.messages import from_fields, to_domain, to_domain_all, to_langchain
+from adapters.langchain.messages import FILES_KEY, from_fields, to_domain, to_domain_all, to_langchain
 from adapters.langgraph.branching import restore_node, to_messages, with_op
 from adapters.langgraph.files import referenced
 from adapters.langgraph.graph import CHOICE_KEY, FIRST_NODE, INPUT_TASK, RUN_KEY, SKIP_KEY
@@ -343,7 +343,10 @@ class LangGraphEngine(AgentEngine):
         at = _raw_index(_messages(snap), fork.at)  # branches count stored messages
         messages = _messages(snap)[:at]
         if fork.text is not None:
-            messages.append(HumanMessage(fork.text))
+            # the edited message keeps its files (the conversation holds them already)
+            edited = _messages(snap)[at] if at < len(_messages(snap)) else None
+            files = edited.additional_kwargs.get(FILES_KEY) if isinstance(edited, HumanMessage) else None
+            messages.append(HumanMessage(fork.text, additional_kwargs={FILES_KEY: files} if files else {}))
         left = await leave_branch(self.graph, self.saver, config)
         op = {"op": "fork", "at": at, "next": left}
         update = {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages]}
