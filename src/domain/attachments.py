@@ -131,10 +131,25 @@ def clean_name(name: object) -> str:
     return visible[:NAME_MAX]
 
 
+def _declared(declared: object) -> str:
+    return declared.split(";", 1)[0].strip().lower() if isinstance(declared, str) else ""
+
+
+def _image_or_pdf(data: bytes) -> bool:
+    return data[:5] == b"%PDF-" or data[:4] in (b"\x89PNG", b"GIF8", b"RIFF") or data[:3] == b"\xff\xd8\xff"
+
+
+def _is_text(data: bytes) -> bool:
+    try:
+        return "\x00" not in data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return False
+
+
 def media_type_of(name: str, declared: object) -> str:
     """The type the file is taken for: the declared one (parameters dropped) when it is
     one Sophos knows, else the one its extension says."""
-    given = declared.split(";", 1)[0].strip().lower() if isinstance(declared, str) else ""
+    given = _declared(declared)
     given = _ALIASES.get(given, given)
     if given in ATTACHMENT_TYPES:
         return given
@@ -185,7 +200,14 @@ def parse_upload(name: object, media_type: object, data: bytes) -> Upload:
         raise AttachmentTooLarge(f"{clean} is larger than {MAX_ATTACHMENT_BYTES // (1024 * 1024)} MB")
     if not data:
         raise AttachmentUnreadable(f"{clean} is empty")
-    media = media_type_of(clean, media_type)
+    try:
+        media = media_type_of(clean, media_type)
+    except AttachmentTypeNotAllowed:
+        # an untyped file with no known extension (Makefile, LICENSE, a pipe) is text when
+        # its bytes are: anything else stays refused
+        if _declared(media_type) not in _UNTYPED or _image_or_pdf(data) or not _is_text(data):
+            raise
+        media = "text/plain"
     text: str | None = None
     if media in IMAGE_TYPES:
         if not _image_ok(media, data):
