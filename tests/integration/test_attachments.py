@@ -280,3 +280,18 @@ def test_an_edited_message_keeps_its_files(client: TestClient, models: FakeOllam
     assert models.requests[-1]["messages"][-1]["content"] == "count the rows\n\ncities.csv:\n```\n" + CSV.decode() + "\n```"
     edited = client.get(f"/api/conversations/{cid}").json()["messages"][0]
     assert edited["content"] == "count the rows" and [a["name"] for a in edited["attachments"]] == ["cities.csv"]
+
+
+@pytest.mark.parametrize(
+    ("headers", "content"),
+    [
+        ({"content-type": "multipart/form-data; boundary=x"}, b"--x\r\nContent-Disposition: form-data; name=\"message\"\r\n\r\nhi"),
+        ({"content-type": "multipart/form-data"}, b"no boundary at all"),
+        ({"content-type": "multipart/form-data; boundary=x"},
+         b"--x\r\nContent-Disposition: form-data; name=\"other\"; filename=\"a.txt\"\r\n\r\nhi\r\n--x--\r\n"),
+    ],
+)
+def test_a_malformed_multipart_body_is_a_400(client: TestClient, models: FakeOllama, headers: dict[str, str], content: bytes) -> None:
+    response = client.post("/api/chat", headers=headers, content=content)
+    assert response.status_code == 400, response.text
+    assert client.get("/api/conversations").json()["conversations"] == []
