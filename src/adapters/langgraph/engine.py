@@ -159,10 +159,11 @@ async def leave_branch(graph: Graph, saver: SaverPort, config: RunnableConfig) -
         return []
     unapplied = await unapplied_files(graph, config)
     await graph.aupdate_state(config, None, as_node=END)
-    snap = await graph.aget_state(config)
-    await release_dropped(saver, thread_id, unapplied, _messages(snap))
+    if unapplied:
+        await release_dropped(saver, thread_id, unapplied, _messages(await graph.aget_state(config)))
     if not head.awaiting_tools:
         return ["agent"]
+    snap = await graph.aget_state(config)
     closings = [ToolMessage(LEFT, tool_call_id=c.id, name=c.name, status="error") for c in _unanswered(_messages(snap), set())]
     if closings:
         await graph.aupdate_state(config, {"messages": closings}, as_node="agent")
