@@ -295,3 +295,13 @@ def test_a_malformed_multipart_body_is_a_400(client: TestClient, models: FakeOll
     response = client.post("/api/chat", headers=headers, content=content)
     assert response.status_code == 400, response.text
     assert client.get("/api/conversations").json()["conversations"] == []
+
+
+@pytest.mark.parametrize("storage", ["sqlite", "memory"])
+def test_a_conversation_is_found_by_its_files_text(make_client: Any, models: FakeOllama, storage: str) -> None:
+    client = make_client(STORAGE_BACKEND=storage)
+    cid, _ = turn(client, {"message": "see attached", "attachments": [attached("cities.csv", "text/csv", CSV),
+                                                                   attached("report.pdf", "application/pdf", pdf("Quarterly zeppelin sales"))]})
+    for query in ("nantes", "zeppelin", "cities"):
+        hits = client.get(f"/api/search?q={query}").json()["results"]
+        assert [(h["conversation"], h["messageIndex"]) for h in hits] == [(cid, 0)], query

@@ -64,3 +64,15 @@ async def forget(cur: AsyncCursor[Any], thread_id: str, only: Sequence[str] | No
         "AND NOT EXISTS (SELECT 1 FROM attachment_refs r WHERE r.digest = gone.digest AND r.conversation_id <> %s)",
         (thread_id, None if only is None else list(only), None if only is None else list(only), thread_id),
     )
+
+
+async def texts(cur: AsyncCursor[Any], thread_id: str, digests: Sequence[str]) -> dict[str, str]:
+    """The text of the thread's files among `digests` that have one (not images)."""
+    if not digests:
+        return {}
+    await cur.execute(
+        "SELECT b.digest, b.text FROM attachment_refs r JOIN attachment_blobs b ON b.digest = r.digest "
+        "WHERE r.conversation_id = %s AND r.digest = ANY(%s) AND b.text IS NOT NULL",
+        (thread_id, list(dict.fromkeys(digests))),
+    )
+    return {row[0]: row[1] for row in await cur.fetchall()}

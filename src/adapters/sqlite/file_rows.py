@@ -66,3 +66,17 @@ def forget(cur: sqlite3.Cursor, thread_id: str, only: Sequence[str] | None = Non
         "DELETE FROM attachment_blobs WHERE digest = ? AND NOT EXISTS (SELECT 1 FROM attachment_refs WHERE digest = ?)",
         [(d, d) for d in digests],
     )
+
+
+def texts(cur: sqlite3.Cursor, thread_id: str, digests: Sequence[str]) -> dict[str, str]:
+    """The text of the thread's files among `digests` that have one (not images)."""
+    out: dict[str, str] = {}
+    for digest in dict.fromkeys(digests):
+        row = cur.execute(
+            "SELECT b.text FROM attachment_refs r JOIN attachment_blobs b ON b.digest = r.digest "
+            "WHERE r.conversation_id = ? AND r.digest = ? AND b.text IS NOT NULL",
+            (thread_id, digest),
+        ).fetchone()
+        if row is not None:
+            out[digest] = row[0]
+    return out
