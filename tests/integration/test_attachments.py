@@ -232,6 +232,8 @@ def test_the_json_export_holds_the_files_and_an_import_brings_them_back(client: 
     files = {f["name"]: f for f in doc["conversation"]["attachments"]}
     assert base64.b64decode(files["dot.png"]["data"]) == PNG and files["dot.png"]["digest"] == digest_of(PNG)
     assert doc["conversation"]["branches"][0]["messages"][0]["attachments"][0]["name"] == "cities.csv"
+    markdown = client.get(f"/api/conversations/{cid}/export").text
+    assert f"- Attached: `dot.png` (image/png, {len(PNG):,} bytes)" in markdown
     imported = client.post("/api/import", content=exported.content)
     assert imported.status_code == 201, imported.text
     new = imported.json()["conversations"][0]["id"]
