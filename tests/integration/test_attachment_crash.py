@@ -63,44 +63,55 @@ def test_a_kill_during_a_turn_with_a_file_leaves_both_the_message_and_the_file_o
     with fake_ollama() as ollama:
         ollama.latency = 0.0
         env = app_env(tmp_path, ollama.url, TOOLS_BACKEND="none")
-        db = tmp_path / "db" / "sophos.db"
-        server = LiveServer(env, tmp_path).start()
-        # how long taking such a message takes, acknowledged (its file and message committed)
-        began = time.monotonic()
-        first = server.post("/api/chat", {"message": "warm up", "attachments": [
-            {"name": "f.txt", "type": "text/plain", "data": base64.b64encode(big_file(-1)).decode()}]})
-        assert first.status_code == 200, first.text
-        took = time.monotonic() - began
-        cid = first.json()["conversation"]
-        outcomes: list[str] = []
-        sent = {digest_of(big_file(-1))}
-        for i, share in enumerate(SHARES):
-            data = big_file(i)
-            # new conversations (the input checkpoint's write) and a continued one (pending input)
-            body: dict[str, Any] = {"message": f"turn {i}", "attachments": [
-                {"name": f"log-{i}.txt", "type": "text/plain", "data": base64.b64encode(data).decode()}]}
-            if i % 2:
-                body["conversation"] = cid
-            thread, answer = post_in_background(server, body)
-            if share is None:
-                thread.join(60)
-            else:
-                time.sleep(took * share)
-            server.kill()
-            thread.join(60)
-            server = LiveServer(env, tmp_path).start()
-            acknowledged = answer[0] is not None and answer[0].status_code == 200
-            sent.add(digest_of(data))
-            refs, blobs, named = stored_state(db, sent)
-            # a file is stored exactly where a stored message names it, and nowhere else
-            assert refs == named, (share, "files without a message:", refs - named, "messages without a file:", named - refs)
-            assert blobs == {d for _, d in refs}
-            for conv in server.get("/api/conversations").json()["conversations"]:
-                for m in server.get(f"/api/conversations/{conv['id']}").json()["messages"]:
-                    for a in m.get("attachments", []):
-                        assert server.get(f"/api/conversations/{conv['id']}/attachments/{a['digest']}").status_code == 200
-            here = digest_of(data) in blobs
-            assert here or not acknowledged, "a message acknowledged before the kill was lost"
-            outcomes.append("both" if here else "neither")
-        server.stop()
+        servers = [LiveServer(env, tmp_path).start()]
+        try:
+            outcomes = kill_during_turns(servers, env, tmp_path)
+        finally:
+            servers[-1].stop()  # a failed check leaves no server behind
     assert outcomes[-1] == "both"  # acknowledged, then killed
+
+
+def kill_during_turns(servers: list[LiveServer], env: dict[str, str], tmp_path: Path) -> list[str]:
+    """Each turn killed at its share of the acknowledgement time, checked after a restart;
+    `servers[-1]` is the live one."""
+    db = tmp_path / "db" / "sophos.db"
+    server = servers[-1]
+    # how long taking such a message takes, acknowledged (its file and message committed)
+    began = time.monotonic()
+    first = server.post("/api/chat", {"message": "warm up", "attachments": [
+        {"name": "f.txt", "type": "text/plain", "data": base64.b64encode(big_file(-1)).decode()}]})
+    assert first.status_code == 200, first.text
+    took = time.monotonic() - began
+    cid = first.json()["conversation"]
+    outcomes: list[str] = []
+    sent = {digest_of(big_file(-1))}
+    for i, share in enumerate(SHARES):
+        data = big_file(i)
+        # new conversations (the input checkpoint's write) and a continued one (pending input)
+        body: dict[str, Any] = {"message": f"turn {i}", "attachments": [
+            {"name": f"log-{i}.txt", "type": "text/plain", "data": base64.b64encode(data).decode()}]}
+        if i % 2:
+            body["conversation"] = cid
+        thread, answer = post_in_background(server, body)
+        if share is None:
+            thread.join(60)
+        else:
+            time.sleep(took * share)
+        server.kill()
+        thread.join(60)
+        server = LiveServer(env, tmp_path).start()
+        servers.append(server)
+        acknowledged = answer[0] is not None and answer[0].status_code == 200
+        sent.add(digest_of(data))
+        refs, blobs, named = stored_state(db, sent)
+        # a file is stored exactly where a stored message names it, and nowhere else
+        assert refs == named, (share, "files without a message:", refs - named, "messages without a file:", named - refs)
+        assert blobs == {d for _, d in refs}
+        for conv in server.get("/api/conversations").json()["conversations"]:
+            for m in server.get(f"/api/conversations/{conv['id']}").json()["messages"]:
+                for a in m.get("attachments", []):
+                    assert server.get(f"/api/conversations/{conv['id']}/attachments/{a['digest']}").status_code == 200
+        here = digest_of(data) in blobs
+        assert here or not acknowledged, "a message acknowledged before the kill was lost"
+        outcomes.append("both" if here else "neither")
+    return outcomes
