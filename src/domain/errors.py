@@ -38,6 +38,8 @@ class ErrorCode(StrEnum):
     TOO_MANY_ATTEMPTS = "TOO_MANY_ATTEMPTS"
     QUEUE_FULL = "QUEUE_FULL"
     QUEUED_NOT_FOUND = "QUEUED_NOT_FOUND"
+    USER_EXISTS = "USER_EXISTS"
+    USER_LIMIT = "USER_LIMIT"
     ATTACHMENT_TOO_LARGE = "ATTACHMENT_TOO_LARGE"
     ATTACHMENT_TYPE_NOT_ALLOWED = "ATTACHMENT_TYPE_NOT_ALLOWED"
     ATTACHMENT_UNREADABLE = "ATTACHMENT_UNREADABLE"
@@ -338,3 +340,25 @@ class QueuedNotFound(SophosError):
 
     code = ErrorCode.QUEUED_NOT_FOUND
     default_message = "No such queued message (it may have started already)"
+
+
+class UserNotFound(SophosError):
+    """Raised when a user (by name or id) or an API token (by id) does not exist."""
+
+    code = ErrorCode.NOT_FOUND
+    default_message = "No such user or token"
+
+
+class UserExists(SophosError):
+    """Raised when a user is added under a name another user has."""
+
+    code = ErrorCode.USER_EXISTS
+    default_message = "A user with that name exists already"
+
+
+class UserLimitReached(SophosError):
+    """Raised when a user who already has USER_MAX_ACTIVE_RUNS runs going or messages
+    queued starts or queues another."""
+
+    code = ErrorCode.USER_LIMIT
+    default_message = "You have too many runs going or messages queued: wait for some to finish"

@@ -163,6 +163,7 @@ class Conversation:
     model: str | None = None  # the model it asked for; None: the server's default
     system: str | None = None  # its own system prompt; None: config/system.md
     queued: int = 0  # messages waiting in its queue (domain.queue)
+    owner: str = "admin"  # the user id it belongs to (domain.principals; "admin": the bootstrap admin)
 
     @property
     def thread_id(self) -> str:

@@ -76,6 +76,13 @@ def queue_due(latest: Run | None) -> bool:
     )
 
 
+def queue_held(latest: Run | None) -> bool:
+    """Whether a conversation's waiting messages are held: its last run failed or was
+    cancelled, so none starts until a run completes again or the person sends or drops
+    them (a client waiting for one would wait for a person)."""
+    return latest is not None and latest.status in (RunStatus.FAILED, RunStatus.CANCELLED)
+
+
 def rollback_point(messages: Sequence[Message], base_count: int) -> int | None:
     """The user message a rollback replaces: the last one before the rolled-back run's
     output (`base_count` messages precede it, its own message included). The new message

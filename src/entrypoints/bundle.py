@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from services.sessions import SessionService
     from services.supervisor import Supervisor
     from services.transfer import TransferService
+    from services.users import UserService
 
 
 class Exposition(Protocol):
@@ -50,5 +51,6 @@ class Services:
     storage: Callable[[], StoragePort]
     backend: Callable[[], Backend]  # the storage itself: its health, its run store
     sessions: Callable[[], SessionService]
+    users: Callable[[], UserService]  # managing users and their tokens
     transfer: Callable[[], TransferService]  # export and import of whole conversations
     files: Callable[[], FileService] | None = None  # the files messages carry (None: not served)

@@ -40,6 +40,7 @@ T = TypeVar("T")
 
 from domain.approvals import parse_mode  # noqa: E402 - after the finder above
 from domain.context import ContextPolicy  # noqa: E402 - after the finder above
+from domain.principals import ProxyTrust  # noqa: E402 - after the finder above
 from entrypoints.bundle import Services  # noqa: E402 - after the finder above
 from entrypoints.lazy import LazyCopies, LazyThreads  # noqa: E402 - after the finder above
 from entrypoints.settings import Settings, load_settings  # noqa: E402 - after the finder above
@@ -56,6 +57,7 @@ from ports.search import SearchIndex  # noqa: E402 - after the finder above
 from ports.sessions import SessionStore  # noqa: E402 - after the finder above
 from ports.storage import StoragePort  # noqa: E402 - after the finder above
 from ports.tools import ToolPort  # noqa: E402 - after the finder above
+from ports.users import UserStore  # noqa: E402 - after the finder above
 from services.allow_rules import AllowRules  # noqa: E402 - after the finder above
 from services.approvals import ApprovalGate  # noqa: E402 - after the finder above
 from services.attachments import FileIntake  # noqa: E402 - after the finder above
@@ -70,6 +72,7 @@ from services.search import SearchService  # noqa: E402 - after the finder above
 from services.sessions import SessionService  # noqa: E402 - after the finder above
 from services.supervisor import Supervisor  # noqa: E402 - after the finder above
 from services.transfer import TransferService  # noqa: E402 - after the finder above
+from services.users import UserService  # noqa: E402 - after the finder above
 
 if TYPE_CHECKING:
     from adapters.langgraph.graph import AgentNodes
@@ -275,6 +278,14 @@ def _sessions(backend: StorageBackend) -> SessionStore:
     return backend.sessions()
 
 
+def _users(backend: StorageBackend) -> UserStore:
+    return backend.users()
+
+
+def _proxy(auth: str, header: str, trusted: str, auto_create: bool) -> ProxyTrust | None:
+    return ProxyTrust(header, trusted, auto_create) if auth == "proxy" else None
+
+
 class Container(containers.DeclarativeContainer):
     # the typed settings (for the edges), and the same values as a Configuration (for providers)
     settings = providers.Dependency(instance_of=Settings)
@@ -345,6 +356,7 @@ class Container(containers.DeclarativeContainer):
         recursion_limit=config.AGENT_RECURSION_LIMIT,
         lease_seconds=config.RUN_LEASE_SECONDS,
         metrics=metrics,
+        user_max_active=config.USER_MAX_ACTIVE_RUNS,
     )
     queue = providers.Singleton(QueueService, run_service, store, config.MAX_QUEUED)
     supervisor = providers.Singleton(
@@ -363,7 +375,12 @@ class Container(containers.DeclarativeContainer):
     transfer = providers.Singleton(_transfer, store, threads.provider, checkpointer.provider)
     # the page's login sessions: in the run store's database, whichever it is
     session_store = providers.Singleton(_sessions, backend)
-    sessions = providers.Singleton(SessionService, session_store, config.API_TOKEN, config.SESSION_SECONDS)
+    user_store = providers.Singleton(_users, backend)
+    proxy = providers.Singleton(_proxy, config.AUTH, config.PROXY_USER_HEADER, config.TRUSTED_PROXY_IPS,
+                                config.PROXY_AUTO_CREATE)
+    sessions = providers.Singleton(SessionService, session_store, config.API_TOKEN, config.SESSION_SECONDS,
+                                   users=user_store, admin_sees_all=config.ADMIN_SEES_ALL, proxy=proxy)
+    users = providers.Singleton(UserService, user_store, session_store)
     # what the edges get instead of this container (built once; each getter lazy)
     services = providers.Singleton(
         Services,
@@ -380,6 +397,7 @@ class Container(containers.DeclarativeContainer):
         storage=storage.provider,
         backend=backend.provider,
         sessions=sessions.provider,
+        users=users.provider,
         transfer=transfer.provider,
         files=files.provider,
     )

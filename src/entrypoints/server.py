@@ -211,6 +211,9 @@ def serve(container: Any) -> None:
         # in progress, 503 at once (the protocol counts them: uvicorn's limit counts idle sockets too)
         http=head_deadline_protocol(settings.REQUEST_TIMEOUT, settings.MAX_CONNECTIONS),
         h11_max_incomplete_event_size=MAX_HEAD,
+        # AUTH=proxy trusts the user header by the socket's peer: uvicorn must not replace
+        # that address with an X-Forwarded-For a client may have written itself
+        proxy_headers=settings.AUTH != "proxy",
     )
     server = DrainingServer(uv_config, app, timeout)
     side = side_server(settings, app, host) if settings.LANGGRAPH_API_PORT else None

@@ -11,6 +11,9 @@ from typing import Any
 
 import yaml
 
+from domain.errors import InvalidInput
+from domain.principals import ProxyTrust
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -44,6 +47,12 @@ class Settings:
     SHUTDOWN_TIMEOUT: int = 30
     API_TOKEN: str = ""
     SESSION_SECONDS: float = 30 * 24 * 3600  # a login's fixed lifetime (seconds)
+    AUTH: str = "token"  # token (API_TOKEN, users' tokens) | proxy (also a trusted proxy's user header)
+    TRUSTED_PROXY_IPS: str = ""  # AUTH=proxy: the proxies' addresses or networks (comma-separated)
+    PROXY_USER_HEADER: str = "Remote-User"  # AUTH=proxy: the header naming the user
+    PROXY_AUTO_CREATE: bool = True  # AUTH=proxy: a user first seen is created with role `user` (false: refused)
+    ADMIN_SEES_ALL: bool = False  # admins reach every user's conversations
+    USER_MAX_ACTIVE_RUNS: int = 0  # a user's active runs + queued messages at most; 0 = no limit
     ALLOWED_HOSTS: str = ""
     LOG_LEVEL: str = "INFO"
     SSE_PING_SECONDS: float = 15
@@ -159,6 +168,20 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         raise SettingsError(f"SESSION_SECONDS must be between 1 and {MAX_SESSION_SECONDS} (400 days)")
     if not 1 <= settings["MAX_QUEUED"] <= 1000:
         raise SettingsError(f"MAX_QUEUED must be between 1 and 1000, got {settings['MAX_QUEUED']}")
+    settings["AUTH"] = str(settings["AUTH"]).strip().lower()
+    if settings["AUTH"] not in ("token", "proxy"):
+        raise SettingsError(f"AUTH must be token or proxy, got {settings['AUTH']!r}")
+    if settings["AUTH"] == "proxy" and not str(settings["TRUSTED_PROXY_IPS"]).strip():
+        raise SettingsError("AUTH=proxy needs TRUSTED_PROXY_IPS (the proxies' addresses)")
+    if settings["AUTH"] == "proxy":
+        try:
+            ProxyTrust(str(settings["PROXY_USER_HEADER"]), str(settings["TRUSTED_PROXY_IPS"]), False)
+        except InvalidInput as e:
+            raise SettingsError(e.message) from None
+        if not str(settings["PROXY_USER_HEADER"]).strip():
+            raise SettingsError("PROXY_USER_HEADER must name a header (e.g. Remote-User)")
+    if settings["USER_MAX_ACTIVE_RUNS"] < 0:
+        raise SettingsError("USER_MAX_ACTIVE_RUNS must be 0 (no limit) or a number of runs")
     if settings["APPROVAL_TIMEOUT"] < 0:
         raise SettingsError("APPROVAL_TIMEOUT must be 0 (off) or a number of seconds")
     url = str(settings["DATABASE_URL"])

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from domain.approvals import AllowRule
+from domain.principals import BOOTSTRAP_ID
 
 if TYPE_CHECKING:
     from domain.approvals import ApprovalRequest, Decision
@@ -42,16 +43,23 @@ class ApprovalStore(Protocol):
         """Undecided requests stored before `cutoff`, oldest first (APPROVAL_TIMEOUT)."""
 
     @abstractmethod
-    async def allow_always(self, tool: str, now: datetime) -> None:
-        """Remember that `tool` never needs approval. Idempotent."""
+    async def allow_always(self, tool: str, now: datetime, conversation_id: str | None = None) -> None:
+        """Remember that `tool` never needs approval for the owner of the conversation
+        `conversation_id` (None: the bootstrap admin; an unknown conversation: nobody).
+        Idempotent. Rules are per user: one user's rule never lets another's call run."""
 
     @abstractmethod
-    async def always_allowed(self) -> Sequence[AllowRule]:
-        """The tools always allowed, by name."""
+    async def always_allowed(self, owner: str = BOOTSTRAP_ID) -> Sequence[AllowRule]:
+        """The tools the user `owner` always allows, by name."""
 
     @abstractmethod
-    async def revoke(self, tool: str) -> bool:
-        """Forget `tool`'s rule; False when there was none."""
+    async def rules_for(self, conversation_id: str) -> Sequence[AllowRule]:
+        """The tools the owner of the conversation always allows, by name (none for an
+        unknown conversation). Only reads."""
+
+    @abstractmethod
+    async def revoke(self, tool: str, owner: str = BOOTSTRAP_ID) -> bool:
+        """Forget the user `owner`'s rule for `tool`; False when there was none."""
 
 
 class ArgsChecker(Protocol):
@@ -79,13 +87,16 @@ class NoApprovals(ApprovalStore):
     async def undecided_before(self, cutoff: datetime) -> Sequence[ApprovalRequest]:
         return ()
 
-    async def allow_always(self, tool: str, now: datetime) -> None:
+    async def allow_always(self, tool: str, now: datetime, conversation_id: str | None = None) -> None:
         return None
 
-    async def always_allowed(self) -> Sequence[AllowRule]:
+    async def always_allowed(self, owner: str = BOOTSTRAP_ID) -> Sequence[AllowRule]:
         return ()
 
-    async def revoke(self, tool: str) -> bool:
+    async def rules_for(self, conversation_id: str) -> Sequence[AllowRule]:
+        return ()
+
+    async def revoke(self, tool: str, owner: str = BOOTSTRAP_ID) -> bool:
         return False
 
 

@@ -21,6 +21,7 @@ from ports.search import SearchIndex
 from ports.sessions import SessionStore
 from ports.signals import RunSignals
 from ports.storage import StoragePort
+from ports.users import UserStore
 
 
 class RunStore(RunRepository, RunEventLog, RunSignals, ToolJournal, ApprovalStore, MessageQueue, Protocol):
@@ -89,6 +90,10 @@ class Backend(Protocol):
     @abstractmethod
     def sessions(self) -> SessionStore:
         """The page's login sessions, in the same database (shared by every process on it)."""
+
+    @abstractmethod
+    def users(self) -> UserStore:
+        """The users and their API tokens, in the same database (shared by every process on it)."""
 
     @abstractmethod
     async def health(self, integrity: bool = False) -> Health:

@@ -16,7 +16,8 @@ class MessageQueue(Protocol):
     """A conversation's queue, in `position` order. Every method is atomic; a queue goes
     with its conversation (deleted in the same transaction). The other half of the
     contract is on `RunRepository.finish_run` (`RunFinish.then`, `input_recorded`): the
-    next waiting message starts in the transaction that records a completed outcome."""
+    next waiting message starts in the transaction that records a completed outcome, as
+    `start_queued` starts it (with the message's id)."""
 
     @abstractmethod
     async def enqueue(self, message: QueuedMessage, limit: int) -> QueuedMessage | None:
@@ -47,7 +48,10 @@ class MessageQueue(Protocol):
     @abstractmethod
     async def start_queued(self, run: Run, now: datetime, after: str | None) -> QueuedMessage | None:
         """Start the first waiting message as `run` (inserted running, as `start_run`
-        does; the message claimed by it), only while the conversation's latest run is
+        does; the message claimed by it), the run taking the message's id unless a run
+        already has it (a message put back after its run died): so the id a client was
+        given when it queued the message names its run (the returned message's `run_id`
+        is the run's id). Only while the conversation's latest run is
         still `after` (None: it has none) and none is running: a compare-and-set on what
         the caller judged due (domain.queue.queue_due). None, changing nothing, otherwise
         or when nothing waits."""

@@ -13,6 +13,7 @@ from domain import lifecycle
 from domain.events import StreamEvent
 from domain.model import Conversation, Run, RunError, RunOwner, RunStatus
 from domain.models import ChatSettings
+from domain.principals import BOOTSTRAP_ID
 from domain.queue import QueuedMessage
 from ports.events import EventBatch
 
@@ -27,8 +28,9 @@ class RunFinish:
     yet in its log, written first in the same transaction (ids already stored are kept).
 
     `then`: when the outcome is `completed` and the conversation has a waiting queued
-    message, the store inserts this run (running, owned as given) and the message is
-    claimed by it, in the same transaction (ports.queue). `input_recorded`: whether the
+    message, the store inserts this run (running, owned as given; with the message's id,
+    as `MessageQueue.start_queued` says) and the message is claimed by it, in the same
+    transaction (ports.queue). `input_recorded`: whether the
     run's own message reached the thread; when False, a queued message the run was
     started for goes back to the head of the queue, when True it is deleted."""
 
@@ -66,10 +68,11 @@ class RunRepository(Protocol):
         now: datetime,
         settings: ChatSettings = ChatSettings(),  # noqa: B008
         message_count: int = 0,
+        owner: str = BOOTSTRAP_ID,
     ) -> Conversation:
         """Insert a conversation with `message_count` (0 unless it starts with a copied
-        thread: a fork), created_at = updated_at = now and the model and system prompt of
-        `settings` (None: the server's default)."""
+        thread: a fork), created_at = updated_at = now, the model and system prompt of
+        `settings` (None: the server's default), belonging to the user `owner`."""
 
     @abstractmethod
     async def set_chat_settings(self, conversation_id: str, settings: ChatSettings) -> bool:
@@ -82,19 +85,26 @@ class RunRepository(Protocol):
 
     @abstractmethod
     async def list_conversations(
-        self, limit: int | None = None, before: tuple[datetime, str] | None = None, query: str = ""
+        self, limit: int | None = None, before: tuple[datetime, str] | None = None, query: str = "",
+        owner: str | None = None,
     ) -> Sequence[Conversation]:
         """Conversations by updated_at descending (then id descending).
 
         `before` is a (updated_at, id) cursor: only conversations strictly after it in that
         order are returned. `limit` None means all. A non-empty `query` keeps only the
         conversations whose title contains it, compared case-folded (`str.casefold`).
+        `owner` keeps only that user's conversations (None: everyone's).
         """
 
     @abstractmethod
-    async def find_conversations(self, id_prefix: str, limit: int) -> Sequence[Conversation]:
+    async def owner_load(self, owner: str) -> int:
+        """How many runs of the user `owner`'s conversations are running, plus how many of
+        their messages wait in queues (USER_MAX_ACTIVE_RUNS). Only reads."""
+
+    @abstractmethod
+    async def find_conversations(self, id_prefix: str, limit: int, owner: str | None = None) -> Sequence[Conversation]:
         """At most `limit` conversations whose id starts with `id_prefix` (lower-case hex
-        and dashes, as ids are stored), most recently updated first."""
+        and dashes, as ids are stored), most recently updated first; only `owner`'s when given."""
 
     @abstractmethod
     async def restore_conversation(self, conversation_id: str, message_count: int, updated_at: datetime) -> bool:
@@ -145,7 +155,8 @@ class RunRepository(Protocol):
         changing nothing, when the run is unknown, finished, or the guard fails.
         `finish.then` and `finish.input_recorded` act on the queue in the same
         transaction (see RunFinish); when `then` was started, the answer is the queued
-        message it took (truthy, like True), so the caller needs no second read.
+        message it took (truthy, like True; its `run_id` the started run's id), so the
+        caller needs no second read.
         """
 
     @abstractmethod

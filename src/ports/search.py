@@ -20,9 +20,10 @@ class SearchIndex(Protocol):
     """
 
     @abstractmethod
-    async def search(self, query: SearchQuery, limit: int, offset: int) -> Sequence[SearchHit]:
+    async def search(self, query: SearchQuery, limit: int, offset: int, owner: str | None = None) -> Sequence[SearchHit]:
         """Up to `limit` matching entries, best first (stable for unchanged data), after
-        skipping the first `offset`. No match gives an empty sequence. An index may rank
+        skipping the first `offset`; with `owner`, only entries of that user's
+        conversations (ranked among themselves: another user's never count). No match gives an empty sequence. An index may rank
         only the most recent matches of a very common query (SQLite and PostgreSQL:
         2,000), so that every query stays fast; older ones are then not returned."""
 

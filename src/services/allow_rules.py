@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from domain.errors import AllowRuleNotFound, InvalidInput
+from domain.principals import LOCAL, Principal
 from ports.approvals import AllowRule, ApprovalStore
 
 
@@ -12,13 +13,14 @@ class AllowRules:
     def __init__(self, store: ApprovalStore) -> None:
         self.store = store
 
-    async def list(self) -> Sequence[AllowRule]:
-        """Every tool that never asks any more, by name."""
-        return await self.store.always_allowed()
+    async def list(self, *, by: Principal = LOCAL) -> Sequence[AllowRule]:
+        """Every tool that never asks `by` any more, by name."""
+        return await self.store.always_allowed(by.user_id)
 
-    async def revoke(self, tool: object) -> None:
-        """Ask again before `tool` runs; AllowRuleNotFound when no rule names it."""
+    async def revoke(self, tool: object, *, by: Principal = LOCAL) -> None:
+        """Ask `by` again before `tool` runs; AllowRuleNotFound when no rule of theirs names
+        it (another user's rule is theirs alone: it is neither seen nor touched)."""
         if not isinstance(tool, str) or not tool.strip():
             raise InvalidInput("A tool name is required (as `sophos approvals list` shows it)")
-        if not await self.store.revoke(tool.strip()):
+        if not await self.store.revoke(tool.strip(), by.user_id):
             raise AllowRuleNotFound(f"No always-allow rule for {tool.strip()!r} (see sophos approvals list)")

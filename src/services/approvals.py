@@ -33,7 +33,8 @@ class ApprovalGate:
         request = await self.store.get_request(conversation_id, call.id)
         if request is not None:  # asked before: its decision holds even if the policy changed since
             return decided(request)
-        always = {r.tool for r in await self.store.always_allowed()} if self.mode is not ApprovalMode.OFF else set()
+        # the conversation's owner's rules: one user's "always allow" never lets another's call run
+        always = {r.tool for r in await self.store.rules_for(conversation_id)} if self.mode is not ApprovalMode.OFF else set()
         if not needs_approval(self.mode, spec, always):
             return RunCall(dict(call.args))
         server = call.name.partition(SEP)[0] if SEP in call.name else ""

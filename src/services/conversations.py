@@ -38,6 +38,7 @@ from domain.model import (
     utc_now,
 )
 from domain.models import ChatSettings, SettingsChange
+from domain.principals import LOCAL, Principal, owner_filter, sees
 from domain.transfer import ConversationCopy
 from ports.approvals import NO_APPROVALS, ApprovalStore
 from ports.branches import BranchPort
@@ -139,34 +140,37 @@ class ConversationService:
         self.is_active = is_active
         self.clock = clock
 
-    async def list(self, query: object = None) -> Sequence[Conversation]:
+    async def list(self, query: object = None, *, by: Principal = LOCAL) -> Sequence[Conversation]:
         """Every conversation (whose title contains `query`), most recently updated first."""
-        return await self.runs.list_conversations(query=_query(query))
+        return await self.runs.list_conversations(query=_query(query), owner=owner_filter(by))
 
-    async def page(self, limit: object = None, before: object = None, query: object = None) -> Page:
+    async def page(self, limit: object = None, before: object = None, query: object = None, *, by: Principal = LOCAL) -> Page:
         """A page of `limit` conversations after the cursor `before` (whose title contains
         `query`)."""
         size = _page_size(limit)
         cursor = decode_cursor(before) if isinstance(before, str) and before else None
-        items = await self.runs.list_conversations(limit=size + 1, before=cursor, query=_query(query))
+        items = await self.runs.list_conversations(limit=size + 1, before=cursor, query=_query(query),
+                                                   owner=owner_filter(by))
         more = len(items) > size
         items = items[:size]
         return Page(items, encode_cursor(items[-1]) if more and items else None)
 
-    async def create(self, conversation: object = None) -> tuple[Conversation, bool]:
+    async def create(self, conversation: object = None, *, by: Principal = LOCAL) -> tuple[Conversation, bool]:
         """An empty conversation with id `conversation` (a new id when None), and whether
         it was made now: an id already taken answers the conversation that has it."""
         cid = new_id() if conversation is None else parse_conversation_id(conversation)
         found = await self.runs.get_conversation(cid)
         if found is not None:
+            if not sees(by, found.owner):  # another user's id: as if it were taken by nobody we may name
+                raise ConversationNotFound()
             return found, False
-        return await self.runs.create_conversation(cid, NEW_CONVERSATION_TITLE, self.clock()), True
+        return await self.runs.create_conversation(cid, NEW_CONVERSATION_TITLE, self.clock(), owner=by.user_id), True
 
     async def metadata(self, conversation_ids: Sequence[str]) -> Mapping[str, Mapping[str, Any]]:
         """The thread metadata stored for those of the conversations that have some."""
         return await self.runs.thread_metadata(conversation_ids)
 
-    async def merge_metadata(self, conversation: object, metadata: object) -> None:
+    async def merge_metadata(self, conversation: object, metadata: object, *, by: Principal = LOCAL) -> None:
         """Merge a JSON object into the conversation's thread metadata (at most
         MAX_METADATA bytes as JSON); NOT_FOUND for an unknown conversation."""
         cid = parse_conversation_id(conversation)
@@ -178,48 +182,50 @@ class ConversationService:
             raise InvalidInput("metadata must be JSON of valid Unicode, without NaN or infinities") from None
         if size > MAX_METADATA:
             raise InvalidInput(f"metadata must be at most {MAX_METADATA} bytes as JSON")
+        if not by.sees_all:
+            await self.summary(cid, by=by)
         if metadata and not await self.runs.merge_thread_metadata(cid, metadata):
             raise ConversationNotFound()
 
-    async def head(self, conversation: object) -> ThreadHead:
+    async def head(self, conversation: object, *, by: Principal = LOCAL) -> ThreadHead:
         """What the conversation's latest checkpoint says (NOT_FOUND for an unknown one)."""
-        conv = await self.summary(conversation)
+        conv = await self.summary(conversation, by=by)
         return await self.checkpoints.head(conv.id)
 
-    async def runs_of(self, conversation: object, limit: int) -> Sequence[Run]:
+    async def runs_of(self, conversation: object, limit: int, *, by: Principal = LOCAL) -> Sequence[Run]:
         """The conversation's latest `limit` runs, newest first."""
-        conv = await self.summary(conversation)
+        conv = await self.summary(conversation, by=by)
         return await self.runs.recent_runs(conv.id, limit)
 
-    async def run(self, conversation: object, run_id: object) -> Run:
+    async def run(self, conversation: object, run_id: object, *, by: Principal = LOCAL) -> Run:
         """Run `run_id` of the conversation; NOT_FOUND when it is another's or unknown."""
-        conv = await self.summary(conversation)
+        conv = await self.summary(conversation, by=by)
         found = await self.runs.get_run(parse_conversation_id(run_id)) if isinstance(run_id, str) else None
         if found is None or found.conversation_id != conv.id:
             raise ConversationNotFound("Run Not Found")
         return found
 
-    async def checkpoint_log(self, conversation: object) -> Sequence[CheckpointSummary]:
+    async def checkpoint_log(self, conversation: object, *, by: Principal = LOCAL) -> Sequence[CheckpointSummary]:
         """Every checkpoint the thread's log keeps, oldest first."""
-        conv = await self.summary(conversation)
+        conv = await self.summary(conversation, by=by)
         return await self.checkpoints.list_checkpoints(conv.id)
 
-    async def summary(self, conversation: object) -> Conversation:
+    async def summary(self, conversation: object, *, by: Principal = LOCAL) -> Conversation:
         cid = parse_conversation_id(conversation)
         conv = await self.runs.get_conversation(cid)
-        if conv is None:
+        if conv is None or not sees(by, conv.owner):
             raise ConversationNotFound()
         return conv
 
-    async def find(self, id_prefix: object) -> Sequence[Conversation]:
+    async def find(self, id_prefix: object, *, by: Principal = LOCAL) -> Sequence[Conversation]:
         """The conversations whose id starts with `id_prefix` (at most MAX_MATCHES + 1, so
         a caller can tell there are more), most recently updated first."""
-        return await self.runs.find_conversations(parse_id_prefix(id_prefix), MAX_MATCHES + 1)
+        return await self.runs.find_conversations(parse_id_prefix(id_prefix), MAX_MATCHES + 1, owner_filter(by))
 
-    async def get(self, conversation: object) -> ConversationDetail:
+    async def get(self, conversation: object, *, by: Principal = LOCAL) -> ConversationDetail:
         """Summary, messages of the latest checkpoint, and whether it can be resumed:
         pending work (`next` non-empty) and no active run."""
-        conv = await self.summary(conversation)
+        conv = await self.summary(conversation, by=by)
         thread = await self.checkpoints.get_thread(conv.id)
         head = await self.checkpoints.head(conv.id)
         can_resume = resumable(head, await self.is_active(conv.id))
@@ -229,32 +235,32 @@ class ConversationService:
         asked = waiting(requests, pending) if pending else ()
         return ConversationDetail(conv, thread.messages, can_resume, pending, asked, branches, decided_on(requests, thread.messages))
 
-    async def switch_branch(self, conversation: object, number: object) -> ConversationDetail:
+    async def switch_branch(self, conversation: object, number: object, *, by: Principal = LOCAL) -> ConversationDetail:
         """Make branch `number` the active one (refused while a run is active), then the
         detail as `get` gives it."""
-        conv = await self.summary(conversation)
+        conv = await self.summary(conversation, by=by)
         if self.branch_store is None:
             raise NotSupported("This store does not keep branches")
         if isinstance(number, bool) or not isinstance(number, int):
             raise BranchNotFound("activeBranch must be a branch number (an integer)")
         if await self.is_active(conv.id):
             raise SessionInProgress()
-        asked = (await self.get(conv.id)).pending_approvals
+        asked = (await self.get(conv.id, by=by)).pending_approvals
         if asked:  # leaving would answer them "outcome unknown": a person decides first
             raise DecisionRequired(waiting_message(len(asked)))
         await self.branch_store.switch_branch(conv.id, number)
-        return await self.get(conv.id)
+        return await self.get(conv.id, by=by)
 
-    async def branch_messages(self, conversation: object, number: int) -> Sequence[Message]:
+    async def branch_messages(self, conversation: object, number: int, *, by: Principal = LOCAL) -> Sequence[Message]:
         """The messages of branch `number` of the conversation (BRANCH_NOT_FOUND if none)."""
-        conv = await self.summary(conversation)
+        conv = await self.summary(conversation, by=by)
         found = await self.branch_store.branch_messages(conv.id, number) if self.branch_store else None
         if found is None:
             raise BranchNotFound(f"Branch {number} does not exist")
         return found
 
-    async def export_markdown(self, conversation: object) -> tuple[Conversation, str]:
-        conv = await self.summary(conversation)
+    async def export_markdown(self, conversation: object, *, by: Principal = LOCAL) -> tuple[Conversation, str]:
+        conv = await self.summary(conversation, by=by)
         messages = (await self.checkpoints.get_thread(conv.id)).messages
         view = latest_context(messages)
         branches = tuple(await self.branch_store.branches(conv.id)) if self.branch_store else ()
@@ -262,8 +268,8 @@ class ConversationService:
         where = (active, len(branches)) if len(branches) > 1 else None
         return conv, markdown_transcript(conv, messages, view.sent_from if view else None, where)
 
-    async def export_jsonl(self, conversation: object) -> tuple[Conversation, str]:
-        conv = await self.summary(conversation)
+    async def export_jsonl(self, conversation: object, *, by: Principal = LOCAL) -> tuple[Conversation, str]:
+        conv = await self.summary(conversation, by=by)
         history = await self.checkpoints.list_checkpoints(conv.id)
         if self.copies is None:  # the active branch's messages only
             messages = (await self.checkpoints.get_thread(conv.id)).messages
@@ -273,25 +279,26 @@ class ConversationService:
         whole = ConversationCopy(conv.title, conv.created_at, conv.updated_at, branches, active)
         return conv, checkpoint_jsonl(history, lambda n: whole.content(n) if 1 <= n <= len(branches) else None)
 
-    async def rename(self, conversation: object, title: object) -> Conversation:
-        conv = await self.summary(conversation)
+    async def rename(self, conversation: object, title: object, *, by: Principal = LOCAL) -> Conversation:
+        conv = await self.summary(conversation, by=by)
         if not await self.runs.rename_conversation(conv.id, clean_title(title), self.clock()):
             raise ConversationNotFound()
-        return await self.summary(conv.id)
+        return await self.summary(conv.id, by=by)
 
-    async def fork(self, conversation: object, message_index: object) -> Conversation:
+    async def fork(self, conversation: object, message_index: object, *, by: Principal = LOCAL) -> Conversation:
         """A new conversation that starts with this one's active branch up to message
         `message_index` (see domain.branches.fork_messages) and keeps its model and system
         prompt, written through the checkpoint store like any thread; the source is left as
         it is. The new row goes first: a crash in between leaves a visible conversation to
         delete, never an orphaned thread."""
-        conv = await self.summary(conversation)
+        conv = await self.summary(conversation, by=by)
         if self.branch_store is None:
             raise NotSupported("This checkpoint store cannot fork conversations")
         thread = await self.checkpoints.get_thread(conv.id)
         messages = fork_messages(thread.messages, message_index)
         fork = await self.runs.create_conversation(
-            new_id(), fork_title(conv.title), self.clock(), ChatSettings(conv.model, conv.system), len(messages)
+            new_id(), fork_title(conv.title), self.clock(), ChatSettings(conv.model, conv.system), len(messages),
+            owner=by.user_id,
         )
         try:
             await self.branch_store.seed_thread(fork.id, messages, source=conv.id)
@@ -301,25 +308,25 @@ class ConversationService:
             raise
         return fork
 
-    async def configure(self, conversation: object, change: SettingsChange) -> Conversation:
+    async def configure(self, conversation: object, change: SettingsChange, *, by: Principal = LOCAL) -> Conversation:
         """Set the conversation's model and/or system prompt, for its next turn (a run in
         progress keeps what it started with). An unknown model is refused before anything
         is written."""
-        conv = await self.summary(conversation)
+        conv = await self.summary(conversation, by=by)
         if change.sets_model and self.catalog is not None:
             await self.catalog().check(change.model)
         current = ChatSettings(conv.model, conv.system)
         settings = change.apply(current)
         if settings != current and not await self.runs.set_chat_settings(conv.id, settings):
             raise ConversationNotFound()
-        return await self.summary(conv.id)
+        return await self.summary(conv.id, by=by)
 
-    async def delete(self, conversation: object) -> None:
+    async def delete(self, conversation: object, *, by: Principal = LOCAL) -> None:
         """Remove the conversation, its runs and every checkpoint of its thread.
 
         The thread goes first: a crash in between leaves a visible, empty conversation to
         delete again, never invisible orphaned checkpoints."""
-        conv = await self.summary(conversation)
+        conv = await self.summary(conversation, by=by)
         if await self.is_active(conv.id):
             raise SessionInProgress()
         await self.checkpoints.delete_thread(conv.id)

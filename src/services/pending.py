@@ -86,7 +86,7 @@ async def plan_input(
     for call_id, d in plan.approvals.items():
         if d.always:
             name = next(r.call.name for r in requests if r.call.id == call_id)
-            await ports.approvals.allow_always(name, now)
+            await ports.approvals.allow_always(name, now, conversation_id)
     return Resume(skip=skip | plan.skip), lifecycle.base_count(head, 0, new_message=False)
 
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from domain.commands import Cancel, Edit, SendMessage, check_message
 from domain.errors import InvalidInput, QueuedNotFound, SessionInProgress, ShuttingDown
 from domain.model import Run, RunStatus, RunTrigger, check_text, new_id
+from domain.principals import LOCAL, Principal
 from domain.queue import MAX_QUEUED, Multitask, QueuedMessage, queue_due, rollback_point
 from ports.queue import MessageQueue
 from services.handles import StartedRun
@@ -28,17 +29,19 @@ class QueueService:
         self.queue = queue
         self.max_queued = max_queued
 
-    async def send(self, command: SendMessage) -> StartedRun | QueuedMessage:
-        """A message with a multitask strategy (domain.queue.Multitask)."""
+    async def send(self, command: SendMessage, *, by: Principal = LOCAL) -> StartedRun | QueuedMessage:
+        """A message with a multitask strategy (domain.queue.Multitask), as `by`."""
         if command.multitask is Multitask.ENQUEUE:
-            return await self.enqueue(command)
+            return await self.enqueue(command, by=by)
         if command.multitask is Multitask.INTERRUPT:
-            return await self.enqueue(command, steer=True)
+            return await self.enqueue(command, steer=True, by=by)
         if command.multitask is Multitask.ROLLBACK:
-            return await self.rollback(command)
-        return await self.service.start(command)
+            return await self.rollback(command, by=by)
+        return await self.service.start(command, by=by)
 
-    async def enqueue(self, command: SendMessage, steer: bool = False) -> StartedRun | QueuedMessage:
+    async def enqueue(
+        self, command: SendMessage, steer: bool = False, *, by: Principal = LOCAL
+    ) -> StartedRun | QueuedMessage:
         """Queue the message behind the conversation's active (or waiting) run, committed
         before this returns; with no run active, start it at once (as `start` would).
         `steer`: first in line, and the active run hands over to it at its next step
@@ -46,7 +49,9 @@ class QueueService:
         service = self.service
         cid = command.conversation_id
         if cid is None:
-            return await service.start(command)
+            return await service.start(command, by=by)
+        await service.visible(cid, by)  # nothing is queued on another user's conversation
+        await service.admit(by)
         if service.draining:
             raise ShuttingDown()
         for _ in range(ENQUEUE_TRIES):
@@ -60,47 +65,55 @@ class QueueService:
                     active.steer_requested = True
                 return queued
             try:
-                return await service.start(command)
+                return await service.start(command, by=by)
             except SessionInProgress:
                 # a run started (or has not left this process's hub yet): queue behind it
                 await asyncio.sleep(service.poll_seconds)
         raise SessionInProgress()
 
-    async def rollback(self, command: SendMessage) -> StartedRun | QueuedMessage:
+    async def rollback(self, command: SendMessage, *, by: Principal = LOCAL) -> StartedRun | QueuedMessage:
         """Cancel the active run and answer the message on a new branch forked before the
         rolled-back turn: its user message is replaced, the turn itself stays a branch
         (never deleted). With no run active, the message is simply sent."""
         service = self.service
         cid = command.conversation_id
+        if cid is not None:
+            await service.visible(cid, by)
         live = await service.live_run(cid) if cid is not None else None
         if cid is None or live is None:
-            return await service.start(command)
-        stopped = await service.cancel(Cancel(cid))
+            return await service.start(command, by=by)
+        stopped = await service.cancel(Cancel(cid), by=by)
         if stopped.status is RunStatus.RUNNING:
             raise SessionInProgress()  # its owner did not stop it within the wait
         thread = await service.checkpoints.get_thread(cid)
         at = rollback_point(thread.messages, live.base_count)
         log.info("rolled back run %s (its turn kept as a branch)", stopped.run_id, extra={"conversation_id": cid})
         if at is None:
-            return await service.start(SendMessage(command.text, cid, command.settings))
-        return await service.start(Edit(cid, at, command.text, command.settings))
+            return await service.start(SendMessage(command.text, cid, command.settings), by=by)
+        return await service.start(Edit(cid, at, command.text, command.settings), by=by)
 
     async def steered(self, conversation_ids: Sequence[str]) -> set[str]:
         return await self.queue.steered(conversation_ids)
 
-    async def waiting(self, conversation_id: str) -> Sequence[QueuedMessage]:
+    async def waiting(self, conversation_id: str, *, by: Principal = LOCAL) -> Sequence[QueuedMessage]:
+        if not by.sees_all:
+            await self.service.visible(conversation_id, by)
         return await self.queue.queued(conversation_id)
 
-    async def edit(self, conversation_id: str, message_id: str, text: object) -> QueuedMessage:
+    async def edit(self, conversation_id: str, message_id: str, text: object, *, by: Principal = LOCAL) -> QueuedMessage:
         if not isinstance(text, str) or not text.strip():
             raise InvalidInput("Message is required")
         check_message(text)
+        if not by.sees_all:
+            await self.service.visible(conversation_id, by)
         edited = await self.queue.edit_queued(conversation_id, check_text(message_id, "Id"), text.strip())
         if edited is None:
             raise QueuedNotFound()
         return edited
 
-    async def drop(self, conversation_id: str, message_id: str) -> None:
+    async def drop(self, conversation_id: str, message_id: str, *, by: Principal = LOCAL) -> None:
+        if not by.sees_all:
+            await self.service.visible(conversation_id, by)
         if not await self.queue.drop_queued(conversation_id, check_text(message_id, "Id")):
             raise QueuedNotFound()
 
@@ -119,15 +132,17 @@ class QueueService:
             run = Run(new_id(), cid, RunStatus.RUNNING, service.clock(), owner=service.processes.current(),
                       base_count=head.message_count + 1, trigger=RunTrigger.QUEUE)
             service.starting.add(run.id)  # recovery must not take the run before it is in the hub
+            service.claiming.add(cid)  # (whose id is the message's: RunService.claimed_run)
             claimed: QueuedMessage | None = None
             try:
                 claimed = await self.queue.start_queued(run, service.clock(), latest.id if latest else None)
             except SessionInProgress:
                 pass  # another process started a run meanwhile
             finally:
+                service.starting.discard(run.id)
                 if claimed is None:
-                    service.starting.discard(run.id)
+                    service.claiming.discard(cid)
             if claimed is None:
                 continue
-            started.append(service.launch_queued(run, claimed))
+            started.append(service.launch_queued(service.claimed_run(run, claimed), claimed))
         return started

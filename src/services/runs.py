@@ -29,6 +29,7 @@ from domain.errors import (
     SessionInProgress,
     ShuttingDown,
     StorageFailure,
+    UserLimitReached,
 )
 from domain.events import (
     AnswerCut,
@@ -42,6 +43,7 @@ from domain.events import (
 )
 from domain.lifecycle import Outcome, StopReason
 from domain.model import (
+    Conversation,
     Run,
     RunStatus,
     RunTrigger,
@@ -50,6 +52,7 @@ from domain.model import (
     utc_now,
 )
 from domain.models import ChatSettings, ModelChoice
+from domain.principals import BOOTSTRAP_ID, LOCAL, Principal, sees
 from domain.queue import QueuedMessage
 from ports.engine import AgentEngine, Fork, NewMessage, RunInput
 from ports.metrics import NO_METRICS, MetricsPort
@@ -89,8 +92,10 @@ class RunService:
         metrics: MetricsPort = NO_METRICS,
         catalog: ModelCatalog | None = None,
         intake: FileIntake | None = None,
+        user_max_active: int = 0,
     ) -> None:
         self.intake = intake  # None: a message with files is refused
+        self.user_max_active = user_max_active  # USER_MAX_ACTIVE_RUNS; 0: no limit
         self.catalog = catalog  # None: model names are not checked, no context size is known
         self.stores = stores
         self.runs = stores.runs
@@ -107,17 +112,40 @@ class RunService:
         self.draining = False
         self._unrecorded: dict[str, tuple[ActiveRun, RunFinish]] = {}  # outcomes the store refused
         self.starting: set[str] = set()  # recorded, not yet in the hub: executed here all the same
+        # conversations whose queued message this process is starting: the run's id is the
+        # message's, known once the store has claimed it (ports.queue.start_queued)
+        self.claiming: set[str] = set()
         self.queue = stores.queue
 
     # --- starting -----------------------------------------------------------------------
 
-    async def start(self, command: StartRun, trigger: RunTrigger = RunTrigger.USER) -> StartedRun:
+    async def admit(self, by: Principal) -> None:
+        """UserLimitReached when `by` already has USER_MAX_ACTIVE_RUNS runs going or messages
+        queued. The bootstrap admin (API_TOKEN, this machine's commands) is the operator and
+        is not limited. Checked on admission: requests racing each other may pass it together."""
+        if self.user_max_active and by.user_id != BOOTSTRAP_ID:
+            if await self.runs.owner_load(by.user_id) >= self.user_max_active:
+                raise UserLimitReached()
+
+    async def visible(self, conversation_id: str, by: Principal) -> Conversation:
+        """The conversation, when `by` may reach it; ConversationNotFound for an unknown one
+        and for another user's (404 alike: no existence leak)."""
+        found = await self.runs.get_conversation(conversation_id)
+        if found is None or not sees(by, found.owner):
+            raise ConversationNotFound()
+        return found
+
+    async def start(
+        self, command: StartRun, trigger: RunTrigger = RunTrigger.USER, *, by: Principal = LOCAL
+    ) -> StartedRun:
         """Record the run and (for a message) the input, then execute in the background.
         Returns once the input is durable. An Edit or a Regenerate starts the run on a new
-        branch."""
+        branch. A new conversation belongs to `by`; an existing one must be theirs to reach."""
         if self.draining:
             raise ShuttingDown()
         change = command.settings
+        if trigger is RunTrigger.USER:
+            await self.admit(by)
         if change.sets_model and self.catalog is not None:
             await self.catalog.check(change.model)  # an unknown model: 400, nothing stored
         files = command.files if isinstance(command, SendMessage) else ()
@@ -127,11 +155,11 @@ class RunService:
             settings = change.apply(ChatSettings())
             files = await self._ready(files, settings)
             title = title_from_message(command.text or (files[0].attachment.name if files else ""))
-            await self.runs.create_conversation(cid, title, self.clock(), settings)
+            await self.runs.create_conversation(cid, title, self.clock(), settings, owner=by.user_id)
         else:
             cid = command.conversation_id
             found, latest = await self.runs.conversation_and_latest_run(cid, self.lease_seconds)
-            if found is None:
+            if found is None or not sees(by, found.owner):
                 raise ConversationNotFound()
             await self._refuse_if_active(cid, latest)
             current = ChatSettings(found.model, found.system)
@@ -223,6 +251,11 @@ class RunService:
         log.info("run started (%s)", run.trigger.value, extra=active.context)
         active.task = asyncio.create_task(body(active), name=f"run-{run.id}")
         return active
+
+    def claimed_run(self, run: Run, message: QueuedMessage) -> Run:
+        """`run` as the store started it for `message`: with the id the store gave it."""
+        self.claiming.discard(run.conversation_id)
+        return replace(run, id=message.run_id or run.id)
 
     def launch_queued(self, run: Run, message: QueuedMessage) -> StartedRun:
         """Execute `run`, which the store started for the queued `message` (ports.queue):
@@ -356,11 +389,13 @@ class RunService:
                                input_recorded=active.input_recorded.is_set() or not active.needs_input)
             if then is not None:
                 self.starting.add(then.id)  # executed here once recorded: recovery must leave it
+                self.claiming.add(active.conversation_id)  # ... under the queued message's id
             try:
                 written = await self.runs.finish_run(active.run_id, recorded, owner=self.processes.current())
             except BaseException:
                 if then is not None:
                     self.starting.discard(then.id)
+                    self.claiming.discard(active.conversation_id)
                 raise
         except Exception:
             active.unflushed[:0] = items  # for the retry
@@ -368,10 +403,11 @@ class RunService:
             self._unrecorded[active.run_id] = (active, finish)
             return False
         self._unrecorded.pop(active.run_id, None)
-        if isinstance(written, QueuedMessage) and then is not None:
-            self.launch_queued(then, written)
-        elif then is not None:
-            self.starting.discard(then.id)  # nothing was queued: no run was started
+        if then is not None:
+            self.starting.discard(then.id)
+            if isinstance(written, QueuedMessage):
+                self.launch_queued(self.claimed_run(then, written), written)
+            self.claiming.discard(active.conversation_id)  # nothing was queued: no run was started
         if not written:
             log.warning("the outcome was not recorded: the run is no longer this process's", extra=active.context)
         return True
@@ -421,10 +457,17 @@ class RunService:
         return answer if isinstance(answer, StreamEvent) else flatten(answer)
 
     async def follow_batches(
-        self, conversation_id: str, after: int, tag: str | None = None, through_queue: bool = False
+        self, conversation_id: str, after: int, tag: str | None = None, through_queue: bool = False, *,
+        by: Principal = LOCAL,
     ) -> RunStream | StreamEvent:
         """As `follow`, with the events that were ready together in one batch;
-        `through_queue`: on into the runs that follow (services.following.follow_queue)."""
+        `through_queue`: on into the runs that follow (services.following.follow_queue).
+        Another user's conversation answers as an unknown one."""
+        if not by.sees_all:
+            found = await self.runs.get_conversation(conversation_id)
+            if found is None or not sees(by, found.owner):
+                data = {"code": "NOT_FOUND", "message": "Conversation Not Found", "conversation": conversation_id}
+                return StreamEvent("chat-error", data)
         if through_queue:
             return await follow_queue(self, conversation_id, after, tag)
         return await follow_conversation(self, conversation_id, after, tag)
@@ -445,13 +488,12 @@ class RunService:
             items.append((items[-1][0] + 1 if items else after + 1, lifecycle.terminal_event(run.conversation_id, outcome)))
         return RunStream(run.id, iterate(items))
 
-    async def cancel(self, command: Cancel) -> CancelResult:
+    async def cancel(self, command: Cancel, *, by: Principal = LOCAL) -> CancelResult:
         """Stop the conversation's running run wherever it executes; it is recorded
         `cancelled`. Waits up to `cancel_wait` seconds for the owner to stop it; a run whose
         owner is dead is finished by the caller itself."""
         cid = command.conversation_id
-        if await self.runs.get_conversation(cid) is None:
-            raise ConversationNotFound()
+        await self.visible(cid, by)
         active = self.hub.get(cid)
         if active is not None:
             active.request_stop(StopReason.CANCEL)
@@ -489,7 +531,11 @@ class RunService:
         """Record a `running` run that nobody executes any more as stopped (the verdict of
         its thread, or `outcome`), with its terminal event. Never touches a live run: the
         write is a compare-and-set on the heartbeat the caller read."""
-        here = self.hub.by_run(run.id) is not None or run.id in self.starting
+        here = (
+            self.hub.by_run(run.id) is not None
+            or run.id in self.starting
+            or (run.trigger is RunTrigger.QUEUE and run.conversation_id in self.claiming)
+        )
         alive = self.processes.is_alive(run.owner) if run.owner else None
         if not lifecycle.reclaimable(run, self.processes.current(), here, alive):
             return False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from domain.principals import LOCAL, Principal, owner_filter
 from domain.search import SearchHit, SearchPage, SearchResult, _limit, _offset, parse_query
 from ports.search import SearchIndex
 
@@ -12,11 +13,14 @@ class SearchService:
     def __init__(self, index: SearchIndex) -> None:
         self.index = index
 
-    async def search(self, q: object, limit: object = None, before: object = None) -> SearchPage:
-        """A page of the best matches for `q` after the cursor `before` (from the previous
-        page's next_cursor), best first."""
+    async def search(self, q: object, limit: object = None, before: object = None, *,
+                     by: Principal = LOCAL) -> SearchPage:
+        """A page of the best matches for `q` in the conversations `by` may reach, after the
+        cursor `before` (from the previous page's next_cursor), best first."""
         query, size, offset = parse_query(q), _limit(limit), _offset(before)
-        hits: Sequence[SearchHit] = await self.index.search(query, size + 1, offset)
+        # the index keeps only `by`'s conversations' matches before ranking and cutting the
+        # page: another user's words never reach it nor shift its cursor
+        hits: Sequence[SearchHit] = await self.index.search(query, size + 1, offset, owner_filter(by))
         results = [
             SearchResult(h.conversation_id, h.title, h.message_index, h.role, h.snippet)
             for h in hits[:size]

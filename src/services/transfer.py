@@ -14,6 +14,7 @@ from domain.attachments import PDF_TYPE, Upload
 from domain.chatgpt import from_chatgpt, looks_like_chatgpt
 from domain.errors import ConversationNotFound, InvalidImport, SophosError
 from domain.model import Conversation, UserMessage, new_id, parse_conversation_id, utc_now
+from domain.principals import LOCAL, Principal, owner_filter, sees
 from domain.transfer import FORMAT, LIMITS, ApprovalCopy, ConversationCopy, Limits, from_document
 from ports.approvals import ApprovalStore
 from ports.attachments import AttachmentStore, TextExtractor
@@ -68,10 +69,12 @@ class TransferService:
         self.approvals = approvals
         self.clock = clock
 
-    async def export(self, conversation: object) -> tuple[Conversation, ConversationCopy]:
+    async def export(
+        self, conversation: object, *, by: Principal = LOCAL
+    ) -> tuple[Conversation, ConversationCopy]:
         """The conversation whole, as its summary says and its thread holds it."""
         conv = await self.runs.get_conversation(parse_conversation_id(conversation))
-        if conv is None:
+        if conv is None or not sees(by, conv.owner):
             raise ConversationNotFound()
         branches, active = await self.copies.read(conv.id)
         approvals = tuple(
@@ -86,26 +89,26 @@ class TransferService:
             copy = replace(copy, files=tuple(Upload(names[d], f.data, f.text) for d, f in stored.items()))
         return conv, copy
 
-    async def export_all(self) -> AsyncIterator[tuple[Conversation, ConversationCopy]]:
-        """Every conversation, most recently updated first, one at a time (a conversation
-        deleted meanwhile is left out)."""
-        for conv in await self.runs.list_conversations():
+    async def export_all(self, *, by: Principal = LOCAL) -> AsyncIterator[tuple[Conversation, ConversationCopy]]:
+        """Every conversation `by` may reach, most recently updated first, one at a time (a
+        conversation deleted meanwhile is left out)."""
+        for conv in await self.runs.list_conversations(owner=owner_filter(by)):
             try:
-                yield await self.export(conv.id)
+                yield await self.export(conv.id, by=by)
             except ConversationNotFound:
                 continue
 
-    async def import_files(self, files: Sequence[bytes]) -> list[Conversation]:
+    async def import_files(self, files: Sequence[bytes], *, by: Principal = LOCAL) -> list[Conversation]:
         """Store every conversation of the files, each as a new one (never over another);
         every file is checked first, so a malformed one stores nothing at all."""
         now = self.clock()
         copies = [copy for data in files for copy in read_import(data, now)]
         if len(copies) > LIMITS.conversations:
             raise InvalidImport(f"the files hold more than {LIMITS.conversations} conversations")
-        return await self.import_copies(copies)
+        return await self.import_copies(copies, by=by)
 
-    async def import_copies(self, copies: Sequence[ConversationCopy]) -> list[Conversation]:
-        return [await self._import(copy) for copy in copies]
+    async def import_copies(self, copies: Sequence[ConversationCopy], *, by: Principal = LOCAL) -> list[Conversation]:
+        return [await self._import(copy, by.user_id) for copy in copies]
 
     async def _with_text(self, files: Sequence[Upload]) -> tuple[Upload, ...]:
         if files and self.files is None:
@@ -120,11 +123,11 @@ class TransferService:
             out.append(f)
         return tuple(out)
 
-    async def _import(self, copy: ConversationCopy) -> Conversation:
+    async def _import(self, copy: ConversationCopy, owner: str) -> Conversation:
         """One conversation, all or nothing: what was written is deleted again on a failure."""
         files = await self._with_text(copy.files)
         cid = new_id()
-        await self.runs.create_conversation(cid, copy.title, copy.created_at)
+        await self.runs.create_conversation(cid, copy.title, copy.created_at, owner=owner)
         try:
             if files and self.files is not None:  # stored with the first checkpoint naming each
                 self.files().stage_files(cid, files)

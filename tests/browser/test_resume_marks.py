@@ -4,9 +4,11 @@ failed: Retry; you stopped: Resume); a failed answer's partial text is kept."""
 
 from __future__ import annotations
 
-from playwright.sync_api import Page, expect
+from pathlib import Path
 
-from tests.browser.conftest import shoot
+from playwright.sync_api import Browser, Page, expect
+
+from tests.browser.conftest import App, open_page, shoot
 from tests.support.fake_ollama import FakeOllama
 
 
@@ -50,3 +52,24 @@ def test_a_model_failure_keeps_the_partial_answer_and_offers_retry(tab: Page, sh
     expect(bubble.get_by_test_id("continued-mark")).to_have_count(1)
     expect(bubble.get_by_test_id("failed-note")).to_have_count(0)
     expect(banner).to_be_hidden()
+
+
+def test_an_answer_cut_at_the_length_limit_says_so(browser: Browser, tmp_path: Path, ollama: FakeOllama) -> None:
+    ollama.add({"text": "long " * 60, "token_delay": 0.01}, {"text": "and the end."})
+    app = App(tmp_path, ollama, MODEL_MAX_TOKENS="20")
+    try:
+        with open_page(browser, app.server.url, "answer-cut") as tab:
+            send(tab, "write a lot")
+            first = tab.get_by_test_id("assistant-message").first
+            for _ in range(2):  # as it ends, then as stored (after a reload)
+                expect(first.get_by_test_id("cut-note")).to_have_text("Cut at the length limit", timeout=15000)
+                expect(first.get_by_test_id("failed-note")).to_have_count(0)  # the model did not fail
+                expect(first).to_contain_text("long long")
+                if not _:
+                    shoot(tab, "answer-cut")
+                tab.reload()
+            send(tab, "go on")  # the conversation goes on from the kept text
+            expect(tab.get_by_test_id("assistant-message").last).to_contain_text("and the end.", timeout=15000)
+            expect(first.get_by_test_id("cut-note")).to_be_visible()  # history keeps the mark
+    finally:
+        app.server.stop()

@@ -83,24 +83,26 @@ class MessageQueueContract(StoreContract):
         then = next_run(cid, clock)
         taken = await store.finish_run(run.id, RunFinish(RunStatus.COMPLETED, clock.now(), then=then), owner=OWNER)
         assert first is not None and isinstance(taken, QueuedMessage) and taken.id == first.id  # no second read needed
-        assert taken.run_id == then.id
-        started = await store.get_run(then.id)
+        # the run takes the message's id: a client given that id when it queued finds the run
+        assert taken.run_id == first.id
+        assert await store.get_run(then.id) is None
+        started = await store.get_run(first.id)
         assert started is not None and started.status is RunStatus.RUNNING
         assert started.trigger is RunTrigger.QUEUE and started.base_count == 3 and started.owner == OWNER
-        claimed = await store.claimed(then.id)
-        assert first is not None and claimed is not None and claimed.id == first.id and claimed.text == "first"
+        claimed = await store.claimed(first.id)
+        assert claimed is not None and claimed.id == first.id and claimed.text == "first"
         assert await queue_of(store, cid) == ["second"]
         latest = await store.latest_run(cid)
-        assert latest is not None and latest.id == then.id
+        assert latest is not None and latest.id == first.id
         # its outcome, with its input recorded, takes the message off and starts the next
-        then2 = next_run(cid, clock)
-        assert await store.finish_run(then.id, RunFinish(RunStatus.COMPLETED, clock.now(), then=then2))
-        assert await store.claimed(then.id) is None
-        claimed2 = await store.claimed(then2.id)
+        taken2 = await store.finish_run(first.id, RunFinish(RunStatus.COMPLETED, clock.now(), then=next_run(cid, clock)))
+        assert isinstance(taken2, QueuedMessage) and taken2.run_id == taken2.id
+        assert await store.claimed(first.id) is None
+        claimed2 = await store.claimed(taken2.id)
         assert claimed2 is not None and claimed2.text == "second"
-        assert await store.finish_run(then2.id, RunFinish(RunStatus.COMPLETED, clock.now(), then=next_run(cid, clock))) is True
+        assert await store.finish_run(taken2.id, RunFinish(RunStatus.COMPLETED, clock.now(), then=next_run(cid, clock))) is True
         latest = await store.latest_run(cid)
-        assert latest is not None and latest.id == then2.id  # nothing left: no run started
+        assert latest is not None and latest.id == taken2.id  # nothing left: no run started
 
     async def test_a_refused_outcome_starts_nothing(self, store: RunStore, clock: StoreClock) -> None:
         run = await a_running_run(store, clock)
@@ -129,25 +131,31 @@ class MessageQueueContract(StoreContract):
         for text in ("first", "second"):
             await store.enqueue(a_message(cid, clock, text), 20)
         then = next_run(cid, clock)
-        await store.finish_run(run.id, RunFinish(RunStatus.COMPLETED, clock.now(), then=then))
+        taken = await store.finish_run(run.id, RunFinish(RunStatus.COMPLETED, clock.now(), then=then))
+        assert isinstance(taken, QueuedMessage)
         assert await store.queued_conversations() == []  # one of its messages has started
         lost = RunError("INPUT_NOT_RECORDED", "x")
-        await store.finish_run(then.id, RunFinish(RunStatus.INTERRUPTED, clock.now(), lost, input_recorded=False))
+        await store.finish_run(taken.id, RunFinish(RunStatus.INTERRUPTED, clock.now(), lost, input_recorded=False))
         assert await queue_of(store, cid) == ["first", "second"]
-        assert await store.claimed(then.id) is None
+        assert await store.claimed(taken.id) is None
         assert cid in await store.queued_conversations()
+        # started again, its run cannot take the message's id a second time: it keeps its own
+        again = next_run(cid, clock)
+        retaken = await store.start_queued(again, clock.now(), taken.id)
+        assert retaken is not None and retaken.id == taken.id and retaken.run_id == again.id
+        assert (await store.latest_run(cid)).id == again.id  # type: ignore[union-attr]
 
     async def test_start_queued_is_a_compare_and_set_on_the_latest_run(self, store: RunStore, clock: StoreClock) -> None:
         run = await a_running_run(store, clock)
         cid = run.conversation_id
-        await store.enqueue(a_message(cid, clock), 20)
+        message = await store.enqueue(a_message(cid, clock), 20)
         assert await store.start_queued(next_run(cid, clock), clock.now(), run.id) is None  # still running
         await store.finish_run(run.id, RunFinish(RunStatus.COMPLETED, clock.now()))
         assert await store.start_queued(next_run(cid, clock), clock.now(), new_id()) is None  # stale view
-        then = next_run(cid, clock)
-        claimed = await store.start_queued(then, clock.now(), run.id)
-        assert claimed is not None and claimed.run_id == then.id and claimed.state is QueueState.STARTED
-        assert await store.start_queued(next_run(cid, clock), clock.now(), then.id) is None
+        claimed = await store.start_queued(next_run(cid, clock), clock.now(), run.id)
+        assert message is not None and claimed is not None and claimed.state is QueueState.STARTED
+        assert claimed.run_id == message.id
+        assert await store.start_queued(next_run(cid, clock), clock.now(), message.id) is None
 
     async def test_a_start_refused_by_a_running_run_changes_nothing(self, store: RunStore, clock: StoreClock) -> None:
         run = await a_running_run(store, clock)
@@ -192,7 +200,7 @@ class MessageQueueContract(StoreContract):
         assert await store.steered([]) == set()
         then = next_run(cid, clock)
         await store.finish_run(run.id, RunFinish(RunStatus.COMPLETED, clock.now(), then=then))
-        claimed = await store.claimed(then.id)
+        claimed = await store.claimed(stored.id)
         assert claimed is not None and claimed.text == "steer" and claimed.steer
         assert await store.steered([cid]) == set()
 

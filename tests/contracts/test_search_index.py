@@ -143,6 +143,18 @@ class SearchIndexContract:
         assert all(h.title in ("Whale songs", "Cooking") for h in hits)
         assert {h.role for h in await search(world, "whale songs")} == {"title"}
 
+    async def test_a_search_for_one_owner_finds_only_their_conversations(self, world: World) -> None:
+        mine = await self.conversation(world, "t", "narwhal tusks")
+        theirs = new_id()
+        await world.runs.create_conversation(theirs, "narwhal facts", utc_now(), owner="u_00000000000000bb")
+        await world.append(theirs, [UserMessage("narwhal narwhal", id=new_id())])
+        assert where(await search(world, "narwhal")) == {(mine, 0), (theirs, None), (theirs, 0)}
+        ranked = list(await world.index.search(parse_query("narwhal"), 1, 0, "admin"))
+        assert where(ranked) == {(mine, 0)}  # the other user's better matches neither show nor rank
+        assert where(await world.index.search(parse_query("narwhal"), 50, 0, "u_00000000000000bb")) == {
+            (theirs, None), (theirs, 0)}
+        assert list(await world.index.search(parse_query("narwhal"), 50, 0, "u_00000000000000cc")) == []
+
     async def test_every_term_must_be_in_the_same_entry(self, world: World) -> None:
         a = await self.conversation(world, "t", "blue sky", "red sea", "blue sea")
         assert where(await search(world, "blue sea")) == {(a, 2)}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
@@ -11,6 +12,7 @@ import pytest
 
 from tests.support.app import SOPHOS, app_env, config_dir, ledger_server_entry, process_env
 from tests.support.fake_ollama import fake_ollama
+from tests.support.server import LiveServer
 from tests.support.terminal import Terminal
 
 
@@ -108,3 +110,40 @@ def test_the_prompt_loop_stops_an_answer_on_ctrl_c_and_leaves_on_ctrl_d(tmp_path
     users = [m["content"] for m in shown["messages"] if m["role"] == "user"]
     assert users == ["first question", "second question"]
     assert shown["messages"][-1]["content"] == "second answer" and shown["conversation"]["status"] == "completed"
+
+
+@pytest.mark.parametrize("where", ["local", "server"])
+def test_a_line_typed_while_the_repl_answers_is_queued_and_answered_next(tmp_path: Path, where: str) -> None:
+    with fake_ollama([{"text": "word " * 120, "token_delay": 0.05}, {"text": "queued answer"},
+                      {"text": "third answer"}]) as fake, contextlib.ExitStack() as stack:
+        env = app_env(tmp_path, fake.url, TOOLS_BACKEND="none")
+        args = [SOPHOS, "repl"]
+        if where == "server":
+            server = LiveServer(env, tmp_path).start()
+            stack.callback(server.stop)
+            args += ["--server", server.url]
+        repl = Terminal(args, process_env(env), tmp_path)
+        try:
+            repl.read_until("> ")
+            repl.type("first question\n")
+            repl.read_until("word word word")
+            repl.type("typed during the answer\n")
+            repl.read_until("queued (")  # acknowledged while the first answer is still written
+            assert "queued answer" not in repl.output
+            repl.read_until("» next queued message")
+            repl.read_until("queued answer")
+            repl.read_until("> ")
+            repl.type("third question\n")
+            repl.read_until("third answer")
+            repl.read_until("> ")
+            repl.type("\x04")
+            assert repl.wait() == 0
+        finally:
+            repl.close()
+    assert "Traceback" not in repl.output
+    cid = repl.output.split("conversation: ")[1].split()[0]
+    shown = json.loads(sophos(env, tmp_path, "show", cid, "--json").stdout)
+    said = [(m["role"], m["content"].strip()) for m in shown["messages"]]
+    assert said == [("user", "first question"), ("assistant", ("word " * 120).strip()),
+                    ("user", "typed during the answer"), ("assistant", "queued answer"),
+                    ("user", "third question"), ("assistant", "third answer")], said

@@ -258,7 +258,7 @@ def test_an_edited_call_runs_with_the_new_arguments(shared: Sophos) -> None:
     {"assistant_id": "agent", "input": {"messages": [{"type": "ai", "content": "hi"}]}},
     {"assistant_id": "agent", "input": {"messages": []}},
     {"assistant_id": "agent", "stream_mode": "everything", "input": {"messages": [{"type": "human", "content": "x"}]}},
-    {"assistant_id": "agent", "multitask_strategy": "enqueue", "input": {"messages": [{"type": "human", "content": "x"}]}},
+    {"assistant_id": "agent", "multitask_strategy": "later", "input": {"messages": [{"type": "human", "content": "x"}]}},
     {"assistant_id": "agent", "command": {"goto": "agent"}},
     {"assistant_id": "agent", "command": {"resume": 1}},
     {"assistant_id": "nobody", "input": {"messages": [{"type": "human", "content": "x"}]}},
@@ -375,7 +375,7 @@ def test_stateless_runs_and_if_not_exists_make_their_thread_only_for_a_good_requ
     parts = stream(client, tid, ["values"], input=human("made here"), if_not_exists="create")
     assert parts[-1][0] == "end" and client.threads.get(tid)["values"]["messages"][0]["content"] == "made here"
     assert client.threads.count() == before + 2
-    for bad in ({"input": human("x"), "multitask_strategy": "enqueue"}, {"input": {"messages": []}}):
+    for bad in ({"input": human("x"), "multitask_strategy": "later"}, {"input": {"messages": []}}):
         r = httpx.post(f"{shared.lg_url}/runs/wait", json={"assistant_id": "agent", **bad}, timeout=10)
         assert r.status_code == 400
         r = httpx.post(f"{shared.lg_url}/threads/{uuid4()}/runs", json={"assistant_id": "agent", "if_not_exists": "create", **bad},
@@ -439,3 +439,23 @@ def test_history_shows_every_branch_as_a_fork_and_a_run_from_another_branch_swit
     contents = [m["content"] for m in client.threads.get_state(tid)["values"]["messages"]]
     assert contents == ["question", answer["content"], "and then?", "You said 'and then?', and I agree."]
     assert shared.server.get(f"/api/conversations/{tid}").json()["activeBranch"] == 1
+
+
+def test_a_copied_thread_has_the_messages_and_metadata_and_goes_its_own_way(shared: Sophos) -> None:
+    client = shared.client()
+    empty = client.threads.create(metadata={"label": "copy-empty"})["thread_id"]
+    copied = client.threads.copy(empty)
+    assert copied["thread_id"] != empty and copied["metadata"]["label"] == "copy-empty"
+    tid = client.threads.create(metadata={"label": "copy-src"})["thread_id"]
+    stream(client, tid, ["values"], input=human("copy me"))
+    copy = client.threads.copy(tid)
+    cid = copy["thread_id"]
+    assert cid != tid and copy["metadata"]["label"] == "copy-src"
+    said = [m["content"] for m in client.threads.get_state(cid)["values"]["messages"]]  # type: ignore[call-overload]
+    assert said == ["copy me", "You said 'copy me', and I agree."]
+    stream(client, cid, ["values"], input=human("only in the copy"))
+    assert len(client.threads.get_state(tid)["values"]["messages"]) == 2  # type: ignore[call-overload]
+    assert len(client.threads.get_state(cid)["values"]["messages"]) == 4  # type: ignore[call-overload]
+    with pytest.raises(httpx.HTTPStatusError) as e:
+        client.threads.copy(str(uuid4()))
+    assert e.value.response.status_code == 404

@@ -1,7 +1,8 @@
 """LangGraph's official JS SDK (`@langchain/langgraph-sdk` 1.x, pinned in
 tests/support/lgjs/package-lock.json) against a real `sophos serve`, from a Node script:
 threads, a streamed run in three modes, state, history, search, a joined background run,
-an approval answered with a Command (run once; the same answer again refused), cancel."""
+an approval answered with a Command (run once; the same answer again refused), cancel, and a
+message enqueued behind a running run (multitask_strategy enqueue)."""
 
 from __future__ import annotations
 
@@ -60,3 +61,6 @@ def test_the_js_sdk_drives_threads_runs_interrupts_and_cancel(node: str, tmp_pat
     assert len(charges(book, f"{out['paidThread']}:")) == 1
     assert out["cancelled"] == "interrupted"
     assert out["afterDelete"] == 404
+    assert out["queuedStatus"] == "pending" and out["queuedRuns"] == ["success", "success"]
+    assert out["queuedAnswer"][0] == "slow first" and out["queuedAnswer"][2:] == [
+        "queued second", "You said 'queued second', and I agree."]

@@ -27,7 +27,7 @@ from domain.approvals import (
 )
 from domain.errors import DecisionRequired, InvalidInput, StaleDecision
 from domain.lifecycle import StopReason
-from domain.model import PendingCall, RunStatus, ToolCall
+from domain.model import PendingCall, RunStatus, ToolCall, utc_now
 from ports.tools import ToolSpec
 from services.approvals import ApprovalGate
 
@@ -153,6 +153,7 @@ def test_a_decided_call_runs_as_asked_as_edited_or_not_at_all() -> None:
 
 async def test_the_gate_stores_a_request_once_and_applies_its_decision() -> None:
     store = InMemoryRunStore()
+    await store.create_conversation("conv", "t", utc_now())  # a rule is its owner's (the bootstrap admin)
     gate = ApprovalGate(store, ApprovalMode.UNSAFE)
     call = ToolCall("c1", "bank__charge", {"amount": 5})
     first = await gate.check("conv", "run", call, CHARGE)

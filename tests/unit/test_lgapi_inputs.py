@@ -12,6 +12,7 @@ from domain.branches import Branch
 from domain.commands import Edit, Regenerate, Resume, SendMessage
 from domain.errors import DecisionRequired, InvalidInput, StaleDecision
 from domain.model import AssistantMessage, CheckpointSummary, ToolCall, UserMessage
+from domain.queue import Multitask
 from entrypoints.lgapi.inputs import ThreadView, needs_thread, run_command
 from entrypoints.lgapi.lineage import lineage
 
@@ -53,9 +54,9 @@ def test_a_human_message_is_a_new_message_and_needs_no_thread_read() -> None:
     {"input": {"messages": [], "extra": 1}},
     {"input": human("   ")},
     {"input": human([{"type": "image_url", "image_url": "x"}])},
-    {"input": human("x"), "multitask_strategy": "enqueue"},
+    {"input": human("x"), "multitask_strategy": "later"},
     {"input": human("x"), "interrupt_before": ["tools"]},
-    {"input": human("x"), "on_disconnect": "cancel"},
+    {"input": human("x"), "on_disconnect": "explode"},
     {"command": {"goto": "agent"}},
     {"command": {"resume": {"decisions": []}}, "input": human("x")},
     {"input": human("x"), "checkpoint": {"checkpoint_id": "unknown"}},
@@ -65,11 +66,18 @@ def test_what_cannot_be_mapped_is_refused(body: dict[str, Any]) -> None:
         run_command(body, view((ask("c1"),)))
 
 
+@pytest.mark.parametrize("strategy", ["reject", "enqueue", "interrupt", "rollback"])
+def test_a_multitask_strategy_is_the_message_s_multitask(strategy: str) -> None:
+    body = {"input": human("x"), "multitask_strategy": strategy, "on_disconnect": "cancel"}
+    assert run_command(body, view()) == SendMessage("x", TID, multitask=Multitask(strategy))
+
+
 def test_a_resume_answers_the_waiting_calls_in_order_in_every_client_shape() -> None:
     waiting = (ask("call_a"), ask("call_b"))
     hitl = {"command": {"resume": {"decisions": [
         {"type": "approve"}, {"type": "edit", "edited_action": {"name": "ledger__charge", "args": {"amount": 2}}}]}}}
     command = run_command(hitl, view(waiting))
+    assert run_command({**hitl, "input": {}}, view(waiting)) == command  # useStream's submit({}, {command})
     assert isinstance(command, Resume)
     assert command.decisions["call_a"].type is DecisionType.APPROVE
     assert (command.decisions["call_b"].type, command.decisions["call_b"].args) == (DecisionType.EDIT, {"amount": 2})

@@ -11,7 +11,7 @@ from domain.commands import SendMessage, start_command
 from domain.errors import InvalidInput
 from domain.lifecycle import StopReason
 from domain.model import AssistantMessage, Run, RunStatus, RunTrigger, ThreadHead, UserMessage
-from domain.queue import Multitask, accepts_queue, parse_multitask, queue_due, rollback_point
+from domain.queue import Multitask, accepts_queue, parse_multitask, queue_due, queue_held, rollback_point
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -34,6 +34,13 @@ def test_a_queue_drains_after_completed_and_after_a_queued_run_that_lost_its_mes
     assert not queue_due(run(RunStatus.INTERRUPTED, RunTrigger.QUEUE))  # a resume continues it
     for status in (RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.WAITING, RunStatus.RUNNING):
         assert not queue_due(run(status, RunTrigger.QUEUE))
+
+
+def test_a_queue_is_held_after_a_failed_or_cancelled_run_only() -> None:
+    assert queue_held(run(RunStatus.FAILED)) and queue_held(run(RunStatus.CANCELLED))
+    for status in (RunStatus.RUNNING, RunStatus.WAITING, RunStatus.COMPLETED, RunStatus.INTERRUPTED):
+        assert not queue_held(run(status))
+    assert not queue_held(None)
 
 
 def test_a_steered_run_completes_unless_it_failed() -> None:

@@ -69,9 +69,9 @@ async def test_malformed_cookies_are_refused_without_a_lookup(clocks: Clocks) ->
     class Counting(InMemorySessionStore):
         lookups = 0
 
-        async def valid(self, key: str, fingerprint: str, now: object) -> bool:  # type: ignore[override]
+        async def user_of(self, key: str, fingerprint: str, now: object) -> str | None:  # type: ignore[override]
             Counting.lookups += 1
-            return False
+            return None
 
     sessions = service(clocks, Counting())
     for value in ("", "x" * 10_000, "é" * 43, "a" * 42, "a" * 44, "../" * 15):
@@ -91,7 +91,7 @@ async def test_ten_wrong_tokens_a_minute_then_the_address_is_refused_even_the_ri
         await sessions.login(TOKEN.encode(), "203.0.113.7")
     assert refused.value.retry_after == 50  # until the first failure is a minute old
     with pytest.raises(TooManyAttempts):
-        sessions.bearer(TOKEN.encode(), "203.0.113.7")
+        await sessions.principal_of_bearer(TOKEN.encode(), "203.0.113.7")
     assert await sessions.login(TOKEN.encode(), "198.51.100.1") is not None  # another address
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 10 and all("203.0.113.7" in line for line in lines)
@@ -100,12 +100,12 @@ async def test_ten_wrong_tokens_a_minute_then_the_address_is_refused_even_the_ri
     assert await sessions.login(TOKEN.encode(), "203.0.113.7") is not None
 
 
-def test_wrong_bearer_tokens_count_as_failed_logins(clocks: Clocks) -> None:
+async def test_wrong_bearer_tokens_count_as_failed_logins(clocks: Clocks) -> None:
     sessions = service(clocks)
     for _ in range(10):
-        assert not sessions.bearer(b"wrong", "203.0.113.8")
+        assert await sessions.principal_of_bearer(b"wrong", "203.0.113.8") is None
     with pytest.raises(TooManyAttempts):
-        sessions.bearer(TOKEN.encode(), "203.0.113.8")
+        await sessions.principal_of_bearer(TOKEN.encode(), "203.0.113.8")
 
 
 def test_the_failure_table_forgets_the_oldest_addresses_past_its_size() -> None:

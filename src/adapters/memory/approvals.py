@@ -8,15 +8,18 @@ from dataclasses import replace
 from datetime import datetime
 
 from domain.approvals import ApprovalRequest, Decision
+from domain.model import Conversation
+from domain.principals import BOOTSTRAP_ID
 from ports.approvals import AllowRule, ApprovalStore
 
 
 class InMemoryApprovals(ApprovalStore):
     _lock: threading.Lock
+    _conversations: dict[str, Conversation]  # the run store's: a rule belongs to a conversation's owner
 
     def _approvals_init(self) -> None:
         self._requests: dict[tuple[str, str], ApprovalRequest] = {}  # insertion order is request order
-        self._rules: dict[str, AllowRule] = {}
+        self._rules: dict[tuple[str, str], AllowRule] = {}  # (owner, tool) -> rule
 
     def _forget_approvals(self, conversation_id: str) -> None:
         for key in [k for k in self._requests if k[0] == conversation_id]:
@@ -50,14 +53,23 @@ class InMemoryApprovals(ApprovalStore):
             return sorted((r for r in self._requests.values() if r.decision is None and r.requested_at < cutoff),
                           key=lambda r: r.requested_at)
 
-    async def allow_always(self, tool: str, now: datetime) -> None:
+    async def allow_always(self, tool: str, now: datetime, conversation_id: str | None = None) -> None:
         with self._lock:
-            self._rules.setdefault(tool, AllowRule(tool, now))
+            conv = self._conversations.get(conversation_id) if conversation_id is not None else None
+            if conversation_id is not None and conv is None:
+                return
+            owner = conv.owner if conv is not None else BOOTSTRAP_ID
+            self._rules.setdefault((owner, tool), AllowRule(tool, now))
 
-    async def always_allowed(self) -> Sequence[AllowRule]:
+    async def always_allowed(self, owner: str = BOOTSTRAP_ID) -> Sequence[AllowRule]:
         with self._lock:
-            return sorted(self._rules.values(), key=lambda r: r.tool)
+            return sorted((r for (o, _), r in self._rules.items() if o == owner), key=lambda r: r.tool)
 
-    async def revoke(self, tool: str) -> bool:
+    async def rules_for(self, conversation_id: str) -> Sequence[AllowRule]:
         with self._lock:
-            return self._rules.pop(tool, None) is not None
+            conv = self._conversations.get(conversation_id)
+        return await self.always_allowed(conv.owner) if conv is not None else ()
+
+    async def revoke(self, tool: str, owner: str = BOOTSTRAP_ID) -> bool:
+        with self._lock:
+            return self._rules.pop((owner, tool), None) is not None

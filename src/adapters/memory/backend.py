@@ -10,6 +10,7 @@ from adapters.memory.runs import InMemoryRunStore
 from adapters.memory.saver import InMemoryThreadSaver
 from adapters.memory.search import InMemorySearchIndex
 from adapters.memory.sessions import InMemorySessionStore
+from adapters.memory.users import InMemoryUserStore
 from ports.backend import Backend, Health
 from ports.checkpoints import CheckpointPort
 
@@ -24,6 +25,7 @@ class MemoryBackend(Backend):
         self._saver = saver or InMemoryThreadSaver()
         self._search: InMemorySearchIndex | None = None
         self._sessions = InMemorySessionStore()
+        self._users = InMemoryUserStore()
 
     def runs(self) -> InMemoryRunStore:
         return self._runs
@@ -41,6 +43,9 @@ class MemoryBackend(Backend):
 
     def sessions(self) -> InMemorySessionStore:
         return self._sessions
+
+    def users(self) -> InMemoryUserStore:
+        return self._users
 
     async def health(self, integrity: bool = False) -> Health:
         return Health(WHERE, reachable=True, writable=True)

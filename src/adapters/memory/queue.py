@@ -56,6 +56,8 @@ class InMemoryQueue(MessageQueue):
         waiting = self._waiting(run.conversation_id)
         if not waiting:
             return None
+        if waiting[0].id not in self._runs:
+            run = replace(run, id=waiting[0].id)  # ports.queue.start_queued: the message's id, once
         self._insert_running(run, now)
         claimed = replace(waiting[0], state=QueueState.STARTED, run_id=run.id)
         self._queue[claimed.id] = claimed

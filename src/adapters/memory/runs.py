@@ -20,6 +20,7 @@ from domain.errors import ConversationNotFound, RunLost, SessionInProgress
 from domain.lifecycle import GIVE_UP
 from domain.model import Conversation, Run, RunError, RunOwner, RunStatus, iso, utc_now
 from domain.models import ChatSettings
+from domain.principals import BOOTSTRAP_ID
 from domain.queue import QueuedMessage
 from ports.events import EventBatch, RunEventLog
 from ports.journal import JournalEntry, ToolJournal
@@ -75,12 +76,14 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, RunRepository, RunEvent
         now: datetime,
         settings: ChatSettings = ChatSettings(),  # noqa: B008
         message_count: int = 0,
+        owner: str = BOOTSTRAP_ID,
     ) -> Conversation:
         with self._lock:
             if conversation_id in self._conversations:
                 raise ValueError(f"conversation {conversation_id} exists")
             conv = Conversation(
-                conversation_id, title, _ms(now), _ms(now), message_count, model=settings.model, system=settings.system
+                conversation_id, title, _ms(now), _ms(now), message_count, model=settings.model, system=settings.system,
+                owner=owner,
             )
             self._conversations[conversation_id] = conv
             return conv
@@ -115,12 +118,15 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, RunRepository, RunEvent
             return self._summary(conv) if conv else None
 
     async def list_conversations(
-        self, limit: int | None = None, before: tuple[datetime, str] | None = None, query: str = ""
+        self, limit: int | None = None, before: tuple[datetime, str] | None = None, query: str = "",
+        owner: str | None = None,
     ) -> Sequence[Conversation]:
         with self._lock:
             items = sorted(
                 self._conversations.values(), key=lambda c: (iso(c.updated_at), c.id), reverse=True
             )
+            if owner is not None:
+                items = [c for c in items if c.owner == owner]
             if query:
                 items = [c for c in items if query.casefold() in c.title.casefold()]
             if before is not None:
@@ -130,9 +136,16 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, RunRepository, RunEvent
                 items = items[:limit]
             return [self._summary(c) for c in items]
 
-    async def find_conversations(self, id_prefix: str, limit: int) -> Sequence[Conversation]:
+    async def owner_load(self, owner: str) -> int:
         with self._lock:
-            items = [c for c in self._conversations.values() if c.id.startswith(id_prefix)]
+            mine = {c.id for c in self._conversations.values() if c.owner == owner}
+            running = sum(1 for r in self._runs.values() if r.conversation_id in mine and r.status is RunStatus.RUNNING)
+            return running + sum(self._queued_count(cid) for cid in mine)
+
+    async def find_conversations(self, id_prefix: str, limit: int, owner: str | None = None) -> Sequence[Conversation]:
+        with self._lock:
+            items = [c for c in self._conversations.values()
+                     if c.id.startswith(id_prefix) and (owner is None or c.owner == owner)]
             items.sort(key=lambda c: (iso(c.updated_at), c.id), reverse=True)
             return [self._summary(c) for c in items[:limit]]
 

@@ -60,18 +60,18 @@ class InMemorySearchIndex(SearchIndex):
         extra = [f.text[:FILE_SEARCH_CHARS] for f in stored.values() if f.text]
         return searchable_text(replace(m, content="\n".join([m.content, *extra])))
 
-    async def _entries(self) -> list[tuple[str, str, int | None, str, str]]:
+    async def _entries(self, owner: str | None = None) -> list[tuple[str, str, int | None, str, str]]:
         out: list[tuple[str, str, int | None, str, str]] = []
-        for conv in sorted(await self.runs.list_conversations(), key=lambda c: (c.created_at, c.id)):
+        for conv in sorted(await self.runs.list_conversations(owner=owner), key=lambda c: (c.created_at, c.id)):
             out.append((conv.id, conv.title, None, "title", conv.title))
             messages = (await self.threads.get_thread(conv.id)).messages
             out += [(conv.id, conv.title, i, m.role, await self._text(conv.id, m)) for i, m in enumerate(messages)
                     if m.role in INDEXED_ROLES]
         return out
 
-    async def search(self, query: SearchQuery, limit: int, offset: int) -> Sequence[SearchHit]:
+    async def search(self, query: SearchQuery, limit: int, offset: int, owner: str | None = None) -> Sequence[SearchHit]:
         scored = []
-        for order, (cid, title, index, role, text) in enumerate(await self._entries()):
+        for order, (cid, title, index, role, text) in enumerate(await self._entries(owner)):
             snippet = _snippet(text, query)
             if snippet is not None:  # more marked words in fewer words ranks first
                 density = snippet.count(MARK_OPEN) / max(len(words(text)), 1)

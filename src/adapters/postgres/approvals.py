@@ -12,6 +12,7 @@ from psycopg.types.json import Jsonb
 from adapters.postgres.database import PostgresDatabase
 from domain.approvals import ApprovalRequest, Decision, decision_from_dict, decision_to_dict
 from domain.model import ToolCall
+from domain.principals import BOOTSTRAP_ID
 from ports.approvals import AllowRule, ApprovalStore
 
 COLUMNS = "conversation_id, call_id, run_id, name, server, args, description, schema, requested_at, decision, decided_at"
@@ -75,12 +76,24 @@ class PostgresApprovals(ApprovalStore):
     async def undecided_before(self, cutoff: datetime) -> Sequence[ApprovalRequest]:
         return await self._select("decision IS NULL AND requested_at < %s ORDER BY requested_at, n", (cutoff,))
 
-    async def allow_always(self, tool: str, now: datetime) -> None:
-        await self._rows("INSERT INTO tool_allow_rules (tool, since) VALUES (%s, %s) ON CONFLICT DO NOTHING", (tool, now))
+    async def allow_always(self, tool: str, now: datetime, conversation_id: str | None = None) -> None:
+        if conversation_id is None:
+            await self._rows("INSERT INTO tool_allow_rules (owner, tool, since) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                             (BOOTSTRAP_ID, tool, now))
+            return
+        # the owner read in the same statement: nothing can change it in between
+        await self._rows("INSERT INTO tool_allow_rules (owner, tool, since) SELECT owner, %s, %s FROM conversations "
+                         "WHERE id = %s ON CONFLICT DO NOTHING", (tool, now, conversation_id))
 
-    async def always_allowed(self) -> Sequence[AllowRule]:
-        rows = await self._rows("SELECT tool, since FROM tool_allow_rules ORDER BY tool")
+    async def always_allowed(self, owner: str = BOOTSTRAP_ID) -> Sequence[AllowRule]:
+        rows = await self._rows("SELECT tool, since FROM tool_allow_rules WHERE owner = %s ORDER BY tool", (owner,))
         return [AllowRule(r[0], r[1]) for r in rows]
 
-    async def revoke(self, tool: str) -> bool:
-        return bool(await self._rows("DELETE FROM tool_allow_rules WHERE tool = %s RETURNING tool", (tool,)))
+    async def rules_for(self, conversation_id: str) -> Sequence[AllowRule]:
+        rows = await self._rows("SELECT r.tool, r.since FROM tool_allow_rules r JOIN conversations c ON c.owner = r.owner "
+                                "WHERE c.id = %s ORDER BY r.tool", (conversation_id,))
+        return [AllowRule(r[0], r[1]) for r in rows]
+
+    async def revoke(self, tool: str, owner: str = BOOTSTRAP_ID) -> bool:
+        return bool(await self._rows("DELETE FROM tool_allow_rules WHERE owner = %s AND tool = %s RETURNING tool",
+                                     (owner, tool)))

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from adapters.postgres.saver import FencedPostgresSaver
     from adapters.postgres.search import PostgresSearchIndex
     from adapters.postgres.sessions import PostgresSessionStore
+    from adapters.postgres.users import PostgresUserStore
 
 FIX = "check that the PostgreSQL server is up and DATABASE_URL is right"
 
@@ -85,6 +86,11 @@ class PostgresBackend(Backend):
         from adapters.postgres.sessions import PostgresSessionStore
 
         return PostgresSessionStore(self.database())
+
+    def users(self) -> PostgresUserStore:
+        from adapters.postgres.users import PostgresUserStore
+
+        return PostgresUserStore(self.database())
 
     def search(self, threads: Callable[[], CheckpointPort]) -> PostgresSearchIndex:
         if self._search is None:

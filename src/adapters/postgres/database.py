@@ -27,6 +27,7 @@ from adapters.postgres.message_schema import MIGRATION_MESSAGES
 from adapters.postgres.metadata_schema import MIGRATION_THREAD_METADATA
 from adapters.postgres.queue_schema import MIGRATION_QUEUE
 from adapters.postgres.session_schema import MIGRATION_SESSIONS
+from adapters.postgres.user_schema import MIGRATION_OWNER, MIGRATION_USERS, add_rule_owner
 from domain.errors import StorageFailure
 
 log = logging.getLogger(__name__)
@@ -171,6 +172,7 @@ Setup = Callable[[AsyncConnection[Any]], Awaitable[None]]
 MIGRATIONS: tuple[str | Setup, ...] = (
     MIGRATION_1, MIGRATION_BRANCHES, MIGRATION_SEARCH, MIGRATION_APPROVALS, MIGRATION_MESSAGES, migrate_log_format,
     MIGRATION_SESSIONS, MIGRATION_THREAD_METADATA, MIGRATION_CHAT_SETTINGS, MIGRATION_QUEUE,
+    MIGRATION_USERS, MIGRATION_OWNER, add_rule_owner,
     MIGRATION_FILES,
 )
 

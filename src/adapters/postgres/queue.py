@@ -5,6 +5,7 @@ message is never queued behind a run that has just finished without starting it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -50,6 +51,9 @@ async def claim_first(cur: AsyncCursor[Any], run: Run, now: datetime) -> QueuedM
     first = await cur.fetchone()
     if first is None:
         return None
+    await cur.execute("SELECT 1 FROM runs WHERE id = %s", (first[0],))
+    if await cur.fetchone() is None:
+        run = replace(run, id=first[0])  # ports.queue.start_queued: the message's id, once
     await insert_running(cur, run, now)
     await cur.execute("UPDATE queued_messages SET state = 'started', run_id = %s WHERE id = %s", (run.id, first[0]))
     return message_from_row((*first[:5], QueueState.STARTED.value, run.id, first[7]))

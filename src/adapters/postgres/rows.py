@@ -13,7 +13,7 @@ from domain.model import Conversation, Run, RunError, RunOwner, RunStatus, RunTr
 
 SUMMARY = """
 SELECT c.id, c.title, c.created_at, c.updated_at, c.message_count, r.status, r.error_code, r.error_message,
-       c.model, c.system,
+       c.model, c.system, c.owner,
        (SELECT count(*) FROM queued_messages q WHERE q.conversation_id = c.id AND q.state = 'queued')
 FROM conversations c
 LEFT JOIN LATERAL (SELECT status, error_code, error_message FROM runs WHERE conversation_id = c.id
@@ -39,7 +39,7 @@ LATEST = " ORDER BY r.started_at DESC, r.n DESC"
 
 
 def conversation_from_row(row: tuple[Any, ...]) -> Conversation:
-    cid, title, created, updated, count, status, code, message, model, system, queued = row
+    cid, title, created, updated, count, status, code, message, model, system, owner, queued = row
     return Conversation(
         id=cid,
         title=title,
@@ -51,6 +51,7 @@ def conversation_from_row(row: tuple[Any, ...]) -> Conversation:
         model=model,
         system=system,
         queued=queued,
+        owner=owner,
     )
 
 

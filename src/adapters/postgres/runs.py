@@ -31,6 +31,7 @@ from domain.errors import RunLost, SessionInProgress
 from domain.lifecycle import GIVE_UP
 from domain.model import Conversation, Run, RunError, RunOwner
 from domain.models import ChatSettings
+from domain.principals import BOOTSTRAP_ID
 from domain.queue import QueuedMessage
 from ports.events import EventBatch, RunEventLog
 from ports.journal import JournalEntry, ToolJournal
@@ -85,17 +86,19 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, RunRepository, RunEvent
         now: datetime,
         settings: ChatSettings = ChatSettings(),  # noqa: B008
         message_count: int = 0,
+        owner: str = BOOTSTRAP_ID,
     ) -> Conversation:
         at = stamp(now)
         await self.ready()
         async with self.db.cursor(transaction=True) as cur:
             await cur.execute(
-                "INSERT INTO conversations (id, title, created_at, updated_at, message_count, model, system) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                (conversation_id, title, at, at, message_count, settings.model, settings.system),
+                "INSERT INTO conversations (id, title, created_at, updated_at, message_count, model, system, owner) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                (conversation_id, title, at, at, message_count, settings.model, settings.system, owner),
             )
             await index_title(cur, conversation_id, title)
-        return Conversation(conversation_id, title, at, at, message_count, model=settings.model, system=settings.system)
+        return Conversation(conversation_id, title, at, at, message_count, model=settings.model, system=settings.system,
+                            owner=owner)
 
     async def set_chat_settings(self, conversation_id: str, settings: ChatSettings) -> bool:
         rows = await self._rows(
@@ -109,9 +112,13 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, RunRepository, RunEvent
         return conversation_from_row(rows[0]) if rows else None
 
     async def list_conversations(
-        self, limit: int | None = None, before: tuple[datetime, str] | None = None, query: str = ""
+        self, limit: int | None = None, before: tuple[datetime, str] | None = None, query: str = "",
+        owner: str | None = None,
     ) -> Sequence[Conversation]:
         sql, args, where = SUMMARY, list[object](), list[str]()
+        if owner is not None:
+            where.append("c.owner = %s")
+            args.append(owner)
         if before is not None:
             where.append("(c.updated_at, c.id) < (%s, %s)")
             args += [stamp(before[0]), before[1]]
@@ -126,11 +133,21 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, RunRepository, RunEvent
             args.append(limit)
         return [conversation_from_row(r) for r in await self._rows(sql, args)]
 
-    async def find_conversations(self, id_prefix: str, limit: int) -> Sequence[Conversation]:
+    async def owner_load(self, owner: str) -> int:
+        sql = (
+            "SELECT (SELECT count(*) FROM runs r JOIN conversations c ON c.id = r.conversation_id "
+            "WHERE c.owner = %s AND r.status = 'running') + (SELECT count(*) FROM queued_messages q "
+            "JOIN conversations c ON c.id = q.conversation_id WHERE c.owner = %s AND q.state = 'queued')"
+        )
+        return int((await self._rows(sql, [owner, owner]))[0][0])
+
+    async def find_conversations(self, id_prefix: str, limit: int, owner: str | None = None) -> Sequence[Conversation]:
         # a range on the primary key in byte order (the column's collation may order '-' apart)
-        sql = SUMMARY + (' WHERE c.id COLLATE "C" >= %s AND c.id COLLATE "C" < %s'
+        mine = "" if owner is None else " AND c.owner = %s"
+        sql = SUMMARY + (f' WHERE c.id COLLATE "C" >= %s AND c.id COLLATE "C" < %s{mine}'
                          " ORDER BY c.updated_at DESC, c.id DESC LIMIT %s")
-        return [conversation_from_row(r) for r in await self._rows(sql, [id_prefix, id_prefix + "~", limit])]
+        args: list[object] = [id_prefix, id_prefix + "~", *([] if owner is None else [owner]), limit]
+        return [conversation_from_row(r) for r in await self._rows(sql, args)]
 
     async def restore_conversation(self, conversation_id: str, message_count: int, updated_at: datetime) -> bool:
         await self.ready()

@@ -41,7 +41,7 @@ SEARCH_SQL = """
 WITH matched AS (
     SELECT e.id, ts_rank(e.words, q, 16) AS rank
     FROM search_entries e, to_tsquery('simple', {q}) AS q
-    WHERE e.words @@ q
+    WHERE e.words @@ q{mine}
     ORDER BY e.id DESC LIMIT {ranked}
 ), page AS (
     SELECT id, rank FROM matched ORDER BY rank DESC, id LIMIT {limit} OFFSET {offset}
@@ -170,7 +170,7 @@ class PostgresSearchIndex(SearchIndex):
         self._rebuild = rebuild
         self._catch_up = catch_up
 
-    async def search(self, query: SearchQuery, limit: int, offset: int) -> Sequence[SearchHit]:
+    async def search(self, query: SearchQuery, limit: int, offset: int, owner: str | None = None) -> Sequence[SearchHit]:
         if self._catch_up is not None:
             catch_up, self._catch_up = self._catch_up, None
             async with self.db.cursor() as cur:
@@ -180,7 +180,10 @@ class PostgresSearchIndex(SearchIndex):
                 await catch_up()
         async with self.db.cursor() as cur:  # one statement: one snapshot
             values = {"q": tsquery(query), "ranked": RANKED, "limit": limit, "offset": offset}
-            await cur.execute(sql.SQL(SEARCH_SQL).format(**{k: sql.Literal(v) for k, v in values.items()}))
+            # one user's: the window is the most recent matches in their own conversations
+            mine = sql.SQL("") if owner is None else sql.SQL(
+                " AND e.conversation_id IN (SELECT id FROM conversations WHERE owner = {})").format(sql.Literal(owner))
+            await cur.execute(sql.SQL(SEARCH_SQL).format(mine=mine, **{k: sql.Literal(v) for k, v in values.items()}))
             rows = await cur.fetchall()
         # snippets are CPU work on up to `limit` bodies: off the loop, so streams and probes go on
         return await asyncio.to_thread(_hits, rows, query)

@@ -13,6 +13,7 @@ from adapters.sqlite.database import Worker, transaction
 from adapters.sqlite.rows import fetchall
 from domain.approvals import ApprovalRequest, Decision, decision_from_dict, decision_to_dict
 from domain.model import ToolCall, iso
+from domain.principals import BOOTSTRAP_ID
 from ports.approvals import AllowRule, ApprovalStore
 
 COLUMNS = "conversation_id, call_id, run_id, name, server, args, description, schema, requested_at, decision, decided_at"
@@ -84,20 +85,31 @@ class SqliteApprovals(ApprovalStore):
     async def undecided_before(self, cutoff: datetime) -> Sequence[ApprovalRequest]:
         return await self._select("decision IS NULL AND requested_at < ? ORDER BY requested_at", (iso(cutoff),))
 
-    async def allow_always(self, tool: str, now: datetime) -> None:
+    async def allow_always(self, tool: str, now: datetime, conversation_id: str | None = None) -> None:
         def write(conn: sqlite3.Connection) -> None:
             with transaction(conn):
-                conn.execute("INSERT INTO tool_allow_rules (tool, since) VALUES (?, ?) ON CONFLICT DO NOTHING", (tool, iso(now)))
+                if conversation_id is None:
+                    conn.execute("INSERT INTO tool_allow_rules (owner, tool, since) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                                 (BOOTSTRAP_ID, tool, iso(now)))
+                else:  # the owner read in the same statement: nothing can change it in between
+                    conn.execute("INSERT INTO tool_allow_rules (owner, tool, since) SELECT owner, ?, ? FROM conversations "
+                                 "WHERE id = ? ON CONFLICT DO NOTHING", (tool, iso(now), conversation_id))
 
         await self._writer.run(write)
 
-    async def always_allowed(self) -> Sequence[AllowRule]:
-        rows = await self._reader.run(fetchall, "SELECT tool, since FROM tool_allow_rules ORDER BY tool", ())
+    async def always_allowed(self, owner: str = BOOTSTRAP_ID) -> Sequence[AllowRule]:
+        rows = await self._reader.run(fetchall, "SELECT tool, since FROM tool_allow_rules WHERE owner = ? ORDER BY tool",
+                                      (owner,))
         return [AllowRule(r[0], datetime.fromisoformat(r[1])) for r in rows]
 
-    async def revoke(self, tool: str) -> bool:
+    async def rules_for(self, conversation_id: str) -> Sequence[AllowRule]:
+        rows = await self._reader.run(fetchall, "SELECT r.tool, r.since FROM tool_allow_rules r JOIN conversations c "
+                                      "ON c.owner = r.owner WHERE c.id = ? ORDER BY r.tool", (conversation_id,))
+        return [AllowRule(r[0], datetime.fromisoformat(r[1])) for r in rows]
+
+    async def revoke(self, tool: str, owner: str = BOOTSTRAP_ID) -> bool:
         def write(conn: sqlite3.Connection) -> bool:
             with transaction(conn):
-                return conn.execute("DELETE FROM tool_allow_rules WHERE tool = ?", (tool,)).rowcount > 0
+                return conn.execute("DELETE FROM tool_allow_rules WHERE owner = ? AND tool = ?", (owner, tool)).rowcount > 0
 
         return await self._writer.run(write)

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from adapters.sqlite.saver import ThreadedSqliteSaver
     from adapters.sqlite.search import SqliteSearchIndex
     from adapters.sqlite.sessions import SqliteSessionStore
+    from adapters.sqlite.users import SqliteUserStore
 
 OPEN_FIX = "point DATABASE_PATH (or --db) at a writable place"
 FULL_FIX = "free space on the disk that holds DATABASE_PATH"
@@ -84,6 +85,11 @@ class SqliteBackend(Backend):
         from adapters.sqlite.sessions import SqliteSessionStore
 
         return SqliteSessionStore(*self.runs().workers())  # the run store's writer and reader threads
+
+    def users(self) -> SqliteUserStore:
+        from adapters.sqlite.users import SqliteUserStore
+
+        return SqliteUserStore(*self.runs().workers())
 
     def search(self, threads: Callable[[], CheckpointPort]) -> SqliteSearchIndex:
         if self._search is None:

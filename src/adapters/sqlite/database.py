@@ -23,6 +23,7 @@ from adapters.sqlite.queue_schema import MIGRATION_QUEUE
 from adapters.sqlite.search_schema import MIGRATION_SEARCH
 from adapters.sqlite.session_schema import MIGRATION_SESSIONS
 from adapters.sqlite.threads import SerialThread, release, writer_thread
+from adapters.sqlite.user_schema import add_owner, add_rule_owner, add_users
 from domain.errors import StorageFailure
 from ports.metrics import NO_METRICS, MetricsPort
 
@@ -149,6 +150,7 @@ Migration = str | Callable[[sqlite3.Connection], None]
 MIGRATIONS: tuple[Migration, ...] = (
     MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4, MIGRATION_SEARCH, MIGRATION_BRANCHES, MIGRATION_APPROVALS,
     MIGRATION_MESSAGES, MIGRATION_LOG_FORMAT, MIGRATION_SESSIONS, MIGRATION_THREAD_METADATA, add_chat_settings, MIGRATION_QUEUE,
+    add_users, add_owner, add_rule_owner,
     MIGRATION_FILES,
 )
 

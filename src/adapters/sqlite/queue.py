@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -42,6 +43,8 @@ def claim_first(c: sqlite3.Connection, run: Run, now: datetime) -> QueuedMessage
     ).fetchone()
     if first is None:
         return None
+    if c.execute("SELECT 1 FROM runs WHERE id = ?", (first[0],)).fetchone() is None:
+        run = replace(run, id=first[0])  # ports.queue.start_queued: the message's id, once
     insert_running(c, run, now)
     c.execute("UPDATE queued_messages SET state = 'started', run_id = ? WHERE id = ?", (run.id, first[0]))
     return message_from_row((*first[:5], QueueState.STARTED.value, run.id, first[7]))

@@ -17,7 +17,7 @@ AGO = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now', printf('-%f seconds', ?))"
 
 SUMMARY = """
 SELECT c.id, c.title, c.created_at, c.updated_at, c.message_count,
-       r.status, r.error_code, r.error_message, c.model, c.system,
+       r.status, r.error_code, r.error_message, c.model, c.system, c.owner,
        (SELECT count(*) FROM queued_messages q WHERE q.conversation_id = c.id AND q.state = 'queued')
 FROM conversations c
 LEFT JOIN runs r ON r.rowid = (
@@ -40,7 +40,7 @@ def ts(value: str | None) -> datetime | None:
 
 
 def conversation_from_row(row: tuple[Any, ...]) -> Conversation:
-    cid, title, created, updated, count, status, code, message, model, system, queued = row
+    cid, title, created, updated, count, status, code, message, model, system, owner, queued = row
     return Conversation(
         id=cid,
         title=title,
@@ -52,6 +52,7 @@ def conversation_from_row(row: tuple[Any, ...]) -> Conversation:
         model=model,
         system=system,
         queued=queued,
+        owner=owner,
     )
 
 

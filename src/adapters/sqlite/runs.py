@@ -41,6 +41,7 @@ from domain.errors import SessionInProgress
 from domain.lifecycle import GIVE_UP
 from domain.model import Conversation, Run, RunError, RunOwner, iso
 from domain.models import ChatSettings
+from domain.principals import BOOTSTRAP_ID
 from domain.queue import QueuedMessage
 from ports.metrics import NO_METRICS, MetricsPort
 from ports.runs import RunFinish, RunRepository
@@ -110,19 +111,21 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, RunRepositor
         now: datetime,
         settings: ChatSettings = ChatSettings(),  # noqa: B008
         message_count: int = 0,
+        owner: str = BOOTSTRAP_ID,
     ) -> Conversation:
         def write(c: sqlite3.Connection) -> None:
             # no fsync: a new conversation always gets its first message, a synced commit
             with unsynced(c), transaction(c):
                 c.execute(
-                    "INSERT INTO conversations (id, title, created_at, updated_at, message_count, model, system) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (conversation_id, title, iso(now), iso(now), message_count, settings.model, settings.system),
+                    "INSERT INTO conversations (id, title, created_at, updated_at, message_count, model, system, owner) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (conversation_id, title, iso(now), iso(now), message_count, settings.model, settings.system, owner),
                 )
 
         await self._writer.run(write)
         stamp = datetime.fromisoformat(iso(now))  # stored with milliseconds
-        return Conversation(conversation_id, title, stamp, stamp, message_count, model=settings.model, system=settings.system)
+        return Conversation(conversation_id, title, stamp, stamp, message_count, model=settings.model, system=settings.system,
+                            owner=owner)
 
     async def set_chat_settings(self, conversation_id: str, settings: ChatSettings) -> bool:
         def write(c: sqlite3.Connection) -> bool:
@@ -140,9 +143,13 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, RunRepositor
         return conversation_from_row(rows[0]) if rows else None
 
     async def list_conversations(
-        self, limit: int | None = None, before: tuple[datetime, str] | None = None, query: str = ""
+        self, limit: int | None = None, before: tuple[datetime, str] | None = None, query: str = "",
+        owner: str | None = None,
     ) -> Sequence[Conversation]:
         sql, args = SUMMARY + " WHERE 1", list[object]()
+        if owner is not None:
+            sql += " AND c.owner = ?"
+            args.append(owner)
         if before is not None:
             sql += " AND (c.updated_at, c.id) < (?, ?)"
             args += [iso(before[0]), before[1]]
@@ -155,11 +162,21 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, RunRepositor
             args.append(limit)
         return [conversation_from_row(r) for r in await self._read(sql, args)]
 
-    async def find_conversations(self, id_prefix: str, limit: int) -> Sequence[Conversation]:
+    async def owner_load(self, owner: str) -> int:
+        sql = (
+            "SELECT (SELECT count(*) FROM runs r JOIN conversations c ON c.id = r.conversation_id "
+            "WHERE c.owner = ? AND r.status = 'running') + (SELECT count(*) FROM queued_messages q "
+            "JOIN conversations c ON c.id = q.conversation_id WHERE c.owner = ? AND q.state = 'queued')"
+        )
+        return int((await self._read(sql, [owner, owner]))[0][0])
+
+    async def find_conversations(self, id_prefix: str, limit: int, owner: str | None = None) -> Sequence[Conversation]:
         # a range on the primary key, not LIKE (case-insensitive in SQLite, so no index):
         # '~' sorts after every character an id holds
-        sql = SUMMARY + " WHERE c.id >= ? AND c.id < ? ORDER BY c.updated_at DESC, c.id DESC LIMIT ?"
-        return [conversation_from_row(r) for r in await self._read(sql, [id_prefix, id_prefix + "~", limit])]
+        mine = "" if owner is None else " AND c.owner = ?"
+        sql = SUMMARY + f" WHERE c.id >= ? AND c.id < ?{mine} ORDER BY c.updated_at DESC, c.id DESC LIMIT ?"
+        args: list[object] = [id_prefix, id_prefix + "~", *([] if owner is None else [owner]), limit]
+        return [conversation_from_row(r) for r in await self._read(sql, args)]
 
     async def restore_conversation(self, conversation_id: str, message_count: int, updated_at: datetime) -> bool:
         def write(c: sqlite3.Connection) -> bool:

@@ -33,6 +33,12 @@ MAX_WAITING = 4  # searches queued behind the one running (a single reader threa
 WINDOW_SQL = f"""
 SELECT rowid, bm25(search_fts) FROM search_fts WHERE search_fts MATCH ? ORDER BY rowid DESC LIMIT {RANKED}
 """
+# one user's: the window is the most recent matches in their own conversations
+OWNED_WINDOW_SQL = f"""
+SELECT search_fts.rowid, bm25(search_fts) FROM search_fts
+JOIN search_entries e ON e.id = search_fts.rowid JOIN conversations c ON c.id = e.conversation_id
+WHERE search_fts MATCH ? AND c.owner = ? ORDER BY search_fts.rowid DESC LIMIT {RANKED}
+"""
 HIT_SQL = f"""
 SELECT e.conversation_id, c.title, e.message_index, e.role,
        snippet(search_fts, 0, '{MARK_OPEN}', '{MARK_CLOSE}', '…', 16)
@@ -92,14 +98,17 @@ def reset(cur: sqlite3.Cursor) -> None:
     )
 
 
-def _search(conn: sqlite3.Connection, query: SearchQuery, limit: int, offset: int,
-            budget: float = BUDGET) -> list[SearchHit]:
+def _search(conn: sqlite3.Connection, query: SearchQuery, limit: int, offset: int, budget: float = BUDGET,
+            owner: str | None = None) -> list[SearchHit]:
     match = fts_query(query)
     deadline = time.monotonic() + budget
     conn.set_progress_handler(lambda: time.monotonic() > deadline, PROGRESS_STEPS)  # true: interrupt
     conn.execute("BEGIN")  # one snapshot for the window and the page
     try:
-        window = conn.execute(WINDOW_SQL, (match,)).fetchall()
+        if owner is None:
+            window = conn.execute(WINDOW_SQL, (match,)).fetchall()
+        else:
+            window = conn.execute(OWNED_WINDOW_SQL, (match, owner)).fetchall()
         page = sorted(window, key=lambda r: (r[1], r[0]))[offset : offset + limit]  # best bm25 first
         rows = [conn.execute(HIT_SQL, (match, rowid)).fetchone() for rowid, _ in page]
     except sqlite3.OperationalError as e:
@@ -149,12 +158,12 @@ class SqliteSearchIndex(SearchIndex):
         if catch_up is not None and self._worker.call(_has_unindexed_threads):
             catch_up()
 
-    async def search(self, query: SearchQuery, limit: int, offset: int) -> Sequence[SearchHit]:
+    async def search(self, query: SearchQuery, limit: int, offset: int, owner: str | None = None) -> Sequence[SearchHit]:
         if self._searches > MAX_WAITING:
             raise SearchBusy()
         self._searches += 1
         try:
-            return await self._worker.run(_search, query, limit, offset)
+            return await self._worker.run(_search, query, limit, offset, BUDGET, owner)
         finally:
             self._searches -= 1
 

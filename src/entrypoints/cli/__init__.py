@@ -22,6 +22,7 @@ from entrypoints.cli.repl import repl
 from entrypoints.cli.runs import cancel, chat, regenerate, resume
 from entrypoints.cli.serve import serve
 from entrypoints.cli.transfer import export, import_
+from entrypoints.cli.users import users
 from entrypoints.cli_search import reindex, search
 from entrypoints.logs import configure_logging
 
@@ -80,6 +81,6 @@ def main(ctx: click.Context) -> None:
 
 
 for command in (chat, resume, regenerate, approve, approvals, cancel, repl, conversations, show, branch, export, import_,
-                rename, delete, search, models, db, doctor, serve):
+                rename, delete, search, models, db, doctor, serve, users):
     main.add_command(command)
 db.add_command(reindex)

@@ -54,6 +54,8 @@ EXIT_CODES = {
     ErrorCode.TOOL_OUTCOME_UNKNOWN: EXIT_CONFLICT,
     ErrorCode.QUEUE_FULL: EXIT_CONFLICT,
     ErrorCode.QUEUED_NOT_FOUND: EXIT_NOT_FOUND,
+    ErrorCode.USER_EXISTS: EXIT_CONFLICT,
+    ErrorCode.USER_LIMIT: EXIT_CONFLICT,
     ErrorCode.MODEL_UNAVAILABLE: EXIT_MODEL,
     ErrorCode.MODEL_UNREACHABLE: EXIT_MODEL,
     ErrorCode.MODEL_BAD_RESPONSE: EXIT_MODEL,
@@ -209,8 +211,9 @@ def _set(ctx: click.Context, param: click.Parameter, value: Any) -> None:
 
 
 def api_token() -> str | None:
-    """The token `--server` requests send (the server's own API_TOKEN setting)."""
-    return os.environ.get("API_TOKEN") or None
+    """The token `--server` requests send: SOPHOS_TOKEN (a user's token), else the server's
+    own API_TOKEN setting."""
+    return os.environ.get("SOPHOS_TOKEN") or os.environ.get("API_TOKEN") or None
 
 
 server_option = click.option("--server", metavar="URL", help="Use a running server instead of the database file.")

@@ -152,6 +152,7 @@ class LocalClient(SophosClient):
                 started = sent
             else:
                 started = await service.start(command)
+            printer.conversation = started.conversation_id
             stopper.attach(lambda reason: service.stop_local(started.run_id, reason))
             # on through the queued messages this process starts when the run completes
             events = await service.follow(started.conversation_id, 0, through_queue=True)

@@ -90,6 +90,7 @@ class Printer:
         self.status = "completed"
         self.error: dict[str, Any] | None = None
         self.approvals: list[dict[str, Any]] = []  # calls the run stopped before, waiting
+        self.conversation: str | None = None  # set by the client as soon as the run is started
         self.pipe_closed = False
         self.spinner = Spinner(enabled=not as_json and sys.stderr.isatty())
         self.notices = ContextNotices()

@@ -125,9 +125,11 @@ class HttpClient(SophosClient):
             printer.spinner.close()
             raise
         if "queued" in started:  # the server answers it when the active run completes
+            printer.spinner.close()
             printer.event("queued", started["queued"])
             return started["conversation"], ""
         cid, run_id = started["conversation"], started["run"]
+        printer.conversation = cid
 
         async def follow() -> bool:
             async for event, data in self._events(cid):

@@ -32,6 +32,7 @@ from entrypoints.cli.ids import LAST, resolve
 from entrypoints.cli.lines import LineReader
 from entrypoints.cli.output import Printer
 from entrypoints.cli.runs import resume_body, waiting_calls
+from entrypoints.cli.typeahead import TypeAhead
 
 HISTORY_FILE = "repl_history"  # beside the database file
 STILL_WAITING = "(tool calls wait for approval; a new message is refused until they are answered: sophos approve {cid})"
@@ -103,17 +104,28 @@ async def _decide(client: SophosClient, cid: str, printer: Printer) -> None:
 
 
 async def _turn(client: SophosClient, body: Json, printer: Printer) -> tuple[str, str]:
-    """One answer; Ctrl-C while it is written stops it (the run stays resumable)."""
+    """One answer, and those of the lines typed while it is written (queued); Ctrl-C while
+    it is written stops it (the run stays resumable)."""
     from domain.lifecycle import StopReason
 
     loop = asyncio.get_running_loop()
     stopper = Stopper()
-    loop.add_signal_handler(signal.SIGINT, stopper, StopReason.CANCEL)
+    typed = TypeAhead(client, printer, printer.reasoning)
+
+    def interrupt() -> None:
+        stopper(StopReason.CANCEL)
+        typed.stop(StopReason.CANCEL)
+
+    loop.add_signal_handler(signal.SIGINT, interrupt)
+    typed.open()
     try:
         return await client.run(body, printer, stopper)
     finally:
-        loop.remove_signal_handler(signal.SIGINT)
-        printer.spinner.close()
+        try:
+            await typed.close()
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+            printer.spinner.close()
 
 
 def _history(ctx: Context) -> Path | None:

@@ -26,7 +26,7 @@ def serve(ctx: Context, host: str | None, port: int | None) -> None:
     container = ctx.container
     settings = ctx.settings
     configure_logging("INFO" if ctx.verbose else settings.LOG_LEVEL)
-    if not is_loopback(settings.HOST) and not settings.API_TOKEN:
+    if not is_loopback(settings.HOST) and not settings.API_TOKEN and settings.AUTH != "proxy":
         raise CliError("BAD_CONFIG", f"refusing to listen on {settings.HOST} without API_TOKEN set", EXIT_BAD_INPUT)
     try:
         ctx.call(lambda: run_server(container))

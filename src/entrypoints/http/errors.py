@@ -35,6 +35,8 @@ STATUS: dict[ErrorCode, int] = {
     ErrorCode.TOO_MANY_ATTEMPTS: 429,
     ErrorCode.QUEUE_FULL: 429,
     ErrorCode.QUEUED_NOT_FOUND: 404,
+    ErrorCode.USER_EXISTS: 409,
+    ErrorCode.USER_LIMIT: 429,
     ErrorCode.NOT_SUPPORTED: 501,
     ErrorCode.MODEL_UNAVAILABLE: 503,
     ErrorCode.MODEL_UNREACHABLE: 503,

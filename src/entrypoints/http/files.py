@@ -24,6 +24,7 @@ from domain.attachments import (
 )
 from domain.errors import InvalidInput
 from entrypoints.bundle import Services
+from entrypoints.http.principal import principal_of
 
 # a chat body with files: each file base64-encoded (4/3), plus the message's own fields
 CHAT_BODY = MAX_ATTACHMENTS * (MAX_ATTACHMENT_BYTES * 4 // 3 + 1024) + 64 * 1024
@@ -91,7 +92,9 @@ async def get_attachment(request: Request) -> Response:
     services: Services = request.app.state.services
     if services.files is None:
         raise HTTPException(404, "Attachments are not served here")
-    found, stored = await services.files().read(request.path_params["conversation_id"], request.path_params["digest"])
+    cid = request.path_params["conversation_id"]
+    await services.conversations().summary(cid, by=principal_of(request))  # another user's: the 404 of an unknown one
+    found, stored = await services.files().read(cid, request.path_params["digest"])
     if stored.media_type in TEXT_TYPES or stored.media_type.startswith("text/"):
         media, kind = "text/plain; charset=utf-8", "inline"  # HTML, XML and the rest shown as text only
     elif stored.media_type == PDF_TYPE:

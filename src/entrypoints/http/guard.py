@@ -19,9 +19,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from domain.errors import SophosError
+from domain.errors import SophosError, StorageFailure
 from entrypoints.http.errors import domain_error_response, error_response
-from entrypoints.http.session import authenticated
+from entrypoints.http.principal import set_principal
+from entrypoints.http.session import resolve, still_allowed
 from services.sessions import SessionService
 
 log = logging.getLogger(__name__)
@@ -29,6 +30,7 @@ log = logging.getLogger(__name__)
 LOOPBACK_NAMES = frozenset({"localhost"})
 OPEN_PATHS = frozenset({"/api/healthz", "/api/session"})  # no token needed: liveness, the login itself
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+READINESS = "/api/readyz"
 DEFAULT_PORTS = {"http": 80, "https": 443}
 _AUTHORITY = re.compile(r"(?:\[(?P<ip6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9._-]+))(?::(?P<port>[0-9]{1,5}))?")
 _ORIGIN = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<authority>[^/?#]*)")
@@ -123,9 +125,10 @@ def needs_token(path: str) -> bool:
 
 
 class GuardMiddleware:
-    """Every route: only known hosts. /api (but healthz and the login) and /metrics: the
-    bearer token or the page's session cookie (named `cookie`) when API_TOKEN is set.
-    Writes: no cross-origin requests."""
+    """Every route: only known hosts. /api (but healthz and the login) and /metrics: a
+    bearer token or the page's session cookie (named `cookie`) naming someone, when a login
+    is needed (API_TOKEN set or a user exists); the principal is put in the scope for the
+    routes. /metrics: admins only. Writes: no cross-origin requests."""
 
     def __init__(
         self, app: ASGIApp, token: str, hosts: HostPolicy, sessions: Callable[[], SessionService], cookie: str
@@ -157,18 +160,28 @@ class GuardMiddleware:
                 "This server does not answer to the host name in the request; "
                 "add it to ALLOWED_HOSTS to serve it",
             )
-        if self.token and needs_token(request.url.path):
+        if needs_token(request.url.path):
             try:
-                allowed = await authenticated(request, self.sessions(), self.cookie)
+                principal = await resolve(request, self.sessions(), self.cookie)
+            except StorageFailure as e:
+                if request.url.path != READINESS:
+                    return domain_error_response(e)
+                # the readiness probe reports the database itself (its own 503 says why);
+                # it serves no one's data, so it needs no principal to say the storage is down
+                return None
             except SophosError as e:  # too many failed logins; the session store failing
                 return domain_error_response(e)
-            if not allowed:
+            if principal is None:
                 return error_response(
                     401,
                     "UNAUTHORIZED",
                     "A valid bearer token (or a login in the page) is required",
                     {"WWW-Authenticate": "Bearer"},
                 )
+            if request.url.path == "/metrics" and not principal.is_admin:
+                return error_response(403, "FORBIDDEN", "The metrics are for admins")
+            sessions, cookie = self.sessions(), self.cookie
+            set_principal(request.scope, principal, lambda: still_allowed(request, sessions, cookie))
         if request.method not in SAFE_METHODS:
             origin = request.headers.get("origin")
             cross_site = request.headers.get("sec-fetch-site") == "cross-site"

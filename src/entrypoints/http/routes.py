@@ -33,6 +33,7 @@ from entrypoints.dto import (
 )
 from entrypoints.http import files, sse, transfer
 from entrypoints.http.errors import RouteFailure, error_response
+from entrypoints.http.principal import principal_of, recheck_of
 from ports.model import Readiness
 
 MAX_BODY = 64 * 1024  # bytes; a larger body gets 413
@@ -113,18 +114,18 @@ async def post_chat(request: Request) -> Response:
         files=uploads,
     )
     if isinstance(command, SendMessage) and command.multitask is not Multitask.REJECT:
-        sent = await _services(request).queue().send(command)
+        sent = await _services(request).queue().send(command, by=principal_of(request))
         if isinstance(sent, QueuedMessage):  # committed; it starts when the active run completes
             payload = {"conversation": sent.conversation_id, "queued": queued_dto(sent)}
             return JSONResponse(payload, headers={CONVERSATION_HEADER: sent.conversation_id, QUEUED_HEADER: sent.id})
         started = sent
     else:
-        started = await _services(request).runs().start(command)
+        started = await _services(request).runs().start(command, by=principal_of(request))
     if started.events is not None and "text/event-stream" in request.headers.get("accept", ""):
         # the run's own stream, as GET /api/chat sends it: the first token needs no second request
         ids = {CONVERSATION_HEADER: started.conversation_id, RUN_HEADER: started.run_id}
         state = request.app.state
-        return sse.follow(started.events(), state.ping_seconds, state.closing, ids)
+        return sse.follow(started.events(), state.ping_seconds, state.closing, ids, allowed=recheck_of(request))
     return JSONResponse({"conversation": started.conversation_id, "run": started.run_id})
 
 
@@ -136,23 +137,24 @@ async def get_chat(request: Request) -> Response:
         return sse.single(StreamEvent("chat-error", {"code": e.code.value, "message": e.message}))
     after, tag = sse.last_event_id(request.headers.get("last-event-id"))
     through_queue = request.query_params.get("follow") == "queue"  # on into the queued runs that follow
-    answer = await _services(request).runs().follow_batches(cid, after, tag, through_queue)
+    answer = await _services(request).runs().follow_batches(cid, after, tag, through_queue, by=principal_of(request))
     if isinstance(answer, StreamEvent):
         return sse.single(answer)
     state = request.app.state
-    return sse.follow(answer, state.ping_seconds, state.closing)
+    return sse.follow(answer, state.ping_seconds, state.closing, allowed=recheck_of(request))
 
 
 async def cancel_chat(request: Request) -> Response:
     """200 once the run is stopped; 202 when its owner has not stopped it yet."""
     body = await read_json(request, {"conversation"})
-    result = await _services(request).runs().cancel(Cancel(parse_conversation_id(body.get("conversation"))))
+    result = await _services(request).runs().cancel(Cancel(parse_conversation_id(body.get("conversation"))),
+                                                    by=principal_of(request))
     payload = {"conversation": result.conversation_id, "run": result.run_id, "status": result.status.value}
     return JSONResponse(payload, status_code=202 if result.status is RunStatus.RUNNING else 200)
 
 
 async def list_conversations(request: Request) -> Response:
-    service = _services(request).conversations()
+    service, by = _services(request).conversations(), principal_of(request)
     params = request.query_params
     unknown = set(params) - {"limit", "before", "q", "idPrefix"}
     if unknown:
@@ -160,14 +162,14 @@ async def list_conversations(request: Request) -> Response:
     if "idPrefix" in params:  # an extension (docs/contract-extensions.md): the CLI's short ids
         if len(params) > 1:
             raise InvalidInput("idPrefix is not combined with other parameters")
-        found = await service.find(params["idPrefix"])
+        found = await service.find(params["idPrefix"], by=by)
         return JSONResponse({"conversations": [summary_dto(c) for c in found]})
     if "limit" in params or "before" in params:
-        page = await service.page(params.get("limit"), params.get("before"), params.get("q"))
+        page = await service.page(params.get("limit"), params.get("before"), params.get("q"), by=by)
         items, cursor = page.conversations, page.next_cursor
     else:
         try:
-            items, cursor = await service.list(params.get("q")), None
+            items, cursor = await service.list(params.get("q"), by=by), None
         except SophosError:
             raise  # a storage failure is a 503, not a fetch error
         except Exception as e:
@@ -179,10 +181,10 @@ async def list_conversations(request: Request) -> Response:
 
 
 async def get_conversation(request: Request) -> Response:
-    service = _services(request).conversations()
-    conv = await service.summary(request.path_params["conversation_id"])
+    service, by = _services(request).conversations(), principal_of(request)
+    conv = await service.summary(request.path_params["conversation_id"], by=by)
     try:
-        detail = await service.get(conv.id)
+        detail = await service.get(conv.id, by=by)
     except SophosError:
         raise  # a storage failure is a 503, not a load error
     except Exception as e:
@@ -192,7 +194,7 @@ async def get_conversation(request: Request) -> Response:
     if live is not None:  # lets a reloaded page show what precedes the run, then replay it
         body["activeRun"] = {"id": live.run_id, "baseMessageCount": live.base_count}
     body.update(pending_dto(detail))
-    body.update(queue_dto(await _services(request).queue().waiting(conv.id)))
+    body.update(queue_dto(await _services(request).queue().waiting(conv.id, by=by)))
     return JSONResponse(body)
 
 
@@ -204,15 +206,15 @@ async def patch_conversation(request: Request) -> Response:
     if not body:
         raise InvalidInput("title, model, system or activeBranch is required")
     change = settings_change(body)  # checked before anything is written
-    service = _services(request).conversations()
+    service, by = _services(request).conversations(), principal_of(request)
     cid = request.path_params["conversation_id"]
-    conv = await service.summary(cid)
+    conv = await service.summary(cid, by=by)
     if not change.empty:
-        conv = await service.configure(cid, change)
+        conv = await service.configure(cid, change, by=by)
     if "title" in body:
-        conv = await service.rename(cid, body["title"])
+        conv = await service.rename(cid, body["title"], by=by)
     if "activeBranch" in body:
-        detail = await service.switch_branch(cid, body["activeBranch"])
+        detail = await service.switch_branch(cid, body["activeBranch"], by=by)
         return JSONResponse(detail_dto(detail))
     return JSONResponse({"conversation": settings_dto(conv) if not change.empty else summary_dto(conv)})
 
@@ -234,14 +236,15 @@ async def patch_queued(request: Request) -> Response:
     """Edit a queued message's text while it waits (`{"message": ...}`)."""
     body = await read_json(request, {"message"})
     cid = parse_conversation_id(request.path_params["conversation_id"])
-    edited = await _services(request).queue().edit(cid, request.path_params["queued_id"], body.get("message"))
+    edited = await _services(request).queue().edit(cid, request.path_params["queued_id"], body.get("message"),
+                                                   by=principal_of(request))
     return JSONResponse({"conversation": cid, "queued": queued_dto(edited)})
 
 
 async def delete_queued(request: Request) -> Response:
     """Drop a queued message before it starts."""
     cid = parse_conversation_id(request.path_params["conversation_id"])
-    await _services(request).queue().drop(cid, request.path_params["queued_id"])
+    await _services(request).queue().drop(cid, request.path_params["queued_id"], by=principal_of(request))
     return Response(status_code=204)
 
 
@@ -250,37 +253,38 @@ async def fork_conversation(request: Request) -> Response:
     body = await read_json(request, {"messageIndex"})
     if "messageIndex" not in body:
         raise InvalidInput("messageIndex is required")
-    conv = await _services(request).conversations().fork(request.path_params["conversation_id"], body["messageIndex"])
+    conv = await _services(request).conversations().fork(request.path_params["conversation_id"], body["messageIndex"],
+                                                         by=principal_of(request))
     return JSONResponse({"conversation": summary_dto(conv)}, status_code=201)
 
 
 async def delete_conversation(request: Request) -> Response:
-    await _services(request).conversations().delete(request.path_params["conversation_id"])
+    await _services(request).conversations().delete(request.path_params["conversation_id"], by=principal_of(request))
     return Response(status_code=204)
 
 
 async def export_conversation(request: Request) -> Response:
-    service = _services(request).conversations()
+    service, by = _services(request).conversations(), principal_of(request)
     cid = request.path_params["conversation_id"]
     if request.query_params.get("format") == "json":  # every branch, read back by import
         return await transfer.export_json(request, cid)
     if request.query_params.get("format") == "jsonl":
-        conv, text = await service.export_jsonl(cid)
+        conv, text = await service.export_jsonl(cid, by=by)
         media, name = "application/x-ndjson; charset=utf-8", f"{conv.id}.checkpoints.jsonl"
     else:
-        conv, text = await service.export_markdown(cid)
+        conv, text = await service.export_markdown(cid, by=by)
         media, name = "text/markdown; charset=utf-8", f"{conv.id}.md"
     headers = {"Content-Disposition": f'attachment; filename="{name}"'}
     return Response(text, headers=headers, media_type=media)
 
 
 async def list_allow_rules(request: Request) -> Response:
-    rules = await _services(request).allow_rules().list()
+    rules = await _services(request).allow_rules().list(by=principal_of(request))
     return JSONResponse({"alwaysAllowed": [{"tool": r.tool, "since": iso(r.since)} for r in rules]})
 
 
 async def revoke_allow_rule(request: Request) -> Response:
-    await _services(request).allow_rules().revoke(request.path_params["tool"])
+    await _services(request).allow_rules().revoke(request.path_params["tool"], by=principal_of(request))
     return Response(status_code=204)
 
 
@@ -289,7 +293,8 @@ async def search(request: Request) -> Response:
     unknown = set(params) - {"q", "limit", "before"}
     if unknown:
         raise InvalidInput(f"Unknown parameter(s): {', '.join(sorted(unknown))}")
-    page = await _services(request).search().search(params.get("q"), params.get("limit"), params.get("before"))
+    page = await _services(request).search().search(params.get("q"), params.get("limit"), params.get("before"),
+                                                    by=principal_of(request))
     return JSONResponse({"results": [search_result_dto(r) for r in page.results], "nextCursor": page.next_cursor})
 
 

@@ -16,10 +16,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from domain.errors import InvalidInput
+from domain.errors import InvalidInput, StorageFailure
+from domain.principals import Principal
 from domain.sessions import attempt_source
 from entrypoints.bundle import Services
 from entrypoints.http.errors import error_response
+from entrypoints.http.principal import principal_of
 from entrypoints.http.routes import read_json
 from services.sessions import SessionService, token_bytes
 
@@ -55,20 +57,54 @@ def _cookie(request: Request) -> str:
     return str(request.app.state.session_cookie)
 
 
-async def authenticated(request: Request, sessions: SessionService, cookie: str) -> bool:
-    """Whether the request carries the token as a bearer (which then decides alone: a wrong
-    one counts as a failed login) or a live session cookie. TooManyAttempts when a bearer
-    comes from an address that failed too often lately."""
+async def resolve(request: Request, sessions: SessionService, cookie: str) -> Principal | None:
+    """Whom the request acts as: a bearer token (which then decides alone: a wrong one
+    counts as a failed login), else a live session cookie; None when neither names anyone.
+    TooManyAttempts when a bearer comes from an address that failed too often lately."""
+    proxy = sessions.proxy
+    named = request.headers.get(proxy.header) if proxy is not None else None
+    if named is not None:
+        found = await sessions.principal_of_proxy(named, request.client.host if request.client else "")
+        if found is not None:
+            return found
     given = bearer_credentials(request.headers.get("authorization", ""))
     if given is not None:
-        return sessions.bearer(given, client_address(request))
-    return await sessions.valid(request.cookies.get(cookie, ""))
+        return await sessions.principal_of_bearer(given, client_address(request))
+    return await sessions.principal_of_session(request.cookies.get(cookie, ""))
+
+
+async def still_allowed(request: Request, sessions: SessionService, cookie: str) -> bool:
+    """Whether the request's credentials still name someone (for a stream in progress): as
+    `resolve`, but a bearer that stopped working is not counted as a failed login. While
+    the storage cannot answer, a stream that was allowed stays open: it then carries the
+    run's own STORAGE_FAILURE to its end, and the next check decides."""
+    try:
+        return await _still_allowed(request, sessions, cookie)
+    except StorageFailure:
+        return True
+
+
+async def _still_allowed(request: Request, sessions: SessionService, cookie: str) -> bool:
+    if not await sessions.needed():
+        return True
+    proxy = sessions.proxy
+    named = request.headers.get(proxy.header) if proxy is not None else None
+    if named is not None and await sessions.principal_of_proxy(named, request.client.host if request.client else ""):
+        return True
+    given = bearer_credentials(request.headers.get("authorization", ""))
+    if given is not None:
+        return await sessions.bearer_still_valid(given)
+    return await sessions.principal_of_session(request.cookies.get(cookie, "")) is not None
+
+
+async def authenticated(request: Request, sessions: SessionService, cookie: str) -> bool:
+    return await resolve(request, sessions, cookie) is not None
 
 
 async def get_session(request: Request) -> Response:
     """Whether a login is needed and whether this browser has one."""
     sessions = _sessions(request)
-    if not sessions.required:
+    if not await sessions.needed():
         return JSONResponse({"required": False, "authenticated": True})
     return JSONResponse({"required": True, "authenticated": await authenticated(request, sessions, _cookie(request))})
 
@@ -79,11 +115,13 @@ async def login(request: Request) -> Response:
     if not isinstance(given, str) or not given:
         raise InvalidInput("token is required")
     sessions = _sessions(request)
-    if not sessions.required:
+    if not await sessions.needed():
         return JSONResponse({"required": False, "authenticated": True})
     session_id = await sessions.login(token_bytes(given), client_address(request))
     if session_id is None:
-        return error_response(401, "UNAUTHORIZED", "That token is not the server's API_TOKEN")
+        # the single-token wording, unchanged, until users exist
+        users = " nor a user's token" if sessions.users_seen else ""
+        return error_response(401, "UNAUTHORIZED", f"That token is not the server's API_TOKEN{users}")
     response = JSONResponse({"required": True, "authenticated": True})
     response.set_cookie(
         _cookie(request),
@@ -111,8 +149,8 @@ async def logout(request: Request) -> Response:
 
 
 async def logout_everywhere(request: Request) -> Response:
-    """Ends every session (the guard lets only an authenticated request this far)."""
-    await _sessions(request).logout_everywhere()
+    """Ends every session of the caller (the guard lets only an authenticated request this far)."""
+    await _sessions(request).logout_everywhere(principal_of(request))
     return _logged_out(request)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from starlette.responses import StreamingResponse
@@ -13,6 +13,7 @@ from starlette.responses import StreamingResponse
 from domain.events import StreamEvent
 from services.hub import TERMINAL_EVENTS, Batch, RunStream, run_tag
 
+RECHECK_SECONDS = 1.0  # how often a stream asks whether its credentials still name someone
 HEADERS = {
     "Cache-Control": "no-cache, no-transform",
     "Connection": "keep-alive",
@@ -47,21 +48,28 @@ def single(event: StreamEvent) -> StreamingResponse:
 
 
 def follow(
-    events: RunStream, ping_seconds: float, closing: asyncio.Event, headers: dict[str, str] | None = None
+    events: RunStream, ping_seconds: float, closing: asyncio.Event, headers: dict[str, str] | None = None,
+    allowed: Callable[[], Awaitable[bool]] | None = None, recheck_seconds: float = RECHECK_SECONDS,
 ) -> StreamingResponse:
     """Stream a run's events up to its last one, the events that were ready together in one
     write; a `ping` every `ping_seconds` meanwhile. Ends early, with no error, when `closing`
     is set. Event ids are `<n>@<run tag>`: the contract's per-run number, and the run it
     belongs to, so a reconnect after another run started (EventSource resends the last id it
-    saw) cannot skip the new run's events."""
+    saw) cannot skip the new run's events. `allowed` is asked every `recheck_seconds`
+    whether the request's credentials still name someone: a log-out, a revoked token or a
+    disabled user ends the stream within that time."""
     async def body() -> AsyncIterator[bytes]:
         closed: asyncio.Future[Any] = asyncio.ensure_future(closing.wait())
         pending: asyncio.Future[Batch] | None = None
+        clock = asyncio.get_running_loop().time
+        next_ping = clock() + ping_seconds
+        next_check = clock() + recheck_seconds if allowed is not None else float("inf")
         try:
             while True:
                 if pending is None:
                     pending = asyncio.ensure_future(anext(events))
-                done, _ = await asyncio.wait({pending, closed}, timeout=ping_seconds, return_when=asyncio.FIRST_COMPLETED)
+                timeout = max(0.0, min(next_ping, next_check) - clock())
+                done, _ = await asyncio.wait({pending, closed}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
                 if pending in done:
                     try:
                         batch = pending.result()
@@ -70,12 +78,19 @@ def follow(
                     pending = None
                     tag = run_tag(events.run_id)
                     yield b"".join(format_event(event.event, event.data, f"{event_id}@{tag}") for event_id, event in batch)
+                    next_ping = clock() + ping_seconds
                     if batch[-1][1].event in TERMINAL_EVENTS and not events.chained:
                         return
                 elif closed in done:
                     return
                 else:
-                    yield format_event("ping", "")
+                    if allowed is not None and clock() >= next_check:
+                        if not await allowed():
+                            return
+                        next_check = clock() + recheck_seconds
+                    if clock() >= next_ping:
+                        yield format_event("ping", "")
+                        next_ping = clock() + ping_seconds
         finally:
             closed.cancel()
             if pending is not None:

@@ -37,6 +37,7 @@ ROUTES = [
     Route(T, threads.get_thread, methods=["GET"]),
     Route(T, threads.patch_thread, methods=["PATCH"]),
     Route(T, threads.delete_thread, methods=["DELETE"]),
+    Route(T + "/copy", threads.copy_thread, methods=["POST"]),
     Route(T + "/state", threads.get_state, methods=["GET"]),
     Route(T + "/state", threads.update_state, methods=["POST"]),
     Route(T + "/state/{checkpoint_id}", threads.get_state_at, methods=["GET"]),

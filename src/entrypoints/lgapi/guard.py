@@ -16,6 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from domain.errors import SophosError
 from entrypoints.http.errors import domain_error_response, error_response
 from entrypoints.http.guard import HostPolicy, parse_authority, same_origin
+from entrypoints.http.principal import set_principal
 from entrypoints.http.session import bearer_credentials, client_address
 from services.sessions import SessionService
 
@@ -90,14 +91,20 @@ class LangGraphGuard:
         if cross and allowed_origin is None and (request.method not in SAFE_METHODS or request.method == "OPTIONS"):
             return error_response(403, "FORBIDDEN", "Cross-origin requests are refused; allow the origin with "
                                   "LANGGRAPH_API_CORS_ORIGINS")
-        if request.method == "OPTIONS" or not self.token or request.url.path in OPEN_PATHS:
+        if request.method == "OPTIONS" or request.url.path in OPEN_PATHS:
             return None
         credentials = _given_token(request.headers)
+        sessions = self.sessions()
         try:
-            allowed = credentials is not None and self.sessions().bearer(credentials, client_address(request))
-        except SophosError as e:  # too many failed attempts from this address
+            if credentials is None:
+                # no credentials: the bootstrap admin while no login is needed, else refused
+                principal = await sessions.principal_of_session("") if not await sessions.needed() else None
+            else:
+                principal = await sessions.principal_of_bearer(credentials, client_address(request))
+        except SophosError as e:  # too many failed attempts from this address; the store failing
             return domain_error_response(e)
-        if not allowed:
-            return error_response(401, "UNAUTHORIZED", "The server's API_TOKEN is required (X-Api-Key or a bearer)",
-                                  {"WWW-Authenticate": "Bearer"})
+        if principal is None:
+            return error_response(401, "UNAUTHORIZED", "The server's API_TOKEN or a user's token is required "
+                                  "(X-Api-Key or a bearer)", {"WWW-Authenticate": "Bearer"})
+        set_principal(request.scope, principal)
         return None

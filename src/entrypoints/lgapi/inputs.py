@@ -12,6 +12,7 @@ from domain.approvals import ApprovalRequest, Decision, DecisionType, parse_deci
 from domain.commands import Edit, Regenerate, Resume, SendMessage, StartRun, check_message
 from domain.errors import DecisionRequired, InvalidInput, StaleDecision
 from domain.model import CheckpointSummary, Message, UserMessage
+from domain.queue import Multitask
 
 RUN_FIELDS = frozenset({
     "assistant_id", "input", "command", "stream_mode", "stream_subgraphs", "stream_resumable", "config", "context",
@@ -47,12 +48,18 @@ def needs_thread(body: Mapping[str, Any]) -> bool:
     return any(isinstance(m, dict) and m.get("type", m.get("role")) == "tool" for m in items)
 
 
+def strategy(body: Mapping[str, Any]) -> Multitask:
+    """What a run on a busy thread does (`multitask_strategy`, Sophos's Multitask: reject,
+    enqueue, interrupt = steer, rollback); none is LangGraph's default, reject."""
+    raw = body.get("multitask_strategy")
+    if raw is not None and not (isinstance(raw, str) and raw in Multitask.__members__.values()):
+        raise InvalidInput('multitask_strategy must be "reject", "enqueue", "interrupt" or "rollback"')
+    return Multitask(raw) if raw is not None else Multitask.REJECT
+
+
 def check_options(body: Mapping[str, Any]) -> None:
     """Refuse what Sophos does not do (yet), with a clear 400 instead of a silent no."""
-    strategy = body.get("multitask_strategy")
-    if strategy not in (None, "reject"):
-        raise InvalidInput(f"multitask_strategy {strategy!r} is not supported: a thread runs one run at a time "
-                           "and a second one is refused (409), as with \"reject\"")
+    strategy(body)
     for key in ("interrupt_before", "interrupt_after"):
         if body.get(key):
             raise InvalidInput(f"{key} is not supported: tool calls wait for approval by the server's TOOL_APPROVAL")
@@ -60,8 +67,11 @@ def check_options(body: Mapping[str, Any]) -> None:
         raise InvalidInput("webhook is not supported")
     if body.get("after_seconds"):
         raise InvalidInput("after_seconds is not supported: runs start at once")
-    if body.get("on_disconnect") not in (None, "continue"):
-        raise InvalidInput("on_disconnect must be \"continue\": a run goes on when its stream is closed")
+    # `cancel` (what useStream sends by default) is taken as `continue`: a run is durable and
+    # goes on when its stream closes (a reload re-joins it); a client stops it with cancel
+    if body.get("on_disconnect") not in (None, "continue", "cancel"):
+        raise InvalidInput("on_disconnect must be \"continue\" (or \"cancel\", taken as continue: a run goes on "
+                           "when its stream is closed)")
 
 
 def _text(content: object) -> str:
@@ -187,7 +197,7 @@ def run_command(body: Mapping[str, Any], view: ThreadView) -> StartRun:
     if command is not None:
         if not isinstance(command, dict) or set(command) - {"resume"} or "resume" not in command:
             raise InvalidInput("Only command.resume is supported (no update, goto)")
-        if body.get("input") is not None:
+        if body.get("input") not in (None, {}):  # useStream's `submit({}, {command})` sends an empty input
             raise InvalidInput("input and command cannot be combined")
         return Resume(view.thread_id, None, decisions_of(command["resume"], view.waiting))
     text = _human_text(body.get("input"), view)
@@ -196,7 +206,9 @@ def run_command(body: Mapping[str, Any], view: ThreadView) -> StartRun:
         return _from_checkpoint(view, checkpoint, text)
     if text is None:
         return Resume(view.thread_id)
-    return SendMessage(text, view.thread_id)
+    # a resume, an edit or a regenerate is refused on a busy thread whatever the strategy:
+    # it answers or forks the thread as it is, which a run still changes
+    return SendMessage(text, view.thread_id, multitask=strategy(body))
 
 
 def _from_checkpoint(view: ThreadView, checkpoint: str, text: str | None) -> StartRun:

@@ -2,24 +2,33 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any
 from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from domain.commands import Cancel, Resume
-from domain.errors import ConversationNotFound, InvalidInput, NotSupported, SophosError
+from domain.commands import Cancel, Resume, SendMessage
+from domain.errors import ConversationNotFound, InvalidInput, NotSupported, QueuedNotFound, SophosError
+from domain.events import StreamEvent
 from domain.model import CheckpointSummary, Message, Run, RunStatus, new_id
+from domain.queue import Multitask, QueuedMessage, queue_held
+from entrypoints.http.principal import principal_of
 from entrypoints.lgapi import shapes
 from entrypoints.lgapi.inputs import RUN_FIELDS, ThreadView, checkpoint_id, needs_thread, run_command
 from entrypoints.lgapi.stream import Projector, ReadThread, parse_modes, stream_response
 from entrypoints.lgapi.threads import bounded, branch_of, read_body, services, thread_body, thread_id, view
 from services.handles import StartedRun
-from services.hub import TERMINAL_EVENTS, RunStream, run_tag
+from services.hub import TERMINAL_EVENTS, Batch, RunStream, run_tag
+
+# a queued run that will not start by itself: what a stream of it ends with
+HELD = StreamEvent("chat-error", {"code": "QUEUE_HELD", "message": (
+    "The run before it failed or was cancelled, so the queue is held: the run is still pending. "
+    "Cancel it (it is dropped) and send the message again")})
 
 _LAST_ID = re.compile(r"([0-9]{1,15})@([0-9a-f]{8})")
 
@@ -40,9 +49,11 @@ def _headers(tid: str, rid: str, stateless: bool = False, modes: tuple[str, ...]
     return {"Content-Location": where, "Location": f"/threads/{tid}/runs/{rid}/stream" + (f"?{query}" if query else "")}
 
 
-async def _start(request: Request, tid: str | None) -> tuple[dict[str, Any], str, StartedRun]:
-    """Parse a run request and start its run: (body, thread id, started run). A thread the
-    run makes (stateless, `if_not_exists: create`) is made once the request is known good."""
+async def _start(request: Request, tid: str | None) -> tuple[dict[str, Any], str, StartedRun | QueuedMessage]:
+    """Parse a run request and start its run: (body, thread id, started run, or the
+    message queued behind the thread's active run: `multitask_strategy` enqueue or
+    interrupt). A thread the run makes (stateless, `if_not_exists: create`) is made once
+    the request is known good."""
     body = await read_body(request, set(RUN_FIELDS))
     if not shapes.is_assistant(body.get("assistant_id")):
         raise ConversationNotFound(f"Assistant {str(body.get('assistant_id'))[:64]!r} not found: "
@@ -54,17 +65,19 @@ async def _start(request: Request, tid: str | None) -> tuple[dict[str, Any], str
     fresh = tid is None
     if tid is not None and body.get("if_not_exists") == "create":
         try:
-            await conversations.summary(tid)
+            await conversations.summary(tid, by=principal_of(request))
         except ConversationNotFound:
             fresh = True
     cid = tid or new_id()
     if fresh:
         command = run_command(body, ThreadView(cid, (), (), 0, None, ()))
-        await conversations.create(cid)
+        await conversations.create(cid, by=principal_of(request))
     else:
         v = await _thread_for(request, cid, body) if needs_thread(body) else ThreadView(cid, (), (), 0, None, ())
         command = run_command(body, v)
-    return body, cid, await services(request).runs().start(command)
+    if isinstance(command, SendMessage) and command.multitask is not Multitask.REJECT:
+        return body, cid, await services(request).queue().send(command, by=principal_of(request))
+    return body, cid, await services(request).runs().start(command, by=principal_of(request))
 
 
 async def _thread_for(request: Request, cid: str, body: dict[str, Any]) -> ThreadView:
@@ -79,8 +92,8 @@ async def _thread_for(request: Request, cid: str, body: dict[str, Any]) -> Threa
     if number is None:
         return v  # run_command refuses an unknown checkpoint
     conversations = services(request).conversations()
-    own = [c.checkpoint_id for c in await conversations.checkpoint_log(cid) if c.branch == number]
-    await conversations.switch_branch(cid, number)
+    own = [c.checkpoint_id for c in await conversations.checkpoint_log(cid, by=principal_of(request)) if c.branch == number]
+    await conversations.switch_branch(cid, number, by=principal_of(request))
     if own and own[-1] == checkpoint:  # the head it was left at: the thread's head once switched
         body.pop("checkpoint", None)
         body.pop("checkpoint_id", None)
@@ -90,14 +103,85 @@ async def _thread_for(request: Request, cid: str, body: dict[str, Any]) -> Threa
 def _read(request: Request, tid: str) -> ReadThread:
     async def read() -> tuple[Sequence[Message], Sequence[CheckpointSummary]]:
         conversations = services(request).conversations()
-        messages = (await conversations.get(tid)).messages
-        return messages, await conversations.checkpoint_log(tid)
+        messages = (await conversations.get(tid, by=principal_of(request))).messages
+        return messages, await conversations.checkpoint_log(tid, by=principal_of(request))
     return read
 
 
-async def _one(started: StartedRun) -> AsyncIterator[tuple[str, RunStream]]:
+async def _one(request: Request, started: StartedRun | QueuedMessage) -> AsyncIterator[tuple[str, RunStream]]:
+    if isinstance(started, QueuedMessage):
+        async for item in _pending(request, started.conversation_id, started.id):
+            yield item
+        return
     assert started.events is not None  # a run this process started always has its stream
     yield started.run_id, started.events()
+
+
+async def _find(request: Request, cid: str, rid: str) -> Run | None:
+    """Run `rid` of thread `cid`, None when the thread has no such run (404 for no thread)."""
+    conversations = services(request).conversations()
+    try:
+        return await conversations.run(cid, rid, by=principal_of(request))
+    except ConversationNotFound:
+        await conversations.summary(cid, by=principal_of(request))
+        return None
+
+
+async def _waiting(request: Request, cid: str, rid: str) -> QueuedMessage | None:
+    """The message waiting in the thread's queue whose run will have the id `rid`."""
+    return next((q for q in await services(request).queue().waiting(cid, by=principal_of(request)) if q.id == rid), None)
+
+
+async def _started(request: Request, cid: str, qid: str) -> Run | None:
+    """The run of queued message `qid` once it has started (the store gives it the
+    message's id); None when the message left the queue without one (dropped, or its
+    thread deleted), when the queue is held (domain.queue.queue_held: it waits for a
+    person) or the server is closing."""
+    closing: asyncio.Event = request.app.state.closing
+    poll = services(request).runs().poll_seconds
+    while not closing.is_set():
+        try:
+            found = await _find(request, cid, qid)
+        except ConversationNotFound:
+            return None
+        if found is not None:
+            return found
+        if await _waiting(request, cid, qid) is None:  # started between the two reads, or dropped
+            with contextlib.suppress(ConversationNotFound):
+                return await _find(request, cid, qid)
+            return None
+        latest = await services(request).conversations().runs_of(cid, 1, by=principal_of(request))
+        if queue_held(latest[0] if latest else None):
+            return None
+        await asyncio.sleep(poll)
+    return None
+
+
+async def _pending(request: Request, cid: str, qid: str) -> AsyncIterator[tuple[str, RunStream]]:
+    """The runs of a queued message: its own once it starts (the wait is inside the stream,
+    so the response's heartbeats go on while it waits), then, after a crash, the run that
+    resumed it."""
+    started: list[Run] = []
+
+    async def first() -> AsyncGenerator[Batch, None]:
+        run = await _started(request, cid, qid)
+        if run is None:
+            with contextlib.suppress(ConversationNotFound):
+                if await _waiting(request, cid, qid) is not None:
+                    yield [(1, HELD)]
+            return
+        started.append(run)
+        stream = await services(request).runs().follow_run(run, 0)
+        async with contextlib.aclosing(stream):
+            async for batch in stream:
+                yield batch
+
+    yield qid, RunStream(qid, first())
+    if started:
+        after = await _resumer(request, started[0])
+        if after is not None:
+            async for item in _chain(request, after, 0):
+                yield item
 
 
 async def stream_run(request: Request) -> Response:
@@ -111,16 +195,22 @@ async def stream_stateless(request: Request) -> Response:
 async def _stream_new(request: Request, tid: str | None) -> Response:
     body, cid, started = await _start(request, tid)
     modes = _modes(body.get("stream_mode"))
-    base = (await services(request).conversations().run(cid, started.run_id)).base_count
-    projector = Projector(modes, cid, started.run_id, _read(request, cid), base)
+    if isinstance(started, QueuedMessage):  # its run starts later: the thread as it is now
+        rid, base = started.id, None
+    else:
+        rid, base = started.run_id, (await services(request).conversations().run(cid, started.run_id, by=principal_of(request))).base_count
+    projector = Projector(modes, cid, rid, _read(request, cid), base)
     state = request.app.state
-    return stream_response(projector, _one(started), state.ping_seconds, state.closing,
-                           _headers(cid, started.run_id, tid is None, modes))
+    return stream_response(projector, _one(request, started), state.ping_seconds, state.closing,
+                           _headers(cid, rid, tid is None, modes))
 
 
 async def create_run(request: Request) -> Response:
-    _, cid, started = await _start(request, thread_id(request))
-    run = await services(request).conversations().run(cid, started.run_id)
+    body, cid, started = await _start(request, thread_id(request))
+    if isinstance(started, QueuedMessage):
+        return JSONResponse(shapes.queued_run_dict(started, str(body["multitask_strategy"])),
+                            headers=_headers(cid, started.id))
+    run = await services(request).conversations().run(cid, started.run_id, by=principal_of(request))
     return JSONResponse(shapes.run_dict(run), headers=_headers(cid, run.id))
 
 
@@ -149,18 +239,21 @@ async def wait_stateless(request: Request) -> Response:
 
 async def _wait_new(request: Request, tid: str | None) -> Response:
     _, cid, started = await _start(request, tid)
-    async for _, stream in _one(started):
+    async for _, stream in _one(request, started):
         await _drain(stream)
-    return JSONResponse(await _values(request, cid), headers=_headers(cid, started.run_id, tid is None))
+    rid = started.id if isinstance(started, QueuedMessage) else started.run_id
+    return JSONResponse(await _values(request, cid), headers=_headers(cid, rid, tid is None))
 
 
 async def list_runs(request: Request) -> Response:
     params = request.query_params
     limit = bounded(_int(params.get("limit")), "limit", 10, 1)
     offset = bounded(_int(params.get("offset")), "offset", 0, 0, MAX_RUNS)
-    runs = await services(request).conversations().runs_of(thread_id(request), min(limit + offset, MAX_RUNS))
+    runs = await services(request).conversations().runs_of(thread_id(request), min(limit + offset, MAX_RUNS), by=principal_of(request))
     status = params.get("status")
-    out = [shapes.run_dict(r) for r in runs]
+    waiting = await services(request).queue().waiting(thread_id(request), by=principal_of(request))
+    # newest first: the last queued message runs last
+    out = [shapes.queued_run_dict(q) for q in reversed(waiting)] + [shapes.run_dict(r) for r in runs]
     if status:
         out = [r for r in out if r["status"] == status]
     return JSONResponse(out[offset:offset + limit])
@@ -179,11 +272,23 @@ def _int(raw: str | None) -> int | None:
 
 
 async def _run(request: Request) -> Run:
-    return await services(request).conversations().run(thread_id(request), str(request.path_params["run_id"]))
+    return await services(request).conversations().run(thread_id(request), str(request.path_params["run_id"]), by=principal_of(request))
+
+
+async def _run_or_queued(request: Request) -> Run | QueuedMessage:
+    """The run the path names, or the queued message whose run it will be (404 neither)."""
+    cid, rid = thread_id(request), str(request.path_params["run_id"])
+    found: Run | QueuedMessage | None = await _find(request, cid, rid)
+    if found is None:
+        found = await _waiting(request, cid, rid) or await _find(request, cid, rid)  # it may have just started
+    if found is None:
+        raise ConversationNotFound("Run Not Found")
+    return found
 
 
 async def get_run(request: Request) -> Response:
-    return JSONResponse(shapes.run_dict(await _run(request)))
+    found = await _run_or_queued(request)
+    return JSONResponse(shapes.queued_run_dict(found) if isinstance(found, QueuedMessage) else shapes.run_dict(found))
 
 
 async def delete_run(request: Request) -> Response:
@@ -192,18 +297,26 @@ async def delete_run(request: Request) -> Response:
 
 
 async def join_run(request: Request) -> Response:
-    run = await _run(request)
-    async for _, stream in _chain(request, run, 0):
+    found = await _run_or_queued(request)
+    runs = _one(request, found) if isinstance(found, QueuedMessage) else _chain(request, found, 0)
+    async for _, stream in runs:
         await _drain(stream)
-    return JSONResponse(await _values(request, run.conversation_id))
+    return JSONResponse(await _values(request, found.conversation_id))
 
 
 async def join_stream(request: Request) -> Response:
     """Re-join: after the Last-Event-ID this server sent (`<n>@<run tag>`), or from the
     start (`-1`, or none). A run that a crash stopped is followed by the run that resumed
     it; if none did, the re-join resumes it (what AUTO_RESUME does at start-up)."""
-    run = await _run(request)
-    modes = _modes(request.query_params.getlist("stream_mode") or None)
+    found = await _run_or_queued(request)
+    # the Python SDK sends `stream_mode=` (empty) when none is given: the default
+    modes = _modes([m for m in request.query_params.getlist("stream_mode") if m] or None)
+    if isinstance(found, QueuedMessage):  # nothing sent yet: from the start, once it starts
+        cid, qid = found.conversation_id, found.id
+        state = request.app.state
+        return stream_response(Projector(modes, cid, qid, _read(request, cid)), _one(request, found),
+                               state.ping_seconds, state.closing, _headers(cid, qid, modes=modes))
+    run = found
     given = (request.headers.get("last-event-id") or "").strip()
     m = _LAST_ID.fullmatch(given)
     after = int(m[1]) if m else 0
@@ -227,7 +340,7 @@ def run_tag_of(run_id: str) -> str:
 async def _successor(request: Request, run: Run) -> Run | None:
     """The run that resumed `run` after a crash: the thread's next run, if `run` was
     interrupted and that one started after it."""
-    latest = (await services(request).conversations().runs_of(run.conversation_id, 1))
+    latest = (await services(request).conversations().runs_of(run.conversation_id, 1, by=principal_of(request)))
     if not latest or latest[0].id == run.id or latest[0].started_at < run.started_at:
         return None
     return latest[0]
@@ -235,28 +348,40 @@ async def _successor(request: Request, run: Run) -> Run | None:
 
 async def _chain(request: Request, run: Run, after: int) -> AsyncIterator[tuple[str, RunStream]]:
     runs = services(request).runs()
-    conversations = services(request).conversations()
     while True:
         yield run.id, await runs.follow_run(run, after)
-        ended = await conversations.run(run.conversation_id, run.id)
-        if ended.status is not RunStatus.INTERRUPTED:
-            return
-        successor = await _successor(request, ended)
-        if successor is None:
-            with contextlib.suppress(SophosError):  # not resumable, or a decision is needed: it stays stopped
-                started = await runs.start(Resume(run.conversation_id))
-                successor = await conversations.run(run.conversation_id, started.run_id)
-        if successor is None:
-            successor = await _successor(request, ended)  # another client's resume won
+        successor = await _resumer(request, run)
         if successor is None:
             return
         run, after = successor, 0
 
 
+async def _resumer(request: Request, run: Run) -> Run | None:
+    """After `run`'s stream ended: the run that goes on with it if a crash stopped it (the
+    one that resumed it, or a resume started here), else None."""
+    conversations = services(request).conversations()
+    ended = await conversations.run(run.conversation_id, run.id, by=principal_of(request))
+    if ended.status is not RunStatus.INTERRUPTED:
+        return None
+    successor = await _successor(request, ended)
+    if successor is None:
+        with contextlib.suppress(SophosError):  # not resumable, or a decision is needed: it stays stopped
+            started = await services(request).runs().start(Resume(run.conversation_id), by=principal_of(request))
+            successor = await conversations.run(run.conversation_id, started.run_id, by=principal_of(request))
+    if successor is None:
+        successor = await _successor(request, ended)  # another client's resume won
+    return successor
+
+
 async def cancel_run(request: Request) -> Response:
-    run = await _run(request)
     if request.query_params.get("action", "interrupt") != "interrupt":
         raise InvalidInput('action must be "interrupt": a rollback is not supported')
+    found = await _run_or_queued(request)
+    if isinstance(found, QueuedMessage):  # a pending run: it never starts
+        with contextlib.suppress(QueuedNotFound):  # it started meanwhile: cancelled below
+            await services(request).queue().drop(found.conversation_id, found.id, by=principal_of(request))
+            return JSONResponse({**shapes.queued_run_dict(found), "status": "interrupted"})
+    run = await _run(request)
     if run.status is RunStatus.RUNNING:
-        await services(request).runs().cancel(Cancel(run.conversation_id))
+        await services(request).runs().cancel(Cancel(run.conversation_id), by=principal_of(request))
     return JSONResponse(shapes.run_dict(await _run(request)), status_code=200)

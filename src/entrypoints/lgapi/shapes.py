@@ -20,6 +20,7 @@ from domain.model import (
     UserMessage,
     iso,
 )
+from domain.queue import QueuedMessage
 
 GRAPH_ID = "agent"
 # LangGraph names a graph's default assistant uuid5(its graph namespace, graph id); the
@@ -90,13 +91,33 @@ def messages_value(messages: Sequence[Message]) -> dict[str, Any]:
 
 
 def interrupt_dict(requests: Sequence[ApprovalRequest]) -> dict[str, Any]:
-    """The calls waiting for a person as one interrupt, in the shape of LangChain's
-    human-in-the-loop middleware (`action_requests` / `review_configs`), which Agent Chat
-    UI's inbox renders. Its id is the first call's, so it stays the same until answered."""
-    actions = [{"name": r.call.name, "args": r.call.args, "description": r.description or f"Run {r.call.name}",
-                "id": r.call.id} for r in requests]
-    reviews = [{"action_name": r.call.name, "allowed_decisions": ["approve", "edit", "reject"]} for r in requests]
-    return {"value": {"action_requests": actions, "review_configs": reviews}, "id": requests[0].call.id}
+    """The calls waiting for a person as one interrupt (hitl_interrupt)."""
+    return hitl_interrupt([{"id": r.call.id, "name": r.call.name, "args": r.call.args,
+                            "description": r.description} for r in requests])
+
+
+# the older Agent Inbox's choices, all of which Sophos's decisions cover (inputs._decision)
+INBOX_CONFIG = {"allow_accept": True, "allow_edit": True, "allow_respond": True, "allow_ignore": True}
+
+
+def hitl_interrupt(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Calls waiting for a person (each with id, name, args, description) as one
+    interrupt, in the shape of LangChain's human-in-the-loop middleware (`action_requests`
+    / `review_configs`), which Agent Chat UI's inbox renders. Its id is the first call's,
+    so it stays the same until answered. A single call also carries the older Agent Inbox
+    keys (`action_request`, `config`, `description`): UIs of that generation (Agent Chat UI
+    as create-agent-chat-app ships it) then render their inbox instead of raw JSON."""
+    value: dict[str, Any] = {
+        "action_requests": [{"name": c["name"], "args": c["args"], "description": c.get("description")
+                             or f"Run {c['name']}", "id": c["id"]} for c in calls],
+        "review_configs": [{"action_name": c["name"], "allowed_decisions": ["approve", "edit", "reject"]}
+                           for c in calls],
+    }
+    if len(calls) == 1:
+        only = value["action_requests"][0]
+        value.update(action_request={"action": only["name"], "args": only["args"]}, config=dict(INBOX_CONFIG),
+                     description=only["description"])
+    return {"value": value, "id": calls[0]["id"]}
 
 
 def thread_metadata() -> dict[str, Any]:
@@ -137,6 +158,22 @@ def run_dict(run: Run) -> dict[str, Any]:
                      **({"error": {"code": run.error_code, "message": run.error_message}} if run.error_code else {})},
         "kwargs": {},
         "multitask_strategy": "reject",
+    }
+
+
+def queued_run_dict(message: QueuedMessage, strategy: str = "enqueue") -> dict[str, Any]:
+    """A message waiting in Sophos's queue as the run it becomes: its run takes the
+    message's id when it starts (ports.queue.start_queued), so the id is the run's."""
+    return {
+        "run_id": message.id,
+        "thread_id": message.conversation_id,
+        "assistant_id": ASSISTANT_ID,
+        "created_at": iso(message.created_at),
+        "updated_at": iso(message.created_at),
+        "status": "pending",
+        "metadata": {"sophos_status": "queued", "trigger": "queue", "position": message.position},
+        "kwargs": {},
+        "multitask_strategy": strategy,
     }
 
 

@@ -20,7 +20,7 @@ from starlette.responses import StreamingResponse
 
 from domain.events import StreamEvent
 from domain.model import CheckpointSummary, Message
-from entrypoints.lgapi.shapes import ASSISTANT_ID, GRAPH_ID, message_dict
+from entrypoints.lgapi.shapes import ASSISTANT_ID, GRAPH_ID, hitl_interrupt, message_dict
 from services.hub import RunStream, run_tag
 
 MODES = frozenset({"values", "updates", "messages-tuple", "messages", "custom", "events", "debug", "tasks",
@@ -133,11 +133,7 @@ class Projector:
         elif kind == "approval":
             calls = data.get("calls", []) if isinstance(data, dict) else []
             if calls:
-                interrupt = {"value": {
-                    "action_requests": [{"name": c["name"], "args": c["args"], "id": c["id"],
-                                         "description": c.get("description") or f"Run {c['name']}"} for c in calls],
-                    "review_configs": [{"action_name": c["name"], "allowed_decisions": ["approve", "edit", "reject"]}
-                                       for c in calls]}, "id": calls[0]["id"]}
+                interrupt = hitl_interrupt(calls)
                 if "updates" in self.modes:
                     out.append(("updates", {"__interrupt__": [interrupt]}))
                 if "values" in self.modes:

@@ -12,6 +12,7 @@ from starlette.responses import JSONResponse, Response
 from domain.errors import ConversationNotFound, InvalidInput, NotSupported
 from domain.model import CheckpointSummary, Conversation, RunStatus
 from entrypoints.bundle import Services
+from entrypoints.http.principal import principal_of
 from entrypoints.http.routes import read_json
 from entrypoints.lgapi import shapes
 from entrypoints.lgapi.inputs import ThreadView
@@ -64,10 +65,10 @@ def status_of(conversation: Conversation) -> str:
 
 async def view(request: Request, tid: object) -> tuple[ConversationDetail, ThreadView]:
     conversations = services(request).conversations()
-    detail = await conversations.get(tid)
+    detail = await conversations.get(tid, by=principal_of(request))
     cid = detail.conversation.id
-    head = await conversations.head(cid)
-    log = lineage(await conversations.checkpoint_log(cid), detail.branches)
+    head = await conversations.head(cid, by=principal_of(request))
+    log = lineage(await conversations.checkpoint_log(cid, by=principal_of(request)), detail.branches)
     return detail, ThreadView(cid, detail.messages, detail.pending_approvals, len(detail.pending_calls),
                               head.checkpoint_id, log)
 
@@ -78,7 +79,7 @@ def _interrupt(detail: ConversationDetail) -> dict[str, Any] | None:
 
 async def thread_body(request: Request, tid: object) -> dict[str, Any]:
     conversations = services(request).conversations()
-    detail = await conversations.get(tid)
+    detail = await conversations.get(tid, by=principal_of(request))
     interrupt = _interrupt(detail)
     stored = (await conversations.metadata([detail.conversation.id])).get(detail.conversation.id)
     return shapes.thread_dict(detail.conversation, status_of(detail.conversation), stored,
@@ -96,11 +97,11 @@ async def create_thread(request: Request) -> Response:
     if not isinstance(metadata, dict):
         raise InvalidInput("metadata must be an object")
     conversations = services(request).conversations()
-    conversation, made = await conversations.create(body.get("thread_id"))
+    conversation, made = await conversations.create(body.get("thread_id"), by=principal_of(request))
     if not made and body.get("if_exists") != "do_nothing":
         return JSONResponse({"error": {"code": "CONFLICT", "message": "Thread already exists"}}, status_code=409)
     if made:
-        await conversations.merge_metadata(conversation.id, metadata)
+        await conversations.merge_metadata(conversation.id, metadata, by=principal_of(request))
     return JSONResponse(await thread_body(request, conversation.id))
 
 
@@ -116,15 +117,31 @@ async def patch_thread(request: Request) -> Response:
         raise InvalidInput("metadata must be an object")
     conversations = services(request).conversations()
     tid = thread_id(request)
-    await conversations.summary(tid)
+    await conversations.summary(tid, by=principal_of(request))
     if "title" in metadata:
-        await conversations.rename(tid, metadata.pop("title"))
-    await conversations.merge_metadata(tid, metadata)
+        await conversations.rename(tid, metadata.pop("title"), by=principal_of(request))
+    await conversations.merge_metadata(tid, metadata, by=principal_of(request))
     return JSONResponse(await thread_body(request, tid))
 
 
+async def copy_thread(request: Request) -> Response:
+    """A new thread with this one's messages (its active branch, as a fork of its last
+    message: a call left without a result is answered "not run") and its metadata."""
+    conversations = services(request).conversations()
+    tid, by = thread_id(request), principal_of(request)
+    source = await conversations.get(tid, by=by)
+    if source.messages:
+        copy = (await conversations.fork(tid, len(source.messages) - 1, by=by)).id
+    else:
+        copy = (await conversations.create(None, by=by))[0].id
+    stored = (await conversations.metadata([tid])).get(tid)  # the source is the caller's: read above
+    if stored:
+        await conversations.merge_metadata(copy, dict(stored), by=by)
+    return JSONResponse(await thread_body(request, copy))
+
+
 async def delete_thread(request: Request) -> Response:
-    await services(request).conversations().delete(thread_id(request))
+    await services(request).conversations().delete(thread_id(request), by=principal_of(request))
     return Response(status_code=204)
 
 
@@ -152,7 +169,7 @@ async def _search(request: Request, body: dict[str, Any]) -> list[Conversation]:
         raise InvalidInput("ids must be a list of thread ids")
     ids = {i.lower() for i in raw_ids} if raw_ids is not None else None
     conversations = services(request).conversations()
-    every = await conversations.list()
+    every = await conversations.list(by=principal_of(request))
     stored = await conversations.metadata([c.id for c in every]) if metadata else {}
     found = [c for c in every if _matches(c, stored.get(c.id), metadata, status, ids)]
     sort_by = body.get("sort_by") or "updated_at"
@@ -244,7 +261,7 @@ async def history(request: Request) -> Response:
     states = {c.checkpoint_id: _entry_state(detail, v, i) for i, c in enumerate(v.log)}
     if len(detail.branches) > 1:
         states.update(await _other_branches(request, detail, states))
-    order = {c.checkpoint_id: i for i, c in enumerate(await services(request).conversations().checkpoint_log(v.thread_id))}
+    order = {c.checkpoint_id: i for i, c in enumerate(await services(request).conversations().checkpoint_log(v.thread_id, by=principal_of(request)))}
     newest = sorted(states, key=lambda cid: order.get(cid, -1), reverse=True)
     before = body.get("before")
     if isinstance(before, dict):
@@ -260,13 +277,13 @@ async def _other_branches(request: Request, detail: ConversationDetail,
                           seen: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     conversations = services(request).conversations()
     cid = detail.conversation.id
-    log = await conversations.checkpoint_log(cid)
+    log = await conversations.checkpoint_log(cid, by=principal_of(request))
     out: dict[str, dict[str, Any]] = {}
     for branch in detail.branches:
         if branch.active:
             continue
         chain = lineage(log, detail.branches, branch.number)
-        messages = await conversations.branch_messages(cid, branch.number)
+        messages = await conversations.branch_messages(cid, branch.number, by=principal_of(request))
         for i, entry in enumerate(chain):
             if entry.checkpoint_id in seen or entry.checkpoint_id in out:
                 continue
@@ -279,7 +296,7 @@ async def _other_branches(request: Request, detail: ConversationDetail,
 
 async def branch_of(request: Request, detail: ConversationDetail, checkpoint: str) -> int | None:
     """The branch (not the active one) whose own checkpoints hold `checkpoint`, if any."""
-    log = await services(request).conversations().checkpoint_log(detail.conversation.id)
+    log = await services(request).conversations().checkpoint_log(detail.conversation.id, by=principal_of(request))
     entry = next((c for c in log if c.checkpoint_id == checkpoint), None)
     numbers = {b.number for b in detail.branches if not b.active}
     return entry.branch if entry is not None and entry.branch in numbers else None

@@ -63,6 +63,18 @@ await new Promise((resolve) => setTimeout(resolve, 500));
 await client.runs.cancel(slow.thread_id, running.run_id, true);
 out.cancelled = (await client.runs.get(slow.thread_id, running.run_id)).status;
 
+// multitask: a message enqueued behind a running run is a pending run that runs next
+const busy = await client.threads.create();
+const first = await client.runs.create(busy.thread_id, "agent", { input: human("slow first") });
+const queued = await client.runs.create(busy.thread_id, "agent", {
+  input: human("queued second"), multitaskStrategy: "enqueue",
+});
+out.queuedStatus = queued.status;
+const queuedValues = await client.runs.join(busy.thread_id, queued.run_id);
+out.queuedAnswer = queuedValues.messages.map((m) => m.content);
+out.queuedRuns = [(await client.runs.get(busy.thread_id, first.run_id)).status,
+  (await client.runs.get(busy.thread_id, queued.run_id)).status];
+
 await client.threads.delete(thread.thread_id);
 try {
   await client.threads.get(thread.thread_id);

@@ -45,8 +45,12 @@ function assistant(group, results) {
     out.push(...(m.toolCalls || []).map((c) => toolCard(c, results.get(c.id))));
     return out;
   });
+  // a cut answer's run fails (ANSWER_TOO_LONG) but the model did not: the note says what stopped it
+  const cut = msgs.some((m) => m.cut);
   const stopped = last.stopped ? el("span", { class: "stopped", "data-testid": "stopped-note" }, "Stopped by you")
-    : last.failed ? el("span", { class: "stopped failed", "data-testid": "failed-note" }, "The model failed here") : null;
+    : cut ? el("span", { class: "stopped cut", "data-testid": "cut-note",
+      title: "The answer reached the server's length limit for one answer (MODEL_MAX_TOKENS) and was stopped there" }, "Cut at the length limit")
+      : last.failed ? el("span", { class: "stopped failed", "data-testid": "failed-note" }, "The model failed here") : null;
   const text = msgs.map((m) => m.content).filter(Boolean).join("\n\n");
   const copy = text ? copyButton(() => text, "Copy message", "copy-message") : null;
   const nav = branchNav(msgs[0]);
@@ -96,7 +100,7 @@ function node(m, results, index, shown) {
   const calls = msgs.flatMap((x) => (x.toolCalls || []).map((c) => { const r = results.get(c.id); return [callStatus(c, r, decisionOf(c.id)), r && r.content, r && r.durationMs]; }));
   // `state.streaming` only where it shows (branch arrows; calls use it through their status):
   // the edit, regenerate and fork icons are hidden by a class while a run streams
-  const key = JSON.stringify([index, msgs.map((x) => [x.content, x.toolCalls, !!x.stopped, !!x.failed, x.reasoning, !!x.thinking && state.streaming, x.reasoningSeconds, x.model]), m.status, m.branch ? state.streaming : null, m.branch,
+  const key = JSON.stringify([index, msgs.map((x) => [x.content, x.toolCalls, !!x.stopped, !!x.failed, !!x.cut, x.reasoning, !!x.thinking && state.streaming, x.reasoningSeconds, x.model]), m.status, m.branch ? state.streaming : null, m.branch,
     state.editing === index, group[group.length - 1] === state.messages.length - 1, !!state.current, calls, m.role === "tool" && shown.has(m.toolCallId)]);
   const hit = cached(m);
   if (hit && hit[0] === key) return hit[1];
