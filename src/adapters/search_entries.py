@@ -4,11 +4,11 @@ conversation detail numbers them, and how far the thread is indexed afterwards."
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from domain.model import Message
+from domain.model import Message, UserMessage, searchable_text
 from ports.search import INDEXED_ROLES, MARK_CLOSE, MARK_OPEN
 
 T = TypeVar("T")
@@ -29,6 +29,27 @@ class ThreadUpdate:
     restart: bool  # drop the thread's message entries first
     entries: list[tuple[int, str, str]]  # (message_index, role, body)
     indexed: Indexed
+
+
+FILE_SEARCH_CHARS = 100_000  # of a file's text, indexed with the message that carries it
+
+
+def with_file_texts(
+    convert: Callable[[T], Message | None], texts: Callable[[Sequence[str]], Mapping[str, str]]
+) -> Callable[[T], Message | None]:
+    """`convert`, a user message's text followed by its files' text (up to
+    FILE_SEARCH_CHARS each) as `texts` gives them by digest: a search finds a file's content."""
+
+    def enriched(item: T) -> Message | None:
+        m = convert(item)
+        if isinstance(m, UserMessage) and m.attachments:
+            found = texts([a.digest for a in m.attachments])
+            extra = [found[a.digest][:FILE_SEARCH_CHARS] for a in m.attachments if found.get(a.digest)]
+            if extra:
+                m = replace(m, content="\n".join([m.content, *extra]))
+        return m
+
+    return enriched
 
 
 def clean(text: str) -> str:
@@ -65,7 +86,8 @@ def thread_update(
         message = convert(item)
         if message is None:
             continue
-        if message.role in INDEXED_ROLES and message.content.strip():
-            entries.append((index, message.role, clean(message.content)))
+        body = searchable_text(message)
+        if message.role in INDEXED_ROLES and body.strip():
+            entries.append((index, message.role, clean(body)))
         index += 1
     return ThreadUpdate(restart, entries, Indexed(base + len(raw), index, id_of(raw[-1]) if raw else None))

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from domain.approvals import Decision, parse_decisions
+from domain.attachments import Upload, check_count
 from domain.errors import InvalidEdit, InvalidInput
 from domain.model import check_text, clean_title, parse_conversation_id
 from domain.models import SettingsChange
@@ -38,11 +39,15 @@ class SendMessage:
     conversation_id: str | None = None
     settings: SettingsChange = SettingsChange()
     multitask: Multitask = Multitask.REJECT
+    files: tuple[Upload, ...] = ()  # checked (domain.attachments.parse_upload)
 
     def __post_init__(self) -> None:
         check_message(self.text)
-        if not self.text.strip():
+        check_count(self.files)
+        if not self.text.strip() and not self.files:
             raise InvalidInput("Message is required")
+        if self.files and self.multitask is not Multitask.REJECT:
+            raise InvalidInput("A message with attachments cannot be queued: send it once the run has finished")
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,7 @@ def start_command(
     decisions: object = None,
     settings: SettingsChange = SettingsChange(),  # noqa: B008 - a frozen value
     multitask: object = None,
+    files: tuple[Upload, ...] = (),
 ) -> StartRun:
     """The command a chat request names, checked in the API contract's order (the first
     failing rule's InvalidInput is the one reported). `settings`: the model and system
@@ -123,8 +129,11 @@ def start_command(
     text = check_text(text, "Message").strip() if text is not None else ""
     if sum((resume, edit_of is not None, regenerate)) > 1:
         raise InvalidInput("resume, editOf and regenerate cannot be combined")
-    if not resume and not regenerate and not text:
+    if not resume and not regenerate and not text and not (files and edit_of is None):
         raise InvalidInput("Message is required")
+    check_count(files)
+    if files and (resume or regenerate or edit_of is not None):
+        raise InvalidInput("attachments go with a new message, not with resume, editOf or regenerate")
     if (edit_of is not None or regenerate) and conversation is None:
         raise InvalidInput("A conversation is required to edit or regenerate")
     if decision is not None and decision not in ("retry", "skip"):
@@ -138,7 +147,7 @@ def start_command(
     if conversation is None:
         if resume:
             raise InvalidInput("A conversation is required to resume")
-        return SendMessage(text, None, settings, strategy)
+        return SendMessage(text, None, settings, strategy, files)
     cid = parse_conversation_id(conversation)
     if resume:
         return Resume(cid, "retry" if decision == "retry" else "skip" if decision == "skip" else None, answers, settings)
@@ -148,7 +157,7 @@ def start_command(
         if isinstance(edit_of, bool) or not isinstance(edit_of, int):
             raise InvalidEdit("editOf must be a message index (an integer)")
         return Edit(cid, edit_of, text, settings)
-    return SendMessage(text, cid, settings, strategy)
+    return SendMessage(text, cid, settings, strategy, files)
 
 
 def rename_command(conversation: object, title: object) -> Rename:

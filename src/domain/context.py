@@ -12,9 +12,10 @@ is never changed: only what is sent.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from domain.attachments import IMAGE_TOKENS, PromptImage, StoredFile, fenced_block, with_files
 from domain.model import AssistantMessage, Message, SummaryMessage, ToolResult, UserMessage
 from domain.tools import ToolSpec
 
@@ -46,6 +47,8 @@ def estimate_text(text: str) -> int:
 
 def estimate_message(message: Message) -> int:
     tokens = MESSAGE_OVERHEAD + estimate_text(message.content)
+    if isinstance(message, UserMessage):
+        tokens += IMAGE_TOKENS * len(message.images)
     if isinstance(message, AssistantMessage):
         for call in message.tool_calls:
             tokens += MESSAGE_OVERHEAD + estimate_text(call.name) + estimate_text(json.dumps(call.args))
@@ -115,6 +118,31 @@ def shorten(text: str, max_chars: int) -> str:
     left_out = len(text) - head - tail
     marker = f"\n\n[… {left_out:,} of {len(text):,} characters left out here to fit the model's context …]\n\n"
     return text[:head] + marker + (text[-tail:] if tail else "")
+
+
+def file_chars(policy: ContextPolicy) -> int:
+    """The most of the budget a message's text files take, together: a tool result's share."""
+    return int(policy.budget * policy.tool_share) * CHARS_PER_TOKEN
+
+
+def with_attachments(message: UserMessage, stored: Mapping[str, StoredFile], max_chars: int) -> UserMessage:
+    """The user message as a model call sends it: its text, then each text file (a PDF's
+    text too) as a fenced block under its name, the files sharing `max_chars` and each one
+    too long shortened head and tail with a marker (as a tool result is); its images as
+    images. A file no longer stored is named as missing."""
+    texts = [a for a in message.attachments if a.kind != "image"]
+    share = max(max_chars // max(len(texts), 1), 200)
+    blocks: list[str] = []
+    images: list[PromptImage] = []
+    for a in message.attachments:
+        found = stored.get(a.digest)
+        if found is None:
+            blocks.append(f"[{a.name}: the file is no longer stored]")
+        elif a.kind == "image":
+            images.append(PromptImage(a.media_type, found.data))
+        else:
+            blocks.append(fenced_block(a.name, shorten(found.text or "", share)))
+    return replace(message, content=with_files(message.content, blocks), images=tuple(images))
 
 
 def summary_block(summary: SummaryMessage) -> str:

@@ -40,6 +40,11 @@ class ErrorCode(StrEnum):
     QUEUED_NOT_FOUND = "QUEUED_NOT_FOUND"
     USER_EXISTS = "USER_EXISTS"
     USER_LIMIT = "USER_LIMIT"
+    ATTACHMENT_TOO_LARGE = "ATTACHMENT_TOO_LARGE"
+    ATTACHMENT_TYPE_NOT_ALLOWED = "ATTACHMENT_TYPE_NOT_ALLOWED"
+    ATTACHMENT_UNREADABLE = "ATTACHMENT_UNREADABLE"
+    TOO_MANY_ATTACHMENTS = "TOO_MANY_ATTACHMENTS"
+    MODEL_CANNOT_SEE = "MODEL_CANNOT_SEE"
     UNKNOWN_ERROR = "UNKNOWN_ERROR"
 
 
@@ -96,6 +101,49 @@ class UnknownModel(InvalidInput):
 
     code = ErrorCode.UNKNOWN_MODEL
     default_message = "The model server has no such model"
+
+
+class AttachmentTooLarge(InvalidInput):
+    """Raised when an attached file is larger than MAX_ATTACHMENT_BYTES."""
+
+    code = ErrorCode.ATTACHMENT_TOO_LARGE
+    default_message = "The attached file is too large"
+
+
+class AttachmentTypeNotAllowed(InvalidInput):
+    """Raised when an attached file is of a type Sophos does not accept."""
+
+    code = ErrorCode.ATTACHMENT_TYPE_NOT_ALLOWED
+    default_message = "Sophos does not accept this type of file"
+
+
+class AttachmentUnreadable(InvalidInput):
+    """Raised when an attached file is not what its type says (a broken image, a PDF
+    whose text cannot be read, a text file that is not UTF-8) or is malformed."""
+
+    code = ErrorCode.ATTACHMENT_UNREADABLE
+    default_message = "The attached file cannot be read"
+
+
+class TooManyAttachments(InvalidInput):
+    """Raised when a message carries more than MAX_ATTACHMENTS files."""
+
+    code = ErrorCode.TOO_MANY_ATTACHMENTS
+    default_message = "Too many attached files"
+
+
+class ModelCannotSee(InvalidInput):
+    """Raised when a message carries an image and its model does not report vision."""
+
+    code = ErrorCode.MODEL_CANNOT_SEE
+    default_message = "The model cannot read images"
+
+
+class AttachmentNotFound(SophosError):
+    """Raised when a conversation holds no file with the digest asked for."""
+
+    code = ErrorCode.NOT_FOUND
+    default_message = "Attachment not found"
 
 
 class ConversationNotFound(SophosError):

@@ -51,6 +51,9 @@ def markdown_transcript(
             lines += ["> " + line for line in m.content.split("\n")] + [""]
         elif isinstance(m, UserMessage):
             lines += ["## User", "", m.content, ""]
+            # the files by name (their bytes are in the JSON export)
+            lines += [f"- Attached: `{a.name}` ({a.media_type}, {a.size:,} bytes)" for a in m.attachments]
+            lines += [""] if m.attachments else []
         elif isinstance(m, AssistantMessage):
             lines += [f"## Assistant ({m.model})" if m.model else "## Assistant", ""]
             if m.reasoning:

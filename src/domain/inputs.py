@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from domain.attachments import Upload
 from domain.model import ToolResult
 
 
@@ -13,11 +14,12 @@ class NewMessage:
     abandoned step left pending (decided by domain.lifecycle.settle_plan), written with
     the message so the thread stays valid for the model. `new_thread`: the conversation
     was created by this request, so its thread is known to be empty (nothing to settle,
-    nothing to read first)."""
+    nothing to read first). `files`: the files it carries, stored with it."""
 
     text: str
     closings: tuple[ToolResult, ...] = ()
     new_thread: bool = False
+    files: tuple[Upload, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
+from domain.attachments import Attachment, PromptImage, attachment_fields
 from domain.errors import InvalidInput
 
 NEW_CONVERSATION_TITLE = "New Conversation"
@@ -185,9 +186,14 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class UserMessage:
+    """`attachments`: the files it carries (stored apart, by digest); `images`: only in a
+    prompt, the images a model call sends with it (its text files are then in `content`)."""
+
     content: str
     id: str | None = None
     role: Literal["user"] = "user"
+    attachments: tuple[Attachment, ...] = ()
+    images: tuple[PromptImage, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -243,9 +249,18 @@ class SummaryMessage:
 Message = UserMessage | AssistantMessage | ToolResult | SummaryMessage
 
 
+def searchable_text(message: Message) -> str:
+    """What a search finds a message by: its text, and the names of the files it carries."""
+    if isinstance(message, UserMessage) and message.attachments:
+        return "\n".join([message.content, *(a.name for a in message.attachments)])
+    return message.content
+
+
 def message_to_dto(message: Message) -> dict[str, Any]:
     """The contract's MessageDto."""
     dto: dict[str, Any] = {"id": message.id, "role": message.role, "content": message.content}
+    if isinstance(message, UserMessage) and message.attachments:
+        dto["attachments"] = [attachment_fields(a) for a in message.attachments]
     if isinstance(message, AssistantMessage) and message.tool_calls:
         dto["toolCalls"] = [{"id": c.id, "name": c.name, "args": c.args} for c in message.tool_calls]
     if isinstance(message, AssistantMessage):

@@ -10,6 +10,8 @@ new conversation with new message ids (tool call ids are kept: approvals name th
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -18,8 +20,9 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from domain.approvals import Decision, DecisionType
+from domain.attachments import Upload, attachment_fields, attachment_from_fields, parse_upload
 from domain.branches import Branch, lineage
-from domain.errors import InvalidImport, InvalidInput
+from domain.errors import InvalidImport, InvalidInput, SophosError
 from domain.model import (
     AssistantMessage,
     ContextView,
@@ -79,6 +82,12 @@ class ConversationCopy:
     branches: tuple[BranchCopy, ...]  # numbered 1..n in order
     active: int = 1
     approvals: tuple[ApprovalCopy, ...] = field(default=())
+    files: tuple[Upload, ...] = field(default=())  # the files its user messages carry, each once
+
+    def digests(self) -> list[str]:
+        """The files its messages name, every branch's, each once in order."""
+        named = (a.digest for b in self.branches for m in b.messages if isinstance(m, UserMessage) for a in m.attachments)
+        return list(dict.fromkeys(named))
 
     def content(self, number: int) -> tuple[Message, ...]:
         """The whole message list of branch `number`: its lineage's prefixes, then its own."""
@@ -99,6 +108,8 @@ class ConversationCopy:
 
 def message_doc(m: Message) -> dict[str, Any]:
     doc: dict[str, Any] = {"role": m.role, "content": m.content}
+    if isinstance(m, UserMessage) and m.attachments:
+        doc["attachments"] = [attachment_fields(a) for a in m.attachments]
     if isinstance(m, AssistantMessage):
         if m.tool_calls:
             doc["toolCalls"] = [
@@ -151,6 +162,10 @@ def to_document(copy: ConversationCopy, conversation_id: str | None = None) -> d
             for a in copy.approvals
         ],
     }
+    if copy.files:  # the bytes of every file, once (messages name them by digest)
+        conversation["attachments"] = [
+            {**attachment_fields(f.attachment), "data": base64.b64encode(f.data).decode("ascii")} for f in copy.files
+        ]
     return {"format": FORMAT, "version": VERSION, "conversation": conversation}
 
 
@@ -226,7 +241,11 @@ class _Reader:
         role = doc.get("role")
         content = self.text(doc.get("content", ""), f"{what}.content")
         if role == "user":
-            return UserMessage(content)
+            raw_files = self.items(doc.get("attachments", []), f"{what}.attachments")
+            files = tuple(attachment_from_fields(a) for a in raw_files)
+            if any(f is None for f in files):
+                raise self.fail(f"{what}.attachments must be a list of {{name, type, size, digest}}")
+            return UserMessage(content, attachments=tuple(f for f in files if f is not None))
         if role == "assistant":
             calls = tuple(self.call(c, f"{what}.toolCalls[{i}]") for i, c in enumerate(self.items(doc.get("toolCalls", []), f"{what}.toolCalls")))
             reasoning = doc.get("reasoning")
@@ -244,6 +263,19 @@ class _Reader:
         if role == "summary":
             return SummaryMessage(content, self.integer(doc.get("covers"), f"{what}.covers"))
         raise self.fail(f"{what}.role must be user, assistant, tool or summary")
+
+    def file(self, raw: object, what: str) -> Upload:
+        doc = self.obj(raw, what)
+        try:
+            data = base64.b64decode(self.text(doc.get("data"), f"{what}.data"), validate=True)
+            upload = parse_upload(doc.get("name"), doc.get("type"), data)
+        except (binascii.Error, ValueError):
+            raise self.fail(f"{what}.data must be base64") from None
+        except SophosError as e:
+            raise self.fail(f"{what}: {e.message}") from None
+        if upload.attachment.digest != doc.get("digest"):
+            raise self.fail(f"{what}.digest is not the SHA-256 of its data")
+        return upload
 
     def call(self, raw: object, what: str) -> ToolCall:
         doc = self.obj(raw, what)
@@ -351,5 +383,13 @@ def from_document(doc: object, limits: Limits | None = None, where: str = "conve
     approvals = tuple(r.approval(a, f"approvals[{i}]") for i, a in enumerate(raw_approvals))
     if len({a.call.id for a in approvals}) != len(approvals):
         raise r.fail("two approvals name the same call")
-    return ConversationCopy(title, r.time(c.get("createdAt"), "createdAt"), r.time(c.get("updatedAt"), "updatedAt"),
-                            tuple(branches), active, approvals)
+    raw_files = r.items(c.get("attachments", []), "attachments")
+    if len(raw_files) > limits.messages:
+        raise r.fail(f"more than {limits.messages} attachments")
+    files = {f.attachment.digest: f for f in (r.file(x, f"attachments[{i}]") for i, x in enumerate(raw_files))}
+    copy = ConversationCopy(title, r.time(c.get("createdAt"), "createdAt"), r.time(c.get("updatedAt"), "updatedAt"),
+                            tuple(branches), active, approvals, tuple(files.values()))
+    missing = [d for d in copy.digests() if d not in files]
+    if missing:
+        raise r.fail(f"a message names a file the export does not hold ({missing[0][:12]}…)")
+    return copy

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ports.tools import ToolPort
     from services.allow_rules import AllowRules
     from services.conversations import ConversationService
+    from services.files import FileService
     from services.models import ModelCatalog
     from services.queueing import QueueService
     from services.runs import RunService
@@ -52,3 +53,4 @@ class Services:
     sessions: Callable[[], SessionService]
     users: Callable[[], UserService]  # managing users and their tokens
     transfer: Callable[[], TransferService]  # export and import of whole conversations
+    files: Callable[[], FileService] | None = None  # the files messages carry (None: not served)

@@ -60,7 +60,9 @@ from ports.tools import ToolPort  # noqa: E402 - after the finder above
 from ports.users import UserStore  # noqa: E402 - after the finder above
 from services.allow_rules import AllowRules  # noqa: E402 - after the finder above
 from services.approvals import ApprovalGate  # noqa: E402 - after the finder above
+from services.attachments import FileIntake  # noqa: E402 - after the finder above
 from services.conversations import ConversationService  # noqa: E402 - after the finder above
+from services.files import FileService  # noqa: E402 - after the finder above
 from services.handles import RunStores  # noqa: E402 - after the finder above
 from services.hub import RunHub  # noqa: E402 - after the finder above
 from services.models import ModelCatalog  # noqa: E402 - after the finder above
@@ -204,11 +206,18 @@ def _nodes(
     context: ContextPolicy,
     metrics: MetricsPort,
     approval: str,
+    files: Saver,
 ) -> AgentNodes:
     from adapters.langgraph.graph import AgentNodes
 
     gate = ApprovalGate(journal, parse_mode(approval))
-    return AgentNodes(model, tools, prompt, journal, context=context, metrics=metrics, gate=gate)
+    return AgentNodes(model, tools, prompt, journal, context=context, metrics=metrics, gate=gate, files=files)
+
+
+def _intake(catalog: ModelCatalog) -> FileIntake:
+    from adapters.files.pdf import PypdfExtractor
+
+    return FileIntake(PypdfExtractor(), catalog)
 
 
 def _args_checker() -> ArgsChecker:
@@ -258,8 +267,11 @@ def _copies(threads: CheckpointPort) -> ThreadCopies:
     return LangGraphCopies(threads)
 
 
-def _transfer(store: RunStore, threads: Callable[[], CheckpointPort]) -> TransferService:
-    return TransferService(store, LazyThreads(threads), LazyCopies(lambda: _copies(threads())), store)
+def _transfer(store: RunStore, threads: Callable[[], CheckpointPort], files: Callable[[], Saver]) -> TransferService:
+    from adapters.files.pdf import PypdfExtractor
+
+    return TransferService(store, LazyThreads(threads), LazyCopies(lambda: _copies(threads())), store,
+                           files=files, extractor=PypdfExtractor())
 
 
 def _sessions(backend: StorageBackend) -> SessionStore:
@@ -326,15 +338,17 @@ class Container(containers.DeclarativeContainer):
     context = providers.Singleton(
         _context, config.MODEL_CONTEXT, config.MODEL_RESERVE, config.CONTEXT_TOOL_SHARE, config.CONTEXT_SUMMARY
     )
-    nodes = providers.Singleton(_nodes, model, tools, prompt, store, context, metrics, config.TOOL_APPROVAL)
+    nodes = providers.Singleton(_nodes, model, tools, prompt, store, context, metrics, config.TOOL_APPROVAL, checkpointer)
     engine = providers.Singleton(_engine, nodes, checkpointer)
     threads = providers.Singleton(_threads, checkpointer)
     stores = providers.Singleton(_stores, store, threads)
 
     catalog = providers.Singleton(ModelCatalog, model)
+    intake = providers.Singleton(_intake, catalog)
     run_service = providers.Singleton(
         RunService,
         catalog=catalog,
+        intake=intake,
         stores=stores,
         engine=engine,
         processes=processes,
@@ -354,10 +368,11 @@ class Container(containers.DeclarativeContainer):
         approval_timeout=config.APPROVAL_TIMEOUT,
     )
     conversations = providers.Singleton(_conversations, store, threads.provider, run_service.provider, catalog.provider)
+    files = providers.Singleton(FileService, conversations, threads, checkpointer.provider)
     search_index = providers.Singleton(_search_index, backend, threads.provider)
     search = providers.Singleton(SearchService, search_index)
     allow_rules = providers.Singleton(AllowRules, store)
-    transfer = providers.Singleton(_transfer, store, threads.provider)
+    transfer = providers.Singleton(_transfer, store, threads.provider, checkpointer.provider)
     # the page's login sessions: in the run store's database, whichever it is
     session_store = providers.Singleton(_sessions, backend)
     user_store = providers.Singleton(_users, backend)
@@ -384,6 +399,7 @@ class Container(containers.DeclarativeContainer):
         sessions=sessions.provider,
         users=users.provider,
         transfer=transfer.provider,
+        files=files.provider,
     )
 
 

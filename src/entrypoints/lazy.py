@@ -56,11 +56,11 @@ class LazyThreads(CheckpointPort, BranchPort):
         port = self._branch_port()
         return await port.branches(thread_id) if port else []
 
-    async def seed_thread(self, thread_id: str, messages: Sequence[Message]) -> None:
+    async def seed_thread(self, thread_id: str, messages: Sequence[Message], source: str | None = None) -> None:
         port = self._branch_port()
         if port is None:
             raise NotSupported("This checkpoint store cannot fork conversations")
-        await port.seed_thread(thread_id, messages)
+        await port.seed_thread(thread_id, messages, source)
 
     async def branch_messages(self, thread_id: str, number: int) -> Sequence[Message] | None:
         port = self._branch_port()

@@ -177,6 +177,7 @@ def side_server(settings: Settings, app: Any, host: str) -> tuple[SideServer, so
         lg_app, host=host, port=port, loop=event_loop(), log_config=None, lifespan="off", access_log=False,
         timeout_graceful_shutdown=5, http=head_deadline_protocol(settings.REQUEST_TIMEOUT, settings.MAX_CONNECTIONS),
         h11_max_incomplete_event_size=MAX_HEAD,
+        proxy_headers=settings.AUTH != "proxy",  # as the main server: the peer is what the proxy trust reads
     )
     return SideServer(config), sock
 

@@ -21,10 +21,12 @@ class BranchPort(Protocol):
         one branch is number 1)."""
 
     @abstractmethod
-    async def seed_thread(self, thread_id: str, messages: Sequence[Message]) -> None:
+    async def seed_thread(self, thread_id: str, messages: Sequence[Message], source: str | None = None) -> None:
         """Write `messages` as the first checkpoint of the new thread `thread_id` (a
         conversation forked from another): nothing left to run after an answer, the agent's
-        turn after a user's message (a resume answers it). Every message keeps its fields."""
+        turn after a user's message (a resume answers it). Every message keeps its fields;
+        the files its messages carry, held by the thread `source`, are held by the new
+        thread too, from the same checkpoint's transaction."""
 
     @abstractmethod
     async def branch_messages(self, thread_id: str, number: int) -> Sequence[Message] | None:

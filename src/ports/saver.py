@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from domain.branches import Branch
 from domain.model import CheckpointSummary
+from ports.attachments import AttachmentStore
 
 MessageFields = Mapping[str, Any]
 """A stored message as the plain dict of its fields (`type`, `content`, `id`, ...), decoded
@@ -38,7 +39,7 @@ class BranchContent:
     next: tuple[str, ...]
 
 
-class SaverPort(Protocol):
+class SaverPort(AttachmentStore, Protocol):
     """Reads of a thread (thread_id = conversation id) that LangGraph's saver interface
     has no word for. Each is one consistent read (one transaction), never blocks the event
     loop, and raises StorageFailure when the database cannot be read."""

@@ -301,7 +301,7 @@ class ConversationService:
             owner=by.user_id,
         )
         try:
-            await self.branch_store.seed_thread(fork.id, messages)
+            await self.branch_store.seed_thread(fork.id, messages, source=conv.id)
         except BaseException:
             await self.checkpoints.delete_thread(fork.id)
             await self.runs.delete_conversation(fork.id)

@@ -9,6 +9,7 @@ from datetime import datetime
 
 from domain import lifecycle
 from domain.approvals import Decision, plan_decisions, waiting, waiting_message
+from domain.attachments import Upload
 from domain.branches import edit_fork, regenerate_fork
 from domain.errors import DecisionRequired, StaleDecision
 from domain.model import PendingCall, ThreadHead
@@ -50,6 +51,7 @@ class RunRequest:
     resume: bool = False
     decision: str | None = None  # the old field: "retry" or "skip" for every unknown outcome
     decisions: Mapping[str, Decision] = field(default_factory=dict)
+    files: tuple[Upload, ...] = ()
 
 
 async def plan_input(
@@ -60,7 +62,7 @@ async def plan_input(
     it carries are stored), with the thread's message count before the run's own messages.
     `new_thread`: the conversation was created by this request (its thread is empty)."""
     if new_thread and not request.resume:
-        return NewMessage(request.text, new_thread=True), lifecycle.base_count(ThreadHead(), 0, new_message=True)
+        return NewMessage(request.text, new_thread=True, files=request.files), lifecycle.base_count(ThreadHead(), 0, new_message=True)
     head = await ports.checkpoints.head(conversation_id)
     pending: tuple[PendingCall, ...] = ()
     if head.awaiting_tools:
@@ -72,7 +74,7 @@ async def plan_input(
         if open_requests:
             raise DecisionRequired(waiting_message(len(open_requests)))
         closings = lifecycle.settle_plan(pending)
-        return NewMessage(request.text, closings), lifecycle.base_count(head, len(closings), new_message=True)
+        return NewMessage(request.text, closings, files=request.files), lifecycle.base_count(head, len(closings), new_message=True)
     if not head.work_left:
         if request.decisions:  # answered already (a second tab, a double click)
             raise StaleDecision("Nothing waits for a decision: the conversation's last run finished")

@@ -20,10 +20,12 @@ from typing import Any
 
 from domain import lifecycle
 from domain.approvals import ApprovalRequest
+from domain.attachments import Upload
 from domain.commands import Cancel, Edit, Regenerate, Resume, SendMessage, StartRun
 from domain.errors import (
     ConversationNotFound,
     NoActiveRun,
+    NotSupported,
     SessionInProgress,
     ShuttingDown,
     StorageFailure,
@@ -56,6 +58,7 @@ from ports.engine import AgentEngine, Fork, NewMessage, RunInput
 from ports.metrics import NO_METRICS, MetricsPort
 from ports.processes import ProcessPort
 from ports.runs import RunFinish
+from services.attachments import FileIntake
 from services.following import counted, flatten, follow_conversation, follow_log, follow_queue, iterate
 from services.handles import CancelResult, LiveRun, RunStores, StartedRun
 from services.hub import ActiveRun, Item, RunHub, RunStream, up_to_terminal
@@ -88,8 +91,10 @@ class RunService:
         clock: Callable[[], datetime] = utc_now,
         metrics: MetricsPort = NO_METRICS,
         catalog: ModelCatalog | None = None,
+        intake: FileIntake | None = None,
         user_max_active: int = 0,
     ) -> None:
+        self.intake = intake  # None: a message with files is refused
         self.user_max_active = user_max_active  # USER_MAX_ACTIVE_RUNS; 0: no limit
         self.catalog = catalog  # None: model names are not checked, no context size is known
         self.stores = stores
@@ -143,12 +148,14 @@ class RunService:
             await self.admit(by)
         if change.sets_model and self.catalog is not None:
             await self.catalog.check(change.model)  # an unknown model: 400, nothing stored
+        files = command.files if isinstance(command, SendMessage) else ()
         if command.conversation_id is None:
             assert isinstance(command, SendMessage)  # the only command that may start a conversation
             cid = new_id()
             settings = change.apply(ChatSettings())
-            await self.runs.create_conversation(cid, title_from_message(command.text), self.clock(), settings,
-                                                owner=by.user_id)
+            files = await self._ready(files, settings)
+            title = title_from_message(command.text or (files[0].attachment.name if files else ""))
+            await self.runs.create_conversation(cid, title, self.clock(), settings, owner=by.user_id)
         else:
             cid = command.conversation_id
             found, latest = await self.runs.conversation_and_latest_run(cid, self.lease_seconds)
@@ -157,6 +164,7 @@ class RunService:
             await self._refuse_if_active(cid, latest)
             current = ChatSettings(found.model, found.system)
             settings = change.apply(current)
+            files = await self._ready(files, settings)
             if settings != current:
                 await self.runs.set_chat_settings(cid, settings)
         choice = await self._choice(settings)
@@ -170,10 +178,19 @@ class RunService:
             if isinstance(command, Resume):
                 request = RunRequest("", True, command.decision, command.decisions)
             else:
-                request = RunRequest(command.text.strip())
+                request = RunRequest(command.text.strip(), files=files)
             new_thread = command.conversation_id is None
             run_input, base = await plan_input(ports, cid, request, self.clock(), new_thread=new_thread)
         return await self._launch(cid, run_input, base, trigger, choice)
+
+    async def _ready(self, files: tuple[Upload, ...], settings: ChatSettings) -> tuple[Upload, ...]:
+        """The message's files with their text, before anything is stored (a file the
+        model cannot take is refused here)."""
+        if not files:
+            return files
+        if self.intake is None:
+            raise NotSupported("This server does not take attachments")
+        return await self.intake.prepare(files, settings.model)
 
     async def _choice(self, settings: ChatSettings) -> ModelChoice:
         if self.catalog is None:

@@ -6,15 +6,18 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from domain.approvals import ApprovalRequest
+from domain.attachments import PDF_TYPE, Upload
 from domain.chatgpt import from_chatgpt, looks_like_chatgpt
-from domain.errors import ConversationNotFound, InvalidImport
-from domain.model import Conversation, new_id, parse_conversation_id, utc_now
+from domain.errors import ConversationNotFound, InvalidImport, SophosError
+from domain.model import Conversation, UserMessage, new_id, parse_conversation_id, utc_now
 from domain.principals import LOCAL, Principal, owner_filter, sees
 from domain.transfer import FORMAT, LIMITS, ApprovalCopy, ConversationCopy, Limits, from_document
 from ports.approvals import ApprovalStore
+from ports.attachments import AttachmentStore, TextExtractor
 from ports.checkpoints import CheckpointPort
 from ports.copies import ThreadCopies
 from ports.runs import RunRepository
@@ -55,7 +58,11 @@ class TransferService:
         copies: ThreadCopies,
         approvals: ApprovalStore,
         clock: Callable[[], datetime] = utc_now,
+        files: Callable[[], AttachmentStore] | None = None,
+        extractor: TextExtractor | None = None,
     ) -> None:
+        self.files = files  # None: no file is exported, a file to import is refused
+        self.extractor = extractor  # an imported PDF's text
         self.runs = runs
         self.threads = threads
         self.copies = copies
@@ -74,7 +81,13 @@ class TransferService:
             ApprovalCopy(r.call, r.server, r.description, r.requested_at, r.decision, r.decided_at)
             for r in await self.approvals.requests(conv.id)
         )
-        return conv, ConversationCopy(conv.title, conv.created_at, conv.updated_at, branches, active, approvals)
+        copy = ConversationCopy(conv.title, conv.created_at, conv.updated_at, branches, active, approvals)
+        digests = copy.digests()
+        if digests and self.files is not None:
+            stored = await self.files().files(conv.id, digests)
+            names = {a.digest: a for b in branches for m in b.messages if isinstance(m, UserMessage) for a in m.attachments}
+            copy = replace(copy, files=tuple(Upload(names[d], f.data, f.text) for d, f in stored.items()))
+        return conv, copy
 
     async def export_all(self, *, by: Principal = LOCAL) -> AsyncIterator[tuple[Conversation, ConversationCopy]]:
         """Every conversation `by` may reach, most recently updated first, one at a time (a
@@ -97,11 +110,27 @@ class TransferService:
     async def import_copies(self, copies: Sequence[ConversationCopy], *, by: Principal = LOCAL) -> list[Conversation]:
         return [await self._import(copy, by.user_id) for copy in copies]
 
+    async def _with_text(self, files: Sequence[Upload]) -> tuple[Upload, ...]:
+        if files and self.files is None:
+            raise InvalidImport("this server does not store attachments")
+        out = []
+        for f in files:
+            if f.attachment.media_type == PDF_TYPE and f.text is None and self.extractor is not None:
+                try:
+                    f = replace(f, text=await self.extractor.pdf_text(f.attachment.name, f.data))
+                except SophosError as e:
+                    raise InvalidImport(e.message) from None
+            out.append(f)
+        return tuple(out)
+
     async def _import(self, copy: ConversationCopy, owner: str) -> Conversation:
         """One conversation, all or nothing: what was written is deleted again on a failure."""
+        files = await self._with_text(copy.files)
         cid = new_id()
         await self.runs.create_conversation(cid, copy.title, copy.created_at, owner=owner)
         try:
+            if files and self.files is not None:  # stored with the first checkpoint naming each
+                self.files().stage_files(cid, files)
             await self.copies.write(cid, copy.branches, copy.active)
             for a in copy.approvals:
                 await self.approvals.add_request(
@@ -117,6 +146,9 @@ class TransferService:
             except Exception:  # the import's own failure is the one to report
                 log.exception("could not remove the partly imported conversation %s", cid)
             raise
+        finally:
+            if files and self.files is not None:
+                self.files().unstage_files(cid)
         conv = await self.runs.get_conversation(cid)
         if conv is None:  # deleted by someone else at once
             raise ConversationNotFound()

@@ -8,7 +8,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import pytest
 from langchain_core.runnables import RunnableConfig
@@ -25,12 +25,14 @@ from adapters.postgres.search_text import terms
 from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqlite.saver import ThreadedSqliteSaver
 from adapters.sqlite.search import SqliteSearchIndex
+from domain.attachments import Attachment, parse_upload
 from domain.errors import InvalidInput, SearchBusy
 from domain.model import AssistantMessage, Message, ToolCall, ToolResult, UserMessage, new_id, utc_now
 from domain.search import parse_query
 from ports.runs import RunRepository
 from ports.search import MARK_CLOSE, MARK_OPEN, SearchHit, SearchIndex
 from tests.support.fake_engine import FakeEngine, Thread
+from tests.support.files import png
 
 
 class World(Protocol):
@@ -122,6 +124,15 @@ class SearchIndexContract:
             await world.append(cid, messages)
         return cid
 
+    async def test_a_user_message_is_found_by_the_names_of_its_files(self, world: World) -> None:
+        cid = new_id()
+        await world.runs.create_conversation(cid, "Numbers", utc_now())
+        files = (Attachment("budget-2027.csv", "text/csv", 3, "a" * 64), Attachment("team photo.png", "image/png", 9, "b" * 64))
+        await world.append(cid, [UserMessage("see attached", id=new_id(), attachments=files), AssistantMessage("ok", id=new_id())])
+        assert where(await search(world, "budget")) == {(cid, 0)}
+        assert where(await search(world, '"team photo"')) == {(cid, 0)}
+        assert where(await search(world, "attached")) == {(cid, 0)}
+
     async def test_a_word_finds_every_title_and_message_that_contains_it(self, world: World) -> None:
         a = await self.conversation(world, "Whale songs", "do whales sing?", "Humpback WHALES do.")
         b = await self.conversation(world, "Cooking", "a recipe for soup", "Here is one: whale-free soup")
@@ -209,13 +220,31 @@ class SearchIndexContract:
         assert await search(world, "puffin*") == before and where(before) == {(cid, None), (cid, 0)}
 
 
+class FileTextSearch:
+    """On the stores whose checkpointer writes the index: a file's text is indexed with the
+    message that carries it, in the transaction that stores the file (or a later one)."""
+
+    async def test_a_user_message_is_found_by_its_files_text(self, world: Any) -> None:
+        cid = new_id()
+        await world.runs.create_conversation(cid, "Files", utc_now())
+        f = parse_upload("notes.txt", "text/plain", b"the zeppelin manifest, page two")
+        image = parse_upload("dot.png", "image/png", png())
+        world.saver.stage_files(cid, [f, image])
+        await world.append(cid, [UserMessage("see", id=new_id(), attachments=(f.attachment, image.attachment)),
+                                 AssistantMessage("ok", id=new_id())])
+        assert where(await search(world, "zeppelin manifest")) == {(cid, 0)}
+        assert where(await search(world, "notes")) == {(cid, 0)}
+        await world.append(cid, [UserMessage("more", id=new_id()), AssistantMessage("fine", id=new_id())])
+        assert where(await search(world, "zeppelin")) == {(cid, 0)}  # indexed once, kept
+
+
 class TestInMemorySearchIndex(SearchIndexContract):
     @pytest.fixture
     def world(self) -> MemoryWorld:
         return MemoryWorld()
 
 
-class TestSqliteSearchIndex(SearchIndexContract):
+class TestSqliteSearchIndex(SearchIndexContract, FileTextSearch):
     @pytest.fixture
     async def world(self, tmp_path: Path) -> AsyncIterator[SqliteWorld]:
         path = str(tmp_path / "sophos.db")
@@ -247,7 +276,7 @@ class TestSqliteSearchIndex(SearchIndexContract):
         assert [list(r) for r in await asyncio.gather(*queued)] == [[]] * (MAX_WAITING + 1)
 
 
-class TestPostgresSearchIndex(SearchIndexContract):
+class TestPostgresSearchIndex(SearchIndexContract, FileTextSearch):
     @pytest.fixture
     async def world(self, pg_url: str) -> AsyncIterator[PostgresWorld]:
         world = PostgresWorld(pg_url)

@@ -3,6 +3,7 @@ peer); from anyone else it is ignored and logged, and the request needs a token 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ from starlette.testclient import TestClient
 
 from entrypoints.container import create_container
 from entrypoints.http.app import create_app
+from entrypoints.lgapi.app import create_lgapi_app
 from entrypoints.settings import SettingsError, load_settings
 from tests.support.app import app_env
 from tests.support.fake_ollama import FakeOllama
@@ -72,3 +74,19 @@ def test_proxy_mode_needs_trusted_addresses() -> None:
         load_settings({"AUTH": "proxy", "CONFIG_DIR": "/nonexistent"})
     with pytest.raises(SettingsError, match="not an address"):
         load_settings({"AUTH": "proxy", "TRUSTED_PROXY_IPS": "proxy.example", "CONFIG_DIR": "/nonexistent"})
+
+
+def test_the_langgraph_api_believes_the_header_from_the_proxy_only(tmp_path: Path, ollama: FakeOllama) -> None:
+    env = app_env(tmp_path, ollama.url, TOOLS_BACKEND="none", AUTH="proxy", TRUSTED_PROXY_IPS="10.1.2.0/24",
+                  PROXY_USER_HEADER="X-Forwarded-User")
+    container = create_container(env)
+    app = create_lgapi_app(container.services(), container.settings(), asyncio.Event())
+    ann = {"X-Forwarded-User": "ann@example.com"}
+    with TestClient(app, client=(PROXY, 40000)) as proxy, TestClient(app, client=("203.0.113.9", 40000)) as direct:
+        made = proxy.post("/threads", json={}, headers=ann)
+        assert made.status_code == 200, made.text
+        tid = made.json()["thread_id"]
+        assert proxy.get(f"/threads/{tid}", headers=ann).status_code == 200
+        assert proxy.get(f"/threads/{tid}", headers={"X-Forwarded-User": "bob@example.com"}).status_code == 404
+        spoofed = direct.get(f"/threads/{tid}", headers={**ann, "X-Forwarded-For": PROXY})
+        assert spoofed.status_code == 401

@@ -17,7 +17,7 @@ import pytest
 
 from tests.support.app import SOPHOS, app_env, process_env
 from tests.support.fake_ollama import FakeOllama, fake_ollama
-from tests.support.server import LiveServer
+from tests.support.server import LiveServer, free_port
 
 EXIT_NOT_FOUND = 3
 
@@ -145,3 +145,37 @@ def test_the_cli_with_another_users_token_finds_nothing_of_theirs(served: Any) -
     assert title != "stolen"
     done = sophos(env, "rename", cid, "renamed by ann", "--server", server.url, SOPHOS_TOKEN=ann)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_revoked_token_ends_a_langgraph_api_stream(tmp_path: Path) -> None:
+    lg_port = free_port()
+    with fake_ollama() as fake:
+        env = app_env(tmp_path, fake.url, TOOLS_BACKEND="none", LANGGRAPH_API_PORT=str(lg_port))
+        token_id, token = add_user(env, "eve")
+        server = LiveServer(env, tmp_path).start()
+        try:
+            lg = f"http://127.0.0.1:{lg_port}"
+            tid = httpx.post(f"{lg}/threads", json={}, headers=bearer(token), timeout=30).json()["thread_id"]
+            fake.add({"stall": 30})  # the run stays active: only a revoke can end its stream now
+            ended: list[float] = []
+            body = {"assistant_id": "agent", "input": {"messages": [{"role": "user", "content": "wait"}]}}
+
+            def follow() -> None:
+                with httpx.stream("POST", f"{lg}/threads/{tid}/runs/stream", json=body, headers=bearer(token),
+                                  timeout=60) as response:
+                    assert response.status_code == 200
+                    for _ in response.iter_bytes():
+                        pass
+                ended.append(time.monotonic())
+
+            thread = threading.Thread(target=follow, daemon=True)
+            thread.start()
+            time.sleep(1.5)
+            assert not ended
+            revoked_at = time.monotonic()
+            assert sophos(env, "users", "revoke", token_id).returncode == 0
+            thread.join(10)
+            assert ended and ended[0] - revoked_at < 3.0, "the LangGraph API's stream stayed open after the revoke"
+            assert httpx.get(f"{lg}/threads/{tid}", headers=bearer(token)).status_code == 401
+        finally:
+            server.stop()

@@ -21,7 +21,8 @@ class DemoModel(ModelPort):
         return "demo"
 
     async def models(self) -> Sequence[ModelInfo]:
-        return [ModelInfo("demo", context=8192, capabilities=("completion", "tools"))]
+        # "vision": it takes images (it only counts them), so the page's attachments can be tried offline
+        return [ModelInfo("demo", context=8192, capabilities=("completion", "tools", "vision"))]
 
     async def stream(
         self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec], model: str | None = None
@@ -34,9 +35,12 @@ class DemoModel(ModelPort):
                 calls.append(ToolCall(f"call_{new_id()[:8]}", "demo__word_count", {"text": last.content}))
             yield AssistantMessage("", tuple(calls), id=f"run-{new_id()}")
             return
-        question = next((m.content for m in reversed(messages) if isinstance(m, UserMessage)), "")
+        asked = next((m for m in reversed(messages) if isinstance(m, UserMessage)), None)
+        question = asked.content if asked else ""
         results = [m for m in messages[-3:] if isinstance(m, ToolResult)]
         text = f'This is the offline demo model. You wrote: "{question}".'
+        if asked and asked.images:
+            text += f" You attached {len(asked.images)} image(s), which it cannot look at."
         for r in results:
             text += f" The tool {r.name} said: {r.content}."
         words = text.split(" ")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import operator
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -17,6 +18,7 @@ from langchain_core.messages import (
 )
 
 from adapters.langchain.prefix import PrefixMemo
+from domain.attachments import Attachment, attachment_fields, attachment_from_fields
 from domain.model import (
     AssistantMessage,
     ContextView,
@@ -33,7 +35,15 @@ CUT_KEY = "sophos_cut"  # additional_kwargs of a stored reply stopped at MODEL_M
 MODEL_IDS_KEY = "sophos_model_call_ids"  # additional_kwargs of a stored reply: our call id -> the model's
 MODEL_KEY = "sophos_model"  # additional_kwargs of a stored reply: the model that wrote it
 THOUGHT_KEY = "sophos_reasoning_seconds"  # additional_kwargs of a stored reply: how long it thought
+FILES_KEY = "sophos_attachments"  # additional_kwargs of a stored user message: its files' {name, type, size, digest}
 TOOL_KEY = "sophos_tool"  # additional_kwargs of a stored tool result: {"ms": duration} or {"skipped": true}
+
+
+def _attachments(extra: Any) -> tuple[Attachment, ...]:
+    raw = extra.get(FILES_KEY) if isinstance(extra, dict) else None
+    if not isinstance(raw, list):
+        return ()
+    return tuple(a for a in map(attachment_from_fields, raw) if a is not None)
 
 
 def _tool_result(content: str, call_id: str, name: str, status: Any, id: str | None, extra: Any) -> ToolResult:
@@ -98,7 +108,7 @@ def to_domain(message: BaseMessage) -> Message | None:
     if isinstance(message, SystemMessage):
         return _summary(flatten(message.content), message.additional_kwargs, message.id)
     if isinstance(message, HumanMessage):
-        return UserMessage(flatten(message.content), id=message.id)
+        return UserMessage(flatten(message.content), id=message.id, attachments=_attachments(message.additional_kwargs))
     if isinstance(message, AIMessage):
         extra = message.additional_kwargs
         return _assistant(flatten(message.content), _calls(message.tool_calls, extra), message.id, extra)
@@ -115,7 +125,7 @@ def from_fields(fields: dict[str, Any]) -> Message | None:
     if kind == "system":
         return _summary(content, fields.get("additional_kwargs"), fields.get("id"))
     if kind == "human":
-        return UserMessage(content, id=fields.get("id"))
+        return UserMessage(content, id=fields.get("id"), attachments=_attachments(fields.get("additional_kwargs")))
     if kind in ("ai", "AIMessageChunk"):
         extra = fields.get("additional_kwargs") or {}
         return _assistant(content, _calls(fields.get("tool_calls") or [], extra), fields.get("id"), extra)
@@ -186,7 +196,14 @@ def to_langchain(message: Message, stored: bool = True) -> AnyMessage:
     reasoning: a model is not sent its earlier thinking, which ChatOllama would send as
     `thinking` and which would cost the prompt tokens the budget never counted)."""
     if isinstance(message, UserMessage):
-        return HumanMessage(message.content, id=message.id)
+        if message.images and not stored:
+            parts: list[str | dict[str, Any]] = [{"type": "text", "text": message.content}]
+            parts += [{"type": "image_url", "image_url": {"url": f"data:{i.media_type};base64,"
+                                                          f"{base64.b64encode(i.data).decode('ascii')}"}}
+                      for i in message.images]
+            return HumanMessage(parts, id=message.id)
+        files = {FILES_KEY: [attachment_fields(a) for a in message.attachments]} if stored and message.attachments else {}
+        return HumanMessage(message.content, id=message.id, additional_kwargs=files)
     if isinstance(message, SummaryMessage):
         return SystemMessage(message.content, id=message.id, additional_kwargs={SUMMARY_KEY: {"covers": message.covers}})
     if isinstance(message, AssistantMessage):

@@ -5,21 +5,25 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
 from typing import Any, cast
 from uuid import uuid4
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.errors import GraphRecursionError
 from langgraph.graph import END, START
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
 
-from adapters.langchain.messages import from_fields, to_domain, to_domain_all, to_langchain
+from adapters.langchain.messages import FILES_KEY, from_fields, to_domain, to_domain_all, to_langchain
 from adapters.langgraph.branching import restore_node, to_messages, with_op
+from adapters.langgraph.files import referenced
 from adapters.langgraph.graph import CHOICE_KEY, FIRST_NODE, INPUT_TASK, RUN_KEY, SKIP_KEY
 from adapters.langgraph.saver import Saver
+from domain.attachments import Upload
 from domain.branches import Branch
 from domain.errors import BranchNotFound, RecursionLimitReached
 from domain.events import AgentEvent, InputRecorded
@@ -123,6 +127,27 @@ async def read_head(saver: SaverPort, thread_id: str) -> ThreadHead:
     return _head(stored.next, stored.message_count + pending, stored.run_id, stored.checkpoint_id, stored.writes, pending > 0)
 
 
+async def unapplied_files(graph: Graph, config: RunnableConfig) -> set[str]:
+    """The files of a new message the thread's head holds as input never applied (LangGraph's
+    input checkpoint: the run stopped before its first step, so the message was never
+    acknowledged). Settling the head drops that input."""
+    saver = graph.checkpointer
+    if not isinstance(saver, BaseCheckpointSaver):
+        return set()
+    saved = await saver.aget_tuple(config)
+    start = saved.checkpoint["channel_values"].get(START) if saved is not None else None
+    return referenced([start]) if start is not None else set()
+
+
+async def release_dropped(saver: SaverPort, thread_id: str, unapplied: set[str], kept: Sequence[BaseMessage]) -> None:
+    """The files only a dropped input carried leave the thread with it. (A crash between
+    the settling checkpoint and this leaves them stored, unseen, until the conversation is
+    deleted.)"""
+    gone = unapplied - referenced(kept)
+    if gone:
+        await saver.release_files(thread_id, sorted(gone))
+
+
 async def leave_branch(graph: Graph, saver: SaverPort, config: RunnableConfig) -> list[str]:
     """Settle the head of the branch being left, so the next checkpoint starts clean:
     pending tasks are cleared (finished tool calls keep their results) and tool calls
@@ -132,7 +157,10 @@ async def leave_branch(graph: Graph, saver: SaverPort, config: RunnableConfig) -
     head = await read_head(saver, thread_id)
     if not head.work_left:
         return []
+    unapplied = await unapplied_files(graph, config)
     await graph.aupdate_state(config, None, as_node=END)
+    if unapplied:
+        await release_dropped(saver, thread_id, unapplied, _messages(await graph.aget_state(config)))
     if not head.awaiting_tools:
         return ["agent"]
     snap = await graph.aget_state(config)
@@ -225,12 +253,20 @@ class LangGraphThreads(CheckpointPort, BranchPort):
     async def branches(self, thread_id: str) -> Sequence[Branch]:
         return await self.saver.branches(thread_id)
 
-    async def seed_thread(self, thread_id: str, messages: Sequence[Message]) -> None:
+    async def seed_thread(self, thread_id: str, messages: Sequence[Message], source: str | None = None) -> None:
         # written as the agent's output: its edge ends the thread after an answer (calls
         # come answered); after a user's message, written as the tools' so the agent is next
         node = "tools" if messages and isinstance(messages[-1], UserMessage) else "agent"
         update = {"messages": [to_langchain(m) for m in messages]}
-        await self.graph.aupdate_state(_config(thread_id), update, as_node=node)
+        named = {a.digest: a for m in messages if isinstance(m, UserMessage) for a in m.attachments}
+        if source is not None and named:
+            stored = await self.saver.files(source, list(named))
+            self.saver.stage_files(thread_id, [Upload(named[d], f.data, f.text) for d, f in stored.items()])
+        try:
+            await self.graph.aupdate_state(_config(thread_id), update, as_node=node)
+        finally:
+            if named:
+                self.saver.unstage_files(thread_id)
         self._cache.pop(thread_id, None)
 
     async def branch_messages(self, thread_id: str, number: int) -> Sequence[Message] | None:
@@ -289,8 +325,10 @@ class LangGraphEngine(AgentEngine):
         in the thread."""
         if not head.work_left:
             return []  # the last run finished: nothing is left dangling
+        unapplied = await unapplied_files(self.graph, config)
         await self.graph.aupdate_state(config, None, as_node=END)
         snap = await self.graph.aget_state(config)
+        await release_dropped(self.saver, str(config["configurable"]["thread_id"]), unapplied, _messages(snap))
         planned = {c.tool_call_id: c for c in closings}
         out: list[BaseMessage] = []
         for call in _unanswered(_messages(snap), set()):
@@ -306,7 +344,10 @@ class LangGraphEngine(AgentEngine):
         at = _raw_index(_messages(snap), fork.at)  # branches count stored messages
         messages = _messages(snap)[:at]
         if fork.text is not None:
-            messages.append(HumanMessage(fork.text))
+            # the edited message keeps its files (the conversation holds them already)
+            edited = _messages(snap)[at] if at < len(_messages(snap)) else None
+            files = edited.additional_kwargs.get(FILES_KEY) if isinstance(edited, HumanMessage) else None
+            messages.append(HumanMessage(fork.text, additional_kwargs={FILES_KEY: files} if files else {}))
         left = await leave_branch(self.graph, self.saver, config)
         op = {"op": "fork", "at": at, "next": left}
         update = {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages]}
@@ -329,16 +370,31 @@ class LangGraphEngine(AgentEngine):
         config = _config(thread_id, run_id, recursion_limit)
         if choice is not None:
             config["configurable"][CHOICE_KEY] = choice
+        if isinstance(run_input, NewMessage) and run_input.files:
+            # written by the saver in the transaction of the message's first write
+            self.saver.stage_files(thread_id, run_input.files)
+        try:
+            async with aclosing(self._run(thread_id, run_id, run_input, config)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            if isinstance(run_input, NewMessage) and run_input.files:
+                self.saver.unstage_files(thread_id)
+
+    async def _run(
+        self, thread_id: str, run_id: str, run_input: RunInput, config: RunnableConfig
+    ) -> AsyncGenerator[AgentEvent, None]:
         update: dict[str, Any] | None = None
         if isinstance(run_input, NewMessage):
             head = None if run_input.new_thread else await read_head(self.saver, thread_id)
+            files = tuple(f.attachment for f in run_input.files)
             if head and head.checkpoint_id and not (head.work_left or head.writes):
-                message = HumanMessage(run_input.text, id=str(uuid4()))
+                message = to_langchain(UserMessage(run_input.text, id=str(uuid4()), attachments=files))
                 await self._append(thread_id, run_id, head.checkpoint_id, message)
                 yield InputRecorded()  # committed (synced): the run resumes from it below
             else:
                 closing = [] if head is None else await self._settle(_config(thread_id, run_id), head, run_input.closings)
-                update = {"messages": [*closing, HumanMessage(run_input.text)]}
+                update = {"messages": [*closing, to_langchain(UserMessage(run_input.text, attachments=files))]}
         elif isinstance(run_input, Fork):
             await self._fork(_config(thread_id, run_id), run_input)
             yield InputRecorded()  # the branch's first checkpoint is committed (synced)

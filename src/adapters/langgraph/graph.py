@@ -25,8 +25,9 @@ from langgraph.types import Command, Send, interrupt
 
 from adapters.langchain.messages import ConversionCache, to_langchain
 from adapters.langgraph.appending import append_messages
+from adapters.langgraph.files import FilePrompts
 from domain.approvals import Rejected, Wait, edited_note
-from domain.context import ContextPolicy, PromptPlan, estimate_text
+from domain.context import ContextPolicy, PromptPlan, estimate_text, file_chars
 from domain.errors import RunLost, StorageFailure, ToolOutcomeUnknown
 from domain.events import (
     AnswerCut,
@@ -43,6 +44,7 @@ from domain.events import (
 from domain.lifecycle import idempotency_key, own_call_ids
 from domain.model import AssistantMessage, ContextView, ToolCall, ToolResult, new_call_id, utc_now
 from domain.models import ModelChoice
+from ports.attachments import AttachmentStore
 from ports.journal import ToolJournal
 from ports.metrics import NO_METRICS, UNKNOWN_TOOL, MetricsPort
 from ports.model import ModelPort, ReasoningChunk, TextChunk, Usage
@@ -149,7 +151,9 @@ class AgentNodes:
         metrics: MetricsPort = NO_METRICS,
         context: ContextPolicy | None = None,
         gate: ApprovalGate | None = None,
+        files: AttachmentStore | None = None,
     ) -> None:
+        self.files = FilePrompts(files) if files is not None else None  # None: files are left out
         self.gate = gate  # None: no call ever waits for approval
         self.model = model
         self.context = ContextKeeper(model, context or ContextPolicy())
@@ -170,6 +174,8 @@ class AgentNodes:
         specs = await self.tools.list_tools()
         thread_id = str(config["configurable"]["thread_id"])
         thread = self.cache.convert_thread(thread_id, state["messages"])
+        if self.files is not None:
+            thread = await self.files.expand(thread_id, thread, file_chars(self.context.policy_for(choice)))
         system = choice.system if choice.system is not None else self.prompt.read()
         plan = self.context.plan(thread_id, thread, system, specs, choice)
         if plan.summarize is not None:

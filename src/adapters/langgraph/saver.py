@@ -4,18 +4,36 @@ naming this as a base class lets mypy check that each implements the whole port.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver, Checkpoint
 
+from adapters.langgraph.files import FileStage
 from adapters.langgraph.latest import LatestCheckpoints
 from adapters.langgraph.serde import MessageMemoSerializer
 from adapters.storage import message_refs
+from domain.attachments import Upload
 from ports.saver import SaverPort
 
 
 class Saver(BaseCheckpointSaver[Any], SaverPort):
     keeps_branches = True
+    _file_stage: FileStage | None = None
+
+    @property
+    def file_stage(self) -> FileStage:
+        """The files waiting for their message's write (made on first use: the savers'
+        own constructors are LangGraph's)."""
+        if self._file_stage is None:
+            self._file_stage = FileStage()
+        return self._file_stage
+
+    def stage_files(self, thread_id: str, uploads: Sequence[Upload]) -> None:
+        self.file_stage.stage(thread_id, uploads)
+
+    def unstage_files(self, thread_id: str) -> None:
+        self.file_stage.drop(thread_id)
 
 
 class MessagesOnce:

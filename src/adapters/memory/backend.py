@@ -38,7 +38,7 @@ class MemoryBackend(Backend):
 
     def search(self, threads: Callable[[], CheckpointPort]) -> InMemorySearchIndex:
         if self._search is None:
-            self._search = InMemorySearchIndex(self._runs, threads())
+            self._search = InMemorySearchIndex(self._runs, threads(), self._saver)
         return self._search
 
     def sessions(self) -> InMemorySessionStore:

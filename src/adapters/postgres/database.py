@@ -21,6 +21,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from adapters.postgres.branch_schema import MIGRATION_BRANCHES
 from adapters.postgres.chat_schema import MIGRATION_CHAT_SETTINGS
+from adapters.postgres.file_rows import MIGRATION_FILES
 from adapters.postgres.log_schema import migrate_log_format
 from adapters.postgres.message_schema import MIGRATION_MESSAGES
 from adapters.postgres.metadata_schema import MIGRATION_THREAD_METADATA
@@ -172,6 +173,7 @@ MIGRATIONS: tuple[str | Setup, ...] = (
     MIGRATION_1, MIGRATION_BRANCHES, MIGRATION_SEARCH, MIGRATION_APPROVALS, MIGRATION_MESSAGES, migrate_log_format,
     MIGRATION_SESSIONS, MIGRATION_THREAD_METADATA, MIGRATION_CHAT_SETTINGS, MIGRATION_QUEUE,
     MIGRATION_USERS, MIGRATION_OWNER, add_rule_owner,
+    MIGRATION_FILES,
 )
 
 

@@ -54,7 +54,7 @@ from adapters.langgraph.latest import LatestCheckpoints
 from adapters.langgraph.rows import summary_row
 from adapters.langgraph.saver import MessagesOnce, Saver
 from adapters.langgraph.serde import MessageMemoSerializer
-from adapters.postgres import branches, message_rows
+from adapters.postgres import branches, file_rows, message_rows
 from adapters.postgres.database import PostgresDatabase, storage_failure
 from adapters.postgres.message_schema import SAVER_TABLES, UNTUNED, tuning
 from adapters.postgres.search import forget_thread
@@ -62,6 +62,7 @@ from adapters.postgres.search_sync import index_checkpoint, index_input, index_m
 from adapters.storage import message_refs
 from adapters.storage.checkpoint_log import HISTORY_COLUMNS, head_from_row, summary_from_row
 from adapters.storage.message_refs import SEQS_TYPE, MessageSeqs, as_runs, pack_seqs, unpack_seqs
+from domain.attachments import StoredFile
 from domain.branches import Branch
 from domain.errors import RunLost
 from domain.model import CheckpointSummary
@@ -180,7 +181,9 @@ class FencedPostgresSaver(AsyncPostgresSaver, Saver, MessagesOnce):
         op = branching.op_of(config) if not ns else None
         planned = self._plan(thread_id, ns, checkpoint)
         numbers = self.numbering.get(thread_id, ns, planned.base) if planned is not None else None
+        files = self.file_stage.taken(thread_id, checkpoint["channel_values"].values()) if not ns else []
         async with self._fenced(config) as cur:  # one transaction: fence, branch, checkpoint, summary, index, retention
+            await file_rows.store(cur, thread_id, files)  # the files of a message it stores first
             if op is not None:
                 await branches.apply(cur, thread_id, op, dict(checkpoint), summary[4])
             branch = await branches.active_number(cur, thread_id) if not ns else None
@@ -195,6 +198,7 @@ class FencedPostgresSaver(AsyncPostgresSaver, Saver, MessagesOnce):
                 await index_checkpoint(cur, thread_id, checkpoint)
             if self.keep > 0:
                 await self._retain(cur, thread_id, ns, self.keep, seqs)
+        self.file_stage.stored(thread_id, files)
         meta = json.dumps(get_serializable_checkpoint_metadata(config, metadata)).encode()
         self.latest.remember(thread_id, ns, checkpoint, meta, configurable.get("checkpoint_id"),
                              planned.refs if planned else None)
@@ -314,10 +318,14 @@ class FencedPostgresSaver(AsyncPostgresSaver, Saver, MessagesOnce):
         task_id: str,
         task_path: str = "",
     ) -> None:
+        thread_id, ns = str(config["configurable"]["thread_id"]), config["configurable"].get("checkpoint_ns")
+        files = self.file_stage.taken(thread_id, [v for _, v in writes]) if not ns else []
         async with self._fenced(config) as cur:
+            await file_rows.store(cur, thread_id, files)  # a new message's files, with it
             await super().aput_writes(config, writes, task_id, task_path)
-            if task_id == INPUT_TASK and not config["configurable"].get("checkpoint_ns"):
-                await index_input(cur, str(config["configurable"]["thread_id"]), writes)
+            if task_id == INPUT_TASK and not ns:
+                await index_input(cur, thread_id, writes)
+        self.file_stage.stored(thread_id, files)
 
     async def adelete_thread(self, thread_id: str) -> None:
         self.latest.forget(str(thread_id))
@@ -327,6 +335,16 @@ class FencedPostgresSaver(AsyncPostgresSaver, Saver, MessagesOnce):
                 await cur.execute(f"DELETE FROM {table} WHERE thread_id = %s", (str(thread_id),))
             await cur.execute("DELETE FROM branches WHERE conversation_id = %s", (str(thread_id),))
             await forget_thread(cur, str(thread_id))
+            await file_rows.forget(cur, str(thread_id))
+
+    async def release_files(self, thread_id: str, digests: Sequence[str]) -> None:
+        if digests:
+            async with self.db.cursor(transaction=True) as cur:
+                await file_rows.forget(cur, thread_id, digests)
+
+    async def files(self, thread_id: str, digests: Sequence[str]) -> dict[str, StoredFile]:
+        async with self.db.cursor() as cur:
+            return await file_rows.read(cur, thread_id, digests)
 
     async def reindex(self) -> int:
         return await self._on_connection(rebuild)

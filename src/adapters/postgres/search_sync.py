@@ -8,16 +8,17 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.checkpoint.base import Checkpoint
 from psycopg import AsyncConnection, AsyncCursor
 
-from adapters.langchain.messages import from_fields, to_domain
+from adapters.langchain.messages import FILES_KEY, from_fields, to_domain
+from adapters.langgraph.files import referenced
 from adapters.langgraph.graph import INPUT_TASK
 from adapters.langgraph.rows import input_fields, input_messages
-from adapters.postgres import message_rows
+from adapters.postgres import file_rows, message_rows
 from adapters.postgres.search import ENTRY, claim_new_thread, entry, index_thread, reset
-from adapters.search_entries import clean
+from adapters.search_entries import clean, with_file_texts
 
 log = logging.getLogger(__name__)
 
@@ -45,17 +46,27 @@ def _id(message: Any) -> str | None:
     return getattr(message, "id", None)
 
 
+async def _texts(cur: AsyncCursor[Any], thread_id: str, digests: set[str]) -> dict[str, str]:
+    return await file_rows.texts(cur, thread_id, sorted(digests)) if digests else {}
+
+
 async def index_checkpoint(cur: AsyncCursor[Any], thread_id: str, checkpoint: Checkpoint) -> None:
-    """In the checkpoint's transaction: index the messages it adds to the thread."""
+    """In the checkpoint's transaction: index the messages it adds to the thread. A user
+    message is indexed with its files' text; the texts are read before (the converter is
+    synchronous) for the latest user message only, the one a turn's checkpoint can add."""
     messages = checkpoint["channel_values"].get("messages")
     raw: list[BaseMessage] = messages if isinstance(messages, list) else []
-    await index_thread(cur, thread_id, raw, to_domain, _id)
+    last = next((m for m in reversed(raw) if isinstance(m, HumanMessage)), None)
+    found = await _texts(cur, thread_id, referenced([last]) if last is not None else set())
+    await index_thread(cur, thread_id, raw, with_file_texts(to_domain, lambda _: found), _id)
 
 
 async def index_input(cur: AsyncCursor[Any], thread_id: str, writes: Sequence[tuple[str, Any]]) -> None:
     """In the transaction of a pending input (a new message saved as writes on the thread's
     latest checkpoint, indexed with it): index the messages it appends."""
-    await index_thread(cur, thread_id, input_messages(writes), to_domain, _id, appended=True)
+    raw = input_messages(writes)
+    found = await _texts(cur, thread_id, referenced(raw))
+    await index_thread(cur, thread_id, raw, with_file_texts(to_domain, lambda _: found), _id, appended=True)
 
 
 async def _index_stored(cur: AsyncCursor[Any], thread_id: str) -> None:
@@ -67,7 +78,10 @@ async def _index_stored(cur: AsyncCursor[Any], thread_id: str) -> None:
         fields = await message_rows.plain_fields(cur, thread_id, row[0], row[1]) or []
         await cur.execute(PENDING_INPUT, (thread_id, row[2], INPUT_TASK))
         fields += input_fields(await cur.fetchall())
-    await index_thread(cur, thread_id, fields, from_fields, lambda f: f.get("id"), seen_before=False)
+    named = {str(f["digest"]) for fs in fields for f in ((fs.get("additional_kwargs") or {}).get(FILES_KEY) or [])
+             if isinstance(f, dict) and "digest" in f}
+    found = await _texts(cur, thread_id, named)
+    await index_thread(cur, thread_id, fields, with_file_texts(from_fields, lambda _: found), lambda f: f.get("id"), seen_before=False)
 
 
 async def index_missing(conn: AsyncConnection[Any]) -> int:

@@ -15,6 +15,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 from adapters.sqlite.branch_schema import MIGRATION_BRANCHES
 from adapters.sqlite.chat_schema import add_chat_settings
+from adapters.sqlite.file_rows import MIGRATION_FILES
 from adapters.sqlite.log_schema import MIGRATION_LOG_FORMAT
 from adapters.sqlite.message_schema import MIGRATION_MESSAGES
 from adapters.sqlite.metadata_schema import MIGRATION_THREAD_METADATA
@@ -150,6 +151,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4, MIGRATION_SEARCH, MIGRATION_BRANCHES, MIGRATION_APPROVALS,
     MIGRATION_MESSAGES, MIGRATION_LOG_FORMAT, MIGRATION_SESSIONS, MIGRATION_THREAD_METADATA, add_chat_settings, MIGRATION_QUEUE,
     add_users, add_owner, add_rule_owner,
+    MIGRATION_FILES,
 )
 
 BUSY_MESSAGE = "The database is busy: another process holds the write lock; try again"

@@ -57,7 +57,7 @@ from adapters.langgraph.latest import LatestCheckpoints
 from adapters.langgraph.rows import plain_messages, summary_row
 from adapters.langgraph.saver import MessagesOnce, Saver
 from adapters.langgraph.serde import MessageMemoSerializer
-from adapters.sqlite import branches, message_rows
+from adapters.sqlite import branches, file_rows, message_rows
 from adapters.sqlite.branch_schema import CHECKPOINT_LOG as LOG_TABLE
 from adapters.sqlite.database import (
     BUSY_TIMEOUT_MS,
@@ -76,6 +76,7 @@ from adapters.sqlite.search_sync import index_checkpoint, index_input, index_mis
 from adapters.sqlite.threads import SerialThread, release, writer_thread
 from adapters.storage import message_refs
 from adapters.storage.checkpoint_log import HISTORY_COLUMNS, head_from_row, summary_from_row
+from domain.attachments import StoredFile
 from domain.branches import Branch
 from domain.errors import RunLost, StorageFailure
 from domain.model import CheckpointSummary
@@ -201,7 +202,9 @@ class ThreadedSqliteSaver(SqliteSaver, Saver, MessagesOnce):
         # a new message, a new branch, a switch: acknowledged to the user once committed
         synced = full_metadata.get("source") == "input" or op is not None
         summary = summary_row(checkpoint, full_metadata)
+        files = self.file_stage.taken(thread_id, checkpoint["channel_values"].values()) if not ns else []
         with self._transaction(config, synced) as cur:  # one transaction: fence, branch, checkpoint, summary, pruning
+            written += file_rows.store(cur, thread_id, files)  # the files of a message it stores first
             if op is not None:
                 branches.apply(cur, thread_id, op, dict(checkpoint), summary[4])
             branch = branches.active_number(cur, thread_id) if not ns else None
@@ -210,7 +213,7 @@ class ThreadedSqliteSaver(SqliteSaver, Saver, MessagesOnce):
                 # frees: pruned after, a thread's file kept a whole checkpoint's worth of free pages
                 prune_thread(cur, thread_id, ns, self.keep - 1, refs)
             if planned is not None:
-                written = message_rows.store(cur, thread_id, ns, planned)
+                written += message_rows.store(cur, thread_id, ns, planned)
             cur.execute(
                 "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
                 "parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -225,6 +228,7 @@ class ThreadedSqliteSaver(SqliteSaver, Saver, MessagesOnce):
                 index_checkpoint(cur, thread_id, checkpoint)
             if self.keep == 1:
                 prune_thread(cur, thread_id, ns, self.keep, refs)
+        self.file_stage.stored(thread_id, files)
         self.metrics.checkpoint_written("checkpoint", len(blob) + len(meta_blob) + written)
         self.latest.remember(thread_id, ns, checkpoint, meta_blob, configurable.get("checkpoint_id"), refs)
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
@@ -266,14 +270,18 @@ class ThreadedSqliteSaver(SqliteSaver, Saver, MessagesOnce):
         ]
         # a new message (pending input) or a tool call's result: kept at once
         synced = task_id == INPUT_TASK or any(_has_tool_result(value) for _, value in writes)
+        thread_id = str(configurable["thread_id"])
+        files = self.file_stage.taken(thread_id, [value for _, value in writes]) if not configurable["checkpoint_ns"] else []
         with self._transaction(config, synced) as cur:
+            file_rows.store(cur, thread_id, files)  # a new message's files, with it
             if task_id == INPUT_TASK and not configurable["checkpoint_ns"]:
-                index_input(cur, str(configurable["thread_id"]), writes)
+                index_input(cur, thread_id, writes)
             cur.executemany(
                 f"INSERT OR {verb} INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, "
                 "idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
+        self.file_stage.stored(thread_id, files)
         self.metrics.checkpoint_written("writes", sum(len(row[-1]) for row in rows))
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -372,7 +380,23 @@ class ThreadedSqliteSaver(SqliteSaver, Saver, MessagesOnce):
             for table in ("checkpoints", "writes", "checkpoint_log", "checkpoint_messages"):
                 cur.execute(f"DELETE FROM {table} WHERE thread_id = ?", (str(thread_id),))
             forget_thread(cur, str(thread_id))
+            file_rows.forget(cur, str(thread_id))
             cur.execute("DELETE FROM branches WHERE conversation_id = ?", (str(thread_id),))
+
+    async def release_files(self, thread_id: str, digests: Sequence[str]) -> None:
+        if digests:
+            await self.call(self._release_files, thread_id, list(digests))
+
+    def _release_files(self, thread_id: str, digests: list[str]) -> None:
+        with self.cursor() as cur:
+            file_rows.forget(cur, thread_id, digests)
+
+    async def files(self, thread_id: str, digests: Sequence[str]) -> dict[str, StoredFile]:
+        return await self.call(self._files, thread_id, list(digests))  # type: ignore[no-any-return]
+
+    def _files(self, thread_id: str, digests: list[str]) -> dict[str, StoredFile]:
+        with self.cursor(transaction=False) as cur:
+            return file_rows.read(cur, thread_id, digests)
 
     async def branches(self, thread_id: str) -> list[Branch]:
         return await self.call(self._branches, thread_id)  # type: ignore[no-any-return]

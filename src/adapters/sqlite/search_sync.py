@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.base import Checkpoint
@@ -14,10 +14,14 @@ from langgraph.checkpoint.base import Checkpoint
 from adapters.langchain.messages import from_fields, to_domain
 from adapters.langgraph.graph import INPUT_TASK
 from adapters.langgraph.rows import input_fields, input_messages, plain_messages
+from adapters.search_entries import with_file_texts
+from adapters.sqlite import file_rows
 from adapters.sqlite.message_rows import read_plain
 from adapters.sqlite.search import forget_thread, index_thread, reset
+from domain.model import Message
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 LATEST = (
     "SELECT type, checkpoint, checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
@@ -30,16 +34,22 @@ PENDING_INPUT = (
 )
 
 
+def _with_texts(cur: sqlite3.Cursor, thread_id: str, convert: Callable[[T], Message | None]) -> Callable[[T], Message | None]:
+    """A user message indexed with its files' text, read in the indexing transaction (which
+    stored the files, or follows the one that did)."""
+    return with_file_texts(convert, lambda digests: file_rows.texts(cur, thread_id, digests))
+
+
 def index_checkpoint(cur: sqlite3.Cursor, thread_id: str, checkpoint: Checkpoint) -> None:
     """In the checkpoint's transaction: index the messages it adds to the thread."""
     messages: list[BaseMessage] = checkpoint["channel_values"].get("messages") or []
-    index_thread(cur, thread_id, messages, to_domain, lambda m: m.id)
+    index_thread(cur, thread_id, messages, _with_texts(cur, thread_id, to_domain), lambda m: m.id)
 
 
 def index_input(cur: sqlite3.Cursor, thread_id: str, writes: Sequence[tuple[str, Any]]) -> None:
     """In the transaction of a pending input (a new message saved as writes on the thread's
     latest checkpoint, indexed with it): index the messages it appends."""
-    index_thread(cur, thread_id, input_messages(writes), to_domain, lambda m: m.id, appended=True)
+    index_thread(cur, thread_id, input_messages(writes), _with_texts(cur, thread_id, to_domain), lambda m: m.id, appended=True)
 
 
 def _index_stored(cur: sqlite3.Cursor, thread_id: str) -> None:
@@ -49,7 +59,7 @@ def _index_stored(cur: sqlite3.Cursor, thread_id: str) -> None:
         forget_thread(cur, thread_id)
         return
     fields = plain_messages(checkpoint) + input_fields(cur.execute(PENDING_INPUT, (thread_id, row[2], INPUT_TASK)).fetchall())
-    index_thread(cur, thread_id, fields, from_fields, lambda f: f.get("id"))
+    index_thread(cur, thread_id, fields, _with_texts(cur, thread_id, from_fields), lambda f: f.get("id"))
 
 
 def _threads(cur: sqlite3.Cursor, missing_only: bool) -> list[str]:

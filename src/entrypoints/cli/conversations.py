@@ -77,6 +77,10 @@ def show(ctx: Context, conversation: str, as_json: bool) -> None:
     print_detail(ctx, d)
 
 
+def _size(n: int) -> str:
+    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KB" if n < 1024 * 1024 else f"{n / (1024 * 1024):.1f} MB"
+
+
 def print_detail(ctx: Context, d: Json) -> None:
     """A conversation's detail for a person (`sophos show`, the REPL's /show)."""
     c = d["conversation"]
@@ -103,6 +107,8 @@ def print_detail(ctx: Context, d: Json) -> None:
                 took = f"thought for {dto['reasoningSeconds']:g} s" if dto.get("reasoningSeconds") is not None else "thought"
                 click.secho(f"({took}) {dto['reasoning'].strip()}", dim=True)
             click.echo(dto["content"])
+            for a in dto.get("attachments", []):
+                click.echo(f"📎 {a['name']} · {a['type']} · {_size(a['size'])}")
             if dto.get("cut"):
                 click.echo("[stopped here: the answer reached MODEL_MAX_TOKENS]")
             for call in dto.get("toolCalls", []):

@@ -11,6 +11,7 @@ from domain.events import StreamEvent
 from domain.model import parse_conversation_id
 from domain.models import settings_change
 from domain.queue import Multitask, QueuedMessage
+from entrypoints.attachments import json_files
 from entrypoints.cli.client import Json, SophosClient, Stopper
 from entrypoints.dto import (
     detail_dto,
@@ -36,6 +37,7 @@ def command_of(body: Json) -> StartRun:
         edit_of=body.get("editOf"), regenerate=body.get("regenerate") is True, decisions=body.get("decisions"),
         settings=settings_change(body),
         multitask=body.get("multitask"),
+        files=json_files(body.get("attachments")),
     )
 
 

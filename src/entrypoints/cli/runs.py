@@ -24,6 +24,7 @@ from entrypoints.cli.base import (
     server_option,
 )
 from entrypoints.cli.client import Json, RemoteError, SophosClient, Stopper
+from entrypoints.cli.files import STDIN, attachments
 from entrypoints.cli.ids import LAST, on, resolve
 from entrypoints.cli.output import Printer
 
@@ -130,6 +131,9 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print events
 @click.option("-i", "--interactive", is_flag=True, help="A prompt loop on one conversation (as `sophos repl`).")
 @click.option("--edit", "edit_of", type=int, metavar="N",
               help="Replace user message N (as `sophos show` numbers them) with MESSAGE, on a new branch.")
+@click.option("-a", "--attach", "attach", multiple=True, metavar="PATH",
+              help="Attach a file (repeatable; `-` reads it from stdin): text, code, Markdown, CSV, JSON, PDF, or an "
+                   "image for a model that can see.")
 @click.option("--queue", "multitask", flag_value="enqueue",
               help="While the conversation's run works, queue MESSAGE: it is answered when the run completes.")
 @click.option("--steer", "multitask", flag_value="interrupt",
@@ -139,10 +143,10 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print events
 @global_options
 @pass_ctx
 def chat(ctx: Context, message: str | None, conversation: str | None, last: bool, interactive: bool,
-         edit_of: int | None, multitask: str | None, as_json: bool, server: str | None) -> None:
+         edit_of: int | None, multitask: str | None, attach: tuple[str, ...], as_json: bool, server: str | None) -> None:
     """Send MESSAGE and stream the answer (tokens, tool calls) as it comes.
 
-    MESSAGE `-` (or none, with a pipe) reads it from stdin."""
+    MESSAGE `-` (or none, with a pipe) reads it from stdin; with `-a -`, stdin is the file."""
     conversation = LAST if last else conversation
     if interactive:
         from entrypoints.cli.repl import repl_loop
@@ -153,8 +157,16 @@ def chat(ctx: Context, message: str | None, conversation: str | None, last: bool
     if multitask is not None and (conversation is None or edit_of is not None):
         raise CliError("BAD_REQUEST", "--queue and --steer need a conversation: sophos chat -c ID --queue MESSAGE",
                        EXIT_BAD_INPUT)
-    text = read_message(message)
+    files = attachments(attach) if attach else []
+    if files and (message is None or message == "-") and (STDIN in attach or sys.stdin.isatty()):
+        if message == "-":
+            raise CliError("BAD_REQUEST", "stdin is the attached file (-a -): give MESSAGE as an argument", EXIT_BAD_INPUT)
+        text = ""  # the files alone
+    else:
+        text = read_message(message)
     body: dict[str, Any] = {"message": text, **({"conversation": conversation} if conversation else {})}
+    if files:
+        body["attachments"] = files
     if edit_of is not None:
         body["editOf"] = edit_of
     if multitask is not None:

@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from entrypoints.bundle import Services
-from entrypoints.http import routes, session, transfer, web
+from entrypoints.http import files, routes, session, transfer, web
 from entrypoints.http.errors import EXCEPTION_HANDLERS
 from entrypoints.http.guard import GuardMiddleware, HostPolicy
 from entrypoints.http.headers import HardeningMiddleware
@@ -58,6 +58,7 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
         Route("/api/conversations/{conversation_id}", routes.patch_conversation, methods=["PATCH"]),
         Route("/api/conversations/{conversation_id}", routes.delete_conversation, methods=["DELETE"]),
         Route("/api/conversations/{conversation_id}/export", routes.export_conversation, methods=["GET"]),
+        Route("/api/conversations/{conversation_id}/attachments/{digest}", files.get_attachment, methods=["GET"]),
         Route("/api/conversations/{conversation_id}/fork", routes.fork_conversation, methods=["POST"]),
         Route("/api/conversations/{conversation_id}/queue/{queued_id}", routes.patch_queued, methods=["PATCH"]),
         Route("/api/conversations/{conversation_id}/queue/{queued_id}", routes.delete_queued, methods=["DELETE"]),

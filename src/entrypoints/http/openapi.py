@@ -68,6 +68,14 @@ def openapi_document() -> dict[str, Any]:
                                       "null: the server's default; unknown: 400 UNKNOWN_MODEL, nothing stored"},
                             "system": {"type": "string", "nullable": True, "maxLength": 16000,
                                        "description": "the conversation's system prompt from this turn on; null: config/system.md"},
+                            "attachments": {"type": "array", "maxItems": 8, "description":
+                                            "files of a new message (also as multipart/form-data: fields message, "
+                                            "conversation, model, system and files under `attachments`); at most 8, "
+                                            "10 MB each; text, code, Markdown, CSV, JSON, PDF, PNG, JPEG, GIF, WebP",
+                                            "items": {"type": "object", "additionalProperties": False,
+                                                      "required": ["name", "data"], "properties": {
+                                                          "name": {"type": "string"}, "type": {"type": "string"},
+                                                          "data": {"type": "string", "format": "byte"}}}},
                             "multitask": {"type": "string", "enum": ["reject", "enqueue", "interrupt", "rollback"],
                                           "description": "what a new message does while the conversation has an active "
                                                          "or waiting run (default reject: 409)"},
@@ -82,7 +90,7 @@ def openapi_document() -> dict[str, Any]:
                         },
                     })},
                     "responses": _started(_responses(200, {"type": "object", "properties": {
-                        "conversation": UUID, "run": {"type": "string"}, "queued": QUEUED}}, 400, 404, 409, 413, 429, 503)),
+                        "conversation": UUID, "run": {"type": "string"}, "queued": QUEUED}}, 400, 404, 409, 413, 415, 429, 503)),
                 },
                 "get": {
                     "summary": "Server-sent events of the conversation's active run",
@@ -215,6 +223,16 @@ def openapi_document() -> dict[str, Any]:
                                "conversation (every branch, every message, the approvals' decisions) as POST /api/import reads it",
                     "parameters": [CONV_PARAM, {"name": "format", "in": "query", "required": False, "schema": {"type": "string"}}],
                     "responses": _responses(200, {"type": "string"}, 400, 404, ok_type="text/markdown"),
+                }
+            },
+            "/api/conversations/{conversation_id}/attachments/{digest}": {
+                "get": {
+                    "summary": "A file a message of the conversation carries, by its SHA-256 (the detail's "
+                               "messages[].attachments[].digest): images as themselves, text as text/plain, PDF as a download",
+                    "parameters": [CONV_PARAM, {"name": "digest", "in": "path", "required": True,
+                                                "schema": {"type": "string", "pattern": "^[0-9a-f]{64}$"}}],
+                    "responses": _responses(200, {"type": "string", "format": "binary"}, 400, 404,
+                                            ok_type="*/*"),
                 }
             },
             "/api/export": {

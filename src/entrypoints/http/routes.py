@@ -12,12 +12,14 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
+from domain.attachments import Upload
 from domain.commands import Cancel, SendMessage, start_command
 from domain.errors import InvalidInput, ModelBadResponse, ModelUnreachable, SophosError
 from domain.events import StreamEvent
 from domain.model import RunStatus, check_text, iso, parse_conversation_id
 from domain.models import settings_change
 from domain.queue import Multitask, QueuedMessage
+from entrypoints.attachments import json_files
 from entrypoints.bundle import Services
 from entrypoints.dto import (
     detail_dto,
@@ -29,7 +31,7 @@ from entrypoints.dto import (
     settings_dto,
     summary_dto,
 )
-from entrypoints.http import sse, transfer
+from entrypoints.http import files, sse, transfer
 from entrypoints.http.errors import RouteFailure, error_response
 from entrypoints.http.principal import principal_of, recheck_of
 from ports.model import Readiness
@@ -41,17 +43,19 @@ QUEUED_HEADER = "X-Queued-Id"  # on a POST /api/chat whose message was queued
 READY_TIMEOUT = 1.5  # seconds readyz waits for the model server
 
 
-async def read_json(request: Request, allowed: set[str]) -> dict[str, Any]:
-    """The body as a JSON object with only `allowed` keys; 400 or 413 otherwise."""
+async def read_json(request: Request, allowed: set[str], limit: int = MAX_BODY, large: str | None = None) -> dict[str, Any]:
+    """The body as a JSON object with only `allowed` keys; 400 or 413 otherwise. `large`:
+    a field that lets the body reach `limit` bytes (files); without it, MAX_BODY holds."""
     size = 0
     chunks: list[bytes] = []
     timeout = request.app.state.request_timeout
+    too_large = f"Request body is larger than {MAX_BODY} bytes"
     try:
         async with asyncio.timeout(timeout):  # a body trickled in (slowloris) ties up a connection
             async for chunk in request.stream():
                 size += len(chunk)
-                if size > MAX_BODY:
-                    raise HTTPException(413, f"Request body is larger than {MAX_BODY} bytes")
+                if size > limit:
+                    raise HTTPException(413, too_large if limit == MAX_BODY else f"Request body is larger than {limit} bytes")
                 chunks.append(chunk)
     except TimeoutError:
         raise HTTPException(408, f"The request body did not arrive within {timeout:g} s") from None
@@ -67,6 +71,8 @@ async def read_json(request: Request, allowed: set[str]) -> dict[str, Any]:
         check_text(key, "A field name")
         if isinstance(value, str):
             check_text(value, f"Field {key}")
+    if size > MAX_BODY and not (large and body.get(large)):
+        raise HTTPException(413, too_large)
     unknown = sorted(set(body) - allowed)
     if unknown:
         raise InvalidInput(f"Unknown field(s): {', '.join(unknown)}")
@@ -78,16 +84,34 @@ def _services(request: Request) -> Services:
     return services
 
 
+CHAT_FIELDS = {"message", "conversation", "resume", "decision", "decisions", "editOf", "regenerate", "model", "system",
+               "multitask", "attachments"}
+FORM_FIELDS = {"message", "conversation", "model", "system"}  # multipart: a new message with its files
+
+
+async def _chat_body(request: Request) -> tuple[dict[str, Any], tuple[Upload, ...]]:
+    if request.headers.get("content-type", "").lower().startswith("multipart/form-data"):
+        try:
+            async with asyncio.timeout(request.app.state.request_timeout):
+                body, uploads = await files.form_body(request)
+        except TimeoutError:
+            raise HTTPException(408, "The request body did not arrive in time") from None
+        unknown = sorted(set(body) - FORM_FIELDS)
+        if unknown:
+            raise InvalidInput(f"Unknown field(s): {', '.join(unknown)}")
+        return body, uploads
+    body = await read_json(request, CHAT_FIELDS, limit=files.CHAT_BODY, large="attachments")
+    return body, json_files(body.get("attachments"))
+
+
 async def post_chat(request: Request) -> Response:
-    body = await read_json(
-        request, {"message", "conversation", "resume", "decision", "decisions", "editOf", "regenerate", "model", "system",
-                  "multitask"}
-    )
+    body, uploads = await _chat_body(request)
     command = start_command(
         body.get("message"), body.get("conversation"), body.get("resume") is True, body.get("decision"),
         edit_of=body.get("editOf"), regenerate=body.get("regenerate") is True, decisions=body.get("decisions"),
         settings=settings_change(body),
         multitask=body.get("multitask"),
+        files=uploads,
     )
     if isinstance(command, SendMessage) and command.multitask is not Multitask.REJECT:
         sent = await _services(request).queue().send(command, by=principal_of(request))

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import partial
 
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from domain.errors import SophosError
+from domain.errors import SophosError, StorageFailure
 from entrypoints.http.errors import domain_error_response, error_response
 from entrypoints.http.guard import HostPolicy, parse_authority, same_origin
 from entrypoints.http.principal import set_principal
@@ -95,16 +96,36 @@ class LangGraphGuard:
             return None
         credentials = _given_token(request.headers)
         sessions = self.sessions()
+        named = request.headers.get(sessions.proxy.header) if sessions.proxy is not None else None
+        peer = request.client.host if request.client else ""
         try:
-            if credentials is None:
+            # AUTH=proxy: believed from a trusted peer only (from another, ignored and logged)
+            principal = await sessions.principal_of_proxy(named, peer) if named is not None else None
+            if principal is None and credentials is None:
                 # no credentials: the bootstrap admin while no login is needed, else refused
                 principal = await sessions.principal_of_session("") if not await sessions.needed() else None
-            else:
+            elif principal is None and credentials is not None:
                 principal = await sessions.principal_of_bearer(credentials, client_address(request))
         except SophosError as e:  # too many failed attempts from this address; the store failing
             return domain_error_response(e)
         if principal is None:
             return error_response(401, "UNAUTHORIZED", "The server's API_TOKEN or a user's token is required "
                                   "(X-Api-Key or a bearer)", {"WWW-Authenticate": "Bearer"})
-        set_principal(request.scope, principal)
+        set_principal(request.scope, principal, partial(_still_allowed, sessions, named, peer, credentials))
         return None
+
+
+async def _still_allowed(sessions: SessionService, named: str | None, peer: str, credentials: bytes | None) -> bool:
+    """Whether the request's credentials still name someone, for a stream in progress (as the
+    main API's streams ask): a revoked token, a disabled user or a login now needed end it.
+    While the storage cannot answer, it stays open and carries the run's own failure."""
+    try:
+        if not await sessions.needed():
+            return True
+        if named is not None and await sessions.principal_of_proxy(named, peer) is not None:
+            return True
+        if credentials is not None:
+            return await sessions.bearer_still_valid(credentials)
+        return False
+    except StorageFailure:
+        return True

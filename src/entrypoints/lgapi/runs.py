@@ -17,7 +17,7 @@ from domain.errors import ConversationNotFound, InvalidInput, NotSupported, Queu
 from domain.events import StreamEvent
 from domain.model import CheckpointSummary, Message, Run, RunStatus, new_id
 from domain.queue import Multitask, QueuedMessage, queue_held
-from entrypoints.http.principal import principal_of
+from entrypoints.http.principal import principal_of, recheck_of
 from entrypoints.lgapi import shapes
 from entrypoints.lgapi.inputs import RUN_FIELDS, ThreadView, checkpoint_id, needs_thread, run_command
 from entrypoints.lgapi.stream import Projector, ReadThread, parse_modes, stream_response
@@ -202,7 +202,7 @@ async def _stream_new(request: Request, tid: str | None) -> Response:
     projector = Projector(modes, cid, rid, _read(request, cid), base)
     state = request.app.state
     return stream_response(projector, _one(request, started), state.ping_seconds, state.closing,
-                           _headers(cid, rid, tid is None, modes))
+                           _headers(cid, rid, tid is None, modes), allowed=recheck_of(request))
 
 
 async def create_run(request: Request) -> Response:
@@ -315,7 +315,8 @@ async def join_stream(request: Request) -> Response:
         cid, qid = found.conversation_id, found.id
         state = request.app.state
         return stream_response(Projector(modes, cid, qid, _read(request, cid)), _one(request, found),
-                               state.ping_seconds, state.closing, _headers(cid, qid, modes=modes))
+                               state.ping_seconds, state.closing, _headers(cid, qid, modes=modes),
+                               allowed=recheck_of(request))
     run = found
     given = (request.headers.get("last-event-id") or "").strip()
     m = _LAST_ID.fullmatch(given)
@@ -330,7 +331,7 @@ async def join_stream(request: Request) -> Response:
     projector = Projector(modes, cid, run.id, _read(request, cid), run.base_count)
     state = request.app.state
     return stream_response(projector, _chain(request, run, after), state.ping_seconds, state.closing,
-                           _headers(cid, run.id, modes=modes), begin=after == 0)
+                           _headers(cid, run.id, modes=modes), begin=after == 0, allowed=recheck_of(request))
 
 
 def run_tag_of(run_id: str) -> str:

@@ -20,6 +20,7 @@ from starlette.responses import StreamingResponse
 
 from domain.events import StreamEvent
 from domain.model import CheckpointSummary, Message
+from entrypoints.http.sse import RECHECK_SECONDS
 from entrypoints.lgapi.shapes import ASSISTANT_ID, GRAPH_ID, hitl_interrupt, message_dict
 from services.hub import RunStream, run_tag
 
@@ -156,24 +157,36 @@ def stream_response(
     closing: asyncio.Event,
     headers: dict[str, str],
     begin: bool = True,
+    allowed: Callable[[], Awaitable[bool]] | None = None,
+    recheck_seconds: float = RECHECK_SECONDS,
 ) -> StreamingResponse:
     """The SSE response for the runs `source` yields, one after the other (a run and the
-    run that resumed it after a crash), with `: heartbeat` comments while nothing comes."""
+    run that resumed it after a crash), with `: heartbeat` comments while nothing comes.
+    `allowed` is asked every `recheck_seconds` whether the request's credentials still name
+    someone, as on the main API: a revoked token or a disabled user ends the stream."""
 
     async def body() -> AsyncIterator[bytes]:
         if begin:
             yield b"".join(sse(e, d) for e, d in await projector.begin())
         closed = asyncio.ensure_future(closing.wait())
+        clock = asyncio.get_running_loop().time
+        next_check = clock() + recheck_seconds if allowed is not None else float("inf")
         try:
             async for run_id, events in source:
                 projector.run_id = run_id
                 tag = run_tag(run_id)
                 pending: asyncio.Future[Any] | None = None
+                next_ping = clock() + ping_seconds
                 try:
                     while True:
                         if pending is None:
                             pending = asyncio.ensure_future(anext(events))
-                        done, _ = await asyncio.wait({pending, closed}, timeout=ping_seconds,
+                        if allowed is not None and clock() >= next_check:
+                            if not await allowed():
+                                return
+                            next_check = clock() + recheck_seconds
+                        timeout = max(0.0, min(next_ping, next_check) - clock())
+                        done, _ = await asyncio.wait({pending, closed}, timeout=timeout,
                                                      return_when=asyncio.FIRST_COMPLETED)
                         if pending in done:
                             try:
@@ -188,10 +201,12 @@ def stream_response(
                                     chunks.append(sse(name, data, f"{event_id}@{tag}" if i == len(outs) - 1 else None))
                             if chunks:
                                 yield b"".join(chunks)
+                            next_ping = clock() + ping_seconds
                         elif closed in done:
                             return
-                        else:
+                        elif clock() >= next_ping:
                             yield b": heartbeat\n\n"
+                            next_ping = clock() + ping_seconds
                 finally:
                     if pending is not None:
                         pending.cancel()

@@ -1,6 +1,7 @@
 // The Sophos page: plain ES modules over the HTTP API (no build step).
 import { installAllowed, refreshAllowed } from "/static/js/allowed.js";
 import { ApiError, api, onApi, serverUp, session } from "/static/js/api.js";
+import { hasAttachments, installAttachments, takeAttachments } from "/static/js/attachments.js";
 import { onApprovals, renderApprovals } from "/static/js/approvals.js";
 import { branchActions } from "/static/js/branches.js";
 import { $, el, icon } from "/static/js/dom.js";
@@ -91,7 +92,7 @@ function renderBanners() {
 function renderComposer() {
   const blocked = sendBlocked();
   $("send").hidden = state.streaming;
-  $("send").disabled = !$("input").value.trim() || !!blocked;
+  $("send").disabled = (!$("input").value.trim() && !hasAttachments()) || !!blocked;
   $("send").title = blocked || "";
   $("send-reason").textContent = blocked || "";
   $("send-reason").hidden = !blocked;
@@ -228,18 +229,22 @@ async function setOffline(offline) {
 async function send(text) {
   state.error = null;
   const body = state.current ? { message: text, conversation: state.current } : { message: text, ...draftSettings() };
+  const files = takeAttachments();
+  if (files.body.length) body.attachments = files.body;
   try {
     const started = await api("/api/chat", { method: "POST", body });
-    if (started.conversation !== body.conversation) state.pendingTitle = text.split("\n")[0].slice(0, 50);
+    if (started.conversation !== body.conversation) state.pendingTitle = (text || files.shown[0].name).split("\n")[0].slice(0, 50);
     state.current = started.conversation;
     state.detail = null;
-    state.messages = [...(state.current === body.conversation ? state.messages.map((m) => ({ ...m, stopped: false, failed: false })) : []), { role: "user", content: text }];
+    const sent = { role: "user", content: text, ...(files.shown.length ? { attachments: files.shown } : {}) };
+    state.messages = [...(state.current === body.conversation ? state.messages.map((m) => ({ ...m, stopped: false, failed: false })) : []), sent];
     state.trace = [];
     $("input").value = "";
     attach(started.conversation);
     loadList();
   } catch (e) {
     $("input").value = text;
+    files.restore();
     if (e.code === "SESSION_IN_PROGRESS" && state.current) { attach(state.current); return; }
     if (e.code !== "UNAUTHORIZED") fail(e);
   }
@@ -411,6 +416,7 @@ $("menu").append(icon("menu"));
 $("trace-toggle").append(icon("trace"));
 $("settings-toggle").append(icon("sliders"));
 installModels();
+installAttachments({ changed: () => renderComposer(), failed: fail });
 $("trace-close").append(icon("close"));
 $("logout").append(icon("logout"));
 $("logout-everywhere").append(icon("logoutAll"));
@@ -418,8 +424,8 @@ $("logout-everywhere").append(icon("logoutAll"));
 $("composer").addEventListener("submit", (e) => {
   e.preventDefault();
   const text = $("input").value.trim();
-  if (!text) return;
-  if (state.streaming && state.current) queueText(text);
+  if (!text && !hasAttachments()) return;
+  if (state.streaming && state.current) { if (text) queueText(text); }  // files wait for the run's end
   else if (!state.streaming && !sendBlocked()) send(text);
 });
 async function queueText(text) {

@@ -1,5 +1,6 @@
 // Edit, regenerate and branches: the controls on the messages. What they do is app.js's
 // (branchActions); a message with alternatives carries `branch: {index, count, branches}`.
+import { attachmentChips } from "/static/js/attachments.js";
 import { el, icon } from "/static/js/dom.js";
 import { state } from "/static/js/state.js";
 
@@ -42,7 +43,8 @@ export function userMessage(m, index) {
       onclick: () => { state.editing = index; branchActions.rerender(); } }, icon("pencil"));
   const nav = branchNav(m);
   return el("div", { class: "msg user", "data-testid": "user-message", "data-index": index },
-    el("div", { class: "user-text" }, m.content), pencil || nav ? el("div", { class: "msg-foot" }, nav, pencil) : null);
+    el("div", { class: "user-text" }, m.content), attachmentChips(m),
+    pencil || nav ? el("div", { class: "msg-foot" }, nav, pencil) : null);
 }
 
 // the regenerate button, on the conversation's last answer once the run is over

@@ -1,0 +1,258 @@
+"""Files a user message carries: what is accepted, and how the model reads them.
+
+Pure rules over bytes and plain values, the same for every edge (HTTP JSON, multipart,
+the CLI): a file is named, typed by what it holds (a declared type is checked against the
+file's own bytes, never trusted), bounded, and identified by the SHA-256 of its bytes, so
+the same file sent twice is one stored copy. Text (code, Markdown, CSV, JSON, and a PDF's
+text) reaches the model as a fenced block under the file's name; an image reaches a model
+that can see as the image itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from domain.errors import (
+    AttachmentTooLarge,
+    AttachmentTypeNotAllowed,
+    AttachmentUnreadable,
+    TooManyAttachments,
+)
+
+MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024  # one file; a phone photo or a long PDF fits
+MAX_ATTACHMENTS = 8  # files of one message
+NAME_MAX = 255  # characters of a file name (most file systems' limit)
+IMAGE_TOKENS = 768  # what one image costs a vision model's context, about (llava: 576, qwen2.5vl: more)
+
+Kind = Literal["text", "image", "pdf"]
+
+# by media type: what each is, as the model gets it. Not SVG (a script can hide in it) nor
+# HTML as a page: every type here is served back as itself or as text/plain only
+TEXT_TYPES = frozenset({
+    "text/plain", "text/markdown", "text/csv", "text/tab-separated-values", "application/json",
+    "text/x-python", "text/javascript", "text/css", "text/html", "text/xml", "application/xml",
+    "application/x-yaml", "application/toml", "text/x-c", "text/x-java", "text/x-rust", "text/x-go",
+    "text/x-shellscript", "application/sql",
+})
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+PDF_TYPE = "application/pdf"
+ATTACHMENT_TYPES = TEXT_TYPES | IMAGE_TYPES | {PDF_TYPE}
+
+# a file's type by its extension, when the sender says nothing useful (octet-stream, none)
+EXTENSIONS: Mapping[str, str] = {
+    "txt": "text/plain", "log": "text/plain", "md": "text/markdown", "markdown": "text/markdown",
+    "csv": "text/csv", "tsv": "text/tab-separated-values", "json": "application/json",
+    "py": "text/x-python", "js": "text/javascript", "mjs": "text/javascript", "ts": "text/javascript",
+    "css": "text/css", "html": "text/html", "htm": "text/html", "xml": "text/xml",
+    "yaml": "application/x-yaml", "yml": "application/x-yaml", "toml": "application/toml",
+    "c": "text/x-c", "h": "text/x-c", "cpp": "text/x-c", "java": "text/x-java", "rs": "text/x-rust",
+    "go": "text/x-go", "sh": "text/x-shellscript", "sql": "application/sql",
+    "png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp",
+    "pdf": PDF_TYPE,
+}
+_ALIASES = {"image/jpg": "image/jpeg", "text/x-markdown": "text/markdown", "application/x-python": "text/x-python",
+            "text/json": "application/json", "text/yaml": "application/x-yaml", "application/javascript": "text/javascript"}
+_UNTYPED = {"", "application/octet-stream", "binary/octet-stream"}
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """A file of a user message, as stored with it: the bytes are kept apart, once per
+    `digest` (the SHA-256 of the bytes, in hex)."""
+
+    name: str
+    media_type: str
+    size: int
+    digest: str
+
+    @property
+    def kind(self) -> Kind:
+        return kind_of(self.media_type)
+
+
+@dataclass(frozen=True)
+class Upload:
+    """A file as sent, checked. `text`: what the model reads of it (a text file's text, a
+    PDF's text once extracted; None for an image)."""
+
+    attachment: Attachment
+    data: bytes
+    text: str | None = None
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    """A file's stored bytes and the text the model reads of it (None: an image)."""
+
+    media_type: str
+    data: bytes
+    text: str | None = None
+
+
+@dataclass(frozen=True)
+class PromptImage:
+    """An image as one model call sends it."""
+
+    media_type: str
+    data: bytes
+
+
+def kind_of(media_type: str) -> Kind:
+    if media_type in IMAGE_TYPES:
+        return "image"
+    return "pdf" if media_type == PDF_TYPE else "text"
+
+
+def digest_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+_DIGEST_RE = re.compile(r"^[0-9a-f]{64}$")
+
+
+def is_digest(value: object) -> bool:
+    return isinstance(value, str) and _DIGEST_RE.fullmatch(value) is not None
+
+
+def clean_name(name: object) -> str:
+    """A file name as a person sees it: its last path part, without control or format
+    characters (a bidi override makes "gnp.exe" read "exe.png"), trimmed and bounded."""
+    if not isinstance(name, str):
+        raise AttachmentUnreadable("An attachment needs a file name")
+    base = re.split(r"[\\/]", name)[-1]
+    visible = "".join(ch for ch in base if unicodedata.category(ch) not in ("Cc", "Cf", "Cs")).strip()
+    if not visible or visible in (".", ".."):
+        raise AttachmentUnreadable("An attachment needs a file name")
+    return visible[:NAME_MAX]
+
+
+def _declared(declared: object) -> str:
+    return declared.split(";", 1)[0].strip().lower() if isinstance(declared, str) else ""
+
+
+def _image_or_pdf(data: bytes) -> bool:
+    return data[:5] == b"%PDF-" or data[:4] in (b"\x89PNG", b"GIF8", b"RIFF") or data[:3] == b"\xff\xd8\xff"
+
+
+def _is_text(data: bytes) -> bool:
+    try:
+        return "\x00" not in data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return False
+
+
+def media_type_of(name: str, declared: object) -> str:
+    """The type the file is taken for: the declared one (parameters dropped) when it is
+    one Sophos knows, else the one its extension says."""
+    given = _declared(declared)
+    given = _ALIASES.get(given, given)
+    if given in ATTACHMENT_TYPES:
+        return given
+    ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    by_name = EXTENSIONS.get(ext)
+    if by_name is not None and (given in _UNTYPED or given.startswith("text/")):
+        return by_name
+    if given.startswith("text/"):
+        return "text/plain"
+    shown = given or "an unknown type"
+    raise AttachmentTypeNotAllowed(
+        f"{name}: {shown} is not a file type Sophos accepts (text, code, Markdown, CSV, JSON, PDF, PNG, JPEG, GIF, WebP)"
+    )
+
+
+def _image_ok(media_type: str, data: bytes) -> bool:
+    """The file starts as its type says and its header gives a size (a truncated or
+    renamed file fails here, before a model server chokes on it)."""
+    if media_type == "image/png":
+        return (len(data) >= 33 and data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+                and int.from_bytes(data[16:20], "big") > 0 and int.from_bytes(data[20:24], "big") > 0)
+    if media_type == "image/jpeg":
+        return len(data) >= 4 and data[:3] == b"\xff\xd8\xff" and b"\xff\xd9" in data[-64:]
+    if media_type == "image/gif":
+        return (len(data) >= 14 and data[:6] in (b"GIF87a", b"GIF89a")
+                and int.from_bytes(data[6:8], "little") > 0 and int.from_bytes(data[8:10], "little") > 0)
+    if media_type == "image/webp":
+        return len(data) >= 16 and data[:4] == b"RIFF" and data[8:12] == b"WEBP" and data[12:15] == b"VP8"
+    return False
+
+
+def decode_text(name: str, data: bytes) -> str:
+    """A text file's text: UTF-8 (a byte-order mark dropped), without NUL bytes."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise AttachmentUnreadable(f"{name}: not UTF-8 text (a binary file, or another encoding)") from None
+    if "\x00" in text:
+        raise AttachmentUnreadable(f"{name}: not text (it holds NUL bytes)")
+    return text
+
+
+def parse_upload(name: object, media_type: object, data: bytes) -> Upload:
+    """A file as sent, checked: its name, a type Sophos accepts that its bytes bear out,
+    at most MAX_ATTACHMENT_BYTES. A PDF's text is left to the extractor (services)."""
+    clean = clean_name(name)
+    if len(data) > MAX_ATTACHMENT_BYTES:
+        raise AttachmentTooLarge(f"{clean} is larger than {MAX_ATTACHMENT_BYTES // (1024 * 1024)} MB")
+    if not data:
+        raise AttachmentUnreadable(f"{clean} is empty")
+    try:
+        media = media_type_of(clean, media_type)
+    except AttachmentTypeNotAllowed:
+        # an untyped file with no known extension (Makefile, LICENSE, a pipe) is text when
+        # its bytes are: anything else stays refused
+        if _declared(media_type) not in _UNTYPED or _image_or_pdf(data) or not _is_text(data):
+            raise
+        media = "text/plain"
+    text: str | None = None
+    if media in IMAGE_TYPES:
+        if not _image_ok(media, data):
+            raise AttachmentUnreadable(f"{clean}: not a readable {media.split('/')[1].upper()} image (broken or another format)")
+    elif media == PDF_TYPE:
+        if not data.startswith(b"%PDF-"):
+            raise AttachmentUnreadable(f"{clean}: not a PDF file")
+    else:
+        text = decode_text(clean, data)
+    return Upload(Attachment(clean, media, len(data), digest_of(data)), data, text)
+
+
+def check_count(uploads: Sequence[object]) -> None:
+    if len(uploads) > MAX_ATTACHMENTS:
+        raise TooManyAttachments(f"A message carries at most {MAX_ATTACHMENTS} files ({len(uploads)} given)")
+
+
+def _fence(text: str) -> str:
+    longest = max((len(run) for run in re.findall(r"`{3,}", text)), default=2)
+    return "`" * (longest + 1)
+
+
+def fenced_block(name: str, text: str) -> str:
+    """How the model reads a text file: its name, then its text in a fence no line of it
+    can close."""
+    fence = _fence(text)
+    return f"{name}:\n{fence}\n{text}\n{fence}"
+
+
+def with_files(text: str, blocks: Sequence[str]) -> str:
+    """A user message's text followed by its files' blocks."""
+    return "\n\n".join([text, *blocks]) if text else "\n\n".join(blocks)
+
+
+def attachment_from_fields(fields: object) -> Attachment | None:
+    """An Attachment from its stored form ({name, type, size, digest}); None when malformed."""
+    if not isinstance(fields, Mapping):
+        return None
+    name, kind, size, digest = (fields.get(k) for k in ("name", "type", "size", "digest"))
+    if not isinstance(name, str) or not isinstance(kind, str) or not isinstance(size, int) or not is_digest(digest):
+        return None
+    assert isinstance(digest, str)
+    return Attachment(name, kind, size, digest)
+
+
+def attachment_fields(a: Attachment) -> dict[str, object]:
+    """The stored form (also the API's): {name, type, size, digest}."""
+    return {"name": a.name, "type": a.media_type, "size": a.size, "digest": a.digest}

@@ -1,0 +1,89 @@
+"""Attachments on the page (Chromium) against a real server and the fake Ollama: a text
+file and an image dropped on the conversation reach the model, show as chips on the
+message, preview from the server, and survive a reload."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.browser.conftest import App, open_page
+from tests.support.fake_ollama import FakeOllama
+from tests.support.files import png
+
+CSV = "city,people\nLyon,522250\n"
+PNG = png(4, 4)
+
+
+@pytest.fixture
+def vision_app(tmp_path: Path, ollama: FakeOllama) -> Iterator[App]:
+    ollama.models = ("qwen3:latest",)
+    ollama.capabilities = {"qwen3:latest": ["vision"]}
+    a = App(tmp_path, ollama, TOOLS_BACKEND="none")
+    yield a
+    a.server.stop()
+
+
+@pytest.fixture
+def page(browser: Browser, vision_app: App, request: pytest.FixtureRequest) -> Iterator[Page]:
+    with open_page(browser, vision_app.server.url, request.node.name) as pg:
+        yield pg
+
+
+DROP = """([csv, png]) => {
+  const bytes = Uint8Array.from(atob(png), (c) => c.charCodeAt(0));
+  const data = new DataTransfer();
+  data.items.add(new File([csv], "cities.csv", { type: "text/csv" }));
+  data.items.add(new File([bytes], "dot.png", { type: "image/png" }));
+  const zone = document.querySelector("main");
+  zone.dispatchEvent(new DragEvent("dragover", { dataTransfer: data, bubbles: true, cancelable: true }));
+  zone.dispatchEvent(new DragEvent("drop", { dataTransfer: data, bubbles: true, cancelable: true }));
+}"""
+
+
+def test_a_text_file_and_an_image_dropped_on_the_page_reach_the_model_and_survive_a_reload(page: Page, ollama: FakeOllama) -> None:
+    ollama.add({"text": "A red dot and two cities."})
+    page.evaluate(DROP, [CSV, base64.b64encode(PNG).decode()])
+    expect(page.get_by_test_id("pending-attachment")).to_have_count(2)
+    expect(page.get_by_test_id("send-button")).to_be_enabled()  # files alone may be sent
+    page.get_by_test_id("message-input").fill("what are these?")
+    page.get_by_test_id("send-button").click()
+    expect(page.get_by_test_id("assistant-message").last).to_contain_text("A red dot and two cities.")
+    expect(page.get_by_test_id("message-input")).to_be_focused(timeout=15000)  # the run's end redraw
+    expect(page.get_by_test_id("pending-attachment")).to_have_count(0)
+    user = ollama.requests[-1]["messages"][-1]
+    assert user["images"] == [base64.b64encode(PNG).decode()]
+    assert user["content"] == "\nwhat are these?\n\ncities.csv:\n```\n" + CSV + "\n```"
+
+    page.reload()
+    chips = page.get_by_test_id("user-message").last.get_by_test_id("attachment-chip")
+    expect(chips).to_have_count(2)
+    expect(chips.first).to_contain_text("cities.csv")
+    expect(chips.last).to_contain_text("dot.png")
+    page.wait_for_function("() => { const i = document.querySelector('[data-testid=attachment-chip] img'); "
+                           "return i && i.complete && i.naturalWidth === 4; }")
+    chips.first.click()
+    expect(page.get_by_test_id("attachment-preview")).to_contain_text("Lyon,522250")
+    chips.last.click()
+    expect(page.get_by_test_id("attachment-preview").last.locator("img")).to_have_attribute("alt", "dot.png")
+    page.get_by_test_id("message-input").fill("")
+
+
+def test_an_image_pasted_into_the_composer_becomes_a_chip_and_can_be_removed(page: Page) -> None:
+    page.get_by_test_id("message-input").focus()
+    page.evaluate("""(png) => {
+      const bytes = Uint8Array.from(atob(png), (c) => c.charCodeAt(0));
+      const data = new DataTransfer();
+      data.items.add(new File([bytes], "image.png", { type: "image/png" }));
+      document.querySelector("[data-testid=message-input]").dispatchEvent(
+        new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true }));
+    }""", base64.b64encode(PNG).decode())
+    expect(page.get_by_test_id("pending-attachment")).to_have_count(1)
+    expect(page.get_by_test_id("message-input")).to_have_value("")  # the image, not its name, was pasted
+    page.get_by_test_id("remove-attachment").click()
+    expect(page.get_by_test_id("pending-attachment")).to_have_count(0)
+    expect(page.get_by_test_id("send-button")).to_be_disabled()
