@@ -17,16 +17,19 @@ export function answerStarted(message) {
   message.reasoningSeconds = Math.round((Date.now() - message.thinkingSince) / 100) / 10;
 }
 
-const open = new WeakSet();  // messages whose block a person opened: a re-render keeps it open
+// the blocks a person opened, by conversation and place: a re-render keeps one open, and so does
+// the re-read at the run's end, which brings the same message as a new object
+const open = new Set();
+const placeOf = (m) => `${state.current}:${state.messages.indexOf(m)}`;
 
 export function thinkingBlock(m) {
   if (!m.reasoning) return null;
   const live = state.streaming && m.thinking;
   const label = live ? "Thinking…" : m.reasoningSeconds != null ? `Thought for ${m.reasoningSeconds} s` : "Thought";
-  const block = el("details", { class: `thinking${live ? " live" : ""}`, "data-testid": "thinking", open: open.has(m) },
+  const block = el("details", { class: `thinking${live ? " live" : ""}`, "data-testid": "thinking", open: open.has(placeOf(m)) },
     el("summary", { "data-testid": "thinking-label" }, live ? el("span", { class: "spinner", "aria-hidden": "true" }) : null, label),
     el("div", { class: "thinking-text", "data-testid": "thinking-text" }, m.reasoning));
-  block.addEventListener("toggle", () => { if (block.open) open.add(m); else open.delete(m); });
+  block.addEventListener("toggle", () => { if (block.open) open.add(placeOf(m)); else open.delete(placeOf(m)); });
   return block;
 }
 
