@@ -51,10 +51,10 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-def stream_until_closed(server: LiveServer, cid: str, headers: dict[str, str], ended: list[float]) -> threading.Thread:
+def read_until_closed(ended: list[float], method: str, url: str, **request: Any) -> threading.Thread:
+    """Reads an event stream on a thread; `ended` gets the moment the server closed it."""
     def follow() -> None:
-        with httpx.stream("GET", f"{server.url}/api/chat", params={"conversation": cid}, headers=headers,
-                          timeout=60) as response:
+        with httpx.stream(method, url, timeout=60, **request) as response:
             assert response.status_code == 200
             for _ in response.iter_bytes():
                 pass
@@ -63,6 +63,10 @@ def stream_until_closed(server: LiveServer, cid: str, headers: dict[str, str], e
     thread = threading.Thread(target=follow, daemon=True)
     thread.start()
     return thread
+
+
+def stream_until_closed(server: LiveServer, cid: str, headers: dict[str, str], ended: list[float]) -> threading.Thread:
+    return read_until_closed(ended, "GET", f"{server.url}/api/chat", params={"conversation": cid}, headers=headers)
 
 
 def a_stalled_run(server: LiveServer, fake: FakeOllama, headers: dict[str, str]) -> str:
@@ -159,17 +163,8 @@ def test_a_revoked_token_ends_a_langgraph_api_stream(tmp_path: Path) -> None:
             fake.add({"stall": 30})  # the run stays active: only a revoke can end its stream now
             ended: list[float] = []
             body = {"assistant_id": "agent", "input": {"messages": [{"role": "user", "content": "wait"}]}}
-
-            def follow() -> None:
-                with httpx.stream("POST", f"{lg}/threads/{tid}/runs/stream", json=body, headers=bearer(token),
-                                  timeout=60) as response:
-                    assert response.status_code == 200
-                    for _ in response.iter_bytes():
-                        pass
-                ended.append(time.monotonic())
-
-            thread = threading.Thread(target=follow, daemon=True)
-            thread.start()
+            thread = read_until_closed(ended, "POST", f"{lg}/threads/{tid}/runs/stream", json=body,
+                                       headers=bearer(token))
             time.sleep(1.5)
             assert not ended
             revoked_at = time.monotonic()
