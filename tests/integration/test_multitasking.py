@@ -111,10 +111,11 @@ async def test_three_queued_messages_are_answered_in_order(backend: tuple[Any, A
 
 
 async def test_a_failed_run_holds_the_queue_until_a_run_completes(backend: tuple[Any, Any]) -> None:
-    h = harness(backend, [ModelUnavailable(), "answer", "queued answer"], delay=0.02)
+    # the model fails after a pause with nothing written: "later" is surely queued while the run is active
+    h = harness(backend, [("", ModelUnavailable()), "answer", "queued answer"], delay=0.5)
     first = await h.runs.start(start_command("foo"))
     cid = first.conversation_id
-    await send(h, "later", cid, "enqueue")
+    assert isinstance(await send(h, "later", cid, "enqueue"), QueuedMessage)
     assert (await h.events_of(first))[-1].event == "chat-error"
     await asyncio.sleep(0.1)
     await h.supervisor.drain_queues()  # held: a failure does not start the queue
