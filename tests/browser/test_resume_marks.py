@@ -61,13 +61,14 @@ def test_an_answer_cut_at_the_length_limit_says_so(browser: Browser, tmp_path: P
         with open_page(browser, app.server.url, "answer-cut") as tab:
             send(tab, "write a lot")
             first = tab.get_by_test_id("assistant-message").first
-            for _ in range(2):  # as it ends, then as stored (after a reload)
+            for reloaded in (False, True):  # as it ends, then as stored
+                if reloaded:
+                    tab.reload()  # the page reopens the latest conversation; the checks below wait for it
                 expect(first.get_by_test_id("cut-note")).to_have_text("Cut at the length limit", timeout=15000)
                 expect(first.get_by_test_id("failed-note")).to_have_count(0)  # the model did not fail
                 expect(first).to_contain_text("long long")
-                if not _:
+                if not reloaded:
                     shoot(tab, "answer-cut")
-                tab.reload()
             send(tab, "go on")  # the conversation goes on from the kept text
             expect(tab.get_by_test_id("assistant-message").last).to_contain_text("and the end.", timeout=15000)
             expect(first.get_by_test_id("cut-note")).to_be_visible()  # history keeps the mark

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import APIResponse, Page, Route, expect
 
 from tests.browser.conftest import App
 from tests.support.fake_ollama import FakeOllama
@@ -195,3 +195,31 @@ def test_an_unsafe_call_cut_short_asks_retry_or_skip(page: Page, app: App, ollam
     expect(result.get_by_role("img", name="Failed")).to_be_visible()
     starts = [line for line in ledger.read_text().splitlines() if '"start"' in line and "charge-5" in line]
     assert len(starts) == 1  # skipped, not run again
+
+
+def test_a_message_sent_before_the_list_loads_stays_in_its_own_conversation(
+    tab: Page, shared_ollama: FakeOllama
+) -> None:
+    """The page opens the latest conversation once its list loads, unless the person chose
+    one first; sending a message is a choice (the list held here answers as it was before)."""
+    shared_ollama.add({"text": "The older answer."}, {"text": "The newer answer.", "token_delay": 0.02})
+    send(tab, "older")
+    expect(tab.get_by_test_id("assistant-message").last).to_have_text("The older answer.", timeout=15000)
+    held: list[tuple[Route, APIResponse]] = []
+
+    def hold_the_first(route: Route) -> None:
+        if held:
+            route.continue_()
+        else:
+            held.append((route, route.fetch()))  # the list as it is now, answered later
+
+    tab.route(re.compile(r"/api/conversations\?"), hold_the_first)
+    tab.reload()
+    send(tab, "newer")  # the page has no list yet: an empty new chat
+    expect(tab.get_by_test_id("assistant-message").last).to_contain_text("The newer", timeout=15000)
+    assert len(held) == 1
+    route, response = held[0]
+    route.fulfill(response=response)
+    expect(tab.get_by_test_id("assistant-message").last).to_have_text("The newer answer.", timeout=15000)
+    expect(tab.get_by_test_id("message-input")).to_be_focused(timeout=15000)
+    expect(tab.get_by_test_id("user-message")).to_have_text(["newer"])

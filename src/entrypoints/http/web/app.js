@@ -227,6 +227,7 @@ async function setOffline(offline) {
 
 // --- actions
 async function send(text) {
+  state.chosen = true;  // a message sent before the list loads: boot must not switch away from it
   state.error = null;
   const body = state.current ? { message: text, conversation: state.current } : { message: text, ...draftSettings() };
   const files = takeAttachments();
