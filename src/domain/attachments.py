@@ -24,8 +24,12 @@ from domain.errors import (
     TooManyAttachments,
 )
 
+# the defaults of MAX_ATTACHMENT_BYTES and MAX_ATTACHMENTS (AttachmentLimits)
 MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024  # one file; a phone photo or a long PDF fits
 MAX_ATTACHMENTS = 8  # files of one message
+# what a setting may raise them to: a chat body holds every file at once (base64 in JSON)
+ATTACHMENT_BYTES_CEILING = 64 * 1024 * 1024
+ATTACHMENTS_CEILING = 32
 NAME_MAX = 255  # characters of a file name (most file systems' limit)
 IMAGE_TOKENS = 768  # what one image costs a vision model's context, about (llava: 576, qwen2.5vl: more)
 
@@ -43,6 +47,9 @@ IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 PDF_TYPE = "application/pdf"
 ATTACHMENT_TYPES = TEXT_TYPES | IMAGE_TYPES | {PDF_TYPE}
 
+KINDS: Mapping[str, frozenset[str]] = {"text": TEXT_TYPES, "image": IMAGE_TYPES, "pdf": frozenset({PDF_TYPE})}
+_IMAGE_NAMES = {"image/png": "PNG", "image/jpeg": "JPEG", "image/gif": "GIF", "image/webp": "WebP"}
+
 # a file's type by its extension, when the sender says nothing useful (octet-stream, none)
 EXTENSIONS: Mapping[str, str] = {
     "txt": "text/plain", "log": "text/plain", "md": "text/markdown", "markdown": "text/markdown",
@@ -58,6 +65,76 @@ EXTENSIONS: Mapping[str, str] = {
 _ALIASES = {"image/jpg": "image/jpeg", "text/x-markdown": "text/markdown", "application/x-python": "text/x-python",
             "text/json": "application/json", "text/yaml": "application/x-yaml", "application/javascript": "text/javascript"}
 _UNTYPED = {"", "application/octet-stream", "binary/octet-stream"}
+
+
+def size_text(n: int) -> str:
+    """A byte count as a limit is read: 10 MB, 512 KB, 300 bytes."""
+    for unit, scale in (("MB", 1024 * 1024), ("KB", 1024)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n} bytes"
+
+
+@dataclass(frozen=True)
+class AttachmentLimits:
+    """What this deployment accepts: one file's bytes at most, files per message at most
+    (0: attachments are off), and the media types (MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS,
+    ATTACHMENT_TYPES). Every edge checks files against the same limits."""
+
+    max_bytes: int = MAX_ATTACHMENT_BYTES
+    max_files: int = MAX_ATTACHMENTS
+    types: frozenset[str] = ATTACHMENT_TYPES
+
+    def check_count(self, uploads: Sequence[object]) -> None:
+        if uploads and not self.max_files:
+            raise TooManyAttachments("This server accepts no attachments (MAX_ATTACHMENTS is 0)")
+        if len(uploads) > self.max_files:
+            raise TooManyAttachments(f"A message carries at most {self.max_files} files ({len(uploads)} given)")
+
+    def too_large(self, name: str) -> AttachmentTooLarge:
+        return AttachmentTooLarge(f"{name} is larger than {size_text(self.max_bytes)}")
+
+    @property
+    def shown(self) -> str:
+        """The accepted types as a person reads them: text, code, Markdown, CSV, JSON, PDF, PNG…"""
+        parts = ["text, code, Markdown, CSV, JSON"] if TEXT_TYPES <= self.types else sorted(self.types & TEXT_TYPES)
+        parts += ["PDF"] if PDF_TYPE in self.types else []
+        parts += [shown for media, shown in _IMAGE_NAMES.items() if media in self.types]
+        return ", ".join(parts) or "none"
+
+    @property
+    def body_bytes(self) -> int:
+        """The largest JSON chat body with files: each file base64-encoded (4/3), plus the
+        message's own fields."""
+        return self.max_files * (self.max_bytes * 4 // 3 + 1024) + 64 * 1024
+
+    @property
+    def form_bytes(self) -> int:
+        """The largest multipart chat body with files."""
+        return self.max_files * (self.max_bytes + 4096) + 256 * 1024
+
+
+DEFAULT_LIMITS = AttachmentLimits()
+
+
+def attachment_types(spec: str) -> frozenset[str]:
+    """ATTACHMENT_TYPES read: comma-separated kinds (text, image, pdf), `image/*` or
+    `text/*`, or media types Sophos knows (text/markdown, image/png…); "none" or empty:
+    none. ValueError names an entry that is none of these: a type Sophos does not know
+    how to read (SVG, HTML as a page) cannot be let in by a setting."""
+    out: set[str] = set()
+    for entry in (e.strip().lower() for e in spec.split(",")):
+        if entry in ("", "none"):
+            continue
+        family = entry[:-2] if entry.endswith("/*") else entry
+        if family in KINDS:
+            out |= KINDS[family]
+        elif _ALIASES.get(entry, entry) in ATTACHMENT_TYPES:
+            out.add(_ALIASES.get(entry, entry))
+        else:
+            raise ValueError(f"{entry!r} is not text, image, pdf, text/*, image/* or a type Sophos reads "
+                             "(text/markdown, application/json, image/png, …)")
+    return frozenset(out)
 
 
 @dataclass(frozen=True)
@@ -146,23 +223,29 @@ def _is_text(data: bytes) -> bool:
         return False
 
 
-def media_type_of(name: str, declared: object) -> str:
+def _refused(name: str, media: str, limits: AttachmentLimits) -> AttachmentTypeNotAllowed:
+    where = "Sophos" if media not in ATTACHMENT_TYPES else "this server"
+    return AttachmentTypeNotAllowed(f"{name}: {media or 'an unknown type'} is not a file type {where} accepts ({limits.shown})")
+
+
+def media_type_of(name: str, declared: object, limits: AttachmentLimits = DEFAULT_LIMITS) -> str:
     """The type the file is taken for: the declared one (parameters dropped) when it is
-    one Sophos knows, else the one its extension says."""
+    one Sophos knows, else the one its extension says; refused unless `limits` allow it."""
     given = _declared(declared)
     given = _ALIASES.get(given, given)
-    if given in ATTACHMENT_TYPES:
-        return given
     ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
     by_name = EXTENSIONS.get(ext)
-    if by_name is not None and (given in _UNTYPED or given.startswith("text/")):
-        return by_name
-    if given.startswith("text/"):
-        return "text/plain"
-    shown = given or "an unknown type"
-    raise AttachmentTypeNotAllowed(
-        f"{name}: {shown} is not a file type Sophos accepts (text, code, Markdown, CSV, JSON, PDF, PNG, JPEG, GIF, WebP)"
-    )
+    if given in ATTACHMENT_TYPES:
+        media = given
+    elif by_name is not None and (given in _UNTYPED or given.startswith("text/")):
+        media = by_name
+    elif given.startswith("text/"):
+        media = "text/plain"
+    else:
+        raise _refused(name, given, limits)
+    if media not in limits.types:
+        raise _refused(name, media, limits)
+    return media
 
 
 def _image_ok(media_type: str, data: bytes) -> bool:
@@ -192,21 +275,23 @@ def decode_text(name: str, data: bytes) -> str:
     return text
 
 
-def parse_upload(name: object, media_type: object, data: bytes) -> Upload:
-    """A file as sent, checked: its name, a type Sophos accepts that its bytes bear out,
-    at most MAX_ATTACHMENT_BYTES. A PDF's text is left to the extractor (services)."""
+def parse_upload(name: object, media_type: object, data: bytes, limits: AttachmentLimits = DEFAULT_LIMITS) -> Upload:
+    """A file as sent, checked: its name, a type `limits` accept that its bytes bear out,
+    at most `limits.max_bytes`. A PDF's text is left to the extractor (services)."""
     clean = clean_name(name)
-    if len(data) > MAX_ATTACHMENT_BYTES:
-        raise AttachmentTooLarge(f"{clean} is larger than {MAX_ATTACHMENT_BYTES // (1024 * 1024)} MB")
+    if len(data) > limits.max_bytes:
+        raise limits.too_large(clean)
     if not data:
         raise AttachmentUnreadable(f"{clean} is empty")
     try:
-        media = media_type_of(clean, media_type)
+        media = media_type_of(clean, media_type, limits)
     except AttachmentTypeNotAllowed:
         # an untyped file with no known extension (Makefile, LICENSE, a pipe) is text when
         # its bytes are: anything else stays refused
         if _declared(media_type) not in _UNTYPED or _image_or_pdf(data) or not _is_text(data):
             raise
+        if "text/plain" not in limits.types:
+            raise _refused(clean, "text/plain", limits) from None
         media = "text/plain"
     text: str | None = None
     if media in IMAGE_TYPES:
@@ -218,11 +303,6 @@ def parse_upload(name: object, media_type: object, data: bytes) -> Upload:
     else:
         text = decode_text(clean, data)
     return Upload(Attachment(clean, media, len(data), digest_of(data)), data, text)
-
-
-def check_count(uploads: Sequence[object]) -> None:
-    if len(uploads) > MAX_ATTACHMENTS:
-        raise TooManyAttachments(f"A message carries at most {MAX_ATTACHMENTS} files ({len(uploads)} given)")
 
 
 def _fence(text: str) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from domain.approvals import Decision, parse_decisions
-from domain.attachments import Upload, check_count
+from domain.attachments import Upload
 from domain.errors import InvalidEdit, InvalidInput
 from domain.model import check_text, clean_title, parse_conversation_id
 from domain.models import SettingsChange
@@ -39,11 +39,10 @@ class SendMessage:
     conversation_id: str | None = None
     settings: SettingsChange = SettingsChange()
     multitask: Multitask = Multitask.REJECT
-    files: tuple[Upload, ...] = ()  # checked (domain.attachments.parse_upload)
+    files: tuple[Upload, ...] = ()  # checked where they were read (domain.attachments.AttachmentLimits)
 
     def __post_init__(self) -> None:
         check_message(self.text)
-        check_count(self.files)
         if not self.text.strip() and not self.files:
             raise InvalidInput("Message is required")
         if self.files and self.multitask is not Multitask.REJECT:
@@ -131,7 +130,6 @@ def start_command(
         raise InvalidInput("resume, editOf and regenerate cannot be combined")
     if not resume and not regenerate and not text and not (files and edit_of is None):
         raise InvalidInput("Message is required")
-    check_count(files)
     if files and (resume or regenerate or edit_of is not None):
         raise InvalidInput("attachments go with a new message, not with resume, editOf or regenerate")
     if (edit_of is not None or regenerate) and conversation is None:

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from domain.attachments import DEFAULT_LIMITS, AttachmentLimits
+
 if TYPE_CHECKING:
     from ports.backend import Backend
     from ports.model import ModelPort
@@ -54,3 +56,4 @@ class Services:
     users: Callable[[], UserService]  # managing users and their tokens
     transfer: Callable[[], TransferService]  # export and import of whole conversations
     files: Callable[[], FileService] | None = None  # the files messages carry (None: not served)
+    attachment_limits: AttachmentLimits = DEFAULT_LIMITS  # what a message may carry (settings)

@@ -400,6 +400,7 @@ class Container(containers.DeclarativeContainer):
         users=users.provider,
         transfer=transfer.provider,
         files=files.provider,
+        attachment_limits=settings.provided.attachment_limits,
     )
 
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from domain.approvals import ApprovalRequest
+from domain.attachments import AttachmentLimits
 from domain.branches import BranchMarker
 from domain.events import approval_call
 from domain.model import Conversation, iso, message_to_dto
@@ -59,6 +60,13 @@ def model_dto(model: ModelInfo, default: str) -> dict[str, Any]:
         "family": model.family,
         "default": model.name in (default, f"{default}:latest"),
     }
+
+
+def limits_dto(limits: AttachmentLimits) -> dict[str, Any]:
+    """What a message may carry here (GET /api/models' `attachments`): the page checks a
+    file before it reads it, and the server checks it again."""
+    return {"maxBytes": limits.max_bytes, "maxFiles": limits.max_files, "types": sorted(limits.types),
+            "shown": limits.shown}
 
 
 def queued_dto(message: QueuedMessage) -> dict[str, Any]:

@@ -11,6 +11,15 @@ from typing import Any
 
 import yaml
 
+from domain.attachments import (
+    ATTACHMENT_BYTES_CEILING,
+    ATTACHMENTS_CEILING,
+    MAX_ATTACHMENT_BYTES,
+    MAX_ATTACHMENTS,
+    AttachmentLimits,
+    attachment_types,
+    size_text,
+)
 from domain.errors import InvalidInput
 from domain.principals import ProxyTrust
 
@@ -72,6 +81,9 @@ class Settings:
     LANGGRAPH_API_PORT: int = 2024  # LangGraph's Agent Server API beside the main one; 0 = off
     LANGGRAPH_API_CORS_ORIGINS: str = ""  # browser origins allowed to call it (comma-separated, or *)
     MAX_QUEUED: int = 20
+    MAX_ATTACHMENT_BYTES: int = MAX_ATTACHMENT_BYTES  # one attached file at most (bytes)
+    MAX_ATTACHMENTS: int = MAX_ATTACHMENTS  # files one message may carry; 0 = attachments off
+    ATTACHMENT_TYPES: str = "text,image,pdf"  # kinds or media types a message may carry (domain.attachments)
 
     @property
     def answer_limit(self) -> int:
@@ -81,6 +93,11 @@ class Settings:
         while a thinking model (its thinking counts) or a long program still has room: the
         reserve alone (1,024 by default) would cut both."""
         return self.MODEL_MAX_TOKENS or max(self.MODEL_RESERVE, self.MODEL_CONTEXT // 2)
+
+    @property
+    def attachment_limits(self) -> AttachmentLimits:
+        """What a message may carry, as every edge checks it."""
+        return AttachmentLimits(self.MAX_ATTACHMENT_BYTES, self.MAX_ATTACHMENTS, attachment_types(self.ATTACHMENT_TYPES))
 
     @property
     def storage_backend(self) -> str:
@@ -168,6 +185,15 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         raise SettingsError(f"SESSION_SECONDS must be between 1 and {MAX_SESSION_SECONDS} (400 days)")
     if not 1 <= settings["MAX_QUEUED"] <= 1000:
         raise SettingsError(f"MAX_QUEUED must be between 1 and 1000, got {settings['MAX_QUEUED']}")
+    if not 1 <= settings["MAX_ATTACHMENT_BYTES"] <= ATTACHMENT_BYTES_CEILING:
+        raise SettingsError(f"MAX_ATTACHMENT_BYTES must be between 1 and {ATTACHMENT_BYTES_CEILING} "
+                            f"({size_text(ATTACHMENT_BYTES_CEILING)}), got {settings['MAX_ATTACHMENT_BYTES']}")
+    if not 0 <= settings["MAX_ATTACHMENTS"] <= ATTACHMENTS_CEILING:
+        raise SettingsError(f"MAX_ATTACHMENTS must be between 0 (off) and {ATTACHMENTS_CEILING}, got {settings['MAX_ATTACHMENTS']}")
+    try:
+        attachment_types(str(settings["ATTACHMENT_TYPES"]))
+    except ValueError as e:
+        raise SettingsError(f"ATTACHMENT_TYPES: {e}") from None
     settings["AUTH"] = str(settings["AUTH"]).strip().lower()
     if settings["AUTH"] not in ("token", "proxy"):
         raise SettingsError(f"AUTH must be token or proxy, got {settings['AUTH']!r}")

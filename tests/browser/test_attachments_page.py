@@ -5,6 +5,7 @@ message, preview from the server, and survive a reload."""
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -87,3 +88,30 @@ def test_an_image_pasted_into_the_composer_becomes_a_chip_and_can_be_removed(pag
     page.get_by_test_id("remove-attachment").click()
     expect(page.get_by_test_id("pending-attachment")).to_have_count(0)
     expect(page.get_by_test_id("send-button")).to_be_disabled()
+
+
+def test_the_page_takes_its_limits_from_the_server(browser: Browser, tmp_path: Path, ollama: FakeOllama) -> None:
+    (tmp_path / "narrow").mkdir()
+    (tmp_path / "off").mkdir()
+    narrow = App(tmp_path / "narrow", ollama, TOOLS_BACKEND="none", MAX_ATTACHMENT_BYTES="2048", ATTACHMENT_TYPES="text")
+    off = App(tmp_path / "off", ollama, TOOLS_BACKEND="none", MAX_ATTACHMENTS="0")
+    try:
+        with open_page(browser, narrow.server.url, "attachments-narrow") as tab:
+            expect(tab.get_by_test_id("attach-input")).to_have_attribute("accept", re.compile(r"^(?!.*image/).*text/markdown,\.md"))
+            tab.evaluate(DROP, [CSV, base64.b64encode(PNG).decode()])  # the image is refused before it is read
+            expect(tab.get_by_test_id("error-banner")).to_contain_text(
+                "dot.png: image/png is not a file type this server accepts (text, code, Markdown, CSV, JSON)")
+            expect(tab.get_by_test_id("pending-attachment")).to_have_count(1)
+            tab.evaluate("""() => {
+              const data = new DataTransfer();
+              data.items.add(new File(["x".repeat(2049)], "big.txt", { type: "text/plain" }));
+              document.querySelector("main").dispatchEvent(new DragEvent("drop", { dataTransfer: data, bubbles: true, cancelable: true }));
+            }""")
+            expect(tab.get_by_test_id("error-banner")).to_contain_text("big.txt is larger than 2 KB")
+            expect(tab.get_by_test_id("pending-attachment")).to_have_count(1)
+        with open_page(browser, off.server.url, "attachments-off") as tab:
+            expect(tab.get_by_test_id("readiness")).to_have_text("Model ready")
+            expect(tab.get_by_test_id("attach-button")).to_be_hidden()
+    finally:
+        narrow.server.stop()
+        off.server.stop()

@@ -17,7 +17,7 @@ from starlette.testclient import TestClient
 from domain.attachments import MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS, digest_of
 from entrypoints.container import create_container
 from entrypoints.http.app import create_app
-from tests.integration.test_model_choice import turn
+from tests.integration.test_model_choice import events, turn
 from tests.support.app import app_env
 from tests.support.fake_ollama import FakeOllama
 from tests.support.fake_openai import fake_openai
@@ -190,6 +190,48 @@ def test_bad_files_get_a_clear_4xx_and_nothing_is_stored(
     assert client.get("/api/conversations").json()["conversations"] == []
     assert models.requests == []
     assert rows(tmp_path, "SELECT count(*) FROM attachment_blobs") == [(0,)]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code", "words"),
+    [
+        ({"attachments": [attached("notes.txt", "text/plain", b"x" * 2049)]}, 413, "ATTACHMENT_TOO_LARGE", "larger than 2 KB"),
+        ({"attachments": [attached("dot.png", "image/png", PNG)]}, 415, "ATTACHMENT_TYPE_NOT_ALLOWED",
+         "image/png is not a file type this server accepts (text/csv, text/markdown)"),
+        ({"attachments": [attached("a.txt", "text/plain", b"x")]}, 415, "ATTACHMENT_TYPE_NOT_ALLOWED", "text/plain"),
+        ({"attachments": [attached(f"f{i}.csv", "text/csv", b"a,b") for i in range(3)]}, 400, "TOO_MANY_ATTACHMENTS",
+         "at most 2 files"),
+    ],
+)
+def test_the_limits_and_types_are_settings_the_api_and_the_page_read(
+    make_client: Any, models: FakeOllama, tmp_path: Path, body: dict[str, Any], status: int, code: str, words: str
+) -> None:
+    client = make_client(MAX_ATTACHMENT_BYTES=2048, MAX_ATTACHMENTS=2, ATTACHMENT_TYPES="text/csv, text/markdown")
+    response = client.post("/api/chat", json={"message": "look", **body})
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["code"] == code and words in error["message"], error
+    assert models.requests == [] and rows(tmp_path, "SELECT count(*) FROM attachment_blobs") == [(0,)]
+    listed = client.get("/api/models").json()["attachments"]
+    assert listed == {"maxBytes": 2048, "maxFiles": 2, "types": ["text/csv", "text/markdown"], "shown": "text/csv, text/markdown"}
+    schema = client.get("/api/openapi.json").json()["paths"]["/api/chat"]["post"]["requestBody"]
+    assert schema["content"]["application/json"]["schema"]["properties"]["attachments"]["maxItems"] == 2
+    # what the settings allow goes through, by JSON and by multipart
+    cid, _ = turn(client, {"message": "sum it", "attachments": [attached("c.csv", "text/csv", b"x" * 2048)]})
+    files = [("attachments", ("n.md", b"# two", "text/markdown")), ("attachments", ("c.csv", CSV, "text/csv"))]
+    response = client.post("/api/chat", data={"message": "and these", "conversation": cid}, files=files)
+    assert response.status_code == 200, response.text
+    assert events(client, cid)[-1][0] == "end"
+    names = [[a["name"] for a in m.get("attachments", [])] for m in client.get(f"/api/conversations/{cid}").json()["messages"]]
+    assert names == [["c.csv"], [], ["n.md", "c.csv"], []]
+
+
+def test_attachments_off_refuses_any_file(make_client: Any, models: FakeOllama) -> None:
+    client = make_client(MAX_ATTACHMENTS=0)
+    response = client.post("/api/chat", json={"message": "look", "attachments": [attached("a.txt", "text/plain", b"x")]})
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["message"] == "This server accepts no attachments (MAX_ATTACHMENTS is 0)"
+    assert client.get("/api/models").json()["attachments"]["maxFiles"] == 0
 
 
 def test_an_oversized_multipart_body_is_refused_while_it_arrives(client: TestClient, models: FakeOllama) -> None:

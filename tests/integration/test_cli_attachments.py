@@ -75,3 +75,29 @@ def test_files_go_through_a_server_as_well(tmp_path: Path) -> None:
             assert gone.returncode == 2 and "data.json: No such file or directory" in gone.stderr
         finally:
             server.stop()
+
+
+def test_the_attachment_settings_bound_the_cli_here_and_the_server_there(tmp_path: Path) -> None:
+    with fake_ollama() as fake:
+        env = app_env(tmp_path, fake.url, TOOLS_BACKEND="none")
+        (tmp_path / "a.md").write_text("# a\n" * 200)  # 800 bytes
+        (tmp_path / "b.csv").write_text("x,y\n")
+        narrow = {**env, "MAX_ATTACHMENT_BYTES": "512", "ATTACHMENT_TYPES": "text/csv"}
+        for args, words in [
+            (("-a", "a.md"), "ATTACHMENT_TOO_LARGE: a.md is larger than 512 bytes"),
+            (("-a", "b.csv", "-a", "b.csv", "-a", "b.csv", "-a", "b.csv", "-a", "b.csv", "-a", "b.csv", "-a", "b.csv",
+              "-a", "b.csv", "-a", "b.csv"), "TOO_MANY_ATTACHMENTS: A message carries at most 8 files (9 given)"),
+        ]:
+            refused = sophos(narrow, tmp_path, "chat", "look", *args)
+            assert refused.returncode == 2 and refused.stderr.strip().splitlines() == [f"error: {words}"], refused.stderr
+        wide = {**env, "MAX_ATTACHMENT_BYTES": "1024", "ATTACHMENT_TYPES": "text/markdown"}
+        server = LiveServer(wide, tmp_path).start()
+        try:
+            # this machine's settings would refuse a.md; the server's take it: the server decides
+            done = sophos(narrow, tmp_path, "chat", "read it", "-a", "a.md", "--server", server.url)
+            assert done.returncode == 0, done.stderr
+            refused = sophos(narrow, tmp_path, "chat", "and this", "-a", "b.csv", "--server", server.url)
+            assert refused.returncode == 2, refused.stderr
+            assert "ATTACHMENT_TYPE_NOT_ALLOWED: b.csv: text/csv is not a file type this server accepts (text/markdown)" in refused.stderr
+        finally:
+            server.stop()

@@ -9,11 +9,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from domain.attachments import MAX_ATTACHMENT_BYTES, check_count, parse_upload
+from domain.attachments import ATTACHMENT_BYTES_CEILING, ATTACHMENTS_CEILING, AttachmentLimits, parse_upload
 from domain.errors import SophosError
 from entrypoints.cli.base import CliError, fail
 
 STDIN = "-"
+# for another server: what no Sophos accepts (its own settings decide the rest)
+SERVER_CHECKS = AttachmentLimits(ATTACHMENT_BYTES_CEILING, ATTACHMENTS_CEILING)
 # what stdin holds, by its first bytes (a pipe has no name to tell)
 _MAGIC = ((b"\x89PNG", "stdin.png"), (b"\xff\xd8\xff", "stdin.jpg"), (b"GIF8", "stdin.gif"), (b"%PDF-", "stdin.pdf"))
 
@@ -24,29 +26,30 @@ def _stdin_name(data: bytes) -> str:
     return next((name for magic, name in _MAGIC if data.startswith(magic)), "stdin.txt")
 
 
-def _read(path: str) -> tuple[str, bytes]:
+def _read(path: str, most: int) -> tuple[str, bytes]:
     if path == STDIN:
-        data = sys.stdin.buffer.read(MAX_ATTACHMENT_BYTES + 1)
+        data = sys.stdin.buffer.read(most + 1)
         return _stdin_name(data), data
     try:
-        if os.path.getsize(path) > MAX_ATTACHMENT_BYTES:  # refused before it is read
-            return path, b"\0" * (MAX_ATTACHMENT_BYTES + 1)
+        if os.path.getsize(path) > most:  # refused before it is read
+            return path, b"\0" * (most + 1)
         with open(path, "rb") as f:
-            return path, f.read(MAX_ATTACHMENT_BYTES + 1)
+            return path, f.read(most + 1)
     except OSError as e:
         raise CliError("BAD_REQUEST", f"{path}: {e.strerror or e}", 2) from None
 
 
-def attachments(paths: Sequence[str]) -> list[dict[str, Any]]:
-    """The files as the chat body's `attachments`, each checked as the server checks it."""
+def attachments(paths: Sequence[str], limits: AttachmentLimits) -> list[dict[str, Any]]:
+    """The files as the chat body's `attachments`, each checked as the server checks it
+    (`limits`: this machine's settings; a server with other ones checks again)."""
     if list(paths).count(STDIN) > 1:
         raise CliError("BAD_REQUEST", "stdin (-a -) can be attached once", 2)
     try:
-        check_count(paths)
+        limits.check_count(paths)
         out = []
         for path in paths:
-            name, data = _read(path)
-            upload = parse_upload(name, None, data)
+            name, data = _read(path, limits.max_bytes)
+            upload = parse_upload(name, None, data, limits)
             out.append({"name": upload.attachment.name, "type": upload.attachment.media_type,
                         "data": base64.b64encode(data).decode("ascii")})
     except SophosError as e:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from domain.attachments import AttachmentLimits
 from domain.commands import Cancel, SendMessage, StartRun, start_command
 from domain.errors import ModelBadResponse, ModelUnreachable
 from domain.events import StreamEvent
@@ -30,14 +31,14 @@ if TYPE_CHECKING:
     from services.supervisor import Supervisor
 
 
-def command_of(body: Json) -> StartRun:
+def command_of(body: Json, limits: AttachmentLimits) -> StartRun:
     """The command a chat body names, as the API reads it (so both refuse the same input)."""
     return start_command(
         body.get("message"), body.get("conversation"), body.get("resume") is True, body.get("decision"),
         edit_of=body.get("editOf"), regenerate=body.get("regenerate") is True, decisions=body.get("decisions"),
         settings=settings_change(body),
         multitask=body.get("multitask"),
-        files=json_files(body.get("attachments")),
+        files=json_files(body.get("attachments"), limits),
     )
 
 
@@ -143,7 +144,7 @@ class LocalClient(SophosClient):
             await self._supervisor.start()
         printer.start()
         try:
-            command = command_of(body)
+            command = command_of(body, self._services.attachment_limits)
             if isinstance(command, SendMessage) and command.multitask is not Multitask.REJECT:
                 sent = await self._services.queue().send(command)
                 if isinstance(sent, QueuedMessage):  # the process running the conversation answers it

@@ -24,7 +24,7 @@ from entrypoints.cli.base import (
     server_option,
 )
 from entrypoints.cli.client import Json, RemoteError, SophosClient, Stopper
-from entrypoints.cli.files import STDIN, attachments
+from entrypoints.cli.files import SERVER_CHECKS, STDIN, attachments
 from entrypoints.cli.ids import LAST, on, resolve
 from entrypoints.cli.output import Printer
 
@@ -157,7 +157,10 @@ def chat(ctx: Context, message: str | None, conversation: str | None, last: bool
     if multitask is not None and (conversation is None or edit_of is not None):
         raise CliError("BAD_REQUEST", "--queue and --steer need a conversation: sophos chat -c ID --queue MESSAGE",
                        EXIT_BAD_INPUT)
-    files = attachments(attach) if attach else []
+    # checked here against this machine's settings; a server checks against its own (and
+    # only what no Sophos accepts is refused before it is sent there)
+    limits = ctx.settings.attachment_limits if server is None else SERVER_CHECKS
+    files = attachments(attach, limits) if attach else []
     if files and (message is None or message == "-") and (STDIN in attach or sys.stdin.isatty()):
         if message == "-":
             raise CliError("BAD_REQUEST", "stdin is the attached file (-a -): give MESSAGE as an argument", EXIT_BAD_INPUT)

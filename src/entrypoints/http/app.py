@@ -73,7 +73,7 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
     ]
 
     async def openapi(request: Request) -> Response:
-        return JSONResponse(openapi_document())
+        return JSONResponse(openapi_document(request.app.state.services.attachment_limits))
 
     cookie = session.cookie_name(settings.PORT)
     hosts = HostPolicy.from_settings(settings.ALLOWED_HOSTS, settings.HOST)

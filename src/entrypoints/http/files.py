@@ -12,34 +12,24 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Message
 
-from domain.attachments import (
-    MAX_ATTACHMENT_BYTES,
-    MAX_ATTACHMENTS,
-    PDF_TYPE,
-    TEXT_TYPES,
-    Upload,
-    check_count,
-    clean_name,
-    parse_upload,
-)
+from domain.attachments import PDF_TYPE, TEXT_TYPES, AttachmentLimits, Upload, clean_name, parse_upload
 from domain.errors import InvalidInput
 from entrypoints.bundle import Services
 from entrypoints.http.principal import principal_of
 
-# a chat body with files: each file base64-encoded (4/3), plus the message's own fields
-CHAT_BODY = MAX_ATTACHMENTS * (MAX_ATTACHMENT_BYTES * 4 // 3 + 1024) + 64 * 1024
-FORM_BODY = MAX_ATTACHMENTS * (MAX_ATTACHMENT_BYTES + 4096) + 256 * 1024
 # a file served back can never run as a page, whatever it holds
 FILE_CSP = "default-src 'none'; sandbox"
 
 
-async def form_body(request: Request) -> tuple[dict[str, Any], tuple[Upload, ...]]:
+async def form_body(request: Request, limits: AttachmentLimits) -> tuple[dict[str, Any], tuple[Upload, ...]]:
     """A multipart/form-data chat request: its text fields as the JSON body's (`message`,
     `conversation`, `model`, `system`; the others as JSON text), its files as attachments."""
     try:
         # max_part_size bounds the text fields only: Starlette spools files to disk unbounded,
-        # so the body itself is counted (413 past FORM_BODY)
-        form = await _bounded(request, FORM_BODY).form(max_files=MAX_ATTACHMENTS + 1, max_fields=32, max_part_size=256 * 1024)
+        # so the body itself is counted (413 past limits.form_bytes)
+        form = await _bounded(request, limits.form_bytes).form(
+            max_files=limits.max_files + 1, max_fields=32, max_part_size=256 * 1024
+        )
     except HTTPException:
         raise
     except Exception as e:  # python-multipart's parse errors: a malformed body, never a 500
@@ -56,12 +46,12 @@ async def form_body(request: Request) -> tuple[dict[str, Any], tuple[Upload, ...
                 raise InvalidInput(f"Field {key} is given twice")
             else:
                 body[key] = value
-        check_count(uploads)
+        limits.check_count(uploads)
         files = []
         for upload in uploads:
             name = clean_name(upload.filename or "")
-            data = await upload.read(MAX_ATTACHMENT_BYTES + 1)
-            files.append(parse_upload(name, upload.content_type, data))
+            data = await upload.read(limits.max_bytes + 1)
+            files.append(parse_upload(name, upload.content_type, data, limits))
     finally:
         await form.close()
     return body, tuple(files)

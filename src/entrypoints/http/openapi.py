@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from domain.attachments import DEFAULT_LIMITS, AttachmentLimits, size_text
+
 UUID = {"type": "string", "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-5][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$"}
 ERROR = {"$ref": "#/components/schemas/Error"}
 
@@ -43,7 +45,8 @@ QUEUED = {"type": "object", "properties": {
     "id": {"type": "string"}, "position": {"type": "integer"}, "text": {"type": "string"}, "createdAt": {"type": "string"}}}
 
 
-def openapi_document() -> dict[str, Any]:
+def openapi_document(limits: AttachmentLimits = DEFAULT_LIMITS) -> dict[str, Any]:
+    """The API as this server serves it (`limits`: its attachment settings)."""
     summary = {"$ref": "#/components/schemas/ConversationSummary"}
     return {
         "openapi": "3.0.3",
@@ -68,10 +71,11 @@ def openapi_document() -> dict[str, Any]:
                                       "null: the server's default; unknown: 400 UNKNOWN_MODEL, nothing stored"},
                             "system": {"type": "string", "nullable": True, "maxLength": 16000,
                                        "description": "the conversation's system prompt from this turn on; null: config/system.md"},
-                            "attachments": {"type": "array", "maxItems": 8, "description":
+                            "attachments": {"type": "array", "maxItems": limits.max_files, "description":
                                             "files of a new message (also as multipart/form-data: fields message, "
-                                            "conversation, model, system and files under `attachments`); at most 8, "
-                                            "10 MB each; text, code, Markdown, CSV, JSON, PDF, PNG, JPEG, GIF, WebP",
+                                            f"conversation, model, system and files under `attachments`); at most "
+                                            f"{limits.max_files}, {size_text(limits.max_bytes)} each; {limits.shown} "
+                                            "(MAX_ATTACHMENTS, MAX_ATTACHMENT_BYTES, ATTACHMENT_TYPES)",
                                             "items": {"type": "object", "additionalProperties": False,
                                                       "required": ["name", "data"], "properties": {
                                                           "name": {"type": "string"}, "type": {"type": "string"},
@@ -289,6 +293,10 @@ def openapi_document() -> dict[str, Any]:
                             "capabilities": {"type": "array", "items": {"type": "string"}},
                             "family": {"type": "string", "nullable": True}, "default": {"type": "boolean"}}}},
                         "error": {"type": "object"},
+                        "attachments": {"type": "object", "description": "what a message may carry here",
+                                        "properties": {"maxBytes": {"type": "integer"}, "maxFiles": {"type": "integer"},
+                                                       "types": {"type": "array", "items": {"type": "string"}},
+                                                       "shown": {"type": "string"}}},
                     }}),
                 }
             },

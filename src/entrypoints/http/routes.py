@@ -23,6 +23,7 @@ from entrypoints.attachments import json_files
 from entrypoints.bundle import Services
 from entrypoints.dto import (
     detail_dto,
+    limits_dto,
     model_dto,
     pending_dto,
     queue_dto,
@@ -90,18 +91,19 @@ FORM_FIELDS = {"message", "conversation", "model", "system"}  # multipart: a new
 
 
 async def _chat_body(request: Request) -> tuple[dict[str, Any], tuple[Upload, ...]]:
+    limits = request.app.state.services.attachment_limits
     if request.headers.get("content-type", "").lower().startswith("multipart/form-data"):
         try:
             async with asyncio.timeout(request.app.state.request_timeout):
-                body, uploads = await files.form_body(request)
+                body, uploads = await files.form_body(request, limits)
         except TimeoutError:
             raise HTTPException(408, "The request body did not arrive in time") from None
         unknown = sorted(set(body) - FORM_FIELDS)
         if unknown:
             raise InvalidInput(f"Unknown field(s): {', '.join(unknown)}")
         return body, uploads
-    body = await read_json(request, CHAT_FIELDS, limit=files.CHAT_BODY, large="attachments")
-    return body, json_files(body.get("attachments"))
+    body = await read_json(request, CHAT_FIELDS, limit=limits.body_bytes, large="attachments")
+    return body, json_files(body.get("attachments"), limits)
 
 
 async def post_chat(request: Request) -> Response:
@@ -223,13 +225,15 @@ async def list_models(request: Request) -> Response:
     """The model server's models (kept briefly), the default marked. A server that cannot
     say is not this server's failure: the answer is then the default with no list and the
     error (a picker offers the default and says why there is nothing else)."""
-    catalog = _services(request).models()
+    services = _services(request)
+    catalog, files = services.models(), limits_dto(services.attachment_limits)
     try:
         models = await catalog.list()
     except (ModelUnreachable, ModelBadResponse) as e:
         error = {"code": e.code.value, "message": e.message}
-        return JSONResponse({"default": catalog.default, "models": [], "error": error})
-    return JSONResponse({"default": catalog.default, "models": [model_dto(m, catalog.default) for m in models]})
+        return JSONResponse({"default": catalog.default, "models": [], "error": error, "attachments": files})
+    return JSONResponse({"default": catalog.default, "models": [model_dto(m, catalog.default) for m in models],
+                         "attachments": files})
 
 
 async def patch_queued(request: Request) -> Response:

@@ -1,7 +1,7 @@
 // The Sophos page: plain ES modules over the HTTP API (no build step).
 import { installAllowed, refreshAllowed } from "/static/js/allowed.js";
 import { ApiError, api, onApi, serverUp, session } from "/static/js/api.js";
-import { hasAttachments, installAttachments, takeAttachments } from "/static/js/attachments.js";
+import { hasAttachments, installAttachments, setAttachmentLimits, takeAttachments } from "/static/js/attachments.js";
 import { onApprovals, renderApprovals } from "/static/js/approvals.js";
 import { branchActions } from "/static/js/branches.js";
 import { $, el, icon } from "/static/js/dom.js";
@@ -410,7 +410,7 @@ installShortcuts({
   openSidebar: () => { state.sidebarOpen = true; renderHeader(); },
   editMessage: (index) => { state.editing = index; renderMessages(); },
 });
-onModels({ fail });
+onModels({ fail, loaded: (listed) => setAttachmentLimits(listed.attachments) });
 onApi({ unauthorized: () => showLogin("Your session ended; enter the token again."), unreachable: () => setOffline(true) });
 $("new-chat").append(icon("plus"), el("span", {}, "New Chat"));
 $("menu").append(icon("menu"));

@@ -5,14 +5,36 @@
 import { $, el, icon } from "/static/js/dom.js";
 import { state } from "/static/js/state.js";
 
-const MAX_FILES = 8;
-const MAX_BYTES = 10 * 1024 * 1024;
+// the server's limits (GET /api/models' `attachments`); these defaults until it says
+let limits = { maxBytes: 10 * 1024 * 1024, maxFiles: 8, types: null, shown: "" };
 let pending = [];  // {name, type, size, data (base64), url (images: a local preview)}
 let changed = () => {};
 let failed = () => {};
 
 function size(n) {
-  return n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KB` : `${(n / 1048576).toFixed(1)} MB`;
+  const whole = (x) => (Number.isInteger(x) ? String(x) : x.toFixed(1));
+  return n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${whole(n / 1024)} KB` : `${whole(n / 1048576)} MB`;
+}
+
+// what the accept attribute of the file picker lists: the server's types, and extensions
+// for the text kinds a browser may not name
+const EXTENSIONS = { "text/markdown": ".md", "text/csv": ".csv", "application/json": ".json", "text/x-python": ".py",
+  "text/javascript": ".js,.ts", "application/x-yaml": ".yaml,.yml", "application/toml": ".toml", "application/sql": ".sql",
+  "text/x-shellscript": ".sh", "text/x-go": ".go", "text/x-rust": ".rs", "text/x-java": ".java", "text/x-c": ".c,.h" };
+
+function accepted() {
+  if (!limits.types) return "image/png,image/jpeg,image/gif,image/webp,application/pdf,text/*,.md,.csv,.json,.py,.js,.ts,.yaml,.yml,.toml,.sql,.sh,.go,.rs,.java,.c,.h";
+  return limits.types.flatMap((t) => (EXTENSIONS[t] ? [t, EXTENSIONS[t]] : [t])).join(",");
+}
+
+// the server's limits, from GET /api/models: the attach button is gone when it takes no files
+export function setAttachmentLimits(given) {
+  if (!given) return;
+  limits = given;
+  const input = $("attach-input");
+  if (input) input.accept = accepted();
+  const button = $("attach");
+  if (button) button.hidden = !limits.maxFiles || !limits.types || !limits.types.length;
 }
 
 function base64(buffer) {
@@ -24,8 +46,14 @@ function base64(buffer) {
 
 async function add(files) {
   for (const file of files) {
-    if (pending.length >= MAX_FILES) { failed({ code: "TOO_MANY_ATTACHMENTS", message: `A message carries at most ${MAX_FILES} files` }); break; }
-    if (file.size > MAX_BYTES) { failed({ code: "ATTACHMENT_TOO_LARGE", message: `${file.name} is larger than 10 MB` }); continue; }
+    if (!limits.maxFiles) { failed({ code: "TOO_MANY_ATTACHMENTS", message: "This server accepts no attachments" }); break; }
+    if (pending.length >= limits.maxFiles) { failed({ code: "TOO_MANY_ATTACHMENTS", message: `A message carries at most ${limits.maxFiles} files` }); break; }
+    if (file.size > limits.maxBytes) { failed({ code: "ATTACHMENT_TOO_LARGE", message: `${file.name} is larger than ${size(limits.maxBytes)}` }); continue; }
+    // a type the browser names and the server does not take (the server also reads extensions: let it judge the rest)
+    if (limits.types && file.type && file.type !== "application/octet-stream" && !limits.types.includes(file.type) && !file.type.startsWith("text/")) {
+      failed({ code: "ATTACHMENT_TYPE_NOT_ALLOWED", message: `${file.name}: ${file.type} is not a file type this server accepts (${limits.shown})` });
+      continue;
+    }
     const data = base64(await file.arrayBuffer());
     const image = file.type.startsWith("image/");
     pending.push({ name: file.name || "pasted image.png", type: file.type, size: file.size, data, url: image ? URL.createObjectURL(file) : null });
@@ -92,8 +120,8 @@ export function attachmentChips(m) {
 export function installAttachments(events) {
   changed = events.changed;
   failed = events.failed;
-  const input = el("input", { type: "file", multiple: true, hidden: true, "data-testid": "attach-input",
-    accept: "image/png,image/jpeg,image/gif,image/webp,application/pdf,text/*,.md,.csv,.json,.py,.js,.ts,.yaml,.yml,.toml,.sql,.sh,.go,.rs,.java,.c,.h" });
+  const input = el("input", { type: "file", multiple: true, hidden: true, id: "attach-input", "data-testid": "attach-input",
+    accept: accepted() });
   input.addEventListener("change", () => { add([...input.files]); input.value = ""; });
   const button = el("button", { type: "button", id: "attach", class: "icon only", "aria-label": "Attach files", title: "Attach files",
     "data-testid": "attach-button", onclick: () => input.click() }, icon("paperclip"));

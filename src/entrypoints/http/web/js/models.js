@@ -6,7 +6,7 @@ import { api } from "/static/js/api.js";
 import { $, el } from "/static/js/dom.js";
 import { state } from "/static/js/state.js";
 
-const hooks = { fail: () => {} };
+const hooks = { fail: () => {}, loaded: () => {} };
 let listed = { default: "", models: [], error: null };
 let draft = {};  // a new chat's choices: {model?, system?}
 let asked = 0;
@@ -18,7 +18,7 @@ export async function loadModels() {
   const now = Date.now();
   if (now - asked < 5000) return;  // the server keeps the list for 10 s anyway
   asked = now;
-  try { listed = await api("/api/models"); } catch (e) { listed = { ...listed, error: { code: e.code, message: e.message } }; }
+  try { listed = await api("/api/models"); hooks.loaded(listed); } catch (e) { listed = { ...listed, error: { code: e.code, message: e.message } }; }
   renderModels();
 }
 
