@@ -6,10 +6,10 @@ PYTHON ?= python3
 MIN_PYTHON := 3.11
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
-# test workers (pytest-xdist): one more than the cores, since a test spends much of its time waiting on
-# the processes and the browser it drives (2 cores: 14.7 min of 3 workers against 20.7 min of 2, the same
-# suite on the same busy machine); each gets its own PostgreSQL server, ports and tmp dirs
-JOBS ?= $(shell echo $$(( $$(nproc) + 1 )))
+# test workers (pytest-xdist): twice the cores, since a test spends most of its time waiting on the
+# processes, servers and browser it drives (docs/testing.md has the measurements); each worker gets
+# its own PostgreSQL server, ports and tmp dirs
+JOBS ?= $(shell echo $$(( $$(nproc) * 2 )))
 # whole modules per worker (their module-scoped servers are built once), those of the slow tests first
 XDIST = -n $(JOBS) --dist loadscope --no-loadscope-reorder
 # what `make test-fast` leaves out: the PostgreSQL server, other processes, Chromium, the container image
@@ -98,6 +98,9 @@ test: need-test install-dev
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/mypy
 	scripts/agent-chat-ui build >/dev/null  # built once into ~/.cache/sophos-agentchat (tests/browser/test_agent_chat_ui.py)
+	@# the bytecode of src/ and tests/ written once: with PYTHONDONTWRITEBYTECODE set (CI images set it),
+	@# every `sophos` process the suite starts would otherwise compile what it imports again
+	$(PY) -m compileall -q -j 0 src tests > /dev/null
 	$(PY) -m pytest -q -m "not model and not deploy" --durations=25 $(XDIST)
 
 # a real model: scripts/model-server fetches it and builds llama-server once, into a cache
