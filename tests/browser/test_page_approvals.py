@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Route, expect
 
 from tests.browser.conftest import App, open_page, shoot
 from tests.support.fake_ollama import FakeOllama, fake_ollama
@@ -99,6 +99,45 @@ def test_editing_a_card_refuses_bad_json_shows_the_servers_400_and_runs_the_edit
     expect(tab.get_by_test_id("assistant-message").last).to_contain_text("charged 120", timeout=15000)
     ran = charges(gated, "pay 12 (edit on the page)")
     assert [e["label"] for e in ran] == ["charge-120"]
+
+
+def test_the_end_of_the_run_leaves_the_focus_in_a_reason_being_typed(tab: Page, gated: App, model: FakeOllama) -> None:
+    """A card shows as the run waits; the run's end re-reads the conversation, then focused the
+    composer, taking the focus from a reason the person had started (a CI run met it). The
+    re-read is held here until the person has clicked Reject."""
+    held: list[Route] = []
+
+    def hold_the_first(route: Route) -> None:
+        if held:
+            route.continue_()
+        else:
+            held.append(route)
+
+    detail = re.compile(r"/api/conversations/[0-9a-f-]{36}$")
+    expect(tab.get_by_test_id("message-input")).to_be_focused()  # the page has loaded (and opened the latest conversation)
+    tab.route(detail, hold_the_first)
+    model.latency = 0.5  # the stream is attached when the call comes to wait: the card comes from its event
+    try:
+        ask(tab, "pay 14 (reject as the run ends)")
+    finally:
+        model.latency = 0.0
+    card = tab.get_by_test_id("approval-card")
+    card.get_by_test_id("approval-reject").click()
+    reason = card.get_by_test_id("approval-reason")
+    expect(reason).to_be_focused()
+    reason.type("not now")
+    for _ in range(200):  # the run's end has asked for the conversation
+        if held:
+            break
+        tab.wait_for_timeout(50)
+    assert len(held) == 1
+    with tab.expect_response(detail):
+        held[0].continue_()
+    tab.evaluate("() => new Promise((done) => requestAnimationFrame(() => setTimeout(done, 50)))")  # the end's redraw
+    expect(reason).to_be_focused()
+    expect(reason).to_have_value("not now")
+    reason.press("Enter")
+    expect(tab.get_by_test_id("assistant-message").last).to_contain_text("not now", timeout=15000)
 
 
 def test_rejecting_a_card_runs_nothing_and_the_model_gets_the_reason(tab: Page, gated: App, model: FakeOllama) -> None:

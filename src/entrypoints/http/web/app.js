@@ -187,7 +187,7 @@ function attach(id) {
     if (error) { state.error = error; checkReadiness(); }
     loadList();
     await openConversation(id, { keepError: !!error });
-    $("input").focus();
+    if (!busyElsewhere()) $("input").focus();
   };
   source.addEventListener("end", () => finish(null));
   source.addEventListener("chat-error", (e) => { const d = JSON.parse(e.data); finish({ code: d.code, message: d.message }); });
@@ -226,6 +226,14 @@ async function setOffline(offline) {
 }
 
 // --- actions
+// the person is deciding on a call or typing in another field: the end of a run must not
+// take the focus from them (a card's reason, clicked while the run was still ending)
+function busyElsewhere() {
+  const a = document.activeElement;
+  if (!a || a === $("input") || !a.isConnected) return false;
+  return $("approvals").contains(a) || a.matches("input, textarea, select, [contenteditable]");
+}
+
 async function send(text) {
   state.chosen = true;  // a message sent before the list loads: boot must not switch away from it
   state.error = null;
@@ -394,7 +402,7 @@ async function boot() {
   // the latest conversation, unless the person already chose one or a new chat meanwhile
   if (state.conversations.length && !state.chosen) await openConversation(state.conversations[0].id);
   else render();
-  if (!narrow()) $("input").focus();
+  if (!narrow() && !busyElsewhere()) $("input").focus();
 }
 
 // --- wiring
