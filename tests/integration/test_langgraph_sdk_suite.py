@@ -18,10 +18,8 @@ import tarfile
 from importlib.metadata import version
 from pathlib import Path
 
-import pytest
-
-from tests.support.app import ROOT
 from tests.integration.test_langgraph_api import sophos
+from tests.support.app import ROOT
 
 PINNED = ROOT / "tests" / "support" / "langgraph-sdk-sdist.txt"
 CACHE = Path(os.environ.get("SOPHOS_SDK_SUITE_CACHE", Path.home() / ".cache" / "sophos-sdk-suite"))
