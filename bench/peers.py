@@ -260,12 +260,12 @@ async def measure_sophos(ollama_url: str, load: Load, out: Figures, tree: Tree =
         shutil.rmtree(data, ignore_errors=True)
 
 
-async def measure_sophos_sdk(ollama_url: str, load: Load, out: Figures) -> None:
+async def measure_sophos_sdk(ollama_url: str, load: Load, out: Figures, tree: Tree = THIS_TREE) -> None:
     """Sophos's LangGraph API driven by the official SDK, exactly as the peer is."""
     from langgraph_sdk import get_client
 
     data = Path(tempfile.mkdtemp(prefix="sophos-bench-sdk-"))
-    server = Server(THIS_TREE, data, ollama_url)
+    server = Server(tree, data, ollama_url)
     lg_port = free_port()
     server.env["LANGGRAPH_API_PORT"] = str(lg_port)
     try:

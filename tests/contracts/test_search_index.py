@@ -237,6 +237,20 @@ class FileTextSearch:
         await world.append(cid, [UserMessage("more", id=new_id()), AssistantMessage("fine", id=new_id())])
         assert where(await search(world, "zeppelin")) == {(cid, 0)}  # indexed once, kept
 
+    async def test_a_thread_that_begins_with_earlier_files_is_found_by_each_files_text(self, world: Any) -> None:
+        """A fork or an import: the thread's first checkpoint holds messages with files."""
+        cid = new_id()
+        await world.runs.create_conversation(cid, "Copied", utc_now())
+        first = parse_upload("log.txt", "text/plain", b"the albatross timetable")
+        second = parse_upload("plan.md", "text/markdown", b"# the heron itinerary")
+        world.saver.stage_files(cid, [first, second])
+        await world.append(cid, [UserMessage("one", id=new_id(), attachments=(first.attachment,)),
+                                 AssistantMessage("ok", id=new_id()),
+                                 UserMessage("two", id=new_id(), attachments=(second.attachment,)),
+                                 AssistantMessage("fine", id=new_id())])
+        assert where(await search(world, "albatross")) == {(cid, 0)}
+        assert where(await search(world, "heron")) == {(cid, 2)}
+
 
 class TestInMemorySearchIndex(SearchIndexContract):
     @pytest.fixture

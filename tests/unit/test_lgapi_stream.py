@@ -10,7 +10,7 @@ from typing import Any
 
 from domain.events import StreamEvent, trace
 from domain.model import AssistantMessage, CheckpointSummary, Message, ToolCall, ToolResult, UserMessage
-from entrypoints.lgapi.stream import Projector, parse_modes, stream_response
+from entrypoints.lgapi.stream import Projector, parse_modes, sse, stream_response
 from services.hub import Batch, RunStream
 
 RUN = "0c1d2e3f-4a5b-4c6d-8e7f-8091a2b3c4d5"
@@ -63,7 +63,7 @@ def test_values_and_updates_show_each_step_as_its_checkpoint_held_it() -> None:
 
 
 def test_messages_tuple_sends_tokens_and_tool_results_with_their_node() -> None:
-    out = project(("messages-tuple",))
+    out = [(e, json.loads(d) if isinstance(d, str) else d) for e, d in project(("messages-tuple",))]  # tokens come encoded
     chunks = [(d[0]["type"], d[0]["content"], d[1]["langgraph_node"], d[1]["langgraph_step"]) for e, d in out if e == "messages"]
     assert chunks == [("tool", "12:00", "tools", 2), ("AIMessageChunk", "It is ", "agent", 3),
                       ("AIMessageChunk", "12:00.", "agent", 3)]
@@ -130,3 +130,13 @@ def test_keep_alives_are_sse_comments_and_a_closing_server_ends_the_stream() -> 
     chunks = asyncio.run(asyncio.wait_for(go(), 5))
     assert chunks[0].startswith("event: metadata")
     assert ": heartbeat\n\n" in chunks[1:] and all(c == ": heartbeat\n\n" for c in chunks[1:])
+
+
+def test_a_token_encoded_once_a_step_is_the_json_of_its_chunk() -> None:
+    p = Projector(("messages-tuple",), TID, RUN, read)
+    for step, text in ((1, 'a "quoted"\nline, é, \u2028 and \\'), (2, "")):
+        p.step = step
+        chunk, meta = json.loads(p._token(text))
+        assert chunk["content"] == text and chunk["id"] == f"run-{RUN}-{step}" and chunk["type"] == "AIMessageChunk"
+        assert meta["langgraph_step"] == step and meta["langgraph_node"] == "agent" and meta["thread_id"] == TID
+        assert sse("messages", p._token(text)) == sse("messages", [chunk, meta])  # as a plain encoding would send it

@@ -84,20 +84,16 @@ async def index_thread(
     id_of: Callable[[T], str | None],
     seen_before: bool = True,
     appended: bool = False,
+    seen: Indexed | None = None,
 ) -> None:
     """In the checkpoint's transaction: index the messages of the thread that the index
     has not seen (see adapters.search_entries). The thread's row in `search_threads` stays
     locked until the transaction ends, so two writers of one thread take turns.
     `seen_before` False: the caller has just claimed the thread (nothing indexed yet).
-    `appended`: `raw` holds only the messages a pending input appends."""
-    seen = Indexed()
-    if seen_before:
-        await cur.execute(STATE, (thread_id,))
-        row = await cur.fetchone()
-        if row is None:
-            await cur.execute(CLAIM, (thread_id,))
-            row = await cur.fetchone()
-        seen = Indexed(*row) if row else seen
+    `appended`: `raw` holds only the messages a pending input appends. `seen`: the state
+    the caller read (indexed_state), in this transaction."""
+    if seen is None:
+        seen = await indexed_state(cur, thread_id) if seen_before else Indexed()
     update = thread_update(seen, raw, convert, id_of, appended)
     if update is None:
         return
@@ -109,6 +105,17 @@ async def index_thread(
         await cur.executemany(ENTRY, [entry(thread_id, *e) for e in update.entries])
     done = update.indexed
     await cur.execute(SAVE_STATE, (done.raw_count, done.next_index, done.last_id, thread_id))
+
+
+async def indexed_state(cur: AsyncCursor[Any], thread_id: str) -> Indexed:
+    """How far the thread is indexed, its row locked (claimed when it had none) until the
+    transaction ends."""
+    await cur.execute(STATE, (thread_id,))
+    row = await cur.fetchone()
+    if row is None:
+        await cur.execute(CLAIM, (thread_id,))
+        row = await cur.fetchone()
+    return Indexed(*row) if row else Indexed()
 
 
 async def claim_new_thread(cur: AsyncCursor[Any], thread_id: str) -> bool:

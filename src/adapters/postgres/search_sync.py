@@ -17,7 +17,7 @@ from adapters.langgraph.files import referenced
 from adapters.langgraph.graph import INPUT_TASK
 from adapters.langgraph.rows import input_fields, input_messages
 from adapters.postgres import file_rows, message_rows
-from adapters.postgres.search import ENTRY, claim_new_thread, entry, index_thread, reset
+from adapters.postgres.search import ENTRY, claim_new_thread, entry, index_thread, indexed_state, reset
 from adapters.search_entries import clean, with_file_texts
 
 log = logging.getLogger(__name__)
@@ -52,13 +52,17 @@ async def _texts(cur: AsyncCursor[Any], thread_id: str, digests: set[str]) -> di
 
 async def index_checkpoint(cur: AsyncCursor[Any], thread_id: str, checkpoint: Checkpoint) -> None:
     """In the checkpoint's transaction: index the messages it adds to the thread. A user
-    message is indexed with its files' text; the texts are read before (the converter is
-    synchronous) for the latest user message only, the one a turn's checkpoint can add."""
+    message is indexed with its files' text, read before (the converter is synchronous)
+    for the messages the index has not seen: a turn's new message, or every message of a
+    thread that begins with earlier ones (a fork, an import)."""
     messages = checkpoint["channel_values"].get("messages")
     raw: list[BaseMessage] = messages if isinstance(messages, list) else []
-    last = next((m for m in reversed(raw) if isinstance(m, HumanMessage)), None)
-    found = await _texts(cur, thread_id, referenced([last]) if last is not None else set())
-    await index_thread(cur, thread_id, raw, with_file_texts(to_domain, lambda _: found), _id)
+    seen = await indexed_state(cur, thread_id)
+    start = seen.raw_count
+    kept = start <= len(raw) and (start == 0 or _id(raw[start - 1]) == seen.last_id)  # else indexed again (thread_update)
+    unseen = raw[start:] if kept else raw
+    found = await _texts(cur, thread_id, referenced([m for m in unseen if isinstance(m, HumanMessage)]))
+    await index_thread(cur, thread_id, raw, with_file_texts(to_domain, lambda _: found), _id, seen=seen)
 
 
 async def index_input(cur: AsyncCursor[Any], thread_id: str, writes: Sequence[tuple[str, Any]]) -> None:

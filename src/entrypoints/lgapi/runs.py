@@ -196,10 +196,13 @@ async def _stream_new(request: Request, tid: str | None) -> Response:
     body, cid, started = await _start(request, tid)
     modes = _modes(body.get("stream_mode"))
     if isinstance(started, QueuedMessage):  # its run starts later: the thread as it is now
-        rid, base = started.id, None
+        projector = Projector(modes, cid, started.id, _read(request, cid))
     else:
-        rid, base = started.run_id, (await services(request).conversations().run(cid, started.run_id, by=principal_of(request))).base_count
-    projector = Projector(modes, cid, rid, _read(request, cid), base)
+        projector = Projector(modes, cid, started.run_id, _read(request, cid))
+        if projector.wants_state:  # where the run's input ends in the thread (read only for those modes)
+            run = await services(request).conversations().run(cid, started.run_id, by=principal_of(request))
+            projector.base = run.base_count
+    rid = projector.run_id
     state = request.app.state
     return stream_response(projector, _one(request, started), state.ping_seconds, state.closing,
                            _headers(cid, rid, tid is None, modes), allowed=recheck_of(request))

@@ -34,9 +34,14 @@ Out = tuple[str, Any]
 ReadThread = Callable[[], Awaitable[tuple[Sequence[Message], Sequence[CheckpointSummary]]]]
 
 
+class Encoded(str):
+    """An event's data already encoded as JSON (a token's chunk: see Projector._token)."""
+
+
 def sse(event: str, data: Any, event_id: str | None = None) -> bytes:
     head = f"id: {event_id}\n" if event_id is not None else ""
-    return f"{head}event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+    body = data if isinstance(data, Encoded) else json.dumps(data, ensure_ascii=False)
+    return f"{head}event: {event}\ndata: {body}\n\n".encode()
 
 
 def parse_modes(raw: object) -> tuple[str, ...] | None:
@@ -63,6 +68,9 @@ class Projector:
     node: str = "agent"
     seen: int | None = None  # messages of the thread already sent as updates
     last_values: list[dict[str, Any]] | None = field(default=None)
+    # a token's `messages` event is the same JSON but for its text: encoded once a step,
+    # as the text before and after it (a turn streams a chunk per token)
+    _chunk: tuple[tuple[str, int], str, str] | None = None
 
     def _meta(self, node: str) -> dict[str, Any]:
         return {"langgraph_node": node, "langgraph_step": self.step, "langgraph_triggers": [f"branch:to:{node}"],
@@ -108,15 +116,24 @@ class Projector:
             out.append(("values", {"messages": messages}))
         return out
 
+    def _token(self, text: str) -> Encoded:
+        """`[AIMessageChunk, metadata]` of one token, as JSON."""
+        key = (self.run_id, self.step)
+        if self._chunk is None or self._chunk[0] != key:
+            mark = "\x00"
+            chunk: dict[str, Any] = {"type": "AIMessageChunk", "content": mark, "id": f"run-{self.run_id}-{self.step}",
+                     "tool_calls": [], "tool_call_chunks": [], "invalid_tool_calls": [], "additional_kwargs": {},
+                     "response_metadata": {}, "name": None, "example": False, "usage_metadata": None}
+            before, _, after = json.dumps([chunk, self._meta("agent")], ensure_ascii=False).partition(json.dumps(mark))
+            self._chunk = (key, before, after)
+        return Encoded(f"{self._chunk[1]}{json.dumps(text, ensure_ascii=False)}{self._chunk[2]}")
+
     async def feed(self, event: StreamEvent) -> list[Out]:
         kind, data = event.event, event.data
         out: list[Out] = []
         if kind == "token":
             if "messages-tuple" in self.modes:
-                chunk = {"type": "AIMessageChunk", "content": data, "id": f"run-{self.run_id}-{self.step}",
-                         "tool_calls": [], "tool_call_chunks": [], "invalid_tool_calls": [], "additional_kwargs": {},
-                         "response_metadata": {}, "name": None, "example": False, "usage_metadata": None}
-                out.append(("messages", [chunk, self._meta("agent")]))
+                out.append(("messages", self._token(str(data))))
         elif kind == "trace":
             if "custom" in self.modes:
                 out.append(("custom", data))
