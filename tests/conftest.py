@@ -13,8 +13,9 @@ runs its in-memory toolbox fast and its MCP servers as processes).
 Under pytest-xdist, `make test` hands out whole modules (classes for class-based suites:
 `--dist loadscope`), so that a module-scoped fixture (one server for a module, one conformance
 run) is built once; `--dist loadgroup` would be finer but cannot group on pytest 9, whose node
-ids xdist 3.8 can no longer suffix. The modules of `slow` tests are handed out first
-(`--no-loadscope-reorder` keeps this order)."""
+ids xdist 3.8 can no longer suffix. The modules of `slow` tests are handed out first, then
+those of other processes, then PostgreSQL's, and the many short ones last, where they fill
+what the workers have left (`--no-loadscope-reorder` keeps this order)."""
 
 from __future__ import annotations
 
@@ -77,8 +78,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> Iterator[None]:
                 item.add_marker(pytest.mark.processes)
     yield
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        # the modules of the longest tests first, so that the run does not end on one of them
-        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+        # the longest first, so that the run does not end on one of them: the modules of `slow`
+        # tests, then those that start processes, then PostgreSQL's, then the many short ones,
+        # which fill what the workers have left at the end
+        rank: dict[str, int] = {}
+        for item in items:
+            file = item.nodeid.split("::")[0]
+            weight = next((i for i, name in enumerate(("slow", "processes", "postgres")) if item.get_closest_marker(name)), 3)
+            rank[file] = min(rank.get(file, 3), weight)
+        items.sort(key=lambda item: rank[item.nodeid.split("::")[0]])
 
 
 @pytest.fixture(scope="session")
