@@ -5,6 +5,8 @@ thread in the UI's history after a reload, and a tool call shown with its result
 
 from __future__ import annotations
 
+import re
+
 import contextlib
 import functools
 import json
@@ -195,3 +197,28 @@ def test_a_call_waiting_for_approval_is_accepted_or_ignored_in_the_ui_s_inbox_an
         assert len(charges(u.lg.book, f"{tid}:")) == 1  # the ignored call never ran
         detail = u.lg.server.get(f"/api/conversations/{tid}").json()
         assert [m["role"] for m in detail["messages"]][-3:] == ["assistant", "tool", "assistant"]
+
+
+
+def test_an_amount_edited_in_the_inbox_runs_once_with_the_new_value_and_a_response_runs_nothing(
+    browser: Browser, static: str, tmp_path: Path
+) -> None:
+    """The inbox's Edit/Accept form sends every field back as text ("12"); the charge's
+    schema wants an integer, which the LangGraph API reads it as. Its "Respond to assistant"
+    rejects the call with that message: the model gets it, the call never runs."""
+    with chat_ui(static, tmp_path, "unsafe") as u, open_page(browser, u.open_url(), "agent-chat-ui-edit") as page:
+        send(page, "charge me please")
+        amount = page.locator("xpath=//p[normalize-space()='Amount']/following::*[self::textarea or self::input][1]")
+        expect(amount).to_have_value("7", timeout=20_000)
+        amount.fill("12")
+        page.get_by_role("button", name="Submit", exact=True).click()  # Accept becomes Submit once a field is edited
+        expect(page.get_by_text("done: Note: the user edited")).to_be_visible(timeout=20_000)
+        tid = page.url.split("threadId=")[1].split("&")[0]
+        assert [e["label"] for e in charges(u.lg.book, f"{tid}:")] == ["charge-12"]
+        send(page, "charge me once more")
+        page.get_by_placeholder("Your response here...").fill("not this month", timeout=20_000)
+        page.get_by_role("button", name="Send Response", exact=True).click()
+        expect(page.get_by_text("done: Rejected")).to_be_visible(timeout=20_000)
+        told = [m["content"] for m in u.lg.fake.requests[-1]["messages"] if m["role"] == "tool"]
+        assert told[-1].endswith("Reason: not this month"), told
+        assert len(charges(u.lg.book, f"{tid}:")) == 1  # the call answered with a response never ran

@@ -13,7 +13,7 @@ from domain.commands import Edit, Regenerate, Resume, SendMessage
 from domain.errors import DecisionRequired, InvalidInput, StaleDecision
 from domain.model import AssistantMessage, CheckpointSummary, ToolCall, UserMessage
 from domain.queue import Multitask
-from entrypoints.lgapi.inputs import ThreadView, needs_thread, run_command
+from entrypoints.lgapi.inputs import ThreadView, decisions_of, form_args, needs_thread, run_command
 from entrypoints.lgapi.lineage import lineage
 
 TID = "7d7f3f4e-1d2b-4c3a-9e8f-0a1b2c3d4e5f"
@@ -130,3 +130,33 @@ def test_the_chain_runs_through_the_ancestors_up_to_each_fork() -> None:
     assert [c.checkpoint_id for c in lineage(log[:4], [])] == ["a0", "a1", "a2", "a3"]
     assert [c.checkpoint_id for c in lineage(log, branches, 2)] == ["a0", "a1", "a2", "b1", "b2"]
     assert [c.checkpoint_id for c in lineage(log, branches, 1)] == ["a0", "a1", "a2", "a3"]
+
+
+SCHEMA = {"type": "object", "properties": {"amount": {"type": "integer"}, "rate": {"type": "number"},
+                                           "urgent": {"type": "boolean"}, "note": {"type": "string"},
+                                           "either": {"type": ["integer", "null"]}}}
+
+
+@pytest.mark.parametrize(
+    ("given", "taken"),
+    [
+        ({"amount": "120"}, {"amount": 120}),
+        ({"amount": " -7 "}, {"amount": -7}),
+        ({"rate": "2.5", "urgent": "true"}, {"rate": 2.5, "urgent": True}),
+        ({"rate": "3"}, {"rate": 3}),
+        ({"either": "4"}, {"either": 4}),
+        ({"note": "120"}, {"note": "120"}),  # a string stays a string
+        ({"amount": "12.5", "urgent": "yes"}, {"amount": "12.5", "urgent": "yes"}),  # left for the schema check
+        ({"amount": 5, "other": "9"}, {"amount": 5, "other": "9"}),  # typed already; a field the schema does not name
+    ],
+)
+def test_agent_inbox_form_text_becomes_the_type_the_schema_asks_for(given: dict[str, Any], taken: dict[str, Any]) -> None:
+    assert form_args(SCHEMA, given) == taken
+
+
+def test_only_the_inbox_form_edit_is_read_as_text() -> None:
+    waiting = [ApprovalRequest("c", ToolCall("call_1", "ledger__charge", {"amount": 1}), "r", "ledger", "", SCHEMA)]
+    inbox = decisions_of([{"type": "edit", "args": {"action": "ledger__charge", "args": {"amount": "120"}}}], waiting)
+    assert inbox["call_1"].args == {"amount": 120}
+    typed = decisions_of([{"type": "edit", "edited_action": {"name": "ledger__charge", "args": {"amount": "120"}}}], waiting)
+    assert typed["call_1"].args == {"amount": "120"}  # LangChain's HITL shape is JSON: taken as sent

@@ -4,6 +4,7 @@ decisions), a run from an older checkpoint is an edit or a regenerate on a new b
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -131,7 +132,31 @@ def _human_text(raw_input: object, view: ThreadView) -> str | None:
     return text
 
 
-def _decision(raw: object) -> Decision:
+def form_args(schema: Mapping[str, Any], args: Mapping[str, Any]) -> dict[str, Any]:
+    """Arguments from Agent Inbox's edit form, which sends every field back as text: a
+    text that reads exactly as the number or boolean the tool's schema asks for becomes
+    that value ("120" for an integer `amount`); anything else is left for the schema check
+    to refuse, as an edit from any client is."""
+    given = schema.get("properties")
+    props: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
+    out = dict(args)
+    for name, value in args.items():
+        spec = props.get(name)
+        kinds = spec.get("type") if isinstance(spec, Mapping) else None
+        kinds = [kinds] if isinstance(kinds, str) else kinds if isinstance(kinds, list) else []
+        if not isinstance(value, str) or "string" in kinds:
+            continue
+        text = value.strip()
+        if "integer" in kinds and re.fullmatch(r"-?\d{1,18}", text):
+            out[name] = int(text)
+        elif "number" in kinds and re.fullmatch(r"-?\d{1,18}(\.\d{1,18})?([eE][-+]?\d{1,3})?", text):
+            out[name] = int(text) if re.fullmatch(r"-?\d+", text) else float(text)
+        elif "boolean" in kinds and text in ("true", "false"):
+            out[name] = text == "true"
+    return out
+
+
+def _decision(raw: object, schema: Mapping[str, Any] | None = None) -> Decision:
     """One answer in the shapes clients send: LangChain's HITL decisions (approve, edit
     with edited_action, reject with message), Agent Inbox's responses (accept, edit with
     args, ignore, response) or Sophos's own."""
@@ -146,7 +171,7 @@ def _decision(raw: object) -> Decision:
             raise InvalidInput("edited_action.args must be an object")
         return Decision(DecisionType.EDIT, dict(args))
     if kind == "edit" and isinstance(raw.get("args"), dict) and isinstance(raw["args"].get("args"), dict):
-        return Decision(DecisionType.EDIT, dict(raw["args"]["args"]))
+        return Decision(DecisionType.EDIT, form_args(schema or {}, raw["args"]["args"]))  # Agent Inbox's form
     if kind == "ignore":
         return Decision(DecisionType.REJECT)
     if kind == "response":
@@ -168,12 +193,12 @@ def decisions_of(resume: object, waiting: Sequence[ApprovalRequest]) -> dict[str
     if isinstance(resume, list):
         if len(resume) != len(waiting):
             raise StaleDecision(f"{len(waiting)} tool call(s) wait for a decision; {len(resume)} answered")
-        return {r.call.id: _decision(d) for r, d in zip(waiting, resume, strict=True)}
+        return {r.call.id: _decision(d, r.schema) for r, d in zip(waiting, resume, strict=True)}
     if isinstance(resume, dict):
-        ids = {r.call.id for r in waiting}
-        if not set(resume) <= ids:
+        schemas = {r.call.id: r.schema for r in waiting}
+        if not set(resume) <= set(schemas):
             raise StaleDecision("A decision names a tool call that does not wait for one")
-        return {str(k): _decision(v) for k, v in resume.items()}
+        return {str(k): _decision(v, schemas[str(k)]) for k, v in resume.items()}
     raise InvalidInput("command.resume must be a list of decisions or {\"decisions\": [...]}")
 
 
