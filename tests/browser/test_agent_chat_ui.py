@@ -5,8 +5,6 @@ thread in the UI's history after a reload, and a tool call shown with its result
 
 from __future__ import annotations
 
-import re
-
 import contextlib
 import functools
 import json
