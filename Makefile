@@ -9,7 +9,7 @@ DEV_STAMP := $(VENV)/.installed-dev
 # test workers (pytest-xdist): twice the cores, since a test spends most of its time waiting on the
 # processes, servers and browser it drives (docs/testing.md has the measurements); each worker gets
 # its own PostgreSQL server, ports and tmp dirs
-JOBS ?= $(shell echo $$(( $$(nproc) * 2 + 1 )))
+JOBS ?= $(shell echo $$(( $$(nproc) * 2 )))
 # whole modules per worker (their module-scoped servers are built once), those of the slow tests first
 XDIST = -n $(JOBS) --dist loadscope --no-loadscope-reorder
 # what `make test-fast` leaves out: the PostgreSQL server, other processes, Chromium, the container image
