@@ -4,6 +4,8 @@ timing at 500 messages is bench/page_stream.py's."""
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import Page, expect
 
 from tests.support.fake_ollama import FakeOllama
@@ -18,11 +20,18 @@ WATCH = """() => {
 
 def test_a_token_redraws_only_the_streaming_bubble(tab: Page, shared_ollama: FakeOllama) -> None:
     shared_ollama.add(*({"text": f"Answer {i} with **bold** and `code`."} for i in range(4)))
-    for i in range(4):
+    for i in range(3):
         tab.get_by_test_id("message-input").fill(f"stream question {i}")
         tab.get_by_test_id("message-input").press("Enter")
         expect(tab.get_by_test_id("assistant-message").last).to_contain_text(f"Answer {i}", timeout=15000)
+    # the last of them ends with a re-read of the conversation, which draws the list again: the
+    # watch below starts once that is drawn (a fresh-clone CI saw it land after the watch began)
+    with tab.expect_response(re.compile(r"/api/conversations/[0-9a-f-]{36}$"), timeout=15000):
+        tab.get_by_test_id("message-input").fill("stream question 3")
+        tab.get_by_test_id("message-input").press("Enter")
+    expect(tab.get_by_test_id("assistant-message").last).to_contain_text("Answer 3", timeout=15000)
     expect(tab.get_by_test_id("stop-button")).to_be_hidden()
+    tab.evaluate("() => new Promise((done) => requestAnimationFrame(() => setTimeout(done, 100)))")
     first = tab.locator('#messages [data-index="0"]')
     first.evaluate("n => { n.__mark = 'kept'; }")
     tab.evaluate(WATCH)
