@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from tests.support.app import ROOT, app_env, config_dir, ledger_server_entry
 from tests.support.fake_ollama import FakeOllama, fake_ollama
@@ -81,6 +81,14 @@ def open_page(browser: Browser, url: str, name: str, **context_options: Any) -> 
     pg.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
     context.close()
     assert errors == [], errors  # no script error on the page
+
+
+def drawn(page: Page, timeout: float = 15000) -> None:
+    """Wait until the conversation on screen is drawn from the server with no run streaming
+    into it: the page keeps the message list `aria-busy` while a run streams and until the
+    re-read that follows its end is drawn. A one-shot read of a node (a style, a size, a mark)
+    made before then may meet a node that the redraw replaces."""
+    expect(page.get_by_test_id("message-list")).to_have_attribute("aria-busy", "false", timeout=timeout)
 
 
 def shoot(page: Page, item: str, narrow: Callable[[Page], Any] | None = None) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import shoot, toggle_sidebar
+from tests.browser.conftest import drawn, shoot, toggle_sidebar
 from tests.support.fake_ollama import FakeOllama
 
 LONG = "Planning a three-week walking trip through the Scottish Highlands in late spring"
@@ -21,7 +21,7 @@ def test_the_sidebar_is_wider_resizable_and_shows_titles_on_two_lines(tab: Page,
     box = sidebar.bounding_box()
     assert box is not None and box["width"] >= 300, box  # was 256 px
     # the run's end redraws the list (the title comes from the message): measure the row it leaves
-    expect(tab.get_by_test_id("message-input")).to_be_focused(timeout=15000)
+    drawn(tab)
     title = tab.locator(".conversation-item .title").first
     expect(title).to_contain_text("Planning a three-week")
     line, height = tab.evaluate("""() => {

@@ -8,6 +8,7 @@ import re
 
 from playwright.sync_api import Page, expect
 
+from tests.browser.conftest import drawn
 from tests.support.fake_ollama import FakeOllama
 
 WATCH = """() => {
@@ -30,8 +31,7 @@ def test_a_token_redraws_only_the_streaming_bubble(tab: Page, shared_ollama: Fak
         tab.get_by_test_id("message-input").fill("stream question 3")
         tab.get_by_test_id("message-input").press("Enter")
     expect(tab.get_by_test_id("assistant-message").last).to_contain_text("Answer 3", timeout=15000)
-    expect(tab.get_by_test_id("stop-button")).to_be_hidden()
-    tab.evaluate("() => new Promise((done) => requestAnimationFrame(() => setTimeout(done, 100)))")
+    drawn(tab)
     first = tab.locator('#messages [data-index="0"]')
     first.evaluate("n => { n.__mark = 'kept'; }")
     tab.evaluate(WATCH)
@@ -39,7 +39,7 @@ def test_a_token_redraws_only_the_streaming_bubble(tab: Page, shared_ollama: Fak
     tab.get_by_test_id("message-input").fill("stream question 4")
     tab.get_by_test_id("message-input").press("Enter")
     expect(tab.get_by_test_id("assistant-message").last).to_contain_text("tok39", timeout=15000)
-    expect(tab.get_by_test_id("stop-button")).to_be_hidden()  # the run is over and the page re-read it
+    drawn(tab)  # the run is over and the page re-read it
     removed = tab.evaluate("window.__removed")
     # the seven messages before the last answer were never taken out (that one loses its regenerate icon)
     assert [i for i in removed if int(i) < 7] == [], removed

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import App, open_page, shoot, toggle_sidebar
+from tests.browser.conftest import App, drawn, open_page, shoot, toggle_sidebar
 from tests.support.fake_ollama import FakeOllama, fake_ollama
 
 LINES = "\n".join(f"line {i} of a long result" for i in range(1, 9))
@@ -104,7 +104,7 @@ def test_a_long_result_previews_two_lines_and_unfolds(tab: Page) -> None:
     tab.get_by_test_id("message-input").press("Enter")
     done(tab)
     expect(tab.get_by_test_id("stop-button")).to_be_hidden()  # the run is over and the page has re-read it
-    expect(tab.get_by_test_id("message-input")).to_be_focused(timeout=15000)  # ... and redrawn the answer
+    drawn(tab)  # ... and redrawn the answer
     card = tab.get_by_test_id("tool-call")
     expect(card.get_by_test_id("tool-status")).to_have_text("done")
     text = card.get_by_test_id("tool-result-text")

@@ -9,7 +9,7 @@ import re
 
 from playwright.sync_api import APIResponse, Page, Route, expect
 
-from tests.browser.conftest import App
+from tests.browser.conftest import App, drawn
 from tests.support.fake_ollama import FakeOllama
 
 ANSWER = " ".join(f"word{i}" for i in range(40))
@@ -221,5 +221,5 @@ def test_a_message_sent_before_the_list_loads_stays_in_its_own_conversation(
     route, response = held[0]
     route.fulfill(response=response)
     expect(tab.get_by_test_id("assistant-message").last).to_have_text("The newer answer.", timeout=15000)
-    expect(tab.get_by_test_id("message-input")).to_be_focused(timeout=15000)
+    drawn(tab)
     expect(tab.get_by_test_id("user-message")).to_have_text(["newer"])

@@ -114,7 +114,7 @@ async function loadList(more = false) {
   render();
 }
 
-async function openConversation(id, { keepError = false } = {}) {
+async function openConversation(id, { keepError = false, keepBusy = false } = {}) {
   const same = state.current === id;
   detach();
   state.editing = null;
@@ -122,6 +122,7 @@ async function openConversation(id, { keepError = false } = {}) {
   state.current = id;
   if (!keepError) state.error = null;
   if (narrow()) state.sidebarOpen = false;
+  busy(true);
   try {
     const d = await api(`/api/conversations/${id}`);
     if (state.current !== id) return;  // another conversation was opened meanwhile
@@ -150,6 +151,7 @@ async function openConversation(id, { keepError = false } = {}) {
   }
   render();
   renderMessages(true);
+  if (!keepBusy) busy(state.streaming);
 }
 
 function lastAssistant(createIfToolCalls) {
@@ -160,9 +162,13 @@ function lastAssistant(createIfToolCalls) {
   return fresh;
 }
 
+// the message list is aria-busy while a run streams into it or the conversation is being read
+const busy = (on) => $("messages").setAttribute("aria-busy", String(on));
+
 function attach(id) {
   detach();
   state.streaming = true;
+  busy(true);
   const source = new EventSource(`/api/chat?conversation=${encodeURIComponent(id)}`);
   state.source = source;
   source.addEventListener("open", () => setOffline(false));
@@ -185,8 +191,10 @@ function attach(id) {
   const finish = async (error) => {
     detach();
     if (error) { state.error = error; checkReadiness(); }
-    loadList();
-    await openConversation(id, { keepError: !!error });
+    const listed = loadList();
+    await openConversation(id, { keepError: !!error, keepBusy: true });
+    await listed;  // the list too is drawn again (titles, counts) before the run's end is over
+    busy(state.streaming);
     if (!busyElsewhere()) $("input").focus();
   };
   source.addEventListener("end", () => finish(null));
@@ -362,6 +370,7 @@ function remove(c) {
 function newChat() {
   state.chosen = true;
   detach();
+  busy(false);
   Object.assign(state, { current: null, detail: null, messages: [], trace: [], error: null, pendingTitle: null, sidebarOpen: false, approvals: [], approvalNotice: null, editing: null, queued: [] });
   render();
   $("input").focus();
