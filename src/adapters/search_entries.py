@@ -57,6 +57,15 @@ def clean(text: str) -> str:
     return text.replace(MARK_OPEN, " ").replace(MARK_CLOSE, " ")
 
 
+def restarts(seen: Indexed | None, raw: Sequence[T], id_of: Callable[[T], str | None]) -> bool:
+    """Whether the thread's earlier messages changed since `seen` (fewer, or a different last
+    one): it is then indexed again from the start."""
+    if seen is None:
+        return False
+    start = seen.raw_count
+    return start > len(raw) or (start > 0 and id_of(raw[start - 1]) != seen.last_id)
+
+
 def thread_update(
     seen: Indexed | None,
     raw: Sequence[T],
@@ -76,7 +85,7 @@ def thread_update(
         restart, start, index, base = False, 0, seen.next_index, seen.raw_count
     else:
         start, index = (seen.raw_count, seen.next_index) if seen else (0, 0)
-        restart = seen is not None and (start > len(raw) or (start > 0 and id_of(raw[start - 1]) != seen.last_id))
+        restart = restarts(seen, raw, id_of)
         if restart:
             start, index = 0, 0
         elif seen is not None and start == len(raw):

@@ -115,6 +115,9 @@ class AttachmentLimits:
 
 
 DEFAULT_LIMITS = AttachmentLimits()
+# what any Sophos could accept, whatever its settings: an import reads back a file another
+# server stored, and the CLI leaves the rest to the server it sends a file to
+WIDEST_LIMITS = AttachmentLimits(ATTACHMENT_BYTES_CEILING, ATTACHMENTS_CEILING)
 
 
 def attachment_types(spec: str) -> frozenset[str]:

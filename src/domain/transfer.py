@@ -20,15 +20,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from domain.approvals import Decision, DecisionType
-from domain.attachments import (
-    ATTACHMENT_BYTES_CEILING,
-    ATTACHMENTS_CEILING,
-    AttachmentLimits,
-    Upload,
-    attachment_fields,
-    attachment_from_fields,
-    parse_upload,
-)
+from domain.attachments import WIDEST_LIMITS, Upload, attachment_fields, attachment_from_fields, parse_upload
 from domain.branches import Branch, lineage
 from domain.errors import InvalidImport, InvalidInput, SophosError
 from domain.model import (
@@ -45,10 +37,6 @@ from domain.model import (
 
 FORMAT = "sophos.conversation"
 VERSION = 1
-
-# an imported file was accepted once, by a server whose settings may have allowed more than
-# this one's: what any Sophos could have stored is read back (the import's size bounds the rest)
-IMPORTED_FILES = AttachmentLimits(ATTACHMENT_BYTES_CEILING, ATTACHMENTS_CEILING)
 
 
 @dataclass(frozen=True)
@@ -280,7 +268,7 @@ class _Reader:
         doc = self.obj(raw, what)
         try:
             data = base64.b64decode(self.text(doc.get("data"), f"{what}.data"), validate=True)
-            upload = parse_upload(doc.get("name"), doc.get("type"), data, IMPORTED_FILES)
+            upload = parse_upload(doc.get("name"), doc.get("type"), data, WIDEST_LIMITS)  # accepted once, maybe by another server
         except (binascii.Error, ValueError):
             raise self.fail(f"{what}.data must be base64") from None
         except SophosError as e:

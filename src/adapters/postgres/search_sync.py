@@ -18,7 +18,7 @@ from adapters.langgraph.graph import INPUT_TASK
 from adapters.langgraph.rows import input_fields, input_messages
 from adapters.postgres import file_rows, message_rows
 from adapters.postgres.search import ENTRY, claim_new_thread, entry, index_thread, indexed_state, reset
-from adapters.search_entries import clean, with_file_texts
+from adapters.search_entries import clean, restarts, with_file_texts
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +58,7 @@ async def index_checkpoint(cur: AsyncCursor[Any], thread_id: str, checkpoint: Ch
     messages = checkpoint["channel_values"].get("messages")
     raw: list[BaseMessage] = messages if isinstance(messages, list) else []
     seen = await indexed_state(cur, thread_id)
-    start = seen.raw_count
-    kept = start <= len(raw) and (start == 0 or _id(raw[start - 1]) == seen.last_id)  # else indexed again (thread_update)
-    unseen = raw[start:] if kept else raw
+    unseen = raw if restarts(seen, raw, _id) else raw[seen.raw_count:]
     found = await _texts(cur, thread_id, referenced([m for m in unseen if isinstance(m, HumanMessage)]))
     await index_thread(cur, thread_id, raw, with_file_texts(to_domain, lambda _: found), _id, seen=seen)
 

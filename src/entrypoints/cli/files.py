@@ -9,13 +9,11 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from domain.attachments import ATTACHMENT_BYTES_CEILING, ATTACHMENTS_CEILING, AttachmentLimits, parse_upload
+from domain.attachments import AttachmentLimits, parse_upload
 from domain.errors import SophosError
 from entrypoints.cli.base import CliError, fail
 
 STDIN = "-"
-# for another server: what no Sophos accepts (its own settings decide the rest)
-SERVER_CHECKS = AttachmentLimits(ATTACHMENT_BYTES_CEILING, ATTACHMENTS_CEILING)
 # what stdin holds, by its first bytes (a pipe has no name to tell)
 _MAGIC = ((b"\x89PNG", "stdin.png"), (b"\xff\xd8\xff", "stdin.jpg"), (b"GIF8", "stdin.gif"), (b"%PDF-", "stdin.pdf"))
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from domain.attachments import WIDEST_LIMITS
 from domain.errors import SophosError
 from entrypoints.cli import asking
 from entrypoints.cli.base import (
@@ -24,7 +25,7 @@ from entrypoints.cli.base import (
     server_option,
 )
 from entrypoints.cli.client import Json, RemoteError, SophosClient, Stopper
-from entrypoints.cli.files import SERVER_CHECKS, STDIN, attachments
+from entrypoints.cli.files import STDIN, attachments
 from entrypoints.cli.ids import LAST, on, resolve
 from entrypoints.cli.output import Printer
 
@@ -159,7 +160,7 @@ def chat(ctx: Context, message: str | None, conversation: str | None, last: bool
                        EXIT_BAD_INPUT)
     # checked here against this machine's settings; a server checks against its own (and
     # only what no Sophos accepts is refused before it is sent there)
-    limits = ctx.settings.attachment_limits if server is None else SERVER_CHECKS
+    limits = ctx.settings.attachment_limits if server is None else WIDEST_LIMITS
     files = attachments(attach, limits) if attach else []
     if files and (message is None or message == "-") and (STDIN in attach or sys.stdin.isatty()):
         if message == "-":

@@ -73,7 +73,7 @@ def openapi_document(limits: AttachmentLimits = DEFAULT_LIMITS) -> dict[str, Any
                                        "description": "the conversation's system prompt from this turn on; null: config/system.md"},
                             "attachments": {"type": "array", "maxItems": limits.max_files, "description":
                                             "files of a new message (also as multipart/form-data: fields message, "
-                                            f"conversation, model, system and files under `attachments`); at most "
+                                            "conversation, model, system and files under `attachments`); at most "
                                             f"{limits.max_files}, {size_text(limits.max_bytes)} each; {limits.shown} "
                                             "(MAX_ATTACHMENTS, MAX_ATTACHMENT_BYTES, ATTACHMENT_TYPES)",
                                             "items": {"type": "object", "additionalProperties": False,

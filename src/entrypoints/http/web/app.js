@@ -195,7 +195,7 @@ function attach(id) {
     await openConversation(id, { keepError: !!error, keepBusy: true });
     await listed;  // the list too is drawn again (titles, counts) before the run's end is over
     busy(state.streaming);
-    if (!busyElsewhere()) $("input").focus();
+    if (!typingElsewhere()) $("input").focus();
   };
   source.addEventListener("end", () => finish(null));
   source.addEventListener("chat-error", (e) => { const d = JSON.parse(e.data); finish({ code: d.code, message: d.message }); });
@@ -236,7 +236,7 @@ async function setOffline(offline) {
 // --- actions
 // the person is deciding on a call or typing in another field: the end of a run must not
 // take the focus from them (a card's reason, clicked while the run was still ending)
-function busyElsewhere() {
+function typingElsewhere() {
   const a = document.activeElement;
   if (!a || a === $("input") || !a.isConnected) return false;
   return $("approvals").contains(a) || a.matches("input, textarea, select, [contenteditable]");
@@ -411,7 +411,7 @@ async function boot() {
   // the latest conversation, unless the person already chose one or a new chat meanwhile
   if (state.conversations.length && !state.chosen) await openConversation(state.conversations[0].id);
   else render();
-  if (!narrow() && !busyElsewhere()) $("input").focus();
+  if (!narrow() && !typingElsewhere()) $("input").focus();
 }
 
 // --- wiring

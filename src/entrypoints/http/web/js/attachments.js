@@ -23,7 +23,7 @@ const EXTENSIONS = { "text/markdown": ".md", "text/csv": ".csv", "application/js
   "text/x-shellscript": ".sh", "text/x-go": ".go", "text/x-rust": ".rs", "text/x-java": ".java", "text/x-c": ".c,.h" };
 
 function accepted() {
-  if (!limits.types) return "image/png,image/jpeg,image/gif,image/webp,application/pdf,text/*,.md,.csv,.json,.py,.js,.ts,.yaml,.yml,.toml,.sql,.sh,.go,.rs,.java,.c,.h";
+  if (!limits.types) return ["image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf", "text/*", ...Object.values(EXTENSIONS)].join(",");
   return limits.types.flatMap((t) => (EXTENSIONS[t] ? [t, EXTENSIONS[t]] : [t])).join(",");
 }
 
