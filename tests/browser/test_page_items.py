@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from playwright.sync_api import Page, expect
 
 from domain.model import iso, new_id
-from tests.browser.conftest import App, shoot, toggle_sidebar
+from tests.browser.conftest import App, drawn, shoot, toggle_sidebar
 from tests.support.fake_ollama import FakeOllama
 from tests.support.server import LiveServer
 
@@ -123,6 +123,7 @@ def test_code_blocks_are_labelled_highlighted_and_copied_and_a_message_copies_wh
     expect(bubble.get_by_test_id("code-language")).to_have_text("python", timeout=15000)
     expect(bubble.locator(".hljs-keyword").first).to_have_text("def")
     expect(bubble.locator(".hljs-comment")).to_have_text("# sum")
+    drawn(tab)  # the run's end redraws the bubble: its "Copied" label is looked at on the one drawn then
     bubble.get_by_test_id("copy-code").click()
     expect(bubble.get_by_test_id("copy-code")).to_have_accessible_name("Copied")
     assert tab.evaluate("navigator.clipboard.readText()") == "def add(a, b):\n    return a + b  # sum"
