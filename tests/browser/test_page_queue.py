@@ -9,7 +9,7 @@ from typing import Any
 
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import App, open_page, shoot
+from tests.browser.conftest import App, drawn, open_page, shoot
 from tests.support.fake_ollama import FakeOllama
 
 
@@ -38,6 +38,7 @@ def type_three_during_the_answer(page: Page) -> None:
 def all_answered_in_order(page: Page) -> None:
     expect(page.get_by_test_id("queued-message")).to_have_count(0, timeout=60000)
     expect(page.get_by_text("answer to three")).to_be_visible(timeout=60000)
+    drawn(page, timeout=60000)  # read once the last run's end has drawn the conversation as stored
     text = page.get_by_test_id("message-list").inner_text()
     positions = [text.index(s) for s in ("count slowly", "one", "answer to one", "two", "answer to two", "three",
                                          "answer to three")]
