@@ -70,16 +70,20 @@ def app(tmp_path: Path, ollama: FakeOllama) -> Iterator[App]:
 
 @contextlib.contextmanager
 def open_page(browser: Browser, url: str, name: str, **context_options: Any) -> Iterator[Page]:
-    """A fresh browser context on `url`; a screenshot at the end; no script error allowed."""
+    """A fresh browser context on `url`; a screenshot at the end, a failed test's too
+    (`<name>.png`); no script error allowed."""
     context = browser.new_context(**{"viewport": {"width": 1280, "height": 800}, **context_options})
     pg = context.new_page()
     errors: list[Any] = []
     pg.on("pageerror", lambda e: errors.append(e))
-    pg.goto(url)
-    yield pg
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    pg.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
-    context.close()
+    try:
+        pg.goto(url)
+        yield pg
+    finally:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(Exception):  # the page may be gone: the test's own error stands
+            pg.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+        context.close()
     assert errors == [], errors  # no script error on the page
 
 

@@ -102,9 +102,12 @@ def ui(static: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChatUi
 
 
 def send(page: Page, text: str) -> None:
-    box = page.get_by_placeholder("Type your message...")
-    box.fill(text)
-    box.press("Enter")
+    """Type and send `text` once the UI takes it: while a run's stream is still open the UI
+    ignores Enter (its Send button is a Cancel button until then)."""
+    page.get_by_placeholder("Type your message...").fill(text)
+    button = page.get_by_role("button", name="Send", exact=True)
+    expect(button).to_be_enabled(timeout=20_000)
+    button.click()
 
 
 def test_a_message_streams_its_answer_and_the_thread_is_in_the_history_after_a_reload(

@@ -205,6 +205,7 @@ def test_a_message_sent_before_the_list_loads_stays_in_its_own_conversation(
     shared_ollama.add({"text": "The older answer."}, {"text": "The newer answer.", "token_delay": 0.02})
     send(tab, "older")
     expect(tab.get_by_test_id("assistant-message").last).to_have_text("The older answer.", timeout=15000)
+    drawn(tab)  # the list re-read after that run is in: the request held below is the reloaded page's
     held: list[tuple[Route, APIResponse]] = []
 
     def hold_the_first(route: Route) -> None:
