@@ -23,9 +23,9 @@ def test_thirty_random_sigkills_lose_nothing_and_repeat_no_finished_call(tmp_pat
 @pytest.mark.timeout(900)
 @pytest.mark.slow
 def test_queued_messages_survive_random_sigkills_each_answered_once_in_order(tmp_path: Path) -> None:
-    tallies = run(kills=20, seed=2030, workdir=tmp_path, queue=True)
+    tallies = run(kills=10, seed=2030, workdir=tmp_path, queue=True)
     print(tallies.table())
-    assert tallies.kills == 20 and tallies.queued > 0
+    assert tallies.kills == 10 and tallies.queued > 0
     assert tallies.violations == []
     assert tallies.ok()
 

@@ -44,6 +44,9 @@ def app_env(tmp_path: Path, ollama_url: str = "http://127.0.0.1:9", **extra: Any
         # tests of other features call the ledger's destructive tools without asking;
         # tests of approvals (test_approvals.py) set TOOL_APPROVAL themselves
         "TOOL_APPROVAL": "off",
+        # a test's server stops in seconds even with a run still going (the default waits
+        # 30 s for it); the tests of the drain set their own
+        "SHUTDOWN_TIMEOUT": "3",
     }
     env.update({k: str(v) for k, v in extra.items()})
     return env
