@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 from httpx_sse import EventSource
 
+from tests.support import zygote
 from tests.support.app import SOPHOS, process_env
 
 
@@ -24,11 +25,15 @@ def free_port() -> int:
 
 
 class LiveServer:
-    def __init__(self, env: dict[str, str], cwd: Path, port: int | None = None) -> None:
+    """`sophos serve` in a process of its own, forked from the test process's zygote
+    (tests/support/zygote.py) unless `fork` is False."""
+
+    def __init__(self, env: dict[str, str], cwd: Path, port: int | None = None, fork: bool = True) -> None:
         self.port = port or free_port()
         self.env = process_env({**env, "PORT": str(self.port), "HOST": "127.0.0.1"})
         self.cwd = cwd
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.fork = fork and zygote.ENABLED
+        self.proc: subprocess.Popen[bytes] | zygote.Forked | None = None
         self.log = cwd / f"server-{self.port}.log"
 
     @property
@@ -36,8 +41,11 @@ class LiveServer:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> LiveServer:
-        out = self.log.open("ab")
-        self.proc = subprocess.Popen([SOPHOS, "serve"], env=self.env, cwd=self.cwd, stdout=out, stderr=out)
+        if self.fork:
+            self.proc = zygote.spawn([SOPHOS, "serve"], self.env, self.cwd, self.log)
+        else:
+            with self.log.open("ab") as out:
+                self.proc = subprocess.Popen([SOPHOS, "serve"], env=self.env, cwd=self.cwd, stdout=out, stderr=out)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
