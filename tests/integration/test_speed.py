@@ -37,7 +37,8 @@ def ollama() -> Iterator[FakeOllama]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, ollama: FakeOllama) -> Iterator[LiveServer]:
     tmp = tmp_path_factory.mktemp("speed")
-    live = LiveServer(app_env(tmp, ollama.url, TOOLS_BACKEND="none"), tmp).start()
+    # started the usual way: these tests read what the process loaded and how its heap behaves
+    live = LiveServer(app_env(tmp, ollama.url, TOOLS_BACKEND="none"), tmp, fork=False).start()
     yield live
     live.stop()
 

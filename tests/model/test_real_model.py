@@ -52,7 +52,7 @@ def url_of(backend: str, llama: LlamaServer, proxy: Proxy) -> str:
 
 @contextmanager
 def serving(env: dict[str, str], tmp_path: Path) -> Iterator[LiveServer]:
-    server = LiveServer(env, tmp_path).start(timeout=60)
+    server = LiveServer(env, tmp_path, fork=False).start(timeout=60)
     try:
         yield server
     finally:
@@ -192,7 +192,7 @@ def test_cancel_keeps_what_was_streamed(backend: str, tmp_path: Path, llama: Lla
 def test_kill_9_of_sophos_mid_answer_then_resume(backend: str, tmp_path: Path, llama: LlamaServer,
                                                   ollama_proxy: Proxy) -> None:
     env = model_env(tmp_path, backend, url_of(backend, llama, ollama_proxy), MODEL_MAX_TOKENS="40")
-    server = LiveServer(env, tmp_path).start(timeout=60)
+    server = LiveServer(env, tmp_path, fork=False).start(timeout=60)
     killed: list[int] = []
     try:
         def kill_after_some(events: Events) -> None:
