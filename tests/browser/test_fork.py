@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import App, shoot
+from tests.browser.conftest import App, drawn, shoot
 from tests.support.fake_ollama import FakeOllama
 
 
@@ -19,6 +19,7 @@ def test_a_message_forks_into_a_new_conversation(tab: Page, shared_app: App, sha
     shared_ollama.add({"text": "Paris."}, {"text": "About two million."}, {"text": "Lyon is second."})
     send(tab, "capital of France? (fork)", "Paris.")
     send(tab, "and its population?", "About two million.")
+    drawn(tab)  # the title read below is the one the end of the run drew
     source = tab.get_by_test_id("current-title").inner_text()
     first_answer = tab.get_by_test_id("assistant-message").first
     first_answer.hover()

@@ -253,6 +253,7 @@ def test_a_model_answer_cannot_draw_the_page_s_own_ui(tab: Page, shared_ollama: 
     send(tab, "render a banner")
     bubble = answer(tab)
     expect(bubble).to_contain_text("Enter your token again", timeout=15000)
+    drawn(tab)  # the counts below are read once, from the bubble drawn from the stored message
     assert bubble.locator(".content").locator("[class], [id], [style], [role], [data-testid]").count() == 0
     expect(tab.locator("#error-banner")).to_have_count(1)
     expect(tab.get_by_test_id("error-banner")).to_be_hidden()
