@@ -40,7 +40,7 @@ help:
 	@echo "make bench-concurrency   only the concurrency section (BENCH_BASELINE_REF=ref to compare with)"
 	@echo "make bench-postgres      only the storage section on PostgreSQL (both backends, the bare official saver)"
 	@echo "make bench-peers   only the side-by-side run with the LangGraph dev server and bare LangGraph"
-	@echo "make soak N=1000   the kill -9 torture test, long form (BACKEND=postgres: three processes on PostgreSQL)"
+	@echo "make soak N=1000   the kill -9 torture test, long form (BACKEND=postgres: three processes on PostgreSQL; QUEUE=1: queued messages)"
 
 CHECK_PYTHON = $(PYTHON) -c 'import sys; need = tuple(map(int, "$(MIN_PYTHON)".split("."))); \
 	sys.exit(0 if sys.version_info >= need else "Sophos needs Python $(MIN_PYTHON) or newer, but $(PYTHON) is " \
@@ -158,7 +158,7 @@ bench-postgres: install
 N ?= 1000
 BACKEND ?= sqlite
 soak: install
-	PYTHONPATH=.:src $(PY) -m tests.support.torture --kills $(N) --backend $(BACKEND)
+	PYTHONPATH=.:src $(PY) -m tests.support.torture --kills $(N) --backend $(BACKEND) $(if $(QUEUE),--queue)
 
 clean-db:
 	rm -rf data/db
