@@ -10,11 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.app import SOPHOS, app_env, config_dir, ledger_server_entry, process_env
+from tests.support.cli import sophos
 from tests.support.fake_ollama import fake_ollama
-
-
-def sophos(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([SOPHOS, *args], env=process_env(env), cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 @pytest.mark.slow

@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.integration.test_branches import Answers
-from tests.support.app import SOPHOS, app_env, process_env
+from tests.support.app import app_env
+from tests.support.cli import sophos
 from tests.support.fake_ollama import fake_ollama
 from tests.support.server import LiveServer
-
-
-def sophos(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([SOPHOS, *args], env=process_env(env), cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 @pytest.mark.slow

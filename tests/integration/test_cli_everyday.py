@@ -5,19 +5,15 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
 from pathlib import Path
 
 from tests.support.app import SOPHOS, app_env, process_env
+from tests.support.cli import sophos
 from tests.support.server import LiveServer
 from tests.support.terminal import Terminal
 
 IDS = ["c959f4c6-0000-4000-8000-000000000001", "c959f4c6-1111-4000-8000-000000000002",
        "d00dfeed-0000-4000-8000-000000000003"]
-
-
-def sophos(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([SOPHOS, *args], env=process_env(env), cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 def with_conversations(tmp_path: Path) -> dict[str, str]:

@@ -8,12 +8,9 @@ import json
 import subprocess
 from pathlib import Path
 
-from tests.support.app import SOPHOS, app_env, process_env
+from tests.support.app import app_env
+from tests.support.cli import sophos
 from tests.support.fake_ollama import fake_ollama
-
-
-def sophos(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([SOPHOS, *args], env=process_env(env), cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 def conversation_of(result: subprocess.CompletedProcess[str]) -> str:

@@ -11,14 +11,11 @@ from pathlib import Path
 import pytest
 
 from tests.support.app import SOPHOS, app_env, process_env
+from tests.support.cli import sophos
 from tests.support.fake_ollama import FakeOllama, fake_ollama
 from tests.support.server import LiveServer
 
 SLOW = {"text": "word " * 400, "token_delay": 0.05}
-
-
-def sophos(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([SOPHOS, *args], env=process_env(env), cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture

@@ -4,18 +4,14 @@ history file, \"\"\" for several lines, slash commands that never reach the mode
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from tests.support.app import SOPHOS, app_env, process_env
+from tests.support.cli import sophos
 from tests.support.terminal import Terminal
 
 LEFT, UP = "\x1b[D", "\x1b[A"
-
-
-def sophos(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([SOPHOS, *args], env=process_env(env), cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 def users(env: dict[str, str], cwd: Path, cid: str) -> list[str]:

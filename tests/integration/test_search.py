@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.app import SOPHOS, app_env, process_env
+from tests.support.app import app_env
+from tests.support.cli import sophos
 from tests.support.fake_ollama import fake_ollama
 from tests.support.server import LiveServer
 
@@ -138,10 +138,6 @@ def test_rename_and_delete_change_what_is_found(demo_server: LiveServer) -> None
     assert [r["role"] for r in search(demo_server, "gannets")["results"]] == ["user", "assistant"]
     assert httpx.delete(f"{demo_server.url}/api/conversations/{cid}", timeout=30).status_code == 204
     assert search(demo_server, "gannets")["results"] == [] and search(demo_server, "seabird")["results"] == []
-
-
-def sophos(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([SOPHOS, *args], env=process_env(env), cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 def test_the_index_never_drifts_from_the_threads(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
-"""`sophos serve` for the tests, forked from an interpreter that has already imported the
-heavy libraries (LangGraph, LangChain, the MCP client), instead of a new interpreter each time.
+"""`sophos serve` and CLI commands for the tests, forked from an interpreter that has already
+imported the heavy libraries (LangGraph, LangChain, the MCP client), instead of a new
+interpreter each time.
 
 Why: the suite starts about 250 servers, and an interpreter that imports those libraries
 spends ~1.1 s of CPU before it serves (its start is 1.5 s of CPU in all). On 2 cores the
@@ -27,8 +28,10 @@ import select
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+import types
 from pathlib import Path
 from typing import IO, Any
 
@@ -92,8 +95,9 @@ class Zygote:
             raise RuntimeError(f"the test zygote is gone (exit {self.proc.poll()})")
         return json.loads(line)["answer"]
 
-    def spawn(self, argv: list[str], env: dict[str, str], cwd: Path, log: Path) -> Forked:
-        return Forked(self, int(self.ask({"op": "spawn", "argv": argv, "env": env, "cwd": str(cwd), "log": str(log)})))
+    def spawn(self, argv: list[str], env: dict[str, str], cwd: Path, stdio: tuple[Path, Path, Path]) -> Forked:
+        streams = [str(p) for p in stdio]
+        return Forked(self, int(self.ask({"op": "spawn", "argv": argv, "env": env, "cwd": str(cwd), "stdio": streams})))
 
     def status(self, pid: int) -> int | None:
         code = self.ask({"op": "status", "pid": pid})
@@ -110,13 +114,37 @@ _made = threading.Lock()
 
 
 def spawn(argv: list[str], env: dict[str, str], cwd: Path, log: Path) -> Forked:
-    """`argv` (a `sophos` command) run as a fork of this test process's zygote."""
+    """`argv` (a `sophos` command) run as a fork of this test process's zygote, its output
+    appended to `log`, its standard input empty."""
+    return _the_zygote(env).spawn(argv, env, cwd, (Path(os.devnull), log, log))
+
+
+def run(argv: list[str], env: dict[str, str], cwd: Path | None, input: str | None = None,
+        timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`subprocess.run(argv, capture_output=True, text=True, input=input)` for a forked
+    `sophos` command: its standard streams are files (as pipes are, not a terminal)."""
+    with tempfile.TemporaryDirectory(prefix="sophos-run-") as tmp:
+        stdin, out, err = Path(os.devnull), Path(tmp) / "out", Path(tmp) / "err"
+        if input is not None:
+            stdin = Path(tmp) / "in"
+            stdin.write_text(input)
+        child = _the_zygote(env).spawn(argv, env, cwd or Path.cwd(), (stdin, out, err))
+        try:
+            code = child.wait(timeout)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+            raise subprocess.TimeoutExpired(argv, timeout, out.read_text(), err.read_text()) from None
+        return subprocess.CompletedProcess(argv, code, out.read_text(), err.read_text())
+
+
+def _the_zygote(env: dict[str, str]) -> Zygote:
     global _zygote
     with _made:
         if _zygote is None or _zygote.proc.poll() is not None:
             _zygote = Zygote({**os.environ, "PYTHONPATH": env["PYTHONPATH"]})
             atexit.register(_zygote.close)
-    return _zygote.spawn(argv, env, cwd, log)
+        return _zygote
 
 
 # --- the zygote -------------------------------------------------------------------------
@@ -124,21 +152,26 @@ def spawn(argv: list[str], env: dict[str, str], cwd: Path, log: Path) -> Forked:
 def _child(request: dict[str, Any], protocol: tuple[IO[str], IO[str]]) -> None:
     """In the forked child: become the process Popen would have started, then run it."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    null = os.open(os.devnull, os.O_RDONLY)
+    stdin, stdout, stderr = request["stdio"]
+    fds = [os.open(stdin, os.O_RDONLY), os.open(stdout, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)]
+    fds.append(fds[1] if stderr == stdout else os.open(stderr, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644))
     for stream in protocol:
         stream.close()
-    os.dup2(null, 0)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
     os.closerange(3, 1 << 16)  # Popen's close_fds
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
     sys.argv = list(request["argv"])
+    # `__main__` as a console script has it (click names the program from it), not this module
+    script = types.ModuleType("__main__")
+    script.__file__ = sys.argv[0]
+    sys.modules["__main__"] = script
+    # the standard streams as a new interpreter opens them on files or pipes
     sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the process's own standard streams
     sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
-    sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", buffering=1, closefd=False, errors="backslashreplace")  # noqa: SIM115
     from entrypoints.cli import main
 
     sys.exit(main())  # atexit handlers and interpreter shutdown as in any process
