@@ -22,6 +22,7 @@ their exit status (`Forked.poll`), since only a parent can wait for a process.
 from __future__ import annotations
 
 import atexit
+import io
 import json
 import os
 import select
@@ -168,10 +169,16 @@ def _child(request: dict[str, Any], protocol: tuple[IO[str], IO[str]]) -> None:
     script = types.ModuleType("__main__")
     script.__file__ = sys.argv[0]
     sys.modules["__main__"] = script
-    # the standard streams as a new interpreter opens them on files or pipes
+    # the standard streams as a new interpreter opens them on files or pipes: stdout
+    # block-buffered and stderr by line, or both written through under PYTHONUNBUFFERED
     sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the process's own standard streams
-    sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
-    sys.stderr = open(2, "w", buffering=1, closefd=False, errors="backslashreplace")  # noqa: SIM115
+    if os.environ.get("PYTHONUNBUFFERED"):
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), errors="backslashreplace",
+                                      write_through=True, line_buffering=True)
+    else:
+        sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
+        sys.stderr = open(2, "w", buffering=1, closefd=False, errors="backslashreplace")  # noqa: SIM115
     from entrypoints.cli import main
 
     sys.exit(main())  # atexit handlers and interpreter shutdown as in any process
