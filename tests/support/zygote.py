@@ -6,8 +6,8 @@ Why: the suite starts about 250 servers, and an interpreter that imports those l
 spends ~1.1 s of CPU before it serves (its start is 1.5 s of CPU in all). On 2 cores the
 suite is bound by CPU, so that import time was a fifth of `make test` (docs/testing.md).
 
-What a test gets is still a real `sophos serve` process: its own pid and memory, started by
-`entrypoints.cli.main(["serve"])` with the environment, working directory, argv and file
+What a test gets is still a real `sophos` process: its own pid and memory, started by
+`entrypoints.cli.main()` with the environment, working directory, argv and file
 descriptors that `subprocess.Popen` would give it, killed by real signals, exiting through
 its own atexit handlers. Only our own code (src/) is imported after the fork, so no
 setting or module state of Sophos is inherited. The libraries' import-time state is, which
@@ -49,9 +49,10 @@ PRELOAD = (
 class Forked:
     """The part of `subprocess.Popen` the tests use, for a process the zygote forked."""
 
-    def __init__(self, zygote: Zygote, pid: int) -> None:
+    def __init__(self, zygote: Zygote, pid: int, argv: list[str]) -> None:
         self.zygote = zygote
         self.pid = pid
+        self.args = argv
         self.returncode: int | None = None
 
     def poll(self) -> int | None:
@@ -63,7 +64,7 @@ class Forked:
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.poll() is None:
             if deadline is not None and time.monotonic() > deadline:
-                raise subprocess.TimeoutExpired(["sophos", "serve"], timeout or 0)
+                raise subprocess.TimeoutExpired(self.args, timeout or 0)
             time.sleep(0.01)
         assert self.returncode is not None
         return self.returncode
@@ -98,7 +99,8 @@ class Zygote:
 
     def spawn(self, argv: list[str], env: dict[str, str], cwd: Path, stdio: tuple[Path, Path, Path]) -> Forked:
         streams = [str(p) for p in stdio]
-        return Forked(self, int(self.ask({"op": "spawn", "argv": argv, "env": env, "cwd": str(cwd), "stdio": streams})))
+        pid = int(self.ask({"op": "spawn", "argv": argv, "env": env, "cwd": str(cwd), "stdio": streams}))
+        return Forked(self, pid, argv)
 
     def status(self, pid: int) -> int | None:
         code = self.ask({"op": "status", "pid": pid})
