@@ -44,16 +44,27 @@ def post_in_background(server: LiveServer, body: dict[str, Any]) -> tuple[thread
 
 def stored_state(db: Path, digests: set[str]) -> tuple[set[tuple[str, str]], set[str], set[tuple[str, str]]]:
     """The files' references and rows, and which threads store a message naming each file:
-    in a checkpoint (LangGraph's input checkpoint holds a new thread's first message in its
-    own channel), a pending write, or a message row."""
+    in the thread's head checkpoint (LangGraph's input checkpoint holds a new message in its
+    own channel until the first step applies it), a pending write, or a message row. An
+    input checkpoint a later one settled (its run was killed before the input was applied,
+    so the message was never acknowledged, and the next turn dropped it with its files)
+    stays in the history, but no reader reaches its input any more."""
     with sqlite3.connect(db, isolation_level=None) as conn:
         conn.execute("BEGIN")  # one snapshot: the restarted server may be resuming a run meanwhile
         refs = set(conn.execute("SELECT conversation_id, digest FROM attachment_refs").fetchall())
         blobs = {r[0] for r in conn.execute("SELECT digest FROM attachment_blobs")}
         named: set[tuple[str, str]] = set()
+        head = (
+            "SELECT DISTINCT thread_id FROM checkpoints c WHERE checkpoint_ns = '' AND checkpoint_id = "
+            "(SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = c.thread_id AND checkpoint_ns = '') "
+            "AND instr(checkpoint, ?) > 0"
+        )
         for digest in digests:
-            for table, column in (("checkpoints", "checkpoint"), ("writes", "value"), ("checkpoint_messages", "message")):
-                sql = f"SELECT DISTINCT thread_id FROM {table} WHERE instr({column}, ?) > 0"
+            for sql in (
+                head,
+                "SELECT DISTINCT thread_id FROM writes WHERE instr(value, ?) > 0",
+                "SELECT DISTINCT thread_id FROM checkpoint_messages WHERE instr(message, ?) > 0",
+            ):
                 named |= {(r[0], digest) for r in conn.execute(sql, (digest.encode(),))}
         conn.execute("COMMIT")
     return refs, blobs, named
