@@ -96,11 +96,16 @@ demo: install
 test: need-test install-dev
 	PYTHONPATH=src $(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check src tests bench
-	$(VENV)/bin/mypy
 	scripts/agent-chat-ui build >/dev/null  # built once into ~/.cache/sophos-agentchat (tests/browser/test_agent_chat_ui.py)
-	@# the bytecode of src/ and tests/ written once: with PYTHONDONTWRITEBYTECODE set (CI images set it),
-	@# every `sophos` process the suite starts would otherwise compile what it imports again
-	$(PY) -m compileall -q -j 0 src tests > /dev/null
+	@# mypy on one core while the other writes bytecode once, since PYTHONDONTWRITEBYTECODE (CI
+	@# images set it) would have every process compile what it imports again: the test modules
+	@# as pytest rewrites their asserts (a collection; pytest reads that back even under the
+	@# variable: each xdist worker collects in 4.5 s of CPU instead of 10), then src/ and tests/
+	@# for the `sophos` processes the suite starts. A collection error is reported by the run.
+	$(VENV)/bin/mypy & mypy=$$!; \
+	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest --collect-only -q -p no:cacheprovider > /dev/null || true; \
+	$(PY) -m compileall -q -j 0 src tests > /dev/null; \
+	wait $$mypy
 	$(PY) -m pytest -q -m "not model and not deploy" --durations=25 $(XDIST)
 
 # a real model: scripts/model-server fetches it and builds llama-server once, into a cache
