@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
@@ -49,7 +50,7 @@ def test_the_reasoning_trace_is_a_side_panel_beside_the_chat(tab: Page, shared_o
 
 
 def test_on_a_phone_the_sidebar_collapses_the_latest_message_shows_and_the_composer_fits(
-    tab: Page, shared_ollama: FakeOllama
+    tab: Page, shared_ollama: FakeOllama, tmp_path: Path
 ) -> None:
     tab.set_viewport_size({"width": 375, "height": 740})
     send(tab, "phone first")
@@ -65,6 +66,15 @@ def test_on_a_phone_the_sidebar_collapses_the_latest_message_shows_and_the_compo
     tab.reload()
     expect(answer(tab)).to_contain_text("The end.")
     expect(answer(tab).get_by_test_id("copy-message")).to_be_in_viewport()  # scrolled to the latest
+    # files picked take room under the list, with no render of it: the latest line stays in view
+    files = [tmp_path / f"notes-{i}.txt" for i in range(4)]
+    for f in files:
+        f.write_text("notes")
+    tab.get_by_test_id("attach-input").set_input_files([str(f) for f in files])
+    expect(tab.get_by_test_id("pending-attachment")).to_have_count(4)
+    expect(answer(tab).get_by_test_id("copy-message")).to_be_in_viewport(ratio=1)
+    for _ in files:
+        tab.get_by_test_id("remove-attachment").first.click()
     composer = tab.locator("#composer").bounding_box()
     send_box = tab.get_by_test_id("send-button").bounding_box()
     assert composer and send_box and composer["x"] >= 0 and composer["x"] + composer["width"] <= 375

@@ -12,7 +12,7 @@ import { enqueue, onQueue, renderQueue, setQueue } from "/static/js/queue.js";
 import { renderList } from "/static/js/sidebar.js";
 import { offerUndo } from "/static/js/undo.js";
 import { currentSummary, state } from "/static/js/state.js";
-import { onMessageKey, renderMessages, renderStreaming, renderTrace, threadActions } from "/static/js/thread.js";
+import { installPinning, onMessageKey, renderMessages, renderStreaming, renderTrace, threadActions } from "/static/js/thread.js";
 import { checkReadiness, onReadiness, renderReadiness, sendBlocked } from "/static/js/status.js";
 import { addReasoning, answerStarted } from "/static/js/thinking.js";
 import { installTransfer } from "/static/js/transfer.js";
@@ -419,6 +419,7 @@ onReadiness(() => { renderComposer(); if (!state.current) renderMessages(); });
 onApprovals({ started: () => { continued(); refreshAllowed(); }, refresh: () => openConversation(state.current) });
 installAllowed();
 installResizer();
+installPinning();
 installShortcuts({
   newChat,
   toggleSidebar: () => {

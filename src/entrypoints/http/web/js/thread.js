@@ -184,8 +184,28 @@ function streamNow() {
   const stick = box.scrollHeight - box.scrollTop - box.clientHeight < 120;
   const made = node(state.messages[head], resultsOf(), head, new Set());
   if (!made) { renderMessages(); return; }
-  if (made !== drawn.node) { drawn.node.replaceWith(made); drawn.node = made; }
+  if (made !== drawn.node) { drawn.node.replaceWith(made); drawn.node = made; watchEnd(box); }
   if (stick) box.scrollTop = box.scrollHeight;
+}
+
+// The list keeps to its end while the reader is there. What grows or shrinks without a render
+// (a bubble's late parts, a banner or the composer taking room) moves no scroll event, so
+// the latest lines would stay below the fold until the next render.
+let pinned = true;
+const sizes = new ResizeObserver(() => {
+  const box = $("messages");
+  if (pinned) box.scrollTop = box.scrollHeight;
+});
+
+export function installPinning() {
+  const box = $("messages");
+  box.addEventListener("scroll", () => { pinned = box.scrollHeight - box.scrollTop - box.clientHeight < 120; }, { passive: true });
+}
+
+function watchEnd(box) {
+  sizes.disconnect();
+  sizes.observe(box);
+  if (box.lastElementChild) sizes.observe(box.lastElementChild);
 }
 
 export function renderMessages(force = false) {
@@ -205,6 +225,8 @@ export function renderMessages(force = false) {
   box.classList.toggle("streaming", state.streaming);
   reconcile(box, nodes);
   if (stick) box.scrollTop = box.scrollHeight;
+  pinned = stick;
+  watchEnd(box);
 }
 
 // the list as `nodes`, touching only what changed: the messages already in place stay (a
