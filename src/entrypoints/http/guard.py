@@ -9,6 +9,7 @@ origin is this server's own address and nothing was rebound.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import re
@@ -64,6 +65,7 @@ def parse_authority(value: str) -> Authority | None:
     return Authority(name, port) if name else None
 
 
+@functools.lru_cache(maxsize=256)  # asked on every request, of the few hosts clients name
 def is_ip_literal(host: str) -> bool:
     try:
         ipaddress.ip_address(host)

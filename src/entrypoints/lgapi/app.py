@@ -23,6 +23,9 @@ R = T + "/runs/{run_id:uuid}"
 A = "/assistants/{assistant_id}"
 
 ROUTES = [
+    # a turn's routes first: Starlette tries each route's pattern in order
+    Route(T + "/runs/stream", runs.stream_run, methods=["POST"]),
+    Route("/threads", threads.create_thread, methods=["POST"]),
     Route("/ok", meta.ok, methods=["GET"]),
     Route("/info", meta.info, methods=["GET"]),
     Route("/assistants/search", meta.search_assistants, methods=["POST"]),
@@ -31,7 +34,6 @@ ROUTES = [
     Route(A + "/graph", meta.get_graph, methods=["GET"]),
     Route(A + "/schemas", meta.get_schemas, methods=["GET"]),
     Route(A + "/subgraphs", meta.get_subgraphs, methods=["GET"]),
-    Route("/threads", threads.create_thread, methods=["POST"]),
     Route("/threads/search", threads.search_threads, methods=["POST"]),
     Route("/threads/count", threads.count_threads, methods=["POST"]),
     Route(T, threads.get_thread, methods=["GET"]),
@@ -44,7 +46,6 @@ ROUTES = [
     Route(T + "/history", threads.history, methods=["POST"]),
     Route(T + "/runs", runs.create_run, methods=["POST"]),
     Route(T + "/runs", runs.list_runs, methods=["GET"]),
-    Route(T + "/runs/stream", runs.stream_run, methods=["POST"]),
     Route(T + "/runs/wait", runs.wait_run, methods=["POST"]),
     Route(R, runs.get_run, methods=["GET"]),
     Route(R, runs.delete_run, methods=["DELETE"]),
