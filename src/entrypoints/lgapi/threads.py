@@ -98,11 +98,15 @@ async def create_thread(request: Request) -> Response:
         raise InvalidInput("metadata must be an object")
     conversations = services(request).conversations()
     conversation, made = await conversations.create(body.get("thread_id"), by=principal_of(request))
-    if not made and body.get("if_exists") != "do_nothing":
-        return JSONResponse({"error": {"code": "CONFLICT", "message": "Thread already exists"}}, status_code=409)
-    if made:
-        await conversations.merge_metadata(conversation.id, metadata, by=principal_of(request))
-    return JSONResponse(await thread_body(request, conversation.id))
+    if not made:
+        if body.get("if_exists") != "do_nothing":
+            return JSONResponse({"error": {"code": "CONFLICT", "message": "Thread already exists"}}, status_code=409)
+        return JSONResponse(await thread_body(request, conversation.id))
+    await conversations.merge_metadata(conversation.id, metadata, by=principal_of(request))
+    # made now: nothing to read back (no message, no run, the metadata just given); a
+    # client's first turn begins with this request
+    return JSONResponse(shapes.thread_dict(conversation, status_of(conversation), metadata or None,
+                                           shapes.messages_value(())))
 
 
 async def get_thread(request: Request) -> Response:
