@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import shoot
+from tests.browser.conftest import drawn, shoot
 from tests.support.fake_ollama import FakeOllama
 
 CODE = "Here it is:\n\n```python\nprint('hi')\n```\n\nThat prints hi."
@@ -28,6 +28,7 @@ def chat(tab: Page, shared_ollama: FakeOllama) -> None:
     send(tab, "keys one", "First answer.")
     send(tab, "keys two", "That prints hi.")
     send(tab, "keys three", "Third answer.")
+    drawn(tab)  # the run's end handled: the focus it gives the message box is given
 
 
 def test_each_message_is_one_tab_stop_with_its_controls_on_the_arrow_keys(tab: Page, shared_ollama: FakeOllama) -> None:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Route, expect
 
 from tests.browser.conftest import App, open_page
 from tests.support.fake_ollama import FakeOllama
@@ -46,10 +46,18 @@ def test_pick_a_model_in_the_empty_state_and_see_it_on_the_answer_after_a_reload
     expect(answer).to_contain_text("Hola from llama")
     expect(answer.get_by_test_id("answer-model")).to_have_attribute("data-model", "llama3.2:latest")
     assert ollama.requests[-1]["model"] == "llama3.2:latest"
-    # switched in the header: the next answer comes from the other model, the first keeps its name
+    # switched in the header: the next answer comes from the other model, the first keeps its name,
+    # even when the message is sent before the server has the choice (its PATCH held here)
+    held: list[Route] = []
+    page.route("**/api/conversations/*", lambda r: held.append(r) if r.request.method == "PATCH" else r.continue_())
     page.get_by_test_id("model-picker").select_option("")
+    while not held:
+        page.wait_for_timeout(20)
     ollama.add({"text": "Hello from qwen"})
     send(page, "and now?")
+    page.wait_for_timeout(300)  # the message waits for the choice
+    held[0].continue_()
+    page.unroute("**/api/conversations/*")
     expect(page.get_by_test_id("assistant-message").last).to_contain_text("Hello from qwen")
     assert ollama.requests[-1]["model"] == "qwen3"
     page.reload()

@@ -1,6 +1,6 @@
 """A small forward HTTP proxy on 127.0.0.1 that records what it is asked and forwards it:
 plain http in absolute form (`GET http://host:port/path HTTP/1.1`, sent on upstream in origin
-form with `Connection: close`, the answer relayed until the upstream closes) and CONNECT
+form with `Connection: close`, the answer relayed with `Connection: close` until the upstream closes) and CONNECT
 tunnels (for https, relayed byte for byte both ways). Runs on the test's event loop."""
 
 from __future__ import annotations
@@ -58,7 +58,12 @@ class ForwardProxy:
         try:
             up_writer.write(b"\r\n".join([b"%s %s HTTP/1.1" % (method, path.encode()), *kept, b"Connection: close", b"", body]))
             await up_writer.drain()
-            await pipe(up_reader, writer)  # answered once: the client's connection closes with it
+            # answered once: the client's connection closes with it, as the answer's head says
+            # (else a client may send its next request on it before it sees the close)
+            status, *answer = (await up_reader.readuntil(b"\r\n\r\n"))[:-4].split(b"\r\n")
+            kept = [f for f in answer if f.split(b":", 1)[0].strip().lower() not in HOP_BY_HOP]
+            writer.write(b"\r\n".join([status, *kept, b"Connection: close", b"", b""]))
+            await pipe(up_reader, writer)
         finally:
             up_writer.close()
 

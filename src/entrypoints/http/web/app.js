@@ -7,7 +7,7 @@ import { branchActions } from "/static/js/branches.js";
 import { $, el, icon } from "/static/js/dom.js";
 import { installResizer } from "/static/js/layout.js";
 import { installShortcuts } from "/static/js/shortcuts.js";
-import { conversationChanged, draftSettings, installModels, loadModels, onModels } from "/static/js/models.js";
+import { conversationChanged, draftSettings, installModels, loadModels, onModels, settingsSaved } from "/static/js/models.js";
 import { enqueue, onQueue, renderQueue, setQueue } from "/static/js/queue.js";
 import { renderList } from "/static/js/sidebar.js";
 import { offerUndo } from "/static/js/undo.js";
@@ -245,6 +245,7 @@ function typingElsewhere() {
 async function send(text) {
   state.chosen = true;  // a message sent before the list loads: boot must not switch away from it
   state.error = null;
+  await settingsSaved();  // a model or prompt chosen just before is the one that answers
   const body = state.current ? { message: text, conversation: state.current } : { message: text, ...draftSettings() };
   const files = takeAttachments();
   if (files.body.length) body.attachments = files.body;
@@ -269,6 +270,7 @@ async function send(text) {
 
 async function resume(decision) {
   state.error = null;
+  await settingsSaved();
   try {
     await api("/api/chat", { method: "POST", body: { resume: true, conversation: state.current, ...(decision ? { decision } : {}) } });
     continued();
@@ -279,6 +281,7 @@ async function resume(decision) {
 async function startBranch(body, keep) {
   state.error = null;
   state.editing = null;
+  await settingsSaved();  // a regenerate right after picking another model is answered by that one
   try {
     await api("/api/chat", { method: "POST", body: { conversation: state.current, ...body } });
     state.messages = keep;

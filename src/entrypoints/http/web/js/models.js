@@ -47,12 +47,25 @@ function options(select) {
   select.title = listed.error ? `The model list is unavailable: ${listed.error.message}` : "The model that answers from the next message on";
 }
 
+// the latest change of the open conversation's settings on its way to the server: a message
+// sent meanwhile waits for it, so the model or prompt just chosen is the one that answers
+let saving = Promise.resolve(false);
+export const settingsSaved = () => saving;
+
+function save(change) {
+  saving = (async () => {
+    try {
+      const body = await api(`/api/conversations/${state.current}`, { method: "PATCH", body: change });
+      if (state.detail) state.detail.conversation = { ...state.detail.conversation, ...body.conversation };
+      return true;
+    } catch (e) { hooks.fail(e); return false; }
+  })();
+  return saving;
+}
+
 async function choose(model) {
   if (!state.current) { draft.model = model || undefined; renderModels(); return; }
-  try {
-    const body = await api(`/api/conversations/${state.current}`, { method: "PATCH", body: { model: model || null } });
-    if (state.detail) state.detail.conversation = { ...state.detail.conversation, ...body.conversation };
-  } catch (e) { hooks.fail(e); }
+  await save({ model: model || null });
   renderModels();
 }
 
@@ -60,11 +73,7 @@ async function saveSystem() {
   const text = $("system-input").value;
   const note = $("settings-note");
   if (!state.current) { draft.system = text.trim() ? text : undefined; note.textContent = "Used from the first message on"; return; }
-  try {
-    const body = await api(`/api/conversations/${state.current}`, { method: "PATCH", body: { system: text.trim() ? text : null } });
-    if (state.detail) state.detail.conversation = { ...state.detail.conversation, ...body.conversation };
-    note.textContent = "Saved: used from the next message on";
-  } catch (e) { hooks.fail(e); }
+  if (await save({ system: text.trim() ? text : null })) note.textContent = "Saved: used from the next message on";
 }
 
 // a picker of its own for the empty state of a new chat (status.js's welcome)
