@@ -132,7 +132,7 @@ class Torture:
             self.t.violations.append(f"{stuck} run(s) left running after restart")
         starts = self.ledger_starts()
         for cid, messages in self.acked.items():
-            detail = server.get(f"/api/conversations/{cid}").json()
+            detail = self.read(server, cid, messages)
             users = [m["content"] for m in detail["messages"] if m["role"] == "user"]
             waiting = [q["text"] for q in detail.get("queued", [])]
             for m in messages:
@@ -176,6 +176,20 @@ class Torture:
                 self.t.duplicate_executions += starts[key] - seen
                 self.t.violations.append(f"{key} ran again after its result was saved")
                 self.saved[key] = starts[key]
+
+    def read(self, server: LiveServer, cid: str, messages: list[str], timeout: float = 10.0) -> dict[str, Any]:
+        """The conversation as the API shows it. A queued message whose run has just started
+        is in neither its messages nor its queue until that run writes it into the thread
+        (its claim is durable: reclaimed, it goes back to the queue), so while a run is active
+        and an acknowledged message is in neither, read again."""
+        deadline = time.monotonic() + timeout
+        while True:
+            detail: dict[str, Any] = server.get(f"/api/conversations/{cid}").json()
+            shown = {m["content"] for m in detail["messages"] if m["role"] == "user"}
+            shown |= {q["text"] for q in detail.get("queued", [])}
+            if set(messages) <= shown or "activeRun" not in detail or time.monotonic() > deadline:
+                return detail
+            time.sleep(0.05)
 
     # --- actions ------------------------------------------------------------------------
 
