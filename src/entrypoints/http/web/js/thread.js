@@ -173,6 +173,9 @@ export function renderStreaming() {
   if (!frame) frame = requestAnimationFrame(() => { frame = 0; streamNow(); });
 }
 
+// whether the reader is at the list's end (or close enough to mean it)
+const nearEnd = (box) => box.scrollHeight - box.scrollTop - box.clientHeight < 120;
+
 function streamNow() {
   const n = state.messages.length;
   const last = state.messages[n - 1];
@@ -181,7 +184,7 @@ function streamNow() {
   while (continues(head)) head--;
   if (head !== drawn.tail) { renderMessages(); return; }
   const box = $("messages");
-  const stick = box.scrollHeight - box.scrollTop - box.clientHeight < 120;
+  const stick = nearEnd(box);
   const made = node(state.messages[head], resultsOf(), head, new Set());
   if (!made) { renderMessages(); return; }
   if (made !== drawn.node) { drawn.node.replaceWith(made); drawn.node = made; watchEnd(box); }
@@ -199,7 +202,7 @@ const sizes = new ResizeObserver(() => {
 
 export function installPinning() {
   const box = $("messages");
-  box.addEventListener("scroll", () => { pinned = box.scrollHeight - box.scrollTop - box.clientHeight < 120; }, { passive: true });
+  box.addEventListener("scroll", () => { pinned = nearEnd(box); }, { passive: true });
 }
 
 function watchEnd(box) {
@@ -210,7 +213,7 @@ function watchEnd(box) {
 
 export function renderMessages(force = false) {
   const box = $("messages");
-  const stick = force || box.scrollHeight - box.scrollTop - box.clientHeight < 120;
+  const stick = force || nearEnd(box);
   const results = resultsOf();
   const shown = new Set(state.messages.flatMap((m) => (m.role === "assistant" ? (m.toolCalls || []).map((c) => c.id) : [])));
   const nodes = state.messages.flatMap((m, i) => [...contextNodes(i, m), node(m, results, i, shown)]).filter(Boolean);
