@@ -14,7 +14,10 @@ every figure is framework overhead:
   fake model being another process), what a server on LangGraph cannot go below.
 
 Servers run one at a time, three repetitions each, alternating; a figure is the median of the
-repetitions with their range. With `--peers-baseline-ref REF` (or BENCH_PEERS_BASELINE_REF), Sophos
+repetitions with their range. Each system under measurement runs on one CPU (a server pinned
+with `taskset`; bare LangGraph is this process, pinned while it measures) and the load (the
+client, the fake model) on the others, so that neither takes CPU from the other; with
+`--peers-unpinned` every process goes where the kernel puts it. With `--peers-baseline-ref REF` (or BENCH_PEERS_BASELINE_REF), Sophos
 from a worktree of REF runs in each repetition too, beside this tree: a same-run A/B of every
 figure. Usage: python -m bench --only peers [--reps 3] [--peers-baseline-ref REF]
 """
@@ -44,12 +47,16 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from bench.concurrency import describe
 from bench.serving import (
     ROOT,
+    UNPINNED,
     CpuMeter,
+    Placement,
     Server,
     Tree,
     cpu_seconds,
     fake_ollama_process,
     free_port,
+    placed,
+    split_cpus,
     worktree_or_none,
 )
 
@@ -103,8 +110,9 @@ def rss_mb(pid: int) -> float:
 class PeerServer:
     """`langgraph dev` on a copy of bench/peer in a temporary directory (it writes state there)."""
 
-    def __init__(self, data: Path, ollama_url: str) -> None:
+    def __init__(self, data: Path, ollama_url: str, placement: Placement = UNPINNED) -> None:
         self.dir, self.port = data / "peer", free_port()
+        self.placement = placement
         shutil.copytree(PEER_DIR, self.dir, ignore=shutil.ignore_patterns("requirements.txt", "__pycache__"))
         self.env = {**os.environ, "OLLAMA_HOST": ollama_url, "OLLAMA_MODEL": "qwen3",
                     "PEER_SYSTEM_PROMPT": str(ROOT / "config" / "system.md"),
@@ -117,8 +125,9 @@ class PeerServer:
         return f"http://127.0.0.1:{self.port}"
 
     async def start(self, timeout: float = 120.0) -> int:
-        cmd = [str(PEER_VENV / "bin" / "langgraph"), "dev", "--no-browser", "--no-reload", "--port", str(self.port),
-               "--n-jobs-per-worker", "64", "--server-log-level", "WARNING"]
+        cmd = self.placement.command([str(PEER_VENV / "bin" / "langgraph"), "dev", "--no-browser", "--no-reload",
+                                      "--port", str(self.port), "--n-jobs-per-worker", "64",
+                                      "--server-log-level", "WARNING"])
         log = (self.dir / "server.log").open("ab")
         self.proc = subprocess.Popen(cmd, cwd=self.dir, env=self.env, stdout=log, stderr=log)
         deadline = time.monotonic() + timeout
@@ -246,9 +255,10 @@ async def parallel(turn: Turn, client: Any, pid: int, load: Load, out: Figures) 
     out.rss.append(rss_mb(pid))
 
 
-async def measure_sophos(ollama_url: str, load: Load, out: Figures, tree: Tree = THIS_TREE) -> None:
+async def measure_sophos(ollama_url: str, load: Load, out: Figures, tree: Tree = THIS_TREE,
+                         placement: Placement = UNPINNED) -> None:
     data = Path(tempfile.mkdtemp(prefix="sophos-bench-peers-"))
-    server = Server(tree, data, ollama_url)
+    server = Server(tree, data, ollama_url, placement)
     try:
         pid = await server.start()
         limits = httpx.Limits(max_connections=load.conversations * 2 + 8, max_keepalive_connections=load.conversations * 2 + 8)
@@ -260,12 +270,13 @@ async def measure_sophos(ollama_url: str, load: Load, out: Figures, tree: Tree =
         shutil.rmtree(data, ignore_errors=True)
 
 
-async def measure_sophos_sdk(ollama_url: str, load: Load, out: Figures, tree: Tree = THIS_TREE) -> None:
+async def measure_sophos_sdk(ollama_url: str, load: Load, out: Figures, tree: Tree = THIS_TREE,
+                             placement: Placement = UNPINNED) -> None:
     """Sophos's LangGraph API driven by the official SDK, exactly as the peer is."""
     from langgraph_sdk import get_client
 
     data = Path(tempfile.mkdtemp(prefix="sophos-bench-sdk-"))
-    server = Server(tree, data, ollama_url)
+    server = Server(tree, data, ollama_url, placement)
     lg_port = free_port()
     server.env["LANGGRAPH_API_PORT"] = str(lg_port)
     try:
@@ -278,11 +289,11 @@ async def measure_sophos_sdk(ollama_url: str, load: Load, out: Figures, tree: Tr
         shutil.rmtree(data, ignore_errors=True)
 
 
-async def measure_peer(ollama_url: str, load: Load, out: Figures) -> None:
+async def measure_peer(ollama_url: str, load: Load, out: Figures, placement: Placement = UNPINNED) -> None:
     from langgraph_sdk import get_client
 
     data = Path(tempfile.mkdtemp(prefix="sophos-bench-peer-"))
-    server = PeerServer(data, ollama_url)
+    server = PeerServer(data, ollama_url, placement)
     try:
         pid = await server.start()
         client = get_client(url=server.url, timeout=httpx.Timeout(120))
@@ -398,17 +409,20 @@ async def section(args: argparse.Namespace) -> None:
     load = Load(single_turns=args.peer_single_turns)
     bare, peer, ours, floor, sdk, base = Figures(), Figures(), Figures(), Figures(), Figures(), Figures()
     ref = args.peers_baseline_ref or os.environ.get("BENCH_PEERS_BASELINE_REF") or None
+    where = UNPINNED if args.peers_unpinned else split_cpus()
     busy0, t0 = _machine(), time.perf_counter()
-    with fake_ollama_process() as model, worktree_or_none(ref) as base_tree:
+    with placed(where.load), fake_ollama_process() as model, worktree_or_none(ref) as base_tree:
         for rep in range(1, args.reps + 1):
-            await measure_bare(model.url, load, bare)
+            with placed(where.server):
+                await measure_bare(model.url, load, bare)
             if (PEER_VENV / "bin" / "langgraph").exists():
-                await measure_peer(model.url, load, peer)
+                await measure_peer(model.url, load, peer, where)
             if base_tree is not None:
-                await measure_sophos(model.url, load, base, base_tree)
-            await measure_sophos(model.url, load, ours)
-            await measure_sophos_sdk(model.url, load, sdk)
-            await measure_floor(model.url, load, floor)
+                await measure_sophos(model.url, load, base, base_tree, where)
+            await measure_sophos(model.url, load, ours, placement=where)
+            await measure_sophos_sdk(model.url, load, sdk, placement=where)
+            with placed(where.server):
+                await measure_floor(model.url, load, floor)
             print(f"  rep {rep}: bare {bare.turn[-1]:.1f} ms; peer "
                   f"{f'{peer.turn[-1]:.0f} ms, {peer.turns_per_s[-1]:.1f} turns/s' if peer.turn else '-'}; "
                   f"sophos {ours.turn[-1]:.1f} ms, {ours.turns_per_s[-1]:.1f} turns/s; "
@@ -420,6 +434,9 @@ async def section(args: argparse.Namespace) -> None:
         print_rows(baseline_rows(base, ours, ref))
     load_avg = (_machine() - busy0) / (time.perf_counter() - t0)
     print(f"machine: {os.cpu_count()} cores, {load_avg:.2f} cores busy on average while measuring (all processes)")
+    print("placement: " + (f"each system measured on CPU {','.join(map(str, sorted(where.server)))}, the client and "
+                           f"the fake model on CPU {','.join(map(str, sorted(where.load or ())))}"
+                           if where.server is not None else "none (every process where the kernel puts it)"))
 
 
 def _machine() -> float:
@@ -431,5 +448,8 @@ def _machine() -> float:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--peer-single-turns", type=int, default=Load.single_turns,
                         help="turns of the one-conversation figures in the side-by-side section")
+    parser.add_argument("--peers-unpinned", action="store_true",
+                        help="run every process where the kernel puts it (by default each system measured is "
+                             "pinned to one CPU, and the load to the others)")
     parser.add_argument("--peers-baseline-ref", default=None,
                         help="git ref whose Sophos runs beside this tree's in each repetition (env BENCH_PEERS_BASELINE_REF)")

@@ -39,6 +39,48 @@ class FakeModel(NamedTuple):
 
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Which CPUs the server under measurement runs on, and which the load (this process, its
+    client and the fake model): apart, so the load generator's CPU never competes with the
+    server's. `server` None: nobody is pinned, every process goes where the kernel puts it."""
+
+    server: frozenset[int] | None = None
+    load: frozenset[int] | None = None
+
+    def command(self, cmd: list[str]) -> list[str]:
+        """`cmd` under `taskset` (util-linux) on the server's CPUs."""
+        if self.server is None:
+            return cmd
+        return ["taskset", "--cpu-list", ",".join(map(str, sorted(self.server))), *cmd]
+
+
+UNPINNED = Placement()
+
+
+def split_cpus() -> Placement:
+    """The last CPU this process may use for the server, the others for the load; no split
+    on one CPU, or without `taskset`."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2 or shutil.which("taskset") is None:
+        return UNPINNED
+    return Placement(frozenset(cpus[-1:]), frozenset(cpus[:-1]))
+
+
+@contextmanager
+def placed(cpus: frozenset[int] | None) -> Iterator[None]:
+    """This thread (and the processes and threads it starts) on `cpus`, then back."""
+    if cpus is None:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -169,9 +211,10 @@ def serve_python() -> str:
 class Server:
     """`sophos serve` from a tree's sources, with the runtime venv's python."""
 
-    def __init__(self, tree: Tree, data: Path, ollama_url: str) -> None:
+    def __init__(self, tree: Tree, data: Path, ollama_url: str, placement: Placement = UNPINNED) -> None:
         self.port = free_port()
         self.tree = tree
+        self.placement = placement
         self.env = server_env(tree, data, ollama_url, self.port)
         self.log = data / "server.log"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -182,7 +225,7 @@ class Server:
 
     async def start(self, timeout: float = 60.0) -> int:
         check_sources(self.tree, self.env)
-        cmd = [serve_python(), "-c", "from entrypoints.cli import main; main()", "serve"]
+        cmd = self.placement.command([serve_python(), "-c", "from entrypoints.cli import main; main()", "serve"])
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(cmd, env=self.env, cwd=self.tree.root, stdout=out, stderr=out)
         deadline = time.monotonic() + timeout
