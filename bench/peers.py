@@ -17,9 +17,10 @@ Servers run one at a time, three repetitions each, alternating; a figure is the 
 repetitions with their range. Each system under measurement runs on one CPU (a server pinned
 with `taskset`; bare LangGraph is this process, pinned while it measures) and the load (the
 client, the fake model) on the others, so that neither takes CPU from the other; with
-`--peers-unpinned` every process goes where the kernel puts it. With `--peers-baseline-ref REF` (or BENCH_PEERS_BASELINE_REF), Sophos
-from a worktree of REF runs in each repetition too, beside this tree: a same-run A/B of every
-figure. Usage: python -m bench --only peers [--reps 3] [--peers-baseline-ref REF]
+`--peers-unpinned` every process goes where the kernel puts it. With `--peers-baseline-ref REF`
+(or BENCH_PEERS_BASELINE_REF), Sophos from a worktree of REF runs in each repetition too, beside
+this tree: a same-run A/B of every figure.
+Usage: python -m bench --only peers [--reps 3] [--peers-unpinned] [--peers-baseline-ref REF]
 """
 
 from __future__ import annotations
