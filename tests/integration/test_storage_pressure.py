@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from domain.principals import Role
 from entrypoints.container import create_container
 from entrypoints.http.app import create_app
 from tests.support.app import app_env
@@ -74,4 +75,32 @@ def test_readyz_reports_a_database_on_a_full_disk(tmp_path: Path, small_disk: Pa
         assert "the disk that holds it is full" in ready.json()["message"]
         filler.unlink()
         assert client.get("/api/readyz").status_code == 200
+    shutil.rmtree(small_disk, ignore_errors=True)
+
+
+def fill(disk: Path) -> Path:
+    filler = disk / "filler"
+    with open(filler, "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError:
+            pass  # the disk is full
+    return filler
+
+
+def test_a_users_token_reads_on_a_full_disk(tmp_path: Path, small_disk: Path) -> None:
+    """Accepting a token records its last use, a write: the disk being full must not turn
+    every request of every user into a 503."""
+    env = app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none", DATABASE_PATH=str(small_disk / "sophos.db"),
+                  API_TOKEN="admin-token")
+    with TestClient(create_app(create_container(env))) as client:
+        users = client.app.state.services.users()
+        user = client.portal.call(users.add, "ann", Role.USER)
+        token = {"Authorization": f"Bearer {client.portal.call(users.issue_token, user.id, '').token}"}
+        filler = fill(small_disk)
+        listed = client.get("/api/conversations", headers=token)  # its first use: a write is due
+        assert listed.status_code == 200, listed.text
+        filler.unlink()
     shutil.rmtree(small_disk, ignore_errors=True)
