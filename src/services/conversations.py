@@ -13,6 +13,7 @@ from domain.approvals import ApprovalRequest, decided_on, waiting, waiting_messa
 from domain.branches import Branch, BranchMarker, fork_messages, fork_title, markers
 from domain.errors import (
     BranchNotFound,
+    ConversationExists,
     ConversationNotFound,
     DecisionRequired,
     InvalidInput,
@@ -157,12 +158,14 @@ class ConversationService:
 
     async def create(self, conversation: object = None, *, by: Principal = LOCAL) -> tuple[Conversation, bool]:
         """An empty conversation with id `conversation` (a new id when None), and whether
-        it was made now: an id already taken answers the conversation that has it."""
+        it was made now: an id `by` already holds answers that conversation; an id another
+        user holds is ConversationExists, the answer a taken id gets whoever holds it (ids
+        are global: it cannot be made, and whose it is stays unsaid)."""
         cid = new_id() if conversation is None else parse_conversation_id(conversation)
         found = await self.runs.get_conversation(cid)
         if found is not None:
-            if not sees(by, found.owner):  # another user's id: as if it were taken by nobody we may name
-                raise ConversationNotFound()
+            if not sees(by, found.owner):
+                raise ConversationExists()
             return found, False
         return await self.runs.create_conversation(cid, NEW_CONVERSATION_TITLE, self.clock(), owner=by.user_id), True
 
