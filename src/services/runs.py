@@ -57,7 +57,7 @@ from domain.queue import QueuedMessage
 from ports.engine import AgentEngine, Fork, NewMessage, RunInput
 from ports.metrics import NO_METRICS, MetricsPort
 from ports.processes import ProcessPort
-from ports.runs import RunFinish
+from ports.runs import LoadCap, RunFinish
 from services.attachments import FileIntake
 from services.following import counted, flatten, follow_conversation, follow_log, follow_queue, iterate
 from services.handles import CancelResult, LiveRun, RunStores, StartedRun
@@ -119,13 +119,18 @@ class RunService:
 
     # --- starting -----------------------------------------------------------------------
 
+    def cap(self, by: Principal) -> LoadCap | None:
+        """USER_MAX_ACTIVE_RUNS for `by`; None when unlimited. The bootstrap admin (API_TOKEN,
+        this machine's commands) is the operator and is not limited."""
+        return LoadCap(by.user_id, self.user_max_active) if self.user_max_active and by.user_id != BOOTSTRAP_ID else None
+
     async def admit(self, by: Principal) -> None:
         """UserLimitReached when `by` already has USER_MAX_ACTIVE_RUNS runs going or messages
-        queued. The bootstrap admin (API_TOKEN, this machine's commands) is the operator and
-        is not limited. Checked on admission: requests racing each other may pass it together."""
-        if self.user_max_active and by.user_id != BOOTSTRAP_ID:
-            if await self.runs.owner_load(by.user_id) >= self.user_max_active:
-                raise UserLimitReached()
+        queued: refused before any work. A run's insert checks again in its own transaction
+        (ports.runs.LoadCap), so requests racing each other never pass it together."""
+        cap = self.cap(by)
+        if cap is not None and await self.runs.owner_load(cap.owner) >= cap.limit:
+            raise UserLimitReached()
 
     async def visible(self, conversation_id: str, by: Principal) -> Conversation:
         """The conversation, when `by` may reach it; ConversationNotFound for an unknown one
@@ -181,7 +186,12 @@ class RunService:
                 request = RunRequest(command.text.strip(), files=files)
             new_thread = command.conversation_id is None
             run_input, base = await plan_input(ports, cid, request, self.clock(), new_thread=new_thread)
-        return await self._launch(cid, run_input, base, trigger, choice)
+        try:
+            return await self._launch(cid, run_input, base, trigger, choice, self.cap(by) if trigger is RunTrigger.USER else None)
+        except UserLimitReached:
+            if command.conversation_id is None:  # a burst's loser: its new conversation goes too
+                await self.runs.delete_conversation(cid)
+            raise
 
     async def _ready(self, files: tuple[Upload, ...], settings: ChatSettings) -> tuple[Upload, ...]:
         """The message's files with their text, before anything is stored (a file the
@@ -209,7 +219,8 @@ class RunService:
                 raise SessionInProgress()
 
     async def _launch(
-        self, cid: str, run_input: RunInput, base: int, trigger: RunTrigger, choice: ModelChoice | None = None
+        self, cid: str, run_input: RunInput, base: int, trigger: RunTrigger, choice: ModelChoice | None = None,
+        cap: LoadCap | None = None,
     ) -> StartedRun:
         now = self.clock()
         run = Run(new_id(), cid, RunStatus.RUNNING, now, owner=self.processes.current(), base_count=base, trigger=trigger)
@@ -218,7 +229,7 @@ class RunService:
         try:
             # raises SessionInProgress if another process won. With an input, nothing is
             # acknowledged before the input's synced commit, which makes the row durable too
-            await self.runs.start_run(run, now, flushed_by_input=needs_input)
+            await self.runs.start_run(run, now, flushed_by_input=needs_input, cap=cap)
         finally:
             self.starting.discard(run.id)
         active = self._begin(run, needs_input, partial(self._execute, run_input=run_input, choice=choice))
