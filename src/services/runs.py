@@ -64,6 +64,7 @@ from services.handles import CancelResult, LiveRun, RunStores, StartedRun
 from services.hub import ActiveRun, Item, RunHub, RunStream, up_to_terminal
 from services.models import ModelCatalog
 from services.pending import PlanPorts, RunRequest, plan_fork, plan_input
+from services.unsaved import UnsavedOutcomes
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +94,9 @@ class RunService:
         catalog: ModelCatalog | None = None,
         intake: FileIntake | None = None,
         user_max_active: int = 0,
+        unsaved: UnsavedOutcomes | None = None,
     ) -> None:
+        self.unsaved = unsaved or UnsavedOutcomes()  # what reads show for outcomes the store refused
         self.intake = intake  # None: a message with files is refused
         self.user_max_active = user_max_active  # USER_MAX_ACTIVE_RUNS; 0: no limit
         self.catalog = catalog  # None: model names are not checked, no context size is known
@@ -408,12 +411,17 @@ class RunService:
                     self.starting.discard(then.id)
                     self.claiming.discard(active.conversation_id)
                 raise
-        except Exception:
+        except Exception as e:
             active.unflushed[:0] = items  # for the retry
-            log.exception("could not record the outcome of the run; will retry", extra=active.context)
+            if active.run_id in self._unrecorded:  # the first refusal was logged whole
+                log.debug("could not record the outcome of the run yet: %s", e, extra=active.context)
+            else:
+                log.exception("could not record the outcome of the run; will retry", extra=active.context)
             self._unrecorded[active.run_id] = (active, finish)
+            self.unsaved.keep(active.conversation_id, active.run_id, finish.status, finish.error)
             return False
         self._unrecorded.pop(active.run_id, None)
+        self.unsaved.drop(active.conversation_id, active.run_id)
         if then is not None:
             self.starting.discard(then.id)
             if isinstance(written, QueuedMessage):
@@ -559,7 +567,12 @@ class RunService:
         # a queued message this run took in goes back to the queue unless the thread has it
         recorded = lifecycle.input_saved(run, head)
         finish = RunFinish(verdict.status, self.clock(), verdict.error, head.message_count, event, input_recorded=recorded)
-        changed = bool(await self.runs.finish_run(run.id, finish, heartbeat=run.heartbeat_at))  # no `then`: True or False
+        try:
+            changed = bool(await self.runs.finish_run(run.id, finish, heartbeat=run.heartbeat_at))  # no `then`: True or False
+        except StorageFailure:  # reads show the verdict meanwhile: the run is not running
+            self.unsaved.keep(run.conversation_id, run.id, verdict.status, verdict.error)
+            raise
+        self.unsaved.drop(run.conversation_id, run.id)
         if changed:
             self.metrics.run_reclaimed(verdict.status.value)
             ctx = {"conversation_id": run.conversation_id, "run_id": run.id}
