@@ -72,6 +72,7 @@ from services.search import SearchService  # noqa: E402 - after the finder above
 from services.sessions import SessionService  # noqa: E402 - after the finder above
 from services.supervisor import Supervisor  # noqa: E402 - after the finder above
 from services.transfer import TransferService  # noqa: E402 - after the finder above
+from services.unsaved import UnsavedOutcomes  # noqa: E402 - after the finder above
 from services.users import UserService  # noqa: E402 - after the finder above
 
 if TYPE_CHECKING:
@@ -248,7 +249,7 @@ def _stores(store: RunStore, threads: CheckpointPort) -> RunStores:
 
 def _conversations(
     store: RunStore, threads: Callable[[], CheckpointPort], service: Callable[[], RunService],
-    catalog: Callable[[], ModelCatalog],
+    catalog: Callable[[], ModelCatalog], unsaved: UnsavedOutcomes,
 ) -> ConversationService:
     async def is_active(conversation_id: str) -> bool:
         return await service().is_active(conversation_id)
@@ -256,7 +257,7 @@ def _conversations(
     lazy = LazyThreads(threads)
     copies = LazyCopies(lambda: _copies(threads()))
     return ConversationService(store, lazy, is_active, store, branches=lazy, approvals=store, copies=copies,
-                               catalog=catalog)
+                               catalog=catalog, unsaved=unsaved)
 
 
 def _copies(threads: CheckpointPort) -> ThreadCopies:
@@ -345,6 +346,7 @@ class Container(containers.DeclarativeContainer):
 
     catalog = providers.Singleton(ModelCatalog, model)
     intake = providers.Singleton(_intake, catalog)
+    unsaved = providers.Singleton(UnsavedOutcomes)  # outcomes the store refused, as reads show them
     run_service = providers.Singleton(
         RunService,
         catalog=catalog,
@@ -357,6 +359,7 @@ class Container(containers.DeclarativeContainer):
         lease_seconds=config.RUN_LEASE_SECONDS,
         metrics=metrics,
         user_max_active=config.USER_MAX_ACTIVE_RUNS,
+        unsaved=unsaved,
     )
     queue = providers.Singleton(QueueService, run_service, store, config.MAX_QUEUED)
     supervisor = providers.Singleton(
@@ -367,7 +370,8 @@ class Container(containers.DeclarativeContainer):
         event_retention=config.RUN_EVENT_RETENTION_SECONDS,
         approval_timeout=config.APPROVAL_TIMEOUT,
     )
-    conversations = providers.Singleton(_conversations, store, threads.provider, run_service.provider, catalog.provider)
+    conversations = providers.Singleton(_conversations, store, threads.provider, run_service.provider, catalog.provider,
+                                        unsaved)
     files = providers.Singleton(FileService, conversations, threads, checkpointer.provider)
     search_index = providers.Singleton(_search_index, backend, threads.provider)
     search = providers.Singleton(SearchService, search_index)

@@ -50,6 +50,15 @@ class RunFinish:
         return lifecycle.finishing(self.status)
 
 
+@dataclass(frozen=True)
+class LoadCap:
+    """USER_MAX_ACTIVE_RUNS as a condition of a run's insert: the user `owner` may have
+    fewer than `limit` runs running plus messages queued (`owner_load`) when it is made."""
+
+    owner: str
+    limit: int
+
+
 class RunRepository(Protocol):
     """Conversations and the runs executed on them, shared by every process on the store.
 
@@ -124,12 +133,19 @@ class RunRepository(Protocol):
         """
 
     @abstractmethod
-    async def start_run(self, run: Run, now: datetime, flushed_by_input: bool = False) -> None:
+    async def start_run(
+        self, run: Run, now: datetime, flushed_by_input: bool = False, cap: LoadCap | None = None
+    ) -> None:
         """Insert `run` (status running, heartbeat = the store's now) and bump the
         conversation's updated_at to `now`, atomically.
 
         At most one run per conversation may be running, across every process sharing the
         store: raises SessionInProgress if one is.
+
+        `cap`: raises UserLimitReached, inserting nothing, when `owner_load(cap.owner)` is
+        `cap.limit` or more. The load is read in the insert's own transaction, serialised
+        with every other capped insert for that user on every process, so a burst of
+        starts never takes a user past the limit.
 
         `flushed_by_input`: the caller commits the run's input to this same store, flushed
         to disk, before it acknowledges anything; a store whose commits are ordered (a WAL)

@@ -57,13 +57,14 @@ from domain.queue import QueuedMessage
 from ports.engine import AgentEngine, Fork, NewMessage, RunInput
 from ports.metrics import NO_METRICS, MetricsPort
 from ports.processes import ProcessPort
-from ports.runs import RunFinish
+from ports.runs import LoadCap, RunFinish
 from services.attachments import FileIntake
 from services.following import counted, flatten, follow_conversation, follow_log, follow_queue, iterate
 from services.handles import CancelResult, LiveRun, RunStores, StartedRun
 from services.hub import ActiveRun, Item, RunHub, RunStream, up_to_terminal
 from services.models import ModelCatalog
 from services.pending import PlanPorts, RunRequest, plan_fork, plan_input
+from services.unsaved import UnsavedOutcomes
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +94,9 @@ class RunService:
         catalog: ModelCatalog | None = None,
         intake: FileIntake | None = None,
         user_max_active: int = 0,
+        unsaved: UnsavedOutcomes | None = None,
     ) -> None:
+        self.unsaved = unsaved or UnsavedOutcomes()  # what reads show for outcomes the store refused
         self.intake = intake  # None: a message with files is refused
         self.user_max_active = user_max_active  # USER_MAX_ACTIVE_RUNS; 0: no limit
         self.catalog = catalog  # None: model names are not checked, no context size is known
@@ -119,13 +122,18 @@ class RunService:
 
     # --- starting -----------------------------------------------------------------------
 
+    def cap(self, by: Principal) -> LoadCap | None:
+        """USER_MAX_ACTIVE_RUNS for `by`; None when unlimited. The bootstrap admin (API_TOKEN,
+        this machine's commands) is the operator and is not limited."""
+        return LoadCap(by.user_id, self.user_max_active) if self.user_max_active and by.user_id != BOOTSTRAP_ID else None
+
     async def admit(self, by: Principal) -> None:
         """UserLimitReached when `by` already has USER_MAX_ACTIVE_RUNS runs going or messages
-        queued. The bootstrap admin (API_TOKEN, this machine's commands) is the operator and
-        is not limited. Checked on admission: requests racing each other may pass it together."""
-        if self.user_max_active and by.user_id != BOOTSTRAP_ID:
-            if await self.runs.owner_load(by.user_id) >= self.user_max_active:
-                raise UserLimitReached()
+        queued: refused before any work. A run's insert checks again in its own transaction
+        (ports.runs.LoadCap), so requests racing each other never pass it together."""
+        cap = self.cap(by)
+        if cap is not None and await self.runs.owner_load(cap.owner) >= cap.limit:
+            raise UserLimitReached()
 
     async def visible(self, conversation_id: str, by: Principal) -> Conversation:
         """The conversation, when `by` may reach it; ConversationNotFound for an unknown one
@@ -181,7 +189,12 @@ class RunService:
                 request = RunRequest(command.text.strip(), files=files)
             new_thread = command.conversation_id is None
             run_input, base = await plan_input(ports, cid, request, self.clock(), new_thread=new_thread)
-        return await self._launch(cid, run_input, base, trigger, choice)
+        try:
+            return await self._launch(cid, run_input, base, trigger, choice, self.cap(by) if trigger is RunTrigger.USER else None)
+        except UserLimitReached:
+            if command.conversation_id is None:  # a burst's loser: its new conversation goes too
+                await self.runs.delete_conversation(cid)
+            raise
 
     async def _ready(self, files: tuple[Upload, ...], settings: ChatSettings) -> tuple[Upload, ...]:
         """The message's files with their text, before anything is stored (a file the
@@ -209,7 +222,8 @@ class RunService:
                 raise SessionInProgress()
 
     async def _launch(
-        self, cid: str, run_input: RunInput, base: int, trigger: RunTrigger, choice: ModelChoice | None = None
+        self, cid: str, run_input: RunInput, base: int, trigger: RunTrigger, choice: ModelChoice | None = None,
+        cap: LoadCap | None = None,
     ) -> StartedRun:
         now = self.clock()
         run = Run(new_id(), cid, RunStatus.RUNNING, now, owner=self.processes.current(), base_count=base, trigger=trigger)
@@ -218,7 +232,7 @@ class RunService:
         try:
             # raises SessionInProgress if another process won. With an input, nothing is
             # acknowledged before the input's synced commit, which makes the row durable too
-            await self.runs.start_run(run, now, flushed_by_input=needs_input)
+            await self.runs.start_run(run, now, flushed_by_input=needs_input, cap=cap)
         finally:
             self.starting.discard(run.id)
         active = self._begin(run, needs_input, partial(self._execute, run_input=run_input, choice=choice))
@@ -397,12 +411,17 @@ class RunService:
                     self.starting.discard(then.id)
                     self.claiming.discard(active.conversation_id)
                 raise
-        except Exception:
+        except Exception as e:
             active.unflushed[:0] = items  # for the retry
-            log.exception("could not record the outcome of the run; will retry", extra=active.context)
+            if active.run_id in self._unrecorded:  # the first refusal was logged whole
+                log.debug("could not record the outcome of the run yet: %s", e, extra=active.context)
+            else:
+                log.exception("could not record the outcome of the run; will retry", extra=active.context)
             self._unrecorded[active.run_id] = (active, finish)
+            self.unsaved.keep(active.conversation_id, active.run_id, finish.status, finish.error)
             return False
         self._unrecorded.pop(active.run_id, None)
+        self.unsaved.drop(active.conversation_id, active.run_id)
         if then is not None:
             self.starting.discard(then.id)
             if isinstance(written, QueuedMessage):
@@ -548,7 +567,12 @@ class RunService:
         # a queued message this run took in goes back to the queue unless the thread has it
         recorded = lifecycle.input_saved(run, head)
         finish = RunFinish(verdict.status, self.clock(), verdict.error, head.message_count, event, input_recorded=recorded)
-        changed = bool(await self.runs.finish_run(run.id, finish, heartbeat=run.heartbeat_at))  # no `then`: True or False
+        try:
+            changed = bool(await self.runs.finish_run(run.id, finish, heartbeat=run.heartbeat_at))  # no `then`: True or False
+        except StorageFailure:  # reads show the verdict meanwhile: the run is not running
+            self.unsaved.keep(run.conversation_id, run.id, verdict.status, verdict.error)
+            raise
+        self.unsaved.drop(run.conversation_id, run.id)
         if changed:
             self.metrics.run_reclaimed(verdict.status.value)
             ctx = {"conversation_id": run.conversation_id, "run_id": run.id}

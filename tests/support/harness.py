@@ -116,7 +116,7 @@ def make_harness(
     runs = RunService(
         stores, LangGraphEngine(graph, saver), processes, RunHub(), recursion_limit, lease_seconds, cancel_wait=2.0, metrics=metrics
     )
-    conversations = ConversationService(store, threads, runs.is_active, store, branches=threads)
+    conversations = ConversationService(store, threads, runs.is_active, store, branches=threads, unsaved=runs.unsaved)
     queue = QueueService(runs, store)
     supervisor = Supervisor(runs, auto_resume, queue=queue)
     return Harness(model, toolbox, store, saver, processes, runs, conversations, supervisor, metrics, queue)

@@ -16,7 +16,7 @@ from typing import Any
 from adapters.memory.approvals import InMemoryApprovals
 from adapters.memory.queue import InMemoryQueue
 from adapters.storage.event_rows import pack, unpack
-from domain.errors import ConversationNotFound, RunLost, SessionInProgress
+from domain.errors import ConversationNotFound, RunLost, SessionInProgress, UserLimitReached
 from domain.lifecycle import GIVE_UP
 from domain.model import Conversation, Run, RunError, RunOwner, RunStatus, iso, utc_now
 from domain.models import ChatSettings
@@ -24,7 +24,7 @@ from domain.principals import BOOTSTRAP_ID
 from domain.queue import QueuedMessage
 from ports.events import EventBatch, RunEventLog
 from ports.journal import JournalEntry, ToolJournal
-from ports.runs import RunFinish, RunRepository
+from ports.runs import LoadCap, RunFinish, RunRepository
 from ports.signals import RunSignals
 
 
@@ -138,9 +138,12 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, RunRepository, RunEvent
 
     async def owner_load(self, owner: str) -> int:
         with self._lock:
-            mine = {c.id for c in self._conversations.values() if c.owner == owner}
-            running = sum(1 for r in self._runs.values() if r.conversation_id in mine and r.status is RunStatus.RUNNING)
-            return running + sum(self._queued_count(cid) for cid in mine)
+            return self._load(owner)
+
+    def _load(self, owner: str) -> int:
+        mine = {c.id for c in self._conversations.values() if c.owner == owner}
+        running = sum(1 for r in self._runs.values() if r.conversation_id in mine and r.status is RunStatus.RUNNING)
+        return running + sum(self._queued_count(cid) for cid in mine)
 
     async def find_conversations(self, id_prefix: str, limit: int, owner: str | None = None) -> Sequence[Conversation]:
         with self._lock:
@@ -197,8 +200,12 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, RunRepository, RunEvent
         )
         return replace(run, lease_expired=expired)
 
-    async def start_run(self, run: Run, now: datetime, flushed_by_input: bool = False) -> None:
+    async def start_run(
+        self, run: Run, now: datetime, flushed_by_input: bool = False, cap: LoadCap | None = None
+    ) -> None:
         with self._lock:
+            if cap is not None and self._load(cap.owner) >= cap.limit:
+                raise UserLimitReached()
             self._insert_running(run, now)
 
     def _insert_running(self, run: Run, now: datetime) -> None:

@@ -36,6 +36,9 @@ STORAGE_MESSAGE = "The database could not be read or written (unreachable, resta
 
 # Any number to tell our advisory locks from other applications' on a shared server.
 MIGRATION_LOCK = 0x50_48_05_05  # pg_try_advisory_lock(bigint): one migrator at a time
+# pg_advisory_xact_lock(int, int) with a user's hashtext: the capped run starts of one user
+# (USER_MAX_ACTIVE_RUNS) one at a time, on every process
+USER_LOAD_LOCK = 0x50_48_05_06
 MIGRATION_POLL = 0.1  # seconds between two tries of the migration lock
 
 MIGRATION_1 = """

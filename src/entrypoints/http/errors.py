@@ -36,6 +36,7 @@ STATUS: dict[ErrorCode, int] = {
     ErrorCode.QUEUE_FULL: 429,
     ErrorCode.QUEUED_NOT_FOUND: 404,
     ErrorCode.USER_EXISTS: 409,
+    ErrorCode.CONVERSATION_EXISTS: 409,
     ErrorCode.USER_LIMIT: 429,
     ErrorCode.NOT_SUPPORTED: 501,
     ErrorCode.MODEL_UNAVAILABLE: 503,

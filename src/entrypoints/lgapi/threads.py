@@ -9,7 +9,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from domain.errors import ConversationNotFound, InvalidInput, NotSupported
+from domain.errors import ConversationExists, ConversationNotFound, InvalidInput, NotSupported
 from domain.model import CheckpointSummary, Conversation, RunStatus
 from entrypoints.bundle import Services
 from entrypoints.http.principal import principal_of
@@ -98,9 +98,9 @@ async def create_thread(request: Request) -> Response:
         raise InvalidInput("metadata must be an object")
     conversations = services(request).conversations()
     conversation, made = await conversations.create(body.get("thread_id"), by=principal_of(request))
-    if not made:
+    if not made:  # the caller's own (another user's id is ConversationExists whatever if_exists says)
         if body.get("if_exists") != "do_nothing":
-            return JSONResponse({"error": {"code": "CONFLICT", "message": "Thread already exists"}}, status_code=409)
+            raise ConversationExists()
         return JSONResponse(await thread_body(request, conversation.id))
     await conversations.merge_metadata(conversation.id, metadata, by=principal_of(request))
     # made now: nothing to read back (no message, no run, the metadata just given); a
