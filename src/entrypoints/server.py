@@ -177,7 +177,7 @@ def side_server(settings: Settings, app: Any, host: str) -> tuple[SideServer, so
         lg_app, host=host, port=port, loop=event_loop(), log_config=None, lifespan="off", access_log=False,
         timeout_graceful_shutdown=5, http=head_deadline_protocol(settings.REQUEST_TIMEOUT, settings.MAX_CONNECTIONS),
         h11_max_incomplete_event_size=MAX_HEAD,
-        proxy_headers=settings.AUTH != "proxy",  # as the main server: the peer is what the proxy trust reads
+        proxy_headers=False,  # as the main server: TRUSTED_PROXY_IPS decides (entrypoints.http.forwarded)
     )
     return SideServer(config), sock
 
@@ -212,9 +212,9 @@ def serve(container: Any) -> None:
         # in progress, 503 at once (the protocol counts them: uvicorn's limit counts idle sockets too)
         http=head_deadline_protocol(settings.REQUEST_TIMEOUT, settings.MAX_CONNECTIONS),
         h11_max_incomplete_event_size=MAX_HEAD,
-        # AUTH=proxy trusts the user header by the socket's peer: uvicorn must not replace
-        # that address with an X-Forwarded-For a client may have written itself
-        proxy_headers=settings.AUTH != "proxy",
+        # never uvicorn's forwarded headers (it trusts 127.0.0.1 unless FORWARDED_ALLOW_IPS):
+        # the app believes them from TRUSTED_PROXY_IPS only (entrypoints.http.forwarded)
+        proxy_headers=False,
     )
     server = DrainingServer(uv_config, app, timeout)
     side = side_server(settings, app, host) if settings.LANGGRAPH_API_PORT else None

@@ -16,6 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from domain.errors import SophosError, StorageFailure
 from entrypoints.http.errors import domain_error_response, error_response
+from entrypoints.http.forwarded import named_user, peer_of
 from entrypoints.http.guard import HostPolicy, parse_authority, same_origin
 from entrypoints.http.principal import set_principal
 from entrypoints.http.session import bearer_credentials, client_address
@@ -96,9 +97,9 @@ class LangGraphGuard:
             return None
         credentials = _given_token(request.headers)
         sessions = self.sessions()
-        named = request.headers.get(sessions.proxy.header) if sessions.proxy is not None else None
-        peer = request.client.host if request.client else ""
+        peer = peer_of(request)
         try:
+            named = named_user(request, sessions.proxy)
             # AUTH=proxy: believed from a trusted peer only (from another, ignored and logged)
             principal = await sessions.principal_of_proxy(named, peer) if named is not None else None
             if principal is None and credentials is None:
@@ -106,7 +107,7 @@ class LangGraphGuard:
                 principal = await sessions.principal_of_session("") if not await sessions.needed() else None
             elif principal is None and credentials is not None:
                 principal = await sessions.principal_of_bearer(credentials, client_address(request))
-        except SophosError as e:  # too many failed attempts from this address; the store failing
+        except SophosError as e:  # a repeated user header; too many failed attempts; the store failing
             return domain_error_response(e)
         if principal is None:
             return error_response(401, "UNAUTHORIZED", "The server's API_TOKEN or a user's token is required "
