@@ -16,6 +16,7 @@ import importlib.util
 import ipaddress
 import logging
 import socket
+from collections.abc import Mapping
 from types import FrameType
 from typing import Any
 
@@ -24,11 +25,13 @@ import uvicorn
 from domain.errors import StorageFailure
 from entrypoints.bundle import Services
 from entrypoints.http.app import create_app
+from entrypoints.lgapi.guard import CorsPolicy
 from entrypoints.overhead import warn_if_crowded
 from entrypoints.protocol import MAX_HEAD, head_deadline_protocol
 from entrypoints.settings import Settings
 from ports.backend import Backend
 from ports.model import ModelPort, Readiness
+from services.sessions import SessionService
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +105,32 @@ async def warn_if_model_not_ready(model: ModelPort, timeout: float = 3.0) -> boo
     if not ready.ok:
         log.warning("model not ready: %s (%s) — %s", ready.reason, ready.url, ready.fix)
     return ready.ok
+
+
+class BadConfig(Exception):
+    """Raised when the settings would serve what they must not (`sophos serve` exits with
+    this one line, code 2)."""
+
+
+def check_config(settings: Settings, env: Mapping[str, str]) -> None:
+    """The rules `sophos serve` checks before it binds (BadConfig): a non-loopback HOST needs
+    a login, and no proxy list but TRUSTED_PROXY_IPS is read."""
+    if not is_loopback(settings.HOST) and not settings.API_TOKEN and settings.AUTH != "proxy":
+        raise BadConfig(f"refusing to listen on {settings.HOST} without API_TOKEN set")
+    if env.get("FORWARDED_ALLOW_IPS"):
+        # docs/deployment.md once told TLS-proxy users to set it; uvicorn's forwarded headers
+        # are off now, so it would silently mean nothing (every write of an https page 403)
+        raise BadConfig("FORWARDED_ALLOW_IPS is not read: name the proxies whose forwarded headers are "
+                        "believed in TRUSTED_PROXY_IPS, and unset FORWARDED_ALLOW_IPS")
+
+
+async def check_cors(settings: Settings, sessions: SessionService) -> None:
+    """LANGGRAPH_API_CORS_ORIGINS only on a server that needs a login (API_TOKEN, users or
+    AUTH=proxy): without one, any page of those origins would act as the admin (BadConfig)."""
+    cors = CorsPolicy(settings.LANGGRAPH_API_CORS_ORIGINS)
+    if settings.LANGGRAPH_API_PORT and (cors.any or cors.origins) and not await sessions.needed():
+        raise BadConfig("refusing to serve LANGGRAPH_API_CORS_ORIGINS without a login: any page of those "
+                        "origins would act as the admin; set API_TOKEN (or add a user)")
 
 
 class CannotListen(Exception):
@@ -222,6 +251,7 @@ def serve(container: Any) -> None:
 
     async def main() -> None:
         await check_storage(services.backend())
+        await check_cors(settings, services.sessions())  # the users are in the database
         await warn_if_model_not_ready(services.model())
         # in the background: it waits for the tool servers, which "listening" must not
         crowded = asyncio.create_task(warn_if_crowded(container))

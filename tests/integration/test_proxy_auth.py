@@ -171,3 +171,11 @@ def test_sso_behind_a_tls_proxy_works_end_to_end_from_the_https_page(tmp_path: P
         assert direct.status_code == 403 and direct.json()["error"]["code"] == "FORBIDDEN"
     finally:
         server.stop()
+
+
+def test_a_proxy_is_known_by_its_address_on_a_dual_stack_socket_too(clients: Any) -> None:
+    """An IPv4 proxy reaching a server that listens on `::` is the peer `::ffff:10.1.2.3`."""
+    mapped = clients("::ffff:10.1.2.3")
+    made = mapped.post("/api/chat", json={"message": "hi"}, headers={"X-Forwarded-User": "ann", "Origin": "https://testserver",
+                                                                     "X-Forwarded-Proto": "https"})
+    assert made.status_code == 200, made.text

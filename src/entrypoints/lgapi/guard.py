@@ -1,7 +1,14 @@
 """The LangGraph API's guard: the main API's host allow-list (DNS rebinding), API_TOKEN as
 LangGraph clients send it (`X-Api-Key`, or a bearer), and CORS for the browser clients
-(Agent Chat UI, Studio) named in LANGGRAPH_API_CORS_ORIGINS. There is no cookie here: a
-cross-origin page can only reach this API through an origin the operator allowed."""
+(Agent Chat UI, Studio) named in LANGGRAPH_API_CORS_ORIGINS.
+
+There is no cookie here, but a browser still carries ambient credentials: none at all on a
+server that needs no login (every request is the admin), or a proxy's login (AUTH=proxy).
+So a request from another origin is served only with a token it sends itself, which a
+page has only if someone gave it one: `sophos serve` refuses CORS origins on a server
+that needs no login, and here such a request without a token is 401. Writes from an
+origin not allowed are refused (403); reads are answered without CORS headers, so the
+browser keeps them from the page, and no GET starts a run (runs.py)."""
 
 from __future__ import annotations
 
@@ -96,6 +103,11 @@ class LangGraphGuard:
         if request.method == "OPTIONS" or request.url.path in OPEN_PATHS:
             return None
         credentials = _given_token(request.headers)
+        if cross and credentials is None:
+            # a page of another origin acts only with a token it was given: never as the
+            # tokenless admin, nor as the user a proxy's login in this browser names
+            return error_response(401, "UNAUTHORIZED", "A request from another origin needs a token (X-Api-Key "
+                                  "or a bearer)", {"WWW-Authenticate": "Bearer"})
         sessions = self.sessions()
         peer = peer_of(request)
         try:
