@@ -16,6 +16,7 @@ import importlib.util
 import ipaddress
 import logging
 import socket
+from collections.abc import Mapping
 from types import FrameType
 from typing import Any
 
@@ -24,11 +25,13 @@ import uvicorn
 from domain.errors import StorageFailure
 from entrypoints.bundle import Services
 from entrypoints.http.app import create_app
+from entrypoints.lgapi.guard import CorsPolicy
 from entrypoints.overhead import warn_if_crowded
 from entrypoints.protocol import MAX_HEAD, head_deadline_protocol
 from entrypoints.settings import Settings
 from ports.backend import Backend
 from ports.model import ModelPort, Readiness
+from services.sessions import SessionService
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +107,32 @@ async def warn_if_model_not_ready(model: ModelPort, timeout: float = 3.0) -> boo
     return ready.ok
 
 
+class BadConfig(Exception):
+    """Raised when the settings would serve what they must not (`sophos serve` exits with
+    this one line, code 2)."""
+
+
+def check_config(settings: Settings, env: Mapping[str, str]) -> None:
+    """The rules `sophos serve` checks before it binds (BadConfig): a non-loopback HOST needs
+    a login, and no proxy list but TRUSTED_PROXY_IPS is read."""
+    if not is_loopback(settings.HOST) and not settings.API_TOKEN and settings.AUTH != "proxy":
+        raise BadConfig(f"refusing to listen on {settings.HOST} without API_TOKEN set")
+    if env.get("FORWARDED_ALLOW_IPS"):
+        # docs/deployment.md once told TLS-proxy users to set it; uvicorn's forwarded headers
+        # are off now, so it would silently mean nothing (every write of an https page 403)
+        raise BadConfig("FORWARDED_ALLOW_IPS is not read: name the proxies whose forwarded headers are "
+                        "believed in TRUSTED_PROXY_IPS, and unset FORWARDED_ALLOW_IPS")
+
+
+async def check_cors(settings: Settings, sessions: SessionService) -> None:
+    """LANGGRAPH_API_CORS_ORIGINS only on a server that needs a login (API_TOKEN, users or
+    AUTH=proxy): without one, any page of those origins would act as the admin (BadConfig)."""
+    cors = CorsPolicy(settings.LANGGRAPH_API_CORS_ORIGINS)
+    if settings.LANGGRAPH_API_PORT and (cors.any or cors.origins) and not await sessions.needed():
+        raise BadConfig("refusing to serve LANGGRAPH_API_CORS_ORIGINS without a login: any page of those "
+                        "origins would act as the admin; set API_TOKEN (or add a user)")
+
+
 class CannotListen(Exception):
     """Raised when the listening socket cannot be bound (the port is taken, the address is not ours)."""
 
@@ -177,7 +206,7 @@ def side_server(settings: Settings, app: Any, host: str) -> tuple[SideServer, so
         lg_app, host=host, port=port, loop=event_loop(), log_config=None, lifespan="off", access_log=False,
         timeout_graceful_shutdown=5, http=head_deadline_protocol(settings.REQUEST_TIMEOUT, settings.MAX_CONNECTIONS),
         h11_max_incomplete_event_size=MAX_HEAD,
-        proxy_headers=settings.AUTH != "proxy",  # as the main server: the peer is what the proxy trust reads
+        proxy_headers=False,  # as the main server: TRUSTED_PROXY_IPS decides (entrypoints.http.forwarded)
     )
     return SideServer(config), sock
 
@@ -212,9 +241,9 @@ def serve(container: Any) -> None:
         # in progress, 503 at once (the protocol counts them: uvicorn's limit counts idle sockets too)
         http=head_deadline_protocol(settings.REQUEST_TIMEOUT, settings.MAX_CONNECTIONS),
         h11_max_incomplete_event_size=MAX_HEAD,
-        # AUTH=proxy trusts the user header by the socket's peer: uvicorn must not replace
-        # that address with an X-Forwarded-For a client may have written itself
-        proxy_headers=settings.AUTH != "proxy",
+        # never uvicorn's forwarded headers (it trusts 127.0.0.1 unless FORWARDED_ALLOW_IPS):
+        # the app believes them from TRUSTED_PROXY_IPS only (entrypoints.http.forwarded)
+        proxy_headers=False,
     )
     server = DrainingServer(uv_config, app, timeout)
     side = side_server(settings, app, host) if settings.LANGGRAPH_API_PORT else None
@@ -222,6 +251,7 @@ def serve(container: Any) -> None:
 
     async def main() -> None:
         await check_storage(services.backend())
+        await check_cors(settings, services.sessions())  # the users are in the database
         await warn_if_model_not_ready(services.model())
         # in the background: it waits for the tool servers, which "listening" must not
         crowded = asyncio.create_task(warn_if_crowded(container))

@@ -21,7 +21,7 @@ from domain.attachments import (
     size_text,
 )
 from domain.errors import InvalidInput
-from domain.principals import ProxyTrust
+from domain.principals import TrustedProxies
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class Settings:
     API_TOKEN: str = ""
     SESSION_SECONDS: float = 30 * 24 * 3600  # a login's fixed lifetime (seconds)
     AUTH: str = "token"  # token (API_TOKEN, users' tokens) | proxy (also a trusted proxy's user header)
-    TRUSTED_PROXY_IPS: str = ""  # AUTH=proxy: the proxies' addresses or networks (comma-separated)
+    TRUSTED_PROXY_IPS: str = ""  # the proxies whose X-Forwarded-For/-Proto (and AUTH=proxy user header) are believed
     PROXY_USER_HEADER: str = "Remote-User"  # AUTH=proxy: the header naming the user
     PROXY_AUTO_CREATE: bool = True  # AUTH=proxy: a user first seen is created with role `user` (false: refused)
     ADMIN_SEES_ALL: bool = False  # admins reach every user's conversations
@@ -199,11 +199,11 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         raise SettingsError(f"AUTH must be token or proxy, got {settings['AUTH']!r}")
     if settings["AUTH"] == "proxy" and not str(settings["TRUSTED_PROXY_IPS"]).strip():
         raise SettingsError("AUTH=proxy needs TRUSTED_PROXY_IPS (the proxies' addresses)")
+    try:
+        TrustedProxies(str(settings["TRUSTED_PROXY_IPS"]))
+    except InvalidInput as e:
+        raise SettingsError(e.message) from None
     if settings["AUTH"] == "proxy":
-        try:
-            ProxyTrust(str(settings["PROXY_USER_HEADER"]), str(settings["TRUSTED_PROXY_IPS"]), False)
-        except InvalidInput as e:
-            raise SettingsError(e.message) from None
         if not str(settings["PROXY_USER_HEADER"]).strip():
             raise SettingsError("PROXY_USER_HEADER must name a header (e.g. Remote-User)")
     if settings["USER_MAX_ACTIVE_RUNS"] < 0:

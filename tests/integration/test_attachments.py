@@ -64,6 +64,7 @@ def test_an_image_reaches_ollama_as_its_images_field_and_is_served_back(client: 
     assert served.headers["content-type"] == "image/png" and served.headers["x-content-type-options"] == "nosniff"
     assert served.headers["content-security-policy"] == "default-src 'none'; sandbox"
     assert served.headers["content-disposition"].startswith('inline; filename="red dot.png"')
+    assert served.headers["cache-control"] == "no-store"  # never outlives a log-out in a shared browser
 
 
 def test_a_text_file_reaches_the_model_as_a_fenced_block_and_a_large_one_within_the_budget(

@@ -52,13 +52,14 @@ class Sophos:
     fake: FakeOllama
     book: Path
     lg_port: int
+    api_key: str | None = None  # API_TOKEN, when the server has one
 
     @property
     def lg_url(self) -> str:
         return f"http://127.0.0.1:{self.lg_port}"
 
     def client(self, **headers: str) -> SyncLangGraphClient:
-        return get_sync_client(url=self.lg_url, api_key=None, headers=headers or None)
+        return get_sync_client(url=self.lg_url, api_key=self.api_key, headers=headers or None)
 
 
 @contextmanager
@@ -72,7 +73,7 @@ def sophos(tmp_path: Path, **env: str) -> Iterator[Sophos]:
         server = LiveServer(app_env(tmp_path, fake.url, **settings), tmp_path).start()
         try:
             wait_up(f"http://127.0.0.1:{lg_port}/ok")
-            yield Sophos(server, fake, book, lg_port)
+            yield Sophos(server, fake, book, lg_port, env.get("API_TOKEN"))
         finally:
             server.stop()
 
@@ -298,7 +299,8 @@ def test_bad_paths_and_bodies_elsewhere_get_a_4xx(shared: Sophos) -> None:
 
 @pytest.mark.slow
 def test_a_run_killed_mid_stream_is_rejoined_by_the_sdk_after_a_restart(tmp_path: Path) -> None:
-    with sophos(tmp_path) as s:
+    # AUTO_RESUME resumes it at the restart; the SDK's re-join (a GET) follows that run
+    with sophos(tmp_path, AUTO_RESUME="true") as s:
         client = s.client()
         tid = client.threads.create()["thread_id"]
         got: list[tuple[str, Any]] = []
@@ -335,6 +337,39 @@ def test_a_run_killed_mid_stream_is_rejoined_by_the_sdk_after_a_restart(tmp_path
         assert client.threads.get_state(tid)["values"]["messages"] == final
         runs = client.runs.list(tid)
         assert [r["status"] for r in runs] == ["success", "interrupted"]
+
+
+@pytest.mark.slow
+def test_a_get_never_starts_a_run_even_for_a_run_a_crash_stopped(tmp_path: Path) -> None:
+    """Issue 42: a join or re-join of a run a crash stopped resumed it, so a link or an
+    `<img>` on another page could start a run. A GET only reads: the run stays interrupted
+    until a POST (a client's resume) or AUTO_RESUME goes on with it."""
+    with sophos(tmp_path) as s:
+        s.fake.responder = lambda body: {"loop": "tick ", "count": 400, "token_delay": 0.05}
+        client = s.client()
+        tid = client.threads.create()["thread_id"]
+        rid = client.runs.create(tid, "agent", input=human("go on and on"))["run_id"]
+        runs_url = f"{s.lg_url}/threads/{tid}/runs/{rid}"
+        with httpx.stream("GET", f"{runs_url}/stream", params={"stream_mode": "messages-tuple"}, timeout=30) as r:
+            chunks = 0
+            for line in r.iter_lines():
+                chunks += line.startswith("event: messages")
+                if chunks == 5:  # mid-answer
+                    break
+        s.server.kill()
+        s.server.start()
+        wait_up(f"{s.lg_url}/ok")
+        s.fake.responder = answer
+        asked = len(s.fake.requests)
+        joined = httpx.get(f"{runs_url}/join", timeout=30)
+        assert joined.status_code == 200 and joined.json()["messages"][0]["content"] == "go on and on"
+        with httpx.stream("GET", f"{runs_url}/stream", timeout=30) as r:
+            assert [line for line in r.iter_lines() if line.startswith("event:")][-1] == "event: end"
+        assert [r["status"] for r in client.runs.list(tid)] == ["interrupted"]
+        assert len(s.fake.requests) == asked  # the model was not asked again
+        # a client that means it resumes with a POST
+        client.runs.wait(tid, "agent")
+        assert [r["status"] for r in client.runs.list(tid)] == ["success", "interrupted"]
 
 
 def first_seen(history: list[dict[str, Any]], message_id: str) -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from entrypoints.cli.base import EXIT_BAD_INPUT, EXIT_SERVER, CliError, Context, global_options, pass_ctx
@@ -15,7 +17,7 @@ from entrypoints.logs import configure_logging
 @pass_ctx
 def serve(ctx: Context, host: str | None, port: int | None) -> None:
     """Start the HTTP API and web page."""
-    from entrypoints.server import CannotListen, is_loopback
+    from entrypoints.server import BadConfig, CannotListen, check_config
     from entrypoints.server import serve as run_server
 
     ctx.overrides["METRICS_BACKEND"] = "prometheus"
@@ -26,9 +28,10 @@ def serve(ctx: Context, host: str | None, port: int | None) -> None:
     container = ctx.container
     settings = ctx.settings
     configure_logging("INFO" if ctx.verbose else settings.LOG_LEVEL)
-    if not is_loopback(settings.HOST) and not settings.API_TOKEN and settings.AUTH != "proxy":
-        raise CliError("BAD_CONFIG", f"refusing to listen on {settings.HOST} without API_TOKEN set", EXIT_BAD_INPUT)
     try:
+        check_config(settings, os.environ)
         ctx.call(lambda: run_server(container))
+    except BadConfig as e:
+        raise CliError("BAD_CONFIG", str(e), EXIT_BAD_INPUT) from None
     except CannotListen as e:
         raise CliError(e.code, str(e), EXIT_SERVER) from None

@@ -310,7 +310,7 @@ async def join_run(request: Request) -> Response:
 async def join_stream(request: Request) -> Response:
     """Re-join: after the Last-Event-ID this server sent (`<n>@<run tag>`), or from the
     start (`-1`, or none). A run that a crash stopped is followed by the run that resumed
-    it; if none did, the re-join resumes it (what AUTO_RESUME does at start-up)."""
+    it (AUTO_RESUME, or a client's resume); a GET never starts one itself."""
     found = await _run_or_queued(request)
     # the Python SDK sends `stream_mode=` (empty) when none is given: the default
     modes = _modes([m for m in request.query_params.getlist("stream_mode") if m] or None)
@@ -362,13 +362,14 @@ async def _chain(request: Request, run: Run, after: int) -> AsyncIterator[tuple[
 
 async def _resumer(request: Request, run: Run) -> Run | None:
     """After `run`'s stream ended: the run that goes on with it if a crash stopped it (the
-    one that resumed it, or a resume started here), else None."""
+    one that resumed it, or a resume started here by a POST), else None. A GET (a join, a
+    re-join) only follows what exists: a link or an `<img>` on another page never starts a run."""
     conversations = services(request).conversations()
     ended = await conversations.run(run.conversation_id, run.id, by=principal_of(request))
     if ended.status is not RunStatus.INTERRUPTED:
         return None
     successor = await _successor(request, ended)
-    if successor is None:
+    if successor is None and request.method == "POST":
         with contextlib.suppress(SophosError):  # not resumable, or a decision is needed: it stays stopped
             started = await services(request).runs().start(Resume(run.conversation_id), by=principal_of(request))
             successor = await conversations.run(run.conversation_id, started.run_id, by=principal_of(request))
