@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from domain.errors import UserNotFound
+from domain.errors import UserExists, UserNotFound
 from domain.model import utc_now
 from domain.principals import ApiToken, Role, User, new_token, new_user_id, token_label, user_name
 from ports.sessions import SessionStore
@@ -33,8 +33,15 @@ class UserService:
         self._clock = clock
 
     async def add(self, name: str, role: Role = Role.USER) -> User:
-        """A new enabled user. InvalidInput for a name that cannot be one, UserExists when taken."""
-        user = await self.users.add_user(new_user_id(), user_name(name), role, self._clock())
+        """A new enabled user. InvalidInput for a name that cannot be one, UserExists (naming
+        the user who has it) when taken."""
+        wanted = user_name(name)
+        try:
+            user = await self.users.add_user(new_user_id(), wanted, role, self._clock())
+        except UserExists:
+            found = await self.users.user(wanted)  # names compare case-insensitively: say whose it is
+            raise UserExists(f"A user named {found.name if found else wanted!r} exists already"
+                             + (f" ({found.id}, {found.role.value})" if found else "")) from None
         log.info("user %s added (%s, role %s)", user.name, user.id, role.value)
         return user
 

@@ -8,7 +8,7 @@ import json
 import click
 
 from domain.principals import ApiToken, Role, User
-from entrypoints.cli.base import Context, global_options, pass_ctx
+from entrypoints.cli.base import Context, options, pass_ctx
 
 
 @click.group()
@@ -35,7 +35,7 @@ def _user_json(user: User, tokens: list[ApiToken]) -> dict[str, object]:
 @click.option("--admin", is_flag=True, help="Role admin (default: user).")
 @click.option("--token/--no-token", "with_token", default=True, show_default=True,
               help="Issue a first API token (shown once).")
-@global_options
+@options()
 @pass_ctx
 def add(ctx: Context, name: str, admin: bool, with_token: bool) -> None:
     """Add a user (and issue a first token, shown once)."""
@@ -54,7 +54,7 @@ def add(ctx: Context, name: str, admin: bool, with_token: bool) -> None:
 
 @users.command("list")
 @click.option("--json", "as_json", is_flag=True)
-@global_options
+@options()
 @pass_ctx
 def list_(ctx: Context, as_json: bool) -> None:
     """Every user with their tokens (never the tokens themselves)."""
@@ -74,7 +74,7 @@ def list_(ctx: Context, as_json: bool) -> None:
 @users.command("disable")
 @click.argument("name")
 @click.option("--enable", is_flag=True, help="Enable the user again instead.")
-@global_options
+@options()
 @pass_ctx
 def disable(ctx: Context, name: str, enable: bool) -> None:
     """Disable a user: their tokens stop working and their logins end at once."""
@@ -85,7 +85,7 @@ def disable(ctx: Context, name: str, enable: bool) -> None:
 @users.command("token")
 @click.argument("name")
 @click.option("--label", default="", help="What the token is for (a machine, a script).")
-@global_options
+@options()
 @pass_ctx
 def token(ctx: Context, name: str, label: str) -> None:
     """Issue an API token for a user (shown once)."""
@@ -96,7 +96,7 @@ def token(ctx: Context, name: str, label: str) -> None:
 
 @users.command("revoke")
 @click.argument("token_id")
-@global_options
+@options()
 @pass_ctx
 def revoke(ctx: Context, token_id: str) -> None:
     """Revoke a token by its id (t_…): it stops working, and its user's logins end."""
