@@ -152,6 +152,7 @@ def test_list_detail_and_exports(client: TestClient, ollama: FakeOllama) -> None
     assert md.headers["content-type"] == "text/markdown; charset=utf-8"
     assert md.headers["content-disposition"] == f'attachment; filename="{a}.md"'
     assert md.text.startswith("# Alpha\n\n- Conversation / thread_id: `" + a + "`")
+    assert "\n## User\n\nAlpha\n\n## Assistant\n\nfirst\n" in md.text  # 6.1: the headings as they are
 
     jl = client.get(f"/api/conversations/{a}/export?format=jsonl")
     assert jl.headers["content-type"] == "application/x-ndjson; charset=utf-8"
