@@ -193,6 +193,18 @@ class RunRepository(Protocol):
         conversation is unknown. The metadata goes with the conversation when it is deleted."""
 
     @abstractmethod
+    async def run_kwargs(self, conversation_id: str, run_id: str) -> Mapping[str, Any] | None:
+        """What `set_run_kwargs` stored with run `run_id` of the conversation (LangGraph's
+        run kwargs: a JSON object, its stream modes), None when nothing was. Only reads."""
+
+    @abstractmethod
+    async def set_run_kwargs(self, conversation_id: str, run_id: str, kwargs: Mapping[str, Any]) -> bool:
+        """Store `kwargs` (a JSON-encodable object) with the run `run_id` of the conversation,
+        replacing what was stored; False, storing nothing, if the conversation is unknown.
+        `run_id` need not name a run yet: a queued message's run takes the message's id when
+        it starts. The kwargs go with the conversation when it is deleted."""
+
+    @abstractmethod
     async def recent_runs(self, conversation_id: str, limit: int) -> Sequence[Run]:
         """The conversation's latest `limit` runs, newest first."""
 

@@ -290,6 +290,19 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, RunRepository, RunEvent
         )
         return bool(rows)
 
+    async def run_kwargs(self, conversation_id: str, run_id: str) -> Mapping[str, Any] | None:
+        rows = await self._rows("SELECT kwargs FROM run_kwargs WHERE run_id = %s AND conversation_id = %s",
+                                (run_id, conversation_id))
+        return rows[0][0] if rows else None
+
+    async def set_run_kwargs(self, conversation_id: str, run_id: str, kwargs: Mapping[str, Any]) -> bool:
+        rows = await self._rows(
+            "INSERT INTO run_kwargs (run_id, conversation_id, kwargs) SELECT %(rid)s, id, %(k)s FROM conversations "
+            "WHERE id = %(cid)s ON CONFLICT (run_id) DO UPDATE SET kwargs = EXCLUDED.kwargs RETURNING 1",
+            {"rid": run_id, "k": Jsonb(dict(kwargs)), "cid": conversation_id},
+        )
+        return bool(rows)
+
     async def recent_runs(self, conversation_id: str, limit: int) -> Sequence[Run]:
         rows = await self._rows(
             RUNS + " WHERE r.conversation_id = %(cid)s" + LATEST + " LIMIT %(limit)s",
