@@ -102,6 +102,12 @@ class RunRepository(Protocol):
         their messages wait in queues (USER_MAX_ACTIVE_RUNS). Only reads."""
 
     @abstractmethod
+    async def give_conversations(self, from_owner: str, to_owner: str) -> int:
+        """Make every conversation of the user `from_owner` the user `to_owner`'s (with all
+        that is theirs: runs, queue, search entries, files), atomically; how many there were.
+        Idempotent: a second call finds none."""
+
+    @abstractmethod
     async def find_conversations(self, id_prefix: str, limit: int, owner: str | None = None) -> Sequence[Conversation]:
         """At most `limit` conversations whose id starts with `id_prefix` (lower-case hex
         and dashes, as ids are stored), most recently updated first; only `owner`'s when given."""

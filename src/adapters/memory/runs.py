@@ -142,6 +142,13 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, InMemoryMetadata, RunRe
             running = sum(1 for r in self._runs.values() if r.conversation_id in mine and r.status is RunStatus.RUNNING)
             return running + sum(self._queued_count(cid) for cid in mine)
 
+    async def give_conversations(self, from_owner: str, to_owner: str) -> int:
+        with self._lock:
+            mine = [c for c in self._conversations.values() if c.owner == from_owner]
+            for conv in mine:
+                self._conversations[conv.id] = replace(conv, owner=to_owner)
+            return len(mine)
+
     async def find_conversations(self, id_prefix: str, limit: int, owner: str | None = None) -> Sequence[Conversation]:
         with self._lock:
             items = [c for c in self._conversations.values()

@@ -141,6 +141,10 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, RunRepository, RunEvent
         )
         return int((await self._rows(sql, [owner, owner]))[0][0])
 
+    async def give_conversations(self, from_owner: str, to_owner: str) -> int:
+        rows = await self._rows("UPDATE conversations SET owner = %s WHERE owner = %s RETURNING 1", (to_owner, from_owner))
+        return len(rows)
+
     async def find_conversations(self, id_prefix: str, limit: int, owner: str | None = None) -> Sequence[Conversation]:
         # a range on the primary key in byte order (the column's collation may order '-' apart)
         mine = "" if owner is None else " AND c.owner = %s"

@@ -170,6 +170,13 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, RunRepositor
         )
         return int((await self._read(sql, [owner, owner]))[0][0])
 
+    async def give_conversations(self, from_owner: str, to_owner: str) -> int:
+        def write(c: sqlite3.Connection) -> int:
+            with transaction(c):
+                return c.execute("UPDATE conversations SET owner = ? WHERE owner = ?", (to_owner, from_owner)).rowcount
+
+        return await self._writer.run(write)
+
     async def find_conversations(self, id_prefix: str, limit: int, owner: str | None = None) -> Sequence[Conversation]:
         # a range on the primary key, not LIKE (case-insensitive in SQLite, so no index):
         # '~' sorts after every character an id holds
