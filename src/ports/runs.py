@@ -199,14 +199,17 @@ class RunRepository(Protocol):
         conversation is unknown. The metadata goes with the conversation when it is deleted."""
 
     @abstractmethod
-    async def run_kwargs(self, conversation_id: str, run_id: str) -> Mapping[str, Any] | None:
+    async def run_kwargs(self, conversation_id: str, run_id: str, owner: str | None = None) -> Mapping[str, Any] | None:
         """What `set_run_kwargs` stored with run `run_id` of the conversation (LangGraph's
-        run kwargs: a JSON object, its stream modes), None when nothing was. Only reads."""
+        run kwargs: a JSON object, its stream modes), None when nothing was (or the
+        conversation is not `owner`'s, when given). Only reads."""
 
     @abstractmethod
-    async def set_run_kwargs(self, conversation_id: str, run_id: str, kwargs: Mapping[str, Any]) -> bool:
+    async def set_run_kwargs(self, conversation_id: str, run_id: str, kwargs: Mapping[str, Any],
+                             owner: str | None = None) -> bool:
         """Store `kwargs` (a JSON-encodable object) with the run `run_id` of the conversation,
-        replacing what was stored; False, storing nothing, if the conversation is unknown.
+        replacing what was stored; False, storing nothing, if the conversation is unknown
+        (or not `owner`'s, when given: one statement, no read before it).
         `run_id` need not name a run yet: a queued message's run takes the message's id when
         it starts. The kwargs go with the conversation when it is deleted."""
 

@@ -82,6 +82,9 @@ class RunRepositoryContract(StoreContract):
         assert await store.set_run_kwargs(cid, later, {"stream_mode": ["updates"]})  # not a run yet: a queued one's id
         assert await store.run_kwargs(cid, rid) == {"stream_mode": ["values", "messages-tuple"], "n": {"é": [1]}}
         assert await store.run_kwargs(new_id(), rid) is None  # another conversation's run
+        assert await store.run_kwargs(cid, rid, "admin") is not None  # its owner's (the default, the bootstrap admin)
+        assert await store.run_kwargs(cid, rid, "u_0000000000000001") is None  # another user's: nothing
+        assert await store.set_run_kwargs(cid, rid, {"x": 1}, "u_0000000000000001") is False
         assert await store.set_run_kwargs(cid, rid, {"stream_mode": ["custom"]})
         assert await store.run_kwargs(cid, rid) == {"stream_mode": ["custom"]}
         assert await store.set_run_kwargs(new_id(), new_id(), {"x": 1}) is False

@@ -37,14 +37,20 @@ class InMemoryMetadata:
             self._metadata[conversation_id] = json.dumps(merged)
             return True
 
-    async def run_kwargs(self, conversation_id: str, run_id: str) -> Mapping[str, Any] | None:
+    def _owned(self, conversation_id: str, owner: str | None) -> bool:
+        conv = self._conversations.get(conversation_id)
+        return conv is not None and (owner is None or conv.owner == owner)
+
+    async def run_kwargs(self, conversation_id: str, run_id: str, owner: str | None = None) -> Mapping[str, Any] | None:
         with self._lock:
             found = self._run_kwargs.get(run_id)
-            return json.loads(found[1]) if found and found[0] == conversation_id else None
+            ok = found is not None and found[0] == conversation_id and self._owned(conversation_id, owner)
+            return json.loads(found[1]) if found is not None and ok else None
 
-    async def set_run_kwargs(self, conversation_id: str, run_id: str, kwargs: Mapping[str, Any]) -> bool:
+    async def set_run_kwargs(self, conversation_id: str, run_id: str, kwargs: Mapping[str, Any],
+                             owner: str | None = None) -> bool:
         with self._lock:
-            if conversation_id not in self._conversations:
+            if not self._owned(conversation_id, owner):
                 return False
             self._run_kwargs[run_id] = (conversation_id, json.dumps(kwargs))
             return True

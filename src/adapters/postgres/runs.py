@@ -294,16 +294,20 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, RunRepository, RunEvent
         )
         return bool(rows)
 
-    async def run_kwargs(self, conversation_id: str, run_id: str) -> Mapping[str, Any] | None:
-        rows = await self._rows("SELECT kwargs FROM run_kwargs WHERE run_id = %s AND conversation_id = %s",
-                                (run_id, conversation_id))
+    async def run_kwargs(self, conversation_id: str, run_id: str, owner: str | None = None) -> Mapping[str, Any] | None:
+        rows = await self._rows(
+            "SELECT k.kwargs FROM run_kwargs k JOIN conversations c ON c.id = k.conversation_id "
+            "WHERE k.run_id = %(rid)s AND k.conversation_id = %(cid)s AND (%(o)s::text IS NULL OR c.owner = %(o)s)",
+            {"rid": run_id, "cid": conversation_id, "o": owner})
         return rows[0][0] if rows else None
 
-    async def set_run_kwargs(self, conversation_id: str, run_id: str, kwargs: Mapping[str, Any]) -> bool:
+    async def set_run_kwargs(self, conversation_id: str, run_id: str, kwargs: Mapping[str, Any],
+                             owner: str | None = None) -> bool:
         rows = await self._rows(
             "INSERT INTO run_kwargs (run_id, conversation_id, kwargs) SELECT %(rid)s, id, %(k)s FROM conversations "
-            "WHERE id = %(cid)s ON CONFLICT (run_id) DO UPDATE SET kwargs = EXCLUDED.kwargs RETURNING 1",
-            {"rid": run_id, "k": Jsonb(dict(kwargs)), "cid": conversation_id},
+            "WHERE id = %(cid)s AND (%(o)s::text IS NULL OR owner = %(o)s) "
+            "ON CONFLICT (run_id) DO UPDATE SET kwargs = EXCLUDED.kwargs RETURNING 1",
+            {"rid": run_id, "k": Jsonb(dict(kwargs)), "cid": conversation_id, "o": owner},
         )
         return bool(rows)
 

@@ -351,19 +351,22 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, RunRepositor
 
         return await self._writer.run(write)
 
-    async def run_kwargs(self, conversation_id: str, run_id: str) -> Mapping[str, Any] | None:
-        rows = await self._read("SELECT kwargs FROM run_kwargs WHERE run_id = ? AND conversation_id = ?",
-                                (run_id, conversation_id))
+    async def run_kwargs(self, conversation_id: str, run_id: str, owner: str | None = None) -> Mapping[str, Any] | None:
+        rows = await self._read(
+            "SELECT k.kwargs FROM run_kwargs k JOIN conversations c ON c.id = k.conversation_id "
+            "WHERE k.run_id = ? AND k.conversation_id = ? AND (? IS NULL OR c.owner = ?)",
+            (run_id, conversation_id, owner, owner))
         return json.loads(rows[0][0]) if rows else None
 
-    async def set_run_kwargs(self, conversation_id: str, run_id: str, kwargs: Mapping[str, Any]) -> bool:
+    async def set_run_kwargs(self, conversation_id: str, run_id: str, kwargs: Mapping[str, Any],
+                             owner: str | None = None) -> bool:
         def write(c: sqlite3.Connection) -> bool:
             # unsynced: a power cut may lose them, and a join then streams the default modes
             with unsynced(c), transaction(c):
                 cur = c.execute(
                     "INSERT INTO run_kwargs (run_id, conversation_id, kwargs) SELECT ?, id, ? FROM conversations "
-                    "WHERE id = ? ON CONFLICT (run_id) DO UPDATE SET kwargs = excluded.kwargs",
-                    (run_id, json.dumps(kwargs, ensure_ascii=False), conversation_id),
+                    "WHERE id = ? AND (? IS NULL OR owner = ?) ON CONFLICT (run_id) DO UPDATE SET kwargs = excluded.kwargs",
+                    (run_id, json.dumps(kwargs, ensure_ascii=False), conversation_id, owner, owner),
                 )
             return cur.rowcount > 0
 
