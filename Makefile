@@ -91,7 +91,7 @@ run: install
 # its own database: the demo's conversations never mix with `make run`'s
 demo: install
 	@echo "Demo: the offline demo model and tools, no model server needed (data in data/demo)"
-	$(VENV)/bin/sophos --model demo --tools demo --db data/demo/sophos.db serve
+	$(VENV)/bin/sophos --backend demo --tools demo --db data/demo/sophos.db serve
 
 test: need-test install-dev
 	PYTHONPATH=src $(VENV)/bin/lint-imports

@@ -384,7 +384,7 @@ class Container(containers.DeclarativeContainer):
                                 config.PROXY_AUTO_CREATE)
     sessions = providers.Singleton(SessionService, session_store, config.API_TOKEN, config.SESSION_SECONDS,
                                    users=user_store, admin_sees_all=config.ADMIN_SEES_ALL, proxy=proxy)
-    users = providers.Singleton(UserService, user_store, session_store)
+    users = providers.Singleton(UserService, user_store, session_store, history=store)
     # what the edges get instead of this container (built once; each getter lazy)
     services = providers.Singleton(
         Services,

@@ -28,7 +28,7 @@ from entrypoints.http.app import create_app
 from entrypoints.lgapi.guard import CorsPolicy
 from entrypoints.overhead import warn_if_crowded
 from entrypoints.protocol import MAX_HEAD, head_deadline_protocol
-from entrypoints.settings import Settings
+from entrypoints.settings import Settings, chosen
 from ports.backend import Backend
 from ports.model import ModelPort, Readiness
 from services.sessions import SessionService
@@ -195,12 +195,31 @@ def tune_gc() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
-def side_server(settings: Settings, app: Any, host: str) -> tuple[SideServer, socket.socket]:
-    """The LangGraph API's server and its bound socket, over the main app's services."""
+LGAPI_SETTING = "LANGGRAPH_API_PORT, or 0 to serve no LangGraph API"
+
+
+def side_socket(settings: Settings, host: str) -> socket.socket | None:
+    """The LangGraph API's bound socket; None when it is off, or when its default port is
+    taken (`langgraph dev` and other tools use 2024 too): the page and /api are served all
+    the same, with one warning. A port the person chose and cannot have is CannotListen."""
+    port = settings.LANGGRAPH_API_PORT
+    if not port:
+        return None
+    try:
+        return bind(host, port, LGAPI_SETTING)
+    except CannotListen as e:
+        if e.code != "ADDRESS_IN_USE" or chosen("LANGGRAPH_API_PORT", settings):
+            raise
+    log.warning("LangGraph API not served: %s:%d is in use (langgraph dev?); set LANGGRAPH_API_PORT to a free "
+                "port for it, or to 0 to turn it off", url_host(host), port)
+    return None
+
+
+def side_server(settings: Settings, app: Any, host: str, sock: socket.socket) -> SideServer:
+    """The LangGraph API's server on `sock`, over the main app's services."""
     from entrypoints.lgapi.app import create_lgapi_app
 
-    port = settings.LANGGRAPH_API_PORT
-    sock = bind(host, port, "LANGGRAPH_API_PORT, or 0 to serve no LangGraph API")
+    port = sock.getsockname()[1]
     lg_app = create_lgapi_app(app.state.services, settings, app.state.closing)
     config = uvicorn.Config(
         lg_app, host=host, port=port, loop=event_loop(), log_config=None, lifespan="off", access_log=False,
@@ -208,7 +227,7 @@ def side_server(settings: Settings, app: Any, host: str) -> tuple[SideServer, so
         h11_max_incomplete_event_size=MAX_HEAD,
         proxy_headers=False,  # as the main server: TRUSTED_PROXY_IPS decides (entrypoints.http.forwarded)
     )
-    return SideServer(config), sock
+    return SideServer(config)
 
 
 async def serve_after(main: uvicorn.Server, side: SideServer, sock: socket.socket) -> None:
@@ -246,7 +265,8 @@ def serve(container: Any) -> None:
         proxy_headers=False,
     )
     server = DrainingServer(uv_config, app, timeout)
-    side = side_server(settings, app, host) if settings.LANGGRAPH_API_PORT else None
+    side_sock = side_socket(settings, host)
+    side = (side_server(settings, app, host, side_sock), side_sock) if side_sock is not None else None
     tune_gc()
 
     async def main() -> None:

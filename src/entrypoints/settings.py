@@ -248,6 +248,13 @@ def _check_context(settings: dict[str, Any]) -> None:
         raise SettingsError(f"CONTEXT_TOOL_SHARE must be between 0.05 and 1, got {share}")
 
 
+def chosen(name: str, settings: Settings, env: Mapping[str, str] | None = None) -> bool:
+    """Whether a person chose the setting `name`: set in the environment (`env`, or the
+    process's), or to another value than the built-in default in `config/defaults.yaml`."""
+    env = os.environ if env is None else env
+    return bool(env.get(name)) or getattr(settings, name) != DEFAULTS[name]
+
+
 def database_label(settings: Mapping[str, Any]) -> str:
     """Where the data lives, for people: the file, or the PostgreSQL URL without password."""
     url = str(settings.get("DATABASE_URL") or "")

@@ -111,6 +111,12 @@ class RunRepository(Protocol):
         their messages wait in queues (USER_MAX_ACTIVE_RUNS). Only reads."""
 
     @abstractmethod
+    async def give_conversations(self, from_owner: str, to_owner: str) -> int:
+        """Make every conversation of the user `from_owner` the user `to_owner`'s (with all
+        that is theirs: runs, queue, search entries, files), atomically; how many there were.
+        Idempotent: a second call finds none."""
+
+    @abstractmethod
     async def find_conversations(self, id_prefix: str, limit: int, owner: str | None = None) -> Sequence[Conversation]:
         """At most `limit` conversations whose id starts with `id_prefix` (lower-case hex
         and dashes, as ids are stored), most recently updated first; only `owner`'s when given."""
@@ -207,6 +213,21 @@ class RunRepository(Protocol):
         """Merge `metadata` (a JSON-encodable object) into the conversation's, key by key
         (a given key replaces the stored one), atomically; False, changing nothing, if the
         conversation is unknown. The metadata goes with the conversation when it is deleted."""
+
+    @abstractmethod
+    async def run_kwargs(self, conversation_id: str, run_id: str, owner: str | None = None) -> Mapping[str, Any] | None:
+        """What `set_run_kwargs` stored with run `run_id` of the conversation (LangGraph's
+        run kwargs: a JSON object, its stream modes), None when nothing was (or the
+        conversation is not `owner`'s, when given). Only reads."""
+
+    @abstractmethod
+    async def set_run_kwargs(self, conversation_id: str, run_id: str, kwargs: Mapping[str, Any],
+                             owner: str | None = None) -> bool:
+        """Store `kwargs` (a JSON-encodable object) with the run `run_id` of the conversation,
+        replacing what was stored; False, storing nothing, if the conversation is unknown
+        (or not `owner`'s, when given: one statement, no read before it).
+        `run_id` need not name a run yet: a queued message's run takes the message's id when
+        it starts. The kwargs go with the conversation when it is deleted."""
 
     @abstractmethod
     async def recent_runs(self, conversation_id: str, limit: int) -> Sequence[Run]:

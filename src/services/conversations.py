@@ -194,6 +194,22 @@ class ConversationService:
         if metadata and not await self.runs.merge_thread_metadata(cid, metadata):
             raise ConversationNotFound()
 
+    async def run_kwargs(self, conversation: object, run_id: str, *, by: Principal = LOCAL) -> Mapping[str, Any]:
+        """What a client API kept with the conversation's run `run_id` (LangGraph's run
+        kwargs: its stream modes); empty when nothing. NOT_FOUND for an unknown conversation."""
+        cid = parse_conversation_id(conversation)
+        found = await self.runs.run_kwargs(cid, run_id, owner_filter(by))
+        if found is None:
+            await self.summary(cid, by=by)  # NOT_FOUND for another user's, as for an unknown one
+        return found or {}
+
+    async def keep_run_kwargs(self, conversation: object, run_id: str, kwargs: Mapping[str, Any], *,
+                              by: Principal = LOCAL) -> None:
+        """Keep a JSON object with the conversation's run `run_id` (or the queued message
+        whose run will take that id), where every process reads it, across restarts."""
+        if not await self.runs.set_run_kwargs(parse_conversation_id(conversation), run_id, kwargs, owner_filter(by)):
+            raise ConversationNotFound()  # unknown, or another user's: the same answer
+
     async def head(self, conversation: object, *, by: Principal = LOCAL) -> ThreadHead:
         """What the conversation's latest checkpoint says (NOT_FOUND for an unknown one)."""
         conv = await self.summary(conversation, by=by)

@@ -75,6 +75,23 @@ class RunRepositoryContract(StoreContract):
         await store.create_conversation(cid, "Again", at(1))  # the id reused: nothing left of the old one
         assert await store.thread_metadata([cid]) == {}
 
+    async def test_run_kwargs_are_kept_per_run_replaced_whole_and_go_with_their_conversation(self, store: RunStore) -> None:
+        cid, rid, later = new_id(), new_id(), new_id()
+        await store.create_conversation(cid, "Hello", at(0))
+        assert await store.run_kwargs(cid, rid) is None
+        assert await store.set_run_kwargs(cid, rid, {"stream_mode": ["values", "messages-tuple"], "n": {"é": [1]}})
+        assert await store.set_run_kwargs(cid, later, {"stream_mode": ["updates"]})  # not a run yet: a queued one's id
+        assert await store.run_kwargs(cid, rid) == {"stream_mode": ["values", "messages-tuple"], "n": {"é": [1]}}
+        assert await store.run_kwargs(new_id(), rid) is None  # another conversation's run
+        assert await store.run_kwargs(cid, rid, "admin") is not None  # its owner's (the default, the bootstrap admin)
+        assert await store.run_kwargs(cid, rid, "u_0000000000000001") is None  # another user's: nothing
+        assert await store.set_run_kwargs(cid, rid, {"x": 1}, "u_0000000000000001") is False
+        assert await store.set_run_kwargs(cid, rid, {"stream_mode": ["custom"]})
+        assert await store.run_kwargs(cid, rid) == {"stream_mode": ["custom"]}
+        assert await store.set_run_kwargs(new_id(), new_id(), {"x": 1}) is False
+        assert await store.delete_conversation(cid)
+        assert await store.run_kwargs(cid, rid) is None and await store.run_kwargs(cid, later) is None
+
     async def test_an_unknown_conversation_is_none(self, store: RunStore) -> None:
         assert await store.get_conversation(new_id()) is None
         assert await store.latest_run(new_id()) is None

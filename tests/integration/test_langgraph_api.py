@@ -201,6 +201,42 @@ def test_a_background_run_is_joined_by_a_second_client(shared: Sophos) -> None:
     assert first.runs.get(tid, run["run_id"])["status"] == "success"
 
 
+def test_a_second_client_joining_without_stream_modes_gets_the_runs_own(shared: Sophos) -> None:
+    first, second = shared.client(), shared.client()
+    tid = first.threads.create()["thread_id"]
+    run = first.runs.create(tid, "agent", input=human("please go slow"), stream_mode=["values", "messages-tuple"])
+    joined = [(p.event, p.data) for p in second.runs.join_stream(tid, run["run_id"])]  # no stream_mode: the run's
+    assert joined[-1][0] == "end"
+    assert "".join(d[0]["content"] for e, d in joined if e == "messages") == "tick " * 60
+    assert [d for e, d in joined if e == "values"][-1]["messages"][-1]["content"] == "tick " * 60
+    plain = first.runs.create(tid, "agent", input=human("hello"))  # none named: values, as langgraph-api's default
+    assert {p.event for p in second.runs.join_stream(tid, plain["run_id"])} == {"metadata", "values", "end"}
+
+
+def test_location_names_the_bare_stream_of_the_run(shared: Sophos) -> None:
+    tid = shared.client().threads.create()["thread_id"]
+    body = {"assistant_id": "agent", "input": human("hi"), "stream_mode": ["updates", "messages-tuple"]}
+    with httpx.stream("POST", f"{shared.lg_url}/threads/{tid}/runs/stream", json=body, timeout=30) as r:
+        rid = r.headers["content-location"].rsplit("/", 1)[1]
+        assert r.headers["location"] == f"/threads/{tid}/runs/{rid}/stream"
+        r.read()
+    created = httpx.post(f"{shared.lg_url}/threads/{tid}/runs", json={**body, "input": human("again")}, timeout=10)
+    assert created.headers["location"] == f"/threads/{tid}/runs/{created.json()['run_id']}/stream"
+
+
+@pytest.mark.parametrize(("path", "body"), [
+    ("/threads/search", {"metadata": ["graph_id", "agent"]}),
+    ("/threads/count", {"metadata": "agent"}),
+    ("/assistants/search", {"limit": "10"}),
+    ("/assistants/search", {"graph_id": ["agent"]}),
+    ("/threads/search", {"limit": True}),
+])
+def test_a_search_field_of_the_wrong_type_is_422_as_in_langgraph_api(shared: Sophos, path: str, body: Any) -> None:
+    r = httpx.post(f"{shared.lg_url}{path}", json=body, timeout=10)
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["code"] == "UNPROCESSABLE_ENTITY" and next(iter(body)) in r.json()["error"]["message"]
+
+
 def test_a_cancelled_run_is_interrupted_and_its_thread_idle(shared: Sophos) -> None:
     client = shared.client()
     tid = client.threads.create()["thread_id"]

@@ -24,7 +24,7 @@ from adapters.postgres.chat_schema import MIGRATION_CHAT_SETTINGS
 from adapters.postgres.file_rows import MIGRATION_FILES
 from adapters.postgres.log_schema import migrate_log_format
 from adapters.postgres.message_schema import MIGRATION_MESSAGES
-from adapters.postgres.metadata_schema import MIGRATION_THREAD_METADATA
+from adapters.postgres.metadata_schema import MIGRATION_RUN_KWARGS, MIGRATION_THREAD_METADATA
 from adapters.postgres.queue_schema import MIGRATION_QUEUE
 from adapters.postgres.session_schema import MIGRATION_SESSIONS
 from adapters.postgres.user_schema import MIGRATION_OWNER, MIGRATION_USERS, add_rule_owner
@@ -176,7 +176,7 @@ MIGRATIONS: tuple[str | Setup, ...] = (
     MIGRATION_1, MIGRATION_BRANCHES, MIGRATION_SEARCH, MIGRATION_APPROVALS, MIGRATION_MESSAGES, migrate_log_format,
     MIGRATION_SESSIONS, MIGRATION_THREAD_METADATA, MIGRATION_CHAT_SETTINGS, MIGRATION_QUEUE,
     MIGRATION_USERS, MIGRATION_OWNER, add_rule_owner,
-    MIGRATION_FILES,
+    MIGRATION_FILES, MIGRATION_RUN_KWARGS,
 )
 
 

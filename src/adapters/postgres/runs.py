@@ -144,6 +144,10 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, RunRepository, RunEvent
     async def owner_load(self, owner: str) -> int:
         return int((await self._rows(OWNER_LOAD, [owner, owner]))[0][0])
 
+    async def give_conversations(self, from_owner: str, to_owner: str) -> int:
+        rows = await self._rows("UPDATE conversations SET owner = %s WHERE owner = %s RETURNING 1", (to_owner, from_owner))
+        return len(rows)
+
     async def find_conversations(self, id_prefix: str, limit: int, owner: str | None = None) -> Sequence[Conversation]:
         # a range on the primary key in byte order (the column's collation may order '-' apart)
         mine = "" if owner is None else " AND c.owner = %s"
@@ -299,6 +303,23 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, RunRepository, RunEvent
             "ON CONFLICT (conversation_id) DO UPDATE SET metadata = thread_metadata.metadata || EXCLUDED.metadata "
             "RETURNING 1",
             {"m": Jsonb(dict(metadata)), "cid": conversation_id},
+        )
+        return bool(rows)
+
+    async def run_kwargs(self, conversation_id: str, run_id: str, owner: str | None = None) -> Mapping[str, Any] | None:
+        rows = await self._rows(
+            "SELECT k.kwargs FROM run_kwargs k JOIN conversations c ON c.id = k.conversation_id "
+            "WHERE k.run_id = %(rid)s AND k.conversation_id = %(cid)s AND (%(o)s::text IS NULL OR c.owner = %(o)s)",
+            {"rid": run_id, "cid": conversation_id, "o": owner})
+        return rows[0][0] if rows else None
+
+    async def set_run_kwargs(self, conversation_id: str, run_id: str, kwargs: Mapping[str, Any],
+                             owner: str | None = None) -> bool:
+        rows = await self._rows(
+            "INSERT INTO run_kwargs (run_id, conversation_id, kwargs) SELECT %(rid)s, id, %(k)s FROM conversations "
+            "WHERE id = %(cid)s AND (%(o)s::text IS NULL OR owner = %(o)s) "
+            "ON CONFLICT (run_id) DO UPDATE SET kwargs = EXCLUDED.kwargs RETURNING 1",
+            {"rid": run_id, "k": Jsonb(dict(kwargs)), "cid": conversation_id, "o": owner},
         )
         return bool(rows)
 

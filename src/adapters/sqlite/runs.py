@@ -166,6 +166,13 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, RunRepositor
     async def owner_load(self, owner: str) -> int:
         return int((await self._read(OWNER_LOAD, [owner, owner]))[0][0])
 
+    async def give_conversations(self, from_owner: str, to_owner: str) -> int:
+        def write(c: sqlite3.Connection) -> int:
+            with transaction(c):
+                return c.execute("UPDATE conversations SET owner = ? WHERE owner = ?", (to_owner, from_owner)).rowcount
+
+        return await self._writer.run(write)
+
     async def find_conversations(self, id_prefix: str, limit: int, owner: str | None = None) -> Sequence[Conversation]:
         # a range on the primary key, not LIKE (case-insensitive in SQLite, so no index):
         # '~' sorts after every character an id holds
@@ -343,6 +350,27 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, RunRepositor
                     (conversation_id, json.dumps(merged, ensure_ascii=False)),
                 )
             return True
+
+        return await self._writer.run(write)
+
+    async def run_kwargs(self, conversation_id: str, run_id: str, owner: str | None = None) -> Mapping[str, Any] | None:
+        rows = await self._read(
+            "SELECT k.kwargs FROM run_kwargs k JOIN conversations c ON c.id = k.conversation_id "
+            "WHERE k.run_id = ? AND k.conversation_id = ? AND (? IS NULL OR c.owner = ?)",
+            (run_id, conversation_id, owner, owner))
+        return json.loads(rows[0][0]) if rows else None
+
+    async def set_run_kwargs(self, conversation_id: str, run_id: str, kwargs: Mapping[str, Any],
+                             owner: str | None = None) -> bool:
+        def write(c: sqlite3.Connection) -> bool:
+            # unsynced: a power cut may lose them, and a join then streams the default modes
+            with unsynced(c), transaction(c):
+                cur = c.execute(
+                    "INSERT INTO run_kwargs (run_id, conversation_id, kwargs) SELECT ?, id, ? FROM conversations "
+                    "WHERE id = ? AND (? IS NULL OR owner = ?) ON CONFLICT (run_id) DO UPDATE SET kwargs = excluded.kwargs",
+                    (run_id, json.dumps(kwargs, ensure_ascii=False), conversation_id, owner, owner),
+                )
+            return cur.rowcount > 0
 
         return await self._writer.run(write)
 

@@ -16,6 +16,7 @@ from entrypoints.cli.base import (
     CliError,
     Context,
     global_options,
+    options,
     pass_ctx,
     server_option,
 )
@@ -81,7 +82,7 @@ def approvals() -> None:
 @approvals.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @server_option
-@global_options
+@options()
 @pass_ctx
 def list_rules(ctx: Context, as_json: bool, server: str | None) -> None:
     """The tools that never ask before running."""
@@ -98,7 +99,7 @@ def list_rules(ctx: Context, as_json: bool, server: str | None) -> None:
 @approvals.command()
 @click.argument("tool")
 @server_option
-@global_options
+@options()
 @pass_ctx
 def revoke(ctx: Context, tool: str, server: str | None) -> None:
     """Ask again before TOOL runs (its name as `sophos approvals list` shows it)."""

@@ -220,23 +220,39 @@ def api_token() -> str | None:
 server_option = click.option("--server", metavar="URL", help="Use a running server instead of the database file.")
 
 
-def global_options(f: F) -> F:
-    """`--db`, `--backend`, `-m/--model`, `-s/--system`, `--no-reasoning`, `--tools`, `-v`:
-    accepted before the command and after it."""
-    options = [
-        click.option("--db", "database", metavar="PATH", callback=_set, expose_value=False, help="SQLite file (DATABASE_PATH)."),
-        click.option("--backend", type=click.Choice(BACKENDS), callback=_set, expose_value=False,
-                     help="Model backend (MODEL_BACKEND)."),
-        click.option("-m", "--model", metavar="NAME", callback=_set, expose_value=False,
-                     help="The model to answer with, from this turn on (`sophos models` lists them)."),
-        click.option("-s", "--system", metavar="TEXT", callback=_set, expose_value=False,
-                     help="The conversation's system prompt, from this turn on (\"\": the default)."),
-        click.option("--no-reasoning", is_flag=True, callback=_set, expose_value=False,
-                     help="Do not print the model's thinking."),
-        click.option("--tools", type=click.Choice(["mcp", "demo", "none"]), callback=_set, expose_value=False,
-                     help="Tools backend (TOOLS_BACKEND)."),
-        click.option("-v", "--verbose", is_flag=True, callback=_set, expose_value=False, help="Log progress to stderr."),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+_OPTIONS: dict[str, Callable[[Any], Any]] = {
+    "db": click.option("--db", "database", metavar="PATH", callback=_set, expose_value=False,
+                       help="SQLite file (DATABASE_PATH)."),
+    "backend": click.option("--backend", type=click.Choice(BACKENDS), callback=_set, expose_value=False,
+                            help="Model backend (MODEL_BACKEND)."),
+    "model": click.option("-m", "--model", metavar="NAME", callback=_set, expose_value=False,
+                          help="The model to answer with, from this turn on (`sophos models` lists them)."),
+    "system": click.option("-s", "--system", metavar="TEXT", callback=_set, expose_value=False,
+                           help="The conversation's system prompt, from this turn on (\"\": the default)."),
+    "no_reasoning": click.option("--no-reasoning", is_flag=True, callback=_set, expose_value=False,
+                                 help="Do not print the model's thinking."),
+    "tools": click.option("--tools", type=click.Choice(["mcp", "demo", "none"]), callback=_set, expose_value=False,
+                          help="Tools backend (TOOLS_BACKEND)."),
+    "verbose": click.option("-v", "--verbose", is_flag=True, callback=_set, expose_value=False,
+                            help="Log progress to stderr."),
+}
+
+
+def options(*names: str) -> Callable[[F], F]:
+    """The global options a command uses, also accepted after it (its `--help` lists only
+    those); the group takes every one before the command. `--db` and `-v` always."""
+    chosen = ["db", *names, "verbose"]
+    unknown = set(chosen) - set(_OPTIONS)
+    assert not unknown, unknown
+
+    def apply(f: F) -> F:
+        for name in reversed(chosen):
+            f = _OPTIONS[name](f)
+        return f
+
+    return apply
+
+
+# `--db`, `--backend`, `-m/--model`, `-s/--system`, `--no-reasoning`, `--tools`, `-v`: the
+# group's, and those of a command that runs the agent
+global_options = options("backend", "model", "system", "no_reasoning", "tools")

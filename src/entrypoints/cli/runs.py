@@ -21,6 +21,7 @@ from entrypoints.cli.base import (
     fail,
     finish,
     global_options,
+    options,
     pass_ctx,
     server_option,
 )
@@ -207,7 +208,7 @@ def resume(ctx: Context, conversation: str, decision: str | None, as_json: bool,
 @click.command()
 @click.argument("conversation")
 @server_option
-@global_options
+@options()
 @pass_ctx
 def cancel(ctx: Context, conversation: str, server: str | None) -> None:
     """Stop CONVERSATION's running run, wherever it runs (it stays resumable)."""

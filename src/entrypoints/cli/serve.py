@@ -6,14 +6,14 @@ import os
 
 import click
 
-from entrypoints.cli.base import EXIT_BAD_INPUT, EXIT_SERVER, CliError, Context, global_options, pass_ctx
+from entrypoints.cli.base import EXIT_BAD_INPUT, EXIT_SERVER, CliError, Context, options, pass_ctx
 from entrypoints.logs import configure_logging
 
 
 @click.command()
 @click.option("--host", help="Interface to listen on (HOST, default 127.0.0.1).")
 @click.option("--port", type=click.IntRange(1, 65535), help="Port (PORT, default 8000).")
-@global_options
+@options("backend", "tools")
 @pass_ctx
 def serve(ctx: Context, host: str | None, port: int | None) -> None:
     """Start the HTTP API and web page."""

@@ -54,6 +54,7 @@ HTTP_CODES = {
     408: "REQUEST_TIMEOUT",
     413: "PAYLOAD_TOO_LARGE",
     415: "UNSUPPORTED_MEDIA_TYPE",
+    422: "UNPROCESSABLE_ENTITY",  # the LangGraph API: a body field of the wrong type, as langgraph-api answers
 }
 
 

@@ -310,12 +310,11 @@ async def export_conversation(request: Request) -> Response:
         return await transfer.export_json(request, cid)
     if request.query_params.get("format") == "jsonl":
         conv, text = await service.export_jsonl(cid, by=by)
-        media, name = "application/x-ndjson; charset=utf-8", f"{conv.id}.checkpoints.jsonl"
+        media, extension = "application/x-ndjson; charset=utf-8", "checkpoints.jsonl"
     else:
         conv, text = await service.export_markdown(cid, by=by)
-        media, name = "text/markdown; charset=utf-8", f"{conv.id}.md"
-    headers = {"Content-Disposition": f'attachment; filename="{name}"'}
-    return Response(text, headers=headers, media_type=media)
+        media, extension = "text/markdown; charset=utf-8", "md"
+    return Response(text, headers=transfer.export_headers(conv, extension), media_type=media)
 
 
 async def list_allow_rules(request: Request) -> Response:

@@ -97,16 +97,20 @@ async def _still_allowed(request: Request, sessions: SessionService, cookie: str
     return await sessions.principal_of_session(request.cookies.get(cookie, "")) is not None
 
 
-async def authenticated(request: Request, sessions: SessionService, cookie: str) -> bool:
-    return await resolve(request, sessions, cookie) is not None
+def _state(who: Principal | None) -> dict[str, object]:
+    """A needed login's state: whether there is one, and whose (the page's header names them)."""
+    body: dict[str, object] = {"required": True, "authenticated": who is not None}
+    if who is not None:
+        body["user"] = {"name": who.name, "role": who.role.value}
+    return body
 
 
 async def get_session(request: Request) -> Response:
-    """Whether a login is needed and whether this browser has one."""
+    """Whether a login is needed, whether this browser has one, and as whom."""
     sessions = _sessions(request)
     if not await sessions.needed():
         return JSONResponse({"required": False, "authenticated": True})
-    return JSONResponse({"required": True, "authenticated": await authenticated(request, sessions, _cookie(request))})
+    return JSONResponse(_state(await resolve(request, sessions, _cookie(request))))
 
 
 async def login(request: Request) -> Response:
@@ -122,7 +126,7 @@ async def login(request: Request) -> Response:
         # the single-token wording, unchanged, until users exist
         users = " nor a user's token" if sessions.users_seen else ""
         return error_response(401, "UNAUTHORIZED", f"That token is not the server's API_TOKEN{users}")
-    response = JSONResponse({"required": True, "authenticated": True})
+    response = JSONResponse(_state(await sessions.principal_of_session(session_id)))
     response.set_cookie(
         _cookie(request),
         session_id,

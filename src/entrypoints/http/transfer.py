@@ -5,13 +5,14 @@ and an import."""
 from __future__ import annotations
 
 import asyncio
+from urllib.parse import quote
 
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
-from domain.model import utc_now
-from domain.transfer import LIMITS
+from domain.model import Conversation, utc_now
+from domain.transfer import LIMITS, file_name
 from entrypoints.bundle import Services
 from entrypoints.dto import summary_dto
 from entrypoints.http.principal import principal_of
@@ -27,6 +28,16 @@ def _services(request: Request) -> Services:
 
 def _attachment(name: str) -> dict[str, str]:
     return {"Content-Disposition": f'attachment; filename="{name}"'}
+
+
+def export_headers(conversation: Conversation, extension: str) -> dict[str, str]:
+    """A Markdown or JSONL export's Content-Disposition: the contract's `filename`
+    (`<id>.md`, `<id>.checkpoints.jsonl`) as it is, for the clients that read it, and
+    `filename*` from the title and date, as `sophos export -o` names the file, which
+    browsers take over `filename` (RFC 6266 4.3): the page saves `hello-2026-12-05.md`."""
+    name = file_name(conversation.title, conversation.created_at, extension)
+    return {"Content-Disposition": f"attachment; filename=\"{conversation.id}.{extension}\"; "
+                                   f"filename*=UTF-8''{quote(name, safe='')}"}
 
 
 async def export_json(request: Request, conversation_id: str) -> Response:

@@ -7,7 +7,6 @@ import contextlib
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any
-from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -20,7 +19,7 @@ from domain.queue import Multitask, QueuedMessage, queue_held
 from entrypoints.http.principal import principal_of, recheck_of
 from entrypoints.lgapi import shapes
 from entrypoints.lgapi.inputs import RUN_FIELDS, ThreadView, checkpoint_id, needs_thread, run_command
-from entrypoints.lgapi.stream import Projector, ReadThread, parse_modes, stream_response
+from entrypoints.lgapi.stream import DEFAULT_MODES, Projector, ReadThread, parse_modes, stream_response
 from entrypoints.lgapi.threads import bounded, branch_of, read_body, services, thread_body, thread_id, view
 from services.handles import StartedRun
 from services.hub import TERMINAL_EVENTS, Batch, RunStream, run_tag
@@ -40,13 +39,25 @@ def _modes(raw: object) -> tuple[str, ...]:
     return modes
 
 
-def _headers(tid: str, rid: str, stateless: bool = False, modes: tuple[str, ...] = ()) -> dict[str, str]:
-    """Where the run is, and where its stream is re-joined: the SDKs reconnect to
-    `Location` without the request's body, so it carries the stream modes (a restarted
-    server remembers nothing but what the database holds)."""
+def _headers(tid: str, rid: str, stateless: bool = False) -> dict[str, str]:
+    """Where the run is, and where its stream is re-joined (bare, as langgraph-api says it:
+    a join that names no stream mode streams the run's own, kept with the run)."""
     where = f"/runs/{rid}" if stateless else f"/threads/{tid}/runs/{rid}"
-    query = urlencode([("stream_mode", m) for m in modes])
-    return {"Content-Location": where, "Location": f"/threads/{tid}/runs/{rid}/stream" + (f"?{query}" if query else "")}
+    return {"Content-Location": where, "Location": f"/threads/{tid}/runs/{rid}/stream"}
+
+
+async def _keep_modes(request: Request, cid: str, rid: str, modes: tuple[str, ...]) -> None:
+    """The run's stream modes, kept in the database (every process, after a restart) for a
+    join that names none; the default needs no row."""
+    if modes != DEFAULT_MODES:
+        await services(request).conversations().keep_run_kwargs(cid, rid, {"stream_mode": list(modes)},
+                                                                by=principal_of(request))
+
+
+async def _run_modes(request: Request, cid: str, rid: str) -> tuple[str, ...]:
+    """The stream modes a run was started with (the default when it named none)."""
+    kept = (await services(request).conversations().run_kwargs(cid, rid, by=principal_of(request))).get("stream_mode")
+    return parse_modes(kept) or DEFAULT_MODES
 
 
 async def _start(request: Request, tid: str | None) -> tuple[dict[str, Any], str, StartedRun | QueuedMessage]:
@@ -58,7 +69,7 @@ async def _start(request: Request, tid: str | None) -> tuple[dict[str, Any], str
     if not shapes.is_assistant(body.get("assistant_id")):
         raise ConversationNotFound(f"Assistant {str(body.get('assistant_id'))[:64]!r} not found: "
                                    f"the one assistant is {shapes.GRAPH_ID!r}")
-    _modes(body.get("stream_mode"))
+    modes = _modes(body.get("stream_mode"))
     if body.get("if_not_exists") not in (None, "create", "reject"):
         raise InvalidInput('if_not_exists must be "create" or "reject"')
     conversations = services(request).conversations()
@@ -75,9 +86,13 @@ async def _start(request: Request, tid: str | None) -> tuple[dict[str, Any], str
     else:
         v = await _thread_for(request, cid, body) if needs_thread(body) else ThreadView(cid, (), (), 0, None, ())
         command = run_command(body, v)
+    started: StartedRun | QueuedMessage
     if isinstance(command, SendMessage) and command.multitask is not Multitask.REJECT:
-        return body, cid, await services(request).queue().send(command, by=principal_of(request))
-    return body, cid, await services(request).runs().start(command, by=principal_of(request))
+        started = await services(request).queue().send(command, by=principal_of(request))
+    else:
+        started = await services(request).runs().start(command, by=principal_of(request))
+    await _keep_modes(request, cid, started.id if isinstance(started, QueuedMessage) else started.run_id, modes)
+    return body, cid, started
 
 
 async def _thread_for(request: Request, cid: str, body: dict[str, Any]) -> ThreadView:
@@ -205,7 +220,7 @@ async def _stream_new(request: Request, tid: str | None) -> Response:
     rid = projector.run_id
     state = request.app.state
     return stream_response(projector, _one(request, started), state.ping_seconds, state.closing,
-                           _headers(cid, rid, tid is None, modes), allowed=recheck_of(request))
+                           _headers(cid, rid, tid is None), allowed=recheck_of(request))
 
 
 async def create_run(request: Request) -> Response:
@@ -312,13 +327,14 @@ async def join_stream(request: Request) -> Response:
     start (`-1`, or none). A run that a crash stopped is followed by the run that resumed
     it (AUTO_RESUME, or a client's resume); a GET never starts one itself."""
     found = await _run_or_queued(request)
-    # the Python SDK sends `stream_mode=` (empty) when none is given: the default
-    modes = _modes([m for m in request.query_params.getlist("stream_mode") if m] or None)
+    # none named (the Python SDK sends `stream_mode=`, empty): the run's own, as langgraph-api
+    named = [m for m in request.query_params.getlist("stream_mode") if m]
+    modes = _modes(named) if named else await _run_modes(request, found.conversation_id, found.id)
     if isinstance(found, QueuedMessage):  # nothing sent yet: from the start, once it starts
         cid, qid = found.conversation_id, found.id
         state = request.app.state
         return stream_response(Projector(modes, cid, qid, _read(request, cid)), _one(request, found),
-                               state.ping_seconds, state.closing, _headers(cid, qid, modes=modes),
+                               state.ping_seconds, state.closing, _headers(cid, qid),
                                allowed=recheck_of(request))
     run = found
     given = (request.headers.get("last-event-id") or "").strip()
@@ -334,7 +350,7 @@ async def join_stream(request: Request) -> Response:
     projector = Projector(modes, cid, run.id, _read(request, cid), run.base_count)
     state = request.app.state
     return stream_response(projector, _chain(request, run, after), state.ping_seconds, state.closing,
-                           _headers(cid, run.id, modes=modes), begin=after == 0, allowed=recheck_of(request))
+                           _headers(cid, run.id), begin=after == 0, allowed=recheck_of(request))
 
 
 def run_tag_of(run_id: str) -> str:
