@@ -38,6 +38,7 @@ async def _import(tmp: Path, doc: Any) -> Imported:
     from entrypoints.container import close_container, create_container
     from entrypoints.http.app import create_app
 
+    tmp.mkdir(parents=True)
     db = tmp / "sophos.db"
     container = create_container(app_env(tmp, MODEL_BACKEND="demo", TOOLS_BACKEND="none", DATABASE_PATH=str(db)))
     app = create_app(container, manage_lifecycle=False)

@@ -25,6 +25,8 @@ from ports.workers import Worker
 
 log = logging.getLogger(__name__)
 
+NOTHING = "nothing to import: the file holds no conversation with a message to keep"
+
 
 def read_import(data: bytes, now: datetime, limits: Limits | None = None) -> list[ConversationCopy]:
     """Every conversation of a file to import, checked whole before anything is stored: a
@@ -62,9 +64,6 @@ def read_files(files: Sequence[bytes], now: datetime) -> list[ConversationCopy]:
     if not copies:
         raise InvalidImport(NOTHING)
     return copies
-
-
-NOTHING = "nothing to import: the file holds no conversation with a message to keep"
 
 
 class TransferService:

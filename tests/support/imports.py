@@ -44,7 +44,7 @@ def _node(node_id: str, role: str, text: str, parent: str | None, t: float) -> d
 
 def late_forks_chatgpt(messages: int, branches: int) -> list[dict[str, Any]]:
     """The same shape as ChatGPT's conversations.json: a chain whose last question was
-    answered `branches` times (regenerations)."""
+    answered `branches` times (regenerations); with `branches` 1, a plain chain."""
     main = messages - (branches - 1)
     mapping: dict[str, Any] = {}
     above: str | None = None
@@ -58,5 +58,6 @@ def late_forks_chatgpt(messages: int, branches: int) -> list[dict[str, Any]]:
     for n in range(2, branches + 1):
         mapping[f"again{n}"] = _node(f"again{n}", "assistant", f"again {n} {TEXT}", question, 1.8e9 + n)
         mapping[question]["children"].append(f"again{n}")
-    return [{"title": "late forks", "create_time": 1.7e9, "update_time": 1.8e9, "current_node": f"again{branches}",
+    current = f"again{branches}" if branches > 1 else above
+    return [{"title": "late forks", "create_time": 1.7e9, "update_time": 1.8e9, "current_node": current,
              "mapping": mapping}]
