@@ -63,7 +63,7 @@ from adapters.postgres.search_sync import index_checkpoint, index_input, index_m
 from adapters.storage import message_refs
 from adapters.storage.checkpoint_log import HISTORY_COLUMNS, head_from_row, summary_from_row
 from adapters.storage.message_refs import SEQS_TYPE, MessageSeqs, as_runs, pack_seqs, unpack_seqs
-from domain.attachments import StoredFile
+from domain.attachments import StoredFile, Upload
 from domain.branches import Branch
 from domain.errors import RunLost
 from domain.model import CheckpointSummary, iso, utc_now
@@ -352,11 +352,13 @@ class FencedPostgresSaver(AsyncPostgresSaver, Saver, MessagesOnce):
         # encoded off the loop: the import's heavy part (aput encodes a checkpoint on it, as LangGraph's saver does)
         rows = await asyncio.to_thread(branching.imported, branches, own, self.serde.dumps_typed, thread_id, iso(utc_now()))
         files = self.file_stage.taken(thread_id, [list(m) for m in own.values()])
+        await self._insert_branches(thread_id, rows, files)
+        self.file_stage.stored(thread_id, files)
+
+    async def _insert_branches(self, thread_id: str, rows: list[tuple[Any, ...]], files: list[Upload]) -> None:
         async with self._fenced({"configurable": {"thread_id": thread_id}}) as cur:
             await file_rows.store(cur, thread_id, files)
-            await cur.executemany(f"INSERT INTO branches ({branching.IMPORT_COLUMNS}) VALUES "
-                                  "(%s, %s, %s, %s, %s, %s, %s, %s, %s)", rows)
-        self.file_stage.stored(thread_id, files)
+            await branches.insert(cur, rows)
 
     async def reindex(self) -> int:
         return await self._on_connection(rebuild)

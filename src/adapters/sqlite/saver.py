@@ -27,6 +27,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sqlite3
@@ -76,7 +77,7 @@ from adapters.sqlite.search_sync import index_checkpoint, index_input, index_mis
 from adapters.sqlite.threads import SerialThread, release, writer_thread
 from adapters.storage import message_refs
 from adapters.storage.checkpoint_log import HISTORY_COLUMNS, head_from_row, summary_from_row
-from domain.attachments import StoredFile
+from domain.attachments import StoredFile, Upload
 from domain.branches import Branch
 from domain.errors import RunLost, StorageFailure
 from domain.model import CheckpointSummary, iso, utc_now
@@ -421,16 +422,16 @@ class ThreadedSqliteSaver(SqliteSaver, Saver, MessagesOnce):
 
     async def import_branches(self, thread_id: str, branches: Sequence[Branch],
                               own: Mapping[int, Sequence[BaseMessage]]) -> None:
-        await self.call(self._import_branches, thread_id, branches, own)
-
-    def _import_branches(self, thread_id: str, branches: Sequence[Branch], own: Mapping[int, Sequence[BaseMessage]]) -> None:
-        """On the saver's thread: encoding the branches' messages is the import's heavy part."""
-        rows = branching.imported(branches, own, self.serde.dumps_typed, thread_id, iso(utc_now()))
+        # encoded off the file's one writer thread (the import's heavy part), then one transaction on it
+        rows = await asyncio.to_thread(branching.imported, branches, own, self.serde.dumps_typed, thread_id, iso(utc_now()))
         files = self.file_stage.taken(thread_id, [list(m) for m in own.values()])
+        await self.call(self._insert_branches, thread_id, rows, files)
+        self.file_stage.stored(thread_id, files)
+
+    def _insert_branches(self, thread_id: str, rows: list[tuple[Any, ...]], files: list[Upload]) -> None:
         with self._transaction({"configurable": {"thread_id": thread_id}}) as cur:
             file_rows.store(cur, thread_id, files)
-            cur.executemany(f"INSERT INTO branches ({branching.IMPORT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-        self.file_stage.stored(thread_id, files)
+            branches.insert(cur, rows)
 
     async def reindex(self) -> int:
         return await self.call(self.reindex_now)  # type: ignore[no-any-return]
