@@ -5,10 +5,11 @@ against Sophos; both backends side by side with the bare official PostgreSQL sav
 (bench/peers.py); a 200-turn thread and RSS after 1,000 conversations (bench/endurance.py);
 streaming on the page at 500 messages against an empty chat, in Chromium (bench/page_stream.py).
 Branches: a 300-turn conversation with 20 branches against the same without (bench/branches.py,
-in core; alone with --only branches).
+in core; alone with --only branches). Imports: a conversation at the import limits (20,000
+messages, 200 branches) against a plain chain of as many messages (bench/imports.py).
 Each section's tables are printed and also written to bench/results/<start, UTC>-<section>.md
 (bench/results/README.md); --results DIR writes them elsewhere.
-Usage: python -m bench [--only core|branches|postgres|concurrency|endurance|peers|page] [--turns 300]
+Usage: python -m bench [--only core|branches|imports|postgres|concurrency|endurance|peers|page] [--turns 300]
 [--conversations 10000] [--baseline-ref REF] [--reps 3] [--results DIR]"""
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import httpx
 from tests.support.app import SOPHOS, app_env, ledger_server_entry, process_env
 from tests.support.long_thread import TEXT, file_size, long_thread_harness
 
-from bench import baseline, branches, concurrency, endurance, page_stream, peers, postgres, search
+from bench import baseline, branches, concurrency, endurance, imports, page_stream, peers, postgres, search
 from bench.context import prompt_building
 from bench.table import RESULTS, Row, print_table, recording
 
@@ -249,10 +250,19 @@ async def branches_only(args: argparse.Namespace) -> None:
     print_table(("figure", "baseline (LangGraph + SqliteSaver)", "sophos", "target"), rows)
 
 
+async def imports_section(args: argparse.Namespace) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="sophos-bench-"))
+    try:
+        rows = await imports.section(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print_table(("figure", "baseline (one chain of as many messages)", "sophos", "target"), rows)
+
+
 async def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument(
-        "--only", choices=("core", "branches", "postgres", "concurrency", "endurance", "peers", "page"),
+        "--only", choices=("core", "branches", "imports", "postgres", "concurrency", "endurance", "peers", "page"),
         help="run one section of the benchmarks",
     )
     parser.add_argument("--turns", type=int, default=300)
@@ -268,7 +278,7 @@ async def main(argv: Sequence[str] | None = None) -> None:
     facts = run_facts(argv)
     print(f"running on {os.cpu_count()} cores, python {sys.version.split()[0]} ...", flush=True)
     sections = {
-        "core": core, "branches": branches_only, "postgres": postgres.section,
+        "core": core, "branches": branches_only, "imports": imports_section, "postgres": postgres.section,
         "concurrency": concurrency.section, "endurance": endurance.section, "peers": peers.section,
         "page": page_stream.section,
     }

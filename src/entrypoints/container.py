@@ -58,6 +58,7 @@ from ports.sessions import SessionStore  # noqa: E402 - after the finder above
 from ports.storage import StoragePort  # noqa: E402 - after the finder above
 from ports.tools import ToolPort  # noqa: E402 - after the finder above
 from ports.users import UserStore  # noqa: E402 - after the finder above
+from ports.workers import Worker  # noqa: E402 - after the finder above
 from services.allow_rules import AllowRules  # noqa: E402 - after the finder above
 from services.approvals import ApprovalGate  # noqa: E402 - after the finder above
 from services.attachments import FileIntake  # noqa: E402 - after the finder above
@@ -249,30 +250,38 @@ def _stores(store: RunStore, threads: CheckpointPort) -> RunStores:
 
 def _conversations(
     store: RunStore, threads: Callable[[], CheckpointPort], service: Callable[[], RunService],
-    catalog: Callable[[], ModelCatalog], unsaved: UnsavedOutcomes,
+    catalog: Callable[[], ModelCatalog], saver: Callable[[], Saver], worker: Callable[[], Worker],
+    unsaved: UnsavedOutcomes,
 ) -> ConversationService:
     async def is_active(conversation_id: str) -> bool:
         return await service().is_active(conversation_id)
 
     lazy = LazyThreads(threads)
-    copies = LazyCopies(lambda: _copies(threads()))
+    copies = LazyCopies(lambda: _copies(threads(), saver(), worker()))
     return ConversationService(store, lazy, is_active, store, branches=lazy, approvals=store, copies=copies,
                                catalog=catalog, unsaved=unsaved)
 
 
-def _copies(threads: CheckpointPort) -> ThreadCopies:
+def _copies(threads: CheckpointPort, saver: Saver, worker: Worker) -> ThreadCopies:
     from adapters.langgraph.copies import LangGraphCopies
     from adapters.langgraph.engine import LangGraphThreads
 
-    assert isinstance(threads, LangGraphThreads)  # what _threads builds
-    return LangGraphCopies(threads)
+    assert isinstance(threads, LangGraphThreads)  # what _threads builds, on `saver`
+    return LangGraphCopies(threads, saver, worker)
 
 
-def _transfer(store: RunStore, threads: Callable[[], CheckpointPort], files: Callable[[], Saver]) -> TransferService:
+def _import_worker() -> Iterator[Worker]:
+    from adapters.system.workers import WorkerThreads
+
+    yield WorkerThreads("sophos-import")  # one import read at a time, whatever the number sent
+
+
+def _transfer(store: RunStore, threads: Callable[[], CheckpointPort], files: Callable[[], Saver],
+              worker: Worker) -> TransferService:
     from adapters.files.pdf import PypdfExtractor
 
-    return TransferService(store, LazyThreads(threads), LazyCopies(lambda: _copies(threads())), store,
-                           files=files, extractor=PypdfExtractor())
+    return TransferService(store, LazyThreads(threads), LazyCopies(lambda: _copies(threads(), files(), worker)), store,
+                           files=files, extractor=PypdfExtractor(), worker=worker)
 
 
 def _sessions(backend: StorageBackend) -> SessionStore:
@@ -370,13 +379,14 @@ class Container(containers.DeclarativeContainer):
         event_retention=config.RUN_EVENT_RETENTION_SECONDS,
         approval_timeout=config.APPROVAL_TIMEOUT,
     )
+    import_worker = providers.Resource(_import_worker)  # an import's file read and its messages built
     conversations = providers.Singleton(_conversations, store, threads.provider, run_service.provider, catalog.provider,
-                                        unsaved)
+                                        checkpointer.provider, import_worker.provider, unsaved)
     files = providers.Singleton(FileService, conversations, threads, checkpointer.provider)
     search_index = providers.Singleton(_search_index, backend, threads.provider)
     search = providers.Singleton(SearchService, search_index)
     allow_rules = providers.Singleton(AllowRules, store)
-    transfer = providers.Singleton(_transfer, store, threads.provider, checkpointer.provider)
+    transfer = providers.Singleton(_transfer, store, threads.provider, checkpointer.provider, import_worker)
     # the page's login sessions: in the run store's database, whichever it is
     session_store = providers.Singleton(_sessions, backend)
     user_store = providers.Singleton(_users, backend)

@@ -346,6 +346,20 @@ def test_the_json_export_holds_the_files_and_an_import_brings_them_back(client: 
     assert sent["images"] == [b64(PNG)] and "report.pdf:\n```\nRevenue grew\n```" in sent["content"]
 
 
+def test_a_file_only_a_branch_left_behind_carries_is_imported_with_it(client: TestClient, models: FakeOllama) -> None:
+    cid, _ = turn(client, {"message": "look", "attachments": [attached("cities.csv", "text/csv", CSV)]})
+    doc = client.get(f"/api/conversations/{cid}/export?format=json").json()
+    doc["conversation"]["branches"].append(  # an edit of the first message, without the file, active
+        {"number": 2, "parent": None, "fork": 0, "messages": [{"role": "user", "content": "never mind"}]})
+    doc["conversation"]["activeBranch"] = 2
+    imported = client.post("/api/import", json=doc)
+    assert imported.status_code == 201, imported.text
+    new = imported.json()["conversations"][0]["id"]
+    assert client.get(f"/api/conversations/{new}/attachments/{digest_of(CSV)}").content == CSV
+    again = client.get(f"/api/conversations/{new}/export?format=json").json()
+    assert [f["name"] for f in again["conversation"]["attachments"]] == ["cities.csv"]
+
+
 def test_an_export_whose_file_does_not_match_its_digest_imports_nothing(client: TestClient, models: FakeOllama, tmp_path: Path) -> None:
     cid, _ = turn(client, {"message": "look", "attachments": [attached("cities.csv", "text/csv", CSV)]})
     doc = client.get(f"/api/conversations/{cid}/export?format=json").json()
