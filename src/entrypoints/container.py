@@ -75,6 +75,7 @@ from services.transfer import TransferService  # noqa: E402 - after the finder a
 from services.users import UserService  # noqa: E402 - after the finder above
 
 if TYPE_CHECKING:
+    from adapters.graphs.catalog import LangGraphJsonCatalog
     from adapters.langgraph.graph import AgentNodes
     from adapters.langgraph.saver import Saver
     from adapters.memory.backend import MemoryBackend
@@ -145,6 +146,14 @@ def _processes() -> ProcessPort:
     from adapters.system.processes import LocalProcesses
 
     return LocalProcesses()
+
+
+def _graphs(path: str) -> LangGraphJsonCatalog:
+    """The graphs of LANGGRAPH_JSON, imported (their env and dependencies applied): the
+    first use is at start-up, so a graph that fails stops it (GraphLoadFailed)."""
+    from adapters.graphs.catalog import LangGraphJsonCatalog
+
+    return LangGraphJsonCatalog.load(path) if path else LangGraphJsonCatalog.empty()
 
 
 def _prompt(config_dir: str) -> SystemPromptSource:
@@ -314,6 +323,7 @@ class Container(containers.DeclarativeContainer):
     store = providers.Singleton(_run_store, backend)
     storage = providers.Singleton(_maintenance, backend)
     prompt = providers.Singleton(_prompt, config.CONFIG_DIR)
+    graphs = providers.Singleton(_graphs, config.LANGGRAPH_JSON)
 
     model = providers.Selector(
         config.MODEL_BACKEND,
@@ -401,6 +411,7 @@ class Container(containers.DeclarativeContainer):
         transfer=transfer.provider,
         files=files.provider,
         attachment_limits=settings.provided.attachment_limits,
+        graphs=graphs.provider,
     )
 
 
