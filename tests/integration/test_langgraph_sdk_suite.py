@@ -1,8 +1,9 @@
 """LangGraph's own sdk-py integration tests against a real `sophos serve` (issue 29).
 
 The tests are langgraph-sdk's, not ours: they ship in its sdist on PyPI, which is fetched
-once (pinned by hash, tests/support/langgraph-sdk-sdist.txt) into a cache outside the work
-tree and run unchanged by a pytest of their own against Sophos's LangGraph API. The REST
+once (pinned by hash, tests/support/langgraph-sdk-sdist.txt; tests/support/sdk_suite.py)
+into a cache outside the work tree and run unchanged by a pytest of their own against
+Sophos's LangGraph API. The REST
 tests that need no graph of their own (threads: create, get, delete, search, copy) must
 pass; the rest need langgraph-api's own graphs and newer thread protocol, and
 docs/langgraph-api.md says which and why. A test listed there as failing that starts to
@@ -14,40 +15,15 @@ import os
 import re
 import subprocess
 import sys
-import tarfile
-from importlib.metadata import version
 from pathlib import Path
 
 from tests.integration.test_langgraph_api import sophos
-from tests.support.app import ROOT
+from tests.support.sdk_suite import sdist_tests
 
-PINNED = ROOT / "tests" / "support" / "langgraph-sdk-sdist.txt"
-CACHE = Path(os.environ.get("SOPHOS_SDK_SUITE_CACHE", Path.home() / ".cache" / "sophos-sdk-suite"))
 # langgraph-sdk's tests/integration/test_threads_crud.py, by outcome against Sophos
 PASSING = [f"test_threads_{what}_{mode}" for what in ("create_get_delete", "search", "copy") for mode in ("async", "sync")]
 # its run goes through POST /threads/{id}/commands, langgraph-api's newer protocol (docs/langgraph-api.md)
 FAILING = ["test_threads_history_after_run_async", "test_threads_history_after_run_sync"]
-
-
-def sdist_tests() -> Path:
-    """langgraph-sdk's sdist, the installed version, fetched from PyPI once and checked by
-    hash; its tests/integration directory."""
-    pinned = PINNED.read_text().split()[0]
-    installed = f"langgraph-sdk=={version('langgraph-sdk')}"
-    assert pinned == installed, f"{PINNED.name} pins {pinned} but {installed} is installed: update its hash"
-    name = pinned.replace("==", "-").replace("-", "_", 1)
-    unpacked = CACHE / name
-    if not (unpacked / "tests" / "integration").is_dir():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        fetched = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "--require-hashes",
-             "--disable-pip-version-check", "-q", "-r", str(PINNED), "-d", str(CACHE)],
-            capture_output=True, text=True, timeout=300,
-        )
-        assert fetched.returncode == 0, fetched.stderr
-        with tarfile.open(CACHE / f"{name}.tar.gz") as sdist:
-            sdist.extractall(CACHE, filter="data")
-    return unpacked / "tests" / "integration"
 
 
 def test_langgraph_sdk_s_own_thread_tests_pass_against_sophos(tmp_path: Path) -> None:

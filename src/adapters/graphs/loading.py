@@ -115,7 +115,7 @@ def classify(value: Any) -> tuple[GraphKind, tuple[str, ...], Any]:
         return GraphKind.STATE_GRAPH, (), value.compile()
     if callable(value):
         return GraphKind.FACTORY, factory_args(value), value
-    raise TypeError(f"is a {type(value).__name__}, not a compiled graph, a StateGraph or a graph factory")
+    raise TypeError(f"is of type {type(value).__name__}, not a compiled graph, a StateGraph or a graph factory")
 
 
 def factory_args(fn: Callable[..., Any]) -> tuple[str, ...]:

@@ -30,6 +30,7 @@ SUMMARIES = {
     "doctor": "Check the model server, every tool server and the database.",
     "models": "List the models the model server serves (* marks the default).",
     "db": "Inspect and maintain the database (SQLite, or PostgreSQL).",
+    "graphs": "List the graphs of the langgraph.json (LANGGRAPH_JSON).",
 }
 
 
