@@ -36,9 +36,7 @@ _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # what langgraph-cli also reads from the file but Sophos does its own way, or not at all
 NOT_APPLIED = ("store", "auth", "http", "checkpointer", "ui", "ui_config", "webhooks", "encryption")
-# build-time keys (the Docker image langgraph-cli builds): meaningless for a server that runs in place
-BUILD_KEYS = ("python_version", "pip_config_file", "pip_installer", "dockerfile_lines", "image_distro",
-              "base_image", "keep_pkg_tools", "api_version", "$schema")
+# any other key (python_version, dockerfile_lines, ...: the image `langgraph build` makes) is ignored
 
 
 class GraphLoadFailed(SophosError):
