@@ -20,7 +20,7 @@ from langgraph.store.memory import InMemoryStore
 from langgraph_sdk.runtime import _ExecutionRuntime, _ReadRuntime
 
 from adapters.graphs.catalog import LangGraphJsonCatalog
-from domain.graphs import GraphKind, GraphLoadFailed, GraphNotFound
+from domain.graphs import GraphKind, GraphLoadFailed, GraphNotFound, parse_graphs_config
 
 ECHO = """
 from typing_extensions import TypedDict
@@ -232,3 +232,16 @@ def test_a_file_that_is_not_a_langgraph_json_is_one_line(tmp_path: Path, content
 
 def test_a_missing_file_is_one_line_naming_it(tmp_path: Path) -> None:
     assert "No such file or directory" in failure(tmp_path / "nope.json")
+
+
+def test_the_file_is_read_relative_to_its_directory_as_plain_values() -> None:
+    config = parse_graphs_config(json.dumps({
+        "graphs": {"a": "./g/../graphs/a.py:graph", "b": "pkg.mod:factory.make", "c": {"path": "/abs/c.py:g"}},
+        "dependencies": [".", "../shared", "langchain[openai]>=1"], "env": "conf/.env", "auth": {"path": "x"},
+        "python_version": "3.12"}), "/srv/app/langgraph.json")
+    assert [(s.graph_id, s.path, s.module, s.attr) for s in config.graphs] == [
+        ("a", "/srv/app/graphs/a.py", None, "graph"), ("b", None, "pkg.mod", "factory.make"), ("c", "/abs/c.py", None, "g")]
+    assert config.import_paths == ("/srv/app", "/srv/shared")
+    assert config.packages == ("langchain[openai]>=1",)
+    assert config.env_file == "/srv/app/conf/.env"
+    assert config.not_applied == ("auth",)
