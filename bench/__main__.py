@@ -7,9 +7,11 @@ streaming on the page at 500 messages against an empty chat, in Chromium (bench/
 Branches: a 300-turn conversation with 20 branches against the same without (bench/branches.py,
 in core; alone with --only branches). Imports: a conversation at the import limits (20,000
 messages, 200 branches) against a plain chain of as many messages (bench/imports.py).
+LangGraph's own integration suite against `langgraph dev` and `sophos serve`
+(bench/graph_suite.py; only with --only graph-suite, `make bench-graph-suite`).
 Each section's tables are printed and also written to bench/results/<start, UTC>-<section>.md
 (bench/results/README.md); --results DIR writes them elsewhere.
-Usage: python -m bench [--only core|branches|imports|postgres|concurrency|endurance|peers|page] [--turns 300]
+Usage: python -m bench [--only core|branches|imports|postgres|concurrency|endurance|peers|page|graph-suite] [--turns 300]
 [--conversations 10000] [--baseline-ref REF] [--reps 3] [--results DIR]"""
 
 from __future__ import annotations
@@ -35,7 +37,18 @@ import httpx
 from tests.support.app import SOPHOS, app_env, ledger_server_entry, process_env
 from tests.support.long_thread import TEXT, file_size, long_thread_harness
 
-from bench import baseline, branches, concurrency, endurance, imports, page_stream, peers, postgres, search
+from bench import (
+    baseline,
+    branches,
+    concurrency,
+    endurance,
+    graph_suite,
+    imports,
+    page_stream,
+    peers,
+    postgres,
+    search,
+)
 from bench.context import prompt_building
 from bench.table import RESULTS, Row, print_table, recording
 
@@ -262,7 +275,8 @@ async def imports_section(args: argparse.Namespace) -> None:
 async def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument(
-        "--only", choices=("core", "branches", "imports", "postgres", "concurrency", "endurance", "peers", "page"),
+        "--only", choices=("core", "branches", "imports", "postgres", "concurrency", "endurance", "peers", "page",
+                           "graph-suite"),
         help="run one section of the benchmarks",
     )
     parser.add_argument("--turns", type=int, default=300)
@@ -272,6 +286,7 @@ async def main(argv: Sequence[str] | None = None) -> None:
     endurance.add_arguments(parser)
     peers.add_arguments(parser)
     page_stream.add_arguments(parser)
+    graph_suite.add_arguments(parser)
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     started = datetime.now(UTC)
@@ -280,10 +295,11 @@ async def main(argv: Sequence[str] | None = None) -> None:
     sections = {
         "core": core, "branches": branches_only, "imports": imports_section, "postgres": postgres.section,
         "concurrency": concurrency.section, "endurance": endurance.section, "peers": peers.section,
-        "page": page_stream.section,
+        "page": page_stream.section, "graph-suite": graph_suite.section,
     }
-    # branches is part of core; alone only when asked for
-    chosen = [args.only] if args.only else [name for name in sections if name != "branches"]
+    # branches is part of core; alone only when asked for. The graph suite (two runs of a
+    # 55-test suite, minutes) needs the dev tools' pytest: its own target, bench-graph-suite
+    chosen = [args.only] if args.only else [name for name in sections if name not in ("branches", "graph-suite")]
     for i, name in enumerate(chosen):
         if i:
             print()

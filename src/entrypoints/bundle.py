@@ -16,6 +16,7 @@ from domain.attachments import DEFAULT_LIMITS, AttachmentLimits
 
 if TYPE_CHECKING:
     from ports.backend import Backend
+    from ports.graphs import GraphCatalog
     from ports.model import ModelPort
     from ports.storage import StoragePort
     from ports.tools import ToolPort
@@ -57,3 +58,4 @@ class Services:
     transfer: Callable[[], TransferService]  # export and import of whole conversations
     files: Callable[[], FileService] | None = None  # the files messages carry (None: not served)
     attachment_limits: AttachmentLimits = DEFAULT_LIMITS  # what a message may carry (settings)
+    graphs: Callable[[], GraphCatalog] | None = None  # the graphs of LANGGRAPH_JSON (None: not wired)

@@ -77,6 +77,7 @@ from services.unsaved import UnsavedOutcomes  # noqa: E402 - after the finder ab
 from services.users import UserService  # noqa: E402 - after the finder above
 
 if TYPE_CHECKING:
+    from adapters.graphs.catalog import LangGraphJsonCatalog
     from adapters.langgraph.graph import AgentNodes
     from adapters.langgraph.saver import Saver
     from adapters.memory.backend import MemoryBackend
@@ -147,6 +148,14 @@ def _processes() -> ProcessPort:
     from adapters.system.processes import LocalProcesses
 
     return LocalProcesses()
+
+
+def _graphs(path: str) -> LangGraphJsonCatalog:
+    """The graphs of LANGGRAPH_JSON, imported (their env and dependencies applied): the
+    first use is at start-up, so a graph that fails stops it (GraphLoadFailed)."""
+    from adapters.graphs.catalog import LangGraphJsonCatalog
+
+    return LangGraphJsonCatalog.load(path) if path else LangGraphJsonCatalog.empty()
 
 
 def _prompt(config_dir: str) -> SystemPromptSource:
@@ -324,6 +333,7 @@ class Container(containers.DeclarativeContainer):
     store = providers.Singleton(_run_store, backend)
     storage = providers.Singleton(_maintenance, backend)
     prompt = providers.Singleton(_prompt, config.CONFIG_DIR)
+    graphs = providers.Singleton(_graphs, config.LANGGRAPH_JSON)
 
     model = providers.Selector(
         config.MODEL_BACKEND,
@@ -415,6 +425,7 @@ class Container(containers.DeclarativeContainer):
         transfer=transfer.provider,
         files=files.provider,
         attachment_limits=settings.provided.attachment_limits,
+        graphs=graphs.provider,
     )
 
 

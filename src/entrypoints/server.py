@@ -30,6 +30,7 @@ from entrypoints.overhead import warn_if_crowded
 from entrypoints.protocol import MAX_HEAD, head_deadline_protocol
 from entrypoints.settings import Settings, chosen
 from ports.backend import Backend
+from ports.graphs import GraphCatalog
 from ports.model import ModelPort, Readiness
 from services.sessions import SessionService
 
@@ -241,10 +242,21 @@ async def serve_after(main: uvicorn.Server, side: SideServer, sock: socket.socke
     await side.serve(sockets=[sock])
 
 
+def load_graphs(container: Any) -> None:
+    """Import the graphs of LANGGRAPH_JSON before anything listens: a file or a graph that
+    fails stops start-up with one line naming the file and the error (GraphLoadFailed)."""
+    catalog: GraphCatalog = container.graphs()
+    if catalog.source is not None:
+        ids = ", ".join(g.graph_id for g in catalog.graphs())
+        # loaded and checked; runs of them come with the run kernel (docs/langgraph-api.md#your-own-graphs)
+        print(f"Graphs loaded from {catalog.source}: {ids} (not served yet)", flush=True)
+
+
 def serve(container: Any) -> None:
     settings: Settings = container.settings()
     host, port = settings.HOST, settings.PORT
-    sock = bind(host, port)  # first: a busy port is the one line a person sees
+    load_graphs(container)
+    sock = bind(host, port)  # a busy port is the one line a person sees
     app = create_app(container)
     services: Services = app.state.services
     timeout = float(settings.SHUTDOWN_TIMEOUT)

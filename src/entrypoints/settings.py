@@ -80,6 +80,7 @@ class Settings:
     MAX_CONNECTIONS: int = 100
     LANGGRAPH_API_PORT: int = 2024  # LangGraph's Agent Server API beside the main one; 0 = off
     LANGGRAPH_API_CORS_ORIGINS: str = ""  # browser origins allowed to call it (comma-separated, or *)
+    LANGGRAPH_JSON: str = ""  # a langgraph.json whose graphs `sophos serve` loads at start-up (adapters.graphs)
     MAX_QUEUED: int = 20
     MAX_ATTACHMENT_BYTES: int = MAX_ATTACHMENT_BYTES  # one attached file at most (bytes)
     MAX_ATTACHMENTS: int = MAX_ATTACHMENTS  # files one message may carry; 0 = attachments off

@@ -15,6 +15,7 @@ from entrypoints.cli.base import EXIT_PIPE, EXIT_STOPPED, CliError, Context, fai
 from entrypoints.cli.conversations import branch, conversations, delete, rename, show
 from entrypoints.cli.db import db
 from entrypoints.cli.doctor import doctor
+from entrypoints.cli.graphs import graphs
 from entrypoints.cli.help import format_sections
 from entrypoints.cli.models import models
 from entrypoints.cli.output import silence_output
@@ -81,6 +82,6 @@ def main(ctx: click.Context) -> None:
 
 
 for command in (chat, resume, regenerate, approve, approvals, cancel, repl, conversations, show, branch, export, import_,
-                rename, delete, search, models, db, doctor, serve, users):
+                rename, delete, search, models, db, doctor, serve, users, graphs):
     main.add_command(command)
 db.add_command(reindex)
