@@ -19,6 +19,7 @@ from adapters.sqlite.file_rows import MIGRATION_FILES
 from adapters.sqlite.log_schema import MIGRATION_LOG_FORMAT
 from adapters.sqlite.message_schema import MIGRATION_MESSAGES
 from adapters.sqlite.metadata_schema import MIGRATION_RUN_KWARGS, MIGRATION_THREAD_METADATA
+from adapters.sqlite.organise_schema import add_organising
 from adapters.sqlite.queue_schema import MIGRATION_QUEUE
 from adapters.sqlite.search_schema import MIGRATION_SEARCH
 from adapters.sqlite.session_schema import MIGRATION_SESSIONS
@@ -152,6 +153,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     MIGRATION_MESSAGES, MIGRATION_LOG_FORMAT, MIGRATION_SESSIONS, MIGRATION_THREAD_METADATA, add_chat_settings, MIGRATION_QUEUE,
     add_users, add_owner, add_rule_owner,
     MIGRATION_FILES, MIGRATION_RUN_KWARGS,
+    add_organising,  # 20 once item 8's search migration (19) is in: it goes after that one
 )
 
 BUSY_MESSAGE = "The database is busy: another process holds the write lock; try again"
