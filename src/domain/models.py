@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from domain.errors import InvalidInput, UnknownModel
-from domain.model import SystemMode, check_text
+from domain.model import Conversation, SystemMode, check_text
 
 MODEL_NAME_MAX = 200  # characters: Ollama's longest names (registry/namespace/model:tag) are ~100
 SYSTEM_MAX = 16_000  # characters of a conversation's own system prompt
@@ -53,6 +53,11 @@ class ChatSettings:
     model: str | None = None
     system: str | None = None
     system_mode: SystemMode = SystemMode.ADD
+
+
+def settings_of(conversation: Conversation) -> ChatSettings:
+    """What a conversation asked for."""
+    return ChatSettings(conversation.model, conversation.system, conversation.system_mode)
 
 
 @dataclass(frozen=True)

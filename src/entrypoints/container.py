@@ -51,6 +51,7 @@ from ports.copies import ThreadCopies  # noqa: E402 - after the finder above
 from ports.engine import AgentEngine  # noqa: E402 - after the finder above
 from ports.metrics import MetricsPort, NullMetrics  # noqa: E402 - after the finder above
 from ports.model import ModelPort  # noqa: E402 - after the finder above
+from ports.presets import PresetStore  # noqa: E402 - after the finder above
 from ports.processes import ProcessPort  # noqa: E402 - after the finder above
 from ports.prompts import SystemPromptSource  # noqa: E402 - after the finder above
 from ports.search import SearchIndex  # noqa: E402 - after the finder above
@@ -59,6 +60,7 @@ from ports.storage import StoragePort  # noqa: E402 - after the finder above
 from ports.tools import ToolPort  # noqa: E402 - after the finder above
 from ports.users import UserStore  # noqa: E402 - after the finder above
 from ports.workers import Worker  # noqa: E402 - after the finder above
+from services.after_runs import AfterRuns  # noqa: E402 - after the finder above
 from services.allow_rules import AllowRules  # noqa: E402 - after the finder above
 from services.approvals import ApprovalGate  # noqa: E402 - after the finder above
 from services.attachments import FileIntake  # noqa: E402 - after the finder above
@@ -67,6 +69,7 @@ from services.files import FileService  # noqa: E402 - after the finder above
 from services.handles import RunStores  # noqa: E402 - after the finder above
 from services.hub import RunHub  # noqa: E402 - after the finder above
 from services.models import ModelCatalog  # noqa: E402 - after the finder above
+from services.presets import PresetService  # noqa: E402 - after the finder above
 from services.queueing import QueueService  # noqa: E402 - after the finder above
 from services.runs import RunService  # noqa: E402 - after the finder above
 from services.search import SearchService  # noqa: E402 - after the finder above
@@ -260,7 +263,7 @@ def _stores(store: RunStore, threads: CheckpointPort) -> RunStores:
 def _conversations(
     store: RunStore, threads: Callable[[], CheckpointPort], service: Callable[[], RunService],
     catalog: Callable[[], ModelCatalog], saver: Callable[[], Saver], worker: Callable[[], Worker],
-    unsaved: UnsavedOutcomes,
+    unsaved: UnsavedOutcomes, presets: Callable[[], PresetService],
 ) -> ConversationService:
     async def is_active(conversation_id: str) -> bool:
         return await service().is_active(conversation_id)
@@ -268,7 +271,11 @@ def _conversations(
     lazy = LazyThreads(threads)
     copies = LazyCopies(lambda: _copies(threads(), saver(), worker()))
     return ConversationService(store, lazy, is_active, store, branches=lazy, approvals=store, copies=copies,
-                               catalog=catalog, unsaved=unsaved)
+                               catalog=catalog, unsaved=unsaved, defaults=lambda user: presets().defaults_for(user))
+
+
+def _presets(backend: StorageBackend) -> PresetStore:
+    return backend.presets()
 
 
 def _copies(threads: CheckpointPort, saver: Saver, worker: Worker) -> ThreadCopies:
@@ -364,6 +371,7 @@ class Container(containers.DeclarativeContainer):
     stores = providers.Singleton(_stores, store, threads)
 
     catalog = providers.Singleton(ModelCatalog, model)
+    presets = providers.Singleton(PresetService, providers.Singleton(_presets, backend), catalog.provider)
     intake = providers.Singleton(_intake, catalog)
     unsaved = providers.Singleton(UnsavedOutcomes)  # outcomes the store refused, as reads show them
     run_service = providers.Singleton(
@@ -379,6 +387,7 @@ class Container(containers.DeclarativeContainer):
         metrics=metrics,
         user_max_active=config.USER_MAX_ACTIVE_RUNS,
         unsaved=unsaved,
+        defaults=presets.provided.defaults_for,
     )
     queue = providers.Singleton(QueueService, run_service, store, config.MAX_QUEUED)
     supervisor = providers.Singleton(
@@ -388,13 +397,14 @@ class Container(containers.DeclarativeContainer):
         auto_resume=config.AUTO_RESUME,
         event_retention=config.RUN_EVENT_RETENTION_SECONDS,
         approval_timeout=config.APPROVAL_TIMEOUT,
+        after_runs=providers.Singleton(AfterRuns, store, threads, model.provider, config.AUTO_TITLE),
     )
     import_worker = providers.Resource(_import_worker)  # an import's file read and its messages built
     conversations = providers.Singleton(_conversations, store, threads.provider, run_service.provider, catalog.provider,
-                                        checkpointer.provider, import_worker.provider, unsaved)
+                                        checkpointer.provider, import_worker.provider, unsaved, presets.provider)
     files = providers.Singleton(FileService, conversations, threads, checkpointer.provider)
     search_index = providers.Singleton(_search_index, backend, threads.provider)
-    search = providers.Singleton(SearchService, search_index)
+    search = providers.Singleton(SearchService, search_index, store)
     allow_rules = providers.Singleton(AllowRules, store)
     transfer = providers.Singleton(_transfer, store, threads.provider, checkpointer.provider, import_worker)
     # the page's login sessions: in the run store's database, whichever it is
@@ -426,6 +436,8 @@ class Container(containers.DeclarativeContainer):
         files=files.provider,
         attachment_limits=settings.provided.attachment_limits,
         graphs=graphs.provider,
+        presets=presets.provider,
+        auto_title=config.AUTO_TITLE,
     )
 
 

@@ -22,7 +22,7 @@ from domain.search import MARK_CLOSE, MARK_OPEN, SearchResult
 from services.conversations import ConversationDetail
 
 __all__ = [
-    "approval_dto", "decision_dto", "detail_dto", "marker_dto", "message_to_dto", "model_dto", "pending_dto",
+    "approval_dto", "decision_dto", "detail_dto", "marker_dto", "message_to_dto", "model_dto", "organised_dto", "pending_dto",
     "queue_dto", "queued_dto", "search_result_dto", "settings_dto", "snippet_html", "summary_dto",
 ]
 
@@ -41,13 +41,26 @@ def summary_dto(conversation: Conversation) -> dict[str, Any]:
         dto["error"] = {"code": conversation.error.code, "message": conversation.error.message}
     if conversation.queued:
         dto["queued"] = conversation.queued
+    for flag in ("pinned", "archived", "temporary"):  # only when set: the contract's shape otherwise
+        if getattr(conversation, flag):
+            dto[flag] = True
     return dto
 
 
+def organised_dto(conversation: Conversation) -> dict[str, Any]:
+    """The summary with how it is organised (domain.organise): pinned, archived, its turns
+    (null: not counted yet) and who gave its title (`message`, `model`, `user`), as the page's
+    list (`fields=all`), the detail and a PATCH answer give it."""
+    return {**summary_dto(conversation), "pinned": conversation.pinned, "archived": conversation.archived,
+            "turns": conversation.turns, "titleBy": conversation.title_by.value}
+
+
 def settings_dto(conversation: Conversation) -> dict[str, Any]:
-    """A conversation's summary with the model and system prompt it asked for (null: the
-    server's default), as its detail and PATCH answer give it (the list stays the summary)."""
-    return {**summary_dto(conversation), "model": conversation.model, "system": conversation.system}
+    """A conversation's summary with the model and instructions it asked for (null: the
+    server's default) and what they do to the server's prompt (`systemMode`), as its detail
+    and PATCH answer give it (the list stays the summary)."""
+    return {**organised_dto(conversation), "model": conversation.model, "system": conversation.system,
+            "systemMode": conversation.system_mode.value}
 
 
 def model_dto(model: ModelInfo, default: str) -> dict[str, Any]:

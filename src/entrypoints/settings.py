@@ -66,6 +66,7 @@ class Settings:
     LOG_LEVEL: str = "INFO"
     SSE_PING_SECONDS: float = 15
     AUTO_RESUME: bool = False
+    AUTO_TITLE: bool = True  # the model titles a conversation after its first answer (domain.organise)
     CHECKPOINT_KEEP: int = 3
     RUN_EVENT_RETENTION_SECONDS: float = 300
     DATABASE_BUSY_TIMEOUT: float = 5

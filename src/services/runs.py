@@ -51,7 +51,7 @@ from domain.model import (
     title_from_message,
     utc_now,
 )
-from domain.models import ChatSettings, ModelChoice
+from domain.models import ChatSettings, ModelChoice, settings_of
 from domain.principals import BOOTSTRAP_ID, LOCAL, Principal, sees
 from domain.queue import QueuedMessage
 from ports.engine import AgentEngine, Fork, NewMessage, RunInput
@@ -95,7 +95,9 @@ class RunService:
         intake: FileIntake | None = None,
         user_max_active: int = 0,
         unsaved: UnsavedOutcomes | None = None,
+        defaults: Callable[[str], Awaitable[ChatSettings]] | None = None,
     ) -> None:
+        self.defaults = defaults  # a user's saved default settings (services.presets); None: the server's
         self.unsaved = unsaved or UnsavedOutcomes()  # what reads show for outcomes the store refused
         self.intake = intake  # None: a message with files is refused
         self.user_max_active = user_max_active  # USER_MAX_ACTIVE_RUNS; 0: no limit
@@ -160,17 +162,18 @@ class RunService:
         if command.conversation_id is None:
             assert isinstance(command, SendMessage)  # the only command that may start a conversation
             cid = new_id()
-            settings = change.apply(ChatSettings())
+            settings = change.apply(await self.defaults(by.user_id) if self.defaults else ChatSettings())
             files = await self._ready(files, settings)
             title = title_from_message(command.text or (files[0].attachment.name if files else ""))
-            await self.runs.create_conversation(cid, title, self.clock(), settings, owner=by.user_id)
+            await self.runs.create_conversation(cid, title, self.clock(), settings, owner=by.user_id,
+                                                temporary=command.temporary)
         else:
             cid = command.conversation_id
             found, latest = await self.runs.conversation_and_latest_run(cid, self.lease_seconds)
             if found is None or not sees(by, found.owner):
                 raise ConversationNotFound()
             await self._refuse_if_active(cid, latest)
-            current = ChatSettings(found.model, found.system)
+            current = settings_of(found)
             settings = change.apply(current)
             files = await self._ready(files, settings)
             if settings != current:
@@ -207,8 +210,8 @@ class RunService:
 
     async def _choice(self, settings: ChatSettings) -> ModelChoice:
         if self.catalog is None:
-            return ModelChoice(settings.model, settings.system)
-        return await self.catalog.choice(settings.model, settings.system)
+            return ModelChoice(settings.model, settings.system, system_mode=settings.system_mode)
+        return await self.catalog.choice(settings.model, settings.system, settings.system_mode)
 
     async def _refuse_if_active(self, cid: str, latest: Run | None) -> None:
         if self.hub.get(cid) is not None:
@@ -281,7 +284,7 @@ class RunService:
             run_input, _ = await plan_input(ports, run.conversation_id, RunRequest(message.text), self.clock())
             # the conversation's model and system prompt as they are when it starts
             found = await self.runs.get_conversation(run.conversation_id)
-            settings = ChatSettings(found.model, found.system) if found is not None else ChatSettings()
+            settings = settings_of(found) if found is not None else ChatSettings()
             return run_input, await self._choice(settings)
 
         try:

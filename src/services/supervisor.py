@@ -25,6 +25,7 @@ from domain.errors import (
 )
 from domain.lifecycle import Adoption, StopReason
 from domain.model import PendingCall, RunTrigger
+from services.after_runs import AfterRuns
 from services.handles import StartedRun
 from services.pending import annotate_pending
 from services.queueing import QueueService
@@ -46,7 +47,9 @@ class Supervisor:
         event_retention: float = 300.0,
         approval_timeout: float = 0.0,
         queue: QueueService | None = None,
+        after_runs: AfterRuns | None = None,
     ) -> None:
+        self.after_runs = after_runs  # what follows each run here: turns, titles, temporary chats
         self.service = service
         self.queue = queue
         self.approval_timeout = approval_timeout  # seconds; 0: a question waits for ever
@@ -68,6 +71,8 @@ class Supervisor:
             if adopted:
                 log.info("adopted %d interrupted run(s)", len(adopted))
         await self.drain_queues()
+        if self.after_runs is not None:
+            self.service.hub.when_ended(self.after_runs.run_ended)
         self._tasks = [
             asyncio.create_task(self._every(self.period, self.maintain_once), name="sophos-maintain"),
             asyncio.create_task(self._every(self.signal_seconds, self.check_signals), name="sophos-signals"),
@@ -98,6 +103,8 @@ class Supervisor:
         await self.drain_queues()
         if self.approval_timeout > 0:
             await self.expire_approvals()
+        if self.after_runs is not None:
+            await self.after_runs.sweep()
         await self.service.stores.events.prune(self.event_retention)
 
     async def renew(self) -> None:
@@ -249,6 +256,8 @@ class Supervisor:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
+        if self.after_runs is not None:
+            await self.after_runs.close()
         try:
             await self.flush()
             await self.retry_unrecorded()

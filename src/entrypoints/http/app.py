@@ -16,7 +16,7 @@ from starlette.routing import Route
 
 from domain.principals import TrustedProxies
 from entrypoints.bundle import Services
-from entrypoints.http import files, routes, session, transfer, web
+from entrypoints.http import files, presets, routes, session, transfer, web
 from entrypoints.http.errors import EXCEPTION_HANDLERS
 from entrypoints.http.forwarded import ForwardedMiddleware
 from entrypoints.http.guard import GuardMiddleware, HostPolicy
@@ -72,6 +72,7 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
         Route("/api/approvals/always/{tool:path}", routes.revoke_allow_rule, methods=["DELETE"]),
         Route("/api/healthz", routes.healthz, methods=["GET"]),
         Route("/api/readyz", routes.readyz, methods=["GET"]),
+        *presets.ROUTES,  # a user's saved chat settings (issue 48 item 12)
     ]
 
     async def openapi(request: Request) -> Response:

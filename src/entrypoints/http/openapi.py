@@ -40,6 +40,27 @@ def _started(responses: dict[str, Any]) -> dict[str, Any]:
 
 
 CONV_PARAM = {"name": "conversation_id", "in": "path", "required": True, "schema": {"type": "string"}}
+MODE = {"type": "string", "nullable": True, "enum": ["add", "replace", None],
+        "description": "add (the default): the instructions follow config/system.md; replace: instead of it"}
+PRESET = {"type": "object", "additionalProperties": False, "properties": {
+    "model": {"type": "string", "nullable": True, "maxLength": 200},
+    "system": {"type": "string", "nullable": True, "maxLength": 16000}, "systemMode": MODE}}
+NAME_PARAM = {"name": "name", "in": "path", "required": True, "schema": {"type": "string", "minLength": 1, "maxLength": 60}}
+PRESET_PATHS: dict[str, Any] = {  # a user's saved chat settings (entrypoints/http/presets.py)
+    "/api/presets": {"get": {"summary": "The user's default settings for new conversations and named presets",
+                             "responses": _responses(200, {"type": "object"}, 503)}},
+    "/api/presets/defaults": {
+        "put": {"summary": "What the user's new conversations start with (fields a first message does not name)",
+                "requestBody": {"required": True, **_json(PRESET)}, "responses": _responses(200, {"type": "object"}, 400, 413)},
+        "delete": {"summary": "Back to the server's default", "responses": _responses(204, None)},
+    },
+    "/api/presets/named/{name}": {
+        "put": {"summary": "Save a preset (a model with instructions) under a name; 409 PRESET_LIMIT past 50",
+                "parameters": [NAME_PARAM], "requestBody": {"required": True, **_json(PRESET)},
+                "responses": _responses(200, {"type": "object"}, 400, 409, 413)},
+        "delete": {"summary": "Delete a preset", "parameters": [NAME_PARAM], "responses": _responses(204, None, 400, 404)},
+    },
+}
 QUEUED_PARAM = {"name": "queued_id", "in": "path", "required": True, "schema": {"type": "string"}}
 QUEUED = {"type": "object", "properties": {
     "id": {"type": "string"}, "position": {"type": "integer"}, "text": {"type": "string"}, "createdAt": {"type": "string"}}}
@@ -70,7 +91,10 @@ def openapi_document(limits: AttachmentLimits = DEFAULT_LIMITS) -> dict[str, Any
                                       "description": "the conversation's model from this turn on (GET /api/models); "
                                       "null: the server's default; unknown: 400 UNKNOWN_MODEL, nothing stored"},
                             "system": {"type": "string", "nullable": True, "maxLength": 16000,
-                                       "description": "the conversation's system prompt from this turn on; null: config/system.md"},
+                                       "description": "the conversation's instructions from this turn on; null: config/system.md alone"},
+                            "systemMode": MODE,
+                            "temporary": {"type": "boolean", "description": "a new conversation that is not kept: never "
+                                          "listed nor searched, deleted once its page leaves it"},
                             "attachments": {"type": "array", "maxItems": limits.max_files, "description":
                                             "files of a new message (also as multipart/form-data: fields message, "
                                             "conversation, model, system and files under `attachments`); at most "
@@ -130,6 +154,15 @@ def openapi_document(limits: AttachmentLimits = DEFAULT_LIMITS) -> dict[str, Any
                         {"name": "idPrefix", "in": "query", "required": False, "description":
                          "alone: the (at most 11) conversations whose id starts with these 4 to 36 hex digits and dashes",
                          "schema": {"type": "string", "minLength": 4, "maxLength": 36}},
+                        {"name": "archived", "in": "query", "required": False, "description":
+                         "true: the archive; false (the default): the conversations not archived",
+                         "schema": {"type": "string", "enum": ["true", "false"]}},
+                        {"name": "pinned", "in": "query", "required": False, "description":
+                         "true: only pinned conversations; false: only those not pinned",
+                         "schema": {"type": "string", "enum": ["true", "false"]}},
+                        {"name": "fields", "in": "query", "required": False, "description":
+                         "all: each summary also has pinned, archived, turns and titleBy",
+                         "schema": {"type": "string", "enum": ["all"]}},
                     ],
                     "responses": _responses(200, {"type": "object", "properties": {
                         "conversations": {"type": "array", "items": summary}}}, 400, 500),
@@ -175,21 +208,25 @@ def openapi_document(limits: AttachmentLimits = DEFAULT_LIMITS) -> dict[str, Any
                         "context": {"$ref": "#/components/schemas/Context"}}}, 400, 404, 500),
                 },
                 "patch": {
-                    "summary": "Rename (title) and/or switch the active branch (activeBranch: a branch number)",
+                    "summary": "Rename (title), choose the model and instructions, pin or archive, and/or switch "
+                               "the active branch (activeBranch: a branch number)",
                     "parameters": [CONV_PARAM],
                     "requestBody": {"required": True, **_json({
                         "type": "object", "additionalProperties": False, "minProperties": 1,
                         "properties": {"title": {"type": "string", "minLength": 1, "maxLength": 200},
                                        "activeBranch": {"type": "integer", "minimum": 1},
                                        "model": {"type": "string", "nullable": True, "maxLength": 200},
-                                       "system": {"type": "string", "nullable": True, "maxLength": 16000}},
+                                       "system": {"type": "string", "nullable": True, "maxLength": 16000},
+                                       "systemMode": MODE,
+                                       "pinned": {"type": "boolean"}, "archived": {"type": "boolean"}},
                     })},
                     "responses": _responses(200, {"type": "object"}, 400, 404, 409, 413),
                 },
                 "delete": {
-                    "summary": "Delete the conversation, its runs and its checkpoints",
+                    "summary": "Delete the conversation, its runs and its checkpoints (202: a temporary one "
+                               "with a run going, deleted when the run ends)",
                     "parameters": [CONV_PARAM],
-                    "responses": _responses(204, None, 400, 404, 409),
+                    "responses": {**_responses(204, None, 400, 404, 409), "202": {"description": "Deleted later"}},
                 },
             },
             "/api/conversations/{conversation_id}/fork": {
@@ -301,9 +338,12 @@ def openapi_document(limits: AttachmentLimits = DEFAULT_LIMITS) -> dict[str, Any
                                         "properties": {"maxBytes": {"type": "integer"}, "maxFiles": {"type": "integer"},
                                                        "types": {"type": "array", "items": {"type": "string"}},
                                                        "shown": {"type": "string"}}},
+                        "autoTitle": {"type": "boolean", "description": "AUTO_TITLE: the model titles a "
+                                      "conversation after its first answer"},
                     }}),
                 }
             },
+            **PRESET_PATHS,
             "/api/healthz": {"get": {"summary": "Liveness", "responses": _responses(200, {"type": "object"})}},
             "/api/readyz": {"get": {"summary": "Model and tool readiness", "responses": _responses(200, {"type": "object"}, 503)}},
             "/api/openapi.json": {"get": {"summary": "This document", "responses": _responses(200, {"type": "object"})}},
@@ -337,6 +377,10 @@ def openapi_document(limits: AttachmentLimits = DEFAULT_LIMITS) -> dict[str, Any
                         "messageCount": {"type": "integer"},
                         "status": {"type": "string", "nullable": True},
                         "error": {"type": "object"},
+                        "pinned": {"type": "boolean"}, "archived": {"type": "boolean"},
+                        "temporary": {"type": "boolean"},
+                        "turns": {"type": "integer", "nullable": True, "description": "its user messages"},
+                        "titleBy": {"type": "string", "enum": ["message", "model", "user"]},
                     },
                 },
             }
