@@ -11,6 +11,7 @@ from domain.errors import ModelBadResponse, ModelUnreachable
 from domain.events import StreamEvent
 from domain.model import parse_conversation_id
 from domain.models import settings_change
+from domain.organise import MAIN
 from domain.queue import Multitask, QueuedMessage
 from entrypoints.attachments import json_files
 from entrypoints.cli.client import Json, SophosClient, Stopper
@@ -60,7 +61,8 @@ class LocalClient(SophosClient):
     async def conversations(self, limit: int | None) -> list[Json]:
         await self._recover()
         service = self._services.conversations()
-        items = (await service.page(limit)).conversations if limit else await service.list()
+        # the main list, as GET /api/conversations gives it (not the archive)
+        items = (await service.page(limit, shown=MAIN)).conversations if limit else await service.list(shown=MAIN)
         return [summary_dto(c) for c in items]
 
     async def find(self, id_prefix: str) -> list[Json]:
