@@ -45,6 +45,7 @@ from entrypoints.bundle import Services  # noqa: E402 - after the finder above
 from entrypoints.lazy import LazyCopies, LazyThreads  # noqa: E402 - after the finder above
 from entrypoints.settings import Settings, load_settings  # noqa: E402 - after the finder above
 from ports.approvals import ArgsChecker  # noqa: E402 - after the finder above
+from ports.attachments import TextExtractor  # noqa: E402 - after the finder above
 from ports.backend import RunStore  # noqa: E402 - after the finder above
 from ports.checkpoints import CheckpointPort  # noqa: E402 - after the finder above
 from ports.copies import ThreadCopies  # noqa: E402 - after the finder above
@@ -214,10 +215,14 @@ def _nodes(
     return AgentNodes(model, tools, prompt, journal, context=context, metrics=metrics, gate=gate, files=files)
 
 
-def _intake(catalog: ModelCatalog) -> FileIntake:
-    from adapters.files.pdf import PypdfExtractor
+def _pdf_reader(seconds: float, memory: int, workers: int) -> Iterator[TextExtractor]:
+    from adapters.files.pdf import PdfLimits, ProcessPdfExtractor
 
-    return FileIntake(PypdfExtractor(), catalog)
+    yield ProcessPdfExtractor(PdfLimits(seconds, memory, workers))
+
+
+def _intake(catalog: ModelCatalog, extractor: TextExtractor) -> FileIntake:
+    return FileIntake(extractor, catalog)
 
 
 def _args_checker() -> ArgsChecker:
@@ -267,11 +272,11 @@ def _copies(threads: CheckpointPort) -> ThreadCopies:
     return LangGraphCopies(threads)
 
 
-def _transfer(store: RunStore, threads: Callable[[], CheckpointPort], files: Callable[[], Saver]) -> TransferService:
-    from adapters.files.pdf import PypdfExtractor
-
+def _transfer(
+    store: RunStore, threads: Callable[[], CheckpointPort], files: Callable[[], Saver], extractor: TextExtractor
+) -> TransferService:
     return TransferService(store, LazyThreads(threads), LazyCopies(lambda: _copies(threads())), store,
-                           files=files, extractor=PypdfExtractor())
+                           files=files, extractor=extractor)
 
 
 def _sessions(backend: StorageBackend) -> SessionStore:
@@ -344,7 +349,9 @@ class Container(containers.DeclarativeContainer):
     stores = providers.Singleton(_stores, store, threads)
 
     catalog = providers.Singleton(ModelCatalog, model)
-    intake = providers.Singleton(_intake, catalog)
+    # PDFs are read in worker processes of their own (one pool for chats and imports)
+    pdf_reader = providers.Resource(_pdf_reader, config.PDF_TIMEOUT, config.PDF_MEMORY, config.PDF_WORKERS)
+    intake = providers.Singleton(_intake, catalog, pdf_reader)
     run_service = providers.Singleton(
         RunService,
         catalog=catalog,
@@ -372,7 +379,7 @@ class Container(containers.DeclarativeContainer):
     search_index = providers.Singleton(_search_index, backend, threads.provider)
     search = providers.Singleton(SearchService, search_index)
     allow_rules = providers.Singleton(AllowRules, store)
-    transfer = providers.Singleton(_transfer, store, threads.provider, checkpointer.provider)
+    transfer = providers.Singleton(_transfer, store, threads.provider, checkpointer.provider, pdf_reader)
     # the page's login sessions: in the run store's database, whichever it is
     session_store = providers.Singleton(_sessions, backend)
     user_store = providers.Singleton(_users, backend)

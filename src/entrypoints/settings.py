@@ -16,6 +16,8 @@ from domain.attachments import (
     ATTACHMENTS_CEILING,
     MAX_ATTACHMENT_BYTES,
     MAX_ATTACHMENTS,
+    MAX_IMAGE_PIXELS,
+    PIXELS_CEILING,
     AttachmentLimits,
     attachment_types,
     size_text,
@@ -84,6 +86,10 @@ class Settings:
     MAX_ATTACHMENT_BYTES: int = MAX_ATTACHMENT_BYTES  # one attached file at most (bytes)
     MAX_ATTACHMENTS: int = MAX_ATTACHMENTS  # files one message may carry; 0 = attachments off
     ATTACHMENT_TYPES: str = "text,image,pdf"  # kinds or media types a message may carry (domain.attachments)
+    MAX_IMAGE_PIXELS: int = MAX_IMAGE_PIXELS  # an attached image's declared width x height at most
+    PDF_TIMEOUT: float = 20  # seconds one PDF's text may take to read (its worker process is killed then)
+    PDF_MEMORY: int = 512 * 1024 * 1024  # bytes of memory a PDF's worker process may use
+    PDF_WORKERS: int = 2  # PDFs read at once, each in a worker process of its own
 
     @property
     def answer_limit(self) -> int:
@@ -97,7 +103,8 @@ class Settings:
     @property
     def attachment_limits(self) -> AttachmentLimits:
         """What a message may carry, as every edge checks it."""
-        return AttachmentLimits(self.MAX_ATTACHMENT_BYTES, self.MAX_ATTACHMENTS, attachment_types(self.ATTACHMENT_TYPES))
+        return AttachmentLimits(self.MAX_ATTACHMENT_BYTES, self.MAX_ATTACHMENTS, attachment_types(self.ATTACHMENT_TYPES),
+                                self.MAX_IMAGE_PIXELS)
 
     @property
     def storage_backend(self) -> str:
@@ -194,6 +201,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         attachment_types(str(settings["ATTACHMENT_TYPES"]))
     except ValueError as e:
         raise SettingsError(f"ATTACHMENT_TYPES: {e}") from None
+    _check_files(settings)
     settings["AUTH"] = str(settings["AUTH"]).strip().lower()
     if settings["AUTH"] not in ("token", "proxy"):
         raise SettingsError(f"AUTH must be token or proxy, got {settings['AUTH']!r}")
@@ -246,6 +254,22 @@ def _check_context(settings: dict[str, Any]) -> None:
         raise SettingsError(f"MODEL_RESERVE must be between 0 and half of MODEL_CONTEXT ({window // 2}), got {reserve}")
     if not 0.05 <= share <= 1:
         raise SettingsError(f"CONTEXT_TOOL_SHARE must be between 0.05 and 1, got {share}")
+
+
+MIN_PDF_MEMORY = 128 * 1024 * 1024  # pypdf alone takes ~45 MB of address space
+MAX_PDF_WORKERS = 64
+MAX_PDF_TIMEOUT = 3600
+
+
+def _check_files(settings: dict[str, Any]) -> None:
+    if not 1 <= settings["MAX_IMAGE_PIXELS"] <= PIXELS_CEILING:
+        raise SettingsError(f"MAX_IMAGE_PIXELS must be between 1 and {PIXELS_CEILING:,}, got {settings['MAX_IMAGE_PIXELS']}")
+    if not 0 < settings["PDF_TIMEOUT"] <= MAX_PDF_TIMEOUT:
+        raise SettingsError(f"PDF_TIMEOUT must be a number of seconds above 0, at most {MAX_PDF_TIMEOUT}")
+    if settings["PDF_MEMORY"] < MIN_PDF_MEMORY:
+        raise SettingsError(f"PDF_MEMORY must be at least {MIN_PDF_MEMORY} bytes (128 MB), got {settings['PDF_MEMORY']}")
+    if not 1 <= settings["PDF_WORKERS"] <= MAX_PDF_WORKERS:
+        raise SettingsError(f"PDF_WORKERS must be between 1 and {MAX_PDF_WORKERS}, got {settings['PDF_WORKERS']}")
 
 
 def database_label(settings: Mapping[str, Any]) -> str:
