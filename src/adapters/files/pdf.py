@@ -28,6 +28,7 @@ import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from adapters.files.pdf_worker import HEADER
 from domain.errors import AttachmentUnreadable, PdfBusy
@@ -47,11 +48,13 @@ JOBS = 200  # files one worker reads before another takes over (bounds what a le
 class PdfLimits:
     """What one PDF may cost: `seconds` on the clock, `memory` bytes of address space (the
     worker's, pypdf's ~45 MB included), and how many are read at once (PDF_TIMEOUT,
-    PDF_MEMORY, PDF_WORKERS)."""
+    PDF_MEMORY, PDF_WORKERS); a caller waits for a free worker `wait` seconds at most
+    (None: `seconds`, as long as the file it waits for may take)."""
 
     seconds: float
     memory: int
     workers: int
+    wait: float | None = None
 
 
 class _Worker:
@@ -109,7 +112,7 @@ class ProcessPdfExtractor(TextExtractor):
     async def pdf_text(self, name: str, data: bytes) -> str:
         self._bind()
         try:
-            async with asyncio.timeout(self.limits.seconds):
+            async with asyncio.timeout(self.limits.seconds if self.limits.wait is None else self.limits.wait):
                 await self._slots.acquire()
         except TimeoutError:
             raise PdfBusy() from None
@@ -121,6 +124,10 @@ class ProcessPdfExtractor(TextExtractor):
     def workers(self) -> list[int]:
         """The pids of the worker processes alive now (idle or reading)."""
         return [w.pid for w in (*self._idle, *self._busy) if w.proc.returncode is None]
+
+    def reading(self) -> list[int]:
+        """The pids of the workers reading a file now."""
+        return [w.pid for w in self._busy]
 
     async def aclose(self) -> None:
         for task in self._starting:
@@ -145,28 +152,27 @@ class ProcessPdfExtractor(TextExtractor):
     async def _read(self, name: str, data: bytes) -> str:
         worker = await self._take()
         self._busy.add(worker)
-        keep = False
         try:
             async with asyncio.timeout(self.limits.seconds):
                 answer = await worker.ask(data, math.ceil(self.limits.seconds))
-            if answer is None:
-                status = await worker.reaped()
-                raise _died(name, status)
-            reply = json.loads(answer)
-            keep = reply.get("error") != "memory" and worker.jobs < JOBS
-            return _text(name, reply)
         except TimeoutError:
             log.warning("PDF %s: still reading after %g s: its worker (pid %d) is killed",
                         name, self.limits.seconds, worker.pid)
-            worker.kill()
-            await worker.reaped()  # gone before the answer: its CPU and memory are free again
-            raise AttachmentUnreadable(f"{name}: the PDF took too long to read") from None
-        finally:
+            answer = None
+        except BaseException:  # cancelled (the request went away): nobody waits for this file
             self._busy.discard(worker)
-            if keep:
-                self._give_back(worker)
-            else:
-                self._retire(worker)
+            worker.kill()
+            self._replace()
+            raise
+        self._busy.discard(worker)
+        reply = json.loads(answer) if answer is not None else None
+        if reply is not None and reply.get("error") != "memory" and worker.jobs < JOBS:
+            self._give_back(worker)
+            return _text(name, reply)
+        worker.kill()
+        status = await worker.reaped()  # gone before the answer: its CPU and memory are free again
+        self._replace()
+        return _text(name, reply) if reply is not None else _died(name, status)
 
     async def _take(self) -> _Worker:
         while self._idle:
@@ -190,19 +196,16 @@ class ProcessPdfExtractor(TextExtractor):
             self._idle.remove(worker)
             worker.let_go()
 
-    def _retire(self, worker: _Worker) -> None:
-        """Kill it (it may still be reading a file) and start another for the next caller."""
-        worker.kill()
-        task = asyncio.get_running_loop().create_task(self._replace(worker))
+    def _replace(self) -> None:
+        """Start a worker in the background for the next caller (one was killed)."""
+        task = asyncio.get_running_loop().create_task(self._start_spare())
         self._starting.add(task)
         task.add_done_callback(self._starting.discard)
 
-    async def _replace(self, worker: _Worker) -> None:
-        await worker.reaped()
-        if len(self._idle) + len(self._busy) >= self.limits.workers:
-            return
-        with contextlib.suppress(PdfBusy):  # the next caller starts one, or says why it cannot
-            self._give_back(await _start(self.limits.memory))
+    async def _start_spare(self) -> None:
+        if len(self._idle) + len(self._busy) < self.limits.workers:
+            with contextlib.suppress(PdfBusy):  # the next caller starts one, or says why it cannot
+                self._give_back(await _start(self.limits.memory))
 
 
 async def _start(memory: int) -> _Worker:
@@ -233,14 +236,17 @@ async def _start(memory: int) -> _Worker:
     return worker
 
 
-def _died(name: str, status: int) -> AttachmentUnreadable:
+def _died(name: str, status: int) -> NoReturn:
+    """The worker gave no answer: killed at the limit (by us, or by its CPU limit), or it
+    died of something else (out of memory where Python could not say so)."""
     if status in (-signal.SIGXCPU, -signal.SIGKILL):
-        return AttachmentUnreadable(f"{name}: the PDF took too long to read")
+        raise AttachmentUnreadable(f"{name}: the PDF took too long to read")
     log.warning("PDF %s: its worker ended without an answer (exit status %d)", name, status)
-    return AttachmentUnreadable(f"{name}: the PDF cannot be read (damaged or too complex)")
+    raise AttachmentUnreadable(f"{name}: the PDF cannot be read (damaged or too complex)")
 
 
 def _text(name: str, reply: dict[str, str]) -> str:
+    """The text the worker read, or the error its answer names."""
     error = reply.get("error")
     if error is None:
         return reply["text"]
