@@ -1,21 +1,31 @@
 """Hostile PDFs against a real server (issue 42 item 1): eight files that pypdf would read for
 an hour each, sent at once, are each refused at PDF_TIMEOUT, and the export and a chat beside
 them are answered all the while, on SQLite and on PostgreSQL; the workers that read them are
-gone when the refusals arrive."""
+gone when the refusals arrive. And the bulk work of a request (an export's zip, an import's
+files) never queues on asyncio's default executor, which storage uses."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import os
 import re
-from collections.abc import Iterator
+import threading
+from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from entrypoints.cli.client import Stopper
+from entrypoints.cli.local import LocalClient
+from entrypoints.cli.output import Printer
+from entrypoints.cli.remote import HttpClient
+from entrypoints.container import create_container
+from entrypoints.http.app import create_app
 from tests.support.app import app_env
 from tests.support.files import nested_forms_pdf
 from tests.support.server import LiveServer
@@ -136,3 +146,32 @@ async def test_hostile_pdfs_are_refused_at_the_limit_while_export_and_chats_go_o
 async def test_hostile_pdfs_are_refused_at_the_limit_while_chats_go_on_postgres(postgres_server: LiveServer) -> None:
     check(postgres_server, await hostile_beside_normal(postgres_server))
 
+
+
+@contextlib.asynccontextmanager
+async def held_default_executor() -> AsyncIterator[None]:
+    """asyncio's default executor (storage's and the libraries') with its only thread taken."""
+    loop = asyncio.get_running_loop()
+    release = threading.Event()
+    loop.set_default_executor(ThreadPoolExecutor(1))
+    held = loop.run_in_executor(None, release.wait)
+    try:
+        yield
+    finally:
+        release.set()
+        await held
+
+
+async def test_an_export_and_an_import_never_queue_on_the_default_executor(tmp_path: Path) -> None:
+    container = create_container(app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none"), METRICS_BACKEND="none")
+    local = LocalClient(container.services(), container)
+    remote = HttpClient("http://127.0.0.1", None, transport=httpx.ASGITransport(create_app(container, manage_lifecycle=False)))
+    try:
+        await local.run({"message": "zeppelin"}, Printer(as_json=True), Stopper())
+        async with held_default_executor(), asyncio.timeout(30):
+            name, body = await remote.export_file(None)  # the zip is made on the bulk threads
+            imported = await remote.import_file(body)  # and the upload unpacked there
+    finally:
+        await remote.aclose()
+        await local.aclose()  # (closing the database is storage's: on the default executor)
+    assert name.endswith(".zip") and [c["title"] for c in imported] == ["zeppelin"]

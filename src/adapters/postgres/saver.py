@@ -62,7 +62,6 @@ from adapters.postgres.search_sync import index_checkpoint, index_input, index_m
 from adapters.storage import message_refs
 from adapters.storage.checkpoint_log import HISTORY_COLUMNS, head_from_row, summary_from_row
 from adapters.storage.message_refs import SEQS_TYPE, MessageSeqs, as_runs, pack_seqs, unpack_seqs
-from adapters.storage.offload import in_storage_thread
 from domain.attachments import StoredFile
 from domain.branches import Branch
 from domain.errors import RunLost
@@ -295,7 +294,7 @@ class FencedPostgresSaver(AsyncPostgresSaver, Saver, MessagesOnce):
             await cur.execute(PENDING_WRITES, (thread_id, ns, row[0]))
             stored = [(str(t).encode(), str(c).encode(), str(ty).encode(), bytes(b), str(p).encode(), str(i).encode())
                       for t, c, ty, b, p, i in await cur.fetchall()]
-        writes = await in_storage_thread(self._load_writes, stored)
+        writes = await asyncio.to_thread(self._load_writes, stored)
         return cached.tuple(thread_id, ns, writes)
 
     async def alist(

@@ -11,6 +11,7 @@ Lock order, so that a rebuild (which locks both tables) never deadlocks with a w
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -19,7 +20,6 @@ from psycopg import AsyncCursor, sql
 from adapters.postgres.database import PostgresDatabase
 from adapters.postgres.search_text import snippet, terms, tsquery
 from adapters.search_entries import Indexed, clean, thread_update
-from adapters.storage.offload import in_storage_thread
 from domain.model import Message
 from ports.search import SearchHit, SearchIndex, SearchQuery
 
@@ -193,7 +193,7 @@ class PostgresSearchIndex(SearchIndex):
             await cur.execute(sql.SQL(SEARCH_SQL).format(mine=mine, **{k: sql.Literal(v) for k, v in values.items()}))
             rows = await cur.fetchall()
         # snippets are CPU work on up to `limit` bodies: off the loop, so streams and probes go on
-        return await in_storage_thread(_hits, rows, query)
+        return await asyncio.to_thread(_hits, rows, query)
 
     async def rebuild(self) -> int:
         return await self._rebuild()

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from adapters.storage.offload import in_storage_thread
 from domain.errors import SophosError
 from ports.backend import Backend, Health
 from ports.checkpoints import CheckpointPort
@@ -103,7 +103,7 @@ class SqliteBackend(Backend):
         try:
             store = self.runs()
             # a stat of the file, always; `PRAGMA quick_check` reads every page, so only on request
-            damage = await in_storage_thread(store.integrity_problem) if integrity else store.storage_problem()
+            damage = await asyncio.to_thread(store.integrity_problem) if integrity else store.storage_problem()
         except SophosError as e:
             return Health(self.path, reachable=False, writable=False, problem=e.message, fix=OPEN_FIX)
         full = disk_full(self.path)

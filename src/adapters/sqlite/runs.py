@@ -5,6 +5,7 @@ one transaction)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
@@ -35,7 +36,6 @@ from adapters.sqlite.rows import (
     run_from_row,
 )
 from adapters.storage.event_rows import pack
-from adapters.storage.offload import in_storage_thread
 from adapters.storage.wakeups import Wakeups
 from domain.errors import SessionInProgress
 from domain.lifecycle import GIVE_UP
@@ -75,7 +75,7 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, RunRepositor
     @classmethod
     async def open(cls, path: str, busy_timeout: float = 5.0, poll_interval: float = 0.05) -> SqliteRunStore:
         """Open (and migrate) without blocking the event loop."""
-        return await in_storage_thread(cls, path, busy_timeout, poll_interval)
+        return await asyncio.to_thread(cls, path, busy_timeout, poll_interval)
 
     def close(self) -> None:
         """Finish the calls already sent, then close both connections (blocking)."""
@@ -83,7 +83,7 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, RunRepositor
         self._writer.close()
 
     async def aclose(self) -> None:
-        await in_storage_thread(self.close)
+        await asyncio.to_thread(self.close)
 
     def workers(self) -> tuple[Worker, Worker]:
         """The writer and the reader, for a store that keeps its tables in this file (sessions)."""
