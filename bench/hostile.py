@@ -4,7 +4,8 @@ when": no request of the normal chats slower than 2x its unloaded time).
 A real `sophos serve` (this tree) on SQLite, or PostgreSQL with `--soak-backend postgres`, and a
 fake Ollama in a process of its own. One user's normal traffic, a turn after another: POST
 /api/chat (to its answer), the turn to its `end` event, GET /api/conversations and GET
-/api/conversations/ID, each timed, in four phases:
+/api/conversations/ID, each timed (then the conversation is deleted, so that every turn
+finds the same database), in four phases:
 1. unloaded, `--soak-seconds` / 2;
 2. beside `--pdf-senders` clients each sending, one after another, a hostile PDF of ~50 KB
    that pypdf would read for about an hour (tests.support.files.nested_forms_pdf): each is
@@ -128,6 +129,8 @@ class Traffic:
         self.times["turn to its end"].append((time.perf_counter() - started) * 1000)
         await self._timed("GET /api/conversations", self.client.get("/api/conversations"))
         await self._timed("GET /api/conversations/ID", self.client.get(f"/api/conversations/{cid}"))
+        # not timed: every turn finds the same database (the list would grow, and its reads with it)
+        (await self.client.delete(f"/api/conversations/{cid}")).raise_for_status()
 
     async def run(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
