@@ -255,8 +255,8 @@ async def section(args: argparse.Namespace) -> None:
     print_table(("phase", "server and PDF workers' CPU", "the hostile senders got", ""), [
         ("unloaded", f"{cpu0 + cpu2:.1f} s", "", "", True),
         ("hostile PDFs", f"{cpu1:.1f} s", ", ".join(f"{k}: {v}" for k, v in sorted(got1.items())), "", True),
-        ("PDFs and imports", f"{cpu3:.1f} s", ", ".join(f"{k}: {v}" for k, v in sorted(got2.items())), "", True),
-    ], met=False)
+    ] + ([("PDFs and imports", f"{cpu3:.1f} s", ", ".join(f"{k}: {v}" for k, v in sorted(got2.items())), "", True)]
+         if both is not None else []), met=False)
 
 
 if __name__ == "__main__":

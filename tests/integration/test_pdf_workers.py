@@ -34,6 +34,17 @@ async def gone(pid: int, within: float = 10.0) -> bool:
     return True
 
 
+@pytest.fixture(params=["asyncio", "uvloop"])
+def event_loop_policy(request: pytest.FixtureRequest) -> asyncio.AbstractEventLoopPolicy:
+    """Every test on asyncio's loop and on uvloop's, which `sophos serve` runs on (its
+    subprocesses are its own, and keep the descriptors a child may inherit)."""
+    if request.param == "uvloop":
+        import uvloop
+
+        return uvloop.EventLoopPolicy()
+    return asyncio.DefaultEventLoopPolicy()
+
+
 @pytest.fixture
 async def reader() -> AsyncIterator[ProcessPdfExtractor]:
     extractor = ProcessPdfExtractor(PdfLimits(seconds=2, memory=512 * MB, workers=2))
@@ -101,14 +112,17 @@ async def test_a_worker_inherits_no_descriptor_and_no_environment_of_the_server(
     reader: ProcessPdfExtractor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("DATABASE_URL", "postgresql://sophos:secret@db/sophos")
-    with socket.socket() as listening:
+    with socket.socket() as listening, socket.socket() as leaky:
         listening.bind(("127.0.0.1", 0))
         listening.listen()
+        leaky.set_inheritable(True)  # as a library might leave one
         assert await reader.pdf_text("warm.pdf", pdf("warm")) == "warm"
         [pid] = reader.workers()
         fds = {int(fd): os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
-    assert set(fds) == {0, 1, 2, 3}  # its pipes, /dev/null for stderr, and its own copy of stdout
-    assert not any(target.startswith("socket:") for target in fds.values()), fds
+        held = {os.readlink(f"/proc/self/fd/{s.fileno()}") for s in (listening, leaky)}
+    # stdin and its answers (pipes, or socket pairs on uvloop), stdout and stderr on /dev/null
+    assert set(fds) == {0, 1, 2, 3} and fds[1] == fds[2] == "/dev/null", fds
+    assert not held & set(fds.values())
     assert b"secret" not in Path(f"/proc/{pid}/environ").read_bytes()
 
 

@@ -2,7 +2,7 @@
 
 Run as a script in isolated mode (`python -I pdf_worker.py MEMORY_BYTES`), it imports the
 standard library and pypdf only: nothing of Sophos, no setting, no environment (the server
-passes none), no file descriptor but its three pipes. It lowers its own priority and sets
+passes none), no file descriptor but its three pipes (it closes any other it was given). It lowers its own priority and sets
 its limits before it reads anything, so a hostile file's cost is bounded even if the
 server that asked is gone:
 - RLIMIT_AS (MEMORY_BYTES): an allocation past it is a MemoryError, answered "memory";
@@ -88,6 +88,9 @@ def budget(seconds: int) -> None:
 
 
 def main(argv: list[str]) -> int:
+    # nothing of the server's but the three pipes: uvloop (which `sophos serve` runs on) does
+    # not close the descriptors a child would inherit, as subprocess does
+    os.closerange(3, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
     # the protocol keeps stdout to itself: anything else written there (a library's print)
     # goes where stderr goes
     out = os.fdopen(os.dup(1), "wb")
