@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from domain.events import StreamEvent
 from domain.model import Run, RunStatus
 from ports.metrics import MetricsPort
-from services.hub import TERMINAL_EVENTS, Batch, Item, RunStream, resume_after, run_tag, up_to_terminal
+from services.handles import TERMINAL_EVENTS, Batch, Item, RunStream, resume_after, run_tag, up_to_terminal
 
 if TYPE_CHECKING:
     from services.runs import RunService

@@ -22,8 +22,7 @@ from entrypoints.lgapi import shapes
 from entrypoints.lgapi.inputs import RUN_FIELDS, ThreadView, checkpoint_id, needs_thread, run_command
 from entrypoints.lgapi.stream import Projector, ReadThread, parse_modes, stream_response
 from entrypoints.lgapi.threads import bounded, branch_of, read_body, services, thread_body, thread_id, view
-from services.handles import StartedRun
-from services.hub import TERMINAL_EVENTS, Batch, RunStream, run_tag
+from services.handles import TERMINAL_EVENTS, Batch, RunStream, StartedRun, run_tag
 
 # a queued run that will not start by itself: what a stream of it ends with
 HELD = StreamEvent("chat-error", {"code": "QUEUE_HELD", "message": (

@@ -22,7 +22,7 @@ from domain.events import StreamEvent
 from domain.model import CheckpointSummary, Message
 from entrypoints.http.sse import RECHECK_SECONDS
 from entrypoints.lgapi.shapes import ASSISTANT_ID, GRAPH_ID, hitl_interrupt, message_dict
-from services.hub import RunStream, run_tag
+from services.handles import RunStream, run_tag
 
 MODES = frozenset({"values", "updates", "messages-tuple", "messages", "custom", "events", "debug", "tasks",
                    "checkpoints"})
