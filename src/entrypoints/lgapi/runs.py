@@ -137,7 +137,7 @@ async def _started(request: Request, cid: str, qid: str) -> Run | None:
     thread deleted), when the queue is held (domain.queue.queue_held: it waits for a
     person) or the server is closing."""
     closing: asyncio.Event = request.app.state.closing
-    poll = services(request).runs().poll_seconds
+    poll = services(request).runs().deps.poll_seconds
     while not closing.is_set():
         try:
             found = await _find(request, cid, qid)
