@@ -35,10 +35,13 @@ class RunStream:
     """One run's events, in batches (the events that were ready together), with the id of
     that run, so the stream can name its events unmistakably (`<n>@<run tag>`)."""
 
-    def __init__(self, run_id: str, batches: AsyncGenerator[Batch, None], chained: bool = False) -> None:
+    def __init__(
+        self, run_id: str, batches: AsyncGenerator[Batch, None], chained: bool = False, base_count: int | None = None
+    ) -> None:
         self.run_id = run_id  # a chained stream moves it on to each next run before its events
         self._batches = batches
         self.chained = chained  # the conversation's runs one after another: a terminal event is not the end
+        self.base_count = base_count  # thread messages before the run's output, when the stream knows it
 
     def __aiter__(self) -> RunStream:
         return self

@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
+from domain.errors import StorageFailure
 from domain.events import StreamEvent
 from domain.lifecycle import Outcome, StopReason
 from services.handles import TERMINAL_EVENTS, Batch, Item, up_to_terminal
@@ -96,6 +97,20 @@ class ActiveRun:
         events = self.events
         while len(events) > self.replay_limit and events[0][0] <= self.flushed:
             events.popleft()
+
+    async def input_saved(self) -> None:
+        """Until the run's input is committed; what stopped the run first is raised instead
+        (StorageFailure when that was no exception)."""
+        recorded = asyncio.ensure_future(self.input_recorded.wait())
+        ended = asyncio.ensure_future(self.finished.wait())
+        await asyncio.wait({recorded, ended}, return_when=asyncio.FIRST_COMPLETED)
+        recorded.cancel()
+        ended.cancel()
+        if not self.input_recorded.is_set():
+            failure = self.failure
+            raise failure if isinstance(failure, Exception) else StorageFailure(
+                "The run stopped before its message was saved"
+            )
 
     def request_stop(self, reason: StopReason) -> None:
         """Stop the task: at once if its body runs and its input is durable, otherwise as

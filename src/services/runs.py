@@ -17,14 +17,13 @@ from functools import partial
 
 from domain import lifecycle
 from domain.attachments import Upload
-from domain.commands import Cancel, Edit, Regenerate, Resume, SendMessage, StartRun
+from domain.commands import Cancel, Resume, SendMessage, StartRun
 from domain.errors import (
     ConversationNotFound,
     NoActiveRun,
     NotSupported,
     SessionInProgress,
     ShuttingDown,
-    StorageFailure,
     UserLimitReached,
 )
 from domain.events import StreamEvent
@@ -43,7 +42,7 @@ from services.handles import CancelResult, Item, LiveRun, RunStores, RunStream, 
 from services.hub import ActiveRun, RunHub
 from services.kernel import KernelDeps, LiveRuns, RunKernel
 from services.models import ModelCatalog
-from services.pending import PlanPorts, RunRequest, plan_fork, plan_input
+from services.pending import PlanPorts, RunRequest, plan_command, plan_input
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +78,7 @@ class RunService:
         self.cancel_wait = cancel_wait
         limit = recursion_limit if recursion_limit > 0 else DEFAULT_RECURSION_LIMIT
         self.execution = Execution(engine, stores.checkpoints, limit)
+        self._plan_ports = PlanPorts(stores.checkpoints, stores.journal, stores.approvals, stores.checker)
         self.deps = KernelDeps(stores, processes, clock, metrics, lease_seconds, poll_seconds)
         self.kernel = RunKernel(self.deps, self._start_queued, hub)
 
@@ -143,22 +143,8 @@ class RunService:
             if settings != current:
                 await runs.set_chat_settings(cid, settings)
         choice = await self._choice(settings)
-        run_input, base = await self._plan(command, cid, files)
+        run_input, base = await plan_command(self._plan_ports, command, cid, files, self.deps.clock())
         return await self._launch(cid, run_input, base, trigger, choice)
-
-    async def _plan(self, command: StartRun, cid: str, files: tuple[Upload, ...]) -> tuple[RunInput, int]:
-        s = self.stores
-        ports = PlanPorts(s.checkpoints, s.journal, s.approvals, s.checker)
-        if isinstance(command, Edit):
-            return await plan_fork(ports, cid, command.text, command.index)
-        if isinstance(command, Regenerate):
-            return await plan_fork(ports, cid, "", None)
-        if isinstance(command, Resume):
-            request = RunRequest("", True, command.decision, command.decisions)
-        else:
-            request = RunRequest(command.text.strip(), files=files)
-        new_thread = command.conversation_id is None
-        return await plan_input(ports, cid, request, self.deps.clock(), new_thread=new_thread)
 
     async def _ready(self, files: tuple[Upload, ...], settings: ChatSettings) -> tuple[Upload, ...]:
         """The message's files with their text, before anything is stored (a file the
@@ -198,17 +184,7 @@ class RunService:
             body = partial(self.execution, run_input=run_input, choice=choice)
             active = self.kernel.launch(run, body, needs_input=needs_input)
         if active.needs_input:
-            # acknowledged means durable: return only once the message is committed
-            recorded = asyncio.ensure_future(active.input_recorded.wait())
-            ended = asyncio.ensure_future(active.finished.wait())
-            await asyncio.wait({recorded, ended}, return_when=asyncio.FIRST_COMPLETED)
-            recorded.cancel()
-            ended.cancel()
-            if not active.input_recorded.is_set():
-                failure = active.failure
-                raise failure if isinstance(failure, Exception) else StorageFailure(
-                    "The run stopped before its message was saved"
-                )
+            await active.input_saved()  # acknowledged means durable: return only once it is committed
         return self._started(active)
 
     def _started(self, active: ActiveRun) -> StartedRun:
@@ -224,13 +200,11 @@ class RunService:
     def launch_queued(self, run: Run, message: QueuedMessage) -> StartedRun:
         """Execute `run`, which the store started for the queued `message` (ports.queue):
         its input is planned as a new message's."""
-        s = self.stores
-        ports = PlanPorts(s.checkpoints, s.journal, s.approvals, s.checker)
-
         async def plan() -> tuple[RunInput, ModelChoice]:
-            run_input, _ = await plan_input(ports, run.conversation_id, RunRequest(message.text), self.deps.clock())
+            request = RunRequest(message.text)
+            run_input, _ = await plan_input(self._plan_ports, run.conversation_id, request, self.deps.clock())
             # the conversation's model and system prompt as they are when it starts
-            found = await s.runs.get_conversation(run.conversation_id)
+            found = await self.stores.runs.get_conversation(run.conversation_id)
             settings = ChatSettings(found.model, found.system) if found is not None else ChatSettings()
             return run_input, await self._choice(settings)
 
@@ -263,9 +237,21 @@ class RunService:
         conversation answers as an unknown one (services.following.follow_batches)."""
         return await following.follow_batches(self.kernel, conversation_id, after, tag, through_queue, by=by)
 
-    async def follow_run(self, run: Run, after: int) -> RunStream:
-        """The events of `run` after id `after`, up to its terminal event (services.following)."""
-        return await following.follow_run(self.kernel, run, after)
+    def follow_from(
+        self, first: Run | QueuedMessage | StartedRun, after: int = 0, *, by: Principal = LOCAL
+    ) -> AsyncGenerator[RunStream, None]:
+        """The runs a client follows from `first` on (services.following.follow_from): a run
+        a crash stopped is followed by the run that resumed it, else by a resume started here
+        as `by`."""
+        resume = partial(self._resume, by=by)
+        return following.follow_from(self.kernel, first, after, resume=resume)
+
+    async def _resume(self, conversation_id: str, *, by: Principal) -> StartedRun:
+        return await self.start(Resume(conversation_id), by=by)
+
+    async def rejoin_point(self, run: Run, after: int, tag: str | None) -> tuple[Run, int]:
+        """Where a re-join of `run` after event `after@tag` resumes (services.following)."""
+        return await following.rejoin_point(self.kernel, run, after, tag)
 
     async def cancel(self, command: Cancel, *, by: Principal = LOCAL) -> CancelResult:
         """Stop the conversation's running run wherever it executes; it is recorded

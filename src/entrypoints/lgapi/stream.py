@@ -169,7 +169,7 @@ class Projector:
 
 def stream_response(
     projector: Projector,
-    source: AsyncIterator[tuple[str, RunStream]],
+    source: AsyncIterator[RunStream],
     ping_seconds: float,
     closing: asyncio.Event,
     headers: dict[str, str],
@@ -189,9 +189,9 @@ def stream_response(
         clock = asyncio.get_running_loop().time
         next_check = clock() + recheck_seconds if allowed is not None else float("inf")
         try:
-            async for run_id, events in source:
-                projector.run_id = run_id
-                tag = run_tag(run_id)
+            async for events in source:
+                projector.run_id = events.run_id
+                tag = run_tag(events.run_id)
                 pending: asyncio.Future[Any] | None = None
                 next_ping = clock() + ping_seconds
                 try:
