@@ -10,20 +10,12 @@ from datetime import datetime
 import click
 
 from entrypoints.cli import asking
-from entrypoints.cli.base import (
-    EXIT_BAD_INPUT,
-    EXIT_FAILED,
-    CliError,
-    Context,
-    finish,
-    global_options,
-    pass_ctx,
-    server_option,
-)
+from entrypoints.cli.base import CliError, Context, finish, global_options, pass_ctx, server_option
 from entrypoints.cli.client import Json, SophosClient
+from entrypoints.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED
 from entrypoints.cli.ids import on
 from entrypoints.cli.output import ago, approval_line
-from entrypoints.cli.runs import resume_hint
+from entrypoints.cli.resuming import resume_hint
 
 
 def _table(items: Sequence[Json]) -> str:

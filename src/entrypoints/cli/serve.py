@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from entrypoints.cli.base import EXIT_BAD_INPUT, EXIT_SERVER, CliError, Context, global_options, pass_ctx
+from entrypoints.cli.base import CliError, Context, global_options, pass_ctx
+from entrypoints.cli.exits import EXIT_BAD_INPUT, EXIT_SERVER
 from entrypoints.logs import configure_logging
 
 
