@@ -27,7 +27,7 @@ TEST_PACKAGES := chromium=chromium pg_ctlcluster=postgresql
 # (two of its containers share a PostgreSQL server the tests start)
 DEPLOY_PACKAGES := podman=podman runc=runc debootstrap=debootstrap pg_ctlcluster=postgresql
 
-.PHONY: install install-dev run demo test test-fast test-deploy need-deploy test-model test-unit lint bench bench-concurrency bench-postgres bench-peers soak clean-db check-python need-node need-test help
+.PHONY: install install-dev run demo test test-fast test-deploy need-deploy test-model test-unit lint bench bench-concurrency bench-postgres bench-peers bench-graph-suite soak clean-db check-python need-node need-test help
 
 help:
 	@echo "make run      start Sophos (creates .venv and installs everything first)"
@@ -40,6 +40,7 @@ help:
 	@echo "make bench-concurrency   only the concurrency section (BENCH_BASELINE_REF=ref to compare with)"
 	@echo "make bench-postgres      only the storage section on PostgreSQL (both backends, the bare official saver)"
 	@echo "make bench-peers   only the side-by-side run with the LangGraph dev server and bare LangGraph"
+	@echo "make bench-graph-suite   LangGraph's own integration suite against langgraph dev and sophos serve (scores per test)"
 	@echo "make soak N=1000   the kill -9 torture test, long form (BACKEND=postgres: three processes on PostgreSQL; QUEUE=1: queued messages)"
 
 CHECK_PYTHON = $(PYTHON) -c 'import sys; need = tuple(map(int, "$(MIN_PYTHON)".split("."))); \
@@ -91,7 +92,7 @@ run: install
 # its own database: the demo's conversations never mix with `make run`'s
 demo: install
 	@echo "Demo: the offline demo model and tools, no model server needed (data in data/demo)"
-	$(VENV)/bin/sophos --model demo --tools demo --db data/demo/sophos.db serve
+	$(VENV)/bin/sophos --backend demo --tools demo --db data/demo/sophos.db serve
 
 test: need-test install-dev
 	PYTHONPATH=src $(VENV)/bin/lint-imports
@@ -153,6 +154,10 @@ bench: install $(BENCH_STAMP) $(SERVE_STAMP)
 
 bench-peers: install $(BENCH_STAMP) $(SERVE_STAMP)
 	PYTHONPATH=.:src $(PY) -m bench --only peers
+
+# the suite's pytest is the dev tools' (install-dev); the peer is .bench-venv's `langgraph dev`
+bench-graph-suite: install-dev $(BENCH_STAMP)
+	PYTHONPATH=.:src $(PY) -m bench --only graph-suite
 
 bench-concurrency: install $(SERVE_STAMP)
 	PYTHONPATH=.:src $(PY) -m bench --only concurrency

@@ -5,11 +5,15 @@ against Sophos; both backends side by side with the bare official PostgreSQL sav
 (bench/peers.py); a 200-turn thread and RSS after 1,000 conversations (bench/endurance.py);
 streaming on the page at 500 messages against an empty chat, in Chromium (bench/page_stream.py).
 Branches: a 300-turn conversation with 20 branches against the same without (bench/branches.py,
-in core; alone with --only branches). The soak of hostile PDFs and imports beside normal chats
-(bench/hostile.py) only with --only hostile.
+in core; alone with --only branches). Imports: a conversation at the import limits (20,000
+messages, 200 branches) against a plain chain of as many messages (bench/imports.py).
+LangGraph's own integration suite against `langgraph dev` and `sophos serve`
+(bench/graph_suite.py; only with --only graph-suite, `make bench-graph-suite`). The soak of
+hostile PDFs and imports beside normal chats (bench/hostile.py) only with --only hostile.
 Each section's tables are printed and also written to bench/results/<start, UTC>-<section>.md
 (bench/results/README.md); --results DIR writes them elsewhere.
-Usage: python -m bench [--only core|branches|postgres|concurrency|endurance|peers|page|hostile] [--turns 300]
+Usage: python -m bench [--only core|branches|imports|postgres|concurrency|endurance|peers|page|graph-suite|hostile]
+[--turns 300]
 [--conversations 10000] [--baseline-ref REF] [--reps 3] [--results DIR]"""
 
 from __future__ import annotations
@@ -35,7 +39,19 @@ import httpx
 from tests.support.app import SOPHOS, app_env, ledger_server_entry, process_env
 from tests.support.long_thread import TEXT, file_size, long_thread_harness
 
-from bench import baseline, branches, concurrency, endurance, hostile, page_stream, peers, postgres, search
+from bench import (
+    baseline,
+    branches,
+    concurrency,
+    endurance,
+    graph_suite,
+    hostile,
+    imports,
+    page_stream,
+    peers,
+    postgres,
+    search,
+)
 from bench.context import prompt_building
 from bench.table import RESULTS, Row, print_table, recording
 
@@ -250,10 +266,20 @@ async def branches_only(args: argparse.Namespace) -> None:
     print_table(("figure", "baseline (LangGraph + SqliteSaver)", "sophos", "target"), rows)
 
 
+async def imports_section(args: argparse.Namespace) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="sophos-bench-"))
+    try:
+        rows = await imports.section(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print_table(("figure", "baseline (one chain of as many messages)", "sophos", "target"), rows)
+
+
 async def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument(
-        "--only", choices=("core", "branches", "postgres", "concurrency", "endurance", "peers", "page", "hostile"),
+        "--only", choices=("core", "branches", "imports", "postgres", "concurrency", "endurance", "peers", "page",
+                           "graph-suite", "hostile"),
         help="run one section of the benchmarks",
     )
     parser.add_argument("--turns", type=int, default=300)
@@ -263,6 +289,7 @@ async def main(argv: Sequence[str] | None = None) -> None:
     endurance.add_arguments(parser)
     peers.add_arguments(parser)
     page_stream.add_arguments(parser)
+    graph_suite.add_arguments(parser)
     hostile.add_arguments(parser)
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
@@ -270,12 +297,14 @@ async def main(argv: Sequence[str] | None = None) -> None:
     facts = run_facts(argv)
     print(f"running on {os.cpu_count()} cores, python {sys.version.split()[0]} ...", flush=True)
     sections = {
-        "core": core, "branches": branches_only, "postgres": postgres.section,
+        "core": core, "branches": branches_only, "imports": imports_section, "postgres": postgres.section,
         "concurrency": concurrency.section, "endurance": endurance.section, "peers": peers.section,
-        "page": page_stream.section, "hostile": hostile.section,
+        "page": page_stream.section, "graph-suite": graph_suite.section, "hostile": hostile.section,
     }
-    # branches is part of core, the soak (hostile) a run of its own: each only when asked for
-    chosen = [args.only] if args.only else [name for name in sections if name not in ("branches", "hostile")]
+    # branches is part of core; alone only when asked for. The graph suite (two runs of a
+    # 55-test suite, minutes) needs the dev tools' pytest: its own target, bench-graph-suite
+    # the soak (hostile) is minutes of load beside a server: only alone
+    chosen = [args.only] if args.only else [name for name in sections if name not in ("branches", "graph-suite", "hostile")]
     for i, name in enumerate(chosen):
         if i:
             print()

@@ -31,7 +31,7 @@ import pytest
 from adapters.mcp.toolbox import McpToolbox
 from adapters.postgres.database import PostgresDatabase
 from adapters.postgres.saver import FencedPostgresSaver
-from tests.support import server, terminal, torture
+from tests.support import sdk_suite, server, terminal, torture
 from tests.support.app import SOPHOS, ledger_server_entry
 from tests.support.postgres import PostgresServer, create_database, drop_database, postgres_server
 
@@ -39,8 +39,9 @@ TESTS = Path(__file__).parent
 POSTGRES_FIXTURES = {"postgres_url", "postgres_template", "pg_url", "pg_empty_url"}
 # what a module holds when it starts a PostgreSQL server or another process itself
 POSTGRES_STARTERS: tuple[object, ...] = (PostgresServer, postgres_server)
-PROCESS_STARTERS: tuple[object, ...] = (subprocess, server, terminal, torture, McpToolbox, ledger_server_entry)
-PROCESS_MODULES = {m.__name__ for m in (subprocess, server, terminal, torture)}
+PROCESS_STARTERS: tuple[object, ...] = (subprocess, server, terminal, torture, sdk_suite, McpToolbox,
+                                        ledger_server_entry)
+PROCESS_MODULES = {m.__name__ for m in (subprocess, server, terminal, torture, sdk_suite)}
 
 
 def _holds(module: ModuleType, starters: tuple[object, ...], modules: Collection[str] = ()) -> bool:

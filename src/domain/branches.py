@@ -14,7 +14,7 @@ there.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from domain.errors import InvalidEdit, InvalidInput, NothingToRegenerate
@@ -42,10 +42,10 @@ class BranchMarker:
     numbers: tuple[int, ...]
 
 
-def fork_parent(branches: Sequence[Branch], start: int | None, fork: int) -> int | None:
+def fork_parent(branches: Sequence[Branch] | Mapping[int, Branch], start: int | None, fork: int) -> int | None:
     """The parent of a branch forked at `fork` from branch `start` (normalised, see the
-    module docstring)."""
-    by_number = {b.number: b for b in branches}
+    module docstring). `branches` by number, for a caller that asks many times."""
+    by_number = branches if isinstance(branches, Mapping) else {b.number: b for b in branches}
     parent = start
     while parent is not None and parent in by_number and fork <= by_number[parent].fork:
         parent = by_number[parent].parent

@@ -40,12 +40,14 @@ class ErrorCode(StrEnum):
     QUEUE_FULL = "QUEUE_FULL"
     QUEUED_NOT_FOUND = "QUEUED_NOT_FOUND"
     USER_EXISTS = "USER_EXISTS"
+    CONVERSATION_EXISTS = "CONVERSATION_EXISTS"
     USER_LIMIT = "USER_LIMIT"
     ATTACHMENT_TOO_LARGE = "ATTACHMENT_TOO_LARGE"
     ATTACHMENT_TYPE_NOT_ALLOWED = "ATTACHMENT_TYPE_NOT_ALLOWED"
     ATTACHMENT_UNREADABLE = "ATTACHMENT_UNREADABLE"
     TOO_MANY_ATTACHMENTS = "TOO_MANY_ATTACHMENTS"
     MODEL_CANNOT_SEE = "MODEL_CANNOT_SEE"
+    BAD_GRAPH = "BAD_GRAPH"
     UNKNOWN_ERROR = "UNKNOWN_ERROR"
 
 
@@ -356,6 +358,14 @@ class UserNotFound(SophosError):
 
     code = ErrorCode.NOT_FOUND
     default_message = "No such user or token"
+
+
+class ConversationExists(SophosError):
+    """Raised when a conversation is made under an id that is taken, whoever holds it: ids
+    are global, so the answer tells that the id is taken and never whose it is."""
+
+    code = ErrorCode.CONVERSATION_EXISTS
+    default_message = "Thread already exists"
 
 
 class UserExists(SophosError):

@@ -40,6 +40,11 @@ def markdown_transcript(
         lines.append(f"- Branch: {branch[0]} of {branch[1]} (the active one; the JSONL export has every branch)")
     if conversation.model:
         lines.append(f"- Model: `{conversation.model}`")
+    # the models that wrote the answers, here and not in the headings: the contract's
+    # `## Assistant` stays as it is (the JSON export has each answer's model)
+    answered = dict.fromkeys(m.model for m in messages if isinstance(m, AssistantMessage) and m.model)
+    if answered:
+        lines.append("- Answered by: " + ", ".join(f"`{model}`" for model in answered))
     if conversation.system:
         lines += ["- System prompt:", ""] + ["  > " + line for line in conversation.system.split("\n")]
     lines.append("")
@@ -55,7 +60,7 @@ def markdown_transcript(
             lines += [f"- Attached: `{a.name}` ({a.media_type}, {a.size:,} bytes)" for a in m.attachments]
             lines += [""] if m.attachments else []
         elif isinstance(m, AssistantMessage):
-            lines += [f"## Assistant ({m.model})" if m.model else "## Assistant", ""]
+            lines += ["## Assistant", ""]
             if m.reasoning:
                 took = f"Thought for {m.reasoning_seconds:g} s" if m.reasoning_seconds is not None else "Thinking"
                 lines += [f"<details><summary>{took}</summary>", "", m.reasoning.strip(), "", "</details>", ""]

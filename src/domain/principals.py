@@ -148,20 +148,23 @@ def is_user_id(value: str) -> bool:
     return _USER_ID.fullmatch(value) is not None
 
 
-class ProxyTrust:
-    """AUTH=proxy: the addresses (or networks) of the proxies whose user header is believed.
-    The address is the socket's peer, never a forwarded-for header a client can write."""
+class TrustedProxies:
+    """TRUSTED_PROXY_IPS: the addresses (or networks) of the proxies in front of the server.
+    From them alone are `X-Forwarded-For` and `X-Forwarded-Proto` believed (and, with
+    AUTH=proxy, the user header); a proxy is known by the socket's peer, never by a header a
+    client can write. Empty: nobody is a proxy, every client is who its socket says."""
 
-    def __init__(self, header: str, trusted: str, auto_create: bool) -> None:
-        self.header = header.strip().lower()
-        self.auto_create = auto_create
+    def __init__(self, setting: str) -> None:
         self.networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
-        for entry in trusted.split(","):
+        for entry in setting.split(","):
             if entry.strip():
                 try:
                     self.networks.append(ipaddress.ip_network(entry.strip(), strict=False))
                 except ValueError:
                     raise InvalidInput(f"TRUSTED_PROXY_IPS: {entry.strip()!r} is not an address or a network") from None
+
+    def __bool__(self) -> bool:
+        return bool(self.networks)
 
     def trusts(self, peer: str) -> bool:
         try:
@@ -171,3 +174,22 @@ class ProxyTrust:
         if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
             address = address.ipv4_mapped
         return any(address in network for network in self.networks)
+
+    def entries(self) -> list[str]:
+        """The networks as text, each IPv4 one also as IPv4-mapped IPv6 (`::ffff:10.0.0.5`,
+        the peer of an IPv4 client on a dual-stack socket)."""
+        mapped = [f"::ffff:{n.network_address}/{96 + n.prefixlen}" for n in self.networks if n.version == 4]
+        return [str(n) for n in self.networks] + mapped
+
+
+class ProxyTrust:
+    """AUTH=proxy: the header naming the user, believed from TRUSTED_PROXY_IPS only (see
+    TrustedProxies: by the socket's peer, never a forwarded-for header a client can write)."""
+
+    def __init__(self, header: str, trusted: str, auto_create: bool) -> None:
+        self.header = header.strip().lower()
+        self.auto_create = auto_create
+        self.proxies = TrustedProxies(trusted)
+
+    def trusts(self, peer: str) -> bool:
+        return self.proxies.trusts(peer)

@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from entrypoints.cli.base import Context, global_options, pass_ctx
+from entrypoints.cli.base import Context, options, pass_ctx, server_option
 
 
 def _plain(snippet: str, bold: bool) -> str:
@@ -22,11 +22,12 @@ def _plain(snippet: str, bold: bool) -> str:
 @click.argument("query")
 @click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True, help="Results to show.")
 @click.option("--json", "as_json", is_flag=True, help="Print the API's JSON.")
-@global_options
+@server_option
+@options()
 @pass_ctx
-def search(ctx: Context, query: str, limit: int, as_json: bool) -> None:
+def search(ctx: Context, query: str, limit: int, as_json: bool, server: str | None) -> None:
     """Search titles and messages of every conversation: words, "a phrase", prefix*."""
-    page = ctx.with_client(lambda client: client.search(query, limit))
+    page = ctx.with_client(lambda client: client.search(query, limit), server)
     if as_json:
         click.echo(json.dumps(page, ensure_ascii=False))
         return
@@ -40,7 +41,7 @@ def search(ctx: Context, query: str, limit: int, as_json: bool) -> None:
 
 
 @click.command()
-@global_options
+@options()
 @pass_ctx
 def reindex(ctx: Context) -> None:
     """Rebuild the search index from every conversation's stored thread."""

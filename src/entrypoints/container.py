@@ -59,13 +59,13 @@ from ports.sessions import SessionStore  # noqa: E402 - after the finder above
 from ports.storage import StoragePort  # noqa: E402 - after the finder above
 from ports.tools import ToolPort  # noqa: E402 - after the finder above
 from ports.users import UserStore  # noqa: E402 - after the finder above
+from ports.workers import Worker  # noqa: E402 - after the finder above
 from services.allow_rules import AllowRules  # noqa: E402 - after the finder above
 from services.approvals import ApprovalGate  # noqa: E402 - after the finder above
 from services.attachments import FileIntake  # noqa: E402 - after the finder above
 from services.conversations import ConversationService  # noqa: E402 - after the finder above
 from services.files import FileService  # noqa: E402 - after the finder above
 from services.handles import RunStores  # noqa: E402 - after the finder above
-from services.hub import RunHub  # noqa: E402 - after the finder above
 from services.models import ModelCatalog  # noqa: E402 - after the finder above
 from services.queueing import QueueService  # noqa: E402 - after the finder above
 from services.runs import RunService  # noqa: E402 - after the finder above
@@ -73,9 +73,11 @@ from services.search import SearchService  # noqa: E402 - after the finder above
 from services.sessions import SessionService  # noqa: E402 - after the finder above
 from services.supervisor import Supervisor  # noqa: E402 - after the finder above
 from services.transfer import TransferService  # noqa: E402 - after the finder above
+from services.unsaved import UnsavedOutcomes  # noqa: E402 - after the finder above
 from services.users import UserService  # noqa: E402 - after the finder above
 
 if TYPE_CHECKING:
+    from adapters.graphs.catalog import LangGraphJsonCatalog
     from adapters.langgraph.graph import AgentNodes
     from adapters.langgraph.saver import Saver
     from adapters.memory.backend import MemoryBackend
@@ -146,6 +148,14 @@ def _processes() -> ProcessPort:
     from adapters.system.processes import LocalProcesses
 
     return LocalProcesses()
+
+
+def _graphs(path: str) -> LangGraphJsonCatalog:
+    """The graphs of LANGGRAPH_JSON, imported (their env and dependencies applied): the
+    first use is at start-up, so a graph that fails stops it (GraphLoadFailed)."""
+    from adapters.graphs.catalog import LangGraphJsonCatalog
+
+    return LangGraphJsonCatalog.load(path) if path else LangGraphJsonCatalog.empty()
 
 
 def _prompt(config_dir: str) -> SystemPromptSource:
@@ -253,30 +263,44 @@ def _stores(store: RunStore, threads: CheckpointPort) -> RunStores:
 
 def _conversations(
     store: RunStore, threads: Callable[[], CheckpointPort], service: Callable[[], RunService],
-    catalog: Callable[[], ModelCatalog],
+    catalog: Callable[[], ModelCatalog], saver: Callable[[], Saver], worker: Callable[[], Worker],
+    unsaved: UnsavedOutcomes,
 ) -> ConversationService:
     async def is_active(conversation_id: str) -> bool:
         return await service().is_active(conversation_id)
 
     lazy = LazyThreads(threads)
-    copies = LazyCopies(lambda: _copies(threads()))
+    copies = LazyCopies(lambda: _copies(threads(), saver(), worker()))
     return ConversationService(store, lazy, is_active, store, branches=lazy, approvals=store, copies=copies,
-                               catalog=catalog)
+                               catalog=catalog, unsaved=unsaved)
 
 
-def _copies(threads: CheckpointPort) -> ThreadCopies:
+def _copies(threads: CheckpointPort, saver: Saver, worker: Worker) -> ThreadCopies:
     from adapters.langgraph.copies import LangGraphCopies
     from adapters.langgraph.engine import LangGraphThreads
 
-    assert isinstance(threads, LangGraphThreads)  # what _threads builds
-    return LangGraphCopies(threads)
+    assert isinstance(threads, LangGraphThreads)  # what _threads builds, on `saver`
+    return LangGraphCopies(threads, saver, worker)
 
 
-def _transfer(
-    store: RunStore, threads: Callable[[], CheckpointPort], files: Callable[[], Saver], extractor: TextExtractor
-) -> TransferService:
-    return TransferService(store, LazyThreads(threads), LazyCopies(lambda: _copies(threads())), store,
-                           files=files, extractor=extractor)
+def _import_worker() -> Iterator[Worker]:
+    from adapters.system.workers import WorkerThreads
+
+    yield WorkerThreads("sophos-import")  # one import read at a time, whatever the number sent
+
+
+def _bulk_worker() -> Iterator[Worker]:
+    from adapters.system.workers import WorkerThreads
+
+    # the zip of every conversation, an upload unpacked: asyncio's default executor is
+    # storage's (LangGraph's PostgreSQL saver writes through it), a request's large work never goes there
+    yield WorkerThreads("sophos-bulk", 2)
+
+
+def _transfer(store: RunStore, threads: Callable[[], CheckpointPort], files: Callable[[], Saver],
+              worker: Worker, extractor: TextExtractor) -> TransferService:
+    return TransferService(store, LazyThreads(threads), LazyCopies(lambda: _copies(threads(), files(), worker)), store,
+                           files=files, extractor=extractor, worker=worker)
 
 
 def _sessions(backend: StorageBackend) -> SessionStore:
@@ -296,7 +320,6 @@ class Container(containers.DeclarativeContainer):
     settings = providers.Dependency(instance_of=Settings)
     config = providers.Configuration(strict=True)
 
-    hub = providers.Singleton(RunHub)
     processes = providers.Singleton(_processes)
     # the server exposes its metrics at /metrics; one-shot CLI commands, which nobody
     # scrapes, record nothing (and never import prometheus-client)
@@ -319,6 +342,7 @@ class Container(containers.DeclarativeContainer):
     store = providers.Singleton(_run_store, backend)
     storage = providers.Singleton(_maintenance, backend)
     prompt = providers.Singleton(_prompt, config.CONFIG_DIR)
+    graphs = providers.Singleton(_graphs, config.LANGGRAPH_JSON)
 
     model = providers.Selector(
         config.MODEL_BACKEND,
@@ -352,6 +376,7 @@ class Container(containers.DeclarativeContainer):
     # PDFs are read in worker processes of their own (one pool for chats and imports)
     pdf_reader = providers.Resource(_pdf_reader, config.PDF_TIMEOUT, config.PDF_MEMORY, config.PDF_WORKERS)
     intake = providers.Singleton(_intake, catalog, pdf_reader)
+    unsaved = providers.Singleton(UnsavedOutcomes)  # outcomes the store refused, as reads show them
     run_service = providers.Singleton(
         RunService,
         catalog=catalog,
@@ -359,27 +384,29 @@ class Container(containers.DeclarativeContainer):
         stores=stores,
         engine=engine,
         processes=processes,
-        hub=hub,
         recursion_limit=config.AGENT_RECURSION_LIMIT,
         lease_seconds=config.RUN_LEASE_SECONDS,
         metrics=metrics,
         user_max_active=config.USER_MAX_ACTIVE_RUNS,
+        unsaved=unsaved,
     )
     queue = providers.Singleton(QueueService, run_service, store, config.MAX_QUEUED)
     supervisor = providers.Singleton(
         Supervisor,
         service=run_service,
-        queue=queue,
         auto_resume=config.AUTO_RESUME,
         event_retention=config.RUN_EVENT_RETENTION_SECONDS,
         approval_timeout=config.APPROVAL_TIMEOUT,
     )
-    conversations = providers.Singleton(_conversations, store, threads.provider, run_service.provider, catalog.provider)
+    import_worker = providers.Resource(_import_worker)  # an import's file read and its messages built
+    conversations = providers.Singleton(_conversations, store, threads.provider, run_service.provider, catalog.provider,
+                                        checkpointer.provider, import_worker.provider, unsaved)
     files = providers.Singleton(FileService, conversations, threads, checkpointer.provider)
     search_index = providers.Singleton(_search_index, backend, threads.provider)
     search = providers.Singleton(SearchService, search_index)
     allow_rules = providers.Singleton(AllowRules, store)
-    transfer = providers.Singleton(_transfer, store, threads.provider, checkpointer.provider, pdf_reader)
+    transfer = providers.Singleton(_transfer, store, threads.provider, checkpointer.provider, import_worker, pdf_reader)
+    bulk_worker = providers.Resource(_bulk_worker)
     # the page's login sessions: in the run store's database, whichever it is
     session_store = providers.Singleton(_sessions, backend)
     user_store = providers.Singleton(_users, backend)
@@ -387,7 +414,7 @@ class Container(containers.DeclarativeContainer):
                                 config.PROXY_AUTO_CREATE)
     sessions = providers.Singleton(SessionService, session_store, config.API_TOKEN, config.SESSION_SECONDS,
                                    users=user_store, admin_sees_all=config.ADMIN_SEES_ALL, proxy=proxy)
-    users = providers.Singleton(UserService, user_store, session_store)
+    users = providers.Singleton(UserService, user_store, session_store, history=store)
     # what the edges get instead of this container (built once; each getter lazy)
     services = providers.Singleton(
         Services,
@@ -406,8 +433,10 @@ class Container(containers.DeclarativeContainer):
         sessions=sessions.provider,
         users=users.provider,
         transfer=transfer.provider,
+        bulk=bulk_worker.provider,
         files=files.provider,
         attachment_limits=settings.provided.attachment_limits,
+        graphs=graphs.provider,
     )
 
 

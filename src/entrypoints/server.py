@@ -16,6 +16,7 @@ import importlib.util
 import ipaddress
 import logging
 import socket
+from collections.abc import Mapping
 from types import FrameType
 from typing import Any
 
@@ -24,11 +25,14 @@ import uvicorn
 from domain.errors import StorageFailure
 from entrypoints.bundle import Services
 from entrypoints.http.app import create_app
+from entrypoints.lgapi.guard import CorsPolicy
 from entrypoints.overhead import warn_if_crowded
 from entrypoints.protocol import MAX_HEAD, head_deadline_protocol
-from entrypoints.settings import Settings
+from entrypoints.settings import Settings, chosen
 from ports.backend import Backend
+from ports.graphs import GraphCatalog
 from ports.model import ModelPort, Readiness
+from services.sessions import SessionService
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +108,32 @@ async def warn_if_model_not_ready(model: ModelPort, timeout: float = 3.0) -> boo
     return ready.ok
 
 
+class BadConfig(Exception):
+    """Raised when the settings would serve what they must not (`sophos serve` exits with
+    this one line, code 2)."""
+
+
+def check_config(settings: Settings, env: Mapping[str, str]) -> None:
+    """The rules `sophos serve` checks before it binds (BadConfig): a non-loopback HOST needs
+    a login, and no proxy list but TRUSTED_PROXY_IPS is read."""
+    if not is_loopback(settings.HOST) and not settings.API_TOKEN and settings.AUTH != "proxy":
+        raise BadConfig(f"refusing to listen on {settings.HOST} without API_TOKEN set")
+    if env.get("FORWARDED_ALLOW_IPS"):
+        # docs/deployment.md once told TLS-proxy users to set it; uvicorn's forwarded headers
+        # are off now, so it would silently mean nothing (every write of an https page 403)
+        raise BadConfig("FORWARDED_ALLOW_IPS is not read: name the proxies whose forwarded headers are "
+                        "believed in TRUSTED_PROXY_IPS, and unset FORWARDED_ALLOW_IPS")
+
+
+async def check_cors(settings: Settings, sessions: SessionService) -> None:
+    """LANGGRAPH_API_CORS_ORIGINS only on a server that needs a login (API_TOKEN, users or
+    AUTH=proxy): without one, any page of those origins would act as the admin (BadConfig)."""
+    cors = CorsPolicy(settings.LANGGRAPH_API_CORS_ORIGINS)
+    if settings.LANGGRAPH_API_PORT and (cors.any or cors.origins) and not await sessions.needed():
+        raise BadConfig("refusing to serve LANGGRAPH_API_CORS_ORIGINS without a login: any page of those "
+                        "origins would act as the admin; set API_TOKEN (or add a user)")
+
+
 class CannotListen(Exception):
     """Raised when the listening socket cannot be bound (the port is taken, the address is not ours)."""
 
@@ -166,20 +196,39 @@ def tune_gc() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
-def side_server(settings: Settings, app: Any, host: str) -> tuple[SideServer, socket.socket]:
-    """The LangGraph API's server and its bound socket, over the main app's services."""
+LGAPI_SETTING = "LANGGRAPH_API_PORT, or 0 to serve no LangGraph API"
+
+
+def side_socket(settings: Settings, host: str) -> socket.socket | None:
+    """The LangGraph API's bound socket; None when it is off, or when its default port is
+    taken (`langgraph dev` and other tools use 2024 too): the page and /api are served all
+    the same, with one warning. A port the person chose and cannot have is CannotListen."""
+    port = settings.LANGGRAPH_API_PORT
+    if not port:
+        return None
+    try:
+        return bind(host, port, LGAPI_SETTING)
+    except CannotListen as e:
+        if e.code != "ADDRESS_IN_USE" or chosen("LANGGRAPH_API_PORT", settings):
+            raise
+    log.warning("LangGraph API not served: %s:%d is in use (langgraph dev?); set LANGGRAPH_API_PORT to a free "
+                "port for it, or to 0 to turn it off", url_host(host), port)
+    return None
+
+
+def side_server(settings: Settings, app: Any, host: str, sock: socket.socket) -> SideServer:
+    """The LangGraph API's server on `sock`, over the main app's services."""
     from entrypoints.lgapi.app import create_lgapi_app
 
-    port = settings.LANGGRAPH_API_PORT
-    sock = bind(host, port, "LANGGRAPH_API_PORT, or 0 to serve no LangGraph API")
+    port = sock.getsockname()[1]
     lg_app = create_lgapi_app(app.state.services, settings, app.state.closing)
     config = uvicorn.Config(
         lg_app, host=host, port=port, loop=event_loop(), log_config=None, lifespan="off", access_log=False,
         timeout_graceful_shutdown=5, http=head_deadline_protocol(settings.REQUEST_TIMEOUT, settings.MAX_CONNECTIONS),
         h11_max_incomplete_event_size=MAX_HEAD,
-        proxy_headers=settings.AUTH != "proxy",  # as the main server: the peer is what the proxy trust reads
+        proxy_headers=False,  # as the main server: TRUSTED_PROXY_IPS decides (entrypoints.http.forwarded)
     )
-    return SideServer(config), sock
+    return SideServer(config)
 
 
 async def serve_after(main: uvicorn.Server, side: SideServer, sock: socket.socket) -> None:
@@ -193,10 +242,21 @@ async def serve_after(main: uvicorn.Server, side: SideServer, sock: socket.socke
     await side.serve(sockets=[sock])
 
 
+def load_graphs(container: Any) -> None:
+    """Import the graphs of LANGGRAPH_JSON before anything listens: a file or a graph that
+    fails stops start-up with one line naming the file and the error (GraphLoadFailed)."""
+    catalog: GraphCatalog = container.graphs()
+    if catalog.source is not None:
+        ids = ", ".join(g.graph_id for g in catalog.graphs())
+        # loaded and checked; runs of them come with the run kernel (docs/langgraph-api.md#your-own-graphs)
+        print(f"Graphs loaded from {catalog.source}: {ids} (not served yet)", flush=True)
+
+
 def serve(container: Any) -> None:
     settings: Settings = container.settings()
     host, port = settings.HOST, settings.PORT
-    sock = bind(host, port)  # first: a busy port is the one line a person sees
+    load_graphs(container)
+    sock = bind(host, port)  # a busy port is the one line a person sees
     app = create_app(container)
     services: Services = app.state.services
     timeout = float(settings.SHUTDOWN_TIMEOUT)
@@ -212,16 +272,18 @@ def serve(container: Any) -> None:
         # in progress, 503 at once (the protocol counts them: uvicorn's limit counts idle sockets too)
         http=head_deadline_protocol(settings.REQUEST_TIMEOUT, settings.MAX_CONNECTIONS),
         h11_max_incomplete_event_size=MAX_HEAD,
-        # AUTH=proxy trusts the user header by the socket's peer: uvicorn must not replace
-        # that address with an X-Forwarded-For a client may have written itself
-        proxy_headers=settings.AUTH != "proxy",
+        # never uvicorn's forwarded headers (it trusts 127.0.0.1 unless FORWARDED_ALLOW_IPS):
+        # the app believes them from TRUSTED_PROXY_IPS only (entrypoints.http.forwarded)
+        proxy_headers=False,
     )
     server = DrainingServer(uv_config, app, timeout)
-    side = side_server(settings, app, host) if settings.LANGGRAPH_API_PORT else None
+    side_sock = side_socket(settings, host)
+    side = (side_server(settings, app, host, side_sock), side_sock) if side_sock is not None else None
     tune_gc()
 
     async def main() -> None:
         await check_storage(services.backend())
+        await check_cors(settings, services.sessions())  # the users are in the database
         await warn_if_model_not_ready(services.model())
         # in the background: it waits for the tool servers, which "listening" must not
         crowded = asyncio.create_task(warn_if_crowded(container))

@@ -23,7 +23,7 @@ from domain.attachments import (
     size_text,
 )
 from domain.errors import InvalidInput
-from domain.principals import ProxyTrust
+from domain.principals import TrustedProxies
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class Settings:
     API_TOKEN: str = ""
     SESSION_SECONDS: float = 30 * 24 * 3600  # a login's fixed lifetime (seconds)
     AUTH: str = "token"  # token (API_TOKEN, users' tokens) | proxy (also a trusted proxy's user header)
-    TRUSTED_PROXY_IPS: str = ""  # AUTH=proxy: the proxies' addresses or networks (comma-separated)
+    TRUSTED_PROXY_IPS: str = ""  # the proxies whose X-Forwarded-For/-Proto (and AUTH=proxy user header) are believed
     PROXY_USER_HEADER: str = "Remote-User"  # AUTH=proxy: the header naming the user
     PROXY_AUTO_CREATE: bool = True  # AUTH=proxy: a user first seen is created with role `user` (false: refused)
     ADMIN_SEES_ALL: bool = False  # admins reach every user's conversations
@@ -82,6 +82,7 @@ class Settings:
     MAX_CONNECTIONS: int = 100
     LANGGRAPH_API_PORT: int = 2024  # LangGraph's Agent Server API beside the main one; 0 = off
     LANGGRAPH_API_CORS_ORIGINS: str = ""  # browser origins allowed to call it (comma-separated, or *)
+    LANGGRAPH_JSON: str = ""  # a langgraph.json whose graphs `sophos serve` loads at start-up (adapters.graphs)
     MAX_QUEUED: int = 20
     MAX_ATTACHMENT_BYTES: int = MAX_ATTACHMENT_BYTES  # one attached file at most (bytes)
     MAX_ATTACHMENTS: int = MAX_ATTACHMENTS  # files one message may carry; 0 = attachments off
@@ -207,11 +208,11 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         raise SettingsError(f"AUTH must be token or proxy, got {settings['AUTH']!r}")
     if settings["AUTH"] == "proxy" and not str(settings["TRUSTED_PROXY_IPS"]).strip():
         raise SettingsError("AUTH=proxy needs TRUSTED_PROXY_IPS (the proxies' addresses)")
+    try:
+        TrustedProxies(str(settings["TRUSTED_PROXY_IPS"]))
+    except InvalidInput as e:
+        raise SettingsError(e.message) from None
     if settings["AUTH"] == "proxy":
-        try:
-            ProxyTrust(str(settings["PROXY_USER_HEADER"]), str(settings["TRUSTED_PROXY_IPS"]), False)
-        except InvalidInput as e:
-            raise SettingsError(e.message) from None
         if not str(settings["PROXY_USER_HEADER"]).strip():
             raise SettingsError("PROXY_USER_HEADER must name a header (e.g. Remote-User)")
     if settings["USER_MAX_ACTIVE_RUNS"] < 0:
@@ -270,6 +271,13 @@ def _check_files(settings: dict[str, Any]) -> None:
         raise SettingsError(f"PDF_MEMORY must be at least {MIN_PDF_MEMORY} bytes (128 MB), got {settings['PDF_MEMORY']}")
     if not 1 <= settings["PDF_WORKERS"] <= MAX_PDF_WORKERS:
         raise SettingsError(f"PDF_WORKERS must be between 1 and {MAX_PDF_WORKERS}, got {settings['PDF_WORKERS']}")
+
+
+def chosen(name: str, settings: Settings, env: Mapping[str, str] | None = None) -> bool:
+    """Whether a person chose the setting `name`: set in the environment (`env`, or the
+    process's), or to another value than the built-in default in `config/defaults.yaml`."""
+    env = os.environ if env is None else env
+    return bool(env.get(name)) or getattr(settings, name) != DEFAULTS[name]
 
 
 def database_label(settings: Mapping[str, Any]) -> str:

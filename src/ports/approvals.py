@@ -61,6 +61,11 @@ class ApprovalStore(Protocol):
     async def revoke(self, tool: str, owner: str = BOOTSTRAP_ID) -> bool:
         """Forget the user `owner`'s rule for `tool`; False when there was none."""
 
+    @abstractmethod
+    async def give_rules(self, from_owner: str, to_owner: str) -> int:
+        """Make the user `from_owner`'s rules the user `to_owner`'s (a tool both allow keeps
+        `to_owner`'s rule), atomically; how many `from_owner` had. Idempotent."""
+
 
 class ArgsChecker(Protocol):
     @abstractmethod
@@ -98,6 +103,9 @@ class NoApprovals(ApprovalStore):
 
     async def revoke(self, tool: str, owner: str = BOOTSTRAP_ID) -> bool:
         return False
+
+    async def give_rules(self, from_owner: str, to_owner: str) -> int:
+        return 0
 
 
 class AnyArgs(ArgsChecker):

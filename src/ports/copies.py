@@ -21,6 +21,8 @@ class ThreadCopies(Protocol):
     async def write(self, thread_id: str, branches: Sequence[BranchCopy], active: int) -> None:
         """Write a new thread holding these branches (checked by domain.transfer), with
         `active` the active one; no branch is left with work to do (nothing resumes, no
-        tool call is pending). Raises NotSupported, before writing anything, for several
-        branches on a saver that keeps none. A failure part-way leaves a partial thread
-        for the caller to delete."""
+        tool call is pending). The cost is the messages', not the branches' (each message
+        stored once, a branch sharing its prefix as a fork does), and the CPU-bound part is
+        not done on the event loop. Raises NotSupported, before writing anything, for
+        several branches on a saver that keeps none. A failure part-way leaves a partial
+        thread for the caller to delete."""

@@ -50,6 +50,15 @@ class RunFinish:
         return lifecycle.finishing(self.status)
 
 
+@dataclass(frozen=True)
+class LoadCap:
+    """USER_MAX_ACTIVE_RUNS as a condition of a run's insert: the user `owner` may have
+    fewer than `limit` runs running plus messages queued (`owner_load`) when it is made."""
+
+    owner: str
+    limit: int
+
+
 class RunRepository(Protocol):
     """Conversations and the runs executed on them, shared by every process on the store.
 
@@ -102,6 +111,12 @@ class RunRepository(Protocol):
         their messages wait in queues (USER_MAX_ACTIVE_RUNS). Only reads."""
 
     @abstractmethod
+    async def give_conversations(self, from_owner: str, to_owner: str) -> int:
+        """Make every conversation of the user `from_owner` the user `to_owner`'s (with all
+        that is theirs: runs, queue, search entries, files), atomically; how many there were.
+        Idempotent: a second call finds none."""
+
+    @abstractmethod
     async def find_conversations(self, id_prefix: str, limit: int, owner: str | None = None) -> Sequence[Conversation]:
         """At most `limit` conversations whose id starts with `id_prefix` (lower-case hex
         and dashes, as ids are stored), most recently updated first; only `owner`'s when given."""
@@ -124,12 +139,19 @@ class RunRepository(Protocol):
         """
 
     @abstractmethod
-    async def start_run(self, run: Run, now: datetime, flushed_by_input: bool = False) -> None:
+    async def start_run(
+        self, run: Run, now: datetime, flushed_by_input: bool = False, cap: LoadCap | None = None
+    ) -> None:
         """Insert `run` (status running, heartbeat = the store's now) and bump the
         conversation's updated_at to `now`, atomically.
 
         At most one run per conversation may be running, across every process sharing the
         store: raises SessionInProgress if one is.
+
+        `cap`: raises UserLimitReached, inserting nothing, when `owner_load(cap.owner)` is
+        `cap.limit` or more. The load is read in the insert's own transaction, serialised
+        with every other capped insert for that user on every process, so a burst of
+        starts never takes a user past the limit.
 
         `flushed_by_input`: the caller commits the run's input to this same store, flushed
         to disk, before it acknowledges anything; a store whose commits are ordered (a WAL)
@@ -191,6 +213,21 @@ class RunRepository(Protocol):
         """Merge `metadata` (a JSON-encodable object) into the conversation's, key by key
         (a given key replaces the stored one), atomically; False, changing nothing, if the
         conversation is unknown. The metadata goes with the conversation when it is deleted."""
+
+    @abstractmethod
+    async def run_kwargs(self, conversation_id: str, run_id: str, owner: str | None = None) -> Mapping[str, Any] | None:
+        """What `set_run_kwargs` stored with run `run_id` of the conversation (LangGraph's
+        run kwargs: a JSON object, its stream modes), None when nothing was (or the
+        conversation is not `owner`'s, when given). Only reads."""
+
+    @abstractmethod
+    async def set_run_kwargs(self, conversation_id: str, run_id: str, kwargs: Mapping[str, Any],
+                             owner: str | None = None) -> bool:
+        """Store `kwargs` (a JSON-encodable object) with the run `run_id` of the conversation,
+        replacing what was stored; False, storing nothing, if the conversation is unknown
+        (or not `owner`'s, when given: one statement, no read before it).
+        `run_id` need not name a run yet: a queued message's run takes the message's id when
+        it starts. The kwargs go with the conversation when it is deleted."""
 
     @abstractmethod
     async def recent_runs(self, conversation_id: str, limit: int) -> Sequence[Run]:

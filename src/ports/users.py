@@ -53,7 +53,10 @@ class UserStore(Protocol):
     async def by_token(self, token_hash: str, now: datetime, touch_after: float = 60.0) -> Principal | None:
         """The principal of an enabled user whose token, not revoked, has that hash; None
         otherwise. Records `now` as the token's last use when the one recorded is older
-        than `touch_after` seconds (so a busy client does not write on every request)."""
+        than `touch_after` seconds (so a busy client does not write on every request).
+        That record is best-effort: a write refused (StorageFailure: a full disk, a busy or
+        read-only file) is logged and the principal returned all the same, so a token
+        keeps working for reads whatever the database accepts."""
 
     @abstractmethod
     async def principal(self, user_id: str) -> Principal | None:

@@ -13,6 +13,7 @@ from domain.approvals import ApprovalRequest, decided_on, waiting, waiting_messa
 from domain.branches import Branch, BranchMarker, fork_messages, fork_title, markers
 from domain.errors import (
     BranchNotFound,
+    ConversationExists,
     ConversationNotFound,
     DecisionRequired,
     InvalidInput,
@@ -31,6 +32,7 @@ from domain.model import (
     Message,
     PendingCall,
     Run,
+    RunStatus,
     ThreadHead,
     clean_title,
     new_id,
@@ -48,6 +50,7 @@ from ports.journal import ToolJournal
 from ports.runs import RunRepository
 from services.models import ModelCatalog
 from services.pending import annotate_pending
+from services.unsaved import UnsavedOutcomes, shown
 
 MAX_PAGE = 500
 MAX_QUERY = 200  # characters of a title search
@@ -129,7 +132,9 @@ class ConversationService:
         approvals: ApprovalStore = NO_APPROVALS,
         catalog: Callable[[], ModelCatalog] | None = None,
         copies: ThreadCopies | None = None,
+        unsaved: UnsavedOutcomes | None = None,
     ) -> None:
+        self.unsaved = unsaved or UnsavedOutcomes()  # the run service's: outcomes the store refused
         self.catalog = catalog  # a getter: reading conversations never builds a model client
         self.copies = copies  # every branch's messages, for the JSONL export's new messages
         self.branch_store = branches
@@ -142,7 +147,7 @@ class ConversationService:
 
     async def list(self, query: object = None, *, by: Principal = LOCAL) -> Sequence[Conversation]:
         """Every conversation (whose title contains `query`), most recently updated first."""
-        return await self.runs.list_conversations(query=_query(query), owner=owner_filter(by))
+        return await self._shown(await self.runs.list_conversations(query=_query(query), owner=owner_filter(by)))
 
     async def page(self, limit: object = None, before: object = None, query: object = None, *, by: Principal = LOCAL) -> Page:
         """A page of `limit` conversations after the cursor `before` (whose title contains
@@ -152,17 +157,19 @@ class ConversationService:
         items = await self.runs.list_conversations(limit=size + 1, before=cursor, query=_query(query),
                                                    owner=owner_filter(by))
         more = len(items) > size
-        items = items[:size]
+        items = await self._shown(items[:size])
         return Page(items, encode_cursor(items[-1]) if more and items else None)
 
     async def create(self, conversation: object = None, *, by: Principal = LOCAL) -> tuple[Conversation, bool]:
         """An empty conversation with id `conversation` (a new id when None), and whether
-        it was made now: an id already taken answers the conversation that has it."""
+        it was made now: an id `by` already holds answers that conversation; an id another
+        user holds is ConversationExists, the answer a taken id gets whoever holds it (ids
+        are global: it cannot be made, and whose it is stays unsaid)."""
         cid = new_id() if conversation is None else parse_conversation_id(conversation)
         found = await self.runs.get_conversation(cid)
         if found is not None:
-            if not sees(by, found.owner):  # another user's id: as if it were taken by nobody we may name
-                raise ConversationNotFound()
+            if not sees(by, found.owner):
+                raise ConversationExists()
             return found, False
         return await self.runs.create_conversation(cid, NEW_CONVERSATION_TITLE, self.clock(), owner=by.user_id), True
 
@@ -186,6 +193,22 @@ class ConversationService:
             await self.summary(cid, by=by)
         if metadata and not await self.runs.merge_thread_metadata(cid, metadata):
             raise ConversationNotFound()
+
+    async def run_kwargs(self, conversation: object, run_id: str, *, by: Principal = LOCAL) -> Mapping[str, Any]:
+        """What a client API kept with the conversation's run `run_id` (LangGraph's run
+        kwargs: its stream modes); empty when nothing. NOT_FOUND for an unknown conversation."""
+        cid = parse_conversation_id(conversation)
+        found = await self.runs.run_kwargs(cid, run_id, owner_filter(by))
+        if found is None:
+            await self.summary(cid, by=by)  # NOT_FOUND for another user's, as for an unknown one
+        return found or {}
+
+    async def keep_run_kwargs(self, conversation: object, run_id: str, kwargs: Mapping[str, Any], *,
+                              by: Principal = LOCAL) -> None:
+        """Keep a JSON object with the conversation's run `run_id` (or the queued message
+        whose run will take that id), where every process reads it, across restarts."""
+        if not await self.runs.set_run_kwargs(parse_conversation_id(conversation), run_id, kwargs, owner_filter(by)):
+            raise ConversationNotFound()  # unknown, or another user's: the same answer
 
     async def head(self, conversation: object, *, by: Principal = LOCAL) -> ThreadHead:
         """What the conversation's latest checkpoint says (NOT_FOUND for an unknown one)."""
@@ -215,12 +238,27 @@ class ConversationService:
         conv = await self.runs.get_conversation(cid)
         if conv is None or not sees(by, conv.owner):
             raise ConversationNotFound()
+        return await self._shown_one(conv)
+
+    async def _shown(self, items: Sequence[Conversation]) -> Sequence[Conversation]:
+        return [await self._shown_one(conv) for conv in items]
+
+    async def _shown_one(self, conv: Conversation) -> Conversation:
+        """The conversation as reads show it: a run the store still calls `running` whose
+        outcome this process holds unwritten reads as that outcome (services.unsaved)."""
+        if (held := self.unsaved.held(conv)) is None:
+            return conv
+        latest = await self.runs.latest_run(conv.id)
+        if latest is not None and latest.id == held.run_id and latest.status is RunStatus.RUNNING:
+            return shown(conv, held)
+        self.unsaved.drop(conv.id, held.run_id)  # written meanwhile, or another run since
         return conv
 
     async def find(self, id_prefix: object, *, by: Principal = LOCAL) -> Sequence[Conversation]:
         """The conversations whose id starts with `id_prefix` (at most MAX_MATCHES + 1, so
         a caller can tell there are more), most recently updated first."""
-        return await self.runs.find_conversations(parse_id_prefix(id_prefix), MAX_MATCHES + 1, owner_filter(by))
+        return await self._shown(await self.runs.find_conversations(parse_id_prefix(id_prefix), MAX_MATCHES + 1,
+                                                                    owner_filter(by)))
 
     async def get(self, conversation: object, *, by: Principal = LOCAL) -> ConversationDetail:
         """Summary, messages of the latest checkpoint, and whether it can be resumed:

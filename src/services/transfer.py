@@ -21,8 +21,11 @@ from ports.attachments import AttachmentStore, TextExtractor
 from ports.checkpoints import CheckpointPort
 from ports.copies import ThreadCopies
 from ports.runs import RunRepository
+from ports.workers import Worker
 
 log = logging.getLogger(__name__)
+
+NOTHING = "nothing to import: the file holds no conversation with a message to keep"
 
 
 def read_import(data: bytes, now: datetime, limits: Limits | None = None) -> list[ConversationCopy]:
@@ -43,11 +46,24 @@ def read_import(data: bytes, now: datetime, limits: Limits | None = None) -> lis
     if items and all(isinstance(d, dict) and d.get("format") == FORMAT for d in items):
         where = "conversation" if len(items) == 1 else "conversation {}"
         return [from_document(d, limits, where.format(i + 1)) for i, d in enumerate(items)]
+    if isinstance(doc, list) and not doc:
+        return []  # a list of no conversations, in either format
     if looks_like_chatgpt(doc):
         return from_chatgpt(doc, now, limits)
     if isinstance(doc, dict) and "format" in doc:
         return [from_document(doc, limits)]  # says what is wrong with its format or version
     raise InvalidImport("not a Sophos export (format sophos.conversation) nor ChatGPT's conversations.json")
+
+
+def read_files(files: Sequence[bytes], now: datetime) -> list[ConversationCopy]:
+    """Every conversation of the files, each checked whole; InvalidImport for the first
+    malformed one, or when none holds anything to import."""
+    copies = [copy for data in files for copy in read_import(data, now)]
+    if len(copies) > LIMITS.conversations:
+        raise InvalidImport(f"the files hold more than {LIMITS.conversations} conversations")
+    if not copies:
+        raise InvalidImport(NOTHING)
+    return copies
 
 
 class TransferService:
@@ -60,7 +76,10 @@ class TransferService:
         clock: Callable[[], datetime] = utc_now,
         files: Callable[[], AttachmentStore] | None = None,
         extractor: TextExtractor | None = None,
+        *,
+        worker: Worker,
     ) -> None:
+        self.worker = worker  # reads the files: a large one never holds the event loop
         self.files = files  # None: no file is exported, a file to import is refused
         self.extractor = extractor  # an imported PDF's text
         self.runs = runs
@@ -100,11 +119,9 @@ class TransferService:
 
     async def import_files(self, files: Sequence[bytes], *, by: Principal = LOCAL) -> list[Conversation]:
         """Store every conversation of the files, each as a new one (never over another);
-        every file is checked first, so a malformed one stores nothing at all."""
-        now = self.clock()
-        copies = [copy for data in files for copy in read_import(data, now)]
-        if len(copies) > LIMITS.conversations:
-            raise InvalidImport(f"the files hold more than {LIMITS.conversations} conversations")
+        every file is checked first, on the worker, so a malformed one stores nothing at
+        all, and a file with nothing to import is refused (InvalidImport)."""
+        copies = await self.worker.run(read_files, files, self.clock())
         return await self.import_copies(copies, by=by)
 
     async def import_copies(self, copies: Sequence[ConversationCopy], *, by: Principal = LOCAL) -> list[Conversation]:

@@ -27,6 +27,8 @@ from tests.support.app import ROOT
 from tests.support.server import free_port
 
 BUILD = ROOT / "scripts" / "agent-chat-ui"
+# CORS origins need a login (issue 42): the UI sends this as X-Api-Key, as set in its form
+KEY = "agent-chat-ui-key"
 
 
 ASKED: dict[str, int] = {}  # how often the model was asked each text
@@ -73,6 +75,15 @@ class ChatUi:
     def open_url(self, **query: str) -> str:
         return f"{self.url}/?{urlencode({'apiUrl': self.lg.lg_url, 'assistantId': 'agent', **query})}"
 
+    @property
+    def keyed(self) -> dict[str, Any]:
+        """A browser context whose UI holds the API key (where its setup form stores it)."""
+        stored = [{"name": "lg:chat:apiKey", "value": KEY}]
+        return {"storage_state": {"cookies": [], "origins": [{"origin": self.url, "localStorage": stored}]}}
+
+    def detail(self, tid: str) -> Any:
+        return self.lg.server.get(f"/api/conversations/{tid}", headers={"Authorization": f"Bearer {KEY}"}).json()
+
 
 @pytest.fixture(scope="module")
 def static(dist: Path) -> Iterator[str]:
@@ -90,7 +101,7 @@ def static(dist: Path) -> Iterator[str]:
 
 @contextlib.contextmanager
 def chat_ui(origin: str, tmp: Path, approval: str) -> Iterator[ChatUi]:
-    with sophos(tmp, TOOL_APPROVAL=approval, LANGGRAPH_API_CORS_ORIGINS=origin) as s:
+    with sophos(tmp, TOOL_APPROVAL=approval, LANGGRAPH_API_CORS_ORIGINS=origin, API_TOKEN=KEY) as s:
         s.fake.responder = answer
         yield ChatUi(origin, s)
 
@@ -113,7 +124,7 @@ def send(page: Page, text: str) -> None:
 def test_a_message_streams_its_answer_and_the_thread_is_in_the_history_after_a_reload(
     browser: Browser, ui: ChatUi
 ) -> None:
-    with open_page(browser, ui.open_url(), "agent-chat-ui-send") as page:
+    with open_page(browser, ui.open_url(), "agent-chat-ui-send", **ui.keyed) as page:
         send(page, "hello from the chat ui")
         said = "You said 'hello from the chat ui', and I agree with every word of it."
         expect(page.get_by_text(said)).to_be_visible(timeout=20_000)
@@ -121,7 +132,7 @@ def test_a_message_streams_its_answer_and_the_thread_is_in_the_history_after_a_r
         page.wait_for_url("**threadId=*", timeout=10_000)
         tid = page.url.split("threadId=")[1].split("&")[0]
         # the same thread through Sophos's own API: one store, two doors
-        detail = ui.lg.server.get(f"/api/conversations/{tid}").json()
+        detail = ui.detail(tid)
         assert [m["content"] for m in detail["messages"]] == ["hello from the chat ui", said]
         page.reload()
         expect(page.get_by_text(said)).to_be_visible(timeout=20_000)
@@ -131,7 +142,7 @@ def test_a_message_streams_its_answer_and_the_thread_is_in_the_history_after_a_r
 
 
 def test_a_tool_call_is_shown_with_its_arguments_and_the_answer_after_it(browser: Browser, ui: ChatUi) -> None:
-    with open_page(browser, ui.open_url(), "agent-chat-ui-tool") as page:
+    with open_page(browser, ui.open_url(), "agent-chat-ui-tool", **ui.keyed) as page:
         send(page, "append a line please")
         expect(page.get_by_text("done:")).to_be_visible(timeout=20_000)
         expect(page.get_by_text("ledger__append").first).to_be_visible()
@@ -144,7 +155,7 @@ def test_a_tool_call_is_shown_with_its_arguments_and_the_answer_after_it(browser
 def test_regenerate_makes_a_branch_and_the_switcher_goes_back_to_the_first_answer(
     browser: Browser, ui: ChatUi
 ) -> None:
-    with open_page(browser, ui.open_url(), "agent-chat-ui-branches") as page:
+    with open_page(browser, ui.open_url(), "agent-chat-ui-branches", **ui.keyed) as page:
         send(page, "count for me")
         expect(page.get_by_text("answer 1", exact=True)).to_be_visible(timeout=20_000)
         page.get_by_text("answer 1", exact=True).hover()
@@ -161,7 +172,7 @@ def test_regenerate_makes_a_branch_and_the_switcher_goes_back_to_the_first_answe
 def test_a_reload_mid_stream_leaves_the_run_going_and_the_answer_whole(browser: Browser, ui: ChatUi) -> None:
     """useStream asks `on_disconnect: cancel`; Sophos keeps the run (it is durable), so a
     reload during the answer loses nothing: the run ends `success` and the answer is whole."""
-    with open_page(browser, ui.open_url(), "agent-chat-ui-reload") as page:
+    with open_page(browser, ui.open_url(), "agent-chat-ui-reload", **ui.keyed) as page:
         send(page, "slow please")
         page.wait_for_url("**threadId=*", timeout=10_000)
         tid = page.url.split("threadId=")[1].split("&")[0]
@@ -185,7 +196,7 @@ def test_a_call_waiting_for_approval_is_accepted_or_ignored_in_the_ui_s_inbox_an
     """This version of the UI renders the older Agent Inbox shape, which Sophos's interrupt
     also carries for a single call: Accept runs the call once, Ignore rejects it (it never
     runs), and the thread goes on."""
-    with chat_ui(static, tmp_path, "unsafe") as u, open_page(browser, u.open_url(), "agent-chat-ui-approval") as page:
+    with chat_ui(static, tmp_path, "unsafe") as u, open_page(browser, u.open_url(), "agent-chat-ui-approval", **u.keyed) as page:
         send(page, "charge me please")
         page.get_by_role("button", name="Accept", exact=True).click(timeout=20_000)
         expect(page.get_by_text("done: charged 7")).to_be_visible(timeout=20_000)
@@ -196,7 +207,7 @@ def test_a_call_waiting_for_approval_is_accepted_or_ignored_in_the_ui_s_inbox_an
         page.get_by_role("button", name="Ignore", exact=True).click(timeout=20_000)
         expect(page.get_by_text("done:").nth(1)).to_be_visible(timeout=20_000)
         assert len(charges(u.lg.book, f"{tid}:")) == 1  # the ignored call never ran
-        detail = u.lg.server.get(f"/api/conversations/{tid}").json()
+        detail = u.detail(tid)
         assert [m["role"] for m in detail["messages"]][-3:] == ["assistant", "tool", "assistant"]
 
 
@@ -207,7 +218,7 @@ def test_an_amount_edited_in_the_inbox_runs_once_with_the_new_value_and_a_respon
     """The inbox's Edit/Accept form sends every field back as text ("12"); the charge's
     schema wants an integer, which the LangGraph API reads it as. Its "Respond to assistant"
     rejects the call with that message: the model gets it, the call never runs."""
-    with chat_ui(static, tmp_path, "unsafe") as u, open_page(browser, u.open_url(), "agent-chat-ui-edit") as page:
+    with chat_ui(static, tmp_path, "unsafe") as u, open_page(browser, u.open_url(), "agent-chat-ui-edit", **u.keyed) as page:
         send(page, "charge me please")
         amount = page.locator("xpath=//p[normalize-space()='Amount']/following::*[self::textarea or self::input][1]")
         expect(amount).to_have_value("7", timeout=20_000)

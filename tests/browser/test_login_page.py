@@ -53,6 +53,8 @@ def test_the_page_logs_in_with_the_token_streams_an_answer_and_logs_out(
         expect(bubble).to_have_text(" ".join(f"tok{i}" for i in range(30)), timeout=15000)
         shoot(page, "logged-in")
 
+        expect(page.get_by_test_id("account-name")).to_have_text("admin")  # API_TOKEN: the bootstrap admin
+        page.get_by_test_id("account-button").click()  # log out is in its menu
         page.get_by_test_id("logout-button").click()
         expect(login).to_be_visible()
         expect(page.get_by_test_id("user-message")).to_have_count(0)
@@ -76,9 +78,10 @@ def test_log_out_everywhere_ends_the_other_browsers_sessions_too(browser: Browse
 
     with contextlib.ExitStack() as stack:
         laptop, phone = logged_in("everywhere-laptop"), logged_in("everywhere-phone")
+        phone.get_by_test_id("account-button").click()
         everywhere = phone.get_by_test_id("logout-everywhere-button")
         expect(everywhere).to_be_visible()
-        expect(everywhere).to_have_attribute("aria-label", "Log out everywhere")
+        expect(everywhere).to_have_text("Log out everywhere")
         shoot(phone, "logout-everywhere")
         everywhere.click()
         expect(phone.get_by_test_id("login")).to_be_visible()

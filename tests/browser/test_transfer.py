@@ -36,6 +36,11 @@ def test_import_a_chatgpt_file_then_export_it_again(page: Page, app: App, tmp_pa
     download.value.save_as(path)
     assert path.name == "planning-a-trip-2024-05-01.json"
     assert len(json.loads(path.read_text())["conversation"]["branches"]) == 3
+    for link, name in (("export-md", "planning-a-trip-2024-05-01.md"),
+                       ("export-jsonl", "planning-a-trip-2024-05-01.checkpoints.jsonl")):
+        with page.expect_download() as named:
+            page.locator(f"#{link}").click()
+        assert named.value.suggested_filename == name  # by title and date, not <id>.md (issue 48 item 4)
 
     with page.expect_download() as everything:
         page.get_by_test_id("export-all").click()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import App, open_page
+from tests.browser.conftest import SHOTS, App, open_page
 from tests.support.app import SOPHOS, process_env
 from tests.support.fake_ollama import FakeOllama
 
@@ -63,3 +63,40 @@ def test_each_user_sees_their_own_conversations_and_a_disable_logs_out(
         add_user(team, "disable", "bob")
         page.reload()
         expect(page.get_by_test_id("login")).to_be_visible()
+
+
+def inside(page: Page, test_id: str) -> bool:
+    box = page.get_by_test_id(test_id).bounding_box()
+    size = page.viewport_size
+    assert box is not None and size is not None
+    return box["x"] >= 0 and box["y"] >= 0 and box["x"] + box["width"] <= size["width"]
+
+
+def test_the_header_names_who_is_logged_in_with_one_menu_to_log_out(browser: Browser, team: App) -> None:
+    ann = add_user(team, "add", "ann")
+    with open_page(browser, team.server.url, "account-menu") as page:
+        log_in(page, ann)
+        account = page.get_by_test_id("account-button")
+        expect(page.get_by_test_id("account-name")).to_have_text("ann")
+        expect(account).to_have_attribute("title", "Logged in as ann (user)")
+        expect(account).to_have_attribute("aria-expanded", "false")
+        expect(page.get_by_test_id("logout-button")).to_be_hidden()  # in the menu, not beside it
+        account.click()
+        menu = page.get_by_test_id("account-menu")
+        expect(menu).to_be_visible()
+        expect(menu.get_by_role("menuitem")).to_have_text(["Log out", "Log out everywhere"])
+        expect(page.get_by_test_id("logout-button")).to_be_focused()
+        assert inside(page, "account-menu")
+        page.keyboard.press("ArrowDown")
+        expect(page.get_by_test_id("logout-everywhere-button")).to_be_focused()
+        page.set_viewport_size({"width": 375, "height": 740})  # open while the header wraps: placed again
+        assert inside(page, "account-menu") and inside(page, "account-button")
+        page.keyboard.press("Escape")
+        expect(menu).to_be_hidden()
+        expect(account).to_be_focused()
+        account.click()
+        assert inside(page, "account-menu")
+        page.screenshot(path=str(SHOTS / "account-menu-375.png"))
+        page.get_by_test_id("logout-button").click()
+        expect(page.get_by_test_id("login")).to_be_visible()
+        expect(page.get_by_test_id("account")).to_be_hidden()

@@ -70,6 +70,23 @@ class OwnershipContract(StoreContract):
         assert list(await store.always_allowed()) == [] and list(await store.rules_for(str(uuid.uuid4()))) == []
 
 
+    async def test_a_users_conversations_and_rules_are_given_to_another_whole(self, store: RunStore, clock: StoreClock) -> None:
+        ann, bob = f"u_{uuid.uuid4().hex[:16]}", f"u_{uuid.uuid4().hex[:16]}"
+        first, second = await owned(store, BOOTSTRAP_ID, "first"), await owned(store, BOOTSTRAP_ID, "second")
+        theirs = await owned(store, bob, "bob's")
+        await store.allow_always("bank__charge", clock.now(), first)
+        await store.allow_always("files__read", clock.now(), first)
+        await store.allow_always("files__read", clock.now(), (await owned(store, ann)))  # ann allows it already
+        assert await store.give_conversations(BOOTSTRAP_ID, ann) == 2
+        assert {first, second} <= {c.id for c in await store.list_conversations(owner=ann)}
+        assert [c.id for c in await store.list_conversations(owner=bob)] == [theirs]
+        assert await store.give_rules(BOOTSTRAP_ID, ann) == 2
+        assert [r.tool for r in await store.always_allowed(ann)] == ["bank__charge", "files__read"]
+        assert list(await store.always_allowed(BOOTSTRAP_ID)) == []
+        assert [r.tool for r in await store.rules_for(second)] == ["bank__charge", "files__read"]
+        assert (await store.give_conversations(BOOTSTRAP_ID, ann), await store.give_rules(BOOTSTRAP_ID, ann)) == (0, 0)
+
+
 class TestInMemoryOwnership(InMemoryStores, OwnershipContract):
     pass
 

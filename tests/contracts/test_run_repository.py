@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from domain.errors import ConversationNotFound, SessionInProgress
+from domain.errors import ConversationNotFound, SessionInProgress, UserLimitReached
 from domain.events import StreamEvent
 from domain.model import Run, RunError, RunOwner, RunStatus, RunTrigger, new_id
 from domain.models import ChatSettings
-from ports.runs import RunFinish
+from ports.runs import LoadCap, RunFinish
 from tests.contracts.run_stores import (
     OWNER,
     InMemoryStores,
@@ -73,6 +74,23 @@ class RunRepositoryContract(StoreContract):
         assert await store.delete_conversation(cid)
         await store.create_conversation(cid, "Again", at(1))  # the id reused: nothing left of the old one
         assert await store.thread_metadata([cid]) == {}
+
+    async def test_run_kwargs_are_kept_per_run_replaced_whole_and_go_with_their_conversation(self, store: RunStore) -> None:
+        cid, rid, later = new_id(), new_id(), new_id()
+        await store.create_conversation(cid, "Hello", at(0))
+        assert await store.run_kwargs(cid, rid) is None
+        assert await store.set_run_kwargs(cid, rid, {"stream_mode": ["values", "messages-tuple"], "n": {"é": [1]}})
+        assert await store.set_run_kwargs(cid, later, {"stream_mode": ["updates"]})  # not a run yet: a queued one's id
+        assert await store.run_kwargs(cid, rid) == {"stream_mode": ["values", "messages-tuple"], "n": {"é": [1]}}
+        assert await store.run_kwargs(new_id(), rid) is None  # another conversation's run
+        assert await store.run_kwargs(cid, rid, "admin") is not None  # its owner's (the default, the bootstrap admin)
+        assert await store.run_kwargs(cid, rid, "u_0000000000000001") is None  # another user's: nothing
+        assert await store.set_run_kwargs(cid, rid, {"x": 1}, "u_0000000000000001") is False
+        assert await store.set_run_kwargs(cid, rid, {"stream_mode": ["custom"]})
+        assert await store.run_kwargs(cid, rid) == {"stream_mode": ["custom"]}
+        assert await store.set_run_kwargs(new_id(), new_id(), {"x": 1}) is False
+        assert await store.delete_conversation(cid)
+        assert await store.run_kwargs(cid, rid) is None and await store.run_kwargs(cid, later) is None
 
     async def test_an_unknown_conversation_is_none(self, store: RunStore) -> None:
         assert await store.get_conversation(new_id()) is None
@@ -245,6 +263,40 @@ class RunRepositoryContract(StoreContract):
         await store.start_run(second, at(2))
         await store.start_run(first, at(1))
         assert [r.id for r in await store.running_runs()] == [first.id, second.id]  # oldest first
+
+    async def test_a_capped_start_is_refused_at_the_users_load(self, store: RunStore) -> None:
+        """USER_MAX_ACTIVE_RUNS in the insert: running runs and queued messages count."""
+        ann, bob = new_id(), new_id()
+        cids = [new_id() for _ in range(3)]
+        for cid in cids:
+            await store.create_conversation(cid, "t", at(0), owner=ann)
+        theirs = new_id()
+        await store.create_conversation(theirs, "t", at(0), owner=bob)
+        first = run_on(cids[0], at(1))
+        await store.start_run(first, at(1), cap=LoadCap(ann, 2))
+        await store.start_run(run_on(cids[1], at(2)), at(2), cap=LoadCap(ann, 2))
+        with pytest.raises(UserLimitReached):
+            await store.start_run(run_on(cids[2], at(3)), at(3), cap=LoadCap(ann, 2))
+        assert await store.latest_run(cids[2]) is None and await store.owner_load(ann) == 2
+        await store.start_run(run_on(theirs, at(3)), at(3), cap=LoadCap(bob, 1))  # another user's load is theirs
+        await store.finish_run(first.id, done(RunStatus.COMPLETED, at(4), 2))
+        await store.start_run(run_on(cids[2], at(5)), at(5), cap=LoadCap(ann, 2))  # room again
+        assert await store.owner_load(ann) == 2
+
+    async def test_a_burst_of_capped_starts_never_passes_the_limit(self, store: RunStore) -> None:
+        owner, cids = new_id(), [new_id() for _ in range(20)]
+        for cid in cids:
+            await store.create_conversation(cid, "t", at(0), owner=owner)
+
+        async def start(cid: str) -> bool:
+            try:
+                await store.start_run(run_on(cid, at(1)), at(1), cap=LoadCap(owner, 3))
+            except UserLimitReached:
+                return False
+            return True
+
+        started = await asyncio.gather(*(start(cid) for cid in cids))
+        assert sum(started) == 3 and await store.owner_load(owner) == 3
 
     # --- finishing -----------------------------------------------------------------------
 

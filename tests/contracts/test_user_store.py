@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from adapters.memory.sessions import InMemorySessionStore
@@ -29,6 +30,18 @@ FINGERPRINT = "f" * 64
 
 def unique(prefix: str) -> str:
     return f"{prefix}-{new_user_id()[2:]}"
+
+
+async def a_refused_use_still_names_the_user(users: UserStore, refuse_writes: Callable[[], Awaitable[None]]) -> None:
+    """A full disk must not lock users out: the last use is recorded when it can be."""
+    now = utc_now()
+    user = await users.add_user(new_user_id(), unique("ro"), Role.USER, now)
+    made = new_token()
+    await users.add_token(made.id, user.id, made.hash, "", now)
+    await refuse_writes()
+    assert await users.by_token(made.hash, now) == user.principal()  # a first use: a write is due
+    assert await users.by_token(made.hash, now + timedelta(seconds=61)) == user.principal()
+    assert (await users.tokens(user.id))[0].last_used_at is None  # refused, as the store said
 
 
 class UserStoreContract:
@@ -136,6 +149,18 @@ class TestSqliteUserStore(UserStoreContract):
         yield SqliteUserStore(*runs.workers()), SqliteSessionStore(*runs.workers())
         await runs.aclose()
 
+    async def test_a_token_works_when_its_use_cannot_be_recorded(self, tmp_path: Path) -> None:
+        runs = await SqliteRunStore.open(str(tmp_path / "db" / "sophos.db"))
+        writer, _ = runs.workers()
+
+        async def read_only() -> None:  # what a full disk does to the writer's statements
+            writer.call(lambda c: c.execute("PRAGMA query_only = 1"))
+
+        try:
+            await a_refused_use_still_names_the_user(SqliteUserStore(*runs.workers()), read_only)
+        finally:
+            await runs.aclose()
+
     async def test_the_file_holds_the_tokens_hash_never_the_token(self, tmp_path: Path) -> None:
         path = tmp_path / "db" / "sophos.db"
         runs = await SqliteRunStore.open(str(path))
@@ -169,3 +194,19 @@ class TestPostgresUserStore(UserStoreContract):
         db = PostgresDatabase(pg_url)
         yield PostgresUserStore(db), PostgresSessionStore(db)
         await db.close()
+
+    async def test_a_token_works_when_its_use_cannot_be_recorded(self, pg_url: str) -> None:
+        db = PostgresDatabase(pg_url)
+
+        async def disk_full() -> None:  # PostgreSQL's own error for a full disk, on every update
+            async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+                await conn.execute(
+                    "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
+                    "$$ BEGIN RAISE EXCEPTION 'could not extend file' USING ERRCODE = 'disk_full'; END $$")
+                await conn.execute("CREATE TRIGGER disk_full BEFORE UPDATE ON api_tokens "
+                                   "FOR EACH ROW EXECUTE FUNCTION refuse()")
+
+        try:
+            await a_refused_use_still_names_the_user(PostgresUserStore(db), disk_full)
+        finally:
+            await db.close()

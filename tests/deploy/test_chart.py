@@ -92,6 +92,12 @@ def test_the_pod_runs_as_the_images_user_on_a_read_only_root() -> None:
     assert {m["mountPath"] for m in c["volumeMounts"]} == {"/data", "/tmp"}
 
 
+def test_the_pod_gets_no_service_account_token() -> None:
+    """Sophos never calls the Kubernetes API: a token mounted in the pod would only serve
+    whoever ran code in it."""
+    assert objects({})["Deployment"]["spec"]["template"]["spec"]["automountServiceAccountToken"] is False
+
+
 def test_an_existing_secret_is_used_instead_of_one_made_by_the_chart() -> None:
     docs = render(CHART, {"existingSecret": "team-sophos"})
     kinds = {d["kind"]: d for d in docs}

@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from compose_spec import PyCompose, parse_duration
 
 ROOT = Path(__file__).parents[2]
 COMPOSE = ROOT / "deploy" / "compose.yaml"
+PROXY = ROOT / "deploy" / "compose.proxy.yaml"
 CONTAINERFILE = ROOT / "deploy" / "Containerfile"
 # the last grace uvicorn gives open streams after the drain (entrypoints/server.py)
 STREAM_GRACE = 5
@@ -121,3 +123,70 @@ def test_the_data_volume_is_the_images_volume() -> None:
     assert "sophos-data:/data" in sophos["volumes"]
     assert 'VOLUME ["/data"]' in CONTAINERFILE.read_text()
     assert sophos["build"] == {"context": "..", "dockerfile": "deploy/Containerfile"}
+
+
+def test_the_ports_are_published_on_the_hosts_loopback_unless_told_otherwise() -> None:
+    assert load(ENV)["services"]["sophos"]["ports"] == ["127.0.0.1:8000:8000", "127.0.0.1:2024:2024"]
+    wide = load({**ENV, "SOPHOS_BIND": "0.0.0.0", "SOPHOS_PORT": "8080"})["services"]["sophos"]
+    assert wide["ports"] == ["0.0.0.0:8080:8000", "0.0.0.0:2024:2024"]
+    for name, service in load(ENV)["services"].items():
+        if name != "sophos":
+            assert "ports" not in service, name  # the model server and the database stay inside
+
+
+VERSION = re.compile(r":\d+\.\d+(\.\d+)?(@sha256:[0-9a-f]{64})?$")
+
+
+def test_every_image_pulled_is_pinned_to_a_release() -> None:
+    for name, service in load(ENV)["services"].items():
+        image = service["image"]
+        if image.startswith("localhost/"):
+            continue  # built here
+        assert VERSION.search(image), f"{name} pulls {image}: a moving tag"
+
+
+class _Reset:
+    """Compose's `!reset`: the key goes, whatever the file before said."""
+
+
+def _loader() -> type[yaml.SafeLoader]:
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_constructor("!reset", lambda loader, node: _Reset())
+    return Loader
+
+
+def _merge(base: Any, override: Any) -> Any:
+    """Compose's merge of two files, for what they use: mappings merged key by key, a
+    sequence of the override appended, `!reset` removing the key."""
+    if isinstance(base, dict) and isinstance(override, dict):
+        merged = dict(base)
+        for key, value in override.items():
+            if isinstance(value, _Reset):
+                merged.pop(key, None)
+            else:
+                merged[key] = _merge(base[key], value) if key in base else value
+        return merged
+    if isinstance(base, list) and isinstance(override, list):
+        return base + override
+    return override
+
+
+def load_with_proxy(env: dict[str, str]) -> dict[str, Any]:
+    base = yaml.load(interpolate(COMPOSE.read_text(), env), Loader=_loader())  # noqa: S506 (a SafeLoader)
+    proxy = yaml.load(interpolate(PROXY.read_text(), env), Loader=_loader())  # noqa: S506
+    PyCompose.from_yaml(interpolate(PROXY.read_text(), env)).validate()  # the override alone is valid too
+    return load(env, yaml.safe_dump(_merge(base, proxy)))
+
+
+def test_with_proxy_sign_on_no_port_of_sophos_is_published() -> None:
+    """The user header is believed from the proxy: a published port would let anyone send it."""
+    with pytest.raises(Missing, match="TRUSTED_PROXY_IPS"):
+        load_with_proxy(ENV)
+    sophos = load_with_proxy({**ENV, "TRUSTED_PROXY_IPS": "172.30.0.0/24"})["services"]["sophos"]
+    assert "ports" not in sophos
+    assert sophos["environment"]["AUTH"] == "proxy"
+    assert sophos["environment"]["TRUSTED_PROXY_IPS"] == "172.30.0.0/24"
+    assert sophos["environment"]["PROXY_USER_HEADER"] == "Remote-User"
+    assert sophos["environment"]["API_TOKEN"] == "t0ken"  # the rest of compose.yaml is kept

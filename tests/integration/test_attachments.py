@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import base64
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from starlette.testclient import TestClient
 
@@ -63,6 +64,7 @@ def test_an_image_reaches_ollama_as_its_images_field_and_is_served_back(client: 
     assert served.headers["content-type"] == "image/png" and served.headers["x-content-type-options"] == "nosniff"
     assert served.headers["content-security-policy"] == "default-src 'none'; sandbox"
     assert served.headers["content-disposition"].startswith('inline; filename="red dot.png"')
+    assert served.headers["cache-control"] == "no-store"  # never outlives a log-out in a shared browser
 
 
 def test_a_text_file_reaches_the_model_as_a_fenced_block_and_a_large_one_within_the_budget(
@@ -249,6 +251,62 @@ def test_a_large_body_without_files_is_still_refused_at_64_kb(client: TestClient
     assert response.status_code == 413 and "65536 bytes" in response.json()["error"]["message"]
 
 
+CHUNK = 16 * 1024
+
+
+def send_counted(client: TestClient, chunks: Iterator[bytes], headers: dict[str, str] | None = None) -> tuple[Any, int]:
+    """POST /api/chat with a body sent chunk by chunk as the server asks for it: the answer
+    and how many bytes the server took before answering."""
+    taken = 0
+
+    async def body() -> AsyncIterator[bytes]:
+        nonlocal taken
+        for chunk in chunks:
+            taken += len(chunk)
+            yield chunk
+
+    async def post() -> httpx.Response:
+        transport = httpx.ASGITransport(app=client.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
+            return await http.post("/api/chat", content=body(), headers={"content-type": "application/json",
+                                                                          **(headers or {})})
+
+    return client.portal.call(post), taken
+
+
+def endless(head: bytes, filler: bytes) -> Iterator[bytes]:
+    yield head
+    while True:
+        yield filler * (CHUNK // len(filler))
+
+
+def test_a_large_body_without_files_is_refused_once_past_64_kb_not_read_whole(client: TestClient, models: FakeOllama) -> None:
+    """Files may make a body ~107 MB; one without them is refused as it passes 64 KiB."""
+    response, taken = send_counted(client, endless(b'{"message": "', b"x"))
+    assert response.status_code == 413 and "65536 bytes" in response.json()["error"]["message"], response.text
+    assert taken <= 64 * 1024 + 2 * CHUNK, taken
+
+
+def test_a_body_declared_larger_than_any_message_may_be_is_refused_before_it_is_read(
+    client: TestClient, models: FakeOllama
+) -> None:
+    limit = client.get("/api/models").json()["attachments"]
+    most = limit["maxFiles"] * (limit["maxBytes"] * 4 // 3 + 1024) + 64 * 1024
+    response, taken = send_counted(client, endless(b'{"message": "hi", "attachments": ["', b"A"),
+                                   headers={"content-length": str(most + 1)})
+    assert response.status_code == 413, response.text
+    assert taken == 0
+
+
+def test_a_large_body_of_many_small_values_is_refused_before_it_is_parsed(client: TestClient, models: FakeOllama) -> None:
+    """Past 64 KiB, the bulk must be the files' base64 text: a million values would cost
+    far more memory to parse than their bytes."""
+    body = b'{"message": "hi", "attachments": [' + b"[]," * 1_000_000 + b"[]]}"
+    response = client.post("/api/chat", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 413, response.text
+    assert client.get("/api/conversations").json()["conversations"] == []
+
+
 @pytest.fixture
 def openai_client(tmp_path: Path) -> Iterator[tuple[TestClient, Any]]:
     with fake_openai() as fake:
@@ -289,6 +347,20 @@ def test_the_json_export_holds_the_files_and_an_import_brings_them_back(client: 
     turn(client, {"message": "and the pdf?", "conversation": new})  # the imported files reach the model
     sent = models.requests[-1]["messages"][1]
     assert sent["images"] == [b64(PNG)] and "report.pdf:\n```\nRevenue grew\n```" in sent["content"]
+
+
+def test_a_file_only_a_branch_left_behind_carries_is_imported_with_it(client: TestClient, models: FakeOllama) -> None:
+    cid, _ = turn(client, {"message": "look", "attachments": [attached("cities.csv", "text/csv", CSV)]})
+    doc = client.get(f"/api/conversations/{cid}/export?format=json").json()
+    doc["conversation"]["branches"].append(  # an edit of the first message, without the file, active
+        {"number": 2, "parent": None, "fork": 0, "messages": [{"role": "user", "content": "never mind"}]})
+    doc["conversation"]["activeBranch"] = 2
+    imported = client.post("/api/import", json=doc)
+    assert imported.status_code == 201, imported.text
+    new = imported.json()["conversations"][0]["id"]
+    assert client.get(f"/api/conversations/{new}/attachments/{digest_of(CSV)}").content == CSV
+    again = client.get(f"/api/conversations/{new}/export?format=json").json()
+    assert [f["name"] for f in again["conversation"]["attachments"]] == ["cities.csv"]
 
 
 def test_an_export_whose_file_does_not_match_its_digest_imports_nothing(client: TestClient, models: FakeOllama, tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import pytest
 from tests.support.app import SOPHOS, app_env, config_dir, ledger_server_entry, process_env
 from tests.support.cli import sophos
 from tests.support.fake_ollama import fake_ollama
+from tests.support.server import free_port
 
 
 @pytest.mark.slow
@@ -143,6 +144,26 @@ def test_serve_refuses_a_public_address_without_a_token(tmp_path: Path) -> None:
     result = sophos(env, tmp_path, "serve", "--host", "0.0.0.0")
     assert result.returncode == 2
     assert result.stderr.strip() == "error: BAD_CONFIG: refusing to listen on 0.0.0.0 without API_TOKEN set"
+
+
+@pytest.mark.parametrize(("settings", "line"), [
+    ({"LANGGRAPH_API_CORS_ORIGINS": "*"}, "refusing to serve LANGGRAPH_API_CORS_ORIGINS without a login: any page "
+     "of those origins would act as the admin; set API_TOKEN (or add a user)"),
+    ({"LANGGRAPH_API_CORS_ORIGINS": "http://localhost:3000"}, "refusing to serve LANGGRAPH_API_CORS_ORIGINS without "
+     "a login: any page of those origins would act as the admin; set API_TOKEN (or add a user)"),
+    ({"FORWARDED_ALLOW_IPS": "10.0.0.5", "API_TOKEN": "t"}, "FORWARDED_ALLOW_IPS is not read: name the proxies "
+     "whose forwarded headers are believed in TRUSTED_PROXY_IPS, and unset FORWARDED_ALLOW_IPS"),
+])
+def test_serve_refuses_what_would_trust_the_wrong_people_in_one_line(
+    tmp_path: Path, settings: dict[str, str], line: str
+) -> None:
+    """Issue 42: CORS origins on a server that needs no login gave any page of them the whole
+    agent; FORWARDED_ALLOW_IPS, which the docs once named, is no longer read."""
+    env = app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none", PORT="0",
+                  LANGGRAPH_API_PORT=str(free_port()), **settings)
+    result = sophos(env, tmp_path, "serve")
+    # the last line: a first start has logged its database's migrations before
+    assert (result.returncode, result.stderr.strip().splitlines()[-1]) == (2, f"error: BAD_CONFIG: {line}")
 
 
 def test_doctor_names_the_url_it_tried_and_a_fix_for_every_bad_line(tmp_path: Path) -> None:

@@ -119,3 +119,29 @@ def test_the_jsonl_export_holds_every_user_message(tmp_path: Path) -> None:
     lines = [json.loads(x) for x in sophos(env, tmp_path, "export", cid, "--format", "jsonl").stdout.splitlines()]
     seen = [m["content"] for line in lines for m in [*line.get("added", []), line["last_message"] or {}] if m.get("role") == "user"]
     assert seen == ["first words", "second words", "second, edited", "third words"]
+
+
+def test_search_show_conversations_and_branch_take_dash_dash_server(tmp_path: Path) -> None:
+    env = with_conversations(tmp_path)
+    server = LiveServer(env, tmp_path).start()
+    try:
+        assert server.patch(f"/api/conversations/{IDS[2]}", {"title": "lighthouse keeper"}).status_code == 200
+        found = sophos(env, tmp_path, "search", "lighthouse", "--json", "--server", server.url)
+        assert found.returncode == 0, found.stderr
+        assert [r["conversation"] for r in json.loads(found.stdout)["results"]] == [IDS[2]]
+        listed = sophos(env, tmp_path, "conversations", "--json", "--server", server.url)
+        assert [c["id"] for c in json.loads(listed.stdout)["conversations"]][0] == IDS[2]
+        shown = sophos(env, tmp_path, "show", "d00d", "--json", "--server", server.url)
+        assert json.loads(shown.stdout)["conversation"]["title"] == "lighthouse keeper"
+        switched = sophos(env, tmp_path, "branch", "d00d", "2", "--server", server.url)
+        assert switched.returncode == 2 and "BRANCH_NOT_FOUND" in switched.stderr  # refused by the server
+    finally:
+        server.stop()
+
+
+def test_adding_a_taken_user_name_names_the_user_who_has_it(tmp_path: Path) -> None:
+    env = app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none")
+    assert sophos(env, tmp_path, "users", "add", "Ann", "--no-token").returncode == 0
+    again = sophos(env, tmp_path, "users", "add", "ann")
+    assert again.returncode == 4
+    assert again.stderr.startswith("error: USER_EXISTS: A user named 'Ann' exists already (u_"), again.stderr

@@ -18,6 +18,13 @@ from tests.support.server import event_number
 UNKNOWN = "11111111-1111-4111-8111-111111111111"
 
 
+def disposition(response: Any) -> dict[str, str]:
+    """A download's Content-Disposition: `attachment` and its parameters, unquoted."""
+    kind, *params = [p.strip() for p in response.headers["content-disposition"].split(";")]
+    assert kind == "attachment"
+    return {k: v.strip('"') for k, _, v in (p.partition("=") for p in params)}
+
+
 def events(client: TestClient, cid: str, last_id: str | None = None) -> list[tuple[str | None, str, Any]]:
     headers = {"Last-Event-ID": last_id} if last_id is not None else {}
     out: list[tuple[str | None, str, Any]] = []
@@ -150,12 +157,20 @@ def test_list_detail_and_exports(client: TestClient, ollama: FakeOllama) -> None
 
     md = client.get(f"/api/conversations/{a}/export")
     assert md.headers["content-type"] == "text/markdown; charset=utf-8"
-    assert md.headers["content-disposition"] == f'attachment; filename="{a}.md"'
+    # the contract's `filename` as it is; `filename*`, which browsers take, names the file
+    # from its title and date (docs/contract-extensions.md)
+    assert disposition(md)["filename"] == f"{a}.md"
     assert md.text.startswith("# Alpha\n\n- Conversation / thread_id: `" + a + "`")
+    assert "\n## User\n\nAlpha\n\n## Assistant\n\nfirst\n" in md.text  # 6.1: the headings as they are
 
     jl = client.get(f"/api/conversations/{a}/export?format=jsonl")
     assert jl.headers["content-type"] == "application/x-ndjson; charset=utf-8"
-    assert jl.headers["content-disposition"] == f'attachment; filename="{a}.checkpoints.jsonl"'
+    assert disposition(jl)["filename"] == f"{a}.checkpoints.jsonl"
+    # named from the title and date everywhere, as `sophos export -o` names the file (issue 48 item 4)
+    day = listed[1]["createdAt"][:10]
+    assert disposition(md)["filename*"] == f"UTF-8''alpha-{day}.md"
+    assert disposition(jl)["filename*"] == f"UTF-8''alpha-{day}.checkpoints.jsonl"
+    assert disposition(client.get(f"/api/conversations/{a}/export?format=json"))["filename"] == f"alpha-{day}.json"
     lines = [json.loads(x) for x in jl.text.strip().split("\n")]
     assert lines[0]["step"] == -1 and lines[0]["source"] == "input"
     assert lines[-1]["next"] == [] and lines[-1]["message_count"] == 2

@@ -109,16 +109,53 @@ def test_bounds_on_size_counts_and_zips(client: TestClient, monkeypatch: pytest.
     assert "the file is not JSON" in refused(client, mixed)  # the good one is not kept either
 
 
-def test_a_chatgpt_file_with_a_cycle_and_junk_nodes_costs_nothing_and_imports_what_is_readable(client: TestClient) -> None:
+def chatgpt_with(change: Any) -> bytes:
     data = json.loads(FIXTURE.read_text())
-    trip = data[0]["mapping"]
-    trip["a2"]["children"] = ["u1", "a2", 17, "missing"]  # back to an ancestor, itself, junk
-    trip["junk"] = "not a node"
-    trip["u2"]["message"]["content"] = {"content_type": "text", "parts": "not a list"}
-    r = client.post("/api/import", content=json.dumps(data).encode())
-    assert r.status_code == 201, r.text
-    assert sorted(c["title"] for c in r.json()["conversations"]) == ["Planning a trip", "Weather in Paris"]
+    change(data[0]["mapping"])
+    return json.dumps(data).encode()
+
+
+def cycle(mapping: dict[str, Any]) -> None:
+    mapping["a1"]["children"] = []  # u2 and a2 now hang from each other only
+    mapping["u2"]["parent"] = "a2"
+    mapping["a2"]["children"] = ["u2"]
+
+
+def setting(node: str, path: list[str], value: Any) -> Any:
+    def change(mapping: dict[str, Any]) -> None:
+        target = mapping[node]
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+    return change
+
+
+def test_a_malformed_chatgpt_file_is_refused_naming_the_place_and_stores_nothing(client: TestClient) -> None:
+    cases: list[tuple[Any, str]] = [
+        (cycle, 'conversation 1: mapping["u2"].parent: its parents go round in a cycle'),
+        (setting("u2", ["message", "content", "parts"], "not a list"),
+         'conversation 1: mapping["u2"].message.content.parts must be a list or null'),
+        (setting("u1", ["message", "author", "role"], 1), 'conversation 1: mapping["u1"].message.author.role must be a string or null'),
+        (setting("a1", ["children"], "u2"), 'conversation 1: mapping["a1"].children must be a list or null'),
+        (setting("a2", ["children"], ["u1", "a2", 17, "missing"]),
+         'conversation 1: mapping["a2"].children[0] is mapping["u1"], whose parent is another node'),
+        (lambda mapping: mapping.update(junk="not a node"), 'conversation 1: mapping["junk"] must be an object'),
+    ]
+    for change, expected in cases:
+        assert refused(client, chatgpt_with(change)) == expected
     assert "conversation 2: not a ChatGPT conversation" in refused_after(client, [{"title": "x", "mapping": {}}, 3])
+
+
+NOTHING = "nothing to import: the file holds no conversation with a message to keep"
+
+
+def test_a_file_with_nothing_to_import_is_refused(client: TestClient) -> None:
+    hidden = json.loads(FIXTURE.read_text())[0]
+    hidden["mapping"] = {k: v for k, v in hidden["mapping"].items() if k in ("root", "system")}
+    hidden["mapping"]["system"]["children"] = []
+    hidden["current_node"] = "system"  # a hidden system message: nothing a person wrote or read
+    for body in (b"[]", json.dumps([hidden]).encode(), zipped({"a.json": b"[]", "b.json": json.dumps(hidden).encode()})):
+        assert refused(client, body) == NOTHING
 
 
 def refused_after(client: TestClient, doc: Any) -> str:
@@ -141,6 +178,15 @@ def test_the_cli_imports_a_file_and_a_zip_and_refuses_a_bad_one_in_one_line(tmp_
     refusal = sophos("import", str(bad))
     assert (refusal.returncode, refusal.stderr.strip()) == (2, "error: BAD_REQUEST: conversation: title must be a non-empty string "
                                                                 "of at most 200 characters")
+    looping = tmp_path / "cycle.json"
+    looping.write_bytes(chatgpt_with(cycle))
+    refusal = sophos("import", str(looping))
+    assert (refusal.returncode, refusal.stderr.strip()) == (
+        2, 'error: BAD_REQUEST: conversation 1: mapping["u2"].parent: its parents go round in a cycle')
+    empty = tmp_path / "empty.json"
+    empty.write_text("[]")
+    refusal = sophos("import", str(empty))
+    assert (refusal.returncode, refusal.stderr.strip()) == (2, f"error: BAD_REQUEST: {NOTHING}")
     imported = sophos("import", str(FIXTURE))
     assert imported.returncode == 0, imported.stderr
     assert "Planning a trip" in imported.stdout and "imported 2 conversation(s)" in imported.stderr

@@ -52,13 +52,14 @@ class Sophos:
     fake: FakeOllama
     book: Path
     lg_port: int
+    api_key: str | None = None  # API_TOKEN, when the server has one
 
     @property
     def lg_url(self) -> str:
         return f"http://127.0.0.1:{self.lg_port}"
 
     def client(self, **headers: str) -> SyncLangGraphClient:
-        return get_sync_client(url=self.lg_url, api_key=None, headers=headers or None)
+        return get_sync_client(url=self.lg_url, api_key=self.api_key, headers=headers or None)
 
 
 @contextmanager
@@ -72,7 +73,7 @@ def sophos(tmp_path: Path, **env: str) -> Iterator[Sophos]:
         server = LiveServer(app_env(tmp_path, fake.url, **settings), tmp_path).start()
         try:
             wait_up(f"http://127.0.0.1:{lg_port}/ok")
-            yield Sophos(server, fake, book, lg_port)
+            yield Sophos(server, fake, book, lg_port, env.get("API_TOKEN"))
         finally:
             server.stop()
 
@@ -200,6 +201,42 @@ def test_a_background_run_is_joined_by_a_second_client(shared: Sophos) -> None:
     assert first.runs.get(tid, run["run_id"])["status"] == "success"
 
 
+def test_a_second_client_joining_without_stream_modes_gets_the_runs_own(shared: Sophos) -> None:
+    first, second = shared.client(), shared.client()
+    tid = first.threads.create()["thread_id"]
+    run = first.runs.create(tid, "agent", input=human("please go slow"), stream_mode=["values", "messages-tuple"])
+    joined = [(p.event, p.data) for p in second.runs.join_stream(tid, run["run_id"])]  # no stream_mode: the run's
+    assert joined[-1][0] == "end"
+    assert "".join(d[0]["content"] for e, d in joined if e == "messages") == "tick " * 60
+    assert [d for e, d in joined if e == "values"][-1]["messages"][-1]["content"] == "tick " * 60
+    plain = first.runs.create(tid, "agent", input=human("hello"))  # none named: values, as langgraph-api's default
+    assert {p.event for p in second.runs.join_stream(tid, plain["run_id"])} == {"metadata", "values", "end"}
+
+
+def test_location_names_the_bare_stream_of_the_run(shared: Sophos) -> None:
+    tid = shared.client().threads.create()["thread_id"]
+    body = {"assistant_id": "agent", "input": human("hi"), "stream_mode": ["updates", "messages-tuple"]}
+    with httpx.stream("POST", f"{shared.lg_url}/threads/{tid}/runs/stream", json=body, timeout=30) as r:
+        rid = r.headers["content-location"].rsplit("/", 1)[1]
+        assert r.headers["location"] == f"/threads/{tid}/runs/{rid}/stream"
+        r.read()
+    created = httpx.post(f"{shared.lg_url}/threads/{tid}/runs", json={**body, "input": human("again")}, timeout=10)
+    assert created.headers["location"] == f"/threads/{tid}/runs/{created.json()['run_id']}/stream"
+
+
+@pytest.mark.parametrize(("path", "body"), [
+    ("/threads/search", {"metadata": ["graph_id", "agent"]}),
+    ("/threads/count", {"metadata": "agent"}),
+    ("/assistants/search", {"limit": "10"}),
+    ("/assistants/search", {"graph_id": ["agent"]}),
+    ("/threads/search", {"limit": True}),
+])
+def test_a_search_field_of_the_wrong_type_is_422_as_in_langgraph_api(shared: Sophos, path: str, body: Any) -> None:
+    r = httpx.post(f"{shared.lg_url}{path}", json=body, timeout=10)
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["code"] == "UNPROCESSABLE_ENTITY" and next(iter(body)) in r.json()["error"]["message"]
+
+
 def test_a_cancelled_run_is_interrupted_and_its_thread_idle(shared: Sophos) -> None:
     client = shared.client()
     tid = client.threads.create()["thread_id"]
@@ -298,7 +335,8 @@ def test_bad_paths_and_bodies_elsewhere_get_a_4xx(shared: Sophos) -> None:
 
 @pytest.mark.slow
 def test_a_run_killed_mid_stream_is_rejoined_by_the_sdk_after_a_restart(tmp_path: Path) -> None:
-    with sophos(tmp_path) as s:
+    # AUTO_RESUME resumes it at the restart; the SDK's re-join (a GET) follows that run
+    with sophos(tmp_path, AUTO_RESUME="true") as s:
         client = s.client()
         tid = client.threads.create()["thread_id"]
         got: list[tuple[str, Any]] = []
@@ -335,6 +373,39 @@ def test_a_run_killed_mid_stream_is_rejoined_by_the_sdk_after_a_restart(tmp_path
         assert client.threads.get_state(tid)["values"]["messages"] == final
         runs = client.runs.list(tid)
         assert [r["status"] for r in runs] == ["success", "interrupted"]
+
+
+@pytest.mark.slow
+def test_a_get_never_starts_a_run_even_for_a_run_a_crash_stopped(tmp_path: Path) -> None:
+    """Issue 42: a join or re-join of a run a crash stopped resumed it, so a link or an
+    `<img>` on another page could start a run. A GET only reads: the run stays interrupted
+    until a POST (a client's resume) or AUTO_RESUME goes on with it."""
+    with sophos(tmp_path) as s:
+        s.fake.responder = lambda body: {"loop": "tick ", "count": 400, "token_delay": 0.05}
+        client = s.client()
+        tid = client.threads.create()["thread_id"]
+        rid = client.runs.create(tid, "agent", input=human("go on and on"))["run_id"]
+        runs_url = f"{s.lg_url}/threads/{tid}/runs/{rid}"
+        with httpx.stream("GET", f"{runs_url}/stream", params={"stream_mode": "messages-tuple"}, timeout=30) as r:
+            chunks = 0
+            for line in r.iter_lines():
+                chunks += line.startswith("event: messages")
+                if chunks == 5:  # mid-answer
+                    break
+        s.server.kill()
+        s.server.start()
+        wait_up(f"{s.lg_url}/ok")
+        s.fake.responder = answer
+        asked = len(s.fake.requests)
+        joined = httpx.get(f"{runs_url}/join", timeout=30)
+        assert joined.status_code == 200 and joined.json()["messages"][0]["content"] == "go on and on"
+        with httpx.stream("GET", f"{runs_url}/stream", timeout=30) as r:
+            assert [line for line in r.iter_lines() if line.startswith("event:")][-1] == "event: end"
+        assert [r["status"] for r in client.runs.list(tid)] == ["interrupted"]
+        assert len(s.fake.requests) == asked  # the model was not asked again
+        # a client that means it resumes with a POST
+        client.runs.wait(tid, "agent")
+        assert [r["status"] for r in client.runs.list(tid)] == ["success", "interrupted"]
 
 
 def first_seen(history: list[dict[str, Any]], message_id: str) -> dict[str, Any]:

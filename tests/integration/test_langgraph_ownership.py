@@ -70,3 +70,28 @@ def test_another_users_threads_and_runs_answer_as_unknown(lg: dict[str, Any]) ->
     found = client.post("/threads/search", json={}, headers=keys["bob"]).json()
     assert thread not in str(found)
     assert thread in str(client.post("/threads/search", json={}, headers=keys["ann"]).json())
+
+
+def test_a_taken_thread_id_answers_409_whoever_holds_it(lg: dict[str, Any]) -> None:
+    """Ids are global: one another user holds cannot be made, so it answers as a taken id
+    does (409), never 404 for theirs beside 200 for one's own; only one's own thread is
+    given back by `if_exists: do_nothing` (as langgraph-api does) or run on by `if_not_exists`."""
+    client, keys = lg["client"], lg["keys"]
+    thread = client.post("/threads", json={}, headers=keys["ann"]).json()["thread_id"]
+    before = lg["rows"]()
+    run = {"assistant_id": "agent", "input": {"messages": [{"role": "user", "content": "hi"}]}, "if_not_exists": "create"}
+    taken = {"error": {"code": "CONVERSATION_EXISTS", "message": "Thread already exists"}}
+    for body in ({"thread_id": thread}, {"thread_id": thread, "if_exists": "raise"},
+                 {"thread_id": thread, "if_exists": "do_nothing"}):
+        as_bob = client.post("/threads", json=body, headers=keys["bob"])
+        assert (as_bob.status_code, as_bob.json()) == (409, taken), (body, as_bob.text)
+    as_bob = client.post(f"/threads/{thread}/runs/wait", json=run, headers=keys["bob"])
+    assert (as_bob.status_code, as_bob.json()) == (409, taken), as_bob.text
+    assert lg["rows"]() == before
+    as_ann = client.post("/threads", json={"thread_id": thread}, headers=keys["ann"])
+    assert (as_ann.status_code, as_ann.json()) == (409, taken)
+    assert client.post("/threads", json={"thread_id": thread, "if_exists": "do_nothing"},
+                       headers=keys["ann"]).json()["thread_id"] == thread
+    assert client.post(f"/threads/{thread}/runs/wait", json=run, headers=keys["ann"]).status_code == 200
+    free = str(uuid.uuid4())
+    assert client.post("/threads", json={"thread_id": free}, headers=keys["bob"]).json()["thread_id"] == free

@@ -27,14 +27,15 @@ def test_the_page_logs_in_once_and_its_cookie_authenticates_reads_writes_and_the
     assert COOKIE not in client.cookies
 
     login = client.post("/api/session", json={"token": TOKEN}, headers={"Origin": "http://testserver"})
-    assert login.status_code == 200 and login.json() == {"required": True, "authenticated": True}
+    admin = {"name": "admin", "role": "admin"}  # API_TOKEN's: the bootstrap admin
+    assert login.status_code == 200 and login.json() == {"required": True, "authenticated": True, "user": admin}
     assert {"httponly", "samesite", "path", "max-age"} <= set_cookie_attributes(login)
     assert "samesite=strict" in login.headers["set-cookie"].lower()
     assert "secure" not in set_cookie_attributes(login)  # served over http
     value = client.cookies[COOKIE]
     assert TOKEN not in value  # the cookie is not the token: it cannot be used as a bearer
 
-    assert client.get("/api/session").json() == {"required": True, "authenticated": True}
+    assert client.get("/api/session").json() == {"required": True, "authenticated": True, "user": admin}
     assert client.get("/api/conversations").status_code == 200
     cid = start(client, {"message": "hi"})["conversation"]
     assert events(client, cid)[-1][1] == "end"  # the page's EventSource sends only the cookie

@@ -133,6 +133,23 @@ def test_wrong_tokens_are_limited_per_address_and_logged_without_the_token(tmp_p
         guarded.stop()
 
 
+def test_a_local_client_cannot_name_another_address_to_the_failed_login_limit(tmp_path: Path) -> None:
+    """uvicorn believes X-Forwarded-For from 127.0.0.1 by default: a local guesser rotating
+    it was never limited (issue 42). Only TRUSTED_PROXY_IPS are believed (none by default),
+    so every guess counts against the socket's own address. (A trusted proxy's is believed:
+    tests/integration/test_proxy_auth.py, behind a real TLS proxy.)"""
+    guarded = start(tmp_path)
+    try:
+        with httpx.Client(base_url=guarded.url, timeout=30) as c:
+            answers = [c.get("/api/conversations", headers={"Authorization": f"Bearer guess-{n}",
+                                                            "X-Forwarded-For": f"198.51.{n // 250}.{n % 250}"})
+                       .status_code for n in range(200)]
+        assert answers == [401] * 10 + [429] * 190
+        assert "198.51." not in guarded.log.read_text()  # every failure was counted against 127.0.0.1
+    finally:
+        guarded.stop()
+
+
 @pytest.fixture
 def servers() -> Iterator[list[LiveServer]]:
     started: list[LiveServer] = []

@@ -98,7 +98,8 @@ def test_the_chosen_model_and_system_prompt_reach_ollama_per_conversation_and_af
     assert answers == ["llama3.2", "llama3.2", "llava:7b"]  # each answer names the model that wrote it
     assert [m.get("model") for m in client.get(f"/api/conversations/{default}").json()["messages"]] == [None, "qwen3"]
     markdown = client.get(f"/api/conversations/{chosen}/export").text
-    assert "## Assistant (llama3.2)" in markdown and "## Assistant (llava:7b)" in markdown
+    assert "## Assistant\n" in markdown and "## Assistant (" not in markdown  # the contract's heading
+    assert "- Answered by: `llama3.2`, `llava:7b`" in markdown
     assert "- Model: `llava:7b`" in markdown
 
 

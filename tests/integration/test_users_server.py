@@ -100,7 +100,8 @@ def test_disable_ends_the_pages_session_and_its_stream(served: Any) -> None:
     with httpx.Client(base_url=server.url, timeout=30) as page:
         assert page.post("/api/session", json={"token": token}).status_code == 200
         header = {"Cookie": "; ".join(f"{k}={v}" for k, v in page.cookies.items())}
-        assert page.get("/api/session").json() == {"required": True, "authenticated": True}
+        assert page.get("/api/session").json() == {"required": True, "authenticated": True,
+                                                   "user": {"name": "cy", "role": "user"}}
         fake.add({"stall": 30})
         cid = page.post("/api/chat", json={"message": "wait"}).json()["conversation"]
         ended: list[float] = []
@@ -174,3 +175,49 @@ def test_a_revoked_token_ends_a_langgraph_api_stream(tmp_path: Path) -> None:
             assert httpx.get(f"{lg}/threads/{tid}", headers=bearer(token)).status_code == 401
         finally:
             server.stop()
+
+
+def until_refused(server: LiveServer) -> None:
+    """Until the server has noticed the first user (it checks at most once a second)."""
+    deadline = time.monotonic() + 10
+    while server.get("/api/conversations").status_code != 401:
+        assert time.monotonic() < deadline, "the server never asked for a token"
+        time.sleep(0.05)
+
+
+def test_the_first_user_says_what_changed_and_claim_gives_the_owner_their_history(served: Any) -> None:
+    server, env, fake = served
+    server.start()
+    fake.add({"text": "my old answer"})
+    mine = httpx.post(f"{server.url}/api/chat", json={"message": "my old question"}, timeout=30).json()["conversation"]
+    server.get(f"/api/chat?conversation={mine}")  # to its end
+
+    added = sophos(env, "users", "add", "ann")
+    assert added.returncode == 0, added.stderr
+    notes = [line for line in added.stderr.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 2, added.stderr
+    assert "first user" in notes[0] and "token or a login" in notes[0]
+    assert "1 conversation(s) made without a token" in notes[1] and "`sophos users claim YOUR_NAME`" in notes[1]
+    until_refused(server)
+    ann = re.search(r"token t_[0-9a-f]{16}: (sophos_\S+)", added.stdout)
+    assert ann is not None
+    assert server.get("/api/conversations", headers=bearer(ann[1])).json()["conversations"] == []
+
+    claimed = sophos(env, "users", "claim", "me")
+    assert claimed.returncode == 0, claimed.stderr
+    assert re.search(r"^added me \(u_[0-9a-f]{16}, admin\)$", claimed.stdout, re.M), claimed.stdout
+    me = re.search(r"token t_[0-9a-f]{16}: (sophos_\S+)", claimed.stdout)
+    assert me is not None and "gave me the bootstrap admin's 1 conversation(s)" in claimed.stdout
+    listed = server.get("/api/conversations", headers=bearer(me[1])).json()["conversations"]
+    assert [c["id"] for c in listed] == [mine]
+    detail = server.get(f"/api/conversations/{mine}", headers=bearer(me[1])).json()
+    assert detail["messages"][-1]["content"] == "my old answer"
+    assert server.get(f"/api/conversations/{mine}", headers=bearer(ann[1])).status_code == 404
+    assert server.get("/api/session", headers=bearer(me[1])).json()["user"] == {"name": "me", "role": "admin"}
+
+    again = sophos(env, "users", "claim", "me")  # nothing left: no new user, no new token
+    assert again.returncode == 0 and "added" not in again.stdout and "token" not in again.stdout
+    assert "gave me the bootstrap admin's 0 conversation(s)" in again.stdout
+    owner = sophos(env, "users", "add", "bob", "--owner", "--no-token")
+    assert owner.returncode == 0, owner.stderr
+    assert "(u_" in owner.stdout and ", admin)" in owner.stdout and "note:" not in owner.stderr

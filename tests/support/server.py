@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import json
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,8 +18,27 @@ from typing import Any
 import httpx
 from httpx_sse import EventSource
 
+from entrypoints.settings import DEFAULTS
 from tests.support import zygote
 from tests.support.app import SOPHOS, process_env
+
+LGAPI_DEFAULT = int(DEFAULTS["LANGGRAPH_API_PORT"])
+
+
+@contextlib.contextmanager
+def default_lgapi_port_taken() -> Iterator[None]:
+    """127.0.0.1:2024 held by this test while it runs, or by whatever holds it already
+    (`langgraph dev`, another server): either way, busy. One such test at a time on this
+    machine (a file lock): another's holder closing early would free the port under it."""
+    with (Path(tempfile.gettempdir()) / f"sophos-tests-port-{LGAPI_DEFAULT}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", LGAPI_DEFAULT))
+                s.listen()
+            except OSError as e:
+                assert e.errno == errno.EADDRINUSE, e
+            yield
 
 
 def free_port() -> int:

@@ -108,6 +108,21 @@ def test_the_markdown_transcript_has_the_reference_layout() -> None:
     ]
 
 
+def test_the_markdown_transcript_keeps_the_contracts_headings_and_names_the_models_in_its_head() -> None:
+    t = datetime(2026, 1, 1, tzinfo=UTC)
+    conv = Conversation("aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee", "Title", t, t, model="llava:7b")
+    md = markdown_transcript(conv, [UserMessage("hi"), AssistantMessage("one", model="qwen3"), UserMessage("again"),
+                                    AssistantMessage("two", model="llava:7b"), AssistantMessage("three", model="qwen3")])
+    lines = md.split("\n")
+    assert [line for line in lines if line.startswith("#")] == ["# Title", "## User", "## Assistant", "## User",
+                                                                 "## Assistant", "## Assistant"]
+    head = lines[:lines.index("## User")]
+    assert head[2:5] == ["- Conversation / thread_id: `aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee`",
+                         "- Created: 2026-01-01T00:00:00.000Z", "- Updated: 2026-01-01T00:00:00.000Z"]
+    assert "- Answered by: `qwen3`, `llava:7b`" in head and "- Model: `llava:7b`" in head
+    assert lines[lines.index("## Assistant"):][:4] == ["## Assistant", "", "one", ""]
+
+
 def test_the_jsonl_export_is_one_line_per_checkpoint_and_newline_when_empty() -> None:
     assert checkpoint_jsonl([]) == "\n"
     line = CheckpointSummary("c", "2026", -1, "input", ("__start__",), 0, None, "r1")

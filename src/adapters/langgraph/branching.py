@@ -12,12 +12,17 @@ it in that checkpoint's transaction:
   {"op": "fork", "at": i, "next": [...]}  a new branch from index i (an edit, a regenerate)
   {"op": "switch", "to": n, "next": [...]} branch n becomes the active one
 `next` is what the branch being left had left to run (saved with its delta).
+
+An import writes the same rows at once instead (`imported`): every branch but the active one
+as a delta with nothing left to run, as a switch away from it after a settled fork leaves
+it, then the active one's head as the thread's first checkpoint. Each message is encoded
+once, however many branches share it.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -25,8 +30,11 @@ import ormsgpack
 from langchain_core.messages import BaseMessage, messages_from_dict
 from langchain_core.runnables import RunnableConfig
 
+from adapters.langgraph.rows import decode_plain
 from domain.branches import Branch, lineage
 from domain.model import iso
+
+IMPORT_COLUMNS = "conversation_id, number, parent, fork_index, active, message_count, messages, created_at, updated_at"
 
 BRANCH_KEY = "sophos_branch"
 
@@ -82,3 +90,15 @@ def restore_node(next_nodes: Sequence[str]) -> str:
 def stamp(ts: str) -> str:
     """A checkpoint's timestamp in the format of the conversations table."""
     return iso(datetime.fromisoformat(ts))
+
+
+def imported(branches: Sequence[Branch], own: Mapping[int, Sequence[BaseMessage]],
+             encode: Callable[[Any], tuple[str, bytes]], thread_id: str, at: str) -> list[tuple[Any, ...]]:
+    """The branches rows (IMPORT_COLUMNS) of an imported thread: each left branch with its
+    own messages as plain fields (`encode`: the saver's serializer), the active one without
+    (the thread's head holds it); `at` their creation time."""
+    rows = []
+    for b in branches:
+        delta = None if b.active else pack(decode_plain(encode(list(own[b.number]))[1]))
+        rows.append((thread_id, b.number, b.parent, b.fork, b.active, b.message_count, delta, at, at))
+    return rows

@@ -1,5 +1,6 @@
 """ThreadCopies over the graph and its saver: a thread read branch by branch, and written
-as the engine writes branches (a fork, a switch), so the saver stores it as its own."""
+in the saver's own branch storage (a delta per left branch, the active one as the head), so
+an import costs what its messages do, not what each branch's copy of its prefix would."""
 
 from __future__ import annotations
 
@@ -7,18 +8,31 @@ from collections.abc import Sequence
 from dataclasses import replace
 from uuid import uuid4
 
-from langchain_core.messages import BaseMessage, RemoveMessage
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END
-from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from adapters.langchain.messages import from_fields, to_langchain
-from adapters.langgraph.branching import with_op
 from adapters.langgraph.engine import LangGraphThreads
+from adapters.langgraph.saver import Saver
+from domain.branches import Branch, lineage
 from domain.errors import NotSupported
 from domain.model import Message
 from domain.transfer import BranchCopy
 from ports.copies import ThreadCopies
+from ports.workers import Worker
+
+
+def _built(branches: Sequence[BranchCopy], active: int) -> tuple[dict[int, list[BaseMessage]], list[BaseMessage]]:
+    """Each branch's own messages built once, each with an id of its own, and the whole
+    message list of the active branch (its lineage's prefixes, then its own), sharing them."""
+    own: dict[int, list[BaseMessage]] = {
+        b.number: [to_langchain(replace(m, id=str(uuid4()))) for m in b.messages] for b in branches
+    }
+    head: list[BaseMessage] = []
+    for b in lineage([Branch(x.number, x.parent, x.fork, 0, False) for x in branches], active):
+        head = head[: b.fork] + own[b.number]
+    return own, head
 
 
 def _config(thread_id: str) -> RunnableConfig:
@@ -27,11 +41,13 @@ def _config(thread_id: str) -> RunnableConfig:
 
 
 class LangGraphCopies(ThreadCopies):
-    def __init__(self, threads: LangGraphThreads) -> None:
+    def __init__(self, threads: LangGraphThreads, saver: Saver, worker: Worker) -> None:
         self.threads = threads
+        self.saver = saver  # the threads' own: stores an import's branches at once
+        self.worker = worker  # builds an import's messages off the event loop
 
     async def read(self, thread_id: str) -> tuple[tuple[BranchCopy, ...], int]:
-        saver = self.threads.saver
+        saver = self.saver
         latest = (await self.threads.get_thread(thread_id)).messages
         stored = await saver.branches(thread_id)
         if not stored:
@@ -47,32 +63,18 @@ class LangGraphCopies(ThreadCopies):
         return tuple(out), next((b.number for b in stored if b.active), 1)
 
     async def write(self, thread_id: str, branches: Sequence[BranchCopy], active: int) -> None:
-        if len(branches) > 1 and not self.threads.saver.keeps_branches:
+        if len(branches) > 1 and not self.saver.keeps_branches:
             raise NotSupported("This storage keeps no branches: only a conversation with one branch can be imported")
-        graph = self.threads.graph
-        config = _config(thread_id)
-        # each message built once, with an id of its own: a branch shares its parent's objects
-        full: dict[int, list[BaseMessage]] = {}
-        for b in branches:
-            prefix = full[b.parent][: b.fork] if b.parent is not None else []
-            full[b.number] = prefix + [to_langchain(replace(m, id=str(uuid4()))) for m in b.messages]
-        if not full[1]:
+        # the branches share their prefixes in storage as forks do: the left ones as deltas,
+        # the active one as the head
+        own, head = await self.worker.run(_built, branches, active)
+        if len(branches) > 1:
+            shapes = [Branch(b.number, b.parent, b.fork, b.fork + len(b.messages), b.number == active) for b in branches]
+            await self.saver.import_branches(thread_id, shapes, own)
+        elif not head:
             return  # an empty conversation: no checkpoint at all, as a new one
-        await graph.aupdate_state(config, {"messages": full[1]}, as_node="agent")
+        await self.threads.graph.aupdate_state(_config(thread_id), {"messages": head}, as_node="agent")
         await self._settle(thread_id)
-        current = 1
-        for b in branches[1:]:
-            if b.parent is not None and b.parent != current:
-                await self.threads.switch_branch(thread_id, b.parent)
-            # the saver records the branch (number, normalised parent) in the checkpoint's transaction
-            op = {"op": "fork", "at": b.fork, "next": []}
-            update = {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *full[b.number]]}
-            await graph.aupdate_state(with_op(config, op), update, as_node="agent")
-            await self._settle(thread_id)
-            current = b.number
-        if active != current:
-            await self.threads.switch_branch(thread_id, active)
-            await self._settle(thread_id)
 
     async def _settle(self, thread_id: str) -> None:
         """A head whose last message asks for tools would run them on a resume: an import

@@ -4,9 +4,11 @@ naming this as a base class lets mypy check that each implements the whole port.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from abc import abstractmethod
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver, Checkpoint
 
 from adapters.langgraph.files import FileStage
@@ -14,6 +16,7 @@ from adapters.langgraph.latest import LatestCheckpoints
 from adapters.langgraph.serde import MessageMemoSerializer
 from adapters.storage import message_refs
 from domain.attachments import Upload
+from domain.branches import Branch
 from ports.saver import SaverPort
 
 
@@ -34,6 +37,16 @@ class Saver(BaseCheckpointSaver[Any], SaverPort):
 
     def unstage_files(self, thread_id: str) -> None:
         self.file_stage.drop(thread_id)
+
+    @abstractmethod
+    async def import_branches(self, thread_id: str, branches: Sequence[Branch],
+                              own: Mapping[int, Sequence[BaseMessage]]) -> None:
+        """Store the branches of a thread being imported, in one transaction, before its
+        first checkpoint (which then heads the active one): a row per branch (`branches`,
+        normalised, one active), each left branch holding its own messages (`own`, from its
+        fork on) with nothing left to run (adapters.langgraph.branching). The staged files
+        their messages carry are stored with them. Raises NotSupported where the saver keeps
+        no branches, before writing anything."""
 
 
 class MessagesOnce:

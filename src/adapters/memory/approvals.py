@@ -70,6 +70,14 @@ class InMemoryApprovals(ApprovalStore):
             conv = self._conversations.get(conversation_id)
         return await self.always_allowed(conv.owner) if conv is not None else ()
 
+    async def give_rules(self, from_owner: str, to_owner: str) -> int:
+        with self._lock:
+            mine = [(key, rule) for key, rule in self._rules.items() if key[0] == from_owner]
+            for (_, tool), rule in mine:
+                del self._rules[(from_owner, tool)]
+                self._rules.setdefault((to_owner, tool), rule)
+            return len(mine)
+
     async def revoke(self, tool: str, owner: str = BOOTSTRAP_ID) -> bool:
         with self._lock:
             return self._rules.pop((owner, tool), None) is not None

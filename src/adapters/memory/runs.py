@@ -11,12 +11,12 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
 
 from adapters.memory.approvals import InMemoryApprovals
+from adapters.memory.metadata import InMemoryMetadata
 from adapters.memory.queue import InMemoryQueue
 from adapters.storage.event_rows import pack, unpack
-from domain.errors import ConversationNotFound, RunLost, SessionInProgress
+from domain.errors import ConversationNotFound, RunLost, SessionInProgress, UserLimitReached
 from domain.lifecycle import GIVE_UP
 from domain.model import Conversation, Run, RunError, RunOwner, RunStatus, iso, utc_now
 from domain.models import ChatSettings
@@ -24,7 +24,7 @@ from domain.principals import BOOTSTRAP_ID
 from domain.queue import QueuedMessage
 from ports.events import EventBatch, RunEventLog
 from ports.journal import JournalEntry, ToolJournal
-from ports.runs import RunFinish, RunRepository
+from ports.runs import LoadCap, RunFinish, RunRepository
 from ports.signals import RunSignals
 
 
@@ -39,7 +39,7 @@ class _Waiter:
     woken: asyncio.Event
 
 
-class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, RunRepository, RunEventLog, RunSignals, ToolJournal):
+class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, InMemoryMetadata, RunRepository, RunEventLog, RunSignals, ToolJournal):
     """Plain dicts behind one lock (never held across an await). Event data goes through
     JSON, as in SQLite, so what is not JSON-encodable fails here too."""
 
@@ -47,7 +47,6 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, RunRepository, RunEvent
         self.clock = clock
         self._lock = threading.Lock()
         self._conversations: dict[str, Conversation] = {}
-        self._metadata: dict[str, str] = {}  # as JSON text, so a caller's later change never shows
         self._runs: dict[str, Run] = {}  # insertion order is the tie-breaker
         self._cancels: set[str] = set()
         self._events: dict[str, dict[int, tuple[str, str]]] = {}  # run -> seq -> (event, json)
@@ -55,6 +54,7 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, RunRepository, RunEvent
         self._waiters: dict[str, list[_Waiter]] = {}
         self._approvals_init()
         self._queue_init()
+        self._metadata_init()
 
     def close(self) -> None:
         pass
@@ -138,9 +138,19 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, RunRepository, RunEvent
 
     async def owner_load(self, owner: str) -> int:
         with self._lock:
-            mine = {c.id for c in self._conversations.values() if c.owner == owner}
-            running = sum(1 for r in self._runs.values() if r.conversation_id in mine and r.status is RunStatus.RUNNING)
-            return running + sum(self._queued_count(cid) for cid in mine)
+            return self._load(owner)
+
+    def _load(self, owner: str) -> int:
+        mine = {c.id for c in self._conversations.values() if c.owner == owner}
+        running = sum(1 for r in self._runs.values() if r.conversation_id in mine and r.status is RunStatus.RUNNING)
+        return running + sum(self._queued_count(cid) for cid in mine)
+
+    async def give_conversations(self, from_owner: str, to_owner: str) -> int:
+        with self._lock:
+            mine = [c for c in self._conversations.values() if c.owner == from_owner]
+            for conv in mine:
+                self._conversations[conv.id] = replace(conv, owner=to_owner)
+            return len(mine)
 
     async def find_conversations(self, id_prefix: str, limit: int, owner: str | None = None) -> Sequence[Conversation]:
         with self._lock:
@@ -179,7 +189,7 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, RunRepository, RunEvent
             for key in [k for k, (cid, _) in self._journal.items() if cid == conversation_id]:
                 del self._journal[key]
             self._forget_approvals(conversation_id)
-            self._metadata.pop(conversation_id, None)
+            self._forget_metadata(conversation_id)
             self._forget_queue(conversation_id)
             del self._conversations[conversation_id]
             return True
@@ -197,8 +207,12 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, RunRepository, RunEvent
         )
         return replace(run, lease_expired=expired)
 
-    async def start_run(self, run: Run, now: datetime, flushed_by_input: bool = False) -> None:
+    async def start_run(
+        self, run: Run, now: datetime, flushed_by_input: bool = False, cap: LoadCap | None = None
+    ) -> None:
         with self._lock:
+            if cap is not None and self._load(cap.owner) >= cap.limit:
+                raise UserLimitReached()
             self._insert_running(run, now)
 
     def _insert_running(self, run: Run, now: datetime) -> None:
@@ -287,18 +301,6 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, RunRepository, RunEvent
         with self._lock:
             run = self._latest(conversation_id)
             return self._expired(run, lease_seconds) if run else None
-
-    async def thread_metadata(self, conversation_ids: Sequence[str]) -> Mapping[str, Mapping[str, Any]]:
-        with self._lock:
-            return {cid: json.loads(self._metadata[cid]) for cid in conversation_ids if cid in self._metadata}
-
-    async def merge_thread_metadata(self, conversation_id: str, metadata: Mapping[str, Any]) -> bool:
-        with self._lock:
-            if conversation_id not in self._conversations:
-                return False
-            merged = {**json.loads(self._metadata.get(conversation_id, "{}")), **metadata}
-            self._metadata[conversation_id] = json.dumps(merged)
-            return True
 
     async def recent_runs(self, conversation_id: str, limit: int) -> Sequence[Run]:
         with self._lock:

@@ -3,9 +3,10 @@ stored checkpoints themselves (no log, no branches, no search index)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
 from langgraph.checkpoint.memory import InMemorySaver
@@ -119,6 +120,10 @@ class InMemoryThreadSaver(InMemorySaver, Saver):
         return []
 
     async def branch_content(self, thread_id: str, number: int) -> BranchContent | None:
+        raise NotSupported("This checkpoint store does not keep branches")
+
+    async def import_branches(self, thread_id: str, branches: Sequence[Branch],
+                              own: Mapping[int, Sequence[BaseMessage]]) -> None:
         raise NotSupported("This checkpoint store does not keep branches")
 
     async def reindex(self) -> int:

@@ -94,6 +94,14 @@ class PostgresApprovals(ApprovalStore):
                                 "WHERE c.id = %s ORDER BY r.tool", (conversation_id,))
         return [AllowRule(r[0], r[1]) for r in rows]
 
+    async def give_rules(self, from_owner: str, to_owner: str) -> int:
+        # one statement, one transaction: the moved rules are inserted, then the old ones go
+        rows = await self._rows(
+            "WITH gone AS (DELETE FROM tool_allow_rules WHERE owner = %(f)s RETURNING tool, since), "
+            "kept AS (INSERT INTO tool_allow_rules (owner, tool, since) SELECT %(t)s, tool, since FROM gone "
+            "ON CONFLICT DO NOTHING) SELECT count(*) FROM gone", {"f": from_owner, "t": to_owner})
+        return int(rows[0][0])
+
     async def revoke(self, tool: str, owner: str = BOOTSTRAP_ID) -> bool:
         return bool(await self._rows("DELETE FROM tool_allow_rules WHERE owner = %s AND tool = %s RETURNING tool",
                                      (owner, tool)))

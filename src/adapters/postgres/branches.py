@@ -10,7 +10,7 @@ from typing import Any
 
 from psycopg import AsyncCursor
 
-from adapters.langgraph.branching import pack, stamp
+from adapters.langgraph.branching import IMPORT_COLUMNS, pack, stamp
 from adapters.postgres import message_rows
 from domain.branches import Branch, fork_parent
 from domain.errors import BranchNotFound, SessionInProgress
@@ -113,3 +113,8 @@ async def _stash(cur: Cursor, thread_id: str, branch: Branch, head: Sequence[Any
         "WHERE conversation_id = %s AND number = %s",
         (head_id, json.dumps(list(next_nodes)), len(fields), pack(fields[branch.fork:]), updated, thread_id, branch.number),
     )
+
+
+async def insert(cur: Cursor, rows: Sequence[Sequence[Any]]) -> None:
+    """The rows of an imported thread's branches (adapters.langgraph.branching.imported)."""
+    await cur.executemany(f"INSERT INTO branches ({IMPORT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)", rows)

@@ -24,7 +24,7 @@ from adapters.postgres.chat_schema import MIGRATION_CHAT_SETTINGS
 from adapters.postgres.file_rows import MIGRATION_FILES
 from adapters.postgres.log_schema import migrate_log_format
 from adapters.postgres.message_schema import MIGRATION_MESSAGES
-from adapters.postgres.metadata_schema import MIGRATION_THREAD_METADATA
+from adapters.postgres.metadata_schema import MIGRATION_RUN_KWARGS, MIGRATION_THREAD_METADATA
 from adapters.postgres.queue_schema import MIGRATION_QUEUE
 from adapters.postgres.session_schema import MIGRATION_SESSIONS
 from adapters.postgres.user_schema import MIGRATION_OWNER, MIGRATION_USERS, add_rule_owner
@@ -36,6 +36,9 @@ STORAGE_MESSAGE = "The database could not be read or written (unreachable, resta
 
 # Any number to tell our advisory locks from other applications' on a shared server.
 MIGRATION_LOCK = 0x50_48_05_05  # pg_try_advisory_lock(bigint): one migrator at a time
+# pg_advisory_xact_lock(int, int) with a user's hashtext: the capped run starts of one user
+# (USER_MAX_ACTIVE_RUNS) one at a time, on every process
+USER_LOAD_LOCK = 0x50_48_05_06
 MIGRATION_POLL = 0.1  # seconds between two tries of the migration lock
 
 MIGRATION_1 = """
@@ -173,7 +176,7 @@ MIGRATIONS: tuple[str | Setup, ...] = (
     MIGRATION_1, MIGRATION_BRANCHES, MIGRATION_SEARCH, MIGRATION_APPROVALS, MIGRATION_MESSAGES, migrate_log_format,
     MIGRATION_SESSIONS, MIGRATION_THREAD_METADATA, MIGRATION_CHAT_SETTINGS, MIGRATION_QUEUE,
     MIGRATION_USERS, MIGRATION_OWNER, add_rule_owner,
-    MIGRATION_FILES,
+    MIGRATION_FILES, MIGRATION_RUN_KWARGS,
 )
 
 

@@ -12,7 +12,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from adapters.postgres.approvals import PostgresApprovals
-from adapters.postgres.database import PostgresDatabase
+from adapters.postgres.database import USER_LOAD_LOCK, PostgresDatabase
 from adapters.postgres.presence import CHANNEL, OWNER_ALIVE, Presence
 from adapters.postgres.queue import PostgresQueue, after_finish
 from adapters.postgres.rows import (
@@ -27,7 +27,7 @@ from adapters.postgres.rows import (
 from adapters.postgres.search import forget_conversation, index_title
 from adapters.storage.event_rows import pack, unpack
 from adapters.storage.wakeups import Wakeups
-from domain.errors import RunLost, SessionInProgress
+from domain.errors import RunLost, SessionInProgress, UserLimitReached
 from domain.lifecycle import GIVE_UP
 from domain.model import Conversation, Run, RunError, RunOwner
 from domain.models import ChatSettings
@@ -35,10 +35,18 @@ from domain.principals import BOOTSTRAP_ID
 from domain.queue import QueuedMessage
 from ports.events import EventBatch, RunEventLog
 from ports.journal import JournalEntry, ToolJournal
-from ports.runs import RunFinish, RunRepository
+from ports.runs import LoadCap, RunFinish, RunRepository
 from ports.signals import RunSignals
 
 NOTIFY = f"SELECT pg_notify('{CHANNEL}', id) FROM unnest(%s::text[]) AS id"
+
+
+# USER_MAX_ACTIVE_RUNS: a user's running runs plus their queued messages (two args: the user twice)
+OWNER_LOAD = (
+    "SELECT (SELECT count(*) FROM runs r JOIN conversations c ON c.id = r.conversation_id "
+    "WHERE c.owner = %s AND r.status = 'running') + (SELECT count(*) FROM queued_messages q "
+    "JOIN conversations c ON c.id = q.conversation_id WHERE c.owner = %s AND q.state = 'queued')"
+)
 
 
 class PostgresRunStore(PostgresApprovals, PostgresQueue, RunRepository, RunEventLog, RunSignals, ToolJournal):
@@ -134,12 +142,11 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, RunRepository, RunEvent
         return [conversation_from_row(r) for r in await self._rows(sql, args)]
 
     async def owner_load(self, owner: str) -> int:
-        sql = (
-            "SELECT (SELECT count(*) FROM runs r JOIN conversations c ON c.id = r.conversation_id "
-            "WHERE c.owner = %s AND r.status = 'running') + (SELECT count(*) FROM queued_messages q "
-            "JOIN conversations c ON c.id = q.conversation_id WHERE c.owner = %s AND q.state = 'queued')"
-        )
-        return int((await self._rows(sql, [owner, owner]))[0][0])
+        return int((await self._rows(OWNER_LOAD, [owner, owner]))[0][0])
+
+    async def give_conversations(self, from_owner: str, to_owner: str) -> int:
+        rows = await self._rows("UPDATE conversations SET owner = %s WHERE owner = %s RETURNING 1", (to_owner, from_owner))
+        return len(rows)
 
     async def find_conversations(self, id_prefix: str, limit: int, owner: str | None = None) -> Sequence[Conversation]:
         # a range on the primary key in byte order (the column's collation may order '-' apart)
@@ -187,14 +194,23 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, RunRepository, RunEvent
 
     # --- runs ----------------------------------------------------------------------------
 
-    async def start_run(self, run: Run, now: datetime, flushed_by_input: bool = False) -> None:
+    async def start_run(
+        self, run: Run, now: datetime, flushed_by_input: bool = False, cap: LoadCap | None = None
+    ) -> None:
         await self.ready()
         try:
             async with self.db.cursor(transaction=True) as cur:
                 if flushed_by_input:  # the input's commit flushes the WAL up to and past this one
                     await cur.execute("SET LOCAL synchronous_commit TO OFF")
+                if cap is not None:
+                    # held to the commit: the next capped start of this user reads this run
+                    # (READ COMMITTED: each statement sees what committed before it began)
+                    await cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (USER_LOAD_LOCK, cap.owner))
+                    await cur.execute(OWNER_LOAD, (cap.owner, cap.owner))
+                    if (load := await cur.fetchone()) is not None and load[0] >= cap.limit:
+                        raise UserLimitReached()
                 await insert_running(cur, run, now)
-        except SessionInProgress:
+        except (SessionInProgress, UserLimitReached):
             raise
         except Exception as e:
             # the partial unique index (one running run per conversation) has the last word
@@ -287,6 +303,23 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, RunRepository, RunEvent
             "ON CONFLICT (conversation_id) DO UPDATE SET metadata = thread_metadata.metadata || EXCLUDED.metadata "
             "RETURNING 1",
             {"m": Jsonb(dict(metadata)), "cid": conversation_id},
+        )
+        return bool(rows)
+
+    async def run_kwargs(self, conversation_id: str, run_id: str, owner: str | None = None) -> Mapping[str, Any] | None:
+        rows = await self._rows(
+            "SELECT k.kwargs FROM run_kwargs k JOIN conversations c ON c.id = k.conversation_id "
+            "WHERE k.run_id = %(rid)s AND k.conversation_id = %(cid)s AND (%(o)s::text IS NULL OR c.owner = %(o)s)",
+            {"rid": run_id, "cid": conversation_id, "o": owner})
+        return rows[0][0] if rows else None
+
+    async def set_run_kwargs(self, conversation_id: str, run_id: str, kwargs: Mapping[str, Any],
+                             owner: str | None = None) -> bool:
+        rows = await self._rows(
+            "INSERT INTO run_kwargs (run_id, conversation_id, kwargs) SELECT %(rid)s, id, %(k)s FROM conversations "
+            "WHERE id = %(cid)s AND (%(o)s::text IS NULL OR owner = %(o)s) "
+            "ON CONFLICT (run_id) DO UPDATE SET kwargs = EXCLUDED.kwargs RETURNING 1",
+            {"rid": run_id, "k": Jsonb(dict(kwargs)), "cid": conversation_id, "o": owner},
         )
         return bool(rows)
 

@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import Any
 
 import psycopg
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     ChannelVersions,
@@ -62,10 +63,10 @@ from adapters.postgres.search_sync import index_checkpoint, index_input, index_m
 from adapters.storage import message_refs
 from adapters.storage.checkpoint_log import HISTORY_COLUMNS, head_from_row, summary_from_row
 from adapters.storage.message_refs import SEQS_TYPE, MessageSeqs, as_runs, pack_seqs, unpack_seqs
-from domain.attachments import StoredFile
+from domain.attachments import StoredFile, Upload
 from domain.branches import Branch
 from domain.errors import RunLost
-from domain.model import CheckpointSummary
+from domain.model import CheckpointSummary, iso, utc_now
 from ports.saver import BranchContent, MessageFields, StoredHead
 
 # The connection of the transaction (or migration) in progress in this task, if any: the
@@ -345,6 +346,19 @@ class FencedPostgresSaver(AsyncPostgresSaver, Saver, MessagesOnce):
     async def files(self, thread_id: str, digests: Sequence[str]) -> dict[str, StoredFile]:
         async with self.db.cursor() as cur:
             return await file_rows.read(cur, thread_id, digests)
+
+    async def import_branches(self, thread_id: str, branches: Sequence[Branch],
+                              own: Mapping[int, Sequence[BaseMessage]]) -> None:
+        # encoded off the loop: the import's heavy part (aput encodes a checkpoint on it, as LangGraph's saver does)
+        rows = await asyncio.to_thread(branching.imported, branches, own, self.serde.dumps_typed, thread_id, iso(utc_now()))
+        files = self.file_stage.taken(thread_id, [list(m) for m in own.values()])
+        await self._insert_branches(thread_id, rows, files)
+        self.file_stage.stored(thread_id, files)
+
+    async def _insert_branches(self, thread_id: str, rows: list[tuple[Any, ...]], files: list[Upload]) -> None:
+        async with self._fenced({"configurable": {"thread_id": thread_id}}) as cur:
+            await file_rows.store(cur, thread_id, files)
+            await branches.insert(cur, rows)
 
     async def reindex(self) -> int:
         return await self._on_connection(rebuild)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 from typing import Any
 
 from adapters.postgres.database import PostgresDatabase
-from domain.errors import UserExists, UserNotFound
+from domain.errors import StorageFailure, UserExists, UserNotFound
 from domain.principals import ApiToken, Principal, Role, User
 from ports.users import UserStore
+
+log = logging.getLogger(__name__)
 
 _USER = "SELECT id, name, role, disabled, created_at FROM users"
 _TOKEN = "SELECT id, user_id, label, created_at, last_used_at, revoked_at FROM api_tokens"
@@ -86,7 +89,10 @@ class PostgresUserStore(UserStore):
             return None
         token_id, last_used, user_id, name, role = rows[0]
         if last_used is None or (now - last_used).total_seconds() >= touch_after:
-            await self._rows("UPDATE api_tokens SET last_used_at = %s WHERE id = %s", (now, token_id))
+            try:
+                await self._rows("UPDATE api_tokens SET last_used_at = %s WHERE id = %s", (now, token_id))
+            except StorageFailure as e:  # the last use is news, not a condition of access
+                log.warning("could not record the use of token %s: %s", token_id, e.message)
         return Principal(user_id, name, Role(role))
 
     async def principal(self, user_id: str) -> Principal | None:

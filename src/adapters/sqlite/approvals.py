@@ -107,6 +107,15 @@ class SqliteApprovals(ApprovalStore):
                                       "ON c.owner = r.owner WHERE c.id = ? ORDER BY r.tool", (conversation_id,))
         return [AllowRule(r[0], datetime.fromisoformat(r[1])) for r in rows]
 
+    async def give_rules(self, from_owner: str, to_owner: str) -> int:
+        def write(conn: sqlite3.Connection) -> int:
+            with transaction(conn):
+                conn.execute("INSERT INTO tool_allow_rules (owner, tool, since) SELECT ?, tool, since FROM tool_allow_rules "
+                             "WHERE owner = ? ON CONFLICT DO NOTHING", (to_owner, from_owner))
+                return conn.execute("DELETE FROM tool_allow_rules WHERE owner = ?", (from_owner,)).rowcount
+
+        return await self._writer.run(write)
+
     async def revoke(self, tool: str, owner: str = BOOTSTRAP_ID) -> bool:
         def write(conn: sqlite3.Connection) -> bool:
             with transaction(conn):

@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from adapters.langgraph.branching import pack, stamp
+from adapters.langgraph.branching import IMPORT_COLUMNS, pack, stamp
 from adapters.langgraph.rows import plain_messages
 from adapters.sqlite.message_rows import read_plain
 from domain.branches import Branch, fork_parent
@@ -115,3 +115,8 @@ def _stash(cur: sqlite3.Cursor, thread_id: str, branch: Branch, head: Sequence[A
 def stashed_next(cur: sqlite3.Cursor, thread_id: str, number: int) -> list[str]:
     row = cur.execute("SELECT next FROM branches WHERE conversation_id = ? AND number = ?", (thread_id, number)).fetchone()
     return list(json.loads(row[0])) if row else []
+
+
+def insert(cur: sqlite3.Cursor, rows: Sequence[Sequence[Any]]) -> None:
+    """The rows of an imported thread's branches (adapters.langgraph.branching.imported)."""
+    cur.executemany(f"INSERT INTO branches ({IMPORT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)

@@ -18,7 +18,7 @@ from adapters.sqlite.chat_schema import add_chat_settings
 from adapters.sqlite.file_rows import MIGRATION_FILES
 from adapters.sqlite.log_schema import MIGRATION_LOG_FORMAT
 from adapters.sqlite.message_schema import MIGRATION_MESSAGES
-from adapters.sqlite.metadata_schema import MIGRATION_THREAD_METADATA
+from adapters.sqlite.metadata_schema import MIGRATION_RUN_KWARGS, MIGRATION_THREAD_METADATA
 from adapters.sqlite.queue_schema import MIGRATION_QUEUE
 from adapters.sqlite.search_schema import MIGRATION_SEARCH
 from adapters.sqlite.session_schema import MIGRATION_SESSIONS
@@ -151,7 +151,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4, MIGRATION_SEARCH, MIGRATION_BRANCHES, MIGRATION_APPROVALS,
     MIGRATION_MESSAGES, MIGRATION_LOG_FORMAT, MIGRATION_SESSIONS, MIGRATION_THREAD_METADATA, add_chat_settings, MIGRATION_QUEUE,
     add_users, add_owner, add_rule_owner,
-    MIGRATION_FILES,
+    MIGRATION_FILES, MIGRATION_RUN_KWARGS,
 )
 
 BUSY_MESSAGE = "The database is busy: another process holds the write lock; try again"

@@ -59,6 +59,14 @@ def conversation_from_row(row: tuple[Any, ...]) -> Conversation:
 LATEST_RUN = "SELECT id, status FROM runs WHERE conversation_id = ? ORDER BY started_at DESC, rowid DESC LIMIT 1"
 
 
+# USER_MAX_ACTIVE_RUNS: a user's running runs plus their queued messages (two args: the user twice)
+OWNER_LOAD = (
+    "SELECT (SELECT count(*) FROM runs r JOIN conversations c ON c.id = r.conversation_id "
+    "WHERE c.owner = ? AND r.status = 'running') + (SELECT count(*) FROM queued_messages q "
+    "JOIN conversations c ON c.id = q.conversation_id WHERE c.owner = ? AND q.state = 'queued')"
+)
+
+
 def insert_running(c: sqlite3.Connection, run: Run, now: datetime) -> None:
     """Insert `run` as running (heartbeat: the store's clock) and bump its conversation,
     in the caller's transaction; SessionInProgress if one of the conversation's runs is

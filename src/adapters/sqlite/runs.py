@@ -28,6 +28,7 @@ from adapters.sqlite.events import SqliteRunEvents
 from adapters.sqlite.queue import SqliteQueue, after_finish
 from adapters.sqlite.rows import (
     NOW,
+    OWNER_LOAD,
     RUNS,
     SUMMARY,
     conversation_from_row,
@@ -37,14 +38,14 @@ from adapters.sqlite.rows import (
 )
 from adapters.storage.event_rows import pack
 from adapters.storage.wakeups import Wakeups
-from domain.errors import SessionInProgress
+from domain.errors import SessionInProgress, UserLimitReached
 from domain.lifecycle import GIVE_UP
 from domain.model import Conversation, Run, RunError, RunOwner, iso
 from domain.models import ChatSettings
 from domain.principals import BOOTSTRAP_ID
 from domain.queue import QueuedMessage
 from ports.metrics import NO_METRICS, MetricsPort
-from ports.runs import RunFinish, RunRepository
+from ports.runs import LoadCap, RunFinish, RunRepository
 
 
 class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, RunRepository):
@@ -163,12 +164,14 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, RunRepositor
         return [conversation_from_row(r) for r in await self._read(sql, args)]
 
     async def owner_load(self, owner: str) -> int:
-        sql = (
-            "SELECT (SELECT count(*) FROM runs r JOIN conversations c ON c.id = r.conversation_id "
-            "WHERE c.owner = ? AND r.status = 'running') + (SELECT count(*) FROM queued_messages q "
-            "JOIN conversations c ON c.id = q.conversation_id WHERE c.owner = ? AND q.state = 'queued')"
-        )
-        return int((await self._read(sql, [owner, owner]))[0][0])
+        return int((await self._read(OWNER_LOAD, [owner, owner]))[0][0])
+
+    async def give_conversations(self, from_owner: str, to_owner: str) -> int:
+        def write(c: sqlite3.Connection) -> int:
+            with transaction(c):
+                return c.execute("UPDATE conversations SET owner = ? WHERE owner = ?", (to_owner, from_owner)).rowcount
+
+        return await self._writer.run(write)
 
     async def find_conversations(self, id_prefix: str, limit: int, owner: str | None = None) -> Sequence[Conversation]:
         # a range on the primary key, not LIKE (case-insensitive in SQLite, so no index):
@@ -214,10 +217,16 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, RunRepositor
 
     # --- runs ----------------------------------------------------------------------------
 
-    async def start_run(self, run: Run, now: datetime, flushed_by_input: bool = False) -> None:
+    async def start_run(
+        self, run: Run, now: datetime, flushed_by_input: bool = False, cap: LoadCap | None = None
+    ) -> None:
         def write(c: sqlite3.Connection) -> None:
             # WAL frames are ordered: the input's synced commit makes this row durable too
             with unsynced(c) if flushed_by_input else nullcontext(), transaction(c):
+                # BEGIN IMMEDIATE: the file's one writer, whatever the process, so the load
+                # read here is the load the insert adds to
+                if cap is not None and c.execute(OWNER_LOAD, (cap.owner, cap.owner)).fetchone()[0] >= cap.limit:
+                    raise UserLimitReached()
                 insert_running(c, run, now)
 
         await self._writer.run(write)
@@ -341,6 +350,27 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, RunRepositor
                     (conversation_id, json.dumps(merged, ensure_ascii=False)),
                 )
             return True
+
+        return await self._writer.run(write)
+
+    async def run_kwargs(self, conversation_id: str, run_id: str, owner: str | None = None) -> Mapping[str, Any] | None:
+        rows = await self._read(
+            "SELECT k.kwargs FROM run_kwargs k JOIN conversations c ON c.id = k.conversation_id "
+            "WHERE k.run_id = ? AND k.conversation_id = ? AND (? IS NULL OR c.owner = ?)",
+            (run_id, conversation_id, owner, owner))
+        return json.loads(rows[0][0]) if rows else None
+
+    async def set_run_kwargs(self, conversation_id: str, run_id: str, kwargs: Mapping[str, Any],
+                             owner: str | None = None) -> bool:
+        def write(c: sqlite3.Connection) -> bool:
+            # unsynced: a power cut may lose them, and a join then streams the default modes
+            with unsynced(c), transaction(c):
+                cur = c.execute(
+                    "INSERT INTO run_kwargs (run_id, conversation_id, kwargs) SELECT ?, id, ? FROM conversations "
+                    "WHERE id = ? AND (? IS NULL OR owner = ?) ON CONFLICT (run_id) DO UPDATE SET kwargs = excluded.kwargs",
+                    (run_id, json.dumps(kwargs, ensure_ascii=False), conversation_id, owner, owner),
+                )
+            return cur.rowcount > 0
 
         return await self._writer.run(write)
 

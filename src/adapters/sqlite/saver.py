@@ -27,17 +27,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager, nullcontext
 from functools import partial
 from typing import Any
 
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
@@ -76,10 +77,10 @@ from adapters.sqlite.search_sync import index_checkpoint, index_input, index_mis
 from adapters.sqlite.threads import SerialThread, release, writer_thread
 from adapters.storage import message_refs
 from adapters.storage.checkpoint_log import HISTORY_COLUMNS, head_from_row, summary_from_row
-from domain.attachments import StoredFile
+from domain.attachments import StoredFile, Upload
 from domain.branches import Branch
 from domain.errors import RunLost, StorageFailure
-from domain.model import CheckpointSummary
+from domain.model import CheckpointSummary, iso, utc_now
 from ports.metrics import NO_METRICS, MetricsPort
 from ports.saver import BranchContent, MessageFields, StoredHead
 
@@ -418,6 +419,19 @@ class ThreadedSqliteSaver(SqliteSaver, Saver, MessagesOnce):
             latest = branches.fields_of(cur, thread_id, head)
             content = branching.branch_content(rows, branches.deltas(cur, thread_id), number, latest)
             return BranchContent(tuple(content), tuple(branches.stashed_next(cur, thread_id, number)))
+
+    async def import_branches(self, thread_id: str, branches: Sequence[Branch],
+                              own: Mapping[int, Sequence[BaseMessage]]) -> None:
+        # encoded off the file's one writer thread (the import's heavy part), then one transaction on it
+        rows = await asyncio.to_thread(branching.imported, branches, own, self.serde.dumps_typed, thread_id, iso(utc_now()))
+        files = self.file_stage.taken(thread_id, [list(m) for m in own.values()])
+        await self.call(self._insert_branches, thread_id, rows, files)
+        self.file_stage.stored(thread_id, files)
+
+    def _insert_branches(self, thread_id: str, rows: list[tuple[Any, ...]], files: list[Upload]) -> None:
+        with self._transaction({"configurable": {"thread_id": thread_id}}) as cur:
+            file_rows.store(cur, thread_id, files)
+            branches.insert(cur, rows)
 
     async def reindex(self) -> int:
         return await self.call(self.reindex_now)  # type: ignore[no-any-return]

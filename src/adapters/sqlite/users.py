@@ -3,14 +3,17 @@ request's token is one indexed read (and, at most once a minute per token, a wri
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from datetime import UTC, datetime
 from typing import Any
 
 from adapters.sqlite.database import Worker, transaction
-from domain.errors import UserExists, UserNotFound
+from domain.errors import StorageFailure, UserExists, UserNotFound
 from domain.principals import ApiToken, Principal, Role, User
 from ports.users import UserStore
+
+log = logging.getLogger(__name__)
 
 _USER = "SELECT id, name, role, disabled, created_at FROM users"
 _TOKEN = "SELECT id, user_id, label, created_at, last_used_at, revoked_at FROM api_tokens"
@@ -135,7 +138,10 @@ class SqliteUserStore(UserStore):
                 with transaction(conn):
                     conn.execute("UPDATE api_tokens SET last_used_at = ? WHERE id = ?", (now.timestamp(), token_id))
 
-            await self._writer.run(touch)
+            try:
+                await self._writer.run(touch)
+            except StorageFailure as e:  # the last use is news, not a condition of access
+                log.warning("could not record the use of token %s: %s", token_id, e.message)
         return principal
 
     async def principal(self, user_id: str) -> Principal | None:

@@ -11,10 +11,12 @@ import click
 
 from domain.errors import SophosError
 from entrypoints.cli.approvals import approvals, approve
-from entrypoints.cli.base import EXIT_PIPE, EXIT_STOPPED, CliError, Context, fail, global_options
+from entrypoints.cli.base import CliError, Context, fail, global_options
 from entrypoints.cli.conversations import branch, conversations, delete, rename, show
 from entrypoints.cli.db import db
 from entrypoints.cli.doctor import doctor
+from entrypoints.cli.exits import EXIT_PIPE, EXIT_STOPPED
+from entrypoints.cli.graphs import graphs
 from entrypoints.cli.help import format_sections
 from entrypoints.cli.models import models
 from entrypoints.cli.output import silence_output
@@ -81,6 +83,6 @@ def main(ctx: click.Context) -> None:
 
 
 for command in (chat, resume, regenerate, approve, approvals, cancel, repl, conversations, show, branch, export, import_,
-                rename, delete, search, models, db, doctor, serve, users):
+                rename, delete, search, models, db, doctor, serve, users, graphs):
     main.add_command(command)
 db.add_command(reindex)

@@ -11,17 +11,18 @@ import click
 
 from domain.errors import InvalidInput
 from entrypoints.cli.base import (
-    EXIT_BAD_INPUT,
-    EXIT_CONFLICT,
     CliError,
     Context,
     global_options,
+    options,
     pass_ctx,
     server_option,
 )
 from entrypoints.cli.client import Json, SophosClient
+from entrypoints.cli.exits import EXIT_BAD_INPUT, EXIT_CONFLICT
 from entrypoints.cli.ids import resolve
-from entrypoints.cli.runs import json_option, resume_body, run_and_report
+from entrypoints.cli.resuming import resume_body
+from entrypoints.cli.runs import json_option, run_and_report
 
 
 def _decision(edit_args: str | None, reason: str | None, always: bool) -> dict[str, Any]:
@@ -81,7 +82,7 @@ def approvals() -> None:
 @approvals.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @server_option
-@global_options
+@options()
 @pass_ctx
 def list_rules(ctx: Context, as_json: bool, server: str | None) -> None:
     """The tools that never ask before running."""
@@ -98,7 +99,7 @@ def list_rules(ctx: Context, as_json: bool, server: str | None) -> None:
 @approvals.command()
 @click.argument("tool")
 @server_option
-@global_options
+@options()
 @pass_ctx
 def revoke(ctx: Context, tool: str, server: str | None) -> None:
     """Ask again before TOOL runs (its name as `sophos approvals list` shows it)."""

@@ -11,19 +11,18 @@ import click
 
 from entrypoints.cli import asking
 from entrypoints.cli.base import (
-    EXIT_BAD_INPUT,
-    EXIT_FAILED,
     CliError,
     Context,
     finish,
-    global_options,
+    options,
     pass_ctx,
     server_option,
 )
 from entrypoints.cli.client import Json, SophosClient
+from entrypoints.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED
 from entrypoints.cli.ids import on
 from entrypoints.cli.output import ago, approval_line
-from entrypoints.cli.runs import resume_hint
+from entrypoints.cli.resuming import resume_hint
 
 
 def _table(items: Sequence[Json]) -> str:
@@ -50,11 +49,12 @@ def parse_time(value: str) -> datetime:
 @click.command()
 @click.option("-n", "--limit", type=click.IntRange(1, 200), help="Only the N most recently updated.")
 @click.option("--json", "as_json", is_flag=True)
-@global_options
+@server_option
+@options()
 @pass_ctx
-def conversations(ctx: Context, limit: int | None, as_json: bool) -> None:
+def conversations(ctx: Context, limit: int | None, as_json: bool, server: str | None) -> None:
     """List conversations, most recently updated first."""
-    items = ctx.with_client(lambda client: client.conversations(limit))
+    items = ctx.with_client(lambda client: client.conversations(limit), server)
     if as_json:
         click.echo(json.dumps({"conversations": items}, ensure_ascii=False))
     elif not items:
@@ -66,11 +66,12 @@ def conversations(ctx: Context, limit: int | None, as_json: bool) -> None:
 @click.command()
 @click.argument("conversation")
 @click.option("--json", "as_json", is_flag=True)
-@global_options
+@server_option
+@options("no_reasoning")
 @pass_ctx
-def show(ctx: Context, conversation: str, as_json: bool) -> None:
+def show(ctx: Context, conversation: str, as_json: bool, server: str | None) -> None:
     """Show a conversation's messages and whether it can be resumed."""
-    d = ctx.with_client(on(conversation, lambda client, cid: client.conversation(cid)))
+    d = ctx.with_client(on(conversation, lambda client, cid: client.conversation(cid)), server)
     if as_json:
         click.echo(json.dumps(d, ensure_ascii=False))
         return
@@ -138,11 +139,12 @@ def _branch_mark(marker: Json | None) -> str:
 @click.command()
 @click.argument("conversation")
 @click.argument("number", type=int)
-@global_options
+@server_option
+@options()
 @pass_ctx
-def branch(ctx: Context, conversation: str, number: int) -> None:
+def branch(ctx: Context, conversation: str, number: int, server: str | None) -> None:
     """Make branch NUMBER of CONVERSATION the active one (`sophos show` lists them)."""
-    d = ctx.with_client(on(conversation, lambda client, cid: client.switch_branch(cid, number)))
+    d = ctx.with_client(on(conversation, lambda client, cid: client.switch_branch(cid, number)), server)
     click.echo(f"{d['conversation']['id']}: branch {d['activeBranch']} of {d['branchCount']} · {len(d['messages'])} messages")
 
 
@@ -150,7 +152,7 @@ def branch(ctx: Context, conversation: str, number: int) -> None:
 @click.argument("conversation")
 @click.argument("title")
 @server_option
-@global_options
+@options()
 @pass_ctx
 def rename(ctx: Context, conversation: str, title: str, server: str | None) -> None:
     """Give CONVERSATION a new TITLE."""
@@ -162,7 +164,7 @@ def rename(ctx: Context, conversation: str, title: str, server: str | None) -> N
 @click.argument("conversation")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask first (needed when stdin is not a terminal).")
 @server_option
-@global_options
+@options()
 @pass_ctx
 def delete(ctx: Context, conversation: str, yes: bool, server: str | None) -> None:
     """Delete CONVERSATION, its runs and every checkpoint of its thread (asks first)."""

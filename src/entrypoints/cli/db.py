@@ -6,7 +6,7 @@ import json
 
 import click
 
-from entrypoints.cli.base import CliError, Context, global_options, pass_ctx
+from entrypoints.cli.base import CliError, Context, options, pass_ctx
 
 
 @click.group()
@@ -20,7 +20,7 @@ def _mb(n: int) -> str:
 
 @db.command()
 @click.option("--json", "as_json", is_flag=True)
-@global_options
+@options()
 @pass_ctx
 def stats(ctx: Context, as_json: bool) -> None:
     """Size, counts and the largest threads."""
@@ -39,7 +39,7 @@ def stats(ctx: Context, as_json: bool) -> None:
 
 @db.command()
 @click.option("--keep", type=int, default=None, help="Checkpoints kept per thread (default CHECKPOINT_KEEP).")
-@global_options
+@options()
 @pass_ctx
 def prune(ctx: Context, keep: int | None) -> None:
     """Delete all but the latest checkpoints of every thread (the export history stays)."""
@@ -49,7 +49,7 @@ def prune(ctx: Context, keep: int | None) -> None:
 
 
 @db.command()
-@global_options
+@options()
 @pass_ctx
 def vacuum(ctx: Context) -> None:
     """Give free space back to the file system."""
@@ -58,7 +58,7 @@ def vacuum(ctx: Context) -> None:
 
 
 @db.command()
-@global_options
+@options()
 @pass_ctx
 def migrate(ctx: Context) -> None:
     """Bring the schema up to date, then exit (servers also do it when they start)."""

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from domain.context import CROWDED_FIX
-from entrypoints.cli.base import Context, finish, global_options, pass_ctx
+from entrypoints.cli.base import Context, finish, options, pass_ctx
 from entrypoints.cli.hints import for_cli
 from entrypoints.overhead import measure
 
@@ -60,7 +60,7 @@ def _line(c: Check) -> str:
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="One JSON object: every check with its URL and fix.")
-@global_options
+@options("backend", "tools")
 @pass_ctx
 def doctor(ctx: Context, as_json: bool) -> None:
     """Check the model server and every MCP server, as readyz does, for a person."""

@@ -9,7 +9,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Chat", ("chat", "repl", "resume", "regenerate", "cancel", "models")),
     ("Conversations", ("conversations", "show", "search", "branch", "rename", "delete", "export", "import")),
     ("Approvals", ("approve", "approvals")),
-    ("Server", ("serve", "doctor", "users")),
+    ("Server", ("serve", "doctor", "users", "graphs")),
     ("Database", ("db",)),
 )
 
@@ -30,6 +30,7 @@ SUMMARIES = {
     "doctor": "Check the model server, every tool server and the database.",
     "models": "List the models the model server serves (* marks the default).",
     "db": "Inspect and maintain the database (SQLite, or PostgreSQL).",
+    "graphs": "List the graphs of the langgraph.json (LANGGRAPH_JSON).",
 }
 
 

@@ -100,13 +100,12 @@ class LocalClient(SophosClient):
 
     async def export_file(self, conversation: str | None) -> tuple[str, bytes]:
         from domain.model import utc_now
-        from entrypoints.offload import in_bulk_thread
         from entrypoints.transfer_files import document_bytes, export_zip, json_name, zip_name
 
         service = self._services.transfer()
         if conversation is None:
             items = [item async for item in service.export_all()]
-            return zip_name(utc_now()), await in_bulk_thread(export_zip, items)
+            return zip_name(utc_now()), await self._services.bulk().run(export_zip, items)
         conv, copy = await service.export(conversation)
         return json_name(copy), document_bytes(conv, copy)
 
@@ -139,7 +138,7 @@ class LocalClient(SophosClient):
         if self._supervisor is None:
             from services.supervisor import Supervisor
 
-            self._supervisor = Supervisor(service, queue=self._services.queue())
+            self._supervisor = Supervisor(service)
             await self._supervisor.start()
         printer.start()
         try:

@@ -6,8 +6,9 @@ import json
 
 import click
 
-from entrypoints.cli.base import EXIT_MODEL, Context, finish, global_options, pass_ctx, server_option
+from entrypoints.cli.base import Context, finish, options, pass_ctx, server_option
 from entrypoints.cli.client import Json
+from entrypoints.cli.exits import EXIT_MODEL
 
 
 def size_text(size: int | None) -> str:
@@ -26,7 +27,7 @@ def model_line(m: Json) -> str:
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the list as GET /api/models gives it.")
 @server_option
-@global_options
+@options("backend")
 @pass_ctx
 def models(ctx: Context, as_json: bool, server: str | None) -> None:
     """List the models the model server serves (* is the default; `-m NAME` picks one)."""

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
-from entrypoints.cli.base import EXIT_BAD_INPUT, EXIT_SERVER, CliError, Context, global_options, pass_ctx
+from entrypoints.cli.base import CliError, Context, options, pass_ctx
+from entrypoints.cli.exits import EXIT_BAD_INPUT, EXIT_SERVER
 from entrypoints.logs import configure_logging
 
 
 @click.command()
 @click.option("--host", help="Interface to listen on (HOST, default 127.0.0.1).")
 @click.option("--port", type=click.IntRange(1, 65535), help="Port (PORT, default 8000).")
-@global_options
+@click.option("--langgraph-json", "langgraph_json", metavar="PATH",
+              help="A langgraph.json whose graphs are loaded at start-up (LANGGRAPH_JSON).")
+@options("backend", "tools")
 @pass_ctx
-def serve(ctx: Context, host: str | None, port: int | None) -> None:
+def serve(ctx: Context, host: str | None, port: int | None, langgraph_json: str | None) -> None:
     """Start the HTTP API and web page."""
-    from entrypoints.server import CannotListen, is_loopback
+    from entrypoints.server import BadConfig, CannotListen, check_config
     from entrypoints.server import serve as run_server
 
     ctx.overrides["METRICS_BACKEND"] = "prometheus"
@@ -23,12 +28,15 @@ def serve(ctx: Context, host: str | None, port: int | None) -> None:
         ctx.overrides["HOST"] = host
     if port:
         ctx.overrides["PORT"] = port
+    if langgraph_json:
+        ctx.overrides["LANGGRAPH_JSON"] = langgraph_json
     container = ctx.container
     settings = ctx.settings
     configure_logging("INFO" if ctx.verbose else settings.LOG_LEVEL)
-    if not is_loopback(settings.HOST) and not settings.API_TOKEN and settings.AUTH != "proxy":
-        raise CliError("BAD_CONFIG", f"refusing to listen on {settings.HOST} without API_TOKEN set", EXIT_BAD_INPUT)
     try:
+        check_config(settings, os.environ)
         ctx.call(lambda: run_server(container))
+    except BadConfig as e:
+        raise CliError("BAD_CONFIG", str(e), EXIT_BAD_INPUT) from None
     except CannotListen as e:
         raise CliError(e.code, str(e), EXIT_SERVER) from None

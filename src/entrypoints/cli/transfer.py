@@ -9,9 +9,10 @@ from pathlib import Path
 import click
 
 from domain.transfer import LIMITS, file_name
-from entrypoints.cli.base import EXIT_BAD_INPUT, CliError, Context, global_options, pass_ctx, server_option
+from entrypoints.cli.base import CliError, Context, options, pass_ctx, server_option
 from entrypoints.cli.client import SophosClient
 from entrypoints.cli.conversations import parse_time
+from entrypoints.cli.exits import EXIT_BAD_INPUT
 from entrypoints.cli.ids import resolve
 
 
@@ -48,7 +49,7 @@ def write_file(output: str, name: str, content: bytes) -> None:
 @click.option("-o", "--output", type=click.Path(writable=True),
               help="Write to this file, or into this directory under a name from the title and date.")
 @server_option
-@global_options
+@options()
 @pass_ctx
 def export(ctx: Context, conversation: str | None, fmt: str, every: bool, output: str | None, server: str | None) -> None:
     """Export a conversation (or --all) as JSON, Markdown or the checkpoint JSONL."""
@@ -73,7 +74,7 @@ def export(ctx: Context, conversation: str | None, fmt: str, every: bool, output
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @click.option("--json", "as_json", is_flag=True, help="Print the new conversations as JSON.")
 @server_option
-@global_options
+@options()
 @pass_ctx
 def import_(ctx: Context, file: str, as_json: bool, server: str | None) -> None:
     """Add the conversations of FILE: a Sophos export (one, or the zip of --all) or

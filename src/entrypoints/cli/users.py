@@ -4,11 +4,16 @@ database: the server sees a change at once, from any process)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import click
 
 from domain.principals import ApiToken, Role, User
-from entrypoints.cli.base import Context, global_options, pass_ctx
+from entrypoints.cli.base import Context, options, pass_ctx
+
+if TYPE_CHECKING:
+    from services.users import Added, Claimed, UserService
 
 
 @click.group()
@@ -30,31 +35,79 @@ def _user_json(user: User, tokens: list[ApiToken]) -> dict[str, object]:
     }
 
 
+async def _issue_first(service: UserService, user: User) -> None:
+    issued = await service.issue_token(user.id, "first")
+    click.echo(f"token {issued.record.id}: {issued.token}")
+    click.echo(f"(shown once: keep it now; `sophos users token {user.name}` issues another)", err=True)
+
+
+def _say_claimed(claimed: Claimed) -> None:
+    click.echo(f"gave {claimed.user.name} the bootstrap admin's {claimed.conversations} conversation(s) and "
+               f"{claimed.rules} always-allow rule(s)")
+
+
+def _say_what_changed(added: Added) -> None:
+    """What a first user, or conversations nobody sees any more, mean for whoever ran the server alone."""
+    if added.first:
+        click.echo("note: the first user: from now on a server on this database answers only requests with a token "
+                   "or a login (the page asks for one), within a second", err=True)
+    if added.unclaimed:
+        click.echo(f"note: {added.unclaimed} conversation(s) made without a token stay the bootstrap admin's, "
+                   f"whom no user sees: to keep them, `sophos users claim YOUR_NAME` gives them to you (made an admin "
+                   f"with a token if needed), or set API_TOKEN on the server and log in with it", err=True)
+
+
 @users.command("add")
 @click.argument("name")
 @click.option("--admin", is_flag=True, help="Role admin (default: user).")
+@click.option("--owner", is_flag=True,
+              help="The server's owner: an admin who gets the conversations made without a token (as `users claim`).")
 @click.option("--token/--no-token", "with_token", default=True, show_default=True,
               help="Issue a first API token (shown once).")
-@global_options
+@options()
 @pass_ctx
-def add(ctx: Context, name: str, admin: bool, with_token: bool) -> None:
+def add(ctx: Context, name: str, admin: bool, owner: bool, with_token: bool) -> None:
     """Add a user (and issue a first token, shown once)."""
 
     async def work() -> None:
         service = ctx.services.users()
-        user = await service.add(name, Role.ADMIN if admin else Role.USER)
-        click.echo(f"added {user.name} ({user.id}, {user.role.value})")
+        added = await service.join(name, Role.ADMIN if admin or owner else Role.USER)
+        click.echo(f"added {added.user.name} ({added.user.id}, {added.user.role.value})")
         if with_token:
-            issued = await service.issue_token(user.id, "first")
-            click.echo(f"token {issued.record.id}: {issued.token}")
-            click.echo("(shown once: keep it now; `sophos users token` issues another)", err=True)
+            await _issue_first(service, added.user)
+        if owner:
+            _say_claimed(await service.claim(added.user.id))
+            added = replace(added, unclaimed=0)
+        _say_what_changed(added)
+
+    ctx.run(work)
+
+
+@users.command("claim")
+@click.argument("name")
+@click.option("--token/--no-token", "with_token", default=True, show_default=True,
+              help="Issue a first API token when NAME is made (shown once).")
+@options()
+@pass_ctx
+def claim(ctx: Context, name: str, with_token: bool) -> None:
+    """Give NAME the conversations made without a token (the bootstrap admin's), making NAME
+    an admin first if there is no such user."""
+
+    async def work() -> None:
+        service = ctx.services.users()
+        claimed = await service.claim(name)
+        if claimed.created:
+            click.echo(f"added {claimed.user.name} ({claimed.user.id}, {claimed.user.role.value})")
+            if with_token:
+                await _issue_first(service, claimed.user)
+        _say_claimed(claimed)
 
     ctx.run(work)
 
 
 @users.command("list")
 @click.option("--json", "as_json", is_flag=True)
-@global_options
+@options()
 @pass_ctx
 def list_(ctx: Context, as_json: bool) -> None:
     """Every user with their tokens (never the tokens themselves)."""
@@ -74,7 +127,7 @@ def list_(ctx: Context, as_json: bool) -> None:
 @users.command("disable")
 @click.argument("name")
 @click.option("--enable", is_flag=True, help="Enable the user again instead.")
-@global_options
+@options()
 @pass_ctx
 def disable(ctx: Context, name: str, enable: bool) -> None:
     """Disable a user: their tokens stop working and their logins end at once."""
@@ -85,7 +138,7 @@ def disable(ctx: Context, name: str, enable: bool) -> None:
 @users.command("token")
 @click.argument("name")
 @click.option("--label", default="", help="What the token is for (a machine, a script).")
-@global_options
+@options()
 @pass_ctx
 def token(ctx: Context, name: str, label: str) -> None:
     """Issue an API token for a user (shown once)."""
@@ -96,7 +149,7 @@ def token(ctx: Context, name: str, label: str) -> None:
 
 @users.command("revoke")
 @click.argument("token_id")
-@global_options
+@options()
 @pass_ctx
 def revoke(ctx: Context, token_id: str) -> None:
     """Revoke a token by its id (t_…): it stops working, and its user's logins end."""

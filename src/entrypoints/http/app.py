@@ -14,9 +14,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from domain.principals import TrustedProxies
 from entrypoints.bundle import Services
 from entrypoints.http import files, routes, session, transfer, web
 from entrypoints.http.errors import EXCEPTION_HANDLERS
+from entrypoints.http.forwarded import ForwardedMiddleware
 from entrypoints.http.guard import GuardMiddleware, HostPolicy
 from entrypoints.http.headers import HardeningMiddleware
 from entrypoints.http.openapi import openapi_document
@@ -87,6 +89,7 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
         ],
         middleware=[
             Middleware(HardeningMiddleware),
+            Middleware(ForwardedMiddleware, proxies=TrustedProxies(settings.TRUSTED_PROXY_IPS)),
             Middleware(GuardMiddleware, token=settings.API_TOKEN, hosts=hosts, sessions=services.sessions,
                        cookie=cookie),
         ],

@@ -37,6 +37,7 @@ STATUS: dict[ErrorCode, int] = {
     ErrorCode.QUEUE_FULL: 429,
     ErrorCode.QUEUED_NOT_FOUND: 404,
     ErrorCode.USER_EXISTS: 409,
+    ErrorCode.CONVERSATION_EXISTS: 409,
     ErrorCode.USER_LIMIT: 429,
     ErrorCode.NOT_SUPPORTED: 501,
     ErrorCode.MODEL_UNAVAILABLE: 503,
@@ -54,6 +55,7 @@ HTTP_CODES = {
     408: "REQUEST_TIMEOUT",
     413: "PAYLOAD_TOO_LARGE",
     415: "UNSUPPORTED_MEDIA_TYPE",
+    422: "UNPROCESSABLE_ENTITY",  # the LangGraph API: a body field of the wrong type, as langgraph-api answers
 }
 
 

@@ -94,6 +94,8 @@ async def get_attachment(request: Request) -> Response:
     headers = {
         "Content-Disposition": _disposition(kind, found.name),
         "Content-Security-Policy": FILE_CSP,
-        "Cache-Control": "private, max-age=86400, immutable",  # a digest names the same bytes forever
+        # never kept in the browser's cache: on a shared computer a file must not outlive the
+        # log-out (the API's own responses are no-store for the same reason)
+        "Cache-Control": "no-store",
     }
     return Response(stored.data, media_type=media, headers=headers)

@@ -260,9 +260,13 @@ def openapi_document(limits: AttachmentLimits = DEFAULT_LIMITS) -> dict[str, Any
             },
             "/api/session": {
                 "get": {
-                    "summary": "Whether the page needs a login (API_TOKEN set) and has one",
+                    "summary": "Whether the page needs a login (API_TOKEN set, or users) and has one, and as whom",
                     "responses": _responses(200, {"type": "object", "properties": {
-                        "required": {"type": "boolean"}, "authenticated": {"type": "boolean"}}}),
+                        "required": {"type": "boolean"}, "authenticated": {"type": "boolean"},
+                        "user": {"type": "object", "description": "who is logged in (when a login is needed and "
+                                                                  "there is one); the bootstrap admin is `admin`",
+                                 "properties": {"name": {"type": "string"},
+                                                "role": {"type": "string", "enum": ["admin", "user"]}}}}}),
                 },
                 "post": {
                     "summary": "Log the page in: the API token for an HttpOnly, SameSite=Strict session cookie "

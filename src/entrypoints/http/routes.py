@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -46,24 +47,20 @@ READY_TIMEOUT = 1.5  # seconds readyz waits for the model server
 
 async def read_json(request: Request, allowed: set[str], limit: int = MAX_BODY, large: str | None = None) -> dict[str, Any]:
     """The body as a JSON object with only `allowed` keys; 400 or 413 otherwise. `large`:
-    a field that lets the body reach `limit` bytes (files); without it, MAX_BODY holds."""
-    size = 0
-    chunks: list[bytes] = []
-    timeout = request.app.state.request_timeout
-    too_large = f"Request body is larger than {MAX_BODY} bytes"
+    a field that lets the body reach `limit` bytes (files); everything else stays within
+    MAX_BODY. Nothing past what the body may hold is read: 413 at once when Content-Length
+    says more than `limit`, and as soon as MAX_BODY bytes have arrived without `large` begun."""
+    declared = _declared_length(request)
+    if declared is not None and declared > limit:
+        raise HTTPException(413, _too_large(limit))
+    chunks = await _bounded_body(request, limit, large)
+    data = b"".join(chunks)
+    if len(data) > MAX_BODY and sum(map(data.count, STRUCTURE)) > 2 * MAX_BODY:
+        # a large body's bulk is its files' base64 text, which has no structure: so many
+        # values would cost far more to parse than their bytes
+        raise HTTPException(413, _too_large(MAX_BODY))
     try:
-        async with asyncio.timeout(timeout):  # a body trickled in (slowloris) ties up a connection
-            async for chunk in request.stream():
-                size += len(chunk)
-                if size > limit:
-                    raise HTTPException(413, too_large if limit == MAX_BODY else f"Request body is larger than {limit} bytes")
-                chunks.append(chunk)
-    except TimeoutError:
-        raise HTTPException(408, f"The request body did not arrive within {timeout:g} s") from None
-    except ClientDisconnect:  # nobody to answer; not a server error
-        raise HTTPException(400, "The client disconnected before sending its body") from None
-    try:
-        body = json.loads(b"".join(chunks))
+        body = json.loads(data)
     except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deep
         raise InvalidInput("Request body must be JSON") from None
     if not isinstance(body, dict):
@@ -72,12 +69,51 @@ async def read_json(request: Request, allowed: set[str], limit: int = MAX_BODY, 
         check_text(key, "A field name")
         if isinstance(value, str):
             check_text(value, f"Field {key}")
-    if size > MAX_BODY and not (large and body.get(large)):
-        raise HTTPException(413, too_large)
+    if len(data) > MAX_BODY and not (large and body.get(large)):
+        raise HTTPException(413, _too_large(MAX_BODY))
     unknown = sorted(set(body) - allowed)
     if unknown:
         raise InvalidInput(f"Unknown field(s): {', '.join(unknown)}")
     return body
+
+
+STRUCTURE = (b"{", b"[", b",", b":")  # the bytes that make a JSON value more than one
+
+
+def _too_large(limit: int) -> str:
+    return f"Request body is larger than {limit} bytes"
+
+
+def _declared_length(request: Request) -> int | None:
+    try:
+        return int(request.headers["content-length"])
+    except (KeyError, ValueError):
+        return None  # chunked: counted as it arrives
+
+
+async def _bounded_body(request: Request, limit: int, large: str | None) -> list[bytes]:
+    """The body's chunks; 413 once past `limit`, or past MAX_BODY before the field `large`
+    has begun (the page and the clients send a message's few fields before its files);
+    408 when it trickles in slower than REQUEST_TIMEOUT."""
+    size, chunks, begun = 0, list[bytes](), False
+    key = re.compile(rb'"' + re.escape(large.encode()) + rb'"\s*:') if large else None
+    timeout = request.app.state.request_timeout
+    try:
+        async with asyncio.timeout(timeout):  # a body trickled in (slowloris) ties up a connection
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise HTTPException(413, _too_large(limit))
+                chunks.append(chunk)
+                if size > MAX_BODY and not begun:
+                    if key is None or not key.search(b"".join(chunks)):
+                        raise HTTPException(413, _too_large(MAX_BODY))
+                    begun = True
+    except TimeoutError:
+        raise HTTPException(408, f"The request body did not arrive within {timeout:g} s") from None
+    except ClientDisconnect:  # nobody to answer; not a server error
+        raise HTTPException(400, "The client disconnected before sending its body") from None
+    return chunks
 
 
 def _services(request: Request) -> Services:
@@ -274,12 +310,11 @@ async def export_conversation(request: Request) -> Response:
         return await transfer.export_json(request, cid)
     if request.query_params.get("format") == "jsonl":
         conv, text = await service.export_jsonl(cid, by=by)
-        media, name = "application/x-ndjson; charset=utf-8", f"{conv.id}.checkpoints.jsonl"
+        media, extension = "application/x-ndjson; charset=utf-8", "checkpoints.jsonl"
     else:
         conv, text = await service.export_markdown(cid, by=by)
-        media, name = "text/markdown; charset=utf-8", f"{conv.id}.md"
-    headers = {"Content-Disposition": f'attachment; filename="{name}"'}
-    return Response(text, headers=headers, media_type=media)
+        media, extension = "text/markdown; charset=utf-8", "md"
+    return Response(text, headers=transfer.export_headers(conv, extension), media_type=media)
 
 
 async def list_allow_rules(request: Request) -> Response:

@@ -21,6 +21,7 @@ from domain.principals import Principal
 from domain.sessions import attempt_source
 from entrypoints.bundle import Services
 from entrypoints.http.errors import error_response
+from entrypoints.http.forwarded import named_user, peer_of
 from entrypoints.http.principal import principal_of
 from entrypoints.http.routes import read_json
 from services.sessions import SessionService, token_bytes
@@ -60,11 +61,11 @@ def _cookie(request: Request) -> str:
 async def resolve(request: Request, sessions: SessionService, cookie: str) -> Principal | None:
     """Whom the request acts as: a bearer token (which then decides alone: a wrong one
     counts as a failed login), else a live session cookie; None when neither names anyone.
-    TooManyAttempts when a bearer comes from an address that failed too often lately."""
-    proxy = sessions.proxy
-    named = request.headers.get(proxy.header) if proxy is not None else None
+    TooManyAttempts when a bearer comes from an address that failed too often lately;
+    InvalidInput for a proxy's user header sent twice."""
+    named = named_user(request, sessions.proxy)
     if named is not None:
-        found = await sessions.principal_of_proxy(named, request.client.host if request.client else "")
+        found = await sessions.principal_of_proxy(named, peer_of(request))
         if found is not None:
             return found
     given = bearer_credentials(request.headers.get("authorization", ""))
@@ -87,9 +88,8 @@ async def still_allowed(request: Request, sessions: SessionService, cookie: str)
 async def _still_allowed(request: Request, sessions: SessionService, cookie: str) -> bool:
     if not await sessions.needed():
         return True
-    proxy = sessions.proxy
-    named = request.headers.get(proxy.header) if proxy is not None else None
-    if named is not None and await sessions.principal_of_proxy(named, request.client.host if request.client else ""):
+    named = named_user(request, sessions.proxy)
+    if named is not None and await sessions.principal_of_proxy(named, peer_of(request)):
         return True
     given = bearer_credentials(request.headers.get("authorization", ""))
     if given is not None:
@@ -97,16 +97,20 @@ async def _still_allowed(request: Request, sessions: SessionService, cookie: str
     return await sessions.principal_of_session(request.cookies.get(cookie, "")) is not None
 
 
-async def authenticated(request: Request, sessions: SessionService, cookie: str) -> bool:
-    return await resolve(request, sessions, cookie) is not None
+def _state(who: Principal | None) -> dict[str, object]:
+    """A needed login's state: whether there is one, and whose (the page's header names them)."""
+    body: dict[str, object] = {"required": True, "authenticated": who is not None}
+    if who is not None:
+        body["user"] = {"name": who.name, "role": who.role.value}
+    return body
 
 
 async def get_session(request: Request) -> Response:
-    """Whether a login is needed and whether this browser has one."""
+    """Whether a login is needed, whether this browser has one, and as whom."""
     sessions = _sessions(request)
     if not await sessions.needed():
         return JSONResponse({"required": False, "authenticated": True})
-    return JSONResponse({"required": True, "authenticated": await authenticated(request, sessions, _cookie(request))})
+    return JSONResponse(_state(await resolve(request, sessions, _cookie(request))))
 
 
 async def login(request: Request) -> Response:
@@ -122,7 +126,7 @@ async def login(request: Request) -> Response:
         # the single-token wording, unchanged, until users exist
         users = " nor a user's token" if sessions.users_seen else ""
         return error_response(401, "UNAUTHORIZED", f"That token is not the server's API_TOKEN{users}")
-    response = JSONResponse({"required": True, "authenticated": True})
+    response = JSONResponse(_state(await sessions.principal_of_session(session_id)))
     response.set_cookie(
         _cookie(request),
         session_id,

@@ -5,17 +5,17 @@ and an import."""
 from __future__ import annotations
 
 import asyncio
+from urllib.parse import quote
 
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
-from domain.model import utc_now
-from domain.transfer import LIMITS
+from domain.model import Conversation, utc_now
+from domain.transfer import LIMITS, file_name
 from entrypoints.bundle import Services
 from entrypoints.dto import summary_dto
 from entrypoints.http.principal import principal_of
-from entrypoints.offload import in_bulk_thread
 from entrypoints.transfer_files import document_bytes, export_zip, json_name, upload_files, zip_name
 
 UPLOAD_TIME = 10  # an import's body may take this many times REQUEST_TIMEOUT to arrive: it can be large
@@ -30,6 +30,16 @@ def _attachment(name: str) -> dict[str, str]:
     return {"Content-Disposition": f'attachment; filename="{name}"'}
 
 
+def export_headers(conversation: Conversation, extension: str) -> dict[str, str]:
+    """A Markdown or JSONL export's Content-Disposition: the contract's `filename`
+    (`<id>.md`, `<id>.checkpoints.jsonl`) as it is, for the clients that read it, and
+    `filename*` from the title and date, as `sophos export -o` names the file, which
+    browsers take over `filename` (RFC 6266 4.3): the page saves `hello-2026-12-05.md`."""
+    name = file_name(conversation.title, conversation.created_at, extension)
+    return {"Content-Disposition": f"attachment; filename=\"{conversation.id}.{extension}\"; "
+                                   f"filename*=UTF-8''{quote(name, safe='')}"}
+
+
 async def export_json(request: Request, conversation_id: str) -> Response:
     conv, copy = await _services(request).transfer().export(conversation_id, by=principal_of(request))
     return Response(document_bytes(conv, copy), media_type="application/json", headers=_attachment(json_name(copy)))
@@ -38,7 +48,7 @@ async def export_json(request: Request, conversation_id: str) -> Response:
 async def export_all(request: Request) -> Response:
     service = _services(request).transfer()
     items = [item async for item in service.export_all(by=principal_of(request))]
-    body = await in_bulk_thread(export_zip, items)  # compressing a large history takes a while
+    body = await _services(request).bulk().run(export_zip, items)  # compressing a large history takes a while
     return Response(body, media_type="application/zip", headers=_attachment(zip_name(utc_now())))
 
 
@@ -64,6 +74,6 @@ async def import_conversations(request: Request) -> Response:
     """The body is the file: a Sophos export (one conversation, or the zip of all) or
     ChatGPT's conversations.json. 201 with the new conversations' summaries."""
     data = await _upload(request)
-    files = await in_bulk_thread(upload_files, data)
+    files = await _services(request).bulk().run(upload_files, data)
     imported = await _services(request).transfer().import_files(files, by=principal_of(request))
     return JSONResponse({"conversations": [summary_dto(c) for c in imported]}, status_code=201)

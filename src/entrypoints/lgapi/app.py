@@ -10,8 +10,10 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Route
 
+from domain.principals import TrustedProxies
 from entrypoints.bundle import Services
 from entrypoints.http.errors import EXCEPTION_HANDLERS
+from entrypoints.http.forwarded import ForwardedMiddleware
 from entrypoints.http.guard import HostPolicy
 from entrypoints.http.headers import HardeningMiddleware
 from entrypoints.lgapi import meta, runs, threads
@@ -63,6 +65,7 @@ def create_lgapi_app(services: Services, settings: Settings, closing: asyncio.Ev
         routes=ROUTES,
         middleware=[
             Middleware(HardeningMiddleware),
+            Middleware(ForwardedMiddleware, proxies=TrustedProxies(settings.TRUSTED_PROXY_IPS)),
             Middleware(LangGraphGuard, token=settings.API_TOKEN, hosts=hosts,
                        cors=CorsPolicy(settings.LANGGRAPH_API_CORS_ORIGINS), sessions=services.sessions),
         ],

@@ -1,7 +1,14 @@
 """The LangGraph API's guard: the main API's host allow-list (DNS rebinding), API_TOKEN as
 LangGraph clients send it (`X-Api-Key`, or a bearer), and CORS for the browser clients
-(Agent Chat UI, Studio) named in LANGGRAPH_API_CORS_ORIGINS. There is no cookie here: a
-cross-origin page can only reach this API through an origin the operator allowed."""
+(Agent Chat UI, Studio) named in LANGGRAPH_API_CORS_ORIGINS.
+
+There is no cookie here, but a browser still carries ambient credentials: none at all on a
+server that needs no login (every request is the admin), or a proxy's login (AUTH=proxy).
+So a request from another origin is served only with a token it sends itself, which a
+page has only if someone gave it one: `sophos serve` refuses CORS origins on a server
+that needs no login, and here such a request without a token is 401. Writes from an
+origin not allowed are refused (403); reads are answered without CORS headers, so the
+browser keeps them from the page, and no GET starts a run (runs.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from domain.errors import SophosError, StorageFailure
 from entrypoints.http.errors import domain_error_response, error_response
+from entrypoints.http.forwarded import named_user, peer_of
 from entrypoints.http.guard import HostPolicy, parse_authority, same_origin
 from entrypoints.http.principal import set_principal
 from entrypoints.http.session import bearer_credentials, client_address
@@ -95,10 +103,15 @@ class LangGraphGuard:
         if request.method == "OPTIONS" or request.url.path in OPEN_PATHS:
             return None
         credentials = _given_token(request.headers)
+        if cross and credentials is None:
+            # a page of another origin acts only with a token it was given: never as the
+            # tokenless admin, nor as the user a proxy's login in this browser names
+            return error_response(401, "UNAUTHORIZED", "A request from another origin needs a token (X-Api-Key "
+                                  "or a bearer)", {"WWW-Authenticate": "Bearer"})
         sessions = self.sessions()
-        named = request.headers.get(sessions.proxy.header) if sessions.proxy is not None else None
-        peer = request.client.host if request.client else ""
+        peer = peer_of(request)
         try:
+            named = named_user(request, sessions.proxy)
             # AUTH=proxy: believed from a trusted peer only (from another, ignored and logged)
             principal = await sessions.principal_of_proxy(named, peer) if named is not None else None
             if principal is None and credentials is None:
@@ -106,7 +119,7 @@ class LangGraphGuard:
                 principal = await sessions.principal_of_session("") if not await sessions.needed() else None
             elif principal is None and credentials is not None:
                 principal = await sessions.principal_of_bearer(credentials, client_address(request))
-        except SophosError as e:  # too many failed attempts from this address; the store failing
+        except SophosError as e:  # a repeated user header; too many failed attempts; the store failing
             return domain_error_response(e)
         if principal is None:
             return error_response(401, "UNAUTHORIZED", "The server's API_TOKEN or a user's token is required "

@@ -6,10 +6,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from domain.errors import ConversationNotFound, InvalidInput, NotSupported
+from domain.errors import ConversationExists, ConversationNotFound, InvalidInput, NotSupported
 from domain.model import CheckpointSummary, Conversation, RunStatus
 from entrypoints.bundle import Services
 from entrypoints.http.principal import principal_of
@@ -23,14 +24,29 @@ MAX_LIMIT = 1000
 SORTS = {"thread_id", "status", "created_at", "updated_at"}
 
 
+# the JSON type of the body fields that langgraph-api's request schemas type the same way on
+# every route: another type is 422 there, and here (null is taken as absent)
+FIELD_TYPES: dict[str, tuple[type, str]] = {
+    "metadata": (dict, "an object"), "limit": (int, "an integer"), "offset": (int, "an integer"),
+    "ids": (list, "an array"), "select": (list, "an array"), "sort_by": (str, "a string"),
+    "sort_order": (str, "a string"), "graph_id": (str, "a string"), "name": (str, "a string"),
+    "status": (str, "a string"),
+}
+
+
 async def read_body(request: Request, allowed: set[str]) -> dict[str, Any]:
     """The JSON body as /api reads it (size, time, known top-level fields), valid Unicode all
-    through: a nested lone surrogate could reach a store or an error message otherwise."""
+    through: a nested lone surrogate could reach a store or an error message otherwise. A
+    field of another type than langgraph-api's schema says (FIELD_TYPES) is 422, as there."""
     body = await read_json(request, allowed)
     try:
         json.dumps(body, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidInput("The body is not valid Unicode (a lone surrogate)") from None
+    for name, value in body.items():
+        kind, said = FIELD_TYPES.get(name, (object, ""))
+        if value is not None and (not isinstance(value, kind) or (kind is int and isinstance(value, bool))):
+            raise HTTPException(422, f"{name} must be {said}")
     return body
 
 
@@ -98,9 +114,9 @@ async def create_thread(request: Request) -> Response:
         raise InvalidInput("metadata must be an object")
     conversations = services(request).conversations()
     conversation, made = await conversations.create(body.get("thread_id"), by=principal_of(request))
-    if not made:
+    if not made:  # the caller's own (another user's id is ConversationExists whatever if_exists says)
         if body.get("if_exists") != "do_nothing":
-            return JSONResponse({"error": {"code": "CONFLICT", "message": "Thread already exists"}}, status_code=409)
+            raise ConversationExists()
         return JSONResponse(await thread_body(request, conversation.id))
     await conversations.merge_metadata(conversation.id, metadata, by=principal_of(request))
     # made now: nothing to read back (no message, no run, the metadata just given); a

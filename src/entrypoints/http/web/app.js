@@ -1,4 +1,5 @@
 // The Sophos page: plain ES modules over the HTTP API (no build step).
+import { installAccount, renderAccount } from "/static/js/account.js";
 import { installAllowed, refreshAllowed } from "/static/js/allowed.js";
 import { ApiError, api, onApi, serverUp, session } from "/static/js/api.js";
 import { hasAttachments, installAttachments, setAttachmentLimits, takeAttachments } from "/static/js/attachments.js";
@@ -38,8 +39,7 @@ function renderHeader() {
   $("responding").hidden = !state.streaming;
   $("connection").hidden = !state.offline;
   renderReadiness();
-  $("logout").hidden = !state.auth.required;
-  $("logout-everywhere").hidden = !state.auth.required;
+  renderAccount(state.auth);
   for (const [id, suffix] of [["export-md", ""], ["export-jsonl", "?format=jsonl"], ["export-json", "?format=json"]]) {
     $(id).hidden = !state.current;
     if (state.current) $(id).href = `/api/conversations/${state.current}/export${suffix}`;
@@ -440,8 +440,7 @@ $("settings-toggle").append(icon("sliders"));
 installModels();
 installAttachments({ changed: () => renderComposer(), failed: fail });
 $("trace-close").append(icon("close"));
-$("logout").append(icon("logout"));
-$("logout-everywhere").append(icon("logoutAll"));
+installAccount({ logout });
 // Enter while an answer streams: the message waits on the server, in order (js/queue.js)
 $("composer").addEventListener("submit", (e) => {
   e.preventDefault();
@@ -473,8 +472,6 @@ $("scrim").addEventListener("click", () => { state.sidebarOpen = false; renderHe
 const toggleTrace = (open) => { state.traceOpen = open; localStorage.setItem("sophos.trace", open ? "1" : ""); renderTrace(); };
 $("trace-toggle").addEventListener("click", () => toggleTrace(!state.traceOpen));
 $("trace-close").addEventListener("click", () => { toggleTrace(false); $("trace-toggle").focus(); });
-$("logout").addEventListener("click", () => logout());
-$("logout-everywhere").addEventListener("click", () => logout(true));
 $("login-form").addEventListener("submit", login);
 document.addEventListener("keydown", (e) => {
   if (e.key !== "Escape") return;

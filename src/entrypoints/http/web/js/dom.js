@@ -27,6 +27,7 @@ const PATHS = {
   close: "M6 6l12 12M18 6 6 18",
   logout: "M9 21H5V3h4M16 17l5-5-5-5M21 12H9",
   logoutAll: "M8 21H4V3h4M12 16l4-4-4-4M17 16l4-4-4-4M16 12H8",
+  user: "M20 21v-2a4 4 0 0 0-4-4H8a4 4 0 0 0-4 4v2M12 11a4 4 0 1 0 0-8 4 4 0 0 0 0 8z",
   stop: "M6 6h12v12H6z",
   refresh: "M21 12a9 9 0 1 1-3-6.7L21 8M21 3v5h-5",
   fork: "M6 3v4a4 4 0 0 0 4 4h4a4 4 0 0 0 4-4V3M12 11v10",
