@@ -56,6 +56,7 @@ def test_titles_come_from_the_first_line(message: str, title: str) -> None:
 
 def test_a_rename_is_trimmed_and_bounded() -> None:
     assert clean_title("  new   name ") == "new name"
+    assert clean_title("  a \u202e b ") == "a b"  # a bidi override would make it lie about itself
     for bad in ("", "   ", None, 5, "x" * 201):
         with pytest.raises(InvalidInput):
             clean_title(bad)

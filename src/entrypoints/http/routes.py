@@ -33,7 +33,7 @@ from entrypoints.dto import (
     summary_dto,
 )
 from entrypoints.http import files, sse, transfer
-from entrypoints.http.errors import RouteFailure, error_response
+from entrypoints.http.errors import RouteFailure
 from entrypoints.http.principal import principal_of, recheck_of
 from ports.model import Readiness
 
@@ -345,7 +345,3 @@ async def metrics(request: Request) -> Response:
     render = _services(request).metrics().render
     body, media = await run_in_threadpool(render, request.headers.get("accept"))
     return Response(body, media_type=media)
-
-
-async def not_found(request: Request) -> Response:
-    return error_response(404, "NOT_FOUND", "Not Found")
