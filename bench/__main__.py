@@ -3,12 +3,14 @@ against Sophos; both backends side by side with the bare official PostgreSQL sav
 (bench/postgres.py); concurrency through a real server, a baseline git ref against this tree
 (bench/concurrency.py); side by side with the LangGraph Agent Server and bare LangGraph
 (bench/peers.py); a 200-turn thread and RSS after 1,000 conversations (bench/endurance.py);
-streaming on the page at 500 messages against an empty chat, in Chromium (bench/page_stream.py).
+streaming on the page at 500 messages against an empty chat, in Chromium (bench/page_stream.py);
+start-up of `sophos --help`, a read command and `sophos serve`, a baseline git ref against this tree
+(bench/startup.py).
 Branches: a 300-turn conversation with 20 branches against the same without (bench/branches.py,
 in core; alone with --only branches).
 Each section's tables are printed and also written to bench/results/<start, UTC>-<section>.md
 (bench/results/README.md); --results DIR writes them elsewhere.
-Usage: python -m bench [--only core|branches|postgres|concurrency|endurance|peers|page] [--turns 300]
+Usage: python -m bench [--only core|branches|postgres|concurrency|endurance|peers|page|startup] [--turns 300]
 [--conversations 10000] [--baseline-ref REF] [--reps 3] [--results DIR]"""
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import httpx
 from tests.support.app import SOPHOS, app_env, ledger_server_entry, process_env
 from tests.support.long_thread import TEXT, file_size, long_thread_harness
 
-from bench import baseline, branches, concurrency, endurance, page_stream, peers, postgres, search
+from bench import baseline, branches, concurrency, endurance, page_stream, peers, postgres, search, startup
 from bench.context import prompt_building
 from bench.table import RESULTS, Row, print_table, recording
 
@@ -252,7 +254,7 @@ async def branches_only(args: argparse.Namespace) -> None:
 async def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument(
-        "--only", choices=("core", "branches", "postgres", "concurrency", "endurance", "peers", "page"),
+        "--only", choices=("core", "branches", "postgres", "concurrency", "endurance", "peers", "page", "startup"),
         help="run one section of the benchmarks",
     )
     parser.add_argument("--turns", type=int, default=300)
@@ -262,6 +264,7 @@ async def main(argv: Sequence[str] | None = None) -> None:
     endurance.add_arguments(parser)
     peers.add_arguments(parser)
     page_stream.add_arguments(parser)
+    startup.add_arguments(parser)
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     started = datetime.now(UTC)
@@ -270,7 +273,7 @@ async def main(argv: Sequence[str] | None = None) -> None:
     sections = {
         "core": core, "branches": branches_only, "postgres": postgres.section,
         "concurrency": concurrency.section, "endurance": endurance.section, "peers": peers.section,
-        "page": page_stream.section,
+        "page": page_stream.section, "startup": startup.section,
     }
     # branches is part of core; alone only when asked for
     chosen = [args.only] if args.only else [name for name in sections if name != "branches"]

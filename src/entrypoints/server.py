@@ -17,7 +17,7 @@ import ipaddress
 import logging
 import socket
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
@@ -27,6 +27,9 @@ from entrypoints.http.app import create_app
 from entrypoints.overhead import warn_if_crowded
 from entrypoints.protocol import MAX_HEAD, head_deadline_protocol
 from entrypoints.settings import Settings
+
+if TYPE_CHECKING:
+    from entrypoints.container import Container
 from ports.backend import Backend
 from ports.model import ModelPort, Readiness
 
@@ -193,8 +196,8 @@ async def serve_after(main: uvicorn.Server, side: SideServer, sock: socket.socke
     await side.serve(sockets=[sock])
 
 
-def serve(container: Any) -> None:
-    settings: Settings = container.settings()
+def serve(container: Container) -> None:
+    settings = container.settings()
     host, port = settings.HOST, settings.PORT
     sock = bind(host, port)  # first: a busy port is the one line a person sees
     app = create_app(container)

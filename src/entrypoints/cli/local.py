@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from domain.attachments import AttachmentLimits
 from domain.commands import Cancel, SendMessage, StartRun, start_command
@@ -28,6 +28,7 @@ from entrypoints.dto import (
 if TYPE_CHECKING:
     from entrypoints.bundle import Services
     from entrypoints.cli.output import Printer
+    from entrypoints.container import Container
     from services.supervisor import Supervisor
 
 
@@ -45,7 +46,7 @@ def command_of(body: Json, limits: AttachmentLimits) -> StartRun:
 class LocalClient(SophosClient):
     in_process = True
 
-    def __init__(self, services: Services, container: Any) -> None:
+    def __init__(self, services: Services, container: Container) -> None:
         self._services = services
         self._container = container
         self._supervisor: Supervisor | None = None

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -14,23 +14,24 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from entrypoints.bundle import Services
 from entrypoints.http import files, routes, session, transfer, web
 from entrypoints.http.errors import EXCEPTION_HANDLERS
 from entrypoints.http.guard import GuardMiddleware, HostPolicy
 from entrypoints.http.headers import HardeningMiddleware
 from entrypoints.http.openapi import openapi_document
-from entrypoints.settings import Settings
+
+if TYPE_CHECKING:
+    from entrypoints.container import Container
 
 log = logging.getLogger(__name__)
 
 
-def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
+def create_app(container: Container, manage_lifecycle: bool = True) -> Starlette:
     """The app over a configured container. With `manage_lifecycle`, the process's
     supervisor starts with the app (recovery, leases, signals, adoption) and shutdown
     drains runs and closes everything."""
-    settings: Settings = container.settings()
-    services: Services = container.services()
+    settings = container.settings()
+    services = container.services()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
