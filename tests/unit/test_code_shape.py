@@ -23,6 +23,8 @@ TEST_ONLY = {
     # the hub's local follower, which tests read a run's buffer with; services/hub.py is the
     # run kernel's (issue 43, part 1), which decides whether following keeps it
     "services/hub.py:ActiveRun.subscribe",
+    # run by scripts/settings-table, which writes the docs' table from the declarations
+    "entrypoints/settings_rules.py:docs_table",
 }
 
 
@@ -98,3 +100,18 @@ def test_every_function_and_class_in_src_is_reached_from_running_code() -> None:
     unused = _Defs(trees).unused()
     assert sorted(unused - TEST_ONLY) == []
     assert sorted(TEST_ONLY - unused) == []  # an entry that is used now goes
+
+
+def test_the_edges_pass_the_container_typed() -> None:
+    # a container typed Any switches the type checker off exactly where the layers meet
+    untyped = []
+    for path in sorted((SRC / "entrypoints").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            annotated = [(a.arg, a.annotation) for a in node.args.args] if isinstance(node, ast.FunctionDef) else []
+            if isinstance(node, ast.FunctionDef) and node.name == "container":
+                annotated.append((node.name, node.returns))
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Attribute):
+                annotated.append((node.target.attr, node.annotation))
+            untyped += [f"{path.relative_to(SRC)}:{name}" for name, ann in annotated
+                        if name.lstrip("_") == "container" and (ann is None or "Any" in ast.unparse(ann))]
+    assert untyped == []
