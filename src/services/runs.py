@@ -37,9 +37,7 @@ from domain.events import (
     InputRecorded,
     NodeStarted,
     StreamEvent,
-    StreamTranslator,
     TokenDelta,
-    approval_event,
 )
 from domain.lifecycle import Outcome, StopReason
 from domain.model import (
@@ -64,6 +62,7 @@ from services.handles import CancelResult, LiveRun, RunStores, StartedRun
 from services.hub import ActiveRun, Item, RunHub, RunStream, up_to_terminal
 from services.models import ModelCatalog
 from services.pending import PlanPorts, RunRequest, plan_fork, plan_input
+from services.stream import StreamTranslator, approval_event
 
 log = logging.getLogger(__name__)
 

@@ -5,6 +5,7 @@ keep it alive)."""
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -115,3 +116,21 @@ def test_the_edges_pass_the_container_typed() -> None:
             untyped += [f"{path.relative_to(SRC)}:{name}" for name, ann in annotated
                         if name.lstrip("_") == "container" and (ann is None or "Any" in ast.unparse(ann))]
     assert untyped == []
+
+
+CAMEL = re.compile(r"^[a-z]+(?:[A-Z][a-z0-9]*)+$")
+
+
+def test_the_domain_serialises_nothing() -> None:
+    # the API's JSON is built at the edge (entrypoints/dto.py) and stored formats have their
+    # own modules: a camelCase key or a to_dto in the domain is a wire shape in the wrong place
+    found = []
+    for path in sorted((SRC / "domain").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and CAMEL.match(node.value):
+                found.append(f"{path.relative_to(SRC)}:{node.lineno} {node.value!r}")
+            elif isinstance(node, ast.keyword) and node.arg and CAMEL.match(node.arg):
+                found.append(f"{path.relative_to(SRC)}:{node.value.lineno} {node.arg}=")
+            elif isinstance(node, ast.FunctionDef) and "to_dto" in node.name:
+                found.append(f"{path.relative_to(SRC)}:{node.lineno} {node.name}()")
+    assert found == []

@@ -8,8 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from domain.errors import InvalidInput
-from domain.events import NodeStarted, StreamTranslator, TokenDelta, ToolCallFinished, ToolCallRequested
-from domain.export import checkpoint_jsonl, markdown_transcript
+from domain.events import NodeStarted, TokenDelta, ToolCallFinished, ToolCallRequested
 from domain.lifecycle import StopReason, keeps_stopped_text
 from domain.model import (
     AssistantMessage,
@@ -24,7 +23,9 @@ from domain.model import (
     parse_conversation_id,
     title_from_message,
 )
+from entrypoints.export import checkpoint_jsonl, markdown_transcript
 from entrypoints.settings import SettingsError, load_settings
+from services.stream import StreamTranslator
 
 
 @pytest.mark.parametrize(

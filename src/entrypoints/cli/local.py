@@ -95,8 +95,9 @@ class LocalClient(SophosClient):
         return detail_dto(await self._services.conversations().switch_branch(conversation, number))
 
     async def export(self, conversation: str, fmt: str) -> str:
-        service = self._services.conversations()
-        _, text = await (service.export_jsonl(conversation) if fmt == "jsonl" else service.export_markdown(conversation))
+        from entrypoints.export import export_text
+
+        _, text = await export_text(self._services.conversations(), conversation, fmt)
         return text
 
     async def export_file(self, conversation: str | None) -> tuple[str, bytes]:
@@ -113,9 +114,12 @@ class LocalClient(SophosClient):
         return json_name(copy), document_bytes(conv, copy)
 
     async def import_file(self, data: bytes) -> list[Json]:
+        from domain.model import utc_now
+        from entrypoints.transfer_document import read_imports
         from entrypoints.transfer_files import upload_files
 
-        return [summary_dto(c) for c in await self._services.transfer().import_files(upload_files(data))]
+        copies = read_imports(upload_files(data), utc_now())
+        return [summary_dto(c) for c in await self._services.transfer().import_copies(copies)]
 
     async def search(self, query: str, limit: int) -> Json:
         page = await self._services.search().search(query, limit)

@@ -32,6 +32,7 @@ from entrypoints.dto import (
     settings_dto,
     summary_dto,
 )
+from entrypoints.export import export_text
 from entrypoints.http import files, sse, transfer
 from entrypoints.http.errors import RouteFailure
 from entrypoints.http.principal import principal_of, recheck_of
@@ -268,15 +269,13 @@ async def delete_conversation(request: Request) -> Response:
 
 
 async def export_conversation(request: Request) -> Response:
-    service, by = _services(request).conversations(), principal_of(request)
-    cid = request.path_params["conversation_id"]
-    if request.query_params.get("format") == "json":  # every branch, read back by import
+    cid, fmt = request.path_params["conversation_id"], request.query_params.get("format")
+    if fmt == "json":  # every branch, read back by import
         return await transfer.export_json(request, cid)
-    if request.query_params.get("format") == "jsonl":
-        conv, text = await service.export_jsonl(cid, by=by)
+    conv, text = await export_text(_services(request).conversations(), cid, fmt, by=principal_of(request))
+    if fmt == "jsonl":
         media, name = "application/x-ndjson; charset=utf-8", f"{conv.id}.checkpoints.jsonl"
     else:
-        conv, text = await service.export_markdown(cid, by=by)
         media, name = "text/markdown; charset=utf-8", f"{conv.id}.md"
     headers = {"Content-Disposition": f'attachment; filename="{name}"'}
     return Response(text, headers=headers, media_type=media)

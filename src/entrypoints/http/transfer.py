@@ -15,6 +15,7 @@ from domain.transfer import LIMITS
 from entrypoints.bundle import Services
 from entrypoints.dto import summary_dto
 from entrypoints.http.principal import principal_of
+from entrypoints.transfer_document import read_imports
 from entrypoints.transfer_files import document_bytes, export_zip, json_name, upload_files, zip_name
 
 UPLOAD_TIME = 10  # an import's body may take this many times REQUEST_TIMEOUT to arrive: it can be large
@@ -63,6 +64,7 @@ async def import_conversations(request: Request) -> Response:
     """The body is the file: a Sophos export (one conversation, or the zip of all) or
     ChatGPT's conversations.json. 201 with the new conversations' summaries."""
     data = await _upload(request)
-    files = await asyncio.to_thread(upload_files, data)
-    imported = await _services(request).transfer().import_files(files, by=principal_of(request))
+    # read whole off the loop: a large file is seconds of parsing and checking
+    copies = await asyncio.to_thread(lambda: read_imports(upload_files(data), utc_now()))
+    imported = await _services(request).transfer().import_copies(copies, by=principal_of(request))
     return JSONResponse({"conversations": [summary_dto(c) for c in imported]}, status_code=201)
