@@ -186,32 +186,9 @@ class AgentNodes:
             return Command(update={"messages": [to_langchain(summary)]}, goto="agent")
         write(ContextPlanned(step, len(plan.messages), plan.left_out, plan.summarized, plan.shortened,
                              plan.sent_from, plan.tokens, plan.budget))
-        reply: AssistantMessage | None = None
-        usage: Usage | None = None
         thinking = Thinking()
-        chunks = 0
         with _timed(lambda outcome, seconds: self.metrics.model_call(name, outcome, seconds)):
-            async for out in self.model.stream(plan.system, plan.messages, specs, choice.model):
-                if isinstance(out, TextChunk):
-                    thinking.answered()
-                    write(TokenDelta(step, out.text))
-                elif isinstance(out, ReasoningChunk):
-                    thinking.add(out.text)
-                    write(ReasoningDelta(step, out.text))
-                elif isinstance(out, Usage):
-                    usage = out
-                    continue
-                else:
-                    reply = out
-                    continue
-                chunks += 1
-                if chunks % YIELD_EVERY == 0:
-                    # a fast server's tokens are all ready: reading them never suspends,
-                    # and the loop's other work (the event flusher, SSE writers, lease
-                    # renewals) would wait for the whole answer
-                    await asyncio.sleep(0)
-        if reply is None:
-            raise RuntimeError("the model ended its stream without a reply")
+            reply, usage = await self._answer(plan, specs, choice.model, step, thinking, write)
         self._check_evaluation(config, step, plan, usage, run)
         if reply.cut:
             # stored as the step's reply (it has no tool calls: the graph ends after it);
@@ -225,6 +202,37 @@ class AgentNodes:
             reasoning=reply.reasoning or thinking.text or None, reasoning_seconds=thinking.seconds(),
         )
         return {"messages": [to_langchain(reply)]}
+
+    async def _answer(
+        self, plan: PromptPlan, specs: Sequence[ToolSpec], model: str | None, step: int, thinking: Thinking,
+        write: Callable[[Any], None],
+    ) -> tuple[AssistantMessage, Usage | None]:
+        """The model's reply to the planned prompt, its tokens and thinking written as they come."""
+        reply: AssistantMessage | None = None
+        usage: Usage | None = None
+        chunks = 0
+        async for out in self.model.stream(plan.system, plan.messages, specs, model):
+            if isinstance(out, TextChunk):
+                thinking.answered()
+                write(TokenDelta(step, out.text))
+            elif isinstance(out, ReasoningChunk):
+                thinking.add(out.text)
+                write(ReasoningDelta(step, out.text))
+            elif isinstance(out, Usage):
+                usage = out
+                continue
+            else:
+                reply = out
+                continue
+            chunks += 1
+            if chunks % YIELD_EVERY == 0:
+                # a fast server's tokens are all ready: reading them never suspends, and the
+                # loop's other work (the event flusher, SSE writers, lease renewals) would wait
+                # for the whole answer
+                await asyncio.sleep(0)
+        if reply is None:
+            raise RuntimeError("the model ended its stream without a reply")
+        return reply, usage
 
     def _check_evaluation(
         self, config: RunnableConfig, step: int, plan: PromptPlan, usage: Usage | None, run: RunContext
