@@ -222,7 +222,7 @@ class Settings:
         "",
         "`postgresql://user:pass@host:5432/db`: PostgreSQL holds everything instead of the SQLite file, "
         "for every command; several processes may share it (see [operations](operations.md))",
-        check=_postgres_url,
+        check=_postgres_url, said="empty, or a `postgresql://` (or `postgres://`) URL",
     )
     STORAGE_BACKEND: str = setting(
         "",
@@ -306,7 +306,7 @@ class Settings:
         "types Sophos reads (`text/markdown`, `image/png`, …). A type Sophos cannot read (SVG, a binary) "
         "cannot be let in; another is 415 `ATTACHMENT_TYPE_NOT_ALLOWED`. Imports read back any file a "
         "Sophos could have stored",
-        check=_attachment_types,
+        check=_attachment_types, said="comma-separated kinds (`text`, `image`, `pdf`) or media types",
     )
 
     @property

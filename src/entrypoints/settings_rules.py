@@ -77,16 +77,21 @@ def _either(words: Iterable[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
 
 
+def _number(value: float) -> str:
+    """30, not 30.0 nor 3e+01; 0.25 as it is."""
+    return str(int(value)) if float(value).is_integer() else repr(value)
+
+
 def _range(rule: Rule) -> str:
     unit = f" {rule.unit}" if rule.unit else ""
     if rule.said is not None:
         return rule.said
     if rule.above is not None:
-        low = f"above {rule.above:g}"
-        return f"{low}, at most {rule.high:g}{unit}" if rule.high is not None else f"{low}{unit}"
+        low = f"above {_number(rule.above)}"
+        return f"{low}, at most {_number(rule.high)}{unit}" if rule.high is not None else f"{low}{unit}"
     if rule.low is not None and rule.high is not None:
-        return f"between {rule.low:g} and {rule.high:g}{unit}"
-    return f"at least {rule.low:g}{unit}" if rule.low is not None else f"at most {rule.high:g}{unit}"
+        return f"between {_number(rule.low)} and {_number(rule.high)}{unit}"
+    return f"at least {_number(rule.low)}{unit}" if rule.low is not None else f"at most {_number(rule.high)}{unit}"
 
 
 def _in_range(rule: Rule, value: float) -> bool:
@@ -150,7 +155,7 @@ def _default(d: Declared) -> str:
         return f"`{str(d.default).lower()}`"
     if d.default == "":
         return "(empty)"
-    return f"`{d.default:g}`" if d.kind == "float" else f"`{d.default}`"
+    return f"`{_number(d.default)}`" if d.kind == "float" else f"`{d.default}`"
 
 
 def docs_table(settings_class: type) -> str:
