@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from dependency_injector import containers, providers
+from entrypoints.di import containers, providers
 
 from domain.approvals import parse_mode
 from domain.context import ContextPolicy

@@ -166,3 +166,18 @@ def test_no_function_is_over_60_lines_nor_a_module_over_450() -> None:
                 if node.end_lineno - node.lineno + 1 > FUNCTION_LINES:
                     long_functions.add(f"{name}:{node.name}")
     assert (long_functions, long_modules) == (LONG_FUNCTIONS, LONG_MODULES)
+
+
+def test_the_container_loads_without_pydantic_settings_and_leaves_it_importable() -> None:
+    # entrypoints/di.py: dependency-injector's optional pydantic-settings import is ~170 ms of a
+    # read command's start; hidden for that import alone, never for the MCP client after it
+    import subprocess
+    import sys
+
+    code = ("import sys; import entrypoints.container; "
+            "assert 'pydantic_settings' not in sys.modules, 'imported by the container'; "
+            "import pydantic_settings; print(pydantic_settings.__name__)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={"PYTHONPATH": str(SRC)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "pydantic_settings"
