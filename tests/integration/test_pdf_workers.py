@@ -22,6 +22,11 @@ pytestmark = pytest.mark.processes
 MB = 1024 * 1024
 
 
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def alive(pid: int) -> bool:
     """The process exists (a zombie counts: it is not reaped)."""
     return Path(f"/proc/{pid}").exists()
@@ -93,9 +98,10 @@ async def test_a_file_that_finds_every_worker_busy_is_refused_with_pdf_busy_and_
     try:
         assert await reader.pdf_text("warm.pdf", pdf("warm")) == "warm"
         [pid] = reader.workers()
+        before = cpu_seconds(pid)
         hostile = asyncio.create_task(reader.pdf_text("nested.pdf", nested_forms_pdf()))
-        async with asyncio.timeout(10):
-            while not reader.reading():  # the hostile file has the only worker
+        async with asyncio.timeout(30):
+            while cpu_seconds(pid) < before + 0.3:  # the hostile file is being read by the only worker
                 await asyncio.sleep(0.01)
         with pytest.raises(PdfBusy, match="Too many PDFs are being read"):
             await reader.pdf_text("report.pdf", pdf("report"))

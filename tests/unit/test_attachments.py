@@ -135,9 +135,9 @@ def test_limits_bound_size_count_and_type() -> None:
         ({"MAX_ATTACHMENT_BYTES": str(65 * 1024 * 1024)}, "MAX_ATTACHMENT_BYTES must be between"),
         ({"MAX_ATTACHMENTS": "33"}, "MAX_ATTACHMENTS must be between 0 (off) and 32"),
         ({"ATTACHMENT_TYPES": "text,image/svg+xml"}, "ATTACHMENT_TYPES: 'image/svg+xml' is not"),
-        ({"MAX_IMAGE_PIXELS": "0"}, "MAX_IMAGE_PIXELS must be between 1 and 268,435,456"),
-        ({"PDF_TIMEOUT": "0"}, "PDF_TIMEOUT must be a number of seconds above 0"),
-        ({"PDF_MEMORY": "1000000"}, "PDF_MEMORY must be at least 134217728 bytes (128 MB)"),
+        ({"MAX_IMAGE_PIXELS": "0"}, "MAX_IMAGE_PIXELS must be between 1 and 268435456 pixels"),
+        ({"PDF_TIMEOUT": "0"}, "PDF_TIMEOUT must be above 0, at most 3600 seconds"),
+        ({"PDF_MEMORY": "1000000"}, "PDF_MEMORY must be at least 134217728 bytes"),
         ({"PDF_WORKERS": "0"}, "PDF_WORKERS must be between 1 and 64"),
     ],
 )

@@ -125,10 +125,6 @@ class ProcessPdfExtractor(TextExtractor):
         """The pids of the worker processes alive now (idle or reading)."""
         return [w.pid for w in (*self._idle, *self._busy) if w.proc.returncode is None]
 
-    def reading(self) -> list[int]:
-        """The pids of the workers reading a file now."""
-        return [w.pid for w in self._busy]
-
     async def aclose(self) -> None:
         for task in self._starting:
             task.cancel()

@@ -53,7 +53,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.utils import load_pending_writes, pending_writes_sql
 
 from adapters.langgraph import branching
-from adapters.langgraph.graph import INPUT_TASK, RUN_KEY
+from adapters.langgraph.keys import INPUT_TASK, RUN_KEY
 from adapters.langgraph.latest import LatestCheckpoints
 from adapters.langgraph.rows import plain_messages, summary_row
 from adapters.langgraph.saver import MessagesOnce, Saver
