@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import json
 import os
 import re
 import threading
@@ -19,15 +20,19 @@ from typing import Any
 
 import httpx
 import pytest
+from starlette.testclient import TestClient
 
+from domain.errors import AttachmentUnreadable, PdfBusy, SophosError
 from entrypoints.cli.client import Stopper
 from entrypoints.cli.local import LocalClient
 from entrypoints.cli.output import Printer
 from entrypoints.cli.remote import HttpClient
 from entrypoints.container import create_container
+from entrypoints.di import providers
 from entrypoints.http.app import create_app
+from ports.attachments import TextExtractor
 from tests.support.app import app_env
-from tests.support.files import nested_forms_pdf
+from tests.support.files import nested_forms_pdf, pdf
 from tests.support.server import LiveServer
 
 HOSTILE = 8
@@ -175,3 +180,42 @@ async def test_an_export_and_an_import_never_queue_on_the_default_executor(tmp_p
         await remote.aclose()
         await local.aclose()  # (closing the database is storage's: on the default executor)
     assert name.endswith(".zip") and [c["title"] for c in imported] == ["zeppelin"]
+
+
+class Reader(TextExtractor):
+    """A PDF reader that refuses every file as `error` does."""
+
+    def __init__(self, error: SophosError) -> None:
+        self.error = error
+
+    async def pdf_text(self, name: str, data: bytes) -> str:
+        raise self.error
+
+    async def aclose(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize(("error", "status", "code"), [
+    (PdfBusy(), 503, "PDF_BUSY"),  # try again: not the file's fault
+    (AttachmentUnreadable("report.pdf: the PDF took too long to read"), 400, "BAD_REQUEST"),
+])
+def test_an_imported_pdf_the_reader_refuses_is_the_files_fault_only_when_it_is(
+    tmp_path: Path, error: SophosError, status: int, code: str
+) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    source = create_container(app_env(tmp_path / "a", MODEL_BACKEND="demo", TOOLS_BACKEND="none"), METRICS_BACKEND="none")
+    with TestClient(create_app(source)) as client:
+        r = client.post("/api/chat", json={"message": "look", "attachments": [
+            {"name": "report.pdf", "type": "application/pdf", "data": base64.b64encode(pdf("Revenue grew")).decode()}]})
+        assert r.status_code == 200, r.text
+        cid = r.json()["conversation"]
+        client.get("/api/chat", params={"conversation": cid})  # the run to its end
+        doc = client.get(f"/api/conversations/{cid}/export?format=json").json()
+    for f in doc["conversation"]["attachments"]:
+        f.pop("text", None)  # as another tool could write it: the text is read again
+    target = create_container(app_env(tmp_path / "b", MODEL_BACKEND="demo", TOOLS_BACKEND="none"), METRICS_BACKEND="none")
+    target.pdf_reader.override(providers.Object(Reader(error)))
+    with TestClient(create_app(target)) as client:
+        imported = client.post("/api/import", content=json.dumps(doc).encode())
+    assert imported.status_code == status and imported.json()["error"]["code"] == code, imported.text
