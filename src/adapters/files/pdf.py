@@ -1,7 +1,8 @@
 """TextExtractor on pypdf, in worker processes of its own, each file's cost bounded.
 
 Why processes: a PDF is untrusted input to a pure-Python parser, and a few KB can keep
-pypdf busy for hours (nested forms drawn ten times each, ten levels deep) or hold gigabytes.
+pypdf busy for an hour (forms that draw forms ten times over, on each of 500 pages) or make
+it hold gigabytes (pages that inflate to 60 MB each).
 A thread cannot be stopped: in the shared default executor seven such files once took every
 thread, and the storage work queued behind them (issue 42). A process can be killed. So:
 - at most `workers` PDFs are read at once, each by a worker process (`pdf_worker.py`); a
@@ -41,7 +42,6 @@ START_SECONDS = 30.0  # a worker not ready by then (a machine too busy) is given
 IDLE_SECONDS = 300.0  # a worker nobody used for this long exits: its memory goes back
 NOT_STARTED = "PDFs cannot be read now: the PDF reader did not start (the server's log says why)"
 JOBS = 200  # files one worker reads before another takes over (bounds what a leak can hold)
-
 
 
 @dataclass(frozen=True)
