@@ -22,7 +22,7 @@ it is shown, not judged). Then the CPU the server and its PDF workers used in ea
 and what the hostile senders got. `--soak-ref REF` serves another commit's src/ (git
 archive) for a before-and-after.
 Usage: python -m bench --only hostile [--soak-seconds 60] [--soak-backend sqlite|postgres] [--pdf-senders 4]
-[--import-senders 1] [--import-mb 4] [--pdf-timeout 5] [--soak-ref REF]
+[--import-senders 1] [--import-mb 4] [--pdf-timeout 5] [--pdf-workers N] [--soak-ref REF]
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--import-senders", type=int, default=1, help="clients importing large files at once")
     group.add_argument("--import-mb", type=float, default=4, help="the size of one import")
     group.add_argument("--pdf-timeout", type=float, default=5, help="PDF_TIMEOUT of the server")
+    group.add_argument("--pdf-workers", type=int, default=None, help="PDF_WORKERS of the server (unset: its default)")
     group.add_argument("--soak-ref", default=None, help="serve this git ref's src/ instead of this tree's")
 
 
@@ -240,6 +241,8 @@ async def section(args: argparse.Namespace) -> None:
                 storage(args.soak_backend) as db:
             server = Server(tree, Path(tmp), model.url)
             server.env.update({**db, "PDF_TIMEOUT": str(args.pdf_timeout), "LOG_LEVEL": "WARNING"})
+            if args.pdf_workers is not None:
+                server.env["PDF_WORKERS"] = str(args.pdf_workers)
             pid = await server.start()
             try:
                 # unloaded before and after the PDFs: the machine's own drift counts on both sides
