@@ -13,12 +13,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from entrypoints.di import containers, providers
-
 from domain.approvals import parse_mode
 from domain.context import ContextPolicy
 from domain.principals import ProxyTrust
 from entrypoints.bundle import Services
+from entrypoints.di import containers, providers
 from entrypoints.lazy import LazyCopies, LazyThreads
 from entrypoints.settings import Settings, load_settings
 from ports.approvals import ArgsChecker
