@@ -144,14 +144,6 @@ def test_the_domain_serialises_nothing() -> None:
 
 FUNCTION_LINES = 60
 MODULE_LINES = 450
-# longer before the bounds existed, each with who splits it; a split one leaves this list
-LONG_FUNCTIONS = {
-    "domain/context.py:plan_prompt",
-    "entrypoints/protocol.py:head_deadline_protocol",
-}
-LONG_MODULES = {
-    "adapters/sqlite/saver.py",
-}
 
 
 def test_no_function_is_over_60_lines_nor_a_module_over_450() -> None:
@@ -165,7 +157,7 @@ def test_no_function_is_over_60_lines_nor_a_module_over_450() -> None:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno is not None:
                 if node.end_lineno - node.lineno + 1 > FUNCTION_LINES:
                     long_functions.add(f"{name}:{node.name}")
-    assert (long_functions, long_modules) == (LONG_FUNCTIONS, LONG_MODULES)
+    assert (sorted(long_functions), sorted(long_modules)) == ([], [])  # no exception: split it where the names differ
 
 
 def test_the_container_loads_without_pydantic_settings_and_leaves_it_importable() -> None:
