@@ -158,7 +158,7 @@ let drawn = { count: -1, tail: -1, node: null };  // what renderMessages last pu
 function pending() {
   const last = state.messages[state.messages.length - 1];
   return state.streaming && (!last || last.role !== "assistant")
-    ? el("div", { class: "pending", role: "status", "aria-label": "Waiting for the answer" }, el("span"), el("span"), el("span")) : null;
+    ? el("div", { class: "awaiting", role: "status", "aria-label": "Waiting for the answer" }, el("span", { class: "dot" }), el("span", { class: "dot" }), el("span", { class: "dot" })) : null;
 }
 
 function resultsOf() { return new Map(state.messages.filter((m) => m.role === "tool").map((m) => [m.toolCallId, m])); }
