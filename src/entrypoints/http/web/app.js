@@ -96,7 +96,7 @@ function renderComposer() {
   $("send").title = blocked || "";
   $("send-reason").textContent = blocked || "";
   $("send-reason").hidden = !blocked;
-  $("stop").hidden = $("detach").hidden = !state.streaming;
+  $("stop").hidden = !state.streaming;
 }
 
 function render() { renderList(actions); renderHeader(); renderBanners(); renderMessages(); renderQueue(); renderApprovals(); renderTrace(); renderComposer(); conversationChanged(); }
@@ -441,12 +441,14 @@ installModels();
 installAttachments({ changed: () => renderComposer(), failed: fail });
 $("trace-close").append(icon("close"));
 installAccount({ logout });
-// Enter while an answer streams: the message waits on the server, in order (js/queue.js)
+// Enter while an answer streams, or while a tool call waits for approval: the message waits
+// on the server, in order (js/queue.js)
 $("composer").addEventListener("submit", (e) => {
   e.preventDefault();
   const text = $("input").value.trim();
   if (!text && !hasAttachments()) return;
-  if (state.streaming && state.current) { if (text) queueText(text); }  // files wait for the run's end
+  const busy = state.streaming || (state.approvals || []).length > 0;
+  if (busy && state.current) { if (text) queueText(text); }  // files wait for the run's end
   else if (!state.streaming && !sendBlocked()) send(text);
 });
 async function queueText(text) {
@@ -466,7 +468,6 @@ $("resume").addEventListener("click", () => resume(null));
 $("retry").addEventListener("click", () => resume("retry"));
 $("skip").addEventListener("click", () => resume("skip"));
 $("stop").addEventListener("click", stop);
-$("detach").addEventListener("click", () => { detach(); render(); });
 $("menu").addEventListener("click", () => { state.sidebarOpen = !state.sidebarOpen; renderHeader(); if (state.sidebarOpen) $("filter").focus(); });
 $("scrim").addEventListener("click", () => { state.sidebarOpen = false; renderHeader(); });
 const toggleTrace = (open) => { state.traceOpen = open; localStorage.setItem("sophos.trace", open ? "1" : ""); renderTrace(); };
