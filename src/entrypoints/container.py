@@ -65,7 +65,6 @@ from services.attachments import FileIntake  # noqa: E402 - after the finder abo
 from services.conversations import ConversationService  # noqa: E402 - after the finder above
 from services.files import FileService  # noqa: E402 - after the finder above
 from services.handles import RunStores  # noqa: E402 - after the finder above
-from services.hub import RunHub  # noqa: E402 - after the finder above
 from services.models import ModelCatalog  # noqa: E402 - after the finder above
 from services.queueing import QueueService  # noqa: E402 - after the finder above
 from services.runs import RunService  # noqa: E402 - after the finder above
@@ -310,7 +309,6 @@ class Container(containers.DeclarativeContainer):
     settings = providers.Dependency(instance_of=Settings)
     config = providers.Configuration(strict=True)
 
-    hub = providers.Singleton(RunHub)
     processes = providers.Singleton(_processes)
     # the server exposes its metrics at /metrics; one-shot CLI commands, which nobody
     # scrapes, record nothing (and never import prometheus-client)
@@ -373,7 +371,6 @@ class Container(containers.DeclarativeContainer):
         stores=stores,
         engine=engine,
         processes=processes,
-        hub=hub,
         recursion_limit=config.AGENT_RECURSION_LIMIT,
         lease_seconds=config.RUN_LEASE_SECONDS,
         metrics=metrics,
@@ -384,7 +381,6 @@ class Container(containers.DeclarativeContainer):
     supervisor = providers.Singleton(
         Supervisor,
         service=run_service,
-        queue=queue,
         auto_resume=config.AUTO_RESUME,
         event_retention=config.RUN_EVENT_RETENTION_SECONDS,
         approval_timeout=config.APPROVAL_TIMEOUT,

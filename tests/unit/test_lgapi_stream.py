@@ -88,8 +88,8 @@ def test_a_stream_puts_each_event_id_on_the_last_event_of_its_group_and_ends_wit
         yield [(1, EVENTS[2]), (2, StreamEvent("token", "x"))]
         yield [(3, StreamEvent("chat-error", {"code": "MODEL_UNREACHABLE", "message": "down"}))]
 
-    async def source() -> AsyncGenerator[tuple[str, RunStream], None]:
-        yield RUN, RunStream(RUN, batches())
+    async def source() -> AsyncGenerator[RunStream, None]:
+        yield RunStream(RUN, batches())
 
     async def go() -> str:
         p = Projector(("values", "updates", "messages-tuple"), TID, RUN, read, base=1)
@@ -119,8 +119,8 @@ def test_keep_alives_are_sse_comments_and_a_closing_server_ends_the_stream() -> 
         await asyncio.sleep(10)
         yield [(1, StreamEvent("token", "never"))]
 
-    async def source() -> AsyncGenerator[tuple[str, RunStream], None]:
-        yield RUN, RunStream(RUN, batches())
+    async def source() -> AsyncGenerator[RunStream, None]:
+        yield RunStream(RUN, batches())
 
     async def go() -> list[str]:
         p = Projector(("messages-tuple",), TID, RUN, read)

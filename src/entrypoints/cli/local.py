@@ -140,7 +140,7 @@ class LocalClient(SophosClient):
         if self._supervisor is None:
             from services.supervisor import Supervisor
 
-            self._supervisor = Supervisor(service, queue=self._services.queue())
+            self._supervisor = Supervisor(service)
             await self._supervisor.start()
         printer.start()
         try:

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from entrypoints.cli.base import EXIT_OK, EXIT_STOPPED, EXIT_WAITING, exit_code_of
+from entrypoints.cli.exits import EXIT_OK, EXIT_STOPPED, EXIT_WAITING, exit_code_of
 from entrypoints.cli.hints import for_cli
 from entrypoints.notices import ContextNotices
 
