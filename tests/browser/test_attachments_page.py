@@ -99,7 +99,7 @@ def test_the_page_takes_its_limits_from_the_server(browser: Browser, tmp_path: P
         with open_page(browser, narrow.server.url, "attachments-narrow") as tab:
             expect(tab.get_by_test_id("attach-input")).to_have_attribute("accept", re.compile(r"^(?!.*image/).*text/markdown,\.md"))
             tab.evaluate(DROP, [CSV, base64.b64encode(PNG).decode()])  # the image is refused before it is read
-            expect(tab.get_by_test_id("error-banner")).to_contain_text(
+            expect(tab.get_by_test_id("composer-error")).to_contain_text(
                 "dot.png: image/png is not a file type this server accepts (text, code, Markdown, CSV, JSON)")
             expect(tab.get_by_test_id("pending-attachment")).to_have_count(1)
             tab.evaluate("""() => {
@@ -107,7 +107,7 @@ def test_the_page_takes_its_limits_from_the_server(browser: Browser, tmp_path: P
               data.items.add(new File(["x".repeat(2049)], "big.txt", { type: "text/plain" }));
               document.querySelector("main").dispatchEvent(new DragEvent("drop", { dataTransfer: data, bubbles: true, cancelable: true }));
             }""")
-            expect(tab.get_by_test_id("error-banner")).to_contain_text("big.txt is larger than 2 KB")
+            expect(tab.get_by_test_id("composer-error")).to_contain_text("big.txt is larger than 2 KB")
             expect(tab.get_by_test_id("pending-attachment")).to_have_count(1)
         with open_page(browser, off.server.url, "attachments-off") as tab:
             expect(tab.get_by_test_id("readiness")).to_have_text("Model ready")

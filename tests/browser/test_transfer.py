@@ -19,7 +19,7 @@ def test_import_a_chatgpt_file_then_export_it_again(page: Page, app: App, tmp_pa
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": "sophos.conversation", "version": 7}')
     page.get_by_test_id("import-file").set_input_files(str(bad))
-    expect(page.get_by_test_id("error-banner")).to_contain_text("version 7 is not one this Sophos reads")
+    expect(page.get_by_test_id("transfer-error")).to_contain_text("version 7 is not one this Sophos reads")
     assert app.server.get("/api/conversations").json()["conversations"] == []
 
     page.get_by_test_id("import-file").set_input_files(str(FIXTURE))
