@@ -10,6 +10,7 @@ import { installResizer } from "/static/js/layout.js";
 import { installShortcuts } from "/static/js/shortcuts.js";
 import { conversationChanged, draftSettings, installModels, loadModels, onModels, settingsSaved } from "/static/js/models.js";
 import { renderErrors } from "/static/js/errors.js";
+import { installMore, renderMore } from "/static/js/more.js";
 import { enqueue, onQueue, renderQueue, setQueue } from "/static/js/queue.js";
 import { renderResume } from "/static/js/resume.js";
 import { renderList } from "/static/js/sidebar.js";
@@ -39,10 +40,7 @@ function renderHeader() {
   $("connection").hidden = !state.offline;
   renderReadiness();
   renderAccount(state.auth);
-  for (const [id, suffix] of [["export-md", ""], ["export-jsonl", "?format=jsonl"], ["export-json", "?format=json"]]) {
-    $(id).hidden = !state.current;
-    if (state.current) $(id).href = `/api/conversations/${state.current}/export${suffix}`;
-  }
+  renderMore();
   $("layout").classList.toggle("sidebar-open", state.sidebarOpen);
   $("scrim").hidden = !(state.sidebarOpen && narrow());
   $("menu").setAttribute("aria-expanded", String(state.sidebarOpen));
@@ -429,7 +427,8 @@ $("skip").addEventListener("click", () => resume("skip"));
 $("stop").addEventListener("click", stop);
 $("menu").addEventListener("click", () => { state.sidebarOpen = !state.sidebarOpen; renderHeader(); if (state.sidebarOpen) $("filter").focus(); });
 $("scrim").addEventListener("click", () => { state.sidebarOpen = false; renderHeader(); });
-const toggleTrace = (open) => { state.traceOpen = open; localStorage.setItem("sophos.trace", open ? "1" : ""); renderTrace(); };
+const toggleTrace = (open) => { state.traceOpen = open; localStorage.setItem("sophos.trace", open ? "1" : ""); renderTrace(); renderMore(); };
+installMore({ toggleTrace });
 $("trace-toggle").addEventListener("click", () => toggleTrace(!state.traceOpen));
 $("trace-close").addEventListener("click", () => { toggleTrace(false); $("trace-toggle").focus(); });
 $("login-form").addEventListener("submit", login);

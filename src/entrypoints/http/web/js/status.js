@@ -48,8 +48,9 @@ export function renderReadiness() {
   box.textContent = down.length ? `${text} · tools down: ${down.join(", ")}` : text;
   const stale = state.offline || r.unknown;
   box.className = `readiness ${stale ? "stale" : r.ok && !down.length ? "ok" : "bad"}`;
-  box.title = stale ? "Unknown while the server cannot be reached" : "";
   fix.textContent = !r.ok && r.fix ? `Fix: ${forPage(r.fix)}` : "";
+  // on a phone the badge is a dot: its words, and the fix, are in its title
+  box.title = stale ? "Unknown while the server cannot be reached" : [box.textContent, fix.textContent].filter(Boolean).join(". ");
   fix.hidden = stale || r.ok || !r.fix;
 }
 
