@@ -3,7 +3,9 @@ against Sophos; both backends side by side with the bare official PostgreSQL sav
 (bench/postgres.py); concurrency through a real server, a baseline git ref against this tree
 (bench/concurrency.py); side by side with the LangGraph Agent Server and bare LangGraph
 (bench/peers.py); a 200-turn thread and RSS after 1,000 conversations (bench/endurance.py);
-streaming on the page at 500 messages against an empty chat, in Chromium (bench/page_stream.py).
+streaming on the page at 500 messages against an empty chat, in Chromium (bench/page_stream.py);
+start-up of `sophos --help`, a read command and `sophos serve`, a baseline git ref against this tree
+(bench/startup.py).
 Branches: a 300-turn conversation with 20 branches against the same without (bench/branches.py,
 in core; alone with --only branches). Imports: a conversation at the import limits (20,000
 messages, 200 branches) against a plain chain of as many messages (bench/imports.py).
@@ -11,7 +13,7 @@ LangGraph's own integration suite against `langgraph dev` and `sophos serve`
 (bench/graph_suite.py; only with --only graph-suite, `make bench-graph-suite`).
 Each section's tables are printed and also written to bench/results/<start, UTC>-<section>.md
 (bench/results/README.md); --results DIR writes them elsewhere.
-Usage: python -m bench [--only core|branches|imports|postgres|concurrency|endurance|peers|page|graph-suite] [--turns 300]
+Usage: python -m bench [--only core|branches|imports|postgres|concurrency|endurance|peers|page|graph-suite|startup] [--turns 300]
 [--conversations 10000] [--baseline-ref REF] [--reps 3] [--results DIR]"""
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from bench import (
     peers,
     postgres,
     search,
+    startup,
 )
 from bench.context import prompt_building
 from bench.table import RESULTS, Row, print_table, recording
@@ -276,7 +279,7 @@ async def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument(
         "--only", choices=("core", "branches", "imports", "postgres", "concurrency", "endurance", "peers", "page",
-                           "graph-suite"),
+                           "graph-suite", "startup"),
         help="run one section of the benchmarks",
     )
     parser.add_argument("--turns", type=int, default=300)
@@ -287,6 +290,7 @@ async def main(argv: Sequence[str] | None = None) -> None:
     peers.add_arguments(parser)
     page_stream.add_arguments(parser)
     graph_suite.add_arguments(parser)
+    startup.add_arguments(parser)
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     started = datetime.now(UTC)
@@ -296,6 +300,7 @@ async def main(argv: Sequence[str] | None = None) -> None:
         "core": core, "branches": branches_only, "imports": imports_section, "postgres": postgres.section,
         "concurrency": concurrency.section, "endurance": endurance.section, "peers": peers.section,
         "page": page_stream.section, "graph-suite": graph_suite.section,
+        "startup": startup.section,
     }
     # branches is part of core; alone only when asked for. The graph suite (two runs of a
     # 55-test suite, minutes) needs the dev tools' pytest: its own target, bench-graph-suite

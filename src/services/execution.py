@@ -17,9 +17,7 @@ from domain.events import (
     ApprovalRequested,
     InputRecorded,
     NodeStarted,
-    StreamTranslator,
     TokenDelta,
-    approval_event,
 )
 from domain.lifecycle import Outcome, StopReason
 from domain.model import RunStatus
@@ -27,6 +25,7 @@ from domain.models import ModelChoice
 from ports.checkpoints import CheckpointPort
 from ports.engine import AgentEngine, RunInput
 from services.hub import ActiveRun
+from services.stream import StreamTranslator, approval_event
 
 log = logging.getLogger(__name__)
 

@@ -8,10 +8,11 @@ import json
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
-from domain.events import StreamEvent, trace
+from domain.events import StreamEvent
 from domain.model import AssistantMessage, CheckpointSummary, Message, ToolCall, ToolResult, UserMessage
 from entrypoints.lgapi.stream import Projector, parse_modes, sse, stream_response
 from services.hub import Batch, RunStream
+from services.stream import trace
 
 RUN = "0c1d2e3f-4a5b-4c6d-8e7f-8091a2b3c4d5"
 TID = "7d7f3f4e-1d2b-4c3a-9e8f-0a1b2c3d4e5f"

@@ -12,7 +12,7 @@ from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.base import Checkpoint
 
 from adapters.langchain.messages import from_fields, to_domain
-from adapters.langgraph.graph import INPUT_TASK
+from adapters.langgraph.keys import INPUT_TASK
 from adapters.langgraph.rows import input_fields, input_messages, plain_messages
 from adapters.search_entries import with_file_texts
 from adapters.sqlite import file_rows

@@ -18,6 +18,7 @@ from entrypoints.settings import SettingsError
 
 if TYPE_CHECKING:
     from entrypoints.bundle import Services
+    from entrypoints.container import Container
     from entrypoints.settings import Settings
 
 T = TypeVar("T")
@@ -56,10 +57,11 @@ class Context:
         self.chat: dict[str, str | None] = {}  # `model` and `system` a run's body asks for (-m, -s)
         self.show_reasoning = True  # --no-reasoning hides the model's thinking
         self.verbose = False
-        self._container: Any = None
+        self._container: Container | None = None
 
     @property
-    def container(self) -> Any:
+    def container(self) -> Container:
+        """Imported and built on first use: `--help` never loads dependency-injector."""
         if self._container is None:
             from entrypoints.container import create_container
 
@@ -71,14 +73,12 @@ class Context:
 
     @property
     def settings(self) -> Settings:
-        settings: Settings = self.container.settings()
-        return settings
+        return self.container.settings()
 
     @property
     def services(self) -> Services:
         """The use cases and ports a command may use (built once, each on first use)."""
-        services: Services = self.container.services()
-        return services
+        return self.container.services()
 
     def run(self, coro: Callable[[], Awaitable[T]]) -> T:
         """Run a coroutine, then close tools and database (commands on this machine only)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from domain.attachments import AttachmentLimits
 from domain.commands import Cancel, SendMessage, StartRun, start_command
@@ -28,6 +28,7 @@ from entrypoints.dto import (
 if TYPE_CHECKING:
     from entrypoints.bundle import Services
     from entrypoints.cli.output import Printer
+    from entrypoints.container import Container
     from services.supervisor import Supervisor
 
 
@@ -45,7 +46,7 @@ def command_of(body: Json, limits: AttachmentLimits) -> StartRun:
 class LocalClient(SophosClient):
     in_process = True
 
-    def __init__(self, services: Services, container: Any) -> None:
+    def __init__(self, services: Services, container: Container) -> None:
         self._services = services
         self._container = container
         self._supervisor: Supervisor | None = None
@@ -94,8 +95,9 @@ class LocalClient(SophosClient):
         return detail_dto(await self._services.conversations().switch_branch(conversation, number))
 
     async def export(self, conversation: str, fmt: str) -> str:
-        service = self._services.conversations()
-        _, text = await (service.export_jsonl(conversation) if fmt == "jsonl" else service.export_markdown(conversation))
+        from entrypoints.export import export_text
+
+        _, text = await export_text(self._services.conversations(), conversation, fmt)
         return text
 
     async def export_file(self, conversation: str | None) -> tuple[str, bytes]:
@@ -112,9 +114,11 @@ class LocalClient(SophosClient):
         return json_name(copy), document_bytes(conv, copy)
 
     async def import_file(self, data: bytes) -> list[Json]:
+        from entrypoints.transfer_document import read_imports
         from entrypoints.transfer_files import upload_files
 
-        return [summary_dto(c) for c in await self._services.transfer().import_files(upload_files(data))]
+        imported = await self._services.transfer().import_files(upload_files(data), read_imports)
+        return [summary_dto(c) for c in imported]
 
     async def search(self, query: str, limit: int) -> Json:
         page = await self._services.search().search(query, limit)

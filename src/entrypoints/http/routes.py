@@ -33,8 +33,9 @@ from entrypoints.dto import (
     settings_dto,
     summary_dto,
 )
+from entrypoints.export import export_text
 from entrypoints.http import files, sse, transfer
-from entrypoints.http.errors import RouteFailure, error_response
+from entrypoints.http.errors import RouteFailure
 from entrypoints.http.principal import principal_of, recheck_of
 from ports.model import Readiness
 
@@ -304,15 +305,13 @@ async def delete_conversation(request: Request) -> Response:
 
 
 async def export_conversation(request: Request) -> Response:
-    service, by = _services(request).conversations(), principal_of(request)
-    cid = request.path_params["conversation_id"]
-    if request.query_params.get("format") == "json":  # every branch, read back by import
+    cid, fmt = request.path_params["conversation_id"], request.query_params.get("format")
+    if fmt == "json":  # every branch, read back by import
         return await transfer.export_json(request, cid)
-    if request.query_params.get("format") == "jsonl":
-        conv, text = await service.export_jsonl(cid, by=by)
+    conv, text = await export_text(_services(request).conversations(), cid, fmt, by=principal_of(request))
+    if fmt == "jsonl":
         media, extension = "application/x-ndjson; charset=utf-8", "checkpoints.jsonl"
     else:
-        conv, text = await service.export_markdown(cid, by=by)
         media, extension = "text/markdown; charset=utf-8", "md"
     return Response(text, headers=transfer.export_headers(conv, extension), media_type=media)
 
@@ -380,7 +379,3 @@ async def metrics(request: Request) -> Response:
     render = _services(request).metrics().render
     body, media = await run_in_threadpool(render, request.headers.get("accept"))
     return Response(body, media_type=media)
-
-
-async def not_found(request: Request) -> Response:
-    return error_response(404, "NOT_FOUND", "Not Found")

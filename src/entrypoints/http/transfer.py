@@ -16,6 +16,7 @@ from domain.transfer import LIMITS, file_name
 from entrypoints.bundle import Services
 from entrypoints.dto import summary_dto
 from entrypoints.http.principal import principal_of
+from entrypoints.transfer_document import read_imports
 from entrypoints.transfer_files import document_bytes, export_zip, json_name, upload_files, zip_name
 
 UPLOAD_TIME = 10  # an import's body may take this many times REQUEST_TIMEOUT to arrive: it can be large
@@ -75,5 +76,6 @@ async def import_conversations(request: Request) -> Response:
     ChatGPT's conversations.json. 201 with the new conversations' summaries."""
     data = await _upload(request)
     files = await asyncio.to_thread(upload_files, data)
-    imported = await _services(request).transfer().import_files(files, by=principal_of(request))
+    # read whole on the import worker: a large file is seconds of parsing and checking
+    imported = await _services(request).transfer().import_files(files, read_imports, by=principal_of(request))
     return JSONResponse({"conversations": [summary_dto(c) for c in imported]}, status_code=201)
