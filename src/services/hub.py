@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from domain.errors import StorageFailure
 from domain.events import StreamEvent
 from domain.lifecycle import Outcome, StopReason
+from domain.queue import model_writing
 from services.handles import TERMINAL_EVENTS, Batch, Item, up_to_terminal
 from services.handles import RunStream as RunStream  # where it was defined before services.handles
 
@@ -49,6 +50,7 @@ class ActiveRun:
     stop_reason: StopReason | None = None
     needs_input: bool = False  # a new message: a stop waits until it is durable
     steer_requested: bool = False  # a steering message waits: hand over at the next step boundary
+    writing: bool = False  # the model writes an answer with no tool call yet (domain.queue.model_writing)
     finished: asyncio.Event = field(default_factory=asyncio.Event)
     input_recorded: asyncio.Event = field(default_factory=asyncio.Event)
     failure: BaseException | None = None  # what ended the run, if it failed
@@ -67,6 +69,7 @@ class ActiveRun:
         """Give the event the next id and hand it to subscribers; `durable` queues it for
         the event log (a terminal event is written with the outcome instead)."""
         self.last_id += 1
+        self.writing = model_writing(self.writing, event)
         item = (self.last_id, event)
         self.events.append(item)
         if durable:
@@ -97,6 +100,14 @@ class ActiveRun:
         events = self.events
         while len(events) > self.replay_limit and events[0][0] <= self.flushed:
             events.popleft()
+
+    def request_steer(self) -> None:
+        """A steering message waits: hand over to it at the next step boundary, or at once
+        while the model writes a text answer (its text is kept, the run completes)."""
+        self.steer_requested = True
+        if self.writing:
+            log.info("a steer stops the answer being written", extra=self.context)
+            self.request_stop(StopReason.STEER)
 
     async def input_saved(self) -> None:
         """Until the run's input is committed; what stopped the run first is raised instead

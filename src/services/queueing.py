@@ -66,7 +66,7 @@ class QueueService:
                 log.info("message %s %s at %d", queued.id, "steers" if steer else "queued", queued.position, extra=ctx)
                 active = kernel.live.get(cid)
                 if steer and active is not None:  # another process's run learns it from its supervisor
-                    active.steer_requested = True
+                    active.request_steer()
                 return queued
             try:
                 return await service.start(command, by=by)

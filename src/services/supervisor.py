@@ -134,7 +134,7 @@ class Supervisor:
             steered = await stores.queue.steered([a.conversation_id for a in live if not a.steer_requested])
             for active in live:
                 if active.conversation_id in steered:
-                    active.steer_requested = True
+                    active.request_steer()
 
     async def flush(self) -> None:
         """Write the events published since the last flush, for every local run, at once."""

@@ -154,6 +154,7 @@ def test_an_unknown_backend_is_a_clear_error(tmp_path) -> None:  # type: ignore[
 def test_only_a_person_s_stop_of_an_unsaved_step_keeps_its_streamed_text() -> None:
     mid_step = ThreadHead(work_left=True, awaiting_tools=False, message_count=1)
     assert keeps_stopped_text(StopReason.CANCEL, "Hello", mid_step)
+    assert keeps_stopped_text(StopReason.STEER, "Hello", mid_step)  # a steer cut a text answer: it stays its answer
     assert not keeps_stopped_text(StopReason.SHUTDOWN, "Hello", mid_step)  # the step reruns on resume
     assert not keeps_stopped_text(StopReason.CANCEL, "", mid_step)
     saved_answer = ThreadHead(work_left=False, awaiting_tools=False, message_count=2)

@@ -123,7 +123,8 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print events
 @click.option("--queue", "multitask", flag_value="enqueue",
               help="While the conversation's run works, queue MESSAGE: it is answered when the run completes.")
 @click.option("--steer", "multitask", flag_value="interrupt",
-              help="While the conversation's run works, steer it: it hands over to MESSAGE at its next step.")
+              help="While the conversation's run works, steer it: a text answer stops at once (its text kept), a tool call "
+                   "in flight finishes first; then MESSAGE is answered.")
 @json_option
 @server_option
 @global_options

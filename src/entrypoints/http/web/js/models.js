@@ -52,20 +52,21 @@ function options(select) {
 let saving = Promise.resolve(false);
 export const settingsSaved = () => saving;
 
-function save(change) {
+// `where`: the place of its error (js/errors.js): beside the picker, or in the settings
+function save(change, where) {
   saving = (async () => {
     try {
       const body = await api(`/api/conversations/${state.current}`, { method: "PATCH", body: change });
       if (state.detail) state.detail.conversation = { ...state.detail.conversation, ...body.conversation };
       return true;
-    } catch (e) { hooks.fail(e); return false; }
+    } catch (e) { hooks.fail(e, where); return false; }
   })();
   return saving;
 }
 
 async function choose(model) {
   if (!state.current) { draft.model = model || undefined; renderModels(); return; }
-  await save({ model: model || null });
+  await save({ model: model || null }, "header");
   renderModels();
 }
 
@@ -73,7 +74,7 @@ async function saveSystem() {
   const text = $("system-input").value;
   const note = $("settings-note");
   if (!state.current) { draft.system = text.trim() ? text : undefined; note.textContent = "Used from the first message on"; return; }
-  if (await save({ system: text.trim() ? text : null })) note.textContent = "Saved: used from the next message on";
+  if (await save({ system: text.trim() ? text : null }, "settings")) note.textContent = "Saved: used from the next message on";
 }
 
 // a picker of its own for the empty state of a new chat (status.js's welcome)

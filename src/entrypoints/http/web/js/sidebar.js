@@ -1,5 +1,6 @@
 // The conversation list: date groups, titles in full on hover, row actions on hover/focus.
 import { $, el, icon } from "/static/js/dom.js";
+import { errorNote } from "/static/js/errors.js";
 import { state } from "/static/js/state.js";
 
 const DAY = 86400000;
@@ -66,6 +67,10 @@ export function renderList(actions) {
     const g = dateGroup(c.updatedAt);
     if (g !== group) { group = g; nodes.push(el("li", { class: "group", role: "presentation", "data-testid": "date-group" }, g)); }
     nodes.push(row(c, actions));
+    // an error of a rename or delete of this conversation: under its row
+    if (state.error && state.error.where === `row:${c.id}`) {
+      nodes.push(el("li", { class: "row-error", role: "presentation" }, errorNote(state.error, { testid: "row-error", dismiss: actions.dismiss })));
+    }
   }
   $("conversation-list").replaceChildren(...nodes);
   $("list-state").textContent = nodes.length ? "" : "No conversations yet";
