@@ -10,10 +10,12 @@ Branches: a 300-turn conversation with 20 branches against the same without (ben
 in core; alone with --only branches). Imports: a conversation at the import limits (20,000
 messages, 200 branches) against a plain chain of as many messages (bench/imports.py).
 LangGraph's own integration suite against `langgraph dev` and `sophos serve`
-(bench/graph_suite.py; only with --only graph-suite, `make bench-graph-suite`).
+(bench/graph_suite.py; only with --only graph-suite, `make bench-graph-suite`). The soak of
+hostile PDFs and imports beside normal chats (bench/hostile.py) only with --only hostile.
 Each section's tables are printed and also written to bench/results/<start, UTC>-<section>.md
 (bench/results/README.md); --results DIR writes them elsewhere.
-Usage: python -m bench [--only core|branches|imports|postgres|concurrency|endurance|peers|page|graph-suite|startup] [--turns 300]
+Usage: python -m bench [--only core|branches|imports|postgres|concurrency|endurance|peers|page|graph-suite|startup|hostile]
+[--turns 300]
 [--conversations 10000] [--baseline-ref REF] [--reps 3] [--results DIR]"""
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from bench import (
     concurrency,
     endurance,
     graph_suite,
+    hostile,
     imports,
     page_stream,
     peers,
@@ -279,7 +282,7 @@ async def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument(
         "--only", choices=("core", "branches", "imports", "postgres", "concurrency", "endurance", "peers", "page",
-                           "graph-suite", "startup"),
+                           "graph-suite", "startup", "hostile"),
         help="run one section of the benchmarks",
     )
     parser.add_argument("--turns", type=int, default=300)
@@ -291,6 +294,7 @@ async def main(argv: Sequence[str] | None = None) -> None:
     page_stream.add_arguments(parser)
     graph_suite.add_arguments(parser)
     startup.add_arguments(parser)
+    hostile.add_arguments(parser)
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     started = datetime.now(UTC)
@@ -300,11 +304,13 @@ async def main(argv: Sequence[str] | None = None) -> None:
         "core": core, "branches": branches_only, "imports": imports_section, "postgres": postgres.section,
         "concurrency": concurrency.section, "endurance": endurance.section, "peers": peers.section,
         "page": page_stream.section, "graph-suite": graph_suite.section,
-        "startup": startup.section,
+        "startup": startup.section, "hostile": hostile.section,
     }
     # branches is part of core; alone only when asked for. The graph suite (two runs of a
-    # 55-test suite, minutes) needs the dev tools' pytest: its own target, bench-graph-suite
-    chosen = [args.only] if args.only else [name for name in sections if name not in ("branches", "graph-suite")]
+    # 55-test suite, minutes) needs the dev tools' pytest: its own target, bench-graph-suite.
+    # The soak (hostile) is minutes of load beside a server: only alone
+    alone = ("branches", "graph-suite", "hostile")
+    chosen = [args.only] if args.only else [name for name in sections if name not in alone]
     for i, name in enumerate(chosen):
         if i:
             print()

@@ -21,6 +21,7 @@ from entrypoints.di import containers, providers
 from entrypoints.lazy import LazyCopies, LazyThreads
 from entrypoints.settings import Settings, load_settings
 from ports.approvals import ArgsChecker
+from ports.attachments import TextExtractor
 from ports.backend import RunStore
 from ports.checkpoints import CheckpointPort
 from ports.copies import ThreadCopies
@@ -200,10 +201,14 @@ def _nodes(
     return AgentNodes(model, tools, prompt, journal, context=context, metrics=metrics, gate=gate, files=files)
 
 
-def _intake(catalog: ModelCatalog) -> FileIntake:
-    from adapters.files.pdf import PypdfExtractor
+def _pdf_reader(seconds: float, memory: int, workers: int) -> Iterator[TextExtractor]:
+    from adapters.files.pdf import PdfLimits, ProcessPdfExtractor
 
-    return FileIntake(PypdfExtractor(), catalog)
+    yield ProcessPdfExtractor(PdfLimits(seconds, memory, workers))
+
+
+def _intake(catalog: ModelCatalog, extractor: TextExtractor) -> FileIntake:
+    return FileIntake(extractor, catalog)
 
 
 def _args_checker() -> ArgsChecker:
@@ -260,12 +265,18 @@ def _import_worker() -> Iterator[Worker]:
     yield WorkerThreads("sophos-import")  # one import read at a time, whatever the number sent
 
 
-def _transfer(store: RunStore, threads: Callable[[], CheckpointPort], files: Callable[[], Saver],
-              worker: Worker) -> TransferService:
-    from adapters.files.pdf import PypdfExtractor
+def _bulk_worker() -> Iterator[Worker]:
+    from adapters.system.workers import WorkerThreads
 
+    # the zip of every conversation, an upload unpacked: asyncio's default executor is
+    # storage's (LangGraph's PostgreSQL saver writes through it), a request's large work never goes there
+    yield WorkerThreads("sophos-bulk", 2)
+
+
+def _transfer(store: RunStore, threads: Callable[[], CheckpointPort], files: Callable[[], Saver],
+              worker: Worker, extractor: TextExtractor) -> TransferService:
     return TransferService(store, LazyThreads(threads), LazyCopies(lambda: _copies(threads(), files(), worker)), store,
-                           files=files, extractor=PypdfExtractor(), worker=worker)
+                           files=files, extractor=extractor, worker=worker)
 
 
 def _sessions(backend: StorageBackend) -> SessionStore:
@@ -338,7 +349,9 @@ class Container(containers.DeclarativeContainer):
     stores = providers.Singleton(_stores, store, threads)
 
     catalog = providers.Singleton(ModelCatalog, model)
-    intake = providers.Singleton(_intake, catalog)
+    # PDFs are read in worker processes of their own (one pool for chats and imports)
+    pdf_reader = providers.Resource(_pdf_reader, config.PDF_TIMEOUT, config.PDF_MEMORY, config.PDF_WORKERS)
+    intake = providers.Singleton(_intake, catalog, pdf_reader)
     unsaved = providers.Singleton(UnsavedOutcomes)  # outcomes the store refused, as reads show them
     run_service = providers.Singleton(
         RunService,
@@ -368,7 +381,8 @@ class Container(containers.DeclarativeContainer):
     search_index = providers.Singleton(_search_index, backend, threads.provider)
     search = providers.Singleton(SearchService, search_index)
     allow_rules = providers.Singleton(AllowRules, store)
-    transfer = providers.Singleton(_transfer, store, threads.provider, checkpointer.provider, import_worker)
+    transfer = providers.Singleton(_transfer, store, threads.provider, checkpointer.provider, import_worker, pdf_reader)
+    bulk_worker = providers.Resource(_bulk_worker)
     # the page's login sessions: in the run store's database, whichever it is
     session_store = providers.Singleton(_sessions, backend)
     user_store = providers.Singleton(_users, backend)
@@ -395,6 +409,7 @@ class Container(containers.DeclarativeContainer):
         sessions=sessions.provider,
         users=users.provider,
         transfer=transfer.provider,
+        bulk=bulk_worker.provider,
         files=files.provider,
         attachment_limits=settings.provided.attachment_limits,
         graphs=graphs.provider,

@@ -22,6 +22,8 @@ from domain.attachments import (
     ATTACHMENTS_CEILING,
     MAX_ATTACHMENT_BYTES,
     MAX_ATTACHMENTS,
+    MAX_IMAGE_PIXELS,
+    PIXELS_CEILING,
     AttachmentLimits,
     attachment_types,
     size_text,
@@ -325,6 +327,19 @@ class Settings:
         "Sophos could have stored",
         check=_attachment_types, said="comma-separated kinds (`text`, `image`, `pdf`) or media types",
     )
+    MAX_IMAGE_PIXELS: int = setting(
+        MAX_IMAGE_PIXELS, "an attached image's width × height at most, as its header declares them (and 16,384 "
+        "pixels a side); beyond it, 400 `ATTACHMENT_UNREADABLE`. Imports read back any a Sophos could accept",
+        low=1, high=PIXELS_CEILING, unit="pixels",
+    )
+    PDF_TIMEOUT: float = setting(20, "seconds a PDF's text may take to read, in a worker process killed then (400 "
+                                 "`ATTACHMENT_UNREADABLE`), and to wait for a free worker (503 `PDF_BUSY`) "
+                                 "([attachments](attachments.md#reading-a-pdf-its-cost-bounded))",
+                                 above=0, high=3600, unit="seconds")
+    PDF_MEMORY: int = setting(512 * 1024 * 1024, "bytes of memory (address space) a PDF worker process may use "
+                              "(pypdf alone takes ~45 MB); a PDF needing more: 400 `ATTACHMENT_UNREADABLE`",
+                              low=128 * 1024 * 1024, unit="bytes")
+    PDF_WORKERS: int = setting(2, "PDFs read at once, each by a worker process of its own", low=1, high=64)
 
     @property
     def answer_limit(self) -> int:
@@ -338,7 +353,8 @@ class Settings:
     @property
     def attachment_limits(self) -> AttachmentLimits:
         """What a message may carry, as every edge checks it."""
-        return AttachmentLimits(self.MAX_ATTACHMENT_BYTES, self.MAX_ATTACHMENTS, attachment_types(self.ATTACHMENT_TYPES))
+        return AttachmentLimits(self.MAX_ATTACHMENT_BYTES, self.MAX_ATTACHMENTS, attachment_types(self.ATTACHMENT_TYPES),
+                                self.MAX_IMAGE_PIXELS)
 
     @property
     def storage_backend(self) -> str:

@@ -10,7 +10,7 @@ from datetime import datetime
 
 from domain.approvals import ApprovalRequest
 from domain.attachments import PDF_TYPE, Upload
-from domain.errors import ConversationNotFound, InvalidImport, SophosError
+from domain.errors import AttachmentUnreadable, ConversationNotFound, InvalidImport
 from domain.model import Conversation, UserMessage, new_id, parse_conversation_id, utc_now
 from domain.principals import LOCAL, Principal, owner_filter, sees
 from domain.transfer import ApprovalCopy, ConversationCopy
@@ -100,7 +100,7 @@ class TransferService:
             if f.attachment.media_type == PDF_TYPE and f.text is None and self.extractor is not None:
                 try:
                     f = replace(f, text=await self.extractor.pdf_text(f.attachment.name, f.data))
-                except SophosError as e:
+                except AttachmentUnreadable as e:  # the file's fault; a busy reader (PdfBusy) is not
                     raise InvalidImport(e.message) from None
             out.append(f)
         return tuple(out)

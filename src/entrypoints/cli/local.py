@@ -101,15 +101,13 @@ class LocalClient(SophosClient):
         return text
 
     async def export_file(self, conversation: str | None) -> tuple[str, bytes]:
-        import asyncio
-
         from domain.model import utc_now
         from entrypoints.transfer_files import document_bytes, export_zip, json_name, zip_name
 
         service = self._services.transfer()
         if conversation is None:
             items = [item async for item in service.export_all()]
-            return zip_name(utc_now()), await asyncio.to_thread(export_zip, items)
+            return zip_name(utc_now()), await self._services.bulk().run(export_zip, items)
         conv, copy = await service.export(conversation)
         return json_name(copy), document_bytes(conv, copy)
 

@@ -49,7 +49,7 @@ async def export_json(request: Request, conversation_id: str) -> Response:
 async def export_all(request: Request) -> Response:
     service = _services(request).transfer()
     items = [item async for item in service.export_all(by=principal_of(request))]
-    body = await asyncio.to_thread(export_zip, items)  # compressing a large history takes a while
+    body = await _services(request).bulk().run(export_zip, items)  # compressing a large history takes a while
     return Response(body, media_type="application/zip", headers=_attachment(zip_name(utc_now())))
 
 
@@ -75,7 +75,7 @@ async def import_conversations(request: Request) -> Response:
     """The body is the file: a Sophos export (one conversation, or the zip of all) or
     ChatGPT's conversations.json. 201 with the new conversations' summaries."""
     data = await _upload(request)
-    files = await asyncio.to_thread(upload_files, data)
+    files = await _services(request).bulk().run(upload_files, data)
     # read whole on the import worker: a large file is seconds of parsing and checking
     imported = await _services(request).transfer().import_files(files, read_imports, by=principal_of(request))
     return JSONResponse({"conversations": [summary_dto(c) for c in imported]}, status_code=201)
