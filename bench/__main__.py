@@ -8,7 +8,9 @@ Branches: a 300-turn conversation with 20 branches against the same without (ben
 in core; alone with --only branches).
 Each section's tables are printed and also written to bench/results/<start, UTC>-<section>.md
 (bench/results/README.md); --results DIR writes them elsewhere.
-Usage: python -m bench [--only core|branches|postgres|concurrency|endurance|peers|page] [--turns 300]
+Search: typical queries and every query sent while typing, at 10,000 conversations of 20 messages,
+on SQLite and PostgreSQL (bench/search.py; in core and postgres; alone with --only search).
+Usage: python -m bench [--only core|branches|search|postgres|concurrency|endurance|peers|page] [--turns 300]
 [--conversations 10000] [--baseline-ref REF] [--reps 3] [--results DIR]"""
 
 from __future__ import annotations
@@ -215,7 +217,7 @@ async def core(args: argparse.Namespace) -> None:
         rows += await listing(tmp, args.conversations)
         rows += await mcp_calls(tmp)
         rows += prompt_building(args.turns)
-        rows += await search.section(tmp, args.conversations, args.turns)
+        rows += await search.rows(tmp, args.conversations, args.turns)
         rows += await branches.section(tmp, args.turns)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -252,7 +254,7 @@ async def branches_only(args: argparse.Namespace) -> None:
 async def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument(
-        "--only", choices=("core", "branches", "postgres", "concurrency", "endurance", "peers", "page"),
+        "--only", choices=("core", "branches", "search", "postgres", "concurrency", "endurance", "peers", "page"),
         help="run one section of the benchmarks",
     )
     parser.add_argument("--turns", type=int, default=300)
@@ -268,12 +270,12 @@ async def main(argv: Sequence[str] | None = None) -> None:
     facts = run_facts(argv)
     print(f"running on {os.cpu_count()} cores, python {sys.version.split()[0]} ...", flush=True)
     sections = {
-        "core": core, "branches": branches_only, "postgres": postgres.section,
+        "core": core, "branches": branches_only, "search": search.section, "postgres": postgres.section,
         "concurrency": concurrency.section, "endurance": endurance.section, "peers": peers.section,
         "page": page_stream.section,
     }
-    # branches is part of core; alone only when asked for
-    chosen = [args.only] if args.only else [name for name in sections if name != "branches"]
+    # branches and search are part of core (search on PostgreSQL: of postgres); alone only when asked for
+    chosen = [args.only] if args.only else [name for name in sections if name not in ("branches", "search")]
     for i, name in enumerate(chosen):
         if i:
             print()

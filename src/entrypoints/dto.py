@@ -18,12 +18,12 @@ from domain.events import approval_call
 from domain.model import Conversation, iso, message_to_dto
 from domain.models import ModelInfo
 from domain.queue import QueuedMessage
-from domain.search import MARK_CLOSE, MARK_OPEN, SearchResult
+from domain.search import MARK_CLOSE, MARK_OPEN, SearchPage, SearchResult
 from services.conversations import ConversationDetail
 
 __all__ = [
     "approval_dto", "decision_dto", "detail_dto", "marker_dto", "message_to_dto", "model_dto", "pending_dto",
-    "queue_dto", "queued_dto", "search_result_dto", "settings_dto", "snippet_html", "summary_dto",
+    "queue_dto", "queued_dto", "search_page_dto", "search_result_dto", "settings_dto", "snippet_html", "summary_dto",
 ]
 
 
@@ -105,6 +105,16 @@ def search_result_dto(result: SearchResult) -> dict[str, object]:
         "messageIndex": result.message_index,
         "role": result.role,
         "snippet": snippet_html(result.snippet),
+    }
+
+
+def search_page_dto(page: SearchPage) -> dict[str, object]:
+    """GET /api/search's body: the results, the next page's cursor, and the inactive
+    branches the search did not look in."""
+    return {
+        "results": [search_result_dto(r) for r in page.results],
+        "nextCursor": page.next_cursor,
+        "unsearched": {"branches": page.unsearched.branches, "conversations": page.unsearched.conversations},
     }
 
 

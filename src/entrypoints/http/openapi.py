@@ -164,7 +164,11 @@ def openapi_document(limits: AttachmentLimits = DEFAULT_LIMITS) -> dict[str, Any
                             "messageIndex": {"type": "integer", "nullable": True},
                             "role": {"type": "string", "enum": ["user", "assistant", "title"]},
                             "snippet": {"type": "string"}}}},
-                        "nextCursor": {"type": "string", "nullable": True}}}, 400, 503),
+                        "nextCursor": {"type": "string", "nullable": True},
+                        # the inactive branches, which the index does not hold (docs/search.md)
+                        "unsearched": {"type": "object", "properties": {
+                            "branches": {"type": "integer", "minimum": 0},
+                            "conversations": {"type": "integer", "minimum": 0}}}}}, 400, 503),
                 }
             },
             "/api/conversations/{conversation_id}": {
