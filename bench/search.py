@@ -88,7 +88,7 @@ def p95(samples: list[float]) -> float:
     return statistics.quantiles(samples, n=20, method="inclusive")[-1]
 
 
-async def timed_queries(env: dict[str, str], words: list[str], label: str) -> list[Row]:
+async def timed_queries(env: dict[str, str], words: list[str], label: str, note: str = "") -> list[Row]:
     """Median and worst server-side time of typical queries through the app; median and
     95th percentile of the queries sent while typing."""
     from entrypoints.container import close_container, create_container
@@ -124,7 +124,7 @@ async def timed_queries(env: dict[str, str], words: list[str], label: str) -> li
     median_typed = statistics.median(typing)
     return [
         (
-            label,
+            label + note,
             "-",
             f"median {statistics.median(times.values()):.1f} ms, worst {worst:.1f} ms ({kinds[slowest]}; "
             f"a word in 97% of messages: {stop:.0f} ms)",

@@ -67,8 +67,8 @@ async def query_time(server: str, tmp: Path, conversations: int) -> list[Row]:
         words = fill(url, conversations)
         seeded = time.perf_counter() - t
         env = app_env(tmp, TOOLS_BACKEND="none", MODEL_BACKEND="demo", DATABASE_URL=url)
-        label = f"GET /api/search on PostgreSQL, {conversations} conversations x {MESSAGES} messages (seeded in {seeded:.0f} s)"
-        return await timed_queries(env, words, label)
+        label = f"GET /api/search on PostgreSQL, {conversations} conversations x {MESSAGES} messages"
+        return await timed_queries(env, words, label, f" (seeded in {seeded:.0f} s)")
     finally:
         drop_database(url)
 
