@@ -25,7 +25,8 @@ def _plain(snippet: str, bold: bool) -> str:
 @global_options
 @pass_ctx
 def search(ctx: Context, query: str, limit: int, as_json: bool) -> None:
-    """Search titles and messages of every conversation: words, "a phrase", prefix*."""
+    """Search titles and messages of every conversation: words (any form of each; the last one also
+    a prefix, as typed), "a phrase" (exactly), prefix*."""
     page = ctx.with_client(lambda client: client.search(query, limit))
     if as_json:
         click.echo(json.dumps(page, ensure_ascii=False))

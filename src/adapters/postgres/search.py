@@ -57,7 +57,8 @@ ENTRY = (
 )
 # the inactive branches (every branch but the active one: a thread never forked has no rows)
 UNSEARCHED = "SELECT count(*), count(DISTINCT b.conversation_id) FROM branches b WHERE NOT b.active"
-OWNED_UNSEARCHED = UNSEARCHED + " AND b.conversation_id IN (SELECT id FROM conversations WHERE owner = %s)"
+OWNED_UNSEARCHED = UNSEARCHED + (
+    " AND EXISTS (SELECT 1 FROM conversations c WHERE c.id = b.conversation_id AND c.owner = %s)")
 STATE = "SELECT raw_count, next_index, last_id FROM search_threads WHERE conversation_id = %s FOR UPDATE"
 # a thread seen for the first time: its row, created and locked (or locked, if another
 # transaction created it meanwhile)
