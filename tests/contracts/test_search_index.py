@@ -365,3 +365,18 @@ class TestPostgresSearchIndex(SearchIndexContract, FileTextSearch, BranchSearch)
         for position, word in enumerate(terms(text).split(), 1):
             expected.setdefault(word, []).append(position)
         assert lexemes == expected
+
+    async def test_a_message_of_distinct_words_past_the_cap_is_indexed_words_and_stems(self, world: PostgresWorld) -> None:
+        """The worst case for the two tsvectors (every word distinct, each with its stem):
+        both stay under PostgreSQL's 1 MB, the words past the cap are not indexed."""
+        from itertools import product
+        from string import ascii_lowercase
+
+        from adapters.postgres.search_text import MAX_TERMS_BYTES
+
+        distinct = ("".join(p) + "ing" for n in (2, 3, 4) for p in product(ascii_lowercase, repeat=n))
+        text = " ".join(next(distinct) for _ in range(MAX_TERMS_BYTES // 6 + 2000))
+        cid = await SearchIndexContract().conversation(world, "huge", text)
+        assert where(await search(world, "aaing")) == {(cid, 0)}  # "aa", the stem, and the word typed
+        assert where(await search(world, '"aaing"')) == {(cid, 0)}
+        assert await search(world, text.split()[-1]) == []  # past the cap

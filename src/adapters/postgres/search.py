@@ -30,7 +30,9 @@ T = TypeVar("T")
 # every message would be slow on a big database; only the most recent RANKED matches are
 # ranked. ts_rank's normalization 16 divides by 1 + the log of the entry's number of
 # distinct words: like bm25, it prefers short entries and entries that repeat a query word
-# (normalization 1, by length, ranks "a a b" above "a a a b"). Ties go to the older entry.
+# (normalization 1, by length, ranks "a a b" above "a a a b"). An entry's rank is the sum of
+# its two columns', each ranked by the terms on it (`stems`, without positions, counts a stem
+# once). Ties go to the older entry.
 # Snippets are made for the page only; an entry without a conversation row (a thread
 # written without one; a delete removes its entries with the row) is left out of the page.
 # The query is sent with its values as literals, not parameters: statements are prepared
