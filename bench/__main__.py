@@ -237,7 +237,8 @@ def run_facts(argv: Sequence[str]) -> dict[str, str]:
     dirty = " (with uncommitted changes)" if git("status", "--porcelain", "--untracked-files=no") else ""
     return {
         "command": "`python -m bench" + "".join(f" {a}" for a in argv) + "`",
-        "machine": f"{os.cpu_count()} cores, Python {sys.version.split()[0]}, {sys.platform}",
+        "machine": f"{os.cpu_count()} cores, Python {sys.version.split()[0]}, {sys.platform}, "
+                   f"load average {os.getloadavg()[1]:.1f} at the start (5 min: other work on the machine)",
         "source": f"git {commit}{dirty}",
     }
 
