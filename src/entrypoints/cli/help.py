@@ -20,7 +20,7 @@ SUMMARIES = {
     "repl": "Chat in a loop: line editing, history, /help for commands.",
     "regenerate": "Answer the last user message again, on a new branch.",
     "cancel": "Stop a conversation's running run, wherever it runs.",
-    "search": 'Search titles and messages: words (any form; the last one a prefix), "a phrase", prefix*.',
+    "search": 'Search titles and messages: words, "a phrase", prefix*.',
     "branch": "Make another branch of a conversation the active one.",
     "delete": "Delete a conversation and everything of it (asks first).",
     "export": "Export a conversation (or --all) as JSON, Markdown or JSONL.",
