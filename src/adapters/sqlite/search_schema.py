@@ -99,10 +99,18 @@ def stem_title(cur: sqlite3.Cursor, conversation_id: str) -> None:
     stem_pending(cur, conversation_id)
 
 
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
 def add_stems(conn: sqlite3.Connection) -> None:
-    """Migration 19 (in its transaction): stem every entry, then index text and stems."""
-    conn.execute("ALTER TABLE search_entries ADD COLUMN stems TEXT")
-    stem_pending(conn.cursor())  # before the new index exists: its triggers do not fire
+    """Migration 19 (in its transaction): stem every entry, then index text and stems.
+    Idempotent, as every later migration (a file whose version was set back)."""
+    if "stems" not in _columns(conn, "search_entries"):
+        conn.execute("ALTER TABLE search_entries ADD COLUMN stems TEXT")
+    stem_pending(conn.cursor())  # the old index ignores stems; the new one (set back) takes them
+    if "stems" in _columns(conn, "search_fts"):
+        return
     for trigger in OLD_FTS:
         conn.execute(f"DROP TRIGGER {trigger}")
     conn.execute("DROP TABLE search_fts")
