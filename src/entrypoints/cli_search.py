@@ -37,19 +37,18 @@ def search(ctx: Context, query: str, limit: int, as_json: bool) -> None:
     for r in page["results"]:
         where = "title" if r["messageIndex"] is None else f"#{r['messageIndex']} {r['role']}"
         click.echo(f"{r['conversation']}  {where:<14} {r['title']}\n    {_plain(r['snippet'], bold)}")
-    note = unsearched_note(page.get("unsearched") or {})
+    note = _unsearched(page.get("unsearched") or {})
     if note:
         click.echo(f"({note}; `sophos branch ID N` makes one active)")
 
 
-def unsearched_note(unsearched: dict[str, int]) -> str:
-    """What a search did not look in, as a sentence ("" when it looked everywhere)."""
+def _unsearched(unsearched: dict[str, int]) -> str:
+    """The inactive branches a search did not look in, as words ("" when there are none)."""
     branches, conversations = unsearched.get("branches", 0), unsearched.get("conversations", 0)
     if not branches:
         return ""
-    plural = "es" if branches > 1 else ""
-    return (f"{branches} inactive branch{plural} of {conversations} conversation{'s' if conversations > 1 else ''} "
-            f"not searched")
+    return (f"{branches} inactive branch{'es' if branches > 1 else ''} of {conversations} "
+            f"conversation{'s' if conversations > 1 else ''} not searched")
 
 
 @click.command()
