@@ -27,7 +27,7 @@ from domain.model import (
 )
 from domain.models import ModelInfo
 from domain.queue import QueuedMessage
-from domain.search import MARK_CLOSE, MARK_OPEN, SearchResult
+from domain.search import MARK_CLOSE, MARK_OPEN, SearchPage, SearchResult
 from services.conversations import ConversationDetail
 from services.stream import approval_call
 
@@ -165,6 +165,16 @@ def search_result_dto(result: SearchResult) -> dict[str, object]:
         "messageIndex": result.message_index,
         "role": result.role,
         "snippet": snippet_html(result.snippet),
+    }
+
+
+def search_page_dto(page: SearchPage) -> dict[str, object]:
+    """GET /api/search's body: the results, the next page's cursor, and the inactive
+    branches the search did not look in."""
+    return {
+        "results": [search_result_dto(r) for r in page.results],
+        "nextCursor": page.next_cursor,
+        "unsearched": {"branches": page.unsearched.branches, "conversations": page.unsearched.conversations},
     }
 
 

@@ -36,6 +36,7 @@ from adapters.sqlite.rows import (
     marks,
     run_from_row,
 )
+from adapters.sqlite.search_schema import stem_title
 from adapters.storage.event_rows import pack
 from adapters.storage.wakeups import Wakeups
 from domain.errors import SessionInProgress, UserLimitReached
@@ -122,6 +123,7 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, RunRepositor
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (conversation_id, title, iso(now), iso(now), message_count, settings.model, settings.system, owner),
                 )
+                stem_title(c.cursor(), conversation_id)  # the trigger wrote its entry
 
         await self._writer.run(write)
         stamp = datetime.fromisoformat(iso(now))  # stored with milliseconds
@@ -197,6 +199,7 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, RunRepositor
                     "UPDATE conversations SET title = ?, updated_at = ? WHERE id = ?",
                     (title, iso(now), conversation_id),
                 )
+                stem_title(c.cursor(), conversation_id)  # the trigger wrote the new title
             return cur.rowcount > 0
 
         return await self._writer.run(write)

@@ -20,7 +20,7 @@ from entrypoints.dto import (
     pending_dto,
     queue_dto,
     queued_dto,
-    search_result_dto,
+    search_page_dto,
     settings_dto,
     summary_dto,
 )
@@ -120,7 +120,7 @@ class LocalClient(SophosClient):
 
     async def search(self, query: str, limit: int) -> Json:
         page = await self._services.search().search(query, limit)
-        return {"results": [search_result_dto(r) for r in page.results], "nextCursor": page.next_cursor}
+        return search_page_dto(page)
 
     async def cancel(self, conversation: str) -> Json:
         r = await self._services.runs().cancel(Cancel(parse_conversation_id(conversation)))

@@ -88,7 +88,10 @@ SEARCH: Schema = {"type": "object", "properties": {
     "results": {"type": "array", "items": {"type": "object", "properties": {
         "conversation": UUID, "title": TEXT, "messageIndex": {"type": "integer", "nullable": True},
         "role": {"type": "string", "enum": ["user", "assistant", "title"]}, "snippet": TEXT}}},
-    "nextCursor": {"type": "string", "nullable": True}}}
+    "nextCursor": {"type": "string", "nullable": True},
+    # the inactive branches, which the index does not hold (docs/search.md)
+    "unsearched": {"type": "object", "properties": {
+        "branches": {"type": "integer", "minimum": 0}, "conversations": {"type": "integer", "minimum": 0}}}}}
 
 COMPONENTS: Schema = {
     "Error": {"type": "object", "required": ["error"], "properties": {"error": {

@@ -29,7 +29,7 @@ from entrypoints.dto import (
     pending_dto,
     queue_dto,
     queued_dto,
-    search_result_dto,
+    search_page_dto,
     settings_dto,
     summary_dto,
 )
@@ -333,7 +333,7 @@ async def search(request: Request) -> Response:
         raise InvalidInput(f"Unknown parameter(s): {', '.join(sorted(unknown))}")
     page = await _services(request).search().search(params.get("q"), params.get("limit"), params.get("before"),
                                                     by=principal_of(request))
-    return JSONResponse({"results": [search_result_dto(r) for r in page.results], "nextCursor": page.next_cursor})
+    return JSONResponse(search_page_dto(page))
 
 
 async def healthz(request: Request) -> Response:
