@@ -27,7 +27,7 @@ TEST_PACKAGES := chromium=chromium pg_ctlcluster=postgresql
 # (two of its containers share a PostgreSQL server the tests start)
 DEPLOY_PACKAGES := podman=podman runc=runc debootstrap=debootstrap pg_ctlcluster=postgresql
 
-.PHONY: install install-dev run demo test test-fast test-deploy need-deploy test-model test-unit lint bench bench-concurrency bench-postgres bench-peers bench-graph-suite soak clean-db check-python need-node need-test help
+.PHONY: install install-dev run demo test test-fast test-deploy need-deploy test-model test-unit lint bench bench-concurrency bench-postgres bench-search bench-peers bench-graph-suite bench-startup soak clean-db check-python need-node need-test help
 
 help:
 	@echo "make run      start Sophos (creates .venv and installs everything first)"
@@ -39,8 +39,10 @@ help:
 	@echo "make bench    run the benchmarks and print their figures"
 	@echo "make bench-concurrency   only the concurrency section (BENCH_BASELINE_REF=ref to compare with)"
 	@echo "make bench-postgres      only the storage section on PostgreSQL (both backends, the bare official saver)"
+	@echo "make bench-search        only the search queries (as typed too), 10,000 conversations on SQLite and PostgreSQL"
 	@echo "make bench-peers   only the side-by-side run with the LangGraph dev server and bare LangGraph"
 	@echo "make bench-graph-suite   LangGraph's own integration suite against langgraph dev and sophos serve (scores per test)"
+	@echo "make bench-startup  only start-up: --help, a read command and serve, main against this tree"
 	@echo "make soak N=1000   the kill -9 torture test, long form (BACKEND=postgres: three processes on PostgreSQL; QUEUE=1: queued messages)"
 
 CHECK_PYTHON = $(PYTHON) -c 'import sys; need = tuple(map(int, "$(MIN_PYTHON)".split("."))); \
@@ -164,6 +166,12 @@ bench-concurrency: install $(SERVE_STAMP)
 
 bench-postgres: install
 	PYTHONPATH=.:src $(PY) -m bench --only postgres
+
+bench-startup: install $(SERVE_STAMP)
+	PYTHONPATH=.:src $(PY) -m bench --only startup
+
+bench-search: install
+	PYTHONPATH=.:src $(PY) -m bench --only search
 
 N ?= 1000
 BACKEND ?= sqlite

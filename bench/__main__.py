@@ -3,15 +3,21 @@ against Sophos; both backends side by side with the bare official PostgreSQL sav
 (bench/postgres.py); concurrency through a real server, a baseline git ref against this tree
 (bench/concurrency.py); side by side with the LangGraph Agent Server and bare LangGraph
 (bench/peers.py); a 200-turn thread and RSS after 1,000 conversations (bench/endurance.py);
-streaming on the page at 500 messages against an empty chat, in Chromium (bench/page_stream.py).
+streaming on the page at 500 messages against an empty chat, in Chromium (bench/page_stream.py);
+start-up of `sophos --help`, a read command and `sophos serve`, a baseline git ref against this tree
+(bench/startup.py).
 Branches: a 300-turn conversation with 20 branches against the same without (bench/branches.py,
 in core; alone with --only branches). Imports: a conversation at the import limits (20,000
 messages, 200 branches) against a plain chain of as many messages (bench/imports.py).
 LangGraph's own integration suite against `langgraph dev` and `sophos serve`
-(bench/graph_suite.py; only with --only graph-suite, `make bench-graph-suite`).
+(bench/graph_suite.py; only with --only graph-suite, `make bench-graph-suite`). The soak of
+hostile PDFs and imports beside normal chats (bench/hostile.py) only with --only hostile.
 Each section's tables are printed and also written to bench/results/<start, UTC>-<section>.md
 (bench/results/README.md); --results DIR writes them elsewhere.
-Usage: python -m bench [--only core|branches|imports|postgres|concurrency|endurance|peers|page|graph-suite] [--turns 300]
+Search: typical queries and every query sent while typing, at 10,000 conversations of 20 messages,
+on SQLite and PostgreSQL (bench/search.py; in core and postgres; alone with --only search).
+Usage: python -m bench [--only core|branches|search|imports|postgres|concurrency|endurance|peers|page|graph-suite|startup|hostile]
+[--turns 300]
 [--conversations 10000] [--baseline-ref REF] [--reps 3] [--results DIR]"""
 
 from __future__ import annotations
@@ -43,11 +49,13 @@ from bench import (
     concurrency,
     endurance,
     graph_suite,
+    hostile,
     imports,
     page_stream,
     peers,
     postgres,
     search,
+    startup,
 )
 from bench.context import prompt_building
 from bench.table import RESULTS, Row, print_table, recording
@@ -229,7 +237,7 @@ async def core(args: argparse.Namespace) -> None:
         rows += await listing(tmp, args.conversations)
         rows += await mcp_calls(tmp)
         rows += prompt_building(args.turns)
-        rows += await search.section(tmp, args.conversations, args.turns)
+        rows += await search.rows(tmp, args.conversations, args.turns)
         rows += await branches.section(tmp, args.turns)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -249,7 +257,8 @@ def run_facts(argv: Sequence[str]) -> dict[str, str]:
     dirty = " (with uncommitted changes)" if git("status", "--porcelain", "--untracked-files=no") else ""
     return {
         "command": "`python -m bench" + "".join(f" {a}" for a in argv) + "`",
-        "machine": f"{os.cpu_count()} cores, Python {sys.version.split()[0]}, {sys.platform}",
+        "machine": f"{os.cpu_count()} cores, Python {sys.version.split()[0]}, {sys.platform}, "
+                   f"load average {os.getloadavg()[1]:.1f} at the start (5 min: other work on the machine)",
         "source": f"git {commit}{dirty}",
     }
 
@@ -275,8 +284,8 @@ async def imports_section(args: argparse.Namespace) -> None:
 async def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument(
-        "--only", choices=("core", "branches", "imports", "postgres", "concurrency", "endurance", "peers", "page",
-                           "graph-suite"),
+        "--only", choices=("core", "branches", "search", "imports", "postgres", "concurrency", "endurance", "peers", "page",
+                           "graph-suite", "startup", "hostile"),
         help="run one section of the benchmarks",
     )
     parser.add_argument("--turns", type=int, default=300)
@@ -287,19 +296,24 @@ async def main(argv: Sequence[str] | None = None) -> None:
     peers.add_arguments(parser)
     page_stream.add_arguments(parser)
     graph_suite.add_arguments(parser)
+    startup.add_arguments(parser)
+    hostile.add_arguments(parser)
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     started = datetime.now(UTC)
     facts = run_facts(argv)
     print(f"running on {os.cpu_count()} cores, python {sys.version.split()[0]} ...", flush=True)
     sections = {
-        "core": core, "branches": branches_only, "imports": imports_section, "postgres": postgres.section,
+        "core": core, "branches": branches_only, "search": search.section, "imports": imports_section, "postgres": postgres.section,
         "concurrency": concurrency.section, "endurance": endurance.section, "peers": peers.section,
         "page": page_stream.section, "graph-suite": graph_suite.section,
+        "startup": startup.section, "hostile": hostile.section,
     }
-    # branches is part of core; alone only when asked for. The graph suite (two runs of a
-    # 55-test suite, minutes) needs the dev tools' pytest: its own target, bench-graph-suite
-    chosen = [args.only] if args.only else [name for name in sections if name not in ("branches", "graph-suite")]
+    # branches and search are part of core (search on PostgreSQL: of postgres); alone only when asked for. The graph suite (two runs of a
+    # 55-test suite, minutes) needs the dev tools' pytest: its own target, bench-graph-suite.
+    # The soak (hostile) is minutes of load beside a server: only alone
+    alone = ("branches", "search", "graph-suite", "hostile")
+    chosen = [args.only] if args.only else [name for name in sections if name not in alone]
     for i, name in enumerate(chosen):
         if i:
             print()

@@ -59,7 +59,7 @@ def fill(url: str, conversations: int) -> list[str]:
     return words
 
 
-async def query_time(server: str, tmp: Path, conversations: int) -> Row:
+async def query_time(server: str, tmp: Path, conversations: int) -> list[Row]:
     url = create_database(server)
     try:
         await migrate(url)
@@ -67,8 +67,8 @@ async def query_time(server: str, tmp: Path, conversations: int) -> Row:
         words = fill(url, conversations)
         seeded = time.perf_counter() - t
         env = app_env(tmp, TOOLS_BACKEND="none", MODEL_BACKEND="demo", DATABASE_URL=url)
-        label = f"GET /api/search on PostgreSQL, {conversations} conversations x {MESSAGES} messages (seeded in {seeded:.0f} s)"
-        return await timed_queries(env, words, label)
+        label = f"GET /api/search on PostgreSQL, {conversations} conversations x {MESSAGES} messages"
+        return await timed_queries(env, words, label, f" (seeded in {seeded:.0f} s)")
     finally:
         drop_database(url)
 
@@ -127,4 +127,4 @@ async def indexing_cost(server: str, turns: int) -> Row:
 
 
 async def rows(server: str, tmp: Path, conversations: int, turns: int) -> list[Row]:
-    return [await query_time(server, tmp, conversations), await indexing_cost(server, min(turns, 100))]
+    return [*await query_time(server, tmp, conversations), await indexing_cost(server, min(turns, 100))]

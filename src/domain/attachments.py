@@ -31,6 +31,12 @@ MAX_ATTACHMENTS = 8  # files of one message
 ATTACHMENT_BYTES_CEILING = 64 * 1024 * 1024
 ATTACHMENTS_CEILING = 32
 NAME_MAX = 255  # characters of a file name (most file systems' limit)
+# an image's declared size: what a model server or a browser will allocate to decode it (a
+# 141-byte PNG can claim 65535 x 65535, 17 GB of pixels). The default of MAX_IMAGE_PIXELS
+# holds a 40-megapixel phone photo; no side may exceed 16384 (WebP's own limit is 16383)
+MAX_IMAGE_PIXELS = 40_000_000
+IMAGE_SIDE_MAX = 16384
+PIXELS_CEILING = IMAGE_SIDE_MAX * IMAGE_SIDE_MAX
 IMAGE_TOKENS = 768  # what one image costs a vision model's context, about (llava: 576, qwen2.5vl: more)
 
 Kind = Literal["text", "image", "pdf"]
@@ -78,12 +84,14 @@ def size_text(n: int) -> str:
 @dataclass(frozen=True)
 class AttachmentLimits:
     """What this deployment accepts: one file's bytes at most, files per message at most
-    (0: attachments are off), and the media types (MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS,
-    ATTACHMENT_TYPES). Every edge checks files against the same limits."""
+    (0: attachments are off), the media types, and an image's pixels at most
+    (MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS, ATTACHMENT_TYPES, MAX_IMAGE_PIXELS). Every edge
+    checks files against the same limits."""
 
     max_bytes: int = MAX_ATTACHMENT_BYTES
     max_files: int = MAX_ATTACHMENTS
     types: frozenset[str] = ATTACHMENT_TYPES
+    max_pixels: int = MAX_IMAGE_PIXELS
 
     def check_count(self, uploads: Sequence[object]) -> None:
         if uploads and not self.max_files:
@@ -93,6 +101,14 @@ class AttachmentLimits:
 
     def too_large(self, name: str) -> AttachmentTooLarge:
         return AttachmentTooLarge(f"{name} is larger than {size_text(self.max_bytes)}")
+
+    def check_pixels(self, name: str, width: int, height: int) -> None:
+        """AttachmentUnreadable when an image declares more pixels than are read."""
+        if width * height > self.max_pixels or max(width, height) > IMAGE_SIDE_MAX:
+            raise AttachmentUnreadable(
+                f"{name}: a {width}×{height} image is larger than Sophos reads (at most "
+                f"{self.max_pixels / 1e6:g} megapixels, {IMAGE_SIDE_MAX} pixels a side; MAX_IMAGE_PIXELS)"
+            )
 
     @property
     def shown(self) -> str:
@@ -117,7 +133,7 @@ class AttachmentLimits:
 DEFAULT_LIMITS = AttachmentLimits()
 # what any Sophos could accept, whatever its settings: an import reads back a file another
 # server stored, and the CLI leaves the rest to the server it sends a file to
-WIDEST_LIMITS = AttachmentLimits(ATTACHMENT_BYTES_CEILING, ATTACHMENTS_CEILING)
+WIDEST_LIMITS = AttachmentLimits(ATTACHMENT_BYTES_CEILING, ATTACHMENTS_CEILING, max_pixels=PIXELS_CEILING)
 
 
 def attachment_types(spec: str) -> frozenset[str]:
@@ -251,20 +267,71 @@ def media_type_of(name: str, declared: object, limits: AttachmentLimits = DEFAUL
     return media
 
 
-def _image_ok(media_type: str, data: bytes) -> bool:
-    """The file starts as its type says and its header gives a size (a truncated or
-    renamed file fails here, before a model server chokes on it)."""
+def image_size(media_type: str, data: bytes) -> tuple[int, int] | None:
+    """(width, height) as the image's header declares them; None when the file does not
+    start as its type says or its header is cut short or gives no size (a truncated or
+    renamed file fails here, before a model server chokes on it). Reads the header only,
+    in bounded steps: PNG's IHDR, GIF's logical screen, JPEG's frame header (SOF), WebP's
+    VP8, VP8L or VP8X chunk."""
     if media_type == "image/png":
-        return (len(data) >= 33 and data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
-                and int.from_bytes(data[16:20], "big") > 0 and int.from_bytes(data[20:24], "big") > 0)
-    if media_type == "image/jpeg":
-        return len(data) >= 4 and data[:3] == b"\xff\xd8\xff" and b"\xff\xd9" in data[-64:]
+        if len(data) < 33 or data[:8] != b"\x89PNG\r\n\x1a\n" or data[12:16] != b"IHDR":
+            return None
+        return _positive(int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big"))
     if media_type == "image/gif":
-        return (len(data) >= 14 and data[:6] in (b"GIF87a", b"GIF89a")
-                and int.from_bytes(data[6:8], "little") > 0 and int.from_bytes(data[8:10], "little") > 0)
+        if len(data) < 14 or data[:6] not in (b"GIF87a", b"GIF89a"):
+            return None
+        return _positive(int.from_bytes(data[6:8], "little"), int.from_bytes(data[8:10], "little"))
+    if media_type == "image/jpeg":
+        if len(data) < 4 or data[:3] != b"\xff\xd8\xff" or b"\xff\xd9" not in data[-64:]:
+            return None
+        return _jpeg_size(data)
     if media_type == "image/webp":
-        return len(data) >= 16 and data[:4] == b"RIFF" and data[8:12] == b"WEBP" and data[12:15] == b"VP8"
-    return False
+        if len(data) < 30 or data[:4] != b"RIFF" or data[8:12] != b"WEBP":
+            return None
+        return _webp_size(data)
+    return None
+
+
+def _positive(width: int, height: int) -> tuple[int, int] | None:
+    return (width, height) if width > 0 and height > 0 else None
+
+
+# JPEG's frame headers: SOF0-SOF15 but DHT (C4), JPG (C8) and DAC (CC), which share the range
+_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+_JPEG_STEPS = 4096  # markers read before the frame header at most (a photo has a dozen)
+
+
+def _jpeg_size(data: bytes) -> tuple[int, int] | None:
+    i = 2
+    for _ in range(_JPEG_STEPS):
+        if i + 4 > len(data) or data[i] != 0xFF:
+            return None
+        marker = data[i + 1]
+        if marker == 0xFF:  # a fill byte
+            i += 1
+        elif marker == 0x01 or 0xD0 <= marker <= 0xD7:  # TEM, RSTn: no length
+            i += 2
+        elif marker in (0xD9, 0xDA):  # the end, or the scan, before any frame header
+            return None
+        elif marker in _SOF:
+            if i + 9 > len(data):
+                return None
+            return _positive(int.from_bytes(data[i + 7:i + 9], "big"), int.from_bytes(data[i + 5:i + 7], "big"))
+        else:
+            i += 2 + int.from_bytes(data[i + 2:i + 4], "big")
+    return None
+
+
+def _webp_size(data: bytes) -> tuple[int, int] | None:
+    chunk = data[12:16]
+    if chunk == b"VP8 " and data[23:26] == b"\x9d\x01\x2a":  # a key frame's start code
+        return _positive(int.from_bytes(data[26:28], "little") & 0x3FFF, int.from_bytes(data[28:30], "little") & 0x3FFF)
+    if chunk == b"VP8L" and data[20] == 0x2F:
+        bits = int.from_bytes(data[21:25], "little")
+        return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
+    if chunk == b"VP8X":
+        return int.from_bytes(data[24:27], "little") + 1, int.from_bytes(data[27:30], "little") + 1
+    return None
 
 
 def decode_text(name: str, data: bytes) -> str:
@@ -298,8 +365,10 @@ def parse_upload(name: object, media_type: object, data: bytes, limits: Attachme
         media = "text/plain"
     text: str | None = None
     if media in IMAGE_TYPES:
-        if not _image_ok(media, data):
+        size = image_size(media, data)
+        if size is None:
             raise AttachmentUnreadable(f"{clean}: not a readable {media.split('/')[1].upper()} image (broken or another format)")
+        limits.check_pixels(clean, *size)
     elif media == PDF_TYPE:
         if not data.startswith(b"%PDF-"):
             raise AttachmentUnreadable(f"{clean}: not a PDF file")

@@ -2,7 +2,9 @@
 
 The edges (HTTP, CLI) turn what a person sent into a command with `start_command` and the
 other parsers here, so a limit (message size, title length) is refused the same way by
-every edge: the checks live in the commands themselves, not in a route."""
+every edge: the checks live in the commands themselves, not in a route. (A rename or a delete
+names only a conversation and a title: the use case checks those itself, with
+`parse_conversation_id` and `clean_title`.)"""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from typing import Literal
 from domain.approvals import Decision, parse_decisions
 from domain.attachments import Upload
 from domain.errors import InvalidEdit, InvalidInput
-from domain.model import check_text, clean_title, parse_conversation_id
+from domain.model import check_text, parse_conversation_id
 from domain.models import SettingsChange
 from domain.queue import Multitask, parse_multitask
 
@@ -93,21 +95,6 @@ class Cancel:
     conversation_id: str
 
 
-@dataclass(frozen=True)
-class Rename:
-    conversation_id: str
-    title: str
-
-    def __post_init__(self) -> None:
-        # a title arrives cleaned (rename_command); the limit holds for any caller all the same
-        object.__setattr__(self, "title", clean_title(self.title))
-
-
-@dataclass(frozen=True)
-class Delete:
-    conversation_id: str
-
-
 def start_command(
     message: object,
     conversation: object = None,
@@ -165,7 +152,3 @@ def start_command(
             raise InvalidEdit("editOf must be a message index (an integer)")
         return Edit(cid, edit_of, text, settings)
     return SendMessage(text, cid, settings, strategy, files)
-
-
-def rename_command(conversation: object, title: object) -> Rename:
-    return Rename(parse_conversation_id(conversation), clean_title(title))

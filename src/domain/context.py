@@ -256,46 +256,18 @@ def plan_prompt(
     max_chars = int(budget * policy.tool_share / ratio) * CHARS_PER_TOKEN
     room = budget * MARGIN / ratio - fixed  # in uncalibrated tokens
     latest_user = _latest_user(thread)
-    kept: list[tuple[tuple[int, ...], list[Message], int]] = []  # newest first
-    used = shortened = 0
-    cut = False
-    for unit in _units(thread, start):
-        forced = unit[0] == latest_user  # a user message is a unit of its own
-        if cut and not forced:
-            if 0 <= latest_user < unit[0]:
-                continue  # left out on the way to the latest user message
-            break
-        cost = short = 0
-        if len(unit) == 1:  # a message alone: never a tool result
-            messages: list[Message] = [thread[unit[0]]]
-            cost = cost_of(messages[0])
-        else:
-            messages = []
-            for k in unit:
-                m = thread[k]
-                if type(m) is ToolResult and len(m.content) > max_chars:
-                    m = replace(m, content=shorten(m.content, max_chars))
-                    short += 1
-                messages.append(m)
-                cost += cost_of(m)
-        if forced or used + cost <= room:
-            kept.append((unit, messages, cost))
-            used += cost
-            shortened += short
-            if forced and cut:
-                break
-        else:
-            cut = True
+    chosen = _choose(thread, start, latest_user, room, max_chars, cost_of)
+    kept = chosen.kept
     sent = tuple(m for _, messages, _ in reversed(kept) for m in messages)
     sent_from = kept[-1][0][0] if kept else len(thread)
     tail = thread[start:]
     countable = len(tail) - [type(m) for m in tail].count(SummaryMessage)
     summarized = start - [type(m) for m in thread[:start]].count(SummaryMessage) if summary else 0
-    raw = fixed + used
+    raw = fixed + chosen.used
     summarize = None
     # a summary can only make room where the room left beside the system prompt and the tools
     # holds more than the summary itself (else every turn pays for a summary in vain)
-    if policy.summaries and cut and room > budget * SUMMARY_SHARE / ratio:
+    if policy.summaries and chosen.cut and room > budget * SUMMARY_SHARE / ratio:
         summarize = _summary_range(kept, start, latest_user, room * KEEP_AFTER_SUMMARY)
     return PromptPlan(
         system=full_system,
@@ -303,7 +275,7 @@ def plan_prompt(
         sent_from=sent_from,
         left_out=countable - len(sent),
         summarized=summarized,
-        shortened=shortened,
+        shortened=chosen.shortened,
         tokens=round(raw * ratio),
         raw_tokens=raw,
         budget=budget,
@@ -312,9 +284,70 @@ def plan_prompt(
     )
 
 
-def _summary_range(
-    kept: Sequence[tuple[tuple[int, ...], list[Message], int]], start: int, latest_user: int, target: float
-) -> tuple[int, int] | None:
+_Kept = tuple[tuple[int, ...], list[Message], int]  # a unit's thread indexes, the messages sent for it, their cost
+
+
+@dataclass(frozen=True)
+class _Chosen:
+    """The units a call sends, newest first, what they cost, how many tool results were
+    shortened, and whether one did not fit (`cut`: the ones before it are left out)."""
+
+    kept: list[_Kept]
+    used: int
+    shortened: int
+    cut: bool
+
+
+def _choose(
+    thread: Sequence[Message], start: int, latest_user: int, room: float, max_chars: int,
+    cost_of: Callable[[Message], int],
+) -> _Chosen:
+    """The newest units of thread[start:] that fit in `room`, and the latest user message
+    whatever it costs (the units between a cut and it are left out)."""
+    kept: list[_Kept] = []  # newest first
+    used = shortened = 0
+    cut = False
+    for unit in _units(thread, start):
+        forced = unit[0] == latest_user  # a user message is a unit of its own
+        if cut and not forced:
+            if 0 <= latest_user < unit[0]:
+                continue  # left out on the way to the latest user message
+            break
+        short = 0
+        if len(unit) == 1:  # a message alone: never a tool result
+            messages: list[Message] = [thread[unit[0]]]
+            cost = cost_of(messages[0])
+        else:
+            messages, cost, short = _turn(thread, unit, max_chars, cost_of)
+        if forced or used + cost <= room:
+            kept.append((unit, messages, cost))
+            used += cost
+            shortened += short
+            if forced and cut:
+                break
+        else:
+            cut = True
+    return _Chosen(kept, used, shortened, cut)
+
+
+def _turn(
+    thread: Sequence[Message], unit: tuple[int, ...], max_chars: int, cost_of: Callable[[Message], int]
+) -> tuple[list[Message], int, int]:
+    """An assistant turn with its tool results as sent: each result longer than `max_chars`
+    shortened; with their cost and how many were shortened."""
+    messages: list[Message] = []
+    cost = short = 0
+    for k in unit:
+        m = thread[k]
+        if type(m) is ToolResult and len(m.content) > max_chars:
+            m = replace(m, content=shorten(m.content, max_chars))
+            short += 1
+        messages.append(m)
+        cost += cost_of(m)
+    return messages, cost, short
+
+
+def _summary_range(kept: Sequence[_Kept], start: int, latest_user: int, target: float) -> tuple[int, int] | None:
     """The range a new summary covers: everything before the newest units that fill
     `target` (so that summaries are rare), and never the latest user message."""
     end = latest_user if latest_user >= 0 else start

@@ -35,6 +35,7 @@ class ErrorCode(StrEnum):
     BRANCH_NOT_FOUND = "BRANCH_NOT_FOUND"
     UNKNOWN_MODEL = "UNKNOWN_MODEL"
     SEARCH_BUSY = "SEARCH_BUSY"
+    PDF_BUSY = "PDF_BUSY"
     TOO_MANY_ATTEMPTS = "TOO_MANY_ATTEMPTS"
     QUEUE_FULL = "QUEUE_FULL"
     QUEUED_NOT_FOUND = "QUEUED_NOT_FOUND"
@@ -309,6 +310,14 @@ class SearchBusy(SophosError):
 
     code = ErrorCode.SEARCH_BUSY
     default_message = "Too many searches are running; try again shortly"
+
+
+class PdfBusy(SophosError):
+    """Raised when every PDF reader stays busy for as long as one file may take to read
+    (PDF_TIMEOUT), or none can be started: the file is refused, not queued longer."""
+
+    code = ErrorCode.PDF_BUSY
+    default_message = "Too many PDFs are being read; try again shortly"
 
 
 class NotSupported(SophosError):

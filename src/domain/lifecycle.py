@@ -107,7 +107,7 @@ class StopReason(StrEnum):
     CANCEL = "cancel"  # a person asked (API cancel, Ctrl-C): recorded `cancelled`
     SHUTDOWN = "shutdown"  # the process drains or exits: `interrupted`, adoptable
     LOST = "lost"  # another process took the run over: nothing is recorded by this one
-    STEER = "steer"  # a steering message waits: the run ended at a step boundary and hands over
+    STEER = "steer"  # a steering message waits: the run ended at a step boundary, or in a text answer, and hands over
 
 
 @dataclass(frozen=True)
@@ -173,13 +173,15 @@ def terminal_event(conversation_id: str, outcome: Outcome) -> StreamEvent:
 
 def keeps_stopped_text(stop: StopReason | None, text: str, head: ThreadHead, failure: BaseException | None = None) -> bool:
     """Whether the text a stopped step streamed is added to the thread: only when a person
-    stopped it or the model failed mid-answer (a dropped or stalled stream: the text is what
+    stopped it, a steer cut it (domain.queue.model_writing: the steering message follows
+    it) or the model failed mid-answer (a dropped or stalled stream: the text is what
     the person saw, and a retry goes on after it), it said something, and the step's own
     output is not saved (the head still waits for the agent; after it the step's answer or
     tool calls are in the thread). A shutdown's step runs again instead, and a run whose
     storage failed or that was lost cannot write."""
     failed = stop is None and failure is not None and not isinstance(failure, (RunLost, StorageFailure))
-    return (stop is StopReason.CANCEL or failed) and bool(text) and head.work_left and not head.awaiting_tools
+    person = stop in (StopReason.CANCEL, StopReason.STEER)
+    return (person or failed) and bool(text) and head.work_left and not head.awaiting_tools
 
 
 # --- ownership -----------------------------------------------------------------------------

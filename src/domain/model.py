@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from domain.attachments import Attachment, PromptImage, attachment_fields
+from domain.attachments import Attachment, PromptImage
 from domain.errors import InvalidInput
 
 NEW_CONVERSATION_TITLE = "New Conversation"
@@ -230,9 +230,6 @@ class ContextView:
     tokens: int
     budget: int
 
-    def to_dto(self) -> dict[str, int]:
-        return {"sentFrom": self.sent_from, "tokens": self.tokens, "budget": self.budget}
-
 
 @dataclass(frozen=True)
 class AssistantMessage:
@@ -278,33 +275,6 @@ def searchable_text(message: Message) -> str:
     if isinstance(message, UserMessage) and message.attachments:
         return "\n".join([message.content, *(a.name for a in message.attachments)])
     return message.content
-
-
-def message_to_dto(message: Message) -> dict[str, Any]:
-    """The contract's MessageDto."""
-    dto: dict[str, Any] = {"id": message.id, "role": message.role, "content": message.content}
-    if isinstance(message, UserMessage) and message.attachments:
-        dto["attachments"] = [attachment_fields(a) for a in message.attachments]
-    if isinstance(message, AssistantMessage) and message.tool_calls:
-        dto["toolCalls"] = [{"id": c.id, "name": c.name, "args": c.args} for c in message.tool_calls]
-    if isinstance(message, AssistantMessage):
-        if message.cut:
-            dto["cut"] = True
-        if message.model:
-            dto["model"] = message.model
-        if message.reasoning:
-            dto["reasoning"] = message.reasoning
-            if message.reasoning_seconds is not None:
-                dto["reasoningSeconds"] = round(message.reasoning_seconds, 1)
-    if isinstance(message, ToolResult):
-        dto.update(name=message.name, toolCallId=message.tool_call_id, status=message.status)
-        if message.duration_ms is not None:
-            dto["durationMs"] = message.duration_ms
-        if message.skipped:
-            dto["skipped"] = True
-    if isinstance(message, SummaryMessage):
-        dto["covers"] = message.covers
-    return dto
 
 
 # --- thread state as the checkpointer sees it --------------------------------------------
@@ -370,18 +340,3 @@ class CheckpointSummary:
     last_message: Message | None
     run_id: str | None = None
     branch: int = 1  # the branch the checkpoint belongs to (1: the original)
-
-    def to_dto(self) -> dict[str, Any]:
-        dto: dict[str, Any] = {
-            "checkpoint_id": self.checkpoint_id,
-            "created_at": self.created_at,
-            "step": self.step,
-            "source": self.source,
-            "next": list(self.next),
-            "message_count": self.message_count,
-            "last_message": message_to_dto(self.last_message) if self.last_message else None,
-            "branch": self.branch,
-        }
-        if self.run_id:
-            dto["run_id"] = self.run_id
-        return dto

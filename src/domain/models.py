@@ -154,9 +154,10 @@ class SettingsChange:
 
 
 def settings_change(fields: Mapping[str, object]) -> SettingsChange:
-    """The change named by a request's `model`, `system` and `systemMode` fields (absent:
-    unchanged; null or blank: the default), each checked."""
+    """The change named by a request's `model`, `system` and `system_mode` fields (absent:
+    unchanged; null or blank: the default), each checked; the edges give `systemMode` under
+    this name (entrypoints.dto.settings_fields)."""
     return SettingsChange(
         check_model_name(fields.get("model")), check_system(fields.get("system")), "model" in fields, "system" in fields,
-        check_system_mode(fields.get("systemMode")), "systemMode" in fields,
+        check_system_mode(fields.get("system_mode")), "system_mode" in fields,
     )

@@ -17,7 +17,6 @@ from domain.models import ChatSettings, check_model_name, check_system, check_sy
 DEFAULT_NAME = ""  # the user's default, stored beside their presets
 PRESET_NAME_MAX = 60  # characters
 PRESETS_MAX = 50  # named presets per user (the default not counted)
-PRESET_FIELDS = {"model", "system", "systemMode"}
 
 
 @dataclass(frozen=True)
@@ -49,10 +48,7 @@ def check_preset_name(value: object) -> str:
 
 
 def preset_settings(fields: Mapping[str, object]) -> ChatSettings:
-    """The settings a request saves (`model`, `system`, `systemMode`; absent or null: the
+    """The settings a request saves (`model`, `system`, `system_mode`; absent or null: the
     server's default), each checked as a conversation's are."""
-    unknown = sorted(set(fields) - PRESET_FIELDS)
-    if unknown:
-        raise InvalidInput(f"Unknown field(s): {', '.join(unknown)}")
     return ChatSettings(check_model_name(fields.get("model")), check_system(fields.get("system")),
-                        check_system_mode(fields.get("systemMode")))
+                        check_system_mode(fields.get("system_mode")))

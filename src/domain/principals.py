@@ -27,8 +27,6 @@ MAX_LABEL = 100
 MAX_NAME = 254  # an e-mail address, which a proxy may send as the user's name
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]*")
 _TOKEN = re.compile(re.escape(TOKEN_PREFIX) + r"[A-Za-z0-9_-]{43}")
-_TOKEN_ID = re.compile(r"t_[0-9a-f]{16}")
-_USER_ID = re.compile(r"u_[0-9a-f]{16}")
 
 
 class Role(StrEnum):
@@ -138,14 +136,6 @@ def token_label(value: str) -> str:
     if len(label) > MAX_LABEL or any(ord(c) < 32 for c in label):
         raise InvalidInput(f"a token label is at most {MAX_LABEL} printable characters")
     return label
-
-
-def is_token_id(value: str) -> bool:
-    return _TOKEN_ID.fullmatch(value) is not None
-
-
-def is_user_id(value: str) -> bool:
-    return _USER_ID.fullmatch(value) is not None
 
 
 class TrustedProxies:

@@ -14,6 +14,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from domain.errors import ErrorCode, InvalidInput
+from domain.events import StreamEvent
 from domain.model import Message, Run, RunStatus, RunTrigger
 
 MAX_QUEUED = 20  # per conversation, the default of the MAX_QUEUED setting
@@ -24,7 +25,7 @@ class Multitask(StrEnum):
 
     REJECT = "reject"  # refused (SessionInProgress): the contract's behaviour
     ENQUEUE = "enqueue"  # queued durably, started when the active run completes
-    INTERRUPT = "interrupt"  # steer: the active run takes it in at its next step boundary
+    INTERRUPT = "interrupt"  # steer: the active run takes it in at its next step boundary (at once in a text answer)
     ROLLBACK = "rollback"  # the active run is cancelled; the message starts a new branch before its turn
 
 
@@ -51,6 +52,22 @@ class QueuedMessage:
     state: QueueState = QueueState.WAITING
     run_id: str | None = None
     steer: bool = False  # multitask interrupt: first in line, and the active run hands over at its next step
+
+
+def model_writing(was: bool, event: StreamEvent) -> bool:
+    """Whether a run's model is writing an answer that asked no tool call yet, after one
+    more event of the run's stream (`was`: whether it was before): from the `enter` of an
+    agent step until a call is asked or the step is left. A steer stops such a step at once
+    instead of at its end: a text answer has no step boundary to wait for and nothing of it
+    has run; what it wrote so far is kept as the answer (lifecycle.keeps_stopped_text)."""
+    if event.event != "trace" or not isinstance(event.data, dict):
+        return was
+    kind = event.data.get("event")
+    if kind == "enter":
+        return event.data.get("node") == "agent"
+    if kind in ("call", "leave"):
+        return False
+    return was
 
 
 def accepts_queue(latest: Run | None) -> bool:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ports.model import ModelPort
     from ports.storage import StoragePort
     from ports.tools import ToolPort
+    from ports.workers import Worker
     from services.allow_rules import AllowRules
     from services.conversations import ConversationService
     from services.files import FileService
@@ -57,6 +58,7 @@ class Services:
     sessions: Callable[[], SessionService]
     users: Callable[[], UserService]  # managing users and their tokens
     transfer: Callable[[], TransferService]  # export and import of whole conversations
+    bulk: Callable[[], Worker]  # threads for a request's bulk work (an export's zip), never the default executor's
     files: Callable[[], FileService] | None = None  # the files messages carry (None: not served)
     attachment_limits: AttachmentLimits = DEFAULT_LIMITS  # what a message may carry (settings)
     graphs: Callable[[], GraphCatalog] | None = None  # the graphs of LANGGRAPH_JSON (None: not wired)

@@ -26,18 +26,30 @@ def _plain(snippet: str, bold: bool) -> str:
 @options()
 @pass_ctx
 def search(ctx: Context, query: str, limit: int, as_json: bool, server: str | None) -> None:
-    """Search titles and messages of every conversation: words, "a phrase", prefix*."""
+    """Search titles and messages of every conversation: words (any form of each; the last one also
+    a prefix, as typed), "a phrase" (exactly), prefix*."""
     page = ctx.with_client(lambda client: client.search(query, limit), server)
     if as_json:
         click.echo(json.dumps(page, ensure_ascii=False))
         return
     if not page["results"]:
         click.echo("No matches.")
-        return
     bold = sys.stdout.isatty()
     for r in page["results"]:
         where = "title" if r["messageIndex"] is None else f"#{r['messageIndex']} {r['role']}"
         click.echo(f"{r['conversation']}  {where:<14} {r['title']}\n    {_plain(r['snippet'], bold)}")
+    note = _unsearched(page.get("unsearched") or {})
+    if note:
+        click.echo(f"({note}; `sophos branch ID N` makes one active)")
+
+
+def _unsearched(unsearched: dict[str, int]) -> str:
+    """The inactive branches a search did not look in, as words ("" when there are none)."""
+    branches, conversations = unsearched.get("branches", 0), unsearched.get("conversations", 0)
+    if not branches:
+        return ""
+    return (f"{branches} inactive branch{'es' if branches > 1 else ''} of {conversations} "
+            f"conversation{'s' if conversations > 1 else ''} not searched")
 
 
 @click.command()

@@ -9,75 +9,50 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import sys
 from collections.abc import Callable, Iterator
-from importlib.abc import MetaPathFinder
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol
 
-
-class _SkipOptionalIntegrations(MetaPathFinder):
-    """dependency-injector imports its optional integrations (pydantic-settings, Flask's
-    werkzeug) if they are installed; Sophos uses neither, and skipping them takes about
-    150 ms off every CLI start. Only active while dependency-injector itself loads."""
-
-    SKIPPED = frozenset({"pydantic_settings", "werkzeug"})
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if name.partition(".")[0] in self.SKIPPED:
-            raise ImportError(f"{name} skipped while dependency_injector loads")
-        return None
-
-
-_finder = _SkipOptionalIntegrations()
-sys.meta_path.insert(0, _finder)
-try:
-    from dependency_injector import containers, providers
-finally:
-    sys.meta_path.remove(_finder)
-
-T = TypeVar("T")
-
-from domain.approvals import parse_mode  # noqa: E402 - after the finder above
-from domain.context import ContextPolicy  # noqa: E402 - after the finder above
-from domain.principals import ProxyTrust  # noqa: E402 - after the finder above
-from entrypoints.bundle import Services  # noqa: E402 - after the finder above
-from entrypoints.lazy import LazyCopies, LazyThreads  # noqa: E402 - after the finder above
-from entrypoints.settings import Settings, load_settings  # noqa: E402 - after the finder above
-from ports.approvals import ArgsChecker  # noqa: E402 - after the finder above
-from ports.backend import RunStore  # noqa: E402 - after the finder above
-from ports.checkpoints import CheckpointPort  # noqa: E402 - after the finder above
-from ports.copies import ThreadCopies  # noqa: E402 - after the finder above
-from ports.engine import AgentEngine  # noqa: E402 - after the finder above
-from ports.metrics import MetricsPort, NullMetrics  # noqa: E402 - after the finder above
-from ports.model import ModelPort  # noqa: E402 - after the finder above
-from ports.presets import PresetStore  # noqa: E402 - after the finder above
-from ports.processes import ProcessPort  # noqa: E402 - after the finder above
-from ports.prompts import SystemPromptSource  # noqa: E402 - after the finder above
-from ports.search import SearchIndex  # noqa: E402 - after the finder above
-from ports.sessions import SessionStore  # noqa: E402 - after the finder above
-from ports.storage import StoragePort  # noqa: E402 - after the finder above
-from ports.tools import ToolPort  # noqa: E402 - after the finder above
-from ports.users import UserStore  # noqa: E402 - after the finder above
-from ports.workers import Worker  # noqa: E402 - after the finder above
-from services.after_runs import AfterRuns  # noqa: E402 - after the finder above
-from services.allow_rules import AllowRules  # noqa: E402 - after the finder above
-from services.approvals import ApprovalGate  # noqa: E402 - after the finder above
-from services.attachments import FileIntake  # noqa: E402 - after the finder above
-from services.conversations import ConversationService  # noqa: E402 - after the finder above
-from services.files import FileService  # noqa: E402 - after the finder above
-from services.handles import RunStores  # noqa: E402 - after the finder above
-from services.hub import RunHub  # noqa: E402 - after the finder above
-from services.models import ModelCatalog  # noqa: E402 - after the finder above
-from services.presets import PresetService  # noqa: E402 - after the finder above
-from services.queueing import QueueService  # noqa: E402 - after the finder above
-from services.runs import RunService  # noqa: E402 - after the finder above
-from services.search import SearchService  # noqa: E402 - after the finder above
-from services.sessions import SessionService  # noqa: E402 - after the finder above
-from services.supervisor import Supervisor  # noqa: E402 - after the finder above
-from services.transfer import TransferService  # noqa: E402 - after the finder above
-from services.unsaved import UnsavedOutcomes  # noqa: E402 - after the finder above
-from services.users import UserService  # noqa: E402 - after the finder above
+from domain.approvals import parse_mode
+from domain.context import ContextPolicy
+from domain.principals import ProxyTrust
+from entrypoints.bundle import Services
+from entrypoints.di import containers, providers
+from entrypoints.lazy import LazyCopies, LazyThreads
+from entrypoints.settings import Settings, load_settings
+from ports.approvals import ArgsChecker
+from ports.attachments import TextExtractor
+from ports.backend import RunStore
+from ports.checkpoints import CheckpointPort
+from ports.copies import ThreadCopies
+from ports.engine import AgentEngine
+from ports.metrics import MetricsPort, NullMetrics
+from ports.model import ModelPort
+from ports.processes import ProcessPort
+from ports.prompts import SystemPromptSource
+from ports.search import SearchIndex
+from ports.sessions import SessionStore
+from ports.storage import StoragePort
+from ports.tools import ToolPort
+from ports.users import UserStore
+from ports.workers import Worker
+from services.after_runs import AfterRuns
+from services.allow_rules import AllowRules
+from services.approvals import ApprovalGate
+from services.attachments import FileIntake
+from services.conversations import ConversationService
+from services.files import FileService
+from services.handles import RunStores
+from services.models import ModelCatalog
+from services.presets import PresetService
+from services.queueing import QueueService
+from services.runs import RunService
+from services.search import SearchService
+from services.sessions import SessionService
+from services.supervisor import Supervisor
+from services.transfer import TransferService
+from services.unsaved import UnsavedOutcomes
+from services.users import UserService
 
 if TYPE_CHECKING:
     from adapters.graphs.catalog import LangGraphJsonCatalog
@@ -228,10 +203,14 @@ def _nodes(
     return AgentNodes(model, tools, prompt, journal, context=context, metrics=metrics, gate=gate, files=files)
 
 
-def _intake(catalog: ModelCatalog) -> FileIntake:
-    from adapters.files.pdf import PypdfExtractor
+def _pdf_reader(seconds: float, memory: int, workers: int) -> Iterator[TextExtractor]:
+    from adapters.files.pdf import PdfLimits, ProcessPdfExtractor
 
-    return FileIntake(PypdfExtractor(), catalog)
+    yield ProcessPdfExtractor(PdfLimits(seconds, memory, workers))
+
+
+def _intake(catalog: ModelCatalog, extractor: TextExtractor) -> FileIntake:
+    return FileIntake(extractor, catalog)
 
 
 def _args_checker() -> ArgsChecker:
@@ -274,10 +253,6 @@ def _conversations(
                                catalog=catalog, unsaved=unsaved, defaults=lambda user: presets().defaults_for(user))
 
 
-def _presets(backend: StorageBackend) -> PresetStore:
-    return backend.presets()
-
-
 def _copies(threads: CheckpointPort, saver: Saver, worker: Worker) -> ThreadCopies:
     from adapters.langgraph.copies import LangGraphCopies
     from adapters.langgraph.engine import LangGraphThreads
@@ -292,12 +267,18 @@ def _import_worker() -> Iterator[Worker]:
     yield WorkerThreads("sophos-import")  # one import read at a time, whatever the number sent
 
 
-def _transfer(store: RunStore, threads: Callable[[], CheckpointPort], files: Callable[[], Saver],
-              worker: Worker) -> TransferService:
-    from adapters.files.pdf import PypdfExtractor
+def _bulk_worker() -> Iterator[Worker]:
+    from adapters.system.workers import WorkerThreads
 
+    # the zip of every conversation, an upload unpacked: asyncio's default executor is
+    # storage's (LangGraph's PostgreSQL saver writes through it), a request's large work never goes there
+    yield WorkerThreads("sophos-bulk", 2)
+
+
+def _transfer(store: RunStore, threads: Callable[[], CheckpointPort], files: Callable[[], Saver],
+              worker: Worker, extractor: TextExtractor) -> TransferService:
     return TransferService(store, LazyThreads(threads), LazyCopies(lambda: _copies(threads(), files(), worker)), store,
-                           files=files, extractor=PypdfExtractor(), worker=worker)
+                           files=files, extractor=extractor, worker=worker)
 
 
 def _sessions(backend: StorageBackend) -> SessionStore:
@@ -317,15 +298,14 @@ class Container(containers.DeclarativeContainer):
     settings = providers.Dependency(instance_of=Settings)
     config = providers.Configuration(strict=True)
 
-    hub = providers.Singleton(RunHub)
     processes = providers.Singleton(_processes)
     # the server exposes its metrics at /metrics; one-shot CLI commands, which nobody
     # scrapes, record nothing (and never import prometheus-client)
-    metrics = providers.Selector(
+    metrics: providers.Selector[MetricsPort] = providers.Selector(
         config.METRICS_BACKEND, prometheus=providers.Singleton(_prometheus), none=providers.Singleton(NullMetrics)
     )
     # one storage for everything, chosen once (settings.py decides STORAGE_BACKEND)
-    backend = providers.Selector(
+    backend: providers.Selector[StorageBackend] = providers.Selector(
         config.STORAGE_BACKEND,
         sqlite=providers.Resource(
             _sqlite_backend, config.DATABASE_PATH, config.DATABASE_BUSY_TIMEOUT, config.CHECKPOINT_KEEP, metrics
@@ -342,7 +322,7 @@ class Container(containers.DeclarativeContainer):
     prompt = providers.Singleton(_prompt, config.CONFIG_DIR)
     graphs = providers.Singleton(_graphs, config.LANGGRAPH_JSON)
 
-    model = providers.Selector(
+    model: providers.Selector[ModelPort] = providers.Selector(
         config.MODEL_BACKEND,
         ollama=providers.Resource(
             _ollama, config.OLLAMA_HOST, config.OLLAMA_MODEL, config.OLLAMA_THINK, config.MODEL_TIMEOUT,
@@ -354,7 +334,7 @@ class Container(containers.DeclarativeContainer):
         ),
         demo=providers.Singleton(_demo_model),
     )
-    tools = providers.Selector(
+    tools: providers.Selector[ToolPort] = providers.Selector(
         config.TOOLS_BACKEND,
         mcp=providers.Resource(_mcp, config.CONFIG_DIR, config.MEMORY_FILE_PATH, config.MCP_START_TIMEOUT,
                                config.TOOL_TIMEOUT),
@@ -371,8 +351,10 @@ class Container(containers.DeclarativeContainer):
     stores = providers.Singleton(_stores, store, threads)
 
     catalog = providers.Singleton(ModelCatalog, model)
-    presets = providers.Singleton(PresetService, providers.Singleton(_presets, backend), catalog.provider)
-    intake = providers.Singleton(_intake, catalog)
+    presets = providers.Singleton(PresetService, backend.provided.presets.call(), catalog.provider)
+    # PDFs are read in worker processes of their own (one pool for chats and imports)
+    pdf_reader = providers.Resource(_pdf_reader, config.PDF_TIMEOUT, config.PDF_MEMORY, config.PDF_WORKERS)
+    intake = providers.Singleton(_intake, catalog, pdf_reader)
     unsaved = providers.Singleton(UnsavedOutcomes)  # outcomes the store refused, as reads show them
     run_service = providers.Singleton(
         RunService,
@@ -381,7 +363,6 @@ class Container(containers.DeclarativeContainer):
         stores=stores,
         engine=engine,
         processes=processes,
-        hub=hub,
         recursion_limit=config.AGENT_RECURSION_LIMIT,
         lease_seconds=config.RUN_LEASE_SECONDS,
         metrics=metrics,
@@ -393,7 +374,6 @@ class Container(containers.DeclarativeContainer):
     supervisor = providers.Singleton(
         Supervisor,
         service=run_service,
-        queue=queue,
         auto_resume=config.AUTO_RESUME,
         event_retention=config.RUN_EVENT_RETENTION_SECONDS,
         approval_timeout=config.APPROVAL_TIMEOUT,
@@ -406,7 +386,8 @@ class Container(containers.DeclarativeContainer):
     search_index = providers.Singleton(_search_index, backend, threads.provider)
     search = providers.Singleton(SearchService, search_index, store)
     allow_rules = providers.Singleton(AllowRules, store)
-    transfer = providers.Singleton(_transfer, store, threads.provider, checkpointer.provider, import_worker)
+    transfer = providers.Singleton(_transfer, store, threads.provider, checkpointer.provider, import_worker, pdf_reader)
+    bulk_worker = providers.Resource(_bulk_worker)
     # the page's login sessions: in the run store's database, whichever it is
     session_store = providers.Singleton(_sessions, backend)
     user_store = providers.Singleton(_users, backend)
@@ -433,11 +414,11 @@ class Container(containers.DeclarativeContainer):
         sessions=sessions.provider,
         users=users.provider,
         transfer=transfer.provider,
+        bulk=bulk_worker.provider,
         files=files.provider,
         attachment_limits=settings.provided.attachment_limits,
         graphs=graphs.provider,
-        presets=presets.provider,
-        auto_title=config.AUTO_TITLE,
+        presets=presets.provider, auto_title=config.AUTO_TITLE,
     )
 
 

@@ -1,30 +1,97 @@
 """The API's JSON for domain values, shared by the HTTP routes, the CLI's --json output and
-the page: built here, at the edge, so renaming a field never touches the domain.
-
-(Two shapes stay next to the values they describe because stored rows hold them: a
-message's and a context view's, kept by the checkpoint log and the thread, and a stream
-event's payload, kept by the run event log.)"""
+the page: built here, at the edge, so renaming a field never touches the domain. What is
+stored has formats of its own, apart from these: the checkpoint log's last message
+(adapters/storage/message_log.py), a reply's context view in the thread
+(adapters/langchain/messages.py) and the stream's payloads the run event log keeps
+(services/stream.py)."""
 
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from domain.approvals import ApprovalRequest
-from domain.attachments import AttachmentLimits
+from domain.attachments import AttachmentLimits, attachment_fields
 from domain.branches import BranchMarker
-from domain.events import approval_call
-from domain.model import Conversation, iso, message_to_dto
+from domain.model import (
+    AssistantMessage,
+    CheckpointSummary,
+    ContextView,
+    Conversation,
+    Message,
+    SummaryMessage,
+    ToolResult,
+    UserMessage,
+    iso,
+)
 from domain.models import ModelInfo
 from domain.queue import QueuedMessage
-from domain.search import MARK_CLOSE, MARK_OPEN, SearchResult
+from domain.search import MARK_CLOSE, MARK_OPEN, SearchPage, SearchResult
 from services.conversations import ConversationDetail
+from services.stream import approval_call
 
-__all__ = [
-    "approval_dto", "decision_dto", "detail_dto", "marker_dto", "message_to_dto", "model_dto", "organised_dto", "pending_dto",
-    "queue_dto", "queued_dto", "search_result_dto", "settings_dto", "snippet_html", "summary_dto",
-]
+
+def message_to_dto(message: Message) -> dict[str, Any]:
+    """The contract's MessageDto."""
+    dto: dict[str, Any] = {"id": message.id, "role": message.role, "content": message.content}
+    if isinstance(message, UserMessage) and message.attachments:
+        dto["attachments"] = [attachment_fields(a) for a in message.attachments]
+    if isinstance(message, AssistantMessage):
+        dto.update(_reply_fields(message))
+    if isinstance(message, ToolResult):
+        dto.update(name=message.name, toolCallId=message.tool_call_id, status=message.status)
+        if message.duration_ms is not None:
+            dto["durationMs"] = message.duration_ms
+        if message.skipped:
+            dto["skipped"] = True
+    if isinstance(message, SummaryMessage):
+        dto["covers"] = message.covers
+    return dto
+
+
+def _reply_fields(message: AssistantMessage) -> dict[str, Any]:
+    dto: dict[str, Any] = {}
+    if message.tool_calls:
+        dto["toolCalls"] = [{"id": c.id, "name": c.name, "args": c.args} for c in message.tool_calls]
+    if message.cut:
+        dto["cut"] = True
+    if message.model:
+        dto["model"] = message.model
+    if message.reasoning:
+        dto["reasoning"] = message.reasoning
+        if message.reasoning_seconds is not None:
+            dto["reasoningSeconds"] = round(message.reasoning_seconds, 1)
+    return dto
+
+
+def context_dto(view: ContextView) -> dict[str, int]:
+    """What the model saw when it wrote a reply (the Context schema)."""
+    return {"sentFrom": view.sent_from, "tokens": view.tokens, "budget": view.budget}
+
+
+def checkpoint_dto(summary: CheckpointSummary) -> dict[str, Any]:
+    """One line of the checkpoint JSONL export."""
+    dto: dict[str, Any] = {
+        "checkpoint_id": summary.checkpoint_id,
+        "created_at": summary.created_at,
+        "step": summary.step,
+        "source": summary.source,
+        "next": list(summary.next),
+        "message_count": summary.message_count,
+        "last_message": message_to_dto(summary.last_message) if summary.last_message else None,
+        "branch": summary.branch,
+    }
+    if summary.run_id:
+        dto["run_id"] = summary.run_id
+    return dto
+
+
+def settings_fields(body: Mapping[str, object]) -> dict[str, object]:
+    """A request's `model`, `system` and `systemMode` under the domain's names
+    (domain.models.settings_change, domain.presets.preset_settings): only those it has."""
+    names = {"model": "model", "system": "system", "systemMode": "system_mode"}
+    return {names[key]: value for key, value in body.items() if key in names}
 
 
 def summary_dto(conversation: Conversation) -> dict[str, Any]:
@@ -121,6 +188,16 @@ def search_result_dto(result: SearchResult) -> dict[str, object]:
     }
 
 
+def search_page_dto(page: SearchPage) -> dict[str, object]:
+    """GET /api/search's body: the results, the next page's cursor, and the inactive
+    branches the search did not look in."""
+    return {
+        "results": [search_result_dto(r) for r in page.results],
+        "nextCursor": page.next_cursor,
+        "unsearched": {"branches": page.unsearched.branches, "conversations": page.unsearched.conversations},
+    }
+
+
 def detail_dto(detail: ConversationDetail) -> dict[str, Any]:
     """A conversation with its messages, as GET /api/conversations/ID begins (`pending_dto`
     and, on a server, `activeRun` complete it)."""
@@ -135,7 +212,7 @@ def detail_dto(detail: ConversationDetail) -> dict[str, Any]:
         "conversation": settings_dto(detail.conversation),
         "messages": messages,
         "resumable": detail.resumable,
-        "context": detail.context.to_dto() if detail.context else None,
+        "context": context_dto(detail.context) if detail.context else None,
         "activeBranch": detail.active_branch,
         "branchCount": max(1, len(detail.branches)),
     }

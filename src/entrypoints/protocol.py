@@ -37,7 +37,7 @@ class _Shared:
 
     busy: set[Any] = field(default_factory=set)  # connections with a request in progress
     # client address -> its connections waiting for a request head, oldest first
-    pending: dict[str, dict[Any, None]] = field(default_factory=lambda: defaultdict(dict))
+    pending: dict[str, dict[_HeadWait, None]] = field(default_factory=lambda: defaultdict(dict))
 
 
 def _reply_and_close(transport: Any, status: bytes, code: str, message: str) -> None:
@@ -47,13 +47,59 @@ def _reply_and_close(transport: Any, status: bytes, code: str, message: str) -> 
     transport.close()
 
 
+class _HeadWait:
+    """One connection's wait for a request head: its deadline, the bytes of the head so far,
+    and its place among its client address's connections waiting for one."""
+
+    def __init__(self, shared: _Shared, timeout: float, loop: asyncio.AbstractEventLoop,
+                 transport: asyncio.Transport, address: str) -> None:
+        self.shared, self.timeout, self.loop, self.transport, self.address = shared, timeout, loop, transport, address
+        self.timer: asyncio.TimerHandle | None = None
+        self.head_bytes = 0
+
+    def arm(self) -> None:
+        self.disarm()
+        self.head_bytes = 0
+        self.timer = self.loop.call_later(self.timeout, self.expired)
+        waiting = self.shared.pending[self.address]
+        waiting[self] = None
+        if len(waiting) > PENDING_PER_CLIENT:  # the client's oldest idle connection makes room
+            oldest = next(iter(waiting))
+            log.info("closing the oldest of %d connections from %s that sent no request", len(waiting), self.address)
+            oldest.disarm()
+            oldest.transport.close()
+
+    def disarm(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        waiting = self.shared.pending.get(self.address)
+        if waiting is not None:
+            waiting.pop(self, None)
+            if not waiting:
+                del self.shared.pending[self.address]
+
+    def expired(self) -> None:  # armed only while no complete request head has come in
+        self.timer = None
+        self.disarm()
+        if not self.transport.is_closing():
+            log.info("closing a connection that sent no complete request within %g s", self.timeout)
+            self.transport.close()
+
+    def too_large(self) -> None:
+        self.disarm()
+        log.info("closing a connection whose request head is over %d bytes", MAX_HEAD)
+        _reply_and_close(self.transport, b"431 Request Header Fields Too Large", "HEADERS_TOO_LARGE",
+                         f"The request line and headers are over {MAX_HEAD} bytes")
+
+
 def head_deadline_protocol(timeout: float, limit: int | None = None) -> type[Any]:
     """The protocol class for uvicorn's `http=` option: on httptools' fast parser when it is
     installed (a product dependency), else on h11 (with uvicorn's own head limit and its
     connection count). `limit`: requests in progress at once (MAX_CONNECTIONS); beyond it,
     503. Connections still sending a head do not count: a hundred idle sockets must not
     refuse the requests being served; they are bounded apart, per client address, the
-    oldest closed first, and each by the head deadline."""
+    oldest closed first, and each by the head deadline (_HeadWait)."""
     try:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
     except ImportError:
@@ -62,63 +108,27 @@ def head_deadline_protocol(timeout: float, limit: int | None = None) -> type[Any
     shared = _Shared()
 
     class HttpToolsHeadDeadline(HttpToolsProtocol):
-        _head_timer: asyncio.TimerHandle | None = None
-        _head_bytes = 0
-        _address = ""
+        _wait: _HeadWait
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
-            self._address = str(self.client[0]) if self.client else ""
-            self._arm()
-
-        def _arm(self) -> None:
-            self._disarm()
-            self._head_bytes = 0
-            self._head_timer = self.loop.call_later(timeout, self._expired)
-            waiting = shared.pending[self._address]
-            waiting[self] = None
-            if len(waiting) > PENDING_PER_CLIENT:  # the client's oldest idle connection makes room
-                oldest = next(iter(waiting))
-                log.info("closing the oldest of %d connections from %s that sent no request", len(waiting), self._address)
-                oldest._disarm()
-                oldest.transport.close()
-
-        def _disarm(self) -> None:
-            if self._head_timer is not None:
-                self._head_timer.cancel()
-                self._head_timer = None
-            waiting = shared.pending.get(self._address)
-            if waiting is not None:
-                waiting.pop(self, None)
-                if not waiting:
-                    del shared.pending[self._address]
-
-        def _expired(self) -> None:  # armed only while no complete request head has come in
-            self._head_timer = None
-            self._disarm()
-            if not self.transport.is_closing():
-                log.info("closing a connection that sent no complete request within %g s", timeout)
-                self.transport.close()
+            self._wait = _HeadWait(shared, timeout, self.loop, transport, str(self.client[0]) if self.client else "")
+            self._wait.arm()
 
         def data_received(self, data: bytes) -> None:
-            if self._head_timer is None:
+            wait = self._wait
+            if wait.timer is None:
                 super().data_received(data)
                 return
-            self._head_bytes += len(data)
+            wait.head_bytes += len(data)
             super().data_received(data)  # the head may end within this chunk (then the timer is off)
-            if self._head_timer is not None and self._head_bytes > MAX_HEAD and not self.transport.is_closing():
-                self._too_large()
-
-        def _too_large(self) -> None:
-            self._disarm()
-            log.info("closing a connection whose request head is over %d bytes", MAX_HEAD)
-            _reply_and_close(self.transport, b"431 Request Header Fields Too Large", "HEADERS_TOO_LARGE",
-                             f"The request line and headers are over {MAX_HEAD} bytes")
+            if wait.timer is not None and wait.head_bytes > MAX_HEAD and not self.transport.is_closing():
+                wait.too_large()
 
         def on_headers_complete(self) -> None:
-            self._disarm()  # the head is in
+            self._wait.disarm()  # the head is in
             if len(self.url) + sum(len(k) + len(v) + 4 for k, v in self.headers) > MAX_HEAD:
-                self._too_large()
+                self._wait.too_large()
                 return
             shared.busy.add(self)
             overloaded = limit is not None and (len(shared.busy) >= limit or len(self.tasks) >= limit)
@@ -129,10 +139,10 @@ def head_deadline_protocol(timeout: float, limit: int | None = None) -> type[Any
             shared.busy.discard(self)
             super().on_response_complete()
             if not self.transport.is_closing():
-                self._arm()
+                self._wait.arm()
 
         def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
+            self._wait.disarm()
             shared.busy.discard(self)
             super().connection_lost(exc)
 

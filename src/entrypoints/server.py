@@ -18,7 +18,7 @@ import logging
 import socket
 from collections.abc import Mapping
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
@@ -33,6 +33,9 @@ from ports.backend import Backend
 from ports.graphs import GraphCatalog
 from ports.model import ModelPort, Readiness
 from services.sessions import SessionService
+
+if TYPE_CHECKING:
+    from entrypoints.container import Container
 
 log = logging.getLogger(__name__)
 
@@ -242,7 +245,7 @@ async def serve_after(main: uvicorn.Server, side: SideServer, sock: socket.socke
     await side.serve(sockets=[sock])
 
 
-def load_graphs(container: Any) -> None:
+def load_graphs(container: Container) -> None:
     """Import the graphs of LANGGRAPH_JSON before anything listens: a file or a graph that
     fails stops start-up with one line naming the file and the error (GraphLoadFailed)."""
     catalog: GraphCatalog = container.graphs()
@@ -252,8 +255,8 @@ def load_graphs(container: Any) -> None:
         print(f"Graphs loaded from {catalog.source}: {ids} (not served yet)", flush=True)
 
 
-def serve(container: Any) -> None:
-    settings: Settings = container.settings()
+def serve(container: Container) -> None:
+    settings = container.settings()
     host, port = settings.HOST, settings.PORT
     load_graphs(container)
     sock = bind(host, port)  # a busy port is the one line a person sees

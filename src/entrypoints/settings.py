@@ -1,11 +1,17 @@
-"""Settings: `config/defaults.yaml` (or built-in defaults), overridden by the environment.
-An empty environment variable counts as unset, as in the reference."""
+"""Settings: one typed, frozen object, read from the environment over `<CONFIG_DIR>/defaults.yaml`
+(which holds only what an installation changes) over the declared defaults. An empty
+environment variable counts as unset.
+
+`Settings` is the table: each field is one declaration, `setting(default, doc, rules...)`,
+with its type as the annotation (entrypoints/settings_rules.py). The checks, the errors and
+the settings table of docs/configuration.md all come from it; a setting is added with one
+declaration (and, if it depends on another, a rule in CROSS_CHECKS)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,76 +22,327 @@ from domain.attachments import (
     ATTACHMENTS_CEILING,
     MAX_ATTACHMENT_BYTES,
     MAX_ATTACHMENTS,
+    MAX_IMAGE_PIXELS,
+    PIXELS_CEILING,
     AttachmentLimits,
     attachment_types,
     size_text,
 )
 from domain.errors import InvalidInput
 from domain.principals import TrustedProxies
+from entrypoints.settings_rules import SettingsError, declarations, merged, read, setting
+
+__all__ = ["MAX_ANSWER_TOKENS", "Settings", "SettingsError", "database_label", "load_settings"]
+
+MIN_CONTEXT = 512
+# the widest window local models serve; LangChain holds every streamed chunk of an answer
+# until it ends (~2.3 KiB a token), so this also bounds what one answer can cost (~300 MiB)
+MAX_ANSWER_TOKENS = 131_072
+MAX_TOOL_TIMEOUT = 86_400
+MAX_SESSION_SECONDS = 400 * 86_400  # browsers cap a cookie's Max-Age at 400 days
+
+
+def _postgres_url(name: str, value: str) -> None:
+    if value and not value.startswith(("postgresql://", "postgres://")):
+        raise SettingsError(f"{name} must be a postgresql:// URL, got {database_label({'DATABASE_URL': value})!r}")
+
+
+def _attachment_types(name: str, value: str) -> None:
+    try:
+        attachment_types(value)
+    except ValueError as e:
+        raise SettingsError(f"{name}: {e}") from None
 
 
 @dataclass(frozen=True)
 class Settings:
-    """Every setting, typed, with its default: the one place defaults are written
-    (config/defaults.yaml documents them, a test keeps the two alike). The names are
-    the environment variables'."""
+    """Every setting, typed, with its default: the one place defaults are written. The
+    names are the environment variables'; each doc line is the docs table's Meaning."""
 
-    DATABASE_PATH: str = "data/db/sophos.db"
-    CONFIG_DIR: str = "config"
-    MEMORY_FILE_PATH: str = "data/memory/memory.jsonl"
-    MODEL_BACKEND: str = "ollama"
-    TOOLS_BACKEND: str = "mcp"
-    OLLAMA_HOST: str = "http://localhost:11434"
-    OLLAMA_MODEL: str = "qwen3"
-    OLLAMA_THINK: str = "auto"  # auto (where /api/show lists `thinking`) | true | false
-    OPENAI_BASE_URL: str = "http://localhost:8080/v1"
-    OPENAI_MODEL: str = "local-model"
-    OPENAI_API_KEY: str = ""
-    MODEL_TIMEOUT: int = 120
-    MODEL_TRANSPORT: str = "auto"  # auto | fast | httpx
-    MODEL_TOOL_CHOICE: str = ""  # auto | required | none; unset: not sent (docs/model.md)
-    MODEL_CONTEXT: int = 8192
-    MODEL_RESERVE: int = 1024  # unset in the environment: at most half of MODEL_CONTEXT
-    MODEL_MAX_TOKENS: int = 0  # the longest answer (tokens); 0: half of MODEL_CONTEXT, at least MODEL_RESERVE (answer_limit)
-    CONTEXT_SUMMARY: bool = False
-    CONTEXT_TOOL_SHARE: float = 0.25
-    AGENT_RECURSION_LIMIT: int = 25
-    RUN_LEASE_SECONDS: float = 30
-    HOST: str = "127.0.0.1"
-    PORT: int = 8000
-    SHUTDOWN_TIMEOUT: int = 30
-    API_TOKEN: str = ""
-    SESSION_SECONDS: float = 30 * 24 * 3600  # a login's fixed lifetime (seconds)
-    AUTH: str = "token"  # token (API_TOKEN, users' tokens) | proxy (also a trusted proxy's user header)
-    TRUSTED_PROXY_IPS: str = ""  # the proxies whose X-Forwarded-For/-Proto (and AUTH=proxy user header) are believed
-    PROXY_USER_HEADER: str = "Remote-User"  # AUTH=proxy: the header naming the user
-    PROXY_AUTO_CREATE: bool = True  # AUTH=proxy: a user first seen is created with role `user` (false: refused)
-    ADMIN_SEES_ALL: bool = False  # admins reach every user's conversations
-    USER_MAX_ACTIVE_RUNS: int = 0  # a user's active runs + queued messages at most; 0 = no limit
-    ALLOWED_HOSTS: str = ""
-    LOG_LEVEL: str = "INFO"
-    SSE_PING_SECONDS: float = 15
-    AUTO_RESUME: bool = False
-    AUTO_TITLE: bool = True  # the model titles a conversation after its first answer (domain.organise)
-    CHECKPOINT_KEEP: int = 3
-    RUN_EVENT_RETENTION_SECONDS: float = 300
-    DATABASE_BUSY_TIMEOUT: float = 5
-    DATABASE_URL: str = ""
-    STORAGE_BACKEND: str = ""  # sqlite, postgres or memory; unset: postgres when DATABASE_URL is set
-    DATABASE_POOL_SIZE: int = 10
-    MCP_START_TIMEOUT: float = 30
-    TOOL_TIMEOUT: float = 120
-    TOOL_APPROVAL: str = "unsafe"
-    APPROVAL_TIMEOUT: float = 0
-    REQUEST_TIMEOUT: float = 10
-    MAX_CONNECTIONS: int = 100
-    LANGGRAPH_API_PORT: int = 2024  # LangGraph's Agent Server API beside the main one; 0 = off
-    LANGGRAPH_API_CORS_ORIGINS: str = ""  # browser origins allowed to call it (comma-separated, or *)
-    LANGGRAPH_JSON: str = ""  # a langgraph.json whose graphs `sophos serve` loads at start-up (adapters.graphs)
-    MAX_QUEUED: int = 20
-    MAX_ATTACHMENT_BYTES: int = MAX_ATTACHMENT_BYTES  # one attached file at most (bytes)
-    MAX_ATTACHMENTS: int = MAX_ATTACHMENTS  # files one message may carry; 0 = attachments off
-    ATTACHMENT_TYPES: str = "text,image,pdf"  # kinds or media types a message may carry (domain.attachments)
+    DATABASE_PATH: str = setting("data/db/sophos.db", "the SQLite file (its directory is created)")
+    CONFIG_DIR: str = setting("config", "holds `system.md`, `mcp.json`, `defaults.yaml`", env_only=True)
+    MEMORY_FILE_PATH: str = setting(
+        "data/memory/memory.jsonl", "the Memory server's file; replaces `${MEMORY_FILE_PATH}` in `mcp.json`",
+    )
+    MODEL_BACKEND: str = setting(
+        "ollama", "`ollama`, `openai` (any OpenAI-compatible server) or `demo` (offline)",
+        choices=("ollama", "openai", "demo"),
+    )
+    TOOLS_BACKEND: str = setting(
+        "mcp", "`mcp` (servers of `mcp.json`), `demo` (two built-in tools) or `none`",
+        choices=("mcp", "demo", "none"),
+    )
+    OLLAMA_HOST: str = setting("http://localhost:11434", "Ollama server")
+    OLLAMA_MODEL: str = setting("qwen3", "model name; readiness matches it as a substring")
+    OLLAMA_THINK: str = setting(
+        "auto",
+        "`auto`: ask a model to think where Ollama's `/api/show` lists the `thinking` capability (not "
+        "asked when it lists none; left to the server when it says nothing); `true` / `false`: always / "
+        "never. The thinking streams as `reasoning` events and is stored with the answer ([api](api.md))",
+        choices=("auto", "true", "false"),
+    )
+    OPENAI_BASE_URL: str = setting(
+        "http://localhost:8080/v1", "OpenAI-compatible server (llama.cpp, vLLM, LM Studio)",
+    )
+    OPENAI_MODEL: str = setting("local-model", "its model name")
+    OPENAI_API_KEY: str = setting("", "its key, if it wants one")
+    MODEL_TIMEOUT: int = setting(
+        120, "seconds; a model server that stalls longer fails the run with `MODEL_UNREACHABLE`",
+    )
+    MODEL_TRANSPORT: str = setting(
+        "auto",
+        "how model calls reach the server: `fast` (Sophos's httptools transport), `httpx` (httpx's own, "
+        "with the proxy `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY` name unless `NO_PROXY` exempts the host), "
+        "`auto` (httpx's when such a proxy applies, else fast); TLS is verified with httpx's CAs "
+        "(certifi, or `SSL_CERT_FILE`/`SSL_CERT_DIR`), for the readiness check too",
+        choices=("auto", "fast", "httpx"),
+    )
+    MODEL_TOOL_CHOICE: str = setting(
+        "",
+        "`auto`, `required` or `none`: sent as `tool_choice` to an OpenAI-compatible server "
+        "(llama-cpp-python's function-calling formats ignore tools without it); on Ollama, whose API has "
+        "none, `none` sends no tools and `required` is not sent. Unset: not sent. `required` makes every "
+        "call call a tool, so a run goes on until `AGENT_RECURSION_LIMIT`. See [the tool-calling "
+        "table](model.md#tool-calling)",
+        choices=("", "auto", "required", "none"), shown="(unset)",
+    )
+    MODEL_CONTEXT: int = setting(
+        8192,
+        "tokens the model reads: sent to Ollama as `num_ctx`; with `MODEL_RESERVE`, the budget of every "
+        "prompt (see [the context budget](context.md))",
+        low=MIN_CONTEXT, unit="tokens",
+    )
+    MODEL_RESERVE: int = setting(
+        1024,
+        "tokens of `MODEL_CONTEXT` kept for the answer (at most half of it; unless set in the "
+        "environment, it shrinks to half of a small `MODEL_CONTEXT`, so `MODEL_CONTEXT=1024` alone "
+        "starts)",
+        low=0, said="between 0 and half of MODEL_CONTEXT",
+    )
+    MODEL_MAX_TOKENS: int = setting(
+        0,
+        "tokens one answer may have, thinking included (1 to 131,072; `0`: half of `MODEL_CONTEXT`, and "
+        "never less than `MODEL_RESERVE`). A model in a loop stops there instead of filling the server's "
+        "window; the reserve alone (1,024) would cut a thinking model's answers and long programs. Sent "
+        "to the server (Ollama `num_predict`, OpenAI-compatible `max_tokens`) and enforced while "
+        "streaming; an answer that reaches it is stopped there, its text kept, and the run fails "
+        "`ANSWER_TOO_LONG` (see [hardening](hardening.md))",
+        low=0, high=MAX_ANSWER_TOKENS, said=f"between 1 and {MAX_ANSWER_TOKENS} tokens, or 0 (half of MODEL_CONTEXT)", shown="`0` (= half of `MODEL_CONTEXT`)",
+    )
+    CONTEXT_SUMMARY: bool = setting(
+        False,
+        "`true`: messages that no longer fit are summarized once by the model and the summary is stored "
+        "in the thread; otherwise they are left out",
+    )
+    CONTEXT_TOOL_SHARE: float = setting(
+        0.25,
+        "a tool result larger than this share of the budget is sent shortened (head and tail); the thread"
+        " keeps it whole",
+        low=0.05, high=1,
+    )
+    AGENT_RECURSION_LIMIT: int = setting(
+        25, "steps per run (an agent → tools round trip is 2); invalid values mean 25",
+        low=1, fallback=True,
+    )
+    RUN_LEASE_SECONDS: float = setting(
+        30,
+        "the owner renews its runs' lease every third of this; a run whose lease is older (by the "
+        "database's clock) may be taken over",
+    )
+    HOST: str = setting(
+        "127.0.0.1", "listen address; a non-loopback address requires `API_TOKEN` (or `AUTH=proxy`)",
+    )
+    PORT: int = setting(8000, "listen port")
+    SHUTDOWN_TIMEOUT: int = setting(30, "seconds runs may take to finish after SIGTERM/SIGINT")
+    API_TOKEN: str = setting(
+        "",
+        "when set, every `/api` route but `healthz` and `session`, and `/metrics`, needs `Authorization: "
+        "Bearer <token>` (any case of `Bearer`) or the page's login cookie",
+    )
+    SESSION_SECONDS: float = setting(
+        30 * 24 * 3600,
+        "seconds a page login lasts, from the login (30 days; use does not extend it; 1 to 34,560,000, "
+        "400 days); log-out ends it at once (see [security](security.md#the-page-and-api_token))",
+        low=1, high=MAX_SESSION_SECONDS, said=f"between 1 and {MAX_SESSION_SECONDS} (400 days)",
+    )
+    AUTH: str = setting(
+        "token",
+        "`token`: `API_TOKEN` (the bootstrap admin) and users' tokens (`sophos users`); `proxy`: also a "
+        "trusted proxy's user header ([users](users.md#single-sign-on-through-a-proxy-authproxy))",
+        choices=("token", "proxy"),
+    )
+    TRUSTED_PROXY_IPS: str = setting(
+        "",
+        "the reverse proxies in front of Sophos: addresses or networks, comma-separated (`127.0.0.1`, "
+        "`10.1.0.0/16`). Only from these peers are `X-Forwarded-For` (the client's address, which the "
+        "failed-login limit counts), `X-Forwarded-Proto` (https at the proxy) and, with `AUTH=proxy` (where "
+        "it is required), the user header believed; from any other peer they are ignored. Empty: no proxy "
+        "is believed ([security](security.md#behind-a-reverse-proxy))",
+    )
+    PROXY_USER_HEADER: str = setting(
+        "Remote-User",
+        "`AUTH=proxy`: the header naming the user (`X-Forwarded-User`, `X-Forwarded-Email`, …)",
+    )
+    PROXY_AUTO_CREATE: bool = setting(
+        True,
+        "`AUTH=proxy`: a user first seen is created with role `user`; `false` refuses them until `sophos "
+        "users add`",
+    )
+    ADMIN_SEES_ALL: bool = setting(
+        False, "`true`: admins reach every user's conversations (otherwise only their own)",
+    )
+    USER_MAX_ACTIVE_RUNS: int = setting(
+        0,
+        "a user's running runs plus queued messages at most; beyond it 429 `USER_LIMIT` (0: no limit; the"
+        " bootstrap admin is not limited)",
+        low=0, said="0 (no limit) or a number of runs",
+    )
+    ALLOWED_HOSTS: str = setting(
+        "",
+        "host names served besides `localhost`, IP addresses and `HOST`, comma-separated; `.example.com` "
+        "means that domain and its subdomains; ports ignored (see [security: host "
+        "checking](security.md#host-checking))",
+    )
+    LOG_LEVEL: str = setting("INFO", "server log level")
+    SSE_PING_SECONDS: float = setting(15, "keep-alive `ping` interval on event streams")
+    AUTO_RESUME: bool = setting(
+        False,
+        "`true`: the server resumes interrupted runs (those needing no decision) at start-up and, while "
+        "it runs, those whose owner died",
+    )
+    AUTO_TITLE: bool = setting(True, "after a conversation's first answer the model writes its title, off the run's "
+                               "critical path (the request is in [the model](model.md#the-title-of-a-conversation)); "
+                               "`false`: the first message's line stays")
+    CHECKPOINT_KEEP: int = setting(
+        3,
+        "full checkpoints kept per thread; older ones are deleted as new ones are written (`0` keeps all,"
+        " as plain LangGraph does). The export history keeps every checkpoint",
+    )
+    RUN_EVENT_RETENTION_SECONDS: float = setting(
+        300, "how long a finished run's events stay in the database for late or cross-process followers",
+    )
+    DATABASE_BUSY_TIMEOUT: float = setting(
+        5,
+        "seconds a write waits for another process's write lock (on PostgreSQL: for a pooled connection "
+        "or a database that is down) before answering 503 `STORAGE_FAILURE`",
+    )
+    DATABASE_URL: str = setting(
+        "",
+        "`postgresql://user:pass@host:5432/db`: PostgreSQL holds everything instead of the SQLite file, "
+        "for every command; several processes may share it (see [operations](operations.md))",
+        check=_postgres_url, said="empty, or a `postgresql://` (or `postgres://`) URL",
+    )
+    STORAGE_BACKEND: str = setting(
+        "",
+        "`sqlite` (the file at `DATABASE_PATH`), `postgres` (needs `DATABASE_URL`) or `memory` (nothing "
+        "kept after the process exits: tests, trying things out). Unset: `postgres` when `DATABASE_URL` "
+        "is set, else `sqlite`, as before the setting existed; `sqlite` with a `DATABASE_URL` set uses "
+        "the file and ignores the URL",
+        choices=("", "sqlite", "postgres", "memory"), shown="(derived)",
+    )
+    DATABASE_POOL_SIZE: int = setting(
+        10, "PostgreSQL connections per process at most (plus one held for liveness and notifications)",
+        low=1,
+    )
+    MCP_START_TIMEOUT: float = setting(
+        30,
+        "seconds one attempt to start an MCP server (spawn, initialize, list tools) may take; a server "
+        "that fails is retried in the background",
+    )
+    TOOL_TIMEOUT: float = setting(
+        120,
+        "seconds a tool call may take (an entry's `\"timeout\"` in `mcp.json` sets its own); a call unsafe "
+        "to repeat that outlives it is an unknown outcome (`TOOL_OUTCOME_UNKNOWN`), a safe one a failure "
+        "the model sees",
+        above=0, high=MAX_TOOL_TIMEOUT,
+    )
+    TOOL_APPROVAL: str = setting(
+        "unsafe",
+        "which tool calls wait for a person's approval: `unsafe` (destructive, not idempotent, not "
+        "read-only), `all` or `off`; `mcp.json` may add `approve`/`autoApprove` globs per server (see "
+        "[Asking before acting](approvals.md))",
+        choices=("off", "unsafe", "all"),
+    )
+    APPROVAL_TIMEOUT: float = setting(
+        0,
+        "seconds after which an unanswered approval is rejected by the server and the conversation "
+        "continues; `0` waits for ever",
+        low=0, said="0 (off) or a number of seconds",
+    )
+    REQUEST_TIMEOUT: float = setting(
+        10,
+        "seconds a client may take to send a request's line and headers (else the connection is closed), "
+        "and again its body (else 408 `REQUEST_TIMEOUT`)",
+    )
+    MAX_CONNECTIONS: int = setting(
+        100, "open connections served at once, event streams included; beyond it, 503 at once",
+    )
+    LANGGRAPH_API_PORT: int = setting(
+        2024,
+        "port of LangGraph's Agent Server API, served by `sophos serve` beside the main one on `HOST` "
+        "(the SDKs and Agent Chat UI; see [the LangGraph API](langgraph-api.md)); `0` turns it off. Unset "
+        "(or left at 2024 in `defaults.yaml`) and taken by another program (`langgraph dev` uses 2024 too): "
+        "one warning naming the port and this setting, and the page and `/api` are served without it; set "
+        "in the environment (or to another port) and taken: `serve` refuses to start (`ADDRESS_IN_USE`, "
+        "exit 6)",
+        low=0, high=65535, said="a port (1-65535) or 0 (off)",
+    )
+    LANGGRAPH_API_CORS_ORIGINS: str = setting(
+        "",
+        "browser origins allowed to call the LangGraph API (comma-separated, e.g. `http://localhost:3000`"
+        " for Agent Chat UI, or `*`); others' cross-origin writes get 403. Needs a login: `sophos serve` "
+        "refuses it (exit code 2) while no `API_TOKEN`, user or `AUTH=proxy` is set, and a request from "
+        "another origin needs a token it sends itself (401 without) "
+        "([security](security.md#the-langgraph-api-and-cors))",
+    )
+    LANGGRAPH_JSON: str = setting(
+        "",
+        "a `langgraph.json` (langgraph-cli's format) whose graphs `sophos serve` imports at start-up, "
+        "stopping with one line naming the file and the error when one fails (`--langgraph-json PATH`; "
+        "`sophos graphs` lists them); see [Your own graphs](langgraph-api.md#your-own-graphs): they are not "
+        "served yet",
+    )
+    MAX_QUEUED: int = setting(
+        20,
+        "messages that may wait in one conversation's queue (`multitask: \"enqueue\"`, [api](api.md)); "
+        "beyond it, 429 `QUEUE_FULL` (1 to 1000)",
+        low=1, high=1000,
+    )
+    MAX_ATTACHMENT_BYTES: int = setting(
+        MAX_ATTACHMENT_BYTES,
+        "one attached file at most, in bytes (10 MB; 1 to 67,108,864, 64 MB); beyond it, 413 "
+        "`ATTACHMENT_TOO_LARGE`. A chat body may hold every file at once, base64-encoded, so the request "
+        "limit follows: `MAX_ATTACHMENTS` × 4/3 × this",
+        low=1, high=ATTACHMENT_BYTES_CEILING, said=f"between 1 and {ATTACHMENT_BYTES_CEILING} ({size_text(ATTACHMENT_BYTES_CEILING)})",
+    )
+    MAX_ATTACHMENTS: int = setting(
+        MAX_ATTACHMENTS,
+        "files one message may carry (0 to 32); beyond it, 400 `TOO_MANY_ATTACHMENTS`; `0` turns "
+        "attachments off (the page hides its attach button)",
+        low=0, high=ATTACHMENTS_CEILING, said=f"between 0 (off) and {ATTACHMENTS_CEILING}",
+    )
+    ATTACHMENT_TYPES: str = setting(
+        "text,image,pdf",
+        "what a message may carry, comma-separated: the kinds `text` (plain text, code, Markdown, CSV, "
+        "JSON, YAML…), `image` (PNG, JPEG, GIF, WebP), `pdf`; `text/*` and `image/*`; or single media "
+        "types Sophos reads (`text/markdown`, `image/png`, …). A type Sophos cannot read (SVG, a binary) "
+        "cannot be let in; another is 415 `ATTACHMENT_TYPE_NOT_ALLOWED`. Imports read back any file a "
+        "Sophos could have stored",
+        check=_attachment_types, said="comma-separated kinds (`text`, `image`, `pdf`) or media types",
+    )
+    MAX_IMAGE_PIXELS: int = setting(
+        MAX_IMAGE_PIXELS, "an attached image's width × height at most, as its header declares them (and 16,384 "
+        "pixels a side); beyond it, 400 `ATTACHMENT_UNREADABLE`. Imports read back any a Sophos could accept",
+        low=1, high=PIXELS_CEILING, unit="pixels",
+    )
+    PDF_TIMEOUT: float = setting(20, "seconds a PDF's text may take to read, in a worker process killed then (400 "
+                                 "`ATTACHMENT_UNREADABLE`), and to wait for a free worker (503 `PDF_BUSY`) "
+                                 "([attachments](attachments.md#reading-a-pdf-its-cost-bounded))",
+                                 above=0, high=3600, unit="seconds")
+    PDF_MEMORY: int = setting(512 * 1024 * 1024, "bytes of memory (address space) a PDF worker process may use "
+                              "(pypdf alone takes ~45 MB); a PDF needing more: 400 `ATTACHMENT_UNREADABLE`",
+                              low=128 * 1024 * 1024, unit="bytes")
+    PDF_WORKERS: int = setting(2, "PDFs read at once, each by a worker process of its own", low=1, high=64)
 
     @property
     def answer_limit(self) -> int:
@@ -99,162 +356,87 @@ class Settings:
     @property
     def attachment_limits(self) -> AttachmentLimits:
         """What a message may carry, as every edge checks it."""
-        return AttachmentLimits(self.MAX_ATTACHMENT_BYTES, self.MAX_ATTACHMENTS, attachment_types(self.ATTACHMENT_TYPES))
+        return AttachmentLimits(self.MAX_ATTACHMENT_BYTES, self.MAX_ATTACHMENTS, attachment_types(self.ATTACHMENT_TYPES),
+                                self.MAX_IMAGE_PIXELS)
 
     @property
     def storage_backend(self) -> str:
-        """sqlite, postgres or memory: STORAGE_BACKEND as load_settings resolved it."""
+        """sqlite, postgres or memory: STORAGE_BACKEND, or what an unset one means."""
         return self.STORAGE_BACKEND or ("postgres" if self.DATABASE_URL else "sqlite")
 
 
-DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Settings)}
-BOOLS = {f.name for f in fields(Settings) if f.type == "bool"}
-INTS = {f.name for f in fields(Settings) if f.type == "int"}
-FLOATS = {f.name for f in fields(Settings) if f.type == "float"}
-STRINGS = {f.name for f in fields(Settings) if f.type == "str"}
+# --- the rules between settings ---------------------------------------------------------
 
 
-class SettingsError(ValueError):
-    """Raised when a setting has a value that cannot be used."""
+def _reserve_fits(s: dict[str, Any], env: Mapping[str, str]) -> None:
+    # a default reserve that a small window cannot hold shrinks to fit: MODEL_CONTEXT=1024
+    # alone must start (one set by hand over half the window is still an error)
+    if not env.get("MODEL_RESERVE"):
+        s["MODEL_RESERVE"] = min(s["MODEL_RESERVE"], s["MODEL_CONTEXT"] // 2)
+    if s["MODEL_RESERVE"] > s["MODEL_CONTEXT"] // 2:
+        raise SettingsError(f"MODEL_RESERVE must be between 0 and half of MODEL_CONTEXT ({s['MODEL_CONTEXT'] // 2}), "
+                            f"got {s['MODEL_RESERVE']}")
+
+
+def _proxy_named(s: dict[str, Any], env: Mapping[str, str]) -> None:
+    try:
+        TrustedProxies(s["TRUSTED_PROXY_IPS"])
+    except InvalidInput as e:
+        raise SettingsError(e.message) from None
+    if s["AUTH"] != "proxy":
+        return
+    if not s["TRUSTED_PROXY_IPS"].strip():
+        raise SettingsError("AUTH=proxy needs TRUSTED_PROXY_IPS (the proxies' addresses)")
+    if not s["PROXY_USER_HEADER"].strip():
+        raise SettingsError("PROXY_USER_HEADER must name a header (e.g. Remote-User)")
+
+
+def _postgres_has_url(s: dict[str, Any], env: Mapping[str, str]) -> None:
+    # unset keeps what configurations meant before the setting existed: a URL means PostgreSQL
+    if s["STORAGE_BACKEND"] == "postgres" and not s["DATABASE_URL"]:
+        raise SettingsError("STORAGE_BACKEND=postgres needs DATABASE_URL (a postgresql:// URL)")
+
+
+# each (settings so far, environment) -> None, after every value passed its own declaration
+CROSS_CHECKS: tuple[Callable[[dict[str, Any], Mapping[str, str]], None], ...] = (
+    _reserve_fits, _proxy_named, _postgres_has_url,
+)
+
+
+def _defaults_file(path: Path) -> dict[str, Any]:
+    """The settings a defaults file changes (none when there is no file)."""
+    if not path.is_file():
+        return {}
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as e:
+        raise SettingsError(f"{path}: not valid YAML ({e})") from e
+    if not isinstance(loaded, dict):
+        raise SettingsError(f"{path}: must map setting names to values")
+    return loaded
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
-    """The settings from `config/defaults.yaml` and the environment (`env`, or the process's);
-    SettingsError names the first value that cannot be used."""
+    """The settings from the environment (`env`, or the process's) over `defaults.yaml` over
+    the declared defaults; SettingsError names the first value that cannot be used."""
     env = os.environ if env is None else env
-    settings = dict(DEFAULTS)
-    config_dir = env.get("CONFIG_DIR") or DEFAULTS["CONFIG_DIR"]
-    settings["CONFIG_DIR"] = config_dir
-    defaults_file = Path(config_dir) / "defaults.yaml"
-    if defaults_file.is_file():
-        try:
-            loaded = yaml.safe_load(defaults_file.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as e:
-            raise SettingsError(f"{defaults_file}: not valid YAML ({e})") from e
-        if not isinstance(loaded, dict):
-            raise SettingsError(f"{defaults_file}: must map setting names to values")
-        # CONFIG_DIR is listed there for completeness: where the file is cannot come from it
-        settings.update({k: v for k, v in loaded.items() if k in DEFAULTS and k != "CONFIG_DIR" and v is not None})
-    for key in DEFAULTS:
-        value = env.get(key)
-        if value:
-            settings[key] = value
-    for key in INTS:
-        try:
-            settings[key] = int(settings[key])
-        except (TypeError, ValueError):
-            if key == "AGENT_RECURSION_LIMIT":
-                settings[key] = 25  # the reference's rule: invalid means the default
-                continue
-            raise SettingsError(f"{key} must be a whole number, got {settings[key]!r}") from None
-    for key in FLOATS:
-        try:
-            settings[key] = float(settings[key])
-        except (TypeError, ValueError):
-            raise SettingsError(f"{key} must be a number, got {settings[key]!r}") from None
-    if not 0 <= settings["MODEL_MAX_TOKENS"] <= MAX_ANSWER_TOKENS:
-        raise SettingsError(
-            f"MODEL_MAX_TOKENS must be between 1 and {MAX_ANSWER_TOKENS} tokens (0: MODEL_RESERVE), got {settings['MODEL_MAX_TOKENS']}"
-        )
-    if settings["AGENT_RECURSION_LIMIT"] <= 0:
-        settings["AGENT_RECURSION_LIMIT"] = 25  # the reference's rule: invalid means default
-    if not env.get("MODEL_RESERVE"):
-        # a default reserve that a small window cannot hold shrinks to fit: MODEL_CONTEXT=1024
-        # alone must start (one set by hand over half the window is still an error)
-        settings["MODEL_RESERVE"] = min(settings["MODEL_RESERVE"], settings["MODEL_CONTEXT"] // 2)
-    _check_context(settings)
-    for key in BOOLS:
-        settings[key] = str(settings[key]).lower() == "true"
-    for key in ("MODEL_BACKEND", "TOOLS_BACKEND", "MODEL_TRANSPORT", "OLLAMA_THINK"):
-        settings[key] = str(settings[key]).strip().lower()
-    if settings["OLLAMA_THINK"] not in ("auto", "true", "false"):
-        raise SettingsError(f"OLLAMA_THINK must be auto, true or false, got {settings['OLLAMA_THINK']!r}")
-    if settings["MODEL_BACKEND"] not in ("ollama", "openai", "demo"):
-        raise SettingsError(f"MODEL_BACKEND must be ollama, openai or demo, got {settings['MODEL_BACKEND']!r}")
-    settings["MODEL_TOOL_CHOICE"] = str(settings["MODEL_TOOL_CHOICE"]).strip().lower()
-    if settings["MODEL_TOOL_CHOICE"] not in TOOL_CHOICES:
-        raise SettingsError(f"MODEL_TOOL_CHOICE must be auto, required or none (or unset), got {settings['MODEL_TOOL_CHOICE']!r}")
-    if settings["MODEL_TRANSPORT"] not in ("auto", "fast", "httpx"):
-        raise SettingsError(f"MODEL_TRANSPORT must be auto, fast or httpx, got {settings['MODEL_TRANSPORT']!r}")
-    if settings["TOOLS_BACKEND"] not in ("mcp", "demo", "none"):
-        raise SettingsError(f"TOOLS_BACKEND must be mcp, demo or none, got {settings['TOOLS_BACKEND']!r}")
-    settings["TOOL_APPROVAL"] = str(settings["TOOL_APPROVAL"]).strip().lower()
-    if settings["TOOL_APPROVAL"] not in ("off", "unsafe", "all"):
-        raise SettingsError(f"TOOL_APPROVAL must be off, unsafe or all, got {settings['TOOL_APPROVAL']!r}")
-    if not 0 < settings["TOOL_TIMEOUT"] <= MAX_TOOL_TIMEOUT:
-        raise SettingsError(f"TOOL_TIMEOUT must be a number of seconds above 0, at most {MAX_TOOL_TIMEOUT}")
-    if not 1 <= settings["SESSION_SECONDS"] <= MAX_SESSION_SECONDS:
-        raise SettingsError(f"SESSION_SECONDS must be between 1 and {MAX_SESSION_SECONDS} (400 days)")
-    if not 1 <= settings["MAX_QUEUED"] <= 1000:
-        raise SettingsError(f"MAX_QUEUED must be between 1 and 1000, got {settings['MAX_QUEUED']}")
-    if not 1 <= settings["MAX_ATTACHMENT_BYTES"] <= ATTACHMENT_BYTES_CEILING:
-        raise SettingsError(f"MAX_ATTACHMENT_BYTES must be between 1 and {ATTACHMENT_BYTES_CEILING} "
-                            f"({size_text(ATTACHMENT_BYTES_CEILING)}), got {settings['MAX_ATTACHMENT_BYTES']}")
-    if not 0 <= settings["MAX_ATTACHMENTS"] <= ATTACHMENTS_CEILING:
-        raise SettingsError(f"MAX_ATTACHMENTS must be between 0 (off) and {ATTACHMENTS_CEILING}, got {settings['MAX_ATTACHMENTS']}")
-    try:
-        attachment_types(str(settings["ATTACHMENT_TYPES"]))
-    except ValueError as e:
-        raise SettingsError(f"ATTACHMENT_TYPES: {e}") from None
-    settings["AUTH"] = str(settings["AUTH"]).strip().lower()
-    if settings["AUTH"] not in ("token", "proxy"):
-        raise SettingsError(f"AUTH must be token or proxy, got {settings['AUTH']!r}")
-    if settings["AUTH"] == "proxy" and not str(settings["TRUSTED_PROXY_IPS"]).strip():
-        raise SettingsError("AUTH=proxy needs TRUSTED_PROXY_IPS (the proxies' addresses)")
-    try:
-        TrustedProxies(str(settings["TRUSTED_PROXY_IPS"]))
-    except InvalidInput as e:
-        raise SettingsError(e.message) from None
-    if settings["AUTH"] == "proxy":
-        if not str(settings["PROXY_USER_HEADER"]).strip():
-            raise SettingsError("PROXY_USER_HEADER must name a header (e.g. Remote-User)")
-    if settings["USER_MAX_ACTIVE_RUNS"] < 0:
-        raise SettingsError("USER_MAX_ACTIVE_RUNS must be 0 (no limit) or a number of runs")
-    if settings["APPROVAL_TIMEOUT"] < 0:
-        raise SettingsError("APPROVAL_TIMEOUT must be 0 (off) or a number of seconds")
-    url = str(settings["DATABASE_URL"])
-    if url and not url.startswith(("postgresql://", "postgres://")):
-        raise SettingsError(f"DATABASE_URL must be a postgresql:// URL, got {database_label(settings)!r}")
-    if not 0 <= settings["LANGGRAPH_API_PORT"] <= 65535:
-        raise SettingsError("LANGGRAPH_API_PORT must be a port (1-65535) or 0 (off)")
-    if settings["DATABASE_POOL_SIZE"] < 1:
-        raise SettingsError("DATABASE_POOL_SIZE must be at least 1")
-    # unset keeps what configurations meant before the setting existed: a URL means PostgreSQL
-    backend = str(settings["STORAGE_BACKEND"]).strip().lower() or ("postgres" if url else "sqlite")
-    if backend not in ("sqlite", "postgres", "memory"):
-        raise SettingsError(f"STORAGE_BACKEND must be sqlite, postgres or memory, got {settings['STORAGE_BACKEND']!r}")
-    if backend == "postgres" and not url:
-        raise SettingsError("STORAGE_BACKEND=postgres needs DATABASE_URL (a postgresql:// URL)")
-    settings["STORAGE_BACKEND"] = str(settings["STORAGE_BACKEND"]).strip().lower()  # "": see storage_backend
-    for key in STRINGS:
-        settings[key] = str(settings[key])  # YAML reads `model: 7` as a number
-    return Settings(**settings)
-
-
-MIN_CONTEXT = 512
-TOOL_CHOICES = ("", "auto", "required", "none")
-# the widest window local models serve; LangChain holds every streamed chunk of an answer
-# until it ends (~2.3 KiB a token), so this also bounds what one answer can cost (~300 MiB)
-MAX_ANSWER_TOKENS = 131_072
-MAX_TOOL_TIMEOUT = 86_400
-MAX_SESSION_SECONDS = 400 * 86_400  # browsers cap a cookie's Max-Age at 400 days
-
-
-def _check_context(settings: dict[str, Any]) -> None:
-    window, reserve, share = settings["MODEL_CONTEXT"], settings["MODEL_RESERVE"], settings["CONTEXT_TOOL_SHARE"]
-    if window < MIN_CONTEXT:
-        raise SettingsError(f"MODEL_CONTEXT must be at least {MIN_CONTEXT} tokens, got {window}")
-    if not 0 <= reserve <= window // 2:
-        raise SettingsError(f"MODEL_RESERVE must be between 0 and half of MODEL_CONTEXT ({window // 2}), got {reserve}")
-    if not 0.05 <= share <= 1:
-        raise SettingsError(f"CONTEXT_TOOL_SHARE must be between 0.05 and 1, got {share}")
+    declared = declarations(Settings)
+    defaults = {d.name: d.default for d in declared}
+    config_dir = env.get("CONFIG_DIR") or defaults["CONFIG_DIR"]
+    fixed = {d.name for d in declared if d.rule.env_only}
+    raw = merged(defaults, _defaults_file(Path(config_dir) / "defaults.yaml"), env, fixed)
+    values = {d.name: read(d, raw[d.name]) for d in declared}
+    for check in CROSS_CHECKS:
+        check(values, env)
+    return Settings(**values)
 
 
 def chosen(name: str, settings: Settings, env: Mapping[str, str] | None = None) -> bool:
     """Whether a person chose the setting `name`: set in the environment (`env`, or the
-    process's), or to another value than the built-in default in `config/defaults.yaml`."""
+    process's), or to another value than its declared default (in `config/defaults.yaml`)."""
     env = os.environ if env is None else env
-    return bool(env.get(name)) or getattr(settings, name) != DEFAULTS[name]
+    default = next(d.default for d in declarations(Settings) if d.name == name)
+    return bool(env.get(name)) or getattr(settings, name) != default
 
 
 def database_label(settings: Mapping[str, Any]) -> str:

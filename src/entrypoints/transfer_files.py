@@ -11,7 +11,8 @@ from datetime import datetime
 
 from domain.errors import InvalidImport
 from domain.model import Conversation
-from domain.transfer import LIMITS, ConversationCopy, file_name, to_document
+from domain.transfer import LIMITS, ConversationCopy, file_name
+from entrypoints.transfer_document import to_document
 
 ZIP_MAGIC = b"PK\x03\x04"
 

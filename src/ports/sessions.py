@@ -26,13 +26,10 @@ class SessionStore(Protocol):
         the store as small as the live sessions. A key stored already is replaced."""
 
     @abstractmethod
-    async def valid(self, key: str, fingerprint: str, now: datetime) -> bool:
-        """Whether `key` names a stored session made under `fingerprint` that has not expired
-        at `now` (`now < expires_at`). Only reads."""
-
-    @abstractmethod
     async def user_of(self, key: str, fingerprint: str, now: datetime) -> str | None:
-        """The user id of the session `key` names when it is `valid`; None otherwise. Only reads."""
+        """The user id of the session `key` names when it is a stored session made under
+        `fingerprint` that has not expired at `now` (`now < expires_at`); None otherwise.
+        Only reads."""
 
     @abstractmethod
     async def delete(self, key: str) -> bool:
@@ -41,7 +38,3 @@ class SessionStore(Protocol):
     @abstractmethod
     async def delete_principal(self, principal: str) -> int:
         """Delete every session of that user (log-out everywhere, a revoke, a disable); how many."""
-
-    @abstractmethod
-    async def delete_all(self) -> int:
-        """Delete every session (log out everywhere); how many there were."""

@@ -20,7 +20,6 @@ from domain.errors import (
     NotSupported,
     SessionInProgress,
 )
-from domain.export import checkpoint_jsonl, markdown_transcript
 from domain.ids import MAX_MATCHES, parse_id_prefix
 from domain.lifecycle import resumable
 from domain.model import (
@@ -98,6 +97,28 @@ def latest_context(messages: Sequence[Message]) -> ContextView | None:
 class Page:
     conversations: Sequence[Conversation]
     next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """The active branch's messages; `sent_from`: where the model's view began on its latest
+    call; `branch`: (active branch, number of branches) of a conversation that has several."""
+
+    conversation: Conversation
+    messages: Sequence[Message]
+    sent_from: int | None = None
+    branch: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class CheckpointHistory:
+    """Every checkpoint the thread's log keeps, oldest first, and `content(branch)`: a
+    branch's messages now (None for one it cannot tell), for the messages a checkpoint took
+    in before its last one."""
+
+    conversation: Conversation
+    checkpoints: Sequence[CheckpointSummary]
+    content: Callable[[int], Sequence[Message] | None]
 
 
 def encode_cursor(c: Conversation) -> str:
@@ -309,25 +330,27 @@ class ConversationService:
             raise BranchNotFound(f"Branch {number} does not exist")
         return found
 
-    async def export_markdown(self, conversation: object, *, by: Principal = LOCAL) -> tuple[Conversation, str]:
+    async def transcript(self, conversation: object, *, by: Principal = LOCAL) -> Transcript:
+        """What the Markdown export shows (entrypoints/export.py writes it)."""
         conv = await self.summary(conversation, by=by)
         messages = (await self.checkpoints.get_thread(conv.id)).messages
         view = latest_context(messages)
         branches = tuple(await self.branch_store.branches(conv.id)) if self.branch_store else ()
         active = next((b.number for b in branches if b.active), 1)
         where = (active, len(branches)) if len(branches) > 1 else None
-        return conv, markdown_transcript(conv, messages, view.sent_from if view else None, where)
+        return Transcript(conv, messages, view.sent_from if view else None, where)
 
-    async def export_jsonl(self, conversation: object, *, by: Principal = LOCAL) -> tuple[Conversation, str]:
+    async def export_history(self, conversation: object, *, by: Principal = LOCAL) -> CheckpointHistory:
+        """What the checkpoint JSONL export lists (entrypoints/export.py writes it)."""
         conv = await self.summary(conversation, by=by)
         history = await self.checkpoints.list_checkpoints(conv.id)
         if self.copies is None:  # the active branch's messages only
             messages = (await self.checkpoints.get_thread(conv.id)).messages
             active = next((b.number for b in await self.branch_store.branches(conv.id) if b.active), 1) if self.branch_store else 1
-            return conv, checkpoint_jsonl(history, lambda n: messages if n == active else None)
+            return CheckpointHistory(conv, history, lambda n: messages if n == active else None)
         branches, active = await self.copies.read(conv.id)
         whole = ConversationCopy(conv.title, conv.created_at, conv.updated_at, branches, active)
-        return conv, checkpoint_jsonl(history, lambda n: whole.content(n) if 1 <= n <= len(branches) else None)
+        return CheckpointHistory(conv, history, lambda n: whole.content(n) if 1 <= n <= len(branches) else None)
 
     async def rename(self, conversation: object, title: object, *, by: Principal = LOCAL) -> Conversation:
         conv = await self.summary(conversation, by=by)

@@ -19,56 +19,17 @@ from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
+from domain.errors import StorageFailure
 from domain.events import StreamEvent
 from domain.lifecycle import Outcome, StopReason
+from domain.queue import model_writing
+from services.handles import TERMINAL_EVENTS, Batch, Item, up_to_terminal
+from services.handles import RunStream as RunStream  # where it was defined before services.handles
 
 log = logging.getLogger(__name__)
 
-TERMINAL_EVENTS = frozenset({"end", "chat-error"})
-Item = tuple[int, StreamEvent]
-Batch = list[Item]  # events that were ready together: one socket write for a stream
 History = Callable[[int], Awaitable[Sequence[Item]]]  # the event log's events of the run after an id
 REPLAY_EVENTS = 1000
-
-
-def up_to_terminal(items: list[Item]) -> tuple[Batch, bool]:
-    """The items up to and including the first terminal event, and whether there was one."""
-    for i, item in enumerate(items):
-        if item[1].event in TERMINAL_EVENTS:
-            return items[: i + 1], True
-    return items, False
-
-
-class RunStream:
-    """One run's events, in batches (the events that were ready together), with the id of
-    that run, so the stream can name its events unmistakably (`<n>@<run tag>`)."""
-
-    def __init__(self, run_id: str, batches: AsyncGenerator[Batch, None], chained: bool = False) -> None:
-        self.run_id = run_id  # a chained stream moves it on to each next run before its events
-        self._batches = batches
-        self.chained = chained  # the conversation's runs one after another: a terminal event is not the end
-
-    def __aiter__(self) -> RunStream:
-        return self
-
-    async def __anext__(self) -> Batch:
-        return await self._batches.__anext__()
-
-    async def aclose(self) -> None:
-        await self._batches.aclose()
-
-
-def run_tag(run_id: str) -> str:
-    """The short name of a run in event ids: the first 8 hex digits of its id."""
-    return run_id.replace("-", "")[:8]
-
-
-def resume_after(run_id: str, after: int, tag: str | None) -> int:
-    """Where a stream of run `run_id` resumes for a client that last saw event `after`
-    of the run tagged `tag`: after it, for that run or a bare number (the contract's
-    ids); from the start when the id named another run (an earlier run's id must not
-    make this run's stream skip its first events)."""
-    return after if tag is None or tag == run_tag(run_id) else 0
 
 
 @dataclass
@@ -89,6 +50,7 @@ class ActiveRun:
     stop_reason: StopReason | None = None
     needs_input: bool = False  # a new message: a stop waits until it is durable
     steer_requested: bool = False  # a steering message waits: hand over at the next step boundary
+    writing: bool = False  # the model writes an answer with no tool call yet (domain.queue.model_writing)
     finished: asyncio.Event = field(default_factory=asyncio.Event)
     input_recorded: asyncio.Event = field(default_factory=asyncio.Event)
     failure: BaseException | None = None  # what ended the run, if it failed
@@ -107,6 +69,7 @@ class ActiveRun:
         """Give the event the next id and hand it to subscribers; `durable` queues it for
         the event log (a terminal event is written with the outcome instead)."""
         self.last_id += 1
+        self.writing = model_writing(self.writing, event)
         item = (self.last_id, event)
         self.events.append(item)
         if durable:
@@ -137,6 +100,28 @@ class ActiveRun:
         events = self.events
         while len(events) > self.replay_limit and events[0][0] <= self.flushed:
             events.popleft()
+
+    def request_steer(self) -> None:
+        """A steering message waits: hand over to it at the next step boundary, or at once
+        while the model writes a text answer (its text is kept, the run completes)."""
+        self.steer_requested = True
+        if self.writing:
+            log.info("a steer stops the answer being written", extra=self.context)
+            self.request_stop(StopReason.STEER)
+
+    async def input_saved(self) -> None:
+        """Until the run's input is committed; what stopped the run first is raised instead
+        (StorageFailure when that was no exception)."""
+        recorded = asyncio.ensure_future(self.input_recorded.wait())
+        ended = asyncio.ensure_future(self.finished.wait())
+        await asyncio.wait({recorded, ended}, return_when=asyncio.FIRST_COMPLETED)
+        recorded.cancel()
+        ended.cancel()
+        if not self.input_recorded.is_set():
+            failure = self.failure
+            raise failure if isinstance(failure, Exception) else StorageFailure(
+                "The run stopped before its message was saved"
+            )
 
     def request_stop(self, reason: StopReason) -> None:
         """Stop the task: at once if its body runs and its input is durable, otherwise as

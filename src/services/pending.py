@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from domain import lifecycle
+from domain import commands, lifecycle
 from domain.approvals import Decision, plan_decisions, waiting, waiting_message
 from domain.attachments import Upload
 from domain.branches import edit_fork, regenerate_fork
@@ -104,3 +104,20 @@ async def plan_fork(ports: PlanPorts, conversation_id: str, text: str, edit_of: 
         return Fork(at, text), at + 1
     at = regenerate_fork(thread.messages)
     return Fork(at, None), at
+
+
+async def plan_command(
+    ports: PlanPorts, command: commands.StartRun, conversation_id: str, files: tuple[Upload, ...], now: datetime
+) -> tuple[RunInput, int]:
+    """What the run `command` starts begins from: a new branch for an Edit or a Regenerate
+    (plan_fork), else its message or its resume (plan_input); with the thread's message
+    count before the run's output."""
+    if isinstance(command, commands.Edit):
+        return await plan_fork(ports, conversation_id, command.text, command.index)
+    if isinstance(command, commands.Regenerate):
+        return await plan_fork(ports, conversation_id, "", None)
+    if isinstance(command, commands.Resume):
+        request = RunRequest("", True, command.decision, command.decisions)
+    else:
+        request = RunRequest(command.text.strip(), files=files)
+    return await plan_input(ports, conversation_id, request, now, new_thread=command.conversation_id is None)

@@ -1,7 +1,8 @@
 """Use cases of a message typed while a run works (domain.queue): queue it, steer the run
 with it, roll the run back for it, edit or drop it while it waits, and start the queues
 nothing else will drain. The store starts the next message of a completed run itself, in
-the outcome's transaction (RunService._record hands it the run); this is the rest."""
+the outcome's transaction (the kernel hands it the run, services.kernel), and the kernel
+drains the queues nobody else will; this is the rest."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ from collections.abc import Sequence
 
 from domain.commands import Cancel, Edit, SendMessage, check_message
 from domain.errors import InvalidInput, QueuedNotFound, SessionInProgress, ShuttingDown
-from domain.model import Run, RunStatus, RunTrigger, check_text, new_id
+from domain.model import RunStatus, check_text, new_id
 from domain.principals import LOCAL, Principal
-from domain.queue import MAX_QUEUED, Multitask, QueuedMessage, queue_due, rollback_point
+from domain.queue import MAX_QUEUED, Multitask, QueuedMessage, rollback_point
 from ports.queue import MessageQueue
 from services.handles import StartedRun
-from services.runs import RunService
+from services.kernel import RunUseCases
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +25,9 @@ ENQUEUE_TRIES = 5  # a run ending while a message is queued behind it: look agai
 
 
 class QueueService:
-    def __init__(self, service: RunService, queue: MessageQueue, max_queued: int = MAX_QUEUED) -> None:
+    """`service` starts and cancels runs; its kernel says which are live."""
+
+    def __init__(self, service: RunUseCases, queue: MessageQueue, max_queued: int = MAX_QUEUED) -> None:
         self.service = service
         self.queue = queue
         self.max_queued = max_queued
@@ -52,23 +55,24 @@ class QueueService:
             return await service.start(command, by=by)
         await service.visible(cid, by)  # nothing is queued on another user's conversation
         await service.admit(by)
-        if service.draining:
+        kernel = service.kernel
+        if kernel.draining:
             raise ShuttingDown()
         for _ in range(ENQUEUE_TRIES):
-            message = QueuedMessage(new_id(), cid, 0, command.text.strip(), service.clock(), steer=steer)
+            message = QueuedMessage(new_id(), cid, 0, command.text.strip(), kernel.deps.clock(), steer=steer)
             queued = await self.queue.enqueue(message, self.max_queued)
             if queued is not None:
                 ctx = {"conversation_id": cid}
                 log.info("message %s %s at %d", queued.id, "steers" if steer else "queued", queued.position, extra=ctx)
-                active = service.hub.get(cid)
+                active = kernel.live.get(cid)
                 if steer and active is not None:  # another process's run learns it from its supervisor
-                    active.steer_requested = True
+                    active.request_steer()
                 return queued
             try:
                 return await service.start(command, by=by)
             except SessionInProgress:
                 # a run started (or has not left this process's hub yet): queue behind it
-                await asyncio.sleep(service.poll_seconds)
+                await asyncio.sleep(kernel.deps.poll_seconds)
         raise SessionInProgress()
 
     async def rollback(self, command: SendMessage, *, by: Principal = LOCAL) -> StartedRun | QueuedMessage:
@@ -79,13 +83,13 @@ class QueueService:
         cid = command.conversation_id
         if cid is not None:
             await service.visible(cid, by)
-        live = await service.live_run(cid) if cid is not None else None
+        live = await service.kernel.live_run(cid) if cid is not None else None
         if cid is None or live is None:
             return await service.start(command, by=by)
         stopped = await service.cancel(Cancel(cid), by=by)
         if stopped.status is RunStatus.RUNNING:
             raise SessionInProgress()  # its owner did not stop it within the wait
-        thread = await service.checkpoints.get_thread(cid)
+        thread = await service.kernel.deps.stores.checkpoints.get_thread(cid)
         at = rollback_point(thread.messages, live.base_count)
         log.info("rolled back run %s (its turn kept as a branch)", stopped.run_id, extra={"conversation_id": cid})
         if at is None:
@@ -116,33 +120,3 @@ class QueueService:
             await self.service.visible(conversation_id, by)
         if not await self.queue.drop_queued(conversation_id, check_text(message_id, "Id")):
             raise QueuedNotFound()
-
-    async def drain_due(self) -> list[StartedRun]:
-        """Start the queues whose last run leaves nobody to start them (domain.queue.queue_due):
-        after a restart, a reclaim, or a queued run that died before its message was saved.
-        Any process may: the store's compare-and-set on the latest run lets one win."""
-        service, started = self.service, []
-        for cid in await self.queue.queued_conversations():
-            if service.hub.get(cid) is not None or service.draining:
-                continue
-            latest = await service.runs.latest_run(cid)
-            if not queue_due(latest):
-                continue
-            head = await service.checkpoints.head(cid)
-            run = Run(new_id(), cid, RunStatus.RUNNING, service.clock(), owner=service.processes.current(),
-                      base_count=head.message_count + 1, trigger=RunTrigger.QUEUE)
-            service.starting.add(run.id)  # recovery must not take the run before it is in the hub
-            service.claiming.add(cid)  # (whose id is the message's: RunService.claimed_run)
-            claimed: QueuedMessage | None = None
-            try:
-                claimed = await self.queue.start_queued(run, service.clock(), latest.id if latest else None)
-            except SessionInProgress:
-                pass  # another process started a run meanwhile
-            finally:
-                service.starting.discard(run.id)
-                if claimed is None:
-                    service.claiming.discard(cid)
-            if claimed is None:
-                continue
-            started.append(service.launch_queued(service.claimed_run(run, claimed), claimed))
-        return started

@@ -18,7 +18,8 @@ class SearchService:
     async def search(self, q: object, limit: object = None, before: object = None, *,
                      by: Principal = LOCAL) -> SearchPage:
         """A page of the best matches for `q` in the conversations `by` may reach, after the
-        cursor `before` (from the previous page's next_cursor), best first."""
+        cursor `before` (from the previous page's next_cursor), best first, and the
+        inactive branches of those conversations, which the index does not hold."""
         query, size, offset = parse_query(q), _limit(limit), _offset(before)
         # the index keeps only `by`'s conversations' matches before ranking and cutting the
         # page: another user's words never reach it nor shift its cursor
@@ -29,7 +30,8 @@ class SearchService:
             SearchResult(h.conversation_id, h.title, h.message_index, h.role, h.snippet)
             for h in hits[:size] if h.conversation_id not in hidden
         ]
-        return SearchPage(results, str(offset + size) if len(hits) > size else None)
+        unsearched = await self.index.unsearched(owner_filter(by))
+        return SearchPage(results, str(offset + size) if len(hits) > size else None, unsearched)
 
     async def reindex(self) -> int:
         """Rebuild the whole index from the conversations and their threads; returns the

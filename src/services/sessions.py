@@ -196,10 +196,6 @@ class SessionService:
         await self.store.create(new.key, self._fingerprint, now, new.expires_at, principal.user_id)
         return new.session_id
 
-    async def valid(self, session_id: str) -> bool:
-        """Whether a cookie's value names a live session (of anyone)."""
-        return await self.principal_of_session(session_id) is not None
-
     async def logout(self, session_id: str) -> None:
         """End that session for every process (a copy of the cookie stops working too)."""
         if well_formed(session_id):

@@ -27,9 +27,8 @@ from domain.lifecycle import Adoption, StopReason
 from domain.model import PendingCall, RunTrigger
 from services.after_runs import AfterRuns
 from services.handles import StartedRun
+from services.kernel import KernelDeps, RunKernel, RunUseCases
 from services.pending import annotate_pending
-from services.queueing import QueueService
-from services.runs import RunService
 
 log = logging.getLogger(__name__)
 
@@ -37,28 +36,37 @@ STOP_GRACE = 5.0  # seconds a stopped run gets to record its outcome at shutdown
 
 
 class Supervisor:
+    """The process's background work over its run kernel; `service` starts the runs it
+    resumes (adoption, APPROVAL_TIMEOUT) as a person's would be."""
+
     def __init__(
         self,
-        service: RunService,
+        service: RunUseCases,
         auto_resume: bool = False,
         period: float | None = None,
         signal_seconds: float = 0.2,
         flush_seconds: float = 0.05,
         event_retention: float = 300.0,
         approval_timeout: float = 0.0,
-        queue: QueueService | None = None,
         after_runs: AfterRuns | None = None,
     ) -> None:
         self.after_runs = after_runs  # what follows each run here: turns, titles, temporary chats
         self.service = service
-        self.queue = queue
         self.approval_timeout = approval_timeout  # seconds; 0: a question waits for ever
         self.auto_resume = auto_resume
-        self.period = period or max(service.lease_seconds / 3, 0.2)
+        self.period = period or max(service.kernel.deps.lease_seconds / 3, 0.2)
         self.signal_seconds = signal_seconds
         self.flush_seconds = flush_seconds
         self.event_retention = event_retention
         self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def kernel(self) -> RunKernel:
+        return self.service.kernel
+
+    @property
+    def deps(self) -> KernelDeps:
+        return self.service.kernel.deps
 
     async def start(self) -> None:
         """Recover what dead owners left, adopt orphans (AUTO_RESUME), then start the
@@ -72,7 +80,7 @@ class Supervisor:
                 log.info("adopted %d interrupted run(s)", len(adopted))
         await self.drain_queues()
         if self.after_runs is not None:
-            self.service.hub.when_ended(self.after_runs.run_ended)
+            self.kernel.live.when_ended(self.after_runs.run_ended)
         self._tasks = [
             asyncio.create_task(self._every(self.period, self.maintain_once), name="sophos-maintain"),
             asyncio.create_task(self._every(self.signal_seconds, self.check_signals), name="sophos-signals"),
@@ -86,10 +94,10 @@ class Supervisor:
             try:
                 await work()
             except SophosError as e:
-                self.service.metrics.maintenance_failed(name)
+                self.deps.metrics.maintenance_failed(name)
                 log.warning("%s: %s", name, e.message)
             except Exception:
-                self.service.metrics.maintenance_failed(name)
+                self.deps.metrics.maintenance_failed(name)
                 log.exception("%s failed", name)
 
     # --- the periodic work ------------------------------------------------------------
@@ -105,70 +113,69 @@ class Supervisor:
             await self.expire_approvals()
         if self.after_runs is not None:
             await self.after_runs.sweep()
-        await self.service.stores.events.prune(self.event_retention)
+        await self.deps.stores.events.prune(self.event_retention)
 
     async def renew(self) -> None:
         """Renew the leases of this process's runs; stop at once those it lost."""
-        service = self.service
-        ids = [a.run_id for a in service.hub.all() if not a.finishing]
+        live, deps = self.kernel.live, self.deps
+        ids = [a.run_id for a in live.all() if not a.finishing]
         if not ids:
             return
-        renewed = await service.runs.renew(service.processes.current(), ids)
+        renewed = await deps.stores.runs.renew(deps.processes.current(), ids)
         for run_id in set(ids) - renewed:
-            active = service.hub.by_run(run_id)
+            active = live.by_run(run_id)
             if active is not None and not active.finishing:
-                service.metrics.lease_lost()
+                deps.metrics.lease_lost()
                 log.warning("lease lost: another process took the run over", extra=active.context)
                 active.request_stop(StopReason.LOST)
 
     async def check_signals(self) -> None:
         """Obey cancel requests and steering messages sent through other processes."""
-        service = self.service
-        live = [a for a in service.hub.all() if not a.finishing]
+        stores = self.deps.stores
+        live = [a for a in self.kernel.live.all() if not a.finishing]
         if not live:
             return
-        for run_id in await service.stores.signals.cancel_requested([a.run_id for a in live]):
-            service.stop_local(run_id, StopReason.CANCEL)
-        if self.queue is not None:
-            steered = await self.queue.steered([a.conversation_id for a in live if not a.steer_requested])
+        for run_id in await stores.signals.cancel_requested([a.run_id for a in live]):
+            self.kernel.stop(run_id, StopReason.CANCEL)
+        if stores.queue is not None:
+            steered = await stores.queue.steered([a.conversation_id for a in live if not a.steer_requested])
             for active in live:
                 if active.conversation_id in steered:
-                    active.steer_requested = True
+                    active.request_steer()
 
     async def flush(self) -> None:
         """Write the events published since the last flush, for every local run, at once."""
-        batches = {a.run_id: items for a in self.service.hub.all() if (items := a.take_unflushed())}
+        live = self.kernel.live
+        batches = {a.run_id: items for a in live.all() if (items := a.take_unflushed())}
         if not batches:
             return
         try:
-            await self.service.stores.events.append(batches)
+            await self.deps.stores.events.append(batches)
         except Exception:
             for run_id, items in batches.items():  # keep them for the next flush
-                active = self.service.hub.by_run(run_id)
+                active = live.by_run(run_id)
                 if active is not None:
                     active.unflushed[:0] = items
             raise
         for run_id, items in batches.items():
-            active = self.service.hub.by_run(run_id)
+            active = live.by_run(run_id)
             if active is not None:
                 active.mark_flushed(items)
 
     async def retry_unrecorded(self) -> None:
-        await self.service.retry_unrecorded()
+        await self.kernel.retry_unrecorded()
 
     async def recover(self) -> int:
         """Reclaim the running runs whose owner is dead or whose lease expired."""
         count = 0
-        for run in await self.service.runs.running_runs(self.service.lease_seconds):
-            if await self.service.reclaim(run):
+        for run in await self.deps.stores.runs.running_runs(self.deps.lease_seconds):
+            if await self.kernel.reclaim(run):
                 count += 1
         return count
 
     async def drain_queues(self) -> list[StartedRun]:
-        """Start the queued messages nobody else will (services.queueing.drain_due)."""
-        if self.queue is None:
-            return []
-        started = await self.queue.drain_due()
+        """Start the queued messages nobody else will (RunKernel.drain_queue)."""
+        started = await self.kernel.drain_queue()
         if started:
             log.info("started %d queued message(s)", len(started))
         return started
@@ -176,29 +183,30 @@ class Supervisor:
     async def adopt(self) -> list[StartedRun]:
         """Resume the interrupted conversations a person need not decide on; give up on
         those adopted too often."""
-        service, started = self.service, []
-        for run in await service.runs.interrupted_conversations():
+        started: list[StartedRun] = []
+        deps, stores = self.deps, self.deps.stores
+        for run in await stores.runs.interrupted_conversations():
             cid = run.conversation_id
-            if service.hub.get(cid) is not None or service.draining:
+            if self.kernel.busy(cid):
                 continue
-            recent = await service.runs.recent_runs(cid, lifecycle.ADOPTION_ATTEMPTS + 1)
-            head = await service.checkpoints.head(cid)
+            recent = await stores.runs.recent_runs(cid, lifecycle.ADOPTION_ATTEMPTS + 1)
+            head = await stores.checkpoints.head(cid)
             pending: tuple[PendingCall, ...] = ()
             if head.awaiting_tools:
-                thread = await service.checkpoints.get_thread(cid)
-                pending = await annotate_pending(thread.pending_calls, service.stores.journal, cid)
+                thread = await stores.checkpoints.get_thread(cid)
+                pending = await annotate_pending(thread.pending_calls, stores.journal, cid)
             verdict = lifecycle.adoption_verdict(recent, head, pending)
             ctx = {"conversation_id": cid, "run_id": run.id}
             if verdict is Adoption.GIVE_UP:
-                if await service.runs.give_up(run.id, lifecycle.ADOPTION_FAILED, service.clock()):
-                    service.metrics.adoption("gave_up")
+                if await stores.runs.give_up(run.id, lifecycle.ADOPTION_FAILED, deps.clock()):
+                    deps.metrics.adoption("gave_up")
                     log.warning("gave up resuming after %d attempts", lifecycle.ADOPTION_ATTEMPTS, extra=ctx)
                 continue
             if verdict is not Adoption.ADOPT:
                 continue
             try:
-                started.append(await service.start(Resume(cid), trigger=RunTrigger.ADOPT))
-                service.metrics.adoption("adopted")
+                started.append(await self.service.start(Resume(cid), trigger=RunTrigger.ADOPT))
+                deps.metrics.adoption("adopted")
                 log.info("adopted an interrupted run", extra=ctx)
             except (RunNotResumable, DecisionRequired, SessionInProgress, ShuttingDown) as e:
                 log.info("not adopted: %s", e.message, extra=ctx)
@@ -207,24 +215,25 @@ class Supervisor:
     async def expire_approvals(self) -> list[StartedRun]:
         """APPROVAL_TIMEOUT: reject the calls nobody answered in time (the model is told
         so) and continue their conversations, as a person's reject would."""
-        service, started = self.service, []
-        cutoff = service.clock() - timedelta(seconds=self.approval_timeout)
+        started: list[StartedRun] = []
+        deps, approvals = self.deps, self.deps.stores.approvals
+        cutoff = deps.clock() - timedelta(seconds=self.approval_timeout)
         by_conversation: dict[str, list[str]] = {}
-        for request in await service.stores.approvals.undecided_before(cutoff):
+        for request in await approvals.undecided_before(cutoff):
             by_conversation.setdefault(request.conversation_id, []).append(request.call.id)
         message = f"No answer within APPROVAL_TIMEOUT ({self.approval_timeout:g} s)"
         for cid, call_ids in by_conversation.items():
-            if service.hub.get(cid) is not None or service.draining:
+            if self.kernel.busy(cid):
                 continue
             decisions = dict.fromkeys(call_ids, Decision(DecisionType.REJECT, message=message))
             ctx = {"conversation_id": cid}
             try:
-                started.append(await service.start(Resume(cid, decisions=decisions)))
+                started.append(await self.service.start(Resume(cid, decisions=decisions)))
                 log.info("rejected %d unanswered tool call(s) after %g s", len(call_ids), self.approval_timeout, extra=ctx)
             except StaleDecision:
                 # their calls are no longer pending: close the questions so they are not asked again
                 reject = Decision(DecisionType.REJECT, message=message)
-                await service.stores.approvals.decide(cid, dict.fromkeys(call_ids, reject), service.clock())
+                await approvals.decide(cid, dict.fromkeys(call_ids, reject), deps.clock())
             except (RunNotResumable, DecisionRequired, SessionInProgress, ShuttingDown) as e:
                 log.info("unanswered tool calls not rejected yet: %s", e.message, extra=ctx)
         return started
@@ -234,20 +243,20 @@ class Supervisor:
     async def drain(self, timeout: float) -> int:
         """Refuse new runs, let active ones finish for up to `timeout` seconds, then stop
         the rest as `interrupted` (resumable, adoptable). Returns how many were stopped."""
-        service = self.service
-        service.refuse_new_runs()
-        pending = service.hub.all()
+        kernel = self.kernel
+        kernel.refuse_new_runs()
+        pending = kernel.live.all()
         if pending:
             log.info("draining %d run(s) for up to %.0f s", len(pending), timeout)
             waits = [asyncio.ensure_future(a.finished.wait()) for a in pending]
             _, late = await asyncio.wait(waits, timeout=timeout) if timeout > 0 else (set(), set(waits))
             for w in late:
                 w.cancel()
-        left = service.hub.all()
+        left = kernel.live.all()
         try:
-            await asyncio.wait_for(service.stop_all(StopReason.SHUTDOWN), STOP_GRACE)
+            await asyncio.wait_for(kernel.stop_all(StopReason.SHUTDOWN), STOP_GRACE)
         except TimeoutError:
-            log.error("%d run(s) did not stop within %.0f s", len(service.hub.all()), STOP_GRACE)
+            log.error("%d run(s) did not stop within %.0f s", len(kernel.live.all()), STOP_GRACE)
         return len(left)
 
     async def close(self) -> None:

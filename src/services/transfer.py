@@ -3,7 +3,6 @@ the approvals' decisions) and import (a Sophos export or ChatGPT's conversations
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
@@ -11,12 +10,11 @@ from datetime import datetime
 
 from domain.approvals import ApprovalRequest
 from domain.attachments import PDF_TYPE, Upload
-from domain.chatgpt import from_chatgpt, looks_like_chatgpt
-from domain.errors import ConversationNotFound, InvalidImport, SophosError
+from domain.errors import AttachmentUnreadable, ConversationNotFound, InvalidImport
 from domain.model import Conversation, TitleSource, UserMessage, new_id, parse_conversation_id, utc_now
 from domain.organise import count_turns
 from domain.principals import LOCAL, Principal, owner_filter, sees
-from domain.transfer import FORMAT, LIMITS, ApprovalCopy, ConversationCopy, Limits, from_document
+from domain.transfer import ApprovalCopy, ConversationCopy
 from ports.approvals import ApprovalStore
 from ports.attachments import AttachmentStore, TextExtractor
 from ports.checkpoints import CheckpointPort
@@ -26,46 +24,6 @@ from ports.workers import Worker
 
 log = logging.getLogger(__name__)
 
-NOTHING = "nothing to import: the file holds no conversation with a message to keep"
-
-
-def read_import(data: bytes, now: datetime, limits: Limits | None = None) -> list[ConversationCopy]:
-    """Every conversation of a file to import, checked whole before anything is stored: a
-    `sophos.conversation` document (or a list of them) or ChatGPT's conversations.json."""
-    limits = limits or LIMITS  # read when called: tests narrow it
-    if len(data) > limits.bytes:
-        raise InvalidImport(f"the file is larger than {limits.bytes // (1024 * 1024)} MB")
-    try:
-        doc = json.loads(data)
-    except RecursionError:
-        raise InvalidImport("the file nests deeper than any export does") from None
-    except (ValueError, UnicodeDecodeError) as e:
-        raise InvalidImport(f"the file is not JSON ({e})") from None
-    items = doc if isinstance(doc, list) else [doc]
-    if len(items) > limits.conversations:
-        raise InvalidImport(f"the file holds more than {limits.conversations} conversations")
-    if items and all(isinstance(d, dict) and d.get("format") == FORMAT for d in items):
-        where = "conversation" if len(items) == 1 else "conversation {}"
-        return [from_document(d, limits, where.format(i + 1)) for i, d in enumerate(items)]
-    if isinstance(doc, list) and not doc:
-        return []  # a list of no conversations, in either format
-    if looks_like_chatgpt(doc):
-        return from_chatgpt(doc, now, limits)
-    if isinstance(doc, dict) and "format" in doc:
-        return [from_document(doc, limits)]  # says what is wrong with its format or version
-    raise InvalidImport("not a Sophos export (format sophos.conversation) nor ChatGPT's conversations.json")
-
-
-def read_files(files: Sequence[bytes], now: datetime) -> list[ConversationCopy]:
-    """Every conversation of the files, each checked whole; InvalidImport for the first
-    malformed one, or when none holds anything to import."""
-    copies = [copy for data in files for copy in read_import(data, now)]
-    if len(copies) > LIMITS.conversations:
-        raise InvalidImport(f"the files hold more than {LIMITS.conversations} conversations")
-    if not copies:
-        raise InvalidImport(NOTHING)
-    return copies
-
 
 class TransferService:
     def __init__(
@@ -74,12 +32,13 @@ class TransferService:
         threads: CheckpointPort,
         copies: ThreadCopies,
         approvals: ApprovalStore,
-        clock: Callable[[], datetime] = utc_now,
         files: Callable[[], AttachmentStore] | None = None,
         extractor: TextExtractor | None = None,
         *,
         worker: Worker,
+        clock: Callable[[], datetime] = utc_now,
     ) -> None:
+        self.clock = clock  # an import's times where the file gives none
         self.worker = worker  # reads the files: a large one never holds the event loop
         self.files = files  # None: no file is exported, a file to import is refused
         self.extractor = extractor  # an imported PDF's text
@@ -87,7 +46,6 @@ class TransferService:
         self.threads = threads
         self.copies = copies
         self.approvals = approvals
-        self.clock = clock
 
     async def export(
         self, conversation: object, *, by: Principal = LOCAL
@@ -118,14 +76,21 @@ class TransferService:
             except ConversationNotFound:
                 continue
 
-    async def import_files(self, files: Sequence[bytes], *, by: Principal = LOCAL) -> list[Conversation]:
-        """Store every conversation of the files, each as a new one (never over another);
-        every file is checked first, on the worker, so a malformed one stores nothing at
-        all, and a file with nothing to import is refused (InvalidImport)."""
-        copies = await self.worker.run(read_files, files, self.clock())
+    async def import_files(
+        self, files: Sequence[bytes], read: Callable[[Sequence[bytes], datetime], list[ConversationCopy]],
+        *, by: Principal = LOCAL,
+    ) -> list[Conversation]:
+        """Store every conversation of the files, each as a new one (never over another).
+        `read` (the edge's: entrypoints/transfer_document.py) checks every file whole first, on
+        the worker, so a malformed one stores nothing at all and a large one never holds the
+        event loop; a file with nothing to import is refused (InvalidImport)."""
+        copies = await self.worker.run(read, files, self.clock())
         return await self.import_copies(copies, by=by)
 
     async def import_copies(self, copies: Sequence[ConversationCopy], *, by: Principal = LOCAL) -> list[Conversation]:
+        """Store every conversation, each as a new one (never over another). The edge reads
+        the files whole first (entrypoints/transfer_document.py), so a malformed one stores
+        nothing at all."""
         return [await self._import(copy, by.user_id) for copy in copies]
 
     async def _with_text(self, files: Sequence[Upload]) -> tuple[Upload, ...]:
@@ -136,7 +101,7 @@ class TransferService:
             if f.attachment.media_type == PDF_TYPE and f.text is None and self.extractor is not None:
                 try:
                     f = replace(f, text=await self.extractor.pdf_text(f.attachment.name, f.data))
-                except SophosError as e:
+                except AttachmentUnreadable as e:  # the file's fault; a busy reader (PdfBusy) is not
                     raise InvalidImport(e.message) from None
             out.append(f)
         return tuple(out)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import App, drawn, open_page
+from tests.browser.conftest import SHOTS, App, drawn, open_page
 from tests.support.fake_ollama import FakeOllama
 from tests.support.files import png
 
@@ -99,7 +99,7 @@ def test_the_page_takes_its_limits_from_the_server(browser: Browser, tmp_path: P
         with open_page(browser, narrow.server.url, "attachments-narrow") as tab:
             expect(tab.get_by_test_id("attach-input")).to_have_attribute("accept", re.compile(r"^(?!.*image/).*text/markdown,\.md"))
             tab.evaluate(DROP, [CSV, base64.b64encode(PNG).decode()])  # the image is refused before it is read
-            expect(tab.get_by_test_id("error-banner")).to_contain_text(
+            expect(tab.get_by_test_id("composer-error")).to_contain_text(
                 "dot.png: image/png is not a file type this server accepts (text, code, Markdown, CSV, JSON)")
             expect(tab.get_by_test_id("pending-attachment")).to_have_count(1)
             tab.evaluate("""() => {
@@ -107,7 +107,7 @@ def test_the_page_takes_its_limits_from_the_server(browser: Browser, tmp_path: P
               data.items.add(new File(["x".repeat(2049)], "big.txt", { type: "text/plain" }));
               document.querySelector("main").dispatchEvent(new DragEvent("drop", { dataTransfer: data, bubbles: true, cancelable: true }));
             }""")
-            expect(tab.get_by_test_id("error-banner")).to_contain_text("big.txt is larger than 2 KB")
+            expect(tab.get_by_test_id("composer-error")).to_contain_text("big.txt is larger than 2 KB")
             expect(tab.get_by_test_id("pending-attachment")).to_have_count(1)
         with open_page(browser, off.server.url, "attachments-off") as tab:
             expect(tab.get_by_test_id("readiness")).to_have_text("Model ready")
@@ -115,3 +115,33 @@ def test_the_page_takes_its_limits_from_the_server(browser: Browser, tmp_path: P
     finally:
         narrow.server.stop()
         off.server.stop()
+
+
+CHIP = """(chip) => {
+  const box = (el) => el.getBoundingClientRect();
+  const name = chip.querySelector('.chip-name'), size = chip.querySelector('.chip-size');
+  const remove = chip.querySelector('[data-testid=remove-attachment]');
+  const c = box(chip), n = box(name), s = box(size), r = box(remove), list = box(chip.parentElement);
+  return { chip: [c.width, c.height], name: name.textContent, nameClipped: name.scrollWidth > name.clientWidth,
+    size: size.textContent, sizeBox: [s.width, s.height], remove: [r.width, r.height],
+    inOrder: n.right <= s.left + 0.5 && s.right <= r.left + 0.5,
+    inside: [n, s, r].every((b) => b.left >= c.left - 0.5 && b.right <= c.right + 0.5) && c.right <= list.right + 0.5 };
+}"""
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+def test_a_file_waiting_to_be_sent_is_a_readable_chip_with_its_name_its_size_and_a_remove_button(page: Page, width: int) -> None:
+    page.set_viewport_size({"width": width, "height": 740})
+    name = "quarterly-figures-v2.csv"
+    assert len(name) == 24
+    page.get_by_test_id("attach-input").set_input_files({"name": name, "mimeType": "text/csv", "buffer": b"x" * 1536})
+    chip = page.get_by_test_id("pending-attachment")
+    expect(chip).to_have_count(1)
+    seen = chip.evaluate(CHIP)
+    assert seen["name"] == name and not seen["nameClipped"], seen  # the whole name, not "quarterly-fi…"
+    assert seen["size"] == "1.5 KB" and seen["sizeBox"][0] > 20 and seen["sizeBox"][1] > 10, seen
+    assert seen["chip"][1] >= 24 and seen["chip"][0] > 200, seen  # a chip, not an 18×8 px dot
+    assert seen["remove"][0] >= 20 and seen["remove"][1] >= 20, seen  # × is a target a finger can hit
+    assert seen["inOrder"] and seen["inside"], seen  # name, size, ×, in a row, none cut off by the chip or the box
+    expect(chip.get_by_test_id("remove-attachment")).to_have_accessible_name(f"Remove {name}")
+    page.screenshot(path=str(SHOTS / f"pending-chip-{width}.png"))

@@ -158,7 +158,7 @@ def test_rejecting_a_card_runs_nothing_and_the_model_gets_the_reason(tab: Page, 
     assert any("over the monthly budget" in t for t in told)
 
 
-def test_a_waiting_card_survives_a_reload_and_a_restart_and_a_new_message_is_explained(tab: Page, gated: App) -> None:
+def test_a_waiting_card_survives_a_reload_and_a_restart_and_a_new_message_waits_for_it(tab: Page, gated: App) -> None:
     ask(tab, "pay 14 (reload on the page)")
     tab.reload()
     expect(tab.get_by_test_id("approval-card")).to_contain_text("ledger__charge", timeout=15000)
@@ -167,15 +167,19 @@ def test_a_waiting_card_survives_a_reload_and_a_restart_and_a_new_message_is_exp
     card = tab.get_by_test_id("approval-card")
     expect(card.get_by_test_id("approval-args")).to_have_text('{\n  "amount": 14\n}', timeout=15000)
     tab.get_by_test_id("message-input").fill("never mind, say hello")
-    tab.get_by_test_id("message-input").press("Enter")
-    banner = tab.get_by_test_id("error-banner")
-    expect(banner).to_contain_text("DECISION_REQUIRED")
-    expect(banner).to_contain_text("Answer the tool calls waiting below first")
-    expect(tab.get_by_test_id("message-input")).to_have_value("never mind, say hello")
+    tab.get_by_test_id("message-input").press("Enter")  # queued and held, not refused
+    queued = tab.get_by_test_id("queued-message")
+    expect(queued).to_have_count(1)
+    expect(queued).to_contain_text("never mind, say hello")
+    expect(queued.get_by_test_id("queued-note")).to_have_text("held: sends after you answer the tool call below")
+    expect(tab.get_by_test_id("message-input")).to_have_value("")
+    expect(tab.get_by_test_id("error-banner")).to_be_hidden()
     shoot(tab, "approval-reload")
     card.get_by_role("button", name="Approve ledger__charge").focus()
     tab.keyboard.press("Enter")  # the keyboard is enough
-    expect(tab.get_by_test_id("assistant-message").last).to_have_text("done: charged 14", timeout=15000)
+    expect(tab.get_by_test_id("assistant-message").filter(has_text="done: charged 14")).to_have_count(1, timeout=15000)
+    expect(tab.get_by_test_id("assistant-message").last).to_have_text("hello", timeout=15000)  # then the held message
+    expect(queued).to_have_count(0)
     assert len(charges(gated, "pay 14 (reload on the page)")) == 1
 
 

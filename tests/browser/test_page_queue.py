@@ -4,6 +4,7 @@ server, and are answered in order."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -73,25 +74,54 @@ def test_the_queue_survives_a_kill_of_the_server(browser: Browser, tmp_path: Pat
         app.server.stop()
 
 
-def test_a_queued_message_can_be_edited_removed_or_sent_now(browser: Browser, tmp_path: Path, ollama: FakeOllama) -> None:
-    ollama.responder = answers
+def test_a_queued_message_is_edited_in_place_removed_or_sent_now_which_cuts_the_answer_at_once(
+    browser: Browser, tmp_path: Path, ollama: FakeOllama
+) -> None:
+    """Edit in place (no prompt()), remove, and "Send now": the answer being written stops at
+    once with its text kept, and the model has the new message within 2.5 s of the click."""
+    asked: dict[str, float] = {}
+
+    def timed(body: dict[str, Any]) -> dict[str, Any]:
+        last = [m for m in body.get("messages") or [] if m.get("role") == "user"][-1]["content"]
+        asked.setdefault(last, time.monotonic())
+        return answers(body)
+
+    ollama.responder = timed
     app = App(tmp_path, ollama)
     try:
         with open_page(browser, app.server.url, "queue-edit") as page:
+            dialogs: list[str] = []
+            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
             type_three_during_the_answer(page)
+            expect(page.get_by_test_id("detach-button")).to_have_count(0)  # nothing to leave the answer running unseen
             queued = page.get_by_test_id("queued-message")
-            page.once("dialog", lambda d: d.accept("deux"))
             queued.nth(1).get_by_test_id("queued-edit").click()
+            editor = queued.nth(1).get_by_test_id("queued-edit-input")
+            expect(editor).to_be_focused()
+            expect(editor).to_have_value("two")
+            editor.press("Escape")  # cancels
+            expect(queued.nth(1).get_by_test_id("queued-edit-input")).to_have_count(0)
+            expect(queued.nth(1)).to_contain_text("two")
+            queued.nth(1).get_by_test_id("queued-edit").click()
+            editor.fill("deux")
+            editor.press("Enter")  # saves, on the server
             expect(queued.nth(1)).to_contain_text("deux")
+            expect(queued.nth(1).get_by_test_id("queued-edit-input")).to_have_count(0)
+            assert dialogs == []
             queued.nth(2).get_by_test_id("queued-remove").click()
             expect(queued).to_have_count(2)
-            queued.nth(1).get_by_test_id("queued-send-now").click()  # "deux" steers: first in line
-            expect(queued.first).to_contain_text("deux")
-            expect(queued.first).to_contain_text("steers the answer")
+            shoot(page, "queue-edited")
+            clicked = time.monotonic()
+            queued.nth(1).get_by_test_id("queued-send-now").click()  # "deux" steers: the answer stops now
+            expect(page.get_by_text("answer to deux")).to_be_visible(timeout=15000)
+            assert asked["deux"] - clicked < 2.5, asked["deux"] - clicked
             expect(page.get_by_text("answer to one")).to_be_visible(timeout=60000)
             drawn(page)  # read once the last run's end has redrawn the conversation
             bubbles = page.get_by_test_id("assistant-message")
             expect(bubbles).to_contain_text(["counting", "answer to deux", "answer to one"])  # in this order
+            cut = bubbles.first.inner_text()
+            assert 0 < cut.count("counting") < 60, cut  # what it had written is kept, the rest never came
+            expect(bubbles.first.get_by_test_id("stopped-note")).to_have_count(0)  # steered, not stopped
             expect(page.get_by_text("answer to three")).to_have_count(0)
     finally:
         app.server.stop()

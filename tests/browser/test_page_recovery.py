@@ -1,5 +1,5 @@
 """The page when the model server goes away after the page found it ready: the message
-fails, the banner names the fix, and Send is then off with the reason until it is back."""
+fails, the note beside the composer names the fix, and Send is then off with the reason until it is back."""
 
 from __future__ import annotations
 
@@ -21,8 +21,9 @@ def test_a_model_gone_after_loading_shows_the_fix_in_the_banner(browser: Browser
             page.unroute("**/api/readyz")
             page.get_by_test_id("message-input").fill("hello?")
             page.get_by_test_id("message-input").press("Enter")
-            banner = page.get_by_test_id("error-banner")
-            expect(banner).to_contain_text("Error: MODEL_UNREACHABLE", timeout=15000)
+            banner = page.get_by_test_id("composer-error")  # beside the box the message was sent from
+            expect(banner.get_by_test_id("error-code")).to_have_text("MODEL_UNREACHABLE", timeout=15000)
+            expect(banner.get_by_test_id("error-lead")).to_have_text("The model server did not answer.")
             expect(banner).to_contain_text("ollama serve")
             expect(banner).to_contain_text("OLLAMA_HOST")
             assert "null" not in banner.inner_text()

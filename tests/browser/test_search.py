@@ -44,11 +44,24 @@ def chat(server: LiveServer, message: str, cid: str | None = None) -> str:
     return started
 
 
+def server_regenerate(server: LiveServer, cid: str) -> str:
+    """Ask again for the last answer (a new branch), and wait until it is done; the title."""
+    assert server.post("/api/chat", {"conversation": cid, "regenerate": True}).status_code == 200
+    deadline = time.monotonic() + 30
+    while (detail := server.get(f"/api/conversations/{cid}").json())["conversation"]["status"] != "completed":
+        assert time.monotonic() < deadline, "the run did not finish"
+        time.sleep(0.05)
+    assert detail["branchCount"] == 2
+    title: str = detail["conversation"]["title"]
+    return title
+
+
 def test_the_filter_searches_every_conversation_and_opens_the_message(browser: Browser, demo: LiveServer) -> None:
     target = chat(demo, "Where do puffins nest in summer?")
     for i in range(4):  # a long conversation: the page opens at its end
         chat(demo, f"{i} {FILLER}", target)
     chat(demo, 'A trap: <img src=x onerror="window.pwned=1"> albatross')
+    regenerated = server_regenerate(demo, chat(demo, "Gannets dive for fish"))  # its first answer: another branch
     db = sqlite3.connect(demo.env["DATABASE_PATH"])  # newer conversations: the target is not on the first page
     with db:
         db.executemany(
@@ -65,7 +78,7 @@ def test_the_filter_searches_every_conversation_and_opens_the_message(browser: B
     expect(page.get_by_test_id("conversation-list").locator("li.conversation-item")).to_have_count(50)
     expect(page.get_by_test_id(f"conversation-{target}")).to_have_count(0)  # not loaded
 
-    page.get_by_test_id("search").fill("puffin*")
+    page.get_by_test_id("search").press_sequentially("puffi", delay=40)  # as it is typed: no `*` needed
     results = page.get_by_test_id("search-result")
     expect(results).to_have_count(1)  # one row for the conversation (issue 33 item 15)...
     expect(results.get_by_test_id("search-more")).to_have_text("+2 more")  # ...of its title, question and answer
@@ -94,8 +107,13 @@ def test_the_filter_searches_every_conversation_and_opens_the_message(browser: B
     expect(page.get_by_test_id("search-results").locator("img")).to_have_count(0)
     assert page.evaluate("window.pwned") is None
 
-    page.get_by_test_id("search").fill('"unbalanced')
-    expect(page.get_by_test_id("search-results")).to_contain_text("Unbalanced quote in the query")
+    page.get_by_test_id("search").fill('"gannets di')  # a phrase being typed
+    expect(results).to_have_count(1)
+    expect(results.first).to_contain_text(regenerated)
+    expect(page.get_by_test_id("search-unsearched")).to_have_text(
+        "Not searched: 1 inactive branch of 1 conversation (only the branch each shows is searched).")
+    page.get_by_test_id("search").fill("gan*nets")
+    expect(page.get_by_test_id("search-results")).to_contain_text("'*' may only end a word or a phrase")
     page.get_by_test_id("search").fill("")
     expect(page.get_by_test_id("search-results")).to_be_hidden()
     expect(page.get_by_test_id("conversation-list")).to_be_visible()

@@ -19,7 +19,7 @@ def test_import_a_chatgpt_file_then_export_it_again(page: Page, app: App, tmp_pa
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": "sophos.conversation", "version": 7}')
     page.get_by_test_id("import-file").set_input_files(str(bad))
-    expect(page.get_by_test_id("error-banner")).to_contain_text("version 7 is not one this Sophos reads")
+    expect(page.get_by_test_id("transfer-error")).to_contain_text("version 7 is not one this Sophos reads")
     assert app.server.get("/api/conversations").json()["conversations"] == []
 
     page.get_by_test_id("import-file").set_input_files(str(FIXTURE))
@@ -30,6 +30,7 @@ def test_import_a_chatgpt_file_then_export_it_again(page: Page, app: App, tmp_pa
     expect(page.get_by_test_id("message-list")).to_contain_text("Porto, for the river and the food.")
     shoot(page, "import", toggle_sidebar)
 
+    page.get_by_test_id("more-button").click()  # the exports are in the header's More menu
     with page.expect_download() as download:
         page.get_by_test_id("export-json").click()
     path = tmp_path / download.value.suggested_filename
@@ -38,6 +39,7 @@ def test_import_a_chatgpt_file_then_export_it_again(page: Page, app: App, tmp_pa
     assert len(json.loads(path.read_text())["conversation"]["branches"]) == 3
     for link, name in (("export-md", "planning-a-trip-2024-05-01.md"),
                        ("export-jsonl", "planning-a-trip-2024-05-01.checkpoints.jsonl")):
+        page.get_by_test_id("more-button").click()
         with page.expect_download() as named:
             page.locator(f"#{link}").click()
         assert named.value.suggested_filename == name  # by title and date, not <id>.md (issue 48 item 4)

@@ -166,11 +166,11 @@ def test_the_page_works_at_375_pixels_and_exports_are_linked(tab: Page, shared_a
     assert json.loads(body.strip().split("\n")[-1])["next"] == []
 
 
-def test_a_model_error_shows_its_code_in_a_banner(tab: Page, shared_ollama: FakeOllama) -> None:
+def test_a_model_error_shows_its_code_beside_the_composer(tab: Page, shared_ollama: FakeOllama) -> None:
     shared_ollama.add({"status": 404})
     send(tab, "anyone there?")
-    banner = tab.get_by_test_id("error-banner")
-    expect(banner).to_contain_text("Error: MODEL_UNAVAILABLE", timeout=15000)
+    banner = tab.get_by_test_id("composer-error")
+    expect(banner.get_by_test_id("error-code")).to_have_text("MODEL_UNAVAILABLE", timeout=15000)
     expect(tab.locator(".conversation-item").first.locator(".badge")).to_have_text("failed")
     expect(tab.get_by_test_id("resume-banner")).to_be_visible()
 

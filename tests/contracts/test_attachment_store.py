@@ -14,7 +14,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import empty_checkpoint
 
 from adapters.langchain.messages import to_langchain
-from adapters.langgraph.graph import INPUT_TASK
+from adapters.langgraph.keys import INPUT_TASK
 from adapters.memory.saver import InMemoryThreadSaver
 from adapters.postgres.database import PostgresDatabase
 from adapters.postgres.saver import FencedPostgresSaver

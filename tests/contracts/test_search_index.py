@@ -15,6 +15,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata, empty_checkpoint
 
 from adapters.langchain.messages import to_langchain
+from adapters.langgraph.branching import with_op
 from adapters.memory.runs import InMemoryRunStore
 from adapters.memory.search import InMemorySearchIndex
 from adapters.postgres.database import PostgresDatabase
@@ -30,7 +31,7 @@ from domain.errors import InvalidInput, SearchBusy
 from domain.model import AssistantMessage, Message, ToolCall, ToolResult, UserMessage, new_id, utc_now
 from domain.search import parse_query
 from ports.runs import RunRepository
-from ports.search import MARK_CLOSE, MARK_OPEN, SearchHit, SearchIndex
+from ports.search import MARK_CLOSE, MARK_OPEN, SearchHit, SearchIndex, Unsearched
 from tests.support.fake_engine import FakeEngine, Thread
 from tests.support.files import png
 
@@ -58,13 +59,20 @@ class MemoryWorld:
         await self.runs.delete_conversation(cid)
 
 
-def next_checkpoint(threads: dict[str, list[Message]], cid: str, messages: Sequence[Message]) -> tuple[RunnableConfig, Checkpoint, CheckpointMetadata]:
-    """One more checkpoint of the thread, holding every message so far (as LangGraph's)."""
+def next_checkpoint(threads: dict[str, list[Message]], cid: str, messages: Sequence[Message],
+                    fork: int | None = None) -> tuple[RunnableConfig, Checkpoint, CheckpointMetadata]:
+    """One more checkpoint of the thread, holding every message so far (as LangGraph's);
+    `fork`: the first of a new branch, the messages before that index kept (an edit, a
+    regenerate), as the engine asks for it."""
     thread = threads.setdefault(cid, [])
+    if fork is not None:
+        del thread[fork:]
     thread.extend(messages)
     checkpoint = empty_checkpoint()
     checkpoint["channel_values"] = {"messages": [to_langchain(m) for m in thread]}
     config: RunnableConfig = {"configurable": {"thread_id": cid, "checkpoint_ns": ""}}
+    if fork is not None:
+        config = with_op(config, {"op": "fork", "at": fork, "next": []})
     return config, checkpoint, {"source": "loop", "step": len(thread), "parents": {}}
 
 
@@ -76,8 +84,8 @@ class SqliteWorld:
         self.index: SearchIndex = self.sqlite_index
         self.threads: dict[str, list[Message]] = {}
 
-    async def append(self, cid: str, messages: Sequence[Message]) -> None:
-        await self.saver.aput(*next_checkpoint(self.threads, cid, messages), {})
+    async def append(self, cid: str, messages: Sequence[Message], fork: int | None = None) -> None:
+        await self.saver.aput(*next_checkpoint(self.threads, cid, messages, fork), {})
 
     async def delete(self, cid: str) -> None:
         await self.saver.adelete_thread(cid)
@@ -95,10 +103,12 @@ class PostgresWorld:
         self.runs = PostgresRunStore(self.db)
         self.index: SearchIndex = PostgresSearchIndex(self.db, self.saver.reindex, self.saver.index_missing)
         self.threads: dict[str, list[Message]] = {}
+        self.versions: dict[str, int] = {}
 
-    async def append(self, cid: str, messages: Sequence[Message]) -> None:
-        config, checkpoint, metadata = next_checkpoint(self.threads, cid, messages)
-        checkpoint["channel_versions"] = {"messages": f"{len(self.threads[cid]):032}"}
+    async def append(self, cid: str, messages: Sequence[Message], fork: int | None = None) -> None:
+        config, checkpoint, metadata = next_checkpoint(self.threads, cid, messages, fork)
+        self.versions[cid] = self.versions.get(cid, 0) + 1
+        checkpoint["channel_versions"] = {"messages": f"{self.versions[cid]:032}"}
         await self.saver.aput(config, checkpoint, metadata, checkpoint["channel_versions"])
 
     async def delete(self, cid: str) -> None:
@@ -137,11 +147,43 @@ class SearchIndexContract:
         a = await self.conversation(world, "Whale songs", "do whales sing?", "Humpback WHALES do.")
         b = await self.conversation(world, "Cooking", "a recipe for soup", "Here is one: whale-free soup")
         await self.conversation(world, "Other", "nothing here")
-        hits = await search(world, "whales")
+        hits = await search(world, '"whales"')  # quoted: that word only
         assert where(hits) == {(a, 0), (a, 1)}
-        assert where(await search(world, "whale")) == {(a, None), (b, 1)}
-        assert all(h.title in ("Whale songs", "Cooking") for h in hits)
+        assert where(await search(world, '"whale"')) == {(a, None), (b, 1)}
+        assert all(h.title in ("Whale songs", "Cooking") for h in await search(world, "whale"))
         assert {h.role for h in await search(world, "whale songs")} == {"title"}
+
+    async def test_a_word_finds_its_other_forms_and_the_last_word_its_start(self, world: World) -> None:
+        """As the page searches while a word is typed: `lighthous` finds "lighthouse"."""
+        a = await self.conversation(world, "Coast", "The lighthouse keepers", "Lighthouses are kept by a keeper",
+                                    "running the light", "she runs", "a lighthousekeeper's log")
+        b = await self.conversation(world, "Lighthouse keeping", "nothing to see")
+        assert where(await search(world, "lighthous")) == {(a, 0), (a, 1), (a, 4), (b, None)}
+        assert where(await search(world, "lighthouses")) == {(a, 0), (a, 1), (b, None)}  # as typed, or its stem
+        assert where(await search(world, "keeper lighthous")) == {(a, 0), (a, 1)}  # keepers, keeper
+        assert where(await search(world, "keepers lighthouse ke")) == {(a, 0), (a, 1)}
+        assert where(await search(world, "keepers lighthouse k")) == set()  # one letter: that word only
+        assert where(await search(world, "lighthouses keep")) == {(a, 0), (a, 1), (b, None)}
+        assert where(await search(world, "running she")) == {(a, 3)}  # runs
+        assert where(await search(world, "keepers ru")) == set()
+        assert where(await search(world, '"lighthouse kee')) == {(a, 0), (b, None)}  # a quote being typed
+        assert where(await search(world, '"lighthouse"')) == {(a, 0), (b, None)}  # quoted: that word only
+        hit = next(h for h in await search(world, "keeper lighthouses") if h.message_index == 1)
+        assert hit.snippet == f"{MARK_OPEN}Lighthouses{MARK_CLOSE} are kept by a {MARK_OPEN}keeper{MARK_CLOSE}"
+
+    async def test_any_text_is_a_query_or_a_clear_error_never_a_failure_of_the_index(self, world: World) -> None:
+        cid = await self.conversation(world, "t", "NEAR the café, 東京タワー at 3.14 o'clock: x-ray AND OR")
+        hostile = ['NEAR(a b)', '"x" OR y', "a:b", "^c", "-d", "+e", "{f}", "(g", "h)", "i'j", "東京タワ", "café*",
+                   '"k l', "x-ra", "AND", "OR NOT", "near/3", '""', "'", "\\", "$%&", "3.1", "o'clo"]
+        for q in hostile:
+            try:
+                query = parse_query(q)
+            except InvalidInput:
+                continue
+            await world.index.search(query, 20, 0)
+        assert where(await search(world, "東京タワ")) == {(cid, 0)}
+        assert where(await search(world, "x-ra")) == where(await search(world, "o'clo")) == {(cid, 0)}
+        assert where(await search(world, "AND OR")) == where(await search(world, "cafe")) == {(cid, 0)}
 
     async def test_a_search_for_one_owner_finds_only_their_conversations(self, world: World) -> None:
         mine = await self.conversation(world, "t", "narwhal tusks")
@@ -252,13 +294,30 @@ class FileTextSearch:
         assert where(await search(world, "heron")) == {(cid, 2)}
 
 
+class BranchSearch:
+    """On the stores that keep branches: the index holds the active branch, and says how
+    many inactive branches (in how many conversations) a search does not look in."""
+
+    async def test_only_the_active_branch_is_searched_and_the_others_are_counted(self, world: Any) -> None:
+        cid = await SearchIndexContract().conversation(world, "Birds", "tell me about herons", "herons wade")
+        other = await SearchIndexContract().conversation(world, "More", "and egrets?")
+        assert await world.index.unsearched() == Unsearched(0, 0)
+        await world.append(cid, [AssistantMessage("egrets wade too", id=new_id())], fork=1)  # a regenerate
+        assert where(await search(world, "egrets")) == {(cid, 1), (other, 0)}
+        assert where(await search(world, "herons wade")) == set()  # the first answer is on branch 1 now
+        await world.append(cid, [UserMessage("and storks?", id=new_id())], fork=0)  # an edit
+        assert await world.index.unsearched() == Unsearched(2, 1)
+        assert await world.index.unsearched("admin") == Unsearched(2, 1)
+        assert await world.index.unsearched("u_00000000000000bb") == Unsearched(0, 0)
+
+
 class TestInMemorySearchIndex(SearchIndexContract):
     @pytest.fixture
     def world(self) -> MemoryWorld:
         return MemoryWorld()
 
 
-class TestSqliteSearchIndex(SearchIndexContract, FileTextSearch):
+class TestSqliteSearchIndex(SearchIndexContract, FileTextSearch, BranchSearch):
     @pytest.fixture
     async def world(self, tmp_path: Path) -> AsyncIterator[SqliteWorld]:
         path = str(tmp_path / "sophos.db")
@@ -271,8 +330,8 @@ class TestSqliteSearchIndex(SearchIndexContract, FileTextSearch):
     async def test_a_search_past_its_budget_is_refused_and_the_reader_goes_on(self, world: SqliteWorld) -> None:
         from adapters.sqlite.search import _search
 
-        for _ in range(20):
-            await SearchIndexContract().conversation(world, "budget", *(["alpha beta " * 500] * 4))
+        for _ in range(20):  # more matching rows than the progress handler's steps
+            await SearchIndexContract().conversation(world, "budget", *(["alpha beta " * 50] * 60))
         with pytest.raises(InvalidInput, match="took over 0 s: narrow it"):
             world.sqlite_index._worker.call(_search, parse_query("alpha"), 20, 0, 0.0)
         assert world.sqlite_index._worker.call(_search, parse_query("nothing"), 20, 0) == []
@@ -290,7 +349,7 @@ class TestSqliteSearchIndex(SearchIndexContract, FileTextSearch):
         assert [list(r) for r in await asyncio.gather(*queued)] == [[]] * (MAX_WAITING + 1)
 
 
-class TestPostgresSearchIndex(SearchIndexContract, FileTextSearch):
+class TestPostgresSearchIndex(SearchIndexContract, FileTextSearch, BranchSearch):
     @pytest.fixture
     async def world(self, pg_url: str) -> AsyncIterator[PostgresWorld]:
         world = PostgresWorld(pg_url)
@@ -306,3 +365,18 @@ class TestPostgresSearchIndex(SearchIndexContract, FileTextSearch):
         for position, word in enumerate(terms(text).split(), 1):
             expected.setdefault(word, []).append(position)
         assert lexemes == expected
+
+    async def test_a_message_of_distinct_words_past_the_cap_is_indexed_words_and_stems(self, world: PostgresWorld) -> None:
+        """The worst case for the two tsvectors (every word distinct, each with its stem):
+        both stay under PostgreSQL's 1 MB, the words past the cap are not indexed."""
+        from itertools import product
+        from string import ascii_lowercase
+
+        from adapters.postgres.search_text import MAX_TERMS_BYTES
+
+        distinct = ("".join(p) + "ing" for n in (2, 3, 4) for p in product(ascii_lowercase, repeat=n))
+        text = " ".join(next(distinct) for _ in range(MAX_TERMS_BYTES // 6 + 2000))
+        cid = await SearchIndexContract().conversation(world, "huge", text)
+        assert where(await search(world, "aaing")) == {(cid, 0)}  # "aa", the stem, and the word typed
+        assert where(await search(world, '"aaing"')) == {(cid, 0)}
+        assert await search(world, text.split()[-1]) == []  # past the cap

@@ -14,6 +14,7 @@ from adapters.postgres.sessions import PostgresSessionStore
 from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqlite.sessions import SqliteSessionStore
 from domain.model import utc_now
+from domain.principals import BOOTSTRAP_ID
 from domain.sessions import new_session_id, session_key
 from ports.sessions import SessionStore
 
@@ -29,6 +30,10 @@ def later(t: datetime, seconds: float) -> datetime:
     return t + timedelta(seconds=seconds)
 
 
+async def live(store: SessionStore, key: str, fingerprint: str, now: datetime) -> bool:
+    return await store.user_of(key, fingerprint, now) is not None
+
+
 class SessionStoreContract:
     @pytest.fixture
     def store(self) -> SessionStore:
@@ -37,23 +42,23 @@ class SessionStoreContract:
     async def test_a_session_is_valid_until_its_end_and_not_from_it(self, store: SessionStore) -> None:
         now, key = utc_now(), a_key()
         await store.create(key, TOKEN_A, now, later(now, 60))
-        assert await store.valid(key, TOKEN_A, now)
-        assert await store.valid(key, TOKEN_A, later(now, 59.9))
-        assert not await store.valid(key, TOKEN_A, later(now, 60))
-        assert not await store.valid(key, TOKEN_A, later(now, 3600))
-        assert not await store.valid(a_key(), TOKEN_A, now)  # never stored
+        assert await live(store, key, TOKEN_A, now)
+        assert await live(store, key, TOKEN_A, later(now, 59.9))
+        assert not await live(store, key, TOKEN_A, later(now, 60))
+        assert not await live(store, key, TOKEN_A, later(now, 3600))
+        assert not await live(store, a_key(), TOKEN_A, now)  # never stored
 
     async def test_a_session_made_under_another_token_is_not_valid(self, store: SessionStore) -> None:
         now, key = utc_now(), a_key()
         await store.create(key, TOKEN_A, now, later(now, 60))
-        assert not await store.valid(key, TOKEN_B, now)
+        assert not await live(store, key, TOKEN_B, now)
 
     async def test_a_login_under_a_new_token_deletes_the_old_tokens_sessions(self, store: SessionStore) -> None:
         now, old, new = utc_now(), a_key(), a_key()
         await store.create(old, TOKEN_A, now, later(now, 60))
         await store.create(new, TOKEN_B, now, later(now, 60))
         assert not await store.delete(old)  # gone already
-        assert await store.valid(new, TOKEN_B, now)
+        assert await live(store, new, TOKEN_B, now)
 
     async def test_a_login_deletes_expired_sessions_only(self, store: SessionStore) -> None:
         now, short, long, fresh = utc_now(), a_key(), a_key(), a_key()
@@ -61,33 +66,35 @@ class SessionStoreContract:
         await store.create(long, TOKEN_A, now, later(now, 100))
         await store.create(fresh, TOKEN_A, later(now, 10), later(now, 70))
         assert not await store.delete(short)
-        assert await store.valid(long, TOKEN_A, later(now, 10))
-        assert await store.delete_all() == 2
+        assert await live(store, long, TOKEN_A, later(now, 10))
+        assert await store.delete_principal(BOOTSTRAP_ID) == 2
 
     async def test_log_out_ends_one_session_and_leaves_the_others(self, store: SessionStore) -> None:
         now, mine, theirs = utc_now(), a_key(), a_key()
         for key in (mine, theirs):
             await store.create(key, TOKEN_A, now, later(now, 60))
         assert await store.delete(mine)
-        assert not await store.valid(mine, TOKEN_A, now)
-        assert await store.valid(theirs, TOKEN_A, now)
+        assert not await live(store, mine, TOKEN_A, now)
+        assert await live(store, theirs, TOKEN_A, now)
         assert not await store.delete(mine)
 
-    async def test_log_out_everywhere_ends_every_session(self, store: SessionStore) -> None:
-        now = utc_now()
+    async def test_log_out_everywhere_ends_every_session_of_that_user_only(self, store: SessionStore) -> None:
+        now, other = utc_now(), a_key()
         keys = [a_key() for _ in range(3)]
         for key in keys:
             await store.create(key, TOKEN_A, now, later(now, 60))
-        assert await store.delete_all() == 3
-        assert [await store.valid(k, TOKEN_A, now) for k in keys] == [False] * 3
-        assert await store.delete_all() == 0
+        await store.create(other, TOKEN_A, now, later(now, 60), principal="u_0123456789abcdef")
+        assert await store.delete_principal(BOOTSTRAP_ID) == 3
+        assert [await live(store, k, TOKEN_A, now) for k in keys] == [False] * 3
+        assert await store.user_of(other, TOKEN_A, now) == "u_0123456789abcdef"
+        assert await store.delete_principal(BOOTSTRAP_ID) == 0
 
     async def test_creating_a_stored_key_again_replaces_it(self, store: SessionStore) -> None:
         now, key = utc_now(), a_key()
         await store.create(key, TOKEN_A, now, later(now, 60))
         await store.create(key, TOKEN_A, now, later(now, 600))
-        assert await store.valid(key, TOKEN_A, later(now, 300))
-        assert await store.delete_all() == 1
+        assert await live(store, key, TOKEN_A, later(now, 300))
+        assert await store.delete_principal(BOOTSTRAP_ID) == 1
 
 
 class TestInMemorySessionStore(SessionStoreContract):
@@ -110,9 +117,9 @@ class TestSqliteSessionStore(SessionStoreContract):
             a, b = SqliteSessionStore(*one.workers()), SqliteSessionStore(*two.workers())
             now, key = utc_now(), a_key()
             await a.create(key, TOKEN_A, now, later(now, 60))
-            assert await b.valid(key, TOKEN_A, now)
+            assert await live(b, key, TOKEN_A, now)
             await b.delete(key)
-            assert not await a.valid(key, TOKEN_A, now)
+            assert not await live(a, key, TOKEN_A, now)
         finally:
             await one.aclose()
             await two.aclose()
@@ -140,9 +147,9 @@ class TestPostgresSessionStore(SessionStoreContract):
             a, b = PostgresSessionStore(one), PostgresSessionStore(two)
             now, key = utc_now(), a_key()
             await a.create(key, TOKEN_A, now, later(now, 60))
-            assert await b.valid(key, TOKEN_A, now)
-            await b.delete_all()
-            assert not await a.valid(key, TOKEN_A, now)
+            assert await live(b, key, TOKEN_A, now)
+            await b.delete_principal(BOOTSTRAP_ID)
+            assert not await live(a, key, TOKEN_A, now)
         finally:
             await one.close()
             await two.close()

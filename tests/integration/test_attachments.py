@@ -22,7 +22,7 @@ from tests.integration.test_model_choice import events, turn
 from tests.support.app import app_env
 from tests.support.fake_ollama import FakeOllama
 from tests.support.fake_openai import fake_openai
-from tests.support.files import pdf, png
+from tests.support.files import pdf, png, png_claiming
 
 PNG = png()
 CSV = b"city,people\nLyon,522250\nNantes,320732\n"
@@ -167,6 +167,9 @@ BROKEN_PNG = PNG[:8] + b"\x00\x00\x00\x0dXXXX" + PNG[16:]
          "ATTACHMENT_TYPE_NOT_ALLOWED", "image/svg+xml"),
         ({"attachments": [attached("photo.png", "image/png", BROKEN_PNG)]}, 400, "ATTACHMENT_UNREADABLE", "not a readable PNG"),
         ({"attachments": [attached("photo.jpg", "image/jpeg", PNG)]}, 400, "ATTACHMENT_UNREADABLE", "not a readable JPEG"),
+        # 69 bytes claiming 65535 x 65535 (17 GB of pixels for whoever decodes it)
+        ({"attachments": [attached("huge.png", "image/png", png_claiming(65535, 65535))]}, 400, "ATTACHMENT_UNREADABLE",
+         "huge.png: a 65535×65535 image is larger than Sophos reads (at most 40 megapixels"),
         ({"attachments": [attached("report.pdf", "application/pdf", b"%PDF-1.4\ngarbage")]}, 400,
          "ATTACHMENT_UNREADABLE", "report.pdf: the PDF cannot be read"),
         ({"attachments": [attached("scan.pdf", "application/pdf", pdf(""))]}, 400, "ATTACHMENT_UNREADABLE", "no text"),

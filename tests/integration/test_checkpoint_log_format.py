@@ -19,7 +19,6 @@ from adapters.sqlite.database import connect, migrate
 from adapters.sqlite.log_schema import MIGRATION_LOG_FORMAT
 from adapters.sqlite.saver import ThreadedSqliteSaver
 from adapters.storage import message_log
-from domain.export import checkpoint_jsonl
 from domain.model import (
     AssistantMessage,
     CheckpointSummary,
@@ -30,6 +29,7 @@ from domain.model import (
     UserMessage,
     new_id,
 )
+from entrypoints.export import checkpoint_jsonl
 
 MESSAGES: list[Message | None] = [
     UserMessage("héllo \x00 \u2713 \"quoted\" \\ back", id="u1"),

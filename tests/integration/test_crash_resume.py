@@ -49,7 +49,7 @@ def wait_for(predicate: Any, timeout: float = 30.0) -> None:
 
 
 @pytest.mark.slow
-def test_resume_after_sigkill_does_not_repeat_a_finished_tool_call(tmp_path: Path) -> None:
+def test_resume_after_sigkill_does_not_repeat_a_finished_tool_call_and_keeps_the_chosen_model(tmp_path: Path) -> None:
     book = tmp_path / "ledger.jsonl"
     config_dir(tmp_path, {"ledger": ledger_server_entry(book)})
     calls = [
@@ -57,10 +57,14 @@ def test_resume_after_sigkill_does_not_repeat_a_finished_tool_call(tmp_path: Pat
         ("ledger__append", {"label": "b", "delay": 0.2}),
         ("ledger__append", {"label": "c", "delay": 3}),
     ]
-    with fake_ollama([{"tool_calls": calls}, {"text": "All three done."}]) as fake:
+    replies = [{"tool_calls": calls}, {"text": "All three done."}]
+    with fake_ollama(replies, models=("qwen3:latest", "clerk:latest")) as fake:
         env = process_env(app_env(tmp_path, fake.url))
         db = Path(env["DATABASE_PATH"])
-        child = subprocess.Popen([SOPHOS, "chat", "do three things"], env=env, cwd=tmp_path,
+        # the run's choice (model, system prompt) is the conversation's: the resume in another
+        # process must send the same, though no checkpoint holds it
+        chat = [SOPHOS, "chat", "-m", "clerk", "-s", "You keep the ledger.", "do three things"]
+        child = subprocess.Popen(chat, env=env, cwd=tmp_path,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             wait_for(lambda: {e["label"] for e in ledger(book) if e["event"] == "done"} == {"a", "b"})
@@ -79,6 +83,9 @@ def test_resume_after_sigkill_does_not_repeat_a_finished_tool_call(tmp_path: Pat
         resumed = subprocess.run([SOPHOS, "resume", cid], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
         assert resumed.returncode == 0, resumed.stderr
         assert "All three done." in resumed.stdout
+        assert len(fake.requests) == 2
+        assert [r["model"] for r in fake.requests] == ["clerk", "clerk"]
+        assert [r["messages"][0] for r in fake.requests] == [{"role": "system", "content": "You keep the ledger."}] * 2
 
     entries = ledger(book)
     starts = {label: [e for e in entries if e["label"] == label and e["event"] == "start"] for label in "abc"}

@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from starlette.routing import Route
 from starlette.testclient import TestClient
 
+from entrypoints.http import api
 from tests.support.fake_ollama import FakeOllama
 from tests.support.server import event_number
 
@@ -291,6 +293,17 @@ def test_the_openapi_document_lists_exactly_the_real_routes(client: TestClient) 
         for method in (route.methods or set()) - {"HEAD"}
     }
     assert documented == real
+
+
+def test_every_api_route_is_served_by_the_handler_its_declaration_names(client: TestClient) -> None:
+    # app.py mounts the table the document is written from (entrypoints/http/api.py)
+    mounted = {
+        (route.path, method): route.endpoint
+        for route in client.app.routes  # type: ignore[attr-defined]
+        if isinstance(route, Route) and route.path.startswith("/api")
+        for method in (route.methods or set()) - {"HEAD"}
+    }
+    assert mounted == {(r.path, r.method): r.endpoint for r in api.ROUTES}
 
 
 def test_the_context_field_matches_its_documented_schema(client: TestClient) -> None:

@@ -17,9 +17,9 @@ import httpx
 import pytest
 
 from adapters.langgraph import copies
+from entrypoints import transfer_document as transfer
 from entrypoints.container import Container, close_container, create_container
 from entrypoints.http.app import create_app
-from services import transfer
 from tests.support.app import app_env
 from tests.support.imports import late_forks_chatgpt, late_forks_document, plain_document
 

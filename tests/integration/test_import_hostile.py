@@ -93,7 +93,7 @@ def test_malformed_documents_get_a_clear_error_naming_the_place(client: TestClie
 
 def test_bounds_on_size_counts_and_zips(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
     small = Limits(bytes=50_000, conversations=3, messages=30, branches=2)
-    for module in ("domain.transfer", "domain.chatgpt", "services.transfer", "entrypoints.transfer_files"):
+    for module in ("domain.transfer", "domain.chatgpt", "entrypoints.transfer_document", "entrypoints.transfer_files"):
         monkeypatch.setattr(f"{module}.LIMITS", small)
     monkeypatch.setattr(http_transfer, "LIMITS", small)
     assert "at most 0 MB" in refused(client, b" " * 60_000, 413)

@@ -394,13 +394,54 @@ async def test_multitasking_interrupt_steers_at_the_next_step_boundary(backend: 
     assert not detail.resumable and not detail.pending_calls
 
 
-async def test_a_steer_waiting_for_a_finished_answer_is_simply_answered_next(backend: tuple[Any, Any]) -> None:
-    h = harness(backend, ["a plain answer with no tools at all", "steered"], delay=0.03)
+async def first_token(h: Harness, cid: str) -> None:
+    active = h.runs.hub.get(cid)
+    assert active is not None
+    async for _, event in active.subscribe():
+        if event.event == "token":
+            return
+
+
+async def test_a_steer_cuts_a_text_answer_at_once_and_keeps_what_it_wrote(backend: tuple[Any, Any]) -> None:
+    """A text answer has no step boundary to wait for: the steer stops the model at once, the
+    text streamed so far stays as the answer, and the model is asked again with the new
+    message right away (not after the 6 s the whole answer would take)."""
+    long = " ".join(f"w{i}" for i in range(200))
+    h = harness(backend, [long, "steered"], delay=0.03)
     first = await h.runs.start(start_command("foo"))
     cid = first.conversation_id
+    await first_token(h, cid)
+    asked = time.monotonic()
     await send(h, "actually, this", cid, "interrupt")
+    async with asyncio.timeout(10):
+        while len(h.model.seen) < 2:
+            await asyncio.sleep(0.01)
+    took = time.monotonic() - asked
+    assert took < 1.0, took
+    assert (await h.events_of(first))[-1].data["status"] == "completed"
     await settled(h, cid)
-    assert await contents(h, cid) == ["foo", "a plain answer with no tools at all", "actually, this", "steered"]
+    said = await contents(h, cid)
+    assert said[0] == "foo" and said[2:] == ["actually, this", "steered"], said
+    assert said[1] and long.startswith(said[1].rstrip()) and len(said[1]) < len(long) / 2, said[1]  # kept, cut short
+    assert [m.role for m in h.model.seen[-1].messages] == ["user", "assistant", "user"]
+    detail = await h.conversations.get(cid)
+    assert not detail.resumable and not detail.pending_calls
+
+
+async def test_a_steer_before_the_model_wrote_anything_hands_over_at_once(backend: tuple[Any, Any]) -> None:
+    """A cold model (no token yet): the steer does not wait for it to load and answer."""
+    h = harness(backend, ["a slow first answer", "steered"], delay=2.0)
+    first = await h.runs.start(start_command("foo"))
+    cid = first.conversation_id
+    async with asyncio.timeout(10):
+        while not h.model.seen:  # the model is asked, its first token 2 s away
+            await asyncio.sleep(0.01)
+    await send(h, "actually, this", cid, "interrupt")
+    async with asyncio.timeout(1.5):
+        while len(h.model.seen) < 2:
+            await asyncio.sleep(0.01)
+    await settled(h, cid)
+    assert await contents(h, cid) == ["foo", "actually, this", "steered"]
 
 
 async def test_steering_during_a_slow_tool_call_fifty_times_leaves_no_dangling_call() -> None:
@@ -460,7 +501,9 @@ def test_interrupt_and_rollback_over_http(client: Any, ollama: Any) -> None:
     ollama.add({"text": "slow " * 60, "token_delay": 0.03}, {"text": "steered"}, {"text": "slow " * 60, "token_delay": 0.03},
                {"text": "rolled"})
     cid = client.post("/api/chat", json={"message": "foo"}).json()["conversation"]
-    sent = client.post("/api/chat", json={"message": "bar", "conversation": cid, "multitask": "interrupt"})
+    with client.stream("GET", f"/api/chat?conversation={cid}") as events:  # until the answer is being written
+        next(line for line in events.iter_lines() if line == "event: token")
+        sent = client.post("/api/chat", json={"message": "bar", "conversation": cid, "multitask": "interrupt"})
     assert sent.status_code == 200 and sent.json()["queued"]["steer"] is True
     deadline = time.monotonic() + 20
     while client.get(f"/api/conversations/{cid}").json()["conversation"]["messageCount"] < 4:
@@ -473,5 +516,7 @@ def test_interrupt_and_rollback_over_http(client: Any, ollama: Any) -> None:
         body = "".join(response.iter_text())
     assert "event: end" in body and '"status": "completed"' in body
     detail = client.get(f"/api/conversations/{cid}").json()
-    assert [m["content"] for m in detail["messages"]] == ["foo", "slow " * 60, "bar", "steered", "qux", "rolled"]
+    said = [m["content"] for m in detail["messages"]]
+    assert said[0] == "foo" and said[2:] == ["bar", "steered", "qux", "rolled"], said
+    assert said[1].startswith("slow") and len(said[1]) < len("slow " * 60), said  # the steer cut the text answer
     assert detail["messages"][4]["branch"]["count"] == 2

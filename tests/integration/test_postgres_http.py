@@ -54,13 +54,16 @@ def test_search_on_postgresql_finds_titles_and_messages_of_finished_runs(tmp_pat
             assert time.monotonic() < deadline, "the run never completed"
             time.sleep(0.05)
         body = client.get("/api/search", params={"q": '"blue whales"'}).json()
-        bad = client.get("/api/search", params={"q": '"blue'})
+        typed = client.get("/api/search", params={"q": '"blue wha'}).json()  # a phrase being typed
+        bad = client.get("/api/search", params={"q": "bl*ue"})
     assert [(r["conversation"], r["messageIndex"], r["role"]) for r in body["results"]] == [
         (cid, None, "title"), (cid, 0, "user"), (cid, 1, "assistant")  # the shortest first, then the oldest
     ]
     assert body["results"][1]["snippet"] == "Are &lt;b&gt;<mark>blue whales</mark>&lt;/b&gt; loud?"
     assert body["nextCursor"] is None
-    assert bad.status_code == 400 and bad.json()["error"] == {"code": "BAD_REQUEST", "message": "Unbalanced quote in the query"}
+    assert typed["results"] == body["results"] and typed["unsearched"] == {"branches": 0, "conversations": 0}
+    assert bad.status_code == 400 and bad.json()["error"] == {"code": "BAD_REQUEST",
+                                                              "message": "'*' may only end a word or a phrase"}
     assert not (tmp_path / "db").exists()  # nothing searched or written on SQLite
 
 

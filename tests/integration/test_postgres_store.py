@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 
-from adapters.langgraph.graph import RUN_KEY
+from adapters.langgraph.keys import RUN_KEY
 from adapters.postgres.database import PostgresDatabase
 from adapters.postgres.runs import PostgresRunStore
 from adapters.postgres.saver import FencedPostgresSaver

@@ -148,7 +148,8 @@ def test_sso_behind_a_tls_proxy_works_end_to_end_from_the_https_page(tmp_path: P
         with tls_proxy(server.port, tmp_path, "Remote-User", "ann@example.com") as proxy, \
                 httpx.Client(base_url=proxy.url, verify=str(proxy.ca), timeout=30) as page:
             browser = {"Origin": proxy.url, "Sec-Fetch-Site": "same-origin", "Remote-User": "mallory"}
-            assert page.get("/api/session").json() == {"required": True, "authenticated": True}
+            assert page.get("/api/session").json() == {"required": True, "authenticated": True,
+                                                         "user": {"name": "ann@example.com", "role": "user"}}
             started = page.post("/api/chat", json={"message": "hi"}, headers=browser)
             assert started.status_code == 200, started.text
             cid = started.json()["conversation"]

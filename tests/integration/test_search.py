@@ -85,6 +85,7 @@ def test_search_finds_titles_and_messages_ranked_with_marked_snippets(demo_serve
     body = search(demo_server, "whales")
     detail = demo_server.get(f"/api/conversations/{whales}").json()
     assert {r["conversation"] for r in body["results"]} == {whales} and body["nextCursor"] is None
+    assert body["unsearched"] == {"branches": 0, "conversations": 0}
     for r in body["results"]:
         assert set(r) == {"conversation", "title", "messageIndex", "role", "snippet"}
         assert "<mark>whales</mark>" in r["snippet"].lower()
@@ -107,7 +108,6 @@ def test_search_finds_titles_and_messages_ranked_with_marked_snippets(demo_serve
 @pytest.mark.parametrize(
     "params, message",
     [
-        ({"q": '"blue whales'}, "Unbalanced quote in the query"),
         ({"q": "*"}, "'*' must follow a word"),
         ({"q": "wh*ales"}, "'*' may only end a word or a phrase"),
         ({"q": "NEAR(a b) OR c:d ^e"}, None),  # FTS5 syntax is just words here: no error, no 500
@@ -125,7 +125,8 @@ def test_search_finds_titles_and_messages_ranked_with_marked_snippets(demo_serve
 def test_bad_queries_are_a_400_with_a_clear_message(demo_server: LiveServer, params: dict[str, str], message: str | None) -> None:
     r = demo_server.get("/api/search", params=params)
     if message is None:
-        assert r.status_code == 200 and r.json() == {"results": [], "nextCursor": None}
+        nothing = {"branches": 0, "conversations": 0}
+        assert r.status_code == 200 and r.json() == {"results": [], "nextCursor": None, "unsearched": nothing}
         return
     assert r.status_code == 400 and r.json() == {"error": {"code": "BAD_REQUEST", "message": message}}
 
@@ -225,6 +226,78 @@ def test_cli_search_prints_marked_matches_json_and_one_line_errors(tmp_path: Pat
     page = json.loads(sophos(env, tmp_path, "search", "terns", "--limit", "1", "--json").stdout)
     assert len(page["results"]) == 1 and page["nextCursor"] == "1"
     assert sophos(env, tmp_path, "search", "albatross").stdout == "No matches.\n"
-    bad = sophos(env, tmp_path, "search", '"terns')
+    bad = sophos(env, tmp_path, "search", "ter*ns")
     assert bad.returncode == 2 and bad.stdout == ""
-    assert bad.stderr == "error: BAD_REQUEST: Unbalanced quote in the query\n"
+    assert bad.stderr == "error: BAD_REQUEST: '*' may only end a word or a phrase\n"
+
+
+def test_a_search_says_how_many_inactive_branches_it_did_not_look_in(tmp_path: Path) -> None:
+    env = app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none")
+    chat = sophos(env, tmp_path, "chat", "Where do lighthouse keepers live?")
+    cid = chat.stderr.split("conversation: ")[1].split()[0]
+    assert json.loads(sophos(env, tmp_path, "search", "keeper", "--json").stdout)["unsearched"] == {
+        "branches": 0, "conversations": 0}
+    assert sophos(env, tmp_path, "regenerate", cid).returncode == 0  # the first answer: an inactive branch
+    page = json.loads(sophos(env, tmp_path, "search", "keeper", "--json").stdout)
+    assert page["unsearched"] == {"branches": 1, "conversations": 1} and page["results"]
+    text = sophos(env, tmp_path, "search", "lighthous").stdout
+    assert text.endswith("(1 inactive branch of 1 conversation not searched; `sophos branch ID N` makes one active)\n")
+
+
+OLD_INDEX = [  # the index before stems (migrations 5 to 18): the text alone
+    "DROP TRIGGER search_entries_ai", "DROP TRIGGER search_entries_ad", "DROP TRIGGER search_entries_au",
+    "DROP TRIGGER conversations_search_au", "DROP TABLE search_fts", "DROP INDEX search_entries_unstemmed",
+    "ALTER TABLE search_entries DROP COLUMN stems",
+    "CREATE VIRTUAL TABLE search_fts USING fts5(body, content='search_entries', content_rowid='id', "
+    "tokenize='unicode61 remove_diacritics 2', prefix='2 3')",
+    "CREATE TRIGGER search_entries_ai AFTER INSERT ON search_entries BEGIN "
+    "INSERT INTO search_fts (rowid, body) VALUES (new.id, new.body); END",
+    "CREATE TRIGGER search_entries_ad AFTER DELETE ON search_entries BEGIN "
+    "INSERT INTO search_fts (search_fts, rowid, body) VALUES ('delete', old.id, old.body); END",
+    "CREATE TRIGGER search_entries_au AFTER UPDATE OF body ON search_entries BEGIN "
+    "INSERT INTO search_fts (search_fts, rowid, body) VALUES ('delete', old.id, old.body); "
+    "INSERT INTO search_fts (rowid, body) VALUES (new.id, new.body); END",
+    "CREATE TRIGGER conversations_search_au AFTER UPDATE OF title ON conversations BEGIN "
+    "UPDATE search_entries SET body = new.title WHERE conversation_id = new.id AND message_index IS NULL; END",
+    "INSERT INTO search_fts (search_fts) VALUES ('rebuild')",
+    "PRAGMA user_version = 17",
+]
+
+
+def test_an_index_from_before_stems_finds_every_form_after_the_upgrade(tmp_path: Path) -> None:
+    env = app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none")
+    chat = sophos(env, tmp_path, "chat", "Who kept the lighthouses?")
+    cid = chat.stderr.split("conversation: ")[1].split()[0]
+    conn = sqlite3.connect(env["DATABASE_PATH"])
+    for statement in OLD_INDEX:
+        conn.execute(statement)
+    conn.commit()
+    conn.close()
+    found = sophos(env, tmp_path, "search", "lighthouse who", "--json")  # "lighthouse": any form of the word
+    assert found.returncode == 0, found.stderr
+    assert {(r["conversation"], r["messageIndex"]) for r in json.loads(found.stdout)["results"]} >= {(cid, 0)}
+    conn = sqlite3.connect(env["DATABASE_PATH"])
+    with conn:  # a title written by another program: its trigger writes no stems, the next open does
+        conn.execute("INSERT INTO conversations (id, title, created_at, updated_at) VALUES "
+                     "('c0ffee00-0000-4000-8000-000000000000', 'Keepers of lights', '2026-01-01T00:00:00Z', "
+                     "'2026-01-01T00:00:00Z')")
+    conn.close()
+    found = sophos(env, tmp_path, "search", "keeper light", "--json")
+    assert [r["conversation"] for r in json.loads(found.stdout)["results"]] == ["c0ffee00-0000-4000-8000-000000000000"]
+    assert indexed(Path(env["DATABASE_PATH"]), cid) == expected_offline(env, tmp_path, cid)
+    conn = sqlite3.connect(env["DATABASE_PATH"])
+    assert conn.execute("SELECT count(*) FROM search_entries WHERE stems IS NULL").fetchone() == (0,)
+    assert conn.execute("PRAGMA user_version").fetchone() == (19,)
+    conn.close()
+
+
+def expected_offline(env: dict[str, str], tmp_path: Path, cid: str) -> set[tuple[int | None, str, str]]:
+    """expected(), read with `sophos show --json`."""
+    shown = sophos(env, tmp_path, "show", cid, "--json")
+    assert shown.returncode == 0, shown.stderr
+    detail = json.loads(shown.stdout)
+    out: set[tuple[int | None, str, str]] = {(None, "title", detail["conversation"]["title"])}
+    for i, m in enumerate(detail["messages"]):
+        if m["role"] in ("user", "assistant") and m["content"].strip():
+            out.add((i, m["role"], m["content"]))
+    return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from entrypoints.export import export_text
 from tests.support.long_thread import TEXT, file_size, long_thread_harness
 
 TURNS = 300
@@ -25,7 +26,7 @@ async def test_a_300_turn_thread_stays_under_five_megabytes_and_grows_linearly(t
     assert len(detail.messages) == 4 * TURNS and detail.conversation.message_count == 4 * TURNS
     size = file_size(db)
     assert size < BOUND, f"{size} bytes"
-    history = (await h.conversations.export_jsonl(cid))[1].strip().split("\n")
+    history = (await export_text(h.conversations, cid, "jsonl"))[1].strip().split("\n")
     # every checkpoint of every run is in the export: a first turn writes five (input, its
     # step, the agent asking for a tool, the tool, the answer), each later one three (its
     # message waits as pending input on the last checkpoint)

@@ -23,7 +23,6 @@ from ports.processes import ProcessPort
 from ports.tools import ToolSpec
 from services.conversations import ConversationService
 from services.handles import RunStores, StartedRun
-from services.hub import RunHub
 from services.queueing import QueueService
 from services.runs import RunService
 from services.supervisor import Supervisor
@@ -114,9 +113,9 @@ def make_harness(
     threads = LangGraphThreads(graph, saver)
     stores = RunStores(runs=store, events=store, signals=store, journal=store, checkpoints=threads, queue=store)
     runs = RunService(
-        stores, LangGraphEngine(graph, saver), processes, RunHub(), recursion_limit, lease_seconds, cancel_wait=2.0, metrics=metrics
+        stores, LangGraphEngine(graph, saver), processes, None, recursion_limit, lease_seconds, cancel_wait=2.0, metrics=metrics
     )
     conversations = ConversationService(store, threads, runs.is_active, store, branches=threads, unsaved=runs.unsaved)
     queue = QueueService(runs, store)
-    supervisor = Supervisor(runs, auto_resume, queue=queue)
+    supervisor = Supervisor(runs, auto_resume)
     return Harness(model, toolbox, store, saver, processes, runs, conversations, supervisor, metrics, queue)

@@ -18,11 +18,11 @@ from typing import Any
 import httpx
 from httpx_sse import EventSource
 
-from entrypoints.settings import DEFAULTS
+from entrypoints.settings import Settings
 from tests.support import zygote
 from tests.support.app import SOPHOS, process_env
 
-LGAPI_DEFAULT = int(DEFAULTS["LANGGRAPH_API_PORT"])
+LGAPI_DEFAULT = Settings().LANGGRAPH_API_PORT
 
 
 @contextlib.contextmanager

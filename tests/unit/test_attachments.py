@@ -7,6 +7,8 @@ import pytest
 from domain.attachments import (
     ATTACHMENT_TYPES,
     IMAGE_TYPES,
+    PIXELS_CEILING,
+    WIDEST_LIMITS,
     Attachment,
     AttachmentLimits,
     StoredFile,
@@ -23,7 +25,7 @@ from domain.errors import (
 )
 from domain.model import UserMessage
 from entrypoints.settings import SettingsError, load_settings
-from tests.support.files import png
+from tests.support.files import gif, jpeg, png, png_claiming, webp
 
 
 def test_a_fence_is_longer_than_any_run_of_backticks_in_the_file() -> None:
@@ -39,7 +41,7 @@ def test_a_fence_is_longer_than_any_run_of_backticks_in_the_file() -> None:
         ("notes.md", "application/octet-stream", b"# hi", "text/markdown"),
         ("data", "application/json", b"{}", "application/json"),
         ("Makefile", "", b"all:\n\techo hi\n", "text/plain"),  # untyped, no extension, but text
-        ("photo.JPG", "image/jpg", b"\xff\xd8\xff\xe0" + b"\0" * 20 + b"\xff\xd9", "image/jpeg"),
+        ("photo.JPG", "image/jpg", jpeg(4, 3), "image/jpeg"),
         ("dot", "image/png", png(), "image/png"),
         ("a.txt", "text/plain; charset=utf-8", "\ufeffcafé".encode(), "text/plain"),
     ],
@@ -133,6 +135,10 @@ def test_limits_bound_size_count_and_type() -> None:
         ({"MAX_ATTACHMENT_BYTES": str(65 * 1024 * 1024)}, "MAX_ATTACHMENT_BYTES must be between"),
         ({"MAX_ATTACHMENTS": "33"}, "MAX_ATTACHMENTS must be between 0 (off) and 32"),
         ({"ATTACHMENT_TYPES": "text,image/svg+xml"}, "ATTACHMENT_TYPES: 'image/svg+xml' is not"),
+        ({"MAX_IMAGE_PIXELS": "0"}, "MAX_IMAGE_PIXELS must be between 1 and 268435456 pixels"),
+        ({"PDF_TIMEOUT": "0"}, "PDF_TIMEOUT must be above 0, at most 3600 seconds"),
+        ({"PDF_MEMORY": "1000000"}, "PDF_MEMORY must be at least 134217728 bytes"),
+        ({"PDF_WORKERS": "0"}, "PDF_WORKERS must be between 1 and 64"),
     ],
 )
 def test_attachment_settings_out_of_bounds_are_refused_at_start(env: dict[str, str], words: str) -> None:
@@ -145,3 +151,64 @@ def test_attachment_settings_make_the_limits() -> None:
     settings = load_settings({"CONFIG_DIR": "/nonexistent", "MAX_ATTACHMENT_BYTES": "2048", "MAX_ATTACHMENTS": "3",
                               "ATTACHMENT_TYPES": "text/markdown,pdf"})
     assert settings.attachment_limits == AttachmentLimits(2048, 3, frozenset({"text/markdown", "application/pdf"}))
+    assert load_settings({"CONFIG_DIR": "/nonexistent", "MAX_IMAGE_PIXELS": "1000"}).attachment_limits.max_pixels == 1000
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "data"),
+    [
+        ("huge.png", "image/png", png_claiming(65535, 65535)),  # 69 bytes claiming 4.3 gigapixels
+        ("huge.jpg", "image/jpeg", jpeg(20000, 20000)),
+        ("huge.jpg", "image/jpeg", jpeg(9000, 9000, progressive=True)),  # 81 MP, each side allowed
+        ("huge.webp", "image/webp", webp(16383, 16383)),
+        ("huge.webp", "image/webp", webp(16384, 16384, "VP8L")),
+        ("huge.webp", "image/webp", webp(16383, 16383, "VP8 ")),
+        ("huge.gif", "image/gif", gif(65535, 65535)),
+        ("long.png", "image/png", png_claiming(20000, 100)),  # 2 MP, but a side past 16384
+    ],
+)
+def test_an_image_declaring_more_pixels_than_allowed_is_refused_from_its_header(name: str, kind: str, data: bytes) -> None:
+    with pytest.raises(AttachmentUnreadable, match=rf"{name}: a \d+×\d+ image is larger than Sophos reads \(at most 40 megapixels"):
+        parse_upload(name, kind, data)
+
+
+@pytest.mark.parametrize(
+    ("kind", "data"),
+    [
+        ("image/png", png_claiming(7728, 5152)),  # a 40-megapixel phone photo
+        ("image/jpeg", jpeg(7728, 5152)),
+        ("image/webp", webp(7728, 5152)),
+        ("image/webp", webp(16383, 2000, "VP8L")),  # a panorama
+        ("image/webp", webp(640, 480, "VP8 ")),
+        ("image/gif", gif(640, 480)),
+    ],
+)
+def test_an_image_within_the_pixel_limit_is_accepted(kind: str, data: bytes) -> None:
+    assert parse_upload("photo", kind, data).attachment.media_type == kind
+
+
+@pytest.mark.parametrize(
+    ("kind", "data"),
+    [
+        ("image/jpeg", jpeg(640, 480)[:26] + b"\xff\xd9"),  # cut inside its frame header
+        ("image/jpeg", b"\xff\xd8\xff\xda\x00\x08" + b"\x00" * 20 + b"\xff\xd9"),  # a scan before any frame
+        ("image/jpeg", b"\xff\xd8" + b"\xff" * 100_000 + b"\xff\xd9"),  # fill bytes only: bounded, refused
+        ("image/jpeg", jpeg(0, 480)),
+        ("image/webp", webp(640, 480)[:28]),
+        ("image/webp", webp(640, 480).replace(b"VP8X", b"VP8Y")),
+        ("image/gif", gif(0, 10)),
+        ("image/png", png_claiming(0, 10)),
+    ],
+)
+def test_an_image_whose_header_is_cut_short_or_gives_no_size_is_unreadable(kind: str, data: bytes) -> None:
+    with pytest.raises(AttachmentUnreadable, match="not a readable"):
+        parse_upload("x", kind, data)
+
+
+def test_the_pixel_limit_is_a_setting_and_an_import_reads_any_a_sophos_could_accept() -> None:
+    small = AttachmentLimits(max_pixels=100)
+    assert parse_upload("dot.png", "image/png", png(10, 10), small).attachment.size > 0
+    with pytest.raises(AttachmentUnreadable, match=r"a 11×10 image is larger than Sophos reads \(at most 0.0001 megapixels"):
+        parse_upload("dot.png", "image/png", png(11, 10), small)
+    assert WIDEST_LIMITS.max_pixels == PIXELS_CEILING == 16384 * 16384
+    assert parse_upload("big.webp", "image/webp", webp(16384, 16384), WIDEST_LIMITS).attachment.media_type == "image/webp"

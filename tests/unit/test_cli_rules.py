@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from entrypoints.cli.base import exit_code_of
+from entrypoints.cli.exits import exit_code_of
 from entrypoints.cli.output import ago
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)

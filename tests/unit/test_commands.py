@@ -9,10 +9,8 @@ from domain.commands import (
     MAX_MESSAGE,
     Edit,
     Regenerate,
-    Rename,
     Resume,
     SendMessage,
-    rename_command,
     start_command,
 )
 from domain.errors import InvalidEdit, InvalidInput
@@ -28,13 +26,6 @@ def test_a_message_over_the_limit_cannot_be_built_even_without_the_parser() -> N
         Edit(CID, 0, "x" * (MAX_MESSAGE + 1))
     with pytest.raises(InvalidInput, match="lone surrogate"):
         SendMessage("\ud800")
-
-
-def test_a_title_over_the_limit_cannot_be_built_and_a_built_one_is_clean() -> None:
-    with pytest.raises(InvalidInput, match="Title is longer than 200 characters"):
-        Rename(CID, "t" * 201)
-    assert Rename(CID, "  a \u202e b ").title == "a b"
-    assert rename_command(CID.upper(), "x").conversation_id == CID
 
 
 def test_each_chat_request_names_one_command() -> None:

@@ -8,8 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from domain.errors import InvalidInput
-from domain.events import NodeStarted, StreamTranslator, TokenDelta, ToolCallFinished, ToolCallRequested
-from domain.export import checkpoint_jsonl, markdown_transcript
+from domain.events import NodeStarted, TokenDelta, ToolCallFinished, ToolCallRequested
 from domain.lifecycle import StopReason, keeps_stopped_text
 from domain.model import (
     AssistantMessage,
@@ -24,7 +23,9 @@ from domain.model import (
     parse_conversation_id,
     title_from_message,
 )
+from entrypoints.export import checkpoint_jsonl, markdown_transcript
 from entrypoints.settings import SettingsError, load_settings
+from services.stream import StreamTranslator
 
 
 @pytest.mark.parametrize(
@@ -56,6 +57,7 @@ def test_titles_come_from_the_first_line(message: str, title: str) -> None:
 
 def test_a_rename_is_trimmed_and_bounded() -> None:
     assert clean_title("  new   name ") == "new name"
+    assert clean_title("  a \u202e b ") == "a b"  # a bidi override would make it lie about itself
     for bad in ("", "   ", None, 5, "x" * 201):
         with pytest.raises(InvalidInput):
             clean_title(bad)
@@ -152,6 +154,7 @@ def test_an_unknown_backend_is_a_clear_error(tmp_path) -> None:  # type: ignore[
 def test_only_a_person_s_stop_of_an_unsaved_step_keeps_its_streamed_text() -> None:
     mid_step = ThreadHead(work_left=True, awaiting_tools=False, message_count=1)
     assert keeps_stopped_text(StopReason.CANCEL, "Hello", mid_step)
+    assert keeps_stopped_text(StopReason.STEER, "Hello", mid_step)  # a steer cut a text answer: it stays its answer
     assert not keeps_stopped_text(StopReason.SHUTDOWN, "Hello", mid_step)  # the step reruns on resume
     assert not keeps_stopped_text(StopReason.CANCEL, "", mid_step)
     saved_answer = ThreadHead(work_left=False, awaiting_tools=False, message_count=2)

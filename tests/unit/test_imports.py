@@ -38,3 +38,18 @@ def test_the_cli_and_server_load_no_aiohttp_and_httpx_works() -> None:
     out = subprocess.run([sys.executable, "-c", PROBE], env={"PYTHONPATH": str(ROOT / "src"), "PATH": ""},
                          capture_output=True, text=True, check=True).stdout.split()
     assert out == ["-", "http://127.0.0.1/x"]
+
+
+SAVERS = """
+import sys
+import adapters.sqlite.backend, adapters.postgres.backend, adapters.memory.backend
+print(",".join(sorted({"adapters.langgraph.graph", "services.approvals", "services.prompting"} & set(sys.modules))) or "-")
+"""
+
+
+def test_a_storage_backend_and_its_saver_load_without_the_agent_graph() -> None:
+    # the savers share the graph's names (adapters/langgraph/keys.py), not its module: a read
+    # command opens storage without importing the agent and the use cases it runs
+    out = subprocess.run([sys.executable, "-c", SAVERS], env={"PYTHONPATH": str(ROOT / "src"), "PATH": ""},
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["-"]

@@ -8,10 +8,11 @@ import json
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
-from domain.events import StreamEvent, trace
+from domain.events import StreamEvent
 from domain.model import AssistantMessage, CheckpointSummary, Message, ToolCall, ToolResult, UserMessage
 from entrypoints.lgapi.stream import Projector, parse_modes, sse, stream_response
 from services.hub import Batch, RunStream
+from services.stream import trace
 
 RUN = "0c1d2e3f-4a5b-4c6d-8e7f-8091a2b3c4d5"
 TID = "7d7f3f4e-1d2b-4c3a-9e8f-0a1b2c3d4e5f"
@@ -88,8 +89,8 @@ def test_a_stream_puts_each_event_id_on_the_last_event_of_its_group_and_ends_wit
         yield [(1, EVENTS[2]), (2, StreamEvent("token", "x"))]
         yield [(3, StreamEvent("chat-error", {"code": "MODEL_UNREACHABLE", "message": "down"}))]
 
-    async def source() -> AsyncGenerator[tuple[str, RunStream], None]:
-        yield RUN, RunStream(RUN, batches())
+    async def source() -> AsyncGenerator[RunStream, None]:
+        yield RunStream(RUN, batches())
 
     async def go() -> str:
         p = Projector(("values", "updates", "messages-tuple"), TID, RUN, read, base=1)
@@ -119,8 +120,8 @@ def test_keep_alives_are_sse_comments_and_a_closing_server_ends_the_stream() -> 
         await asyncio.sleep(10)
         yield [(1, StreamEvent("token", "never"))]
 
-    async def source() -> AsyncGenerator[tuple[str, RunStream], None]:
-        yield RUN, RunStream(RUN, batches())
+    async def source() -> AsyncGenerator[RunStream, None]:
+        yield RunStream(RUN, batches())
 
     async def go() -> list[str]:
         p = Projector(("messages-tuple",), TID, RUN, read)

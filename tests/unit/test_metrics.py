@@ -12,10 +12,21 @@ from domain.errors import ModelUnreachable, StorageFailure
 from domain.events import StreamEvent
 from domain.model import Run, RunStatus, RunTrigger, new_id, utc_now
 from ports.runs import RunFinish
+from services.runs import RunService
 from services.supervisor import Supervisor
 from tests.support.fake_engine import Script, Thread
 from tests.support.harness import make_harness, recording_tool
 from tests.unit.test_lifecycle import OTHER, World
+
+
+def metered(w: World, name: str) -> InMemoryMetrics:
+    """Process `name` of the world ("a" or "b") made again, reporting to metrics of its own
+    (a service's metrics are fixed when it is built)."""
+    old: RunService = getattr(w, name)
+    metrics = InMemoryMetrics()
+    setattr(w, name, RunService(old.stores, old.engine, old.processes, lease_seconds=old.deps.lease_seconds,
+                                cancel_wait=old.cancel_wait, poll_seconds=old.deps.poll_seconds, metrics=metrics))
+    return metrics
 
 
 async def test_a_completed_run_is_counted_once_with_its_duration_and_model_call() -> None:
@@ -67,7 +78,7 @@ async def test_a_local_stream_is_active_while_it_is_read_and_not_after_it_is_clo
 
 async def test_a_follower_of_another_process_is_counted_as_a_log_stream() -> None:
     w = World(Script(tokens=["t"] * 30, pause=0.01))
-    w.b.metrics = metrics = InMemoryMetrics()
+    metrics = metered(w, "b")
     started = await w.a.start(start_command("long"))
     sup = Supervisor(w.a, flush_seconds=0.01)
     await sup.start()
@@ -86,7 +97,7 @@ async def test_a_follower_of_another_process_is_counted_as_a_log_stream() -> Non
 async def test_a_takeover_counts_the_reclaim_the_lost_lease_the_lost_run_and_the_adoption() -> None:
     gate = asyncio.Event()
     w = World(Script(tokens=["late"], gate=gate), Script(tokens=["adopted"]), lease=0.05)
-    w.a.metrics, w.b.metrics = victim, taker = InMemoryMetrics(), InMemoryMetrics()
+    victim, taker = metered(w, "a"), metered(w, "b")
     await w.a.start(start_command("hello"))
     await asyncio.sleep(0.1)  # the owner is "paused": its lease runs out
     w.store.clock = lambda: utc_now() + timedelta(seconds=1)  # type: ignore[method-assign]
@@ -121,7 +132,7 @@ async def test_a_failing_round_of_background_work_is_counted_by_task() -> None:
 
 async def test_giving_up_on_an_orphan_adopted_too_often_is_counted() -> None:
     w = World()
-    w.b.metrics = metrics = InMemoryMetrics()
+    metrics = metered(w, "b")
     cid = new_id()
     await w.store.create_conversation(cid, "t", utc_now())
     w.engine.threads[cid] = Thread(work_left=True)

@@ -9,10 +9,11 @@ from adapters.memory.model import ScriptedModel
 from adapters.storage.event_rows import pack, unpack
 from domain.context import ContextPolicy
 from domain.errors import InvalidInput, ModelUnreachable, UnknownModel
-from domain.events import ReasoningDelta, StreamEvent, StreamTranslator
+from domain.events import ReasoningDelta, StreamEvent
 from domain.models import ChatSettings, ModelChoice, ModelInfo, check_model_name, find_model, settings_change
 from services.models import ModelCatalog
 from services.prompting import ContextKeeper
+from services.stream import StreamTranslator
 
 LISTED = [ModelInfo("qwen3:latest", context=40960), ModelInfo("llama3.2:1b", context=2048)]
 

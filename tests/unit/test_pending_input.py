@@ -11,7 +11,7 @@ from langgraph.pregel._io import map_command
 from langgraph.types import Command
 
 from adapters.langgraph.engine import LangGraphThreads, input_writes
-from adapters.langgraph.graph import FIRST_NODE, INPUT_TASK
+from adapters.langgraph.keys import FIRST_NODE, INPUT_TASK
 from adapters.langgraph.rows import input_messages
 from tests.support.harness import make_harness
 

@@ -9,9 +9,18 @@ import pytest
 from domain import lifecycle
 from domain.commands import SendMessage, start_command
 from domain.errors import InvalidInput
+from domain.events import StreamEvent
 from domain.lifecycle import StopReason
 from domain.model import AssistantMessage, Run, RunStatus, RunTrigger, ThreadHead, UserMessage
-from domain.queue import Multitask, accepts_queue, parse_multitask, queue_due, queue_held, rollback_point
+from domain.queue import (
+    Multitask,
+    accepts_queue,
+    model_writing,
+    parse_multitask,
+    queue_due,
+    queue_held,
+    rollback_point,
+)
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -77,3 +86,18 @@ def test_multitask_is_parsed_and_applies_to_new_messages_only() -> None:
     with pytest.raises(InvalidInput):
         start_command(None, cid, resume=True, multitask="enqueue")
     assert start_command(None, cid, resume=True, multitask="reject")
+
+
+def test_a_steer_cuts_only_a_model_writing_an_answer_that_asked_no_tool_call() -> None:
+    def trace(kind: str, node: str) -> StreamEvent:
+        return StreamEvent("trace", {"step": 1, "name": node, "node": node, "event": kind})
+
+    writing = False
+    seen = []
+    for event in (trace("enter", "agent"), StreamEvent("token", "Hel"), trace("context", "agent"),
+                  trace("call", "tools"), trace("leave", "agent"), trace("enter", "tools"), trace("result", "tools"),
+                  trace("enter", "agent"), StreamEvent("token", "lo"), trace("leave", "agent")):
+        writing = model_writing(writing, event)
+        seen.append(writing)
+    assert seen == [True, True, True, False, False, False, False, True, True, False]
+    assert model_writing(True, StreamEvent("trace", "not a dict")) is True  # a foreign shape changes nothing

@@ -14,14 +14,21 @@ from ports.search import MARK_CLOSE, MARK_OPEN, Term
 @pytest.mark.parametrize(
     "text, terms",
     [
-        ("Blue whale", (Term(("blue",)), Term(("whale",)))),
+        ("Blue whale", (Term(("blue",), stem=True), Term(("whale",), True, True))),
         ('"blue whale" krill*', (Term(("blue", "whale")), Term(("krill",), True))),
         ('"blue wh"*', (Term(("blue", "wh"), True),)),
-        ("foo-bar", (Term(("foo", "bar")),)),
-        ("NEAR(a b) OR c:d", (Term(("near", "a")), Term(("b",)), Term(("or",)), Term(("c", "d")))),
-        ("élan ÉLAN", (Term(("élan",)), Term(("élan",)))),
-        ("snake_case", (Term(("snake", "case")),)),
-        ("hello !!!", (Term(("hello",)),)),
+        ("foo-bar", (Term(("foo", "bar"), True),)),
+        ("NEAR(a b) OR c:d", (Term(("near", "a")), Term(("b",), stem=True), Term(("or",), stem=True), Term(("c", "d")))),
+        ("élan ÉLAN", (Term(("élan",), stem=True), Term(("élan",), True, True))),
+        ("snake_case", (Term(("snake", "case"), True),)),
+        ("hello !!!", (Term(("hello",), True, True),)),
+        # as it is typed: the last word is a prefix too, from two letters on
+        ("lighthous", (Term(("lighthous",), True, True),)),
+        ("keepers of the l", (Term(("keepers",), stem=True), Term(("of",), stem=True), Term(("the",), stem=True),
+                              Term(("l",), stem=True))),
+        ('"lighthouse kee', (Term(("lighthouse", "kee"), True),)),  # a quote left open: a phrase being typed
+        ('whale "', (Term(("whale",), True, True),)),  # nothing typed in the quote yet
+        ('"whale"', (Term(("whale",)),)),  # quoted: that word only
     ],
 )
 def test_a_query_becomes_terms_of_plain_words(text: str, terms: tuple[Term, ...]) -> None:
@@ -30,7 +37,9 @@ def test_a_query_becomes_terms_of_plain_words(text: str, terms: tuple[Term, ...]
 
 def test_the_fts5_query_only_ever_quotes_plain_words() -> None:
     query = parse_query('"x OR" y NOT zz* {a}')  # FTS5 keywords and syntax are just words
-    assert fts_query(query) == '"x or" "y" "not" "zz"* "a"'
+    assert fts_query(query) == 'body : "x or" AND stems : "y" AND stems : "not" AND body : "zz"* AND stems : "a"'
+    typed = parse_query("Keepers lighthous")  # a stem, then the word being typed: its prefix or its stem
+    assert fts_query(typed) == 'stems : "keeper" AND (body : "lighthous"* OR stems : "lighthous")'
 
 
 @pytest.mark.parametrize(
@@ -38,7 +47,7 @@ def test_the_fts5_query_only_ever_quotes_plain_words() -> None:
     [
         ("", "q is required"),
         (None, "q is required"),
-        ('"open', "Unbalanced quote in the query"),
+        ('"', "The query has no words to search for"),
         ("*", "'*' must follow a word"),
         ("a*b", "'*' may only end a word or a phrase"),
         ("... ,,,", "The query has no words to search for"),

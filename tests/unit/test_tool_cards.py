@@ -10,10 +10,11 @@ from langchain_core.messages import messages_to_dict
 
 from adapters.langchain.messages import from_fields, to_domain, to_langchain
 from domain.approvals import ApprovalRequest, Decision, DecisionType, decided_on
-from domain.events import StreamTranslator, ToolCallFinished
-from domain.model import AssistantMessage, Conversation, ToolCall, ToolResult, UserMessage, message_to_dto
-from entrypoints.dto import detail_dto
+from domain.events import ToolCallFinished
+from domain.model import AssistantMessage, Conversation, ToolCall, ToolResult, UserMessage
+from entrypoints.dto import detail_dto, message_to_dto
 from services.conversations import ConversationDetail
+from services.stream import StreamTranslator
 
 NOW = datetime(2026, 12, 5, tzinfo=UTC)
 

@@ -79,6 +79,12 @@ def flatten(content: Any) -> str:
     return "".join(parts)
 
 
+# a stored reply's CONTEXT_KEY: {"sentFrom", "tokens", "budget"}, as every thread since the
+# context budget holds it (the API's Context shape of the time, kept as it is: a stored format)
+def _context_fields(view: ContextView) -> dict[str, int]:
+    return {"sentFrom": view.sent_from, "tokens": view.tokens, "budget": view.budget}
+
+
 def _context(extra: dict[str, Any] | None) -> ContextView | None:
     view = (extra or {}).get(CONTEXT_KEY)
     if not isinstance(view, dict):
@@ -213,7 +219,7 @@ def to_langchain(message: Message, stored: bool = True) -> AnyMessage:
         if stored and message.model:
             extra[MODEL_KEY] = message.model
         if stored and message.context is not None:
-            extra[CONTEXT_KEY] = message.context.to_dto()
+            extra[CONTEXT_KEY] = _context_fields(message.context)
         if stored and message.cut:
             extra[CUT_KEY] = True
         model_ids = {c.id: c.model_id for c in message.tool_calls if c.model_id and c.model_id != c.id}

@@ -6,6 +6,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
+from dataclasses import replace
 from typing import Any, cast
 from uuid import uuid4
 
@@ -21,7 +22,7 @@ from langgraph.types import StateSnapshot
 from adapters.langchain.messages import FILES_KEY, from_fields, to_domain, to_domain_all, to_langchain
 from adapters.langgraph.branching import restore_node, to_messages, with_op
 from adapters.langgraph.files import referenced
-from adapters.langgraph.graph import CHOICE_KEY, FIRST_NODE, INPUT_TASK, RUN_KEY, SKIP_KEY
+from adapters.langgraph.keys import FIRST_NODE, INPUT_TASK, RUN_KEY, RunContext
 from adapters.langgraph.saver import Saver
 from domain.attachments import Upload
 from domain.branches import Branch
@@ -368,13 +369,12 @@ class LangGraphEngine(AgentEngine):
         self, thread_id: str, run_id: str, run_input: RunInput, recursion_limit: int, choice: ModelChoice | None = None
     ) -> AsyncGenerator[AgentEvent, None]:
         config = _config(thread_id, run_id, recursion_limit)
-        if choice is not None:
-            config["configurable"][CHOICE_KEY] = choice
+        context = RunContext(run_id, choice or ModelChoice())
         if isinstance(run_input, NewMessage) and run_input.files:
             # written by the saver in the transaction of the message's first write
             self.saver.stage_files(thread_id, run_input.files)
         try:
-            async with aclosing(self._run(thread_id, run_id, run_input, config)) as events:
+            async with aclosing(self._run(thread_id, run_id, run_input, config, context)) as events:
                 async for event in events:
                     yield event
         finally:
@@ -382,7 +382,7 @@ class LangGraphEngine(AgentEngine):
                 self.saver.unstage_files(thread_id)
 
     async def _run(
-        self, thread_id: str, run_id: str, run_input: RunInput, config: RunnableConfig
+        self, thread_id: str, run_id: str, run_input: RunInput, config: RunnableConfig, context: RunContext
     ) -> AsyncGenerator[AgentEvent, None]:
         update: dict[str, Any] | None = None
         if isinstance(run_input, NewMessage):
@@ -399,10 +399,10 @@ class LangGraphEngine(AgentEngine):
             await self._fork(_config(thread_id, run_id), run_input)
             yield InputRecorded()  # the branch's first checkpoint is committed (synced)
         elif run_input.skip:
-            config["configurable"][SKIP_KEY] = sorted(run_input.skip)
+            context = replace(context, skip=frozenset(run_input.skip))
         recorded = update is None  # a pending input too: with no update, LangGraph resumes from it
         try:
-            async for event in self.graph.astream(update, config, stream_mode="custom", durability="sync"):
+            async for event in self.graph.astream(update, config, context=context, stream_mode="custom", durability="sync"):
                 if not recorded:
                     # with durability="sync", a node runs only after the checkpoints before
                     # it are committed: the message is durable once the agent node speaks

@@ -21,11 +21,13 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
 from langgraph.types import Command, Send, interrupt
 
 from adapters.langchain.messages import ConversionCache, to_langchain
 from adapters.langgraph.appending import append_messages
 from adapters.langgraph.files import FilePrompts
+from adapters.langgraph.keys import RunContext
 from domain.approvals import Rejected, Wait, edited_note
 from domain.context import ContextPolicy, PromptPlan, estimate_text, file_chars
 from domain.errors import RunLost, StorageFailure, ToolOutcomeUnknown
@@ -43,7 +45,7 @@ from domain.events import (
 )
 from domain.lifecycle import idempotency_key, own_call_ids
 from domain.model import AssistantMessage, ContextView, SystemMode, ToolCall, ToolResult, new_call_id, utc_now
-from domain.models import ModelChoice, compose_system
+from domain.models import compose_system
 from ports.attachments import AttachmentStore
 from ports.journal import ToolJournal
 from ports.metrics import NO_METRICS, UNKNOWN_TOOL, MetricsPort
@@ -68,6 +70,15 @@ class ToolTask(TypedDict):
 
 def _step(config: RunnableConfig) -> int:
     return int((config.get("metadata") or {}).get("langgraph_step", 0))
+
+
+def _context(runtime: Runtime[RunContext]) -> RunContext:
+    # None when the graph runs without one (a test's bare graph): the defaults
+    context: RunContext | None = runtime.context
+    return context if context is not None else NO_CONTEXT
+
+
+NO_CONTEXT = RunContext()
 
 
 @dataclass
@@ -97,17 +108,6 @@ async def route_after_agent(state: AgentState) -> Sequence[Send] | str:
 
 
 YIELD_EVERY = 32  # tokens streamed between two turns given to the rest of the loop
-RUN_KEY = "sophos_run_id"  # in `configurable`, hence in every checkpoint's metadata
-# in `configurable`: the run's ModelChoice (an object: LangGraph copies only plain values
-# into checkpoint metadata, and a system prompt has no place in every checkpoint)
-CHOICE_KEY = "sophos_choice"
-# LangGraph's NULL_TASK_ID (private in langgraph, and a stored format: every saver's writes
-# table holds it): writes no task made, applied to the checkpoint they are saved on when a
-# run resumes from it, as a Command's are. tests/unit/test_pending_input.py holds it to
-# LangGraph's own value and mapping.
-INPUT_TASK = "00000000-0000-0000-0000-000000000000"
-FIRST_NODE = "agent"  # where START leads: a pending input's next step
-SKIP_KEY = "sophos_skip"  # tool call ids not to run again (outcome unknown, user said skip)
 SKIPPED = (
     "Skipped: this call was in flight when an earlier run stopped, so it may or may not have "
     "taken effect. The user chose not to run it again."
@@ -164,11 +164,12 @@ class AgentNodes:
         self.metrics = metrics
         self.cache = ConversionCache()
 
-    async def agent(self, state: AgentState, config: RunnableConfig) -> dict[str, Any] | Command[str]:
-        step, write = _step(config), get_stream_writer()
-        choice = config["configurable"].get(CHOICE_KEY)
-        if not isinstance(choice, ModelChoice):
-            choice = ModelChoice()
+    async def agent(
+        self, state: AgentState, config: RunnableConfig, runtime: Runtime[RunContext]
+    ) -> dict[str, Any] | Command[str]:
+        step, write = _step(config), runtime.stream_writer
+        run = _context(runtime)
+        choice = run.choice
         name = choice.model or self.model.name
         write(NodeStarted(step, "agent", name))
         specs = await self.tools.list_tools()
@@ -187,33 +188,10 @@ class AgentNodes:
             return Command(update={"messages": [to_langchain(summary)]}, goto="agent")
         write(ContextPlanned(step, len(plan.messages), plan.left_out, plan.summarized, plan.shortened,
                              plan.sent_from, plan.tokens, plan.budget))
-        reply: AssistantMessage | None = None
-        usage: Usage | None = None
         thinking = Thinking()
-        chunks = 0
         with _timed(lambda outcome, seconds: self.metrics.model_call(name, outcome, seconds)):
-            async for out in self.model.stream(plan.system, plan.messages, specs, choice.model):
-                if isinstance(out, TextChunk):
-                    thinking.answered()
-                    write(TokenDelta(step, out.text))
-                elif isinstance(out, ReasoningChunk):
-                    thinking.add(out.text)
-                    write(ReasoningDelta(step, out.text))
-                elif isinstance(out, Usage):
-                    usage = out
-                    continue
-                else:
-                    reply = out
-                    continue
-                chunks += 1
-                if chunks % YIELD_EVERY == 0:
-                    # a fast server's tokens are all ready: reading them never suspends,
-                    # and the loop's other work (the event flusher, SSE writers, lease
-                    # renewals) would wait for the whole answer
-                    await asyncio.sleep(0)
-        if reply is None:
-            raise RuntimeError("the model ended its stream without a reply")
-        self._check_evaluation(config, step, plan, usage, choice)
+            reply, usage = await self._answer(plan, specs, choice.model, step, thinking, write)
+        self._check_evaluation(config, step, plan, usage, run)
         if reply.cut:
             # stored as the step's reply (it has no tool calls: the graph ends after it);
             # the run service turns the event into the run's ANSWER_TOO_LONG
@@ -227,16 +205,46 @@ class AgentNodes:
         )
         return {"messages": [to_langchain(reply)]}
 
+    async def _answer(
+        self, plan: PromptPlan, specs: Sequence[ToolSpec], model: str | None, step: int, thinking: Thinking,
+        write: Callable[[Any], None],
+    ) -> tuple[AssistantMessage, Usage | None]:
+        """The model's reply to the planned prompt, its tokens and thinking written as they come."""
+        reply: AssistantMessage | None = None
+        usage: Usage | None = None
+        chunks = 0
+        async for out in self.model.stream(plan.system, plan.messages, specs, model):
+            if isinstance(out, TextChunk):
+                thinking.answered()
+                write(TokenDelta(step, out.text))
+            elif isinstance(out, ReasoningChunk):
+                thinking.add(out.text)
+                write(ReasoningDelta(step, out.text))
+            elif isinstance(out, Usage):
+                usage = out
+                continue
+            else:
+                reply = out
+                continue
+            chunks += 1
+            if chunks % YIELD_EVERY == 0:
+                # a fast server's tokens are all ready: reading them never suspends, and the
+                # loop's other work (the event flusher, SSE writers, lease renewals) would wait
+                # for the whole answer
+                await asyncio.sleep(0)
+        if reply is None:
+            raise RuntimeError("the model ended its stream without a reply")
+        return reply, usage
+
     def _check_evaluation(
-        self, config: RunnableConfig, step: int, plan: PromptPlan, usage: Usage | None, choice: ModelChoice
+        self, config: RunnableConfig, step: int, plan: PromptPlan, usage: Usage | None, run: RunContext
     ) -> None:
-        configurable = config["configurable"]
-        thread_id = str(configurable["thread_id"])
-        seen = self.context.observe(thread_id, plan, usage, choice)
+        thread_id = str(config["configurable"]["thread_id"])
+        seen = self.context.observe(thread_id, plan, usage, run.choice)
         if seen is None or not seen.truncated or not self.context.first_warning(thread_id):
             return
-        window = self.context.policy_for(choice).window
-        extra = {"conversation_id": thread_id, "run_id": configurable.get(RUN_KEY)}
+        window = self.context.policy_for(run.choice).window
+        extra = {"conversation_id": thread_id, "run_id": run.run_id}
         if seen.filled:
             log.warning("the model server evaluated %d prompt tokens of about %d sent (MODEL_CONTEXT %d): "
                         "it cut the prompt", seen.evaluated, seen.sent, window, extra=extra)
@@ -246,19 +254,18 @@ class AgentNodes:
                         seen.evaluated, seen.sent, window, extra=extra)
         get_stream_writer()(PromptTruncated(step, seen.sent, seen.evaluated, window, seen.filled))
 
-    async def tool(self, task: ToolTask, config: RunnableConfig) -> dict[str, Any]:
-        step, write = _step(config), get_stream_writer()
+    async def tool(self, task: ToolTask, config: RunnableConfig, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        step, write, run = _step(config), runtime.stream_writer, _context(runtime)
         raw = task["call"]
         call = ToolCall(raw.get("id") or "", raw["name"], dict(raw.get("args") or {}))
         write(NodeStarted(step, "tools", call.name))
-        configurable = config["configurable"]
-        skipped = call.id in set(configurable.get(SKIP_KEY) or ())
+        skipped = call.id in run.skip
         ms: int | None = None
         if skipped:
             content, failed = SKIPPED, True
         else:
             started = time.monotonic()
-            content, failed = await self._decided_call(call, step, str(configurable["thread_id"]), configurable.get(RUN_KEY))
+            content, failed = await self._decided_call(call, step, str(config["configurable"]["thread_id"]), run.run_id)
             ms = round((time.monotonic() - started) * 1000)
         result = ToolResult(content, call.id, call.name, "error" if failed else "success", duration_ms=ms, skipped=skipped)
         write(ToolCallFinished(step, result))
@@ -315,7 +322,7 @@ def build_graph(
     async def unavailable(*_: Any) -> dict[str, Any]:
         raise RuntimeError("this graph is read-only")
 
-    builder: StateGraph[Any, Any, Any, Any] = StateGraph(AgentState)
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(AgentState, context_schema=RunContext)
     agent: Any = nodes.agent if nodes else unavailable
     tool: Any = nodes.tool if nodes else unavailable
     builder.add_node("agent", agent, destinations=("agent", "tools", END))

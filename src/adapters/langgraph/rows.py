@@ -13,7 +13,7 @@ from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata
 
 from adapters.langchain.messages import to_domain
-from adapters.langgraph.graph import RUN_KEY
+from adapters.langgraph.keys import RUN_KEY
 from adapters.storage import message_log
 from adapters.storage.message_refs import EXT_MESSAGE_REFS, REFS_TYPE, MessageRefs, packed_list, resolve
 

@@ -12,7 +12,7 @@ from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMet
 from langgraph.checkpoint.memory import InMemorySaver
 
 from adapters.langchain.messages import to_domain
-from adapters.langgraph.graph import INPUT_TASK, RUN_KEY
+from adapters.langgraph.keys import INPUT_TASK, RUN_KEY
 from adapters.langgraph.rows import next_nodes
 from adapters.langgraph.saver import Saver
 from domain.attachments import StoredFile, Upload

@@ -7,44 +7,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from adapters.search_entries import FILE_SEARCH_CHARS
+from adapters.search_text import WORD, matches_all, snippet
 from domain.model import Message, UserMessage, searchable_text
-from domain.search import words
 from ports.attachments import AttachmentStore
 from ports.checkpoints import CheckpointPort
 from ports.runs import RunRepository
-from ports.search import INDEXED_ROLES, MARK_CLOSE, MARK_OPEN, SearchHit, SearchIndex, SearchQuery, Term
-
-SNIPPET_WORDS = 16
-
-
-def _matches(tokens: Sequence[str], term: Term) -> list[int]:
-    """Start positions where the term's words appear in a row."""
-    n = len(term.words)
-    out = []
-    for i in range(len(tokens) - n + 1):
-        window = tokens[i : i + n]
-        if list(window[:-1]) == list(term.words[:-1]) and (
-            window[-1].startswith(term.words[-1]) if term.prefix else window[-1] == term.words[-1]
-        ):
-            out.append(i)
-    return out
-
-
-def _snippet(text: str, query: SearchQuery) -> str | None:
-    """The text's words around the first match, matches marked; None if a term is missing."""
-    tokens = words(text)
-    marked: set[int] = set()
-    first = len(tokens)
-    for term in query.terms:
-        starts = _matches(tokens, term)
-        if not starts:
-            return None
-        first = min(first, starts[0])
-        for s in starts:
-            marked.update(range(s, s + len(term.words)))
-    lo = max(0, min(first, len(tokens) - SNIPPET_WORDS))
-    shown = [f"{MARK_OPEN}{w}{MARK_CLOSE}" if i in marked else w for i, w in enumerate(tokens)][lo : lo + SNIPPET_WORDS]
-    return ("…" if lo else "") + " ".join(shown) + ("…" if lo + SNIPPET_WORDS < len(tokens) else "")
+from ports.search import INDEXED_ROLES, MARK_OPEN, SearchHit, SearchIndex, SearchQuery, Unsearched
 
 
 class InMemorySearchIndex(SearchIndex):
@@ -72,12 +40,15 @@ class InMemorySearchIndex(SearchIndex):
     async def search(self, query: SearchQuery, limit: int, offset: int, owner: str | None = None) -> Sequence[SearchHit]:
         scored = []
         for order, (cid, title, index, role, text) in enumerate(await self._entries(owner)):
-            snippet = _snippet(text, query)
-            if snippet is not None:  # more marked words in fewer words ranks first
-                density = snippet.count(MARK_OPEN) / max(len(words(text)), 1)
-                scored.append((-density, order, SearchHit(cid, title, index, role, snippet)))
+            if matches_all(text, query):  # more marked words in fewer words ranks first
+                shown = snippet(text, query)
+                density = shown.count(MARK_OPEN) / max(len(WORD.findall(text)), 1)
+                scored.append((-density, order, SearchHit(cid, title, index, role, shown)))
         scored.sort(key=lambda s: (s[0], s[1]))
         return [hit for _, _, hit in scored[offset : offset + limit]]
+
+    async def unsearched(self, owner: str | None = None) -> Unsearched:
+        return Unsearched()  # the in-memory stores keep no branches
 
     async def rebuild(self) -> int:
         return sum(1 for e in await self._entries() if e[4].strip())

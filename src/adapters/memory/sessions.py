@@ -22,9 +22,6 @@ class InMemorySessionStore(SessionStore):
                 del self._sessions[old]
             self._sessions[key] = (fingerprint, expires_at, principal)
 
-    async def valid(self, key: str, fingerprint: str, now: datetime) -> bool:
-        return await self.user_of(key, fingerprint, now) is not None
-
     async def user_of(self, key: str, fingerprint: str, now: datetime) -> str | None:
         with self._lock:
             found = self._sessions.get(key)
@@ -40,9 +37,3 @@ class InMemorySessionStore(SessionStore):
     async def delete(self, key: str) -> bool:
         with self._lock:
             return self._sessions.pop(key, None) is not None
-
-    async def delete_all(self) -> int:
-        with self._lock:
-            count = len(self._sessions)
-            self._sessions.clear()
-            return count

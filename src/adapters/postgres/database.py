@@ -27,6 +27,7 @@ from adapters.postgres.message_schema import MIGRATION_MESSAGES
 from adapters.postgres.metadata_schema import MIGRATION_RUN_KWARGS, MIGRATION_THREAD_METADATA
 from adapters.postgres.organise_schema import add_organising
 from adapters.postgres.queue_schema import MIGRATION_QUEUE
+from adapters.postgres.search_schema import add_stems
 from adapters.postgres.session_schema import MIGRATION_SESSIONS
 from adapters.postgres.user_schema import MIGRATION_OWNER, MIGRATION_USERS, add_rule_owner
 from domain.errors import StorageFailure
@@ -179,8 +180,10 @@ MIGRATIONS: tuple[str | Setup, ...] = (
     MIGRATION_1, MIGRATION_BRANCHES, MIGRATION_SEARCH, MIGRATION_APPROVALS, MIGRATION_MESSAGES, migrate_log_format,
     MIGRATION_SESSIONS, MIGRATION_THREAD_METADATA, MIGRATION_CHAT_SETTINGS, MIGRATION_QUEUE,
     MIGRATION_USERS, MIGRATION_OWNER, add_rule_owner,
-    MIGRATION_FILES, MIGRATION_RUN_KWARGS,
-    add_organising,  # 17 once another branch's 16 is in: it goes after that one
+    MIGRATION_FILES,
+    MIGRATION_RUN_KWARGS,  # v15
+    add_stems,  # v16
+    add_organising,  # v17
 )
 
 

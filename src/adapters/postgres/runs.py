@@ -97,8 +97,7 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, PostgresOrganising, Run
         settings: ChatSettings = ChatSettings(),  # noqa: B008
         message_count: int = 0,
         owner: str = BOOTSTRAP_ID,
-        title_by: TitleSource = TitleSource.MESSAGE,
-        temporary: bool = False,
+        title_by: TitleSource = TitleSource.MESSAGE, temporary: bool = False,
     ) -> Conversation:
         at = stamp(now)
         await self.ready()
@@ -128,8 +127,7 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, PostgresOrganising, Run
         self, limit: int | None = None, before: tuple[datetime, str] | None = None, query: str = "",
         owner: str | None = None, shown: Shown = Shown(),  # noqa: B008 - a frozen value
     ) -> Sequence[Conversation]:
-        where, args = shown_sql(shown)
-        sql = SUMMARY
+        (where, args), sql = shown_sql(shown), SUMMARY
         if owner is not None:
             where.append("c.owner = %s")
             args.append(owner)

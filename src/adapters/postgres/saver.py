@@ -50,7 +50,7 @@ from psycopg.rows import DictRow, dict_row
 from psycopg_pool import PoolTimeout
 
 from adapters.langgraph import branching
-from adapters.langgraph.graph import INPUT_TASK, RUN_KEY
+from adapters.langgraph.keys import INPUT_TASK, RUN_KEY
 from adapters.langgraph.latest import LatestCheckpoints
 from adapters.langgraph.rows import summary_row
 from adapters.langgraph.saver import MessagesOnce, Saver

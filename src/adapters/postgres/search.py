@@ -18,10 +18,11 @@ from typing import Any, TypeVar
 from psycopg import AsyncCursor, sql
 
 from adapters.postgres.database import PostgresDatabase
-from adapters.postgres.search_text import snippet, terms, tsquery
+from adapters.postgres.search_text import MAX_TERMS_BYTES, TsQueries, stem_terms, terms, tsquery
 from adapters.search_entries import Indexed, clean, thread_update
+from adapters.search_text import snippet
 from domain.model import Message
-from ports.search import SearchHit, SearchIndex, SearchQuery
+from ports.search import SearchHit, SearchIndex, SearchQuery, Unsearched
 
 T = TypeVar("T")
 
@@ -29,7 +30,9 @@ T = TypeVar("T")
 # every message would be slow on a big database; only the most recent RANKED matches are
 # ranked. ts_rank's normalization 16 divides by 1 + the log of the entry's number of
 # distinct words: like bm25, it prefers short entries and entries that repeat a query word
-# (normalization 1, by length, ranks "a a b" above "a a a b"). Ties go to the older entry.
+# (normalization 1, by length, ranks "a a b" above "a a a b"). An entry's rank is the sum of
+# its two columns', each ranked by the terms on it (`stems`, without positions, counts a stem
+# once). Ties go to the older entry.
 # Snippets are made for the page only; an entry without a conversation row (a thread
 # written without one; a delete removes its entries with the row) is left out of the page.
 # The query is sent with its values as literals, not parameters: statements are prepared
@@ -39,9 +42,9 @@ T = TypeVar("T")
 RANKED = 2000
 SEARCH_SQL = """
 WITH matched AS (
-    SELECT e.id, ts_rank(e.words, q, 16) AS rank
-    FROM search_entries e, to_tsquery('simple', {q}) AS q
-    WHERE e.words @@ q{mine}
+    SELECT e.id, {rank} AS rank
+    FROM search_entries e
+    WHERE {match}{mine}
     ORDER BY e.id DESC LIMIT {ranked}
 ), page AS (
     SELECT id, rank FROM matched ORDER BY rank DESC, id LIMIT {limit} OFFSET {offset}
@@ -51,9 +54,13 @@ FROM page p JOIN search_entries e ON e.id = p.id JOIN conversations c ON c.id = 
 ORDER BY p.rank DESC, p.id
 """
 ENTRY = (
-    "INSERT INTO search_entries (conversation_id, message_index, role, body, words) "
-    "VALUES (%s, %s, %s, %s, to_tsvector('simple', %s))"
+    "INSERT INTO search_entries (conversation_id, message_index, role, body, words, stems) "
+    "VALUES (%s, %s, %s, %s, to_tsvector('simple', %s), strip(to_tsvector('simple', %s)))"
 )
+# the inactive branches (every branch but the active one: a thread never forked has no rows)
+UNSEARCHED = "SELECT count(*), count(DISTINCT b.conversation_id) FROM branches b WHERE NOT b.active"
+OWNED_UNSEARCHED = UNSEARCHED + (
+    " AND EXISTS (SELECT 1 FROM conversations c WHERE c.id = b.conversation_id AND c.owner = %s)")
 STATE = "SELECT raw_count, next_index, last_id FROM search_threads WHERE conversation_id = %s FOR UPDATE"
 # a thread seen for the first time: its row, created and locked (or locked, if another
 # transaction created it meanwhile)
@@ -67,7 +74,23 @@ SAVE_STATE = "UPDATE search_threads SET raw_count = %s, next_index = %s, last_id
 
 def entry(conversation_id: str, message_index: int | None, role: str, body: str) -> tuple[object, ...]:
     """The parameters of ENTRY."""
-    return (conversation_id, message_index, role, body, terms(body))
+    words = terms(body)
+    return (conversation_id, message_index, role, body, words, stem_terms(words))
+
+
+def _on(column: str, query: str) -> sql.Composable:
+    return sql.SQL("e.{} @@ to_tsquery('simple', {})").format(sql.Identifier(column), sql.Literal(query))
+
+
+def conditions(q: TsQueries) -> tuple[sql.Composable, sql.Composable]:
+    """The WHERE clause and the rank of a query (each part a literal, see SEARCH_SQL)."""
+    parts = [_on(column, text) for column, text in (("words", q.words), ("stems", q.stems)) if text]
+    parts += [sql.SQL("({} OR {})").format(_on("words", w), _on("stems", s)) for w, s in q.either]
+    ranks = [
+        sql.SQL("ts_rank(e.{}, to_tsquery('simple', {}), 16)").format(sql.Identifier(column), sql.Literal(text))
+        for column, text in zip(("words", "stems"), q.ranked(), strict=True) if text
+    ]
+    return sql.SQL(" AND ").join(parts), sql.SQL(" + ").join(ranks)
 
 
 async def index_title(cur: AsyncCursor[Any], conversation_id: str, title: str) -> None:
@@ -185,15 +208,23 @@ class PostgresSearchIndex(SearchIndex):
                 row = await cur.fetchone()
             if row and row[0]:
                 await catch_up()
+        match, rank = conditions(tsquery(query))
         async with self.db.cursor() as cur:  # one statement: one snapshot
-            values = {"q": tsquery(query), "ranked": RANKED, "limit": limit, "offset": offset}
+            values = {"ranked": RANKED, "limit": limit, "offset": offset}
             # one user's: the window is the most recent matches in their own conversations
             mine = sql.SQL("") if owner is None else sql.SQL(
                 " AND e.conversation_id IN (SELECT id FROM conversations WHERE owner = {})").format(sql.Literal(owner))
-            await cur.execute(sql.SQL(SEARCH_SQL).format(mine=mine, **{k: sql.Literal(v) for k, v in values.items()}))
+            await cur.execute(sql.SQL(SEARCH_SQL).format(
+                match=match, rank=rank, mine=mine, **{k: sql.Literal(v) for k, v in values.items()}))
             rows = await cur.fetchall()
         # snippets are CPU work on up to `limit` bodies: off the loop, so streams and probes go on
         return await asyncio.to_thread(_hits, rows, query)
+
+    async def unsearched(self, owner: str | None = None) -> Unsearched:
+        async with self.db.cursor() as cur:
+            await cur.execute(UNSEARCHED if owner is None else OWNED_UNSEARCHED, () if owner is None else (owner,))
+            row = await cur.fetchone()
+        return Unsearched(*row) if row else Unsearched()
 
     async def rebuild(self) -> int:
         return await self._rebuild()
@@ -204,4 +235,5 @@ class PostgresSearchIndex(SearchIndex):
 
 
 def _hits(rows: Sequence[tuple[Any, ...]], query: SearchQuery) -> list[SearchHit]:
-    return [SearchHit(cid, title, index, role, snippet(body, query)) for cid, title, index, role, body in rows]
+    return [SearchHit(cid, title, index, role, snippet(body, query, indexed=MAX_TERMS_BYTES))
+            for cid, title, index, role, body in rows]

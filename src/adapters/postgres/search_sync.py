@@ -14,7 +14,7 @@ from psycopg import AsyncConnection, AsyncCursor
 
 from adapters.langchain.messages import FILES_KEY, from_fields, to_domain
 from adapters.langgraph.files import referenced
-from adapters.langgraph.graph import INPUT_TASK
+from adapters.langgraph.keys import INPUT_TASK
 from adapters.langgraph.rows import input_fields, input_messages
 from adapters.postgres import file_rows, message_rows
 from adapters.postgres.search import ENTRY, claim_new_thread, entry, index_thread, indexed_state, reset

@@ -32,9 +32,6 @@ class PostgresSessionStore(SessionStore):
                 (key, fingerprint, now, expires_at, principal),
             )
 
-    async def valid(self, key: str, fingerprint: str, now: datetime) -> bool:
-        return await self.user_of(key, fingerprint, now) is not None
-
     async def user_of(self, key: str, fingerprint: str, now: datetime) -> str | None:
         rows = await self._rows(
             "SELECT principal FROM login_sessions WHERE key = %s AND fingerprint = %s AND expires_at > %s",
@@ -47,6 +44,3 @@ class PostgresSessionStore(SessionStore):
 
     async def delete_principal(self, principal: str) -> int:
         return len(await self._rows("DELETE FROM login_sessions WHERE principal = %s RETURNING key", (principal,)))
-
-    async def delete_all(self) -> int:
-        return len(await self._rows("DELETE FROM login_sessions RETURNING key"))

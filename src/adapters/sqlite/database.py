@@ -21,7 +21,7 @@ from adapters.sqlite.message_schema import MIGRATION_MESSAGES
 from adapters.sqlite.metadata_schema import MIGRATION_RUN_KWARGS, MIGRATION_THREAD_METADATA
 from adapters.sqlite.organise_schema import add_organising
 from adapters.sqlite.queue_schema import MIGRATION_QUEUE
-from adapters.sqlite.search_schema import MIGRATION_SEARCH
+from adapters.sqlite.search_schema import MIGRATION_SEARCH, add_stems
 from adapters.sqlite.session_schema import MIGRATION_SESSIONS
 from adapters.sqlite.threads import SerialThread, release, writer_thread
 from adapters.sqlite.user_schema import add_owner, add_rule_owner, add_users
@@ -152,8 +152,10 @@ MIGRATIONS: tuple[Migration, ...] = (
     MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4, MIGRATION_SEARCH, MIGRATION_BRANCHES, MIGRATION_APPROVALS,
     MIGRATION_MESSAGES, MIGRATION_LOG_FORMAT, MIGRATION_SESSIONS, MIGRATION_THREAD_METADATA, add_chat_settings, MIGRATION_QUEUE,
     add_users, add_owner, add_rule_owner,
-    MIGRATION_FILES, MIGRATION_RUN_KWARGS,
-    add_organising,  # 20 once item 8's search migration (19) is in: it goes after that one
+    MIGRATION_FILES,
+    MIGRATION_RUN_KWARGS,  # v18
+    add_stems,  # v19
+    add_organising,  # v20
 )
 
 BUSY_MESSAGE = "The database is busy: another process holds the write lock; try again"

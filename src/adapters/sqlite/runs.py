@@ -37,6 +37,7 @@ from adapters.sqlite.rows import (
     marks,
     run_from_row,
 )
+from adapters.sqlite.search_schema import stem_title
 from adapters.storage.event_rows import pack
 from adapters.storage.wakeups import Wakeups
 from domain.errors import SessionInProgress, UserLimitReached
@@ -127,6 +128,7 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, SqliteOrgani
                     (conversation_id, title, iso(now), iso(now), message_count, settings.model, settings.system, owner,
                      settings.system_mode.value, title_by.value, int(temporary)),
                 )
+                stem_title(c.cursor(), conversation_id)  # the trigger wrote its entry
 
         await self._writer.run(write)
         stamp = datetime.fromisoformat(iso(now))  # stored with milliseconds
@@ -203,6 +205,7 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, SqliteOrgani
                     "UPDATE conversations SET title = ?, updated_at = ?, title_by = 'user' WHERE id = ?",
                     (title, iso(now), conversation_id),
                 )
+                stem_title(c.cursor(), conversation_id)  # the trigger wrote the new title
             return cur.rowcount > 0
 
         return await self._writer.run(write)

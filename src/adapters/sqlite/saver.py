@@ -1,4 +1,6 @@
 """LangGraph's official SqliteSaver, made usable from async graphs, with linear storage.
+The saver's I/O (its thread, transactions, fencing, memory); the SQL of its tables is
+adapters.sqlite.checkpoint_rows.
 
 - Async: SqliteSaver only implements the sync methods; AsyncSqliteSaver (aiosqlite) was
   1.4x slower per turn (shared/notes/baseline.md). The async methods here run the sync ones
@@ -41,7 +43,6 @@ from typing import Any
 from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
-    WRITES_IDX_MAP,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
@@ -53,12 +54,12 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.utils import load_pending_writes, pending_writes_sql
 
 from adapters.langgraph import branching
-from adapters.langgraph.graph import INPUT_TASK, RUN_KEY
+from adapters.langgraph.keys import INPUT_TASK, RUN_KEY
 from adapters.langgraph.latest import LatestCheckpoints
 from adapters.langgraph.rows import plain_messages, summary_row
 from adapters.langgraph.saver import MessagesOnce, Saver
 from adapters.langgraph.serde import MessageMemoSerializer
-from adapters.sqlite import branches, file_rows, message_rows
+from adapters.sqlite import branches, checkpoint_rows, file_rows, message_rows
 from adapters.sqlite.branch_schema import CHECKPOINT_LOG as LOG_TABLE
 from adapters.sqlite.database import (
     BUSY_TIMEOUT_MS,
@@ -76,10 +77,10 @@ from adapters.sqlite.search import forget_thread
 from adapters.sqlite.search_sync import index_checkpoint, index_input, index_missing, rebuild
 from adapters.sqlite.threads import SerialThread, release, writer_thread
 from adapters.storage import message_refs
-from adapters.storage.checkpoint_log import HISTORY_COLUMNS, head_from_row, summary_from_row
+from adapters.storage.checkpoint_log import head_from_row, summary_from_row
 from domain.attachments import StoredFile, Upload
 from domain.branches import Branch
-from domain.errors import RunLost, StorageFailure
+from domain.errors import StorageFailure
 from domain.model import CheckpointSummary, iso, utc_now
 from ports.metrics import NO_METRICS, MetricsPort
 from ports.saver import BranchContent, MessageFields, StoredHead
@@ -171,9 +172,7 @@ class ThreadedSqliteSaver(SqliteSaver, Saver, MessagesOnce):
                 cur.execute("BEGIN IMMEDIATE")
                 run_id = config["configurable"].get(RUN_KEY)
                 if run_id is not None:
-                    row = cur.execute("SELECT status FROM runs WHERE id = ?", (str(run_id),)).fetchone()
-                    if row is None or row[0] != "running":
-                        raise RunLost()
+                    checkpoint_rows.fence(cur, run_id)
                 yield cur
                 self.conn.commit()
             except BaseException:
@@ -215,16 +214,8 @@ class ThreadedSqliteSaver(SqliteSaver, Saver, MessagesOnce):
                 prune_thread(cur, thread_id, ns, self.keep - 1, refs)
             if planned is not None:
                 written += message_rows.store(cur, thread_id, ns, planned)
-            cur.execute(
-                "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
-                "parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (*key, configurable.get("checkpoint_id"), type_, blob, meta_blob),
-            )
-            cur.execute(
-                "INSERT OR REPLACE INTO checkpoint_log (thread_id, checkpoint_ns, checkpoint_id, created_at, "
-                "step, source, next, message_count, last_message, run_id, branch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (*key, *summary, branch),
-            )
+            checkpoint_rows.insert_checkpoint(cur, key, configurable.get("checkpoint_id"), type_, blob, meta_blob,
+                                              summary, branch)
             if not ns:
                 index_checkpoint(cur, thread_id, checkpoint)
             if self.keep == 1:
@@ -254,21 +245,8 @@ class ThreadedSqliteSaver(SqliteSaver, Saver, MessagesOnce):
         task_path: str = "",
     ) -> None:
         # as SqliteSaver.put_writes, in one fenced transaction
-        verb = "REPLACE" if all(w[0] in WRITES_IDX_MAP for w in writes) else "IGNORE"
         configurable = config["configurable"]
-        rows = [
-            (
-                str(configurable["thread_id"]),
-                str(configurable["checkpoint_ns"]),
-                str(configurable["checkpoint_id"]),
-                task_id,
-                task_path,
-                WRITES_IDX_MAP.get(channel, idx),
-                channel,
-                *self.serde.dumps_typed(value),
-            )
-            for idx, (channel, value) in enumerate(writes)
-        ]
+        rows = checkpoint_rows.write_rows(configurable, writes, task_id, task_path, self.serde.dumps_typed)
         # a new message (pending input) or a tool call's result: kept at once
         synced = task_id == INPUT_TASK or any(_has_tool_result(value) for _, value in writes)
         thread_id = str(configurable["thread_id"])
@@ -277,11 +255,7 @@ class ThreadedSqliteSaver(SqliteSaver, Saver, MessagesOnce):
             file_rows.store(cur, thread_id, files)  # a new message's files, with it
             if task_id == INPUT_TASK and not configurable["checkpoint_ns"]:
                 index_input(cur, thread_id, writes)
-            cur.executemany(
-                f"INSERT OR {verb} INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, "
-                "idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                rows,
-            )
+            checkpoint_rows.insert_writes(cur, writes, rows)
         self.file_stage.stored(thread_id, files)
         self.metrics.checkpoint_written("writes", sum(len(row[-1]) for row in rows))
 
@@ -324,14 +298,10 @@ class ThreadedSqliteSaver(SqliteSaver, Saver, MessagesOnce):
         if cached is None:
             return None
         with self.cursor(transaction=False) as cur:
-            row = cur.execute(
-                "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
-                "ORDER BY checkpoint_id DESC LIMIT 1",
-                (thread_id, ns),
-            ).fetchone()
-            if row is None or row[0] != cached.checkpoint["id"]:
+            latest = checkpoint_rows.latest_id(cur, thread_id, ns)
+            if latest != cached.checkpoint["id"]:
                 return None
-            cur.execute(pending_writes_sql(self._has_task_path), (thread_id, ns, row[0]))
+            cur.execute(pending_writes_sql(self._has_task_path), (thread_id, ns, latest))
             writes = load_pending_writes(cur, self.serde)
         return cached.tuple(thread_id, ns, writes)
 
@@ -340,15 +310,7 @@ class ThreadedSqliteSaver(SqliteSaver, Saver, MessagesOnce):
 
     def _head_row(self, thread_id: str) -> tuple[Any, ...] | None:
         with self.cursor(transaction=False) as cur:
-            return cur.execute(  # type: ignore[no-any-return]
-                "SELECT l.checkpoint_id, l.next, l.message_count, l.run_id, (SELECT count(*) FROM writes w "
-                "WHERE w.thread_id = l.thread_id AND w.checkpoint_ns = '' AND w.checkpoint_id = l.checkpoint_id), "
-                "(SELECT count(*) FROM writes w WHERE w.thread_id = l.thread_id AND w.checkpoint_ns = '' "
-                "AND w.checkpoint_id = l.checkpoint_id AND w.task_id = ? AND w.channel = 'messages') "
-                "FROM checkpoint_log l WHERE l.thread_id = ? AND l.checkpoint_ns = '' "
-                "ORDER BY l.checkpoint_id DESC LIMIT 1",
-                (INPUT_TASK, thread_id),
-            ).fetchone()
+            return checkpoint_rows.head_row(cur, thread_id)
 
     async def message_fields(self, thread_id: str, checkpoint_id: str) -> Sequence[MessageFields] | None:
         return await self.call(self.latest_message_fields, thread_id, checkpoint_id)  # type: ignore[no-any-return]
@@ -357,10 +319,7 @@ class ThreadedSqliteSaver(SqliteSaver, Saver, MessagesOnce):
         """The messages of a checkpoint as plain field dicts, decoded without building
         LangChain objects (5x faster on a long thread). None if it is not msgpack."""
         with self._reading(), self.cursor(transaction=False) as cur:
-            row = cur.execute(
-                "SELECT type, checkpoint FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?",
-                (thread_id, checkpoint_id),
-            ).fetchone()
+            row = checkpoint_rows.checkpoint_blob(cur, thread_id, checkpoint_id)
             checkpoint = read_plain(cur, thread_id, row[0], row[1]) if row else None
         return None if checkpoint is None else plain_messages(checkpoint)
 
@@ -369,11 +328,7 @@ class ThreadedSqliteSaver(SqliteSaver, Saver, MessagesOnce):
 
     def _history(self, thread_id: str) -> list[tuple[Any, ...]]:
         with self.cursor(transaction=False) as cur:
-            return cur.execute(
-                f"SELECT {HISTORY_COLUMNS} FROM checkpoint_log WHERE thread_id = ? AND checkpoint_ns = '' "
-                "ORDER BY checkpoint_id",
-                (thread_id,),
-            ).fetchall()
+            return checkpoint_rows.history_rows(cur, thread_id)
 
     def delete_thread(self, thread_id: str) -> None:
         self.latest.forget(str(thread_id))

@@ -12,12 +12,13 @@ from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.base import Checkpoint
 
 from adapters.langchain.messages import from_fields, to_domain
-from adapters.langgraph.graph import INPUT_TASK
+from adapters.langgraph.keys import INPUT_TASK
 from adapters.langgraph.rows import input_fields, input_messages, plain_messages
 from adapters.search_entries import with_file_texts
 from adapters.sqlite import file_rows
 from adapters.sqlite.message_rows import read_plain
-from adapters.sqlite.search import forget_thread, index_thread, reset
+from adapters.sqlite.search import UNSTEMMED, forget_thread, index_thread, reset
+from adapters.sqlite.search_schema import stem_pending
 from domain.model import Message
 
 log = logging.getLogger(__name__)
@@ -70,8 +71,17 @@ def _threads(cur: sqlite3.Cursor, missing_only: bool) -> list[str]:
 
 
 def index_missing(conn: sqlite3.Connection) -> int:
-    """Index the threads the index has never seen (stored before it existed); each in
-    its own transaction. Returns how many."""
+    """Stem the titles another program wrote, then index the threads the index has never
+    seen (stored before it existed); each in its own transaction. Returns how many threads."""
+    if conn.execute(UNSTEMMED).fetchone() is not None:  # a read first: an up-to-date file is not written
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            stemmed = stem_pending(conn.cursor())
+            conn.commit()
+        except BaseException:
+            conn.rollback()
+            raise
+        log.info("search index: stemmed %d title(s) written by another program", stemmed)
     threads = _threads(conn.cursor(), missing_only=True)
     for thread_id in threads:
         conn.execute("BEGIN IMMEDIATE")

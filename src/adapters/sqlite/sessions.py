@@ -39,9 +39,6 @@ class SqliteSessionStore(SessionStore):
 
         await self._writer.run(write)
 
-    async def valid(self, key: str, fingerprint: str, now: datetime) -> bool:
-        return await self.user_of(key, fingerprint, now) is not None
-
     async def user_of(self, key: str, fingerprint: str, now: datetime) -> str | None:
         return await self._reader.run(_user_of, key, fingerprint, now.timestamp())
 
@@ -56,12 +53,5 @@ class SqliteSessionStore(SessionStore):
         def write(conn: sqlite3.Connection) -> int:
             with transaction(conn):
                 return int(conn.execute("DELETE FROM login_sessions WHERE principal = ?", (principal,)).rowcount)
-
-        return await self._writer.run(write)
-
-    async def delete_all(self) -> int:
-        def write(conn: sqlite3.Connection) -> int:
-            with transaction(conn):
-                return int(conn.execute("DELETE FROM login_sessions").rowcount)
 
         return await self._writer.run(write)

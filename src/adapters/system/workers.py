@@ -1,7 +1,8 @@
 """Worker threads of their own, bounded (ports.workers).
 
-Not asyncio's default executor: storage and file parsing use that one, and a hostile input
-must not be able to fill it. Pure-Python work here still takes the GIL by turns with the
+Not asyncio's default executor: storage uses that one (LangGraph's PostgreSQL saver writes
+every checkpoint through it), and neither a hostile input nor a request's large work may fill
+it. (Untrusted documents are read in processes of their own: adapters/files/pdf.py.) Pure-Python work here still takes the GIL by turns with the
 event loop (every `sys.getswitchinterval()`), so the loop is slowed, never stopped."""
 
 from __future__ import annotations

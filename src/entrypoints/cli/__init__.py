@@ -11,10 +11,11 @@ import click
 
 from domain.errors import SophosError
 from entrypoints.cli.approvals import approvals, approve
-from entrypoints.cli.base import EXIT_PIPE, EXIT_STOPPED, CliError, Context, fail, global_options
+from entrypoints.cli.base import CliError, Context, fail, global_options
 from entrypoints.cli.conversations import branch, conversations, delete, rename, show
 from entrypoints.cli.db import db
 from entrypoints.cli.doctor import doctor
+from entrypoints.cli.exits import EXIT_PIPE, EXIT_STOPPED
 from entrypoints.cli.graphs import graphs
 from entrypoints.cli.help import format_sections
 from entrypoints.cli.models import models

@@ -11,8 +11,6 @@ import click
 
 from domain.errors import InvalidInput
 from entrypoints.cli.base import (
-    EXIT_BAD_INPUT,
-    EXIT_CONFLICT,
     CliError,
     Context,
     global_options,
@@ -21,8 +19,10 @@ from entrypoints.cli.base import (
     server_option,
 )
 from entrypoints.cli.client import Json, SophosClient
+from entrypoints.cli.exits import EXIT_BAD_INPUT, EXIT_CONFLICT
 from entrypoints.cli.ids import resolve
-from entrypoints.cli.runs import json_option, resume_body, run_and_report
+from entrypoints.cli.resuming import resume_body
+from entrypoints.cli.runs import json_option, run_and_report
 
 
 def _decision(edit_args: str | None, reason: str | None, always: bool) -> dict[str, Any]:

@@ -9,67 +9,20 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
-from domain.errors import ErrorCode, SophosError
+from domain.errors import SophosError
 from entrypoints.cli.client import RemoteError, SophosClient
+from entrypoints.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_SERVER, exit_code_of
 from entrypoints.cli.hints import for_cli
 from entrypoints.logs import configure_logging
 from entrypoints.settings import SettingsError
 
 if TYPE_CHECKING:
     from entrypoints.bundle import Services
+    from entrypoints.container import Container
     from entrypoints.settings import Settings
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
-
-# the documented exit codes (docs/cli.md)
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
-EXIT_NOT_FOUND = 3
-EXIT_CONFLICT = 4
-EXIT_MODEL = 5
-EXIT_SERVER = 6  # `serve`: the address is in use; `--server`: the server cannot be reached
-EXIT_WAITING = 7  # the run stopped before tool calls that wait for approval (`sophos approve`)
-EXIT_STOPPED = 130  # Ctrl-C (or SIGTERM): the run was stopped, its progress is saved
-EXIT_PIPE = 141  # the reader of stdout went away (128 + SIGPIPE), as for other Unix tools
-
-EXIT_CODES = {
-    ErrorCode.BAD_REQUEST: EXIT_BAD_INPUT,
-    ErrorCode.INVALID_EDIT: EXIT_BAD_INPUT,
-    ErrorCode.NOTHING_TO_REGENERATE: EXIT_BAD_INPUT,
-    ErrorCode.BRANCH_NOT_FOUND: EXIT_BAD_INPUT,
-    ErrorCode.UNKNOWN_MODEL: EXIT_BAD_INPUT,
-    ErrorCode.ATTACHMENT_TOO_LARGE: EXIT_BAD_INPUT,
-    ErrorCode.ATTACHMENT_TYPE_NOT_ALLOWED: EXIT_BAD_INPUT,
-    ErrorCode.ATTACHMENT_UNREADABLE: EXIT_BAD_INPUT,
-    ErrorCode.TOO_MANY_ATTACHMENTS: EXIT_BAD_INPUT,
-    ErrorCode.MODEL_CANNOT_SEE: EXIT_BAD_INPUT,
-    ErrorCode.BAD_GRAPH: EXIT_BAD_INPUT,
-    ErrorCode.NOT_FOUND: EXIT_NOT_FOUND,
-    ErrorCode.SESSION_IN_PROGRESS: EXIT_CONFLICT,
-    ErrorCode.RUN_NOT_RESUMABLE: EXIT_CONFLICT,
-    ErrorCode.NO_ACTIVE_RUN: EXIT_CONFLICT,
-    ErrorCode.DECISION_REQUIRED: EXIT_CONFLICT,
-    ErrorCode.STALE_DECISION: EXIT_CONFLICT,
-    ErrorCode.TOOL_OUTCOME_UNKNOWN: EXIT_CONFLICT,
-    ErrorCode.QUEUE_FULL: EXIT_CONFLICT,
-    ErrorCode.QUEUED_NOT_FOUND: EXIT_NOT_FOUND,
-    ErrorCode.USER_EXISTS: EXIT_CONFLICT,
-    ErrorCode.CONVERSATION_EXISTS: EXIT_CONFLICT,
-    ErrorCode.USER_LIMIT: EXIT_CONFLICT,
-    ErrorCode.PRESET_LIMIT: EXIT_CONFLICT,
-    ErrorCode.MODEL_UNAVAILABLE: EXIT_MODEL,
-    ErrorCode.MODEL_UNREACHABLE: EXIT_MODEL,
-    ErrorCode.MODEL_BAD_RESPONSE: EXIT_MODEL,
-    ErrorCode.ANSWER_TOO_LONG: EXIT_MODEL,
-}
-
-
-def exit_code_of(code: str | None) -> int:
-    """The exit code for an error code (a run's, a refusal's or a remote server's)."""
-    return EXIT_CODES.get(ErrorCode(code), EXIT_FAILED) if code and code in ErrorCode.__members__ else EXIT_FAILED
-
 
 class CliError(click.ClickException):
     """An expected failure: one line on stderr, a meaningful exit code."""
@@ -104,10 +57,11 @@ class Context:
         self.chat: dict[str, str | None] = {}  # `model`, `system`, `systemMode` a run's body asks for (-m, -s)
         self.show_reasoning = True  # --no-reasoning hides the model's thinking
         self.verbose = False
-        self._container: Any = None
+        self._container: Container | None = None
 
     @property
-    def container(self) -> Any:
+    def container(self) -> Container:
+        """Imported and built on first use: `--help` never loads dependency-injector."""
         if self._container is None:
             from entrypoints.container import create_container
 
@@ -119,14 +73,12 @@ class Context:
 
     @property
     def settings(self) -> Settings:
-        settings: Settings = self.container.settings()
-        return settings
+        return self.container.settings()
 
     @property
     def services(self) -> Services:
         """The use cases and ports a command may use (built once, each on first use)."""
-        services: Services = self.container.services()
-        return services
+        return self.container.services()
 
     def run(self, coro: Callable[[], Awaitable[T]]) -> T:
         """Run a coroutine, then close tools and database (commands on this machine only)."""

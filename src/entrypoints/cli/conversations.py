@@ -11,8 +11,6 @@ import click
 
 from entrypoints.cli import asking
 from entrypoints.cli.base import (
-    EXIT_BAD_INPUT,
-    EXIT_FAILED,
     CliError,
     Context,
     finish,
@@ -21,9 +19,10 @@ from entrypoints.cli.base import (
     server_option,
 )
 from entrypoints.cli.client import Json, SophosClient
+from entrypoints.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED
 from entrypoints.cli.ids import on
 from entrypoints.cli.output import ago, approval_line
-from entrypoints.cli.runs import resume_hint
+from entrypoints.cli.resuming import resume_hint
 
 
 def _table(items: Sequence[Json]) -> str:

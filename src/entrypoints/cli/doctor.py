@@ -25,11 +25,10 @@ class Check:
 
 
 async def _checks(ctx: Context) -> list[Check]:
-    container = ctx.container
-    config = container.config
+    container, settings = ctx.container, ctx.settings
     model = container.model()
     ready = await model.check()
-    checks = [Check("model", f"{config.MODEL_BACKEND()} {model.name}", ready.ok, ready.reason, ready.url, for_cli(ready.fix))]
+    checks = [Check("model", f"{settings.MODEL_BACKEND} {model.name}", ready.ok, ready.reason, ready.url, for_cli(ready.fix))]
     await container.tools().list_tools()  # waits for the servers' first start, bounded
     statuses = await container.tools().status()
     if not statuses:
@@ -37,7 +36,7 @@ async def _checks(ctx: Context) -> list[Check]:
     for s in statuses:
         target = str(s.extra.get("target", ""))
         fix = (
-            f"fix it in {config.CONFIG_DIR()}/mcp.json"
+            f"fix it in {settings.CONFIG_DIR}/mcp.json"
             + (f" (run `{target}` by hand to see its error)" if target and not target.startswith("http") else "")
             + ", or run without tools (--tools none)"
         )
@@ -45,7 +44,7 @@ async def _checks(ctx: Context) -> list[Check]:
         checks.append(Check("tools", s.name, bool(s.ok), detail, target, "" if s.ok else fix))
     cost = await measure(container)
     detail = cost.problem() or f"the system prompt and tools take ~{cost.total:,} of {cost.budget:,} prompt tokens"
-    checks.append(Check("context", f"MODEL_CONTEXT {config.MODEL_CONTEXT()}", not cost.over, detail,
+    checks.append(Check("context", f"MODEL_CONTEXT {settings.MODEL_CONTEXT}", not cost.over, detail,
                         fix=CROWDED_FIX if cost.over else ""))
     health = await ctx.services.backend().health(integrity=True)
     checks.append(Check("database", health.where, health.ok, health.detail, fix="" if health.ok else health.fix))

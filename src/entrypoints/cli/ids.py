@@ -11,8 +11,9 @@ import click
 from domain.errors import InvalidInput
 from domain.ids import MAX_MATCHES, MIN_PREFIX, parse_id_prefix
 from domain.model import parse_conversation_id
-from entrypoints.cli.base import EXIT_BAD_INPUT, EXIT_NOT_FOUND, CliError
+from entrypoints.cli.base import CliError
 from entrypoints.cli.client import Json, SophosClient
+from entrypoints.cli.exits import EXIT_BAD_INPUT, EXIT_NOT_FOUND
 
 T = TypeVar("T")
 LAST = "last"

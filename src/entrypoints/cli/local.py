@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from domain.attachments import AttachmentLimits
 from domain.commands import Cancel, SendMessage, StartRun, start_command
@@ -21,14 +21,16 @@ from entrypoints.dto import (
     pending_dto,
     queue_dto,
     queued_dto,
-    search_result_dto,
+    search_page_dto,
     settings_dto,
+    settings_fields,
     summary_dto,
 )
 
 if TYPE_CHECKING:
     from entrypoints.bundle import Services
     from entrypoints.cli.output import Printer
+    from entrypoints.container import Container
     from services.supervisor import Supervisor
 
 
@@ -37,7 +39,7 @@ def command_of(body: Json, limits: AttachmentLimits) -> StartRun:
     return start_command(
         body.get("message"), body.get("conversation"), body.get("resume") is True, body.get("decision"),
         edit_of=body.get("editOf"), regenerate=body.get("regenerate") is True, decisions=body.get("decisions"),
-        settings=settings_change(body),
+        settings=settings_change(settings_fields(body)),
         multitask=body.get("multitask"),
         files=json_files(body.get("attachments"), limits),
     )
@@ -46,7 +48,7 @@ def command_of(body: Json, limits: AttachmentLimits) -> StartRun:
 class LocalClient(SophosClient):
     in_process = True
 
-    def __init__(self, services: Services, container: Any) -> None:
+    def __init__(self, services: Services, container: Container) -> None:
         self._services = services
         self._container = container
         self._supervisor: Supervisor | None = None
@@ -81,7 +83,7 @@ class LocalClient(SophosClient):
         await self._services.conversations().delete(conversation)
 
     async def configure(self, conversation: str, settings: Json) -> Json:
-        change = settings_change(settings)
+        change = settings_change(settings_fields(settings))
         return settings_dto(await self._services.conversations().configure(conversation, change))
 
     async def models(self) -> Json:
@@ -96,31 +98,32 @@ class LocalClient(SophosClient):
         return detail_dto(await self._services.conversations().switch_branch(conversation, number))
 
     async def export(self, conversation: str, fmt: str) -> str:
-        service = self._services.conversations()
-        _, text = await (service.export_jsonl(conversation) if fmt == "jsonl" else service.export_markdown(conversation))
+        from entrypoints.export import export_text
+
+        _, text = await export_text(self._services.conversations(), conversation, fmt)
         return text
 
     async def export_file(self, conversation: str | None) -> tuple[str, bytes]:
-        import asyncio
-
         from domain.model import utc_now
         from entrypoints.transfer_files import document_bytes, export_zip, json_name, zip_name
 
         service = self._services.transfer()
         if conversation is None:
             items = [item async for item in service.export_all()]
-            return zip_name(utc_now()), await asyncio.to_thread(export_zip, items)
+            return zip_name(utc_now()), await self._services.bulk().run(export_zip, items)
         conv, copy = await service.export(conversation)
         return json_name(copy), document_bytes(conv, copy)
 
     async def import_file(self, data: bytes) -> list[Json]:
+        from entrypoints.transfer_document import read_imports
         from entrypoints.transfer_files import upload_files
 
-        return [summary_dto(c) for c in await self._services.transfer().import_files(upload_files(data))]
+        imported = await self._services.transfer().import_files(upload_files(data), read_imports)
+        return [summary_dto(c) for c in imported]
 
     async def search(self, query: str, limit: int) -> Json:
         page = await self._services.search().search(query, limit)
-        return {"results": [search_result_dto(r) for r in page.results], "nextCursor": page.next_cursor}
+        return search_page_dto(page)
 
     async def cancel(self, conversation: str) -> Json:
         r = await self._services.runs().cancel(Cancel(parse_conversation_id(conversation)))
@@ -142,7 +145,7 @@ class LocalClient(SophosClient):
         if self._supervisor is None:
             from services.supervisor import Supervisor
 
-            self._supervisor = Supervisor(service, queue=self._services.queue())
+            self._supervisor = Supervisor(service)
             await self._supervisor.start()
         printer.start()
         try:

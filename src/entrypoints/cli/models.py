@@ -6,8 +6,9 @@ import json
 
 import click
 
-from entrypoints.cli.base import EXIT_MODEL, Context, finish, options, pass_ctx, server_option
+from entrypoints.cli.base import Context, finish, options, pass_ctx, server_option
 from entrypoints.cli.client import Json
+from entrypoints.cli.exits import EXIT_MODEL
 
 
 def size_text(size: int | None) -> str:

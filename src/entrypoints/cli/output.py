@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from entrypoints.cli.base import EXIT_OK, EXIT_STOPPED, EXIT_WAITING, exit_code_of
+from entrypoints.cli.exits import EXIT_OK, EXIT_STOPPED, EXIT_WAITING, exit_code_of
 from entrypoints.cli.hints import for_cli
 from entrypoints.notices import ContextNotices
 
@@ -139,7 +139,7 @@ class Printer:
             click.echo(data, nl=False)
         elif event == "queued":
             self.spinner.clear()
-            how = "steers the active run at its next step" if data.get("steer") else "starts when the active run completes"
+            how = "steers the active run (a text answer stops at once)" if data.get("steer") else "starts when the active run completes"
             click.secho(f"queued ({data['id']}, position {data['position']}): {how}", fg="yellow", err=True)
         elif event == "started":  # the next queued message's run
             self.spinner.clear()

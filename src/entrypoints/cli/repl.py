@@ -17,21 +17,14 @@ import click
 
 from domain.errors import SophosError
 from entrypoints.cli import asking, slash
-from entrypoints.cli.base import (
-    EXIT_BAD_INPUT,
-    Context,
-    fail,
-    finish,
-    global_options,
-    pass_ctx,
-    server_option,
-)
+from entrypoints.cli.base import Context, fail, finish, global_options, pass_ctx, server_option
 from entrypoints.cli.client import Json, RemoteError, SophosClient, Stopper
+from entrypoints.cli.exits import EXIT_BAD_INPUT
 from entrypoints.cli.hints import for_cli
 from entrypoints.cli.ids import LAST, resolve
 from entrypoints.cli.lines import LineReader
 from entrypoints.cli.output import Printer
-from entrypoints.cli.runs import resume_body, waiting_calls
+from entrypoints.cli.resuming import resume_body, waiting_calls
 from entrypoints.cli.typeahead import TypeAhead
 
 HISTORY_FILE = "repl_history"  # beside the database file

@@ -14,8 +14,6 @@ from domain.attachments import WIDEST_LIMITS
 from domain.errors import SophosError
 from entrypoints.cli import asking
 from entrypoints.cli.base import (
-    EXIT_BAD_INPUT,
-    EXIT_PIPE,
     CliError,
     Context,
     fail,
@@ -26,15 +24,11 @@ from entrypoints.cli.base import (
     server_option,
 )
 from entrypoints.cli.client import Json, RemoteError, SophosClient, Stopper
+from entrypoints.cli.exits import EXIT_BAD_INPUT, EXIT_PIPE
 from entrypoints.cli.files import STDIN, attachments
 from entrypoints.cli.ids import LAST, on, resolve
 from entrypoints.cli.output import Printer
-
-
-def resume_hint(ctx: Context, cid: str, server: str | None = None) -> str:
-    """The command that resumes this conversation with the options this run used."""
-    where = f" --server {server}" if server else ctx.hint_options()
-    return f"sophos resume {cid}{where}"
+from entrypoints.cli.resuming import resume_body, resume_hint, waiting_calls
 
 
 def read_message(message: str | None) -> str:
@@ -62,16 +56,6 @@ async def drive(client: SophosClient, body: Json, printer: Printer) -> tuple[str
     finally:
         for sig in signals:
             loop.remove_signal_handler(sig)
-
-
-def resume_body(cid: str, decisions: Json) -> Json:
-    """A resume of `cid` with the person's decisions on its waiting calls."""
-    return {"resume": True, "conversation": cid, "decisions": decisions}
-
-
-async def waiting_calls(client: SophosClient, cid: str) -> list[Json]:
-    calls: list[Json] = (await client.conversation(cid)).get("pendingApprovals") or []
-    return calls
 
 
 async def drive_deciding(client: SophosClient, body: Json, printer: Printer, ask: bool) -> tuple[str, str, Printer]:
@@ -139,7 +123,8 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print events
 @click.option("--queue", "multitask", flag_value="enqueue",
               help="While the conversation's run works, queue MESSAGE: it is answered when the run completes.")
 @click.option("--steer", "multitask", flag_value="interrupt",
-              help="While the conversation's run works, steer it: it hands over to MESSAGE at its next step.")
+              help="While the conversation's run works, steer it: a text answer stops at once (its text kept), a tool call "
+                   "in flight finishes first; then MESSAGE is answered.")
 @json_option
 @server_option
 @global_options

@@ -6,7 +6,8 @@ import os
 
 import click
 
-from entrypoints.cli.base import EXIT_BAD_INPUT, EXIT_SERVER, CliError, Context, options, pass_ctx
+from entrypoints.cli.base import CliError, Context, options, pass_ctx
+from entrypoints.cli.exits import EXIT_BAD_INPUT, EXIT_SERVER
 from entrypoints.logs import configure_logging
 
 

@@ -9,9 +9,10 @@ from pathlib import Path
 import click
 
 from domain.transfer import LIMITS, file_name
-from entrypoints.cli.base import EXIT_BAD_INPUT, CliError, Context, options, pass_ctx, server_option
+from entrypoints.cli.base import CliError, Context, options, pass_ctx, server_option
 from entrypoints.cli.client import SophosClient
 from entrypoints.cli.conversations import parse_time
+from entrypoints.cli.exits import EXIT_BAD_INPUT
 from entrypoints.cli.ids import resolve
 
 

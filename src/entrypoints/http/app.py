@@ -6,33 +6,31 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from domain.principals import TrustedProxies
-from entrypoints.bundle import Services
-from entrypoints.http import files, presets, routes, session, transfer, web
+from entrypoints.http import api, routes, session, web
 from entrypoints.http.errors import EXCEPTION_HANDLERS
 from entrypoints.http.forwarded import ForwardedMiddleware
 from entrypoints.http.guard import GuardMiddleware, HostPolicy
 from entrypoints.http.headers import HardeningMiddleware
-from entrypoints.http.openapi import openapi_document
-from entrypoints.settings import Settings
+
+if TYPE_CHECKING:
+    from entrypoints.container import Container
 
 log = logging.getLogger(__name__)
 
 
-def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
+def create_app(container: Container, manage_lifecycle: bool = True) -> Starlette:
     """The app over a configured container. With `manage_lifecycle`, the process's
     supervisor starts with the app (recovery, leases, signals, adoption) and shutdown
     drains runs and closes everything."""
-    settings: Settings = container.settings()
-    services: Services = container.services()
+    settings = container.settings()
+    services = container.services()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -51,40 +49,11 @@ def create_app(container: Any, manage_lifecycle: bool = True) -> Starlette:
                 await supervisor.close()
                 await close_container(container)
 
-    api = [
-        Route("/api/chat", routes.post_chat, methods=["POST"]),
-        Route("/api/chat", routes.get_chat, methods=["GET"]),
-        Route("/api/chat/cancel", routes.cancel_chat, methods=["POST"]),
-        Route("/api/conversations", routes.list_conversations, methods=["GET"]),
-        Route("/api/conversations/{conversation_id}", routes.get_conversation, methods=["GET"]),
-        Route("/api/conversations/{conversation_id}", routes.patch_conversation, methods=["PATCH"]),
-        Route("/api/conversations/{conversation_id}", routes.delete_conversation, methods=["DELETE"]),
-        Route("/api/conversations/{conversation_id}/export", routes.export_conversation, methods=["GET"]),
-        Route("/api/conversations/{conversation_id}/attachments/{digest}", files.get_attachment, methods=["GET"]),
-        Route("/api/conversations/{conversation_id}/fork", routes.fork_conversation, methods=["POST"]),
-        Route("/api/conversations/{conversation_id}/queue/{queued_id}", routes.patch_queued, methods=["PATCH"]),
-        Route("/api/conversations/{conversation_id}/queue/{queued_id}", routes.delete_queued, methods=["DELETE"]),
-        Route("/api/search", routes.search, methods=["GET"]),
-        Route("/api/models", routes.list_models, methods=["GET"]),
-        Route("/api/export", transfer.export_all, methods=["GET"]),
-        Route("/api/import", transfer.import_conversations, methods=["POST"]),
-        Route("/api/approvals/always", routes.list_allow_rules, methods=["GET"]),
-        Route("/api/approvals/always/{tool:path}", routes.revoke_allow_rule, methods=["DELETE"]),
-        Route("/api/healthz", routes.healthz, methods=["GET"]),
-        Route("/api/readyz", routes.readyz, methods=["GET"]),
-        *presets.ROUTES,  # a user's saved chat settings (issue 48 item 12)
-    ]
-
-    async def openapi(request: Request) -> Response:
-        return JSONResponse(openapi_document(request.app.state.services.attachment_limits))
-
     cookie = session.cookie_name(settings.PORT)
     hosts = HostPolicy.from_settings(settings.ALLOWED_HOSTS, settings.HOST)
     app = Starlette(
         routes=[
-            *api,
-            *session.ROUTES,
-            Route("/api/openapi.json", openapi, methods=["GET"]),
+            *(Route(r.path, r.endpoint, methods=[r.method]) for r in api.ROUTES),
             Route("/metrics", routes.metrics, methods=["GET"]),
             *web.ROUTES,
         ],

@@ -32,6 +32,7 @@ STATUS: dict[ErrorCode, int] = {
     ErrorCode.SHUTTING_DOWN: 503,
     ErrorCode.STORAGE_FAILURE: 503,
     ErrorCode.SEARCH_BUSY: 503,
+    ErrorCode.PDF_BUSY: 503,
     ErrorCode.TOO_MANY_ATTEMPTS: 429,
     ErrorCode.QUEUE_FULL: 429,
     ErrorCode.QUEUED_NOT_FOUND: 404,

@@ -1,388 +1,101 @@
-"""The OpenAPI 3 document of /api (served at /api/openapi.json; a test keeps it in step
-with the real routes and fuzzes the API against it)."""
+"""The OpenAPI 3 document of /api, written from the route table (entrypoints/http/api.py):
+each route declares its parameters, request body, answer and error statuses once, and the
+app mounts the same table, so the document cannot list a route the server does not serve
+(a test fuzzes the API against it)."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from domain.attachments import DEFAULT_LIMITS, AttachmentLimits, size_text
+from starlette.requests import Request
+from starlette.responses import Response
 
-UUID = {"type": "string", "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-5][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$"}
-ERROR = {"$ref": "#/components/schemas/Error"}
+from domain.attachments import AttachmentLimits
 
-
-def _json(schema: dict[str, Any]) -> dict[str, Any]:
-    return {"content": {"application/json": {"schema": schema}}}
-
-
-def _responses(ok: int, ok_schema: dict[str, Any] | None, *errors: int, ok_type: str = "application/json") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    out[str(ok)] = {"description": "OK"}
-    if ok_schema is not None:
-        out[str(ok)]["content"] = {ok_type: {"schema": ok_schema}}
-    for status in errors:
-        out[str(status)] = {"description": "Error", **_json(ERROR)}
-    return out
+Schema = dict[str, Any]
+Endpoint = Callable[[Request], Awaitable[Response]]
+ERROR: Schema = {"$ref": "#/components/schemas/Error"}
 
 
-def _started(responses: dict[str, Any]) -> dict[str, Any]:
-    """POST /api/chat's 200: JSON, or with `Accept: text/event-stream` the run's events as
-    GET /api/chat streams them, its ids in headers."""
-    ok = responses["200"]
-    ok["content"]["text/event-stream"] = {"schema": {"type": "string"}}
-    ok["headers"] = {
-        "X-Conversation-Id": {"description": "the conversation (streamed answer only)", "schema": UUID},
-        "X-Run-Id": {"description": "the run (streamed answer only)", "schema": {"type": "string"}},
-        "X-Queued-Id": {"description": "the queued message (multitask enqueue behind an active run)",
-                        "schema": {"type": "string"}},
-    }
-    return responses
+@dataclass(frozen=True)
+class Param:
+    name: str
+    where: str  # path, query or header
+    schema: Schema
+    required: bool = False
+    description: str = ""
+
+    def document(self) -> Schema:
+        out: Schema = {"name": self.name, "in": self.where, "required": self.required or self.where == "path",
+                       "schema": self.schema}
+        return {**out, "description": self.description} if self.description else out
 
 
-CONV_PARAM = {"name": "conversation_id", "in": "path", "required": True, "schema": {"type": "string"}}
-MODE = {"type": "string", "nullable": True, "enum": ["add", "replace", None],
-        "description": "add (the default): the instructions follow config/system.md; replace: instead of it"}
-PRESET = {"type": "object", "additionalProperties": False, "properties": {
-    "model": {"type": "string", "nullable": True, "maxLength": 200},
-    "system": {"type": "string", "nullable": True, "maxLength": 16000}, "systemMode": MODE}}
-NAME_PARAM = {"name": "name", "in": "path", "required": True, "schema": {"type": "string", "minLength": 1, "maxLength": 60}}
-PRESET_PATHS: dict[str, Any] = {  # a user's saved chat settings (entrypoints/http/presets.py)
-    "/api/presets": {"get": {"summary": "The user's default settings for new conversations and named presets",
-                             "responses": _responses(200, {"type": "object"}, 503)}},
-    "/api/presets/defaults": {
-        "put": {"summary": "What the user's new conversations start with (fields a first message does not name)",
-                "requestBody": {"required": True, **_json(PRESET)}, "responses": _responses(200, {"type": "object"}, 400, 413)},
-        "delete": {"summary": "Back to the server's default", "responses": _responses(204, None)},
-    },
-    "/api/presets/named/{name}": {
-        "put": {"summary": "Save a preset (a model with instructions) under a name; 409 PRESET_LIMIT past 50",
-                "parameters": [NAME_PARAM], "requestBody": {"required": True, **_json(PRESET)},
-                "responses": _responses(200, {"type": "object"}, 400, 409, 413)},
-        "delete": {"summary": "Delete a preset", "parameters": [NAME_PARAM], "responses": _responses(204, None, 400, 404)},
-    },
-}
-QUEUED_PARAM = {"name": "queued_id", "in": "path", "required": True, "schema": {"type": "string"}}
-QUEUED = {"type": "object", "properties": {
-    "id": {"type": "string"}, "position": {"type": "integer"}, "text": {"type": "string"}, "createdAt": {"type": "string"}}}
+@dataclass(frozen=True)
+class Answer:
+    """A success: its status, the schema of its body (None: no body) and its media type;
+    `more`: other media types of the same answer, `headers`: the headers it sets."""
+
+    status: int = 200
+    schema: Schema | None = None
+    media: str = "application/json"
+    more: dict[str, Schema] = field(default_factory=dict)
+    headers: dict[str, Schema] = field(default_factory=dict)
+
+    def document(self) -> Schema:
+        out: Schema = {"description": "OK"}
+        if self.schema is not None:
+            out["content"] = {self.media: {"schema": self.schema}, **{m: {"schema": s} for m, s in self.more.items()}}
+        if self.headers:
+            out["headers"] = self.headers
+        return {str(self.status): out}
 
 
-def openapi_document(limits: AttachmentLimits = DEFAULT_LIMITS) -> dict[str, Any]:
+# a request body: its JSON schema; or one that depends on this server's attachment settings
+Body = Schema | Callable[[AttachmentLimits], Schema]
+
+
+@dataclass(frozen=True)
+class ApiRoute:
+    """One method of one path. `path` is Starlette's (a converter such as `{tool:path}` is
+    left out of the document); `body`: a required JSON body, `media`: a body of other types
+    (media type -> schema) instead; `errors`: the statuses of the error envelope it answers."""
+
+    path: str
+    method: str
+    endpoint: Endpoint
+    summary: str
+    answer: Answer = Answer(schema={"type": "object"})
+    params: tuple[Param, ...] = ()
+    body: Body | None = None
+    media: dict[str, Schema] | None = None
+    errors: tuple[int, ...] = ()
+
+    @property
+    def template(self) -> str:
+        return re.sub(r":\w+}", "}", self.path)
+
+    def document(self, limits: AttachmentLimits) -> Schema:
+        op: Schema = {"summary": self.summary}
+        if self.params:
+            op["parameters"] = [p.document() for p in self.params]
+        if self.body is not None:
+            schema = self.body(limits) if callable(self.body) else self.body
+            op["requestBody"] = {"required": True, "content": {"application/json": {"schema": schema}}}
+        elif self.media is not None:
+            op["requestBody"] = {"required": True, "content": {m: {"schema": s} for m, s in self.media.items()}}
+        errors = {str(s): {"description": "Error", "content": {"application/json": {"schema": ERROR}}} for s in self.errors}
+        op["responses"] = {**self.answer.document(), **errors}
+        return op
+
+
+def openapi_document(routes: Sequence[ApiRoute], components: Schema, limits: AttachmentLimits) -> Schema:
     """The API as this server serves it (`limits`: its attachment settings)."""
-    summary = {"$ref": "#/components/schemas/ConversationSummary"}
-    return {
-        "openapi": "3.0.3",
-        "info": {"title": "Sophos API", "version": "1"},
-        "paths": {
-            "/api/chat": {
-                "post": {
-                    "summary": "Start a run: a new message, a resume, an edit (editOf) or a regenerate, on a new branch",
-                    "requestBody": {"required": True, **_json({
-                        "type": "object",
-                        "additionalProperties": False,
-                        "properties": {
-                            "message": {"type": "string"},
-                            "conversation": {"type": "string"},
-                            "resume": {"type": "boolean"},
-                            "decision": {"type": "string", "enum": ["retry", "skip"]},
-                            "editOf": {"type": "integer", "minimum": 0,
-                                       "description": "index of the user message the new message replaces, on a new branch"},
-                            "regenerate": {"type": "boolean", "description": "answer the last user message again, on a new branch"},
-                            "model": {"type": "string", "nullable": True, "maxLength": 200,
-                                      "description": "the conversation's model from this turn on (GET /api/models); "
-                                      "null: the server's default; unknown: 400 UNKNOWN_MODEL, nothing stored"},
-                            "system": {"type": "string", "nullable": True, "maxLength": 16000,
-                                       "description": "the conversation's instructions from this turn on; null: config/system.md alone"},
-                            "systemMode": MODE,
-                            "temporary": {"type": "boolean", "description": "a new conversation that is not kept: never "
-                                          "listed nor searched, deleted once its page leaves it"},
-                            "attachments": {"type": "array", "maxItems": limits.max_files, "description":
-                                            "files of a new message (also as multipart/form-data: fields message, "
-                                            "conversation, model, system and files under `attachments`); at most "
-                                            f"{limits.max_files}, {size_text(limits.max_bytes)} each; {limits.shown} "
-                                            "(MAX_ATTACHMENTS, MAX_ATTACHMENT_BYTES, ATTACHMENT_TYPES)",
-                                            "items": {"type": "object", "additionalProperties": False,
-                                                      "required": ["name", "data"], "properties": {
-                                                          "name": {"type": "string"}, "type": {"type": "string"},
-                                                          "data": {"type": "string", "format": "byte"}}}},
-                            "multitask": {"type": "string", "enum": ["reject", "enqueue", "interrupt", "rollback"],
-                                          "description": "what a new message does while the conversation has an active "
-                                                         "or waiting run (default reject: 409)"},
-                            "decisions": {"type": "object", "additionalProperties": {
-                                "type": "object", "required": ["type"], "additionalProperties": False,
-                                "properties": {
-                                    "type": {"type": "string", "enum": ["approve", "edit", "reject", "retry", "skip"]},
-                                    "args": {"type": "object"},
-                                    "message": {"type": "string"},
-                                    "always": {"type": "boolean"},
-                                }}},
-                        },
-                    })},
-                    "responses": _started(_responses(200, {"type": "object", "properties": {
-                        "conversation": UUID, "run": {"type": "string"}, "queued": QUEUED}}, 400, 404, 409, 413, 415, 429, 503)),
-                },
-                "get": {
-                    "summary": "Server-sent events of the conversation's active run",
-                    "parameters": [
-                        {"name": "conversation", "in": "query", "required": True, "schema": {"type": "string"}},
-                        {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "string"}},
-                        {"name": "follow", "in": "query", "required": False, "schema": {"type": "string", "enum": ["queue"]},
-                         "description": "queue: after a run's terminal event, go on with the run that follows it "
-                                        "(a `started` event first)"},
-                    ],
-                    "responses": _responses(200, {"type": "string"}, ok_type="text/event-stream"),
-                },
-            },
-            "/api/chat/cancel": {
-                "post": {
-                    "summary": "Cancel the active run",
-                    "requestBody": {"required": True, **_json({
-                        "type": "object", "additionalProperties": False, "required": ["conversation"],
-                        "properties": {"conversation": {"type": "string"}},
-                    })},
-                    "responses": _responses(200, {"type": "object"}, 400, 404, 409, 413),
-                }
-            },
-            "/api/conversations": {
-                "get": {
-                    "summary": "Conversations, most recently updated first",
-                    "parameters": [
-                        {"name": "limit", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1, "maximum": 500}},
-                        {"name": "before", "in": "query", "required": False, "schema": {"type": "string"}},
-                        {"name": "q", "in": "query", "required": False, "description":
-                         "only conversations whose title contains this text (case-insensitive)",
-                         "schema": {"type": "string", "maxLength": 200}},
-                        {"name": "idPrefix", "in": "query", "required": False, "description":
-                         "alone: the (at most 11) conversations whose id starts with these 4 to 36 hex digits and dashes",
-                         "schema": {"type": "string", "minLength": 4, "maxLength": 36}},
-                        {"name": "archived", "in": "query", "required": False, "description":
-                         "true: the archive; false (the default): the conversations not archived",
-                         "schema": {"type": "string", "enum": ["true", "false"]}},
-                        {"name": "pinned", "in": "query", "required": False, "description":
-                         "true: only pinned conversations; false: only those not pinned",
-                         "schema": {"type": "string", "enum": ["true", "false"]}},
-                        {"name": "fields", "in": "query", "required": False, "description":
-                         "all: each summary also has pinned, archived, turns and titleBy",
-                         "schema": {"type": "string", "enum": ["all"]}},
-                    ],
-                    "responses": _responses(200, {"type": "object", "properties": {
-                        "conversations": {"type": "array", "items": summary}}}, 400, 500),
-                }
-            },
-            "/api/approvals/always": {
-                "get": {
-                    "summary": "The tools always allowed (never asked before they run)",
-                    "responses": _responses(200, {"type": "object", "properties": {"alwaysAllowed": {
-                        "type": "array", "items": {"type": "object", "properties": {
-                            "tool": {"type": "string"}, "since": {"type": "string"}}}}}}, 503),
-                }
-            },
-            "/api/approvals/always/{tool}": {
-                "delete": {
-                    "summary": "Ask again before the tool runs (a \"/\" in the name may be sent as is or as %2F)",
-                    "parameters": [{"name": "tool", "in": "path", "required": True, "schema": {"type": "string"}}],
-                    "responses": _responses(204, None, 400, 404, 503),
-                }
-            },
-            "/api/search": {
-                "get": {
-                    "summary": "Full-text search over titles and user and assistant messages, best first",
-                    "parameters": [
-                        {"name": "q", "in": "query", "required": True, "schema": {"type": "string", "minLength": 1, "maxLength": 500}},
-                        {"name": "limit", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1, "maximum": 100}},
-                        {"name": "before", "in": "query", "required": False, "schema": {"type": "string"}},
-                    ],
-                    "responses": _responses(200, {"type": "object", "properties": {
-                        "results": {"type": "array", "items": {"type": "object", "properties": {
-                            "conversation": UUID, "title": {"type": "string"},
-                            "messageIndex": {"type": "integer", "nullable": True},
-                            "role": {"type": "string", "enum": ["user", "assistant", "title"]},
-                            "snippet": {"type": "string"}}}},
-                        "nextCursor": {"type": "string", "nullable": True}}}, 400, 503),
-                }
-            },
-            "/api/conversations/{conversation_id}": {
-                "get": {
-                    "summary": "A conversation with its messages",
-                    "parameters": [CONV_PARAM],
-                    "responses": _responses(200, {"type": "object", "properties": {
-                        "context": {"$ref": "#/components/schemas/Context"}}}, 400, 404, 500),
-                },
-                "patch": {
-                    "summary": "Rename (title), choose the model and instructions, pin or archive, and/or switch "
-                               "the active branch (activeBranch: a branch number)",
-                    "parameters": [CONV_PARAM],
-                    "requestBody": {"required": True, **_json({
-                        "type": "object", "additionalProperties": False, "minProperties": 1,
-                        "properties": {"title": {"type": "string", "minLength": 1, "maxLength": 200},
-                                       "activeBranch": {"type": "integer", "minimum": 1},
-                                       "model": {"type": "string", "nullable": True, "maxLength": 200},
-                                       "system": {"type": "string", "nullable": True, "maxLength": 16000},
-                                       "systemMode": MODE,
-                                       "pinned": {"type": "boolean"}, "archived": {"type": "boolean"}},
-                    })},
-                    "responses": _responses(200, {"type": "object"}, 400, 404, 409, 413),
-                },
-                "delete": {
-                    "summary": "Delete the conversation, its runs and its checkpoints (202: a temporary one "
-                               "with a run going, deleted when the run ends)",
-                    "parameters": [CONV_PARAM],
-                    "responses": {**_responses(204, None, 400, 404, 409), "202": {"description": "Deleted later"}},
-                },
-            },
-            "/api/conversations/{conversation_id}/fork": {
-                "post": {
-                    "summary": "A new conversation from this one's messages up to messageIndex (its tool results included)",
-                    "parameters": [CONV_PARAM],
-                    "requestBody": {"required": True, **_json({
-                        "type": "object", "additionalProperties": False, "required": ["messageIndex"],
-                        "properties": {"messageIndex": {"type": "integer", "minimum": 0}},
-                    })},
-                    "responses": _responses(201, {"type": "object", "properties": {
-                        "conversation": {"$ref": "#/components/schemas/ConversationSummary"}}}, 400, 404, 413),
-                }
-            },
-            "/api/conversations/{conversation_id}/queue/{queued_id}": {
-                "patch": {
-                    "summary": "Edit a queued message while it waits",
-                    "parameters": [CONV_PARAM, QUEUED_PARAM],
-                    "requestBody": {"required": True, **_json({
-                        "type": "object", "additionalProperties": False, "required": ["message"],
-                        "properties": {"message": {"type": "string"}},
-                    })},
-                    "responses": _responses(200, {"type": "object", "properties": {
-                        "conversation": UUID, "queued": QUEUED}}, 400, 404, 413, 503),
-                },
-                "delete": {
-                    "summary": "Drop a queued message before it starts",
-                    "parameters": [CONV_PARAM, QUEUED_PARAM],
-                    "responses": _responses(204, None, 400, 404, 503),
-                },
-            },
-            "/api/conversations/{conversation_id}/export": {
-                "get": {
-                    "summary": "Markdown transcript; the checkpoint JSONL with format=jsonl; with format=json the whole "
-                               "conversation (every branch, every message, the approvals' decisions) as POST /api/import reads it",
-                    "parameters": [CONV_PARAM, {"name": "format", "in": "query", "required": False, "schema": {"type": "string"}}],
-                    "responses": _responses(200, {"type": "string"}, 400, 404, ok_type="text/markdown"),
-                }
-            },
-            "/api/conversations/{conversation_id}/attachments/{digest}": {
-                "get": {
-                    "summary": "A file a message of the conversation carries, by its SHA-256 (the detail's "
-                               "messages[].attachments[].digest): images as themselves, text as text/plain, PDF as a download",
-                    "parameters": [CONV_PARAM, {"name": "digest", "in": "path", "required": True,
-                                                "schema": {"type": "string", "pattern": "^[0-9a-f]{64}$"}}],
-                    "responses": _responses(200, {"type": "string", "format": "binary"}, 400, 404,
-                                            ok_type="*/*"),
-                }
-            },
-            "/api/export": {
-                "get": {
-                    "summary": "Every conversation as a zip of their JSON exports (format=json), one file each",
-                    "responses": _responses(200, {"type": "string", "format": "binary"}, 503, ok_type="application/zip"),
-                }
-            },
-            "/api/import": {
-                "post": {
-                    "summary": "Import the body: a Sophos JSON export (one conversation or a list), the zip of "
-                               "GET /api/export, or ChatGPT's conversations.json. Each conversation becomes a new one; "
-                               "a malformed file stores nothing (400)",
-                    "requestBody": {"required": True, "content": {
-                        "application/json": {"schema": {}},
-                        "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
-                    }},
-                    "responses": _responses(201, {"type": "object", "properties": {
-                        "conversations": {"type": "array", "items": summary}}}, 400, 408, 413, 501, 503),
-                }
-            },
-            "/api/session": {
-                "get": {
-                    "summary": "Whether the page needs a login (API_TOKEN set, or users) and has one, and as whom",
-                    "responses": _responses(200, {"type": "object", "properties": {
-                        "required": {"type": "boolean"}, "authenticated": {"type": "boolean"},
-                        "user": {"type": "object", "description": "who is logged in (when a login is needed and "
-                                                                  "there is one); the bootstrap admin is `admin`",
-                                 "properties": {"name": {"type": "string"},
-                                                "role": {"type": "string", "enum": ["admin", "user"]}}}}}),
-                },
-                "post": {
-                    "summary": "Log the page in: the API token for an HttpOnly, SameSite=Strict session cookie "
-                               "(sophos_session_<port>) naming a session that ends SESSION_SECONDS later; 429 "
-                               "TOO_MANY_ATTEMPTS (with Retry-After) after 10 wrong tokens from one address in a minute",
-                    "requestBody": {"required": True, **_json({
-                        "type": "object", "additionalProperties": False, "required": ["token"],
-                        "properties": {"token": {"type": "string"}},
-                    })},
-                    "responses": _responses(200, {"type": "object"}, 400, 401, 403, 413, 429),
-                },
-                "delete": {"summary": "Log out: end this browser's session on the server and clear its cookie",
-                           "responses": _responses(204, None, 403)},
-            },
-            "/api/session/all": {
-                "delete": {"summary": "Log out everywhere: end every login session (every browser must log in again)",
-                           "responses": _responses(204, None, 401, 403, 429)},
-            },
-            "/api/models": {
-                "get": {
-                    "summary": "The model server's models (Ollama /api/tags and /api/show, OpenAI-compatible /models), "
-                               "kept 10 s; when the server cannot say, no models and `error`",
-                    "responses": _responses(200, {"type": "object", "required": ["default", "models"], "properties": {
-                        "default": {"type": "string"},
-                        "models": {"type": "array", "items": {"type": "object", "required": ["name"], "properties": {
-                            "name": {"type": "string"}, "size": {"type": "integer", "nullable": True},
-                            "context": {"type": "integer", "nullable": True},
-                            "capabilities": {"type": "array", "items": {"type": "string"}},
-                            "family": {"type": "string", "nullable": True}, "default": {"type": "boolean"}}}},
-                        "error": {"type": "object"},
-                        "attachments": {"type": "object", "description": "what a message may carry here",
-                                        "properties": {"maxBytes": {"type": "integer"}, "maxFiles": {"type": "integer"},
-                                                       "types": {"type": "array", "items": {"type": "string"}},
-                                                       "shown": {"type": "string"}}},
-                        "autoTitle": {"type": "boolean", "description": "AUTO_TITLE: the model titles a "
-                                      "conversation after its first answer"},
-                    }}),
-                }
-            },
-            **PRESET_PATHS,
-            "/api/healthz": {"get": {"summary": "Liveness", "responses": _responses(200, {"type": "object"})}},
-            "/api/readyz": {"get": {"summary": "Model and tool readiness", "responses": _responses(200, {"type": "object"}, 503)}},
-            "/api/openapi.json": {"get": {"summary": "This document", "responses": _responses(200, {"type": "object"})}},
-        },
-        "components": {
-            "schemas": {
-                "Error": {
-                    "type": "object",
-                    "required": ["error"],
-                    "properties": {"error": {"type": "object", "required": ["code", "message"], "properties": {
-                        "code": {"type": "string"}, "message": {"type": "string"}}}},
-                },
-                "Context": {
-                    "type": "object",
-                    "nullable": True,
-                    "description": "What the model saw on its latest call: the messages from index sentFrom on, "
-                    "about `tokens` of its `budget` (MODEL_CONTEXT - MODEL_RESERVE); null before any call",
-                    "required": ["sentFrom", "tokens", "budget"],
-                    "properties": {
-                        "sentFrom": {"type": "integer", "minimum": 0},
-                        "tokens": {"type": "integer", "minimum": 0},
-                        "budget": {"type": "integer", "minimum": 1},
-                    },
-                },
-                "ConversationSummary": {
-                    "type": "object",
-                    "required": ["id", "title", "createdAt", "updatedAt", "messageCount", "status"],
-                    "properties": {
-                        "id": {"type": "string"}, "title": {"type": "string"},
-                        "createdAt": {"type": "string"}, "updatedAt": {"type": "string"},
-                        "messageCount": {"type": "integer"},
-                        "status": {"type": "string", "nullable": True},
-                        "error": {"type": "object"},
-                        "pinned": {"type": "boolean"}, "archived": {"type": "boolean"},
-                        "temporary": {"type": "boolean"},
-                        "turns": {"type": "integer", "nullable": True, "description": "its user messages"},
-                        "titleBy": {"type": "string", "enum": ["message", "model", "user"]},
-                    },
-                },
-            }
-        },
-    }
+    paths: dict[str, Schema] = {}
+    for route in routes:
+        paths.setdefault(route.template, {})[route.method.lower()] = route.document(limits)
+    return {"openapi": "3.0.3", "info": {"title": "Sophos API", "version": "1"}, "paths": paths,
+            "components": {"schemas": components}}

@@ -31,12 +31,14 @@ from entrypoints.dto import (
     pending_dto,
     queue_dto,
     queued_dto,
-    search_result_dto,
+    search_page_dto,
     settings_dto,
+    settings_fields,
     summary_dto,
 )
+from entrypoints.export import export_text
 from entrypoints.http import files, sse, transfer
-from entrypoints.http.errors import RouteFailure, error_response
+from entrypoints.http.errors import RouteFailure
 from entrypoints.http.principal import principal_of, recheck_of
 from ports.model import Readiness
 
@@ -149,7 +151,7 @@ async def post_chat(request: Request) -> Response:
     command = start_command(
         body.get("message"), body.get("conversation"), body.get("resume") is True, body.get("decision"),
         edit_of=body.get("editOf"), regenerate=body.get("regenerate") is True, decisions=body.get("decisions"),
-        settings=settings_change(body),
+        settings=settings_change(settings_fields(body)),
         multitask=body.get("multitask"),
         files=uploads,
         temporary=body.get("temporary", False),
@@ -250,7 +252,7 @@ async def patch_conversation(request: Request) -> Response:
     body = await read_json(request, {"title", "activeBranch", "model", "system", "systemMode", "pinned", "archived"})
     if not body:
         raise InvalidInput("title, model, system, systemMode, pinned, archived or activeBranch is required")
-    change, place = settings_change(body), organise_change(body)  # checked before anything is written
+    change, place = settings_change(settings_fields(body)), organise_change(body)  # checked before anything is written
     service, by = _services(request).conversations(), principal_of(request)
     cid = request.path_params["conversation_id"]
     conv = await service.summary(cid, by=by)
@@ -317,15 +319,13 @@ async def delete_conversation(request: Request) -> Response:
 
 
 async def export_conversation(request: Request) -> Response:
-    service, by = _services(request).conversations(), principal_of(request)
-    cid = request.path_params["conversation_id"]
-    if request.query_params.get("format") == "json":  # every branch, read back by import
+    cid, fmt = request.path_params["conversation_id"], request.query_params.get("format")
+    if fmt == "json":  # every branch, read back by import
         return await transfer.export_json(request, cid)
-    if request.query_params.get("format") == "jsonl":
-        conv, text = await service.export_jsonl(cid, by=by)
+    conv, text = await export_text(_services(request).conversations(), cid, fmt, by=principal_of(request))
+    if fmt == "jsonl":
         media, extension = "application/x-ndjson; charset=utf-8", "checkpoints.jsonl"
     else:
-        conv, text = await service.export_markdown(cid, by=by)
         media, extension = "text/markdown; charset=utf-8", "md"
     return Response(text, headers=transfer.export_headers(conv, extension), media_type=media)
 
@@ -347,7 +347,7 @@ async def search(request: Request) -> Response:
         raise InvalidInput(f"Unknown parameter(s): {', '.join(sorted(unknown))}")
     page = await _services(request).search().search(params.get("q"), params.get("limit"), params.get("before"),
                                                     by=principal_of(request))
-    return JSONResponse({"results": [search_result_dto(r) for r in page.results], "nextCursor": page.next_cursor})
+    return JSONResponse(search_page_dto(page))
 
 
 async def healthz(request: Request) -> Response:
@@ -393,7 +393,3 @@ async def metrics(request: Request) -> Response:
     render = _services(request).metrics().render
     body, media = await run_in_threadpool(render, request.headers.get("accept"))
     return Response(body, media_type=media)
-
-
-async def not_found(request: Request) -> Response:
-    return error_response(404, "NOT_FOUND", "Not Found")

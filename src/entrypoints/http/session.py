@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 from domain.errors import InvalidInput, StorageFailure
 from domain.principals import Principal
@@ -157,10 +156,3 @@ async def logout_everywhere(request: Request) -> Response:
     await _sessions(request).logout_everywhere(principal_of(request))
     return _logged_out(request)
 
-
-ROUTES = [
-    Route(PATH, get_session, methods=["GET"]),
-    Route(PATH, login, methods=["POST"]),
-    Route(PATH, logout, methods=["DELETE"]),
-    Route(EVERYWHERE_PATH, logout_everywhere, methods=["DELETE"]),
-]

@@ -11,7 +11,7 @@ from typing import Any
 from starlette.responses import StreamingResponse
 
 from domain.events import StreamEvent
-from services.hub import TERMINAL_EVENTS, Batch, RunStream, run_tag
+from services.handles import TERMINAL_EVENTS, Batch, RunStream, run_tag
 
 RECHECK_SECONDS = 1.0  # how often a stream asks whether its credentials still name someone
 HEADERS = {

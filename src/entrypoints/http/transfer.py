@@ -16,6 +16,7 @@ from domain.transfer import LIMITS, file_name
 from entrypoints.bundle import Services
 from entrypoints.dto import summary_dto
 from entrypoints.http.principal import principal_of
+from entrypoints.transfer_document import read_imports
 from entrypoints.transfer_files import document_bytes, export_zip, json_name, upload_files, zip_name
 
 UPLOAD_TIME = 10  # an import's body may take this many times REQUEST_TIMEOUT to arrive: it can be large
@@ -48,7 +49,7 @@ async def export_json(request: Request, conversation_id: str) -> Response:
 async def export_all(request: Request) -> Response:
     service = _services(request).transfer()
     items = [item async for item in service.export_all(by=principal_of(request))]
-    body = await asyncio.to_thread(export_zip, items)  # compressing a large history takes a while
+    body = await _services(request).bulk().run(export_zip, items)  # compressing a large history takes a while
     return Response(body, media_type="application/zip", headers=_attachment(zip_name(utc_now())))
 
 
@@ -74,6 +75,7 @@ async def import_conversations(request: Request) -> Response:
     """The body is the file: a Sophos export (one conversation, or the zip of all) or
     ChatGPT's conversations.json. 201 with the new conversations' summaries."""
     data = await _upload(request)
-    files = await asyncio.to_thread(upload_files, data)
-    imported = await _services(request).transfer().import_files(files, by=principal_of(request))
+    files = await _services(request).bulk().run(upload_files, data)
+    # read whole on the import worker: a large file is seconds of parsing and checking
+    imported = await _services(request).transfer().import_files(files, read_imports, by=principal_of(request))
     return JSONResponse({"conversations": [summary_dto(c) for c in imported]}, status_code=201)

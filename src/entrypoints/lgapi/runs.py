@@ -2,32 +2,24 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import re
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from domain.commands import Cancel, Resume, SendMessage
-from domain.errors import ConversationNotFound, InvalidInput, NotSupported, QueuedNotFound, SophosError
-from domain.events import StreamEvent
+from domain.commands import Cancel, SendMessage
+from domain.errors import ConversationNotFound, InvalidInput, NotSupported, QueuedNotFound
 from domain.model import CheckpointSummary, Message, Run, RunStatus, new_id
-from domain.queue import Multitask, QueuedMessage, queue_held
+from domain.queue import Multitask, QueuedMessage
 from entrypoints.http.principal import principal_of, recheck_of
 from entrypoints.lgapi import shapes
 from entrypoints.lgapi.inputs import RUN_FIELDS, ThreadView, checkpoint_id, needs_thread, run_command
 from entrypoints.lgapi.stream import DEFAULT_MODES, Projector, ReadThread, parse_modes, stream_response
 from entrypoints.lgapi.threads import bounded, branch_of, read_body, services, thread_body, thread_id, view
-from services.handles import StartedRun
-from services.hub import TERMINAL_EVENTS, Batch, RunStream, run_tag
-
-# a queued run that will not start by itself: what a stream of it ends with
-HELD = StreamEvent("chat-error", {"code": "QUEUE_HELD", "message": (
-    "The run before it failed or was cancelled, so the queue is held: the run is still pending. "
-    "Cancel it (it is dropped) and send the message again")})
+from services.handles import RunStream, StartedRun
 
 _LAST_ID = re.compile(r"([0-9]{1,15})@([0-9a-f]{8})")
 
@@ -123,15 +115,6 @@ def _read(request: Request, tid: str) -> ReadThread:
     return read
 
 
-async def _one(request: Request, started: StartedRun | QueuedMessage) -> AsyncIterator[tuple[str, RunStream]]:
-    if isinstance(started, QueuedMessage):
-        async for item in _pending(request, started.conversation_id, started.id):
-            yield item
-        return
-    assert started.events is not None  # a run this process started always has its stream
-    yield started.run_id, started.events()
-
-
 async def _find(request: Request, cid: str, rid: str) -> Run | None:
     """Run `rid` of thread `cid`, None when the thread has no such run (404 for no thread)."""
     conversations = services(request).conversations()
@@ -145,58 +128,6 @@ async def _find(request: Request, cid: str, rid: str) -> Run | None:
 async def _waiting(request: Request, cid: str, rid: str) -> QueuedMessage | None:
     """The message waiting in the thread's queue whose run will have the id `rid`."""
     return next((q for q in await services(request).queue().waiting(cid, by=principal_of(request)) if q.id == rid), None)
-
-
-async def _started(request: Request, cid: str, qid: str) -> Run | None:
-    """The run of queued message `qid` once it has started (the store gives it the
-    message's id); None when the message left the queue without one (dropped, or its
-    thread deleted), when the queue is held (domain.queue.queue_held: it waits for a
-    person) or the server is closing."""
-    closing: asyncio.Event = request.app.state.closing
-    poll = services(request).runs().poll_seconds
-    while not closing.is_set():
-        try:
-            found = await _find(request, cid, qid)
-        except ConversationNotFound:
-            return None
-        if found is not None:
-            return found
-        if await _waiting(request, cid, qid) is None:  # started between the two reads, or dropped
-            with contextlib.suppress(ConversationNotFound):
-                return await _find(request, cid, qid)
-            return None
-        latest = await services(request).conversations().runs_of(cid, 1, by=principal_of(request))
-        if queue_held(latest[0] if latest else None):
-            return None
-        await asyncio.sleep(poll)
-    return None
-
-
-async def _pending(request: Request, cid: str, qid: str) -> AsyncIterator[tuple[str, RunStream]]:
-    """The runs of a queued message: its own once it starts (the wait is inside the stream,
-    so the response's heartbeats go on while it waits), then, after a crash, the run that
-    resumed it."""
-    started: list[Run] = []
-
-    async def first() -> AsyncGenerator[Batch, None]:
-        run = await _started(request, cid, qid)
-        if run is None:
-            with contextlib.suppress(ConversationNotFound):
-                if await _waiting(request, cid, qid) is not None:
-                    yield [(1, HELD)]
-            return
-        started.append(run)
-        stream = await services(request).runs().follow_run(run, 0)
-        async with contextlib.aclosing(stream):
-            async for batch in stream:
-                yield batch
-
-    yield qid, RunStream(qid, first())
-    if started:
-        after = await _resumer(request, started[0])
-        if after is not None:
-            async for item in _chain(request, after, 0):
-                yield item
 
 
 async def stream_run(request: Request) -> Response:
@@ -219,7 +150,7 @@ async def _stream_new(request: Request, tid: str | None) -> Response:
             projector.base = run.base_count
     rid = projector.run_id
     state = request.app.state
-    return stream_response(projector, _one(request, started), state.ping_seconds, state.closing,
+    return stream_response(projector, _follow(request, started), state.ping_seconds, state.closing,
                            _headers(cid, rid, tid is None), allowed=recheck_of(request))
 
 
@@ -232,11 +163,21 @@ async def create_run(request: Request) -> Response:
     return JSONResponse(shapes.run_dict(run), headers=_headers(cid, run.id))
 
 
-async def _drain(stream: RunStream) -> None:
-    async with contextlib.aclosing(stream):
-        async for batch in stream:
-            if batch[-1][1].event in TERMINAL_EVENTS:
-                return
+def _follow(request: Request, first: Run | QueuedMessage | StartedRun, after: int = 0) -> AsyncGenerator[RunStream, None]:
+    """The runs the request follows from `first` on (RunService.follow_from). Only a POST may
+    resume a run a crash stopped: a GET (a join, a re-join) follows what exists, so a link or an
+    `<img>` on another page never starts a run."""
+    runs = services(request).runs()
+    return runs.follow_from(first, after, by=principal_of(request), resume=request.method == "POST")
+
+
+async def _drain(runs: AsyncGenerator[RunStream, None]) -> None:
+    """Read every run to its end (a join)."""
+    async with contextlib.aclosing(runs):
+        async for stream in runs:
+            async with contextlib.aclosing(stream):
+                async for _ in stream:
+                    pass
 
 
 async def _values(request: Request, cid: str) -> dict[str, Any]:
@@ -257,8 +198,7 @@ async def wait_stateless(request: Request) -> Response:
 
 async def _wait_new(request: Request, tid: str | None) -> Response:
     _, cid, started = await _start(request, tid)
-    async for _, stream in _one(request, started):
-        await _drain(stream)
+    await _drain(_follow(request, started))
     rid = started.id if isinstance(started, QueuedMessage) else started.run_id
     return JSONResponse(await _values(request, cid), headers=_headers(cid, rid, tid is None))
 
@@ -316,9 +256,7 @@ async def delete_run(request: Request) -> Response:
 
 async def join_run(request: Request) -> Response:
     found = await _run_or_queued(request)
-    runs = _one(request, found) if isinstance(found, QueuedMessage) else _chain(request, found, 0)
-    async for _, stream in runs:
-        await _drain(stream)
+    await _drain(_follow(request, found))
     return JSONResponse(await _values(request, found.conversation_id))
 
 
@@ -333,65 +271,17 @@ async def join_stream(request: Request) -> Response:
     if isinstance(found, QueuedMessage):  # nothing sent yet: from the start, once it starts
         cid, qid = found.conversation_id, found.id
         state = request.app.state
-        return stream_response(Projector(modes, cid, qid, _read(request, cid)), _one(request, found),
+        return stream_response(Projector(modes, cid, qid, _read(request, cid)), _follow(request, found),
                                state.ping_seconds, state.closing, _headers(cid, qid),
                                allowed=recheck_of(request))
-    run = found
-    given = (request.headers.get("last-event-id") or "").strip()
-    m = _LAST_ID.fullmatch(given)
-    after = int(m[1]) if m else 0
-    if m and m[2] != run_tag_of(run.id):
-        successor = await _successor(request, run)
-        if successor is not None and run_tag_of(successor.id) == m[2]:
-            run = successor
-        else:
-            after = 0
+    given = _LAST_ID.fullmatch((request.headers.get("last-event-id") or "").strip())
+    after, tag = (int(given[1]), given[2]) if given else (0, None)
+    run, after = await services(request).runs().rejoin_point(found, after, tag)
     cid = run.conversation_id
     projector = Projector(modes, cid, run.id, _read(request, cid), run.base_count)
     state = request.app.state
-    return stream_response(projector, _chain(request, run, after), state.ping_seconds, state.closing,
+    return stream_response(projector, _follow(request, run, after), state.ping_seconds, state.closing,
                            _headers(cid, run.id), begin=after == 0, allowed=recheck_of(request))
-
-
-def run_tag_of(run_id: str) -> str:
-    return run_tag(run_id)
-
-
-async def _successor(request: Request, run: Run) -> Run | None:
-    """The run that resumed `run` after a crash: the thread's next run, if `run` was
-    interrupted and that one started after it."""
-    latest = (await services(request).conversations().runs_of(run.conversation_id, 1, by=principal_of(request)))
-    if not latest or latest[0].id == run.id or latest[0].started_at < run.started_at:
-        return None
-    return latest[0]
-
-
-async def _chain(request: Request, run: Run, after: int) -> AsyncIterator[tuple[str, RunStream]]:
-    runs = services(request).runs()
-    while True:
-        yield run.id, await runs.follow_run(run, after)
-        successor = await _resumer(request, run)
-        if successor is None:
-            return
-        run, after = successor, 0
-
-
-async def _resumer(request: Request, run: Run) -> Run | None:
-    """After `run`'s stream ended: the run that goes on with it if a crash stopped it (the
-    one that resumed it, or a resume started here by a POST), else None. A GET (a join, a
-    re-join) only follows what exists: a link or an `<img>` on another page never starts a run."""
-    conversations = services(request).conversations()
-    ended = await conversations.run(run.conversation_id, run.id, by=principal_of(request))
-    if ended.status is not RunStatus.INTERRUPTED:
-        return None
-    successor = await _successor(request, ended)
-    if successor is None and request.method == "POST":
-        with contextlib.suppress(SophosError):  # not resumable, or a decision is needed: it stays stopped
-            started = await services(request).runs().start(Resume(run.conversation_id), by=principal_of(request))
-            successor = await conversations.run(run.conversation_id, started.run_id, by=principal_of(request))
-    if successor is None:
-        successor = await _successor(request, ended)  # another client's resume won
-    return successor
 
 
 async def cancel_run(request: Request) -> Response:

@@ -21,6 +21,7 @@ from domain.model import (
     iso,
 )
 from domain.queue import QueuedMessage
+from entrypoints.dto import context_dto
 
 GRAPH_ID = "agent"
 # LangGraph names a graph's default assistant uuid5(its graph namespace, graph id); the
@@ -75,7 +76,7 @@ def message_dict(message: Message, index: int) -> dict[str, Any]:
             extra["reasoning_content"] = message.reasoning
         response: dict[str, Any] = {"finish_reason": "length"} if message.cut else {}
         if message.context is not None:  # what the model saw when it wrote this reply
-            response["sophos_context"] = message.context.to_dto()
+            response["sophos_context"] = context_dto(message.context)
         base["response_metadata"] = response
         return {**base, "type": "ai", "example": False, "tool_calls": calls, "invalid_tool_calls": [],
                 "usage_metadata": None, "additional_kwargs": extra}

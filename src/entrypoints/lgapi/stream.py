@@ -22,7 +22,7 @@ from domain.events import StreamEvent
 from domain.model import CheckpointSummary, Message
 from entrypoints.http.sse import RECHECK_SECONDS
 from entrypoints.lgapi.shapes import ASSISTANT_ID, GRAPH_ID, hitl_interrupt, message_dict
-from services.hub import RunStream, run_tag
+from services.handles import Batch, RunStream, run_tag
 
 MODES = frozenset({"values", "updates", "messages-tuple", "messages", "custom", "events", "debug", "tasks",
                    "checkpoints"})
@@ -128,6 +128,16 @@ class Projector:
             self._chunk = (key, before, after)
         return Encoded(f"{self._chunk[1]}{json.dumps(text, ensure_ascii=False)}{self._chunk[2]}")
 
+    async def encode(self, batch: Batch, tag: str) -> bytes:
+        """A batch of the run's events as SSE: the id of each (`<n>@<tag>`) on the last
+        LangGraph event it becomes."""
+        chunks: list[bytes] = []
+        for event_id, event in batch:
+            outs = await self.feed(event)
+            for i, (name, data) in enumerate(outs):
+                chunks.append(sse(name, data, f"{event_id}@{tag}" if i == len(outs) - 1 else None))
+        return b"".join(chunks)
+
     async def feed(self, event: StreamEvent) -> list[Out]:
         kind, data = event.event, event.data
         out: list[Out] = []
@@ -169,7 +179,7 @@ class Projector:
 
 def stream_response(
     projector: Projector,
-    source: AsyncIterator[tuple[str, RunStream]],
+    source: AsyncIterator[RunStream],
     ping_seconds: float,
     closing: asyncio.Event,
     headers: dict[str, str],
@@ -189,9 +199,9 @@ def stream_response(
         clock = asyncio.get_running_loop().time
         next_check = clock() + recheck_seconds if allowed is not None else float("inf")
         try:
-            async for run_id, events in source:
-                projector.run_id = run_id
-                tag = run_tag(run_id)
+            async for events in source:
+                projector.run_id = events.run_id
+                tag = run_tag(events.run_id)
                 pending: asyncio.Future[Any] | None = None
                 next_ping = clock() + ping_seconds
                 try:
@@ -211,13 +221,8 @@ def stream_response(
                             except StopAsyncIteration:
                                 break
                             pending = None
-                            chunks: list[bytes] = []
-                            for event_id, event in batch:
-                                outs = await projector.feed(event)
-                                for i, (name, data) in enumerate(outs):
-                                    chunks.append(sse(name, data, f"{event_id}@{tag}" if i == len(outs) - 1 else None))
-                            if chunks:
-                                yield b"".join(chunks)
+                            if out := await projector.encode(batch, tag):
+                                yield out
                             next_ping = clock() + ping_seconds
                         elif closed in done:
                             return
@@ -225,13 +230,18 @@ def stream_response(
                             yield b": heartbeat\n\n"
                             next_ping = clock() + ping_seconds
                 finally:
-                    if pending is not None:
-                        pending.cancel()
-                        await asyncio.gather(pending, return_exceptions=True)
-                    await events.aclose()
+                    await _close(pending, events)
             yield sse("end", None)  # after the last run: one that resumed a crashed one comes first
         finally:
             closed.cancel()
 
     return StreamingResponse(body(), media_type="text/event-stream", headers={**HEADERS, **headers})
+
+
+async def _close(pending: asyncio.Future[Any] | None, events: RunStream) -> None:
+    """A run's stream given up or read to its end: the read in flight too."""
+    if pending is not None:
+        pending.cancel()
+        await asyncio.gather(pending, return_exceptions=True)
+    await events.aclose()
 

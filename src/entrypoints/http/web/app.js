@@ -11,7 +11,10 @@ import { installShortcuts } from "/static/js/shortcuts.js";
 import { autoTitles, conversationChanged, draftSettings, installModels, loadModels, newDraft, onModels, settingsSaved } from "/static/js/models.js";
 import { installOrganise, leaving, listParams, loadPinned, onOrganise, setArchived, setPinned, titleLater } from "/static/js/organise.js";
 import { installPresets, loadPresets, onPresets } from "/static/js/presets.js";
+import { renderErrors } from "/static/js/errors.js";
+import { installMore, renderMore } from "/static/js/more.js";
 import { enqueue, onQueue, renderQueue, setQueue } from "/static/js/queue.js";
+import { renderResume } from "/static/js/resume.js";
 import { renderList } from "/static/js/sidebar.js";
 import { offerUndo } from "/static/js/undo.js";
 import { currentSummary, state } from "/static/js/state.js";
@@ -21,18 +24,16 @@ import { addReasoning, answerStarted } from "/static/js/thinking.js";
 import { installTransfer } from "/static/js/transfer.js";
 import { installSearch } from "/static/search.js";
 
-// what to do about an error, when the server's message does not say it already
-const FIXES = {
-  MODEL_UNREACHABLE: [/ollama serve|make demo/i, "Start Ollama (ollama serve) or set OLLAMA_HOST to where it runs, or try the page offline with make demo."],
-  MODEL_UNAVAILABLE: [/ollama pull/i, "Pull the model first (ollama pull <model>), or set OLLAMA_MODEL to a model the server has."],
-  DECISION_REQUIRED: [/below/i, "Answer the tool calls waiting below first (Approve, Edit or Reject); your message stays in the box, send it afterwards."],
-};
 const narrow = () => window.matchMedia("(max-width: 640px)").matches;
-const fail = (e) => { state.error = { code: e.code, message: e.message }; render(); };
+// an error, shown next to the control that caused it (js/errors.js: "composer", "transfer", ...)
+const fail = (e, where = "conversation") => { state.error = { code: e.code, message: e.message, where }; render(); };
+const failAt = (where) => (e) => fail(e, where);
+const dismissError = () => { state.error = null; render(); };
 
 // --- rendering
 const actions = { open: (id) => { state.chosen = true; openConversation(id); }, rename: (c) => rename(c), remove: (c) => remove(c),
-  renamed: (c, title) => renamed(c, title), pin: (c) => setPinned(c, !c.pinned), archive: (c) => setArchived(c, !c.archived) };
+  renamed: (c, title) => renamed(c, title), dismiss: () => dismissError(), pin: (c) => setPinned(c, !c.pinned),
+  archive: (c) => setArchived(c, !c.archived) };
 
 function renderHeader() {
   const conv = currentSummary();
@@ -42,53 +43,10 @@ function renderHeader() {
   $("connection").hidden = !state.offline;
   renderReadiness();
   renderAccount(state.auth);
-  for (const [id, suffix] of [["export-md", ""], ["export-jsonl", "?format=jsonl"], ["export-json", "?format=json"]]) {
-    $(id).hidden = !state.current;
-    if (state.current) $(id).href = `/api/conversations/${state.current}/export${suffix}`;
-  }
+  renderMore();
   $("layout").classList.toggle("sidebar-open", state.sidebarOpen);
   $("scrim").hidden = !(state.sidebarOpen && narrow());
   $("menu").setAttribute("aria-expanded", String(state.sidebarOpen));
-}
-
-function renderBanners() {
-  const err = $("error-banner");
-  err.hidden = !state.error;
-  if (state.error) {
-    const [said, fix] = FIXES[state.error.code] || [];
-    const hint = fix && !said.test(state.error.message || "") ? el("span", { class: "fix", "data-testid": "error-fix" }, fix) : null;
-    // replaceChildren would write a missing hint as the text "null"
-    err.replaceChildren(...[icon("alert"), el("strong", {}, `Error: ${state.error.code}`), el("span", {}, state.error.message), hint].filter(Boolean));
-  }
-  const d = state.detail;
-  // calls waiting for approval are answered on their cards: a plain Resume would be refused
-  const resumable = !!(d && d.resumable && !state.streaming && !(state.approvals || []).length);
-  const decide = resumable && d.decisionRequired;
-  $("resume-banner").hidden = !resumable;
-  $("resume-banner").classList.toggle("question-card", !!decide);
-  $("resume").hidden = decide;
-  $("retry").hidden = $("skip").hidden = !decide;
-  // worded by cause: a model that failed is retried, a server that stopped is resumed
-  let text = "The last run stopped before it finished. Its progress is saved.";
-  let label = "Resume";
-  const status = d && d.conversation.status;
-  if (decide) {
-    const calls = (d.pendingToolCalls || []).filter((p) => p.outcomeUnknown && p.unsafe).map((p) => p.name).join(", ");
-    text = `The last run stopped during ${calls}; it may have taken effect. Retry it, or skip it?`;
-  } else if (status === "cancelled") {
-    text = "You stopped this answer. Resume to let it continue, or send a new message.";
-  } else if (status === "failed") {
-    const code = d.conversation.error ? ` (${d.conversation.error.code})` : "";
-    const last = state.messages[state.messages.length - 1];
-    text = last && last.role === "assistant" && last.content
-      ? `The model failed before it finished${code}; what it wrote is kept. Retry to let it go on, or send a new message.`
-      : `The model failed before it answered${code}. Retry, or send a new message.`;
-    label = "Retry";
-  } else if (status === "interrupted") {
-    text = "The server stopped during this answer. Its progress is saved: Resume to let it go on.";
-  }
-  $("resume-text").textContent = text;
-  $("resume").textContent = label;
 }
 
 function renderComposer() {
@@ -98,10 +56,10 @@ function renderComposer() {
   $("send").title = blocked || "";
   $("send-reason").textContent = blocked || "";
   $("send-reason").hidden = !blocked;
-  $("stop").hidden = $("detach").hidden = !state.streaming;
+  $("stop").hidden = !state.streaming;
 }
 
-function render() { renderList(actions); renderHeader(); renderBanners(); renderMessages(); renderQueue(); renderApprovals(); renderTrace(); renderComposer(); conversationChanged(); }
+function render() { renderList(actions); renderHeader(); renderErrors(dismissError); renderResume(); renderMessages(); renderQueue(); renderApprovals(); renderTrace(); renderComposer(); conversationChanged(); }
 
 // --- data
 async function loadList(more = false) {
@@ -134,7 +92,7 @@ async function openConversation(id, { keepError = false, keepBusy = false } = {}
     state.approvals = d.pendingApprovals || [];
     setQueue(d);
     const conv = d.conversation;
-    if (conv.status === "failed" && conv.error && !keepError) state.error = conv.error;
+    if (conv.status === "failed" && conv.error && !keepError) state.error = { ...conv.error, where: "composer" };
     // a model that failed may be down now: Send says so at once, not at the next check
     if (conv.status === "failed" && conv.error && /^MODEL_/.test(conv.error.code)) checkReadiness();
     const last = state.messages[state.messages.length - 1];
@@ -193,7 +151,7 @@ function attach(id) {
   source.addEventListener("approval", (e) => { state.approvals = JSON.parse(e.data).calls || []; render(); });
   const finish = async (error) => {
     detach();
-    if (error) { state.error = error; checkReadiness(); }
+    if (error) { state.error = { ...error, where: "composer" }; checkReadiness(); }
     const listed = loadList();
     await openConversation(id, { keepError: !!error, keepBusy: true });
     await listed;  // the list too is drawn again (titles, counts) before the run's end is over
@@ -270,7 +228,7 @@ async function send(text) {
     $("input").value = text;
     files.restore();
     if (e.code === "SESSION_IN_PROGRESS" && state.current) { attach(state.current); return; }
-    if (e.code !== "UNAUTHORIZED") fail(e);
+    if (e.code !== "UNAUTHORIZED") fail(e, "composer");
   }
 }
 
@@ -338,7 +296,7 @@ function continued() {
 async function stop() {
   if (!state.streaming || !state.current) return;
   try { await api("/api/chat/cancel", { method: "POST", body: { conversation: state.current } }); }
-  catch (e) { if (e.code !== "NO_ACTIVE_RUN") fail(e); }
+  catch (e) { if (e.code !== "NO_ACTIVE_RUN") fail(e, "composer"); }
 }
 
 function rename(c) {
@@ -349,7 +307,7 @@ function rename(c) {
 async function renamed(c, title) {
   state.renaming = null;
   if (title) {
-    try { await api(`/api/conversations/${c.id}`, { method: "PATCH", body: { title } }); } catch (e) { fail(e); }
+    try { await api(`/api/conversations/${c.id}`, { method: "PATCH", body: { title } }); } catch (e) { fail(e, `row:${c.id}`); }
     await loadList();
     renderHeader();
   } else renderList(actions);
@@ -364,7 +322,7 @@ function remove(c) {
   if (wasOpen) newChat(); else renderList(actions);
   offerUndo(`Deleted "${c.title}"`, {
     commit: async () => {
-      try { await api(`/api/conversations/${c.id}`, { method: "DELETE", keepalive: true }); } catch (e) { fail(e); }
+      try { await api(`/api/conversations/${c.id}`, { method: "DELETE", keepalive: true }); } catch (e) { fail(e, `row:${c.id}`); }
       delete state.deleting[c.id];
       await loadList();
     },
@@ -412,7 +370,7 @@ async function login(event) {
 }
 
 async function logout(everywhere = false) {
-  try { await (everywhere ? session.logoutEverywhere() : session.logout()); } catch (e) { fail(e); return; }
+  try { await (everywhere ? session.logoutEverywhere() : session.logout()); } catch (e) { fail(e, "header"); return; }
   showLogin(everywhere ? "Every browser was logged out." : "");
 }
 
@@ -452,38 +410,40 @@ $("settings-toggle").append(icon("sliders"));
 installModels();
 installPresets();
 installOrganise();
-installAttachments({ changed: () => renderComposer(), failed: fail });
+installAttachments({ changed: () => renderComposer(), failed: failAt("composer") });
 $("trace-close").append(icon("close"));
 installAccount({ logout });
-// Enter while an answer streams: the message waits on the server, in order (js/queue.js)
+// Enter while an answer streams, or while a tool call waits for approval: the message waits
+// on the server, in order (js/queue.js)
 $("composer").addEventListener("submit", (e) => {
   e.preventDefault();
   const text = $("input").value.trim();
   if (!text && !hasAttachments()) return;
-  if (state.streaming && state.current) { if (text) queueText(text); }  // files wait for the run's end
+  const busy = state.streaming || (state.approvals || []).length > 0;
+  if (busy && state.current) { if (text) queueText(text); }  // files wait for the run's end
   else if (!state.streaming && !sendBlocked()) send(text);
 });
 async function queueText(text) {
   $("input").value = "";
   renderComposer();
-  try { await enqueue(text); } catch (e) { $("input").value = text; fail(e); }
+  try { await enqueue(text); } catch (e) { $("input").value = text; fail(e, "composer"); }
 }
-onQueue({ failed: fail, started: () => openConversation(state.current) });
+onQueue({ failed: failAt("composer"), started: () => openConversation(state.current) });
 $("input").addEventListener("keydown", (e) => { if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); $("composer").requestSubmit(); } });
 $("input").addEventListener("input", renderComposer);
 $("new-chat").addEventListener("click", () => newChat());
 $("messages").addEventListener("keydown", onMessageKey);
 installSearch($("filter"), openConversation);  // titles and contents of every conversation, in place of the list
 $("load-more").addEventListener("click", () => loadList(true));
-installTransfer({ imported: async (list) => { await loadList(); if (list.length) { state.chosen = true; await openConversation(list[0].id); } }, failed: fail });
+installTransfer({ imported: async (list) => { await loadList(); if (list.length) { state.chosen = true; await openConversation(list[0].id); } }, failed: failAt("transfer") });
 $("resume").addEventListener("click", () => resume(null));
 $("retry").addEventListener("click", () => resume("retry"));
 $("skip").addEventListener("click", () => resume("skip"));
 $("stop").addEventListener("click", stop);
-$("detach").addEventListener("click", () => { detach(); render(); });
 $("menu").addEventListener("click", () => { state.sidebarOpen = !state.sidebarOpen; renderHeader(); if (state.sidebarOpen) $("filter").focus(); });
 $("scrim").addEventListener("click", () => { state.sidebarOpen = false; renderHeader(); });
-const toggleTrace = (open) => { state.traceOpen = open; localStorage.setItem("sophos.trace", open ? "1" : ""); renderTrace(); };
+const toggleTrace = (open) => { state.traceOpen = open; localStorage.setItem("sophos.trace", open ? "1" : ""); renderTrace(); renderMore(); };
+installMore({ toggleTrace });
 $("trace-toggle").addEventListener("click", () => toggleTrace(!state.traceOpen));
 $("trace-close").addEventListener("click", () => { toggleTrace(false); $("trace-toggle").focus(); });
 $("login-form").addEventListener("submit", login);

@@ -87,6 +87,19 @@ function item({ best, others }, open) {
   return li;
 }
 
+// the inactive branches, which the index does not hold: said under the results
+function unsearchedNote(unsearched) {
+  const branches = (unsearched && unsearched.branches) || 0;
+  if (!branches) return null;
+  const conversations = unsearched.conversations;
+  const p = document.createElement("p");
+  p.className = "search-note";
+  p.dataset.testid = "search-unsearched";
+  p.textContent = `Not searched: ${branches} inactive branch${branches === 1 ? "" : "es"} of ${conversations} ` +
+    `conversation${conversations === 1 ? "" : "s"} (only the branch each shows is searched).`;
+  return p;
+}
+
 // `openConversation(id)` loads and renders a conversation; its messages carry data-index.
 export function installSearch(input, openConversation) {
   const box = document.createElement("section");
@@ -128,6 +141,8 @@ export function installSearch(input, openConversation) {
     list.className = "search-list";
     list.append(...groups.map((g) => item(g, open)));
     box.replaceChildren(head, list);
+    const note = unsearchedNote(body.unsearched);
+    if (note) box.append(note);
     box.hidden = false;
   }
 

@@ -4,6 +4,7 @@
 // so a reload or a server restart shows them again.
 import { api } from "/static/js/api.js";
 import { $, el, icon } from "/static/js/dom.js";
+import { errorParts } from "/static/js/errors.js";
 import { state } from "/static/js/state.js";
 
 // per call: what the card is doing (editing, rejecting), the person's drafts, its error;
@@ -37,7 +38,7 @@ async function decide(call, decision) {
       state.approvalNotice = `${call.name} was already answered (in another tab, or a moment ago); the conversation was refreshed.`;
       await hooks.refresh();
     } else {
-      d.error = `${e.code}: ${e.message}`;
+      d.error = { code: e.code, message: e.message };
     }
     renderApprovals();
   }
@@ -55,6 +56,13 @@ function submitEdit(call) {
     renderApprovals(); return;
   }
   decide(call, { type: "edit", args });
+}
+
+// a page's own sentence, or the server's error: its sentence first, the code in small print
+function cardError(error) {
+  if (!error || typeof error === "string") return error || "";
+  const [lead, detail, hint, code] = errorParts(error);
+  return [[lead, detail, hint].filter(Boolean).join(" "), " ", el("small", { class: "error-code", "data-testid": "error-code" }, code)];
 }
 
 function setMode(call, mode) {
@@ -111,7 +119,7 @@ function card(call) {
     call.description ? el("p", { class: "description", "data-testid": "approval-description" }, call.description) : null,
     el("pre", { class: "args", "data-testid": "approval-args", "aria-label": "Arguments" }, JSON.stringify(call.args || {}, null, 2)),
     d.mode === "edit" ? editor(call, d, off) : d.mode === "reject" ? rejecter(call, d, off) : actions,
-    el("p", { class: "card-error", id: `error-${call.id}`, role: "alert", "data-testid": "approval-error", hidden: !d.error }, d.error || ""));
+    el("p", { class: "card-error", id: `error-${call.id}`, role: "alert", "data-testid": "approval-error", hidden: !d.error }, cardError(d.error)));
 }
 
 export function renderApprovals() {

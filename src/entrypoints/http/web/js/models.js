@@ -49,7 +49,7 @@ export function currentSettings() {
 export async function applySettings(settings) {
   const change = { model: settings.model || null, system: settings.system || null, systemMode: settings.systemMode || "add" };
   if (!state.current) { draft = { ...change }; renderModels(); refreshPanel(); return true; }
-  const saved = await save(change);
+  const saved = await save(change, "settings");
   renderModels();
   refreshPanel();
   return saved;
@@ -84,20 +84,21 @@ function options(select) {
 let saving = Promise.resolve(false);
 export const settingsSaved = () => saving;
 
-function save(change) {
+// `where`: the place of its error (js/errors.js): beside the picker, or in the settings
+function save(change, where) {
   saving = (async () => {
     try {
       const body = await api(`/api/conversations/${state.current}`, { method: "PATCH", body: change });
       if (state.detail) state.detail.conversation = { ...state.detail.conversation, ...body.conversation };
       return true;
-    } catch (e) { hooks.fail(e); return false; }
+    } catch (e) { hooks.fail(e, where); return false; }
   })();
   return saving;
 }
 
 async function choose(model) {
   if (!state.current) { draft.model = model || undefined; renderModels(); return; }
-  await save({ model: model || null });
+  await save({ model: model || null }, "header");
   renderModels();
 }
 
@@ -110,7 +111,7 @@ async function saveSystem() {
     note.textContent = "Used from the first message on";
     return;
   }
-  if (await save({ system: text.trim() ? text : null, systemMode: mode })) note.textContent = "Saved: used from the next message on";
+  if (await save({ system: text.trim() ? text : null, systemMode: mode }, "settings")) note.textContent = "Saved: used from the next message on";
 }
 
 function refreshPanel() {

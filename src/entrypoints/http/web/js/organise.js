@@ -23,7 +23,7 @@ export async function loadPinned() {
 }
 
 async function patch(c, change) {
-  try { await api(`/api/conversations/${c.id}`, { method: "PATCH", body: change }); } catch (e) { hooks.fail(e); }
+  try { await api(`/api/conversations/${c.id}`, { method: "PATCH", body: change }); } catch (e) { hooks.fail(e, `row:${c.id}`); }
   await hooks.reload();
 }
 export const setPinned = (c, pinned) => patch(c, { pinned });

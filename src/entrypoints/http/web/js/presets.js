@@ -13,7 +13,7 @@ export function onPresets(given) { Object.assign(hooks, given); }
 const note = (text) => { $("preset-note").textContent = text; };
 
 export async function loadPresets() {
-  try { saved = await api("/api/presets"); } catch (e) { if (e.code !== "UNAUTHORIZED") hooks.fail(e); return; }
+  try { saved = await api("/api/presets"); } catch (e) { if (e.code !== "UNAUTHORIZED") hooks.fail(e, "settings"); return; }
   setDefaults(saved.defaults);
   renderPresets();
 }

@@ -1,6 +1,7 @@
 // The conversation list: pinned ones first, then date groups (or the archive), titles in
 // full on hover, turn counts, row actions on hover/focus (js/organise.js organises them).
 import { $, el, icon } from "/static/js/dom.js";
+import { errorNote } from "/static/js/errors.js";
 import { turnsOf } from "/static/js/organise.js";
 import { state } from "/static/js/state.js";
 
@@ -85,16 +86,23 @@ export function renderList(actions) {
   const pinnedIds = new Set(pinned.map((c) => c.id));
   const nodes = [temporaryRow(actions)].filter(Boolean);
   if (state.archiveView) nodes.push(el("li", { class: "group", role: "presentation", "data-testid": "archive-heading" }, "Archived"));
+  const rowOf = (c) => {
+    nodes.push(row(c, actions));
+    // an error of a rename, delete, pin or archive of this conversation: under its row
+    if (state.error && state.error.where === `row:${c.id}`) {
+      nodes.push(el("li", { class: "row-error", role: "presentation" }, errorNote(state.error, { testid: "row-error", dismiss: actions.dismiss })));
+    }
+  };
   if (pinned.length) {
     nodes.push(el("li", { class: "group pinned-group", role: "presentation", "data-testid": "pinned-group" }, icon("pin"), "Pinned"));
-    nodes.push(...pinned.map((c) => row(c, actions)));
+    pinned.forEach(rowOf);
   }
   let group = null;
   const rest = state.conversations.filter((x) => shown(x) && !pinnedIds.has(x.id));
   for (const c of rest) {
     const g = dateGroup(c.updatedAt);
     if (g !== group) { group = g; nodes.push(el("li", { class: "group", role: "presentation", "data-testid": "date-group" }, g)); }
-    nodes.push(row(c, actions));
+    rowOf(c);
   }
   $("conversation-list").replaceChildren(...nodes);
   const none = !pinned.length && !rest.length;

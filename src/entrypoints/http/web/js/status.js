@@ -3,6 +3,7 @@
 // status and example prompts. A model that is down is asked again every few seconds, so
 // the page unlocks by itself once it is started.
 import { $, el, icon } from "/static/js/dom.js";
+import { forPage } from "/static/js/errors.js";
 import { emptyPicker } from "/static/js/models.js";
 import { state } from "/static/js/state.js";
 
@@ -34,7 +35,7 @@ export async function checkReadiness() {
 export function sendBlocked() {
   const r = state.ready;
   if (!r || r.ok || r.unknown || state.offline) return null;
-  return `${r.message || "The model is not ready"}: sending is off until it is.`;
+  return `${forPage(r.message) || "The model is not ready"}: sending is off until it is.`;
 }
 
 export function renderReadiness() {
@@ -43,12 +44,13 @@ export function renderReadiness() {
   const fix = $("readiness-fix");
   if (!r) { box.textContent = ""; fix.hidden = true; return; }
   const down = r.tools.filter((t) => !t.ok).map((t) => t.name);
-  const text = r.ok ? "Model ready" : (r.message || "Model not ready");
+  const text = r.ok ? "Model ready" : (forPage(r.message) || "Model not ready");
   box.textContent = down.length ? `${text} · tools down: ${down.join(", ")}` : text;
   const stale = state.offline || r.unknown;
   box.className = `readiness ${stale ? "stale" : r.ok && !down.length ? "ok" : "bad"}`;
-  box.title = stale ? "Unknown while the server cannot be reached" : "";
-  fix.textContent = !r.ok && r.fix ? `Fix: ${r.fix}` : "";
+  fix.textContent = !r.ok && r.fix ? `Fix: ${forPage(r.fix)}` : "";
+  // on a phone the badge is a dot: its words, and the fix, are in its title
+  box.title = stale ? "Unknown while the server cannot be reached" : [box.textContent, fix.textContent].filter(Boolean).join(". ");
   fix.hidden = stale || r.ok || !r.fix;
 }
 
@@ -77,7 +79,7 @@ export function emptyState() {
   const r = state.ready;
   const status = !r ? "Checking the model…" : r.unknown || state.offline ? "The server cannot be reached; the page reconnects by itself."
     : r.ok ? "The model is ready. Ask anything, or start from an example:"
-      : `${r.message || "The model is not ready"}.${r.fix ? ` Fix: ${r.fix}` : ""}`;
+      : `${forPage(r.message) || "The model is not ready"}.${r.fix ? ` Fix: ${forPage(r.fix)}` : ""}`;
   return el("div", { class: "empty-state", "data-testid": "empty-state" },
     el("h2", {}, "Σοφός"),
     el("p", { class: `empty-status${r && !r.ok && !r.unknown ? " bad" : ""}`, "data-testid": "empty-status" }, status),

@@ -155,10 +155,28 @@ function contextNodes(index, m) {
 
 let drawn = { count: -1, tail: -1, node: null };  // what renderMessages last put at the end of the list
 
+// Waiting for the answer's first token: three dots and, from the second second on, how long
+// (a cold model loads for a while before it writes). One node while it waits, ticking.
+let awaiting = null;
 function pending() {
   const last = state.messages[state.messages.length - 1];
-  return state.streaming && (!last || last.role !== "assistant")
-    ? el("div", { class: "pending", role: "status", "aria-label": "Waiting for the answer" }, el("span"), el("span"), el("span")) : null;
+  if (!state.streaming || (last && last.role === "assistant")) { stopWaiting(); return null; }
+  if (awaiting && awaiting.node.isConnected) return awaiting.node;
+  stopWaiting();
+  const waited = el("span", { class: "waited", "data-testid": "awaiting-time", "aria-hidden": "true" });
+  const node = el("div", { class: "awaiting", role: "status", "aria-label": "Waiting for the answer", "data-testid": "awaiting" },
+    el("span", { class: "dot" }), el("span", { class: "dot" }), el("span", { class: "dot" }), waited);
+  const since = Date.now();
+  const tick = () => {
+    const s = Math.floor((Date.now() - since) / 1000);
+    waited.textContent = s >= 1 ? `Waiting for the model · ${s} s` : "";
+  };
+  awaiting = { node, timer: setInterval(tick, 1000) };
+  return node;
+}
+function stopWaiting() {
+  if (awaiting) clearInterval(awaiting.timer);
+  awaiting = null;
 }
 
 function resultsOf() { return new Map(state.messages.filter((m) => m.role === "tool").map((m) => [m.toolCallId, m])); }
@@ -176,6 +194,10 @@ export function renderStreaming() {
 // whether the reader is at the list's end (or close enough to mean it)
 const nearEnd = (box) => box.scrollHeight - box.scrollTop - box.clientHeight < 120;
 
+// "Jump to latest" shows while the reader is away from the end (they scrolled up, and what
+// comes in no longer pulls the list down); a click takes them there, and the list keeps to it
+function showJump(box) { $("jump-latest").hidden = nearEnd(box); }
+
 function streamNow() {
   const n = state.messages.length;
   const last = state.messages[n - 1];
@@ -189,6 +211,7 @@ function streamNow() {
   if (!made) { renderMessages(); return; }
   if (made !== drawn.node) { drawn.node.replaceWith(made); drawn.node = made; watchEnd(box); }
   if (stick) box.scrollTop = box.scrollHeight;
+  showJump(box);
 }
 
 // The list keeps to its end while the reader is there. What grows or shrinks without a render
@@ -198,11 +221,18 @@ let pinned = true;
 const sizes = new ResizeObserver(() => {
   const box = $("messages");
   if (pinned) box.scrollTop = box.scrollHeight;
+  showJump(box);
 });
 
 export function installPinning() {
   const box = $("messages");
-  box.addEventListener("scroll", () => { pinned = nearEnd(box); }, { passive: true });
+  box.addEventListener("scroll", () => { pinned = nearEnd(box); showJump(box); }, { passive: true });
+  $("jump-latest").prepend(icon("down"));
+  $("jump-latest").addEventListener("click", () => {
+    box.scrollTop = box.scrollHeight;
+    pinned = true;
+    showJump(box);
+  });
 }
 
 function watchEnd(box) {
@@ -230,6 +260,7 @@ export function renderMessages(force = false) {
   if (stick) box.scrollTop = box.scrollHeight;
   pinned = stick;
   watchEnd(box);
+  showJump(box);
 }
 
 // the list as `nodes`, touching only what changed: the messages already in place stay (a

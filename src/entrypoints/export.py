@@ -1,5 +1,6 @@
-"""The two exports (seed-contract 6): a Markdown transcript and the checkpoint JSONL.
-Generated on request, never read back."""
+"""The two exports (seed-contract 6): a Markdown transcript and the checkpoint JSONL, written
+here at the edge from what the conversation use cases read. Generated on request, never read
+back."""
 
 from __future__ import annotations
 
@@ -15,8 +16,21 @@ from domain.model import (
     ToolResult,
     UserMessage,
     iso,
-    message_to_dto,
 )
+from domain.principals import LOCAL, Principal
+from entrypoints.dto import checkpoint_dto, message_to_dto
+from services.conversations import ConversationService
+
+
+async def export_text(
+    service: ConversationService, conversation: object, fmt: str | None, *, by: Principal = LOCAL
+) -> tuple[Conversation, str]:
+    """The conversation's checkpoint JSONL with `fmt` "jsonl", else its Markdown transcript."""
+    if fmt == "jsonl":
+        history = await service.export_history(conversation, by=by)
+        return history.conversation, checkpoint_jsonl(history.checkpoints, history.content)
+    t = await service.transcript(conversation, by=by)
+    return t.conversation, markdown_transcript(t.conversation, t.messages, t.sent_from, t.branch)
 
 
 def _quote_json(args: object) -> list[str]:
@@ -94,7 +108,7 @@ def checkpoint_jsonl(
     lines: list[str] = []
     counts: dict[int, int] = {}  # branch -> message count of its previous checkpoint
     for c in checkpoints:
-        dto = c.to_dto()
+        dto = checkpoint_dto(c)
         before = counts.get(c.branch, c.message_count - 1)
         counts[c.branch] = c.message_count
         messages = content(c.branch) if content is not None and c.message_count - before > 1 else None
