@@ -181,6 +181,7 @@ def server_env(tree: Tree, data: Path, ollama_url: str, port: int) -> dict[str, 
         "PORT": str(port),
         "API_TOKEN": "",
         "AUTO_RESUME": "false",
+        "AUTO_TITLE": "false",  # a title request per new conversation would be load the bench does not measure
         "LANGGRAPH_API_PORT": "0",  # a bench that wants it sets a free port (several servers, one 2024)
     })
     return env

@@ -42,11 +42,14 @@ class SendMessage:
     settings: SettingsChange = SettingsChange()
     multitask: Multitask = Multitask.REJECT
     files: tuple[Upload, ...] = ()  # checked where they were read (domain.attachments.AttachmentLimits)
+    temporary: bool = False  # a new conversation that is not kept (domain.organise)
 
     def __post_init__(self) -> None:
         check_message(self.text)
         if not self.text.strip() and not self.files:
             raise InvalidInput("Message is required")
+        if self.temporary and self.conversation_id is not None:
+            raise InvalidInput("temporary applies to a new conversation")
         if self.files and self.multitask is not Multitask.REJECT:
             raise InvalidInput("A message with attachments cannot be queued: send it once the run has finished")
 
@@ -103,10 +106,12 @@ def start_command(
     settings: SettingsChange = SettingsChange(),  # noqa: B008 - a frozen value
     multitask: object = None,
     files: tuple[Upload, ...] = (),
+    temporary: object = False,
 ) -> StartRun:
     """The command a chat request names, checked in the API contract's order (the first
     failing rule's InvalidInput is the one reported). `settings`: the model and system
-    prompt the request asks for, applied to the conversation before the run."""
+    prompt the request asks for, applied to the conversation before the run. `temporary`:
+    a new conversation that is not kept."""
     text = message if isinstance(message, str) else None
     if not resume and text is not None:
         check_message(text)
@@ -129,10 +134,14 @@ def start_command(
     strategy = parse_multitask(multitask)
     if strategy is not Multitask.REJECT and (resume or regenerate or edit_of is not None):
         raise InvalidInput("multitask applies to a new message, not to resume, editOf or regenerate")
+    if not isinstance(temporary, bool):
+        raise InvalidInput("temporary must be true or false")
     if conversation is None:
         if resume:
             raise InvalidInput("A conversation is required to resume")
-        return SendMessage(text, None, settings, strategy, files)
+        return SendMessage(text, None, settings, strategy, files, temporary)
+    if temporary:
+        raise InvalidInput("temporary applies to a new conversation")
     cid = parse_conversation_id(conversation)
     if resume:
         return Resume(cid, "retry" if decision == "retry" else "skip" if decision == "skip" else None, answers, settings)

@@ -42,6 +42,7 @@ class ErrorCode(StrEnum):
     USER_EXISTS = "USER_EXISTS"
     CONVERSATION_EXISTS = "CONVERSATION_EXISTS"
     USER_LIMIT = "USER_LIMIT"
+    PRESET_LIMIT = "PRESET_LIMIT"
     ATTACHMENT_TOO_LARGE = "ATTACHMENT_TOO_LARGE"
     ATTACHMENT_TYPE_NOT_ALLOWED = "ATTACHMENT_TYPE_NOT_ALLOWED"
     ATTACHMENT_UNREADABLE = "ATTACHMENT_UNREADABLE"
@@ -381,3 +382,17 @@ class UserLimitReached(SophosError):
 
     code = ErrorCode.USER_LIMIT
     default_message = "You have too many runs going or messages queued: wait for some to finish"
+
+
+class PresetNotFound(SophosError):
+    """Raised when a user deletes a preset they do not have."""
+
+    code = ErrorCode.NOT_FOUND
+    default_message = "No such preset"
+
+
+class TooManyPresets(SophosError):
+    """Raised when a user saves a new preset while they have PRESETS_MAX already."""
+
+    code = ErrorCode.PRESET_LIMIT
+    default_message = "Too many presets: delete one first"

@@ -77,6 +77,23 @@ def title_from_message(message: str) -> str:
     return first[:TITLE_MAX] + "..." if len(first) > TITLE_MAX else first
 
 
+class SystemMode(StrEnum):
+    """What a conversation's own instructions do to the server's prompt (config/system.md)."""
+
+    ADD = "add"  # appended after it: the tool guidance stays
+    REPLACE = "replace"  # sent instead of it
+
+
+class TitleSource(StrEnum):
+    """Who gave a conversation its title. Only a MESSAGE title (the first message's line, or
+    the placeholder) may be replaced by one the model writes (domain.organise); a person's
+    (a rename, an import) never is."""
+
+    MESSAGE = "message"  # the first line of the first message, or NEW_CONVERSATION_TITLE
+    MODEL = "model"  # written by the model after the first answer (AUTO_TITLE)
+    USER = "user"  # set by a person: a rename, a thread's metadata title, an import
+
+
 def clean_title(title: object) -> str:
     """Validate a title given by a user (rename): a non-empty string of valid Unicode,
     without invisible controls, trimmed, bounded."""
@@ -161,9 +178,16 @@ class Conversation:
     status: RunStatus | None = None
     error: RunError | None = None
     model: str | None = None  # the model it asked for; None: the server's default
-    system: str | None = None  # its own system prompt; None: config/system.md
+    system: str | None = None  # its own instructions; None: config/system.md alone
+    system_mode: SystemMode = SystemMode.ADD  # what its instructions do to config/system.md
     queued: int = 0  # messages waiting in its queue (domain.queue)
     owner: str = "admin"  # the user id it belongs to (domain.principals; "admin": the bootstrap admin)
+    # organising many chats (domain.organise)
+    pinned: bool = False
+    archived: bool = False  # hidden from the main list, shown in the archive
+    temporary: bool = False  # never listed nor searched; deleted once its page leaves it
+    title_by: TitleSource = TitleSource.MESSAGE
+    turns: int | None = None  # user messages on its active branch; None: not counted yet
 
     @property
     def thread_id(self) -> str:

@@ -1,8 +1,10 @@
 """The model and system prompt a conversation asks for, and the rules on them.
 
-A conversation may name a model and a system prompt of its own; None means the server's
+A conversation may name a model and instructions of its own; None means the server's
 default (OLLAMA_MODEL or OPENAI_MODEL, config/system.md), so changing the default moves
-every conversation that never chose. A change applies from the conversation's next turn.
+every conversation that never chose. Its instructions are added after the server's prompt
+(which carries the tool guidance) unless it asks to replace that prompt (SystemMode). A
+change applies from the conversation's next turn.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from domain.errors import InvalidInput, UnknownModel
-from domain.model import check_text
+from domain.model import Conversation, SystemMode, check_text
 
 MODEL_NAME_MAX = 200  # characters: Ollama's longest names (registry/namespace/model:tag) are ~100
 SYSTEM_MAX = 16_000  # characters of a conversation's own system prompt
@@ -35,23 +37,40 @@ class ModelInfo:
         return "thinking" in self.capabilities
 
 
+def compose_system(server: str, own: str | None, mode: SystemMode = SystemMode.ADD) -> str:
+    """The system prompt a model call sends: the server's, then the conversation's own
+    instructions after a blank line (ADD); the own instructions alone (REPLACE); the
+    server's when there are none."""
+    if own is None:
+        return server
+    return own if mode is SystemMode.REPLACE else f"{server}\n\n{own}"
+
+
 @dataclass(frozen=True)
 class ChatSettings:
     """What a conversation asked for: None is the server's default."""
 
     model: str | None = None
     system: str | None = None
+    system_mode: SystemMode = SystemMode.ADD
+
+
+def settings_of(conversation: Conversation) -> ChatSettings:
+    """What a conversation asked for."""
+    return ChatSettings(conversation.model, conversation.system, conversation.system_mode)
 
 
 @dataclass(frozen=True)
 class ModelChoice:
     """What one run's model calls use: the model name (None: the backend's default), the
-    system prompt (None: config/system.md) and the model's context size when the server
-    reports one (the budget is then the smaller of it and MODEL_CONTEXT)."""
+    conversation's own instructions (None: config/system.md alone) and what they do to it,
+    and the model's context size when the server reports one (the budget is then the
+    smaller of it and MODEL_CONTEXT)."""
 
     model: str | None = None
     system: str | None = None
     context: int | None = None
+    system_mode: SystemMode = SystemMode.ADD
 
 
 def check_model_name(value: object) -> str | None:
@@ -69,6 +88,15 @@ def check_model_name(value: object) -> str | None:
     if len(name) > MODEL_NAME_MAX:
         raise InvalidInput(f"model is longer than {MODEL_NAME_MAX} characters")
     return name
+
+
+def check_system_mode(value: object) -> SystemMode:
+    """`systemMode` as a request gives it: "add" (or null: the default) or "replace"."""
+    if value is None:
+        return SystemMode.ADD
+    if not isinstance(value, str) or value not in {m.value for m in SystemMode}:
+        raise InvalidInput('systemMode must be "add" or "replace"')
+    return SystemMode(value)
 
 
 def check_system(value: object) -> str | None:
@@ -110,20 +138,26 @@ class SettingsChange:
     system: str | None = None
     sets_model: bool = False
     sets_system: bool = False
+    system_mode: SystemMode = SystemMode.ADD
+    sets_mode: bool = False
 
     @property
     def empty(self) -> bool:
-        return not (self.sets_model or self.sets_system)
+        return not (self.sets_model or self.sets_system or self.sets_mode)
 
     def apply(self, current: ChatSettings) -> ChatSettings:
         return ChatSettings(
-            self.model if self.sets_model else current.model, self.system if self.sets_system else current.system
+            self.model if self.sets_model else current.model,
+            self.system if self.sets_system else current.system,
+            self.system_mode if self.sets_mode else current.system_mode,
         )
 
 
 def settings_change(fields: Mapping[str, object]) -> SettingsChange:
-    """The change named by a request's `model` and `system` fields (absent: unchanged;
-    null or blank: the default), each checked."""
+    """The change named by a request's `model`, `system` and `system_mode` fields (absent:
+    unchanged; null or blank: the default), each checked; the edges give `systemMode` under
+    this name (entrypoints.dto.settings_fields)."""
     return SettingsChange(
-        check_model_name(fields.get("model")), check_system(fields.get("system")), "model" in fields, "system" in fields
+        check_model_name(fields.get("model")), check_system(fields.get("system")), "model" in fields, "system" in fields,
+        check_system_mode(fields.get("system_mode")), "system_mode" in fields,
     )

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from services.conversations import ConversationService
     from services.files import FileService
     from services.models import ModelCatalog
+    from services.presets import PresetService
     from services.queueing import QueueService
     from services.runs import RunService
     from services.search import SearchService
@@ -61,3 +62,5 @@ class Services:
     files: Callable[[], FileService] | None = None  # the files messages carry (None: not served)
     attachment_limits: AttachmentLimits = DEFAULT_LIMITS  # what a message may carry (settings)
     graphs: Callable[[], GraphCatalog] | None = None  # the graphs of LANGGRAPH_JSON (None: not wired)
+    presets: Callable[[], PresetService] | None = None  # each user's saved chat settings (None: not wired)
+    auto_title: bool = True  # AUTO_TITLE: the model titles a conversation after its first answer

@@ -36,6 +36,7 @@ from ports.storage import StoragePort
 from ports.tools import ToolPort
 from ports.users import UserStore
 from ports.workers import Worker
+from services.after_runs import AfterRuns
 from services.allow_rules import AllowRules
 from services.approvals import ApprovalGate
 from services.attachments import FileIntake
@@ -43,6 +44,7 @@ from services.conversations import ConversationService
 from services.files import FileService
 from services.handles import RunStores
 from services.models import ModelCatalog
+from services.presets import PresetService
 from services.queueing import QueueService
 from services.runs import RunService
 from services.search import SearchService
@@ -240,7 +242,7 @@ def _stores(store: RunStore, threads: CheckpointPort) -> RunStores:
 def _conversations(
     store: RunStore, threads: Callable[[], CheckpointPort], service: Callable[[], RunService],
     catalog: Callable[[], ModelCatalog], saver: Callable[[], Saver], worker: Callable[[], Worker],
-    unsaved: UnsavedOutcomes,
+    unsaved: UnsavedOutcomes, presets: Callable[[], PresetService],
 ) -> ConversationService:
     async def is_active(conversation_id: str) -> bool:
         return await service().is_active(conversation_id)
@@ -248,7 +250,7 @@ def _conversations(
     lazy = LazyThreads(threads)
     copies = LazyCopies(lambda: _copies(threads(), saver(), worker()))
     return ConversationService(store, lazy, is_active, store, branches=lazy, approvals=store, copies=copies,
-                               catalog=catalog, unsaved=unsaved)
+                               catalog=catalog, unsaved=unsaved, defaults=lambda user: presets().defaults_for(user))
 
 
 def _copies(threads: CheckpointPort, saver: Saver, worker: Worker) -> ThreadCopies:
@@ -349,6 +351,7 @@ class Container(containers.DeclarativeContainer):
     stores = providers.Singleton(_stores, store, threads)
 
     catalog = providers.Singleton(ModelCatalog, model)
+    presets = providers.Singleton(PresetService, backend.provided.presets.call(), catalog.provider)
     # PDFs are read in worker processes of their own (one pool for chats and imports)
     pdf_reader = providers.Resource(_pdf_reader, config.PDF_TIMEOUT, config.PDF_MEMORY, config.PDF_WORKERS)
     intake = providers.Singleton(_intake, catalog, pdf_reader)
@@ -365,6 +368,7 @@ class Container(containers.DeclarativeContainer):
         metrics=metrics,
         user_max_active=config.USER_MAX_ACTIVE_RUNS,
         unsaved=unsaved,
+        defaults=presets.provided.defaults_for,
     )
     queue = providers.Singleton(QueueService, run_service, store, config.MAX_QUEUED)
     supervisor = providers.Singleton(
@@ -373,13 +377,14 @@ class Container(containers.DeclarativeContainer):
         auto_resume=config.AUTO_RESUME,
         event_retention=config.RUN_EVENT_RETENTION_SECONDS,
         approval_timeout=config.APPROVAL_TIMEOUT,
+        after_runs=providers.Singleton(AfterRuns, store, threads, model.provider, config.AUTO_TITLE),
     )
     import_worker = providers.Resource(_import_worker)  # an import's file read and its messages built
     conversations = providers.Singleton(_conversations, store, threads.provider, run_service.provider, catalog.provider,
-                                        checkpointer.provider, import_worker.provider, unsaved)
+                                        checkpointer.provider, import_worker.provider, unsaved, presets.provider)
     files = providers.Singleton(FileService, conversations, threads, checkpointer.provider)
     search_index = providers.Singleton(_search_index, backend, threads.provider)
-    search = providers.Singleton(SearchService, search_index)
+    search = providers.Singleton(SearchService, search_index, store)
     allow_rules = providers.Singleton(AllowRules, store)
     transfer = providers.Singleton(_transfer, store, threads.provider, checkpointer.provider, import_worker, pdf_reader)
     bulk_worker = providers.Resource(_bulk_worker)
@@ -413,6 +418,7 @@ class Container(containers.DeclarativeContainer):
         files=files.provider,
         attachment_limits=settings.provided.attachment_limits,
         graphs=graphs.provider,
+        presets=presets.provider, auto_title=config.AUTO_TITLE,
     )
 
 

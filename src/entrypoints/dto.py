@@ -8,7 +8,7 @@ stored has formats of its own, apart from these: the checkpoint log's last messa
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from domain.approvals import ApprovalRequest
@@ -87,6 +87,13 @@ def checkpoint_dto(summary: CheckpointSummary) -> dict[str, Any]:
     return dto
 
 
+def settings_fields(body: Mapping[str, object]) -> dict[str, object]:
+    """A request's `model`, `system` and `systemMode` under the domain's names
+    (domain.models.settings_change, domain.presets.preset_settings): only those it has."""
+    names = {"model": "model", "system": "system", "systemMode": "system_mode"}
+    return {names[key]: value for key, value in body.items() if key in names}
+
+
 def summary_dto(conversation: Conversation) -> dict[str, Any]:
     """The contract's ConversationSummary."""
     dto: dict[str, Any] = {
@@ -101,13 +108,26 @@ def summary_dto(conversation: Conversation) -> dict[str, Any]:
         dto["error"] = {"code": conversation.error.code, "message": conversation.error.message}
     if conversation.queued:
         dto["queued"] = conversation.queued
+    for flag in ("pinned", "archived", "temporary"):  # only when set: the contract's shape otherwise
+        if getattr(conversation, flag):
+            dto[flag] = True
     return dto
 
 
+def organised_dto(conversation: Conversation) -> dict[str, Any]:
+    """The summary with how it is organised (domain.organise): pinned, archived, its turns
+    (null: not counted yet) and who gave its title (`message`, `model`, `user`), as the page's
+    list (`fields=all`), the detail and a PATCH answer give it."""
+    return {**summary_dto(conversation), "pinned": conversation.pinned, "archived": conversation.archived,
+            "turns": conversation.turns, "titleBy": conversation.title_by.value}
+
+
 def settings_dto(conversation: Conversation) -> dict[str, Any]:
-    """A conversation's summary with the model and system prompt it asked for (null: the
-    server's default), as its detail and PATCH answer give it (the list stays the summary)."""
-    return {**summary_dto(conversation), "model": conversation.model, "system": conversation.system}
+    """A conversation's summary with the model and instructions it asked for (null: the
+    server's default) and what they do to the server's prompt (`systemMode`), as its detail
+    and PATCH answer give it (the list stays the summary)."""
+    return {**organised_dto(conversation), "model": conversation.model, "system": conversation.system,
+            "systemMode": conversation.system_mode.value}
 
 
 def model_dto(model: ModelInfo, default: str) -> dict[str, Any]:

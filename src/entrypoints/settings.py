@@ -210,6 +210,9 @@ class Settings:
         "`true`: the server resumes interrupted runs (those needing no decision) at start-up and, while "
         "it runs, those whose owner died",
     )
+    AUTO_TITLE: bool = setting(True, "after a conversation's first answer the model writes its title, off the run's "
+                               "critical path (the request is in [the model](model.md#the-title-of-a-conversation)); "
+                               "`false`: the first message's line stays")
     CHECKPOINT_KEEP: int = setting(
         3,
         "full checkpoints kept per thread; older ones are deleted as new ones are written (`0` keeps all,"

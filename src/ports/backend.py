@@ -14,6 +14,7 @@ from ports.approvals import ApprovalStore
 from ports.checkpoints import CheckpointPort
 from ports.events import RunEventLog
 from ports.journal import ToolJournal
+from ports.presets import PresetStore
 from ports.queue import MessageQueue
 from ports.runs import RunRepository
 from ports.saver import SaverPort
@@ -94,6 +95,10 @@ class Backend(Protocol):
     @abstractmethod
     def users(self) -> UserStore:
         """The users and their API tokens, in the same database (shared by every process on it)."""
+
+    @abstractmethod
+    def presets(self) -> PresetStore:
+        """Each user's saved chat settings, in the same database (shared by every process on it)."""
 
     @abstractmethod
     async def health(self, integrity: bool = False) -> Health:

@@ -11,8 +11,9 @@ from typing import Any, Protocol
 
 from domain import lifecycle
 from domain.events import StreamEvent
-from domain.model import Conversation, Run, RunError, RunOwner, RunStatus
+from domain.model import Conversation, Run, RunError, RunOwner, RunStatus, TitleSource
 from domain.models import ChatSettings
+from domain.organise import Organise, Shown
 from domain.principals import BOOTSTRAP_ID
 from domain.queue import QueuedMessage
 from ports.events import EventBatch
@@ -78,15 +79,19 @@ class RunRepository(Protocol):
         settings: ChatSettings = ChatSettings(),  # noqa: B008
         message_count: int = 0,
         owner: str = BOOTSTRAP_ID,
+        title_by: TitleSource = TitleSource.MESSAGE,
+        temporary: bool = False,
     ) -> Conversation:
         """Insert a conversation with `message_count` (0 unless it starts with a copied
-        thread: a fork), created_at = updated_at = now, the model and system prompt of
-        `settings` (None: the server's default), belonging to the user `owner`."""
+        thread: a fork), created_at = updated_at = now, the model, system prompt and system
+        mode of `settings` (None: the server's default), belonging to the user `owner`,
+        its title given by `title_by`; `temporary`: never listed (domain.organise)."""
 
     @abstractmethod
     async def set_chat_settings(self, conversation_id: str, settings: ChatSettings) -> bool:
-        """Set the conversation's model and system prompt (both, as given: None is the
-        server's default); updated_at is left as it is. False if the conversation is unknown."""
+        """Set the conversation's model, system prompt and system mode (all, as given: None
+        is the server's default); updated_at is left as it is. False if the conversation is
+        unknown."""
 
     @abstractmethod
     async def get_conversation(self, conversation_id: str) -> Conversation | None:
@@ -95,14 +100,15 @@ class RunRepository(Protocol):
     @abstractmethod
     async def list_conversations(
         self, limit: int | None = None, before: tuple[datetime, str] | None = None, query: str = "",
-        owner: str | None = None,
+        owner: str | None = None, shown: Shown = Shown(),  # noqa: B008 - a frozen value
     ) -> Sequence[Conversation]:
-        """Conversations by updated_at descending (then id descending).
+        """Conversations by updated_at descending (then id descending); never a temporary one.
 
         `before` is a (updated_at, id) cursor: only conversations strictly after it in that
         order are returned. `limit` None means all. A non-empty `query` keeps only the
         conversations whose title contains it, compared case-folded (`str.casefold`).
-        `owner` keeps only that user's conversations (None: everyone's).
+        `owner` keeps only that user's conversations (None: everyone's). `shown` keeps the
+        pinned or archived ones it names (the default: every kept conversation).
         """
 
     @abstractmethod
@@ -128,7 +134,39 @@ class RunRepository(Protocol):
 
     @abstractmethod
     async def rename_conversation(self, conversation_id: str, title: str, now: datetime) -> bool:
-        """Set the title and bump updated_at; False if the conversation is unknown."""
+        """Set a person's title (title_by USER) and bump updated_at; False if the
+        conversation is unknown."""
+
+    @abstractmethod
+    async def retitle(self, conversation_id: str, title: str, source: TitleSource) -> bool:
+        """Set a title not given by a person (`source` MODEL or MESSAGE) if, in the same
+        statement, the conversation's title is still a MESSAGE one: a person's title is
+        never replaced, whenever they gave it. updated_at is left as it is. False when the
+        conversation is unknown or its title was not replaced."""
+
+    @abstractmethod
+    async def organise(self, conversation_id: str, change: Organise) -> bool:
+        """Pin or unpin, archive or unarchive (the fields `change` names); updated_at is left
+        as it is. False if the conversation is unknown."""
+
+    @abstractmethod
+    async def set_turns(self, conversation_id: str, turns: int) -> bool:
+        """Record how many turns (user messages) the conversation's active branch holds;
+        updated_at is left as it is. False if the conversation is unknown."""
+
+    @abstractmethod
+    async def leave_temporary(self, conversation_id: str) -> bool:
+        """Mark a temporary conversation as left by its page: `abandoned` names it from now
+        on. False when it is unknown or not temporary."""
+
+    @abstractmethod
+    async def abandoned(self, idle_since: datetime) -> Sequence[str]:
+        """The temporary conversations that were left, or not updated since `idle_since`,
+        and have no running run: what may be deleted now. Only reads."""
+
+    @abstractmethod
+    async def temporary_among(self, conversation_ids: Sequence[str]) -> set[str]:
+        """Those of the conversations that are temporary (unknown ids are not). Only reads."""
 
     @abstractmethod
     async def delete_conversation(self, conversation_id: str) -> bool:

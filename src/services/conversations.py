@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,7 +38,8 @@ from domain.model import (
     parse_conversation_id,
     utc_now,
 )
-from domain.models import ChatSettings, SettingsChange
+from domain.models import ChatSettings, SettingsChange, settings_of
+from domain.organise import Organise, Shown, count_turns
 from domain.principals import LOCAL, Principal, owner_filter, sees
 from domain.transfer import ConversationCopy
 from ports.approvals import NO_APPROVALS, ApprovalStore
@@ -154,7 +155,9 @@ class ConversationService:
         catalog: Callable[[], ModelCatalog] | None = None,
         copies: ThreadCopies | None = None,
         unsaved: UnsavedOutcomes | None = None,
+        defaults: Callable[[str], Awaitable[ChatSettings]] | None = None,
     ) -> None:
+        self.defaults = defaults  # a user's saved default settings (services.presets)
         self.unsaved = unsaved or UnsavedOutcomes()  # the run service's: outcomes the store refused
         self.catalog = catalog  # a getter: reading conversations never builds a model client
         self.copies = copies  # every branch's messages, for the JSONL export's new messages
@@ -166,17 +169,21 @@ class ConversationService:
         self.is_active = is_active
         self.clock = clock
 
-    async def list(self, query: object = None, *, by: Principal = LOCAL) -> Sequence[Conversation]:
-        """Every conversation (whose title contains `query`), most recently updated first."""
-        return await self._shown(await self.runs.list_conversations(query=_query(query), owner=owner_filter(by)))
+    async def list(self, query: object = None, *, by: Principal = LOCAL,
+                   shown: Shown = Shown()) -> Sequence[Conversation]:  # noqa: B008 - a frozen value
+        """Every kept conversation `shown` names (whose title contains `query`), most
+        recently updated first."""
+        return await self._shown(await self.runs.list_conversations(query=_query(query), owner=owner_filter(by),
+                                                                    shown=shown))
 
-    async def page(self, limit: object = None, before: object = None, query: object = None, *, by: Principal = LOCAL) -> Page:
-        """A page of `limit` conversations after the cursor `before` (whose title contains
-        `query`)."""
+    async def page(self, limit: object = None, before: object = None, query: object = None, *, by: Principal = LOCAL,
+                   shown: Shown = Shown()) -> Page:  # noqa: B008 - a frozen value
+        """A page of `limit` conversations `shown` names after the cursor `before` (whose
+        title contains `query`)."""
         size = _page_size(limit)
         cursor = decode_cursor(before) if isinstance(before, str) and before else None
         items = await self.runs.list_conversations(limit=size + 1, before=cursor, query=_query(query),
-                                                   owner=owner_filter(by))
+                                                   owner=owner_filter(by), shown=shown)
         more = len(items) > size
         items = await self._shown(items[:size])
         return Page(items, encode_cursor(items[-1]) if more and items else None)
@@ -192,7 +199,9 @@ class ConversationService:
             if not sees(by, found.owner):
                 raise ConversationExists()
             return found, False
-        return await self.runs.create_conversation(cid, NEW_CONVERSATION_TITLE, self.clock(), owner=by.user_id), True
+        settings = await self.defaults(by.user_id) if self.defaults is not None else ChatSettings()
+        return await self.runs.create_conversation(cid, NEW_CONVERSATION_TITLE, self.clock(), settings,
+                                                   owner=by.user_id), True
 
     async def metadata(self, conversation_ids: Sequence[str]) -> Mapping[str, Mapping[str, Any]]:
         """The thread metadata stored for those of the conversations that have some."""
@@ -292,6 +301,9 @@ class ConversationService:
         branches = tuple(await self.branch_store.branches(conv.id)) if self.branch_store else ()
         requests = await self.approvals.requests(conv.id)
         asked = waiting(requests, pending) if pending else ()
+        turns = count_turns(thread.messages)
+        if conv.turns != turns and await self.runs.set_turns(conv.id, turns):  # counted before, or branches switched
+            conv = replace(conv, turns=turns)
         return ConversationDetail(conv, thread.messages, can_resume, pending, asked, branches, decided_on(requests, thread.messages))
 
     async def switch_branch(self, conversation: object, number: object, *, by: Principal = LOCAL) -> ConversationDetail:
@@ -358,8 +370,8 @@ class ConversationService:
         thread = await self.checkpoints.get_thread(conv.id)
         messages = fork_messages(thread.messages, message_index)
         fork = await self.runs.create_conversation(
-            new_id(), fork_title(conv.title), self.clock(), ChatSettings(conv.model, conv.system), len(messages),
-            owner=by.user_id,
+            new_id(), fork_title(conv.title), self.clock(), settings_of(conv), len(messages),
+            owner=by.user_id, title_by=conv.title_by,
         )
         try:
             await self.branch_store.seed_thread(fork.id, messages, source=conv.id)
@@ -367,7 +379,8 @@ class ConversationService:
             await self.checkpoints.delete_thread(fork.id)
             await self.runs.delete_conversation(fork.id)
             raise
-        return fork
+        await self.runs.set_turns(fork.id, count_turns(messages))
+        return replace(fork, turns=count_turns(messages))
 
     async def configure(self, conversation: object, change: SettingsChange, *, by: Principal = LOCAL) -> Conversation:
         """Set the conversation's model and/or system prompt, for its next turn (a run in
@@ -376,22 +389,36 @@ class ConversationService:
         conv = await self.summary(conversation, by=by)
         if change.sets_model and self.catalog is not None:
             await self.catalog().check(change.model)
-        current = ChatSettings(conv.model, conv.system)
+        current = settings_of(conv)
         settings = change.apply(current)
         if settings != current and not await self.runs.set_chat_settings(conv.id, settings):
             raise ConversationNotFound()
         return await self.summary(conv.id, by=by)
 
-    async def delete(self, conversation: object, *, by: Principal = LOCAL) -> None:
-        """Remove the conversation, its runs and every checkpoint of its thread.
+    async def delete(self, conversation: object, *, by: Principal = LOCAL) -> bool:
+        """Remove the conversation, its runs and every checkpoint of its thread; True once
+        done. A temporary conversation with a run going is left instead (False): it is
+        deleted when the run ends (services.after_runs); any other is SessionInProgress.
 
         The thread goes first: a crash in between leaves a visible, empty conversation to
         delete again, never invisible orphaned checkpoints."""
         conv = await self.summary(conversation, by=by)
         if await self.is_active(conv.id):
+            if conv.temporary and await self.runs.leave_temporary(conv.id):
+                return False
             raise SessionInProgress()
         await self.checkpoints.delete_thread(conv.id)
         await self.runs.delete_conversation(conv.id)
+        return True
+
+    async def organise(self, conversation: object, change: Organise, *, by: Principal = LOCAL) -> Conversation:
+        """Pin or unpin, archive or unarchive the conversation (what `change` names)."""
+        conv = await self.summary(conversation, by=by)
+        if conv.temporary and not change.empty:
+            raise InvalidInput("A temporary conversation is not kept: it cannot be pinned or archived")
+        if not change.empty and not await self.runs.organise(conv.id, change):
+            raise ConversationNotFound()
+        return await self.summary(conv.id, by=by)
 
 
 def _query(query: object) -> str:

@@ -188,6 +188,13 @@ class RunHub:
 
     def __init__(self) -> None:
         self._runs: dict[str, ActiveRun] = {}
+        self._ended: list[Callable[[ActiveRun], None]] = []
+
+    def when_ended(self, listener: Callable[[ActiveRun], None]) -> None:
+        """Call `listener` with every run of this process that ends from now on, once it has
+        left the hub with its outcome written and its terminal event sent (services.after_runs).
+        A listener must not block: it schedules its work; one that raises is logged."""
+        self._ended.append(listener)
 
     def add(self, run: ActiveRun) -> None:
         self._runs[run.conversation_id] = run
@@ -202,6 +209,11 @@ class RunHub:
         if self._runs.get(run.conversation_id) is run:
             del self._runs[run.conversation_id]
         run.close()
+        for listener in self._ended:
+            try:
+                listener(run)
+            except Exception:  # what follows a run never breaks the run
+                log.exception("a listener of ended runs failed", extra=run.context)
 
     def all(self) -> list[ActiveRun]:
         return list(self._runs.values())

@@ -63,6 +63,9 @@ class LiveRuns(Protocol):
 
     def all(self) -> list[ActiveRun]: ...
 
+    def when_ended(self, listener: Callable[[ActiveRun], None]) -> None:
+        """Call `listener` with each run of this process that ends from now on (services.hub)."""
+
 
 class RunKernel:
     """Launches, stops and finishes the runs this process executes; reclaims those nobody

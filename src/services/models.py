@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from domain.errors import ModelBadResponse, ModelUnreachable
+from domain.model import SystemMode
 from domain.models import ModelChoice, ModelInfo, find_model, known_model
 from ports.model import ModelPort
 
@@ -66,7 +67,7 @@ class ModelCatalog:
             return
         known_model(name, models, self.model.pull_hint.format(name=name))
 
-    async def choice(self, model: str | None, system: str | None) -> ModelChoice:
+    async def choice(self, model: str | None, system: str | None, mode: SystemMode = SystemMode.ADD) -> ModelChoice:
         """What a run of a conversation with these settings uses, with the model's context
         size when the server reported it (a listing already known, never waited for long)."""
         context = None
@@ -80,4 +81,4 @@ class ModelCatalog:
         if hit is not None:
             found = find_model(model or self.default, hit[1])
             context = found.context if found is not None else None
-        return ModelChoice(model, system, context)
+        return ModelChoice(model, system, context, mode)

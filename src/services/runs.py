@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from datetime import datetime
 from functools import partial
 
@@ -29,7 +29,7 @@ from domain.errors import (
 from domain.events import StreamEvent
 from domain.lifecycle import Outcome, StopReason
 from domain.model import Conversation, Run, RunStatus, RunTrigger, new_id, title_from_message, utc_now
-from domain.models import ChatSettings, ModelChoice
+from domain.models import ChatSettings, ModelChoice, settings_of
 from domain.principals import LOCAL, Principal, sees
 from domain.queue import QueuedMessage
 from ports.engine import AgentEngine, Fork, NewMessage, RunInput
@@ -71,7 +71,9 @@ class RunService:
         intake: FileIntake | None = None,
         user_max_active: int = 0,
         unsaved: UnsavedOutcomes | None = None,
+        defaults: Callable[[str], Awaitable[ChatSettings]] | None = None,
     ) -> None:
+        self.defaults = defaults  # a user's saved default settings (services.presets); None: the server's
         self.unsaved = unsaved or UnsavedOutcomes()  # what reads show for outcomes the store refused
         self.intake = intake  # None: a message with files is refused
         self.user_max_active = user_max_active  # USER_MAX_ACTIVE_RUNS; 0: no limit
@@ -128,17 +130,18 @@ class RunService:
         if command.conversation_id is None:
             assert isinstance(command, SendMessage)  # the only command that may start a conversation
             cid = new_id()
-            settings = change.apply(ChatSettings())
+            settings = change.apply(await self.defaults(by.user_id) if self.defaults else ChatSettings())
             files = await self._ready(files, settings)
             title = title_from_message(command.text or (files[0].attachment.name if files else ""))
-            await runs.create_conversation(cid, title, self.deps.clock(), settings, owner=by.user_id)
+            await runs.create_conversation(cid, title, self.deps.clock(), settings, owner=by.user_id,
+                                           temporary=command.temporary)
         else:
             cid = command.conversation_id
             found, latest = await runs.conversation_and_latest_run(cid, self.deps.lease_seconds)
             if found is None or not sees(by, found.owner):
                 raise ConversationNotFound()
             await self._refuse_if_active(cid, latest)
-            current = ChatSettings(found.model, found.system)
+            current = settings_of(found)
             settings = change.apply(current)
             files = await self._ready(files, settings)
             if settings != current:
@@ -163,8 +166,8 @@ class RunService:
 
     async def _choice(self, settings: ChatSettings) -> ModelChoice:
         if self.catalog is None:
-            return ModelChoice(settings.model, settings.system)
-        return await self.catalog.choice(settings.model, settings.system)
+            return ModelChoice(settings.model, settings.system, system_mode=settings.system_mode)
+        return await self.catalog.choice(settings.model, settings.system, settings.system_mode)
 
     async def _refuse_if_active(self, cid: str, latest: Run | None) -> None:
         if self.kernel.live.get(cid) is not None:
@@ -212,7 +215,7 @@ class RunService:
             run_input, _ = await plan_input(self._plan_ports, run.conversation_id, request, self.deps.clock())
             # the conversation's model and system prompt as they are when it starts
             found = await self.stores.runs.get_conversation(run.conversation_id)
-            settings = ChatSettings(found.model, found.system) if found is not None else ChatSettings()
+            settings = settings_of(found) if found is not None else ChatSettings()
             return run_input, await self._choice(settings)
 
         active = self.kernel.launch(run, partial(self.execution, run_input=plan), needs_input=True)

@@ -25,6 +25,7 @@ from domain.errors import (
 )
 from domain.lifecycle import Adoption, StopReason
 from domain.model import PendingCall, RunTrigger
+from services.after_runs import AfterRuns
 from services.handles import StartedRun
 from services.kernel import KernelDeps, RunKernel, RunUseCases
 from services.pending import annotate_pending
@@ -47,7 +48,9 @@ class Supervisor:
         flush_seconds: float = 0.05,
         event_retention: float = 300.0,
         approval_timeout: float = 0.0,
+        after_runs: AfterRuns | None = None,
     ) -> None:
+        self.after_runs = after_runs  # what follows each run here: turns, titles, temporary chats
         self.service = service
         self.approval_timeout = approval_timeout  # seconds; 0: a question waits for ever
         self.auto_resume = auto_resume
@@ -76,6 +79,8 @@ class Supervisor:
             if adopted:
                 log.info("adopted %d interrupted run(s)", len(adopted))
         await self.drain_queues()
+        if self.after_runs is not None:
+            self.kernel.live.when_ended(self.after_runs.run_ended)
         self._tasks = [
             asyncio.create_task(self._every(self.period, self.maintain_once), name="sophos-maintain"),
             asyncio.create_task(self._every(self.signal_seconds, self.check_signals), name="sophos-signals"),
@@ -106,6 +111,8 @@ class Supervisor:
         await self.drain_queues()
         if self.approval_timeout > 0:
             await self.expire_approvals()
+        if self.after_runs is not None:
+            await self.after_runs.sweep()
         await self.deps.stores.events.prune(self.event_retention)
 
     async def renew(self) -> None:
@@ -258,6 +265,8 @@ class Supervisor:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
+        if self.after_runs is not None:
+            await self.after_runs.close()
         try:
             await self.flush()
             await self.retry_unrecorded()

@@ -11,7 +11,8 @@ from datetime import datetime
 from domain.approvals import ApprovalRequest
 from domain.attachments import PDF_TYPE, Upload
 from domain.errors import AttachmentUnreadable, ConversationNotFound, InvalidImport
-from domain.model import Conversation, UserMessage, new_id, parse_conversation_id, utc_now
+from domain.model import Conversation, TitleSource, UserMessage, new_id, parse_conversation_id, utc_now
+from domain.organise import count_turns
 from domain.principals import LOCAL, Principal, owner_filter, sees
 from domain.transfer import ApprovalCopy, ConversationCopy
 from ports.approvals import ApprovalStore
@@ -109,7 +110,8 @@ class TransferService:
         """One conversation, all or nothing: what was written is deleted again on a failure."""
         files = await self._with_text(copy.files)
         cid = new_id()
-        await self.runs.create_conversation(cid, copy.title, copy.created_at, owner=owner)
+        # a title that came with the conversation is kept: the model never replaces it
+        await self.runs.create_conversation(cid, copy.title, copy.created_at, owner=owner, title_by=TitleSource.USER)
         try:
             if files and self.files is not None:  # stored with the first checkpoint naming each
                 self.files().stage_files(cid, files)
@@ -121,6 +123,7 @@ class TransferService:
                 if a.decision is not None:
                     await self.approvals.decide(cid, {a.call.id: a.decision}, a.decided_at or a.requested_at)
             await self.runs.restore_conversation(cid, copy.message_count, copy.updated_at)
+            await self.runs.set_turns(cid, count_turns(copy.content(copy.active)))
         except BaseException:
             try:
                 await self.threads.delete_thread(cid)

@@ -60,7 +60,7 @@ def test_edit_regenerate_and_switch_branches_without_a_reload(page: Page, ollama
 
     page.reload()  # the switch is stored: a reload shows the same branch
     expect(page.get_by_test_id("assistant-message").last.locator(".content")).to_have_text("answer 2 to second question")
-    expect(page.locator(".conversation-item").first).to_contain_text("4 messages")
+    expect(page.locator(".conversation-item").first).to_contain_text("2 turns")  # of the branch shown
 
 
 def test_cancel_and_escape_leave_the_message_as_it_was(page: Page, ollama: FakeOllama) -> None:

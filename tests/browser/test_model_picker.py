@@ -76,7 +76,8 @@ def test_set_a_system_prompt_in_the_conversations_settings(page: Page, ollama: F
     expect(page.get_by_test_id("settings-panel")).to_contain_text("Saved")
     send(page, "second")
     expect(page.get_by_test_id("assistant-message")).to_have_count(2)
-    assert ollama.requests[-1]["messages"][0] == {"role": "system", "content": "Answer like a pirate."}
+    # added after the server's prompt (config/system.md): its tool guidance stays
+    assert ollama.requests[-1]["messages"][0] == {"role": "system", "content": "You are a test.\n\nAnswer like a pirate."}
     page.reload()
     page.get_by_test_id("settings-button").click()
     expect(page.get_by_test_id("system-input")).to_have_value("Answer like a pirate.")

@@ -102,6 +102,7 @@ def test_the_keyboard_alone_opens_conversations_sends_and_stops(tab: Page, share
     expect(tab.get_by_test_id("resume-banner")).to_contain_text("You stopped", timeout=10000)
     expect(tab.get_by_test_id("message-input")).to_be_focused()
     tab.get_by_test_id("new-chat-button").focus()
+    tab.keyboard.press("Tab")  # the temporary chat's button
     tab.keyboard.press("Tab")  # the search box
     tab.keyboard.press("Tab")  # the first conversation: a button
     focused = tab.locator(":focus")
@@ -188,7 +189,7 @@ def test_the_header_shows_the_title_from_the_first_token_on(tab: Page, shared_ol
     expect(tab.get_by_test_id("resume-banner")).to_be_visible(timeout=10000)
 
 
-def test_the_sidebar_groups_by_date_says_1_message_and_searches_every_title(
+def test_the_sidebar_groups_by_date_says_1_turn_and_searches_every_title(
     tab: Page, shared_app: App
 ) -> None:
     db = sqlite3.connect(shared_app.env["DATABASE_PATH"])
@@ -198,17 +199,20 @@ def test_the_sidebar_groups_by_date_says_1_message_and_searches_every_title(
     rows += [(f"Filler {i}", now - timedelta(days=30, minutes=i), 2) for i in range(60)]
     with db:
         db.executemany(
-            "INSERT INTO conversations (id, title, created_at, updated_at, message_count) VALUES (?, ?, ?, ?, ?)",
-            [(new_id(), t, iso(at), iso(at), n) for t, at, n in rows],
+            "INSERT INTO conversations (id, title, created_at, updated_at, message_count, turns) VALUES (?, ?, ?, ?, ?, ?)",
+            [(new_id(), t, iso(at), iso(at), n, n // 4) for t, at, n in rows],  # 4 messages: 1 turn with a tool call
         )
     db.close()
     tab.reload()
     groups = tab.get_by_test_id("date-group")
     expect(groups.first).to_have_text("Today")
     expect(groups).to_have_text(["Today", "Yesterday", "Earlier"])
+    # the sidebar counts turns (the person's messages), not messages (issue 48)
+    counted = tab.locator(".conversation-item", has_text="From yesterday")
+    expect(counted).to_contain_text("1 turn")
+    expect(counted.locator(".meta")).not_to_contain_text("1 turns")
+    expect(counted.locator(".meta")).not_to_contain_text("message")
     row = tab.locator(".conversation-item", has_text=long_title)
-    expect(row).to_contain_text("1 message")
-    expect(row.locator(".meta")).not_to_contain_text("1 messages")
     opener = row.get_by_test_id("open-conversation")
     expect(opener).to_have_attribute("title", long_title)  # the full title on hover
     # shown cut, after two lines: measured in one page task on the row as it is then (the list

@@ -33,7 +33,7 @@ def test_streamed_tokens_appear_and_the_conversation_is_listed(tab: Page, shared
     expect(tab.get_by_text("Responding…")).to_be_hidden()
     item = tab.locator(".conversation-item").first
     expect(item).to_contain_text("Hello there")
-    expect(item).to_contain_text("2 messages")
+    expect(item).to_contain_text("1 turn")  # the person's messages, not every message (issue 48)
     expect(item.get_by_test_id("open-conversation")).to_have_attribute("aria-current", "true")
     expect(tab.get_by_test_id("trace-panel")).to_contain_text("ENTER")
 
@@ -214,7 +214,7 @@ def test_a_message_sent_before_the_list_loads_stays_in_its_own_conversation(
         else:
             held.append((route, route.fetch()))  # the list as it is now, answered later
 
-    tab.route(re.compile(r"/api/conversations\?"), hold_the_first)
+    tab.route(re.compile(r"/api/conversations\?(?!pinned)"), hold_the_first)  # the list, not its pinned ones
     tab.reload()
     send(tab, "newer")  # the page has no list yet: an empty new chat
     expect(tab.get_by_test_id("assistant-message").last).to_contain_text("The newer", timeout=15000)

@@ -13,7 +13,7 @@ from adapters.memory.saver import InMemoryThreadSaver
 from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqlite.saver import ThreadedSqliteSaver
 from domain.errors import ConversationNotFound, InvalidInput, ModelUnreachable
-from domain.model import new_id
+from domain.model import SystemMode, new_id
 from domain.models import SettingsChange
 from tests.support.harness import Harness, make_harness, recording_tool
 
@@ -85,14 +85,15 @@ class CheckpointPortContract:
 
     async def test_a_fork_keeps_the_model_and_system_prompt_of_its_source(self, harness: Harness) -> None:
         cid = await scenario(harness)
-        await harness.conversations.configure(cid, SettingsChange("other-model", "Be terse.", True, True))
+        change = SettingsChange("other-model", "Be terse.", True, True, SystemMode.REPLACE, True)
+        await harness.conversations.configure(cid, change)
         fork = await harness.conversations.fork(cid, 1)
-        assert (fork.model, fork.system) == ("other-model", "Be terse.")
+        assert (fork.model, fork.system, fork.system_mode) == ("other-model", "Be terse.", SystemMode.REPLACE)
         stored = (await harness.conversations.get(fork.id)).conversation
         assert (stored.model, stored.system, stored.message_count) == ("other-model", "Be terse.", 3)
         harness.model.replies.append("in the fork")
         await harness.send("and now?", fork.id)
-        assert harness.model.seen[-1].model == "other-model" and harness.model.seen[-1].system.startswith("Be terse.")
+        assert harness.model.seen[-1].model == "other-model" and harness.model.seen[-1].system == "Be terse."
 
     async def test_a_fork_at_a_user_message_waits_for_its_answer(self, harness: Harness) -> None:
         cid = await scenario(harness)

@@ -81,11 +81,13 @@ def test_the_chosen_model_and_system_prompt_reach_ollama_per_conversation_and_af
     chosen, _ = turn(client, {"message": "one", "model": "llama3.2", "system": "Answer in French."})
     default, _ = turn(client, {"message": "two"})
     first, second = models.requests[-2:]
-    assert (first["model"], system_of(first)) == ("llama3.2", "Answer in French.")
+    # a conversation's instructions follow the server's prompt (its tool guidance stays)
+    assert (first["model"], system_of(first)) == ("llama3.2", f"{SYSTEM_FILE}\n\nAnswer in French.")
     assert (second["model"], system_of(second)) == ("qwen3", SYSTEM_FILE)
     # each conversation keeps its choice on its next turn
     turn(client, {"message": "three", "conversation": chosen})
-    assert (models.requests[-1]["model"], system_of(models.requests[-1])) == ("llama3.2", "Answer in French.")
+    assert (models.requests[-1]["model"], system_of(models.requests[-1])) == ("llama3.2",
+                                                                              f"{SYSTEM_FILE}\n\nAnswer in French.")
     # a switch applies from the next turn; null goes back to the server's default
     patched = client.patch(f"/api/conversations/{chosen}", json={"model": "llava:7b", "system": None})
     assert patched.status_code == 200, patched.text
@@ -101,6 +103,23 @@ def test_the_chosen_model_and_system_prompt_reach_ollama_per_conversation_and_af
     assert "## Assistant\n" in markdown and "## Assistant (" not in markdown  # the contract's heading
     assert "- Answered by: `llama3.2`, `llava:7b`" in markdown
     assert "- Model: `llava:7b`" in markdown
+
+
+def test_instructions_add_to_the_servers_prompt_unless_the_conversation_replaces_it(
+    client: TestClient, models: FakeOllama
+) -> None:
+    added, _ = turn(client, {"message": "one", "system": "Be brief."})
+    assert system_of(models.requests[-1]) == f"{SYSTEM_FILE}\n\nBe brief."
+    replaced, _ = turn(client, {"message": "two", "system": "Be brief.", "systemMode": "replace"})
+    assert system_of(models.requests[-1]) == "Be brief."
+    assert client.get(f"/api/conversations/{replaced}").json()["conversation"]["systemMode"] == "replace"
+    # chosen again later, on its own: the instructions stay, only what they do changes
+    patched = client.patch(f"/api/conversations/{added}", json={"systemMode": "replace"})
+    assert patched.json()["conversation"]["systemMode"] == "replace"
+    turn(client, {"message": "three", "conversation": added})
+    assert system_of(models.requests[-1]) == "Be brief."
+    refused = client.patch(f"/api/conversations/{added}", json={"systemMode": "instead"})
+    assert refused.status_code == 400 and "systemMode" in refused.json()["error"]["message"]
 
 
 def test_a_model_named_with_post_chat_on_a_conversation_applies_to_that_turn(client: TestClient, models: FakeOllama) -> None:
@@ -216,7 +235,7 @@ def test_the_openai_backend_lists_its_models_and_is_sent_the_chosen_one(openai_c
     client, fake = openai_client
     body = client.get("/api/models").json()
     assert body["default"] == "local-model" and [m["name"] for m in body["models"]] == ["local-model", "other-model"]
-    cid, _ = turn(client, {"message": "hi", "model": "other-model", "system": "Sys."})
+    cid, _ = turn(client, {"message": "hi", "model": "other-model", "system": "Sys.", "systemMode": "replace"})
     assert fake.requests[-1]["model"] == "other-model" and fake.requests[-1]["messages"][0]["content"] == "Sys."
     client.patch(f"/api/conversations/{cid}", json={"model": None})
     turn(client, {"message": "again", "conversation": cid})

@@ -126,7 +126,7 @@ def test_model_and_system_slash_commands_reach_the_model_server(tmp_path: Path) 
             tty.type("again\r")
             tty.read_until("> ")
             last = fake.requests[-1]
-            assert (last["model"], last["messages"][0]["content"]) == ("llama3.2", "Answer in French.")
+            assert (last["model"], last["messages"][0]["content"]) == ("llama3.2", "You are a test.\n\nAnswer in French.")
             tty.type("/model default\r")
             assert "model from the next turn on: the default" in tty.read_until("> ")
             tty.type("once more\r")

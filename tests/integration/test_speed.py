@@ -135,6 +135,12 @@ def test_a_turn_without_tools_syncs_the_file_twice(server: LiveServer, tmp_path:
     assert server.proc is not None
     cid = server.post("/api/chat", {"message": "warm"}).json()["conversation"]
     streamed_post(server, {"message": "warm", "conversation": cid})
+    # its turns counted (an unsynced write after the run, services.after_runs) before the WAL
+    # is emptied: that write must not be the first commit after it
+    deadline = time.monotonic() + 10
+    while server.get("/api/conversations?fields=all").json()["conversations"][0]["turns"] != 2:
+        assert time.monotonic() < deadline, "the turns were not counted"
+        time.sleep(0.05)
     # an empty WAL first, so none of SQLite's automatic WAL checkpoints (each with fsyncs of
     # its own) lands among these few turns
     with closing(sqlite3.connect(server.env["DATABASE_PATH"])) as db:

@@ -47,6 +47,10 @@ def app_env(tmp_path: Path, ollama_url: str = "http://127.0.0.1:9", **extra: Any
         # a test's server stops in seconds even with a run still going (the default waits
         # 30 s for it); the tests of the drain set their own
         "SHUTDOWN_TIMEOUT": "3",
+        # a title the model writes is one more request to the fake model after a first
+        # answer, which would take a scripted reply meant for a run; the tests of titles
+        # (test_titles.py) set AUTO_TITLE themselves
+        "AUTO_TITLE": "false",
     }
     env.update({k: str(v) for k, v in extra.items()})
     return env

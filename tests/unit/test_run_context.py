@@ -15,6 +15,7 @@ from adapters.memory.saver import InMemoryThreadSaver
 from adapters.memory.toolbox import StaticToolbox
 from adapters.system.prompt import FixedPrompt
 from domain.events import ToolCallFinished
+from domain.model import SystemMode
 from domain.models import ModelChoice
 from tests.support.harness import recording_tool
 
@@ -26,7 +27,14 @@ async def test_the_agent_node_answers_with_the_model_and_system_prompt_of_the_ru
     context = RunContext("run-1", ModelChoice("picked", "its own prompt"))
     async for _ in graph.astream({"messages": [HumanMessage("hi")]}, config, context=context, stream_mode="custom"):
         pass
-    assert [(s.model, s.system) for s in model.seen] == [("picked", "its own prompt")]
+    # its own instructions follow the server's prompt (the tool guidance stays) unless they replace it
+    assert [(s.model, s.system) for s in model.seen] == [("picked", "the default\n\nits own prompt")]
+    replacing = RunContext("run-2", ModelChoice("picked", "its own prompt", system_mode=SystemMode.REPLACE))
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    model.replies.append("again")
+    async for _ in graph.astream({"messages": [HumanMessage("hi")]}, config, context=replacing, stream_mode="custom"):
+        pass
+    assert (model.seen[-1].model, model.seen[-1].system) == ("picked", "its own prompt")
 
 
 async def test_without_a_run_context_the_node_uses_the_defaults() -> None:

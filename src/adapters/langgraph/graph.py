@@ -44,7 +44,8 @@ from domain.events import (
     ToolCallRequested,
 )
 from domain.lifecycle import idempotency_key, own_call_ids
-from domain.model import AssistantMessage, ContextView, ToolCall, ToolResult, new_call_id, utc_now
+from domain.model import AssistantMessage, ContextView, SystemMode, ToolCall, ToolResult, new_call_id, utc_now
+from domain.models import compose_system
 from ports.attachments import AttachmentStore
 from ports.journal import ToolJournal
 from ports.metrics import NO_METRICS, UNKNOWN_TOOL, MetricsPort
@@ -176,7 +177,8 @@ class AgentNodes:
         thread = self.cache.convert_thread(thread_id, state["messages"])
         if self.files is not None:
             thread = await self.files.expand(thread_id, thread, file_chars(self.context.policy_for(choice)))
-        system = choice.system if choice.system is not None else self.prompt.read()
+        replaced = choice.system is not None and choice.system_mode is SystemMode.REPLACE
+        system = compose_system("" if replaced else self.prompt.read(), choice.system, choice.system_mode)
         plan = self.context.plan(thread_id, thread, system, specs, choice)
         if plan.summarize is not None:
             # stored in a checkpoint of its own before the answer is asked for: a resume

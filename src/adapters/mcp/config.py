@@ -1,4 +1,5 @@
-"""`<CONFIG_DIR>/mcp.json`: server name -> stdio `{command, args, env}` or HTTP `{url}`."""
+"""`<CONFIG_DIR>/mcp.json`: server name -> stdio `{command, args, env}` or HTTP `{url}`; an
+entry with `"disabled": true` is checked but not started (opt-in servers, such as web search)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ class McpConfig:
     # server -> (`approve`, `autoApprove`): globs over its tools' names (domain.approvals)
     approval: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
     timeouts: dict[str, float] = field(default_factory=dict)  # server -> its `timeout`, seconds a call may take
+    disabled: tuple[str, ...] = ()  # well-formed entries with `"disabled": true`: not started
 
 
 def load_mcp_config(config_dir: Path, memory_file: Path) -> McpConfig:
@@ -52,19 +54,24 @@ def load_mcp_config(config_dir: Path, memory_file: Path) -> McpConfig:
     servers = raw.get("mcpServers", raw) if isinstance(raw.get("mcpServers"), dict) else raw
     memory = memory_file.resolve()
     subs = {"${MEMORY_FILE_PATH}": str(memory), "${PYTHON}": sys.executable, "${CONFIG_DIR}": str(config_dir.resolve())}
-    out = McpConfig({}, {})
+    out, disabled = McpConfig({}, {}), list[str]()
     for name, entry in servers.items():
         try:
             conn = _connection(name, entry, memory, subs)  # checks that entry is an object
             approval = (_globs(entry, "approve"), _globs(entry, "autoApprove"))
             timeout = _timeout(entry["timeout"]) if "timeout" in entry else None
+            if not isinstance(entry.get("disabled", False), bool):
+                raise McpConfigError("disabled must be true or false")
         except McpConfigError as e:
             out.errors[name] = f"MCP configuration in {path}, server {name!r}: {e}"
+            continue
+        if entry.get("disabled") is True:  # checked all the same: enabling it is this one change
+            disabled.append(name)
             continue
         out.servers[name], out.approval[name] = conn, approval
         if timeout is not None:
             out.timeouts[name] = timeout
-    return out
+    return McpConfig(out.servers, out.errors, out.approval, out.timeouts, tuple(disabled))
 
 
 MAX_TIMEOUT = 86_400.0

@@ -143,6 +143,8 @@ class McpToolbox(ToolPort):
         self.config_error = None
         for message in config.errors.values():
             log.error("%s: that server is left out", message)
+        for name in config.disabled:
+            log.info("MCP server %r is disabled in mcp.json (\"disabled\": true): not started", name)
         return config
 
     def _reload(self, name: str) -> dict[str, Any] | None:

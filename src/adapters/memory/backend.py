@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from adapters.memory.maintenance import InMemoryMaintenance
+from adapters.memory.presets import InMemoryPresetStore
 from adapters.memory.runs import InMemoryRunStore
 from adapters.memory.saver import InMemoryThreadSaver
 from adapters.memory.search import InMemorySearchIndex
@@ -26,6 +27,7 @@ class MemoryBackend(Backend):
         self._search: InMemorySearchIndex | None = None
         self._sessions = InMemorySessionStore()
         self._users = InMemoryUserStore()
+        self._presets = InMemoryPresetStore()
 
     def runs(self) -> InMemoryRunStore:
         return self._runs
@@ -46,6 +48,9 @@ class MemoryBackend(Backend):
 
     def users(self) -> InMemoryUserStore:
         return self._users
+
+    def presets(self) -> InMemoryPresetStore:
+        return self._presets
 
     async def health(self, integrity: bool = False) -> Health:
         return Health(WHERE, reachable=True, writable=True)

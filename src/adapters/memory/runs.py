@@ -14,12 +14,14 @@ from datetime import datetime, timedelta
 
 from adapters.memory.approvals import InMemoryApprovals
 from adapters.memory.metadata import InMemoryMetadata
+from adapters.memory.organise import InMemoryOrganising
 from adapters.memory.queue import InMemoryQueue
 from adapters.storage.event_rows import pack, unpack
 from domain.errors import ConversationNotFound, RunLost, SessionInProgress, UserLimitReached
 from domain.lifecycle import GIVE_UP
-from domain.model import Conversation, Run, RunError, RunOwner, RunStatus, iso, utc_now
+from domain.model import Conversation, Run, RunError, RunOwner, RunStatus, TitleSource, iso, utc_now
 from domain.models import ChatSettings
+from domain.organise import Shown
 from domain.principals import BOOTSTRAP_ID
 from domain.queue import QueuedMessage
 from ports.events import EventBatch, RunEventLog
@@ -39,7 +41,8 @@ class _Waiter:
     woken: asyncio.Event
 
 
-class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, InMemoryMetadata, RunRepository, RunEventLog, RunSignals, ToolJournal):
+class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, InMemoryMetadata, InMemoryOrganising, RunRepository, RunEventLog,
+                       RunSignals, ToolJournal):
     """Plain dicts behind one lock (never held across an await). Event data goes through
     JSON, as in SQLite, so what is not JSON-encodable fails here too."""
 
@@ -55,6 +58,7 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, InMemoryMetadata, RunRe
         self._approvals_init()
         self._queue_init()
         self._metadata_init()
+        self._organise_init()
 
     def close(self) -> None:
         pass
@@ -77,13 +81,15 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, InMemoryMetadata, RunRe
         settings: ChatSettings = ChatSettings(),  # noqa: B008
         message_count: int = 0,
         owner: str = BOOTSTRAP_ID,
+        title_by: TitleSource = TitleSource.MESSAGE,
+        temporary: bool = False,
     ) -> Conversation:
         with self._lock:
             if conversation_id in self._conversations:
                 raise ValueError(f"conversation {conversation_id} exists")
             conv = Conversation(
                 conversation_id, title, _ms(now), _ms(now), message_count, model=settings.model, system=settings.system,
-                owner=owner,
+                owner=owner, system_mode=settings.system_mode, title_by=title_by, temporary=temporary,
             )
             self._conversations[conversation_id] = conv
             return conv
@@ -93,7 +99,8 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, InMemoryMetadata, RunRe
             conv = self._conversations.get(conversation_id)
             if conv is None:
                 return False
-            self._conversations[conversation_id] = replace(conv, model=settings.model, system=settings.system)
+            self._conversations[conversation_id] = replace(conv, model=settings.model, system=settings.system,
+                                                           system_mode=settings.system_mode)
             return True
 
     def _latest(self, conversation_id: str) -> Run | None:
@@ -119,11 +126,12 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, InMemoryMetadata, RunRe
 
     async def list_conversations(
         self, limit: int | None = None, before: tuple[datetime, str] | None = None, query: str = "",
-        owner: str | None = None,
+        owner: str | None = None, shown: Shown = Shown(),  # noqa: B008 - a frozen value
     ) -> Sequence[Conversation]:
         with self._lock:
             items = sorted(
-                self._conversations.values(), key=lambda c: (iso(c.updated_at), c.id), reverse=True
+                (c for c in self._conversations.values() if not c.temporary and shown.keeps(c.pinned, c.archived)),
+                key=lambda c: (iso(c.updated_at), c.id), reverse=True,
             )
             if owner is not None:
                 items = [c for c in items if c.owner == owner]
@@ -155,7 +163,7 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, InMemoryMetadata, RunRe
     async def find_conversations(self, id_prefix: str, limit: int, owner: str | None = None) -> Sequence[Conversation]:
         with self._lock:
             items = [c for c in self._conversations.values()
-                     if c.id.startswith(id_prefix) and (owner is None or c.owner == owner)]
+                     if c.id.startswith(id_prefix) and (owner is None or c.owner == owner) and not c.temporary]
             items.sort(key=lambda c: (iso(c.updated_at), c.id), reverse=True)
             return [self._summary(c) for c in items[:limit]]
 
@@ -172,7 +180,7 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, InMemoryMetadata, RunRe
             conv = self._conversations.get(conversation_id)
             if conv is None:
                 return False
-            self._conversations[conversation_id] = replace(conv, title=title, updated_at=_ms(now))
+            self._conversations[conversation_id] = replace(conv, title=title, updated_at=_ms(now), title_by=TitleSource.USER)
             return True
 
     async def delete_conversation(self, conversation_id: str) -> bool:
@@ -191,6 +199,7 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, InMemoryMetadata, RunRe
             self._forget_approvals(conversation_id)
             self._forget_metadata(conversation_id)
             self._forget_queue(conversation_id)
+            self._forget_organising(conversation_id)
             del self._conversations[conversation_id]
             return True
 

@@ -13,6 +13,7 @@ from ports.checkpoints import CheckpointPort
 if TYPE_CHECKING:
     from adapters.postgres.database import PostgresDatabase
     from adapters.postgres.maintenance import PostgresMaintenance
+    from adapters.postgres.presets import PostgresPresetStore
     from adapters.postgres.runs import PostgresRunStore
     from adapters.postgres.saver import FencedPostgresSaver
     from adapters.postgres.search import PostgresSearchIndex
@@ -91,6 +92,12 @@ class PostgresBackend(Backend):
         from adapters.postgres.users import PostgresUserStore
 
         return PostgresUserStore(self.database())
+
+    def presets(self) -> PostgresPresetStore:
+        from adapters.postgres.presets import PostgresPresetStore
+
+        self.runs()  # the schema is migrated by the run store's first use
+        return PostgresPresetStore(self.database())
 
     def search(self, threads: Callable[[], CheckpointPort]) -> PostgresSearchIndex:
         if self._search is None:

@@ -25,6 +25,7 @@ from adapters.postgres.file_rows import MIGRATION_FILES
 from adapters.postgres.log_schema import migrate_log_format
 from adapters.postgres.message_schema import MIGRATION_MESSAGES
 from adapters.postgres.metadata_schema import MIGRATION_RUN_KWARGS, MIGRATION_THREAD_METADATA
+from adapters.postgres.organise_schema import add_organising
 from adapters.postgres.queue_schema import MIGRATION_QUEUE
 from adapters.postgres.search_schema import add_stems
 from adapters.postgres.session_schema import MIGRATION_SESSIONS
@@ -40,6 +41,8 @@ MIGRATION_LOCK = 0x50_48_05_05  # pg_try_advisory_lock(bigint): one migrator at 
 # pg_advisory_xact_lock(int, int) with a user's hashtext: the capped run starts of one user
 # (USER_MAX_ACTIVE_RUNS) one at a time, on every process
 USER_LOAD_LOCK = 0x50_48_05_06
+# pg_advisory_xact_lock(int, int) with a user's hashtext: one user's new presets one at a time
+PRESET_LOCK = 0x50_48_05_07
 MIGRATION_POLL = 0.1  # seconds between two tries of the migration lock
 
 MIGRATION_1 = """
@@ -180,6 +183,7 @@ MIGRATIONS: tuple[str | Setup, ...] = (
     MIGRATION_FILES,
     MIGRATION_RUN_KWARGS,  # v15
     add_stems,  # v16
+    add_organising,  # v17
 )
 
 

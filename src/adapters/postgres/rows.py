@@ -9,12 +9,13 @@ from psycopg import AsyncCursor
 
 from adapters.postgres.presence import OWNER_ALIVE
 from domain.errors import ConversationNotFound, SessionInProgress
-from domain.model import Conversation, Run, RunError, RunOwner, RunStatus, RunTrigger
+from domain.model import Conversation, Run, RunError, RunOwner, RunStatus, RunTrigger, SystemMode, TitleSource
 
 SUMMARY = """
 SELECT c.id, c.title, c.created_at, c.updated_at, c.message_count, r.status, r.error_code, r.error_message,
        c.model, c.system, c.owner,
-       (SELECT count(*) FROM queued_messages q WHERE q.conversation_id = c.id AND q.state = 'queued')
+       (SELECT count(*) FROM queued_messages q WHERE q.conversation_id = c.id AND q.state = 'queued'),
+       c.system_mode, c.pinned, c.archived, c.temporary, c.title_by, c.turns
 FROM conversations c
 LEFT JOIN LATERAL (SELECT status, error_code, error_message FROM runs WHERE conversation_id = c.id
                    ORDER BY started_at DESC, n DESC LIMIT 1) r ON TRUE
@@ -39,7 +40,8 @@ LATEST = " ORDER BY r.started_at DESC, r.n DESC"
 
 
 def conversation_from_row(row: tuple[Any, ...]) -> Conversation:
-    cid, title, created, updated, count, status, code, message, model, system, owner, queued = row
+    cid, title, created, updated, count, status, code, message, model, system, owner, queued = row[:12]
+    mode, pinned, archived, temporary, title_by, turns = row[12:]
     return Conversation(
         id=cid,
         title=title,
@@ -52,6 +54,12 @@ def conversation_from_row(row: tuple[Any, ...]) -> Conversation:
         system=system,
         queued=queued,
         owner=owner,
+        system_mode=SystemMode(mode),
+        pinned=bool(pinned),
+        archived=bool(archived),
+        temporary=bool(temporary),
+        title_by=TitleSource(title_by),
+        turns=turns,
     )
 
 

@@ -13,6 +13,7 @@ from psycopg.types.json import Jsonb
 
 from adapters.postgres.approvals import PostgresApprovals
 from adapters.postgres.database import USER_LOAD_LOCK, PostgresDatabase
+from adapters.postgres.organise import PostgresOrganising, shown_sql
 from adapters.postgres.presence import CHANNEL, OWNER_ALIVE, Presence
 from adapters.postgres.queue import PostgresQueue, after_finish
 from adapters.postgres.rows import (
@@ -29,8 +30,9 @@ from adapters.storage.event_rows import pack, unpack
 from adapters.storage.wakeups import Wakeups
 from domain.errors import RunLost, SessionInProgress, UserLimitReached
 from domain.lifecycle import GIVE_UP
-from domain.model import Conversation, Run, RunError, RunOwner
+from domain.model import Conversation, Run, RunError, RunOwner, TitleSource
 from domain.models import ChatSettings
+from domain.organise import Shown
 from domain.principals import BOOTSTRAP_ID
 from domain.queue import QueuedMessage
 from ports.events import EventBatch, RunEventLog
@@ -49,7 +51,7 @@ OWNER_LOAD = (
 )
 
 
-class PostgresRunStore(PostgresApprovals, PostgresQueue, RunRepository, RunEventLog, RunSignals, ToolJournal):
+class PostgresRunStore(PostgresApprovals, PostgresQueue, PostgresOrganising, RunRepository, RunEventLog, RunSignals, ToolJournal):
     """Every method takes a pooled connection for one statement or one transaction.
     `owner`, when given, is this process: its presence (liveness lock, notifications) is
     held from first use until `aclose`. `poll_interval` bounds how long a follower waits
@@ -95,23 +97,25 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, RunRepository, RunEvent
         settings: ChatSettings = ChatSettings(),  # noqa: B008
         message_count: int = 0,
         owner: str = BOOTSTRAP_ID,
+        title_by: TitleSource = TitleSource.MESSAGE, temporary: bool = False,
     ) -> Conversation:
         at = stamp(now)
         await self.ready()
         async with self.db.cursor(transaction=True) as cur:
             await cur.execute(
-                "INSERT INTO conversations (id, title, created_at, updated_at, message_count, model, system, owner) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                (conversation_id, title, at, at, message_count, settings.model, settings.system, owner),
+                "INSERT INTO conversations (id, title, created_at, updated_at, message_count, model, system, owner, "
+                "system_mode, title_by, temporary) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                (conversation_id, title, at, at, message_count, settings.model, settings.system, owner,
+                 settings.system_mode.value, title_by.value, int(temporary)),
             )
             await index_title(cur, conversation_id, title)
         return Conversation(conversation_id, title, at, at, message_count, model=settings.model, system=settings.system,
-                            owner=owner)
+                            owner=owner, system_mode=settings.system_mode, title_by=title_by, temporary=temporary)
 
     async def set_chat_settings(self, conversation_id: str, settings: ChatSettings) -> bool:
         rows = await self._rows(
-            "UPDATE conversations SET model = %s, system = %s WHERE id = %s RETURNING id",
-            (settings.model, settings.system, conversation_id),
+            "UPDATE conversations SET model = %s, system = %s, system_mode = %s WHERE id = %s RETURNING id",
+            (settings.model, settings.system, settings.system_mode.value, conversation_id),
         )
         return bool(rows)
 
@@ -121,9 +125,9 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, RunRepository, RunEvent
 
     async def list_conversations(
         self, limit: int | None = None, before: tuple[datetime, str] | None = None, query: str = "",
-        owner: str | None = None,
+        owner: str | None = None, shown: Shown = Shown(),  # noqa: B008 - a frozen value
     ) -> Sequence[Conversation]:
-        sql, args, where = SUMMARY, list[object](), list[str]()
+        (where, args), sql = shown_sql(shown), SUMMARY
         if owner is not None:
             where.append("c.owner = %s")
             args.append(owner)
@@ -151,7 +155,7 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, RunRepository, RunEvent
     async def find_conversations(self, id_prefix: str, limit: int, owner: str | None = None) -> Sequence[Conversation]:
         # a range on the primary key in byte order (the column's collation may order '-' apart)
         mine = "" if owner is None else " AND c.owner = %s"
-        sql = SUMMARY + (f' WHERE c.id COLLATE "C" >= %s AND c.id COLLATE "C" < %s{mine}'
+        sql = SUMMARY + (f' WHERE c.id COLLATE "C" >= %s AND c.id COLLATE "C" < %s AND c.temporary = 0{mine}'
                          " ORDER BY c.updated_at DESC, c.id DESC LIMIT %s")
         args: list[object] = [id_prefix, id_prefix + "~", *([] if owner is None else [owner]), limit]
         return [conversation_from_row(r) for r in await self._rows(sql, args)]
@@ -167,7 +171,7 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, RunRepository, RunEvent
         await self.ready()
         async with self.db.cursor(transaction=True) as cur:
             await cur.execute(
-                "UPDATE conversations SET title = %s, updated_at = %s WHERE id = %s RETURNING id",
+                "UPDATE conversations SET title = %s, updated_at = %s, title_by = 'user' WHERE id = %s RETURNING id",
                 (title, stamp(now), conversation_id),
             )
             if await cur.fetchone() is None:

@@ -14,6 +14,7 @@ from ports.metrics import NO_METRICS, MetricsPort
 
 if TYPE_CHECKING:
     from adapters.sqlite.maintenance import SqliteMaintenance
+    from adapters.sqlite.presets import SqlitePresetStore
     from adapters.sqlite.runs import SqliteRunStore
     from adapters.sqlite.saver import ThreadedSqliteSaver
     from adapters.sqlite.search import SqliteSearchIndex
@@ -90,6 +91,11 @@ class SqliteBackend(Backend):
         from adapters.sqlite.users import SqliteUserStore
 
         return SqliteUserStore(*self.runs().workers())
+
+    def presets(self) -> SqlitePresetStore:
+        from adapters.sqlite.presets import SqlitePresetStore
+
+        return SqlitePresetStore(*self.runs().workers())
 
     def search(self, threads: Callable[[], CheckpointPort]) -> SqliteSearchIndex:
         if self._search is None:

@@ -19,6 +19,7 @@ from adapters.sqlite.file_rows import MIGRATION_FILES
 from adapters.sqlite.log_schema import MIGRATION_LOG_FORMAT
 from adapters.sqlite.message_schema import MIGRATION_MESSAGES
 from adapters.sqlite.metadata_schema import MIGRATION_RUN_KWARGS, MIGRATION_THREAD_METADATA
+from adapters.sqlite.organise_schema import add_organising
 from adapters.sqlite.queue_schema import MIGRATION_QUEUE
 from adapters.sqlite.search_schema import MIGRATION_SEARCH, add_stems
 from adapters.sqlite.session_schema import MIGRATION_SESSIONS
@@ -154,6 +155,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     MIGRATION_FILES,
     MIGRATION_RUN_KWARGS,  # v18
     add_stems,  # v19
+    add_organising,  # v20
 )
 
 BUSY_MESSAGE = "The database is busy: another process holds the write lock; try again"

@@ -8,7 +8,17 @@ from datetime import datetime
 from typing import Any
 
 from domain.errors import ConversationNotFound, SessionInProgress
-from domain.model import Conversation, Run, RunError, RunOwner, RunStatus, RunTrigger, iso
+from domain.model import (
+    Conversation,
+    Run,
+    RunError,
+    RunOwner,
+    RunStatus,
+    RunTrigger,
+    SystemMode,
+    TitleSource,
+    iso,
+)
 
 # The store's clock, in the format of domain.model.iso, so text order is time order and
 # the stored text parses back to the same instant (a heartbeat is compared as text).
@@ -18,7 +28,8 @@ AGO = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now', printf('-%f seconds', ?))"
 SUMMARY = """
 SELECT c.id, c.title, c.created_at, c.updated_at, c.message_count,
        r.status, r.error_code, r.error_message, c.model, c.system, c.owner,
-       (SELECT count(*) FROM queued_messages q WHERE q.conversation_id = c.id AND q.state = 'queued')
+       (SELECT count(*) FROM queued_messages q WHERE q.conversation_id = c.id AND q.state = 'queued'),
+       c.system_mode, c.pinned, c.archived, c.temporary, c.title_by, c.turns
 FROM conversations c
 LEFT JOIN runs r ON r.rowid = (
     SELECT rowid FROM runs WHERE conversation_id = c.id
@@ -40,7 +51,8 @@ def ts(value: str | None) -> datetime | None:
 
 
 def conversation_from_row(row: tuple[Any, ...]) -> Conversation:
-    cid, title, created, updated, count, status, code, message, model, system, owner, queued = row
+    cid, title, created, updated, count, status, code, message, model, system, owner, queued = row[:12]
+    mode, pinned, archived, temporary, title_by, turns = row[12:]
     return Conversation(
         id=cid,
         title=title,
@@ -53,6 +65,12 @@ def conversation_from_row(row: tuple[Any, ...]) -> Conversation:
         system=system,
         queued=queued,
         owner=owner,
+        system_mode=SystemMode(mode),
+        pinned=bool(pinned),
+        archived=bool(archived),
+        temporary=bool(temporary),
+        title_by=TitleSource(title_by),
+        turns=turns,
     )
 
 

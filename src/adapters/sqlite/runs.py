@@ -25,6 +25,7 @@ from adapters.sqlite.database import (
     unsynced,
 )
 from adapters.sqlite.events import SqliteRunEvents
+from adapters.sqlite.organise import SqliteOrganising, shown_sql
 from adapters.sqlite.queue import SqliteQueue, after_finish
 from adapters.sqlite.rows import (
     NOW,
@@ -41,15 +42,16 @@ from adapters.storage.event_rows import pack
 from adapters.storage.wakeups import Wakeups
 from domain.errors import SessionInProgress, UserLimitReached
 from domain.lifecycle import GIVE_UP
-from domain.model import Conversation, Run, RunError, RunOwner, iso
+from domain.model import Conversation, Run, RunError, RunOwner, TitleSource, iso
 from domain.models import ChatSettings
+from domain.organise import Shown
 from domain.principals import BOOTSTRAP_ID
 from domain.queue import QueuedMessage
 from ports.metrics import NO_METRICS, MetricsPort
 from ports.runs import LoadCap, RunFinish, RunRepository
 
 
-class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, RunRepository):
+class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, SqliteOrganising, RunRepository):
     """Two connections to the file, each on its own thread: a writer (every write is a
     BEGIN IMMEDIATE transaction, so processes on one file queue behind `busy_timeout`
     seconds, then get StorageFailure) and a reader, which in WAL mode never waits for a
@@ -114,28 +116,31 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, RunRepositor
         settings: ChatSettings = ChatSettings(),  # noqa: B008
         message_count: int = 0,
         owner: str = BOOTSTRAP_ID,
+        title_by: TitleSource = TitleSource.MESSAGE,
+        temporary: bool = False,
     ) -> Conversation:
         def write(c: sqlite3.Connection) -> None:
             # no fsync: a new conversation always gets its first message, a synced commit
             with unsynced(c), transaction(c):
                 c.execute(
-                    "INSERT INTO conversations (id, title, created_at, updated_at, message_count, model, system, owner) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (conversation_id, title, iso(now), iso(now), message_count, settings.model, settings.system, owner),
+                    "INSERT INTO conversations (id, title, created_at, updated_at, message_count, model, system, owner, "
+                    "system_mode, title_by, temporary) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (conversation_id, title, iso(now), iso(now), message_count, settings.model, settings.system, owner,
+                     settings.system_mode.value, title_by.value, int(temporary)),
                 )
                 stem_title(c.cursor(), conversation_id)  # the trigger wrote its entry
 
         await self._writer.run(write)
         stamp = datetime.fromisoformat(iso(now))  # stored with milliseconds
         return Conversation(conversation_id, title, stamp, stamp, message_count, model=settings.model, system=settings.system,
-                            owner=owner)
+                            owner=owner, system_mode=settings.system_mode, title_by=title_by, temporary=temporary)
 
     async def set_chat_settings(self, conversation_id: str, settings: ChatSettings) -> bool:
         def write(c: sqlite3.Connection) -> bool:
             with transaction(c):
                 cur = c.execute(
-                    "UPDATE conversations SET model = ?, system = ? WHERE id = ?",
-                    (settings.model, settings.system, conversation_id),
+                    "UPDATE conversations SET model = ?, system = ?, system_mode = ? WHERE id = ?",
+                    (settings.model, settings.system, settings.system_mode.value, conversation_id),
                 )
             return cur.rowcount > 0
 
@@ -147,9 +152,10 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, RunRepositor
 
     async def list_conversations(
         self, limit: int | None = None, before: tuple[datetime, str] | None = None, query: str = "",
-        owner: str | None = None,
+        owner: str | None = None, shown: Shown = Shown(),  # noqa: B008 - a frozen value
     ) -> Sequence[Conversation]:
-        sql, args = SUMMARY + " WHERE 1", list[object]()
+        kept, args = shown_sql(shown)
+        sql = SUMMARY + " WHERE 1" + kept
         if owner is not None:
             sql += " AND c.owner = ?"
             args.append(owner)
@@ -179,7 +185,7 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, RunRepositor
         # a range on the primary key, not LIKE (case-insensitive in SQLite, so no index):
         # '~' sorts after every character an id holds
         mine = "" if owner is None else " AND c.owner = ?"
-        sql = SUMMARY + f" WHERE c.id >= ? AND c.id < ?{mine} ORDER BY c.updated_at DESC, c.id DESC LIMIT ?"
+        sql = SUMMARY + f" WHERE c.id >= ? AND c.id < ? AND c.temporary = 0{mine} ORDER BY c.updated_at DESC, c.id DESC LIMIT ?"
         args: list[object] = [id_prefix, id_prefix + "~", *([] if owner is None else [owner]), limit]
         return [conversation_from_row(r) for r in await self._read(sql, args)]
 
@@ -196,7 +202,7 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, RunRepositor
         def write(c: sqlite3.Connection) -> bool:
             with transaction(c):
                 cur = c.execute(
-                    "UPDATE conversations SET title = ?, updated_at = ? WHERE id = ?",
+                    "UPDATE conversations SET title = ?, updated_at = ?, title_by = 'user' WHERE id = ?",
                     (title, iso(now), conversation_id),
                 )
                 stem_title(c.cursor(), conversation_id)  # the trigger wrote the new title

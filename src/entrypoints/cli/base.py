@@ -54,7 +54,7 @@ class Context:
     def __init__(self) -> None:
         self.overrides: dict[str, Any] = {"METRICS_BACKEND": "none"}  # only `serve` is scraped
         self.options: dict[str, str] = {}  # the global options as given, for hints
-        self.chat: dict[str, str | None] = {}  # `model` and `system` a run's body asks for (-m, -s)
+        self.chat: dict[str, str | None] = {}  # `model`, `system`, `systemMode` a run's body asks for (-m, -s)
         self.show_reasoning = True  # --no-reasoning hides the model's thinking
         self.verbose = False
         self._container: Container | None = None
@@ -151,6 +151,9 @@ def _set(ctx: click.Context, param: click.Parameter, value: Any) -> None:
     if param.name == "system":
         obj.chat["system"] = value
         return
+    if param.name == "replace_system":
+        obj.chat["systemMode"] = "replace"
+        return
     name = param.name
     if name == "model":
         if value not in BACKENDS:
@@ -182,7 +185,10 @@ _OPTIONS: dict[str, Callable[[Any], Any]] = {
     "model": click.option("-m", "--model", metavar="NAME", callback=_set, expose_value=False,
                           help="The model to answer with, from this turn on (`sophos models` lists them)."),
     "system": click.option("-s", "--system", metavar="TEXT", callback=_set, expose_value=False,
-                           help="The conversation's system prompt, from this turn on (\"\": the default)."),
+                           help="The conversation's instructions, after config/system.md, from this turn on "
+                                "(\"\": none)."),
+    "replace_system": click.option("--replace-system", is_flag=True, callback=_set, expose_value=False,
+                                   help="Its instructions replace config/system.md instead of following it."),
     "no_reasoning": click.option("--no-reasoning", is_flag=True, callback=_set, expose_value=False,
                                  help="Do not print the model's thinking."),
     "tools": click.option("--tools", type=click.Choice(["mcp", "demo", "none"]), callback=_set, expose_value=False,
@@ -209,4 +215,4 @@ def options(*names: str) -> Callable[[F], F]:
 
 # `--db`, `--backend`, `-m/--model`, `-s/--system`, `--no-reasoning`, `--tools`, `-v`: the
 # group's, and those of a command that runs the agent
-global_options = options("backend", "model", "system", "no_reasoning", "tools")
+global_options = options("backend", "model", "system", "replace_system", "no_reasoning", "tools")

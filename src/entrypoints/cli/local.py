@@ -11,6 +11,7 @@ from domain.errors import ModelBadResponse, ModelUnreachable
 from domain.events import StreamEvent
 from domain.model import parse_conversation_id
 from domain.models import settings_change
+from domain.organise import MAIN
 from domain.queue import Multitask, QueuedMessage
 from entrypoints.attachments import json_files
 from entrypoints.cli.client import Json, SophosClient, Stopper
@@ -22,6 +23,7 @@ from entrypoints.dto import (
     queued_dto,
     search_page_dto,
     settings_dto,
+    settings_fields,
     summary_dto,
 )
 
@@ -37,7 +39,7 @@ def command_of(body: Json, limits: AttachmentLimits) -> StartRun:
     return start_command(
         body.get("message"), body.get("conversation"), body.get("resume") is True, body.get("decision"),
         edit_of=body.get("editOf"), regenerate=body.get("regenerate") is True, decisions=body.get("decisions"),
-        settings=settings_change(body),
+        settings=settings_change(settings_fields(body)),
         multitask=body.get("multitask"),
         files=json_files(body.get("attachments"), limits),
     )
@@ -61,7 +63,8 @@ class LocalClient(SophosClient):
     async def conversations(self, limit: int | None) -> list[Json]:
         await self._recover()
         service = self._services.conversations()
-        items = (await service.page(limit)).conversations if limit else await service.list()
+        # the main list, as GET /api/conversations gives it (not the archive)
+        items = (await service.page(limit, shown=MAIN)).conversations if limit else await service.list(shown=MAIN)
         return [summary_dto(c) for c in items]
 
     async def find(self, id_prefix: str) -> list[Json]:
@@ -80,7 +83,7 @@ class LocalClient(SophosClient):
         await self._services.conversations().delete(conversation)
 
     async def configure(self, conversation: str, settings: Json) -> Json:
-        change = settings_change(settings)
+        change = settings_change(settings_fields(settings))
         return settings_dto(await self._services.conversations().configure(conversation, change))
 
     async def models(self) -> Json:

@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from domain.attachments import AttachmentLimits, size_text
-from entrypoints.http import files, routes, session, transfer
+from entrypoints.http import files, presets, routes, session, transfer
 from entrypoints.http.openapi import Answer, ApiRoute, Param, Schema, openapi_document
 
 UUID: Schema = {"type": "string", "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-5][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$"}
@@ -54,7 +54,10 @@ def chat_body(limits: AttachmentLimits) -> Schema:
                   "description": "the conversation's model from this turn on (GET /api/models); null: the server's "
                                  "default; unknown: 400 UNKNOWN_MODEL, nothing stored"},
         "system": {"type": "string", "nullable": True, "maxLength": 16000,
-                   "description": "the conversation's system prompt from this turn on; null: config/system.md"},
+                   "description": "the conversation's instructions from this turn on; null: config/system.md alone"},
+        "systemMode": presets.MODE,
+        "temporary": {"type": "boolean", "description": "a new conversation that is not kept: never listed nor "
+                                                        "searched, deleted once its page leaves it"},
         "attachments": attachments,
         "multitask": {"type": "string", "enum": ["reject", "enqueue", "interrupt", "rollback"],
                       "description": "what a new message does while the conversation has an active or waiting run "
@@ -83,6 +86,7 @@ MODELS: Schema = {"type": "object", "required": ["default", "models"], "properti
     "attachments": {"type": "object", "description": "what a message may carry here", "properties": {
         "maxBytes": {"type": "integer"}, "maxFiles": {"type": "integer"}, "types": {"type": "array", "items": TEXT},
         "shown": TEXT}},
+    "autoTitle": {"type": "boolean", "description": "AUTO_TITLE: the model titles a conversation after its first answer"},
 }}
 SEARCH: Schema = {"type": "object", "properties": {
     "results": {"type": "array", "items": {"type": "object", "properties": {
@@ -107,7 +111,11 @@ COMPONENTS: Schema = {
     "ConversationSummary": {
         "type": "object", "required": ["id", "title", "createdAt", "updatedAt", "messageCount", "status"],
         "properties": {"id": TEXT, "title": TEXT, "createdAt": TEXT, "updatedAt": TEXT, "messageCount": {"type": "integer"},
-                       "status": {"type": "string", "nullable": True}, "error": OBJECT},
+                       "status": {"type": "string", "nullable": True}, "error": OBJECT,
+                       # organising (issue 48): the flags when set; all of them with `fields=all`
+                       "pinned": {"type": "boolean"}, "archived": {"type": "boolean"}, "temporary": {"type": "boolean"},
+                       "turns": {"type": "integer", "nullable": True, "description": "its user messages"},
+                       "titleBy": {"type": "string", "enum": ["message", "model", "user"]}},
     },
 }
 
@@ -139,19 +147,24 @@ ROUTES: tuple[ApiRoute, ...] = (
                        description="only conversations whose title contains this text (case-insensitive)"),
                  Param("idPrefix", "query", {"type": "string", "minLength": 4, "maxLength": 36}, description=(
                      "alone: the (at most 11) conversations whose id starts with these 4 to 36 hex digits and dashes")),
+                 *presets.LIST_PARAMS,
              ), errors=(400, 500)),
     ApiRoute("/api/conversations/{conversation_id}", "GET", routes.get_conversation, "A conversation with its messages",
              Answer(schema={"type": "object", "properties": {"context": {"$ref": "#/components/schemas/Context"}}}),
              params=(CONVERSATION,), errors=(400, 404, 500)),
     ApiRoute("/api/conversations/{conversation_id}", "PATCH", routes.patch_conversation,
-             "Rename (title) and/or switch the active branch (activeBranch: a branch number)", params=(CONVERSATION,),
+             "Rename (title), choose the model and instructions, pin or archive, and/or switch the active branch "
+             "(activeBranch: a branch number)", params=(CONVERSATION,),
              body=closed({"title": {"type": "string", "minLength": 1, "maxLength": 200},
                           "activeBranch": {"type": "integer", "minimum": 1},
                           "model": {"type": "string", "nullable": True, "maxLength": 200},
-                          "system": {"type": "string", "nullable": True, "maxLength": 16000}}, minProperties=1),
+                          "system": {"type": "string", "nullable": True, "maxLength": 16000},
+                          "systemMode": presets.MODE, "pinned": {"type": "boolean"}, "archived": {"type": "boolean"}},
+                         minProperties=1),
              errors=(400, 404, 409, 413)),
     ApiRoute("/api/conversations/{conversation_id}", "DELETE", routes.delete_conversation,
-             "Delete the conversation, its runs and its checkpoints", NONE, params=(CONVERSATION,), errors=(400, 404, 409)),
+             "Delete the conversation, its runs and its checkpoints (a temporary one with a run going answers 202: "
+             "it is deleted when the run ends)", NONE, params=(CONVERSATION,), errors=(400, 404, 409)),
     ApiRoute("/api/conversations/{conversation_id}/export", "GET", routes.export_conversation,
              "Markdown transcript; the checkpoint JSONL with format=jsonl; with format=json the whole conversation "
              "(every branch, every message, the approvals' decisions) as POST /api/import reads it",
@@ -216,6 +229,7 @@ ROUTES: tuple[ApiRoute, ...] = (
     ApiRoute(session.EVERYWHERE_PATH, "DELETE", session.logout_everywhere,
              "Log out everywhere: end every login session (every browser must log in again)", NONE,
              errors=(401, 403, 429)),
+    *presets.ROUTES,
     ApiRoute("/api/healthz", "GET", routes.healthz, "Liveness"),
     ApiRoute("/api/readyz", "GET", routes.readyz, "Model and tool readiness", errors=(503,)),
     ApiRoute("/api/openapi.json", "GET", document, "This document"),

@@ -39,6 +39,7 @@ STATUS: dict[ErrorCode, int] = {
     ErrorCode.USER_EXISTS: 409,
     ErrorCode.CONVERSATION_EXISTS: 409,
     ErrorCode.USER_LIMIT: 429,
+    ErrorCode.PRESET_LIMIT: 409,
     ErrorCode.NOT_SUPPORTED: 501,
     ErrorCode.MODEL_UNAVAILABLE: 503,
     ErrorCode.MODEL_UNREACHABLE: 503,

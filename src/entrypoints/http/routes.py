@@ -19,6 +19,7 @@ from domain.errors import InvalidInput, ModelBadResponse, ModelUnreachable, Soph
 from domain.events import StreamEvent
 from domain.model import RunStatus, check_text, iso, parse_conversation_id
 from domain.models import settings_change
+from domain.organise import organise_change, shown_by
 from domain.queue import Multitask, QueuedMessage
 from entrypoints.attachments import json_files
 from entrypoints.bundle import Services
@@ -26,11 +27,13 @@ from entrypoints.dto import (
     detail_dto,
     limits_dto,
     model_dto,
+    organised_dto,
     pending_dto,
     queue_dto,
     queued_dto,
     search_page_dto,
     settings_dto,
+    settings_fields,
     summary_dto,
 )
 from entrypoints.export import export_text
@@ -123,8 +126,8 @@ def _services(request: Request) -> Services:
 
 
 CHAT_FIELDS = {"message", "conversation", "resume", "decision", "decisions", "editOf", "regenerate", "model", "system",
-               "multitask", "attachments"}
-FORM_FIELDS = {"message", "conversation", "model", "system"}  # multipart: a new message with its files
+               "systemMode", "multitask", "attachments", "temporary"}
+FORM_FIELDS = {"message", "conversation", "model", "system", "systemMode"}  # multipart: a new message with its files
 
 
 async def _chat_body(request: Request) -> tuple[dict[str, Any], tuple[Upload, ...]]:
@@ -148,9 +151,10 @@ async def post_chat(request: Request) -> Response:
     command = start_command(
         body.get("message"), body.get("conversation"), body.get("resume") is True, body.get("decision"),
         edit_of=body.get("editOf"), regenerate=body.get("regenerate") is True, decisions=body.get("decisions"),
-        settings=settings_change(body),
+        settings=settings_change(settings_fields(body)),
         multitask=body.get("multitask"),
         files=uploads,
+        temporary=body.get("temporary", False),
     )
     if isinstance(command, SendMessage) and command.multitask is not Multitask.REJECT:
         sent = await _services(request).queue().send(command, by=principal_of(request))
@@ -195,25 +199,28 @@ async def cancel_chat(request: Request) -> Response:
 async def list_conversations(request: Request) -> Response:
     service, by = _services(request).conversations(), principal_of(request)
     params = request.query_params
-    unknown = set(params) - {"limit", "before", "q", "idPrefix"}
+    unknown = set(params) - {"limit", "before", "q", "idPrefix", "archived", "pinned", "fields"}
     if unknown:
         raise InvalidInput(f"Unknown parameter(s): {', '.join(sorted(unknown))}")
+    if params.get("fields", "all") != "all":
+        raise InvalidInput("fields must be all")
+    shown, dto = shown_by(params), organised_dto if "fields" in params else summary_dto  # extensions: pins, archive
     if "idPrefix" in params:  # an extension (docs/contract-extensions.md): the CLI's short ids
         if len(params) > 1:
             raise InvalidInput("idPrefix is not combined with other parameters")
         found = await service.find(params["idPrefix"], by=by)
         return JSONResponse({"conversations": [summary_dto(c) for c in found]})
     if "limit" in params or "before" in params:
-        page = await service.page(params.get("limit"), params.get("before"), params.get("q"), by=by)
+        page = await service.page(params.get("limit"), params.get("before"), params.get("q"), by=by, shown=shown)
         items, cursor = page.conversations, page.next_cursor
     else:
         try:
-            items, cursor = await service.list(params.get("q"), by=by), None
+            items, cursor = await service.list(params.get("q"), by=by, shown=shown), None
         except SophosError:
             raise  # a storage failure is a 503, not a fetch error
         except Exception as e:
             raise RouteFailure("FETCH_ERROR", "Failed to fetch conversations") from e
-    body: dict[str, Any] = {"conversations": [summary_dto(c) for c in items]}
+    body: dict[str, Any] = {"conversations": [dto(c) for c in items]}
     if "limit" in params or "before" in params:
         body["nextCursor"] = cursor
     return JSONResponse(body)
@@ -238,24 +245,28 @@ async def get_conversation(request: Request) -> Response:
 
 
 async def patch_conversation(request: Request) -> Response:
-    """Rename (`title`), choose the model and system prompt of the next turns (`model`,
-    `system`; null is the server's default) and/or switch the active branch
-    (`activeBranch`: a branch number, as the detail's `branch.branches` lists them)."""
-    body = await read_json(request, {"title", "activeBranch", "model", "system"})
+    """Rename (`title`), choose the model and instructions of the next turns (`model`,
+    `system`, `systemMode`; null is the server's default), pin or archive it (`pinned`,
+    `archived`) and/or switch the active branch (`activeBranch`: a branch number, as the
+    detail's `branch.branches` lists them)."""
+    body = await read_json(request, {"title", "activeBranch", "model", "system", "systemMode", "pinned", "archived"})
     if not body:
-        raise InvalidInput("title, model, system or activeBranch is required")
-    change = settings_change(body)  # checked before anything is written
+        raise InvalidInput("title, model, system, systemMode, pinned, archived or activeBranch is required")
+    change, place = settings_change(settings_fields(body)), organise_change(body)  # checked before anything is written
     service, by = _services(request).conversations(), principal_of(request)
     cid = request.path_params["conversation_id"]
     conv = await service.summary(cid, by=by)
     if not change.empty:
         conv = await service.configure(cid, change, by=by)
+    if not place.empty:
+        conv = await service.organise(cid, place, by=by)
     if "title" in body:
         conv = await service.rename(cid, body["title"], by=by)
     if "activeBranch" in body:
         detail = await service.switch_branch(cid, body["activeBranch"], by=by)
         return JSONResponse(detail_dto(detail))
-    return JSONResponse({"conversation": settings_dto(conv) if not change.empty else summary_dto(conv)})
+    shown = settings_dto(conv) if not change.empty else organised_dto(conv) if not place.empty else summary_dto(conv)
+    return JSONResponse({"conversation": shown})
 
 
 async def list_models(request: Request) -> Response:
@@ -268,9 +279,10 @@ async def list_models(request: Request) -> Response:
         models = await catalog.list()
     except (ModelUnreachable, ModelBadResponse) as e:
         error = {"code": e.code.value, "message": e.message}
-        return JSONResponse({"default": catalog.default, "models": [], "error": error, "attachments": files})
+        return JSONResponse({"default": catalog.default, "models": [], "error": error, "attachments": files,
+                             "autoTitle": services.auto_title})
     return JSONResponse({"default": catalog.default, "models": [model_dto(m, catalog.default) for m in models],
-                         "attachments": files})
+                         "attachments": files, "autoTitle": services.auto_title})
 
 
 async def patch_queued(request: Request) -> Response:
@@ -300,8 +312,10 @@ async def fork_conversation(request: Request) -> Response:
 
 
 async def delete_conversation(request: Request) -> Response:
-    await _services(request).conversations().delete(request.path_params["conversation_id"], by=principal_of(request))
-    return Response(status_code=204)
+    """204 once deleted; 202 for a temporary conversation with a run going: deleted when it ends."""
+    done = await _services(request).conversations().delete(request.path_params["conversation_id"],
+                                                            by=principal_of(request))
+    return Response(status_code=204 if done else 202)
 
 
 async def export_conversation(request: Request) -> Response:

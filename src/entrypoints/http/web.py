@@ -12,6 +12,7 @@ WEB = Path(__file__).parent / "web"
 FILES = {
     "app.js": WEB / "app.js",
     "style.css": WEB / "style.css",
+    "organise.css": WEB / "organise.css",  # the sidebar's pins, archive and temporary chats, the presets
     "search.js": WEB / "search.js",
     "favicon.svg": WEB / "favicon.svg",
     **{f"js/{module.name}": module for module in (WEB / "js").glob("*.js")},

@@ -8,7 +8,9 @@ import { branchActions } from "/static/js/branches.js";
 import { $, el, icon } from "/static/js/dom.js";
 import { installResizer } from "/static/js/layout.js";
 import { installShortcuts } from "/static/js/shortcuts.js";
-import { conversationChanged, draftSettings, installModels, loadModels, onModels, settingsSaved } from "/static/js/models.js";
+import { autoTitles, conversationChanged, draftSettings, installModels, loadModels, newDraft, onModels, settingsSaved } from "/static/js/models.js";
+import { installOrganise, leaving, listParams, loadPinned, onOrganise, setArchived, setPinned, titleLater } from "/static/js/organise.js";
+import { installPresets, loadPresets, onPresets } from "/static/js/presets.js";
 import { renderErrors } from "/static/js/errors.js";
 import { installMore, renderMore } from "/static/js/more.js";
 import { enqueue, onQueue, renderQueue, setQueue } from "/static/js/queue.js";
@@ -30,7 +32,8 @@ const dismissError = () => { state.error = null; render(); };
 
 // --- rendering
 const actions = { open: (id) => { state.chosen = true; openConversation(id); }, rename: (c) => rename(c), remove: (c) => remove(c),
-  renamed: (c, title) => renamed(c, title), dismiss: () => dismissError() };
+  renamed: (c, title) => renamed(c, title), dismiss: () => dismissError(), pin: (c) => setPinned(c, !c.pinned),
+  archive: (c) => setArchived(c, !c.archived) };
 
 function renderHeader() {
   const conv = currentSummary();
@@ -61,10 +64,10 @@ function render() { renderList(actions); renderHeader(); renderErrors(dismissErr
 // --- data
 async function loadList(more = false) {
   try {
-    const params = new URLSearchParams({ limit: "50" });
+    const params = listParams();
     if (state.query) params.set("q", state.query);
     if (more && state.cursor) params.set("before", state.cursor);
-    const body = await api(`/api/conversations?${params}`);
+    const [body] = await Promise.all([api(`/api/conversations?${params}`), more ? null : loadPinned()]);
     state.conversations = more ? [...state.conversations, ...body.conversations] : body.conversations;
     state.cursor = body.nextCursor;
   } catch (e) { if (e.code !== "UNAUTHORIZED" && e.code !== "SERVER_UNREACHABLE") fail(e); }
@@ -73,6 +76,7 @@ async function loadList(more = false) {
 
 async function openConversation(id, { keepError = false, keepBusy = false } = {}) {
   const same = state.current === id;
+  if (!same) leaving(state.current);
   detach();
   state.editing = null;
   if (!same) Object.assign(state, { trace: [], approvals: [], approvalNotice: null });
@@ -151,6 +155,7 @@ function attach(id) {
     const listed = loadList();
     await openConversation(id, { keepError: !!error, keepBusy: true });
     await listed;  // the list too is drawn again (titles, counts) before the run's end is over
+    titleLater(id);
     busy(state.streaming);
     if (!typingElsewhere()) $("input").focus();
   };
@@ -204,11 +209,13 @@ async function send(text) {
   state.error = null;
   await settingsSaved();  // a model or prompt chosen just before is the one that answers
   const body = state.current ? { message: text, conversation: state.current } : { message: text, ...draftSettings() };
+  if (!state.current && state.temporary) body.temporary = true;
   const files = takeAttachments();
   if (files.body.length) body.attachments = files.body;
   try {
     const started = await api("/api/chat", { method: "POST", body });
     if (started.conversation !== body.conversation) state.pendingTitle = (text || files.shown[0].name).split("\n")[0].slice(0, 50);
+    if (body.temporary) Object.assign(state, { temporaryId: started.conversation, temporary: false });
     state.current = started.conversation;
     state.detail = null;
     const sent = { role: "user", content: text, ...(files.shown.length ? { attachments: files.shown } : {}) };
@@ -327,8 +334,11 @@ function remove(c) {
   });
 }
 
-function newChat() {
+function newChat(temporary = false) {
   state.chosen = true;
+  leaving(state.current);
+  state.temporary = temporary === true;
+  newDraft();
   detach();
   busy(false);
   Object.assign(state, { current: null, detail: null, messages: [], trace: [], error: null, pendingTitle: null, sidebarOpen: false, approvals: [], approvalNotice: null, editing: null, queued: [] });
@@ -367,6 +377,7 @@ async function logout(everywhere = false) {
 async function boot() {
   checkReadiness();
   loadModels();
+  loadPresets();
   await loadList();
   // the latest conversation, unless the person already chose one or a new chat meanwhile
   if (state.conversations.length && !state.chosen) await openConversation(state.conversations[0].id);
@@ -389,12 +400,16 @@ installShortcuts({
   editMessage: (index) => { state.editing = index; renderMessages(); },
 });
 onModels({ fail, loaded: (listed) => setAttachmentLimits(listed.attachments) });
+onPresets({ fail });
+onOrganise({ reload: () => loadList(), fail, newTemporary: () => newChat(true), autoTitles });
 onApi({ unauthorized: () => showLogin("Your session ended; enter the token again."), unreachable: () => setOffline(true) });
 $("new-chat").append(icon("plus"), el("span", {}, "New Chat"));
 $("menu").append(icon("menu"));
 $("trace-toggle").append(icon("trace"));
 $("settings-toggle").append(icon("sliders"));
 installModels();
+installPresets();
+installOrganise();
 installAttachments({ changed: () => renderComposer(), failed: failAt("composer") });
 $("trace-close").append(icon("close"));
 installAccount({ logout });
@@ -416,7 +431,7 @@ async function queueText(text) {
 onQueue({ failed: failAt("composer"), started: () => openConversation(state.current) });
 $("input").addEventListener("keydown", (e) => { if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); $("composer").requestSubmit(); } });
 $("input").addEventListener("input", renderComposer);
-$("new-chat").addEventListener("click", newChat);
+$("new-chat").addEventListener("click", () => newChat());
 $("messages").addEventListener("keydown", onMessageKey);
 installSearch($("filter"), openConversation);  // titles and contents of every conversation, in place of the list
 $("load-more").addEventListener("click", () => loadList(true));

@@ -35,6 +35,9 @@ const PATHS = {
   sliders: "M4 6h10M18 6h2M14 4v4M4 12h4M12 12h8M8 10v4M4 18h12M20 18h0M16 16v4",
   more: "M5 12h.01M12 12h.01M19 12h.01",
   down: "M12 5v14M6 13l6 6 6-6",
+  pin: "M12 17v5M9 3h6l-1 7 4 3v2H6v-2l4-3z",
+  archive: "M3 4h18v4H3zM5 8v12h14V8M10 12h4",
+  hourglass: "M6 2h12M6 22h12M7 2v3l5 7-5 7v3M17 2v3l-5 7 5 7v3",
 };
 
 export function icon(name, label) {

@@ -1,15 +1,22 @@
-// The model and system prompt of a conversation: the picker in the header (and in the
-// empty state), the system-prompt field of the conversation's settings, and the choices
-// of a new chat, sent with its first message. The list comes from GET /api/models, asked
-// for once the page is up (never holding its load back) and again when the picker opens.
+// The model and instructions of a conversation: the picker in the header (and in the
+// empty state), the instructions of the conversation's settings (added after the server's
+// prompt, or replacing it), and the choices of a new chat, sent with its first message; a
+// new chat starts from the user's saved default (js/presets.js). The list comes from
+// GET /api/models, asked for once the page is up (never holding its load back) and again
+// when the picker opens.
 import { api } from "/static/js/api.js";
 import { $, el } from "/static/js/dom.js";
 import { state } from "/static/js/state.js";
 
 const hooks = { fail: () => {}, loaded: () => {} };
 let listed = { default: "", models: [], error: null };
-let draft = {};  // a new chat's choices: {model?, system?}
+let draft = {};  // a new chat's choices: {model?, system?, systemMode?}
+let defaults = null;  // the user's saved default for new chats (GET /api/presets), or none
 let asked = 0;
+
+export const autoTitles = () => listed.autoTitle === true;
+// the user's default changed (js/presets.js): a new chat shows it
+export function setDefaults(saved) { defaults = saved; renderModels(); }
 
 export function onModels(given) { Object.assign(hooks, given); }
 
@@ -23,8 +30,30 @@ export async function loadModels() {
 }
 
 const conversation = () => (state.current && state.detail ? state.detail.conversation : null);
-const chosenModel = () => (state.current ? (conversation() || {}).model || "" : draft.model || "");
-const chosenSystem = () => (state.current ? (conversation() || {}).system || "" : draft.system || "");
+// a new chat's field: what the person chose for it, else their saved default
+const drafted = (field) => (field in draft ? draft[field] : (defaults || {})[field]) || "";
+const chosenModel = () => (state.current ? (conversation() || {}).model || "" : drafted("model"));
+const chosenSystem = () => (state.current ? (conversation() || {}).system || "" : drafted("system"));
+const chosenMode = () => (state.current ? (conversation() || {}).systemMode : drafted("systemMode")) || "add";
+
+// the settings on screen (the panel's text as typed, saved or not): what "Use as my default"
+// and "Save as preset" keep
+export function currentSettings() {
+  const open = !$("settings-panel").hidden;
+  const system = open ? $("system-input").value : chosenSystem();
+  const mode = open ? ($("system-replace").checked ? "replace" : "add") : chosenMode();
+  return { model: chosenModel() || null, system: system.trim() ? system : null, systemMode: mode };
+}
+
+// a preset chosen: the conversation's settings from its next turn, or the new chat's
+export async function applySettings(settings) {
+  const change = { model: settings.model || null, system: settings.system || null, systemMode: settings.systemMode || "add" };
+  if (!state.current) { draft = { ...change }; renderModels(); refreshPanel(); return true; }
+  const saved = await save(change, "settings");
+  renderModels();
+  refreshPanel();
+  return saved;
+}
 
 // what a POST /api/chat starting a new conversation carries; cleared once it is sent
 export function draftSettings() {
@@ -32,6 +61,9 @@ export function draftSettings() {
   draft = {};
   return out;
 }
+
+// a new chat begins from the user's default again
+export function newDraft() { draft = {}; }
 
 function options(select) {
   const current = chosenModel();
@@ -72,9 +104,20 @@ async function choose(model) {
 
 async function saveSystem() {
   const text = $("system-input").value;
+  const mode = $("system-replace").checked ? "replace" : "add";
   const note = $("settings-note");
-  if (!state.current) { draft.system = text.trim() ? text : undefined; note.textContent = "Used from the first message on"; return; }
-  if (await save({ system: text.trim() ? text : null }, "settings")) note.textContent = "Saved: used from the next message on";
+  if (!state.current) {
+    Object.assign(draft, { system: text.trim() ? text : null, systemMode: mode });
+    note.textContent = "Used from the first message on";
+    return;
+  }
+  if (await save({ system: text.trim() ? text : null, systemMode: mode }, "settings")) note.textContent = "Saved: used from the next message on";
+}
+
+function refreshPanel() {
+  if ($("settings-panel").hidden) return;
+  $("system-input").value = chosenSystem();
+  $("system-replace").checked = chosenMode() === "replace";
 }
 
 // a picker of its own for the empty state of a new chat (status.js's welcome)
@@ -97,7 +140,7 @@ function toggleSettings() {
   const panel = $("settings-panel");
   panel.hidden = !panel.hidden;
   if (!panel.hidden) {
-    $("system-input").value = chosenSystem();
+    refreshPanel();
     $("settings-note").textContent = state.current ? "" : "For the new conversation";
     $("system-input").focus();
   }
@@ -115,6 +158,6 @@ export function installModels() {
 // the settings panel follows the conversation on screen
 export function conversationChanged() {
   const panel = $("settings-panel");
-  if (!panel.hidden) { $("system-input").value = chosenSystem(); $("settings-note").textContent = ""; }
+  if (!panel.hidden) { refreshPanel(); $("settings-note").textContent = ""; }
   renderModels();
 }

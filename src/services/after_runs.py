@@ -1,0 +1,157 @@
+"""What follows a run, off its critical path: the conversation's turn count, the title the
+model writes after the first answer (AUTO_TITLE), and the end of a temporary conversation
+its page has left (domain.organise).
+
+Each ended run of this process (services.hub.RunHub.when_ended) schedules one task here,
+after its outcome is written and its terminal event sent: nothing here delays a run or
+fails one; a failure is logged with the conversation's id. At most MAX_PENDING tasks wait
+(more ended runs are skipped: their turns and title come with the conversation's next
+run) and TITLES_AT_ONCE titling requests go to the model server at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from domain.errors import SessionInProgress, SophosError
+from domain.model import (
+    NEW_CONVERSATION_TITLE,
+    AssistantMessage,
+    Conversation,
+    Message,
+    RunStatus,
+    TitleSource,
+    UserMessage,
+    title_from_message,
+    utc_now,
+)
+from domain.organise import TEMPORARY_IDLE, count_turns, model_title, title_request
+from ports.checkpoints import CheckpointPort
+from ports.model import ModelPort, TextChunk
+from ports.runs import RunRepository
+from services.hub import ActiveRun
+
+log = logging.getLogger(__name__)
+
+MAX_PENDING = 64
+TITLES_AT_ONCE = 2
+TITLE_TEXT_MAX = 400  # characters of a titling answer read; the request is stopped there
+
+
+class AfterRuns:
+    def __init__(
+        self,
+        runs: RunRepository,
+        checkpoints: CheckpointPort,
+        model: Callable[[], ModelPort],
+        auto_title: bool = True,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.runs = runs
+        self.checkpoints = checkpoints
+        self.model = model  # a getter: built by the run that ended already
+        self.auto_title = auto_title
+        self.clock = clock
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._titling = asyncio.Semaphore(TITLES_AT_ONCE)
+
+    def run_ended(self, active: ActiveRun) -> None:
+        """A run of this process ended: follow it up in the background."""
+        outcome = active.outcome
+        if outcome is None or not outcome.recorded:
+            return  # lost to another process: that one follows it up
+        if len(self._tasks) >= MAX_PENDING:
+            log.info("too much follow-up pending: this run's title and turns wait for the next", extra=active.context)
+            return
+        task = asyncio.create_task(self.follow_up(active.conversation_id, outcome.status),
+                                   name=f"after-{active.run_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def follow_up(self, conversation_id: str, status: RunStatus) -> None:
+        ctx = {"conversation_id": conversation_id}
+        try:
+            conv = await self.runs.get_conversation(conversation_id)
+            if conv is None:
+                return
+            if conv.temporary:
+                if conversation_id in await self.runs.abandoned(self.clock() - TEMPORARY_IDLE):
+                    await self.forget(conversation_id)
+                return
+            messages = (await self.checkpoints.get_thread(conversation_id)).messages
+            turns = count_turns(messages)
+            if conv.turns != turns:
+                await self.runs.set_turns(conversation_id, turns)
+            if conv.title_by is TitleSource.MESSAGE and status is RunStatus.COMPLETED:
+                await self.title(conv, messages)
+        except asyncio.CancelledError:
+            raise
+        except SophosError as e:
+            log.warning("after the run: %s", e.message, extra=ctx)
+        except Exception:
+            log.exception("after the run", extra=ctx)
+
+    async def title(self, conv: Conversation, messages: Sequence[Message]) -> None:
+        """The model's title for a conversation after its first answer, or (AUTO_TITLE off,
+        or the model gave none) the first message's line in place of the placeholder. A
+        person's title is never replaced (ports.runs.retitle), even one given meanwhile."""
+        ctx = {"conversation_id": conv.id}
+        written = await self._model_title(conv, messages) if self.auto_title else None
+        if written is not None:
+            if await self.runs.retitle(conv.id, written, TitleSource.MODEL):
+                log.info("titled by the model", extra=ctx)
+            return
+        first = next((m for m in messages if isinstance(m, UserMessage)), None)
+        if conv.title == NEW_CONVERSATION_TITLE and first is not None:
+            line = title_from_message(first.content or (first.attachments[0].name if first.attachments else ""))
+            if line != NEW_CONVERSATION_TITLE:
+                await self.runs.retitle(conv.id, line, TitleSource.MESSAGE)
+
+    async def _model_title(self, conv: Conversation, messages: Sequence[Message]) -> str | None:
+        request = title_request(messages)
+        if request is None:
+            return None
+        system, text = request
+        reply: list[str] = []
+        async with self._titling:
+            try:
+                # left early, the stream's generator is closed by the loop (its request with it)
+                async for out in self.model().stream(system, [UserMessage(text)], [], conv.model):
+                    if isinstance(out, TextChunk):
+                        reply.append(out.text)
+                        if sum(map(len, reply)) > TITLE_TEXT_MAX:
+                            break
+                    elif isinstance(out, AssistantMessage) and not reply:
+                        reply.append(out.content)
+            except SophosError as e:
+                log.info("no title from the model: %s", e.message, extra={"conversation_id": conv.id})
+                return None
+        return model_title("".join(reply))
+
+    async def forget(self, conversation_id: str) -> None:
+        """Delete a temporary conversation: its thread, then its row (as a delete does)."""
+        try:
+            await self.checkpoints.delete_thread(conversation_id)
+            await self.runs.delete_conversation(conversation_id)
+        except SessionInProgress:
+            return  # a run began meanwhile: the next sweep finds it again
+        log.info("temporary conversation deleted", extra={"conversation_id": conversation_id})
+
+    async def sweep(self) -> int:
+        """Delete the temporary conversations their pages left (or nobody used for
+        TEMPORARY_IDLE) that have no run going; how many."""
+        gone = 0
+        for cid in await self.runs.abandoned(self.clock() - TEMPORARY_IDLE):
+            await self.forget(cid)
+            gone += 1
+        return gone
+
+    async def close(self) -> None:
+        """Stop what is pending (a title not written yet comes with the next run)."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
