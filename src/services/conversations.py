@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -19,6 +20,7 @@ from domain.errors import (
     InvalidInput,
     NotSupported,
     SessionInProgress,
+    StorageFailure,
 )
 from domain.ids import MAX_MATCHES, parse_id_prefix
 from domain.lifecycle import resumable
@@ -302,8 +304,10 @@ class ConversationService:
         requests = await self.approvals.requests(conv.id)
         asked = waiting(requests, pending) if pending else ()
         turns = count_turns(thread.messages)
-        if conv.turns != turns and await self.runs.set_turns(conv.id, turns):  # counted before, or branches switched
+        if conv.turns != turns:  # counted before, or branches switched
             conv = replace(conv, turns=turns)
+            with suppress(StorageFailure):  # best effort: a read never fails on a full disk
+                await self.runs.set_turns(conv.id, turns)
         return ConversationDetail(conv, thread.messages, can_resume, pending, asked, branches, decided_on(requests, thread.messages))
 
     async def switch_branch(self, conversation: object, number: object, *, by: Principal = LOCAL) -> ConversationDetail:

@@ -85,7 +85,7 @@ def test_resume_after_sigkill_does_not_repeat_a_finished_tool_call_and_keeps_the
         assert "All three done." in resumed.stdout
         assert len(fake.requests) == 2
         assert [r["model"] for r in fake.requests] == ["clerk", "clerk"]
-        assert [r["messages"][0] for r in fake.requests] == [{"role": "system", "content": "You keep the ledger."}] * 2
+        assert [r["messages"][0] for r in fake.requests] == [{"role": "system", "content": "You are a test.\n\nYou keep the ledger."}] * 2
 
     entries = ledger(book)
     starts = {label: [e for e in entries if e["label"] == label and e["event"] == "start"] for label in "abc"}

@@ -112,7 +112,9 @@ def status_within(client: TestClient, cid: str, seconds: float, done: Callable[[
     """The conversation as the API shows it, once `done` holds (or as it is after `seconds`)."""
     deadline = time.monotonic() + seconds
     while True:
-        conversation: dict[str, Any] = client.get(f"/api/conversations/{cid}").json()["conversation"]
+        got = client.get(f"/api/conversations/{cid}")
+        assert got.status_code == 200, got.text
+        conversation: dict[str, Any] = got.json()["conversation"]
         if done(conversation) or time.monotonic() > deadline:
             return conversation
         time.sleep(0.1)
