@@ -98,7 +98,8 @@ demo: install
 
 test: need-test install-dev
 	PYTHONPATH=src $(VENV)/bin/lint-imports
-	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff check src tests bench scripts
+	$(VENV)/bin/ruff format --check -q src tests bench scripts
 	scripts/agent-chat-ui build >/dev/null  # built once into ~/.cache/sophos-agentchat (tests/browser/test_agent_chat_ui.py)
 	@# mypy on one core while the other writes bytecode once, since PYTHONDONTWRITEBYTECODE (CI
 	@# images set it) would have every process compile what it imports again: the test modules
@@ -130,7 +131,8 @@ test-fast: install-dev
 test-unit: test-fast
 
 lint: install-dev
-	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/ruff check src tests bench scripts
+	$(VENV)/bin/ruff format --check -q src tests bench scripts
 	PYTHONPATH=src $(VENV)/bin/lint-imports
 
 # the peer (LangGraph's dev server) in a venv of its own: run by the benchmark, never imported

@@ -132,10 +132,20 @@ async def long_thread(tmp: Path, turns: int) -> tuple[list[Row], Path, str]:
     saver.conn.close()
     rows: list[Row] = [
         (f"database size after {turns} turns", mb(base_sizes[turns]), mb(sizes[turns]), "<= 5 MB", sizes[turns] <= 5e6),
-        (f"bytes per turn near turn {turns} / near turn 10", f"{b300} / {b10} = {ratio_base:.1f}x",
-         f"{o300} / {o10} = {ratio:.2f}x", "<= 1.5x", ratio <= 1.5),
-        ("time per turn (fake model, sync)", f"{base_turn:.1f} ms", f"{our_turn:.1f} ms = {our_turn / base_turn:.2f}x",
-         "<= 1.3x", our_turn / base_turn <= 1.3),
+        (
+            f"bytes per turn near turn {turns} / near turn 10",
+            f"{b300} / {b10} = {ratio_base:.1f}x",
+            f"{o300} / {o10} = {ratio:.2f}x",
+            "<= 1.5x",
+            ratio <= 1.5,
+        ),
+        (
+            "time per turn (fake model, sync)",
+            f"{base_turn:.1f} ms",
+            f"{our_turn:.1f} ms = {our_turn / base_turn:.2f}x",
+            "<= 1.3x",
+            our_turn / base_turn <= 1.3,
+        ),
     ]
     return rows + [("__export__", f"{base_export:.0f} ms ({len(history)} checkpoints)", "", "", True)], db, cid
 
@@ -147,6 +157,7 @@ async def http_reads(db: Path, cid: str, tmp: Path) -> list[Row]:
     container = create_container(app_env(tmp, TOOLS_BACKEND="none", MODEL_BACKEND="demo", DATABASE_PATH=str(db)))
     app = create_app(container, manage_lifecycle=False)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as client:
+
         async def detail() -> None:
             r = await client.get(f"/api/conversations/{cid}")
             assert r.status_code == 200 and len(r.json()["messages"]) > 0
@@ -165,8 +176,13 @@ async def http_reads(db: Path, cid: str, tmp: Path) -> list[Row]:
         export_ms = await amedian_ms(export, 5)
     await close_container(container)
     return [
-        ("GET /api/conversations/ID (long thread)", "(get_state alone 10.5 ms at 300 turns)",
-         f"{detail_ms:.1f} ms uncached, {warm_ms:.1f} ms cached", "<= 30 ms", detail_ms <= 30),
+        (
+            "GET /api/conversations/ID (long thread)",
+            "(get_state alone 10.5 ms at 300 turns)",
+            f"{detail_ms:.1f} ms uncached, {warm_ms:.1f} ms cached",
+            "<= 30 ms",
+            detail_ms <= 30,
+        ),
         ("JSONL export of the long thread", "{export}", f"{export_ms:.1f} ms", "<= 1000 ms", export_ms <= 1000),
     ]
 
@@ -183,8 +199,15 @@ async def listing(tmp: Path, n: int) -> list[Row]:
     with conn:
         conn.executemany(
             "INSERT INTO conversations (id, title, created_at, updated_at, message_count) VALUES (?, ?, ?, ?, 4)",
-            [(str(uuid.uuid4()), f"conversation {i}", f"2026-01-01T00:00:{i % 60:02d}.{i % 1000:03d}Z",
-              f"2026-{1 + i % 12:02d}-01T00:00:00.{i % 1000:03d}Z") for i in range(n)],
+            [
+                (
+                    str(uuid.uuid4()),
+                    f"conversation {i}",
+                    f"2026-01-01T00:00:{i % 60:02d}.{i % 1000:03d}Z",
+                    f"2026-{1 + i % 12:02d}-01T00:00:00.{i % 1000:03d}Z",
+                )
+                for i in range(n)
+            ],
         )
         conn.executemany(
             "INSERT INTO runs (id, conversation_id, status, started_at) SELECT ?, id, 'completed', updated_at FROM conversations WHERE rowid = ?",
@@ -194,6 +217,7 @@ async def listing(tmp: Path, n: int) -> list[Row]:
     container = create_container(app_env(tmp, TOOLS_BACKEND="none", MODEL_BACKEND="demo", DATABASE_PATH=str(db)))
     app = create_app(container, manage_lifecycle=False)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as client:
+
         async def page() -> None:
             r = await client.get("/api/conversations", params={"limit": 50})
             assert len(r.json()["conversations"]) == 50
@@ -201,8 +225,12 @@ async def listing(tmp: Path, n: int) -> list[Row]:
         await page()
         ms = await amedian_ms(page, 30)
     await close_container(container)
-    cold = median_ms(lambda: subprocess.run([SOPHOS, "conversations"], env=process_env({"DATABASE_PATH": str(db)}),
-                                            stdout=subprocess.DEVNULL, check=True), 5)
+    cold = median_ms(
+        lambda: subprocess.run(
+            [SOPHOS, "conversations"], env=process_env({"DATABASE_PATH": str(db)}), stdout=subprocess.DEVNULL, check=True
+        ),
+        5,
+    )
     return [
         (f"GET /api/conversations, {n} conversations, first 50", "-", f"{ms:.1f} ms", "<= 20 ms", ms <= 20),
         (f"`sophos conversations` cold start ({n} rows)", "-", f"{cold:.0f} ms", "<= 500 ms", cold <= 500),
@@ -224,8 +252,9 @@ async def mcp_calls(tmp: Path) -> list[Row]:
     client = MultiServerMCPClient({"ledger": {"transport": "stdio", **entry}})
     tools = {t.name: t for t in await client.get_tools()}
     cold = await amedian_ms(lambda: tools["whoami"].ainvoke({}), 5)
-    return [("trivial MCP tool call", f"{cold:.0f} ms (process per call)", f"{warm:.1f} ms (warm session)",
-             "<= 20 ms", warm <= 20)]
+    return [
+        ("trivial MCP tool call", f"{cold:.0f} ms (process per call)", f"{warm:.1f} ms (warm session)", "<= 20 ms", warm <= 20)
+    ]
 
 
 async def core(args: argparse.Namespace) -> None:
@@ -246,6 +275,7 @@ async def core(args: argparse.Namespace) -> None:
 
 def run_facts(argv: Sequence[str]) -> dict[str, str]:
     """What a results file needs to be read later: the command, the machine, the source."""
+
     def git(*args: str) -> str:
         try:
             done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=10, check=True)
@@ -258,7 +288,7 @@ def run_facts(argv: Sequence[str]) -> dict[str, str]:
     return {
         "command": "`python -m bench" + "".join(f" {a}" for a in argv) + "`",
         "machine": f"{os.cpu_count()} cores, Python {sys.version.split()[0]}, {sys.platform}, "
-                   f"load average {os.getloadavg()[1]:.1f} at the start (5 min: other work on the machine)",
+        f"load average {os.getloadavg()[1]:.1f} at the start (5 min: other work on the machine)",
         "source": f"git {commit}{dirty}",
     }
 
@@ -284,8 +314,21 @@ async def imports_section(args: argparse.Namespace) -> None:
 async def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument(
-        "--only", choices=("core", "branches", "search", "imports", "postgres", "concurrency", "endurance", "peers", "page",
-                           "graph-suite", "startup", "hostile"),
+        "--only",
+        choices=(
+            "core",
+            "branches",
+            "search",
+            "imports",
+            "postgres",
+            "concurrency",
+            "endurance",
+            "peers",
+            "page",
+            "graph-suite",
+            "startup",
+            "hostile",
+        ),
         help="run one section of the benchmarks",
     )
     parser.add_argument("--turns", type=int, default=300)
@@ -304,10 +347,18 @@ async def main(argv: Sequence[str] | None = None) -> None:
     facts = run_facts(argv)
     print(f"running on {os.cpu_count()} cores, python {sys.version.split()[0]} ...", flush=True)
     sections = {
-        "core": core, "branches": branches_only, "search": search.section, "imports": imports_section, "postgres": postgres.section,
-        "concurrency": concurrency.section, "endurance": endurance.section, "peers": peers.section,
-        "page": page_stream.section, "graph-suite": graph_suite.section,
-        "startup": startup.section, "hostile": hostile.section,
+        "core": core,
+        "branches": branches_only,
+        "search": search.section,
+        "imports": imports_section,
+        "postgres": postgres.section,
+        "concurrency": concurrency.section,
+        "endurance": endurance.section,
+        "peers": peers.section,
+        "page": page_stream.section,
+        "graph-suite": graph_suite.section,
+        "startup": startup.section,
+        "hostile": hostile.section,
     }
     # branches and search are part of core (search on PostgreSQL: of postgres); alone only when asked for. The graph suite (two runs of a
     # 55-test suite, minutes) needs the dev tools' pytest: its own target, bench-graph-suite.

@@ -22,8 +22,18 @@ async def section(tmp: Path, turns: int, branches: int = 20) -> list[Row]:
     ratio = forked.size / plain.size
     switch = statistics.median(forked.switch_ms)
     return [
-        (f"database size, {turns} turns with {branches} branches / without",
-         "(no branches)", f"{mb(forked.size)} / {mb(plain.size)} = {ratio:.2f}x", "<= 2x", ratio <= 2),
-        (f"switch branch ({turns}-turn thread, median of {len(forked.switch_ms)})", "(no branches)",
-         f"{switch:.0f} ms", "(measured)", True),
+        (
+            f"database size, {turns} turns with {branches} branches / without",
+            "(no branches)",
+            f"{mb(forked.size)} / {mb(plain.size)} = {ratio:.2f}x",
+            "<= 2x",
+            ratio <= 2,
+        ),
+        (
+            f"switch branch ({turns}-turn thread, median of {len(forked.switch_ms)})",
+            "(no branches)",
+            f"{switch:.0f} ms",
+            "(measured)",
+            True,
+        ),
     ]

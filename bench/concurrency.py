@@ -183,9 +183,11 @@ def rows(s: Scenario, baseline: list[Sample], current: list[Sample]) -> list[Row
 
 
 def sample_line(label: str, rep: int, x: Sample) -> str:
-    return (f"  {label:<18} rep {rep}: {x.turns_per_s:6.1f} turns/s  p50 {x.p50_ms:6.0f} ms  p95 {x.p95_ms:6.0f} ms  "
-            f"cpu {x.cpu_ms_per_turn:5.1f} ms/turn  single p50 {x.single_p50_ms:5.1f} ms  "
-            f"(harness {x.harness_cpu_ms_per_turn:.1f} ms/turn, background {x.background_cores:.2f} cores)")
+    return (
+        f"  {label:<18} rep {rep}: {x.turns_per_s:6.1f} turns/s  p50 {x.p50_ms:6.0f} ms  p95 {x.p95_ms:6.0f} ms  "
+        f"cpu {x.cpu_ms_per_turn:5.1f} ms/turn  single p50 {x.single_p50_ms:5.1f} ms  "
+        f"(harness {x.harness_cpu_ms_per_turn:.1f} ms/turn, background {x.background_cores:.2f} cores)"
+    )
 
 
 async def compare(baseline_ref: str | None, reps: int, s: Scenario) -> tuple[list[Row], list[Sample]]:
@@ -210,8 +212,10 @@ def busy_machine_note(samples: list[Sample]) -> str | None:
     if worst < BUSY_MACHINE:
         return None
     least = min(x.background_cores for x in samples)
-    return (f"note: other processes used {least:.2f}-{worst:.2f} of {os.cpu_count()} cores while measuring; "
-            "throughput and latency move with that load, so compare ratios across reruns on a quiet machine")
+    return (
+        f"note: other processes used {least:.2f}-{worst:.2f} of {os.cpu_count()} cores while measuring; "
+        "throughput and latency move with that load, so compare ratios across reruns on a quiet machine"
+    )
 
 
 async def section(args: argparse.Namespace) -> None:
@@ -232,8 +236,11 @@ def baseline_ref(value: str | None) -> str | None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--baseline-ref", default=None,
-                        help=f"git ref to compare with (env BENCH_BASELINE_REF, default {DEFAULT_REF}; 'none': skip)")
+    parser.add_argument(
+        "--baseline-ref",
+        default=None,
+        help=f"git ref to compare with (env BENCH_BASELINE_REF, default {DEFAULT_REF}; 'none': skip)",
+    )
     parser.add_argument("--reps", type=int, default=3, help="repetitions of each tree, alternating")
     parser.add_argument("--parallel", type=int, default=Scenario.conversations, help="conversations in parallel")
     parser.add_argument("--parallel-turns", type=int, default=Scenario.turns, help="turns per conversation")
@@ -245,8 +252,7 @@ def scenario(args: argparse.Namespace) -> Scenario:
 
 
 def head(ref: str | None) -> tuple[str, str, str, str]:
-    return ("figure (real server, fake model at once)", f"baseline ({ref or 'none'})", "sophos (this tree)",
-            "target")
+    return ("figure (real server, fake model at once)", f"baseline ({ref or 'none'})", "sophos (this tree)", "target")
 
 
 async def main() -> None:

@@ -17,8 +17,9 @@ from domain.model import AssistantMessage, Message, ToolCall, ToolResult, UserMe
 from ports.tools import ToolSpec
 from services.prompting import ContextKeeper
 
-TOOLS = [ToolSpec(f"server__tool{i}", "a tool " * 20, {"type": "object", "properties": {"text": {"type": "string"}}})
-         for i in range(8)]
+TOOLS = [
+    ToolSpec(f"server__tool{i}", "a tool " * 20, {"type": "object", "properties": {"text": {"type": "string"}}}) for i in range(8)
+]
 
 
 def thread_of(turns: int) -> list[Message]:
@@ -68,5 +69,12 @@ def prompt_building(turns: int) -> list[Row]:
     small = timed(ContextPolicy())
     large = timed(ContextPolicy(window=262_144))
     worst = max(small, large)
-    return [(f"build the prompt of a {turns}-turn thread (CPU)", f"{base:.2f} ms (whole thread, no budget)",
-             f"{small:.2f} ms (MODEL_CONTEXT 8192), {large:.2f} ms (all fits)", "<= 5 ms", worst <= 5)]
+    return [
+        (
+            f"build the prompt of a {turns}-turn thread (CPU)",
+            f"{base:.2f} ms (whole thread, no budget)",
+            f"{small:.2f} ms (MODEL_CONTEXT 8192), {large:.2f} ms (all fits)",
+            "<= 5 ms",
+            worst <= 5,
+        )
+    ]

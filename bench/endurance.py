@@ -136,12 +136,17 @@ async def section(args: argparse.Namespace) -> None:
         latency_row(f"{n}-turn thread: turn latency p50, last {WINDOW} / first {WINDOW}", latency),
         cpu_row(f"{n}-turn thread: server CPU per turn (mean), last {WINDOW} / first {WINDOW}", cpu),
         written_row(f"{n}-turn thread: bytes written per turn (wchar: file and sockets)", written),
-        growth_row(f"turns {n + 1}-{n + WINDOW} / a new thread's 2-{WINDOW + 1}, alternating: latency p50",
-                   statistics.median(pairs["new ms"]), statistics.median(pairs["old ms"])),
-        growth_row(f"turns {n + 1}-{n + WINDOW} / a new thread's 2-{WINDOW + 1}, alternating: CPU (mean)",
-                   statistics.mean(pairs["new cpu"]) * 1000, statistics.mean(pairs["old cpu"]) * 1000),
-        (f"RSS after the long thread and {args.many} conversations", "-", f"{rss:.0f} MB", f"<= {RSS_MB:.0f} MB",
-         rss <= RSS_MB),
+        growth_row(
+            f"turns {n + 1}-{n + WINDOW} / a new thread's 2-{WINDOW + 1}, alternating: latency p50",
+            statistics.median(pairs["new ms"]),
+            statistics.median(pairs["old ms"]),
+        ),
+        growth_row(
+            f"turns {n + 1}-{n + WINDOW} / a new thread's 2-{WINDOW + 1}, alternating: CPU (mean)",
+            statistics.mean(pairs["new cpu"]) * 1000,
+            statistics.mean(pairs["old cpu"]) * 1000,
+        ),
+        (f"RSS after the long thread and {args.many} conversations", "-", f"{rss:.0f} MB", f"<= {RSS_MB:.0f} MB", rss <= RSS_MB),
     ]
     print_table(("figure (real server, fake model at once)", "turns 2-21", "last turns", "target"), rows)
 

@@ -71,8 +71,10 @@ async def section(args: argparse.Namespace) -> None:
     if "langgraph-dev" in runs:
         peer = passed_by(runs["langgraph-dev"])
         ours = {t for t in peer if all(t in run.passed for run in runs["sophos"])}
-        print(f"of the {len(peer)} tests that pass against langgraph dev, sophos serve passes {len(ours)}; "
-              f"not yet: {', '.join(sorted(peer - ours)) or 'none'}")
+        print(
+            f"of the {len(peer)} tests that pass against langgraph dev, sophos serve passes {len(ours)}; "
+            f"not yet: {', '.join(sorted(peer - ours)) or 'none'}"
+        )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -68,11 +68,19 @@ def chatgpt_export(megabytes: float) -> bytes:
     text = "lorem ipsum dolor sit amet " * 8
 
     def node(nid: str, role: str, parent: str | None, children: list[str], t: float) -> dict[str, object]:
-        message = None if role == "root" else {
-            "id": nid, "author": {"role": role, "name": None, "metadata": {}}, "create_time": t,
-            "content": {"content_type": "text", "parts": [f"{nid} {text}"]}, "status": "finished_successfully",
-            "recipient": "all", "metadata": {},
-        }
+        message = (
+            None
+            if role == "root"
+            else {
+                "id": nid,
+                "author": {"role": role, "name": None, "metadata": {}},
+                "create_time": t,
+                "content": {"content_type": "text", "parts": [f"{nid} {text}"]},
+                "status": "finished_successfully",
+                "recipient": "all",
+                "metadata": {},
+            }
+        )
         return {"id": nid, "message": message, "parent": parent, "children": children}
 
     conversations = []
@@ -88,8 +96,9 @@ def chatgpt_export(megabytes: float) -> bytes:
             mapping[first] = node(first, "assistant", user, [], t + 1)
             mapping[second] = node(second, "assistant", user, nxt, t + 2)
             parent, t = second, t + 10
-        conversations.append({"title": f"imported {c}", "create_time": 1.7e9, "update_time": t,
-                              "current_node": parent, "mapping": mapping})
+        conversations.append(
+            {"title": f"imported {c}", "create_time": 1.7e9, "update_time": t, "current_node": parent, "mapping": mapping}
+        )
         size += len(json.dumps(mapping))
     return json.dumps(conversations).encode()
 
@@ -173,8 +182,10 @@ def tree_cpu(pid: int) -> float:
 async def phase(server_url: str, pid: int, seconds: float, senders: list[object]) -> tuple[Traffic, float, Counter[str]]:
     outcomes: Counter[str] = Counter()
     limits = httpx.Limits(max_connections=200, max_keepalive_connections=50)
-    async with httpx.AsyncClient(base_url=server_url, timeout=120, limits=limits) as client, \
-            httpx.AsyncClient(base_url=server_url, timeout=120, limits=limits) as load:
+    async with (
+        httpx.AsyncClient(base_url=server_url, timeout=120, limits=limits) as client,
+        httpx.AsyncClient(base_url=server_url, timeout=120, limits=limits) as load,
+    ):
         cpu = tree_cpu(pid)
         tasks = [asyncio.create_task(make(load, outcomes)) for make in senders]  # type: ignore[operator]
         if tasks:
@@ -205,8 +216,15 @@ def rows(unloaded: Traffic, loaded: list[tuple[str, Traffic]]) -> list[Row]:
         for label, traffic in loaded:
             times = traffic.times[kind]
             t50, t95, tmax = statistics.median(times), percentile(times, 0.95), max(times)
-            out.append((f"{kind}, {label} ({len(times)})", f"{t50:.0f} ms = {t50 / b50:.2f}x",
-                        f"{t95:.0f} ms = {t95 / b95:.2f}x", f"{tmax:.0f} ms = {tmax / bmax:.2f}x", t95 <= 2 * b95))
+            out.append(
+                (
+                    f"{kind}, {label} ({len(times)})",
+                    f"{t50:.0f} ms = {t50 / b50:.2f}x",
+                    f"{t95:.0f} ms = {t95 / b95:.2f}x",
+                    f"{tmax:.0f} ms = {tmax / bmax:.2f}x",
+                    t95 <= 2 * b95,
+                )
+            )
     return out
 
 
@@ -234,11 +252,17 @@ async def section(args: argparse.Namespace) -> None:
     imports = [lambda c, o: send_imports(c, o, export)] * args.import_senders
     seconds = args.soak_seconds
     with source(args.soak_ref) as tree:
-        print(f"hostile soak of {tree.label}: {seconds:g} s a phase, {args.soak_backend}, {args.pdf_senders} PDF "
-              f"senders (PDF_TIMEOUT {args.pdf_timeout:g} s, a PDF of {len(nested_forms_pdf()) // 1024} KB), "
-              f"{args.import_senders} import senders ({len(export) / 1e6:.1f} MB of ChatGPT export)", flush=True)
-        with tempfile.TemporaryDirectory(prefix="sophos-bench-hostile-") as tmp, fake_ollama_process() as model, \
-                storage(args.soak_backend) as db:
+        print(
+            f"hostile soak of {tree.label}: {seconds:g} s a phase, {args.soak_backend}, {args.pdf_senders} PDF "
+            f"senders (PDF_TIMEOUT {args.pdf_timeout:g} s, a PDF of {len(nested_forms_pdf()) // 1024} KB), "
+            f"{args.import_senders} import senders ({len(export) / 1e6:.1f} MB of ChatGPT export)",
+            flush=True,
+        )
+        with (
+            tempfile.TemporaryDirectory(prefix="sophos-bench-hostile-") as tmp,
+            fake_ollama_process() as model,
+            storage(args.soak_backend) as db,
+        ):
             server = Server(tree, Path(tmp), model.url)
             server.env.update({**db, "PDF_TIMEOUT": str(args.pdf_timeout), "LOG_LEVEL": "WARNING"})
             if args.pdf_workers is not None:
@@ -255,11 +279,19 @@ async def section(args: argparse.Namespace) -> None:
     compared = [("hostile PDFs", loaded)] + ([("PDFs and imports", both)] if both is not None else [])
     print_table(("figure", "median", "95th percentile", "max"), rows(merged(quiet1, quiet2), compared))
     print()
-    print_table(("phase", "server and PDF workers' CPU", "the hostile senders got", ""), [
-        ("unloaded", f"{cpu0 + cpu2:.1f} s", "", "", True),
-        ("hostile PDFs", f"{cpu1:.1f} s", ", ".join(f"{k}: {v}" for k, v in sorted(got1.items())), "", True),
-    ] + ([("PDFs and imports", f"{cpu3:.1f} s", ", ".join(f"{k}: {v}" for k, v in sorted(got2.items())), "", True)]
-         if both is not None else []), met=False)
+    print_table(
+        ("phase", "server and PDF workers' CPU", "the hostile senders got", ""),
+        [
+            ("unloaded", f"{cpu0 + cpu2:.1f} s", "", "", True),
+            ("hostile PDFs", f"{cpu1:.1f} s", ", ".join(f"{k}: {v}" for k, v in sorted(got1.items())), "", True),
+        ]
+        + (
+            [("PDFs and imports", f"{cpu3:.1f} s", ", ".join(f"{k}: {v}" for k, v in sorted(got2.items())), "", True)]
+            if both is not None
+            else []
+        ),
+        met=False,
+    )
 
 
 if __name__ == "__main__":

@@ -44,8 +44,9 @@ async def _import(tmp: Path, doc: Any) -> Imported:
     app = create_app(container, manage_lifecycle=False)
     body = json.dumps(doc).encode()
     try:
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver",
-                                     timeout=3600) as client:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://testserver", timeout=3600
+        ) as client:
             warm = (await client.post("/api/import", content=json.dumps(late_forks_document(4, 2)).encode())).status_code
             assert warm == 201  # LangGraph loaded: its import is no part of the figure
             gaps: list[float] = []
@@ -74,13 +75,27 @@ async def _import(tmp: Path, doc: Any) -> Imported:
 def _rows(name: str, plain: Imported, forked: Imported) -> list[Row]:
     limit = max(30.0, 4 * plain.cpu)
     return [
-        (f"{name}: import CPU, {MESSAGES} messages in {BRANCHES} branches ({forked.megabytes:.1f} MB) / one chain",
-         f"{plain.cpu:.1f} s", f"{forked.cpu:.1f} s = {forked.cpu / plain.cpu:.2f}x (wall {forked.wall:.1f} s)",
-         f"<= max(30 s, 4x) = {limit:.0f} s", forked.cpu <= limit),
-        (f"{name}: database after it / one chain", f"{plain.size / 1e6:.1f} MB",
-         f"{forked.size / 1e6:.1f} MB = {forked.size / plain.size:.2f}x", "(measured)", True),
-        (f"{name}: event loop's longest stall during it", f"{plain.stall * 1000:.0f} ms",
-         f"{forked.stall * 1000:.0f} ms", "(measured)", True),
+        (
+            f"{name}: import CPU, {MESSAGES} messages in {BRANCHES} branches ({forked.megabytes:.1f} MB) / one chain",
+            f"{plain.cpu:.1f} s",
+            f"{forked.cpu:.1f} s = {forked.cpu / plain.cpu:.2f}x (wall {forked.wall:.1f} s)",
+            f"<= max(30 s, 4x) = {limit:.0f} s",
+            forked.cpu <= limit,
+        ),
+        (
+            f"{name}: database after it / one chain",
+            f"{plain.size / 1e6:.1f} MB",
+            f"{forked.size / 1e6:.1f} MB = {forked.size / plain.size:.2f}x",
+            "(measured)",
+            True,
+        ),
+        (
+            f"{name}: event loop's longest stall during it",
+            f"{plain.stall * 1000:.0f} ms",
+            f"{forked.stall * 1000:.0f} ms",
+            "(measured)",
+            True,
+        ),
     ]
 
 

@@ -47,9 +47,7 @@ async def rate(
     return done / wall, cpu / done * 1e6
 
 
-async def measure(
-    tree: Tree, seconds: float, clients: int, database_url: str
-) -> tuple[tuple[float, float], tuple[float, float]]:
+async def measure(tree: Tree, seconds: float, clients: int, database_url: str) -> tuple[tuple[float, float], tuple[float, float]]:
     with tempfile.TemporaryDirectory(prefix="sophos-bench-login-") as tmp:
         server = Server(tree, Path(tmp), "http://127.0.0.1:9")
         server.env.update({"API_TOKEN": TOKEN, "DATABASE_URL": database_url})

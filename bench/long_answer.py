@@ -60,25 +60,44 @@ def run_case(src: str, tokens: int, max_tokens: int | None, limit: float) -> str
         work = Path(tmp)
         model_port, port = free_port(), free_port()
         fake = subprocess.Popen(
-            [sys.executable, "-m", "tests.support.fake_ollama", "--port", str(model_port), "--nodelay",
-             "--loop", "loop ", "--count", str(tokens)],
-            cwd=ROOT, env={**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'src'}"}, stdout=subprocess.DEVNULL,
+            [
+                sys.executable,
+                "-m",
+                "tests.support.fake_ollama",
+                "--port",
+                str(model_port),
+                "--nodelay",
+                "--loop",
+                "loop ",
+                "--count",
+                str(tokens),
+            ],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'src'}"},
+            stdout=subprocess.DEVNULL,
         )
-        env = app_env(work, f"http://127.0.0.1:{model_port}", TOOLS_BACKEND="none", PORT=port, HOST="127.0.0.1",
-                      MODEL_TIMEOUT=600)
+        env = app_env(
+            work, f"http://127.0.0.1:{model_port}", TOOLS_BACKEND="none", PORT=port, HOST="127.0.0.1", MODEL_TIMEOUT=600
+        )
         if max_tokens is not None:
             env["MODEL_MAX_TOKENS"] = str(max_tokens)
         log = (work / "server.log").open("wb")
-        server = subprocess.Popen([sys.executable, "-c", SERVE], cwd=work, env={**os.environ, **env, "PYTHONPATH": src},
-                                  stdout=log, stderr=log)
+        server = subprocess.Popen(
+            [sys.executable, "-c", SERVE], cwd=work, env={**os.environ, **env, "PYTHONPATH": src}, stdout=log, stderr=log
+        )
         try:
             wait_up(f"http://127.0.0.1:{model_port}/api/tags", fake)
             wait_up(f"http://127.0.0.1:{port}/api/healthz", server)
             before = status_kib(server.pid, "VmRSS")
             peak, streamed, last, sampled = before, 0, "", time.monotonic()
             started = time.monotonic()
-            with httpx.stream("POST", f"http://127.0.0.1:{port}/api/chat", json={"message": "go"},
-                              headers={"Accept": "text/event-stream"}, timeout=limit) as response:
+            with httpx.stream(
+                "POST",
+                f"http://127.0.0.1:{port}/api/chat",
+                json={"message": "go"},
+                headers={"Accept": "text/event-stream"},
+                timeout=limit,
+            ) as response:
                 event = ""
                 for line in response.iter_lines():
                     if time.monotonic() - sampled > 0.2:
@@ -113,8 +132,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
     parser.add_argument("--src", default=str(ROOT / "src"))
     parser.add_argument("--tokens", type=int, default=300_000)
-    parser.add_argument("--max-tokens", type=int, action="append",
-                        help="MODEL_MAX_TOKENS values to measure (default: the default, and the maximum)")
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        action="append",
+        help="MODEL_MAX_TOKENS values to measure (default: the default, and the maximum)",
+    )
     parser.add_argument("--limit", type=float, default=900, help="seconds a case may stream")
     args = parser.parse_args()
     cases: list[int | None] = list(args.max_tokens or [None, MAX_ANSWER_TOKENS])

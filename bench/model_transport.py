@@ -71,13 +71,15 @@ async def section(args: argparse.Namespace) -> None:
                 for t in TRANSPORTS:
                     got[t].append(await cpu_per_call(model.url, t, args.calls, in_flight))
             base, ours = statistics.median(got["httpx"]), statistics.median(got["httptools"])
-            rows.append((
-                f"ChatOllama streamed call, {in_flight} in flight: client CPU",
-                f"{base:.2f} ms {spread(got['httpx'])}",
-                f"{ours:.2f} ms {spread(got['httptools'])} = {ours / base:.2f}x",
-                "< 1x",
-                ours < base,
-            ))
+            rows.append(
+                (
+                    f"ChatOllama streamed call, {in_flight} in flight: client CPU",
+                    f"{base:.2f} ms {spread(got['httpx'])}",
+                    f"{ours:.2f} ms {spread(got['httptools'])} = {ours / base:.2f}x",
+                    "< 1x",
+                    ours < base,
+                )
+            )
     print_table(("figure (fake Ollama at once)", "httpx's transport", "httptools transport (sophos)", "target"), rows)
 
 

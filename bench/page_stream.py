@@ -123,13 +123,16 @@ async def section(args: argparse.Namespace) -> None:
             empty, long = await asyncio.to_thread(measure, server.url, cid, messages, reps, ollama)
         finally:
             server.stop()
+
     def med(runs: list[Timing], part: int) -> float:
         return statistics.median(r[1] - r[0] if part == 2 else r[part] for r in runs)
 
     e, g = med(empty, 2), med(long, 2)
-    print(f"The same {WORDS}-word answer streamed on the page (Chromium), one token each {TOKEN_DELAY * 1000:g} ms, "
-          f"median of {reps}. Streaming: from its first word on screen to its last; the first word waits on the "
-          "server, which reads the longer thread first.")
+    print(
+        f"The same {WORDS}-word answer streamed on the page (Chromium), one token each {TOKEN_DELAY * 1000:g} ms, "
+        f"median of {reps}. Streaming: from its first word on screen to its last; the first word waits on the "
+        "server, which reads the longer thread first."
+    )
     for name, runs in (("empty", empty), (f"{messages} messages", long)):
         print(f"  runs, ms (first word, last word): {name} " + ", ".join(f"{a:.0f}/{b:.0f}" for a, b in runs))
     rows: list[Row] = [

@@ -115,9 +115,14 @@ class PeerServer:
         self.dir, self.port = data / "peer", free_port()
         self.placement = placement
         shutil.copytree(PEER_DIR, self.dir, ignore=shutil.ignore_patterns("requirements.txt", "__pycache__"))
-        self.env = {**os.environ, "OLLAMA_HOST": ollama_url, "OLLAMA_MODEL": "qwen3",
-                    "PEER_SYSTEM_PROMPT": str(ROOT / "config" / "system.md"),
-                    "LANGSMITH_TRACING": "false", "LANGGRAPH_CLI_NO_ANALYTICS": "1"}
+        self.env = {
+            **os.environ,
+            "OLLAMA_HOST": ollama_url,
+            "OLLAMA_MODEL": "qwen3",
+            "PEER_SYSTEM_PROMPT": str(ROOT / "config" / "system.md"),
+            "LANGSMITH_TRACING": "false",
+            "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        }
         self.env.pop("PYTHONPATH", None)
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -126,9 +131,20 @@ class PeerServer:
         return f"http://127.0.0.1:{self.port}"
 
     async def start(self, timeout: float = 120.0) -> int:
-        cmd = self.placement.command([str(PEER_VENV / "bin" / "langgraph"), "dev", "--no-browser", "--no-reload",
-                                      "--port", str(self.port), "--n-jobs-per-worker", "64",
-                                      "--server-log-level", "WARNING"])
+        cmd = self.placement.command(
+            [
+                str(PEER_VENV / "bin" / "langgraph"),
+                "dev",
+                "--no-browser",
+                "--no-reload",
+                "--port",
+                str(self.port),
+                "--n-jobs-per-worker",
+                "64",
+                "--server-log-level",
+                "WARNING",
+            ]
+        )
         log = (self.dir / "server.log").open("ab")
         self.proc = subprocess.Popen(cmd, cwd=self.dir, env=self.env, stdout=log, stderr=log)
         deadline = time.monotonic() + timeout
@@ -183,8 +199,9 @@ async def peer_turn(client: Any, conv: dict[str, str], message: str) -> tuple[fl
     ttft = 0.0
     if "id" not in conv:
         conv["id"] = (await client.threads.create())["thread_id"]
-    stream = client.runs.stream(conv["id"], "agent", input={"messages": [{"role": "user", "content": message}]},
-                                stream_mode="messages-tuple")
+    stream = client.runs.stream(
+        conv["id"], "agent", input={"messages": [{"role": "user", "content": message}]}, stream_mode="messages-tuple"
+    )
     async for part in stream:
         if part.event == "error":
             raise RuntimeError(f"peer run failed: {part.data}")
@@ -218,8 +235,7 @@ async def bare_turn(graph: Any, conv: dict[str, str], message: str) -> tuple[flo
     t = time.perf_counter()
     ttft = 0.0
     config = {"configurable": {"thread_id": conv.setdefault("id", os.urandom(8).hex())}}
-    async for chunk, _ in graph.astream({"messages": [("user", message)]}, config, stream_mode="messages",
-                                        durability="sync"):
+    async for chunk, _ in graph.astream({"messages": [("user", message)]}, config, stream_mode="messages", durability="sync"):
         if not ttft and getattr(chunk, "content", None):
             ttft = (time.perf_counter() - t) * 1000
     return (time.perf_counter() - t) * 1000, ttft
@@ -256,8 +272,9 @@ async def parallel(turn: Turn, client: Any, pid: int, load: Load, out: Figures) 
     out.rss.append(rss_mb(pid))
 
 
-async def measure_sophos(ollama_url: str, load: Load, out: Figures, tree: Tree = THIS_TREE,
-                         placement: Placement = UNPINNED) -> None:
+async def measure_sophos(
+    ollama_url: str, load: Load, out: Figures, tree: Tree = THIS_TREE, placement: Placement = UNPINNED
+) -> None:
     data = Path(tempfile.mkdtemp(prefix="sophos-bench-peers-"))
     server = Server(tree, data, ollama_url, placement)
     try:
@@ -271,8 +288,9 @@ async def measure_sophos(ollama_url: str, load: Load, out: Figures, tree: Tree =
         shutil.rmtree(data, ignore_errors=True)
 
 
-async def measure_sophos_sdk(ollama_url: str, load: Load, out: Figures, tree: Tree = THIS_TREE,
-                             placement: Placement = UNPINNED) -> None:
+async def measure_sophos_sdk(
+    ollama_url: str, load: Load, out: Figures, tree: Tree = THIS_TREE, placement: Placement = UNPINNED
+) -> None:
     """Sophos's LangGraph API driven by the official SDK, exactly as the peer is."""
     from langgraph_sdk import get_client
 
@@ -355,28 +373,45 @@ def ratio(ours: list[float], theirs: list[float]) -> str:
 
 
 def table(bare: Figures, peer: Figures, ours: Figures, sdk: Figures | None = None) -> list[tuple[str, ...]]:
-    specs = [("one conversation, turn p50 (POST -> end)", "turn", "ms", "<= 1.15x bare"),
-             ("time to first token p50", "ttft", "ms", "-"),
-             ("64 conversations: turns/s", "turns_per_s", "turns/s", ">= 2x peer"),
-             ("64 conversations: turn p95", "p95", "ms", "<= 0.5x peer"),
-             ("64 conversations: server CPU per turn", "cpu", "ms", "<= 0.5x peer"),
-             ("RSS after the 64-conversation test", "rss", "MB", "-")]
-    head = ("figure", "bare LangGraph + AsyncSqliteSaver", "LangGraph dev server", "Sophos", "Sophos / peer",
-            "Sophos / bare", "target", "Sophos via SDK", "via SDK / peer")
+    specs = [
+        ("one conversation, turn p50 (POST -> end)", "turn", "ms", "<= 1.15x bare"),
+        ("time to first token p50", "ttft", "ms", "-"),
+        ("64 conversations: turns/s", "turns_per_s", "turns/s", ">= 2x peer"),
+        ("64 conversations: turn p95", "p95", "ms", "<= 0.5x peer"),
+        ("64 conversations: server CPU per turn", "cpu", "ms", "<= 0.5x peer"),
+        ("RSS after the 64-conversation test", "rss", "MB", "-"),
+    ]
+    head = (
+        "figure",
+        "bare LangGraph + AsyncSqliteSaver",
+        "LangGraph dev server",
+        "Sophos",
+        "Sophos / peer",
+        "Sophos / bare",
+        "target",
+        "Sophos via SDK",
+        "via SDK / peer",
+    )
     rows = [head]
     sdk = sdk or Figures()
     for label, attr, unit, target in specs:
         b, p, o, k = getattr(bare, attr), getattr(peer, attr), getattr(ours, attr), getattr(sdk, attr)
-        rows.append((label, cell(b, unit), cell(p, unit), cell(o, unit), ratio(o, p), ratio(o, b), target,
-                     cell(k, unit), ratio(k, p)))
+        rows.append(
+            (label, cell(b, unit), cell(p, unit), cell(o, unit), ratio(o, p), ratio(o, b), target, cell(k, unit), ratio(k, p))
+        )
     return rows
 
 
 def baseline_rows(base: Figures, ours: Figures, ref: str) -> list[tuple[str, ...]]:
     """This tree beside Sophos from `ref`, measured in the same repetitions."""
-    specs = [("one conversation, turn p50", "turn", "ms"), ("time to first token p50", "ttft", "ms"),
-             ("64 conversations: turns/s", "turns_per_s", "turns/s"), ("64 conversations: turn p95", "p95", "ms"),
-             ("64 conversations: server CPU per turn", "cpu", "ms"), ("RSS after the 64-conversation test", "rss", "MB")]
+    specs = [
+        ("one conversation, turn p50", "turn", "ms"),
+        ("time to first token p50", "ttft", "ms"),
+        ("64 conversations: turns/s", "turns_per_s", "turns/s"),
+        ("64 conversations: turn p95", "p95", "ms"),
+        ("64 conversations: server CPU per turn", "cpu", "ms"),
+        ("RSS after the 64-conversation test", "rss", "MB"),
+    ]
     rows = [("figure", f"Sophos {ref}", "Sophos (this tree)", "this tree / baseline")]
     for label, attr, unit in specs:
         b, o = getattr(base, attr), getattr(ours, attr)
@@ -386,12 +421,16 @@ def baseline_rows(base: Figures, ours: Figures, ref: str) -> list[tuple[str, ...
 
 def floor_line(floor: Figures, peer: Figures) -> str:
     """The floor under any server on LangGraph and ChatOllama, beside the CPU target."""
-    line = (f"floor: LangGraph + ChatOllama alone (the same graph, InMemorySaver, no HTTP, no disk), "
-            f"64 conversations: {cell(floor.cpu, 'ms')} of CPU per turn")
+    line = (
+        f"floor: LangGraph + ChatOllama alone (the same graph, InMemorySaver, no HTTP, no disk), "
+        f"64 conversations: {cell(floor.cpu, 'ms')} of CPU per turn"
+    )
     if floor.cpu and peer.cpu:
         budget = statistics.median(peer.cpu) / 2
-        line += (f" = {ratio(floor.cpu, peer.cpu)} the peer's; the target (0.5x the peer, {budget:.1f} ms) leaves "
-                 f"{budget - statistics.median(floor.cpu):.1f} ms a turn for HTTP, SSE and durable storage")
+        line += (
+            f" = {ratio(floor.cpu, peer.cpu)} the peer's; the target (0.5x the peer, {budget:.1f} ms) leaves "
+            f"{budget - statistics.median(floor.cpu):.1f} ms a turn for HTTP, SSE and durable storage"
+        )
     return line
 
 
@@ -424,10 +463,13 @@ async def section(args: argparse.Namespace) -> None:
             await measure_sophos_sdk(model.url, load, sdk, placement=where)
             with placed(where.server):
                 await measure_floor(model.url, load, floor)
-            print(f"  rep {rep}: bare {bare.turn[-1]:.1f} ms; peer "
-                  f"{f'{peer.turn[-1]:.0f} ms, {peer.turns_per_s[-1]:.1f} turns/s' if peer.turn else '-'}; "
-                  f"sophos {ours.turn[-1]:.1f} ms, {ours.turns_per_s[-1]:.1f} turns/s; "
-                  f"sophos via SDK {sdk.turn[-1]:.1f} ms, {sdk.turns_per_s[-1]:.1f} turns/s", flush=True)
+            print(
+                f"  rep {rep}: bare {bare.turn[-1]:.1f} ms; peer "
+                f"{f'{peer.turn[-1]:.0f} ms, {peer.turns_per_s[-1]:.1f} turns/s' if peer.turn else '-'}; "
+                f"sophos {ours.turn[-1]:.1f} ms, {ours.turns_per_s[-1]:.1f} turns/s; "
+                f"sophos via SDK {sdk.turn[-1]:.1f} ms, {sdk.turns_per_s[-1]:.1f} turns/s",
+                flush=True,
+            )
     print_rows(table(bare, peer, ours, sdk))
     print(floor_line(floor, peer))
     if ref is not None:
@@ -435,9 +477,15 @@ async def section(args: argparse.Namespace) -> None:
         print_rows(baseline_rows(base, ours, ref))
     load_avg = (_machine() - busy0) / (time.perf_counter() - t0)
     print(f"machine: {os.cpu_count()} cores, {load_avg:.2f} cores busy on average while measuring (all processes)")
-    print("placement: " + (f"each system measured on CPU {','.join(map(str, sorted(where.server)))}, the client and "
-                           f"the fake model on CPU {','.join(map(str, sorted(where.load or ())))}"
-                           if where.server is not None else "none (every process where the kernel puts it)"))
+    print(
+        "placement: "
+        + (
+            f"each system measured on CPU {','.join(map(str, sorted(where.server)))}, the client and "
+            f"the fake model on CPU {','.join(map(str, sorted(where.load or ())))}"
+            if where.server is not None
+            else "none (every process where the kernel puts it)"
+        )
+    )
 
 
 def _machine() -> float:
@@ -447,10 +495,20 @@ def _machine() -> float:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--peer-single-turns", type=int, default=Load.single_turns,
-                        help="turns of the one-conversation figures in the side-by-side section")
-    parser.add_argument("--peers-unpinned", action="store_true",
-                        help="run every process where the kernel puts it (by default each system measured is "
-                             "pinned to one CPU, and the load to the others)")
-    parser.add_argument("--peers-baseline-ref", default=None,
-                        help="git ref whose Sophos runs beside this tree's in each repetition (env BENCH_PEERS_BASELINE_REF)")
+    parser.add_argument(
+        "--peer-single-turns",
+        type=int,
+        default=Load.single_turns,
+        help="turns of the one-conversation figures in the side-by-side section",
+    )
+    parser.add_argument(
+        "--peers-unpinned",
+        action="store_true",
+        help="run every process where the kernel puts it (by default each system measured is "
+        "pinned to one CPU, and the load to the others)",
+    )
+    parser.add_argument(
+        "--peers-baseline-ref",
+        default=None,
+        help="git ref whose Sophos runs beside this tree's in each repetition (env BENCH_PEERS_BASELINE_REF)",
+    )

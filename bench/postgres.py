@@ -136,8 +136,10 @@ async def section(args: argparse.Namespace) -> None:
             store = PostgresRunStore(db)
             await store.ready()
             h = make_harness(turn_replies(turns), tools=[(spec("notes__save"), note)], repo=store, saver=saver)
-            pg = (*await sophos_on(turns, lambda: (h, lambda: live_bytes(ours_url)), lambda: pg_vacuum(ours_url)),
-                  pg_size(ours_url))
+            pg = (
+                *await sophos_on(turns, lambda: (h, lambda: live_bytes(ours_url)), lambda: pg_vacuum(ours_url)),
+                pg_size(ours_url),
+            )
             await store.aclose()
         finally:
             drop_database(base_url)
@@ -151,7 +153,11 @@ async def section(args: argparse.Namespace) -> None:
     sq_repo.close()
     results: dict[str, Result] = {"official": base, "pg": pg, "sqlite": sq}
     rows: list[Row] = [
-        (f"data after {turns} turns (PostgreSQL: live rows; SQLite: the file)", *(mb(r[0][turns]) for r in results.values()), True),
+        (
+            f"data after {turns} turns (PostgreSQL: live rows; SQLite: the file)",
+            *(mb(r[0][turns]) for r in results.values()),
+            True,
+        ),
         (f"on disk after {turns} turns (PostgreSQL: VACUUM every 10 turns)", *(mb(r[3]) for r in results.values()), True),
         (f"data growth per turn near turn {turns} / near turn 10", *(growth(r[0], turns) for r in results.values()), True),
         ("time per turn, mean", *(f"{r[1]:.1f} ms" for r in results.values()), True),

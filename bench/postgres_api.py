@@ -35,7 +35,8 @@ def sizes(url: str) -> tuple[int, int]:
     with psycopg.connect(url) as conn:
         row = conn.execute(
             "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
-            "WHERE c.relkind = 'r' AND c.relname = ANY(%s)", (list(CHECKPOINT_TABLES),)
+            "WHERE c.relkind = 'r' AND c.relname = ANY(%s)",
+            (list(CHECKPOINT_TABLES),),
         ).fetchone()
         whole = conn.execute("SELECT pg_database_size(current_database())").fetchone()
     return int(row[0]) if row else 0, int(whole[0]) if whole else 0
@@ -89,13 +90,27 @@ def rows(server: str, turns: int = int(os.environ.get("BENCH_PG_TURNS", "300")))
     marks = tuple(sorted({10, 10 + window, 2 * turns // 3, turns - window, turns}))
     s = conversation(server, turns, marks)
     out: list[Row] = [(f"turn {t}", mb(s[t][0]), mb(s[t][1]), "", True) for t in marks]
-    out.append((f"after {turns} turns", mb(s[turns][0]), mb(s[turns][1]), "<= 10 MB / <= 25 MB",
-                s[turns][0] <= 10e6 and s[turns][1] <= 25e6))
+    out.append(
+        (
+            f"after {turns} turns",
+            mb(s[turns][0]),
+            mb(s[turns][1]),
+            "<= 10 MB / <= 25 MB",
+            s[turns][0] <= 10e6 and s[turns][1] <= 25e6,
+        )
+    )
     early = (s[10 + window][0] - s[10][0]) / window
     late = (s[turns][0] - s[turns - window][0]) / window
     ratio = late / early if early > 0 else float("inf")
-    out.append((f"checkpoint bytes per turn, last {window} turns / turns 10-{10 + window}", f"{late:.0f} / {early:.0f} B",
-                f"{ratio:.2f}x", "<= 1.3x", ratio <= 1.3))
+    out.append(
+        (
+            f"checkpoint bytes per turn, last {window} turns / turns 10-{10 + window}",
+            f"{late:.0f} / {early:.0f} B",
+            f"{ratio:.2f}x",
+            "<= 1.3x",
+            ratio <= 1.3,
+        )
+    )
     return out
 
 

@@ -96,14 +96,21 @@ async def timed_queries(env: dict[str, str], words: list[str], label: str, note:
 
     # words by frequency (Zipf-like): in ~15%, ~1% and ~0.1% of the messages; a phrase, a
     # prefix, two words. A word in nearly every message (a stop word) is timed apart.
-    queries = [words[20], words[300], words[3000], f'"{words[20]} {words[40]}"', f"{words[100][:3]}*",
-               f"{words[50]} {words[200]}"]
+    queries = [
+        words[20],
+        words[300],
+        words[3000],
+        f'"{words[20]} {words[40]}"',
+        f"{words[100][:3]}*",
+        f"{words[50]} {words[200]}",
+    ]
     stop_word = words[0]
     container = create_container(env)
     app = create_app(container, manage_lifecycle=False)
     times: dict[str, float] = {}
     typing: list[float] = []
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as client:
+
         async def timed(q: str) -> float:
             t = time.perf_counter()
             r = await client.get("/api/search", params={"q": q})
@@ -118,7 +125,9 @@ async def timed_queries(env: dict[str, str], words: list[str], label: str, note:
             typing.append(statistics.median([await timed(q) for _ in range(3)]))
     await close_container(container)
     stop = times.pop(stop_word)
-    kinds = dict(zip(queries, ("a word in 15%", "a word in 1%", "a word in 0.1%", "a phrase", "a prefix", "two words"), strict=True))
+    kinds = dict(
+        zip(queries, ("a word in 15%", "a word in 1%", "a word in 0.1%", "a phrase", "a prefix", "two words"), strict=True)
+    )
     slowest = max(times, key=times.__getitem__)
     worst = times[slowest]
     median_typed = statistics.median(typing)

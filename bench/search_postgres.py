@@ -49,7 +49,9 @@ def fill(url: str, conversations: int) -> list[str]:
             rows += [entry(cid, j, "user" if j % 2 == 0 else "assistant", t) for j, t in enumerate(texts)]
             threads.append((cid, len(texts)))
             if i % BATCH == BATCH - 1 or i == conversations - 1:
-                cur.executemany("INSERT INTO conversations (id, title, created_at, updated_at) VALUES (%s, %s, now(), now())", convs)
+                cur.executemany(
+                    "INSERT INTO conversations (id, title, created_at, updated_at) VALUES (%s, %s, now(), now())", convs
+                )
                 cur.executemany(ENTRY, rows)
                 cur.executemany("INSERT INTO search_threads VALUES (%s, %s, %s, NULL)", [(c, n, n) for c, n in threads])
                 conn.commit()

@@ -38,7 +38,6 @@ class FakeModel(NamedTuple):
     pid: int
 
 
-
 @dataclass(frozen=True)
 class Placement:
     """Which CPUs the server under measurement runs on, and which the load (this process, its
@@ -166,32 +165,35 @@ def worktree(ref: str) -> Iterator[Tree]:
 
 def server_env(tree: Tree, data: Path, ollama_url: str, port: int) -> dict[str, str]:
     env = dict(os.environ)
-    env.update({
-        # ahead of site-packages, so ahead of the editable install's .pth (this tree's src/)
-        "PYTHONPATH": str(tree.root / "src"),
-        "CONFIG_DIR": str(tree.root / "config"),
-        "DATABASE_PATH": str(data / "db" / "sophos.db"),
-        "MEMORY_FILE_PATH": str(data / "memory" / "memory.jsonl"),
-        "MODEL_BACKEND": "ollama",
-        "TOOLS_BACKEND": "none",
-        "OLLAMA_HOST": ollama_url,
-        "OLLAMA_MODEL": "qwen3",
-        "LOG_LEVEL": "WARNING",
-        "HOST": "127.0.0.1",
-        "PORT": str(port),
-        "API_TOKEN": "",
-        "AUTO_RESUME": "false",
-        "AUTO_TITLE": "false",  # a title request per new conversation would be load the bench does not measure
-        "LANGGRAPH_API_PORT": "0",  # a bench that wants it sets a free port (several servers, one 2024)
-    })
+    env.update(
+        {
+            # ahead of site-packages, so ahead of the editable install's .pth (this tree's src/)
+            "PYTHONPATH": str(tree.root / "src"),
+            "CONFIG_DIR": str(tree.root / "config"),
+            "DATABASE_PATH": str(data / "db" / "sophos.db"),
+            "MEMORY_FILE_PATH": str(data / "memory" / "memory.jsonl"),
+            "MODEL_BACKEND": "ollama",
+            "TOOLS_BACKEND": "none",
+            "OLLAMA_HOST": ollama_url,
+            "OLLAMA_MODEL": "qwen3",
+            "LOG_LEVEL": "WARNING",
+            "HOST": "127.0.0.1",
+            "PORT": str(port),
+            "API_TOKEN": "",
+            "AUTO_RESUME": "false",
+            "AUTO_TITLE": "false",  # a title request per new conversation would be load the bench does not measure
+            "LANGGRAPH_API_PORT": "0",  # a bench that wants it sets a free port (several servers, one 2024)
+        }
+    )
     return env
 
 
 def check_sources(tree: Tree, env: dict[str, str]) -> None:
     """Fail unless the server's python imports `entrypoints` from the tree's own src/."""
     code = "import entrypoints; print(entrypoints.__file__)"
-    out = subprocess.run([serve_python(), "-c", code], env=env, cwd=tree.root, capture_output=True, text=True,
-                         check=True).stdout.strip()
+    out = subprocess.run(
+        [serve_python(), "-c", code], env=env, cwd=tree.root, capture_output=True, text=True, check=True
+    ).stdout.strip()
     if not Path(out).resolve().is_relative_to((tree.root / "src").resolve()):
         raise RuntimeError(f"{tree.label}: entrypoints imported from {out}, not from {tree.root / 'src'}")
 

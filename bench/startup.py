@@ -35,18 +35,20 @@ TICKS = os.sysconf("SC_CLK_TCK")
 
 def command_env(tree: Tree, data: Path) -> dict[str, str]:
     env = dict(os.environ)
-    env.update({
-        # ahead of site-packages, so ahead of the editable install's .pth (this tree's src/)
-        "PYTHONPATH": str(tree.root / "src"),
-        "CONFIG_DIR": str(tree.root / "config"),
-        "DATABASE_PATH": str(data / "db" / "sophos.db"),
-        "MODEL_BACKEND": "demo",
-        "TOOLS_BACKEND": "none",
-        "LOG_LEVEL": "WARNING",
-        "HOST": "127.0.0.1",
-        "API_TOKEN": "",
-        "LANGGRAPH_API_PORT": "0",
-    })
+    env.update(
+        {
+            # ahead of site-packages, so ahead of the editable install's .pth (this tree's src/)
+            "PYTHONPATH": str(tree.root / "src"),
+            "CONFIG_DIR": str(tree.root / "config"),
+            "DATABASE_PATH": str(data / "db" / "sophos.db"),
+            "MODEL_BACKEND": "demo",
+            "TOOLS_BACKEND": "none",
+            "LOG_LEVEL": "WARNING",
+            "HOST": "127.0.0.1",
+            "API_TOKEN": "",
+            "LANGGRAPH_API_PORT": "0",
+        }
+    )
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
@@ -66,7 +68,9 @@ def run_once(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, flo
     wall = (time.perf_counter() - began) * 1000
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd[3:])} failed ({proc.returncode}): {proc.stderr.read().decode() if proc.stderr else ''}")
+        raise RuntimeError(
+            f"{' '.join(cmd[3:])} failed ({proc.returncode}): {proc.stderr.read().decode() if proc.stderr else ''}"
+        )
     return wall, (usage.ru_utime + usage.ru_stime) * 1000
 
 
@@ -110,8 +114,7 @@ async def measure(trees: list[Tree], reps: int, data: Path) -> dict[str, Samples
         check_sources(tree, env)
         # as an installed package has it: PYTHONDONTWRITEBYTECODE (set in CI images) would
         # have every run compile the tree's sources again, and a fresh worktree has no .pyc
-        subprocess.run([PYTHON, "-m", "compileall", "-q", str(tree.root / "src")], env=env, check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run([PYTHON, "-m", "compileall", "-q", str(tree.root / "src")], env=env, check=True, stdout=subprocess.DEVNULL)
         run_once(sophos(*READ), env, tree.root)  # creates the database: the reads below find it
     for rep in range(reps):
         for tree in trees:
@@ -123,8 +126,11 @@ async def measure(trees: list[Tree], reps: int, data: Path) -> dict[str, Samples
     return out
 
 
-FIGURES = {"help": "`sophos --help`", "read": "`sophos conversations` (empty database)",
-           "serve": "`sophos serve` until /api/healthz answers"}
+FIGURES = {
+    "help": "`sophos --help`",
+    "read": "`sophos conversations` (empty database)",
+    "serve": "`sophos serve` until /api/healthz answers",
+}
 
 
 def describe(samples: list[tuple[float, float]]) -> tuple[float, float, str]:
@@ -160,8 +166,10 @@ async def section(args: argparse.Namespace) -> None:
     finally:
         shutil.rmtree(data, ignore_errors=True)
     baseline = got[f"baseline {ref}"] if ref else None
-    print_table((f"median of {args.startup_reps}", f"baseline {ref}" if ref else "-", "current", "target"),
-                table(baseline, got[current.label]))
+    print_table(
+        (f"median of {args.startup_reps}", f"baseline {ref}" if ref else "-", "current", "target"),
+        table(baseline, got[current.label]),
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -34,9 +34,7 @@ def results_path(section: str, started: datetime, directory: Path = RESULTS) -> 
     return directory / f"{started.astimezone(UTC):%Y-%m-%dT%H%MZ}-{section}.md"
 
 
-def write_results(
-    section: str, text: str, started: datetime, facts: Mapping[str, str], directory: Path = RESULTS
-) -> Path:
+def write_results(section: str, text: str, started: datetime, facts: Mapping[str, str], directory: Path = RESULTS) -> Path:
     """Write one section's output, headed by when and where it was measured."""
     directory.mkdir(parents=True, exist_ok=True)
     path = results_path(section, started, directory)
@@ -70,9 +68,7 @@ class _Tee(io.TextIOBase):
 
 
 @contextmanager
-def recording(
-    section: str, started: datetime, facts: Mapping[str, str], directory: Path = RESULTS
-) -> Iterator[None]:
+def recording(section: str, started: datetime, facts: Mapping[str, str], directory: Path = RESULTS) -> Iterator[None]:
     """Print as usual inside the block; when it ends without an error, write what was printed
     to the section's dated file and print its path. A section that fails writes nothing: a
     partial table would read as a result."""

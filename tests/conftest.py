@@ -39,8 +39,7 @@ TESTS = Path(__file__).parent
 POSTGRES_FIXTURES = {"postgres_url", "postgres_template", "pg_url", "pg_empty_url"}
 # what a module holds when it starts a PostgreSQL server or another process itself
 POSTGRES_STARTERS: tuple[object, ...] = (PostgresServer, postgres_server)
-PROCESS_STARTERS: tuple[object, ...] = (subprocess, server, terminal, torture, sdk_suite, McpToolbox,
-                                        ledger_server_entry)
+PROCESS_STARTERS: tuple[object, ...] = (subprocess, server, terminal, torture, sdk_suite, McpToolbox, ledger_server_entry)
 PROCESS_MODULES = {m.__name__ for m in (subprocess, server, terminal, torture, sdk_suite)}
 
 
@@ -70,7 +69,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> Iterator[None]:
             item.add_marker(pytest.mark.browser)
             item.add_marker(pytest.mark.processes)
         if POSTGRES_FIXTURES & set(item.fixturenames) or (
-            "postgres" not in given and module is not None
+            "postgres" not in given
+            and module is not None
             and inferred.setdefault((file, "postgres"), _holds(module, POSTGRES_STARTERS))
         ):
             item.add_marker(pytest.mark.postgres)

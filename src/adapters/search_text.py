@@ -70,9 +70,7 @@ def _matcher(term: Term, stemmed: Callable[[], Sequence[str]]) -> Callable[[Sequ
     return lambda folded, i: folded[i] == last
 
 
-def _matches(
-    folded: Sequence[str], term: Term, stemmed: Callable[[], Sequence[str]] | None = None
-) -> list[tuple[int, int]]:
+def _matches(folded: Sequence[str], term: Term, stemmed: Callable[[], Sequence[str]] | None = None) -> list[tuple[int, int]]:
     """(first, last + 1) word positions where the term matches: the first MAX_HITS.
     `stemmed()`: the stems of `folded` (asked for only by a `stem` term)."""
     head = [fold(w) for w in term.words[:-1]]

@@ -120,7 +120,7 @@ def fork_messages(messages: Sequence[Message], index: object) -> tuple[Message, 
     at = messages[index]
     if isinstance(at, AssistantMessage) and at.tool_calls:
         results = {}
-        for m in messages[index + 1:]:
+        for m in messages[index + 1 :]:
             if not isinstance(m, ToolResult):
                 break
             results[m.tool_call_id] = m

@@ -204,11 +204,13 @@ def _nodes(mapping: Mapping[str, Any], limits: Limits, fail: Fail) -> tuple[dict
     return kept, top
 
 
-def _branches(kept: dict[str, _Node], top: list[str], current: str | None, limits: Limits,
-              fail: Fail) -> tuple[list[BranchCopy], int]:
+def _branches(
+    kept: dict[str, _Node], top: list[str], current: str | None, limits: Limits, fail: Fail
+) -> tuple[list[BranchCopy], int]:
     """Each path from a root to a leaf, first children first (by creation time), as a
     branch; a later child starts a branch at its index, numbered in the order met. Refused
     as soon as there is one more than the limit."""
+
     def order(ids: Sequence[str]) -> list[str]:
         return sorted(ids, key=lambda i: kept[i].created)  # stable: ties keep the file's order
 
@@ -282,6 +284,7 @@ def from_chatgpt(doc: object, now: datetime, limits: Limits | None = None) -> li
         raise InvalidImport(f"the file holds more than {limits.conversations} conversations")
     out: list[ConversationCopy] = []
     for n, item in enumerate(items):
+
         def fail(what: str, n: int = n) -> InvalidImport:
             return InvalidImport(f"conversation {n + 1}: {what}")
 

@@ -89,10 +89,11 @@ class FixedCost:
         """What a person is told when they take more than CROWDED of the budget, else None."""
         if self.total <= self.budget * CROWDED:
             return None
-        what = (f"the tool definitions alone take ~{self.tools:,} of {self.budget:,} tokens"
-                if self.tools >= self.budget else
-                f"the system prompt and tool definitions take ~{self.total:,} of {self.budget:,} tokens "
-                f"(tools ~{self.tools:,})")
+        what = (
+            f"the tool definitions alone take ~{self.tools:,} of {self.budget:,} tokens"
+            if self.tools >= self.budget
+            else f"the system prompt and tool definitions take ~{self.total:,} of {self.budget:,} tokens (tools ~{self.tools:,})"
+        )
         effect = "every model call exceeds the budget" if self.over else "little room is left for the conversation"
         return f"{what} of the prompt budget (MODEL_CONTEXT - MODEL_RESERVE): {effect}"
 
@@ -299,7 +300,11 @@ class _Chosen:
 
 
 def _choose(
-    thread: Sequence[Message], start: int, latest_user: int, room: float, max_chars: int,
+    thread: Sequence[Message],
+    start: int,
+    latest_user: int,
+    room: float,
+    max_chars: int,
     cost_of: Callable[[Message], int],
 ) -> _Chosen:
     """The newest units of thread[start:] that fit in `room`, and the latest user message
@@ -368,9 +373,7 @@ SUMMARY_INSTRUCTIONS = (
 )
 
 
-def summary_request(
-    previous: SummaryMessage | None, messages: Sequence[Message], policy: ContextPolicy
-) -> tuple[str, str]:
+def summary_request(previous: SummaryMessage | None, messages: Sequence[Message], policy: ContextPolicy) -> tuple[str, str]:
     """The (system prompt, user message) that ask the model for a summary of `messages`,
     folding in the `previous` summary; sized to fit the model's window."""
     words = max(int(policy.budget * SUMMARY_SHARE * 0.7), 50)

@@ -281,9 +281,7 @@ class RecursionLimitReached(SophosError):
     """Raised when a run exceeds AGENT_RECURSION_LIMIT steps."""
 
     code = ErrorCode.RECURSION_LIMIT
-    default_message = (
-        "The agent reached its step limit (AGENT_RECURSION_LIMIT) without finishing."
-    )
+    default_message = "The agent reached its step limit (AGENT_RECURSION_LIMIT) without finishing."
 
 
 class AgentFailure(SophosError):

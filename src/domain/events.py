@@ -86,11 +86,15 @@ def truncation_message(event: PromptTruncated) -> str:
     below what was sent is said as seen (a server with a smaller window than MODEL_CONTEXT
     and a proxy that reports words instead of tokens look alike from here)."""
     if event.filled:
-        return (f"The model evaluated {event.evaluated} prompt tokens of about {event.sent} sent: the model "
-                "server cut the prompt (raise MODEL_CONTEXT or the server's context length).")
-    return (f"The model server reported far fewer prompt tokens ({event.evaluated}) than were sent (about "
-            f"{event.sent}): it may have cut the prompt (is its context length below MODEL_CONTEXT "
-            f"{event.window}?) or it counts them differently. Said once per conversation.")
+        return (
+            f"The model evaluated {event.evaluated} prompt tokens of about {event.sent} sent: the model "
+            "server cut the prompt (raise MODEL_CONTEXT or the server's context length)."
+        )
+    return (
+        f"The model server reported far fewer prompt tokens ({event.evaluated}) than were sent (about "
+        f"{event.sent}): it may have cut the prompt (is its context length below MODEL_CONTEXT "
+        f"{event.window}?) or it counts them differently. Said once per conversation."
+    )
 
 
 @dataclass(frozen=True)

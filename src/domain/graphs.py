@@ -130,6 +130,7 @@ def is_local(dependency: str) -> bool:
 def parse_graphs_config(text: str, path: str) -> GraphsConfig:
     """The file's text, read as `langgraph.json` at `path` (absolute): relative paths in it are
     resolved against its directory. GraphLoadFailed names what is wrong, the first fault."""
+
     def fail(what: str) -> GraphLoadFailed:
         return GraphLoadFailed(f"{path}: {one_line(what)}")
 
@@ -169,7 +170,7 @@ def _graph(graph_id: str, value: Any, base: str, fail: Fail) -> GraphSource:
             raise fail(f"graph {graph_id!r}: `description` must be a string")
         value = value.get("path")
     if not isinstance(value, str):
-        raise fail(f"graph {graph_id!r}: must be a string `./path.py:attr` (or {{\"path\": ...}})")
+        raise fail(f'graph {graph_id!r}: must be a string `./path.py:attr` (or {{"path": ...}})')
     location, colon, attr = value.rpartition(":")
     if not colon or not location or not _DOTTED.fullmatch(attr):
         raise fail(f"graph {graph_id!r}: {value!r} is not `./path.py:attr` or `module:attr`")

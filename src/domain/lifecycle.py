@@ -132,9 +132,7 @@ ADOPTION_FAILED = RunError(
 )
 
 
-def outcome_of(
-    failure: BaseException | None, stop: StopReason | None, waiting: bool = False, cut: bool = False
-) -> Outcome:
+def outcome_of(failure: BaseException | None, stop: StopReason | None, waiting: bool = False, cut: bool = False) -> Outcome:
     """The outcome of a run whose task ended with `failure` (None: the agent finished, or
     stopped before calls that wait for approval when `waiting`) or was stopped for `stop`.
 
@@ -241,10 +239,7 @@ def resume_plan(head: ThreadHead, pending: Sequence[PendingCall], decision: str 
 
 
 NOT_RUN = "Not run: the step that requested this call was abandoned for a new message."
-OUTCOME_UNKNOWN = (
-    "Outcome unknown: this call was sent before the run stopped and its result was not saved; "
-    "it was not run again."
-)
+OUTCOME_UNKNOWN = "Outcome unknown: this call was sent before the run stopped and its result was not saved; it was not run again."
 
 
 def settle_plan(pending: Sequence[PendingCall]) -> tuple[ToolResult, ...]:
@@ -254,10 +249,7 @@ def settle_plan(pending: Sequence[PendingCall]) -> tuple[ToolResult, ...]:
     user's decision first (DecisionRequired)."""
     if any(p.needs_decision for p in pending):
         raise DecisionRequired()
-    return tuple(
-        ToolResult(OUTCOME_UNKNOWN if p.started else NOT_RUN, p.call.id, p.call.name, "error")
-        for p in pending
-    )
+    return tuple(ToolResult(OUTCOME_UNKNOWN if p.started else NOT_RUN, p.call.id, p.call.name, "error") for p in pending)
 
 
 def base_count(head: ThreadHead, closings: int, new_message: bool) -> int:

@@ -73,6 +73,9 @@ class ModelChoice:
     system_mode: SystemMode = SystemMode.ADD
 
 
+SERVER_DEFAULT = ModelChoice()  # the backend's default model, config/system.md alone
+
+
 def check_model_name(value: object) -> str | None:
     """A model name as a request gives it: None or "" (the default) gives None; otherwise a
     string without control or format characters, at most MODEL_NAME_MAX long."""
@@ -158,6 +161,10 @@ def settings_change(fields: Mapping[str, object]) -> SettingsChange:
     unchanged; null or blank: the default), each checked; the edges give `systemMode` under
     this name (entrypoints.dto.settings_fields)."""
     return SettingsChange(
-        check_model_name(fields.get("model")), check_system(fields.get("system")), "model" in fields, "system" in fields,
-        check_system_mode(fields.get("system_mode")), "system_mode" in fields,
+        check_model_name(fields.get("model")),
+        check_system(fields.get("system")),
+        "model" in fields,
+        "system" in fields,
+        check_system_mode(fields.get("system_mode")),
+        "system_mode" in fields,
     )

@@ -45,6 +45,7 @@ class Shown:
 
 
 MAIN = Shown(archived=False)  # what GET /api/conversations lists unless asked otherwise
+ALL_SHOWN = Shown()  # archived or not, pinned or not
 
 
 @dataclass(frozen=True)
@@ -112,12 +113,12 @@ def model_title(reply: str) -> str | None:
     text = reply
     while "<think>" in text and "</think>" in text:  # a model that thinks in its text
         start, end = text.index("<think>"), text.index("</think>")
-        text = text[:start] + text[end + len("</think>"):] if start < end else text[end + len("</think>"):]
+        text = text[:start] + text[end + len("</think>") :] if start < end else text[end + len("</think>") :]
     line = next((ln for ln in text.splitlines() if ln.strip()), "")
     line = "".join(ch for ch in line if unicodedata.category(ch) not in ("Cc", "Cf"))
     line = line.strip().strip("#*_`").strip()
     if line.lower().startswith("title:"):
-        line = line[len("title:"):].strip()
+        line = line[len("title:") :].strip()
     line = line.strip("\"'“”‘’«»").strip().rstrip(".!?:;,").strip()
     words = line.split()
     if not words:

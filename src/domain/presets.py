@@ -50,5 +50,6 @@ def check_preset_name(value: object) -> str:
 def preset_settings(fields: Mapping[str, object]) -> ChatSettings:
     """The settings a request saves (`model`, `system`, `system_mode`; absent or null: the
     server's default), each checked as a conversation's are."""
-    return ChatSettings(check_model_name(fields.get("model")), check_system(fields.get("system")),
-                        check_system_mode(fields.get("system_mode")))
+    return ChatSettings(
+        check_model_name(fields.get("model")), check_system(fields.get("system")), check_system_mode(fields.get("system_mode"))
+    )

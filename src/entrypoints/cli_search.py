@@ -48,8 +48,10 @@ def _unsearched(unsearched: dict[str, int]) -> str:
     branches, conversations = unsearched.get("branches", 0), unsearched.get("conversations", 0)
     if not branches:
         return ""
-    return (f"{branches} inactive branch{'es' if branches > 1 else ''} of {conversations} "
-            f"conversation{'s' if conversations > 1 else ''} not searched")
+    return (
+        f"{branches} inactive branch{'es' if branches > 1 else ''} of {conversations} "
+        f"conversation{'s' if conversations > 1 else ''} not searched"
+    )
 
 
 @click.command()

@@ -118,16 +118,25 @@ def organised_dto(conversation: Conversation) -> dict[str, Any]:
     """The summary with how it is organised (domain.organise): pinned, archived, its turns
     (null: not counted yet) and who gave its title (`message`, `model`, `user`), as the page's
     list (`fields=all`), the detail and a PATCH answer give it."""
-    return {**summary_dto(conversation), "pinned": conversation.pinned, "archived": conversation.archived,
-            "turns": conversation.turns, "titleBy": conversation.title_by.value}
+    return {
+        **summary_dto(conversation),
+        "pinned": conversation.pinned,
+        "archived": conversation.archived,
+        "turns": conversation.turns,
+        "titleBy": conversation.title_by.value,
+    }
 
 
 def settings_dto(conversation: Conversation) -> dict[str, Any]:
     """A conversation's summary with the model and instructions it asked for (null: the
     server's default) and what they do to the server's prompt (`systemMode`), as its detail
     and PATCH answer give it (the list stays the summary)."""
-    return {**organised_dto(conversation), "model": conversation.model, "system": conversation.system,
-            "systemMode": conversation.system_mode.value}
+    return {
+        **organised_dto(conversation),
+        "model": conversation.model,
+        "system": conversation.system,
+        "systemMode": conversation.system_mode.value,
+    }
 
 
 def model_dto(model: ModelInfo, default: str) -> dict[str, Any]:
@@ -145,14 +154,17 @@ def model_dto(model: ModelInfo, default: str) -> dict[str, Any]:
 def limits_dto(limits: AttachmentLimits) -> dict[str, Any]:
     """What a message may carry here (GET /api/models' `attachments`): the page checks a
     file before it reads it, and the server checks it again."""
-    return {"maxBytes": limits.max_bytes, "maxFiles": limits.max_files, "types": sorted(limits.types),
-            "shown": limits.shown}
+    return {"maxBytes": limits.max_bytes, "maxFiles": limits.max_files, "types": sorted(limits.types), "shown": limits.shown}
 
 
 def queued_dto(message: QueuedMessage) -> dict[str, Any]:
     """A message waiting in a conversation's queue."""
-    dto: dict[str, Any] = {"id": message.id, "position": message.position, "text": message.text,
-                           "createdAt": iso(message.created_at)}
+    dto: dict[str, Any] = {
+        "id": message.id,
+        "position": message.position,
+        "text": message.text,
+        "createdAt": iso(message.created_at),
+    }
     if message.steer:
         dto["steer"] = True
     return dto

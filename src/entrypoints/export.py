@@ -38,7 +38,9 @@ def _quote_json(args: object) -> list[str]:
 
 
 def markdown_transcript(
-    conversation: Conversation, messages: Sequence[Message], sent_from: int | None = None,
+    conversation: Conversation,
+    messages: Sequence[Message],
+    sent_from: int | None = None,
     branch: tuple[int, int] | None = None,
 ) -> str:
     """The thread's active branch; `sent_from`: where the model's view began on its latest

@@ -21,7 +21,16 @@ class ContextNotices:
         if self.noted or not (d["leftOut"] or d["summarized"] or d["shortened"]):
             return None
         self.noted = True
-        parts = [f"{n} {what}" for n, what in ((d["leftOut"], "left out"), (d["summarized"], "summarized"),
-                                               (d["shortened"], "tool result(s) shortened")) if n]
-        return (f"\ncontext: the model sees the last {d['sent']} messages "
-                f"(~{d['tokens']} of {d['budget']} tokens); {', '.join(parts)}")
+        parts = [
+            f"{n} {what}"
+            for n, what in (
+                (d["leftOut"], "left out"),
+                (d["summarized"], "summarized"),
+                (d["shortened"], "tool result(s) shortened"),
+            )
+            if n
+        ]
+        return (
+            f"\ncontext: the model sees the last {d['sent']} messages "
+            f"(~{d['tokens']} of {d['budget']} tokens); {', '.join(parts)}"
+        )

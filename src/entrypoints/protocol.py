@@ -42,8 +42,14 @@ class _Shared:
 
 def _reply_and_close(transport: Any, status: bytes, code: str, message: str) -> None:
     body = json.dumps({"error": {"code": code, "message": message}}).encode()
-    transport.write(b"HTTP/1.1 " + status + b"\r\ncontent-type: application/json\r\ncontent-length: "
-                    + str(len(body)).encode() + b"\r\nconnection: close\r\n\r\n" + body)
+    transport.write(
+        b"HTTP/1.1 "
+        + status
+        + b"\r\ncontent-type: application/json\r\ncontent-length: "
+        + str(len(body)).encode()
+        + b"\r\nconnection: close\r\n\r\n"
+        + body
+    )
     transport.close()
 
 
@@ -51,8 +57,9 @@ class _HeadWait:
     """One connection's wait for a request head: its deadline, the bytes of the head so far,
     and its place among its client address's connections waiting for one."""
 
-    def __init__(self, shared: _Shared, timeout: float, loop: asyncio.AbstractEventLoop,
-                 transport: asyncio.Transport, address: str) -> None:
+    def __init__(
+        self, shared: _Shared, timeout: float, loop: asyncio.AbstractEventLoop, transport: asyncio.Transport, address: str
+    ) -> None:
         self.shared, self.timeout, self.loop, self.transport, self.address = shared, timeout, loop, transport, address
         self.timer: asyncio.TimerHandle | None = None
         self.head_bytes = 0
@@ -89,8 +96,12 @@ class _HeadWait:
     def too_large(self) -> None:
         self.disarm()
         log.info("closing a connection whose request head is over %d bytes", MAX_HEAD)
-        _reply_and_close(self.transport, b"431 Request Header Fields Too Large", "HEADERS_TOO_LARGE",
-                         f"The request line and headers are over {MAX_HEAD} bytes")
+        _reply_and_close(
+            self.transport,
+            b"431 Request Header Fields Too Large",
+            "HEADERS_TOO_LARGE",
+            f"The request line and headers are over {MAX_HEAD} bytes",
+        )
 
 
 def head_deadline_protocol(timeout: float, limit: int | None = None) -> type[Any]:

@@ -124,8 +124,10 @@ def check_config(settings: Settings, env: Mapping[str, str]) -> None:
     if env.get("FORWARDED_ALLOW_IPS"):
         # docs/deployment.md once told TLS-proxy users to set it; uvicorn's forwarded headers
         # are off now, so it would silently mean nothing (every write of an https page 403)
-        raise BadConfig("FORWARDED_ALLOW_IPS is not read: name the proxies whose forwarded headers are "
-                        "believed in TRUSTED_PROXY_IPS, and unset FORWARDED_ALLOW_IPS")
+        raise BadConfig(
+            "FORWARDED_ALLOW_IPS is not read: name the proxies whose forwarded headers are "
+            "believed in TRUSTED_PROXY_IPS, and unset FORWARDED_ALLOW_IPS"
+        )
 
 
 async def check_cors(settings: Settings, sessions: SessionService) -> None:
@@ -133,8 +135,10 @@ async def check_cors(settings: Settings, sessions: SessionService) -> None:
     AUTH=proxy): without one, any page of those origins would act as the admin (BadConfig)."""
     cors = CorsPolicy(settings.LANGGRAPH_API_CORS_ORIGINS)
     if settings.LANGGRAPH_API_PORT and (cors.any or cors.origins) and not await sessions.needed():
-        raise BadConfig("refusing to serve LANGGRAPH_API_CORS_ORIGINS without a login: any page of those "
-                        "origins would act as the admin; set API_TOKEN (or add a user)")
+        raise BadConfig(
+            "refusing to serve LANGGRAPH_API_CORS_ORIGINS without a login: any page of those "
+            "origins would act as the admin; set API_TOKEN (or add a user)"
+        )
 
 
 class CannotListen(Exception):
@@ -161,7 +165,7 @@ def bind(host: str, port: int, setting: str = "--port or PORT") -> socket.socket
         if e.errno == errno.EADDRINUSE:
             raise CannotListen(
                 "ADDRESS_IN_USE",
-                f"{host}:{port} is already in use (another Sophos?): stop that server, or choose another port with {setting}"
+                f"{host}:{port} is already in use (another Sophos?): stop that server, or choose another port with {setting}",
             ) from e
         raise CannotListen("CANNOT_LISTEN", f"cannot listen on {host}:{port}: {e.strerror}") from e
     sock.listen(2048)  # connections queue from now on, as "listening" says
@@ -214,8 +218,12 @@ def side_socket(settings: Settings, host: str) -> socket.socket | None:
     except CannotListen as e:
         if e.code != "ADDRESS_IN_USE" or chosen("LANGGRAPH_API_PORT", settings):
             raise
-    log.warning("LangGraph API not served: %s:%d is in use (langgraph dev?); set LANGGRAPH_API_PORT to a free "
-                "port for it, or to 0 to turn it off", url_host(host), port)
+    log.warning(
+        "LangGraph API not served: %s:%d is in use (langgraph dev?); set LANGGRAPH_API_PORT to a free "
+        "port for it, or to 0 to turn it off",
+        url_host(host),
+        port,
+    )
     return None
 
 
@@ -226,8 +234,15 @@ def side_server(settings: Settings, app: Any, host: str, sock: socket.socket) ->
     port = sock.getsockname()[1]
     lg_app = create_lgapi_app(app.state.services, settings, app.state.closing)
     config = uvicorn.Config(
-        lg_app, host=host, port=port, loop=event_loop(), log_config=None, lifespan="off", access_log=False,
-        timeout_graceful_shutdown=5, http=head_deadline_protocol(settings.REQUEST_TIMEOUT, settings.MAX_CONNECTIONS),
+        lg_app,
+        host=host,
+        port=port,
+        loop=event_loop(),
+        log_config=None,
+        lifespan="off",
+        access_log=False,
+        timeout_graceful_shutdown=5,
+        http=head_deadline_protocol(settings.REQUEST_TIMEOUT, settings.MAX_CONNECTIONS),
         h11_max_incomplete_event_size=MAX_HEAD,
         proxy_headers=False,  # as the main server: TRUSTED_PROXY_IPS decides (entrypoints.http.forwarded)
     )

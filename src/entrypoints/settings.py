@@ -5,17 +5,15 @@ environment variable counts as unset.
 `Settings` is the table: each field is one declaration, `setting(default, doc, rules...)`,
 with its type as the annotation (entrypoints/settings_rules.py). The checks, the errors and
 the settings table of docs/configuration.md all come from it; a setting is added with one
-declaration (and, if it depends on another, a rule in CROSS_CHECKS)."""
+declaration (and, if it depends on another, a rule in CROSS_CHECKS, entrypoints/settings_checks.py)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from domain.attachments import (
     ATTACHMENT_BYTES_CEILING,
@@ -28,8 +26,7 @@ from domain.attachments import (
     attachment_types,
     size_text,
 )
-from domain.errors import InvalidInput
-from domain.principals import TrustedProxies
+from entrypoints.settings_checks import CROSS_CHECKS, defaults_file
 from entrypoints.settings_rules import SettingsError, declarations, merged, read, setting
 
 __all__ = ["MAX_ANSWER_TOKENS", "Settings", "SettingsError", "database_label", "load_settings"]
@@ -62,14 +59,17 @@ class Settings:
     DATABASE_PATH: str = setting("data/db/sophos.db", "the SQLite file (its directory is created)")
     CONFIG_DIR: str = setting("config", "holds `system.md`, `mcp.json`, `defaults.yaml`", env_only=True)
     MEMORY_FILE_PATH: str = setting(
-        "data/memory/memory.jsonl", "the Memory server's file; replaces `${MEMORY_FILE_PATH}` in `mcp.json`",
+        "data/memory/memory.jsonl",
+        "the Memory server's file; replaces `${MEMORY_FILE_PATH}` in `mcp.json`",
     )
     MODEL_BACKEND: str = setting(
-        "ollama", "`ollama`, `openai` (any OpenAI-compatible server) or `demo` (offline)",
+        "ollama",
+        "`ollama`, `openai` (any OpenAI-compatible server) or `demo` (offline)",
         choices=("ollama", "openai", "demo"),
     )
     TOOLS_BACKEND: str = setting(
-        "mcp", "`mcp` (servers of `mcp.json`), `demo` (two built-in tools) or `none`",
+        "mcp",
+        "`mcp` (servers of `mcp.json`), `demo` (two built-in tools) or `none`",
         choices=("mcp", "demo", "none"),
     )
     OLLAMA_HOST: str = setting("http://localhost:11434", "Ollama server")
@@ -82,12 +82,14 @@ class Settings:
         choices=("auto", "true", "false"),
     )
     OPENAI_BASE_URL: str = setting(
-        "http://localhost:8080/v1", "OpenAI-compatible server (llama.cpp, vLLM, LM Studio)",
+        "http://localhost:8080/v1",
+        "OpenAI-compatible server (llama.cpp, vLLM, LM Studio)",
     )
     OPENAI_MODEL: str = setting("local-model", "its model name")
     OPENAI_API_KEY: str = setting("", "its key, if it wants one")
     MODEL_TIMEOUT: int = setting(
-        120, "seconds; a model server that stalls longer fails the run with `MODEL_UNREACHABLE`",
+        120,
+        "seconds; a model server that stalls longer fails the run with `MODEL_UNREACHABLE`",
     )
     MODEL_TRANSPORT: str = setting(
         "auto",
@@ -104,20 +106,23 @@ class Settings:
         "none, `none` sends no tools and `required` is not sent. Unset: not sent. `required` makes every "
         "call call a tool, so a run goes on until `AGENT_RECURSION_LIMIT`. See [the tool-calling "
         "table](model.md#tool-calling)",
-        choices=("", "auto", "required", "none"), shown="(unset)",
+        choices=("", "auto", "required", "none"),
+        shown="(unset)",
     )
     MODEL_CONTEXT: int = setting(
         8192,
         "tokens the model reads: sent to Ollama as `num_ctx`; with `MODEL_RESERVE`, the budget of every "
         "prompt (see [the context budget](context.md))",
-        low=MIN_CONTEXT, unit="tokens",
+        low=MIN_CONTEXT,
+        unit="tokens",
     )
     MODEL_RESERVE: int = setting(
         1024,
         "tokens of `MODEL_CONTEXT` kept for the answer (at most half of it; unless set in the "
         "environment, it shrinks to half of a small `MODEL_CONTEXT`, so `MODEL_CONTEXT=1024` alone "
         "starts)",
-        low=0, said="between 0 and half of MODEL_CONTEXT",
+        low=0,
+        said="between 0 and half of MODEL_CONTEXT",
     )
     MODEL_MAX_TOKENS: int = setting(
         0,
@@ -127,7 +132,10 @@ class Settings:
         "to the server (Ollama `num_predict`, OpenAI-compatible `max_tokens`) and enforced while "
         "streaming; an answer that reaches it is stopped there, its text kept, and the run fails "
         "`ANSWER_TOO_LONG` (see [hardening](hardening.md))",
-        low=0, high=MAX_ANSWER_TOKENS, said=f"between 1 and {MAX_ANSWER_TOKENS} tokens, or 0 (half of MODEL_CONTEXT)", shown="`0` (= half of `MODEL_CONTEXT`)",
+        low=0,
+        high=MAX_ANSWER_TOKENS,
+        said=f"between 1 and {MAX_ANSWER_TOKENS} tokens, or 0 (half of MODEL_CONTEXT)",
+        shown="`0` (= half of `MODEL_CONTEXT`)",
     )
     CONTEXT_SUMMARY: bool = setting(
         False,
@@ -136,13 +144,15 @@ class Settings:
     )
     CONTEXT_TOOL_SHARE: float = setting(
         0.25,
-        "a tool result larger than this share of the budget is sent shortened (head and tail); the thread"
-        " keeps it whole",
-        low=0.05, high=1,
+        "a tool result larger than this share of the budget is sent shortened (head and tail); the thread keeps it whole",
+        low=0.05,
+        high=1,
     )
     AGENT_RECURSION_LIMIT: int = setting(
-        25, "steps per run (an agent → tools round trip is 2); invalid values mean 25",
-        low=1, fallback=True,
+        25,
+        "steps per run (an agent → tools round trip is 2); invalid values mean 25",
+        low=1,
+        fallback=True,
     )
     RUN_LEASE_SECONDS: float = setting(
         30,
@@ -150,7 +160,8 @@ class Settings:
         "database's clock) may be taken over",
     )
     HOST: str = setting(
-        "127.0.0.1", "listen address; a non-loopback address requires `API_TOKEN` (or `AUTH=proxy`)",
+        "127.0.0.1",
+        "listen address; a non-loopback address requires `API_TOKEN` (or `AUTH=proxy`)",
     )
     PORT: int = setting(8000, "listen port")
     SHUTDOWN_TIMEOUT: int = setting(30, "seconds runs may take to finish after SIGTERM/SIGINT")
@@ -163,7 +174,9 @@ class Settings:
         30 * 24 * 3600,
         "seconds a page login lasts, from the login (30 days; use does not extend it; 1 to 34,560,000, "
         "400 days); log-out ends it at once (see [security](security.md#the-page-and-api_token))",
-        low=1, high=MAX_SESSION_SECONDS, said=f"between 1 and {MAX_SESSION_SECONDS} (400 days)",
+        low=1,
+        high=MAX_SESSION_SECONDS,
+        said=f"between 1 and {MAX_SESSION_SECONDS} (400 days)",
     )
     AUTH: str = setting(
         "token",
@@ -185,17 +198,18 @@ class Settings:
     )
     PROXY_AUTO_CREATE: bool = setting(
         True,
-        "`AUTH=proxy`: a user first seen is created with role `user`; `false` refuses them until `sophos "
-        "users add`",
+        "`AUTH=proxy`: a user first seen is created with role `user`; `false` refuses them until `sophos users add`",
     )
     ADMIN_SEES_ALL: bool = setting(
-        False, "`true`: admins reach every user's conversations (otherwise only their own)",
+        False,
+        "`true`: admins reach every user's conversations (otherwise only their own)",
     )
     USER_MAX_ACTIVE_RUNS: int = setting(
         0,
         "a user's running runs plus queued messages at most; beyond it 429 `USER_LIMIT` (0: no limit; the"
         " bootstrap admin is not limited)",
-        low=0, said="0 (no limit) or a number of runs",
+        low=0,
+        said="0 (no limit) or a number of runs",
     )
     ALLOWED_HOSTS: str = setting(
         "",
@@ -210,16 +224,20 @@ class Settings:
         "`true`: the server resumes interrupted runs (those needing no decision) at start-up and, while "
         "it runs, those whose owner died",
     )
-    AUTO_TITLE: bool = setting(True, "after a conversation's first answer the model writes its title, off the run's "
-                               "critical path (the request is in [the model](model.md#the-title-of-a-conversation)); "
-                               "`false`: the first message's line stays")
+    AUTO_TITLE: bool = setting(
+        True,
+        "after a conversation's first answer the model writes its title, off the run's "
+        "critical path (the request is in [the model](model.md#the-title-of-a-conversation)); "
+        "`false`: the first message's line stays",
+    )
     CHECKPOINT_KEEP: int = setting(
         3,
         "full checkpoints kept per thread; older ones are deleted as new ones are written (`0` keeps all,"
         " as plain LangGraph does). The export history keeps every checkpoint",
     )
     RUN_EVENT_RETENTION_SECONDS: float = setting(
-        300, "how long a finished run's events stay in the database for late or cross-process followers",
+        300,
+        "how long a finished run's events stay in the database for late or cross-process followers",
     )
     DATABASE_BUSY_TIMEOUT: float = setting(
         5,
@@ -230,7 +248,8 @@ class Settings:
         "",
         "`postgresql://user:pass@host:5432/db`: PostgreSQL holds everything instead of the SQLite file, "
         "for every command; several processes may share it (see [operations](operations.md))",
-        check=_postgres_url, said="empty, or a `postgresql://` (or `postgres://`) URL",
+        check=_postgres_url,
+        said="empty, or a `postgresql://` (or `postgres://`) URL",
     )
     STORAGE_BACKEND: str = setting(
         "",
@@ -238,10 +257,12 @@ class Settings:
         "kept after the process exits: tests, trying things out). Unset: `postgres` when `DATABASE_URL` "
         "is set, else `sqlite`, as before the setting existed; `sqlite` with a `DATABASE_URL` set uses "
         "the file and ignores the URL",
-        choices=("", "sqlite", "postgres", "memory"), shown="(derived)",
+        choices=("", "sqlite", "postgres", "memory"),
+        shown="(derived)",
     )
     DATABASE_POOL_SIZE: int = setting(
-        10, "PostgreSQL connections per process at most (plus one held for liveness and notifications)",
+        10,
+        "PostgreSQL connections per process at most (plus one held for liveness and notifications)",
         low=1,
     )
     MCP_START_TIMEOUT: float = setting(
@@ -251,10 +272,11 @@ class Settings:
     )
     TOOL_TIMEOUT: float = setting(
         120,
-        "seconds a tool call may take (an entry's `\"timeout\"` in `mcp.json` sets its own); a call unsafe "
+        'seconds a tool call may take (an entry\'s `"timeout"` in `mcp.json` sets its own); a call unsafe '
         "to repeat that outlives it is an unknown outcome (`TOOL_OUTCOME_UNKNOWN`), a safe one a failure "
         "the model sees",
-        above=0, high=MAX_TOOL_TIMEOUT,
+        above=0,
+        high=MAX_TOOL_TIMEOUT,
     )
     TOOL_APPROVAL: str = setting(
         "unsafe",
@@ -265,9 +287,9 @@ class Settings:
     )
     APPROVAL_TIMEOUT: float = setting(
         0,
-        "seconds after which an unanswered approval is rejected by the server and the conversation "
-        "continues; `0` waits for ever",
-        low=0, said="0 (off) or a number of seconds",
+        "seconds after which an unanswered approval is rejected by the server and the conversation continues; `0` waits for ever",
+        low=0,
+        said="0 (off) or a number of seconds",
     )
     REQUEST_TIMEOUT: float = setting(
         10,
@@ -275,7 +297,8 @@ class Settings:
         "and again its body (else 408 `REQUEST_TIMEOUT`)",
     )
     MAX_CONNECTIONS: int = setting(
-        100, "open connections served at once, event streams included; beyond it, 503 at once",
+        100,
+        "open connections served at once, event streams included; beyond it, 503 at once",
     )
     LANGGRAPH_API_PORT: int = setting(
         2024,
@@ -285,7 +308,9 @@ class Settings:
         "one warning naming the port and this setting, and the page and `/api` are served without it; set "
         "in the environment (or to another port) and taken: `serve` refuses to start (`ADDRESS_IN_USE`, "
         "exit 6)",
-        low=0, high=65535, said="a port (1-65535) or 0 (off)",
+        low=0,
+        high=65535,
+        said="a port (1-65535) or 0 (off)",
     )
     LANGGRAPH_API_CORS_ORIGINS: str = setting(
         "",
@@ -304,22 +329,27 @@ class Settings:
     )
     MAX_QUEUED: int = setting(
         20,
-        "messages that may wait in one conversation's queue (`multitask: \"enqueue\"`, [api](api.md)); "
+        'messages that may wait in one conversation\'s queue (`multitask: "enqueue"`, [api](api.md)); '
         "beyond it, 429 `QUEUE_FULL` (1 to 1000)",
-        low=1, high=1000,
+        low=1,
+        high=1000,
     )
     MAX_ATTACHMENT_BYTES: int = setting(
         MAX_ATTACHMENT_BYTES,
         "one attached file at most, in bytes (10 MB; 1 to 67,108,864, 64 MB); beyond it, 413 "
         "`ATTACHMENT_TOO_LARGE`. A chat body may hold every file at once, base64-encoded, so the request "
         "limit follows: `MAX_ATTACHMENTS` × 4/3 × this",
-        low=1, high=ATTACHMENT_BYTES_CEILING, said=f"between 1 and {ATTACHMENT_BYTES_CEILING} ({size_text(ATTACHMENT_BYTES_CEILING)})",
+        low=1,
+        high=ATTACHMENT_BYTES_CEILING,
+        said=f"between 1 and {ATTACHMENT_BYTES_CEILING} ({size_text(ATTACHMENT_BYTES_CEILING)})",
     )
     MAX_ATTACHMENTS: int = setting(
         MAX_ATTACHMENTS,
         "files one message may carry (0 to 32); beyond it, 400 `TOO_MANY_ATTACHMENTS`; `0` turns "
         "attachments off (the page hides its attach button)",
-        low=0, high=ATTACHMENTS_CEILING, said=f"between 0 (off) and {ATTACHMENTS_CEILING}",
+        low=0,
+        high=ATTACHMENTS_CEILING,
+        said=f"between 0 (off) and {ATTACHMENTS_CEILING}",
     )
     ATTACHMENT_TYPES: str = setting(
         "text,image,pdf",
@@ -328,20 +358,33 @@ class Settings:
         "types Sophos reads (`text/markdown`, `image/png`, …). A type Sophos cannot read (SVG, a binary) "
         "cannot be let in; another is 415 `ATTACHMENT_TYPE_NOT_ALLOWED`. Imports read back any file a "
         "Sophos could have stored",
-        check=_attachment_types, said="comma-separated kinds (`text`, `image`, `pdf`) or media types",
+        check=_attachment_types,
+        said="comma-separated kinds (`text`, `image`, `pdf`) or media types",
     )
     MAX_IMAGE_PIXELS: int = setting(
-        MAX_IMAGE_PIXELS, "an attached image's width × height at most, as its header declares them (and 16,384 "
+        MAX_IMAGE_PIXELS,
+        "an attached image's width × height at most, as its header declares them (and 16,384 "
         "pixels a side); beyond it, 400 `ATTACHMENT_UNREADABLE`. Imports read back any a Sophos could accept",
-        low=1, high=PIXELS_CEILING, unit="pixels",
+        low=1,
+        high=PIXELS_CEILING,
+        unit="pixels",
     )
-    PDF_TIMEOUT: float = setting(20, "seconds a PDF's text may take to read, in a worker process killed then (400 "
-                                 "`ATTACHMENT_UNREADABLE`), and to wait for a free worker (503 `PDF_BUSY`) "
-                                 "([attachments](attachments.md#reading-a-pdf-its-cost-bounded))",
-                                 above=0, high=3600, unit="seconds")
-    PDF_MEMORY: int = setting(512 * 1024 * 1024, "bytes of memory (address space) a PDF worker process may use "
-                              "(pypdf alone takes ~45 MB); a PDF needing more: 400 `ATTACHMENT_UNREADABLE`",
-                              low=128 * 1024 * 1024, unit="bytes")
+    PDF_TIMEOUT: float = setting(
+        20,
+        "seconds a PDF's text may take to read, in a worker process killed then (400 "
+        "`ATTACHMENT_UNREADABLE`), and to wait for a free worker (503 `PDF_BUSY`) "
+        "([attachments](attachments.md#reading-a-pdf-its-cost-bounded))",
+        above=0,
+        high=3600,
+        unit="seconds",
+    )
+    PDF_MEMORY: int = setting(
+        512 * 1024 * 1024,
+        "bytes of memory (address space) a PDF worker process may use "
+        "(pypdf alone takes ~45 MB); a PDF needing more: 400 `ATTACHMENT_UNREADABLE`",
+        low=128 * 1024 * 1024,
+        unit="bytes",
+    )
     PDF_WORKERS: int = setting(2, "PDFs read at once, each by a worker process of its own", low=1, high=64)
 
     @property
@@ -356,64 +399,14 @@ class Settings:
     @property
     def attachment_limits(self) -> AttachmentLimits:
         """What a message may carry, as every edge checks it."""
-        return AttachmentLimits(self.MAX_ATTACHMENT_BYTES, self.MAX_ATTACHMENTS, attachment_types(self.ATTACHMENT_TYPES),
-                                self.MAX_IMAGE_PIXELS)
+        return AttachmentLimits(
+            self.MAX_ATTACHMENT_BYTES, self.MAX_ATTACHMENTS, attachment_types(self.ATTACHMENT_TYPES), self.MAX_IMAGE_PIXELS
+        )
 
     @property
     def storage_backend(self) -> str:
         """sqlite, postgres or memory: STORAGE_BACKEND, or what an unset one means."""
         return self.STORAGE_BACKEND or ("postgres" if self.DATABASE_URL else "sqlite")
-
-
-# --- the rules between settings ---------------------------------------------------------
-
-
-def _reserve_fits(s: dict[str, Any], env: Mapping[str, str]) -> None:
-    # a default reserve that a small window cannot hold shrinks to fit: MODEL_CONTEXT=1024
-    # alone must start (one set by hand over half the window is still an error)
-    if not env.get("MODEL_RESERVE"):
-        s["MODEL_RESERVE"] = min(s["MODEL_RESERVE"], s["MODEL_CONTEXT"] // 2)
-    if s["MODEL_RESERVE"] > s["MODEL_CONTEXT"] // 2:
-        raise SettingsError(f"MODEL_RESERVE must be between 0 and half of MODEL_CONTEXT ({s['MODEL_CONTEXT'] // 2}), "
-                            f"got {s['MODEL_RESERVE']}")
-
-
-def _proxy_named(s: dict[str, Any], env: Mapping[str, str]) -> None:
-    try:
-        TrustedProxies(s["TRUSTED_PROXY_IPS"])
-    except InvalidInput as e:
-        raise SettingsError(e.message) from None
-    if s["AUTH"] != "proxy":
-        return
-    if not s["TRUSTED_PROXY_IPS"].strip():
-        raise SettingsError("AUTH=proxy needs TRUSTED_PROXY_IPS (the proxies' addresses)")
-    if not s["PROXY_USER_HEADER"].strip():
-        raise SettingsError("PROXY_USER_HEADER must name a header (e.g. Remote-User)")
-
-
-def _postgres_has_url(s: dict[str, Any], env: Mapping[str, str]) -> None:
-    # unset keeps what configurations meant before the setting existed: a URL means PostgreSQL
-    if s["STORAGE_BACKEND"] == "postgres" and not s["DATABASE_URL"]:
-        raise SettingsError("STORAGE_BACKEND=postgres needs DATABASE_URL (a postgresql:// URL)")
-
-
-# each (settings so far, environment) -> None, after every value passed its own declaration
-CROSS_CHECKS: tuple[Callable[[dict[str, Any], Mapping[str, str]], None], ...] = (
-    _reserve_fits, _proxy_named, _postgres_has_url,
-)
-
-
-def _defaults_file(path: Path) -> dict[str, Any]:
-    """The settings a defaults file changes (none when there is no file)."""
-    if not path.is_file():
-        return {}
-    try:
-        loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as e:
-        raise SettingsError(f"{path}: not valid YAML ({e})") from e
-    if not isinstance(loaded, dict):
-        raise SettingsError(f"{path}: must map setting names to values")
-    return loaded
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
@@ -424,7 +417,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     defaults = {d.name: d.default for d in declared}
     config_dir = env.get("CONFIG_DIR") or defaults["CONFIG_DIR"]
     fixed = {d.name for d in declared if d.rule.env_only}
-    raw = merged(defaults, _defaults_file(Path(config_dir) / "defaults.yaml"), env, fixed)
+    raw = merged(defaults, defaults_file(Path(config_dir) / "defaults.yaml"), env, fixed)
     values = {d.name: read(d, raw[d.name]) for d in declared}
     for check in CROSS_CHECKS:
         check(values, env)

@@ -48,9 +48,19 @@ class Rule:
 
 
 def setting(
-    default: T, doc: str, *, low: float | None = None, high: float | None = None, above: float | None = None,
-    choices: tuple[str, ...] = (), check: Check | None = None, said: str | None = None, unit: str = "",
-    shown: str | None = None, fallback: bool = False, env_only: bool = False,
+    default: T,
+    doc: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    above: float | None = None,
+    choices: tuple[str, ...] = (),
+    check: Check | None = None,
+    said: str | None = None,
+    unit: str = "",
+    shown: str | None = None,
+    fallback: bool = False,
+    env_only: bool = False,
 ) -> T:
     """One setting: its default, its line in the docs' table, and its rules (see Rule)."""
     rule = Rule(doc, low, high, above, choices, check, said, unit, shown, fallback, env_only)
@@ -97,8 +107,11 @@ def _range(rule: Rule) -> str:
 
 
 def _in_range(rule: Rule, value: float) -> bool:
-    return ((rule.low is None or value >= rule.low) and (rule.high is None or value <= rule.high)
-            and (rule.above is None or value > rule.above))
+    return (
+        (rule.low is None or value >= rule.low)
+        and (rule.high is None or value <= rule.high)
+        and (rule.above is None or value > rule.above)
+    )
 
 
 def _choices(rule: Rule) -> str:
@@ -167,9 +180,7 @@ def docs_table(settings_class: type) -> str:
     return "\n".join(lines) + "\n"
 
 
-def merged(
-    defaults: Mapping[str, Any], from_file: Mapping[str, Any], env: Mapping[str, str], fixed: set[str]
-) -> dict[str, Any]:
+def merged(defaults: Mapping[str, Any], from_file: Mapping[str, Any], env: Mapping[str, str], fixed: set[str]) -> dict[str, Any]:
     """The raw values: the declared defaults, then the file's (but for `fixed` names), then the
     environment's (an empty variable counts as unset)."""
     raw = dict(defaults)

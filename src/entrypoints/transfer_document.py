@@ -86,8 +86,12 @@ def to_document(copy: ConversationCopy, conversation_id: str | None = None) -> d
         ],
         "approvals": [
             {
-                "callId": a.call.id, "tool": a.call.name, "args": a.call.args, "server": a.server,
-                "description": a.description, "requestedAt": iso(a.requested_at),
+                "callId": a.call.id,
+                "tool": a.call.name,
+                "args": a.call.args,
+                "server": a.server,
+                "description": a.description,
+                "requestedAt": iso(a.requested_at),
                 "decision": _decision_doc(a.decision) if a.decision else None,
                 "decidedAt": iso(a.decided_at) if a.decided_at else None,
             }
@@ -172,19 +176,31 @@ class _Reader:
                 raise self.fail(f"{what}.attachments must be a list of {{name, type, size, digest}}")
             return UserMessage(content, attachments=tuple(f for f in files if f is not None))
         if role == "assistant":
-            calls = tuple(self.call(c, f"{what}.toolCalls[{i}]") for i, c in enumerate(self.items(doc.get("toolCalls", []), f"{what}.toolCalls")))
+            calls = tuple(
+                self.call(c, f"{what}.toolCalls[{i}]")
+                for i, c in enumerate(self.items(doc.get("toolCalls", []), f"{what}.toolCalls"))
+            )
             reasoning = doc.get("reasoning")
             view = doc.get("context")
             context = None
             if view is not None:
                 v = self.obj(view, f"{what}.context")
                 context = ContextView(*(self.integer(v.get(k), f"{what}.context.{k}") for k in ("sentFrom", "tokens", "budget")))
-            return AssistantMessage(content, calls, reasoning=self.text(reasoning, f"{what}.reasoning") if reasoning else None,
-                                    context=context, cut=doc.get("cut") is True)
+            return AssistantMessage(
+                content,
+                calls,
+                reasoning=self.text(reasoning, f"{what}.reasoning") if reasoning else None,
+                context=context,
+                cut=doc.get("cut") is True,
+            )
         if role == "tool":
             status: Literal["success", "error"] = "error" if doc.get("status") == "error" else "success"
-            return ToolResult(content, self.text(doc.get("toolCallId"), f"{what}.toolCallId", empty=False),
-                              self.text(doc.get("name"), f"{what}.name", empty=False), status)
+            return ToolResult(
+                content,
+                self.text(doc.get("toolCallId"), f"{what}.toolCallId", empty=False),
+                self.text(doc.get("name"), f"{what}.name", empty=False),
+                status,
+            )
         if role == "summary":
             return SummaryMessage(content, self.integer(doc.get("covers"), f"{what}.covers"))
         raise self.fail(f"{what}.role must be user, assistant, tool or summary")
@@ -205,9 +221,12 @@ class _Reader:
     def call(self, raw: object, what: str) -> ToolCall:
         doc = self.obj(raw, what)
         model_id = doc.get("modelId")
-        return ToolCall(self.text(doc.get("id"), f"{what}.id", empty=False), self.text(doc.get("name"), f"{what}.name", empty=False),
-                        self.args(doc.get("args", {}), f"{what}.args"),
-                        self.text(model_id, f"{what}.modelId") if model_id is not None else None)
+        return ToolCall(
+            self.text(doc.get("id"), f"{what}.id", empty=False),
+            self.text(doc.get("name"), f"{what}.name", empty=False),
+            self.args(doc.get("args", {}), f"{what}.args"),
+            self.text(model_id, f"{what}.modelId") if model_id is not None else None,
+        )
 
     def decision(self, raw: object, what: str) -> Decision:
         doc = self.obj(raw, what)
@@ -221,11 +240,16 @@ class _Reader:
 
     def approval(self, raw: object, what: str) -> ApprovalCopy:
         doc = self.obj(raw, what)
-        call = ToolCall(self.text(doc.get("callId"), f"{what}.callId", empty=False),
-                        self.text(doc.get("tool"), f"{what}.tool", empty=False), self.args(doc.get("args", {}), f"{what}.args"))
+        call = ToolCall(
+            self.text(doc.get("callId"), f"{what}.callId", empty=False),
+            self.text(doc.get("tool"), f"{what}.tool", empty=False),
+            self.args(doc.get("args", {}), f"{what}.args"),
+        )
         decided = doc.get("decision")
         return ApprovalCopy(
-            call, self.text(doc.get("server", ""), f"{what}.server"), self.text(doc.get("description", ""), f"{what}.description"),
+            call,
+            self.text(doc.get("server", ""), f"{what}.server"),
+            self.text(doc.get("description", ""), f"{what}.description"),
             self.time(doc.get("requestedAt"), f"{what}.requestedAt"),
             self.decision(decided, f"{what}.decision") if decided is not None else None,
             self.time(doc["decidedAt"], f"{what}.decidedAt") if doc.get("decidedAt") is not None else None,
@@ -245,6 +269,32 @@ def _check_depth(value: object, limit: int, failure: Any) -> None:
             stack.extend((v, depth + 1) for v in item)
 
 
+def _branches(r: _Reader, c: Mapping[str, Any], limits: Limits) -> list[BranchCopy]:
+    """The document's `branches`, each checked (check_branches then checks how they join)."""
+    raw_branches = r.items(c.get("branches"), "branches")
+    if not raw_branches:
+        raise r.fail("a conversation needs at least one branch")
+    if len(raw_branches) > limits.branches:
+        raise r.fail(f"more than {limits.branches} branches")
+    branches: list[BranchCopy] = []
+    for i, raw in enumerate(raw_branches):
+        b = r.obj(raw, f"branches[{i}]")
+        parent = b.get("parent")
+        messages = tuple(
+            r.message(m, f"branches[{i}].messages[{k}]")
+            for k, m in enumerate(r.items(b.get("messages"), f"branches[{i}].messages"))
+        )
+        branches.append(
+            BranchCopy(
+                r.integer(b.get("number"), f"branches[{i}].number", 1),
+                None if parent is None else r.integer(parent, f"branches[{i}].parent", 1),
+                r.integer(b.get("fork"), f"branches[{i}].fork"),
+                messages,
+            )
+        )
+    return branches
+
+
 def from_document(doc: object, limits: Limits | None = None, where: str = "conversation") -> ConversationCopy:
     """A `sophos.conversation` document checked whole; InvalidImport naming what is wrong."""
     limits = limits or LIMITS  # read when called: tests narrow it
@@ -259,19 +309,7 @@ def from_document(doc: object, limits: Limits | None = None, where: str = "conve
         title = clean_title(c.get("title"))
     except InvalidInput:
         raise r.fail("title must be a non-empty string of at most 200 characters") from None
-    raw_branches = r.items(c.get("branches"), "branches")
-    if not raw_branches:
-        raise r.fail("a conversation needs at least one branch")
-    if len(raw_branches) > limits.branches:
-        raise r.fail(f"more than {limits.branches} branches")
-    branches: list[BranchCopy] = []
-    for i, raw in enumerate(raw_branches):
-        b = r.obj(raw, f"branches[{i}]")
-        parent = b.get("parent")
-        messages = tuple(r.message(m, f"branches[{i}].messages[{k}]") for k, m in enumerate(r.items(b.get("messages"), f"branches[{i}].messages")))
-        branches.append(BranchCopy(r.integer(b.get("number"), f"branches[{i}].number", 1),
-                                   None if parent is None else r.integer(parent, f"branches[{i}].parent", 1),
-                                   r.integer(b.get("fork"), f"branches[{i}].fork"), messages))
+    branches = _branches(r, c, limits)
     check_branches(branches, r.fail)
     active = r.integer(c.get("activeBranch", 1), "activeBranch", 1)
     if active > len(branches):
@@ -286,8 +324,15 @@ def from_document(doc: object, limits: Limits | None = None, where: str = "conve
     if len(raw_files) > limits.messages:
         raise r.fail(f"more than {limits.messages} attachments")
     files = {f.attachment.digest: f for f in (r.file(x, f"attachments[{i}]") for i, x in enumerate(raw_files))}
-    copy = ConversationCopy(title, r.time(c.get("createdAt"), "createdAt"), r.time(c.get("updatedAt"), "updatedAt"),
-                            tuple(branches), active, approvals, tuple(files.values()))
+    copy = ConversationCopy(
+        title,
+        r.time(c.get("createdAt"), "createdAt"),
+        r.time(c.get("updatedAt"), "updatedAt"),
+        tuple(branches),
+        active,
+        approvals,
+        tuple(files.values()),
+    )
     missing = [d for d in copy.digests() if d not in files]
     if missing:
         raise r.fail(f"a message names a file the export does not hold ({missing[0][:12]}…)")

@@ -99,8 +99,12 @@ class RunRepository(Protocol):
 
     @abstractmethod
     async def list_conversations(
-        self, limit: int | None = None, before: tuple[datetime, str] | None = None, query: str = "",
-        owner: str | None = None, shown: Shown = Shown(),  # noqa: B008 - a frozen value
+        self,
+        limit: int | None = None,
+        before: tuple[datetime, str] | None = None,
+        query: str = "",
+        owner: str | None = None,
+        shown: Shown = Shown(),  # noqa: B008 - a frozen value
     ) -> Sequence[Conversation]:
         """Conversations by updated_at descending (then id descending); never a temporary one.
 
@@ -177,9 +181,7 @@ class RunRepository(Protocol):
         """
 
     @abstractmethod
-    async def start_run(
-        self, run: Run, now: datetime, flushed_by_input: bool = False, cap: LoadCap | None = None
-    ) -> None:
+    async def start_run(self, run: Run, now: datetime, flushed_by_input: bool = False, cap: LoadCap | None = None) -> None:
         """Insert `run` (status running, heartbeat = the store's now) and bump the
         conversation's updated_at to `now`, atomically.
 
@@ -259,8 +261,9 @@ class RunRepository(Protocol):
         conversation is not `owner`'s, when given). Only reads."""
 
     @abstractmethod
-    async def set_run_kwargs(self, conversation_id: str, run_id: str, kwargs: Mapping[str, Any],
-                             owner: str | None = None) -> bool:
+    async def set_run_kwargs(
+        self, conversation_id: str, run_id: str, kwargs: Mapping[str, Any], owner: str | None = None
+    ) -> bool:
         """Store `kwargs` (a JSON-encodable object) with the run `run_id` of the conversation,
         replacing what was stored; False, storing nothing, if the conversation is unknown
         (or not `owner`'s, when given: one statement, no read before it).

@@ -9,8 +9,16 @@ from typing import Protocol
 from domain.search import INDEXED_ROLES, MARK_CLOSE, MARK_OPEN, SearchHit, SearchQuery, Term, Unsearched
 
 __all__ = [
-    "INDEXED_ROLES", "MARK_CLOSE", "MARK_OPEN", "SearchHit", "SearchIndex", "SearchQuery", "Term", "Unsearched",
+    "INDEXED_ROLES",
+    "MARK_CLOSE",
+    "MARK_OPEN",
+    "SearchHit",
+    "SearchIndex",
+    "SearchQuery",
+    "Term",
+    "Unsearched",
 ]
+
 
 class SearchIndex(Protocol):
     """An index of every conversation's title and the contents of its user and assistant

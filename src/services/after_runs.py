@@ -66,8 +66,7 @@ class AfterRuns:
         if len(self._tasks) >= MAX_PENDING:
             log.info("too much follow-up pending: this run's title and turns wait for the next", extra=active.context)
             return
-        task = asyncio.create_task(self.follow_up(active.conversation_id, outcome.status),
-                                   name=f"after-{active.run_id}")
+        task = asyncio.create_task(self.follow_up(active.conversation_id, outcome.status), name=f"after-{active.run_id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

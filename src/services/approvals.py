@@ -38,7 +38,14 @@ class ApprovalGate:
         if not needs_approval(self.mode, spec, always):
             return RunCall(dict(call.args))
         server = call.name.partition(SEP)[0] if SEP in call.name else ""
-        new = ApprovalRequest(conversation_id, call, run_id, server, spec.description if spec else "",
-                              dict(spec.parameters) if spec else {}, self.clock())
+        new = ApprovalRequest(
+            conversation_id,
+            call,
+            run_id,
+            server,
+            spec.description if spec else "",
+            dict(spec.parameters) if spec else {},
+            self.clock(),
+        )
         await self.store.add_request(new)
         return Wait(new)

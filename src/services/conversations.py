@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from domain.approvals import ApprovalRequest, decided_on, waiting, waiting_message
@@ -41,7 +40,7 @@ from domain.model import (
     utc_now,
 )
 from domain.models import ChatSettings, SettingsChange, settings_of
-from domain.organise import Organise, Shown, count_turns
+from domain.organise import ALL_SHOWN, Organise, Shown, count_turns
 from domain.principals import LOCAL, Principal, owner_filter, sees
 from domain.transfer import ConversationCopy
 from ports.approvals import NO_APPROVALS, ApprovalStore
@@ -50,12 +49,11 @@ from ports.checkpoints import CheckpointPort
 from ports.copies import ThreadCopies
 from ports.journal import ToolJournal
 from ports.runs import RunRepository
+from services.listing import decode_cursor, encode_cursor, page_size, title_query
 from services.models import ModelCatalog
 from services.pending import annotate_pending
 from services.unsaved import UnsavedOutcomes, shown
 
-MAX_PAGE = 500
-MAX_QUERY = 200  # characters of a title search
 MAX_METADATA = 16 * 1024  # bytes of a thread's metadata as JSON
 
 
@@ -123,27 +121,6 @@ class CheckpointHistory:
     content: Callable[[int], Sequence[Message] | None]
 
 
-def encode_cursor(c: Conversation) -> str:
-    """Opaque and URL-safe: base64url (unpadded) of `<UTC timestamp>~<id>`."""
-    raw = f"{c.updated_at.astimezone(UTC).isoformat()}~{c.id}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[datetime, str]:
-    """The position a cursor of encode_cursor names; anything else is InvalidInput."""
-    try:
-        if not cursor.isascii() or "=" in cursor:
-            raise ValueError(cursor)
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        ts, cid = raw.split("~", 1)
-        when = datetime.fromisoformat(ts)
-        if when.tzinfo is None:
-            raise ValueError(ts)
-        return when.astimezone(UTC), parse_conversation_id(cid)
-    except (ValueError, OverflowError, InvalidInput):
-        raise InvalidInput("Invalid cursor") from None
-
-
 class ConversationService:
     def __init__(
         self,
@@ -171,21 +148,29 @@ class ConversationService:
         self.is_active = is_active
         self.clock = clock
 
-    async def list(self, query: object = None, *, by: Principal = LOCAL,
-                   shown: Shown = Shown()) -> Sequence[Conversation]:  # noqa: B008 - a frozen value
+    async def list(self, query: object = None, *, by: Principal = LOCAL, shown: Shown = ALL_SHOWN) -> Sequence[Conversation]:
         """Every kept conversation `shown` names (whose title contains `query`), most
         recently updated first."""
-        return await self._shown(await self.runs.list_conversations(query=_query(query), owner=owner_filter(by),
-                                                                    shown=shown))
+        return await self._shown(
+            await self.runs.list_conversations(query=title_query(query), owner=owner_filter(by), shown=shown)
+        )
 
-    async def page(self, limit: object = None, before: object = None, query: object = None, *, by: Principal = LOCAL,
-                   shown: Shown = Shown()) -> Page:  # noqa: B008 - a frozen value
+    async def page(
+        self,
+        limit: object = None,
+        before: object = None,
+        query: object = None,
+        *,
+        by: Principal = LOCAL,
+        shown: Shown = ALL_SHOWN,
+    ) -> Page:
         """A page of `limit` conversations `shown` names after the cursor `before` (whose
         title contains `query`)."""
-        size = _page_size(limit)
+        size = page_size(limit)
         cursor = decode_cursor(before) if isinstance(before, str) and before else None
-        items = await self.runs.list_conversations(limit=size + 1, before=cursor, query=_query(query),
-                                                   owner=owner_filter(by), shown=shown)
+        items = await self.runs.list_conversations(
+            limit=size + 1, before=cursor, query=title_query(query), owner=owner_filter(by), shown=shown
+        )
         more = len(items) > size
         items = await self._shown(items[:size])
         return Page(items, encode_cursor(items[-1]) if more and items else None)
@@ -202,8 +187,7 @@ class ConversationService:
                 raise ConversationExists()
             return found, False
         settings = await self.defaults(by.user_id) if self.defaults is not None else ChatSettings()
-        return await self.runs.create_conversation(cid, NEW_CONVERSATION_TITLE, self.clock(), settings,
-                                                   owner=by.user_id), True
+        return await self.runs.create_conversation(cid, NEW_CONVERSATION_TITLE, self.clock(), settings, owner=by.user_id), True
 
     async def metadata(self, conversation_ids: Sequence[str]) -> Mapping[str, Mapping[str, Any]]:
         """The thread metadata stored for those of the conversations that have some."""
@@ -235,8 +219,9 @@ class ConversationService:
             await self.summary(cid, by=by)  # NOT_FOUND for another user's, as for an unknown one
         return found or {}
 
-    async def keep_run_kwargs(self, conversation: object, run_id: str, kwargs: Mapping[str, Any], *,
-                              by: Principal = LOCAL) -> None:
+    async def keep_run_kwargs(
+        self, conversation: object, run_id: str, kwargs: Mapping[str, Any], *, by: Principal = LOCAL
+    ) -> None:
         """Keep a JSON object with the conversation's run `run_id` (or the queued message
         whose run will take that id), where every process reads it, across restarts."""
         if not await self.runs.set_run_kwargs(parse_conversation_id(conversation), run_id, kwargs, owner_filter(by)):
@@ -289,8 +274,9 @@ class ConversationService:
     async def find(self, id_prefix: object, *, by: Principal = LOCAL) -> Sequence[Conversation]:
         """The conversations whose id starts with `id_prefix` (at most MAX_MATCHES + 1, so
         a caller can tell there are more), most recently updated first."""
-        return await self._shown(await self.runs.find_conversations(parse_id_prefix(id_prefix), MAX_MATCHES + 1,
-                                                                    owner_filter(by)))
+        return await self._shown(
+            await self.runs.find_conversations(parse_id_prefix(id_prefix), MAX_MATCHES + 1, owner_filter(by))
+        )
 
     async def get(self, conversation: object, *, by: Principal = LOCAL) -> ConversationDetail:
         """Summary, messages of the latest checkpoint, and whether it can be resumed:
@@ -308,7 +294,9 @@ class ConversationService:
             conv = replace(conv, turns=turns)
             with suppress(StorageFailure):  # best effort: a read never fails on a full disk
                 await self.runs.set_turns(conv.id, turns)
-        return ConversationDetail(conv, thread.messages, can_resume, pending, asked, branches, decided_on(requests, thread.messages))
+        return ConversationDetail(
+            conv, thread.messages, can_resume, pending, asked, branches, decided_on(requests, thread.messages)
+        )
 
     async def switch_branch(self, conversation: object, number: object, *, by: Principal = LOCAL) -> ConversationDetail:
         """Make branch `number` the active one (refused while a run is active), then the
@@ -350,7 +338,9 @@ class ConversationService:
         history = await self.checkpoints.list_checkpoints(conv.id)
         if self.copies is None:  # the active branch's messages only
             messages = (await self.checkpoints.get_thread(conv.id)).messages
-            active = next((b.number for b in await self.branch_store.branches(conv.id) if b.active), 1) if self.branch_store else 1
+            active = (
+                next((b.number for b in await self.branch_store.branches(conv.id) if b.active), 1) if self.branch_store else 1
+            )
             return CheckpointHistory(conv, history, lambda n: messages if n == active else None)
         branches, active = await self.copies.read(conv.id)
         whole = ConversationCopy(conv.title, conv.created_at, conv.updated_at, branches, active)
@@ -374,8 +364,13 @@ class ConversationService:
         thread = await self.checkpoints.get_thread(conv.id)
         messages = fork_messages(thread.messages, message_index)
         fork = await self.runs.create_conversation(
-            new_id(), fork_title(conv.title), self.clock(), settings_of(conv), len(messages),
-            owner=by.user_id, title_by=conv.title_by,
+            new_id(),
+            fork_title(conv.title),
+            self.clock(),
+            settings_of(conv),
+            len(messages),
+            owner=by.user_id,
+            title_by=conv.title_by,
         )
         try:
             await self.branch_store.seed_thread(fork.id, messages, source=conv.id)
@@ -423,22 +418,3 @@ class ConversationService:
         if not change.empty and not await self.runs.organise(conv.id, change):
             raise ConversationNotFound()
         return await self.summary(conv.id, by=by)
-
-
-def _query(query: object) -> str:
-    text = query.strip() if isinstance(query, str) else ""
-    if len(text) > MAX_QUERY:
-        raise InvalidInput(f"q must be at most {MAX_QUERY} characters")
-    return text
-
-
-def _page_size(limit: object) -> int:
-    if limit is None:
-        return 50
-    try:
-        size = int(str(limit))
-    except ValueError:
-        raise InvalidInput("limit must be an integer") from None
-    if not 1 <= size <= MAX_PAGE:
-        raise InvalidInput(f"limit must be between 1 and {MAX_PAGE}")
-    return size

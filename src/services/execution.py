@@ -54,9 +54,7 @@ class Execution:
     checkpoints: CheckpointPort
     recursion_limit: int
 
-    async def __call__(
-        self, active: ActiveRun, run_input: RunInput | Plan, choice: ModelChoice | None = None
-    ) -> Outcome:
+    async def __call__(self, active: ActiveRun, run_input: RunInput | Plan, choice: ModelChoice | None = None) -> Outcome:
         """Execute the run to its end, whatever ends it (a stop, a failure: data, never a
         crash), and the outcome it comes to, its last events published but the terminal one."""
         active.started = True
@@ -93,7 +91,11 @@ class Execution:
         return outcome
 
     async def _stream(
-        self, active: ActiveRun, run_input: RunInput, choice: ModelChoice | None, translator: StreamTranslator,
+        self,
+        active: ActiveRun,
+        run_input: RunInput,
+        choice: ModelChoice | None,
+        translator: StreamTranslator,
         seen: _Seen,
     ) -> None:
         streamed = seen.streamed

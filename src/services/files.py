@@ -13,9 +13,7 @@ from services.conversations import ConversationService
 
 
 class FileService:
-    def __init__(
-        self, conversations: ConversationService, threads: CheckpointPort, store: Callable[[], AttachmentStore]
-    ) -> None:
+    def __init__(self, conversations: ConversationService, threads: CheckpointPort, store: Callable[[], AttachmentStore]) -> None:
         self.conversations = conversations
         self.threads = threads
         self.store = store  # a getter: the saver is opened on first use

@@ -52,7 +52,9 @@ async def follow_log(kernel: RunKernel, run: Run, after: int) -> AsyncGenerator[
                 tail, done = up_to_terminal(list(await events.read(run.id, last)))
                 if not done:
                     status = current.status.value if current and current.id == run.id else "interrupted"
-                    tail.append((last + len(tail) + 1, StreamEvent("end", {"conversation": run.conversation_id, "status": status})))
+                    tail.append(
+                        (last + len(tail) + 1, StreamEvent("end", {"conversation": run.conversation_id, "status": status}))
+                    )
                 yield tail
                 return
             if await kernel.reclaim(current):
@@ -60,7 +62,12 @@ async def follow_log(kernel: RunKernel, run: Run, after: int) -> AsyncGenerator[
 
 
 async def follow_batches(
-    kernel: RunKernel, conversation_id: str, after: int, tag: str | None = None, through_queue: bool = False, *,
+    kernel: RunKernel,
+    conversation_id: str,
+    after: int,
+    tag: str | None = None,
+    through_queue: bool = False,
+    *,
     by: Principal = LOCAL,
 ) -> RunStream | StreamEvent:
     """The events of the conversation's live run after id `after` (ending with its
@@ -80,8 +87,7 @@ async def follow_batches(
 
 
 def _not_found(conversation_id: str) -> StreamEvent:
-    return StreamEvent("chat-error", {"code": "NOT_FOUND", "message": "Conversation Not Found",
-                                      "conversation": conversation_id})
+    return StreamEvent("chat-error", {"code": "NOT_FOUND", "message": "Conversation Not Found", "conversation": conversation_id})
 
 
 async def follow_run(kernel: RunKernel, run: Run, after: int) -> RunStream:
@@ -128,9 +134,7 @@ async def follow_conversation(
     return StreamEvent("end", {"conversation": conversation_id, "status": status})
 
 
-async def follow_queue(
-    kernel: RunKernel, conversation_id: str, after: int, tag: str | None = None
-) -> RunStream | StreamEvent:
+async def follow_queue(kernel: RunKernel, conversation_id: str, after: int, tag: str | None = None) -> RunStream | StreamEvent:
     """As `follow_conversation`, then run after run (`follow_chain` with `queue`): when a
     run's terminal event is followed by another run of the conversation (the next queued
     message, started with the first's outcome), a `started` event (id 0 of the new run)
@@ -166,9 +170,16 @@ class ConversationStream(RunStream):
 Resumer = Callable[[str], Awaitable[StartedRun]]
 
 # what a stream of a queued message ends with while its queue is held: it will not start by itself
-HELD = StreamEvent("chat-error", {"code": "QUEUE_HELD", "message": (
-    "The run before it failed or was cancelled, so the queue is held: the run is still pending. "
-    "Cancel it (it is dropped) and send the message again")})
+HELD = StreamEvent(
+    "chat-error",
+    {
+        "code": "QUEUE_HELD",
+        "message": (
+            "The run before it failed or was cancelled, so the queue is held: the run is still pending. "
+            "Cancel it (it is dropped) and send the message again"
+        ),
+    },
+)
 
 
 async def follow_from(
@@ -314,9 +325,7 @@ async def flatten(batches: RunStream) -> AsyncGenerator[Item, None]:
                 yield item
 
 
-async def counted(
-    batches: AsyncGenerator[Batch, None], metrics: MetricsPort, source: str
-) -> AsyncGenerator[Batch, None]:
+async def counted(batches: AsyncGenerator[Batch, None], metrics: MetricsPort, source: str) -> AsyncGenerator[Batch, None]:
     """`batches`, counted as an active stream (`source`: local or log) while it is read."""
     metrics.stream_opened(source)
     try:

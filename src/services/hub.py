@@ -119,9 +119,7 @@ class ActiveRun:
         ended.cancel()
         if not self.input_recorded.is_set():
             failure = self.failure
-            raise failure if isinstance(failure, Exception) else StorageFailure(
-                "The run stopped before its message was saved"
-            )
+            raise failure if isinstance(failure, Exception) else StorageFailure("The run stopped before its message was saved")
 
     def request_stop(self, reason: StopReason) -> None:
         """Stop the task: at once if its body runs and its input is durable, otherwise as
@@ -168,7 +166,9 @@ class ActiveRun:
                 while not queue.empty() and ready[-1] is not None:
                     ready.append(queue.get_nowait())
                 closed = ready[-1] is None
-                batch, done = up_to_terminal([got for got in ready if got is not None and (got[0] > last or got[1].event in TERMINAL_EVENTS)])
+                batch, done = up_to_terminal(
+                    [got for got in ready if got is not None and (got[0] > last or got[1].event in TERMINAL_EVENTS)]
+                )
                 if batch:
                     last = batch[-1][0]
                     yield batch

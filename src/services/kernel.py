@@ -133,8 +133,9 @@ class RunKernel:
         """Execute a recorded run here, as a task: in the live runs (replacing the run it
         follows) until `body` comes to its outcome and the outcome is recorded."""
         stores = self.deps.stores
-        active = ActiveRun(run.id, run.conversation_id, run.base_count, needs_input=needs_input,
-                           history=partial(stores.events.read, run.id))
+        active = ActiveRun(
+            run.id, run.conversation_id, run.base_count, needs_input=needs_input, history=partial(stores.events.read, run.id)
+        )
         self._hub.add(active)
         self.deps.metrics.run_started(run.trigger.value)
         log.info("run started (%s)", run.trigger.value, extra=active.context)
@@ -166,8 +167,13 @@ class RunKernel:
         ctx = active.context
         if outcome.error is not None and outcome.status is RunStatus.FAILED:
             code = outcome.error.code
-            log.warning("run failed: %s %s", code, outcome.error.message, extra=ctx,
-                        exc_info=active.failure if code == "AGENT_FAILURE" else None)
+            log.warning(
+                "run failed: %s %s",
+                code,
+                outcome.error.message,
+                extra=ctx,
+                exc_info=active.failure if code == "AGENT_FAILURE" else None,
+            )
         active.outcome = outcome
         event = lifecycle.terminal_event(active.conversation_id, outcome)
         if outcome.recorded:
@@ -194,8 +200,13 @@ class RunKernel:
             else:
                 count = (await stores.checkpoints.head(active.conversation_id)).message_count
             then = self._next_run(active, finish.status, count)
-            whole = replace(finish, message_count=count, events=tuple(items), then=then,
-                            input_recorded=active.input_recorded.is_set() or not active.needs_input)
+            whole = replace(
+                finish,
+                message_count=count,
+                events=tuple(items),
+                then=then,
+                input_recorded=active.input_recorded.is_set() or not active.needs_input,
+            )
             with self.claim(then) if then is not None else nullcontext(None):  # executed here once recorded
                 written = await stores.runs.finish_run(active.run_id, whole, owner=owner)
                 if then is not None and isinstance(written, QueuedMessage):
@@ -220,8 +231,15 @@ class RunKernel:
         if self.deps.stores.queue is None or status is not RunStatus.COMPLETED or self._draining:
             return None
         base = count + 1  # the queued message is its first
-        return Run(new_id(), active.conversation_id, RunStatus.RUNNING, self.deps.clock(),
-                   owner=self.deps.processes.current(), base_count=base, trigger=RunTrigger.QUEUE)
+        return Run(
+            new_id(),
+            active.conversation_id,
+            RunStatus.RUNNING,
+            self.deps.clock(),
+            owner=self.deps.processes.current(),
+            base_count=base,
+            trigger=RunTrigger.QUEUE,
+        )
 
     async def retry_unrecorded(self) -> None:
         """Write again the outcomes the store refused earlier (see `_record`)."""
@@ -251,8 +269,7 @@ class RunKernel:
         event = lifecycle.terminal_event(run.conversation_id, verdict)
         # a queued message this run took in goes back to the queue unless the thread has it
         recorded = lifecycle.input_saved(run, head)
-        finish = RunFinish(verdict.status, self.deps.clock(), verdict.error, head.message_count, event,
-                           input_recorded=recorded)
+        finish = RunFinish(verdict.status, self.deps.clock(), verdict.error, head.message_count, event, input_recorded=recorded)
         unsaved = self.deps.unsaved
         try:  # no `then`: True or False
             changed = bool(await self.deps.stores.runs.finish_run(run.id, finish, heartbeat=run.heartbeat_at))
@@ -281,8 +298,15 @@ class RunKernel:
             if not queue_due(latest):
                 continue
             head = await stores.checkpoints.head(cid)
-            run = Run(new_id(), cid, RunStatus.RUNNING, self.deps.clock(), owner=self.deps.processes.current(),
-                      base_count=head.message_count + 1, trigger=RunTrigger.QUEUE)
+            run = Run(
+                new_id(),
+                cid,
+                RunStatus.RUNNING,
+                self.deps.clock(),
+                owner=self.deps.processes.current(),
+                base_count=head.message_count + 1,
+                trigger=RunTrigger.QUEUE,
+            )
             with self.claim(run):  # the run's id becomes the message's: recovery knows it by its conversation
                 try:
                     claimed = await queue.start_queued(run, self.deps.clock(), latest.id if latest else None)
@@ -300,9 +324,7 @@ class RunUseCases(Protocol):
     @property
     def kernel(self) -> RunKernel: ...
 
-    async def start(
-        self, command: StartRun, trigger: RunTrigger = RunTrigger.USER, *, by: Principal = LOCAL
-    ) -> StartedRun: ...
+    async def start(self, command: StartRun, trigger: RunTrigger = RunTrigger.USER, *, by: Principal = LOCAL) -> StartedRun: ...
 
     async def cancel(self, command: Cancel, *, by: Principal = LOCAL) -> CancelResult: ...
 

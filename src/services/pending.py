@@ -19,9 +19,7 @@ from ports.engine import Fork, NewMessage, Resume, RunInput
 from ports.journal import ToolJournal
 
 
-async def annotate_pending(
-    pending: Iterable[PendingCall], journal: ToolJournal, conversation_id: str
-) -> tuple[PendingCall, ...]:
+async def annotate_pending(pending: Iterable[PendingCall], journal: ToolJournal, conversation_id: str) -> tuple[PendingCall, ...]:
     """Mark the pending calls that were started (per the journal) and are unsafe to repeat."""
     calls = tuple(pending)
     if not calls:
@@ -62,7 +60,9 @@ async def plan_input(
     it carries are stored), with the thread's message count before the run's own messages.
     `new_thread`: the conversation was created by this request (its thread is empty)."""
     if new_thread and not request.resume:
-        return NewMessage(request.text, new_thread=True, files=request.files), lifecycle.base_count(ThreadHead(), 0, new_message=True)
+        return NewMessage(request.text, new_thread=True, files=request.files), lifecycle.base_count(
+            ThreadHead(), 0, new_message=True
+        )
     head = await ports.checkpoints.head(conversation_id)
     pending: tuple[PendingCall, ...] = ()
     if head.awaiting_tools:
@@ -74,13 +74,17 @@ async def plan_input(
         if open_requests:
             raise DecisionRequired(waiting_message(len(open_requests)))
         closings = lifecycle.settle_plan(pending)
-        return NewMessage(request.text, closings, files=request.files), lifecycle.base_count(head, len(closings), new_message=True)
+        return NewMessage(request.text, closings, files=request.files), lifecycle.base_count(
+            head, len(closings), new_message=True
+        )
     if not head.work_left:
         if request.decisions:  # answered already (a second tab, a double click)
             raise StaleDecision("Nothing waits for a decision: the conversation's last run finished")
         lifecycle.resume_plan(head, pending, request.decision)  # raises RunNotResumable
     plan = plan_decisions(request.decisions, request.decision, pending, requests, ports.checker.check)
-    skip = lifecycle.resume_plan(head, pending, "retry" if plan.unknown_answered and request.decision is None else request.decision)
+    skip = lifecycle.resume_plan(
+        head, pending, "retry" if plan.unknown_answered and request.decision is None else request.decision
+    )
     if plan.approvals and not await ports.approvals.decide(conversation_id, plan.approvals, now):
         raise StaleDecision()  # another request answered them first
     for call_id, d in plan.approvals.items():

@@ -25,8 +25,13 @@ class SavedSettings:
 
 
 class PresetService:
-    def __init__(self, store: PresetStore, catalog: Callable[[], ModelCatalog] | None = None,
-                 clock: Callable[[], datetime] = utc_now, limit: int = PRESETS_MAX) -> None:
+    def __init__(
+        self,
+        store: PresetStore,
+        catalog: Callable[[], ModelCatalog] | None = None,
+        clock: Callable[[], datetime] = utc_now,
+        limit: int = PRESETS_MAX,
+    ) -> None:
         self.store = store
         self.catalog = catalog  # a getter: listing presets never builds a model client
         self.clock = clock

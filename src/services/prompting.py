@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 from domain.context import ContextPolicy, CostCache, PromptPlan, clip_summary, plan_prompt, summary_request
 from domain.model import AssistantMessage, Message, SummaryMessage, UserMessage, new_id
-from domain.models import ModelChoice
+from domain.models import SERVER_DEFAULT, ModelChoice
 from ports.model import ModelPort, Usage
 from ports.tools import ToolSpec
 
@@ -97,8 +97,14 @@ class ContextKeeper:
         """Calibration is per conversation and model: another model tokenizes otherwise."""
         return conversation_id if choice.model is None else f"{conversation_id}\0{choice.model}"
 
-    def plan(self, conversation_id: str, thread: Sequence[Message], system: str, tools: Sequence[ToolSpec],
-             choice: ModelChoice = ModelChoice()) -> PromptPlan:  # noqa: B008 - a frozen value
+    def plan(
+        self,
+        conversation_id: str,
+        thread: Sequence[Message],
+        system: str,
+        tools: Sequence[ToolSpec],
+        choice: ModelChoice = SERVER_DEFAULT,
+    ) -> PromptPlan:
         ratio = self.calibration.ratio(self.key(conversation_id, choice))
         return plan_prompt(thread, system, tools, self.policy_for(choice), ratio, self.costs)
 
@@ -115,8 +121,9 @@ class ContextKeeper:
         content = clip_summary(reply.content if reply else "", self.policy)
         return SummaryMessage(content or "(the model wrote no summary)", end, id=f"summary-{new_id()}")
 
-    def observe(self, conversation_id: str, plan: PromptPlan, usage: Usage | None,
-                choice: ModelChoice = ModelChoice()) -> Evaluation | None:  # noqa: B008 - a frozen value
+    def observe(
+        self, conversation_id: str, plan: PromptPlan, usage: Usage | None, choice: ModelChoice = SERVER_DEFAULT
+    ) -> Evaluation | None:
         reported = usage.prompt_tokens if usage else None
         window = self.policy_for(choice).window
         return self.calibration.observe(self.key(conversation_id, choice), plan.raw_tokens, reported, window)

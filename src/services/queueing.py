@@ -42,9 +42,7 @@ class QueueService:
             return await self.rollback(command, by=by)
         return await self.service.start(command, by=by)
 
-    async def enqueue(
-        self, command: SendMessage, steer: bool = False, *, by: Principal = LOCAL
-    ) -> StartedRun | QueuedMessage:
+    async def enqueue(self, command: SendMessage, steer: bool = False, *, by: Principal = LOCAL) -> StartedRun | QueuedMessage:
         """Queue the message behind the conversation's active (or waiting) run, committed
         before this returns; with no run active, start it at once (as `start` would).
         `steer`: first in line, and the active run hands over to it at its next step

@@ -113,9 +113,7 @@ class RunService:
             raise ConversationNotFound()
         return found
 
-    async def start(
-        self, command: StartRun, trigger: RunTrigger = RunTrigger.USER, *, by: Principal = LOCAL
-    ) -> StartedRun:
+    async def start(self, command: StartRun, trigger: RunTrigger = RunTrigger.USER, *, by: Principal = LOCAL) -> StartedRun:
         """Record the run and (for a message) the input, then execute in the background.
         Returns once the input is durable. An Edit or a Regenerate starts the run on a new
         branch. A new conversation belongs to `by`; an existing one must be theirs to reach."""
@@ -133,8 +131,7 @@ class RunService:
             settings = change.apply(await self.defaults(by.user_id) if self.defaults else ChatSettings())
             files = await self._ready(files, settings)
             title = title_from_message(command.text or (files[0].attachment.name if files else ""))
-            await runs.create_conversation(cid, title, self.deps.clock(), settings, owner=by.user_id,
-                                           temporary=command.temporary)
+            await runs.create_conversation(cid, title, self.deps.clock(), settings, owner=by.user_id, temporary=command.temporary)
         else:
             cid = command.conversation_id
             found, latest = await runs.conversation_and_latest_run(cid, self.deps.lease_seconds)
@@ -149,7 +146,9 @@ class RunService:
         choice = await self._choice(settings)
         run_input, base = await plan_command(self._plan_ports, command, cid, files, self.deps.clock())
         try:
-            return await self._launch(cid, run_input, base, trigger, choice, cap_of(by, self.user_max_active) if trigger is RunTrigger.USER else None)
+            return await self._launch(
+                cid, run_input, base, trigger, choice, cap_of(by, self.user_max_active) if trigger is RunTrigger.USER else None
+            )
         except UserLimitReached:
             if command.conversation_id is None:  # a burst's loser: its new conversation goes too
                 await self.stores.runs.delete_conversation(cid)
@@ -181,7 +180,12 @@ class RunService:
                 raise SessionInProgress()
 
     async def _launch(
-        self, cid: str, run_input: RunInput, base: int, trigger: RunTrigger, choice: ModelChoice | None = None,
+        self,
+        cid: str,
+        run_input: RunInput,
+        base: int,
+        trigger: RunTrigger,
+        choice: ModelChoice | None = None,
         cap: LoadCap | None = None,
     ) -> StartedRun:
         now = self.deps.clock()
@@ -200,7 +204,8 @@ class RunService:
     def _started(self, active: ActiveRun) -> StartedRun:
         metrics = self.deps.metrics
         return StartedRun(
-            active.conversation_id, active.run_id,
+            active.conversation_id,
+            active.run_id,
             lambda: RunStream(active.run_id, following.counted(active.batches(0), metrics, "local")),
         )
 
@@ -210,6 +215,7 @@ class RunService:
     def launch_queued(self, run: Run, message: QueuedMessage) -> StartedRun:
         """Execute `run`, which the store started for the queued `message` (ports.queue):
         its input is planned as a new message's."""
+
         async def plan() -> tuple[RunInput, ModelChoice]:
             request = RunRequest(message.text)
             run_input, _ = await plan_input(self._plan_ports, run.conversation_id, request, self.deps.clock())
@@ -240,7 +246,12 @@ class RunService:
         return answer if isinstance(answer, StreamEvent) else following.flatten(answer)
 
     async def follow_batches(
-        self, conversation_id: str, after: int, tag: str | None = None, through_queue: bool = False, *,
+        self,
+        conversation_id: str,
+        after: int,
+        tag: str | None = None,
+        through_queue: bool = False,
+        *,
         by: Principal = LOCAL,
     ) -> RunStream | StreamEvent:
         """The conversation's live run after id `after`, in batches; another user's

@@ -15,8 +15,7 @@ class SearchService:
         self.index = index
         self.runs = runs  # to leave temporary conversations out (None: nothing left out)
 
-    async def search(self, q: object, limit: object = None, before: object = None, *,
-                     by: Principal = LOCAL) -> SearchPage:
+    async def search(self, q: object, limit: object = None, before: object = None, *, by: Principal = LOCAL) -> SearchPage:
         """A page of the best matches for `q` in the conversations `by` may reach, after the
         cursor `before` (from the previous page's next_cursor), best first, and the
         inactive branches of those conversations, which the index does not hold."""
@@ -28,7 +27,8 @@ class SearchService:
         hidden = await self.runs.temporary_among([h.conversation_id for h in hits]) if self.runs and hits else set()
         results = [
             SearchResult(h.conversation_id, h.title, h.message_index, h.role, h.snippet)
-            for h in hits[:size] if h.conversation_id not in hidden
+            for h in hits[:size]
+            if h.conversation_id not in hidden
         ]
         unsearched = await self.index.unsearched(owner_filter(by))
         return SearchPage(results, str(offset + size) if len(hits) > size else None, unsearched)

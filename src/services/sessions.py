@@ -110,8 +110,14 @@ class SessionService:
 
     def _failed(self, client: str, what: str) -> None:
         failures = self._attempts.record(client, self._monotonic())
-        log.warning("%s from %s: wrong API token (%d of %d allowed per %.0f s)", what, client, failures,
-                    self._attempts.limit, self._attempts.window)
+        log.warning(
+            "%s from %s: wrong API token (%d of %d allowed per %.0f s)",
+            what,
+            client,
+            failures,
+            self._attempts.limit,
+            self._attempts.window,
+        )
 
     async def _token_principal(self, given: bytes) -> Principal | None:
         if self._token and hmac.compare_digest(given, self._token):

@@ -86,8 +86,12 @@ class StreamTranslator:
             out.append(trace(event.step, r.name, "tools", "result", data))
         elif isinstance(event, ContextPlanned):
             data = {
-                "sent": event.sent, "leftOut": event.left_out, "summarized": event.summarized,
-                "shortened": event.shortened, "sentFrom": event.sent_from, "tokens": event.tokens,
+                "sent": event.sent,
+                "leftOut": event.left_out,
+                "summarized": event.summarized,
+                "shortened": event.shortened,
+                "sentFrom": event.sent_from,
+                "tokens": event.tokens,
                 "budget": event.budget,
             }
             out.append(trace(event.step, self._name, "agent", "context", data))
@@ -95,8 +99,12 @@ class StreamTranslator:
             data = {"covers": event.covers, "tokens": event.tokens}
             out.append(trace(event.step, self._name, "agent", "summary", data))
         elif isinstance(event, PromptTruncated):
-            data = {"sent": event.sent, "evaluated": event.evaluated, "window": event.window,
-                    "message": truncation_message(event)}
+            data = {
+                "sent": event.sent,
+                "evaluated": event.evaluated,
+                "window": event.window,
+                "message": truncation_message(event),
+            }
             out.append(trace(event.step, self._name, "agent", "truncated", data))
         elif isinstance(event, AnswerCut):
             data = {"message": "The answer reached the token limit (MODEL_MAX_TOKENS) and was stopped there."}

@@ -47,9 +47,7 @@ class TransferService:
         self.copies = copies
         self.approvals = approvals
 
-    async def export(
-        self, conversation: object, *, by: Principal = LOCAL
-    ) -> tuple[Conversation, ConversationCopy]:
+    async def export(self, conversation: object, *, by: Principal = LOCAL) -> tuple[Conversation, ConversationCopy]:
         """The conversation whole, as its summary says and its thread holds it."""
         conv = await self.runs.get_conversation(parse_conversation_id(conversation))
         if conv is None or not sees(by, conv.owner):
@@ -77,8 +75,11 @@ class TransferService:
                 continue
 
     async def import_files(
-        self, files: Sequence[bytes], read: Callable[[Sequence[bytes], datetime], list[ConversationCopy]],
-        *, by: Principal = LOCAL,
+        self,
+        files: Sequence[bytes],
+        read: Callable[[Sequence[bytes], datetime], list[ConversationCopy]],
+        *,
+        by: Principal = LOCAL,
     ) -> list[Conversation]:
         """Store every conversation of the files, each as a new one (never over another).
         `read` (the edge's: entrypoints/transfer_document.py) checks every file whole first, on

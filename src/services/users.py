@@ -59,8 +59,14 @@ class Claimed:
 
 
 class UserService:
-    def __init__(self, users: UserStore, sessions: SessionStore, *, history: RunStore | None = None,
-                 clock: Callable[[], datetime] = utc_now) -> None:
+    def __init__(
+        self,
+        users: UserStore,
+        sessions: SessionStore,
+        *,
+        history: RunStore | None = None,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
         self.users = users
         self.sessions = sessions
         self.history = history  # the conversations and their rules; None: no history to give
@@ -74,8 +80,10 @@ class UserService:
             user = await self.users.add_user(new_user_id(), wanted, role, self._clock())
         except UserExists:
             found = await self.users.user(wanted)  # names compare case-insensitively: say whose it is
-            raise UserExists(f"A user named {found.name if found else wanted!r} exists already"
-                             + (f" ({found.id}, {found.role.value})" if found else "")) from None
+            raise UserExists(
+                f"A user named {found.name if found else wanted!r} exists already"
+                + (f" ({found.id}, {found.role.value})" if found else "")
+            ) from None
         log.info("user %s added (%s, role %s)", user.name, user.id, role.value)
         return user
 
@@ -105,8 +113,13 @@ class UserService:
         if self.history is not None:
             conversations = await self.history.give_conversations(BOOTSTRAP_ID, user.id)
             rules = await self.history.give_rules(BOOTSTRAP_ID, user.id)
-        log.info("%d conversations and %d always-allow rules of the bootstrap admin given to %s (%s)",
-                 conversations, rules, user.name, user.id)
+        log.info(
+            "%d conversations and %d always-allow rules of the bootstrap admin given to %s (%s)",
+            conversations,
+            rules,
+            user.name,
+            user.id,
+        )
         return Claimed(user, created, conversations, rules)
 
     async def get(self, name_or_id: str) -> User:

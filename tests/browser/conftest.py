@@ -17,8 +17,15 @@ from tests.support.server import LiveServer
 
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = ROOT / "test-results" / "browser"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @pytest.fixture(scope="module")  # Playwright's sync API holds an event loop: release it after this module

@@ -35,7 +35,7 @@ ASKED: dict[str, int] = {}  # how often the model was asked each text
 
 
 def answer(body: dict[str, Any]) -> dict[str, Any]:
-    """"append": a tool call, then "done: <its result>"; "slow": a long answer, a token
+    """ "append": a tool call, then "done: <its result>"; "slow": a long answer, a token
     every 50 ms; "count": "answer <n>", n counting the times it was asked; anything else
     is echoed."""
     last = body["messages"][-1]
@@ -121,9 +121,7 @@ def send(page: Page, text: str) -> None:
     button.click()
 
 
-def test_a_message_streams_its_answer_and_the_thread_is_in_the_history_after_a_reload(
-    browser: Browser, ui: ChatUi
-) -> None:
+def test_a_message_streams_its_answer_and_the_thread_is_in_the_history_after_a_reload(browser: Browser, ui: ChatUi) -> None:
     with open_page(browser, ui.open_url(), "agent-chat-ui-send", **ui.keyed) as page:
         send(page, "hello from the chat ui")
         said = "You said 'hello from the chat ui', and I agree with every word of it."
@@ -152,9 +150,7 @@ def test_a_tool_call_is_shown_with_its_arguments_and_the_answer_after_it(browser
         assert [e["event"] for e in starts if e.get("label") == "from-the-ui"].count("start") == 1
 
 
-def test_regenerate_makes_a_branch_and_the_switcher_goes_back_to_the_first_answer(
-    browser: Browser, ui: ChatUi
-) -> None:
+def test_regenerate_makes_a_branch_and_the_switcher_goes_back_to_the_first_answer(browser: Browser, ui: ChatUi) -> None:
     with open_page(browser, ui.open_url(), "agent-chat-ui-branches", **ui.keyed) as page:
         send(page, "count for me")
         expect(page.get_by_text("answer 1", exact=True)).to_be_visible(timeout=20_000)
@@ -209,7 +205,6 @@ def test_a_call_waiting_for_approval_is_accepted_or_ignored_in_the_ui_s_inbox_an
         assert len(charges(u.lg.book, f"{tid}:")) == 1  # the ignored call never ran
         detail = u.detail(tid)
         assert [m["role"] for m in detail["messages"]][-3:] == ["assistant", "tool", "assistant"]
-
 
 
 def test_an_amount_edited_in_the_inbox_runs_once_with_the_new_value_and_a_response_runs_nothing(

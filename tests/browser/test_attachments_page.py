@@ -46,7 +46,9 @@ DROP = """([csv, png]) => {
 }"""
 
 
-def test_a_text_file_and_an_image_dropped_on_the_page_reach_the_model_and_survive_a_reload(page: Page, ollama: FakeOllama) -> None:
+def test_a_text_file_and_an_image_dropped_on_the_page_reach_the_model_and_survive_a_reload(
+    page: Page, ollama: FakeOllama
+) -> None:
     ollama.add({"text": "A red dot and two cities."})
     page.evaluate(DROP, [CSV, base64.b64encode(PNG).decode()])
     expect(page.get_by_test_id("pending-attachment")).to_have_count(2)
@@ -65,8 +67,10 @@ def test_a_text_file_and_an_image_dropped_on_the_page_reach_the_model_and_surviv
     expect(chips).to_have_count(2)
     expect(chips.first).to_contain_text("cities.csv")
     expect(chips.last).to_contain_text("dot.png")
-    page.wait_for_function("() => { const i = document.querySelector('[data-testid=attachment-chip] img'); "
-                           "return i && i.complete && i.naturalWidth === 4; }")
+    page.wait_for_function(
+        "() => { const i = document.querySelector('[data-testid=attachment-chip] img'); "
+        "return i && i.complete && i.naturalWidth === 4; }"
+    )
     chips.first.click()
     expect(page.get_by_test_id("attachment-preview")).to_contain_text("Lyon,522250")
     chips.last.click()
@@ -76,13 +80,16 @@ def test_a_text_file_and_an_image_dropped_on_the_page_reach_the_model_and_surviv
 
 def test_an_image_pasted_into_the_composer_becomes_a_chip_and_can_be_removed(page: Page) -> None:
     page.get_by_test_id("message-input").focus()
-    page.evaluate("""(png) => {
+    page.evaluate(
+        """(png) => {
       const bytes = Uint8Array.from(atob(png), (c) => c.charCodeAt(0));
       const data = new DataTransfer();
       data.items.add(new File([bytes], "image.png", { type: "image/png" }));
       document.querySelector("[data-testid=message-input]").dispatchEvent(
         new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true }));
-    }""", base64.b64encode(PNG).decode())
+    }""",
+        base64.b64encode(PNG).decode(),
+    )
     expect(page.get_by_test_id("pending-attachment")).to_have_count(1)
     expect(page.get_by_test_id("message-input")).to_have_value("")  # the image, not its name, was pasted
     page.get_by_test_id("remove-attachment").click()
@@ -97,10 +104,13 @@ def test_the_page_takes_its_limits_from_the_server(browser: Browser, tmp_path: P
     off = App(tmp_path / "off", ollama, TOOLS_BACKEND="none", MAX_ATTACHMENTS="0")
     try:
         with open_page(browser, narrow.server.url, "attachments-narrow") as tab:
-            expect(tab.get_by_test_id("attach-input")).to_have_attribute("accept", re.compile(r"^(?!.*image/).*text/markdown,\.md"))
+            expect(tab.get_by_test_id("attach-input")).to_have_attribute(
+                "accept", re.compile(r"^(?!.*image/).*text/markdown,\.md")
+            )
             tab.evaluate(DROP, [CSV, base64.b64encode(PNG).decode()])  # the image is refused before it is read
             expect(tab.get_by_test_id("composer-error")).to_contain_text(
-                "dot.png: image/png is not a file type this server accepts (text, code, Markdown, CSV, JSON)")
+                "dot.png: image/png is not a file type this server accepts (text, code, Markdown, CSV, JSON)"
+            )
             expect(tab.get_by_test_id("pending-attachment")).to_have_count(1)
             tab.evaluate("""() => {
               const data = new DataTransfer();

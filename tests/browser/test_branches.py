@@ -49,7 +49,9 @@ def test_edit_regenerate_and_switch_branches_without_a_reload(page: Page, ollama
     shoot(page, "branch-switcher")
 
     answer_nav.get_by_test_id("branch-prev").click()  # the rephrased question's first answer
-    expect(page.get_by_test_id("assistant-message").last.locator(".content")).to_have_text("answer 3 to second question, rephrased")
+    expect(page.get_by_test_id("assistant-message").last.locator(".content")).to_have_text(
+        "answer 3 to second question, rephrased"
+    )
     nav = page.get_by_test_id("user-message").nth(1).get_by_test_id("branch-nav")
     nav.get_by_test_id("branch-prev").click()  # the original question
     expect(page.get_by_test_id("user-message").nth(1).locator(".user-text")).to_have_text("second question")

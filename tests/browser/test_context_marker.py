@@ -22,8 +22,7 @@ LONG = "a long message about the garden and the weather " * 25  # ~1200 characte
 @pytest.fixture
 def small_context(tmp_path: Path, ollama: FakeOllama) -> Iterator[LiveServer]:
     config_dir(tmp_path)
-    env = app_env(tmp_path, ollama.url, TOOLS_BACKEND="none", MODEL_CONTEXT="1024", MODEL_RESERVE="256",
-                  CONTEXT_SUMMARY="true")
+    env = app_env(tmp_path, ollama.url, TOOLS_BACKEND="none", MODEL_CONTEXT="1024", MODEL_RESERVE="256", CONTEXT_SUMMARY="true")
     server = LiveServer(env, tmp_path).start()
     yield server
     server.stop()

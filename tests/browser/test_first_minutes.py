@@ -24,7 +24,7 @@ from tests.support.server import free_port
 def demo_command() -> list[str]:
     """The command `make demo` runs, read from the Makefile (so the test follows it)."""
     lines = (ROOT / "Makefile").read_text().split("\n")
-    recipe = lines[lines.index(next(line for line in lines if line.startswith("demo:"))) + 1:]
+    recipe = lines[lines.index(next(line for line in lines if line.startswith("demo:"))) + 1 :]
     command = next(line.strip() for line in recipe if "sophos" in line and not line.strip().startswith("@"))
     return [SOPHOS if word == "$(VENV)/bin/sophos" else word for word in shlex.split(command)]
 

@@ -67,8 +67,15 @@ def test_the_shortcuts_work_and_question_mark_lists_them(tab: Page, shared_ollam
     tab.keyboard.press("?")
     overlay = tab.get_by_test_id("shortcuts")
     expect(overlay).to_be_visible()
-    for what in ("New chat", "Search conversations", "Copy the last answer", "Copy the last code block", "Stop the answer",
-                 "Edit your last message", "Focus the message box"):
+    for what in (
+        "New chat",
+        "Search conversations",
+        "Copy the last answer",
+        "Copy the last code block",
+        "Stop the answer",
+        "Edit your last message",
+        "Focus the message box",
+    ):
         expect(overlay).to_contain_text(what)
     shoot(tab, "shortcuts")
     tab.keyboard.press("Escape")

@@ -71,9 +71,7 @@ def test_pin_and_archive_from_the_sidebar_and_count_turns(page: Page, app: App, 
     expect(page.locator(".conversation-item .title").first).to_have_text("Alpha trip")
 
 
-def test_a_temporary_chat_is_never_listed_and_goes_when_the_page_leaves_it(
-    page: Page, app: App, ollama: FakeOllama
-) -> None:
+def test_a_temporary_chat_is_never_listed_and_goes_when_the_page_leaves_it(page: Page, app: App, ollama: FakeOllama) -> None:
     page.get_by_test_id("temporary-chat-button").click()
     expect(page.get_by_test_id("temporary-item")).to_contain_text("Temporary chat")
     send(page, "a secret question")

@@ -151,7 +151,8 @@ def test_rejecting_a_card_runs_nothing_and_the_model_gets_the_reason(tab: Page, 
     reason.press("Enter")
     # the model's answer, which quotes what it was told (the rejected card shows the reason first)
     expect(tab.get_by_test_id("assistant-message").last).to_contain_text(
-        re.compile("done: .*over the monthly budget"), timeout=15000)
+        re.compile("done: .*over the monthly budget"), timeout=15000
+    )
     expect(tab.get_by_test_id("approval-card")).to_have_count(0)
     assert charges(gated, "pay 13 (reject on the page)") == []
     told = [m["content"] for r in model.requests for m in r["messages"] if m["role"] == "tool"]

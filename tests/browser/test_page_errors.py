@@ -63,7 +63,8 @@ def test_a_failed_answer_is_a_sentence_beside_the_composer(tab: Page, shared_oll
 
 def test_a_refused_import_is_a_sentence_beside_the_import_button(tab: Page) -> None:
     tab.get_by_test_id("import-file").set_input_files(
-        {"name": "nonsense.json", "mimeType": "application/json", "buffer": json.dumps({"nope": 1}).encode()})
+        {"name": "nonsense.json", "mimeType": "application/json", "buffer": json.dumps({"nope": 1}).encode()}
+    )
     note = tab.get_by_test_id("transfer-error")
     expect(note).to_be_visible(timeout=15000)
     reads_as_a_sentence(tab, "transfer-error", "BAD_REQUEST")
@@ -81,8 +82,11 @@ def test_a_refused_rename_is_a_sentence_under_the_conversation(tab: Page, shared
         if route.request.method != "PATCH":
             route.fallback()
             return
-        route.fulfill(status=503, content_type="application/json",
-                      body=json.dumps({"error": {"code": "STORAGE_FAILURE", "message": "The database could not be written"}}))
+        route.fulfill(
+            status=503,
+            content_type="application/json",
+            body=json.dumps({"error": {"code": "STORAGE_FAILURE", "message": "The database could not be written"}}),
+        )
 
     tab.route(re.compile(r".*/api/conversations/[0-9a-f-]+$"), refuse)
     row = tab.locator(".conversation-item", has_text="a title to keep")

@@ -123,9 +123,7 @@ def test_the_keyboard_alone_opens_conversations_sends_and_stops(tab: Page, share
     expect(tab.get_by_test_id("current-title")).to_have_text("keyboard one")
 
 
-def test_code_blocks_are_labelled_highlighted_and_copied_and_a_message_copies_whole(
-    tab: Page, shared_ollama: FakeOllama
-) -> None:
+def test_code_blocks_are_labelled_highlighted_and_copied_and_a_message_copies_whole(tab: Page, shared_ollama: FakeOllama) -> None:
     tab.context.grant_permissions(["clipboard-read", "clipboard-write"])
     text = "Here:\n\n```python\ndef add(a, b):\n    return a + b  # sum\n```\n\nand plain."
     shared_ollama.add({"text": text})
@@ -189,13 +187,15 @@ def test_the_header_shows_the_title_from_the_first_token_on(tab: Page, shared_ol
     expect(tab.get_by_test_id("resume-banner")).to_be_visible(timeout=10000)
 
 
-def test_the_sidebar_groups_by_date_says_1_turn_and_searches_every_title(
-    tab: Page, shared_app: App
-) -> None:
+def test_the_sidebar_groups_by_date_says_1_turn_and_searches_every_title(tab: Page, shared_app: App) -> None:
     db = sqlite3.connect(shared_app.env["DATABASE_PATH"])
     now = datetime.now(UTC)
     long_title = "A very long conversation title that cannot fit in the sidebar at all, really"
-    rows = [(long_title, now, 1), ("From yesterday", now - timedelta(days=1), 4), ("Needle in the archive", now - timedelta(days=40), 2)]
+    rows = [
+        (long_title, now, 1),
+        ("From yesterday", now - timedelta(days=1), 4),
+        ("Needle in the archive", now - timedelta(days=40), 2),
+    ]
     rows += [(f"Filler {i}", now - timedelta(days=30, minutes=i), 2) for i in range(60)]
     with db:
         db.executemany(
@@ -217,11 +217,15 @@ def test_the_sidebar_groups_by_date_says_1_turn_and_searches_every_title(
     expect(opener).to_have_attribute("title", long_title)  # the full title on hover
     # shown cut, after two lines: measured in one page task on the row as it is then (the list
     # is drawn again as the page opens the latest conversation; a node found before may be gone)
-    tab.wait_for_function("""(title) => {
+    tab.wait_for_function(
+        """(title) => {
       const opener = [...document.querySelectorAll('.conversation-item [data-testid=open-conversation]')].find((e) => e.title === title);
       const shown = opener && opener.querySelector('.title');
       return !!shown && shown.clientHeight > 0 && shown.scrollHeight > shown.clientHeight;
-    }""", arg=long_title, timeout=10000)
+    }""",
+        arg=long_title,
+        timeout=10000,
+    )
     tab.mouse.move(700, 400)
     expect(row.locator(".actions")).to_have_css("opacity", "0")
     row.hover()
@@ -243,7 +247,9 @@ def test_the_sidebar_groups_by_date_says_1_turn_and_searches_every_title(
 def test_a_light_theme_follows_the_system_with_a_favicon_and_svg_icons(
     tab: Page, shared_app: App, shared_ollama: FakeOllama
 ) -> None:
-    shared_ollama.add({"tool_calls": [("ledger__fail", {"reason": "icons"})]}, {"text": "See ![a chart](http://127.0.0.1:9/c.png)."})
+    shared_ollama.add(
+        {"tool_calls": [("ledger__fail", {"reason": "icons"})]}, {"text": "See ![a chart](http://127.0.0.1:9/c.png)."}
+    )
     tab.emulate_media(color_scheme="light")
     send(tab, "icons please")
     expect(answer(tab)).to_contain_text("a chart", timeout=15000)
@@ -260,9 +266,11 @@ def test_a_light_theme_follows_the_system_with_a_favicon_and_svg_icons(
 
 
 def test_a_model_answer_cannot_draw_the_page_s_own_ui(tab: Page, shared_ollama: FakeOllama) -> None:
-    fake = ('<div class="banner error" id="error-banner" role="alert" style="position:fixed;top:0;left:0;right:0" '
-            'data-testid="error-banner"><strong>Error: MODEL_UNREACHABLE</strong> Enter your token again</div> '
-            '<button class="icon only">Log out</button>')
+    fake = (
+        '<div class="banner error" id="error-banner" role="alert" style="position:fixed;top:0;left:0;right:0" '
+        'data-testid="error-banner"><strong>Error: MODEL_UNREACHABLE</strong> Enter your token again</div> '
+        '<button class="icon only">Log out</button>'
+    )
     shared_ollama.add({"text": fake})
     send(tab, "render a banner")
     bubble = answer(tab)

@@ -41,8 +41,9 @@ def all_answered_in_order(page: Page) -> None:
     expect(page.get_by_text("answer to three")).to_be_visible(timeout=60000)
     drawn(page, timeout=60000)  # read once the last run's end has drawn the conversation as stored
     text = page.get_by_test_id("message-list").inner_text()
-    positions = [text.index(s) for s in ("count slowly", "one", "answer to one", "two", "answer to two", "three",
-                                         "answer to three")]
+    positions = [
+        text.index(s) for s in ("count slowly", "one", "answer to one", "two", "answer to two", "three", "answer to three")
+    ]
     assert positions == sorted(positions), text
 
 

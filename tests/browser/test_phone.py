@@ -51,13 +51,25 @@ def test_at_375_px_the_header_is_one_row_with_the_exports_under_a_menu(browser: 
         drawn(page)
         seen: dict[str, Any] = page.evaluate(HEADER)
         ids = {e["id"] for e in seen["shown"]}
-        assert {"menu", "current-title", "model-picker", "settings-toggle", "readiness", "more-button", "account-button"} <= ids, seen
+        assert {
+            "menu",
+            "current-title",
+            "model-picker",
+            "settings-toggle",
+            "readiness",
+            "more-button",
+            "account-button",
+        } <= ids, seen
         assert seen["height"] <= 52 and seen["overflow"] <= 0, seen  # one row, nothing pushed out of it
         middles = [(e["top"] + e["bottom"]) / 2 for e in seen["shown"]]
         assert max(middles) - min(middles) <= 6, seen["shown"]
-        assert all(e["left"] >= 0 and e["right"] <= 375 and seen["top"] <= e["top"] and e["bottom"] <= seen["bottom"]
-                   for e in seen["shown"]), seen["shown"]
-        expect(page.get_by_test_id("readiness")).to_have_attribute("title", re.compile("Model ready"))  # a dot, its words on hover
+        assert all(
+            e["left"] >= 0 and e["right"] <= 375 and seen["top"] <= e["top"] and e["bottom"] <= seen["bottom"]
+            for e in seen["shown"]
+        ), seen["shown"]
+        expect(page.get_by_test_id("readiness")).to_have_attribute(
+            "title", re.compile("Model ready")
+        )  # a dot, its words on hover
         for link in ("export-md", "export-jsonl", "export-json"):
             expect(page.get_by_test_id(link)).to_be_hidden()  # under the menu, not in the row
         page.get_by_test_id("more-button").click()
@@ -66,7 +78,9 @@ def test_at_375_px_the_header_is_one_row_with_the_exports_under_a_menu(browser: 
         expect(page.get_by_test_id("export-md")).to_be_focused()
         for link, suffix in (("export-md", ""), ("export-jsonl", "?format=jsonl"), ("export-json", "?format=json")):
             expect(page.get_by_test_id(link)).to_be_in_viewport(ratio=1)
-            expect(page.get_by_test_id(link)).to_have_attribute("href", re.compile(rf"/api/conversations/[0-9a-f-]+/export{re.escape(suffix)}$"))
+            expect(page.get_by_test_id(link)).to_have_attribute(
+                "href", re.compile(rf"/api/conversations/[0-9a-f-]+/export{re.escape(suffix)}$")
+            )
         box = menu.bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 375, box
         expect(page.get_by_test_id("trace-item")).to_be_visible()  # the trace, out of the row, is in the menu
@@ -114,9 +128,13 @@ def test_the_theme_switch_is_light_dark_or_the_system_s_and_is_remembered(tab: P
 
 def test_jump_to_latest_appears_when_the_reader_scrolled_up_during_an_answer(tab: Page, shared_ollama: FakeOllama) -> None:
     tab.set_viewport_size({"width": 375, "height": 740})
-    shared_ollama.add({"text": "\n\n".join(f"Line {i} of a long answer." for i in range(40)), "token_delay": 0.02},
-                      {"text": "\n\n".join(f"Paragraph {i} of an answer that keeps coming." for i in range(150)) + " The end.",
-                       "token_delay": 0.03})
+    shared_ollama.add(
+        {"text": "\n\n".join(f"Line {i} of a long answer." for i in range(40)), "token_delay": 0.02},
+        {
+            "text": "\n\n".join(f"Paragraph {i} of an answer that keeps coming." for i in range(150)) + " The end.",
+            "token_delay": 0.03,
+        },
+    )
     send(tab, "a long answer first")
     expect(tab.get_by_test_id("assistant-message").last).to_contain_text("Line 39", timeout=30000)
     drawn(tab)

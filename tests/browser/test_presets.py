@@ -60,9 +60,7 @@ def test_instructions_add_to_the_servers_prompt_unless_replaced(page: Page, olla
     expect(page.get_by_test_id("system-replace")).to_be_checked()
 
 
-def test_use_as_my_default_starts_every_new_chat_with_these_settings(
-    page: Page, ollama: FakeOllama, models_app: App
-) -> None:
+def test_use_as_my_default_starts_every_new_chat_with_these_settings(page: Page, ollama: FakeOllama, models_app: App) -> None:
     page.get_by_test_id("model-picker").select_option("llama3.2:latest")
     settings(page)
     page.get_by_test_id("system-input").fill("Be brief.")
@@ -91,7 +89,8 @@ def test_a_named_preset_is_saved_chosen_for_a_new_chat_and_deleted(page: Page, o
     expect(page.get_by_test_id("preset-note")).to_have_text('Saved as "Pirate"')
     saved = models_app.server.get("/api/presets").json()["presets"]
     assert [(p["name"], p["model"], p["system"], p["systemMode"]) for p in saved] == [
-        ("Pirate", "llama3.2:latest", "Talk like a pirate.", "replace")]
+        ("Pirate", "llama3.2:latest", "Talk like a pirate.", "replace")
+    ]
     page.reload()  # a new chat with nothing chosen: the server's defaults
     expect(page.get_by_test_id("empty-model-picker")).to_have_value("")
     settings(page)

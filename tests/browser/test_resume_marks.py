@@ -36,8 +36,10 @@ def test_resume_after_stop_continues_inside_the_stopped_bubble(tab: Page, shared
 
 
 def test_a_model_failure_keeps_the_partial_answer_and_offers_retry(tab: Page, shared_ollama: FakeOllama) -> None:
-    shared_ollama.add({"text": "The first half of the answer", "token_delay": 0.02, "error": "the model crashed"},
-                      {"text": "and its second half."})
+    shared_ollama.add(
+        {"text": "The first half of the answer", "token_delay": 0.02, "error": "the model crashed"},
+        {"text": "and its second half."},
+    )
     send(tab, "fail half way")
     banner = tab.get_by_test_id("resume-banner")
     expect(banner).to_contain_text("The model failed before it finished", timeout=15000)

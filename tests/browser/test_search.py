@@ -111,7 +111,8 @@ def test_the_filter_searches_every_conversation_and_opens_the_message(browser: B
     expect(results).to_have_count(1)
     expect(results.first).to_contain_text(regenerated)
     expect(page.get_by_test_id("search-unsearched")).to_have_text(
-        "Not searched: 1 inactive branch of 1 conversation (only the branch each shows is searched).")
+        "Not searched: 1 inactive branch of 1 conversation (only the branch each shows is searched)."
+    )
     page.get_by_test_id("search").fill("gan*nets")
     expect(page.get_by_test_id("search-results")).to_contain_text("'*' may only end a word or a phrase")
     page.get_by_test_id("search").fill("")

@@ -37,8 +37,10 @@ def test_import_a_chatgpt_file_then_export_it_again(page: Page, app: App, tmp_pa
     download.value.save_as(path)
     assert path.name == "planning-a-trip-2024-05-01.json"
     assert len(json.loads(path.read_text())["conversation"]["branches"]) == 3
-    for link, name in (("export-md", "planning-a-trip-2024-05-01.md"),
-                       ("export-jsonl", "planning-a-trip-2024-05-01.checkpoints.jsonl")):
+    for link, name in (
+        ("export-md", "planning-a-trip-2024-05-01.md"),
+        ("export-jsonl", "planning-a-trip-2024-05-01.checkpoints.jsonl"),
+    ):
         page.get_by_test_id("more-button").click()
         with page.expect_download() as named:
             page.locator(f"#{link}").click()

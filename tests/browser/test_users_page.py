@@ -38,9 +38,7 @@ def log_in(page: Page, token: str) -> None:
     expect(login).to_be_hidden()
 
 
-def test_each_user_sees_their_own_conversations_and_a_disable_logs_out(
-    browser: Browser, team: App, ollama: FakeOllama
-) -> None:
+def test_each_user_sees_their_own_conversations_and_a_disable_logs_out(browser: Browser, team: App, ollama: FakeOllama) -> None:
     ann, bob = add_user(team, "add", "ann"), add_user(team, "add", "bob")
     ollama.add({"text": "noted for ann"}, {"text": "noted for bob"})
     with open_page(browser, team.server.url, "ann") as page:

@@ -122,8 +122,10 @@ def test_rename_inline_and_delete_with_undo(page: Page, ollama: FakeOllama) -> N
 
 
 def test_hostile_markdown_renders_inert(tab: Page, shared_ollama: FakeOllama) -> None:
-    hostile = ('Look <img src=x onerror="window.__pwned=1"> and [click me](javascript:window.__pwned=2) '
-               'and ![a cat](http://127.0.0.1:9/cat.png) and [docs](https://example.org)')
+    hostile = (
+        'Look <img src=x onerror="window.__pwned=1"> and [click me](javascript:window.__pwned=2) '
+        "and ![a cat](http://127.0.0.1:9/cat.png) and [docs](https://example.org)"
+    )
     shared_ollama.add({"text": hostile})
     requests: list[str] = []
     tab.on("request", lambda r: requests.append(r.url))
@@ -144,9 +146,11 @@ def test_hostile_markdown_renders_inert(tab: Page, shared_ollama: FakeOllama) ->
 
 
 def test_markup_that_would_load_media_is_dropped_not_only_blocked(tab: Page, shared_ollama: FakeOllama) -> None:
-    media = ('Media <video poster="http://127.0.0.1:9/p.png" src="http://127.0.0.1:9/v.mp4"></video> '
-             '<audio src="http://127.0.0.1:9/a.mp3"></audio>\n\n'
-             '<table><tr><td background="http://127.0.0.1:9/bg.png">cell</td></tr></table>\n\nend of media')
+    media = (
+        'Media <video poster="http://127.0.0.1:9/p.png" src="http://127.0.0.1:9/v.mp4"></video> '
+        '<audio src="http://127.0.0.1:9/a.mp3"></audio>\n\n'
+        '<table><tr><td background="http://127.0.0.1:9/bg.png">cell</td></tr></table>\n\nend of media'
+    )
     shared_ollama.add({"text": media})
     send(tab, "show me media")
     bubble = tab.get_by_test_id("assistant-message").last
@@ -197,9 +201,7 @@ def test_an_unsafe_call_cut_short_asks_retry_or_skip(page: Page, app: App, ollam
     assert len(starts) == 1  # skipped, not run again
 
 
-def test_a_message_sent_before_the_list_loads_stays_in_its_own_conversation(
-    tab: Page, shared_ollama: FakeOllama
-) -> None:
+def test_a_message_sent_before_the_list_loads_stays_in_its_own_conversation(tab: Page, shared_ollama: FakeOllama) -> None:
     """The page opens the latest conversation once its list loads, unless the person chose
     one first; sending a message is a choice (the list held here answers as it was before)."""
     shared_ollama.add({"text": "The older answer."}, {"text": "The newer answer.", "token_delay": 0.02})

@@ -122,9 +122,7 @@ async def a_conversation(store: RunStore, clock: StoreClock) -> str:
     return cid
 
 
-async def a_running_run(
-    store: RunStore, clock: StoreClock, cid: str | None = None, owner: RunOwner = OWNER
-) -> Run:
+async def a_running_run(store: RunStore, clock: StoreClock, cid: str | None = None, owner: RunOwner = OWNER) -> Run:
     cid = cid or await a_conversation(store, clock)
     run = Run(new_id(), cid, RunStatus.RUNNING, clock.now(), owner=owner)
     await store.start_run(run, clock.now())
@@ -145,9 +143,7 @@ class TransitionContract(StoreContract):
         stored = await store.get_run(run.id)
         assert stored is not None and stored.status is RunStatus.RUNNING
 
-    async def test_every_outcome_the_table_allows_applies_to_a_running_run(
-        self, store: RunStore, clock: StoreClock
-    ) -> None:
+    async def test_every_outcome_the_table_allows_applies_to_a_running_run(self, store: RunStore, clock: StoreClock) -> None:
         for target in sorted(TRANSITIONS[RunStatus.RUNNING]):
             run = await a_running_run(store, clock)
             assert await store.finish_run(run.id, RunFinish(target, clock.now()))

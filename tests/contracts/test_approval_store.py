@@ -22,8 +22,9 @@ APPROVE = Decision(DecisionType.APPROVE)
 
 def a_request(cid: str, call_id: str, clock: StoreClock, **args: object) -> ApprovalRequest:
     schema = {"type": "object", "properties": {"amount": {"type": "integer"}}}
-    return ApprovalRequest(cid, ToolCall(call_id, "bank__charge", dict(args)), "run-1", "bank", "Charge a card.",
-                           schema, clock.now())
+    return ApprovalRequest(
+        cid, ToolCall(call_id, "bank__charge", dict(args)), "run-1", "bank", "Charge a card.", schema, clock.now()
+    )
 
 
 class ApprovalStoreContract(StoreContract):
@@ -34,7 +35,12 @@ class ApprovalStoreContract(StoreContract):
         await store.add_request(a_request(cid, "c1", clock, amount=999))  # a replayed step: kept as first stored
         got = await store.get_request(cid, "c1")
         assert got is not None and got.call == first.call and got.decision is None
-        assert (got.server, got.description, got.run_id, dict(got.schema)) == ("bank", "Charge a card.", "run-1", dict(first.schema))
+        assert (got.server, got.description, got.run_id, dict(got.schema)) == (
+            "bank",
+            "Charge a card.",
+            "run-1",
+            dict(first.schema),
+        )
         assert await store.get_request(cid, "other") is None
         assert [r.call.id for r in await store.requests(cid)] == ["c1"]
 

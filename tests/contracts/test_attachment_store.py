@@ -22,8 +22,16 @@ from adapters.sqlite.saver import ThreadedSqliteSaver
 from domain.attachments import Upload, parse_upload
 from domain.model import UserMessage, new_id
 
-PNG = (b"\x89PNG\r\n\x1a\n" + (13).to_bytes(4, "big") + b"IHDR" + (2).to_bytes(4, "big") + (3).to_bytes(4, "big")
-       + b"\x08\x02\x00\x00\x00" + b"\x00" * 4 + b"rest of the image")
+PNG = (
+    b"\x89PNG\r\n\x1a\n"
+    + (13).to_bytes(4, "big")
+    + b"IHDR"
+    + (2).to_bytes(4, "big")
+    + (3).to_bytes(4, "big")
+    + b"\x08\x02\x00\x00\x00"
+    + b"\x00" * 4
+    + b"rest of the image"
+)
 
 
 def a_file(text: str = "a,b\n1,2\n", name: str = "data.csv") -> Upload:
@@ -45,8 +53,7 @@ async def put_checkpoint(saver: Any, cid: str, messages: list[Any]) -> str:
     checkpoint = empty_checkpoint()
     checkpoint["channel_values"] = {"messages": messages}
     checkpoint["channel_versions"] = {"messages": f"{len(messages):032}"}
-    await saver.aput(config_of(cid), checkpoint, {"source": "input", "step": -1, "parents": {}},
-                     checkpoint["channel_versions"])
+    await saver.aput(config_of(cid), checkpoint, {"source": "input", "step": -1, "parents": {}}, checkpoint["channel_versions"])
     return str(checkpoint["id"])
 
 
@@ -114,7 +121,6 @@ class AttachmentStoreContract:
         assert list(await saver.files(b, [shared.attachment.digest])) == [shared.attachment.digest]
         await saver.adelete_thread(b)
         assert await self.stored_copies(saver, shared.attachment.digest) == 0
-
 
     async def test_released_files_leave_the_thread_and_go_when_no_one_holds_them(self, saver: Any) -> None:
         a, b, shared, own, kept = new_id(), new_id(), a_file(), a_file("x\n", "x.txt"), a_file("y\n", "y.txt")

@@ -57,7 +57,16 @@ class CheckpointPortContract:
     async def test_the_thread_holds_every_message_in_order(self, harness: Harness) -> None:
         cid = await scenario(harness)
         thread = await harness.runs.checkpoints.get_thread(cid)
-        assert [m.role for m in thread.messages] == ["user", "assistant", "tool", "assistant", "user", "assistant", "user", "assistant"]
+        assert [m.role for m in thread.messages] == [
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+        ]
         assert not thread.work_left and thread.run_id == (await harness.repo.latest_run(cid)).id  # type: ignore[union-attr]
 
     async def test_the_history_lists_every_checkpoint_oldest_first(self, harness: Harness) -> None:
@@ -123,8 +132,11 @@ class CheckpointPortContract:
 
 
 EXPECTED = [
-    (-1, "input", ("__start__",), 0), (0, "loop", ("agent",), 1), (1, "loop", ("tools",), 2),
-    (2, "loop", ("agent",), 3), (3, "loop", (), 4),
+    (-1, "input", ("__start__",), 0),
+    (0, "loop", ("agent",), 1),
+    (1, "loop", ("tools",), 2),
+    (2, "loop", ("agent",), 3),
+    (3, "loop", (), 4),
     # the next messages wait on the last checkpoint as pending input: the failed model call
     # wrote no checkpoint, the resume ran from its message
     (4, "loop", (), 6),

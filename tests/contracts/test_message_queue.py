@@ -168,9 +168,7 @@ class MessageQueueContract(StoreContract):
         assert await store.start_queued(next_run(cid, clock), clock.now(), other.id) is None
         assert await queue_of(store, cid) == ["next"]
 
-    async def test_a_waiting_message_can_be_edited_or_dropped_until_it_starts(
-        self, store: RunStore, clock: StoreClock
-    ) -> None:
+    async def test_a_waiting_message_can_be_edited_or_dropped_until_it_starts(self, store: RunStore, clock: StoreClock) -> None:
         run = await a_running_run(store, clock)
         cid = run.conversation_id
         one = await store.enqueue(a_message(cid, clock, "one"), 20)

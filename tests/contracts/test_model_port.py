@@ -73,6 +73,7 @@ class TestOllamaModel(ModelPortContract):
     @pytest.fixture
     def make(self) -> Iterator[Make]:
         with fake_ollama() as fake:
+
             def build(replies: list[dict[str, Any]]) -> ModelPort:
                 fake.add(*replies)
                 return OllamaModel(fake.url, "qwen3")
@@ -84,6 +85,7 @@ class TestOpenAIModel(ModelPortContract):
     @pytest.fixture
     def make(self) -> Iterator[Make]:
         with fake_openai() as fake:
+
             def build(replies: list[dict[str, Any]]) -> ModelPort:
                 fake.replies.extend(replies)
                 return OpenAIModel(fake.url, "local-model")

@@ -83,9 +83,7 @@ class OrganisingContract(StoreContract):
         assert conv is not None and conv.temporary
         assert await store.temporary_among([kept, temporary, new_id()]) == {temporary}
 
-    async def test_a_temporary_conversation_is_abandoned_once_left_with_no_run_going(
-        self, store: RunStore
-    ) -> None:
+    async def test_a_temporary_conversation_is_abandoned_once_left_with_no_run_going(self, store: RunStore) -> None:
         kept, temporary = await made(store, seconds=10), await made(store, seconds=10, temporary=True)
         assert await store.abandoned(at(0)) == []
         assert not await store.leave_temporary(kept)  # not temporary: nothing to leave

@@ -69,7 +69,6 @@ class OwnershipContract(StoreContract):
         await store.allow_always("files__delete", clock.now(), str(uuid.uuid4()))  # an unknown conversation: nobody's
         assert list(await store.always_allowed()) == [] and list(await store.rules_for(str(uuid.uuid4()))) == []
 
-
     async def test_a_users_conversations_and_rules_are_given_to_another_whole(self, store: RunStore, clock: StoreClock) -> None:
         ann, bob = f"u_{uuid.uuid4().hex[:16]}", f"u_{uuid.uuid4().hex[:16]}"
         first, second = await owned(store, BOOTSTRAP_ID, "first"), await owned(store, BOOTSTRAP_ID, "second")

@@ -23,8 +23,13 @@ from ports.presets import PresetStore
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
 
-def preset(name: str, model: str | None = "qwen3", system: str | None = "Be brief.",
-           mode: SystemMode = SystemMode.ADD, seconds: float = 0) -> Preset:
+def preset(
+    name: str,
+    model: str | None = "qwen3",
+    system: str | None = "Be brief.",
+    mode: SystemMode = SystemMode.ADD,
+    seconds: float = 0,
+) -> Preset:
     return Preset(name, ChatSettings(model, system, mode), T0 + timedelta(seconds=seconds))
 
 
@@ -38,8 +43,11 @@ class PresetStoreContract:
 
     async def test_presets_come_back_as_saved_the_default_first_then_by_name(self, store: PresetStore) -> None:
         user = new_id()
-        saved = [preset("Writer", "llama3.2", "Write well.", SystemMode.REPLACE, 1), preset("Coder", None, None),
-                 preset(DEFAULT_NAME, "qwen3", "Answer in French.", seconds=2)]
+        saved = [
+            preset("Writer", "llama3.2", "Write well.", SystemMode.REPLACE, 1),
+            preset("Coder", None, None),
+            preset(DEFAULT_NAME, "qwen3", "Answer in French.", seconds=2),
+        ]
         for p in saved:
             assert await store.put_preset(user, p, 10)
         assert list(await store.presets(user)) == [saved[2], saved[1], saved[0]]

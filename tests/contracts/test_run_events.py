@@ -24,9 +24,7 @@ def tokens(*seqs: int) -> list[tuple[int, StreamEvent]]:
 
 
 class RunEventLogContract(StoreContract):
-    async def test_events_read_back_in_id_order_after_the_given_id(
-        self, store: RunStore, clock: StoreClock
-    ) -> None:
+    async def test_events_read_back_in_id_order_after_the_given_id(self, store: RunStore, clock: StoreClock) -> None:
         run = await a_running_run(store, clock)
         trace = StreamEvent("trace", {"step": 1, "name": "agent", "node": "agent", "event": "enter"})
         await store.append({run.id: [(2, StreamEvent("token", "b")), (1, trace)]})
@@ -57,13 +55,9 @@ class RunEventLogContract(StoreContract):
         await store.append({a.id: tokens(1, 2), b.id: tokens(1)})
         assert len(await store.read(a.id, 0)) == 2 and len(await store.read(b.id, 0)) == 1
 
-    async def test_events_of_a_run_that_is_not_running_are_dropped(
-        self, store: RunStore, clock: StoreClock
-    ) -> None:
+    async def test_events_of_a_run_that_is_not_running_are_dropped(self, store: RunStore, clock: StoreClock) -> None:
         live, lost = await a_running_run(store, clock), await a_running_run(store, clock)
-        await store.finish_run(
-            lost.id, RunFinish(RunStatus.INTERRUPTED, clock.now(), RunError("RUN_LOST", "x"))
-        )
+        await store.finish_run(lost.id, RunFinish(RunStatus.INTERRUPTED, clock.now(), RunError("RUN_LOST", "x")))
         unknown = new_id()
         await store.append({live.id: tokens(1), lost.id: tokens(1, 2), unknown: tokens(1)})
         assert len(await store.read(live.id, 0)) == 1
@@ -97,9 +91,7 @@ class RunEventLogContract(StoreContract):
         await clock.advance(0.3)
         assert await store.prune(0.1) == 4  # 1,000 tokens, the trace, 2 tokens, the end
 
-    async def test_an_append_retried_with_later_tokens_repeats_no_event(
-        self, store: RunStore, clock: StoreClock
-    ) -> None:
+    async def test_an_append_retried_with_later_tokens_repeats_no_event(self, store: RunStore, clock: StoreClock) -> None:
         # a flush whose commit was unknown is retried with what was published since
         run = await a_running_run(store, clock)
         await store.append({run.id: tokens(1, 2, 3, 4, 5)})
@@ -115,9 +107,7 @@ class RunEventLogContract(StoreContract):
         await store.append({run.id: []})
         assert await store.read(run.id, 0) == ()
 
-    async def test_wait_returns_at_once_when_events_are_there(
-        self, store: RunStore, clock: StoreClock
-    ) -> None:
+    async def test_wait_returns_at_once_when_events_are_there(self, store: RunStore, clock: StoreClock) -> None:
         run = await a_running_run(store, clock)
         await store.append({run.id: tokens(1, 2)})
         started = time.monotonic()

@@ -37,9 +37,7 @@ def run_on(cid: str, started: datetime, owner: RunOwner | None = None) -> Run:
     return Run(new_id(), cid, RunStatus.RUNNING, started, owner=owner)
 
 
-def done(
-    status: RunStatus, now: datetime, count: int | None = None, error: RunError | None = None
-) -> RunFinish:
+def done(status: RunStatus, now: datetime, count: int | None = None, error: RunError | None = None) -> RunFinish:
     return RunFinish(status, now, error=error, message_count=count)
 
 
@@ -99,9 +97,13 @@ class RunRepositoryContract(StoreContract):
         assert await store.recent_runs(new_id(), 5) == []
 
     async def test_find_by_id_prefix_gives_only_ids_that_start_with_it(self, store: RunStore) -> None:
-        ids = ["c959f4c6-0000-4000-8000-000000000001", "c959f4c6-1111-4000-8000-000000000002",
-               "c959f4d0-0000-4000-8000-000000000003", "c95a0000-0000-4000-8000-000000000004",
-               "c958ffff-0000-4000-8000-000000000005"]
+        ids = [
+            "c959f4c6-0000-4000-8000-000000000001",
+            "c959f4c6-1111-4000-8000-000000000002",
+            "c959f4d0-0000-4000-8000-000000000003",
+            "c95a0000-0000-4000-8000-000000000004",
+            "c958ffff-0000-4000-8000-000000000005",
+        ]
         for i, cid in enumerate(ids):
             await store.create_conversation(cid, f"t{i}", at(i))
         assert [c.id for c in await store.find_conversations("c959f4c6", 10)] == [ids[1], ids[0]]  # newest first
@@ -185,9 +187,7 @@ class RunRepositoryContract(StoreContract):
         assert conv is not None and (conv.model, conv.system, conv.updated_at) == ("b", None, at(0))
         assert not await store.set_chat_settings(new_id(), ChatSettings("b", None))
 
-    async def test_delete_removes_the_conversation_its_runs_events_and_journal(
-        self, store: RunStore, clock: StoreClock
-    ) -> None:
+    async def test_delete_removes_the_conversation_its_runs_events_and_journal(self, store: RunStore, clock: StoreClock) -> None:
         run = await a_running_run(store, clock)
         cid = run.conversation_id
         await store.append({run.id: [(1, StreamEvent("token", "a"))]})
@@ -205,9 +205,7 @@ class RunRepositoryContract(StoreContract):
     async def test_starting_a_run_marks_it_running_and_bumps_updated_at(self, store: RunStore) -> None:
         cid = new_id()
         await store.create_conversation(cid, "t", at(0))
-        run = Run(
-            new_id(), cid, RunStatus.RUNNING, at(5), owner=OWNER, base_count=3, trigger=RunTrigger.ADOPT
-        )
+        run = Run(new_id(), cid, RunStatus.RUNNING, at(5), owner=OWNER, base_count=3, trigger=RunTrigger.ADOPT)
         await store.start_run(run, at(5))
         conv = await store.get_conversation(cid)
         assert conv is not None and conv.status is RunStatus.RUNNING and conv.updated_at == at(5)
@@ -356,9 +354,7 @@ class RunRepositoryContract(StoreContract):
         assert (await store.get_run(run.id)).status is RunStatus.RUNNING  # type: ignore[union-attr]
         assert await store.finish_run(run.id, done(RunStatus.COMPLETED, at(2)), owner=OWNER)
 
-    async def test_a_reclaim_fails_when_the_owner_renewed_after_it_was_read(
-        self, store: RunStore, clock: StoreClock
-    ) -> None:
+    async def test_a_reclaim_fails_when_the_owner_renewed_after_it_was_read(self, store: RunStore, clock: StoreClock) -> None:
         run = await a_running_run(store, clock)
         seen = await store.get_run(run.id)
         assert seen is not None and seen.heartbeat_at is not None
@@ -367,47 +363,33 @@ class RunRepositoryContract(StoreContract):
         reclaim = done(RunStatus.INTERRUPTED, at(3), error=RunError("RUN_LOST", "owner gone"))
         assert not await store.finish_run(run.id, reclaim, heartbeat=seen.heartbeat_at)
         fresh = await store.get_run(run.id)
-        assert (
-            fresh is not None
-            and fresh.status is RunStatus.RUNNING
-            and fresh.heartbeat_at != seen.heartbeat_at
-        )
+        assert fresh is not None and fresh.status is RunStatus.RUNNING and fresh.heartbeat_at != seen.heartbeat_at
         assert await store.finish_run(run.id, reclaim, heartbeat=fresh.heartbeat_at)
         assert (await store.get_run(run.id)).status is RunStatus.INTERRUPTED  # type: ignore[union-attr]
 
-    async def test_the_terminal_event_is_written_with_the_outcome(
-        self, store: RunStore, clock: StoreClock
-    ) -> None:
+    async def test_the_terminal_event_is_written_with_the_outcome(self, store: RunStore, clock: StoreClock) -> None:
         run = await a_running_run(store, clock)
         end = StreamEvent("end", {"status": "completed"})
         assert await store.finish_run(run.id, RunFinish(RunStatus.COMPLETED, at(2), event=end))
         assert await store.read(run.id, 0) == ((1, end),)
 
-    async def test_the_terminal_event_id_is_the_given_one_or_the_next(
-        self, store: RunStore, clock: StoreClock
-    ) -> None:
+    async def test_the_terminal_event_id_is_the_given_one_or_the_next(self, store: RunStore, clock: StoreClock) -> None:
         cases = [(None, 4), (10, 10), (3, 4), (2, 4)]  # (event_id, stored id) after events 1..3
         for event_id, expected in cases:
             run = await a_running_run(store, clock)
             await store.append({run.id: [(i, StreamEvent("token", str(i))) for i in (1, 2, 3)]})
             end = StreamEvent("chat-error", {"code": "AGENT_FAILURE", "message": "x"})
-            assert await store.finish_run(
-                run.id, RunFinish(RunStatus.FAILED, at(2), event=end, event_id=event_id)
-            )
+            assert await store.finish_run(run.id, RunFinish(RunStatus.FAILED, at(2), event=end, event_id=event_id))
             events = await store.read(run.id, 0)
             assert [seq for seq, _ in events] == [1, 2, 3, expected] and events[-1][1] == end
 
     async def test_a_refused_finish_writes_no_event(self, store: RunStore, clock: StoreClock) -> None:
         run = await a_running_run(store, clock)
         end = StreamEvent("end", {})
-        assert not await store.finish_run(
-            run.id, RunFinish(RunStatus.COMPLETED, at(2), event=end), owner=other_owner()
-        )
+        assert not await store.finish_run(run.id, RunFinish(RunStatus.COMPLETED, at(2), event=end), owner=other_owner())
         assert await store.read(run.id, 0) == ()
 
-    async def test_give_up_turns_only_an_interrupted_run_into_failed(
-        self, store: RunStore, clock: StoreClock
-    ) -> None:
+    async def test_give_up_turns_only_an_interrupted_run_into_failed(self, store: RunStore, clock: StoreClock) -> None:
         error = RunError("ADOPTION_FAILED", "gave up after 3 attempts")
         run = await a_running_run(store, clock)
         assert not await store.give_up(run.id, error, at(2))
@@ -428,9 +410,7 @@ class RunRepositoryContract(StoreContract):
         await store.create_conversation(cid, "t", at(0))
         first, second = run_on(cid, at(1)), run_on(cid, at(2))
         await store.start_run(first, at(1))
-        await store.finish_run(
-            first.id, done(RunStatus.FAILED, at(1.5), 1, RunError("AGENT_FAILURE", "boom"))
-        )
+        await store.finish_run(first.id, done(RunStatus.FAILED, at(1.5), 1, RunError("AGENT_FAILURE", "boom")))
         await store.start_run(second, at(2))
         await store.finish_run(second.id, done(RunStatus.COMPLETED, at(3), 2))
         latest = await store.latest_run(cid)
@@ -438,9 +418,7 @@ class RunRepositoryContract(StoreContract):
         conv = await store.get_conversation(cid)
         assert conv is not None and conv.status is RunStatus.COMPLETED and conv.error is None
 
-    async def test_the_conversation_and_its_latest_run_come_together_as_from_their_own_reads(
-        self, store: RunStore
-    ) -> None:
+    async def test_the_conversation_and_its_latest_run_come_together_as_from_their_own_reads(self, store: RunStore) -> None:
         cid = new_id()
         await store.create_conversation(cid, "t", at(0))
         assert await store.conversation_and_latest_run(cid) == (await store.get_conversation(cid), None)
@@ -496,9 +474,7 @@ class RunRepositoryContract(StoreContract):
 
     # --- leases --------------------------------------------------------------------------
 
-    async def test_renew_returns_only_the_owners_running_runs(
-        self, store: RunStore, clock: StoreClock
-    ) -> None:
+    async def test_renew_returns_only_the_owners_running_runs(self, store: RunStore, clock: StoreClock) -> None:
         mine = await a_running_run(store, clock)
         finished = await a_running_run(store, clock)
         await store.finish_run(finished.id, done(RunStatus.COMPLETED, at(2)))
@@ -512,9 +488,7 @@ class RunRepositoryContract(StoreContract):
         assert after[theirs.id] == theirs.heartbeat_at
         assert await store.renew(OWNER, []) == set()
 
-    async def test_a_lease_expires_by_the_store_clock_and_renewal_refreshes_it(
-        self, store: RunStore, clock: StoreClock
-    ) -> None:
+    async def test_a_lease_expires_by_the_store_clock_and_renewal_refreshes_it(self, store: RunStore, clock: StoreClock) -> None:
         run = await a_running_run(store, clock)
         cid = run.conversation_id
         assert not (await store.latest_run(cid, lease_seconds=30)).lease_expired  # type: ignore[union-attr]
@@ -525,9 +499,7 @@ class RunRepositoryContract(StoreContract):
         await store.renew(OWNER, [run.id])
         assert not (await store.latest_run(cid, lease_seconds=30)).lease_expired  # type: ignore[union-attr]
 
-    async def test_a_finished_run_never_has_an_expired_lease(
-        self, store: RunStore, clock: StoreClock
-    ) -> None:
+    async def test_a_finished_run_never_has_an_expired_lease(self, store: RunStore, clock: StoreClock) -> None:
         run = await a_running_run(store, clock)
         await store.finish_run(run.id, done(RunStatus.COMPLETED, at(2)))
         await clock.advance(0.2)

@@ -59,8 +59,9 @@ class MemoryWorld:
         await self.runs.delete_conversation(cid)
 
 
-def next_checkpoint(threads: dict[str, list[Message]], cid: str, messages: Sequence[Message],
-                    fork: int | None = None) -> tuple[RunnableConfig, Checkpoint, CheckpointMetadata]:
+def next_checkpoint(
+    threads: dict[str, list[Message]], cid: str, messages: Sequence[Message], fork: int | None = None
+) -> tuple[RunnableConfig, Checkpoint, CheckpointMetadata]:
     """One more checkpoint of the thread, holding every message so far (as LangGraph's);
     `fork`: the first of a new branch, the messages before that index kept (an edit, a
     regenerate), as the engine asks for it."""
@@ -138,7 +139,9 @@ class SearchIndexContract:
         cid = new_id()
         await world.runs.create_conversation(cid, "Numbers", utc_now())
         files = (Attachment("budget-2027.csv", "text/csv", 3, "a" * 64), Attachment("team photo.png", "image/png", 9, "b" * 64))
-        await world.append(cid, [UserMessage("see attached", id=new_id(), attachments=files), AssistantMessage("ok", id=new_id())])
+        await world.append(
+            cid, [UserMessage("see attached", id=new_id(), attachments=files), AssistantMessage("ok", id=new_id())]
+        )
         assert where(await search(world, "budget")) == {(cid, 0)}
         assert where(await search(world, '"team photo"')) == {(cid, 0)}
         assert where(await search(world, "attached")) == {(cid, 0)}
@@ -155,8 +158,15 @@ class SearchIndexContract:
 
     async def test_a_word_finds_its_other_forms_and_the_last_word_its_start(self, world: World) -> None:
         """As the page searches while a word is typed: `lighthous` finds "lighthouse"."""
-        a = await self.conversation(world, "Coast", "The lighthouse keepers", "Lighthouses are kept by a keeper",
-                                    "running the light", "she runs", "a lighthousekeeper's log")
+        a = await self.conversation(
+            world,
+            "Coast",
+            "The lighthouse keepers",
+            "Lighthouses are kept by a keeper",
+            "running the light",
+            "she runs",
+            "a lighthousekeeper's log",
+        )
         b = await self.conversation(world, "Lighthouse keeping", "nothing to see")
         assert where(await search(world, "lighthous")) == {(a, 0), (a, 1), (a, 4), (b, None)}
         assert where(await search(world, "lighthouses")) == {(a, 0), (a, 1), (b, None)}  # as typed, or its stem
@@ -173,8 +183,31 @@ class SearchIndexContract:
 
     async def test_any_text_is_a_query_or_a_clear_error_never_a_failure_of_the_index(self, world: World) -> None:
         cid = await self.conversation(world, "t", "NEAR the café, 東京タワー at 3.14 o'clock: x-ray AND OR")
-        hostile = ['NEAR(a b)', '"x" OR y', "a:b", "^c", "-d", "+e", "{f}", "(g", "h)", "i'j", "東京タワ", "café*",
-                   '"k l', "x-ra", "AND", "OR NOT", "near/3", '""', "'", "\\", "$%&", "3.1", "o'clo"]
+        hostile = [
+            "NEAR(a b)",
+            '"x" OR y',
+            "a:b",
+            "^c",
+            "-d",
+            "+e",
+            "{f}",
+            "(g",
+            "h)",
+            "i'j",
+            "東京タワ",
+            "café*",
+            '"k l',
+            "x-ra",
+            "AND",
+            "OR NOT",
+            "near/3",
+            '""',
+            "'",
+            "\\",
+            "$%&",
+            "3.1",
+            "o'clo",
+        ]
         for q in hostile:
             try:
                 query = parse_query(q)
@@ -194,7 +227,9 @@ class SearchIndexContract:
         ranked = list(await world.index.search(parse_query("narwhal"), 1, 0, "admin"))
         assert where(ranked) == {(mine, 0)}  # the other user's better matches neither show nor rank
         assert where(await world.index.search(parse_query("narwhal"), 50, 0, "u_00000000000000bb")) == {
-            (theirs, None), (theirs, 0)}
+            (theirs, None),
+            (theirs, 0),
+        }
         assert list(await world.index.search(parse_query("narwhal"), 50, 0, "u_00000000000000cc")) == []
 
     async def test_every_term_must_be_in_the_same_entry(self, world: World) -> None:
@@ -222,12 +257,15 @@ class SearchIndexContract:
     async def test_message_index_counts_messages_as_the_detail_lists_them(self, world: World) -> None:
         cid = await self.conversation(world, "t")
         call = ToolCall(new_id(), "lookup", {"q": "x"})
-        await world.append(cid, [
-            UserMessage("find the zebra", id=new_id()),
-            AssistantMessage("", (call,), id=new_id()),
-            ToolResult("zebra facts from a tool", call.id, "lookup", id=new_id()),
-            AssistantMessage("the zebra is striped", id=new_id()),
-        ])
+        await world.append(
+            cid,
+            [
+                UserMessage("find the zebra", id=new_id()),
+                AssistantMessage("", (call,), id=new_id()),
+                ToolResult("zebra facts from a tool", call.id, "lookup", id=new_id()),
+                AssistantMessage("the zebra is striped", id=new_id()),
+            ],
+        )
         await world.append(cid, [UserMessage("and the okapi zebra?", id=new_id())])
         hits = await search(world, "zebra")
         assert where(hits) == {(cid, 0), (cid, 3), (cid, 4)}  # the tool result (2) is not indexed
@@ -272,8 +310,10 @@ class FileTextSearch:
         f = parse_upload("notes.txt", "text/plain", b"the zeppelin manifest, page two")
         image = parse_upload("dot.png", "image/png", png())
         world.saver.stage_files(cid, [f, image])
-        await world.append(cid, [UserMessage("see", id=new_id(), attachments=(f.attachment, image.attachment)),
-                                 AssistantMessage("ok", id=new_id())])
+        await world.append(
+            cid,
+            [UserMessage("see", id=new_id(), attachments=(f.attachment, image.attachment)), AssistantMessage("ok", id=new_id())],
+        )
         assert where(await search(world, "zeppelin manifest")) == {(cid, 0)}
         assert where(await search(world, "notes")) == {(cid, 0)}
         await world.append(cid, [UserMessage("more", id=new_id()), AssistantMessage("fine", id=new_id())])
@@ -286,10 +326,15 @@ class FileTextSearch:
         first = parse_upload("log.txt", "text/plain", b"the albatross timetable")
         second = parse_upload("plan.md", "text/markdown", b"# the heron itinerary")
         world.saver.stage_files(cid, [first, second])
-        await world.append(cid, [UserMessage("one", id=new_id(), attachments=(first.attachment,)),
-                                 AssistantMessage("ok", id=new_id()),
-                                 UserMessage("two", id=new_id(), attachments=(second.attachment,)),
-                                 AssistantMessage("fine", id=new_id())])
+        await world.append(
+            cid,
+            [
+                UserMessage("one", id=new_id(), attachments=(first.attachment,)),
+                AssistantMessage("ok", id=new_id()),
+                UserMessage("two", id=new_id(), attachments=(second.attachment,)),
+                AssistantMessage("fine", id=new_id()),
+            ],
+        )
         assert where(await search(world, "albatross")) == {(cid, 0)}
         assert where(await search(world, "heron")) == {(cid, 2)}
 

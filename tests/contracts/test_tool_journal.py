@@ -21,9 +21,7 @@ from tests.contracts.run_stores import (
 
 
 class ToolJournalContract(StoreContract):
-    async def test_a_started_call_is_recorded_and_its_attempts_counted(
-        self, store: RunStore, clock: StoreClock
-    ) -> None:
+    async def test_a_started_call_is_recorded_and_its_attempts_counted(self, store: RunStore, clock: StoreClock) -> None:
         run = await a_running_run(store, clock)
         key = f"{run.conversation_id}:call-1"
         await store.call_started(key, run.conversation_id, run.id, "bank__pay", True, clock.now())
@@ -31,13 +29,9 @@ class ToolJournalContract(StoreContract):
         await store.call_started(key, run.conversation_id, run.id, "bank__pay", True, clock.now())
         assert (await store.entries([key]))[key].attempts == 2
 
-    async def test_a_run_that_is_no_longer_running_may_not_start_a_call(
-        self, store: RunStore, clock: StoreClock
-    ) -> None:
+    async def test_a_run_that_is_no_longer_running_may_not_start_a_call(self, store: RunStore, clock: StoreClock) -> None:
         run = await a_running_run(store, clock)
-        await store.finish_run(
-            run.id, RunFinish(RunStatus.INTERRUPTED, clock.now(), RunError("RUN_LOST", "taken over"))
-        )
+        await store.finish_run(run.id, RunFinish(RunStatus.INTERRUPTED, clock.now(), RunError("RUN_LOST", "taken over")))
         key = f"{run.conversation_id}:call-1"
         with pytest.raises(RunLost):
             await store.call_started(key, run.conversation_id, run.id, "bank__pay", True, clock.now())
@@ -49,9 +43,7 @@ class ToolJournalContract(StoreContract):
         run = await a_running_run(store, clock)
         key = f"{run.conversation_id}:call-1"
         await store.call_started(key, run.conversation_id, run.id, "t", False, clock.now())
-        await store.finish_run(
-            run.id, RunFinish(RunStatus.INTERRUPTED, clock.now(), RunError("RUN_LOST", "x"))
-        )
+        await store.finish_run(run.id, RunFinish(RunStatus.INTERRUPTED, clock.now(), RunError("RUN_LOST", "x")))
         with pytest.raises(RunLost):
             await store.call_started(key, run.conversation_id, run.id, "t", False, clock.now())
         assert (await store.entries([key]))[key].attempts == 1

@@ -87,7 +87,9 @@ class TestStaticToolbox(ToolPortContract):
             raise ValueError(args["reason"])
 
         schema = {"type": "object", "properties": {}}
-        box = StaticToolbox([(ToolSpec("ledger__append", "", schema), append), (ToolSpec("ledger__fail", "", schema), fail)], server="ledger")
+        box = StaticToolbox(
+            [(ToolSpec("ledger__append", "", schema), append), (ToolSpec("ledger__fail", "", schema), fail)], server="ledger"
+        )
         yield box, lambda: list(seen)
 
 
@@ -104,8 +106,13 @@ class TestMcpOverStdio(ToolPortContract):
 @pytest.fixture
 def http_ledger(tmp_path: Path) -> Iterator[tuple[str, Path, subprocess.Popen[bytes]]]:
     port, book = free_port(), tmp_path / "ledger.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "tests.support.ledger_server", str(book), "--http", str(port)],
-                            env=process_env({}), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.ledger_server", str(book), "--http", str(port)],
+        env=process_env({}),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}/mcp"
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:

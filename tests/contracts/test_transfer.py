@@ -31,8 +31,14 @@ def full_document(branches: bool = True) -> dict[str, Any]:
     way and one undecided; three branches, one an edit of the first message."""
     own = [
         msg("user", "charge the card 23"),
-        msg("assistant", "", toolCalls=[{"id": "call_aaa", "name": "ledger__charge", "args": {"amount": 23, "note": {"k": [1, 2]}},
-                                         "modelId": "call_0"}], reasoning="the user asked for it"),
+        msg(
+            "assistant",
+            "",
+            toolCalls=[
+                {"id": "call_aaa", "name": "ledger__charge", "args": {"amount": 23, "note": {"k": [1, 2]}}, "modelId": "call_0"}
+            ],
+            reasoning="the user asked for it",
+        ),
         msg("tool", "charged 230", toolCallId="call_aaa", name="ledger__charge", status="success"),
         msg("summary", "The user charged the card.", covers=3),
         msg("assistant", "Done: 230.", context={"sentFrom": 3, "tokens": 812, "budget": 4096}),
@@ -48,19 +54,59 @@ def full_document(branches: bool = True) -> dict[str, Any]:
             {"number": 3, "parent": None, "fork": 0, "messages": [msg("user", "hello instead"), msg("assistant", "Hello!")]},
         ]
     approvals = [
-        {"callId": "call_aaa", "tool": "ledger__charge", "args": {"amount": 23, "note": {"k": [1, 2]}}, "server": "ledger",
-         "description": "Charge the card", "requestedAt": T0,
-         "decision": {"type": "edit", "args": {"amount": 230}}, "decidedAt": "2026-03-01T09:00:05.000Z"},
-        {"callId": "call_bbb", "tool": "ledger__charge", "args": {"amount": 1}, "server": "ledger", "description": "",
-         "requestedAt": T0, "decision": {"type": "reject", "message": "not twice"}, "decidedAt": "2026-03-01T09:01:00.000Z"},
-        {"callId": "call_ccc", "tool": "ledger__refund", "args": {}, "server": "ledger", "description": "",
-         "requestedAt": T0, "decision": {"type": "approve", "always": True}, "decidedAt": "2026-03-01T09:02:00.000Z"},
-        {"callId": "call_ddd", "tool": "ledger__refund", "args": {"amount": 2}, "server": "ledger", "description": "",
-         "requestedAt": T0, "decision": None, "decidedAt": None},
+        {
+            "callId": "call_aaa",
+            "tool": "ledger__charge",
+            "args": {"amount": 23, "note": {"k": [1, 2]}},
+            "server": "ledger",
+            "description": "Charge the card",
+            "requestedAt": T0,
+            "decision": {"type": "edit", "args": {"amount": 230}},
+            "decidedAt": "2026-03-01T09:00:05.000Z",
+        },
+        {
+            "callId": "call_bbb",
+            "tool": "ledger__charge",
+            "args": {"amount": 1},
+            "server": "ledger",
+            "description": "",
+            "requestedAt": T0,
+            "decision": {"type": "reject", "message": "not twice"},
+            "decidedAt": "2026-03-01T09:01:00.000Z",
+        },
+        {
+            "callId": "call_ccc",
+            "tool": "ledger__refund",
+            "args": {},
+            "server": "ledger",
+            "description": "",
+            "requestedAt": T0,
+            "decision": {"type": "approve", "always": True},
+            "decidedAt": "2026-03-01T09:02:00.000Z",
+        },
+        {
+            "callId": "call_ddd",
+            "tool": "ledger__refund",
+            "args": {"amount": 2},
+            "server": "ledger",
+            "description": "",
+            "requestedAt": T0,
+            "decision": None,
+            "decidedAt": None,
+        },
     ]
-    return {"format": "sophos.conversation", "version": 1, "conversation": {
-        "title": "Everything kept", "createdAt": "2026-03-01T08:59:00.000Z", "updatedAt": "2026-03-01T09:05:00.000Z",
-        "activeBranch": 2 if branches else 1, "branches": listed, "approvals": approvals}}
+    return {
+        "format": "sophos.conversation",
+        "version": 1,
+        "conversation": {
+            "title": "Everything kept",
+            "createdAt": "2026-03-01T08:59:00.000Z",
+            "updatedAt": "2026-03-01T09:05:00.000Z",
+            "activeBranch": 2 if branches else 1,
+            "branches": listed,
+            "approvals": approvals,
+        },
+    }
 
 
 def without_ids(doc: dict[str, Any]) -> dict[str, Any]:
@@ -120,8 +166,11 @@ class TransferContract:
     def test_a_full_document_round_trips_identically_but_for_ids(self, client: TestClient) -> None:
         doc = full_document(branches=self.keeps_branches)
         [summary] = import_(client, doc)
-        assert (summary["title"], summary["createdAt"], summary["updatedAt"]) == ("Everything kept", "2026-03-01T08:59:00.000Z",
-                                                                                  "2026-03-01T09:05:00.000Z")
+        assert (summary["title"], summary["createdAt"], summary["updatedAt"]) == (
+            "Everything kept",
+            "2026-03-01T08:59:00.000Z",
+            "2026-03-01T09:05:00.000Z",
+        )
         again = export(client, summary["id"])
         assert again["conversation"]["id"] == summary["id"]
         assert without_ids(again) == doc
@@ -142,11 +191,15 @@ class TransferContract:
         if self.keeps_branches:
             assert len(first["conversation"]["branches"]) == 3
             original, copied = (client.get(f"/api/conversations/{c}").json() for c in (cid, summary["id"]))
-            assert [m["branch"] for m in copied["messages"] if "branch" in m] == \
-                   [m["branch"] for m in original["messages"] if "branch" in m]
+            assert [m["branch"] for m in copied["messages"] if "branch" in m] == [
+                m["branch"] for m in original["messages"] if "branch" in m
+            ]
             back = client.patch(f"/api/conversations/{summary['id']}", json={"activeBranch": 1})
-            assert [m["content"] for m in back.json()["messages"]][:3] == ["first question", first["conversation"]["branches"][0]
-                                                                          ["messages"][1]["content"], "second question"]
+            assert [m["content"] for m in back.json()["messages"]][:3] == [
+                "first question",
+                first["conversation"]["branches"][0]["messages"][1]["content"],
+                "second question",
+            ]
         # and the copy goes on as any conversation does
         chat(client, {"conversation": summary["id"], "message": "after the import"})
         assert settled(client, summary["id"])["messages"][-2]["content"] == "after the import"
@@ -167,14 +220,19 @@ class TransferContract:
         by_title = {c["title"]: c for c in imported}
         weather = client.get(f"/api/conversations/{by_title['Weather in Paris']['id']}").json()
         assert [(m["role"], m["content"]) for m in weather["messages"]] == [  # no browser call; the image marked
-            ("user", "[image not imported]\nWhat is the weather in Paris today?"), ("assistant", "18 °C and cloudy.")]
+            ("user", "[image not imported]\nWhat is the weather in Paris today?"),
+            ("assistant", "18 °C and cloudy."),
+        ]
         assert by_title["Weather in Paris"]["createdAt"] == "2024-05-02T08:53:20.000Z"
         if self.keeps_branches:
             trip = client.get(f"/api/conversations/{by_title['Planning a trip']['id']}").json()
             assert [m["content"] for m in trip["messages"]] == ["Where should I go in May?", "Porto, for the river and the food."]
             assert (trip["activeBranch"], trip["branchCount"]) == (2, 3)
             edited = client.patch(f"/api/conversations/{trip['conversation']['id']}", json={"activeBranch": 3}).json()
-            assert [m["content"] for m in edited["messages"]] == ["Where should I go in spring?", "Kyoto, for the cherry blossom."]
+            assert [m["content"] for m in edited["messages"]] == [
+                "Where should I go in spring?",
+                "Kyoto, for the cherry blossom.",
+            ]
             first = client.patch(f"/api/conversations/{trip['conversation']['id']}", json={"activeBranch": 1}).json()
             assert [m["content"] for m in first["messages"]][-1] == "The Azores."
 
@@ -185,8 +243,10 @@ class TransferContract:
         good = full_document(branches=self.keeps_branches)
         r = client.post("/api/import", content=json.dumps([good, bad]).encode())  # the good one neither
         assert r.status_code == 400
-        assert r.json()["error"] == {"code": "BAD_REQUEST",
-                                     "message": "conversation 2: branches[0].messages[3].covers must be an integer of at least 0"}
+        assert r.json()["error"] == {
+            "code": "BAD_REQUEST",
+            "message": "conversation 2: branches[0].messages[3].covers must be an integer of at least 0",
+        }
         assert ids(client) == before
 
 

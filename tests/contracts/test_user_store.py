@@ -121,8 +121,12 @@ class UserStoreContract:
         self, stores: tuple[UserStore, SessionStore]
     ) -> None:
         _, sessions = stores
-        now, mine, theirs, admins = utc_now(), session_key(new_session_id()), session_key(new_session_id()), \
-            session_key(new_session_id())
+        now, mine, theirs, admins = (
+            utc_now(),
+            session_key(new_session_id()),
+            session_key(new_session_id()),
+            session_key(new_session_id()),
+        )
         ann, bob = new_user_id(), new_user_id()
         await sessions.create(mine, FINGERPRINT, now, now + timedelta(seconds=60), ann)
         await sessions.create(theirs, FINGERPRINT, now, now + timedelta(seconds=60), bob)
@@ -202,9 +206,9 @@ class TestPostgresUserStore(UserStoreContract):
             async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
                 await conn.execute(
                     "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
-                    "$$ BEGIN RAISE EXCEPTION 'could not extend file' USING ERRCODE = 'disk_full'; END $$")
-                await conn.execute("CREATE TRIGGER disk_full BEFORE UPDATE ON api_tokens "
-                                   "FOR EACH ROW EXECUTE FUNCTION refuse()")
+                    "$$ BEGIN RAISE EXCEPTION 'could not extend file' USING ERRCODE = 'disk_full'; END $$"
+                )
+                await conn.execute("CREATE TRIGGER disk_full BEFORE UPDATE ON api_tokens FOR EACH ROW EXECUTE FUNCTION refuse()")
 
         try:
             await a_refused_use_still_names_the_user(PostgresUserStore(db), disk_full)

@@ -37,18 +37,34 @@ VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 
 
 def _resources(kinds: list[tuple[str, str]], group_version: str) -> dict[str, Any]:
-    return {"kind": "APIResourceList", "groupVersion": group_version, "resources": [
-        {"name": plural, "singularName": plural[:-1], "namespaced": True, "kind": kind, "verbs": VERBS}
-        for plural, kind in kinds]}
+    return {
+        "kind": "APIResourceList",
+        "groupVersion": group_version,
+        "resources": [
+            {"name": plural, "singularName": plural[:-1], "namespaced": True, "kind": kind, "verbs": VERBS}
+            for plural, kind in kinds
+        ],
+    }
 
 
 DISCOVERY: dict[str, Any] = {
     "/version": {"major": "1", "minor": "33", "gitVersion": "v1.33.0", "platform": "linux/amd64"},
-    "/api": {"kind": "APIVersions", "versions": ["v1"],
-             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]},
-    "/apis": {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
-        {"name": "apps", "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
-         "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"}}]},
+    "/api": {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}],
+    },
+    "/apis": {
+        "kind": "APIGroupList",
+        "apiVersion": "v1",
+        "groups": [
+            {
+                "name": "apps",
+                "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
+                "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"},
+            }
+        ],
+    },
     "/api/v1": _resources([("secrets", "Secret"), ("services", "Service"), ("configmaps", "ConfigMap")], "v1"),
     "/apis/apps/v1": _resources([("deployments", "Deployment")], "apps/v1"),
 }
@@ -79,15 +95,27 @@ class FakeKube:
                 elif "?" in self.path and "labelSelector" in self.path:  # Helm's release history
                     self._send(200, {"kind": "List", "apiVersion": "v1", "metadata": {}, "items": []})
                 else:
-                    self._send(404, {"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                                     "reason": "NotFound", "code": 404, "message": f"{path} not found"})
+                    self._send(
+                        404,
+                        {
+                            "kind": "Status",
+                            "apiVersion": "v1",
+                            "status": "Failure",
+                            "reason": "NotFound",
+                            "code": 404,
+                            "message": f"{path} not found",
+                        },
+                    )
 
             def _write(self, code: int) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 outer.writes.append(self.path)
                 # Helm's release record comes as protobuf: echo any object back, as JSON
-                body = json.loads(raw) if "json" in (self.headers.get("Content-Type") or "") else {
-                    "kind": "Secret", "apiVersion": "v1", "metadata": {"name": "release"}}
+                body = (
+                    json.loads(raw)
+                    if "json" in (self.headers.get("Content-Type") or "")
+                    else {"kind": "Secret", "apiVersion": "v1", "metadata": {"name": "release"}}
+                )
                 self._send(code, body)
 
             def do_POST(self) -> None:
@@ -114,12 +142,18 @@ class FakeKube:
     def kubeconfig(self, directory: Path) -> Path:
         port = self.server.server_address[1]
         path = directory / "kubeconfig"
-        path.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "fake",
-            "clusters": [{"name": "fake", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
-            "users": [{"name": "fake", "user": {"token": "fake"}}],
-            "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake", "namespace": "default"}}],
-        }))
+        path.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "current-context": "fake",
+                    "clusters": [{"name": "fake", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+                    "users": [{"name": "fake", "user": {"token": "fake"}}],
+                    "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake", "namespace": "default"}}],
+                }
+            )
+        )
         return path
 
 
@@ -127,9 +161,22 @@ def ensure_packages() -> None:
     done = TARGET / ".installed"
     if not done.exists():
         subprocess.run(
-            [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
-             "--ignore-requires-python", "--upgrade", "--target", str(TARGET), *PACKAGES],
-            check=True, timeout=900,
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                "--no-deps",
+                "--ignore-requires-python",
+                "--upgrade",
+                "--target",
+                str(TARGET),
+                *PACKAGES,
+            ],
+            check=True,
+            timeout=900,
         )
         done.touch()
     if str(TARGET) not in sys.path:

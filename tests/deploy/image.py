@@ -75,7 +75,9 @@ def ensure_base() -> str:
         with log.open("w") as out:
             done = subprocess.run(
                 ["debootstrap", "--variant=minbase", f"--include={BASE_PACKAGES}", SUITE, str(partial), MIRROR],
-                stdout=out, stderr=subprocess.STDOUT, timeout=1800,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                timeout=1800,
             )
         if done.returncode != 0:
             raise RuntimeError(f"debootstrap exited {done.returncode}; see {log}:\n{log.read_text()[-2000:]}")
@@ -92,8 +94,19 @@ def ensure_base() -> str:
 def build() -> str:
     """The image, built as the Containerfile's header says, on the debootstrapped base."""
     base = ensure_base()
-    args = ["build", "--format", "docker", "-f", "deploy/Containerfile", "--ignorefile",
-            "deploy/Containerfile.dockerignore", "--build-arg", f"BASE={base}", "-t", IMAGE]
+    args = [
+        "build",
+        "--format",
+        "docker",
+        "-f",
+        "deploy/Containerfile",
+        "--ignorefile",
+        "deploy/Containerfile.dockerignore",
+        "--build-arg",
+        f"BASE={base}",
+        "-t",
+        IMAGE,
+    ]
     if HOST_CA.exists():  # this machine reaches PyPI and npm through a proxy that re-signs TLS
         args += ["--secret", f"id=ca_bundle,src={HOST_CA}"]
     log = CACHE / "build.log"

@@ -25,8 +25,16 @@ def objects(values: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def test_every_object_is_valid_kubernetes() -> None:
-    docs = render(CHART, {**REQUIRED, "existingSecret": "", "dataClaim": "sophos-memory",
-                          "nodeSelector": {"gpu": "no"}, "extraEnv": {"LOG_LEVEL": "DEBUG"}})
+    docs = render(
+        CHART,
+        {
+            **REQUIRED,
+            "existingSecret": "",
+            "dataClaim": "sophos-memory",
+            "nodeSelector": {"gpu": "no"},
+            "extraEnv": {"LOG_LEVEL": "DEBUG"},
+        },
+    )
     assert {d["kind"] for d in docs} == {"Deployment", "Service", "Secret"}
     for doc in docs:
         validate(doc)
@@ -106,12 +114,15 @@ def test_an_existing_secret_is_used_instead_of_one_made_by_the_chart() -> None:
     assert env["API_TOKEN"] == {"secretKeyRef": {"name": "team-sophos", "key": "API_TOKEN"}}
 
 
-@pytest.mark.parametrize(("values", "message"), [
-    ({"terminationGracePeriodSeconds": 35}, "must exceed shutdownTimeout"),
-    ({"shutdownTimeout": 60}, "must exceed shutdownTimeout"),
-    ({"apiToken": ""}, "apiToken is required"),
-    ({"databaseUrl": ""}, "databaseUrl"),
-])
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"terminationGracePeriodSeconds": 35}, "must exceed shutdownTimeout"),
+        ({"shutdownTimeout": 60}, "must exceed shutdownTimeout"),
+        ({"apiToken": ""}, "apiToken is required"),
+        ({"databaseUrl": ""}, "databaseUrl"),
+    ],
+)
 def test_values_that_would_lose_runs_are_refused(values: dict[str, Any], message: str) -> None:
     with pytest.raises(Exception, match=message):
         render(CHART, {**REQUIRED, **values})

@@ -82,7 +82,7 @@ def test_api_token_is_required_since_the_image_listens_beyond_loopback() -> None
     sophos = load(ENV)["services"]["sophos"]
     assert sophos["environment"]["API_TOKEN"] == "t0ken"
     assert "HOST" not in sophos["environment"]  # the image's 0.0.0.0, which the token makes legal
-    assert 'HOST=0.0.0.0' in CONTAINERFILE.read_text()
+    assert "HOST=0.0.0.0" in CONTAINERFILE.read_text()
 
 
 def test_profiles_ollama_with_an_init_step_that_pulls_the_model_and_postgres() -> None:

@@ -58,7 +58,9 @@ def test_every_query_names_exported_metrics_and_their_labels() -> None:
             problems.append(f"{title}: {name} is not exported")
         known = set().union(*(series.get(n, set()) for n in used)) | SCRAPE_LABELS
         grouped = {label.strip() for group in GROUPING.findall(expr) for label in group.split(",") if label.strip()}
-        matched = {m.split("=")[0].strip().rstrip("!~") for group in MATCHERS.findall(expr) for m in group.split(",") if m.strip()}
+        matched = {
+            m.split("=")[0].strip().rstrip("!~") for group in MATCHERS.findall(expr) for m in group.split(",") if m.strip()
+        }
         for label in (grouped | matched) - known:
             problems.append(f"{title}: label {label!r} is not on {sorted(used)}")
     assert not problems, "\n".join(problems)
@@ -66,10 +68,18 @@ def test_every_query_names_exported_metrics_and_their_labels() -> None:
 
 def test_the_dashboard_covers_runs_latencies_leases_adoptions_and_storage_failures() -> None:
     used = {name for _, expr in targets() for name in METRIC.findall(expr)}
-    for needed in ("sophos_runs_started_total", "sophos_runs_finished_total", "sophos_runs_active",
-                   "sophos_run_duration_seconds_bucket", "sophos_model_call_duration_seconds_bucket",
-                   "sophos_tool_call_duration_seconds_bucket", "sophos_leases_lost_total",
-                   "sophos_runs_reclaimed_total", "sophos_adoptions_total", "sophos_storage_failures_total"):
+    for needed in (
+        "sophos_runs_started_total",
+        "sophos_runs_finished_total",
+        "sophos_runs_active",
+        "sophos_run_duration_seconds_bucket",
+        "sophos_model_call_duration_seconds_bucket",
+        "sophos_tool_call_duration_seconds_bucket",
+        "sophos_leases_lost_total",
+        "sophos_runs_reclaimed_total",
+        "sophos_adoptions_total",
+        "sophos_storage_failures_total",
+    ):
         assert needed in used, needed
 
 

@@ -84,11 +84,21 @@ def test_the_image_runs_sophos_serve_as_a_non_root_user_with_a_data_volume(image
     env = dict(e.split("=", 1) for e in config["Env"])
     assert env["HOST"] == "0.0.0.0" and env["DATABASE_PATH"].startswith("/data/")
     assert env["MEMORY_FILE_PATH"].startswith("/data/")
-    probe = podman("run", *RUNTIME, "--rm", "--network", "none", "--entrypoint", "sh", image, "-c",
-                   "id -u; test -w /data && echo data-writable; command -v npm || echo no-npm; "
-                   "python -c 'import pytest' 2>/dev/null || echo no-test-tools; "
-                   "ls /opt/sophos/app/config/mcp-servers/node_modules/@modelcontextprotocol/server-memory/dist/index.js "
-                   "/opt/sophos/app/src/entrypoints/http/web/node_modules/marked/package.json")
+    probe = podman(
+        "run",
+        *RUNTIME,
+        "--rm",
+        "--network",
+        "none",
+        "--entrypoint",
+        "sh",
+        image,
+        "-c",
+        "id -u; test -w /data && echo data-writable; command -v npm || echo no-npm; "
+        "python -c 'import pytest' 2>/dev/null || echo no-test-tools; "
+        "ls /opt/sophos/app/config/mcp-servers/node_modules/@modelcontextprotocol/server-memory/dist/index.js "
+        "/opt/sophos/app/src/entrypoints/http/web/node_modules/marked/package.json",
+    )
     lines = probe.stdout.split()
     assert lines[:4] == ["10001", "data-writable", "no-npm", "no-test-tools"], probe.stdout
     assert len(lines) == 6  # both npm ci trees are there
@@ -104,8 +114,9 @@ def test_the_healthcheck_follows_readyz_with_the_token_on_a_read_only_root(image
     # no network at all: the model server is unreachable, so readyz answers 503
     unready = start(containers, "--network", "none", "--read-only", "--tmpfs", "/tmp", env={"API_TOKEN": TOKEN})
     # the demo model is always ready; the real MCP servers (Node's Memory, Python's Fetch) start
-    ready = start(containers, "--network", "none", "--read-only", "--tmpfs", "/tmp",
-                  env={"API_TOKEN": TOKEN, "MODEL_BACKEND": "demo"})
+    ready = start(
+        containers, "--network", "none", "--read-only", "--tmpfs", "/tmp", env={"API_TOKEN": TOKEN, "MODEL_BACKEND": "demo"}
+    )
     for name in (unready, ready):
         wait_for_log(name, "Sophos is listening on http://0.0.0.0:8000")
         wait_for_log(name, "MCP server fetch:")  # both tool servers up: readyz's first answer is not a start-up's
@@ -114,9 +125,14 @@ def test_the_healthcheck_follows_readyz_with_the_token_on_a_read_only_root(image
     passing = podman("healthcheck", "run", ready, check=False)
     assert passing.returncode == 0, passing
     # what readyz said inside, the token sent as the check sends it
-    body = podman("exec", ready, "python", "-c",
-                  "import os, urllib.request as u; r = u.Request('http://127.0.0.1:8000/api/readyz', "
-                  "headers={'Authorization': 'Bearer ' + os.environ['API_TOKEN']}); print(u.urlopen(r).read().decode())")
+    body = podman(
+        "exec",
+        ready,
+        "python",
+        "-c",
+        "import os, urllib.request as u; r = u.Request('http://127.0.0.1:8000/api/readyz', "
+        "headers={'Authorization': 'Bearer ' + os.environ['API_TOKEN']}); print(u.urlopen(r).read().decode())",
+    )
     tools = {t["name"]: t["ok"] for t in json.loads(body.stdout)["tools"]}
     assert tools == {"memory": True, "fetch": True}, body.stdout
 
@@ -144,8 +160,9 @@ def finished(url: str, cid: str, timeout: float = 60) -> dict[str, Any]:
 
 def runs_of(name: str, cid: str) -> list[tuple[str, str]]:
     with sqlite3.connect(volume_path(name) / "db" / "sophos.db") as db:
-        rows = db.execute("SELECT status, trigger FROM runs WHERE conversation_id = ? ORDER BY started_at, rowid",
-                          (cid,)).fetchall()
+        rows = db.execute(
+            "SELECT status, trigger FROM runs WHERE conversation_id = ? ORDER BY started_at, rowid", (cid,)
+        ).fetchall()
     return [(str(status), str(trigger)) for status, trigger in rows]
 
 
@@ -161,10 +178,20 @@ def test_a_container_killed_mid_answer_resumes_the_run_after_a_restart(
     ollama.add({"text": "slow " * 200, "token_delay": 0.05}, {"text": "the resumed answer"})
     # the host's network, so the container reaches the fake model on the host's loopback
     # (and the test reaches the container there; the image's 0.0.0.0 would open it to the LAN)
-    name = start(containers, "--network", "host", env={
-        "API_TOKEN": TOKEN, "HOST": "127.0.0.1", "PORT": str(port), "LANGGRAPH_API_PORT": "0", "OLLAMA_HOST": ollama.url,
-        "AUTO_RESUME": "true", "TOOLS_BACKEND": "none",
-    })
+    name = start(
+        containers,
+        "--network",
+        "host",
+        env={
+            "API_TOKEN": TOKEN,
+            "HOST": "127.0.0.1",
+            "PORT": str(port),
+            "LANGGRAPH_API_PORT": "0",
+            "OLLAMA_HOST": ollama.url,
+            "AUTO_RESUME": "true",
+            "TOOLS_BACKEND": "none",
+        },
+    )
     wait_for_log(name, f"Sophos is listening on {url}")
     cid = httpx.post(f"{url}/api/chat", json={"message": "tell me slowly"}, headers=AUTH, timeout=30).json()["conversation"]
 
@@ -206,10 +233,21 @@ def test_a_stop_drains_within_the_grace_period_and_the_run_goes_on_after_start(
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     ollama.add({"text": "slow " * 400, "token_delay": 0.05}, {"text": "after the drain"})
-    name = start(containers, "--network", "host", env={
-        "API_TOKEN": TOKEN, "HOST": "127.0.0.1", "PORT": str(port), "LANGGRAPH_API_PORT": "0", "OLLAMA_HOST": ollama.url,
-        "AUTO_RESUME": "true", "TOOLS_BACKEND": "none", "SHUTDOWN_TIMEOUT": "2",
-    })
+    name = start(
+        containers,
+        "--network",
+        "host",
+        env={
+            "API_TOKEN": TOKEN,
+            "HOST": "127.0.0.1",
+            "PORT": str(port),
+            "LANGGRAPH_API_PORT": "0",
+            "OLLAMA_HOST": ollama.url,
+            "AUTO_RESUME": "true",
+            "TOOLS_BACKEND": "none",
+            "SHUTDOWN_TIMEOUT": "2",
+        },
+    )
     wait_for_log(name, f"Sophos is listening on {url}")
     cid = httpx.post(f"{url}/api/chat", json={"message": "a long one"}, headers=AUTH, timeout=30).json()["conversation"]
     deadline = time.monotonic() + 30
@@ -237,14 +275,28 @@ def test_replicas_on_postgresql_adopt_the_run_of_a_killed_container(
     urls = []
     for _ in range(2):
         port = free_port()
-        name = start(containers, "--network", "host", env={
-            "API_TOKEN": TOKEN, "HOST": "127.0.0.1", "PORT": str(port), "LANGGRAPH_API_PORT": "0", "OLLAMA_HOST": ollama.url,
-            "DATABASE_URL": pg_empty_url, "AUTO_RESUME": "true", "RUN_LEASE_SECONDS": "3", "TOOLS_BACKEND": "none",
-        })
+        name = start(
+            containers,
+            "--network",
+            "host",
+            env={
+                "API_TOKEN": TOKEN,
+                "HOST": "127.0.0.1",
+                "PORT": str(port),
+                "LANGGRAPH_API_PORT": "0",
+                "OLLAMA_HOST": ollama.url,
+                "DATABASE_URL": pg_empty_url,
+                "AUTO_RESUME": "true",
+                "RUN_LEASE_SECONDS": "3",
+                "TOOLS_BACKEND": "none",
+            },
+        )
         urls.append(f"http://127.0.0.1:{port}")
         wait_for_log(name, f"Sophos is listening on {urls[-1]}")
     first, survivor = containers[-2], urls[1]
-    cid = httpx.post(f"{urls[0]}/api/chat", json={"message": "who finishes this?"}, headers=AUTH, timeout=30).json()["conversation"]
+    cid = httpx.post(f"{urls[0]}/api/chat", json={"message": "who finishes this?"}, headers=AUTH, timeout=30).json()[
+        "conversation"
+    ]
     deadline = time.monotonic() + 30
     while ollama.streamed < 5 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -266,15 +318,31 @@ def test_the_entrypoint_serves_readyz_in_a_chroot_of_the_image(image: str) -> No
     root = podman("mount", created).stdout.strip()
     port = free_port()
     env = dict(e.split("=", 1) for e in inspected["Env"])
-    env.update({"HOST": "127.0.0.1", "PORT": str(port), "LANGGRAPH_API_PORT": "0", "API_TOKEN": TOKEN, "MODEL_BACKEND": "demo", "TOOLS_BACKEND": "mcp"})
+    env.update(
+        {
+            "HOST": "127.0.0.1",
+            "PORT": str(port),
+            "LANGGRAPH_API_PORT": "0",
+            "API_TOKEN": TOKEN,
+            "MODEL_BACKEND": "demo",
+            "TOOLS_BACKEND": "mcp",
+        }
+    )
     command = " ".join(inspected["Entrypoint"] + inspected["Cmd"])
     inner = f"cd {inspected['WorkingDir']} && exec {command}"
     user = "10001:10001"
-    script = (f'mount --rbind /dev "{root}/dev" && mount -t proc proc "{root}/proc" && '
-              f'exec chroot --userspec={user} "{root}" /usr/bin/env -i '
-              + " ".join(f"'{k}={v}'" for k, v in env.items()) + f" sh -c '{inner}'")
-    server = subprocess.Popen(["unshare", "--mount", "--fork", "--propagation", "private", "sh", "-c", script],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    script = (
+        f'mount --rbind /dev "{root}/dev" && mount -t proc proc "{root}/proc" && '
+        f'exec chroot --userspec={user} "{root}" /usr/bin/env -i '
+        + " ".join(f"'{k}={v}'" for k, v in env.items())
+        + f" sh -c '{inner}'"
+    )
+    server = subprocess.Popen(
+        ["unshare", "--mount", "--fork", "--propagation", "private", "sh", "-c", script],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 60
         ready = None

@@ -156,8 +156,9 @@ def test_through_real_servers_an_endless_answer_stops_in_few_rows_and_another_pr
             owner.start()
             other.start()
             got: list[tuple[str | None, str, Any]] = []
-            with httpx.stream("POST", f"{owner.url}/api/chat", json={"message": "go"},
-                              headers={"Accept": "text/event-stream"}, timeout=30) as response:
+            with httpx.stream(
+                "POST", f"{owner.url}/api/chat", json={"message": "go"}, headers={"Accept": "text/event-stream"}, timeout=30
+            ) as response:
                 run = response.headers["X-Run-Id"].replace("-", "")[:8]
                 for event in sse_events(response):
                     got.append(event)
@@ -168,8 +169,9 @@ def test_through_real_servers_an_endless_answer_stops_in_few_rows_and_another_pr
                 rows = db.execute("SELECT count(*) FROM run_events").fetchone()[0]
             assert rows < 300  # one row per flush of tokens, not one per token
             cid = got[-1][2]["conversation"]
-            with httpx.stream("GET", f"{other.url}/api/chat?conversation={cid}",
-                              headers={"Last-Event-ID": f"1234@{run}"}, timeout=30) as response:
+            with httpx.stream(
+                "GET", f"{other.url}/api/chat?conversation={cid}", headers={"Last-Event-ID": f"1234@{run}"}, timeout=30
+            ) as response:
                 replay = list(sse_events(response))
             assert replay == got[1234:]
         finally:

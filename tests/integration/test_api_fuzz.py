@@ -26,10 +26,26 @@ from tests.support.app import app_env
 ID = str(uuid.uuid4())
 # lone surrogates, bidi and zero-width controls, NUL and other controls, private use, line
 # separators, combining marks, plus values that broke the API once
-HOSTILE = st.text(st.characters(categories=["Cs", "Cf", "Cc", "Co", "Zl", "Zp", "Mn", "So", "Lo", "Nd"]), max_size=30) | st.sampled_from([
-    "\ud800", "\udfff x", "\u202egnp.exe", "\x00", f"{ID}\n", f"{ID}%0A", "../../etc/passwd", "0" * 400,
-    f"0001-01-01T00:00:00+01:00~{ID}", "MDAwMS0wMS0wMVQwMDowMDowMCswMTowMH4", "9" * 40, "-1", "1@zzzzzzzz", "[" * 50,
-])
+HOSTILE = st.text(
+    st.characters(categories=["Cs", "Cf", "Cc", "Co", "Zl", "Zp", "Mn", "So", "Lo", "Nd"]), max_size=30
+) | st.sampled_from(
+    [
+        "\ud800",
+        "\udfff x",
+        "\u202egnp.exe",
+        "\x00",
+        f"{ID}\n",
+        f"{ID}%0A",
+        "../../etc/passwd",
+        "0" * 400,
+        f"0001-01-01T00:00:00+01:00~{ID}",
+        "MDAwMS0wMS0wMVQwMDowMDowMCswMTowMH4",
+        "9" * 40,
+        "-1",
+        "1@zzzzzzzz",
+        "[" * 50,
+    ]
+)
 HEADERS = ["Last-Event-ID", "Origin", "Content-Type", "Accept", "Authorization", "Cookie", "X-Forwarded-Proto"]
 
 
@@ -72,8 +88,10 @@ def fuzz(operation: Any, mode: GenerationMode, examples: int, tried: dict[str, i
         response = case.call()
         tried[label] = tried.get(label, 0) + 1
         if response.status_code >= 500 and not (label == "GET /api/readyz" and response.status_code == 503):
-            server_errors.append(f"{label} [{mode.value}, {spot}] {case.body!r:.200} {case.query!r} {case.headers!r:.200}"
-                                 f" -> {response.status_code} {response.text[:200]}")
+            server_errors.append(
+                f"{label} [{mode.value}, {spot}] {case.body!r:.200} {case.query!r} {case.headers!r:.200}"
+                f" -> {response.status_code} {response.text[:200]}"
+            )
 
     try:
         run()

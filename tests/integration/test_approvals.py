@@ -37,8 +37,9 @@ def pay(*amounts: int) -> dict[str, Any]:
 
 
 @contextmanager
-def sophos(tmp_path: Path, replies: list[dict[str, Any]], entry: dict[str, Any] | None = None,
-           **env: str) -> Iterator[tuple[LiveServer, FakeOllama, Path]]:
+def sophos(
+    tmp_path: Path, replies: list[dict[str, Any]], entry: dict[str, Any] | None = None, **env: str
+) -> Iterator[tuple[LiveServer, FakeOllama, Path]]:
     book = tmp_path / "ledger.jsonl"
     config_dir(tmp_path, {"ledger": entry or ledger_server_entry(book)})
     with fake_ollama(replies) as fake:
@@ -51,8 +52,7 @@ def sophos(tmp_path: Path, replies: list[dict[str, Any]], entry: dict[str, Any] 
 
 def run(server: LiveServer, body: dict[str, Any]) -> tuple[str, list[tuple[str, Any]]]:
     """POST /api/chat and read the run's stream to its end: (conversation, events)."""
-    with httpx.stream("POST", f"{server.url}/api/chat", json=body, headers={"Accept": "text/event-stream"},
-                      timeout=60) as r:
+    with httpx.stream("POST", f"{server.url}/api/chat", json=body, headers={"Accept": "text/event-stream"}, timeout=60) as r:
         assert r.status_code == 200, r.read()
         cid = r.headers["X-Conversation-Id"]
         return cid, [(name, data) for _, name, data in sse_events(r)]
@@ -89,8 +89,11 @@ class Shared:
 
     def prompts(self, text: str) -> list[str]:
         """Every prompt the model got in the conversation that began with `text`, as JSON."""
-        return [json.dumps(r["messages"]) for r in self.fake.requests
-                if any(m["role"] == "user" and m["content"] == text for m in r["messages"])]
+        return [
+            json.dumps(r["messages"])
+            for r in self.fake.requests
+            if any(m["role"] == "user" and m["content"] == text for m in r["messages"])
+        ]
 
 
 def answer(body: dict[str, Any]) -> dict[str, Any]:
@@ -150,8 +153,10 @@ def test_an_edited_call_runs_with_the_edited_args_and_bad_args_are_refused(share
     server = shared.server
     cid, events = run(server, {"message": "pay 500 (edited)"})
     call = events[-2][1]["calls"][0]
-    bad = server.post("/api/chat", {"conversation": cid, "resume": True,
-                                    "decisions": {call["id"]: {"type": "edit", "args": {"amount": "lots"}}}})
+    bad = server.post(
+        "/api/chat",
+        {"conversation": cid, "resume": True, "decisions": {call["id"]: {"type": "edit", "args": {"amount": "lots"}}}},
+    )
     assert bad.status_code == 400 and bad.json()["error"]["code"] == "BAD_REQUEST"
     assert "amount" in bad.json()["error"]["message"]
     assert shared.charges(cid) == [] and waiting_calls(server, cid) == [call]  # nothing ran, still asked
@@ -199,9 +204,16 @@ def test_stale_missing_and_malformed_decisions_are_refused_and_run_nothing(share
     for legacy in ("retry", "skip"):  # answers no unknown outcome here, so it answers nothing
         aside = server.post("/api/chat", {"conversation": cid, "resume": True, "decision": legacy})
         assert aside.status_code == 409 and aside.json()["error"]["code"] == "DECISION_REQUIRED", legacy
-    for bad in ({}, [], {call["id"]: {"type": "maybe"}}, {call["id"]: "approve"},
-                {call["id"]: {"type": "approve", "args": {"amount": 1}}}, {call["id"]: {"type": "edit"}},
-                {call["id"]: {"type": "reject", "message": 3}}, {call["id"]: {"type": "reject", "always": True}}):
+    for bad in (
+        {},
+        [],
+        {call["id"]: {"type": "maybe"}},
+        {call["id"]: "approve"},
+        {call["id"]: {"type": "approve", "args": {"amount": 1}}},
+        {call["id"]: {"type": "edit"}},
+        {call["id"]: {"type": "reject", "message": 3}},
+        {call["id"]: {"type": "reject", "always": True}},
+    ):
         response = resume(bad)
         assert response.status_code == 400 and response.json()["error"]["code"] == "BAD_REQUEST", bad
     stale = resume({"call_that_does_not_exist": {"type": "approve"}})
@@ -251,8 +263,9 @@ def test_an_approval_survives_a_kill_right_after_it_and_the_call_then_runs_exact
         try:
             assert status_of(second, cid) == "waiting"  # a restart keeps the question
             assert waiting_calls(second, cid) == [call]
-            approved = second.post("/api/chat", {"conversation": cid, "resume": True,
-                                                 "decisions": {call["id"]: {"type": "approve"}}})
+            approved = second.post(
+                "/api/chat", {"conversation": cid, "resume": True, "decisions": {call["id"]: {"type": "approve"}}}
+            )
             assert approved.status_code == 200, approved.text
             second.kill()  # kill -9 right after approving: the call had not started
         finally:
@@ -260,8 +273,9 @@ def test_an_approval_survives_a_kill_right_after_it_and_the_call_then_runs_exact
         assert charges(book) == []
 
         config_dir(tmp_path, {"ledger": ledger_server_entry(book)})
-        third = LiveServer(app_env(tmp_path, fake.url, TOOL_APPROVAL="unsafe", AUTO_RESUME=str(auto_resume).lower()),
-                           tmp_path).start()
+        third = LiveServer(
+            app_env(tmp_path, fake.url, TOOL_APPROVAL="unsafe", AUTO_RESUME=str(auto_resume).lower()), tmp_path
+        ).start()
         try:
             if not auto_resume:
                 assert status_of(third, cid) == "interrupted" and "pendingApprovals" not in detail(third, cid)
@@ -325,8 +339,9 @@ def test_the_cli_asks_edits_and_rejects_through_a_running_server(shared: Shared)
     env = process_env({"API_TOKEN": ""})
 
     def sophos_cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([SOPHOS, *args, "--server", shared.server.url], env=env, capture_output=True, text=True,
-                              timeout=120)
+        return subprocess.run(
+            [SOPHOS, *args, "--server", shared.server.url], env=env, capture_output=True, text=True, timeout=120
+        )
 
     asked = sophos_cli("chat", "pay 12 (remote)")
     assert asked.returncode == 7, asked.stderr
@@ -406,8 +421,9 @@ def sophos_on_openai(tmp_path: Path, replies: list[dict[str, Any]]) -> Iterator[
     book = tmp_path / "ledger.jsonl"
     config_dir(tmp_path, {"ledger": ledger_server_entry(book)})
     with fake_openai(replies) as fake:
-        env = app_env(tmp_path, TOOL_APPROVAL="unsafe", MODEL_BACKEND="openai", OPENAI_BASE_URL=fake.url,
-                      OPENAI_MODEL="local-model")
+        env = app_env(
+            tmp_path, TOOL_APPROVAL="unsafe", MODEL_BACKEND="openai", OPENAI_BASE_URL=fake.url, OPENAI_MODEL="local-model"
+        )
         server = LiveServer(env, tmp_path).start()
         try:
             yield server, book
@@ -416,17 +432,20 @@ def sophos_on_openai(tmp_path: Path, replies: list[dict[str, Any]]) -> Iterator[
 
 
 def approve_all(server: LiveServer, cid: str, calls: list[dict[str, Any]]) -> list[tuple[str, Any]]:
-    _, events = run(server, {"conversation": cid, "resume": True,
-                             "decisions": {c["id"]: {"type": "approve"} for c in calls}})
+    _, events = run(server, {"conversation": cid, "resume": True, "decisions": {c["id"]: {"type": "approve"} for c in calls}})
     return events
 
 
 def test_every_call_is_its_own_question_even_when_the_model_server_reuses_its_ids(tmp_path: Path) -> None:
     replies: list[dict[str, Any]] = [
-        pay(5), {"text": "paid 5"},  # call_0
-        pay(500), {"text": "paid 500"},  # call_0 again, a later turn
-        {**pay(7, 8), "ids": ["dup", "dup"]}, {"text": "paid 7 and 8"},  # one id twice in one step
-        {**pay(9), "ids": [""]}, {"text": "paid 9"},  # no id at all
+        pay(5),
+        {"text": "paid 5"},  # call_0
+        pay(500),
+        {"text": "paid 500"},  # call_0 again, a later turn
+        {**pay(7, 8), "ids": ["dup", "dup"]},
+        {"text": "paid 7 and 8"},  # one id twice in one step
+        {**pay(9), "ids": [""]},
+        {"text": "paid 9"},  # no id at all
     ]
     with sophos_on_openai(tmp_path, replies) as (server, book):
         cid, events = run(server, {"message": "pay 5"})

@@ -88,8 +88,10 @@ def test_rejecting_at_the_terminal_runs_nothing_and_the_model_gets_the_reason(se
 
 def test_editing_at_the_terminal_opens_the_editor_and_runs_the_edited_arguments(setup: Setup) -> None:
     editor = setup.tmp / "editor.py"  # what a person does in $EDITOR: 23 becomes 230
-    editor.write_text(f"#!{sys.executable}\nimport json, sys\n"
-                      "p = sys.argv[1]\nargs = json.load(open(p))\nargs['amount'] *= 10\njson.dump(args, open(p, 'w'))\n")
+    editor.write_text(
+        f"#!{sys.executable}\nimport json, sys\n"
+        "p = sys.argv[1]\nargs = json.load(open(p))\nargs['amount'] *= 10\njson.dump(args, open(p, 'w'))\n"
+    )
     editor.chmod(0o755)
     tty = setup.terminal("chat", "pay 23", EDITOR=str(editor))
     try:
@@ -120,20 +122,30 @@ def test_the_repl_asks_too_and_always_remembers_the_tool(setup: Setup) -> None:
     finally:
         tty.close()
     assert len(setup.charges(24)) == 1 and len(setup.charges(25)) == 1
-    listed = subprocess.run([SOPHOS, "approvals", "list"], env=process_env(setup.env), cwd=setup.tmp,
-                            capture_output=True, text=True, timeout=60)
+    listed = subprocess.run(
+        [SOPHOS, "approvals", "list"], env=process_env(setup.env), cwd=setup.tmp, capture_output=True, text=True, timeout=60
+    )
     assert "ledger__charge" in listed.stdout
     # forget it again, for the other tests of this module
-    subprocess.run([SOPHOS, "approvals", "revoke", "ledger__charge"], env=process_env(setup.env), cwd=setup.tmp,
-                   capture_output=True, text=True, timeout=60, check=True)
+    subprocess.run(
+        [SOPHOS, "approvals", "revoke", "ledger__charge"],
+        env=process_env(setup.env),
+        cwd=setup.tmp,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
 
 
 def test_a_client_of_a_running_server_asks_the_same_way_and_rejects_a_bad_edit_before_running(setup: Setup) -> None:
     editor = setup.tmp / "bad-editor.py"  # the first edit breaks the schema, the second fixes it
-    editor.write_text(f"#!{sys.executable}\nimport json, os, sys\n"
-                      "p = sys.argv[1]\nargs = json.load(open(p))\n"
-                      "args['amount'] = 'many' if not os.path.exists(os.environ['MARK']) else 270\n"
-                      "open(os.environ['MARK'], 'w').close()\njson.dump(args, open(p, 'w'))\n")
+    editor.write_text(
+        f"#!{sys.executable}\nimport json, os, sys\n"
+        "p = sys.argv[1]\nargs = json.load(open(p))\n"
+        "args['amount'] = 'many' if not os.path.exists(os.environ['MARK']) else 270\n"
+        "open(os.environ['MARK'], 'w').close()\njson.dump(args, open(p, 'w'))\n"
+    )
     editor.chmod(0o755)
     server = LiveServer(setup.env, setup.tmp).start()
     tty = setup.terminal("chat", "pay 27", "--server", server.url, EDITOR=str(editor), MARK=str(setup.tmp / "edited-once"))
@@ -153,8 +165,15 @@ def test_a_client_of_a_running_server_asks_the_same_way_and_rejects_a_bad_edit_b
 
 
 def test_without_a_terminal_chat_prints_the_waiting_call_and_exits_7(setup: Setup) -> None:
-    piped = subprocess.run([SOPHOS, "chat", "pay 26"], env=process_env(setup.env), cwd=setup.tmp,
-                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    piped = subprocess.run(
+        [SOPHOS, "chat", "pay 26"],
+        env=process_env(setup.env),
+        cwd=setup.tmp,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert piped.returncode == 7, piped.stderr
     assert "waits for approval" in piped.stderr and QUESTION not in piped.stderr
     assert setup.charges(26) == []
@@ -162,8 +181,10 @@ def test_without_a_terminal_chat_prints_the_waiting_call_and_exits_7(setup: Setu
 
 def test_saving_the_arguments_unchanged_is_not_an_edit_and_visual_is_the_fallback_editor(setup: Setup) -> None:
     editor = setup.tmp / "resaver.py"  # saves the same JSON, re-indented: the file changed, the arguments did not
-    editor.write_text(f"#!{sys.executable}\nimport json, sys\n"
-                      "p = sys.argv[1]\nargs = json.load(open(p))\njson.dump(args, open(p, 'w'), indent=8)\n")
+    editor.write_text(
+        f"#!{sys.executable}\nimport json, sys\n"
+        "p = sys.argv[1]\nargs = json.load(open(p))\njson.dump(args, open(p, 'w'), indent=8)\n"
+    )
     editor.chmod(0o755)
     tty = setup.terminal("chat", "pay 26", EDITOR="", VISUAL=str(editor))
     try:

@@ -89,8 +89,13 @@ def kill_during_turns(servers: list[LiveServer], env: dict[str, str], tmp_path: 
     server = servers[-1]
     # how long taking such a message takes, acknowledged (its file and message committed)
     began = time.monotonic()
-    first = server.post("/api/chat", {"message": "warm up", "attachments": [
-        {"name": "f.txt", "type": "text/plain", "data": base64.b64encode(big_file(-1)).decode()}]})
+    first = server.post(
+        "/api/chat",
+        {
+            "message": "warm up",
+            "attachments": [{"name": "f.txt", "type": "text/plain", "data": base64.b64encode(big_file(-1)).decode()}],
+        },
+    )
     assert first.status_code == 200, first.text
     took = time.monotonic() - began
     cid = first.json()["conversation"]
@@ -99,8 +104,10 @@ def kill_during_turns(servers: list[LiveServer], env: dict[str, str], tmp_path: 
     for i, share in enumerate(SHARES):
         data = big_file(i)
         # new conversations (the input checkpoint's write) and a continued one (pending input)
-        body: dict[str, Any] = {"message": f"turn {i}", "attachments": [
-            {"name": f"log-{i}.txt", "type": "text/plain", "data": base64.b64encode(data).decode()}]}
+        body: dict[str, Any] = {
+            "message": f"turn {i}",
+            "attachments": [{"name": f"log-{i}.txt", "type": "text/plain", "data": base64.b64encode(data).decode()}],
+        }
         if i % 2:
             body["conversation"] = cid
         thread, answer = post_in_background(server, body)

@@ -51,8 +51,9 @@ def models(ollama: FakeOllama) -> FakeOllama:
 
 
 def test_an_image_reaches_ollama_as_its_images_field_and_is_served_back(client: TestClient, models: FakeOllama) -> None:
-    cid, _ = turn(client, {"message": "what is this?", "model": "llava:7b",
-                           "attachments": [attached("red dot.png", "image/png", PNG)]})
+    cid, _ = turn(
+        client, {"message": "what is this?", "model": "llava:7b", "attachments": [attached("red dot.png", "image/png", PNG)]}
+    )
     user = models.requests[-1]["messages"][-1]
     # ChatOllama joins a multi-part message's text parts each after a newline
     assert user["role"] == "user" and user["content"] == "\nwhat is this?"
@@ -75,8 +76,9 @@ def test_a_text_file_reaches_the_model_as_a_fenced_block_and_a_large_one_within_
     assert sent == "sum the people\n\ncities.csv:\n```\n" + CSV.decode() + "\n```"
     # llama3.2 reports 2048 tokens: a 200 KB file is sent shortened, head and tail, with a marker
     big = "".join(f"line {i:06d} of the log\n" for i in range(8000)).encode()
-    cid, seen = turn(client, {"message": "what went wrong?", "model": "llama3.2",
-                              "attachments": [attached("server.log", "text/plain", big)]})
+    cid, seen = turn(
+        client, {"message": "what went wrong?", "model": "llama3.2", "attachments": [attached("server.log", "text/plain", big)]}
+    )
     sent = models.requests[-1]["messages"][-1]["content"]
     assert sent.startswith("what went wrong?\n\nserver.log:\n```\nline 000000 of the log\n")
     assert sent.rstrip("`\n").endswith("line 007999 of the log")
@@ -89,7 +91,10 @@ def test_a_text_file_reaches_the_model_as_a_fenced_block_and_a_large_one_within_
 
 
 def test_a_pdf_reaches_the_model_as_its_text(client: TestClient, models: FakeOllama) -> None:
-    turn(client, {"message": "summarise", "attachments": [attached("report.pdf", "application/pdf", pdf("Revenue grew by 12 percent"))]})
+    turn(
+        client,
+        {"message": "summarise", "attachments": [attached("report.pdf", "application/pdf", pdf("Revenue grew by 12 percent"))]},
+    )
     sent = models.requests[-1]["messages"][-1]["content"]
     assert "report.pdf:\n```\nRevenue grew by 12 percent\n```" in sent
 
@@ -126,8 +131,9 @@ def test_a_conversation_is_found_by_its_files_name(client: TestClient, models: F
 
 
 def test_a_files_name_loses_its_path_and_invisible_characters(client: TestClient, models: FakeOllama) -> None:
-    cid, _ = turn(client, {"message": "x", "model": "llava:7b",
-                           "attachments": [attached("C:\\Users\\me/\u202egnp.exe", "image/png", PNG)]})
+    cid, _ = turn(
+        client, {"message": "x", "model": "llava:7b", "attachments": [attached("C:\\Users\\me/\u202egnp.exe", "image/png", PNG)]}
+    )
     message = client.get(f"/api/conversations/{cid}").json()["messages"][0]
     assert message["attachments"][0]["name"] == "gnp.exe"  # as it reads: the override is gone
 
@@ -140,8 +146,11 @@ def test_a_message_of_files_only_is_titled_by_its_first_file(client: TestClient,
 
 
 def test_multipart_form_data_is_taken_as_json_with_base64_is(client: TestClient, models: FakeOllama) -> None:
-    response = client.post("/api/chat", data={"message": "what is this?", "model": "llava:7b"},
-                           files=[("attachments", ("dot.png", PNG, "image/png")), ("attachments", ("c.csv", CSV, "text/csv"))])
+    response = client.post(
+        "/api/chat",
+        data={"message": "what is this?", "model": "llava:7b"},
+        files=[("attachments", ("dot.png", PNG, "image/png")), ("attachments", ("c.csv", CSV, "text/csv"))],
+    )
     assert response.status_code == 200, response.text
     cid = response.json()["conversation"]
     from tests.integration.test_model_choice import events
@@ -159,30 +168,72 @@ BROKEN_PNG = PNG[:8] + b"\x00\x00\x00\x0dXXXX" + PNG[16:]
 @pytest.mark.parametrize(
     ("body", "status", "code", "words"),
     [
-        ({"attachments": [attached("big.txt", "text/plain", b"x" * (MAX_ATTACHMENT_BYTES + 1))]}, 413,
-         "ATTACHMENT_TOO_LARGE", "larger than 10 MB"),
-        ({"attachments": [attached("setup.exe", "application/x-msdownload", b"MZ\x90\x00")]}, 415,
-         "ATTACHMENT_TYPE_NOT_ALLOWED", "not a file type Sophos accepts"),
-        ({"attachments": [attached("logo.svg", "image/svg+xml", b"<svg onload=alert(1)/>")]}, 415,
-         "ATTACHMENT_TYPE_NOT_ALLOWED", "image/svg+xml"),
+        (
+            {"attachments": [attached("big.txt", "text/plain", b"x" * (MAX_ATTACHMENT_BYTES + 1))]},
+            413,
+            "ATTACHMENT_TOO_LARGE",
+            "larger than 10 MB",
+        ),
+        (
+            {"attachments": [attached("setup.exe", "application/x-msdownload", b"MZ\x90\x00")]},
+            415,
+            "ATTACHMENT_TYPE_NOT_ALLOWED",
+            "not a file type Sophos accepts",
+        ),
+        (
+            {"attachments": [attached("logo.svg", "image/svg+xml", b"<svg onload=alert(1)/>")]},
+            415,
+            "ATTACHMENT_TYPE_NOT_ALLOWED",
+            "image/svg+xml",
+        ),
         ({"attachments": [attached("photo.png", "image/png", BROKEN_PNG)]}, 400, "ATTACHMENT_UNREADABLE", "not a readable PNG"),
         ({"attachments": [attached("photo.jpg", "image/jpeg", PNG)]}, 400, "ATTACHMENT_UNREADABLE", "not a readable JPEG"),
         # 69 bytes claiming 65535 x 65535 (17 GB of pixels for whoever decodes it)
-        ({"attachments": [attached("huge.png", "image/png", png_claiming(65535, 65535))]}, 400, "ATTACHMENT_UNREADABLE",
-         "huge.png: a 65535×65535 image is larger than Sophos reads (at most 40 megapixels"),
-        ({"attachments": [attached("report.pdf", "application/pdf", b"%PDF-1.4\ngarbage")]}, 400,
-         "ATTACHMENT_UNREADABLE", "report.pdf: the PDF cannot be read"),
+        (
+            {"attachments": [attached("huge.png", "image/png", png_claiming(65535, 65535))]},
+            400,
+            "ATTACHMENT_UNREADABLE",
+            "huge.png: a 65535×65535 image is larger than Sophos reads (at most 40 megapixels",
+        ),
+        (
+            {"attachments": [attached("report.pdf", "application/pdf", b"%PDF-1.4\ngarbage")]},
+            400,
+            "ATTACHMENT_UNREADABLE",
+            "report.pdf: the PDF cannot be read",
+        ),
         ({"attachments": [attached("scan.pdf", "application/pdf", pdf(""))]}, 400, "ATTACHMENT_UNREADABLE", "no text"),
-        ({"attachments": [attached("latin1.txt", "text/plain", "café".encode("latin-1"))]}, 400,
-         "ATTACHMENT_UNREADABLE", "not UTF-8"),
-        ({"attachments": [attached(f"f{i}.txt", "text/plain", b"x") for i in range(MAX_ATTACHMENTS + 1)]}, 400,
-         "TOO_MANY_ATTACHMENTS", f"at most {MAX_ATTACHMENTS} files"),
-        ({"attachments": [{"name": "a.txt", "type": "text/plain", "data": "not base64!"}]}, 400,
-         "ATTACHMENT_UNREADABLE", "not base64"),
-        ({"attachments": [{"name": "a.txt", "data": b64(b"x"), "path": "/etc/passwd"}]}, 400, "BAD_REQUEST", "{name, type, data}"),
+        (
+            {"attachments": [attached("latin1.txt", "text/plain", "café".encode("latin-1"))]},
+            400,
+            "ATTACHMENT_UNREADABLE",
+            "not UTF-8",
+        ),
+        (
+            {"attachments": [attached(f"f{i}.txt", "text/plain", b"x") for i in range(MAX_ATTACHMENTS + 1)]},
+            400,
+            "TOO_MANY_ATTACHMENTS",
+            f"at most {MAX_ATTACHMENTS} files",
+        ),
+        (
+            {"attachments": [{"name": "a.txt", "type": "text/plain", "data": "not base64!"}]},
+            400,
+            "ATTACHMENT_UNREADABLE",
+            "not base64",
+        ),
+        (
+            {"attachments": [{"name": "a.txt", "data": b64(b"x"), "path": "/etc/passwd"}]},
+            400,
+            "BAD_REQUEST",
+            "{name, type, data}",
+        ),
         ({"attachments": "a.txt"}, 400, "BAD_REQUEST", "must be a list"),
         ({"attachments": [attached("dot.png", "image/png", PNG)]}, 400, "MODEL_CANNOT_SEE", "qwen3 cannot read images"),
-        ({"attachments": [attached("a.txt", "text/plain", b"x")], "multitask": "enqueue"}, 400, "BAD_REQUEST", "cannot be queued"),
+        (
+            {"attachments": [attached("a.txt", "text/plain", b"x")], "multitask": "enqueue"},
+            400,
+            "BAD_REQUEST",
+            "cannot be queued",
+        ),
     ],
 )
 def test_bad_files_get_a_clear_4xx_and_nothing_is_stored(
@@ -201,11 +252,19 @@ def test_bad_files_get_a_clear_4xx_and_nothing_is_stored(
     ("body", "status", "code", "words"),
     [
         ({"attachments": [attached("notes.txt", "text/plain", b"x" * 2049)]}, 413, "ATTACHMENT_TOO_LARGE", "larger than 2 KB"),
-        ({"attachments": [attached("dot.png", "image/png", PNG)]}, 415, "ATTACHMENT_TYPE_NOT_ALLOWED",
-         "image/png is not a file type this server accepts (text/csv, text/markdown)"),
+        (
+            {"attachments": [attached("dot.png", "image/png", PNG)]},
+            415,
+            "ATTACHMENT_TYPE_NOT_ALLOWED",
+            "image/png is not a file type this server accepts (text/csv, text/markdown)",
+        ),
         ({"attachments": [attached("a.txt", "text/plain", b"x")]}, 415, "ATTACHMENT_TYPE_NOT_ALLOWED", "text/plain"),
-        ({"attachments": [attached(f"f{i}.csv", "text/csv", b"a,b") for i in range(3)]}, 400, "TOO_MANY_ATTACHMENTS",
-         "at most 2 files"),
+        (
+            {"attachments": [attached(f"f{i}.csv", "text/csv", b"a,b") for i in range(3)]},
+            400,
+            "TOO_MANY_ATTACHMENTS",
+            "at most 2 files",
+        ),
     ],
 )
 def test_the_limits_and_types_are_settings_the_api_and_the_page_read(
@@ -268,8 +327,7 @@ def send_counted(client: TestClient, chunks: Iterator[bytes], headers: dict[str,
     async def post() -> httpx.Response:
         transport = httpx.ASGITransport(app=client.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
-            return await http.post("/api/chat", content=body(), headers={"content-type": "application/json",
-                                                                          **(headers or {})})
+            return await http.post("/api/chat", content=body(), headers={"content-type": "application/json", **(headers or {})})
 
     return client.portal.call(post), taken
 
@@ -292,8 +350,9 @@ def test_a_body_declared_larger_than_any_message_may_be_is_refused_before_it_is_
 ) -> None:
     limit = client.get("/api/models").json()["attachments"]
     most = limit["maxFiles"] * (limit["maxBytes"] * 4 // 3 + 1024) + 64 * 1024
-    response, taken = send_counted(client, endless(b'{"message": "hi", "attachments": ["', b"A"),
-                                   headers={"content-length": str(most + 1)})
+    response, taken = send_counted(
+        client, endless(b'{"message": "hi", "attachments": ["', b"A"), headers={"content-length": str(most + 1)}
+    )
     assert response.status_code == 413, response.text
     assert taken == 0
 
@@ -317,8 +376,10 @@ def openai_client(tmp_path: Path) -> Iterator[tuple[TestClient, Any]]:
 
 def test_an_image_reaches_an_openai_server_as_an_image_url_part(openai_client: tuple[TestClient, Any]) -> None:
     client, fake = openai_client
-    turn(client, {"message": "what is this?", "attachments": [attached("dot.png", "image/png", PNG),
-                                                               attached("c.csv", "text/csv", CSV)]})
+    turn(
+        client,
+        {"message": "what is this?", "attachments": [attached("dot.png", "image/png", PNG), attached("c.csv", "text/csv", CSV)]},
+    )
     user = fake.requests[-1]["messages"][-1]
     assert user["role"] == "user"
     text, image = user["content"]
@@ -327,9 +388,18 @@ def test_an_image_reaches_an_openai_server_as_an_image_url_part(openai_client: t
 
 
 def test_the_json_export_holds_the_files_and_an_import_brings_them_back(client: TestClient, models: FakeOllama) -> None:
-    cid, _ = turn(client, {"message": "look", "model": "llava:7b", "attachments": [
-        attached("cities.csv", "text/csv", CSV), attached("dot.png", "image/png", PNG),
-        attached("report.pdf", "application/pdf", pdf("Revenue grew"))]})
+    cid, _ = turn(
+        client,
+        {
+            "message": "look",
+            "model": "llava:7b",
+            "attachments": [
+                attached("cities.csv", "text/csv", CSV),
+                attached("dot.png", "image/png", PNG),
+                attached("report.pdf", "application/pdf", pdf("Revenue grew")),
+            ],
+        },
+    )
     exported = client.get(f"/api/conversations/{cid}/export?format=json")
     doc = exported.json()
     files = {f["name"]: f for f in doc["conversation"]["attachments"]}
@@ -353,7 +423,8 @@ def test_a_file_only_a_branch_left_behind_carries_is_imported_with_it(client: Te
     cid, _ = turn(client, {"message": "look", "attachments": [attached("cities.csv", "text/csv", CSV)]})
     doc = client.get(f"/api/conversations/{cid}/export?format=json").json()
     doc["conversation"]["branches"].append(  # an edit of the first message, without the file, active
-        {"number": 2, "parent": None, "fork": 0, "messages": [{"role": "user", "content": "never mind"}]})
+        {"number": 2, "parent": None, "fork": 0, "messages": [{"role": "user", "content": "never mind"}]}
+    )
     doc["conversation"]["activeBranch"] = 2
     imported = client.post("/api/import", json=doc)
     assert imported.status_code == 201, imported.text
@@ -363,7 +434,9 @@ def test_a_file_only_a_branch_left_behind_carries_is_imported_with_it(client: Te
     assert [f["name"] for f in again["conversation"]["attachments"]] == ["cities.csv"]
 
 
-def test_an_export_whose_file_does_not_match_its_digest_imports_nothing(client: TestClient, models: FakeOllama, tmp_path: Path) -> None:
+def test_an_export_whose_file_does_not_match_its_digest_imports_nothing(
+    client: TestClient, models: FakeOllama, tmp_path: Path
+) -> None:
     cid, _ = turn(client, {"message": "look", "attachments": [attached("cities.csv", "text/csv", CSV)]})
     doc = client.get(f"/api/conversations/{cid}/export?format=json").json()
     doc["conversation"]["attachments"][0]["data"] = b64(b"other,text\n")
@@ -404,13 +477,17 @@ def test_an_edited_message_keeps_its_files(client: TestClient, models: FakeOllam
 @pytest.mark.parametrize(
     ("headers", "content"),
     [
-        ({"content-type": "multipart/form-data; boundary=x"}, b"--x\r\nContent-Disposition: form-data; name=\"message\"\r\n\r\nhi"),
+        ({"content-type": "multipart/form-data; boundary=x"}, b'--x\r\nContent-Disposition: form-data; name="message"\r\n\r\nhi'),
         ({"content-type": "multipart/form-data"}, b"no boundary at all"),
-        ({"content-type": "multipart/form-data; boundary=x"},
-         b"--x\r\nContent-Disposition: form-data; name=\"other\"; filename=\"a.txt\"\r\n\r\nhi\r\n--x--\r\n"),
+        (
+            {"content-type": "multipart/form-data; boundary=x"},
+            b'--x\r\nContent-Disposition: form-data; name="other"; filename="a.txt"\r\n\r\nhi\r\n--x--\r\n',
+        ),
     ],
 )
-def test_a_malformed_multipart_body_is_a_400(client: TestClient, models: FakeOllama, headers: dict[str, str], content: bytes) -> None:
+def test_a_malformed_multipart_body_is_a_400(
+    client: TestClient, models: FakeOllama, headers: dict[str, str], content: bytes
+) -> None:
     response = client.post("/api/chat", headers=headers, content=content)
     assert response.status_code == 400, response.text
     assert client.get("/api/conversations").json()["conversations"] == []
@@ -419,8 +496,16 @@ def test_a_malformed_multipart_body_is_a_400(client: TestClient, models: FakeOll
 @pytest.mark.parametrize("storage", ["sqlite", "memory"])
 def test_a_conversation_is_found_by_its_files_text(make_client: Any, models: FakeOllama, storage: str) -> None:
     client = make_client(STORAGE_BACKEND=storage)
-    cid, _ = turn(client, {"message": "see attached", "attachments": [attached("cities.csv", "text/csv", CSV),
-                                                                   attached("report.pdf", "application/pdf", pdf("Quarterly zeppelin sales"))]})
+    cid, _ = turn(
+        client,
+        {
+            "message": "see attached",
+            "attachments": [
+                attached("cities.csv", "text/csv", CSV),
+                attached("report.pdf", "application/pdf", pdf("Quarterly zeppelin sales")),
+            ],
+        },
+    )
     for query in ("nantes", "zeppelin", "cities"):
         hits = client.get(f"/api/search?q={query}").json()["results"]
         assert [(h["conversation"], h["messageIndex"]) for h in hits] == [(cid, 0)], query

@@ -17,8 +17,9 @@ async def test_retention_keeps_every_branch_head_and_prunes_the_rest(tmp_path: P
     try:
         (kept,) = conn.execute("SELECT count(*) FROM checkpoints WHERE thread_id = ?", (run.cid,)).fetchone()
         (logged,) = conn.execute("SELECT count(*) FROM checkpoint_log WHERE thread_id = ?", (run.cid,)).fetchone()
-        rows = conn.execute("SELECT number, active, messages IS NULL FROM branches WHERE conversation_id = ? "
-                            "ORDER BY number", (run.cid,)).fetchall()
+        rows = conn.execute(
+            "SELECT number, active, messages IS NULL FROM branches WHERE conversation_id = ? ORDER BY number", (run.cid,)
+        ).fetchall()
     finally:
         conn.close()
     assert kept == 3 and logged > 100  # pruned to the last 3; the log keeps every one

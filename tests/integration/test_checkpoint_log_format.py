@@ -32,7 +32,7 @@ from domain.model import (
 from entrypoints.export import checkpoint_jsonl
 
 MESSAGES: list[Message | None] = [
-    UserMessage("héllo \x00 \u2713 \"quoted\" \\ back", id="u1"),
+    UserMessage('héllo \x00 \u2713 "quoted" \\ back', id="u1"),
     AssistantMessage("", (ToolCall("c1", "ledger__add", {"a": [1, {"b": None}], "ü": 2.5}),), id="a1"),
     ToolResult("no such account", "c1", "ledger__add", "error", id="t1"),
     ToolResult("fine", "c2", "ledger__get"),
@@ -56,22 +56,44 @@ def old_dto(message: Message) -> dict[str, Any]:
 
 def summaries() -> list[CheckpointSummary]:
     return [
-        CheckpointSummary(f"cp-{i:03}", f"2026-01-01T00:00:0{i}+00:00", i, "loop", ("agent",) if i % 2 else (),
-                          i + 1, m, f"run-{i}" if i % 3 else None, 1 + i % 2)
+        CheckpointSummary(
+            f"cp-{i:03}",
+            f"2026-01-01T00:00:0{i}+00:00",
+            i,
+            "loop",
+            ("agent",) if i % 2 else (),
+            i + 1,
+            m,
+            f"run-{i}" if i % 3 else None,
+            1 + i % 2,
+        )
         for i, m in enumerate(MESSAGES)
     ]
 
 
 def old_rows(thread_id: str) -> list[tuple[Any, ...]]:
     return [
-        (thread_id, "", s.checkpoint_id, s.created_at, s.step, s.source, json.dumps(list(s.next)), s.message_count,
-         json.dumps(old_dto(s.last_message), ensure_ascii=False) if s.last_message else None, s.run_id, s.branch)
+        (
+            thread_id,
+            "",
+            s.checkpoint_id,
+            s.created_at,
+            s.step,
+            s.source,
+            json.dumps(list(s.next)),
+            s.message_count,
+            json.dumps(old_dto(s.last_message), ensure_ascii=False) if s.last_message else None,
+            s.run_id,
+            s.branch,
+        )
         for s in summaries()
     ]
 
 
-INSERT = ("INSERT INTO checkpoint_log (thread_id, checkpoint_ns, checkpoint_id, created_at, step, source, next, "
-          "message_count, last_message, run_id, branch) VALUES ({})")
+INSERT = (
+    "INSERT INTO checkpoint_log (thread_id, checkpoint_ns, checkpoint_id, created_at, step, source, next, "
+    "message_count, last_message, run_id, branch) VALUES ({})"
+)
 
 
 def test_messages_round_trip_through_the_storage_format_and_it_has_its_own_names() -> None:
@@ -123,6 +145,8 @@ async def test_an_old_postgres_log_migrates_and_exports_unchanged(pg_url: str) -
         await db.close()
     assert exported == checkpoint_jsonl(summaries())
     with psycopg.connect(pg_url, **connection_options()) as conn:
-        stored = [json.loads(r[0]) for r in conn.execute(
-            "SELECT last_message FROM checkpoint_log WHERE last_message IS NOT NULL").fetchall()]
+        stored = [
+            json.loads(r[0])
+            for r in conn.execute("SELECT last_message FROM checkpoint_log WHERE last_message IS NOT NULL").fetchall()
+        ]
     assert stored and all(row["v"] == 1 and "content" not in row for row in stored)

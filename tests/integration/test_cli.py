@@ -35,14 +35,20 @@ def test_chat_then_read_commands_with_the_demo_backend(tmp_path: Path) -> None:
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert lines[-1]["next"] == [] and lines[-1]["message_count"] == 5
     unwritable = sophos(env, tmp_path, "export", cid, "-o", str(tmp_path / "no" / "such" / "dir.md"))
-    assert (unwritable.returncode, unwritable.stderr.strip()) == (2, f"error: BAD_REQUEST: cannot write {tmp_path}/no/such/dir.md: No such file or directory")
+    assert (unwritable.returncode, unwritable.stderr.strip()) == (
+        2,
+        f"error: BAD_REQUEST: cannot write {tmp_path}/no/such/dir.md: No such file or directory",
+    )
 
 
 def test_expected_errors_are_one_line_and_a_meaningful_exit_code(tmp_path: Path) -> None:
     env = app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none")
     cases: list[tuple[tuple[str, ...], int, str]] = [
-        (("show", "not-a-uuid"), 2,
-         "error: BAD_REQUEST: Invalid Conversation ID: give the id, a unique prefix of it (4 or more hex digits) or last"),
+        (
+            ("show", "not-a-uuid"),
+            2,
+            "error: BAD_REQUEST: Invalid Conversation ID: give the id, a unique prefix of it (4 or more hex digits) or last",
+        ),
         (("show", "11111111-1111-4111-8111-111111111111"), 3, "error: NOT_FOUND: Conversation Not Found"),
         (("chat", "   "), 2, "error: BAD_REQUEST: Message is required"),
     ]
@@ -70,8 +76,14 @@ def test_a_missing_model_is_one_clear_line(tmp_path: Path) -> None:
 def test_ctrl_c_stops_the_run_as_cancelled_and_resume_finishes_it(tmp_path: Path) -> None:
     with fake_ollama([{"text": "word " * 200, "token_delay": 0.05}, {"text": "resumed answer"}]) as fake:
         env = app_env(tmp_path, fake.url, TOOLS_BACKEND="none")
-        child = subprocess.Popen([SOPHOS, "chat", "talk a lot"], env=process_env(env), cwd=tmp_path,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        child = subprocess.Popen(
+            [SOPHOS, "chat", "talk a lot"],
+            env=process_env(env),
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         assert child.stdout is not None
         child.stdout.read(10)  # tokens are flowing
         child.send_signal(signal.SIGINT)
@@ -146,21 +158,30 @@ def test_serve_refuses_a_public_address_without_a_token(tmp_path: Path) -> None:
     assert result.stderr.strip() == "error: BAD_CONFIG: refusing to listen on 0.0.0.0 without API_TOKEN set"
 
 
-@pytest.mark.parametrize(("settings", "line"), [
-    ({"LANGGRAPH_API_CORS_ORIGINS": "*"}, "refusing to serve LANGGRAPH_API_CORS_ORIGINS without a login: any page "
-     "of those origins would act as the admin; set API_TOKEN (or add a user)"),
-    ({"LANGGRAPH_API_CORS_ORIGINS": "http://localhost:3000"}, "refusing to serve LANGGRAPH_API_CORS_ORIGINS without "
-     "a login: any page of those origins would act as the admin; set API_TOKEN (or add a user)"),
-    ({"FORWARDED_ALLOW_IPS": "10.0.0.5", "API_TOKEN": "t"}, "FORWARDED_ALLOW_IPS is not read: name the proxies "
-     "whose forwarded headers are believed in TRUSTED_PROXY_IPS, and unset FORWARDED_ALLOW_IPS"),
-])
-def test_serve_refuses_what_would_trust_the_wrong_people_in_one_line(
-    tmp_path: Path, settings: dict[str, str], line: str
-) -> None:
+@pytest.mark.parametrize(
+    ("settings", "line"),
+    [
+        (
+            {"LANGGRAPH_API_CORS_ORIGINS": "*"},
+            "refusing to serve LANGGRAPH_API_CORS_ORIGINS without a login: any page "
+            "of those origins would act as the admin; set API_TOKEN (or add a user)",
+        ),
+        (
+            {"LANGGRAPH_API_CORS_ORIGINS": "http://localhost:3000"},
+            "refusing to serve LANGGRAPH_API_CORS_ORIGINS without "
+            "a login: any page of those origins would act as the admin; set API_TOKEN (or add a user)",
+        ),
+        (
+            {"FORWARDED_ALLOW_IPS": "10.0.0.5", "API_TOKEN": "t"},
+            "FORWARDED_ALLOW_IPS is not read: name the proxies "
+            "whose forwarded headers are believed in TRUSTED_PROXY_IPS, and unset FORWARDED_ALLOW_IPS",
+        ),
+    ],
+)
+def test_serve_refuses_what_would_trust_the_wrong_people_in_one_line(tmp_path: Path, settings: dict[str, str], line: str) -> None:
     """Issue 42: CORS origins on a server that needs no login gave any page of them the whole
     agent; FORWARDED_ALLOW_IPS, which the docs once named, is no longer read."""
-    env = app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none", PORT="0",
-                  LANGGRAPH_API_PORT=str(free_port()), **settings)
+    env = app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none", PORT="0", LANGGRAPH_API_PORT=str(free_port()), **settings)
     result = sophos(env, tmp_path, "serve")
     # the last line: a first start has logged its database's migrations before
     assert (result.returncode, result.stderr.strip().splitlines()[-1]) == (2, f"error: BAD_CONFIG: {line}")
@@ -191,7 +212,10 @@ def test_an_unreachable_model_names_the_host_and_the_fix_and_exits_5(tmp_path: P
     assert result.returncode == 5, result.stderr
     assert "error: MODEL_UNREACHABLE: Ollama at http://127.0.0.1:9 is unreachable" in result.stderr
     # the CLI's own way to try it offline, not the page's `make demo`
-    assert "start Ollama (`ollama serve`) or set OLLAMA_HOST, or add `--backend demo --tools demo` to try it offline" in result.stderr
+    assert (
+        "start Ollama (`ollama serve`) or set OLLAMA_HOST, or add `--backend demo --tools demo` to try it offline"
+        in result.stderr
+    )
     assert "make demo" not in result.stderr
     assert "WARNING" not in result.stderr and "Traceback" not in result.stderr
 
@@ -205,8 +229,9 @@ def test_help_version_stdin_and_global_options_after_the_command(tmp_path: Path)
     assert sophos(env, tmp_path, "--version").stdout.strip() == f"sophos {version('sophos')}"
 
     def chat(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([SOPHOS, *args], env=process_env(env), cwd=tmp_path, input=stdin,
-                              capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [SOPHOS, *args], env=process_env(env), cwd=tmp_path, input=stdin, capture_output=True, text=True, timeout=120
+        )
 
     dash = chat("chat", "-", "--model", "demo", "--tools", "none", stdin="from stdin\n")  # options after
     piped = chat("--model", "demo", "chat", "--tools", "none", stdin="piped in")  # before and after
@@ -241,14 +266,21 @@ def test_serve_on_a_busy_port_fails_before_saying_it_listens(tmp_path: Path) -> 
     assert result.stderr.startswith(f"error: ADDRESS_IN_USE: 127.0.0.1:{port} is already in use")
     assert len(result.stderr.strip().splitlines()) == 1
     too_high = sophos({**env, "PORT": "99999"}, tmp_path, "serve")
-    assert (too_high.returncode, too_high.stderr.strip()) == (6, "error: CANNOT_LISTEN: cannot listen on port 99999: a port is 1-65535 (--port or PORT)")
+    assert (too_high.returncode, too_high.stderr.strip()) == (
+        6,
+        "error: CANNOT_LISTEN: cannot listen on port 99999: a port is 1-65535 (--port or PORT)",
+    )
 
 
 def test_a_tool_servers_stderr_stays_out_of_the_terminal_unless_verbose(tmp_path: Path) -> None:
     import sys
 
     ledger = ledger_server_entry(tmp_path / "l.jsonl")
-    noisy = {**ledger, "command": "sh", "args": ["-c", f'echo "Ledger running on stdio" >&2; exec "{sys.executable}" "$@"', "sh", *ledger["args"]]}
+    noisy = {
+        **ledger,
+        "command": "sh",
+        "args": ["-c", f'echo "Ledger running on stdio" >&2; exec "{sys.executable}" "$@"', "sh", *ledger["args"]],
+    }
     config_dir(tmp_path, {"ledger": noisy})
     env = app_env(tmp_path, MODEL_BACKEND="demo")
     quiet = sophos(env, tmp_path, "chat", "hi")

@@ -34,8 +34,14 @@ def test_files_and_stdin_reach_the_model_and_show_lists_them(tmp_path: Path) -> 
         shown = sophos(env, tmp_path, "show", conversation_of(done)).stdout
         assert "📎 notes.md · text/markdown · 27 B" in shown and "📎 dot.png · image/png" in shown
 
-        piped = subprocess.run([SOPHOS, "chat", "sum the column", "-a", "-"], input=b"n\n1\n2\n", env=process_env(env),
-                               cwd=tmp_path, capture_output=True, timeout=120)
+        piped = subprocess.run(
+            [SOPHOS, "chat", "sum the column", "-a", "-"],
+            input=b"n\n1\n2\n",
+            env=process_env(env),
+            cwd=tmp_path,
+            capture_output=True,
+            timeout=120,
+        )
         assert piped.returncode == 0, piped.stderr
         assert fake.requests[-1]["messages"][-1]["content"] == "sum the column\n\nstdin.txt:\n```\nn\n1\n2\n\n```"
 
@@ -85,8 +91,29 @@ def test_the_attachment_settings_bound_the_cli_here_and_the_server_there(tmp_pat
         narrow = {**env, "MAX_ATTACHMENT_BYTES": "512", "ATTACHMENT_TYPES": "text/csv"}
         for args, words in [
             (("-a", "a.md"), "ATTACHMENT_TOO_LARGE: a.md is larger than 512 bytes"),
-            (("-a", "b.csv", "-a", "b.csv", "-a", "b.csv", "-a", "b.csv", "-a", "b.csv", "-a", "b.csv", "-a", "b.csv",
-              "-a", "b.csv", "-a", "b.csv"), "TOO_MANY_ATTACHMENTS: A message carries at most 8 files (9 given)"),
+            (
+                (
+                    "-a",
+                    "b.csv",
+                    "-a",
+                    "b.csv",
+                    "-a",
+                    "b.csv",
+                    "-a",
+                    "b.csv",
+                    "-a",
+                    "b.csv",
+                    "-a",
+                    "b.csv",
+                    "-a",
+                    "b.csv",
+                    "-a",
+                    "b.csv",
+                    "-a",
+                    "b.csv",
+                ),
+                "TOO_MANY_ATTACHMENTS: A message carries at most 8 files (9 given)",
+            ),
         ]:
             refused = sophos(narrow, tmp_path, "chat", "look", *args)
             assert refused.returncode == 2 and refused.stderr.strip().splitlines() == [f"error: {words}"], refused.stderr
@@ -98,6 +125,9 @@ def test_the_attachment_settings_bound_the_cli_here_and_the_server_there(tmp_pat
             assert done.returncode == 0, done.stderr
             refused = sophos(narrow, tmp_path, "chat", "and this", "-a", "b.csv", "--server", server.url)
             assert refused.returncode == 2, refused.stderr
-            assert "ATTACHMENT_TYPE_NOT_ALLOWED: b.csv: text/csv is not a file type this server accepts (text/markdown)" in refused.stderr
+            assert (
+                "ATTACHMENT_TYPE_NOT_ALLOWED: b.csv: text/csv is not a file type this server accepts (text/markdown)"
+                in refused.stderr
+            )
         finally:
             server.stop()

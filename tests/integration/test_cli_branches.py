@@ -43,7 +43,11 @@ def test_edit_regenerate_show_and_branch_from_the_command_line(tmp_path: Path) -
 
         for args, line, code in (
             (("chat", "-c", cid, "--edit", "1", "x"), "error: INVALID_EDIT: editOf 1 is not a user message", 2),
-            (("chat", "--edit", "0", "x"), "error: BAD_REQUEST: --edit needs the conversation: sophos chat -c ID --edit N MESSAGE", 2),
+            (
+                ("chat", "--edit", "0", "x"),
+                "error: BAD_REQUEST: --edit needs the conversation: sophos chat -c ID --edit N MESSAGE",
+                2,
+            ),
             (("branch", cid, "9"), "error: BRANCH_NOT_FOUND: Branch 9 does not exist", 2),
         ):
             r = sophos(env, tmp_path, *args)

@@ -12,8 +12,7 @@ from tests.support.cli import sophos
 from tests.support.server import LiveServer
 from tests.support.terminal import Terminal
 
-IDS = ["c959f4c6-0000-4000-8000-000000000001", "c959f4c6-1111-4000-8000-000000000002",
-       "d00dfeed-0000-4000-8000-000000000003"]
+IDS = ["c959f4c6-0000-4000-8000-000000000001", "c959f4c6-1111-4000-8000-000000000002", "d00dfeed-0000-4000-8000-000000000003"]
 
 
 def with_conversations(tmp_path: Path) -> dict[str, str]:
@@ -23,8 +22,10 @@ def with_conversations(tmp_path: Path) -> dict[str, str]:
     with sqlite3.connect(env["DATABASE_PATH"]) as db:
         for i, cid in enumerate(IDS):
             stamp = f"2026-01-0{i + 1}T10:00:00.000Z"
-            db.execute("INSERT INTO conversations (id, title, created_at, updated_at, message_count) VALUES (?, ?, ?, ?, 0)",
-                       (cid, f"title {i}", stamp, stamp))
+            db.execute(
+                "INSERT INTO conversations (id, title, created_at, updated_at, message_count) VALUES (?, ?, ?, ?, 0)",
+                (cid, f"title {i}", stamp, stamp),
+            )
     return env
 
 
@@ -117,7 +118,9 @@ def test_the_jsonl_export_holds_every_user_message(tmp_path: Path) -> None:
     sophos(env, tmp_path, "chat", "-c", cid, "--edit", "2", "second, edited")  # a branch of its own
     sophos(env, tmp_path, "chat", "-c", cid, "third words")
     lines = [json.loads(x) for x in sophos(env, tmp_path, "export", cid, "--format", "jsonl").stdout.splitlines()]
-    seen = [m["content"] for line in lines for m in [*line.get("added", []), line["last_message"] or {}] if m.get("role") == "user"]
+    seen = [
+        m["content"] for line in lines for m in [*line.get("added", []), line["last_message"] or {}] if m.get("role") == "user"
+    ]
     assert seen == ["first words", "second words", "second, edited", "third words"]
 
 

@@ -31,7 +31,9 @@ def test_models_and_a_chosen_model_and_system_prompt_from_the_command_line(tmp_p
         chosen = sophos(env, tmp_path, "chat", "hello", "-m", "llama3.2", "-s", "Answer in French.")
         assert chosen.returncode == 0, chosen.stderr
         assert (fake.requests[-1]["model"], fake.requests[-1]["messages"][0]["content"]) == (
-            "llama3.2", "You are a test.\n\nAnswer in French.")  # after config/system.md: its tool guidance stays
+            "llama3.2",
+            "You are a test.\n\nAnswer in French.",
+        )  # after config/system.md: its tool guidance stays
         replaced = sophos(env, tmp_path, "chat", "hello", "-s", "Answer in French.", "--replace-system")
         assert replaced.returncode == 0 and fake.requests[-1]["messages"][0]["content"] == "Answer in French."
         cid = conversation_of(chosen)

@@ -43,9 +43,15 @@ def test_ctrl_c_cancels_the_remote_run_prints_the_ids_and_exits_130(
     fake.add(SLOW)
     # a terminal's Ctrl-C reaches a process whose SIGINT is the default, whatever the test
     # runner's disposition is (an ignored SIGINT would be inherited and the CLI never stopped)
-    child = subprocess.Popen([SOPHOS, "chat", "--server", server.url, "talk a lot"], env=process_env(env), cwd=tmp_path,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    child = subprocess.Popen(
+        [SOPHOS, "chat", "--server", server.url, "talk a lot"],
+        env=process_env(env),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     assert child.stdout is not None
     child.stdout.read(20)  # tokens are flowing
     assert server.get("/api/conversations?limit=1").json()["conversations"][0]["status"] == "running"
@@ -100,8 +106,14 @@ def test_a_closed_pipe_cancels_the_remote_run_quietly(
     server, fake, env = served
     fake.add({"text": "row\n " * 400, "token_delay": 0.02})
     err = tmp_path / "err.txt"
-    piped = subprocess.run(["bash", "-c", f'set -o pipefail; "{SOPHOS}" chat --server {server.url} rows 2>"{err}" | head -1'],
-                           env=process_env(env), cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    piped = subprocess.run(
+        ["bash", "-c", f'set -o pipefail; "{SOPHOS}" chat --server {server.url} rows 2>"{err}" | head -1'],
+        env=process_env(env),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert (piped.stdout, piped.returncode, err.read_text()) == ("row\n", 141, "")
     [listed] = server.get("/api/conversations").json()["conversations"]
     assert listed["status"] == "cancelled"
@@ -112,8 +124,15 @@ def test_the_prompt_loop_keeps_one_conversation_on_a_server(
 ) -> None:
     server, fake, env = served
     fake.add({"text": "first answer"}, {"text": "second answer"})
-    loop = subprocess.run([SOPHOS, "repl", "--server", server.url], input="hello\nand more\n", env=process_env(env),
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    loop = subprocess.run(
+        [SOPHOS, "repl", "--server", server.url],
+        input="hello\nand more\n",
+        env=process_env(env),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert loop.returncode == 0 and "first answer" in loop.stdout and "second answer" in loop.stdout, loop.stderr
     [conversation] = server.get("/api/conversations").json()["conversations"]
     assert conversation["messageCount"] == 4
@@ -125,8 +144,14 @@ def test_queue_and_steer_from_the_cli_and_the_first_chat_prints_the_queued_answe
 ) -> None:
     server, fake, env = served
     fake.add({"text": "word " * 300, "token_delay": 0.05}, {"text": "the steered answer"}, {"text": "the queued answer"})
-    first = subprocess.Popen([SOPHOS, "chat", "--server", server.url, "talk a lot"], env=process_env(env), cwd=tmp_path,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen(
+        [SOPHOS, "chat", "--server", server.url, "talk a lot"],
+        env=process_env(env),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert first.stdout is not None
     first.stdout.read(10)  # tokens are flowing
     cid = server.get("/api/conversations?limit=1").json()["conversations"][0]["id"]

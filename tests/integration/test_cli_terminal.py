@@ -24,8 +24,14 @@ def test_a_closed_pipe_ends_the_command_quietly_and_records_the_run(tmp_path: Pa
     with fake_ollama([{"text": "row\n " * 400, "token_delay": 0.02}]) as fake:
         env = app_env(tmp_path, fake.url, TOOLS_BACKEND="none")
         err = tmp_path / "err.txt"
-        piped = subprocess.run(["bash", "-c", f'set -o pipefail; "{SOPHOS}" chat "list rows" 2>"{err}" | head -1'],
-                               env=process_env(env), cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        piped = subprocess.run(
+            ["bash", "-c", f'set -o pipefail; "{SOPHOS}" chat "list rows" 2>"{err}" | head -1'],
+            env=process_env(env),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert piped.stdout == "row\n"
     assert piped.returncode == 141, err.read_text()  # as a tool killed by SIGPIPE, without dying of it
     assert err.read_text() == ""  # no traceback, no "Exception ignored", no report
@@ -38,8 +44,14 @@ def test_a_closed_pipe_ends_the_command_quietly_and_records_the_run(tmp_path: Pa
 def test_ctrl_c_prints_a_resume_hint_with_the_options_the_run_needs(tmp_path: Path) -> None:
     env = app_env(tmp_path)  # Ollama on a dead port: the run needs `--model demo` to go on
     message = "word " * 80  # the demo model echoes it word by word, 50 ms each
-    child = subprocess.Popen([SOPHOS, "chat", message, "--model", "demo", "--tools", "demo"], env=process_env(env),
-                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [SOPHOS, "chat", message, "--model", "demo", "--tools", "demo"],
+        env=process_env(env),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert child.stdout is not None
     child.stdout.read(40)  # the answer is streaming
     child.send_signal(signal.SIGINT)
@@ -114,8 +126,10 @@ def test_the_prompt_loop_stops_an_answer_on_ctrl_c_and_leaves_on_ctrl_d(tmp_path
 
 @pytest.mark.parametrize("where", ["local", "server"])
 def test_a_line_typed_while_the_repl_answers_is_queued_and_answered_next(tmp_path: Path, where: str) -> None:
-    with fake_ollama([{"text": "word " * 120, "token_delay": 0.05}, {"text": "queued answer"},
-                      {"text": "third answer"}]) as fake, contextlib.ExitStack() as stack:
+    with (
+        fake_ollama([{"text": "word " * 120, "token_delay": 0.05}, {"text": "queued answer"}, {"text": "third answer"}]) as fake,
+        contextlib.ExitStack() as stack,
+    ):
         env = app_env(tmp_path, fake.url, TOOLS_BACKEND="none")
         args = [SOPHOS, "repl"]
         if where == "server":
@@ -144,6 +158,11 @@ def test_a_line_typed_while_the_repl_answers_is_queued_and_answered_next(tmp_pat
     cid = repl.output.split("conversation: ")[1].split()[0]
     shown = json.loads(sophos(env, tmp_path, "show", cid, "--json").stdout)
     said = [(m["role"], m["content"].strip()) for m in shown["messages"]]
-    assert said == [("user", "first question"), ("assistant", ("word " * 120).strip()),
-                    ("user", "typed during the answer"), ("assistant", "queued answer"),
-                    ("user", "third question"), ("assistant", "third answer")], said
+    assert said == [
+        ("user", "first question"),
+        ("assistant", ("word " * 120).strip()),
+        ("user", "typed during the answer"),
+        ("assistant", "queued answer"),
+        ("user", "third question"),
+        ("assistant", "third answer"),
+    ], said

@@ -230,8 +230,9 @@ def test_the_cli_prints_one_line_when_messages_are_left_out(tmp_path: Path, olla
     notices = [line for line in second.stderr.splitlines() if line.startswith("context:")]
     assert notices == [notices[0]] and "the model sees the last 2 messages" in notices[0]
     assert notices[0].endswith("of 768 tokens); 1 left out")
-    shown = json.loads(subprocess.run([SOPHOS, "show", cid, "--json"], env=env, capture_output=True, text=True,
-                                      check=True).stdout)
+    shown = json.loads(
+        subprocess.run([SOPHOS, "show", cid, "--json"], env=env, capture_output=True, text=True, check=True).stdout
+    )
     assert shown["context"] == {"sentFrom": 1, "tokens": shown["context"]["tokens"], "budget": 768}
     assert len(shown["messages"]) == 4
 
@@ -241,8 +242,16 @@ async def test_model_context_is_the_budget_of_an_openai_compatible_server_too(tm
     from tests.support.fake_openai import fake_openai
 
     with fake_openai() as oai:
-        container = create_container(app_env(tmp_path, TOOLS_BACKEND="none", MODEL_BACKEND="openai",
-                                             OPENAI_BASE_URL=oai.url, MODEL_CONTEXT="1024", MODEL_RESERVE="256"))
+        container = create_container(
+            app_env(
+                tmp_path,
+                TOOLS_BACKEND="none",
+                MODEL_BACKEND="openai",
+                OPENAI_BASE_URL=oai.url,
+                MODEL_CONTEXT="1024",
+                MODEL_RESERVE="256",
+            )
+        )
         service = container.run_service()
         cid = None
         for text in ("one " + "x" * 2000, "two " + "y" * 2000):

@@ -26,14 +26,10 @@ def saved_tool_results(db: Path) -> int:
     """Tool results saved as pending writes on the latest checkpoint (finished tasks)."""
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
     try:
-        row = conn.execute(
-            "SELECT checkpoint_id FROM checkpoints ORDER BY checkpoint_id DESC LIMIT 1"
-        ).fetchone()
+        row = conn.execute("SELECT checkpoint_id FROM checkpoints ORDER BY checkpoint_id DESC LIMIT 1").fetchone()
         if row is None:
             return 0
-        (n,) = conn.execute(
-            "SELECT count(*) FROM writes WHERE checkpoint_id = ? AND channel = 'messages'", row
-        ).fetchone()
+        (n,) = conn.execute("SELECT count(*) FROM writes WHERE checkpoint_id = ? AND channel = 'messages'", row).fetchone()
         return int(n)
     finally:
         conn.close()
@@ -64,8 +60,7 @@ def test_resume_after_sigkill_does_not_repeat_a_finished_tool_call_and_keeps_the
         # the run's choice (model, system prompt) is the conversation's: the resume in another
         # process must send the same, though no checkpoint holds it
         chat = [SOPHOS, "chat", "-m", "clerk", "-s", "You keep the ledger.", "do three things"]
-        child = subprocess.Popen(chat, env=env, cwd=tmp_path,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        child = subprocess.Popen(chat, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             wait_for(lambda: {e["label"] for e in ledger(book) if e["event"] == "done"} == {"a", "b"})
             wait_for(lambda: db.exists() and saved_tool_results(db) == 2)
@@ -85,7 +80,9 @@ def test_resume_after_sigkill_does_not_repeat_a_finished_tool_call_and_keeps_the
         assert "All three done." in resumed.stdout
         assert len(fake.requests) == 2
         assert [r["model"] for r in fake.requests] == ["clerk", "clerk"]
-        assert [r["messages"][0] for r in fake.requests] == [{"role": "system", "content": "You are a test.\n\nYou keep the ledger."}] * 2
+        assert [r["messages"][0] for r in fake.requests] == [
+            {"role": "system", "content": "You are a test.\n\nYou keep the ledger."}
+        ] * 2
 
     entries = ledger(book)
     starts = {label: [e for e in entries if e["label"] == label and e["event"] == "start"] for label in "abc"}
@@ -111,8 +108,9 @@ def test_editing_away_from_a_killed_tools_step_keeps_its_finished_calls_on_the_b
     with fake_ollama([{"tool_calls": calls}, {"text": "Edited answer."}]) as fake:
         env = process_env(app_env(tmp_path, fake.url))
         db = Path(env["DATABASE_PATH"])
-        child = subprocess.Popen([SOPHOS, "chat", "do two things"], env=env, cwd=tmp_path,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        child = subprocess.Popen(
+            [SOPHOS, "chat", "do two things"], env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
         try:
             wait_for(lambda: {e["label"] for e in ledger(book) if e["event"] == "done"} == {"a"})
             wait_for(lambda: saved_tool_results(db) == 1)  # a is saved, c is in flight

@@ -94,8 +94,10 @@ def filled_database(tmp_path: Path) -> tuple[dict[str, str], Path]:
     migrate(conn)
     conn.execute("BEGIN")
     for i in range(2000):
-        conn.execute("INSERT INTO conversations (id, title, created_at, updated_at, message_count) VALUES (?, ?, ?, ?, 0)",
-                     (str(uuid.uuid4()), f"title {i} " + "x" * 200, "2026-01-01T00:00:00.000Z", "2026-01-01T00:00:00.000Z"))
+        conn.execute(
+            "INSERT INTO conversations (id, title, created_at, updated_at, message_count) VALUES (?, ?, ?, ?, 0)",
+            (str(uuid.uuid4()), f"title {i} " + "x" * 200, "2026-01-01T00:00:00.000Z", "2026-01-01T00:00:00.000Z"),
+        )
     conn.execute("COMMIT")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()

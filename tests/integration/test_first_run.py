@@ -30,9 +30,7 @@ def warnings_about_the_model(log: Path) -> list[str]:
     return [line for line in log.read_text().splitlines() if "model not ready" in line]
 
 
-def test_serve_without_a_model_server_warns_once_with_the_fix_and_still_serves(
-    servers: list[LiveServer], tmp_path: Path
-) -> None:
+def test_serve_without_a_model_server_warns_once_with_the_fix_and_still_serves(servers: list[LiveServer], tmp_path: Path) -> None:
     closed = f"http://127.0.0.1:{free_port()}"
     server = LiveServer(app_env(tmp_path, closed, TOOLS_BACKEND="none"), tmp_path).start()
     servers.append(server)
@@ -59,8 +57,7 @@ def test_serve_on_the_demo_model_does_not_warn(servers: list[LiveServer], tmp_pa
 # what `make` would rebuild first in a work tree whose files are newer than its install (a
 # fresh checkout of another branch): these tests are about the recipes, tests/integration/
 # test_setup.py about the install
-INSTALLED = (".venv/.installed", "config/mcp-servers/node_modules/.installed",
-             "src/entrypoints/http/web/node_modules/.installed")
+INSTALLED = (".venv/.installed", "config/mcp-servers/node_modules/.installed", "src/entrypoints/http/web/node_modules/.installed")
 
 
 def make_serves(target: str, env: dict[str, str], log: Path, port: int) -> str:
@@ -69,8 +66,14 @@ def make_serves(target: str, env: dict[str, str], log: Path, port: int) -> str:
     full_env.pop("LANGGRAPH_API_PORT")  # as a person runs it: the setting is not set
     keep = [arg for stamp in INSTALLED for arg in ("-o", stamp)]
     out = log.open("w+")
-    proc = subprocess.Popen(["make", "-s", "--no-print-directory", *keep, target], cwd=ROOT, env=full_env,
-                            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        ["make", "-s", "--no-print-directory", *keep, target],
+        cwd=ROOT,
+        env=full_env,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60

@@ -35,9 +35,18 @@ def graphs_file(tmp_path: Path, graph_source: str = GRAPH) -> Path:
     (tmp_path / "graphs").mkdir()
     (tmp_path / "graphs" / "agent.py").write_text(graph_source)
     config = tmp_path / "langgraph.json"
-    config.write_text(json.dumps({"dependencies": ["./graphs"], "graphs": {
-        "echo": "./graphs/agent.py:graph", "echo_builder": "./graphs/agent.py:builder",
-        "echo_factory": "./graphs/agent.py:make_graph"}}))
+    config.write_text(
+        json.dumps(
+            {
+                "dependencies": ["./graphs"],
+                "graphs": {
+                    "echo": "./graphs/agent.py:graph",
+                    "echo_builder": "./graphs/agent.py:builder",
+                    "echo_factory": "./graphs/agent.py:make_graph",
+                },
+            }
+        )
+    )
     return config
 
 
@@ -54,8 +63,9 @@ def test_a_graph_that_fails_to_import_stops_serve_with_one_line_naming_the_file_
 
 def test_serve_loads_the_graphs_of_langgraph_json_before_it_listens(tmp_path: Path) -> None:
     config = graphs_file(tmp_path)
-    server = LiveServer(app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none", LANGGRAPH_JSON=str(config)),
-                        tmp_path).start()
+    server = LiveServer(
+        app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none", LANGGRAPH_JSON=str(config)), tmp_path
+    ).start()
     try:
         lines = server.log.read_text().splitlines()
     finally:
@@ -77,7 +87,10 @@ def test_sophos_graphs_lists_id_kind_and_source_from_the_setting_or_the_option(t
     as_json = json.loads(sophos(app_env(tmp_path), tmp_path, "graphs", "--json", "--langgraph-json", str(config)).stdout)
     assert as_json["file"] == str(config)
     assert [(g["graph_id"], g["kind"], g["factory_args"]) for g in as_json["graphs"]] == [
-        ("echo", "compiled", []), ("echo_builder", "state graph", []), ("echo_factory", "factory", ["config", "runtime"])]
+        ("echo", "compiled", []),
+        ("echo_builder", "state graph", []),
+        ("echo_factory", "factory", ["config", "runtime"]),
+    ]
     none = sophos(app_env(tmp_path), tmp_path, "graphs")
     assert (none.returncode, none.stdout) == (0, "")
     assert "no langgraph.json is configured" in none.stderr

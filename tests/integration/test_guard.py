@@ -56,10 +56,23 @@ def test_a_rebound_host_name_is_refused_on_every_route_and_nothing_is_touched(ma
 @pytest.mark.parametrize(
     "host",
     [
-        "localhost", "localhost:8000", "LocalHost.", "127.0.0.1", "127.0.0.1:8000", "127.8.9.10:1",
-        "[::1]", "[::1]:8000", "192.168.1.20:8000", "[fe80::1]", "10.0.0.1",
+        "localhost",
+        "localhost:8000",
+        "LocalHost.",
+        "127.0.0.1",
+        "127.0.0.1:8000",
+        "127.8.9.10:1",
+        "[::1]",
+        "[::1]:8000",
+        "192.168.1.20:8000",
+        "[fe80::1]",
+        "10.0.0.1",
         "box.lan:8000",  # the configured HOST
-        "sophos.internal", "SOPHOS.INTERNAL.:99", "example.com", "api.example.com", "a.b.example.com:8443",
+        "sophos.internal",
+        "SOPHOS.INTERNAL.:99",
+        "example.com",
+        "api.example.com",
+        "a.b.example.com:8443",
     ],
 )
 def test_loopback_ip_literal_and_configured_hosts_are_served(make_client: Any, host: str) -> None:
@@ -71,9 +84,21 @@ def test_loopback_ip_literal_and_configured_hosts_are_served(make_client: Any, h
 @pytest.mark.parametrize(
     "host",
     [
-        "evil.example", "evil.example:8000", "localhost.evil.example", "app.localhost", "notexample.com",
-        "example.com.evil.example", "sophos.internal.evil.example", "box.lan.evil.example", "user@127.0.0.1",
-        "127.0.0.1:99999", "127.0.0.1:x", "[::1", "[evil]:80", "", "a b",
+        "evil.example",
+        "evil.example:8000",
+        "localhost.evil.example",
+        "app.localhost",
+        "notexample.com",
+        "example.com.evil.example",
+        "sophos.internal.evil.example",
+        "box.lan.evil.example",
+        "user@127.0.0.1",
+        "127.0.0.1:99999",
+        "127.0.0.1:x",
+        "[::1",
+        "[evil]:80",
+        "",
+        "a b",
     ],
 )
 def test_any_other_host_is_refused(make_client: Any, host: str) -> None:
@@ -110,9 +135,20 @@ def test_a_write_is_served_only_from_the_same_scheme_host_and_port(
 
 
 async def asgi_get(app: Any, path: str, headers: list[tuple[bytes, bytes]]) -> tuple[int, bytes]:
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.0", "method": "GET", "scheme": "http",
-             "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "", "headers": headers,
-             "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8000)}
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.0",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 5000),
+        "server": ("127.0.0.1", 8000),
+    }
     sent: list[dict[str, Any]] = []
 
     async def receive() -> dict[str, Any]:

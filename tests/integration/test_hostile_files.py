@@ -42,7 +42,7 @@ KILLED = re.compile(r"its worker \(pid (\d+)\) is killed")
 def cpu_seconds(pid: int, reaped: bool = False) -> float:
     """utime + stime of a process (and, `reaped`, of its children it has reaped)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return sum(int(f) for f in fields[11:15 if reaped else 13]) / os.sysconf("SC_CLK_TCK")
+    return sum(int(f) for f in fields[11 : 15 if reaped else 13]) / os.sysconf("SC_CLK_TCK")
 
 
 def pdf_workers(server_pid: int) -> list[int]:
@@ -95,9 +95,15 @@ async def hostile_beside_normal(server: LiveServer) -> list[httpx.Response]:
         first = await turn(client, {"message": "before"})
         since = tree_cpu(server.proc.pid)
         hostile = [
-            asyncio.create_task(client.post("/api/chat", json={
-                "message": "read this", "attachments": [{"name": f"nested-{i}.pdf", "type": "application/pdf", "data": data}],
-            }))
+            asyncio.create_task(
+                client.post(
+                    "/api/chat",
+                    json={
+                        "message": "read this",
+                        "attachments": [{"name": f"nested-{i}.pdf", "type": "application/pdf", "data": data}],
+                    },
+                )
+            )
             for i in range(HOSTILE)
         ]
         await reading(server.proc.pid, since)
@@ -152,7 +158,6 @@ async def test_hostile_pdfs_are_refused_at_the_limit_while_chats_go_on_postgres(
     check(postgres_server, await hostile_beside_normal(postgres_server))
 
 
-
 @contextlib.asynccontextmanager
 async def held_default_executor() -> AsyncIterator[None]:
     """asyncio's default executor (storage's and the libraries') with its only thread taken."""
@@ -195,10 +200,13 @@ class Reader(TextExtractor):
         return None
 
 
-@pytest.mark.parametrize(("error", "status", "code"), [
-    (PdfBusy(), 503, "PDF_BUSY"),  # try again: not the file's fault
-    (AttachmentUnreadable("report.pdf: the PDF took too long to read"), 400, "BAD_REQUEST"),
-])
+@pytest.mark.parametrize(
+    ("error", "status", "code"),
+    [
+        (PdfBusy(), 503, "PDF_BUSY"),  # try again: not the file's fault
+        (AttachmentUnreadable("report.pdf: the PDF took too long to read"), 400, "BAD_REQUEST"),
+    ],
+)
 def test_an_imported_pdf_the_reader_refuses_is_the_files_fault_only_when_it_is(
     tmp_path: Path, error: SophosError, status: int, code: str
 ) -> None:
@@ -206,8 +214,15 @@ def test_an_imported_pdf_the_reader_refuses_is_the_files_fault_only_when_it_is(
     (tmp_path / "b").mkdir()
     source = create_container(app_env(tmp_path / "a", MODEL_BACKEND="demo", TOOLS_BACKEND="none"), METRICS_BACKEND="none")
     with TestClient(create_app(source)) as client:
-        r = client.post("/api/chat", json={"message": "look", "attachments": [
-            {"name": "report.pdf", "type": "application/pdf", "data": base64.b64encode(pdf("Revenue grew")).decode()}]})
+        r = client.post(
+            "/api/chat",
+            json={
+                "message": "look",
+                "attachments": [
+                    {"name": "report.pdf", "type": "application/pdf", "data": base64.b64encode(pdf("Revenue grew")).decode()}
+                ],
+            },
+        )
         assert r.status_code == 200, r.text
         cid = r.json()["conversation"]
         client.get("/api/chat", params={"conversation": cid})  # the run to its end

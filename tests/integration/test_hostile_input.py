@@ -11,7 +11,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from domain.errors import InvalidInput
-from services.conversations import decode_cursor
+from services.listing import decode_cursor
 from tests.support.fake_ollama import FakeOllama
 
 
@@ -60,7 +60,9 @@ ANY_ID = "6c1f0e52-3a9d-4b7e-8f21-94d3c0a5b7e8"
         f"0001-01-01T00:00:00+01:00~{ANY_ID}",  # the old format is no longer accepted
         base64.urlsafe_b64encode(f"0001-01-01T00:00:00+01:00~{ANY_ID}".encode()).decode().rstrip("="),
         base64.urlsafe_b64encode(f"2026-01-01T00:00:00~{ANY_ID}".encode()).decode().rstrip("="),
-        "not a cursor", "////", "é",
+        "not a cursor",
+        "////",
+        "é",
     ],
 )
 def test_a_bad_paging_cursor_is_400(client: TestClient, cursor: str) -> None:
@@ -98,8 +100,13 @@ def test_titles_lose_bidi_and_zero_width_controls(client: TestClient, ollama: Fa
 
 def test_api_and_export_responses_are_nosniff_and_not_stored(client: TestClient, ollama: FakeOllama) -> None:
     cid = client.post("/api/chat", json={"message": "hi"}).json()["conversation"]
-    for path in ("/api/conversations", f"/api/conversations/{cid}", f"/api/conversations/{cid}/export",
-                 f"/api/conversations/{cid}/export?format=jsonl", "/api/conversations/nope"):
+    for path in (
+        "/api/conversations",
+        f"/api/conversations/{cid}",
+        f"/api/conversations/{cid}/export",
+        f"/api/conversations/{cid}/export?format=jsonl",
+        "/api/conversations/nope",
+    ):
         response = client.get(path)
         assert response.headers["x-content-type-options"] == "nosniff", path
         assert response.headers["cache-control"] == "no-store", path

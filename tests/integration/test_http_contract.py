@@ -103,7 +103,10 @@ def test_a_second_post_while_running_is_409(client: TestClient, ollama: FakeOlla
     ollama.add({"text": "slow " * 30, "token_delay": 0.05})
     cid = start(client, {"message": "Hi"})["conversation"]
     assert error_of(client.post("/api/chat", json={"message": "again", "conversation": cid})) == (
-        409, "SESSION_IN_PROGRESS", "Previous request still in progress")
+        409,
+        "SESSION_IN_PROGRESS",
+        "Previous request still in progress",
+    )
     assert client.get(f"/api/conversations/{cid}").json()["resumable"] is False
     finish(client, cid)
 
@@ -112,7 +115,10 @@ def test_resume_of_a_finished_thread_is_409(client: TestClient) -> None:
     cid = start(client, {"message": "Hi"})["conversation"]
     finish(client, cid)
     assert error_of(client.post("/api/chat", json={"resume": True, "conversation": cid})) == (
-        409, "RUN_NOT_RESUMABLE", "Nothing to resume: the last run finished")
+        409,
+        "RUN_NOT_RESUMABLE",
+        "Nothing to resume: the last run finished",
+    )
 
 
 def test_a_failed_run_streams_chat_error_and_a_resume_completes_it(make_client: Any, ollama: FakeOllama) -> None:

@@ -53,7 +53,9 @@ def wait_until(predicate: Any, timeout: float = 20) -> None:
     raise AssertionError("condition not met in time")
 
 
-def test_sse_replays_after_last_event_id_and_pings_without_ids(servers: list[LiveServer], tmp_path: Path, ollama: FakeOllama) -> None:
+def test_sse_replays_after_last_event_id_and_pings_without_ids(
+    servers: list[LiveServer], tmp_path: Path, ollama: FakeOllama
+) -> None:
     server = launch(servers, tmp_path, ollama, TOOLS_BACKEND="none", SSE_PING_SECONDS="0.2")
     ollama.add({"text": "one two three four five six", "token_delay": 0.25})
     cid = server.post("/api/chat", {"message": "hi"}).json()["conversation"]
@@ -69,7 +71,9 @@ def test_sse_replays_after_last_event_id_and_pings_without_ids(servers: list[Liv
     assert stream(server, cid) == [(None, "end", {"conversation": cid, "status": "completed"})]
 
 
-def test_a_reconnect_mid_run_resumes_after_the_last_seen_id(servers: list[LiveServer], tmp_path: Path, ollama: FakeOllama) -> None:
+def test_a_reconnect_mid_run_resumes_after_the_last_seen_id(
+    servers: list[LiveServer], tmp_path: Path, ollama: FakeOllama
+) -> None:
     server = launch(servers, tmp_path, ollama, TOOLS_BACKEND="none")
     ollama.add({"text": "a b c d e f g h i j", "token_delay": 0.15})
     cid = server.post("/api/chat", {"message": "hi"}).json()["conversation"]
@@ -146,7 +150,9 @@ def test_cancel_in_the_middle_of_a_slow_tool_call(servers: list[LiveServer], tmp
     assert messages[2]["status"] == "error"
 
 
-def test_sigterm_drains_refuses_new_runs_and_interrupts_what_is_left(servers: list[LiveServer], tmp_path: Path, ollama: FakeOllama) -> None:
+def test_sigterm_drains_refuses_new_runs_and_interrupts_what_is_left(
+    servers: list[LiveServer], tmp_path: Path, ollama: FakeOllama
+) -> None:
     server = launch(servers, tmp_path, ollama, TOOLS_BACKEND="none", SHUTDOWN_TIMEOUT="2")
     done = server.post("/api/chat", {"message": "first"}).json()["conversation"]
     stream(server, done)
@@ -209,7 +215,9 @@ def test_no_mcp_server_process_outlives_the_server(servers: list[LiveServer], tm
     wait_until(gone, 5)
 
 
-def test_two_servers_on_one_file_never_run_one_conversation_twice(servers: list[LiveServer], tmp_path: Path, ollama: FakeOllama) -> None:
+def test_two_servers_on_one_file_never_run_one_conversation_twice(
+    servers: list[LiveServer], tmp_path: Path, ollama: FakeOllama
+) -> None:
     a = launch(servers, tmp_path, ollama, TOOLS_BACKEND="none")
     b = launch(servers, tmp_path, ollama, TOOLS_BACKEND="none")
     cid = a.post("/api/chat", {"message": "first"}).json()["conversation"]
@@ -236,8 +244,12 @@ def test_the_cli_can_drive_a_running_server(servers: list[LiveServer], tmp_path:
     assert run.returncode == 0, run.stderr
     assert "over the wire" in run.stdout
     cid = run.stderr.split("conversation: ")[1].split()[0]
-    again = subprocess.run([SOPHOS, "chat", "--server", server.url, "-c", cid, "more"], env=env, capture_output=True, text=True, timeout=60)
+    again = subprocess.run(
+        [SOPHOS, "chat", "--server", server.url, "-c", cid, "more"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert "second turn" in again.stdout
     refused = subprocess.run([SOPHOS, "resume", "--server", server.url, cid], env=env, capture_output=True, text=True, timeout=60)
-    assert refused.returncode == 4 and refused.stderr.strip() == "error: RUN_NOT_RESUMABLE: Nothing to resume: the last run finished"
+    assert (
+        refused.returncode == 4 and refused.stderr.strip() == "error: RUN_NOT_RESUMABLE: Nothing to resume: the last run finished"
+    )
     assert not (tmp_path / "elsewhere.db").exists()

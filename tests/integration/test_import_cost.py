@@ -36,7 +36,8 @@ async def server(tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, Conta
 
 
 async def test_an_import_is_read_and_built_on_the_import_worker_not_the_event_loop(
-        server: tuple[httpx.AsyncClient, Container], monkeypatch: pytest.MonkeyPatch) -> None:
+    server: tuple[httpx.AsyncClient, Container], monkeypatch: pytest.MonkeyPatch
+) -> None:
     client, _ = server
     seen: dict[str, set[str]] = {"read": set(), "built": set()}
 
@@ -44,6 +45,7 @@ async def test_an_import_is_read_and_built_on_the_import_worker_not_the_event_lo
         def wrapper(*args: Any) -> Any:
             seen[name].add(threading.current_thread().name.rpartition("_")[0])
             return fn(*args)
+
         return wrapper
 
     monkeypatch.setattr(transfer, "read_import", recording("read", transfer.read_import))
@@ -99,7 +101,8 @@ async def cpu_to_import(client: httpx.AsyncClient, doc: Any) -> tuple[float, str
 
 @pytest.mark.parametrize("late_forks", [late_forks_document, late_forks_chatgpt], ids=["sophos", "chatgpt"])
 async def test_many_branches_cost_about_what_a_plain_chain_of_as_many_messages_does(
-        server: tuple[httpx.AsyncClient, Container], late_forks: Callable[[int, int], Any]) -> None:
+    server: tuple[httpx.AsyncClient, Container], late_forks: Callable[[int, int], Any]
+) -> None:
     client, _ = server
     messages, branches = 3000, 60
     plain = min([(await cpu_to_import(client, plain_document(messages)))[0] for _ in range(2)])
@@ -108,5 +111,9 @@ async def test_many_branches_cost_about_what_a_plain_chain_of_as_many_messages_d
     # full copy per branch, it was 60 copies of the 3000 messages
     assert forked < 4 * plain, (forked, plain)
     detail = (await client.get(f"/api/conversations/{cid}")).json()
-    assert (detail["branchCount"], detail["activeBranch"], len(detail["messages"])) == (branches, branches, messages - branches + 1)
+    assert (detail["branchCount"], detail["activeBranch"], len(detail["messages"])) == (
+        branches,
+        branches,
+        messages - branches + 1,
+    )
     assert detail["messages"][-1]["content"].startswith(f"again {branches} ")

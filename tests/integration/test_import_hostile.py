@@ -80,8 +80,10 @@ def test_malformed_documents_get_a_clear_error_naming_the_place(client: TestClie
         (with_([*branches, 0, "messages", 0, "role"], "system"), "branches[0].messages[0].role must be user, assistant"),
         (with_([*branches, 0, "messages", 0, "content"], "\ud800"), "is not valid Unicode"),
         (with_([*branches, 0, "messages", 1, "toolCalls", 0, "args"], [1]), "toolCalls[0].args must be an object"),
-        (with_([*branches, 0, "messages", 1, "toolCalls", 0, "args"], {"a": json.loads("[" * 40 + "]" * 40)}),
-         "nests deeper than 32"),
+        (
+            with_([*branches, 0, "messages", 1, "toolCalls", 0, "args"], {"a": json.loads("[" * 40 + "]" * 40)}),
+            "nests deeper than 32",
+        ),
         (with_(["conversation", "activeBranch"], 9), "activeBranch 9 is not one of its 3 branches"),
         (with_(["conversation", "createdAt"], "yesterday"), "createdAt must be an ISO-8601 time"),
         (with_(["conversation", "approvals", 0, "decision", "type"], "maybe"), "decision.type must be one of"),
@@ -127,18 +129,26 @@ def setting(node: str, path: list[str], value: Any) -> Any:
         for key in path[:-1]:
             target = target[key]
         target[path[-1]] = value
+
     return change
 
 
 def test_a_malformed_chatgpt_file_is_refused_naming_the_place_and_stores_nothing(client: TestClient) -> None:
     cases: list[tuple[Any, str]] = [
         (cycle, 'conversation 1: mapping["u2"].parent: its parents go round in a cycle'),
-        (setting("u2", ["message", "content", "parts"], "not a list"),
-         'conversation 1: mapping["u2"].message.content.parts must be a list or null'),
-        (setting("u1", ["message", "author", "role"], 1), 'conversation 1: mapping["u1"].message.author.role must be a string or null'),
+        (
+            setting("u2", ["message", "content", "parts"], "not a list"),
+            'conversation 1: mapping["u2"].message.content.parts must be a list or null',
+        ),
+        (
+            setting("u1", ["message", "author", "role"], 1),
+            'conversation 1: mapping["u1"].message.author.role must be a string or null',
+        ),
         (setting("a1", ["children"], "u2"), 'conversation 1: mapping["a1"].children must be a list or null'),
-        (setting("a2", ["children"], ["u1", "a2", 17, "missing"]),
-         'conversation 1: mapping["a2"].children[0] is mapping["u1"], whose parent is another node'),
+        (
+            setting("a2", ["children"], ["u1", "a2", 17, "missing"]),
+            'conversation 1: mapping["a2"].children[0] is mapping["u1"], whose parent is another node',
+        ),
         (lambda mapping: mapping.update(junk="not a node"), 'conversation 1: mapping["junk"] must be an object'),
     ]
     for change, expected in cases:
@@ -176,13 +186,17 @@ def test_the_cli_imports_a_file_and_a_zip_and_refuses_a_bad_one_in_one_line(tmp_
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": "sophos.conversation", "version": 1, "conversation": {}}')
     refusal = sophos("import", str(bad))
-    assert (refusal.returncode, refusal.stderr.strip()) == (2, "error: BAD_REQUEST: conversation: title must be a non-empty string "
-                                                                "of at most 200 characters")
+    assert (refusal.returncode, refusal.stderr.strip()) == (
+        2,
+        "error: BAD_REQUEST: conversation: title must be a non-empty string of at most 200 characters",
+    )
     looping = tmp_path / "cycle.json"
     looping.write_bytes(chatgpt_with(cycle))
     refusal = sophos("import", str(looping))
     assert (refusal.returncode, refusal.stderr.strip()) == (
-        2, 'error: BAD_REQUEST: conversation 1: mapping["u2"].parent: its parents go round in a cycle')
+        2,
+        'error: BAD_REQUEST: conversation 1: mapping["u2"].parent: its parents go round in a cycle',
+    )
     empty = tmp_path / "empty.json"
     empty.write_text("[]")
     refusal = sophos("import", str(empty))

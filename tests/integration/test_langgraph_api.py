@@ -224,13 +224,16 @@ def test_location_names_the_bare_stream_of_the_run(shared: Sophos) -> None:
     assert created.headers["location"] == f"/threads/{tid}/runs/{created.json()['run_id']}/stream"
 
 
-@pytest.mark.parametrize(("path", "body"), [
-    ("/threads/search", {"metadata": ["graph_id", "agent"]}),
-    ("/threads/count", {"metadata": "agent"}),
-    ("/assistants/search", {"limit": "10"}),
-    ("/assistants/search", {"graph_id": ["agent"]}),
-    ("/threads/search", {"limit": True}),
-])
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/threads/search", {"metadata": ["graph_id", "agent"]}),
+        ("/threads/count", {"metadata": "agent"}),
+        ("/assistants/search", {"limit": "10"}),
+        ("/assistants/search", {"graph_id": ["agent"]}),
+        ("/threads/search", {"limit": True}),
+    ],
+)
 def test_a_search_field_of_the_wrong_type_is_422_as_in_langgraph_api(shared: Sophos, path: str, body: Any) -> None:
     r = httpx.post(f"{shared.lg_url}{path}", json=body, timeout=10)
     assert r.status_code == 422, r.text
@@ -289,21 +292,24 @@ def test_an_edited_call_runs_with_the_new_arguments(shared: Sophos) -> None:
     assert len(done) == 1 and "3" in json.dumps(done[0])
 
 
-@pytest.mark.parametrize("body", [
-    {"assistant_id": "agent", "input": {"messages": [{"type": "human", "content": 5}]}},
-    {"assistant_id": "agent", "input": "text"},
-    {"assistant_id": "agent", "input": {"messages": [{"type": "ai", "content": "hi"}]}},
-    {"assistant_id": "agent", "input": {"messages": []}},
-    {"assistant_id": "agent", "stream_mode": "everything", "input": {"messages": [{"type": "human", "content": "x"}]}},
-    {"assistant_id": "agent", "multitask_strategy": "later", "input": {"messages": [{"type": "human", "content": "x"}]}},
-    {"assistant_id": "agent", "command": {"goto": "agent"}},
-    {"assistant_id": "agent", "command": {"resume": 1}},
-    {"assistant_id": "nobody", "input": {"messages": [{"type": "human", "content": "x"}]}},
-    {"assistant_id": "agent", "checkpoint": {"checkpoint_id": "nope"}},
-    {"assistant_id": "agent", "input": {"messages": [{"type": "human", "content": "x" * 40_000}]}},
-    {"assistant_id": "agent", "surprise": True},
-    [1, 2],
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"assistant_id": "agent", "input": {"messages": [{"type": "human", "content": 5}]}},
+        {"assistant_id": "agent", "input": "text"},
+        {"assistant_id": "agent", "input": {"messages": [{"type": "ai", "content": "hi"}]}},
+        {"assistant_id": "agent", "input": {"messages": []}},
+        {"assistant_id": "agent", "stream_mode": "everything", "input": {"messages": [{"type": "human", "content": "x"}]}},
+        {"assistant_id": "agent", "multitask_strategy": "later", "input": {"messages": [{"type": "human", "content": "x"}]}},
+        {"assistant_id": "agent", "command": {"goto": "agent"}},
+        {"assistant_id": "agent", "command": {"resume": 1}},
+        {"assistant_id": "nobody", "input": {"messages": [{"type": "human", "content": "x"}]}},
+        {"assistant_id": "agent", "checkpoint": {"checkpoint_id": "nope"}},
+        {"assistant_id": "agent", "input": {"messages": [{"type": "human", "content": "x" * 40_000}]}},
+        {"assistant_id": "agent", "surprise": True},
+        [1, 2],
+    ],
+)
 def test_bad_run_requests_get_a_4xx_with_a_json_body(shared: Sophos, body: Any) -> None:
     tid = shared.client().threads.create()["thread_id"]
     for path in (f"/threads/{tid}/runs", f"/threads/{tid}/runs/stream", f"/threads/{tid}/runs/wait"):
@@ -344,8 +350,9 @@ def test_a_run_killed_mid_stream_is_rejoined_by_the_sdk_after_a_restart(tmp_path
 
         def consume() -> None:
             try:
-                for part in client.runs.stream(tid, "agent", input=human("slow, then crash"),
-                                               stream_mode=["values", "messages-tuple"], stream_resumable=True):
+                for part in client.runs.stream(
+                    tid, "agent", input=human("slow, then crash"), stream_mode=["values", "messages-tuple"], stream_resumable=True
+                ):
                     got.append((part.event, part.data))
             except BaseException as e:  # noqa: BLE001 - reported by the test below
                 failure.append(e)
@@ -449,8 +456,11 @@ def test_stateless_runs_and_if_not_exists_make_their_thread_only_for_a_good_requ
     for bad in ({"input": human("x"), "multitask_strategy": "later"}, {"input": {"messages": []}}):
         r = httpx.post(f"{shared.lg_url}/runs/wait", json={"assistant_id": "agent", **bad}, timeout=10)
         assert r.status_code == 400
-        r = httpx.post(f"{shared.lg_url}/threads/{uuid4()}/runs", json={"assistant_id": "agent", "if_not_exists": "create", **bad},
-                       timeout=10)
+        r = httpx.post(
+            f"{shared.lg_url}/threads/{uuid4()}/runs",
+            json={"assistant_id": "agent", "if_not_exists": "create", **bad},
+            timeout=10,
+        )
         assert r.status_code == 400
     assert client.threads.count() == before + 2  # a refused request made no thread
     with pytest.raises(httpx.HTTPStatusError) as e:
@@ -465,8 +475,12 @@ def test_two_servers_on_one_postgresql_database_share_threads_runs_and_approvals
     ports = free_port(), free_port()
     with fake_ollama() as fake:
         fake.responder = answer
-        servers = [LiveServer(app_env(tmp_path, fake.url, TOOL_APPROVAL="unsafe", DATABASE_URL=pg_url,
-                                      LANGGRAPH_API_PORT=str(p)), tmp_path).start() for p in ports]
+        servers = [
+            LiveServer(
+                app_env(tmp_path, fake.url, TOOL_APPROVAL="unsafe", DATABASE_URL=pg_url, LANGGRAPH_API_PORT=str(p)), tmp_path
+            ).start()
+            for p in ports
+        ]
         try:
             for p in ports:
                 wait_up(f"http://127.0.0.1:{p}/ok")
@@ -474,8 +488,11 @@ def test_two_servers_on_one_postgresql_database_share_threads_runs_and_approvals
             tid = a.threads.create(metadata={"where": "postgres"})["thread_id"]
             assert [t["thread_id"] for t in b.threads.search(metadata={"where": "postgres"})] == [tid]
             run = a.runs.create(tid, "agent", input=human("slow over there"))
-            joined = "".join(p.data[0]["content"] for p in b.runs.join_stream(tid, run["run_id"], stream_mode="messages-tuple")
-                             if p.event == "messages")
+            joined = "".join(
+                p.data[0]["content"]
+                for p in b.runs.join_stream(tid, run["run_id"], stream_mode="messages-tuple")
+                if p.event == "messages"
+            )
             assert joined == "tick " * 60 and b.runs.get(tid, run["run_id"])["status"] == "success"
             a.runs.wait(tid, "agent", input=human("pay 6"))
             assert b.threads.get(tid)["status"] == "interrupted"

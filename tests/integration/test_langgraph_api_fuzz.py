@@ -24,17 +24,62 @@ from entrypoints.lgapi.app import ROUTES, create_lgapi_app
 from entrypoints.lgapi.inputs import RUN_FIELDS
 from tests.support.app import app_env
 
-FIELDS = sorted(RUN_FIELDS | {"thread_id", "metadata", "if_exists", "supersteps", "ttl", "graph_id", "values", "ids",
-                              "status", "limit", "offset", "sort_by", "sort_order", "select", "extract", "before",
-                              "name", "messages", "type", "content", "resume", "decisions"})
-HOSTILE = st.text(st.characters(categories=["Cs", "Cf", "Cc", "Co", "Zl", "Mn", "Lo", "Nd"]), max_size=20) | st.sampled_from([
-    "\ud800", "\u202egnp.exe", "\x00", "../../etc/passwd", "9" * 40, "-1", "1@zzzzzzzz", "7@00000000", "agent", "human",
-    "tool", "values", "messages-tuple", "approve", "edit", "create", "do_nothing", "reject", "interrupt",
-])
+FIELDS = sorted(
+    RUN_FIELDS
+    | {
+        "thread_id",
+        "metadata",
+        "if_exists",
+        "supersteps",
+        "ttl",
+        "graph_id",
+        "values",
+        "ids",
+        "status",
+        "limit",
+        "offset",
+        "sort_by",
+        "sort_order",
+        "select",
+        "extract",
+        "before",
+        "name",
+        "messages",
+        "type",
+        "content",
+        "resume",
+        "decisions",
+    }
+)
+HOSTILE = st.text(st.characters(categories=["Cs", "Cf", "Cc", "Co", "Zl", "Mn", "Lo", "Nd"]), max_size=20) | st.sampled_from(
+    [
+        "\ud800",
+        "\u202egnp.exe",
+        "\x00",
+        "../../etc/passwd",
+        "9" * 40,
+        "-1",
+        "1@zzzzzzzz",
+        "7@00000000",
+        "agent",
+        "human",
+        "tool",
+        "values",
+        "messages-tuple",
+        "approve",
+        "edit",
+        "create",
+        "do_nothing",
+        "reject",
+        "interrupt",
+    ]
+)
 SCALARS = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | HOSTILE
-JSON = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(FIELDS) | HOSTILE,
-                                                                                           inner, max_size=4),
-                    max_leaves=12)
+JSON = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(FIELDS) | HOSTILE, inner, max_size=4),
+    max_leaves=12,
+)
 # values of the wrong type or shape, which a field's check must refuse
 WRONG = st.sampled_from([None, True, 0, -1, 2**70, 1.5, "", "x", [], [None], [[]], {}, {"a": None}, {"checkpoint_id": []}])
 HUMAN = {"messages": [{"type": "human", "content": "hi"}]}
@@ -45,12 +90,22 @@ VALID: dict[str, dict[str, Any]] = {
     "/assistants/search": {"graph_id": "agent", "metadata": {}, "limit": 10, "offset": 0},
     "/assistants/count": {"graph_id": "agent", "metadata": {}},
     "/threads": {"metadata": {"k": "v"}, "if_exists": "do_nothing"},
-    "/threads/search": {"metadata": {"fuzz": True}, "status": "idle", "limit": 5, "offset": 0, "sort_by": "updated_at",
-                        "sort_order": "desc", "select": ["thread_id", "values"], "ids": []},
+    "/threads/search": {
+        "metadata": {"fuzz": True},
+        "status": "idle",
+        "limit": 5,
+        "offset": 0,
+        "sort_by": "updated_at",
+        "sort_order": "desc",
+        "select": ["thread_id", "values"],
+        "ids": [],
+    },
     "/threads/count": {"metadata": {"fuzz": True}, "status": "idle"},
     "/history": {"limit": 5, "before": {"configurable": {"checkpoint_id": "x"}}},
     "/state": {"values": {}},
-    "/runs": RUN, "/runs/stream": RUN, "/runs/wait": RUN,
+    "/runs": RUN,
+    "/runs/stream": RUN,
+    "/runs/wait": RUN,
 }
 
 
@@ -68,8 +123,9 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClien
     app = create_lgapi_app(container.services(), container.settings(), asyncio.Event())
     with TestClient(app, raise_server_exceptions=False) as c:
         tid = c.post("/threads", json={"metadata": {"fuzz": True}}).json()["thread_id"]
-        run = c.post(f"/threads/{tid}/runs", json={"assistant_id": "agent",
-                                                    "input": {"messages": [{"type": "human", "content": "hi"}]}})
+        run = c.post(
+            f"/threads/{tid}/runs", json={"assistant_id": "agent", "input": {"messages": [{"type": "human", "content": "hi"}]}}
+        )
         yield c, tid, run.json()["run_id"]
         c.portal.call(close_container, container)  # type: ignore[union-attr]
 
@@ -86,16 +142,22 @@ def routes() -> list[tuple[str, str]]:
 @pytest.mark.parametrize(("method", "path"), routes())
 def test_no_request_makes_the_langgraph_api_fail(client: tuple[TestClient, str, str], method: str, path: str) -> None:
     c, tid, rid = client
-    params = {"thread_id": st.sampled_from([tid, str(uuid.uuid4()), "not-a-uuid"]),
-              "run_id": st.sampled_from([rid, str(uuid.uuid4())]),
-              "assistant_id": st.sampled_from(["agent", str(uuid.uuid4())]) | HOSTILE,
-              "checkpoint_id": HOSTILE}
+    params = {
+        "thread_id": st.sampled_from([tid, str(uuid.uuid4()), "not-a-uuid"]),
+        "run_id": st.sampled_from([rid, str(uuid.uuid4())]),
+        "assistant_id": st.sampled_from(["agent", str(uuid.uuid4())]) | HOSTILE,
+        "checkpoint_id": HOSTILE,
+    }
     names = re.findall(r"{(\w+)(?::\w+)?}", path)
 
-    @given(values=st.fixed_dictionaries({n: params[n] for n in names}), body=body_for(path),
-           query=st.dictionaries(st.sampled_from(["limit", "offset", "status", "stream_mode", "wait", "action"]),
-                                 HOSTILE, max_size=3),
-           last=st.none() | HOSTILE)
+    @given(
+        values=st.fixed_dictionaries({n: params[n] for n in names}),
+        body=body_for(path),
+        query=st.dictionaries(
+            st.sampled_from(["limit", "offset", "status", "stream_mode", "wait", "action"]), HOSTILE, max_size=3
+        ),
+        last=st.none() | HOSTILE,
+    )
     @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     def run(values: dict[str, str], body: Any, query: dict[str, str], last: str | None) -> None:
         url = path

@@ -25,8 +25,7 @@ def installed() -> bool:
     npm = shutil.which("npm")
     if npm is None:
         return False
-    done = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=LGJS,
-                          capture_output=True, timeout=300)
+    done = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=LGJS, capture_output=True, timeout=300)
     return done.returncode == 0
 
 
@@ -63,4 +62,6 @@ def test_the_js_sdk_drives_threads_runs_interrupts_and_cancel(node: str, tmp_pat
     assert out["afterDelete"] == 404
     assert out["queuedStatus"] == "pending" and out["queuedRuns"] == ["success", "success"]
     assert out["queuedAnswer"][0] == "slow first" and out["queuedAnswer"][2:] == [
-        "queued second", "You said 'queued second', and I agree."]
+        "queued second",
+        "You said 'queued second', and I agree.",
+    ]

@@ -19,7 +19,9 @@ UI = "http://ui.example:3000"
 
 @pytest.fixture
 def client(tmp_path: Path) -> Iterator[TestClient]:
-    env = app_env(tmp_path, TOOLS_BACKEND="none", API_TOKEN="s3cret-token", LANGGRAPH_API_CORS_ORIGINS=f"{UI}, http://other.example")
+    env = app_env(
+        tmp_path, TOOLS_BACKEND="none", API_TOKEN="s3cret-token", LANGGRAPH_API_CORS_ORIGINS=f"{UI}, http://other.example"
+    )
     container = create_container(env)
     app = create_lgapi_app(container.services(), container.settings(), asyncio.Event())
     with TestClient(app) as c:
@@ -74,8 +76,12 @@ def test_a_page_of_another_origin_gets_nothing_without_a_token_it_sends_itself(t
         made = c.post("/threads", json={}, headers=ann)  # the SDK, or the proxy's own page: no Origin
         assert made.status_code == 200, made.text
         tid = made.json()["thread_id"]
-        for method, path in [("GET", f"/threads/{tid}"), ("POST", "/threads/search"), ("GET", f"/threads/{tid}/state"),
-                             ("POST", f"/threads/{tid}/runs/wait")]:
+        for method, path in [
+            ("GET", f"/threads/{tid}"),
+            ("POST", "/threads/search"),
+            ("GET", f"/threads/{tid}/state"),
+            ("POST", f"/threads/{tid}/runs/wait"),
+        ]:
             # an allowed origin (`*`); or a read with no Origin, as an <img> sends (a write
             # without an allowed Origin is refused before: 403)
             for elsewhere in ({"Origin": "http://evil.example"}, *([{"Sec-Fetch-Site": "cross-site"}] * (method == "GET"))):

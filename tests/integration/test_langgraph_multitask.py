@@ -18,7 +18,7 @@ from tests.integration.test_langgraph_api import Sophos, human, sophos
 
 
 def answer(body: dict[str, Any]) -> dict[str, Any]:
-    """"slow": a long answer a token at a time; "append": a tool call that takes 2 s, then
+    """ "slow": a long answer a token at a time; "append": a tool call that takes 2 s, then
     "done"; anything else is echoed."""
     last = body["messages"][-1]
     if last["role"] == "tool":
@@ -88,8 +88,12 @@ def test_enqueue_answers_a_pending_run_that_runs_after_the_first(lg: Sophos) -> 
 def test_an_enqueued_stream_waits_for_its_run_and_a_join_gets_its_answer(lg: Sophos) -> None:
     client, other = lg.client(), lg.client()
     tid, first = busy(client)
-    events = [(p.event, p.data) for p in client.runs.stream(
-        tid, "agent", input=human("baz"), stream_mode=["values", "messages-tuple"], multitask_strategy="enqueue")]
+    events = [
+        (p.event, p.data)
+        for p in client.runs.stream(
+            tid, "agent", input=human("baz"), stream_mode=["values", "messages-tuple"], multitask_strategy="enqueue"
+        )
+    ]
     assert events[0][0] == "metadata" and events[-1][0] == "end"
     rid = events[0][1]["run_id"]
     assert rid != first and client.runs.get(tid, first)["status"] == "success"
@@ -152,10 +156,10 @@ def test_rollback_cancels_the_run_and_answers_on_a_new_branch(lg: Sophos) -> Non
 def test_an_unknown_strategy_is_a_400(lg: Sophos) -> None:
     client = lg.client()
     tid = client.threads.create()["thread_id"]
-    r = httpx.post(f"{lg.lg_url}/threads/{tid}/runs",
-                   json={"assistant_id": "agent", "input": human("x"), "multitask_strategy": "later"})
+    r = httpx.post(
+        f"{lg.lg_url}/threads/{tid}/runs", json={"assistant_id": "agent", "input": human("x"), "multitask_strategy": "later"}
+    )
     assert r.status_code == 400 and "multitask_strategy" in r.json()["error"]["message"]
-
 
 
 def test_a_run_queued_behind_a_cancelled_one_is_held_and_a_wait_for_it_ends(lg: Sophos) -> None:

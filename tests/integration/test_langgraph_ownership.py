@@ -41,8 +41,11 @@ def test_another_users_threads_and_runs_answer_as_unknown(lg: dict[str, Any]) ->
     client, keys = lg["client"], lg["keys"]
     assert client.get("/threads/search", headers=keys["bob"]).status_code in (404, 405)  # a POST route
     thread = client.post("/threads", json={}, headers=keys["ann"]).json()["thread_id"]
-    done = client.post(f"/threads/{thread}/runs/wait", headers=keys["ann"],
-                       json={"assistant_id": "agent", "input": {"messages": [{"role": "user", "content": SECRET}]}})
+    done = client.post(
+        f"/threads/{thread}/runs/wait",
+        headers=keys["ann"],
+        json={"assistant_id": "agent", "input": {"messages": [{"role": "user", "content": SECRET}]}},
+    )
     assert done.status_code == 200, done.text
     run = client.get(f"/threads/{thread}/runs", headers=keys["ann"]).json()[0]["run_id"]
     ids = {"thread_id": thread, "run_id": run}
@@ -53,6 +56,7 @@ def test_another_users_threads_and_runs_answer_as_unknown(lg: dict[str, Any]) ->
         if not isinstance(route, Route) or "{thread_id" not in route.path:
             continue
         for method in sorted((route.methods or set()) - {"HEAD"}):
+
             def url(values: dict[str, str]) -> str:
                 return re.sub(r"\{(\w+)(:\w+)?\}", lambda m: values.get(m[1], "x"), route.path)  # noqa: B023
 
@@ -81,8 +85,11 @@ def test_a_taken_thread_id_answers_409_whoever_holds_it(lg: dict[str, Any]) -> N
     before = lg["rows"]()
     run = {"assistant_id": "agent", "input": {"messages": [{"role": "user", "content": "hi"}]}, "if_not_exists": "create"}
     taken = {"error": {"code": "CONVERSATION_EXISTS", "message": "Thread already exists"}}
-    for body in ({"thread_id": thread}, {"thread_id": thread, "if_exists": "raise"},
-                 {"thread_id": thread, "if_exists": "do_nothing"}):
+    for body in (
+        {"thread_id": thread},
+        {"thread_id": thread, "if_exists": "raise"},
+        {"thread_id": thread, "if_exists": "do_nothing"},
+    ):
         as_bob = client.post("/threads", json=body, headers=keys["bob"])
         assert (as_bob.status_code, as_bob.json()) == (409, taken), (body, as_bob.text)
     as_bob = client.post(f"/threads/{thread}/runs/wait", json=run, headers=keys["bob"])
@@ -90,8 +97,10 @@ def test_a_taken_thread_id_answers_409_whoever_holds_it(lg: dict[str, Any]) -> N
     assert lg["rows"]() == before
     as_ann = client.post("/threads", json={"thread_id": thread}, headers=keys["ann"])
     assert (as_ann.status_code, as_ann.json()) == (409, taken)
-    assert client.post("/threads", json={"thread_id": thread, "if_exists": "do_nothing"},
-                       headers=keys["ann"]).json()["thread_id"] == thread
+    assert (
+        client.post("/threads", json={"thread_id": thread, "if_exists": "do_nothing"}, headers=keys["ann"]).json()["thread_id"]
+        == thread
+    )
     assert client.post(f"/threads/{thread}/runs/wait", json=run, headers=keys["ann"]).status_code == 200
     free = str(uuid.uuid4())
     assert client.post("/threads", json={"thread_id": free}, headers=keys["bob"]).json()["thread_id"] == free

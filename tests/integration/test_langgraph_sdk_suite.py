@@ -48,5 +48,6 @@ def test_langgraph_sdk_s_own_thread_tests_pass_against_sophos_hosting_the_suite_
     assert {name: outcomes.get(name) for name in FAILING} == dict.fromkeys(FAILING, "failed"), outcomes
     assert set(outcomes) == set(PASSING + FAILING), outcomes  # no test of that file left unaccounted for
     # it served with the suite's own langgraph.json loaded: its four graphs and their packages imported
-    assert (f"Graphs loaded from {tmp_path / 'integration' / 'langgraph.json'}: agent, tools_agent, deep_agent, "
-            "factory_agent") in (tmp_path / "server.log").read_text()
+    assert (
+        f"Graphs loaded from {tmp_path / 'integration' / 'langgraph.json'}: agent, tools_agent, deep_agent, factory_agent"
+    ) in (tmp_path / "server.log").read_text()

@@ -30,8 +30,9 @@ def test_the_latest_checkpoint_is_not_decoded_again_by_the_process_that_wrote_it
     latest = saver.get_tuple(config)
     assert latest is not None
     # garble the stored blob: only a read that decodes it again would notice
-    saver.conn.execute("UPDATE checkpoints SET checkpoint = x'c1' WHERE checkpoint_id = ?",
-                       (latest.config["configurable"]["checkpoint_id"],))
+    saver.conn.execute(
+        "UPDATE checkpoints SET checkpoint = x'c1' WHERE checkpoint_id = ?", (latest.config["configurable"]["checkpoint_id"],)
+    )
     saver.conn.commit()
     again = saver.get_tuple(config)
     assert again is not None and again.checkpoint == latest.checkpoint and again.metadata == latest.metadata

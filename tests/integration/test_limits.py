@@ -19,14 +19,13 @@ def api_error(make_client: Any, body: dict[str, Any]) -> tuple[int, str, str]:
 
 def cli_error(tmp_path: Path, *args: str, stdin: str | None = None) -> tuple[int, str]:
     env = app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none")
-    done = subprocess.run([SOPHOS, *args], env=process_env(env), cwd=tmp_path, input=stdin,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [SOPHOS, *args], env=process_env(env), cwd=tmp_path, input=stdin, capture_output=True, text=True, timeout=120
+    )
     return done.returncode, done.stderr.strip()
 
 
-def test_a_message_too_long_for_the_api_is_refused_by_the_cli_with_the_same_message(
-    tmp_path: Path, make_client: Any
-) -> None:
+def test_a_message_too_long_for_the_api_is_refused_by_the_cli_with_the_same_message(tmp_path: Path, make_client: Any) -> None:
     status, code, message = api_error(make_client, {"message": TOO_LONG})
     assert (status, code, message) == (400, "BAD_REQUEST", "Message is longer than 32000 characters")
     assert cli_error(tmp_path, "chat", "-", stdin=TOO_LONG) == (2, f"error: {code}: {message}")

@@ -77,8 +77,7 @@ def test_bearer_tokens_work_with_any_case_of_the_scheme(make_client: Any) -> Non
     for header in (f"Bearer {TOKEN}", f"bearer {TOKEN}", f"BEARER  {TOKEN}"):
         assert client.get("/api/conversations", headers={"Authorization": header}).status_code == 200, header
     for header in (f"Basic {TOKEN}", f"Bearer{TOKEN}", TOKEN, "Bearer", ""):
-        assert error_of(client.get("/api/conversations", headers={"Authorization": header}))[:2] == (
-            401, "UNAUTHORIZED"), header
+        assert error_of(client.get("/api/conversations", headers={"Authorization": header}))[:2] == (401, "UNAUTHORIZED"), header
 
 
 def test_a_non_ascii_token_is_compared_as_utf8_bytes_without_a_server_error(make_client: Any) -> None:
@@ -87,8 +86,7 @@ def test_a_non_ascii_token_is_compared_as_utf8_bytes_without_a_server_error(make
     sent = {"Authorization": b"Bearer " + token.encode()}
     assert client.get("/api/conversations", headers=sent).status_code == 200
     for wrong in (b"Bearer cl\xe9-\xdfecret", b"Bearer \xff\xfe", "Bearer clé".encode()):
-        assert error_of(client.get("/api/conversations", headers={"Authorization": wrong}))[:2] == (
-            401, "UNAUTHORIZED"), wrong
+        assert error_of(client.get("/api/conversations", headers={"Authorization": wrong}))[:2] == (401, "UNAUTHORIZED"), wrong
     assert client.post("/api/session", json={"token": token}).status_code == 200
     assert client.get("/api/conversations").status_code == 200
 

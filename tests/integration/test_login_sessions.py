@@ -141,9 +141,13 @@ def test_a_local_client_cannot_name_another_address_to_the_failed_login_limit(tm
     guarded = start(tmp_path)
     try:
         with httpx.Client(base_url=guarded.url, timeout=30) as c:
-            answers = [c.get("/api/conversations", headers={"Authorization": f"Bearer guess-{n}",
-                                                            "X-Forwarded-For": f"198.51.{n // 250}.{n % 250}"})
-                       .status_code for n in range(200)]
+            answers = [
+                c.get(
+                    "/api/conversations",
+                    headers={"Authorization": f"Bearer guess-{n}", "X-Forwarded-For": f"198.51.{n // 250}.{n % 250}"},
+                ).status_code
+                for n in range(200)
+            ]
         assert answers == [401] * 10 + [429] * 190
         assert "198.51." not in guarded.log.read_text()  # every failure was counted against 127.0.0.1
     finally:

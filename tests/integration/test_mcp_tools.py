@@ -141,8 +141,9 @@ def test_a_run_whose_payment_is_cut_short_fails_with_an_unknown_outcome_and_wait
         def sophos(*args: str) -> subprocess.CompletedProcess[str]:
             return subprocess.run([SOPHOS, *args], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
 
-        chat = subprocess.Popen([SOPHOS, "chat", "pay 5"], env=env, cwd=tmp_path,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        chat = subprocess.Popen(
+            [SOPHOS, "chat", "pay 5"], env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         try:
             deadline, entry = time.monotonic() + 60, None
             while entry is None and time.monotonic() < deadline:
@@ -287,8 +288,14 @@ def test_remembering_with_the_shipped_config_writes_the_memory_file(tmp_path: Pa
     with fake_ollama(replies) as fake:
         # the default policy: creating memories is not destructive, so it runs unasked
         env = app_env(tmp_path, fake.url, CONFIG_DIR=str(ROOT / "config"), TOOL_APPROVAL="unsafe")
-        run = subprocess.run([SOPHOS, "chat", "remember that my favourite colour is green"], env=process_env(env),
-                             cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        run = subprocess.run(
+            [SOPHOS, "chat", "remember that my favourite colour is green"],
+            env=process_env(env),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert run.returncode == 0, run.stderr
     assert "memory__create_entities" in run.stderr
     memory = Path(env["MEMORY_FILE_PATH"]).read_text()
@@ -312,8 +319,9 @@ def test_a_run_survives_its_tool_server_being_killed_between_two_calls(tmp_path:
     ]
     with fake_ollama(replies) as fake:
         env = app_env(tmp_path, fake.url)
-        run = subprocess.run([SOPHOS, "chat", "two calls"], env=process_env(env), cwd=tmp_path,
-                             capture_output=True, text=True, timeout=120)
+        run = subprocess.run(
+            [SOPHOS, "chat", "two calls"], env=process_env(env), cwd=tmp_path, capture_output=True, text=True, timeout=120
+        )
     assert run.returncode == 0, run.stderr
     assert "both done" in run.stdout
     done = [e for e in ledger(book) if e["event"] == "done"]
@@ -353,12 +361,12 @@ def test_a_run_whose_payment_outlives_tool_timeout_waits_for_a_decision(tmp_path
     replies = [{"tool_calls": [("ledger__charge", {"amount": 5, "delay": 3})]}, {"text": "paid"}]
     with fake_ollama(replies) as fake:
         env = process_env(app_env(tmp_path, fake.url, TOOL_TIMEOUT="1"))
-        chat = subprocess.run([SOPHOS, "chat", "pay 5"], env=env, cwd=tmp_path, capture_output=True, text=True,
-                              timeout=120)
+        chat = subprocess.run([SOPHOS, "chat", "pay 5"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
         assert chat.returncode != 0 and "error: TOOL_OUTCOME_UNKNOWN:" in chat.stderr, chat.stderr
         cid = re.search(r"conversation: (\S+)", chat.stderr).group(1)  # type: ignore[union-attr]
-        shown = subprocess.run([SOPHOS, "show", cid, "--json"], env=env, cwd=tmp_path, capture_output=True, text=True,
-                               timeout=120)
+        shown = subprocess.run(
+            [SOPHOS, "show", cid, "--json"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
+        )
         detail = json.loads(shown.stdout)
         assert detail["decisionRequired"] and detail["pendingToolCalls"][0]["outcomeUnknown"]
         assert len(fake.requests) == 1  # the model was never told the charge failed
@@ -367,8 +375,9 @@ def test_a_run_whose_payment_outlives_tool_timeout_waits_for_a_decision(tmp_path
 
 def test_a_per_server_timeout_must_be_a_positive_number(tmp_path: Path) -> None:
     entry = {**ledger_server_entry(tmp_path / "l.jsonl"), "timeout": "soon"}
-    config = load_mcp_config(config_dir(tmp_path, {"ledger": entry, "ok": ledger_server_entry(tmp_path / "k.jsonl")}),
-                             tmp_path / "m.jsonl")
+    config = load_mcp_config(
+        config_dir(tmp_path, {"ledger": entry, "ok": ledger_server_entry(tmp_path / "k.jsonl")}), tmp_path / "m.jsonl"
+    )
     assert list(config.servers) == ["ok"] and "timeout must be a number of seconds" in config.errors["ledger"]
 
 
@@ -384,13 +393,18 @@ async def test_the_shipped_config_asks_before_the_memory_is_deleted_and_never_be
         await box.aclose()
     asked = {name for name, spec in tools.items() if needs_approval(ApprovalMode.UNSAFE, spec, ())}
     assert asked == {"memory__delete_entities", "memory__delete_observations", "memory__delete_relations"}
-    assert not any(needs_approval(ApprovalMode.ALL, tools[n], ())
-                   for n in ("memory__read_graph", "memory__search_nodes", "memory__open_nodes", "fetch__fetch"))
+    assert not any(
+        needs_approval(ApprovalMode.ALL, tools[n], ())
+        for n in ("memory__read_graph", "memory__search_nodes", "memory__open_nodes", "fetch__fetch")
+    )
 
 
 def bulky_entry() -> dict[str, Any]:
-    return {"command": sys.executable, "args": ["-m", "tests.support.bulky_server"],
-            "env": {"PYTHONPATH": f"{ROOT}:{ROOT / 'src'}"}}
+    return {
+        "command": sys.executable,
+        "args": ["-m", "tests.support.bulky_server"],
+        "env": {"PYTHONPATH": f"{ROOT}:{ROOT / 'src'}"},
+    }
 
 
 async def test_big_tool_results_are_cut_or_refused_and_never_stall_the_session(

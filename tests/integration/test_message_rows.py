@@ -130,8 +130,9 @@ def test_a_checkpoint_stored_inline_before_is_read_and_continued(tmp_path: Path)
     path = tmp_path / "s.db"
     thread = str(uuid.uuid4())
     old = SqliteSaver(sqlite3.connect(path, check_same_thread=False))  # the format of earlier versions
-    c1 = old.put(config(thread), _checkpoint([HumanMessage("one", id="1"), AIMessage("two", id="2")]),
-                 {"source": "loop", "step": 1}, {})["configurable"]["checkpoint_id"]
+    c1 = old.put(
+        config(thread), _checkpoint([HumanMessage("one", id="1"), AIMessage("two", id="2")]), {"source": "loop", "step": 1}, {}
+    )["configurable"]["checkpoint_id"]
     old.conn.close()
     saver = ThreadedSqliteSaver.open(str(path))
     found = saver.get_tuple(config(thread))

@@ -28,9 +28,7 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
     return {
-        (s.name, frozenset(s.labels.items())): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
+        (s.name, frozenset(s.labels.items())): s.value for family in text_string_to_metric_families(text) for s in family.samples
     }
 
 
@@ -63,7 +61,10 @@ def test_a_chat_moves_the_servers_metrics_behind_the_api_token_and_host_check(
     assert value(before.text, "sophos_runs_finished_total", status="completed", error="") == 0
     assert value(before.text, "process_open_fds") > 0  # the process collector is there too
 
-    ollama.add({"tool_calls": [("ledger__append", {"label": "x"})]}, {"text": "one two three four five six seven eight", "token_delay": 0.25})
+    ollama.add(
+        {"tool_calls": [("ledger__append", {"label": "x"})]},
+        {"text": "one two three four five six seven eight", "token_delay": 0.25},
+    )
     cid = live.post("/api/chat", {"message": "use the ledger"}, headers=AUTH).json()["conversation"]
     with httpx.stream("GET", f"{live.url}/api/chat", params={"conversation": cid}, headers=AUTH, timeout=30) as r:
         events = sse_events(r)

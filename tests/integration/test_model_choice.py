@@ -86,8 +86,7 @@ def test_the_chosen_model_and_system_prompt_reach_ollama_per_conversation_and_af
     assert (second["model"], system_of(second)) == ("qwen3", SYSTEM_FILE)
     # each conversation keeps its choice on its next turn
     turn(client, {"message": "three", "conversation": chosen})
-    assert (models.requests[-1]["model"], system_of(models.requests[-1])) == ("llama3.2",
-                                                                              f"{SYSTEM_FILE}\n\nAnswer in French.")
+    assert (models.requests[-1]["model"], system_of(models.requests[-1])) == ("llama3.2", f"{SYSTEM_FILE}\n\nAnswer in French.")
     # a switch applies from the next turn; null goes back to the server's default
     patched = client.patch(f"/api/conversations/{chosen}", json={"model": "llava:7b", "system": None})
     assert patched.status_code == 200, patched.text
@@ -143,9 +142,11 @@ def test_an_unknown_model_is_refused_with_the_fix_before_anything_is_stored(
         assert refused.status_code == 400 and refused.json()["error"]["code"] == "UNKNOWN_MODEL"
     refused = client.post("/api/chat", json={"message": "again", "conversation": cid, "model": "mistral"})
     assert refused.status_code == 400
-    row = sqlite3.connect(tmp_path / "db" / "sophos.db").execute(
-        "SELECT title, model, system, message_count FROM conversations WHERE id = ?", (cid,)
-    ).fetchone()
+    row = (
+        sqlite3.connect(tmp_path / "db" / "sophos.db")
+        .execute("SELECT title, model, system, message_count FROM conversations WHERE id = ?", (cid,))
+        .fetchone()
+    )
     assert row == ("hi", None, "Be brief.", 2)
     assert len(models.requests) == 1
 

@@ -40,8 +40,10 @@ async def _read(model: ModelPort) -> list[Any]:
     return [o async for o in model.stream("sys", [UserMessage("hi")], [])]
 
 
-NO_MESSAGE = (b'{"model":"qwen3","message":{"role":"assistant","content":"ok"},"done":false}\n'
-              b'{"model":"qwen3","done":true,"done_reason":"stop"}\n')
+NO_MESSAGE = (
+    b'{"model":"qwen3","message":{"role":"assistant","content":"ok"},"done":false}\n'
+    b'{"model":"qwen3","done":true,"done_reason":"stop"}\n'
+)
 
 
 @pytest.mark.parametrize(

@@ -94,7 +94,9 @@ class Recorder(threading.Thread):
         return [e for _, e in self.events if e[0] is not None]
 
 
-def test_a_stream_on_another_process_shows_the_run_token_by_token(servers: list[LiveServer], tmp_path: Path, ollama: FakeOllama) -> None:
+def test_a_stream_on_another_process_shows_the_run_token_by_token(
+    servers: list[LiveServer], tmp_path: Path, ollama: FakeOllama
+) -> None:
     a = launch(servers, tmp_path, ollama)
     b = launch(servers, tmp_path, ollama)
     ollama.add({"text": " ".join(f"w{i}" for i in range(30)), "token_delay": 0.05})
@@ -112,11 +114,12 @@ def test_a_stream_on_another_process_shows_the_run_token_by_token(servers: list[
     # the tokens reached B while the run went on, not in one lump at its end
     token_times = [t for t, e in on_b.events if e[1] == "token"]
     assert token_times[-1] - token_times[0] > 0.5
-    print(f"\nstream delay across processes: median {statistics.median(delays) * 1000:.0f} ms, "
-          f"max {max(delays) * 1000:.0f} ms over {len(delays)} events")
+    print(
+        f"\nstream delay across processes: median {statistics.median(delays) * 1000:.0f} ms, "
+        f"max {max(delays) * 1000:.0f} ms over {len(delays)} events"
+    )
     # a reconnect to B with Last-Event-ID replays only what follows
-    with httpx.stream("GET", f"{b.url}/api/chat", params={"conversation": cid},
-                      headers={"Last-Event-ID": "5"}, timeout=30) as r:
+    with httpx.stream("GET", f"{b.url}/api/chat", params={"conversation": cid}, headers={"Last-Event-ID": "5"}, timeout=30) as r:
         replay = [e for e in sse_events(r)]
     assert replay == on_a.numbered()[5:]
 
@@ -140,7 +143,9 @@ def test_cancel_on_another_process_stops_the_run(servers: list[LiveServer], tmp_
     print(f"\ncancel latency across processes: {latency * 1000:.0f} ms")
 
 
-def test_a_paused_owner_is_taken_over_and_writes_nothing_after_it_continues(servers: list[LiveServer], tmp_path: Path, ollama: FakeOllama) -> None:
+def test_a_paused_owner_is_taken_over_and_writes_nothing_after_it_continues(
+    servers: list[LiveServer], tmp_path: Path, ollama: FakeOllama
+) -> None:
     a = launch(servers, tmp_path, ollama, RUN_LEASE_SECONDS="2")
     b = launch(servers, tmp_path, ollama, RUN_LEASE_SECONDS="2", AUTO_RESUME="true")
     ollama.add({"text": "slow " * 60, "token_delay": 0.1}, {"text": "the adopted answer"})
@@ -188,16 +193,21 @@ def test_a_killed_owners_run_is_adopted_exactly_once(servers: list[LiveServer], 
     print(f"\nadoption after kill -9: {took:.2f} s (lease 3 s, maintenance every 1 s)")
 
 
-def test_a_write_lock_held_elsewhere_never_stalls_the_event_loop(servers: list[LiveServer], tmp_path: Path, ollama: FakeOllama) -> None:
+def test_a_write_lock_held_elsewhere_never_stalls_the_event_loop(
+    servers: list[LiveServer], tmp_path: Path, ollama: FakeOllama
+) -> None:
     server = launch(servers, tmp_path, ollama, DATABASE_BUSY_TIMEOUT="1")
     ollama.add({"text": "done"})
     cid = server.post("/api/chat", {"message": "before"}).json()["conversation"]
     wait_until(lambda: runs_of(tmp_path, cid) and runs_of(tmp_path, cid)[0][1] == "completed")
     holder = subprocess.Popen(
-        ["python3", "-c",
-         "import sqlite3,sys,time;c=sqlite3.connect(sys.argv[1],isolation_level=None);"
-         "c.execute('BEGIN IMMEDIATE');print('locked',flush=True);time.sleep(10)",
-         str(tmp_path / "db" / "sophos.db")],
+        [
+            "python3",
+            "-c",
+            "import sqlite3,sys,time;c=sqlite3.connect(sys.argv[1],isolation_level=None);"
+            "c.execute('BEGIN IMMEDIATE');print('locked',flush=True);time.sleep(10)",
+            str(tmp_path / "db" / "sophos.db"),
+        ],
         stdout=subprocess.PIPE,
     )
     try:
@@ -216,8 +226,10 @@ def test_a_write_lock_held_elsewhere_never_stalls_the_event_loop(servers: list[L
         refused = server.post("/api/chat", {"message": "during the lock", "conversation": cid})
         assert refused.status_code == 503 and refused.json()["error"]["code"] == "STORAGE_FAILURE"
         post.join(10)
-        print(f"\nhealthz under a held write lock: max {max(timings) * 1000:.0f} ms, "
-              f"median {statistics.median(timings) * 1000:.1f} ms; conversation list {read_time * 1000:.0f} ms")
+        print(
+            f"\nhealthz under a held write lock: max {max(timings) * 1000:.0f} ms, "
+            f"median {statistics.median(timings) * 1000:.1f} ms; conversation list {read_time * 1000:.0f} ms"
+        )
         assert max(timings) < 0.5 and read_time < 0.5
     finally:
         holder.kill()

@@ -85,7 +85,8 @@ async def test_multitasking_enqueue(backend: tuple[Any, Any]) -> None:
     assert [m.content for m in h.model.seen[-1].messages] == ["foo", "slow first answer here", "bar"]
     runs = await h.repo.recent_runs(cid, 5)
     assert [(r.status, r.trigger) for r in runs] == [
-        (RunStatus.COMPLETED, RunTrigger.QUEUE), (RunStatus.COMPLETED, RunTrigger.USER)
+        (RunStatus.COMPLETED, RunTrigger.QUEUE),
+        (RunStatus.COMPLETED, RunTrigger.USER),
     ]
     summary = await h.conversations.summary(cid)
     assert summary.queued == 0 and summary.message_count == 4
@@ -127,9 +128,7 @@ async def test_a_failed_run_holds_the_queue_until_a_run_completes(backend: tuple
     assert await contents(h, cid) == ["foo", "answer", "later", "queued answer"]
 
 
-async def test_a_cancelled_run_holds_the_queue_and_a_queued_message_can_be_dropped(
-    backend: tuple[Any, Any]
-) -> None:
+async def test_a_cancelled_run_holds_the_queue_and_a_queued_message_can_be_dropped(backend: tuple[Any, Any]) -> None:
     h = harness(backend, ["a long answer that will be stopped midway"], delay=0.05)
     first = await h.runs.start(start_command("foo"))
     cid = first.conversation_id
@@ -162,9 +161,7 @@ async def test_the_queue_is_bounded(backend: tuple[Any, Any]) -> None:
 # --- over HTTP -----------------------------------------------------------------------------
 
 
-def test_enqueue_over_http_answers_with_the_queued_message_and_the_detail_lists_it(
-    client: Any, ollama: Any
-) -> None:
+def test_enqueue_over_http_answers_with_the_queued_message_and_the_detail_lists_it(client: Any, ollama: Any) -> None:
     ollama.add({"text": "slow " * 30, "token_delay": 0.03}, {"text": "second"})
     cid = client.post("/api/chat", json={"message": "foo"}).json()["conversation"]
     refused = client.post("/api/chat", json={"message": "bar", "conversation": cid})
@@ -271,9 +268,7 @@ async def test_a_crash_between_the_outcome_and_the_next_start_loses_nothing(tmp_
 # --- following the queue -------------------------------------------------------------------
 
 
-async def test_a_follower_of_the_queue_gets_each_queued_run_after_the_end_of_the_one_before(
-    backend: tuple[Any, Any]
-) -> None:
+async def test_a_follower_of_the_queue_gets_each_queued_run_after_the_end_of_the_one_before(backend: tuple[Any, Any]) -> None:
     h = harness(backend, ["slow first answer", "a1", "b1"], delay=0.03)
     first = await h.runs.start(start_command("foo"))
     cid = first.conversation_id
@@ -374,8 +369,12 @@ async def test_multitasking_interrupt_steers_at_the_next_step_boundary(backend: 
     executions: list[str] = []
     started = asyncio.Event()
     store, saver = backend
-    h = make_harness([[("lookup", {"q": "x"})], "never asked", "steered answer"], tools=[slow_tool(executions, started)],
-                     repo=store, saver=saver)
+    h = make_harness(
+        [[("lookup", {"q": "x"})], "never asked", "steered answer"],
+        tools=[slow_tool(executions, started)],
+        repo=store,
+        saver=saver,
+    )
     first = await h.runs.start(start_command("foo"))
     cid = first.conversation_id
     await started.wait()  # the tool call is in flight
@@ -498,8 +497,12 @@ async def test_rollback_with_nothing_running_just_sends(backend: tuple[Any, Any]
 
 
 def test_interrupt_and_rollback_over_http(client: Any, ollama: Any) -> None:
-    ollama.add({"text": "slow " * 60, "token_delay": 0.03}, {"text": "steered"}, {"text": "slow " * 60, "token_delay": 0.03},
-               {"text": "rolled"})
+    ollama.add(
+        {"text": "slow " * 60, "token_delay": 0.03},
+        {"text": "steered"},
+        {"text": "slow " * 60, "token_delay": 0.03},
+        {"text": "rolled"},
+    )
     cid = client.post("/api/chat", json={"message": "foo"}).json()["conversation"]
     with client.stream("GET", f"/api/chat?conversation={cid}") as events:  # until the answer is being written
         next(line for line in events.iter_lines() if line == "event: token")
@@ -510,8 +513,12 @@ def test_interrupt_and_rollback_over_http(client: Any, ollama: Any) -> None:
         assert time.monotonic() < deadline
         time.sleep(0.05)
     client.post("/api/chat", json={"message": "baz", "conversation": cid})
-    with client.stream("POST", "/api/chat", json={"message": "qux", "conversation": cid, "multitask": "rollback"},
-                       headers={"Accept": "text/event-stream"}) as response:
+    with client.stream(
+        "POST",
+        "/api/chat",
+        json={"message": "qux", "conversation": cid, "multitask": "rollback"},
+        headers={"Accept": "text/event-stream"},
+    ) as response:
         assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
         body = "".join(response.iter_text())
     assert "event: end" in body and '"status": "completed"' in body

@@ -51,9 +51,14 @@ def test_pins_and_the_archive_choose_the_lists_and_never_reorder_them(client: Te
     assert ids(client, "?pinned=true") == [archived, pinned]
 
 
-@pytest.mark.parametrize(("query", "message"), [("?archived=yes", "archived must be true or false"),
-                                                ("?pinned=1", "pinned must be true or false"),
-                                                ("?fields=some", "fields must be all")])
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("?archived=yes", "archived must be true or false"),
+        ("?pinned=1", "pinned must be true or false"),
+        ("?fields=some", "fields must be all"),
+    ],
+)
 def test_bad_list_parameters_are_refused(client: TestClient, query: str, message: str) -> None:
     response = client.get(f"/api/conversations{query}")
     assert response.status_code == 400 and message in response.json()["error"]["message"]
@@ -85,9 +90,7 @@ def test_a_temporary_chat_is_never_listed_searched_or_exported(client: TestClien
     assert client.get(f"/api/conversations/{temporary}").status_code == 404
 
 
-def test_a_temporary_chat_left_while_it_answers_is_deleted_when_the_answer_ends(
-    client: TestClient, ollama: FakeOllama
-) -> None:
+def test_a_temporary_chat_left_while_it_answers_is_deleted_when_the_answer_ends(client: TestClient, ollama: FakeOllama) -> None:
     ollama.add({"text": "a slow answer " * 5, "token_delay": 0.05})
     started = client.post("/api/chat", json={"message": "hi", "temporary": True}).json()
     cid = started["conversation"]
@@ -102,11 +105,16 @@ def test_a_temporary_chat_left_while_it_answers_is_deleted_when_the_answer_ends(
     events(client, kept)
 
 
-@pytest.mark.parametrize(("body", "message"), [
-    ({"message": "hi", "temporary": "yes"}, "temporary must be true or false"),
-    ({"message": "hi", "temporary": True, "conversation": "00000000-0000-4000-8000-000000000000"},
-     "temporary applies to a new conversation"),
-])
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"message": "hi", "temporary": "yes"}, "temporary must be true or false"),
+        (
+            {"message": "hi", "temporary": True, "conversation": "00000000-0000-4000-8000-000000000000"},
+            "temporary applies to a new conversation",
+        ),
+    ],
+)
 def test_a_bad_temporary_flag_is_refused(client: TestClient, body: dict[str, Any], message: str) -> None:
     response = client.post("/api/chat", json=body)
     assert response.status_code == 400 and message in response.json()["error"]["message"]
@@ -116,7 +124,10 @@ def test_the_list_counts_turns_not_messages(client: TestClient, quick: FakeOllam
     quick.add({"tool_calls": [("nope", {})]}, {"text": "done"}, {"text": "second"})
     cid, _ = turn(client, {"message": "first"})
     turn(client, {"message": "second", "conversation": cid})
-    summary = until(lambda: next(c for c in client.get("/api/conversations?fields=all").json()["conversations"]
-                                 if c["id"] == cid and c["turns"] == 2))
+    summary = until(
+        lambda: next(
+            c for c in client.get("/api/conversations?fields=all").json()["conversations"] if c["id"] == cid and c["turns"] == 2
+        )
+    )
     assert summary["messageCount"] == 6  # user, a call, its result, the answer; user, answer
     assert client.get(f"/api/conversations/{cid}").json()["conversation"]["turns"] == 2

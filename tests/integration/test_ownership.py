@@ -42,8 +42,11 @@ def sqlite_rows(path: str) -> Callable[[], dict[str, list[Any]]]:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
             names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-            return {n: sorted(map(repr, conn.execute(f'SELECT * FROM "{n}"'))) for n in names
-                    if n not in SKIPPED_TABLES and not n.startswith("sqlite_")}
+            return {
+                n: sorted(map(repr, conn.execute(f'SELECT * FROM "{n}"')))
+                for n in names
+                if n not in SKIPPED_TABLES and not n.startswith("sqlite_")
+            }
         finally:
             conn.close()
 
@@ -54,8 +57,9 @@ def postgres_rows(url: str) -> Callable[[], dict[str, list[Any]]]:
     def read() -> dict[str, list[Any]]:
         with psycopg.connect(url) as conn:
             names = [r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")]
-            return {n: sorted(map(repr, conn.execute(f'SELECT * FROM "{n}"').fetchall())) for n in names
-                    if n not in SKIPPED_TABLES}
+            return {
+                n: sorted(map(repr, conn.execute(f'SELECT * FROM "{n}"').fetchall())) for n in names if n not in SKIPPED_TABLES
+            }
 
     return read
 
@@ -92,8 +96,9 @@ def a_conversation(client: TestClient, token: str) -> tuple[str, str]:
     first = client.post("/api/chat", json={"message": f"tell me about {SECRET}"}, headers=bearer(token))
     assert first.status_code == 200, first.text
     cid = first.json()["conversation"]
-    queued = client.post("/api/chat", json={"message": f"and more {SECRET}", "conversation": cid,
-                                            "multitask": "enqueue"}, headers=bearer(token))
+    queued = client.post(
+        "/api/chat", json={"message": f"and more {SECRET}", "conversation": cid, "multitask": "enqueue"}, headers=bearer(token)
+    )
     assert queued.status_code == 200, queued.text
     qid = queued.json().get("queued", {}).get("id", str(uuid.uuid4()))
     wait_idle(client, token, cid)
@@ -152,8 +157,12 @@ def test_another_users_ids_answer_as_unknown_and_change_nothing(world: dict[str,
     store = client.app.state.services.backend().runs()
     client.portal.call(store.allow_always, "ledger__pay", utc_now(), cid)  # A's "always allow" rule
     theirs = {"conversation_id": cid, "conversation": cid, "queued_id": qid, "tool": "ledger__pay"}
-    unknown = {"conversation_id": str(uuid.uuid4()), "conversation": str(uuid.uuid4()), "queued_id": str(uuid.uuid4()),
-               "tool": "ledger__pay"}
+    unknown = {
+        "conversation_id": str(uuid.uuid4()),
+        "conversation": str(uuid.uuid4()),
+        "queued_id": str(uuid.uuid4()),
+        "tool": "ledger__pay",
+    }
     document = client.get("/api/openapi.json", headers=bearer(tokens["bob"])).json()
     before = rows()
     covered = []
@@ -164,8 +173,9 @@ def test_another_users_ids_answer_as_unknown_and_change_nothing(world: dict[str,
         as_unknown = client.request(**request_for(method, path, op, unknown), headers=bearer(tokens["bob"]))
         label = f"{method} {path}"
         assert as_bob.status_code == as_unknown.status_code, (label, as_bob.text, as_unknown.text)
-        assert masked(as_bob.text, cid, qid) == masked(as_unknown.text, unknown["conversation_id"],
-                                                        unknown["conversation"], unknown["queued_id"]), label
+        assert masked(as_bob.text, cid, qid) == masked(
+            as_unknown.text, unknown["conversation_id"], unknown["conversation"], unknown["queued_id"]
+        ), label
         assert as_bob.status_code in (404, 200), (label, as_bob.status_code, as_bob.text)
         if as_bob.status_code == 200:  # the stream's answer for an unknown conversation
             assert "NOT_FOUND" in as_bob.text and SECRET not in as_bob.text, label
@@ -173,8 +183,14 @@ def test_another_users_ids_answer_as_unknown_and_change_nothing(world: dict[str,
         assert rows() == before, f"{label} changed A's data"
     assert len(covered) >= 9, covered  # every conversation route of the document today
     # what B lists, searches and exports holds nothing of A's
-    for url in ("/api/conversations", "/api/conversations?limit=50", f"/api/conversations?idPrefix={cid[:4]}",
-                f"/api/search?q={SECRET}", "/api/export", "/api/approvals/always"):
+    for url in (
+        "/api/conversations",
+        "/api/conversations?limit=50",
+        f"/api/conversations?idPrefix={cid[:4]}",
+        f"/api/search?q={SECRET}",
+        "/api/export",
+        "/api/approvals/always",
+    ):
         response = client.get(url, headers=bearer(tokens["bob"]))
         assert response.status_code == 200, (url, response.text)
         assert cid.encode() not in response.content and SECRET.encode() not in response.content, url

@@ -64,7 +64,9 @@ def test_edit_regenerate_and_switch_on_postgresql(tmp_path: Path, pg_url: str, o
         assert listed[cid]["messageCount"] == 4
         bad = client.post("/api/chat", json={"conversation": cid, "message": "x", "editOf": 3})
         assert bad.status_code == 400 and bad.json()["error"]["code"] == "INVALID_EDIT"
-        assert texts(client.patch(f"/api/conversations/{cid}", json={"activeBranch": 2}).json())[3] == "answer 3 to pg two, edited"
+        assert (
+            texts(client.patch(f"/api/conversations/{cid}", json={"activeBranch": 2}).json())[3] == "answer 3 to pg two, edited"
+        )
 
         lines = [json.loads(x) for x in client.get(f"/api/conversations/{cid}/export?format=jsonl").text.splitlines()]
         assert {line["branch"] for line in lines} == {1, 2, 3}

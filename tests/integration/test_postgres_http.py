@@ -33,8 +33,9 @@ def test_readyz_answers_503_while_the_database_is_unreachable(tmp_path: Path, pg
 
 def test_a_long_model_call_holds_no_connection(tmp_path: Path, pg_url: str, ollama: FakeOllama) -> None:
     ollama.latency = 3.0  # the model thinks for 3 s before answering
-    env = app_env(tmp_path, ollama.url, TOOLS_BACKEND="none", DATABASE_URL=pg_url,
-                  DATABASE_POOL_SIZE="1", DATABASE_BUSY_TIMEOUT="1")
+    env = app_env(
+        tmp_path, ollama.url, TOOLS_BACKEND="none", DATABASE_URL=pg_url, DATABASE_POOL_SIZE="1", DATABASE_BUSY_TIMEOUT="1"
+    )
     with TestClient(create_app(create_container(env))) as client:
         cid = client.post("/api/chat", json={"message": "think hard"}).json()["conversation"]
         for _ in range(5):  # with its only connection held by the run, these would wait and fail
@@ -57,13 +58,17 @@ def test_search_on_postgresql_finds_titles_and_messages_of_finished_runs(tmp_pat
         typed = client.get("/api/search", params={"q": '"blue wha'}).json()  # a phrase being typed
         bad = client.get("/api/search", params={"q": "bl*ue"})
     assert [(r["conversation"], r["messageIndex"], r["role"]) for r in body["results"]] == [
-        (cid, None, "title"), (cid, 0, "user"), (cid, 1, "assistant")  # the shortest first, then the oldest
+        (cid, None, "title"),
+        (cid, 0, "user"),
+        (cid, 1, "assistant"),  # the shortest first, then the oldest
     ]
     assert body["results"][1]["snippet"] == "Are &lt;b&gt;<mark>blue whales</mark>&lt;/b&gt; loud?"
     assert body["nextCursor"] is None
     assert typed["results"] == body["results"] and typed["unsearched"] == {"branches": 0, "conversations": 0}
-    assert bad.status_code == 400 and bad.json()["error"] == {"code": "BAD_REQUEST",
-                                                              "message": "'*' may only end a word or a phrase"}
+    assert bad.status_code == 400 and bad.json()["error"] == {
+        "code": "BAD_REQUEST",
+        "message": "'*' may only end a word or a phrase",
+    }
     assert not (tmp_path / "db").exists()  # nothing searched or written on SQLite
 
 
@@ -78,8 +83,11 @@ def test_requests_behind_another_sessions_lock_fail_after_the_busy_timeout(
         cid = client.post("/api/chat", json={"message": "before the lock"}).json()["conversation"]
         with psycopg.connect(pg_url) as holder:
             holder.execute("LOCK TABLE runs, conversations IN ACCESS EXCLUSIVE MODE")  # as VACUUM FULL takes it
-            for method, path, body in (("POST", "/api/chat", {"message": "during the lock"}),
-                                       ("GET", "/api/conversations", None), ("GET", f"/api/conversations/{cid}", None)):
+            for method, path, body in (
+                ("POST", "/api/chat", {"message": "during the lock"}),
+                ("GET", "/api/conversations", None),
+                ("GET", f"/api/conversations/{cid}", None),
+            ):
                 started = time.monotonic()
                 response = client.request(method, path, json=body)
                 took = time.monotonic() - started

@@ -47,8 +47,9 @@ def stop(servers: list[LiveServer]) -> None:
         server.stop()
 
 
-def launch(servers: list[LiveServer], tmp_path: Path, ollama: FakeOllama, url: str, count: int = 1,
-           **settings: Any) -> list[LiveServer]:
+def launch(
+    servers: list[LiveServer], tmp_path: Path, ollama: FakeOllama, url: str, count: int = 1, **settings: Any
+) -> list[LiveServer]:
     """`count` servers on the database at `url`, started at once."""
     settings.setdefault("TOOLS_BACKEND", "none")
     env = app_env(tmp_path, ollama.url, DATABASE_URL=url, **settings)
@@ -275,7 +276,10 @@ def test_a_queue_enqueued_on_b_drains_on_b_or_c_after_its_runs_owner_a_is_killed
     a.kill()
     wait_until(lambda: statuses(pg_url, cid)[-1:] == ["completed"] and len(statuses(pg_url, cid)) == 4, timeout=90)
     assert [(r[1], r[2]) for r in runs_of(pg_url, cid)] == [
-        ("interrupted", "user"), ("completed", "adopt"), ("completed", "queue"), ("completed", "queue")
+        ("interrupted", "user"),
+        ("completed", "adopt"),
+        ("completed", "queue"),
+        ("completed", "queue"),
     ]
     detail = cluster.servers[2].get(f"/api/conversations/{cid}").json()
     assert [m["content"] for m in detail["messages"] if m["role"] == "user"] == ["long", "q1", "q2"]

@@ -18,9 +18,7 @@ from tests.support.server import LiveServer
 
 def indexed(url: str, cid: str) -> set[tuple[int | None, str, str]]:
     with psycopg.connect(url) as conn:
-        rows = conn.execute(
-            "SELECT message_index, role, body FROM search_entries WHERE conversation_id = %s", (cid,)
-        ).fetchall()
+        rows = conn.execute("SELECT message_index, role, body FROM search_entries WHERE conversation_id = %s", (cid,)).fetchall()
         # every entry is found by its own words: the tsvector agrees with the text
         unfound = conn.execute(
             "SELECT count(*) FROM search_entries WHERE conversation_id = %s AND words = ''::tsvector", (cid,)

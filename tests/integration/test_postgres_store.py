@@ -62,7 +62,9 @@ async def test_a_killed_owner_is_seen_dead_at_once_and_a_paused_one_never(pg_url
     await store.create_conversation(cid, "t", utc_now())
     owner = subprocess.Popen(
         [sys.executable, "-c", OWNER_PROCESS, pg_url, cid, run_id],
-        cwd=ROOT, env={"PYTHONPATH": f"{ROOT}:{ROOT / 'src'}"}, stdout=subprocess.PIPE,
+        cwd=ROOT,
+        env={"PYTHONPATH": f"{ROOT}:{ROOT / 'src'}"},
+        stdout=subprocess.PIPE,
     )
     try:
         assert owner.stdout is not None and owner.stdout.readline().strip() == b"owning"
@@ -103,8 +105,12 @@ async def put(saver: FencedPostgresSaver, thread: str, i: int, run_id: str | Non
     if run_id:
         configurable[RUN_KEY] = run_id
     checkpoint = a_checkpoint(i, "x" * 1000)
-    await saver.aput({"configurable": configurable}, checkpoint, {"source": "loop", "step": i},  # type: ignore[arg-type]
-                     {"messages": checkpoint["channel_versions"]["messages"]})
+    await saver.aput(
+        {"configurable": configurable},
+        checkpoint,
+        {"source": "loop", "step": i},  # type: ignore[arg-type]
+        {"messages": checkpoint["channel_versions"]["messages"]},
+    )
 
 
 async def test_a_checkpoint_of_a_run_that_is_no_longer_running_writes_nothing(pg_url: str, store: PostgresRunStore) -> None:
@@ -131,13 +137,14 @@ async def test_storage_stays_linear_and_the_log_keeps_every_checkpoint(pg_url: s
     for i in range(40):
         await put(saver, thread, i)
     with psycopg.connect(pg_url) as conn:
-        count = {t: conn.execute(f"SELECT count(*) FROM {t} WHERE thread_id = %s", (thread,)).fetchone()[0]  # type: ignore[index]
-                 for t in ("checkpoints", "checkpoint_blobs", "checkpoint_log")}
+        count = {
+            t: conn.execute(f"SELECT count(*) FROM {t} WHERE thread_id = %s", (thread,)).fetchone()[0]  # type: ignore[index]
+            for t in ("checkpoints", "checkpoint_blobs", "checkpoint_log")
+        }
     assert count == {"checkpoints": 3, "checkpoint_blobs": 3, "checkpoint_log": 40}
     latest = await saver.aget_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": ""}})
     assert latest is not None and len(latest.checkpoint["channel_values"]["messages"]) == 40
     assert len(await saver.history(thread)) == 40
-
 
 
 async def test_a_slow_query_does_not_hold_up_the_savers_other_queries(store: PostgresRunStore) -> None:
@@ -154,8 +161,12 @@ async def put_messages(saver: FencedPostgresSaver, thread: str, i: int, messages
     checkpoint["id"] = f"1ef{i:013d}"
     checkpoint["channel_values"] = {"messages": messages}
     checkpoint["channel_versions"] = {"messages": f"{i:032d}"}
-    await saver.aput({"configurable": {"thread_id": thread, "checkpoint_ns": ""}}, checkpoint,  # type: ignore[arg-type]
-                     {"source": "loop", "step": i}, {"messages": checkpoint["channel_versions"]["messages"]})
+    await saver.aput(
+        {"configurable": {"thread_id": thread, "checkpoint_ns": ""}},
+        checkpoint,  # type: ignore[arg-type]
+        {"source": "loop", "step": i},
+        {"messages": checkpoint["channel_versions"]["messages"]},
+    )
 
 
 async def test_each_message_is_stored_once_and_a_checkpoint_does_not_grow_with_its_thread(
@@ -176,10 +187,12 @@ async def test_each_message_is_stored_once_and_a_checkpoint_does_not_grow_with_i
 
     def stored() -> tuple[int, int, int]:
         with psycopg.connect(pg_url) as conn:
-            rows = conn.execute("SELECT count(*), coalesce(sum(length(message)), 0) FROM checkpoint_messages "
-                                "WHERE thread_id = %s", (thread,)).fetchone()
-            blob = conn.execute("SELECT max(length(blob)) FROM checkpoint_blobs WHERE thread_id = %s AND channel = 'messages'",
-                                (thread,)).fetchone()
+            rows = conn.execute(
+                "SELECT count(*), coalesce(sum(length(message)), 0) FROM checkpoint_messages WHERE thread_id = %s", (thread,)
+            ).fetchone()
+            blob = conn.execute(
+                "SELECT max(length(blob)) FROM checkpoint_blobs WHERE thread_id = %s AND channel = 'messages'", (thread,)
+            ).fetchone()
         assert rows is not None and blob is not None
         return int(rows[0]), int(rows[1]), int(blob[0])
 

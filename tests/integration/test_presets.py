@@ -34,13 +34,16 @@ def test_a_users_default_is_what_their_new_conversations_start_with(client: Test
     assert client.get("/api/presets").json() == {"defaults": None, "presets": []}
     saved = client.put("/api/presets/defaults", json={"model": "llama3.2", "system": "Be brief.", "systemMode": "replace"})
     assert saved.status_code == 200, saved.text
-    assert saved.json()["defaults"] | {"updatedAt": None} == {"model": "llama3.2", "system": "Be brief.",
-                                                               "systemMode": "replace", "updatedAt": None}
+    assert saved.json()["defaults"] | {"updatedAt": None} == {
+        "model": "llama3.2",
+        "system": "Be brief.",
+        "systemMode": "replace",
+        "updatedAt": None,
+    }
     cid, _ = turn(client, {"message": "hi"})
     assert (models.requests[-1]["model"], system_of(models.requests[-1])) == ("llama3.2", "Be brief.")
     conversation = client.get(f"/api/conversations/{cid}").json()["conversation"]
-    assert (conversation["model"], conversation["system"], conversation["systemMode"]) == ("llama3.2", "Be brief.",
-                                                                                          "replace")
+    assert (conversation["model"], conversation["system"], conversation["systemMode"]) == ("llama3.2", "Be brief.", "replace")
     # a first message that names a field takes it; the others still come from the default
     turn(client, {"message": "hi", "model": None, "systemMode": "add"})
     assert (models.requests[-1]["model"], system_of(models.requests[-1])) == ("qwen3", f"{SYSTEM_FILE}\n\nBe brief.")
@@ -58,23 +61,28 @@ def test_named_presets_are_saved_replaced_listed_and_deleted(client: TestClient,
         assert answer.status_code == 200, answer.text
     listed = client.get("/api/presets").json()["presets"]
     assert [(p["name"], p["model"], p["system"], p["systemMode"]) for p in listed] == [
-        ("Coder", None, "You are a Coder.", "add"), ("Writer", "qwen3", "You are a Writer.", "add")]
+        ("Coder", None, "You are a Coder.", "add"),
+        ("Writer", "qwen3", "You are a Writer.", "add"),
+    ]
     assert client.delete("/api/presets/named/Coder").status_code == 204
     gone = client.delete("/api/presets/named/Coder")
     assert gone.status_code == 404 and gone.json()["error"]["code"] == "NOT_FOUND"
     assert [p["name"] for p in client.get("/api/presets").json()["presets"]] == ["Writer"]
 
 
-@pytest.mark.parametrize(("path", "body", "code", "message"), [
-    ("/api/presets/named/x", {"model": "mistral"}, "UNKNOWN_MODEL", "mistral"),
-    ("/api/presets/named/x", {"colour": "red"}, "BAD_REQUEST", "Unknown field(s): colour"),
-    ("/api/presets/named/x", {"systemMode": "instead"}, "BAD_REQUEST", "systemMode"),
-    ("/api/presets/named/x", {"system": "s" * 16_001}, "BAD_REQUEST", "system is longer"),
-    ("/api/presets/named/" + "n" * 61, {}, "BAD_REQUEST", "at most 60 characters"),
-    ("/api/presets/named/%20", {}, "BAD_REQUEST", "must not be empty"),
-    ("/api/presets/named/a%1bb", {}, "BAD_REQUEST", "control characters"),
-    ("/api/presets/defaults", {"model": 7}, "BAD_REQUEST", "model must be a string"),
-])
+@pytest.mark.parametrize(
+    ("path", "body", "code", "message"),
+    [
+        ("/api/presets/named/x", {"model": "mistral"}, "UNKNOWN_MODEL", "mistral"),
+        ("/api/presets/named/x", {"colour": "red"}, "BAD_REQUEST", "Unknown field(s): colour"),
+        ("/api/presets/named/x", {"systemMode": "instead"}, "BAD_REQUEST", "systemMode"),
+        ("/api/presets/named/x", {"system": "s" * 16_001}, "BAD_REQUEST", "system is longer"),
+        ("/api/presets/named/" + "n" * 61, {}, "BAD_REQUEST", "at most 60 characters"),
+        ("/api/presets/named/%20", {}, "BAD_REQUEST", "must not be empty"),
+        ("/api/presets/named/a%1bb", {}, "BAD_REQUEST", "control characters"),
+        ("/api/presets/defaults", {"model": 7}, "BAD_REQUEST", "model must be a string"),
+    ],
+)
 def test_a_bad_preset_is_refused_and_nothing_is_stored(
     client: TestClient, models: FakeOllama, path: str, body: dict[str, Any], code: str, message: str
 ) -> None:

@@ -87,7 +87,9 @@ async def test_a_turn_is_eight_hops_to_the_writer_thread_and_one_read(
     assert logged == events and events[-1].event == "end" and any(e.event == "token" for e in events)
     # the count the outcome recorded is the thread's: hello, first, again, second answer here
     cid = started.conversation_id
-    assert store._writer.call(lambda c: c.execute("SELECT message_count FROM conversations WHERE id = ?", (cid,)).fetchone()) == (4,)
+    assert store._writer.call(lambda c: c.execute("SELECT message_count FROM conversations WHERE id = ?", (cid,)).fetchone()) == (
+        4,
+    )
     # the saver answers only for the run that wrote the thread's last checkpoint
     assert saver.written_now(cid, second.run_id) == 4
     assert saver.written_now(cid, started.run_id) is None and saver.written_now("elsewhere", second.run_id) is None

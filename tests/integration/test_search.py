@@ -49,9 +49,7 @@ def search(server: LiveServer, q: str, **params: Any) -> dict[str, Any]:
 def indexed(db: Path, cid: str) -> set[tuple[int | None, str, str]]:
     conn = sqlite3.connect(db)
     try:
-        rows = conn.execute(
-            "SELECT message_index, role, body FROM search_entries WHERE conversation_id = ?", (cid,)
-        ).fetchall()
+        rows = conn.execute("SELECT message_index, role, body FROM search_entries WHERE conversation_id = ?", (cid,)).fetchall()
         # the FTS index agrees with its content table
         conn.execute("INSERT INTO search_fts (search_fts, rank) VALUES ('integrity-check', 1)")
         return {(i, role, body) for i, role, body in rows}
@@ -237,7 +235,9 @@ def test_a_search_says_how_many_inactive_branches_it_did_not_look_in(tmp_path: P
     chat = sophos(env, tmp_path, "chat", "Where do lighthouse keepers live?")
     cid = chat.stderr.split("conversation: ")[1].split()[0]
     assert json.loads(sophos(env, tmp_path, "search", "keeper", "--json").stdout)["unsearched"] == {
-        "branches": 0, "conversations": 0}
+        "branches": 0,
+        "conversations": 0,
+    }
     assert sophos(env, tmp_path, "regenerate", cid).returncode == 0  # the first answer: an inactive branch
     page = json.loads(sophos(env, tmp_path, "search", "keeper", "--json").stdout)
     assert page["unsearched"] == {"branches": 1, "conversations": 1} and page["results"]
@@ -246,8 +246,12 @@ def test_a_search_says_how_many_inactive_branches_it_did_not_look_in(tmp_path: P
 
 
 OLD_INDEX = [  # the index before stems (migrations 5 to 18): the text alone
-    "DROP TRIGGER search_entries_ai", "DROP TRIGGER search_entries_ad", "DROP TRIGGER search_entries_au",
-    "DROP TRIGGER conversations_search_au", "DROP TABLE search_fts", "DROP INDEX search_entries_unstemmed",
+    "DROP TRIGGER search_entries_ai",
+    "DROP TRIGGER search_entries_ad",
+    "DROP TRIGGER search_entries_au",
+    "DROP TRIGGER conversations_search_au",
+    "DROP TABLE search_fts",
+    "DROP INDEX search_entries_unstemmed",
     "ALTER TABLE search_entries DROP COLUMN stems",
     "CREATE VIRTUAL TABLE search_fts USING fts5(body, content='search_entries', content_rowid='id', "
     "tokenize='unicode61 remove_diacritics 2', prefix='2 3')",
@@ -279,9 +283,11 @@ def test_an_index_from_before_stems_finds_every_form_after_the_upgrade(tmp_path:
     assert {(r["conversation"], r["messageIndex"]) for r in json.loads(found.stdout)["results"]} >= {(cid, 0)}
     conn = sqlite3.connect(env["DATABASE_PATH"])
     with conn:  # a title written by another program: its trigger writes no stems, the next open does
-        conn.execute("INSERT INTO conversations (id, title, created_at, updated_at) VALUES "
-                     "('c0ffee00-0000-4000-8000-000000000000', 'Keepers of lights', '2026-01-01T00:00:00Z', "
-                     "'2026-01-01T00:00:00Z')")
+        conn.execute(
+            "INSERT INTO conversations (id, title, created_at, updated_at) VALUES "
+            "('c0ffee00-0000-4000-8000-000000000000', 'Keepers of lights', '2026-01-01T00:00:00Z', "
+            "'2026-01-01T00:00:00Z')"
+        )
     conn.close()
     found = sophos(env, tmp_path, "search", "keeper light", "--json")
     assert [r["conversation"] for r in json.loads(found.stdout)["results"]] == ["c0ffee00-0000-4000-8000-000000000000"]

@@ -96,8 +96,10 @@ def test_make_refuses_a_python_older_than_the_minimum_in_one_line() -> None:
     assert result.returncode != 0
     ours, *make_says = result.stderr.splitlines()
     assert len(make_says) == 1 and make_says[0].startswith("make: *** "), result.stderr  # make's own trailer
-    assert [ours] == [f"Sophos needs Python 3.99 or newer, but {sys.executable} is {sys.version.split()[0]};"
-                    " install a newer one and run: make PYTHON=/path/to/python3"]
+    assert [ours] == [
+        f"Sophos needs Python 3.99 or newer, but {sys.executable} is {sys.version.split()[0]};"
+        " install a newer one and run: make PYTHON=/path/to/python3"
+    ]
 
 
 def test_the_makefile_and_the_readme_state_the_minimum_of_pyproject() -> None:
@@ -107,8 +109,13 @@ def test_the_makefile_and_the_readme_state_the_minimum_of_pyproject() -> None:
 
 
 def collected(*args: str) -> set[str]:
-    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return {line for line in done.stdout.splitlines() if "::" in line}
 
@@ -138,10 +145,28 @@ def test_the_locks_pin_exactly_the_runtime_and_what_the_dev_extra_adds() -> None
 
 def resolve_lock_for(python: str, target: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--disable-pip-version-check",
-         "--ignore-installed", "--only-binary=:all:", "--python-version", python, "--target", str(target),
-         "-r", str(locks.RUNTIME), "-r", str(locks.DEV)],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--ignore-installed",
+            "--only-binary=:all:",
+            "--python-version",
+            python,
+            "--target",
+            str(target),
+            "-r",
+            str(locks.RUNTIME),
+            "-r",
+            str(locks.DEV),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 

@@ -23,7 +23,7 @@ def closed_within(sock: socket.socket, seconds: float, trickle: bytes = b"") -> 
     while time.monotonic() - t0 < seconds:
         try:
             if sent < len(trickle):
-                sock.send(trickle[sent:sent + 1])
+                sock.send(trickle[sent : sent + 1])
                 sent += 1
             if sock.recv(4096) == b"":
                 return time.monotonic() - t0
@@ -44,8 +44,10 @@ def test_clients_trickling_a_request_head_or_body_are_cut_off(tmp_path: Path) ->
             took = closed_within(slow, 10, head)
             assert took is not None and took < 8, took
         with socket.create_connection(("127.0.0.1", server.port)) as slow:
-            slow.sendall(b"POST /api/chat HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                         b"Content-Length: 100\r\n\r\n{\"message\": ")
+            slow.sendall(
+                b"POST /api/chat HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                b'Content-Length: 100\r\n\r\n{"message": '
+            )
             slow.settimeout(15)
             t0 = time.monotonic()
             answer = b""
@@ -90,8 +92,14 @@ def test_connections_beyond_the_limit_are_refused_at_once(tmp_path: Path) -> Non
 def test_serve_prints_an_ipv6_address_in_brackets(tmp_path: Path) -> None:
     port = free_port()
     env = process_env(app_env(tmp_path, TOOLS_BACKEND="none", MODEL_BACKEND="demo"))
-    proc = subprocess.Popen([SOPHOS, "serve", "--host", "::1", "--port", str(port)], env=env, cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [SOPHOS, "serve", "--host", "::1", "--port", str(port)],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
@@ -143,8 +151,10 @@ def test_a_hundred_idle_sockets_refuse_no_request_being_served(tmp_path: Path) -
 def test_a_huge_request_head_is_431_and_costs_no_more_than_its_limit(tmp_path: Path) -> None:
     server = LiveServer(app_env(tmp_path, TOOLS_BACKEND="none"), tmp_path).start()
     try:
-        for head in (b"GET /api/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ",  # one header line, endless
-                     b"GET /api/healthz?" ):  # an endless URL
+        for head in (
+            b"GET /api/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ",  # one header line, endless
+            b"GET /api/healthz?",
+        ):  # an endless URL
             with socket.create_connection(("127.0.0.1", server.port)) as s:
                 s.sendall(head)
                 s.settimeout(10)

@@ -29,8 +29,10 @@ def test_doctor_says_when_the_system_prompt_and_tools_do_not_fit_the_budget(tmp_
     assert "of 512 tokens" in lines[bad] and "every model call exceeds the budget" in lines[bad]
     assert lines[bad + 1].strip().startswith("fix: raise MODEL_CONTEXT")
     assert roomy.returncode == 0, roomy.stdout
-    assert any(line.startswith("ok   context  MODEL_CONTEXT 8192: the system prompt and tools take ~")
-               for line in roomy.stdout.splitlines())
+    assert any(
+        line.startswith("ok   context  MODEL_CONTEXT 8192: the system prompt and tools take ~")
+        for line in roomy.stdout.splitlines()
+    )
 
 
 def test_serve_warns_once_at_start_up_and_starts_with_model_context_1024_alone(tmp_path: Path) -> None:

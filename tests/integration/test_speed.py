@@ -146,8 +146,10 @@ def test_a_turn_without_tools_syncs_the_file_twice(server: LiveServer, tmp_path:
     with closing(sqlite3.connect(server.env["DATABASE_PATH"])) as db:
         assert db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0  # not blocked
     out = tmp_path / "strace.txt"
-    spy = subprocess.Popen(["strace", "-f", "-qq", "-e", "trace=fsync,fdatasync", "-o", str(out), "-p", str(server.proc.pid)],
-                           stderr=subprocess.DEVNULL)
+    spy = subprocess.Popen(
+        ["strace", "-f", "-qq", "-e", "trace=fsync,fdatasync", "-o", str(out), "-p", str(server.proc.pid)],
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 10
         while not out.exists() and time.monotonic() < deadline:

@@ -58,8 +58,22 @@ async def test_migrations_run_once_and_create_the_reference_tables(tmp_path: Pat
     # the reference's columns, then a conversation's own model and system prompt (issue 32,
     # docs/contract-extensions.md), NULL for the server's default, its owner (issue 31), and
     # how it is organised (issue 48: its system mode, pin, archive, temporary, title's giver, turns)
-    assert columns == ["id", "title", "created_at", "updated_at", "message_count", "model", "system", "owner",
-                       "system_mode", "pinned", "archived", "temporary", "title_by", "turns"]
+    assert columns == [
+        "id",
+        "title",
+        "created_at",
+        "updated_at",
+        "message_count",
+        "model",
+        "system",
+        "owner",
+        "system_mode",
+        "pinned",
+        "archived",
+        "temporary",
+        "title_by",
+        "turns",
+    ]
     indexes = {r[1] for r in db.execute("PRAGMA index_list(runs)")}
     assert {"runs_by_conversation", "runs_one_running"} <= indexes
 

@@ -132,9 +132,7 @@ async def test_a_file_from_before_approvals_upgrades_to_the_waiting_status_keepi
     assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
 
 
-async def test_the_schema_has_run_events_without_rowid_and_the_new_run_columns(
-    store: SqliteRunStore, db: Path
-) -> None:
+async def test_the_schema_has_run_events_without_rowid_and_the_new_run_columns(store: SqliteRunStore, db: Path) -> None:
     conn = raw(db)
     sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'run_events'").fetchone()[0]
     assert "WITHOUT ROWID" in sql
@@ -153,9 +151,7 @@ async def test_a_second_open_does_not_migrate_again(store: SqliteRunStore, db: P
     again.close()
 
 
-async def test_the_heartbeat_is_the_stores_clock_in_iso_form_and_round_trips(
-    store: SqliteRunStore, db: Path
-) -> None:
+async def test_the_heartbeat_is_the_stores_clock_in_iso_form_and_round_trips(store: SqliteRunStore, db: Path) -> None:
     run = await a_running_run(store, RealClock())
     stored = raw(db).execute("SELECT heartbeat_at FROM runs WHERE id = ?", (run.id,)).fetchone()[0]
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", stored)
@@ -163,9 +159,7 @@ async def test_the_heartbeat_is_the_stores_clock_in_iso_form_and_round_trips(
     assert abs((run.heartbeat_at - utc_now()).total_seconds()) < 5
 
 
-async def test_deleting_a_conversation_deletes_its_run_events_in_the_file(
-    store: SqliteRunStore, db: Path
-) -> None:
+async def test_deleting_a_conversation_deletes_its_run_events_in_the_file(store: SqliteRunStore, db: Path) -> None:
     run = await a_running_run(store, RealClock())
     await store.append({run.id: [(1, StreamEvent("token", "a")), (2, StreamEvent("token", "b"))]})
     await store.finish_run(run.id, RunFinish(RunStatus.COMPLETED, utc_now(), event=StreamEvent("end", {})))
@@ -193,9 +187,7 @@ async def max_gap(stop: asyncio.Event) -> float:
     return worst
 
 
-async def test_a_write_blocked_by_another_writer_leaves_the_loop_free_then_fails_as_busy(
-    store: SqliteRunStore, db: Path
-) -> None:
+async def test_a_write_blocked_by_another_writer_leaves_the_loop_free_then_fails_as_busy(store: SqliteRunStore, db: Path) -> None:
     blocker = raw(db)
     blocker.execute("BEGIN IMMEDIATE")  # another process holding the write lock for 2 s
     held_since = time.monotonic()
@@ -215,9 +207,7 @@ async def test_a_write_blocked_by_another_writer_leaves_the_loop_free_then_fails
         stop.set()
     assert await ticker < FREE
     assert 0.4 <= waited < 1.9 and read_took < FREE
-    assert failed.value.message == BUSY_MESSAGE and isinstance(
-        failed.value.__cause__, sqlite3.OperationalError
-    )
+    assert failed.value.message == BUSY_MESSAGE and isinstance(failed.value.__cause__, sqlite3.OperationalError)
     await store.create_conversation(new_id(), "t", utc_now())  # the lock is free again
 
 
@@ -246,9 +236,7 @@ async def test_a_write_within_the_busy_timeout_goes_through_once_the_lock_is_fre
 # --- storage faults ----------------------------------------------------------------------
 
 
-async def test_a_read_only_database_gives_storage_failure_on_every_write(
-    store: SqliteRunStore, db: Path
-) -> None:
+async def test_a_read_only_database_gives_storage_failure_on_every_write(store: SqliteRunStore, db: Path) -> None:
     run = await a_running_run(store, RealClock())
     idle = new_id()
     await store.create_conversation(idle, "idle", utc_now())
@@ -260,9 +248,7 @@ async def test_a_read_only_database_gives_storage_failure_on_every_write(
             lambda: readonly.create_conversation(new_id(), "t", now),
             lambda: readonly.rename_conversation(run.conversation_id, "x", now),
             lambda: readonly.start_run(Run(new_id(), idle, RunStatus.RUNNING, now), now),
-            lambda: readonly.finish_run(
-                run.id, RunFinish(RunStatus.COMPLETED, now, event=StreamEvent("end", {}))
-            ),
+            lambda: readonly.finish_run(run.id, RunFinish(RunStatus.COMPLETED, now, event=StreamEvent("end", {}))),
             lambda: readonly.renew(OWNER, [run.id]),
             lambda: readonly.append({run.id: [(1, StreamEvent("token", "a"))]}),
             lambda: readonly.request_cancel(run.id),
@@ -329,9 +315,7 @@ async def test_a_paused_owner_writes_nothing_after_a_takeover(store: SqliteRunSt
             await store.call_started("k", run.conversation_id, run.id, "t", True, utc_now())
         assert not await store.finish_run(run.id, RunFinish(RunStatus.COMPLETED, utc_now()), owner=OWNER)
         assert [e.event for _, e in await reclaimer.read(run.id, 0)] == ["chat-error"]
-        assert not await store.finish_run(
-            run.id, RunFinish(RunStatus.COMPLETED, utc_now()), owner=other_owner()
-        )
+        assert not await store.finish_run(run.id, RunFinish(RunStatus.COMPLETED, utc_now()), owner=other_owner())
     finally:
         await reclaimer.aclose()
 
@@ -349,18 +333,14 @@ async def test_a_follower_in_the_writing_process_wakes_up_without_waiting_for_a_
         follower = asyncio.create_task(store.wait(run.id, 1, timeout=10))
         await asyncio.sleep(0.05)
         started = time.monotonic()
-        await store.finish_run(
-            run.id, RunFinish(RunStatus.COMPLETED, utc_now(), event=StreamEvent("end", {}))
-        )
+        await store.finish_run(run.id, RunFinish(RunStatus.COMPLETED, utc_now(), event=StreamEvent("end", {})))
         assert [e.event for _, e in await asyncio.wait_for(follower, 2)] == ["end"]
         assert time.monotonic() - started < 1.0  # a poll would take 5 s
     finally:
         await store.aclose()
 
 
-async def test_a_follower_in_another_process_sees_events_within_the_poll_interval(
-    store: SqliteRunStore, db: Path
-) -> None:
+async def test_a_follower_in_another_process_sees_events_within_the_poll_interval(store: SqliteRunStore, db: Path) -> None:
     other = await SqliteRunStore.open(str(db), poll_interval=0.05)
     try:
         run = await a_running_run(store, RealClock())

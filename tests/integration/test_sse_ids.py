@@ -89,7 +89,5 @@ def test_a_reconnect_to_an_id_older_than_the_replay_buffer_gets_exactly_the_even
     replay = events(client, cid, last_id=f"5@{run}")
     reader.join(60)
     whole = [e for e in seen if e[0]]
-    assert [(event_number(e[0]), e[1], e[2]) for e in replay if e[0]] == [
-        (event_number(e[0]), e[1], e[2]) for e in whole[5:]
-    ]
-    assert "".join(e[2] for e in replay if e[1] == "token").split() == words[len([e for e in whole[:5] if e[1] == "token"]):]
+    assert [(event_number(e[0]), e[1], e[2]) for e in replay if e[0]] == [(event_number(e[0]), e[1], e[2]) for e in whole[5:]]
+    assert "".join(e[2] for e in replay if e[1] == "token").split() == words[len([e for e in whole[:5] if e[1] == "token"]) :]

@@ -31,9 +31,11 @@ def test_a_write_behind_another_process_lock_waits_one_busy_timeout_not_two(tmp_
         holder = sqlite3.connect(tmp_path / "db" / "sophos.db", isolation_level=None)
         holder.execute("BEGIN IMMEDIATE")  # another process's write transaction
         try:
-            for method, path, body in (("PATCH", f"/api/conversations/{cid}", {"title": "renamed"}),
-                                       ("DELETE", f"/api/conversations/{cid}", None),
-                                       ("POST", "/api/chat", {"message": "during the lock"})):
+            for method, path, body in (
+                ("PATCH", f"/api/conversations/{cid}", {"title": "renamed"}),
+                ("DELETE", f"/api/conversations/{cid}", None),
+                ("POST", "/api/chat", {"message": "during the lock"}),
+            ):
                 started = time.monotonic()
                 response = client.request(method, path, json=body)
                 took = time.monotonic() - started
@@ -95,8 +97,9 @@ def fill(disk: Path) -> Path:
 def test_a_users_token_reads_on_a_full_disk(tmp_path: Path, small_disk: Path) -> None:
     """Accepting a token records its last use, a write: the disk being full must not turn
     every request of every user into a 503."""
-    env = app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none", DATABASE_PATH=str(small_disk / "sophos.db"),
-                  API_TOKEN="admin-token")
+    env = app_env(
+        tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none", DATABASE_PATH=str(small_disk / "sophos.db"), API_TOKEN="admin-token"
+    )
     with TestClient(create_app(create_container(env))) as client:
         users = client.app.state.services.users()
         user = client.portal.call(users.add, "ann", Role.USER)

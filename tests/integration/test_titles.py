@@ -35,6 +35,7 @@ def titling(body: dict[str, Any]) -> bool:
 def answers(title: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
     def reply(body: dict[str, Any]) -> dict[str, Any]:
         return title if titling(body) else {"text": "Lighthouses guide ships at night."}
+
     return reply
 
 
@@ -55,8 +56,10 @@ def test_the_model_titles_a_conversation_after_its_first_answer(make_client: Any
     asked = [r for r in ollama.requests if titling(r)]
     assert len(asked) == 1
     assert asked[0]["model"] == "qwen3" and not asked[0].get("tools")
-    assert asked[0]["messages"][1] == {"role": "user", "content": "User: tell me about lighthouses\n\nAssistant: "
-                                       "Lighthouses guide ships at night.\n\nTitle:"}
+    assert asked[0]["messages"][1] == {
+        "role": "user",
+        "content": "User: tell me about lighthouses\n\nAssistant: Lighthouses guide ships at night.\n\nTitle:",
+    }
     # the next answers ask for no title; the search finds the model's title
     turn(client, {"message": "and at sea?", "conversation": cid})
     assert until(lambda: listed(client, cid)["turns"] == 2)
@@ -85,8 +88,7 @@ def test_a_titling_request_that_fails_never_fails_the_run(make_client: Any, olla
     until(lambda: [r for r in ollama.requests if titling(r)])
     assert until(lambda: listed(client, cid)["turns"] == 1)
     summary = listed(client, cid)
-    assert (summary["title"], summary["titleBy"], summary["status"]) == ("tell me about lighthouses", "message",
-                                                                         "completed")
+    assert (summary["title"], summary["titleBy"], summary["status"]) == ("tell me about lighthouses", "message", "completed")
 
 
 def test_auto_title_false_asks_for_no_title(make_client: Any, ollama: FakeOllama) -> None:

@@ -22,8 +22,11 @@ def test_a_user_past_the_limit_gets_429_and_others_do_not(make_client: Any, olla
     assert first.status_code == 200, first.text
     second = client.post("/api/chat", json={"message": "two"}, headers=tokens["bob"])
     assert second.status_code == 429 and second.json()["error"]["code"] == "USER_LIMIT", second.text
-    queued = client.post("/api/chat", json={"message": "later", "conversation": first.json()["conversation"],
-                                           "multitask": "enqueue"}, headers=tokens["bob"])
+    queued = client.post(
+        "/api/chat",
+        json={"message": "later", "conversation": first.json()["conversation"], "multitask": "enqueue"},
+        headers=tokens["bob"],
+    )
     assert queued.status_code == 429 and queued.json()["error"]["code"] == "USER_LIMIT", queued.text
     assert client.post("/api/chat", json={"message": "mine"}, headers=tokens["ann"]).status_code == 200
     admin = {"Authorization": "Bearer admin-token"}

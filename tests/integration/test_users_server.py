@@ -23,8 +23,7 @@ EXIT_NOT_FOUND = 3
 
 
 def sophos(env: dict[str, str], *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([SOPHOS, *args], env=process_env({**env, **extra}), capture_output=True, text=True,
-                          timeout=60)
+    return subprocess.run([SOPHOS, *args], env=process_env({**env, **extra}), capture_output=True, text=True, timeout=60)
 
 
 def add_user(env: dict[str, str], name: str) -> tuple[str, str]:
@@ -53,6 +52,7 @@ def bearer(token: str) -> dict[str, str]:
 
 def read_until_closed(ended: list[float], method: str, url: str, **request: Any) -> threading.Thread:
     """Reads an event stream on a thread; `ended` gets the moment the server closed it."""
+
     def follow() -> None:
         with httpx.stream(method, url, timeout=60, **request) as response:
             assert response.status_code == 200
@@ -100,8 +100,11 @@ def test_disable_ends_the_pages_session_and_its_stream(served: Any) -> None:
     with httpx.Client(base_url=server.url, timeout=30) as page:
         assert page.post("/api/session", json={"token": token}).status_code == 200
         header = {"Cookie": "; ".join(f"{k}={v}" for k, v in page.cookies.items())}
-        assert page.get("/api/session").json() == {"required": True, "authenticated": True,
-                                                   "user": {"name": "cy", "role": "user"}}
+        assert page.get("/api/session").json() == {
+            "required": True,
+            "authenticated": True,
+            "user": {"name": "cy", "role": "user"},
+        }
         fake.add({"stall": 30})
         cid = page.post("/api/chat", json={"message": "wait"}).json()["conversation"]
         ended: list[float] = []
@@ -164,8 +167,7 @@ def test_a_revoked_token_ends_a_langgraph_api_stream(tmp_path: Path) -> None:
             fake.add({"stall": 30})  # the run stays active: only a revoke can end its stream now
             ended: list[float] = []
             body = {"assistant_id": "agent", "input": {"messages": [{"role": "user", "content": "wait"}]}}
-            thread = read_until_closed(ended, "POST", f"{lg}/threads/{tid}/runs/stream", json=body,
-                                       headers=bearer(token))
+            thread = read_until_closed(ended, "POST", f"{lg}/threads/{tid}/runs/stream", json=body, headers=bearer(token))
             time.sleep(1.5)
             assert not ended
             revoked_at = time.monotonic()

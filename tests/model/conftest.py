@@ -56,9 +56,27 @@ class LlamaServer:
 
     def start(self, timeout: float = 60) -> LlamaServer:
         # the tool-capable template (Qwen2.5's is ChatML, as SmolLM2's own): tools reach the prompt
-        cmd = [self.found["SOPHOS_LLAMA_SERVER"], "-m", self.found["SOPHOS_MODEL_GGUF"], "--alias", MODEL,
-               "-c", CONTEXT, "-np", "2", "-t", THREADS, "--host", "127.0.0.1", "--port", str(self.port),
-               "--jinja", "--chat-template-file", self.found["SOPHOS_LLAMA_TOOL_TEMPLATE"], "--no-webui"]
+        cmd = [
+            self.found["SOPHOS_LLAMA_SERVER"],
+            "-m",
+            self.found["SOPHOS_MODEL_GGUF"],
+            "--alias",
+            MODEL,
+            "-c",
+            CONTEXT,
+            "-np",
+            "2",
+            "-t",
+            THREADS,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--jinja",
+            "--chat-template-file",
+            self.found["SOPHOS_LLAMA_TOOL_TEMPLATE"],
+            "--no-webui",
+        ]
         out = self.log.open("ab")
         self.proc = subprocess.Popen(cmd, stdout=out, stderr=out)
         deadline = time.monotonic() + timeout

@@ -59,15 +59,17 @@ def serving(env: dict[str, str], tmp_path: Path) -> Iterator[LiveServer]:
         server.stop()
 
 
-def chat(server: LiveServer, body: dict[str, Any], scenario: str = "", backend: str = "", kind: str = "real",
-         on_token: Any = None) -> Events:
+def chat(
+    server: LiveServer, body: dict[str, Any], scenario: str = "", backend: str = "", kind: str = "real", on_token: Any = None
+) -> Events:
     """One streamed POST /api/chat, read to its end; timed when `scenario` is given."""
     events: Events = []
     t0 = time.monotonic()
     first: float | None = None
     last = 0.0
-    with httpx.stream("POST", f"{server.url}/api/chat", json=body, headers={"Accept": "text/event-stream"},
-                      timeout=180) as response:
+    with httpx.stream(
+        "POST", f"{server.url}/api/chat", json=body, headers={"Accept": "text/event-stream"}, timeout=180
+    ) as response:
         assert response.status_code == 200, response.read()
         for event in sse_events(response):
             events.append(event)
@@ -140,12 +142,20 @@ def fake_turns(backend: str, tmp_path: Path) -> None:
     where.mkdir()
     with fakes as fake:
         url = fake.url
-        fake_env = app_env(where, MODEL_BACKEND="openai", OPENAI_BASE_URL=url, TOOLS_BACKEND="none") \
-            if backend == "openai" else app_env(where, url, TOOLS_BACKEND="none")
+        fake_env = (
+            app_env(where, MODEL_BACKEND="openai", OPENAI_BASE_URL=url, TOOLS_BACKEND="none")
+            if backend == "openai"
+            else app_env(where, url, TOOLS_BACKEND="none")
+        )
         with serving(fake_env, where) as server:
             first = chat(server, {"message": SHORT}, "turn 1 (HTTP, streamed)", backend, "fake")
-            chat(server, {"message": "And of Italy?", "conversation": conversation_of(first)},
-                 "turn 2 (HTTP, history)", backend, "fake")
+            chat(
+                server,
+                {"message": "And of Italy?", "conversation": conversation_of(first)},
+                "turn 2 (HTTP, history)",
+                backend,
+                "fake",
+            )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -156,8 +166,9 @@ def test_the_cli_prints_what_it_stores(backend: str, tmp_path: Path, llama: Llam
     took = time.monotonic() - t0
     assert run.returncode in (0, 5), run.stderr  # 5: ANSWER_TOO_LONG, a model error's exit code
     cid = run.stderr.split("conversation: ")[1].split()[0]
-    shown = json.loads(subprocess.run([SOPHOS, "show", cid, "--json"], env=env, cwd=tmp_path, capture_output=True,
-                                      text=True, timeout=60).stdout)
+    shown = json.loads(
+        subprocess.run([SOPHOS, "show", cid, "--json"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60).stdout
+    )
     answer = [m for m in shown["messages"] if m["role"] == "assistant"][-1]["content"]
     assert answer and answer.strip() in run.stdout
     TIMINGS.rows.append(Timing("one turn (CLI process)", backend, "real", None, 0, took))
@@ -168,8 +179,7 @@ def test_the_cli_prints_what_it_stores(backend: str, tmp_path: Path, llama: Llam
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_cancel_keeps_what_was_streamed(backend: str, tmp_path: Path, llama: LlamaServer, ollama_proxy: Proxy) -> None:
-    with serving(model_env(tmp_path, backend, url_of(backend, llama, ollama_proxy), MODEL_MAX_TOKENS="40"),
-                 tmp_path) as server:
+    with serving(model_env(tmp_path, backend, url_of(backend, llama, ollama_proxy), MODEL_MAX_TOKENS="40"), tmp_path) as server:
         r = server.post("/api/chat", {"message": LONG})
         assert r.status_code == 200, r.text
         cid = r.json()["conversation"]
@@ -189,12 +199,12 @@ def test_cancel_keeps_what_was_streamed(backend: str, tmp_path: Path, llama: Lla
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_kill_9_of_sophos_mid_answer_then_resume(backend: str, tmp_path: Path, llama: LlamaServer,
-                                                  ollama_proxy: Proxy) -> None:
+def test_kill_9_of_sophos_mid_answer_then_resume(backend: str, tmp_path: Path, llama: LlamaServer, ollama_proxy: Proxy) -> None:
     env = model_env(tmp_path, backend, url_of(backend, llama, ollama_proxy), MODEL_MAX_TOKENS="40")
     server = LiveServer(env, tmp_path, fork=False).start(timeout=60)
     killed: list[int] = []
     try:
+
         def kill_after_some(events: Events) -> None:
             if not killed and sum(1 for e in events if e[1] == "token") >= 3:
                 killed.append(1)
@@ -252,8 +262,9 @@ def test_kill_9_of_the_model_server_fails_the_run_clearly_and_a_resume_finishes_
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_the_answer_cap_stops_a_long_answer_and_marks_it_cut(backend: str, tmp_path: Path, llama: LlamaServer,
-                                                              ollama_proxy: Proxy) -> None:
+def test_the_answer_cap_stops_a_long_answer_and_marks_it_cut(
+    backend: str, tmp_path: Path, llama: LlamaServer, ollama_proxy: Proxy
+) -> None:
     env = model_env(tmp_path, backend, url_of(backend, llama, ollama_proxy), MODEL_MAX_TOKENS="12")
     with serving(env, tmp_path) as server:
         events = chat(server, {"message": LONG}, "answer cap (MODEL_MAX_TOKENS 12)", backend)
@@ -273,10 +284,17 @@ PARAGRAPH = (
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_small_context_budget_summarizes_and_no_cut_is_claimed(backend: str, tmp_path: Path, llama: LlamaServer,
-                                                                  ollama_proxy: Proxy) -> None:
-    env = model_env(tmp_path, backend, url_of(backend, llama, ollama_proxy), MODEL_CONTEXT="1024",
-                    CONTEXT_SUMMARY="true", MODEL_MAX_TOKENS="24")
+def test_a_small_context_budget_summarizes_and_no_cut_is_claimed(
+    backend: str, tmp_path: Path, llama: LlamaServer, ollama_proxy: Proxy
+) -> None:
+    env = model_env(
+        tmp_path,
+        backend,
+        url_of(backend, llama, ollama_proxy),
+        MODEL_CONTEXT="1024",
+        CONTEXT_SUMMARY="true",
+        MODEL_MAX_TOKENS="24",
+    )
     summaries = warnings = 0
     with serving(env, tmp_path) as server:
         cid = None
@@ -301,8 +319,11 @@ def test_a_small_context_budget_summarizes_and_no_cut_is_claimed(backend: str, t
 
 @pytest.mark.parametrize("backend", BACKENDS)
 async def test_token_counts_are_read_on_both_backends(backend: str, llama: LlamaServer, ollama_proxy: Proxy) -> None:
-    model: ModelPort = (OpenAIModel(llama.url, MODEL, max_tokens=24) if backend == "openai"
-                        else OllamaModel(ollama_proxy.url, MODEL, max_tokens=24))
+    model: ModelPort = (
+        OpenAIModel(llama.url, MODEL, max_tokens=24)
+        if backend == "openai"
+        else OllamaModel(ollama_proxy.url, MODEL, max_tokens=24)
+    )
     try:
         out = await asyncio.wait_for(_read(model), 120)
     finally:
@@ -322,18 +343,26 @@ async def _read(model: ModelPort) -> list[Any]:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_tool_call_if_the_model_makes_one(backend: str, tmp_path: Path, llama: LlamaServer,
-                                            ollama_proxy: Proxy) -> None:
-    env = model_env(tmp_path, backend, url_of(backend, llama, ollama_proxy), TOOLS_BACKEND="demo",
-                    MODEL_MAX_TOKENS="32", MODEL_TOOL_CHOICE="required" if backend == "openai" else "")
+def test_a_tool_call_if_the_model_makes_one(backend: str, tmp_path: Path, llama: LlamaServer, ollama_proxy: Proxy) -> None:
+    env = model_env(
+        tmp_path,
+        backend,
+        url_of(backend, llama, ollama_proxy),
+        TOOLS_BACKEND="demo",
+        MODEL_MAX_TOKENS="32",
+        MODEL_TOOL_CHOICE="required" if backend == "openai" else "",
+    )
     with serving(env, tmp_path) as server:
         events = chat(server, {"message": "What time is it? Call the demo__clock tool."}, "tools offered (demo)", backend)
         calls = [e[2] for e in events if e[1] == "trace" and e[2]["event"] == "call"]
         results = [e[2] for e in events if e[1] == "trace" and e[2]["event"] == "result"]
     if not calls:
-        TIMINGS.notes.append(f"{backend}: SmolLM2-135M called no tool (the tools reached its prompt through the "
-                             "Qwen2.5 template" + (", tool_choice required" if backend == "openai" else "")
-                             + "); tool calls stay covered by the fakes")
+        TIMINGS.notes.append(
+            f"{backend}: SmolLM2-135M called no tool (the tools reached its prompt through the "
+            "Qwen2.5 template"
+            + (", tool_choice required" if backend == "openai" else "")
+            + "); tool calls stay covered by the fakes"
+        )
         finished_well(events)
         return
     TIMINGS.notes.append(f"{backend}: the real model called {', '.join(c['data']['name'] for c in calls)}")

@@ -13,8 +13,11 @@ SOPHOS = str(Path(sys.executable).parent / "sophos")
 
 
 def ledger_server_entry(ledger: Path) -> dict[str, Any]:
-    return {"command": sys.executable, "args": ["-m", "tests.support.ledger_server", str(ledger)],
-            "env": {"PYTHONPATH": f"{ROOT}:{ROOT / 'src'}"}}
+    return {
+        "command": sys.executable,
+        "args": ["-m", "tests.support.ledger_server", str(ledger)],
+        "env": {"PYTHONPATH": f"{ROOT}:{ROOT / 'src'}"},
+    }
 
 
 def config_dir(tmp_path: Path, servers: dict[str, Any] | None = None, system: str = "You are a test.") -> Path:

@@ -13,10 +13,19 @@ from tests.support import zygote
 from tests.support.app import SOPHOS, process_env
 
 
-def sophos(env: dict[str, str], cwd: Path | None, *args: str, input: str | None = None,
-           timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def sophos(
+    env: dict[str, str], cwd: Path | None, *args: str, input: str | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     full = process_env(env)
     if zygote.ENABLED:
         return zygote.run([SOPHOS, *args], full, cwd, input, timeout)
-    return subprocess.run([SOPHOS, *args], env=full, cwd=cwd, input=input, capture_output=True, text=True,
-                          timeout=timeout, stdin=None if input is not None else subprocess.DEVNULL)
+    return subprocess.run(
+        [SOPHOS, *args],
+        env=full,
+        cwd=cwd,
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=None if input is not None else subprocess.DEVNULL,
+    )

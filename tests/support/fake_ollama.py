@@ -60,8 +60,13 @@ class QuietServer(ThreadingHTTPServer):
 
 
 class FakeOllama:
-    def __init__(self, replies: list[dict[str, Any]] | None = None, models: tuple[str, ...] = ("qwen3:latest",),
-                 nodelay: bool = False, port: int = 0) -> None:
+    def __init__(
+        self,
+        replies: list[dict[str, Any]] | None = None,
+        models: tuple[str, ...] = ("qwen3:latest",),
+        nodelay: bool = False,
+        port: int = 0,
+    ) -> None:
         self.nodelay = nodelay
         self.port = port
         self.replies = list(replies or [])
@@ -122,8 +127,10 @@ class FakeOllama:
 
             def do_GET(self) -> None:
                 if self.path == "/api/tags":
-                    listed = [{"name": m, "model": m, "size": 1000 + i, "details": {"family": m.split(":")[0]}}
-                              for i, m in enumerate(fake.models)]
+                    listed = [
+                        {"name": m, "model": m, "size": 1000 + i, "details": {"family": m.split(":")[0]}}
+                        for i, m in enumerate(fake.models)
+                    ]
                     self._json(200, {"models": listed})
                 elif self.path == "/api/version":
                     self._json(200, {"version": "0.0.0-fake"})
@@ -237,8 +244,7 @@ class FakeOllama:
                     "role": "assistant",
                     "content": "",
                     "tool_calls": [
-                        {"function": {"index": i, "name": name, "arguments": args}}
-                        for i, (name, args) in enumerate(calls)
+                        {"function": {"index": i, "name": name, "arguments": args}} for i, (name, args) in enumerate(calls)
                     ],
                 },
                 "done": False,

@@ -67,12 +67,21 @@ class FakeOpenAI:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
                 fake.requests.append(body)
                 if fake.refuse_stream_options and "stream_options" in body:
-                    self._json(400, {"error": {"message": "Unrecognized request argument supplied: stream_options",
-                                               "type": "invalid_request_error"}})
+                    self._json(
+                        400,
+                        {
+                            "error": {
+                                "message": "Unrecognized request argument supplied: stream_options",
+                                "type": "invalid_request_error",
+                            }
+                        },
+                    )
                     return
                 reply = fake.replies.pop(0) if fake.replies else {"text": "Done."}
                 if reply.get("status") == 404 or body.get("model") not in fake.models:
-                    self._json(404, {"error": {"message": f"model {body.get('model')} not found", "type": "invalid_request_error"}})
+                    self._json(
+                        404, {"error": {"message": f"model {body.get('model')} not found", "type": "invalid_request_error"}}
+                    )
                     return
                 if "stall" in reply:
                     time.sleep(float(reply["stall"]))
@@ -116,8 +125,11 @@ class FakeOpenAI:
         yield from self._choices(base, reply, limit)
         if prompt is not None:
             completion = self.streamed_now
-            yield {**base, "choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                                                    "total_tokens": prompt + completion}}
+            yield {
+                **base,
+                "choices": [],
+                "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+            }
 
     def _choices(self, base: dict[str, Any], reply: dict[str, Any], limit: int | None) -> Iterator[dict[str, Any]]:
         yield {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}

@@ -72,14 +72,15 @@ FONT = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
 
 def pdf(text: str) -> bytes:
     """A one-page PDF whose text is `text` (ASCII, no parentheses)."""
-    return pdf_of([
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 400 144] /Contents 4 0 R "
-        b"/Resources << /Font << /F1 5 0 R >> >> >>",
-        stream(b"", f"BT /F1 18 Tf 20 100 Td ({text}) Tj ET".encode()),
-        FONT,
-    ])
+    return pdf_of(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 400 144] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+            stream(b"", f"BT /F1 18 Tf 20 100 Td ({text}) Tj ET".encode()),
+            FONT,
+        ]
+    )
 
 
 def nested_forms_pdf(pages: int = 500, depth: int = 4, fanout: int = 10, ops: int = 40) -> bytes:
@@ -98,29 +99,35 @@ def nested_forms_pdf(pages: int = 500, depth: int = 4, fanout: int = 10, ops: in
             resources = b"/Resources << /Font << /F1 3 0 R >> >>"
         forms.append(stream(b"/Type /XObject /Subtype /Form /BBox [0 0 400 144] " + resources, body))
     kids = b" ".join(b"%d 0 R" % (4 + i) for i in range(pages))
-    return pdf_of([
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [%s] /Count %d /MediaBox [0 0 400 144] "  # the pages inherit these
-        b"/Resources << /Font << /F1 3 0 R >> /XObject << /X %d 0 R >> >> >>" % (kids, pages, first),
-        FONT,
-        *(b"<< /Type /Page /Parent 2 0 R /Contents %d 0 R >>" % (4 + pages) for _ in range(pages)),
-        stream(b"", b"/X Do " * fanout),
-        *forms,
-    ])
+    return pdf_of(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [%s] /Count %d /MediaBox [0 0 400 144] "  # the pages inherit these
+            b"/Resources << /Font << /F1 3 0 R >> /XObject << /X %d 0 R >> >> >>" % (kids, pages, first),
+            FONT,
+            *(b"<< /Type /Page /Parent 2 0 R /Contents %d 0 R >>" % (4 + pages) for _ in range(pages)),
+            stream(b"", b"/X Do " * fanout),
+            *forms,
+        ]
+    )
 
 
 def memory_bomb_pdf(pages: int = 12, megabytes: int = 60) -> bytes:
     """A PDF of ~60 KB a page whose pages each hold `megabytes` MB once inflated (an inline
     image pypdf keeps in memory with the page): 12 pages need ~750 MB to read."""
-    content = (b"BT /F1 12 Tf 20 100 Td (hello) Tj ET BI /W 1 /H 1 /BPC 8 /CS /G ID "
-               + b"\x01" * (megabytes << 20) + b" EI")
+    content = b"BT /F1 12 Tf 20 100 Td (hello) Tj ET BI /W 1 /H 1 /BPC 8 /CS /G ID " + b"\x01" * (megabytes << 20) + b" EI"
     inflated = stream(b"/Filter /FlateDecode", zlib.compress(content, 9))
     kids = b" ".join(b"%d 0 R" % (4 + i) for i in range(pages))
-    return pdf_of([
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, pages),
-        FONT,
-        *(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 400 144] /Contents %d 0 R "
-          b"/Resources << /Font << /F1 3 0 R >> >> >>" % (4 + pages + i) for i in range(pages)),
-        *(inflated for _ in range(pages)),
-    ])
+    return pdf_of(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, pages),
+            FONT,
+            *(
+                b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 400 144] /Contents %d 0 R "
+                b"/Resources << /Font << /F1 3 0 R >> >> >>" % (4 + pages + i)
+                for i in range(pages)
+            ),
+            *(inflated for _ in range(pages)),
+        ]
+    )

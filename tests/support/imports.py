@@ -18,9 +18,17 @@ def _text(i: int) -> str:
 def plain_document(messages: int) -> dict[str, Any]:
     """A `sophos.conversation` of one branch."""
     own = [{"role": "user" if i % 2 == 0 else "assistant", "content": _text(i)} for i in range(messages)]
-    return {"format": "sophos.conversation", "version": 1, "conversation": {
-        "title": "plain", "createdAt": T0, "updatedAt": T0, "activeBranch": 1,
-        "branches": [{"number": 1, "parent": None, "fork": 0, "messages": own}]}}
+    return {
+        "format": "sophos.conversation",
+        "version": 1,
+        "conversation": {
+            "title": "plain",
+            "createdAt": T0,
+            "updatedAt": T0,
+            "activeBranch": 1,
+            "branches": [{"number": 1, "parent": None, "fork": 0, "messages": own}],
+        },
+    }
 
 
 def late_forks_document(messages: int, branches: int) -> dict[str, Any]:
@@ -31,15 +39,26 @@ def late_forks_document(messages: int, branches: int) -> dict[str, Any]:
     fork = len(main["messages"]) - 1
     for n in range(2, branches + 1):
         doc["conversation"]["branches"].append(
-            {"number": n, "parent": 1, "fork": fork, "messages": [{"role": "assistant", "content": f"again {n} {TEXT}"}]})
+            {"number": n, "parent": 1, "fork": fork, "messages": [{"role": "assistant", "content": f"again {n} {TEXT}"}]}
+        )
     doc["conversation"].update(title="late forks", activeBranch=branches)
     return doc
 
 
 def _node(node_id: str, role: str, text: str, parent: str | None, t: float) -> dict[str, Any]:
-    return {"id": node_id, "parent": parent, "children": [], "message": {
-        "id": node_id, "author": {"role": role}, "create_time": t, "recipient": "all", "metadata": {},
-        "content": {"content_type": "text", "parts": [text]}}}
+    return {
+        "id": node_id,
+        "parent": parent,
+        "children": [],
+        "message": {
+            "id": node_id,
+            "author": {"role": role},
+            "create_time": t,
+            "recipient": "all",
+            "metadata": {},
+            "content": {"content_type": "text", "parts": [text]},
+        },
+    }
 
 
 def late_forks_chatgpt(messages: int, branches: int) -> list[dict[str, Any]]:
@@ -59,5 +78,4 @@ def late_forks_chatgpt(messages: int, branches: int) -> list[dict[str, Any]]:
         mapping[f"again{n}"] = _node(f"again{n}", "assistant", f"again {n} {TEXT}", question, 1.8e9 + n)
         mapping[question]["children"].append(f"again{n}")
     current = f"again{branches}" if branches > 1 else above
-    return [{"title": "late forks", "create_time": 1.7e9, "update_time": 1.8e9, "current_node": current,
-             "mapping": mapping}]
+    return [{"title": "late forks", "create_time": 1.7e9, "update_time": 1.8e9, "current_node": current, "mapping": mapping}]

@@ -18,9 +18,9 @@ ROOT = Path(__file__).resolve().parents[2]
 RUNTIME, DEV = ROOT / "requirements.lock", ROOT / "requirements-dev.lock"
 HEADERS = {
     RUNTIME: "# Runtime only: what `make run` installs (pyproject.toml's dependencies, pinned with everything\n"
-             "# they need). The test and lint tools are in requirements-dev.lock.\n",
+    "# they need). The test and lint tools are in requirements-dev.lock.\n",
     DEV: "# What `make test` adds on top of requirements.lock (pyproject.toml's dev extra, pinned).\n"
-         "# Installed together with requirements.lock, so one resolution covers both.\n",
+    "# Installed together with requirements.lock, so one resolution covers both.\n",
 }
 
 

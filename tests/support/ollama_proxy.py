@@ -45,12 +45,18 @@ def to_openai(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 fn = c.get("function") or {}
                 call_id = f"call_{n}_{i}"
                 pending.append(call_id)
-                calls.append({"id": call_id, "type": "function",
-                              "function": {"name": fn.get("name", ""), "arguments": json.dumps(fn.get("arguments") or {})}})
+                calls.append(
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": fn.get("name", ""), "arguments": json.dumps(fn.get("arguments") or {})},
+                    }
+                )
             out.append({"role": "assistant", "content": m.get("content") or "", "tool_calls": calls})
         elif role == "tool":
-            out.append({"role": "tool", "content": m.get("content") or "",
-                        "tool_call_id": pending.pop(0) if pending else f"call_{n}"})
+            out.append(
+                {"role": "tool", "content": m.get("content") or "", "tool_call_id": pending.pop(0) if pending else f"call_{n}"}
+            )
         else:
             out.append({"role": role, "content": m.get("content") or ""})
     return out
@@ -157,8 +163,12 @@ class Proxy:
 
     def chat(self, handler: Any, body: dict[str, Any], model: str) -> None:
         options = body.get("options") or {}
-        request: dict[str, Any] = {"model": model, "messages": to_openai(body.get("messages") or []), "stream": True,
-                                   "stream_options": {"include_usage": True}}
+        request: dict[str, Any] = {
+            "model": model,
+            "messages": to_openai(body.get("messages") or []),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
         if options.get("num_predict"):
             request["max_tokens"] = int(options["num_predict"])
         if body.get("tools"):
@@ -186,15 +196,29 @@ class Proxy:
                     if message["content"] or "thinking" in message:
                         handler.chunk({"model": model, "created_at": now(), "message": message, "done": False})
         if calls:
-            tool_calls = [{"function": {"index": i, "name": c["name"], "arguments": _args(c["arguments"])}}
-                          for i, c in sorted(calls.items())]
-            handler.chunk({"model": model, "created_at": now(),
-                           "message": {"role": "assistant", "content": "", "tool_calls": tool_calls}, "done": False})
-        handler.chunk({
-            "model": model, "created_at": now(), "message": {"role": "assistant", "content": ""}, "done": True,
-            "done_reason": "length" if finish == "length" else "stop",
-            "prompt_eval_count": int(usage.get("prompt_tokens") or 0), "eval_count": int(usage.get("completion_tokens") or 0),
-        })
+            tool_calls = [
+                {"function": {"index": i, "name": c["name"], "arguments": _args(c["arguments"])}}
+                for i, c in sorted(calls.items())
+            ]
+            handler.chunk(
+                {
+                    "model": model,
+                    "created_at": now(),
+                    "message": {"role": "assistant", "content": "", "tool_calls": tool_calls},
+                    "done": False,
+                }
+            )
+        handler.chunk(
+            {
+                "model": model,
+                "created_at": now(),
+                "message": {"role": "assistant", "content": ""},
+                "done": True,
+                "done_reason": "length" if finish == "length" else "stop",
+                "prompt_eval_count": int(usage.get("prompt_tokens") or 0),
+                "eval_count": int(usage.get("completion_tokens") or 0),
+            }
+        )
         handler.end()
 
     def stop(self) -> None:

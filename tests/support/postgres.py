@@ -71,8 +71,18 @@ class PostgresServer:
         if os.geteuid() == 0:
             shutil.chown(self.root, "postgres", "postgres")
         if not self.data.exists():
-            self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust",
-                      "-E", "UTF8", "--no-sync", "--locale=C")
+            self._run(
+                str(self.bin / "initdb"),
+                "-D",
+                str(self.data),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+                "--locale=C",
+            )
         self.pg_ctl("start")
         return self
 
@@ -80,8 +90,21 @@ class PostgresServer:
         options = f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.root} -c max_connections=300"
         if not self.durable:
             options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.root / "log"),
-                  "-w", "-t", "60", "-m", "fast", action)
+        self._run(
+            str(self.bin / "pg_ctl"),
+            "-D",
+            str(self.data),
+            "-o",
+            options,
+            "-l",
+            str(self.root / "log"),
+            "-w",
+            "-t",
+            "60",
+            "-m",
+            "fast",
+            action,
+        )
 
     def stop(self) -> None:
         pid_file = self.data / "postmaster.pid"

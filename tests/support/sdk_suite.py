@@ -58,8 +58,9 @@ OUTCOMES = ("passed", "failed", "error", "skipped")
 
 
 def _pip(*args: str, timeout: float = 900) -> None:
-    done = subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check", "-q", *args],
-                          capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q", *args], capture_output=True, text=True, timeout=timeout
+    )
     if done.returncode != 0:
         raise RuntimeError(f"pip {' '.join(args[:2])} failed: {done.stderr[-2000:]}")
 
@@ -96,8 +97,17 @@ def graph_packages() -> Path:
         CACHE.mkdir(parents=True, exist_ok=True)
         partial = Path(tempfile.mkdtemp(prefix="graph-packages-", dir=CACHE))
         try:
-            _pip("install", "--no-deps", "--require-hashes", "--only-binary", ":all:", "--target", str(partial),
-                 "-r", str(GRAPH_REQUIREMENTS))
+            _pip(
+                "install",
+                "--no-deps",
+                "--require-hashes",
+                "--only-binary",
+                ":all:",
+                "--target",
+                str(partial),
+                "-r",
+                str(GRAPH_REQUIREMENTS),
+            )
             partial.rename(target)
         finally:
             shutil.rmtree(partial, ignore_errors=True)
@@ -169,15 +179,33 @@ def run_suite(server: str, work: Path, tests: Sequence[str] = (), timeout: float
     junit = work / "junit.xml"
     started = time.monotonic()
     done = subprocess.run(
-        [*namespace_prefix(), sys.executable, "-m", "tests.support.sdk_suite", "--inside", server,
-         "--project", str(project), "--packages", str(packages), "--work", str(work), "--timeout", str(timeout),
-         *(f"--test={t}" for t in tests)],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'src'}"}, capture_output=True, text=True,
+        [
+            *namespace_prefix(),
+            sys.executable,
+            "-m",
+            "tests.support.sdk_suite",
+            "--inside",
+            server,
+            "--project",
+            str(project),
+            "--packages",
+            str(packages),
+            "--work",
+            str(work),
+            "--timeout",
+            str(timeout),
+            *(f"--test={t}" for t in tests),
+        ],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'src'}"},
+        capture_output=True,
+        text=True,
         timeout=timeout * 60 + 300,
     )
     if not junit.exists():
-        raise RuntimeError(f"the suite did not run against {server} (exit {done.returncode}): "
-                           f"{done.stdout[-3000:]}{done.stderr[-3000:]}")
+        raise RuntimeError(
+            f"the suite did not run against {server} (exit {done.returncode}): {done.stdout[-3000:]}{done.stderr[-3000:]}"
+        )
     return SuiteRun(server, junit_outcomes(junit), time.monotonic() - started)
 
 
@@ -189,14 +217,42 @@ def server_command(server: str, project: Path, packages: Path, work: Path) -> tu
     and their packages."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_", "LANGGRAPH_", "LANGSMITH_"))}
     if server == "sophos":
-        env = {**clean, **app_env(work, MODEL_BACKEND="demo", TOOLS_BACKEND="none", TOOL_APPROVAL="off",
-                                  LANGGRAPH_API_PORT=str(PORT), PORT="8000", HOST="127.0.0.1", ALLOWED_HOSTS="")}
+        env = {
+            **clean,
+            **app_env(
+                work,
+                MODEL_BACKEND="demo",
+                TOOLS_BACKEND="none",
+                TOOL_APPROVAL="off",
+                LANGGRAPH_API_PORT=str(PORT),
+                PORT="8000",
+                HOST="127.0.0.1",
+                ALLOWED_HOSTS="",
+            ),
+        }
         env["PYTHONPATH"] = f"{ROOT}:{ROOT / 'src'}:{packages}"
         return [SOPHOS, "serve", "--langgraph-json", str(project / "langgraph.json")], env
-    env = {**clean, "PYTHONPATH": str(packages), "LANGSMITH_TRACING": "false", "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-           "LANGGRAPH_NO_VERSION_CHECK": "true"}
-    return [str(PEER_VENV / "bin" / "langgraph"), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1",
-            "--port", str(PORT), "--config", str(project / "langgraph.json"), "--server-log-level", "WARNING"], env
+    env = {
+        **clean,
+        "PYTHONPATH": str(packages),
+        "LANGSMITH_TRACING": "false",
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        "LANGGRAPH_NO_VERSION_CHECK": "true",
+    }
+    return [
+        str(PEER_VENV / "bin" / "langgraph"),
+        "dev",
+        "--no-browser",
+        "--no-reload",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(PORT),
+        "--config",
+        str(project / "langgraph.json"),
+        "--server-log-level",
+        "WARNING",
+    ], env
 
 
 def wait_ok(proc: subprocess.Popen[bytes], log: Path, timeout: float = 120) -> None:
@@ -238,9 +294,28 @@ def inside(args: argparse.Namespace) -> int:
         client_env["LANGGRAPH_INTEGRATION_URL"] = f"http://localhost:{PORT}"
         targets = [str(suite / t) for t in args.test] or [str(suite)]
         done = subprocess.run(
-            [sys.executable, "-m", "pytest", "-m", "integration", "-o", "addopts=", "-p", "no:cacheprovider",
-             "-p", "no:randomly", "-q", "--timeout", str(args.timeout), "--junitxml", str(work / "junit.xml"), *targets],
-            cwd=suite.parent.parent, env=client_env, timeout=args.timeout * 60 + 120,
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-m",
+                "integration",
+                "-o",
+                "addopts=",
+                "-p",
+                "no:cacheprovider",
+                "-p",
+                "no:randomly",
+                "-q",
+                "--timeout",
+                str(args.timeout),
+                "--junitxml",
+                str(work / "junit.xml"),
+                *targets,
+            ],
+            cwd=suite.parent.parent,
+            env=client_env,
+            timeout=args.timeout * 60 + 120,
         )
         return done.returncode
     finally:

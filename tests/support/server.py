@@ -127,7 +127,9 @@ def event_number(event_id: str | None) -> int:
     return int(event_id.split("@")[0])
 
 
-def stream(server: LiveServer, cid: str, last_id: int | str | None = None, timeout: float = 30) -> list[tuple[str | None, str, Any]]:
+def stream(
+    server: LiveServer, cid: str, last_id: int | str | None = None, timeout: float = 30
+) -> list[tuple[str | None, str, Any]]:
     headers = {"Last-Event-ID": str(last_id)} if last_id is not None else {}
     with httpx.stream("GET", f"{server.url}/api/chat", params={"conversation": cid}, headers=headers, timeout=timeout) as r:
         return list(sse_events(r))

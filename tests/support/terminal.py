@@ -18,7 +18,12 @@ class Terminal:
     def __init__(self, args: list[str], env: dict[str, str], cwd: Path) -> None:
         self.master, slave = pty.openpty()
         self.proc = subprocess.Popen(
-            args, env={**env, "TERM": "xterm", "COLUMNS": "120"}, cwd=cwd, stdin=slave, stdout=slave, stderr=slave,
+            args,
+            env={**env, "TERM": "xterm", "COLUMNS": "120"},
+            cwd=cwd,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
             start_new_session=True,  # a session of its own, whose controlling terminal is the pty
             preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
         )
@@ -34,9 +39,9 @@ class Terminal:
         deadline = time.monotonic() + timeout
         while (found := self.output.find(text, self.mark)) < 0:
             if time.monotonic() > deadline:
-                raise AssertionError(f"{text!r} did not appear; got {self.output[self.mark:]!r}")
+                raise AssertionError(f"{text!r} did not appear; got {self.output[self.mark :]!r}")
             self._read(0.2)
-        seen, self.mark = self.output[self.mark:found + len(text)], found + len(text)
+        seen, self.mark = self.output[self.mark : found + len(text)], found + len(text)
         return seen
 
     def _read(self, wait: float) -> None:

@@ -34,18 +34,25 @@ def self_signed(directory: Path) -> tuple[Path, Path]:
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
     now = datetime.datetime.now(datetime.UTC)
     cert = (
-        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
-                                                    x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .sign(key, hashes.SHA256())
     )
     cert_file, key_file = directory / "proxy.crt", directory / "proxy.key"
     cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    key_file.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     return cert_file, key_file
 
 
@@ -81,15 +88,19 @@ class TlsProxy:
                 host = value.strip().decode()
             elif key not in HOP_BY_HOP and key not in REPLACED and not (user and key == user):
                 kept.append(f)
-        added = {"Host": host, "X-Forwarded-For": f"{forwarded_for}, {peer}" if forwarded_for else peer,
-                 "X-Forwarded-Proto": "https"}
+        added = {
+            "Host": host,
+            "X-Forwarded-For": f"{forwarded_for}, {peer}" if forwarded_for else peer,
+            "X-Forwarded-Proto": "https",
+        }
         if user:
             added[self.user_header] = self.user
         self.forwarded.append(added)
         return kept + [f"{k}: {v}".encode() for k, v in added.items()]
 
-    async def _forward(self, line: bytes, fields: list[bytes], peer: str, reader: asyncio.StreamReader,
-                       writer: asyncio.StreamWriter) -> None:
+    async def _forward(
+        self, line: bytes, fields: list[bytes], peer: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         kept = self._headers(fields, peer)
         length = next((int(f.split(b":", 1)[1]) for f in kept if f.lower().startswith(b"content-length:")), 0)
         body = await reader.readexactly(length)

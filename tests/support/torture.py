@@ -59,9 +59,18 @@ class Tallies:
     violations: list[str] = field(default_factory=list)
 
     def ok(self) -> bool:
-        return not (self.lost_messages or self.duplicate_executions or self.stuck_runs or self.unanswered_tool_calls
-                    or self.not_completed or self.integrity_failures or self.executions_of_unrecorded_calls
-                    or self.started_twice or self.out_of_order or self.undrained)
+        return not (
+            self.lost_messages
+            or self.duplicate_executions
+            or self.stuck_runs
+            or self.unanswered_tool_calls
+            or self.not_completed
+            or self.integrity_failures
+            or self.executions_of_unrecorded_calls
+            or self.started_twice
+            or self.out_of_order
+            or self.undrained
+        )
 
     def table(self) -> str:
         rows = [(k, v) for k, v in self.__dict__.items() if k != "violations"]
@@ -75,7 +84,9 @@ def responder(body: dict[str, Any]) -> dict[str, Any]:
     if last.get("role") == "user":
         rng = random.Random(last.get("content"))
         n = rng.randint(1, 3)
-        calls = [("ledger__append", {"label": f"{last['content']}#{i}", "delay": rng.choice([0, 0.05, 0.3, 0.8])}) for i in range(n)]
+        calls = [
+            ("ledger__append", {"label": f"{last['content']}#{i}", "delay": rng.choice([0, 0.05, 0.3, 0.8])}) for i in range(n)
+        ]
         return {"tool_calls": calls, "text": "Let me note that.", "token_delay": 0.02}
     return {"text": "All noted, " + "thank you " * 10, "token_delay": 0.02}
 
@@ -160,7 +171,9 @@ class Torture:
                 if m["status"] == "success":
                     self.saved.setdefault(key, starts[key])
             if final:
-                recorded = {f"{cid}:{c['id']}" for m in detail["messages"] if m["role"] == "assistant" for c in m.get("toolCalls", [])}
+                recorded = {
+                    f"{cid}:{c['id']}" for m in detail["messages"] if m["role"] == "assistant" for c in m.get("toolCalls", [])
+                }
                 for key in starts:
                     if key.startswith(cid + ":") and key not in recorded:
                         self.t.executions_of_unrecorded_calls += 1
@@ -284,7 +297,7 @@ class Torture:
 
 @contextmanager
 def database(backend: str) -> Iterator[str]:
-    """"" for SQLite (the file under the work directory), else a new PostgreSQL database."""
+    """ "" for SQLite (the file under the work directory), else a new PostgreSQL database."""
     if backend != "postgres":
         yield ""
         return
@@ -299,9 +312,12 @@ def run(kills: int, seed: int, workdir: Path, progress: int = 0, database_url: s
         torture.trial()
         if progress and (i + 1) % progress == 0:
             t = torture.t
-            print(f"[{time.monotonic() - started:5.0f} s] kills {t.kills} acknowledged {t.acknowledged} "
-                  f"lost {t.lost_messages} duplicates {t.duplicate_executions} stuck {t.stuck_runs} "
-                  f"integrity {t.integrity_failures} violations {len(t.violations)}", flush=True)
+            print(
+                f"[{time.monotonic() - started:5.0f} s] kills {t.kills} acknowledged {t.acknowledged} "
+                f"lost {t.lost_messages} duplicates {t.duplicate_executions} stuck {t.stuck_runs} "
+                f"integrity {t.integrity_failures} violations {len(t.violations)}",
+                flush=True,
+            )
     torture.finish()
     return torture.t
 

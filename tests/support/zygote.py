@@ -40,9 +40,19 @@ ENABLED = os.environ.get("SOPHOS_TEST_FORK", "1") != "0"
 
 # imported once by the zygote: what a server imports that costs most (src/ is not imported)
 PRELOAD = (
-    "langgraph.graph", "langgraph.checkpoint.sqlite", "langchain_core.language_models.chat_models",
-    "langchain_core.messages", "langchain_ollama", "mcp.client.session", "mcp.client.stdio", "mcp.types",
-    "httpx", "pydantic", "starlette.applications", "yaml", "jsonschema",
+    "langgraph.graph",
+    "langgraph.checkpoint.sqlite",
+    "langchain_core.language_models.chat_models",
+    "langchain_core.messages",
+    "langchain_ollama",
+    "mcp.client.session",
+    "mcp.client.stdio",
+    "mcp.types",
+    "httpx",
+    "pydantic",
+    "starlette.applications",
+    "yaml",
+    "jsonschema",
 )
 
 
@@ -82,8 +92,9 @@ class Forked:
 
 class Zygote:
     def __init__(self, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "tests.support.zygote"], env=env,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.zygote"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
         self.lock = threading.Lock()
         self.ask({"op": "ping"})  # the libraries are imported
 
@@ -122,8 +133,9 @@ def spawn(argv: list[str], env: dict[str, str], cwd: Path, log: Path) -> Forked:
     return _the_zygote(env).spawn(argv, env, cwd, (Path(os.devnull), log, log))
 
 
-def run(argv: list[str], env: dict[str, str], cwd: Path | None, input: str | None = None,
-        timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run(
+    argv: list[str], env: dict[str, str], cwd: Path | None, input: str | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     """`subprocess.run(argv, capture_output=True, text=True, input=input)` for a forked
     `sophos` command: its standard streams are files (as pipes are, not a terminal)."""
     with tempfile.TemporaryDirectory(prefix="sophos-run-") as tmp:
@@ -152,6 +164,7 @@ def _the_zygote(env: dict[str, str]) -> Zygote:
 
 # --- the zygote -------------------------------------------------------------------------
 
+
 def _child(request: dict[str, Any], protocol: tuple[IO[str], IO[str]]) -> None:
     """In the forked child: become the process Popen would have started, then run it."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -176,8 +189,9 @@ def _child(request: dict[str, Any], protocol: tuple[IO[str], IO[str]]) -> None:
     sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the process's own standard streams
     if os.environ.get("PYTHONUNBUFFERED"):
         sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
-        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), errors="backslashreplace",
-                                      write_through=True, line_buffering=True)
+        sys.stderr = io.TextIOWrapper(
+            io.FileIO(2, "w", closefd=False), errors="backslashreplace", write_through=True, line_buffering=True
+        )
     else:
         sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
         sys.stderr = open(2, "w", buffering=1, closefd=False, errors="backslashreplace")  # noqa: SIM115

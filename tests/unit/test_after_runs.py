@@ -26,12 +26,20 @@ from services.after_runs import AfterRuns
 from tests.support.fake_engine import FakeEngine, Thread
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
-CHAT = [UserMessage("tell me about lighthouses"), AssistantMessage("", (ToolCall("c1", "search", {"q": "x"}),)),
-        ToolResult("towers", "c1", "search"), AssistantMessage("Lighthouses guide ships at night.")]
+CHAT = [
+    UserMessage("tell me about lighthouses"),
+    AssistantMessage("", (ToolCall("c1", "search", {"q": "x"}),)),
+    ToolResult("towers", "c1", "search"),
+    AssistantMessage("Lighthouses guide ships at night."),
+]
 
 
-async def world(title: str = "tell me about lighthouses", auto_title: bool = True, replies: list[object] | None = None,
-                messages: list[object] | None = None) -> tuple[AfterRuns, InMemoryRunStore, ScriptedModel, str]:
+async def world(
+    title: str = "tell me about lighthouses",
+    auto_title: bool = True,
+    replies: list[object] | None = None,
+    messages: list[object] | None = None,
+) -> tuple[AfterRuns, InMemoryRunStore, ScriptedModel, str]:
     store = InMemoryRunStore()
     engine = FakeEngine(store)
     model = ScriptedModel(list(replies if replies is not None else ["Lighthouse history"]))  # type: ignore[arg-type]
@@ -49,8 +57,9 @@ async def test_the_model_titles_a_conversation_after_its_first_answer_with_the_d
     assert conv.updated_at == T0  # a title written afterwards does not move it up the list
     [asked] = model.seen
     assert asked.system == TITLE_SYSTEM and asked.tools == () and asked.model is None
-    assert asked.messages == (UserMessage(
-        "User: tell me about lighthouses\n\nAssistant: Lighthouses guide ships at night.\n\nTitle:"),)
+    assert asked.messages == (
+        UserMessage("User: tell me about lighthouses\n\nAssistant: Lighthouses guide ships at night.\n\nTitle:"),
+    )
     # the next answers ask for no title
     await after.follow_up(cid, RunStatus.COMPLETED)
     assert len(model.seen) == 1
@@ -83,8 +92,7 @@ async def test_a_model_that_fails_leaves_the_title_and_only_a_log_line() -> None
     after, store, _, cid = await world(replies=[ModelUnreachable("down")])
     await after.follow_up(cid, RunStatus.COMPLETED)
     conv = await store.get_conversation(cid)
-    assert conv is not None and (conv.title, conv.title_by, conv.turns) == ("tell me about lighthouses",
-                                                                            TitleSource.MESSAGE, 1)
+    assert conv is not None and (conv.title, conv.title_by, conv.turns) == ("tell me about lighthouses", TitleSource.MESSAGE, 1)
 
 
 async def test_without_auto_titles_a_placeholder_title_becomes_the_first_line() -> None:

@@ -68,23 +68,40 @@ def test_the_mode_is_parsed_case_insensitively_and_anything_else_is_refused() ->
         parse_mode("sometimes")
 
 
-@pytest.mark.parametrize("bad", [
-    [], {}, "x", {"c": "approve"}, {"c": {"type": "maybe"}}, {"c": {"type": "edit"}},
-    {"c": {"type": "edit", "args": [1]}}, {"c": {"type": "approve", "args": {}}},
-    {"c": {"type": "reject", "message": 5}}, {"c": {"type": "reject", "always": True}},
-    {"c": {"type": "approve", "always": "yes"}}, {"c": {"type": "approve", "extra": 1}}, {"": {"type": "approve"}},
-    {"c": {"type": "reject", "message": "\ud800"}}, {"c": {"type": "edit", "args": {"a": "\udfff"}}},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [],
+        {},
+        "x",
+        {"c": "approve"},
+        {"c": {"type": "maybe"}},
+        {"c": {"type": "edit"}},
+        {"c": {"type": "edit", "args": [1]}},
+        {"c": {"type": "approve", "args": {}}},
+        {"c": {"type": "reject", "message": 5}},
+        {"c": {"type": "reject", "always": True}},
+        {"c": {"type": "approve", "always": "yes"}},
+        {"c": {"type": "approve", "extra": 1}},
+        {"": {"type": "approve"}},
+        {"c": {"type": "reject", "message": "\ud800"}},
+        {"c": {"type": "edit", "args": {"a": "\udfff"}}},
+    ],
+)
 def test_malformed_decisions_are_invalid_input(bad: object) -> None:
     with pytest.raises(InvalidInput):
         parse_decisions(bad)
 
 
 def test_well_formed_decisions_parse_and_round_trip_through_storage() -> None:
-    parsed = parse_decisions({
-        "a": {"type": "approve", "always": True}, "b": {"type": "edit", "args": {"amount": 1}},
-        "c": {"type": "reject", "message": "  no  "}, "d": {"type": "skip"},
-    })
+    parsed = parse_decisions(
+        {
+            "a": {"type": "approve", "always": True},
+            "b": {"type": "edit", "args": {"amount": 1}},
+            "c": {"type": "reject", "message": "  no  "},
+            "d": {"type": "skip"},
+        }
+    )
     assert parsed["a"] == Decision(DecisionType.APPROVE, always=True)
     assert parsed["c"].message == "no" and parsed["b"].args == {"amount": 1}
     assert all(decision_from_dict(decision_to_dict(d)) == d for d in parsed.values())
@@ -92,8 +109,9 @@ def test_well_formed_decisions_parse_and_round_trip_through_storage() -> None:
 
 
 def request(call_id: str, decision: Decision | None = None, schema: dict[str, Any] | None = None) -> ApprovalRequest:
-    return ApprovalRequest("conv", ToolCall(call_id, "bank__charge", {"amount": 5}), "run", "bank", "Charge.",
-                           schema or {}, decision=decision)
+    return ApprovalRequest(
+        "conv", ToolCall(call_id, "bank__charge", {"amount": 5}), "run", "bank", "Charge.", schema or {}, decision=decision
+    )
 
 
 def pending(*ids: str, unknown: tuple[str, ...] = ()) -> tuple[PendingCall, ...]:
@@ -106,8 +124,11 @@ def no_schema_problem(schema: Any, args: Any) -> str | None:
 
 def test_a_decision_for_a_call_not_waiting_is_stale() -> None:
     answered = request("b", Decision(DecisionType.APPROVE))
-    for decisions in ({"zzz": Decision(DecisionType.APPROVE)}, {"b": Decision(DecisionType.REJECT)},
-                      {"a": Decision(DecisionType.RETRY)}):
+    for decisions in (
+        {"zzz": Decision(DecisionType.APPROVE)},
+        {"b": Decision(DecisionType.REJECT)},
+        {"a": Decision(DecisionType.RETRY)},
+    ):
         with pytest.raises(StaleDecision):
             plan_decisions(decisions, None, pending("a", "b"), [request("a"), answered], no_schema_problem)
     gone = request("c")  # its call is no longer pending in the thread
@@ -136,8 +157,13 @@ def test_edited_args_are_checked_against_the_schema() -> None:
 
 
 def test_some_decisions_leave_the_other_calls_waiting_and_retry_skip_answer_unknown_outcomes() -> None:
-    plan = plan_decisions({"a": Decision(DecisionType.APPROVE), "u": Decision(DecisionType.SKIP)}, None,
-                          pending("a", "b", "u", unknown=("u",)), [request("a"), request("b")], no_schema_problem)
+    plan = plan_decisions(
+        {"a": Decision(DecisionType.APPROVE), "u": Decision(DecisionType.SKIP)},
+        None,
+        pending("a", "b", "u", unknown=("u",)),
+        [request("a"), request("b")],
+        no_schema_problem,
+    )
     assert list(plan.approvals) == ["a"] and plan.skip == {"u"} and plan.unknown_answered
     legacy = plan_decisions({}, "skip", pending("u", "v", unknown=("u", "v")), [], no_schema_problem)
     assert legacy.skip == {"u", "v"} and legacy.unknown_answered

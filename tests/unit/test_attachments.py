@@ -46,7 +46,9 @@ def test_a_fence_is_longer_than_any_run_of_backticks_in_the_file() -> None:
         ("a.txt", "text/plain; charset=utf-8", "\ufeffcafé".encode(), "text/plain"),
     ],
 )
-def test_a_file_is_typed_by_what_it_says_and_what_its_bytes_bear_out(name: str, declared: str | None, data: bytes, kind: str) -> None:
+def test_a_file_is_typed_by_what_it_says_and_what_its_bytes_bear_out(
+    name: str, declared: str | None, data: bytes, kind: str
+) -> None:
     assert parse_upload(name, declared, data).attachment.media_type == kind
 
 
@@ -80,10 +82,17 @@ def test_a_name_keeps_its_last_path_part_without_invisible_characters() -> None:
 
 def test_the_files_of_a_message_share_their_part_of_the_budget_head_and_tail() -> None:
     big, small = "".join(f"{i:05d}\n" for i in range(5000)), "tiny"
-    files = (Attachment("big.log", "text/plain", len(big), "a" * 64), Attachment("s.txt", "text/plain", 4, "b" * 64),
-             Attachment("dot.png", "image/png", 3, "c" * 64), Attachment("gone.txt", "text/plain", 1, "d" * 64))
-    stored = {"a" * 64: StoredFile("text/plain", big.encode(), big), "b" * 64: StoredFile("text/plain", b"tiny", small),
-              "c" * 64: StoredFile("image/png", b"png", None)}
+    files = (
+        Attachment("big.log", "text/plain", len(big), "a" * 64),
+        Attachment("s.txt", "text/plain", 4, "b" * 64),
+        Attachment("dot.png", "image/png", 3, "c" * 64),
+        Attachment("gone.txt", "text/plain", 1, "d" * 64),
+    )
+    stored = {
+        "a" * 64: StoredFile("text/plain", big.encode(), big),
+        "b" * 64: StoredFile("text/plain", b"tiny", small),
+        "c" * 64: StoredFile("image/png", b"png", None),
+    }
     sent = with_attachments(UserMessage("look", attachments=files), stored, 3000)
     assert sent.content.startswith("look\n\nbig.log:\n```\n00000\n")
     assert "characters left out here to fit the model's context" in sent.content
@@ -117,7 +126,9 @@ def test_limits_bound_size_count_and_type() -> None:
     assert parse_upload("dot.png", "image/png", png(), limits).attachment.media_type == "image/png"
     with pytest.raises(AttachmentTooLarge, match="big.png is larger than 512 bytes"):
         parse_upload("big.png", "image/png", b"x" * 513, limits)
-    with pytest.raises(AttachmentTypeNotAllowed, match=r"a.txt: text/plain is not a file type this server accepts \(PNG, JPEG, GIF, WebP\)"):
+    with pytest.raises(
+        AttachmentTypeNotAllowed, match=r"a.txt: text/plain is not a file type this server accepts \(PNG, JPEG, GIF, WebP\)"
+    ):
         parse_upload("a.txt", "text/plain", b"hi", limits)
     with pytest.raises(AttachmentTypeNotAllowed, match="this server accepts"):
         parse_upload("Makefile", None, b"all:\n", limits)  # untyped text: text/plain, which is not allowed here
@@ -148,8 +159,14 @@ def test_attachment_settings_out_of_bounds_are_refused_at_start(env: dict[str, s
 
 
 def test_attachment_settings_make_the_limits() -> None:
-    settings = load_settings({"CONFIG_DIR": "/nonexistent", "MAX_ATTACHMENT_BYTES": "2048", "MAX_ATTACHMENTS": "3",
-                              "ATTACHMENT_TYPES": "text/markdown,pdf"})
+    settings = load_settings(
+        {
+            "CONFIG_DIR": "/nonexistent",
+            "MAX_ATTACHMENT_BYTES": "2048",
+            "MAX_ATTACHMENTS": "3",
+            "ATTACHMENT_TYPES": "text/markdown,pdf",
+        }
+    )
     assert settings.attachment_limits == AttachmentLimits(2048, 3, frozenset({"text/markdown", "application/pdf"}))
     assert load_settings({"CONFIG_DIR": "/nonexistent", "MAX_IMAGE_PIXELS": "1000"}).attachment_limits.max_pixels == 1000
 
@@ -168,7 +185,9 @@ def test_attachment_settings_make_the_limits() -> None:
     ],
 )
 def test_an_image_declaring_more_pixels_than_allowed_is_refused_from_its_header(name: str, kind: str, data: bytes) -> None:
-    with pytest.raises(AttachmentUnreadable, match=rf"{name}: a \d+×\d+ image is larger than Sophos reads \(at most 40 megapixels"):
+    with pytest.raises(
+        AttachmentUnreadable, match=rf"{name}: a \d+×\d+ image is larger than Sophos reads \(at most 40 megapixels"
+    ):
         parse_upload(name, kind, data)
 
 

@@ -44,7 +44,9 @@ def test_the_sample_reads_whole() -> None:
     trip, weather = from_chatgpt(sample(), NOW)
     assert (trip.title, len(trip.branches), trip.active) == ("Planning a trip", 3, 2)
     assert [m.content for m in weather.content(weather.active)] == [
-        f"{IMAGE}\nWhat is the weather in Paris today?", "18 °C and cloudy."]
+        f"{IMAGE}\nWhat is the weather in Paris today?",
+        "18 °C and cloudy.",
+    ]
 
 
 def set_(path: list[Any], value: Any) -> Any:
@@ -53,6 +55,7 @@ def set_(path: list[Any], value: Any) -> Any:
         for key in path[:-1]:
             target = target[key]
         target[path[-1]] = value
+
     return change
 
 
@@ -67,27 +70,54 @@ def unlisted(mapping: dict[str, Any]) -> None:
     mapping["a1"]["children"] = []  # u2 still names a1 as its parent
 
 
-@pytest.mark.parametrize(("change", "expected"), [
-    (cycle, 'conversation 1: mapping["u2"].parent: its parents go round in a cycle'),
-    (unlisted, 'conversation 1: mapping["u2"] is not among the children of its parent mapping["a1"]'),
-    (set_(["u2", "message", "content", "parts"], "not a list"),
-     'conversation 1: mapping["u2"].message.content.parts must be a list or null'),
-    (set_(["u1", "message", "author", "role"], 7), 'conversation 1: mapping["u1"].message.author.role must be a string or null'),
-    (set_(["a1", "children"], "u2"), 'conversation 1: mapping["a1"].children must be a list or null'),
-    (set_(["a2", "children"], ["u1"]), 'conversation 1: mapping["a2"].children[0] is mapping["u1"], whose parent is another node'),
-    (set_(["a1", "children"], ["u2", "u2"]), 'conversation 1: mapping["a1"].children lists mapping["u2"] twice'),
-    (set_(["a1", "children"], ["u2", 17]), 'conversation 1: mapping["a1"].children[1] must be the id of a node of the mapping'),
-    (set_(["a1", "children"], ["u2", "missing"]), 'conversation 1: mapping["a1"].children[1] must be the id of a node of the mapping'),
-    (set_(["u2", "parent"], "missing"), 'conversation 1: mapping["u2"].parent must be null or the id of a node of the mapping'),
-    (set_(["junk"], "not a node"), 'conversation 1: mapping["junk"] must be an object'),
-    (set_(["u2", "message"], ["not", "a", "message"]), 'conversation 1: mapping["u2"].message must be an object or null'),
-    (set_(["u2", "message", "content"], "text"), 'conversation 1: mapping["u2"].message.content must be an object or null'),
-    (set_(["u2", "message", "content", "parts"], ["a", 3]),
-     'conversation 1: mapping["u2"].message.content.parts[1] must be text or an object'),
-    (set_(["u2", "message", "create_time"], "yesterday"),
-     'conversation 1: mapping["u2"].message.create_time must be a number of seconds or null'),
-    (set_(["system", "message", "author"], "system"), 'conversation 1: mapping["system"].message.author must be an object or null'),
-])
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (cycle, 'conversation 1: mapping["u2"].parent: its parents go round in a cycle'),
+        (unlisted, 'conversation 1: mapping["u2"] is not among the children of its parent mapping["a1"]'),
+        (
+            set_(["u2", "message", "content", "parts"], "not a list"),
+            'conversation 1: mapping["u2"].message.content.parts must be a list or null',
+        ),
+        (
+            set_(["u1", "message", "author", "role"], 7),
+            'conversation 1: mapping["u1"].message.author.role must be a string or null',
+        ),
+        (set_(["a1", "children"], "u2"), 'conversation 1: mapping["a1"].children must be a list or null'),
+        (
+            set_(["a2", "children"], ["u1"]),
+            'conversation 1: mapping["a2"].children[0] is mapping["u1"], whose parent is another node',
+        ),
+        (set_(["a1", "children"], ["u2", "u2"]), 'conversation 1: mapping["a1"].children lists mapping["u2"] twice'),
+        (
+            set_(["a1", "children"], ["u2", 17]),
+            'conversation 1: mapping["a1"].children[1] must be the id of a node of the mapping',
+        ),
+        (
+            set_(["a1", "children"], ["u2", "missing"]),
+            'conversation 1: mapping["a1"].children[1] must be the id of a node of the mapping',
+        ),
+        (
+            set_(["u2", "parent"], "missing"),
+            'conversation 1: mapping["u2"].parent must be null or the id of a node of the mapping',
+        ),
+        (set_(["junk"], "not a node"), 'conversation 1: mapping["junk"] must be an object'),
+        (set_(["u2", "message"], ["not", "a", "message"]), 'conversation 1: mapping["u2"].message must be an object or null'),
+        (set_(["u2", "message", "content"], "text"), 'conversation 1: mapping["u2"].message.content must be an object or null'),
+        (
+            set_(["u2", "message", "content", "parts"], ["a", 3]),
+            'conversation 1: mapping["u2"].message.content.parts[1] must be text or an object',
+        ),
+        (
+            set_(["u2", "message", "create_time"], "yesterday"),
+            'conversation 1: mapping["u2"].message.create_time must be a number of seconds or null',
+        ),
+        (
+            set_(["system", "message", "author"], "system"),
+            'conversation 1: mapping["system"].message.author must be an object or null',
+        ),
+    ],
+)
 def test_a_malformed_node_is_refused_naming_the_place(change: Any, expected: str) -> None:
     assert refusal(trip_with(change)) == expected
 
@@ -106,7 +136,7 @@ def test_a_malformed_conversation_field_is_refused_naming_it() -> None:
 def test_a_hostile_node_id_is_named_on_one_line_and_shortened() -> None:
     data = sample()
     data[0]["mapping"]["line\nbreak" + "x" * 500] = 3
-    assert refusal(data) == 'conversation 1: mapping["line\\nbreak' + 'x' * 30 + '..."] must be an object'
+    assert refusal(data) == 'conversation 1: mapping["line\\nbreak' + "x" * 30 + '..."] must be an object'
 
 
 def test_every_image_part_leaves_a_marker_and_an_image_alone_is_kept() -> None:
@@ -114,17 +144,24 @@ def test_every_image_part_leaves_a_marker_and_an_image_alone_is_kept() -> None:
     parts = data[1]["mapping"]["ask"]["message"]["content"]["parts"]
     parts.append({"content_type": "image_asset_pointer", "asset_pointer": "file-service://file-2"})
     [answer] = [n for n in data[1]["mapping"].values() if n["id"] == "answer"]
-    answer["message"]["content"] = {"content_type": "multimodal_text", "parts": [
-        {"content_type": "image_asset_pointer", "asset_pointer": "file-service://file-3"}]}
+    answer["message"]["content"] = {
+        "content_type": "multimodal_text",
+        "parts": [{"content_type": "image_asset_pointer", "asset_pointer": "file-service://file-3"}],
+    }
     _, weather = from_chatgpt(data, NOW)
     assert [m.content for m in weather.content(1)] == [f"{IMAGE}\nWhat is the weather in Paris today?\n{IMAGE}", IMAGE]
 
 
 def regenerations(turns: int) -> dict[str, Any]:
     """A conversation whose every answer was regenerated once: a branch per turn."""
+
     def node(i: str, role: str, parent: str | None, children: list[str], t: float) -> dict[str, Any]:
-        return {"id": i, "parent": parent, "children": children, "message": {
-            "author": {"role": role}, "create_time": t, "content": {"content_type": "text", "parts": [i]}}}
+        return {
+            "id": i,
+            "parent": parent,
+            "children": children,
+            "message": {"author": {"role": role}, "create_time": t, "content": {"content_type": "text", "parts": [i]}},
+        }
 
     mapping = {"root": node("root", "system", None, [], 0)}
     above = "root"
@@ -155,8 +192,7 @@ def test_the_branches_of_a_tree_are_built_in_linear_time() -> None:
     assert ratio < 20, ratio
 
 
-def test_a_tree_with_too_many_branches_is_refused_at_the_limit_before_building_the_rest(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_tree_with_too_many_branches_is_refused_at_the_limit_before_building_the_rest(monkeypatch: pytest.MonkeyPatch) -> None:
     built: list[int] = []
     original = chatgpt.BranchCopy
 

@@ -12,8 +12,13 @@ def test_help_lists_every_command_once_in_its_group_with_an_uncut_summary() -> N
     assert result.exit_code == 0, result.output
     text = result.output
     titles = [line for line in text.splitlines() if line.endswith("commands:")]
-    assert titles == ["Chat commands:", "Conversations commands:", "Approvals commands:", "Server commands:",
-                      "Database commands:"]
+    assert titles == [
+        "Chat commands:",
+        "Conversations commands:",
+        "Approvals commands:",
+        "Server commands:",
+        "Database commands:",
+    ]
     rows = [line for line in text.split("Chat commands:", 1)[1].splitlines() if line.startswith("  ")]
     names = [row.split()[0] for row in rows]
     assert sorted(names) == sorted(main.list_commands(None))  # type: ignore[arg-type]
@@ -27,16 +32,23 @@ def test_help_lists_every_command_once_in_its_group_with_an_uncut_summary() -> N
 def options_of(*command: str) -> set[str]:
     result = CliRunner().invoke(main, [*command, "--help"], terminal_width=200)
     assert result.exit_code == 0, result.output
-    return {word.rstrip(",") for line in result.output.splitlines() for word in line.split()
-            if word.startswith("-")}
+    return {word.rstrip(",") for line in result.output.splitlines() for word in line.split() if word.startswith("-")}
 
 
 def test_a_commands_help_lists_only_the_options_it_uses() -> None:
     chatting = {"--db", "--backend", "-m", "--model", "-s", "--system", "--no-reasoning", "--tools", "-v"}
     assert chatting <= options_of("chat")
     assert chatting <= options_of("approve")
-    for command in (("users", "add"), ("users", "list"), ("conversations",), ("rename",), ("export",),
-                    ("search",), ("db", "stats"), ("approvals", "list")):
+    for command in (
+        ("users", "add"),
+        ("users", "list"),
+        ("conversations",),
+        ("rename",),
+        ("export",),
+        ("search",),
+        ("db", "stats"),
+        ("approvals", "list"),
+    ):
         got = options_of(*command)
         assert "--db" in got and "-v" in got, command
         assert not got & {"--backend", "--model", "--system", "--no-reasoning", "--tools"}, (command, got)

@@ -11,8 +11,13 @@ NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 
 
 def test_relative_times_read_as_a_person_says_them() -> None:
-    cases = [(timedelta(seconds=20), "just now"), (timedelta(minutes=5, seconds=30), "5 min ago"),
-             (timedelta(hours=3), "3 h ago"), (timedelta(days=1, hours=2), "yesterday"), (timedelta(days=4), "4 days ago")]
+    cases = [
+        (timedelta(seconds=20), "just now"),
+        (timedelta(minutes=5, seconds=30), "5 min ago"),
+        (timedelta(hours=3), "3 h ago"),
+        (timedelta(days=1, hours=2), "yesterday"),
+        (timedelta(days=4), "4 days ago"),
+    ]
     for delta, text in cases:
         assert ago(NOW - delta, NOW) == text
     assert ago(NOW - timedelta(days=30), NOW) == (NOW - timedelta(days=30)).astimezone().strftime("%Y-%m-%d")

@@ -18,9 +18,23 @@ def _sources(root: Path = SRC) -> list[Path]:
     ship Python scripts of their own)."""
     return sorted(p for p in root.rglob("*.py") if "node_modules" not in p.parts)
 
+
 # decorators that hand nothing to anyone: the function they wrap is still used only if named
-NEUTRAL = {"dataclass", "property", "staticmethod", "classmethod", "abstractmethod", "contextmanager",
-           "asynccontextmanager", "cached_property", "overload", "cache", "lru_cache", "final", "runtime_checkable"}
+NEUTRAL = {
+    "dataclass",
+    "property",
+    "staticmethod",
+    "classmethod",
+    "abstractmethod",
+    "contextmanager",
+    "asynccontextmanager",
+    "cached_property",
+    "overload",
+    "cache",
+    "lru_cache",
+    "final",
+    "runtime_checkable",
+}
 # used by tests only, and meant so
 TEST_ONLY = {
     # in-memory adapters: real ones, for tests and trying things out (docs/architecture.md)
@@ -119,8 +133,11 @@ def test_the_edges_pass_the_container_typed() -> None:
                 annotated.append((node.name, node.returns))
             if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Attribute):
                 annotated.append((node.target.attr, node.annotation))
-            untyped += [f"{path.relative_to(SRC)}:{name}" for name, ann in annotated
-                        if name.lstrip("_") == "container" and (ann is None or "Any" in ast.unparse(ann))]
+            untyped += [
+                f"{path.relative_to(SRC)}:{name}"
+                for name, ann in annotated
+                if name.lstrip("_") == "container" and (ann is None or "Any" in ast.unparse(ann))
+            ]
     assert untyped == []
 
 
@@ -166,10 +183,11 @@ def test_the_container_loads_without_pydantic_settings_and_leaves_it_importable(
     import subprocess
     import sys
 
-    code = ("import sys; import entrypoints.container; "
-            "assert 'pydantic_settings' not in sys.modules, 'imported by the container'; "
-            "import pydantic_settings; print(pydantic_settings.__name__)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                          env={"PYTHONPATH": str(SRC)})
+    code = (
+        "import sys; import entrypoints.container; "
+        "assert 'pydantic_settings' not in sys.modules, 'imported by the container'; "
+        "import pydantic_settings; print(pydantic_settings.__name__)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env={"PYTHONPATH": str(SRC)})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "pydantic_settings"

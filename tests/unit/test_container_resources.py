@@ -14,8 +14,13 @@ from entrypoints.container import close_container, create_container
 
 def _container(tmp_path: Path, **env: str):  # type: ignore[no-untyped-def]
     return create_container(
-        {"DATABASE_PATH": str(tmp_path / "s.db"), "MODEL_BACKEND": "ollama", "TOOLS_BACKEND": "mcp",
-         "OLLAMA_HOST": "http://127.0.0.1:9", **env},
+        {
+            "DATABASE_PATH": str(tmp_path / "s.db"),
+            "MODEL_BACKEND": "ollama",
+            "TOOLS_BACKEND": "mcp",
+            "OLLAMA_HOST": "http://127.0.0.1:9",
+            **env,
+        },
         METRICS_BACKEND="none",
     )
 
@@ -51,9 +56,7 @@ async def test_only_what_was_used_is_opened_and_everything_opened_is_closed(tmp_
     await close_container(container)
 
 
-async def test_a_failing_close_is_logged_and_the_others_still_close(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+async def test_a_failing_close_is_logged_and_the_others_still_close(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     container = _container(tmp_path)
     backend = container.backend()
     model = container.model()

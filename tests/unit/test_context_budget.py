@@ -113,8 +113,10 @@ def test_no_summary_is_asked_for_when_the_system_prompt_and_tools_leave_no_room_
     # issue 35 item 2: with MODEL_CONTEXT=1024 and the shipped tools over the budget, every
     # turn made an extra summary call that could not make room
     policy = ContextPolicy(window=1024, reserve=256, summaries=True)
-    many = [ToolSpec(f"t{i}__do", "Does a thing " * 20, {"type": "object", "properties": {"x": {"type": "string"}}})
-            for i in range(20)]
+    many = [
+        ToolSpec(f"t{i}__do", "Does a thing " * 20, {"type": "object", "properties": {"x": {"type": "string"}}})
+        for i in range(20)
+    ]
     thread = [*turns(10), UserMessage("q", id="q")]
     assert plan_prompt(thread, "sys", many, policy).summarize is None
     assert plan_prompt(thread, "sys", TOOLS, policy).summarize is not None  # room: a summary helps
@@ -122,8 +124,10 @@ def test_no_summary_is_asked_for_when_the_system_prompt_and_tools_leave_no_room_
 
 def test_the_fixed_part_of_every_prompt_is_warned_of_when_it_crowds_the_budget() -> None:
     policy = ContextPolicy(window=1024, reserve=256)
-    many = [ToolSpec(f"t{i}__do", "Does a thing " * 20, {"type": "object", "properties": {"x": {"type": "string"}}})
-            for i in range(20)]
+    many = [
+        ToolSpec(f"t{i}__do", "Does a thing " * 20, {"type": "object", "properties": {"x": {"type": "string"}}})
+        for i in range(20)
+    ]
     cost = fixed_cost("You are helpful.", many, policy)
     assert cost.over and cost.tools > 768
     warning = cost.warning()
@@ -236,7 +240,10 @@ def test_the_cli_tells_once_per_run_that_the_model_does_not_see_everything() -> 
     [
         ({"MODEL_CONTEXT": "256"}, "MODEL_CONTEXT must be at least 512 tokens, got 256"),
         ({"MODEL_CONTEXT": "lots"}, "MODEL_CONTEXT must be a whole number, got 'lots'"),
-        ({"MODEL_CONTEXT": "2048", "MODEL_RESERVE": "1500"}, "MODEL_RESERVE must be between 0 and half of MODEL_CONTEXT (1024), got 1500"),
+        (
+            {"MODEL_CONTEXT": "2048", "MODEL_RESERVE": "1500"},
+            "MODEL_RESERVE must be between 0 and half of MODEL_CONTEXT (1024), got 1500",
+        ),
         ({"CONTEXT_TOOL_SHARE": "2"}, "CONTEXT_TOOL_SHARE must be between 0.05 and 1, got 2.0"),
     ],
 )

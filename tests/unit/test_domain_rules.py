@@ -29,8 +29,17 @@ from services.stream import StreamTranslator
 
 
 @pytest.mark.parametrize(
-    "bad", ["../../etc/passwd", "not-a-uuid", "", "11111111-1111-6111-8111-111111111111",
-            "11111111-1111-4111-7111-111111111111", None, 3, "11111111-1111-4111-8111-1111111111111"],
+    "bad",
+    [
+        "../../etc/passwd",
+        "not-a-uuid",
+        "",
+        "11111111-1111-6111-8111-111111111111",
+        "11111111-1111-4111-7111-111111111111",
+        None,
+        3,
+        "11111111-1111-4111-8111-1111111111111",
+    ],
 )
 def test_ids_that_are_not_uuid_shaped_are_refused(bad: object) -> None:
     with pytest.raises(InvalidInput, match="Invalid Conversation ID"):
@@ -75,17 +84,30 @@ def test_the_translator_emits_enter_leave_call_result_as_the_contract() -> None:
     call = ToolCall("c1", "fetch__fetch", {"url": "u"})
     out = []
     for ev in [
-        NodeStarted(1, "agent", "qwen3"), TokenDelta(1, "Hi"), TokenDelta(1, ""), ToolCallRequested(1, call),
-        NodeStarted(2, "tools", "fetch__fetch"), NodeStarted(2, "tools", "fetch__fetch"),
-        ToolCallFinished(2, ToolResult("body", "c1", "fetch__fetch")), NodeStarted(3, "agent", "qwen3"),
+        NodeStarted(1, "agent", "qwen3"),
+        TokenDelta(1, "Hi"),
+        TokenDelta(1, ""),
+        ToolCallRequested(1, call),
+        NodeStarted(2, "tools", "fetch__fetch"),
+        NodeStarted(2, "tools", "fetch__fetch"),
+        ToolCallFinished(2, ToolResult("body", "c1", "fetch__fetch")),
+        NodeStarted(3, "agent", "qwen3"),
     ]:
         out += t.feed(ev)
     out += t.close()
-    summary = [(e.event, e.data["event"], e.data["node"], e.data["step"]) if e.event == "trace" else (e.event, e.data) for e in out]
+    summary = [
+        (e.event, e.data["event"], e.data["node"], e.data["step"]) if e.event == "trace" else (e.event, e.data) for e in out
+    ]
     assert summary == [
-        ("trace", "enter", "agent", 1), ("token", "Hi"), ("trace", "call", "tools", 1),
-        ("trace", "leave", "agent", 1), ("trace", "enter", "tools", 2), ("trace", "result", "tools", 2),
-        ("trace", "leave", "tools", 2), ("trace", "enter", "agent", 3), ("trace", "leave", "agent", 3),
+        ("trace", "enter", "agent", 1),
+        ("token", "Hi"),
+        ("trace", "call", "tools", 1),
+        ("trace", "leave", "agent", 1),
+        ("trace", "enter", "tools", 2),
+        ("trace", "result", "tools", 2),
+        ("trace", "leave", "tools", 2),
+        ("trace", "enter", "agent", 3),
+        ("trace", "leave", "agent", 3),
     ]
     assert out[2].data["data"] == {"name": "fetch__fetch", "arguments": {"url": "u"}, "tool_call_id": "c1"}
     assert out[5].data["data"] == {"name": "fetch__fetch", "tool_call_id": "c1", "result": "body"}
@@ -94,35 +116,79 @@ def test_the_translator_emits_enter_leave_call_result_as_the_contract() -> None:
 def test_the_markdown_transcript_has_the_reference_layout() -> None:
     t = datetime(2026, 1, 1, tzinfo=UTC)
     conv = Conversation("aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee", "Title", t, t)
-    md = markdown_transcript(conv, [
-        UserMessage("hi"),
-        AssistantMessage("", (ToolCall("c1", "fetch__fetch", {"url": "x"}),)),
-        ToolResult("page", "c1", "fetch__fetch", "error"),
-        AssistantMessage("done"),
-    ])
+    md = markdown_transcript(
+        conv,
+        [
+            UserMessage("hi"),
+            AssistantMessage("", (ToolCall("c1", "fetch__fetch", {"url": "x"}),)),
+            ToolResult("page", "c1", "fetch__fetch", "error"),
+            AssistantMessage("done"),
+        ],
+    )
     assert md.split("\n") == [
-        "# Title", "", "- Conversation / thread_id: `aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee`",
-        "- Created: 2026-01-01T00:00:00.000Z", "- Updated: 2026-01-01T00:00:00.000Z", "",
-        "## User", "", "hi", "",
-        "## Assistant", "", "> **Tool call** `fetch__fetch` (c1)", ">", "> ```json", "> {", '>   "url": "x"', "> }", "> ```", "",
-        "### Tool result: `fetch__fetch` (error)", "", "```", "page", "```", "",
-        "## Assistant", "", "done", "",
+        "# Title",
+        "",
+        "- Conversation / thread_id: `aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee`",
+        "- Created: 2026-01-01T00:00:00.000Z",
+        "- Updated: 2026-01-01T00:00:00.000Z",
+        "",
+        "## User",
+        "",
+        "hi",
+        "",
+        "## Assistant",
+        "",
+        "> **Tool call** `fetch__fetch` (c1)",
+        ">",
+        "> ```json",
+        "> {",
+        '>   "url": "x"',
+        "> }",
+        "> ```",
+        "",
+        "### Tool result: `fetch__fetch` (error)",
+        "",
+        "```",
+        "page",
+        "```",
+        "",
+        "## Assistant",
+        "",
+        "done",
+        "",
     ]
 
 
 def test_the_markdown_transcript_keeps_the_contracts_headings_and_names_the_models_in_its_head() -> None:
     t = datetime(2026, 1, 1, tzinfo=UTC)
     conv = Conversation("aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee", "Title", t, t, model="llava:7b")
-    md = markdown_transcript(conv, [UserMessage("hi"), AssistantMessage("one", model="qwen3"), UserMessage("again"),
-                                    AssistantMessage("two", model="llava:7b"), AssistantMessage("three", model="qwen3")])
+    md = markdown_transcript(
+        conv,
+        [
+            UserMessage("hi"),
+            AssistantMessage("one", model="qwen3"),
+            UserMessage("again"),
+            AssistantMessage("two", model="llava:7b"),
+            AssistantMessage("three", model="qwen3"),
+        ],
+    )
     lines = md.split("\n")
-    assert [line for line in lines if line.startswith("#")] == ["# Title", "## User", "## Assistant", "## User",
-                                                                 "## Assistant", "## Assistant"]
-    head = lines[:lines.index("## User")]
-    assert head[2:5] == ["- Conversation / thread_id: `aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee`",
-                         "- Created: 2026-01-01T00:00:00.000Z", "- Updated: 2026-01-01T00:00:00.000Z"]
+    assert [line for line in lines if line.startswith("#")] == [
+        "# Title",
+        "## User",
+        "## Assistant",
+        "## User",
+        "## Assistant",
+        "## Assistant",
+    ]
+    head = lines[: lines.index("## User")]
+    assert head[2:5] == [
+        "- Conversation / thread_id: `aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee`",
+        "- Created: 2026-01-01T00:00:00.000Z",
+        "- Updated: 2026-01-01T00:00:00.000Z",
+    ]
     assert "- Answered by: `qwen3`, `llava:7b`" in head and "- Model: `llava:7b`" in head
-    assert lines[lines.index("## Assistant"):][:4] == ["## Assistant", "", "one", ""]
+    assert lines[lines.index("## Assistant") :][:4] == ["## Assistant", "", "one", ""]
 
 
 def test_the_jsonl_export_is_one_line_per_checkpoint_and_newline_when_empty() -> None:
@@ -131,8 +197,15 @@ def test_the_jsonl_export_is_one_line_per_checkpoint_and_newline_when_empty() ->
     text = checkpoint_jsonl([line, line])
     assert text.endswith("\n") and len(text.strip().split("\n")) == 2
     assert json.loads(text.split("\n")[0]) == {
-        "checkpoint_id": "c", "created_at": "2026", "step": -1, "source": "input",
-        "next": ["__start__"], "message_count": 0, "last_message": None, "run_id": "r1", "branch": 1,
+        "checkpoint_id": "c",
+        "created_at": "2026",
+        "step": -1,
+        "source": "input",
+        "next": ["__start__"],
+        "message_count": 0,
+        "last_message": None,
+        "run_id": "r1",
+        "branch": 1,
     }
 
 

@@ -35,8 +35,13 @@ def test_the_runtime_lock_has_no_httpx_cli_dependencies() -> None:
 
 
 def test_the_cli_and_server_load_no_aiohttp_and_httpx_works() -> None:
-    out = subprocess.run([sys.executable, "-c", PROBE], env={"PYTHONPATH": str(ROOT / "src"), "PATH": ""},
-                         capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        env={"PYTHONPATH": str(ROOT / "src"), "PATH": ""},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert out == ["-", "http://127.0.0.1/x"]
 
 
@@ -50,6 +55,11 @@ print(",".join(sorted({"adapters.langgraph.graph", "services.approvals", "servic
 def test_a_storage_backend_and_its_saver_load_without_the_agent_graph() -> None:
     # the savers share the graph's names (adapters/langgraph/keys.py), not its module: a read
     # command opens storage without importing the agent and the use cases it runs
-    out = subprocess.run([sys.executable, "-c", SAVERS], env={"PYTHONPATH": str(ROOT / "src"), "PATH": ""},
-                         capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", SAVERS],
+        env={"PYTHONPATH": str(ROOT / "src"), "PATH": ""},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert out == ["-"]

@@ -47,20 +47,23 @@ def test_a_human_message_is_a_new_message_and_needs_no_thread_read() -> None:
     assert run_command(parts, view()) == SendMessage("ab", TID)
 
 
-@pytest.mark.parametrize("body", [
-    {"input": human(5)},
-    {"input": {"messages": [{"type": "ai", "content": "x"}]}},
-    {"input": {"messages": [{"type": "human", "content": "a"}, {"type": "human", "content": "b"}]}},
-    {"input": {"messages": [], "extra": 1}},
-    {"input": human("   ")},
-    {"input": human([{"type": "image_url", "image_url": "x"}])},
-    {"input": human("x"), "multitask_strategy": "later"},
-    {"input": human("x"), "interrupt_before": ["tools"]},
-    {"input": human("x"), "on_disconnect": "explode"},
-    {"command": {"goto": "agent"}},
-    {"command": {"resume": {"decisions": []}}, "input": human("x")},
-    {"input": human("x"), "checkpoint": {"checkpoint_id": "unknown"}},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"input": human(5)},
+        {"input": {"messages": [{"type": "ai", "content": "x"}]}},
+        {"input": {"messages": [{"type": "human", "content": "a"}, {"type": "human", "content": "b"}]}},
+        {"input": {"messages": [], "extra": 1}},
+        {"input": human("   ")},
+        {"input": human([{"type": "image_url", "image_url": "x"}])},
+        {"input": human("x"), "multitask_strategy": "later"},
+        {"input": human("x"), "interrupt_before": ["tools"]},
+        {"input": human("x"), "on_disconnect": "explode"},
+        {"command": {"goto": "agent"}},
+        {"command": {"resume": {"decisions": []}}, "input": human("x")},
+        {"input": human("x"), "checkpoint": {"checkpoint_id": "unknown"}},
+    ],
+)
 def test_what_cannot_be_mapped_is_refused(body: dict[str, Any]) -> None:
     with pytest.raises(InvalidInput):
         run_command(body, view((ask("c1"),)))
@@ -74,8 +77,16 @@ def test_a_multitask_strategy_is_the_message_s_multitask(strategy: str) -> None:
 
 def test_a_resume_answers_the_waiting_calls_in_order_in_every_client_shape() -> None:
     waiting = (ask("call_a"), ask("call_b"))
-    hitl = {"command": {"resume": {"decisions": [
-        {"type": "approve"}, {"type": "edit", "edited_action": {"name": "ledger__charge", "args": {"amount": 2}}}]}}}
+    hitl = {
+        "command": {
+            "resume": {
+                "decisions": [
+                    {"type": "approve"},
+                    {"type": "edit", "edited_action": {"name": "ledger__charge", "args": {"amount": 2}}},
+                ]
+            }
+        }
+    }
     command = run_command(hitl, view(waiting))
     assert run_command({**hitl, "input": {}}, view(waiting)) == command  # useStream's submit({}, {command})
     assert isinstance(command, Resume)
@@ -90,10 +101,13 @@ def test_a_resume_answers_the_waiting_calls_in_order_in_every_client_shape() -> 
     assert isinstance(native, Resume) and list(native.decisions) == ["call_b"]
 
 
-@pytest.mark.parametrize("resume", [
-    {"decisions": [{"type": "approve"}]},  # one answer for two calls
-    {"call_zzz": {"type": "approve"}},  # a call that does not wait
-])
+@pytest.mark.parametrize(
+    "resume",
+    [
+        {"decisions": [{"type": "approve"}]},  # one answer for two calls
+        {"call_zzz": {"type": "approve"}},  # a call that does not wait
+    ],
+)
 def test_a_stale_answer_is_refused(resume: Any) -> None:
     with pytest.raises(StaleDecision):
         run_command({"command": {"resume": resume}}, view((ask("call_a"), ask("call_b"))))
@@ -122,9 +136,16 @@ def test_no_input_resumes_and_an_older_checkpoint_edits_or_regenerates() -> None
 
 
 def test_the_chain_runs_through_the_ancestors_up_to_each_fork() -> None:
-    log = [cp("a0", 0), cp("a1", 1), cp("a2", 2), cp("a3", 4, step=3),  # branch 1: q1 a1 q2 a2
-           cp("b1", 3, branch=2), cp("b2", 4, branch=2),  # 2: regenerates a2 (fork 3)
-           cp("c1", 3, branch=3), cp("c2", 4, branch=3)]  # 3: from branch 2 at 3 (an edit of its answer)
+    log = [
+        cp("a0", 0),
+        cp("a1", 1),
+        cp("a2", 2),
+        cp("a3", 4, step=3),  # branch 1: q1 a1 q2 a2
+        cp("b1", 3, branch=2),
+        cp("b2", 4, branch=2),  # 2: regenerates a2 (fork 3)
+        cp("c1", 3, branch=3),
+        cp("c2", 4, branch=3),
+    ]  # 3: from branch 2 at 3 (an edit of its answer)
     branches = [Branch(1, None, 0, 4, False), Branch(2, 1, 3, 4, False), Branch(3, 2, 3, 4, True)]
     assert [c.checkpoint_id for c in lineage(log, branches)] == ["a0", "a1", "a2", "b1", "c1", "c2"]
     assert [c.checkpoint_id for c in lineage(log[:4], [])] == ["a0", "a1", "a2", "a3"]
@@ -132,9 +153,16 @@ def test_the_chain_runs_through_the_ancestors_up_to_each_fork() -> None:
     assert [c.checkpoint_id for c in lineage(log, branches, 1)] == ["a0", "a1", "a2", "a3"]
 
 
-SCHEMA = {"type": "object", "properties": {"amount": {"type": "integer"}, "rate": {"type": "number"},
-                                           "urgent": {"type": "boolean"}, "note": {"type": "string"},
-                                           "either": {"type": ["integer", "null"]}}}
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "amount": {"type": "integer"},
+        "rate": {"type": "number"},
+        "urgent": {"type": "boolean"},
+        "note": {"type": "string"},
+        "either": {"type": ["integer", "null"]},
+    },
+}
 
 
 @pytest.mark.parametrize(

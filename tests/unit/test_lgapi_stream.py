@@ -17,10 +17,15 @@ from services.stream import trace
 RUN = "0c1d2e3f-4a5b-4c6d-8e7f-8091a2b3c4d5"
 TID = "7d7f3f4e-1d2b-4c3a-9e8f-0a1b2c3d4e5f"
 CALL = ToolCall("call_1", "demo__clock", {})
-THREAD: tuple[Message, ...] = (UserMessage("hi", "u"), AssistantMessage("", (CALL,), "a1"),
-                               ToolResult("12:00", "call_1", "demo__clock", id="t1"), AssistantMessage("It is 12:00.", id="a2"))
-LOG = [CheckpointSummary(f"c{i}", "", step, "loop", (), count, None, RUN) for i, (step, count) in
-       enumerate([(1, 2), (2, 3), (3, 4)])]
+THREAD: tuple[Message, ...] = (
+    UserMessage("hi", "u"),
+    AssistantMessage("", (CALL,), "a1"),
+    ToolResult("12:00", "call_1", "demo__clock", id="t1"),
+    AssistantMessage("It is 12:00.", id="a2"),
+)
+LOG = [
+    CheckpointSummary(f"c{i}", "", step, "loop", (), count, None, RUN) for i, (step, count) in enumerate([(1, 2), (2, 3), (3, 4)])
+]
 
 
 async def read() -> tuple[Sequence[Message], Sequence[CheckpointSummary]]:
@@ -35,7 +40,8 @@ EVENTS = [
     trace(2, "demo__clock", "tools", "result", {"name": "demo__clock", "tool_call_id": "call_1", "result": "12:00"}),
     trace(2, "demo__clock", "tools", "leave"),
     trace(3, "qwen3", "agent", "enter"),
-    StreamEvent("token", "It is "), StreamEvent("token", "12:00."),
+    StreamEvent("token", "It is "),
+    StreamEvent("token", "12:00."),
     trace(3, "qwen3", "agent", "leave"),
     StreamEvent("end", {"conversation": TID, "status": "completed"}),
 ]
@@ -66,8 +72,11 @@ def test_values_and_updates_show_each_step_as_its_checkpoint_held_it() -> None:
 def test_messages_tuple_sends_tokens_and_tool_results_with_their_node() -> None:
     out = [(e, json.loads(d) if isinstance(d, str) else d) for e, d in project(("messages-tuple",))]  # tokens come encoded
     chunks = [(d[0]["type"], d[0]["content"], d[1]["langgraph_node"], d[1]["langgraph_step"]) for e, d in out if e == "messages"]
-    assert chunks == [("tool", "12:00", "tools", 2), ("AIMessageChunk", "It is ", "agent", 3),
-                      ("AIMessageChunk", "12:00.", "agent", 3)]
+    assert chunks == [
+        ("tool", "12:00", "tools", 2),
+        ("AIMessageChunk", "It is ", "agent", 3),
+        ("AIMessageChunk", "12:00.", "agent", 3),
+    ]
     assert {e for e, _ in out} == {"metadata", "messages"}
 
 

@@ -64,8 +64,11 @@ def test_a_transition_is_built_only_from_the_table() -> None:
     done = lifecycle.transition(RunStatus.RUNNING, RunStatus.COMPLETED)
     assert (done.source, done.target) == (RunStatus.RUNNING, RunStatus.COMPLETED)
     assert lifecycle.GIVE_UP == lifecycle.Transition(RunStatus.INTERRUPTED, RunStatus.FAILED)
-    for source, target in ((RunStatus.COMPLETED, RunStatus.FAILED), (RunStatus.RUNNING, RunStatus.RUNNING),
-                           (RunStatus.WAITING, RunStatus.COMPLETED)):
+    for source, target in (
+        (RunStatus.COMPLETED, RunStatus.FAILED),
+        (RunStatus.RUNNING, RunStatus.RUNNING),
+        (RunStatus.WAITING, RunStatus.COMPLETED),
+    ):
         with pytest.raises(InvalidTransition):
             lifecycle.transition(source, target)
         with pytest.raises(InvalidTransition):
@@ -266,7 +269,8 @@ async def test_a_run_whose_lease_was_taken_writes_nothing_more_and_says_it_lost(
     assert active.events[-1][1].event == "chat-error" and active.events[-1][1].data["code"] == "RUN_LOST"
     assert w.engine.writes.count(started.run_id) == 1  # only its input, before the takeover
     assert [r.status for r in await w.store.recent_runs(started.conversation_id, 5)] == [
-        RunStatus.COMPLETED, RunStatus.INTERRUPTED,
+        RunStatus.COMPLETED,
+        RunStatus.INTERRUPTED,
     ]
     assert len(adopted) == 1
 

@@ -24,8 +24,19 @@ def metered(w: World, name: str) -> InMemoryMetrics:
     (a service's metrics are fixed when it is built)."""
     old: RunService = getattr(w, name)
     metrics = InMemoryMetrics()
-    setattr(w, name, RunService(old.stores, old.engine, old.processes, lease_seconds=old.deps.lease_seconds,
-                                cancel_wait=old.cancel_wait, poll_seconds=old.deps.poll_seconds, metrics=metrics))
+    setattr(
+        w,
+        name,
+        RunService(
+            old.stores,
+            old.engine,
+            old.processes,
+            lease_seconds=old.deps.lease_seconds,
+            cancel_wait=old.cancel_wait,
+            poll_seconds=old.deps.poll_seconds,
+            metrics=metrics,
+        ),
+    )
     return metrics
 
 

@@ -86,8 +86,13 @@ async def test_the_choice_carries_the_models_context_and_the_budget_is_the_small
 
 def test_reasoning_is_its_own_stream_event_and_packed_like_tokens_but_apart() -> None:
     assert StreamTranslator().feed(ReasoningDelta(1, "hm")) == [StreamEvent("reasoning", "hm")]
-    batch = [(1, StreamEvent("reasoning", "a")), (2, StreamEvent("reasoning", "b")), (3, StreamEvent("token", "c")),
-             (4, StreamEvent("token", "d")), (5, StreamEvent("reasoning", "e"))]
+    batch = [
+        (1, StreamEvent("reasoning", "a")),
+        (2, StreamEvent("reasoning", "b")),
+        (3, StreamEvent("token", "c")),
+        (4, StreamEvent("token", "d")),
+        (5, StreamEvent("reasoning", "e")),
+    ]
     rows = pack(batch)
     assert [r[1] for r in rows] == ["reasonings", "tokens", "reasoning"]
     assert list(unpack(rows, 0)) == batch

@@ -65,7 +65,7 @@ def prompt() -> list[BaseMessage]:
     call = {"id": "c1", "name": "fetch", "args": {"url": "http://a", "n": 1.5, "deep": {"x": [1, None]}}, "type": "tool_call"}
     return [
         SystemMessage("You are terse."),
-        HumanMessage("héllo ✓ \"quoted\" \n new line"),
+        HumanMessage('héllo ✓ "quoted" \n new line'),
         AIMessage("a text reply"),
         AIMessage("", tool_calls=[call]),
         ToolMessage("fetched", tool_call_id="c1", name="fetch", status="success"),
@@ -87,7 +87,9 @@ def ollama_stream(bodies: list[bytes], status: int = 200) -> httpx.MockTransport
         if status != 200:
             return httpx.Response(status, json={"error": f"model 'm' failed with {status}"})
         if json.loads(request.content)["stream"] is False:
-            return httpx.Response(200, json={"model": "m", **ANSWER[-1], "message": {"role": "assistant", "content": "Héllo world"}})
+            return httpx.Response(
+                200, json={"model": "m", **ANSWER[-1], "message": {"role": "assistant", "content": "Héllo world"}}
+            )
         lines = [json.dumps({"model": "m", "created_at": "2026-12-03T00:00:00Z", **part}) for part in ANSWER]
         return httpx.Response(200, content="\n".join(lines).encode(), headers={"Content-Type": "application/x-ndjson"})
 
@@ -158,9 +160,7 @@ async def test_our_body_and_streamed_reply_equal_stock_chat_ollamas(
     assert ours.content == "Héllo world" and ours.usage_metadata is not None
 
 
-async def test_a_second_call_with_the_same_messages_converts_none_again(
-    conversions: list[int], encodings: list[int]
-) -> None:
+async def test_a_second_call_with_the_same_messages_converts_none_again(conversions: list[int], encodings: list[int]) -> None:
     stock_bodies: list[bytes] = []
     our_bodies: list[bytes] = []
     messages = prompt()

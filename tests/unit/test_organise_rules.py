@@ -45,10 +45,18 @@ def test_a_list_is_the_main_one_unless_the_archive_or_pins_are_asked_for() -> No
     assert Shown().keeps(pinned=True, archived=True) and not MAIN.keeps(pinned=False, archived=True)
 
 
-@pytest.mark.parametrize(("name", "message"), [
-    ("", "must not be empty"), ("   ", "must not be empty"), ("a/b", "'/'"), ("a\u202eb", "control"),
-    ("x" * 61, "at most 60"), (7, "must be a string"), ("\ud800", "not valid Unicode"),
-])
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("", "must not be empty"),
+        ("   ", "must not be empty"),
+        ("a/b", "'/'"),
+        ("a\u202eb", "control"),
+        ("x" * 61, "at most 60"),
+        (7, "must be a string"),
+        ("\ud800", "not valid Unicode"),
+    ],
+)
 def test_a_bad_preset_name_is_refused(name: object, message: str) -> None:
     with pytest.raises(InvalidInput, match=message):
         check_preset_name(name)

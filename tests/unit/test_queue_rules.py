@@ -94,9 +94,18 @@ def test_a_steer_cuts_only_a_model_writing_an_answer_that_asked_no_tool_call() -
 
     writing = False
     seen = []
-    for event in (trace("enter", "agent"), StreamEvent("token", "Hel"), trace("context", "agent"),
-                  trace("call", "tools"), trace("leave", "agent"), trace("enter", "tools"), trace("result", "tools"),
-                  trace("enter", "agent"), StreamEvent("token", "lo"), trace("leave", "agent")):
+    for event in (
+        trace("enter", "agent"),
+        StreamEvent("token", "Hel"),
+        trace("context", "agent"),
+        trace("call", "tools"),
+        trace("leave", "agent"),
+        trace("enter", "tools"),
+        trace("result", "tools"),
+        trace("enter", "agent"),
+        StreamEvent("token", "lo"),
+        trace("leave", "agent"),
+    ):
         writing = model_writing(writing, event)
         seen.append(writing)
     assert seen == [True, True, True, False, False, False, False, True, True, False]

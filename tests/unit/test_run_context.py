@@ -57,7 +57,8 @@ async def test_a_call_the_run_context_skips_is_not_run() -> None:
     # the first run stops before its tools step, as a crash would leave it
     await graph.ainvoke({"messages": [HumanMessage("hi")]}, config, interrupt_before=["tools"])
     (call_id,) = [c["id"] for c in (await graph.aget_state(config)).values["messages"][-1].tool_calls]
-    events = [e async for e in graph.astream(None, config, context=RunContext("run-2", skip=frozenset({call_id})),
-                                             stream_mode="custom")]
+    events = [
+        e async for e in graph.astream(None, config, context=RunContext("run-2", skip=frozenset({call_id})), stream_mode="custom")
+    ]
     assert log == []
     assert [e.result.skipped for e in events if isinstance(e, ToolCallFinished)] == [True]

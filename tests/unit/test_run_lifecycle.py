@@ -34,7 +34,13 @@ async def test_a_message_completes_a_run_with_tokens_and_an_end_event() -> None:
     h = make_harness(["Hello there friend"])
     started, events = await h.send("  Hi!\nsecond line  ")
     assert names(events) == [
-        "trace:enter:agent", "trace:context:agent", "token", "token", "token", "trace:leave:agent", "end",
+        "trace:enter:agent",
+        "trace:context:agent",
+        "token",
+        "token",
+        "token",
+        "trace:leave:agent",
+        "end",
     ]
     assert "".join(e.data for e in events if e.event == "token") == "Hello there friend"
     assert events[-1].data == {"conversation": started.conversation_id, "status": "completed"}
@@ -82,9 +88,7 @@ async def test_a_second_turn_sends_the_whole_thread_to_the_model() -> None:
 
 async def test_a_model_error_fails_the_run_and_leaves_it_resumable() -> None:
     log: list[Any] = []
-    h = make_harness(
-        [[("t__a", {})], ModelUnavailable(), "recovered"], tools=[recording_tool(log, "t__a")]
-    )
+    h = make_harness([[("t__a", {})], ModelUnavailable(), "recovered"], tools=[recording_tool(log, "t__a")])
     started, events = await h.send("go")
     cid = started.conversation_id
     assert events[-1].event == "chat-error"
@@ -360,7 +364,6 @@ async def test_events_ready_together_reach_a_subscriber_in_one_batch_and_a_lone_
     assert [e.event for _, e in await anext(batches)] == ["end"]
     with pytest.raises(StopAsyncIteration):
         await anext(batches)
-
 
 
 async def test_a_turn_makes_no_trip_through_the_default_executor() -> None:

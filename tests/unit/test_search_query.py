@@ -24,8 +24,10 @@ from ports.search import MARK_CLOSE, MARK_OPEN, Term
         ("hello !!!", (Term(("hello",), True, True),)),
         # as it is typed: the last word is a prefix too, from two letters on
         ("lighthous", (Term(("lighthous",), True, True),)),
-        ("keepers of the l", (Term(("keepers",), stem=True), Term(("of",), stem=True), Term(("the",), stem=True),
-                              Term(("l",), stem=True))),
+        (
+            "keepers of the l",
+            (Term(("keepers",), stem=True), Term(("of",), stem=True), Term(("the",), stem=True), Term(("l",), stem=True)),
+        ),
         ('"lighthouse kee', (Term(("lighthouse", "kee"), True),)),  # a quote left open: a phrase being typed
         ('whale "', (Term(("whale",), True, True),)),  # nothing typed in the quote yet
         ('"whale"', (Term(("whale",)),)),  # quoted: that word only

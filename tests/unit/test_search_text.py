@@ -29,7 +29,8 @@ def test_the_forms_of_a_word_share_its_stem_and_other_words_keep_theirs() -> Non
 def test_the_tsquery_quotes_every_word_and_carries_no_user_syntax() -> None:
     query = parse_query('"blue wh"* Krill OR x:y \'); DROP')
     assert tsquery(query) == TsQueries(
-        words="'blue' <-> 'wh':* & 'x' <-> 'y'", stems="'krill' & 'or'", either=(("'drop':*", "'drop'"),))
+        words="'blue' <-> 'wh':* & 'x' <-> 'y'", stems="'krill' & 'or'", either=(("'drop':*", "'drop'"),)
+    )
     assert tsquery(parse_query("Résumé")) == TsQueries(either=(("'resume':*", f"'{stem('resume')}'"),))
     assert tsquery(parse_query('"it\'s"')).words == "'it' <-> 's'"
     assert TsQueries("'a'", "'b'", (("'c':*", "'c'"),)).ranked() == ("('a') | ('c':*)", "('b') | ('c')")
@@ -47,8 +48,12 @@ def test_a_snippet_marks_a_phrase_as_a_whole_and_elides_what_it_leaves_out() -> 
 def test_a_snippet_marks_the_forms_a_stem_found_and_the_word_being_typed() -> None:
     text = "The keepers kept the lighthouses; a lighthousekeeper's log"
     assert marked(snippet(text, parse_query("keeper lighthous"))) == (
-        "The [keepers] kept the [lighthouses]; a [lighthousekeeper]'s log")
-    assert marked(snippet(text, parse_query('"keeper" lighthouses'))) == "The keepers kept the [lighthouses]; a lighthousekeeper's log"
+        "The [keepers] kept the [lighthouses]; a [lighthousekeeper]'s log"
+    )
+    assert (
+        marked(snippet(text, parse_query('"keeper" lighthouses')))
+        == "The keepers kept the [lighthouses]; a lighthousekeeper's log"
+    )
     assert matches_all(text, parse_query("keeper lighthous")) and not matches_all(text, parse_query('"keeper"'))
 
 

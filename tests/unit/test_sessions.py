@@ -31,10 +31,12 @@ def clocks() -> Clocks:
     return Clocks()
 
 
-def service(clocks: Clocks, store: InMemorySessionStore | None = None, token: str = TOKEN,
-            lifetime: float = 3600) -> SessionService:
-    return SessionService(store or InMemorySessionStore(), token, lifetime, clock=lambda: clocks.wall,
-                          monotonic=lambda: clocks.mono)
+def service(
+    clocks: Clocks, store: InMemorySessionStore | None = None, token: str = TOKEN, lifetime: float = 3600
+) -> SessionService:
+    return SessionService(
+        store or InMemorySessionStore(), token, lifetime, clock=lambda: clocks.wall, monotonic=lambda: clocks.mono
+    )
 
 
 async def live(sessions: SessionService, session_id: str) -> bool:

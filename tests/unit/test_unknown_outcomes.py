@@ -24,8 +24,10 @@ def harness_with_a_payment(calls: list[str], gate: asyncio.Event) -> Harness:
 
     return make_harness(
         [[("pay__charge", {"amount": 5}), ("pay__lookup", {})], "after", "after"],
-        tools=[(spec("pay__charge", destructive=True, idempotent=False), charge),
-               (spec("pay__lookup", read_only=True, destructive=False, idempotent=True), lookup)],
+        tools=[
+            (spec("pay__charge", destructive=True, idempotent=False), charge),
+            (spec("pay__lookup", read_only=True, destructive=False, idempotent=True), lookup),
+        ],
     )
 
 

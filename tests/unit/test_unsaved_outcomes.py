@@ -33,8 +33,11 @@ async def test_a_run_whose_outcome_cannot_be_written_reads_as_ended_in_its_proce
     started, events = await h.send("hi")
     assert events[-1].event == "end"  # its followers got the outcome
     assert (await store.get_run(started.run_id)).status is RunStatus.RUNNING  # type: ignore[union-attr]
-    for conv in ((await h.conversations.get(started.conversation_id)).conversation,
-                 (await h.conversations.list())[0], (await h.conversations.page()).conversations[0]):
+    for conv in (
+        (await h.conversations.get(started.conversation_id)).conversation,
+        (await h.conversations.list())[0],
+        (await h.conversations.page()).conversations[0],
+    ):
         assert conv.status is RunStatus.COMPLETED, conv
         assert conv.error is not None and conv.error.code == "STORAGE_FAILURE" and "not saved yet" in conv.error.message
     store.full = False

@@ -25,17 +25,25 @@ def test_enabling_web_search_is_one_change_to_a_valid_entry(tmp_path: Path) -> N
     (tmp_path / "mcp.json").write_text(json.dumps(raw))
     config = load_mcp_config(tmp_path, tmp_path / "memory.jsonl")
     assert config.errors == {} and config.disabled == ()
-    assert config.servers["searxng"] == {"transport": "stdio", "command": "npx", "args": ["-y", "mcp-searxng@1.16.0"],
-                                         "env": {"SEARXNG_URL": "http://127.0.0.1:8888"}}
+    assert config.servers["searxng"] == {
+        "transport": "stdio",
+        "command": "npx",
+        "args": ["-y", "mcp-searxng@1.16.0"],
+        "env": {"SEARXNG_URL": "http://127.0.0.1:8888"},
+    }
     assert config.approval["searxng"] == ((), ("searxng_*", "web_url_read"))  # read-only tools
     assert config.timeouts["searxng"] == 60
 
 
 def test_a_disabled_entry_is_still_checked_and_disabled_must_be_a_boolean(tmp_path: Path) -> None:
-    (tmp_path / "mcp.json").write_text(json.dumps({
-        "off": {"disabled": True, "command": "npx", "args": "not a list"},
-        "odd": {"disabled": "yes", "command": "npx"},
-    }))
+    (tmp_path / "mcp.json").write_text(
+        json.dumps(
+            {
+                "off": {"disabled": True, "command": "npx", "args": "not a list"},
+                "odd": {"disabled": "yes", "command": "npx"},
+            }
+        )
+    )
     config = load_mcp_config(tmp_path, tmp_path / "memory.jsonl")
     assert config.servers == {} and config.disabled == ()
     assert "args must be a list" in config.errors["off"]

@@ -20,13 +20,19 @@ async def _word_count(args: Mapping[str, Any], key: str) -> str:
 
 def demo_toolbox() -> StaticToolbox:
     clock = ToolSpec(
-        "demo__clock", "The current date and time (UTC).", {"type": "object", "properties": {}},
-        read_only=True, destructive=False, idempotent=True,
+        "demo__clock",
+        "The current date and time (UTC).",
+        {"type": "object", "properties": {}},
+        read_only=True,
+        destructive=False,
+        idempotent=True,
     )
     count = ToolSpec(
         "demo__word_count",
         "Count the words of a text.",
         {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
-        read_only=True, destructive=False, idempotent=True,
+        read_only=True,
+        destructive=False,
+        idempotent=True,
     )
     return StaticToolbox([(clock, _clock), (count, _word_count)], server="demo")

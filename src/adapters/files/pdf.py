@@ -152,8 +152,7 @@ class ProcessPdfExtractor(TextExtractor):
             async with asyncio.timeout(self.limits.seconds):
                 answer = await worker.ask(data, math.ceil(self.limits.seconds))
         except TimeoutError:
-            log.warning("PDF %s: still reading after %g s: its worker (pid %d) is killed",
-                        name, self.limits.seconds, worker.pid)
+            log.warning("PDF %s: still reading after %g s: its worker (pid %d) is killed", name, self.limits.seconds, worker.pid)
             answer = None
         except BaseException:  # cancelled (the request went away): nobody waits for this file
             self._busy.discard(worker)
@@ -208,8 +207,13 @@ async def _start(memory: int) -> _Worker:
     """A worker process, ready (pypdf imported, its limits set)."""
     try:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-I", str(WORKER), str(memory),
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+            sys.executable,
+            "-I",
+            str(WORKER),
+            str(memory),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
         )
     except OSError as e:

@@ -104,7 +104,7 @@ def main(argv: list[str]) -> int:
         (seconds,) = HEADER.unpack(request[: HEADER.size])
         budget(seconds)
         try:
-            answer = extract(request[HEADER.size:])
+            answer = extract(request[HEADER.size :])
             del request
             body = json.dumps(answer).encode()
         except MemoryError:

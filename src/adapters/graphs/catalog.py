@@ -73,9 +73,16 @@ class LangGraphJsonCatalog(GraphCatalog):
         return entry
 
     @asynccontextmanager
-    async def graph(self, graph_id: str, *, access: AccessContext, store: BaseStore,
-                    checkpointer: BaseCheckpointSaver[Any] | None = None, config: Mapping[str, Any] | None = None,
-                    context: Any = None) -> AsyncIterator[Pregel[Any, Any, Any, Any]]:
+    async def graph(
+        self,
+        graph_id: str,
+        *,
+        access: AccessContext,
+        store: BaseStore,
+        checkpointer: BaseCheckpointSaver[Any] | None = None,
+        config: Mapping[str, Any] | None = None,
+        context: Any = None,
+    ) -> AsyncIterator[Pregel[Any, Any, Any, Any]]:
         """The graph `graph_id` for one use, with the server's checkpointer and store: a
         factory is called (with `config` and/or a ServerRuntime for `access`, `store` and,
         for a run, `context`) and what it gives is held open until the block ends.
@@ -89,8 +96,7 @@ class LangGraphJsonCatalog(GraphCatalog):
             if isinstance(made, StateGraph):
                 made = made.compile()
             if not isinstance(made, Pregel):
-                raise GraphLoadFailed(f"{self._path}: graph {graph_id!r}: its factory gave a {type(made).__name__}, "
-                                      "not a graph")
+                raise GraphLoadFailed(f"{self._path}: graph {graph_id!r}: its factory gave a {type(made).__name__}, not a graph")
             update: dict[str, Any] = {"checkpointer": checkpointer, "store": store}
             if made.name == "LangGraph":  # LangGraph's default: the graph id names it better
                 update["name"] = graph_id
@@ -129,5 +135,6 @@ async def _entered(value: Any) -> AsyncIterator[Any]:
 
 
 def _not_applied(config: GraphsConfig) -> tuple[str, ...]:
-    return tuple(f"{config.path}: `{key}` is not applied (Sophos keeps its own; docs/langgraph-api.md)"
-                 for key in config.not_applied)
+    return tuple(
+        f"{config.path}: `{key}` is not applied (Sophos keeps its own; docs/langgraph-api.md)" for key in config.not_applied
+    )

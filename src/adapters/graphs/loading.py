@@ -49,6 +49,7 @@ class LoadedGraph:
 def load_graph(config: GraphsConfig, source: GraphSource, modules: dict[str, ModuleType]) -> LoadedGraph:
     """Import `source`'s module (once per file: `modules` keeps them by path) and classify its
     attribute; GraphLoadFailed names what failed."""
+
     def fault(what: str) -> Exception:
         return config.fault(f"graph {source.graph_id!r} ({source.spec}): {what}")
 
@@ -57,8 +58,10 @@ def load_graph(config: GraphsConfig, source: GraphSource, modules: dict[str, Mod
     try:
         module = _module(source, modules)
     except ModuleNotFoundError as e:
-        raise fault(f"{type(e).__name__}: {e} (install the package into the server's environment, "
-                    "or list its directory in `dependencies`)") from None
+        raise fault(
+            f"{type(e).__name__}: {e} (install the package into the server's environment, "
+            "or list its directory in `dependencies`)"
+        ) from None
     except (Exception, SystemExit) as e:
         raise fault(f"{type(e).__name__}: {e}") from None
     value = _attribute(module, source.attr, fault)
@@ -134,8 +137,10 @@ def factory_args(fn: Callable[..., Any]) -> tuple[str, ...]:
     if len(params) > 2:
         raise ValueError(f"a graph factory takes at most 2 arguments (config, runtime), this one {len(params)}")
     if len(params) == 2 and sum(runtime) != 1:
-        raise ValueError("a graph factory of 2 arguments must annotate one of them `ServerRuntime` "
-                         "(langgraph_sdk.runtime); the other is the config")
+        raise ValueError(
+            "a graph factory of 2 arguments must annotate one of them `ServerRuntime` "
+            "(langgraph_sdk.runtime); the other is the config"
+        )
     return tuple("runtime" if is_runtime else "config" for is_runtime in runtime)
 
 

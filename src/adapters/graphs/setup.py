@@ -47,8 +47,11 @@ def prepare(config: GraphsConfig) -> tuple[str, ...]:
             raise config.fault(f"dependency {directory} is not a directory")
         if directory not in sys.path:
             sys.path.append(directory)
-    return tuple(f"{config.path}: package {name!r} is listed in `dependencies` but not installed "
-                 "(install it into the server's environment)" for name in missing_packages(config.packages))
+    return tuple(
+        f"{config.path}: package {name!r} is listed in `dependencies` but not installed "
+        "(install it into the server's environment)"
+        for name in missing_packages(config.packages)
+    )
 
 
 def _env(config: GraphsConfig) -> dict[str, str]:

@@ -158,7 +158,9 @@ class BoundedTransport(httpx.AsyncBaseTransport):
             headers = [(k, v) for k, v in response.headers.raw if k.lower() not in (b"content-encoding", b"content-length")]
         assert isinstance(response.stream, httpx.AsyncByteStream)
         return httpx.Response(
-            response.status_code, headers=headers, stream=BoundedBody(response.stream, inflater),
+            response.status_code,
+            headers=headers,
+            stream=BoundedBody(response.stream, inflater),
             extensions=response.extensions,
         )
 

@@ -50,9 +50,15 @@ def _tool_result(content: str, call_id: str, name: str, status: Any, id: str | N
     meta = extra.get(TOOL_KEY) if isinstance(extra, dict) else None
     meta = meta if isinstance(meta, dict) else {}
     ms = meta.get("ms")
-    return ToolResult(content, call_id, name, "error" if status == "error" else "success", id=id,
-                      duration_ms=int(ms) if isinstance(ms, (int, float)) and not isinstance(ms, bool) else None,
-                      skipped=meta.get("skipped") is True)
+    return ToolResult(
+        content,
+        call_id,
+        name,
+        "error" if status == "error" else "success",
+        id=id,
+        duration_ms=int(ms) if isinstance(ms, (int, float)) and not isinstance(ms, bool) else None,
+        skipped=meta.get("skipped") is True,
+    )
 
 
 def _calls(raw: Iterable[Any], extra: dict[str, Any] | None) -> tuple[ToolCall, ...]:
@@ -103,8 +109,13 @@ def _assistant(content: str, calls: tuple[ToolCall, ...], id: str | None, extra:
     model = extra.get(MODEL_KEY)
     seconds = extra.get(THOUGHT_KEY)
     return AssistantMessage(
-        content, calls, id=id, reasoning=extra.get("reasoning_content"), context=_context(extra),
-        cut=bool(extra.get(CUT_KEY)), model=model if isinstance(model, str) else None,
+        content,
+        calls,
+        id=id,
+        reasoning=extra.get("reasoning_content"),
+        context=_context(extra),
+        cut=bool(extra.get(CUT_KEY)),
+        model=model if isinstance(model, str) else None,
         reasoning_seconds=float(seconds) if isinstance(seconds, (int, float)) else None,
     )
 
@@ -119,8 +130,14 @@ def to_domain(message: BaseMessage) -> Message | None:
         extra = message.additional_kwargs
         return _assistant(flatten(message.content), _calls(message.tool_calls, extra), message.id, extra)
     if isinstance(message, ToolMessage):
-        return _tool_result(flatten(message.content), message.tool_call_id, message.name or "?", message.status,
-                            message.id, message.additional_kwargs)
+        return _tool_result(
+            flatten(message.content),
+            message.tool_call_id,
+            message.name or "?",
+            message.status,
+            message.id,
+            message.additional_kwargs,
+        )
     return None
 
 
@@ -136,8 +153,14 @@ def from_fields(fields: dict[str, Any]) -> Message | None:
         extra = fields.get("additional_kwargs") or {}
         return _assistant(content, _calls(fields.get("tool_calls") or [], extra), fields.get("id"), extra)
     if kind == "tool":
-        return _tool_result(content, fields.get("tool_call_id") or "", fields.get("name") or "?", fields.get("status"),
-                            fields.get("id"), fields.get("additional_kwargs"))
+        return _tool_result(
+            content,
+            fields.get("tool_call_id") or "",
+            fields.get("name") or "?",
+            fields.get("status"),
+            fields.get("id"),
+            fields.get("additional_kwargs"),
+        )
     return None
 
 
@@ -204,9 +227,13 @@ def to_langchain(message: Message, stored: bool = True) -> AnyMessage:
     if isinstance(message, UserMessage):
         if message.images and not stored:
             parts: list[str | dict[str, Any]] = [{"type": "text", "text": message.content}]
-            parts += [{"type": "image_url", "image_url": {"url": f"data:{i.media_type};base64,"
-                                                          f"{base64.b64encode(i.data).decode('ascii')}"}}
-                      for i in message.images]
+            parts += [
+                {
+                    "type": "image_url",
+                    "image_url": {"url": f"data:{i.media_type};base64,{base64.b64encode(i.data).decode('ascii')}"},
+                }
+                for i in message.images
+            ]
             return HumanMessage(parts, id=message.id)
         files = {FILES_KEY: [attachment_fields(a) for a in message.attachments]} if stored and message.attachments else {}
         return HumanMessage(message.content, id=message.id, additional_kwargs=files)

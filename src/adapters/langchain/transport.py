@@ -333,4 +333,3 @@ class ModelTransport(httpx.AsyncBaseTransport):
     async def aclose(self) -> None:
         self.closed = True
         self._drop_idle()
-

@@ -66,8 +66,9 @@ def to_messages(fields: Sequence[dict[str, Any]]) -> list[BaseMessage]:
     return messages_from_dict([{"type": f.get("type"), "data": f} for f in fields])
 
 
-def branch_content(branches: Sequence[Branch], deltas: dict[int, bytes | None], number: int,
-                   latest: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def branch_content(
+    branches: Sequence[Branch], deltas: dict[int, bytes | None], number: int, latest: Sequence[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """The messages of branch `number`, rebuilt from its lineage: each ancestor's prefix
     up to the child's fork, then the child's own messages; the active branch's are the
     thread's latest checkpoint (`latest`)."""
@@ -92,8 +93,13 @@ def stamp(ts: str) -> str:
     return iso(datetime.fromisoformat(ts))
 
 
-def imported(branches: Sequence[Branch], own: Mapping[int, Sequence[BaseMessage]],
-             encode: Callable[[Any], tuple[str, bytes]], thread_id: str, at: str) -> list[tuple[Any, ...]]:
+def imported(
+    branches: Sequence[Branch],
+    own: Mapping[int, Sequence[BaseMessage]],
+    encode: Callable[[Any], tuple[str, bytes]],
+    thread_id: str,
+    at: str,
+) -> list[tuple[Any, ...]]:
     """The branches rows (IMPORT_COLUMNS) of an imported thread: each left branch with its
     own messages as plain fields (`encode`: the saver's serializer), the active one without
     (the thread's head holds it); `at` their creation time."""

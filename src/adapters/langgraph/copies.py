@@ -59,7 +59,7 @@ class LangGraphCopies(ThreadCopies):
                 found = await saver.branch_content(thread_id, b.number)
                 fields = found.messages if found else ()
                 full = [m for m in (from_fields(dict(f)) for f in fields) if m is not None]
-            out.append(BranchCopy(b.number, b.parent, b.fork, tuple(full[b.fork:])))
+            out.append(BranchCopy(b.number, b.parent, b.fork, tuple(full[b.fork :])))
         return tuple(out), next((b.number for b in stored if b.active), 1)
 
     async def write(self, thread_id: str, branches: Sequence[BranchCopy], active: int) -> None:

@@ -186,8 +186,11 @@ class AgentNodes:
             summary = await self.context.summarize(thread, plan, choice.model)
             write(ContextSummarized(step, summary.covers, estimate_text(summary.content)))
             return Command(update={"messages": [to_langchain(summary)]}, goto="agent")
-        write(ContextPlanned(step, len(plan.messages), plan.left_out, plan.summarized, plan.shortened,
-                             plan.sent_from, plan.tokens, plan.budget))
+        write(
+            ContextPlanned(
+                step, len(plan.messages), plan.left_out, plan.summarized, plan.shortened, plan.sent_from, plan.tokens, plan.budget
+            )
+        )
         thinking = Thinking()
         with _timed(lambda outcome, seconds: self.metrics.model_call(name, outcome, seconds)):
             reply, usage = await self._answer(plan, specs, choice.model, step, thinking, write)
@@ -200,13 +203,21 @@ class AgentNodes:
         for call in reply.tool_calls:
             write(ToolCallRequested(step, call))
         reply = replace(
-            reply, context=ContextView(plan.sent_from, plan.tokens, plan.budget), model=name,
-            reasoning=reply.reasoning or thinking.text or None, reasoning_seconds=thinking.seconds(),
+            reply,
+            context=ContextView(plan.sent_from, plan.tokens, plan.budget),
+            model=name,
+            reasoning=reply.reasoning or thinking.text or None,
+            reasoning_seconds=thinking.seconds(),
         )
         return {"messages": [to_langchain(reply)]}
 
     async def _answer(
-        self, plan: PromptPlan, specs: Sequence[ToolSpec], model: str | None, step: int, thinking: Thinking,
+        self,
+        plan: PromptPlan,
+        specs: Sequence[ToolSpec],
+        model: str | None,
+        step: int,
+        thinking: Thinking,
         write: Callable[[Any], None],
     ) -> tuple[AssistantMessage, Usage | None]:
         """The model's reply to the planned prompt, its tokens and thinking written as they come."""
@@ -246,12 +257,22 @@ class AgentNodes:
         window = self.context.policy_for(run.choice).window
         extra = {"conversation_id": thread_id, "run_id": run.run_id}
         if seen.filled:
-            log.warning("the model server evaluated %d prompt tokens of about %d sent (MODEL_CONTEXT %d): "
-                        "it cut the prompt", seen.evaluated, seen.sent, window, extra=extra)
+            log.warning(
+                "the model server evaluated %d prompt tokens of about %d sent (MODEL_CONTEXT %d): it cut the prompt",
+                seen.evaluated,
+                seen.sent,
+                window,
+                extra=extra,
+            )
         else:
-            log.warning("the model server reported far fewer prompt tokens (%d) than were sent (about %d; "
-                        "MODEL_CONTEXT %d): it may have cut the prompt, or it counts differently",
-                        seen.evaluated, seen.sent, window, extra=extra)
+            log.warning(
+                "the model server reported far fewer prompt tokens (%d) than were sent (about %d; "
+                "MODEL_CONTEXT %d): it may have cut the prompt, or it counts differently",
+                seen.evaluated,
+                seen.sent,
+                window,
+                extra=extra,
+            )
         get_stream_writer()(PromptTruncated(step, seen.sent, seen.evaluated, window, seen.filled))
 
     async def tool(self, task: ToolTask, config: RunnableConfig, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -313,9 +334,7 @@ class AgentNodes:
             return f"Error: {type(e).__name__}: {e}", True
 
 
-def build_graph(
-    nodes: AgentNodes | None, checkpointer: BaseCheckpointSaver[Any]
-) -> CompiledStateGraph[Any, Any, Any, Any]:
+def build_graph(nodes: AgentNodes | None, checkpointer: BaseCheckpointSaver[Any]) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Compile the graph. With `nodes` None the graph can only read state (no model, no
     tools), which is all the read paths need."""
 

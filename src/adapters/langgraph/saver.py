@@ -39,8 +39,7 @@ class Saver(BaseCheckpointSaver[Any], SaverPort):
         self.file_stage.drop(thread_id)
 
     @abstractmethod
-    async def import_branches(self, thread_id: str, branches: Sequence[Branch],
-                              own: Mapping[int, Sequence[BaseMessage]]) -> None:
+    async def import_branches(self, thread_id: str, branches: Sequence[Branch], own: Mapping[int, Sequence[BaseMessage]]) -> None:
         """Store the branches of a thread being imported, in one transaction, before its
         first checkpoint (which then heads the active one): a row per branch (`branches`,
         normalised, one active), each left branch holding its own messages (`own`, from its

@@ -171,11 +171,17 @@ async def _parsed(line: bytes) -> SessionMessage | Exception:
     return await anyio.to_thread.run_sync(_parse, line)
 
 
-async def _refuse(name: str, sink: MemoryObjectSendStream[SessionMessage | Exception], head: bytes, tail: bytes,
-                  size: int) -> None:
+async def _refuse(
+    name: str, sink: MemoryObjectSendStream[SessionMessage | Exception], head: bytes, tail: bytes, size: int
+) -> None:
     refusal = _refusal(head, tail, size)
-    log.warning("MCP server %s sent a message of %d bytes (limit %d): %s", name, size, MAX_LINE,
-                "its request is answered with an error" if refusal else "dropped (no request id found)")
+    log.warning(
+        "MCP server %s sent a message of %d bytes (limit %d): %s",
+        name,
+        size,
+        MAX_LINE,
+        "its request is answered with an error" if refusal else "dropped (no request id found)",
+    )
     if refusal is not None:
         await sink.send(refusal)
 

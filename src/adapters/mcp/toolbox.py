@@ -144,7 +144,7 @@ class McpToolbox(ToolPort):
         for message in config.errors.values():
             log.error("%s: that server is left out", message)
         for name in config.disabled:
-            log.info("MCP server %r is disabled in mcp.json (\"disabled\": true): not started", name)
+            log.info('MCP server %r is disabled in mcp.json ("disabled": true): not started', name)
         return config
 
     def _reload(self, name: str) -> dict[str, Any] | None:
@@ -165,8 +165,14 @@ class McpToolbox(ToolPort):
         config = self._read_config()
         self.entry_errors = config.errors
         for name, conn in config.servers.items():
-            server = McpServer(name, conn, config.timeouts.get(name, self.call_timeout), self.retry_after, functools.partial(self._reload, name),
-                               self.start_timeout)
+            server = McpServer(
+                name,
+                conn,
+                config.timeouts.get(name, self.call_timeout),
+                self.retry_after,
+                functools.partial(self._reload, name),
+                self.start_timeout,
+            )
             server.approval = config.approval.get(name, ((), ()))
             self.servers[name] = server
             server.launch()
@@ -216,8 +222,7 @@ class McpToolbox(ToolPort):
                 if isinstance(first, McpError) and not _session_lost(first):
                     raise
                 if not (repeatable or _never_sent(first)):
-                    log.warning("MCP server %s: session broken during %s (%r); not sending it again",
-                                server_name, name, first)
+                    log.warning("MCP server %s: session broken during %s (%r); not sending it again", server_name, name, first)
                     server.restart(session)
                     raise ToolOutcomeUnknown(
                         f"The server of tool {name} stopped during the call, so it may or may not have "
@@ -242,15 +247,17 @@ class McpToolbox(ToolPort):
         "it failed" would usually do it again)."""
         if repeatable:
             return ToolOutcome(f"Error: tool {name} did not answer within {server.call_timeout:g} s", is_error=True)
-        log.warning("MCP server %s: %s did not answer within %g s; its outcome is unknown",
-                    server.name, name, server.call_timeout)
+        log.warning(
+            "MCP server %s: %s did not answer within %g s; its outcome is unknown", server.name, name, server.call_timeout
+        )
         raise ToolOutcomeUnknown(
             f"Tool {name} did not answer within {server.call_timeout:g} s, so it may or may not "
             'have taken effect: resume the conversation with decision "retry" or "skip"'
         ) from e
 
-    async def _send(self, session: ClientSession, tool: str, args: Mapping[str, Any], key: str,
-                    timeout: float) -> types.CallToolResult:
+    async def _send(
+        self, session: ClientSession, tool: str, args: Mapping[str, Any], key: str, timeout: float
+    ) -> types.CallToolResult:
         return await session.call_tool(
             tool,
             dict(args),
@@ -263,13 +270,15 @@ class McpToolbox(ToolPort):
         self._launch()
         out = [
             ToolServerStatus(
-                s.name, s.session is not None, len(s.tools),
-                None if s.session is not None else _down(s), {"restarts": s.restarts, "target": s.target},
+                s.name,
+                s.session is not None,
+                len(s.tools),
+                None if s.session is not None else _down(s),
+                {"restarts": s.restarts, "target": s.target},
             )
             for s in self.servers.values()
         ]
-        out += [ToolServerStatus(name, False, 0, "invalid entry in mcp.json (details in the log)")
-                for name in self.entry_errors]
+        out += [ToolServerStatus(name, False, 0, "invalid entry in mcp.json (details in the log)") for name in self.entry_errors]
         if self.config_error:
             out.append(ToolServerStatus("mcp.json", False, 0, "mcp.json could not be read (details in the log)"))
         return out

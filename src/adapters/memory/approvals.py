@@ -35,8 +35,7 @@ class InMemoryApprovals(ApprovalStore):
 
     async def requests(self, conversation_id: str) -> Sequence[ApprovalRequest]:
         with self._lock:
-            return sorted((r for (cid, _), r in self._requests.items() if cid == conversation_id),
-                          key=lambda r: r.requested_at)
+            return sorted((r for (cid, _), r in self._requests.items() if cid == conversation_id), key=lambda r: r.requested_at)
 
     async def decide(self, conversation_id: str, decisions: Mapping[str, Decision], now: datetime) -> bool:
         with self._lock:
@@ -50,8 +49,10 @@ class InMemoryApprovals(ApprovalStore):
 
     async def undecided_before(self, cutoff: datetime) -> Sequence[ApprovalRequest]:
         with self._lock:
-            return sorted((r for r in self._requests.values() if r.decision is None and r.requested_at < cutoff),
-                          key=lambda r: r.requested_at)
+            return sorted(
+                (r for r in self._requests.values() if r.decision is None and r.requested_at < cutoff),
+                key=lambda r: r.requested_at,
+            )
 
     async def allow_always(self, tool: str, now: datetime, conversation_id: str | None = None) -> None:
         with self._lock:

@@ -47,8 +47,9 @@ class InMemoryMetadata:
             ok = found is not None and found[0] == conversation_id and self._owned(conversation_id, owner)
             return json.loads(found[1]) if found is not None and ok else None
 
-    async def set_run_kwargs(self, conversation_id: str, run_id: str, kwargs: Mapping[str, Any],
-                             owner: str | None = None) -> bool:
+    async def set_run_kwargs(
+        self, conversation_id: str, run_id: str, kwargs: Mapping[str, Any], owner: str | None = None
+    ) -> bool:
         with self._lock:
             if not self._owned(conversation_id, owner):
                 return False

@@ -35,9 +35,9 @@ class ScriptedModel(ModelPort):
     the text streamed, then the exception (a model server that fails mid-answer). Records
     what it was asked. `available`: the models it lists (its own name when empty)."""
 
-    replies: list[
-        str | Thought | list[tuple[str, dict[str, object]]] | BaseException | tuple[str, BaseException]
-    ] = field(default_factory=list)
+    replies: list[str | Thought | list[tuple[str, dict[str, object]]] | BaseException | tuple[str, BaseException]] = field(
+        default_factory=list
+    )
     model_name: str = "scripted"
     delay: float = 0.0
     seen: list[Seen] = field(default_factory=list)

@@ -61,8 +61,11 @@ class InMemoryOrganising:
     async def abandoned(self, idle_since: datetime) -> Sequence[str]:
         with self._lock:
             running = {r.conversation_id for r in self._runs.values() if r.status is RunStatus.RUNNING}
-            return [c.id for c in self._conversations.values()
-                    if c.temporary and c.id not in running and (c.id in self._left or c.updated_at < idle_since)]
+            return [
+                c.id
+                for c in self._conversations.values()
+                if c.temporary and c.id not in running and (c.id in self._left or c.updated_at < idle_since)
+            ]
 
     async def temporary_among(self, conversation_ids: Sequence[str]) -> set[str]:
         with self._lock:

@@ -114,8 +114,11 @@ class InMemoryQueue(MessageQueue):
     async def steered(self, conversation_ids: Sequence[str]) -> set[str]:
         wanted = set(conversation_ids)
         with self._lock:
-            return {q.conversation_id for q in self._queue.values()
-                    if q.steer and q.state is QueueState.WAITING and q.conversation_id in wanted}
+            return {
+                q.conversation_id
+                for q in self._queue.values()
+                if q.steer and q.state is QueueState.WAITING and q.conversation_id in wanted
+            }
 
     async def queued_conversations(self) -> Sequence[str]:
         with self._lock:

@@ -41,8 +41,9 @@ class _Waiter:
     woken: asyncio.Event
 
 
-class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, InMemoryMetadata, InMemoryOrganising, RunRepository, RunEventLog,
-                       RunSignals, ToolJournal):
+class InMemoryRunStore(
+    InMemoryApprovals, InMemoryQueue, InMemoryMetadata, InMemoryOrganising, RunRepository, RunEventLog, RunSignals, ToolJournal
+):
     """Plain dicts behind one lock (never held across an await). Event data goes through
     JSON, as in SQLite, so what is not JSON-encodable fails here too."""
 
@@ -88,8 +89,17 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, InMemoryMetadata, InMem
             if conversation_id in self._conversations:
                 raise ValueError(f"conversation {conversation_id} exists")
             conv = Conversation(
-                conversation_id, title, _ms(now), _ms(now), message_count, model=settings.model, system=settings.system,
-                owner=owner, system_mode=settings.system_mode, title_by=title_by, temporary=temporary,
+                conversation_id,
+                title,
+                _ms(now),
+                _ms(now),
+                message_count,
+                model=settings.model,
+                system=settings.system,
+                owner=owner,
+                system_mode=settings.system_mode,
+                title_by=title_by,
+                temporary=temporary,
             )
             self._conversations[conversation_id] = conv
             return conv
@@ -99,16 +109,15 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, InMemoryMetadata, InMem
             conv = self._conversations.get(conversation_id)
             if conv is None:
                 return False
-            self._conversations[conversation_id] = replace(conv, model=settings.model, system=settings.system,
-                                                           system_mode=settings.system_mode)
+            self._conversations[conversation_id] = replace(
+                conv, model=settings.model, system=settings.system, system_mode=settings.system_mode
+            )
             return True
 
     def _latest(self, conversation_id: str) -> Run | None:
         latest: Run | None = None
         for run in self._runs.values():
-            if run.conversation_id == conversation_id and (
-                latest is None or run.started_at >= latest.started_at
-            ):
+            if run.conversation_id == conversation_id and (latest is None or run.started_at >= latest.started_at):
                 latest = run
         return latest
 
@@ -125,13 +134,18 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, InMemoryMetadata, InMem
             return self._summary(conv) if conv else None
 
     async def list_conversations(
-        self, limit: int | None = None, before: tuple[datetime, str] | None = None, query: str = "",
-        owner: str | None = None, shown: Shown = Shown(),  # noqa: B008 - a frozen value
+        self,
+        limit: int | None = None,
+        before: tuple[datetime, str] | None = None,
+        query: str = "",
+        owner: str | None = None,
+        shown: Shown = Shown(),  # noqa: B008 - a frozen value
     ) -> Sequence[Conversation]:
         with self._lock:
             items = sorted(
                 (c for c in self._conversations.values() if not c.temporary and shown.keeps(c.pinned, c.archived)),
-                key=lambda c: (iso(c.updated_at), c.id), reverse=True,
+                key=lambda c: (iso(c.updated_at), c.id),
+                reverse=True,
             )
             if owner is not None:
                 items = [c for c in items if c.owner == owner]
@@ -162,8 +176,11 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, InMemoryMetadata, InMem
 
     async def find_conversations(self, id_prefix: str, limit: int, owner: str | None = None) -> Sequence[Conversation]:
         with self._lock:
-            items = [c for c in self._conversations.values()
-                     if c.id.startswith(id_prefix) and (owner is None or c.owner == owner) and not c.temporary]
+            items = [
+                c
+                for c in self._conversations.values()
+                if c.id.startswith(id_prefix) and (owner is None or c.owner == owner) and not c.temporary
+            ]
             items.sort(key=lambda c: (iso(c.updated_at), c.id), reverse=True)
             return [self._summary(c) for c in items[:limit]]
 
@@ -209,26 +226,18 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, InMemoryMetadata, InMem
         expired = (
             lease_seconds > 0
             and run.status is RunStatus.RUNNING
-            and (
-                run.heartbeat_at is None
-                or run.heartbeat_at < _ms(self.clock()) - timedelta(seconds=lease_seconds)
-            )
+            and (run.heartbeat_at is None or run.heartbeat_at < _ms(self.clock()) - timedelta(seconds=lease_seconds))
         )
         return replace(run, lease_expired=expired)
 
-    async def start_run(
-        self, run: Run, now: datetime, flushed_by_input: bool = False, cap: LoadCap | None = None
-    ) -> None:
+    async def start_run(self, run: Run, now: datetime, flushed_by_input: bool = False, cap: LoadCap | None = None) -> None:
         with self._lock:
             if cap is not None and self._load(cap.owner) >= cap.limit:
                 raise UserLimitReached()
             self._insert_running(run, now)
 
     def _insert_running(self, run: Run, now: datetime) -> None:
-        if any(
-            r.conversation_id == run.conversation_id and r.status is RunStatus.RUNNING
-            for r in self._runs.values()
-        ):
+        if any(r.conversation_id == run.conversation_id and r.status is RunStatus.RUNNING for r in self._runs.values()):
             raise SessionInProgress()
         conv = self._conversations.get(run.conversation_id)
         if conv is None:
@@ -244,9 +253,7 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, InMemoryMetadata, InMem
             lease_expired=False,
         )
         # the run's own message is committed with it: the list counts it while it runs
-        self._conversations[conv.id] = replace(
-            conv, updated_at=_ms(now), message_count=max(conv.message_count, run.base_count)
-        )
+        self._conversations[conv.id] = replace(conv, updated_at=_ms(now), message_count=max(conv.message_count, run.base_count))
 
     async def finish_run(
         self,
@@ -263,9 +270,7 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, InMemoryMetadata, InMem
                 return False
             if owner is not None and (run.owner is None or run.owner.instance != owner.instance):
                 return False
-            if heartbeat is not None and (
-                run.heartbeat_at is None or iso(run.heartbeat_at) != iso(heartbeat)
-            ):
+            if heartbeat is not None and (run.heartbeat_at is None or iso(run.heartbeat_at) != iso(heartbeat)):
                 return False
             error = finish.error
             self._runs[run_id] = replace(
@@ -419,9 +424,7 @@ class InMemoryRunStore(InMemoryApprovals, InMemoryQueue, InMemoryMetadata, InMem
             return {
                 rid
                 for rid in run_ids
-                if rid in self._cancels
-                and (run := self._runs.get(rid)) is not None
-                and run.status is RunStatus.RUNNING
+                if rid in self._cancels and (run := self._runs.get(rid)) is not None and run.status is RunStatus.RUNNING
             }
 
     # --- ToolJournal ---------------------------------------------------------------------

@@ -53,9 +53,7 @@ class InMemoryThreadSaver(InMemorySaver, Saver):
         self._store_files(thread_id, files)
         return out
 
-    def put_writes(
-        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
-    ) -> None:
+    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = "") -> None:
         thread_id, ns = str(config["configurable"]["thread_id"]), config["configurable"].get("checkpoint_ns", "")
         files = self.file_stage.taken(thread_id, [v for _, v in writes]) if not ns else []
         super().put_writes(config, writes, task_id, task_path)
@@ -89,24 +87,32 @@ class InMemoryThreadSaver(InMemorySaver, Saver):
         writes = saved.pending_writes or []
         pending = sum(1 for w in writes if w[0] == INPUT_TASK and w[1] == "messages")
         run_id = saved.metadata.get(RUN_KEY) if saved.metadata else None
-        return StoredHead(saved.checkpoint["id"], tuple(next_nodes(saved.checkpoint)), len(_messages(saved)),
-                          str(run_id) if run_id else None, len(writes), pending)
+        return StoredHead(
+            saved.checkpoint["id"],
+            tuple(next_nodes(saved.checkpoint)),
+            len(_messages(saved)),
+            str(run_id) if run_id else None,
+            len(writes),
+            pending,
+        )
 
     async def history(self, thread_id: str) -> Sequence[CheckpointSummary]:
         out: list[CheckpointSummary] = []
         async for saved in self.alist(_config(thread_id)):
             messages = _messages(saved)
             meta: dict[str, Any] = dict(saved.metadata or {})
-            out.append(CheckpointSummary(
-                checkpoint_id=saved.checkpoint["id"],
-                created_at=saved.checkpoint["ts"],
-                step=int(meta.get("step", -1)),
-                source=str(meta.get("source", "")),
-                next=tuple(next_nodes(saved.checkpoint)),
-                message_count=len(messages),
-                last_message=to_domain(messages[-1]) if messages else None,
-                run_id=str(meta[RUN_KEY]) if meta.get(RUN_KEY) else None,
-            ))
+            out.append(
+                CheckpointSummary(
+                    checkpoint_id=saved.checkpoint["id"],
+                    created_at=saved.checkpoint["ts"],
+                    step=int(meta.get("step", -1)),
+                    source=str(meta.get("source", "")),
+                    next=tuple(next_nodes(saved.checkpoint)),
+                    message_count=len(messages),
+                    last_message=to_domain(messages[-1]) if messages else None,
+                    run_id=str(meta[RUN_KEY]) if meta.get(RUN_KEY) else None,
+                )
+            )
         out.reverse()
         return out
 
@@ -122,8 +128,7 @@ class InMemoryThreadSaver(InMemorySaver, Saver):
     async def branch_content(self, thread_id: str, number: int) -> BranchContent | None:
         raise NotSupported("This checkpoint store does not keep branches")
 
-    async def import_branches(self, thread_id: str, branches: Sequence[Branch],
-                              own: Mapping[int, Sequence[BaseMessage]]) -> None:
+    async def import_branches(self, thread_id: str, branches: Sequence[Branch], own: Mapping[int, Sequence[BaseMessage]]) -> None:
         raise NotSupported("This checkpoint store does not keep branches")
 
     async def reindex(self) -> int:

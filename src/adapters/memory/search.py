@@ -33,8 +33,11 @@ class InMemorySearchIndex(SearchIndex):
         for conv in sorted(await self.runs.list_conversations(owner=owner), key=lambda c: (c.created_at, c.id)):
             out.append((conv.id, conv.title, None, "title", conv.title))
             messages = (await self.threads.get_thread(conv.id)).messages
-            out += [(conv.id, conv.title, i, m.role, await self._text(conv.id, m)) for i, m in enumerate(messages)
-                    if m.role in INDEXED_ROLES]
+            out += [
+                (conv.id, conv.title, i, m.role, await self._text(conv.id, m))
+                for i, m in enumerate(messages)
+                if m.role in INDEXED_ROLES
+            ]
         return out
 
     async def search(self, query: SearchQuery, limit: int, offset: int, owner: str | None = None) -> Sequence[SearchHit]:

@@ -154,8 +154,9 @@ class OllamaModel(ModelPort):
             return hit[1]
         shown: dict[str, Any] | None = None
         try:
-            async with self._probe.stream("POST", f"{self.base_url}/api/show", json={"model": model},
-                                          timeout=LIST_TIMEOUT) as response:
+            async with self._probe.stream(
+                "POST", f"{self.base_url}/api/show", json={"model": model}, timeout=LIST_TIMEOUT
+            ) as response:
                 if response.is_success:
                     body = json.loads(await read_capped(response))
                     shown = body if isinstance(body, dict) else None
@@ -171,7 +172,9 @@ class OllamaModel(ModelPort):
         try:
             async with self._probe.stream("GET", url, timeout=LIST_TIMEOUT) as response:
                 if not response.is_success:
-                    raise ModelBadResponse(f"Ollama at {self.base_url} answered {response.status_code} to /api/tags: is it Ollama?")
+                    raise ModelBadResponse(
+                        f"Ollama at {self.base_url} answered {response.status_code} to /api/tags: is it Ollama?"
+                    )
                 body = json.loads(await read_capped(response))
             listed = [m for m in body.get("models", []) if isinstance(m, dict) and isinstance(m.get("name"), str)]
         except ModelBadResponse:
@@ -209,9 +212,7 @@ class OllamaModel(ModelPort):
         except ollama.ResponseError as e:
             if e.status_code == 404:
                 which = "configured Ollama model" if model is None else "Ollama model"
-                raise ModelUnavailable(
-                    f"The {which} {name!r} is not available at {self.base_url}: {pull_it(name)}"
-                ) from e
+                raise ModelUnavailable(f"The {which} {name!r} is not available at {self.base_url}: {pull_it(name)}") from e
             raise AgentFailure(f"Ollama error: {e.error}") from e
         except ResponseRefused as e:
             raise ModelBadResponse(f"Ollama at {self.base_url} sent {e.reason}: Sophos stopped reading it") from e
@@ -232,7 +233,9 @@ class OllamaModel(ModelPort):
                 "overloaded, or raise MODEL_TIMEOUT"
             ) from e
         except (httpx.TransportError, ConnectionError) as e:
-            raise ModelUnreachable(f"Ollama at {self.base_url} is unreachable (refused or dropped the connection): {START_IT}") from e
+            raise ModelUnreachable(
+                f"Ollama at {self.base_url} is unreachable (refused or dropped the connection): {START_IT}"
+            ) from e
 
     async def check(self) -> Readiness:
         """The reference's readyz rule: /api/tags answers and a model name contains ours."""

@@ -89,9 +89,7 @@ class WireCache:
         # system message, which threads share)
         self._prefix: PrefixMemo[BaseMessage, WireMessage] = PrefixMemo(key_at=1)
 
-    def convert(
-        self, messages: Sequence[BaseMessage], stock: Callable[[list[BaseMessage]], Sequence[Any]]
-    ) -> list[WireMessage]:
+    def convert(self, messages: Sequence[BaseMessage], stock: Callable[[list[BaseMessage]], Sequence[Any]]) -> list[WireMessage]:
         """The messages in ChatOllama's form, `stock` converting only those not seen before
         (it converts each message on its own, so a batch of the new ones is the same)."""
         reused = self._prefix.reuse(messages)
@@ -173,8 +171,6 @@ class ReusingChatOllama(ChatOllama):
             async for part in super()._acreate_chat_stream(messages, stop, **kwargs):
                 yield part
             return
-        stream = await self._async_client._request(
-            ChatResponse, "POST", "/api/chat", content=body, headers=JSON, stream=True
-        )
+        stream = await self._async_client._request(ChatResponse, "POST", "/api/chat", content=body, headers=JSON, stream=True)
         async for response in stream:
             yield cast(Any, response)  # a ChatResponse, as the stock path yields (it reads like a Mapping)

@@ -77,8 +77,13 @@ class OpenAIModel(ModelPort):
 
     def _client(self, timeout: float, usage: bool) -> ReasoningChatOpenAI:
         return ReasoningChatOpenAI(
-            model=self.model, base_url=self.base_url, api_key=SecretStr(self.api_key), timeout=timeout, max_retries=0,
-            streaming=True, stream_usage=usage,
+            model=self.model,
+            base_url=self.base_url,
+            api_key=SecretStr(self.api_key),
+            timeout=timeout,
+            max_retries=0,
+            streaming=True,
+            stream_usage=usage,
             http_async_client=httpx.AsyncClient(transport=self._transport, timeout=timeout),
             # `max_tokens`, which llama.cpp, vLLM and LM Studio all read; ChatOpenAI's own field
             # would be sent as `max_completion_tokens`, which not every local server knows
@@ -130,9 +135,7 @@ class OpenAIModel(ModelPort):
             ) from e
         except openai.NotFoundError as e:
             which = "configured model" if model is None else "model"
-            raise ModelUnavailable(
-                f"The {which} {name!r} is not available at {self.base_url}: {choose_it(self.base_url)}"
-            ) from e
+            raise ModelUnavailable(f"The {which} {name!r} is not available at {self.base_url}: {choose_it(self.base_url)}") from e
         except openai.APITimeoutError as e:
             raise ModelUnreachable(
                 f"{self.base_url} timed out after {self.timeout:g} s: check that it is not overloaded, or raise MODEL_TIMEOUT"
@@ -159,8 +162,16 @@ class OpenAIModel(ModelPort):
         think = ThinkSplitter()
         sent = False
         try:
-            async for out in stream_chat(self._chat if self._usage else self._plain, self._prompts, system, messages,
-                                         tools, self._tools, self.max_tokens, model=model):
+            async for out in stream_chat(
+                self._chat if self._usage else self._plain,
+                self._prompts,
+                system,
+                messages,
+                tools,
+                self._tools,
+                self.max_tokens,
+                model=model,
+            ):
                 sent = True
                 if isinstance(out, TextChunk):
                     visible = think.feed(out.text)
@@ -186,8 +197,12 @@ class OpenAIModel(ModelPort):
 
     async def check(self) -> Readiness:
         url = f"{self.base_url}/models"
-        down = Readiness(False, "Model server not available", url,
-                         "check OPENAI_BASE_URL (and OPENAI_API_KEY if it wants one), or run `make demo`")
+        down = Readiness(
+            False,
+            "Model server not available",
+            url,
+            "check OPENAI_BASE_URL (and OPENAI_API_KEY if it wants one), or run `make demo`",
+        )
         try:
             async with self._probe.stream("GET", url, headers={"Authorization": f"Bearer {self.api_key}"}) as response:
                 if not response.is_success:

@@ -58,7 +58,7 @@ class ThinkSplitter:
                 out, self._held = self._held, ""
                 return out
             self._state = "thinking"
-            self._held = lead[len(OPEN):]
+            self._held = lead[len(OPEN) :]
         end = self._held.find(CLOSE)
         if end < 0:
             keep = _partial_suffix(self._held, CLOSE)

@@ -24,8 +24,17 @@ class _Stale(Exception):
 
 def request_from_row(row: tuple[Any, ...]) -> ApprovalRequest:
     cid, call_id, run_id, name, server, args, description, schema, requested, decision, decided = row
-    return ApprovalRequest(cid, ToolCall(call_id, name, dict(args)), run_id, server, description, dict(schema),
-                           requested, decision_from_dict(decision) if decision else None, decided)
+    return ApprovalRequest(
+        cid,
+        ToolCall(call_id, name, dict(args)),
+        run_id,
+        server,
+        description,
+        dict(schema),
+        requested,
+        decision_from_dict(decision) if decision else None,
+        decided,
+    )
 
 
 class PostgresApprovals(ApprovalStore):
@@ -46,8 +55,17 @@ class PostgresApprovals(ApprovalStore):
         await self._rows(
             "INSERT INTO tool_approvals (conversation_id, call_id, run_id, name, server, args, description, schema, "
             "requested_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-            (request.conversation_id, c.id, request.run_id, c.name, request.server, Jsonb(c.args),
-             request.description, Jsonb(dict(request.schema)), request.requested_at),
+            (
+                request.conversation_id,
+                c.id,
+                request.run_id,
+                c.name,
+                request.server,
+                Jsonb(c.args),
+                request.description,
+                Jsonb(dict(request.schema)),
+                request.requested_at,
+            ),
         )
 
     async def get_request(self, conversation_id: str, call_id: str) -> ApprovalRequest | None:
@@ -78,20 +96,28 @@ class PostgresApprovals(ApprovalStore):
 
     async def allow_always(self, tool: str, now: datetime, conversation_id: str | None = None) -> None:
         if conversation_id is None:
-            await self._rows("INSERT INTO tool_allow_rules (owner, tool, since) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
-                             (BOOTSTRAP_ID, tool, now))
+            await self._rows(
+                "INSERT INTO tool_allow_rules (owner, tool, since) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                (BOOTSTRAP_ID, tool, now),
+            )
             return
         # the owner read in the same statement: nothing can change it in between
-        await self._rows("INSERT INTO tool_allow_rules (owner, tool, since) SELECT owner, %s, %s FROM conversations "
-                         "WHERE id = %s ON CONFLICT DO NOTHING", (tool, now, conversation_id))
+        await self._rows(
+            "INSERT INTO tool_allow_rules (owner, tool, since) SELECT owner, %s, %s FROM conversations "
+            "WHERE id = %s ON CONFLICT DO NOTHING",
+            (tool, now, conversation_id),
+        )
 
     async def always_allowed(self, owner: str = BOOTSTRAP_ID) -> Sequence[AllowRule]:
         rows = await self._rows("SELECT tool, since FROM tool_allow_rules WHERE owner = %s ORDER BY tool", (owner,))
         return [AllowRule(r[0], r[1]) for r in rows]
 
     async def rules_for(self, conversation_id: str) -> Sequence[AllowRule]:
-        rows = await self._rows("SELECT r.tool, r.since FROM tool_allow_rules r JOIN conversations c ON c.owner = r.owner "
-                                "WHERE c.id = %s ORDER BY r.tool", (conversation_id,))
+        rows = await self._rows(
+            "SELECT r.tool, r.since FROM tool_allow_rules r JOIN conversations c ON c.owner = r.owner "
+            "WHERE c.id = %s ORDER BY r.tool",
+            (conversation_id,),
+        )
         return [AllowRule(r[0], r[1]) for r in rows]
 
     async def give_rules(self, from_owner: str, to_owner: str) -> int:
@@ -99,9 +125,10 @@ class PostgresApprovals(ApprovalStore):
         rows = await self._rows(
             "WITH gone AS (DELETE FROM tool_allow_rules WHERE owner = %(f)s RETURNING tool, since), "
             "kept AS (INSERT INTO tool_allow_rules (owner, tool, since) SELECT %(t)s, tool, since FROM gone "
-            "ON CONFLICT DO NOTHING) SELECT count(*) FROM gone", {"f": from_owner, "t": to_owner})
+            "ON CONFLICT DO NOTHING) SELECT count(*) FROM gone",
+            {"f": from_owner, "t": to_owner},
+        )
         return int(rows[0][0])
 
     async def revoke(self, tool: str, owner: str = BOOTSTRAP_ID) -> bool:
-        return bool(await self._rows("DELETE FROM tool_allow_rules WHERE owner = %s AND tool = %s RETURNING tool",
-                                     (owner, tool)))
+        return bool(await self._rows("DELETE FROM tool_allow_rules WHERE owner = %s AND tool = %s RETURNING tool", (owner, tool)))

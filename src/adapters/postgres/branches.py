@@ -71,7 +71,8 @@ async def apply(cur: Cursor, thread_id: str, op: dict[str, Any], checkpoint: dic
     if not branches:
         await cur.execute(
             "INSERT INTO branches (conversation_id, number, parent, fork_index, active, created_at, updated_at) "
-            "VALUES (%s, 1, NULL, 0, TRUE, %s, %s)", (thread_id, now, now),
+            "VALUES (%s, 1, NULL, 0, TRUE, %s, %s)",
+            (thread_id, now, now),
         )
         branches = await load(cur, thread_id)
     active = next(b for b in branches if b.active)
@@ -86,15 +87,19 @@ async def apply(cur: Cursor, thread_id: str, op: dict[str, Any], checkpoint: dic
         await _stash(cur, thread_id, active, head, fields, op.get("next") or [])
         await cur.execute(
             "UPDATE branches SET active = TRUE, messages = NULL, head = %s, message_count = %s "
-            "WHERE conversation_id = %s AND number = %s", (checkpoint["id"], count, thread_id, target.number),
+            "WHERE conversation_id = %s AND number = %s",
+            (checkpoint["id"], count, thread_id, target.number),
         )
-        await cur.execute("UPDATE conversations SET message_count = %s, updated_at = %s WHERE id = %s",
-                          (count, target.updated_at, thread_id))
+        await cur.execute(
+            "UPDATE conversations SET message_count = %s, updated_at = %s WHERE id = %s", (count, target.updated_at, thread_id)
+        )
         return
     at = int(op["at"])
     if at >= len(fields):
-        await cur.execute("UPDATE branches SET head = %s, updated_at = %s WHERE conversation_id = %s AND number = %s",
-                          (checkpoint["id"], now, thread_id, active.number))
+        await cur.execute(
+            "UPDATE branches SET head = %s, updated_at = %s WHERE conversation_id = %s AND number = %s",
+            (checkpoint["id"], now, thread_id, active.number),
+        )
         return
     await _stash(cur, thread_id, active, head, fields, op.get("next") or [])
     parent = fork_parent(branches, active.number, at)
@@ -105,13 +110,14 @@ async def apply(cur: Cursor, thread_id: str, op: dict[str, Any], checkpoint: dic
     )
 
 
-async def _stash(cur: Cursor, thread_id: str, branch: Branch, head: Sequence[Any] | None, fields: Fields,
-                 next_nodes: Sequence[str]) -> None:
+async def _stash(
+    cur: Cursor, thread_id: str, branch: Branch, head: Sequence[Any] | None, fields: Fields, next_nodes: Sequence[str]
+) -> None:
     head_id, updated = (head[0], stamp(head[1])) if head else (None, branch.updated_at)
     await cur.execute(
         "UPDATE branches SET active = FALSE, head = %s, next = %s, message_count = %s, messages = %s, updated_at = %s "
         "WHERE conversation_id = %s AND number = %s",
-        (head_id, json.dumps(list(next_nodes)), len(fields), pack(fields[branch.fork:]), updated, thread_id, branch.number),
+        (head_id, json.dumps(list(next_nodes)), len(fields), pack(fields[branch.fork :]), updated, thread_id, branch.number),
     )
 
 

@@ -177,9 +177,19 @@ Setup = Callable[[AsyncConnection[Any]], Awaitable[None]]
 
 # SQL scripts, or a step in Python where SQL cannot do it (each in its own transaction)
 MIGRATIONS: tuple[str | Setup, ...] = (
-    MIGRATION_1, MIGRATION_BRANCHES, MIGRATION_SEARCH, MIGRATION_APPROVALS, MIGRATION_MESSAGES, migrate_log_format,
-    MIGRATION_SESSIONS, MIGRATION_THREAD_METADATA, MIGRATION_CHAT_SETTINGS, MIGRATION_QUEUE,
-    MIGRATION_USERS, MIGRATION_OWNER, add_rule_owner,
+    MIGRATION_1,
+    MIGRATION_BRANCHES,
+    MIGRATION_SEARCH,
+    MIGRATION_APPROVALS,
+    MIGRATION_MESSAGES,
+    migrate_log_format,
+    MIGRATION_SESSIONS,
+    MIGRATION_THREAD_METADATA,
+    MIGRATION_CHAT_SETTINGS,
+    MIGRATION_QUEUE,
+    MIGRATION_USERS,
+    MIGRATION_OWNER,
+    add_rule_owner,
     MIGRATION_FILES,
     MIGRATION_RUN_KWARGS,  # v15
     add_stems,  # v16

@@ -14,8 +14,18 @@ from adapters.storage.message_refs import unpack_seqs, unreferenced
 from domain.errors import InvalidInput
 from ports.storage import StoragePort, StorageStats, ThreadUsage
 
-TABLES = ("conversations", "runs", "run_events", "tool_calls", "checkpoint_log", "processes",
-          "checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_messages")
+TABLES = (
+    "conversations",
+    "runs",
+    "run_events",
+    "tool_calls",
+    "checkpoint_log",
+    "processes",
+    "checkpoints",
+    "checkpoint_blobs",
+    "checkpoint_writes",
+    "checkpoint_messages",
+)
 
 # Bytes of checkpoint data per thread (the checkpoints and the blobs they own), largest first.
 LARGEST = (
@@ -48,8 +58,11 @@ class PostgresMaintenance(StoragePort):
                 if count["checkpoints"]:
                     rows = conn.execute(LARGEST, (top,)).fetchall()
                     largest = [ThreadUsage(t, n, int(b or 0)) for t, n, b in rows]
-                dead = _one(conn, "SELECT coalesce(sum(pg_relation_size(relid) * n_dead_tup / "
-                            "greatest(n_live_tup + n_dead_tup, 1)), 0) FROM pg_stat_user_tables")
+                dead = _one(
+                    conn,
+                    "SELECT coalesce(sum(pg_relation_size(relid) * n_dead_tup / "
+                    "greatest(n_live_tup + n_dead_tup, 1)), 0) FROM pg_stat_user_tables",
+                )
                 return StorageStats(
                     path=_label(self.url),
                     file_bytes=self._size(conn),

@@ -99,12 +99,11 @@ async def store(cur: Cursor, thread_id: str, ns: str, planned: Plan, known: list
     if prefix is None:
         rows.update(planned.every() or [])
         prefix = []
-    lookup = list(dict.fromkeys(digests[len(prefix):]))
+    lookup = list(dict.fromkeys(digests[len(prefix) :]))
     numbers: dict[bytes, int] = {}
     if lookup:
         await cur.execute(
-            "SELECT digest, seq FROM checkpoint_messages WHERE thread_id = %s AND checkpoint_ns = %s "
-            "AND digest = ANY(%s)",
+            "SELECT digest, seq FROM checkpoint_messages WHERE thread_id = %s AND checkpoint_ns = %s AND digest = ANY(%s)",
             (thread_id, ns, lookup),
         )
         numbers = {bytes(d): int(n) for d, n in await cur.fetchall()}
@@ -121,7 +120,7 @@ async def store(cur: Cursor, thread_id: str, ns: str, planned: Plan, known: list
             "INSERT INTO checkpoint_messages (thread_id, checkpoint_ns, digest, seq, message) VALUES (%s, %s, %s, %s, %s)",
             [(thread_id, ns, d, numbers[d], rows[d]) for d in new],
         )
-    return prefix + [numbers[d] for d in digests[len(prefix):]]
+    return prefix + [numbers[d] for d in digests[len(prefix) :]]
 
 
 async def collect(cur: Cursor, thread_id: str, ns: str, gone: Sequence[bytes], adding: MessageSeqs | None) -> int:

@@ -55,17 +55,23 @@ class PostgresOrganising:
         return True
 
     async def organise(self, conversation_id: str, change: Organise) -> bool:
-        return bool(await self._rows(
-            "UPDATE conversations SET pinned = coalesce(%s, pinned), archived = coalesce(%s, archived) "
-            "WHERE id = %s RETURNING id", (change.pinned, change.archived, conversation_id)))
+        return bool(
+            await self._rows(
+                "UPDATE conversations SET pinned = coalesce(%s, pinned), archived = coalesce(%s, archived) "
+                "WHERE id = %s RETURNING id",
+                (change.pinned, change.archived, conversation_id),
+            )
+        )
 
     async def set_turns(self, conversation_id: str, turns: int) -> bool:
-        return bool(await self._rows("UPDATE conversations SET turns = %s WHERE id = %s RETURNING id",
-                                     (turns, conversation_id)))
+        return bool(await self._rows("UPDATE conversations SET turns = %s WHERE id = %s RETURNING id", (turns, conversation_id)))
 
     async def leave_temporary(self, conversation_id: str) -> bool:
-        return bool(await self._rows("UPDATE conversations SET temporary = %s WHERE id = %s AND temporary <> 0 "
-                                     "RETURNING id", (LEFT, conversation_id)))
+        return bool(
+            await self._rows(
+                "UPDATE conversations SET temporary = %s WHERE id = %s AND temporary <> 0 RETURNING id", (LEFT, conversation_id)
+            )
+        )
 
     async def abandoned(self, idle_since: datetime) -> Sequence[str]:
         return [str(r[0]) for r in await self._rows(ABANDONED, (idle_since,))]
@@ -73,6 +79,5 @@ class PostgresOrganising:
     async def temporary_among(self, conversation_ids: Sequence[str]) -> set[str]:
         if not conversation_ids:
             return set()
-        rows = await self._rows("SELECT id FROM conversations WHERE temporary <> 0 AND id = ANY(%s)",
-                                (list(conversation_ids),))
+        rows = await self._rows("SELECT id FROM conversations WHERE temporary <> 0 AND id = ANY(%s)", (list(conversation_ids),))
         return {str(r[0]) for r in rows}

@@ -39,14 +39,15 @@ CREATE TABLE IF NOT EXISTS chat_presets (
 
 
 async def add_organising(conn: AsyncConnection[Any]) -> None:
-    cur = await conn.execute("SELECT column_name FROM information_schema.columns "
-                             "WHERE table_schema = current_schema() AND table_name = 'conversations'")
+    cur = await conn.execute(
+        "SELECT column_name FROM information_schema.columns "
+        "WHERE table_schema = current_schema() AND table_name = 'conversations'"
+    )
     have = {str(row[0]) for row in await cur.fetchall()}
     for name, kind, then in COLUMNS:
         if name not in have:
             await conn.execute(f"ALTER TABLE conversations ADD COLUMN {name} {kind}".encode())
             if then is not None:
                 await conn.execute(then.encode(), (NEW_CONVERSATION_TITLE,) if "%s" in then else None)
-    await conn.execute("CREATE INDEX IF NOT EXISTS conversations_temporary ON conversations (updated_at) "
-                       "WHERE temporary <> 0")
+    await conn.execute("CREATE INDEX IF NOT EXISTS conversations_temporary ON conversations (updated_at) WHERE temporary <> 0")
     await conn.execute(PRESETS.encode())

@@ -34,8 +34,10 @@ class PostgresPresetStore(PresetStore):
             if preset.name != DEFAULT_NAME:
                 # one user's saves one at a time, so two new names racing cannot both pass the limit
                 await cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (PRESET_LOCK, owner))
-                await cur.execute("SELECT count(*) FILTER (WHERE name <> %s), bool_or(name = %s) FROM chat_presets "
-                                  "WHERE owner = %s", (DEFAULT_NAME, preset.name, owner))
+                await cur.execute(
+                    "SELECT count(*) FILTER (WHERE name <> %s), bool_or(name = %s) FROM chat_presets WHERE owner = %s",
+                    (DEFAULT_NAME, preset.name, owner),
+                )
                 row = await cur.fetchone()
                 named, known = (row[0], bool(row[1])) if row else (0, False)
                 if not known and named >= limit:

@@ -59,9 +59,7 @@ async def claim_first(cur: AsyncCursor[Any], run: Run, now: datetime) -> QueuedM
     return message_from_row((*first[:5], QueueState.STARTED.value, run.id, first[7]))
 
 
-async def after_finish(
-    cur: AsyncCursor[Any], run_id: str, conversation_id: str, finish: RunFinish
-) -> QueuedMessage | None:
+async def after_finish(cur: AsyncCursor[Any], run_id: str, conversation_id: str, finish: RunFinish) -> QueuedMessage | None:
     """The queue's half of finish_run, in its transaction: the run's own claim is
     settled, then (after `completed`) the next message starts."""
     if finish.input_recorded:
@@ -104,10 +102,15 @@ class PostgresQueue(MessageQueue):
             if waiting >= limit:
                 raise QueueFull()
             await cur.execute(
-                f"INSERT INTO queued_messages ({COLUMNS}) VALUES (%s, %s, %s, %s, %s, 'queued', NULL, %s) "
-                f"RETURNING {COLUMNS}",
-                (message.id, cid, first - 1 if message.steer else last + 1, message.text, stamp(message.created_at),
-                 message.steer),
+                f"INSERT INTO queued_messages ({COLUMNS}) VALUES (%s, %s, %s, %s, %s, 'queued', NULL, %s) RETURNING {COLUMNS}",
+                (
+                    message.id,
+                    cid,
+                    first - 1 if message.steer else last + 1,
+                    message.text,
+                    stamp(message.created_at),
+                    message.steer,
+                ),
             )
             row = await cur.fetchone()
         assert row is not None
@@ -153,8 +156,7 @@ class PostgresQueue(MessageQueue):
         if not ids:
             return set()
         rows = await self._rows(
-            "SELECT DISTINCT conversation_id FROM queued_messages WHERE steer AND state = 'queued' "
-            "AND conversation_id = ANY(%s)",
+            "SELECT DISTINCT conversation_id FROM queued_messages WHERE steer AND state = 'queued' AND conversation_id = ANY(%s)",
             (ids,),
         )
         return {r[0] for r in rows}

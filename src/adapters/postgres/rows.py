@@ -94,8 +94,7 @@ async def insert_running(cur: AsyncCursor[Any], run: Run, now: datetime) -> None
     running. The conversation's row lock, taken first, queues concurrent starts."""
     # the run's own message is committed with it: the list counts it while it runs
     await cur.execute(
-        "UPDATE conversations SET updated_at = %s, message_count = GREATEST(message_count, %s) "
-        "WHERE id = %s RETURNING id",
+        "UPDATE conversations SET updated_at = %s, message_count = GREATEST(message_count, %s) WHERE id = %s RETURNING id",
         (stamp(now), run.base_count, run.conversation_id),
     )
     if await cur.fetchone() is None:

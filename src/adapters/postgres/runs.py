@@ -4,7 +4,7 @@ outcome and its terminal event are one transaction), shared by any number of pro
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -13,8 +13,9 @@ from psycopg.types.json import Jsonb
 
 from adapters.postgres.approvals import PostgresApprovals
 from adapters.postgres.database import USER_LOAD_LOCK, PostgresDatabase
+from adapters.postgres.events import NOTIFY, PostgresRunEvents
 from adapters.postgres.organise import PostgresOrganising, shown_sql
-from adapters.postgres.presence import CHANNEL, OWNER_ALIVE, Presence
+from adapters.postgres.presence import Presence
 from adapters.postgres.queue import PostgresQueue, after_finish
 from adapters.postgres.rows import (
     LATEST,
@@ -26,22 +27,16 @@ from adapters.postgres.rows import (
     stamp,
 )
 from adapters.postgres.search import forget_conversation, index_title
-from adapters.storage.event_rows import pack, unpack
+from adapters.storage.event_rows import pack
 from adapters.storage.wakeups import Wakeups
-from domain.errors import RunLost, SessionInProgress, UserLimitReached
+from domain.errors import SessionInProgress, UserLimitReached
 from domain.lifecycle import GIVE_UP
 from domain.model import Conversation, Run, RunError, RunOwner, TitleSource
 from domain.models import ChatSettings
 from domain.organise import Shown
 from domain.principals import BOOTSTRAP_ID
 from domain.queue import QueuedMessage
-from ports.events import EventBatch, RunEventLog
-from ports.journal import JournalEntry, ToolJournal
 from ports.runs import LoadCap, RunFinish, RunRepository
-from ports.signals import RunSignals
-
-NOTIFY = f"SELECT pg_notify('{CHANNEL}', id) FROM unnest(%s::text[]) AS id"
-
 
 # USER_MAX_ACTIVE_RUNS: a user's running runs plus their queued messages (two args: the user twice)
 OWNER_LOAD = (
@@ -51,7 +46,7 @@ OWNER_LOAD = (
 )
 
 
-class PostgresRunStore(PostgresApprovals, PostgresQueue, PostgresOrganising, RunRepository, RunEventLog, RunSignals, ToolJournal):
+class PostgresRunStore(PostgresRunEvents, PostgresApprovals, PostgresQueue, PostgresOrganising, RunRepository):
     """Every method takes a pooled connection for one statement or one transaction.
     `owner`, when given, is this process: its presence (liveness lock, notifications) is
     held from first use until `aclose`. `poll_interval` bounds how long a follower waits
@@ -97,7 +92,8 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, PostgresOrganising, Run
         settings: ChatSettings = ChatSettings(),  # noqa: B008
         message_count: int = 0,
         owner: str = BOOTSTRAP_ID,
-        title_by: TitleSource = TitleSource.MESSAGE, temporary: bool = False,
+        title_by: TitleSource = TitleSource.MESSAGE,
+        temporary: bool = False,
     ) -> Conversation:
         at = stamp(now)
         await self.ready()
@@ -105,12 +101,34 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, PostgresOrganising, Run
             await cur.execute(
                 "INSERT INTO conversations (id, title, created_at, updated_at, message_count, model, system, owner, "
                 "system_mode, title_by, temporary) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                (conversation_id, title, at, at, message_count, settings.model, settings.system, owner,
-                 settings.system_mode.value, title_by.value, int(temporary)),
+                (
+                    conversation_id,
+                    title,
+                    at,
+                    at,
+                    message_count,
+                    settings.model,
+                    settings.system,
+                    owner,
+                    settings.system_mode.value,
+                    title_by.value,
+                    int(temporary),
+                ),
             )
             await index_title(cur, conversation_id, title)
-        return Conversation(conversation_id, title, at, at, message_count, model=settings.model, system=settings.system,
-                            owner=owner, system_mode=settings.system_mode, title_by=title_by, temporary=temporary)
+        return Conversation(
+            conversation_id,
+            title,
+            at,
+            at,
+            message_count,
+            model=settings.model,
+            system=settings.system,
+            owner=owner,
+            system_mode=settings.system_mode,
+            title_by=title_by,
+            temporary=temporary,
+        )
 
     async def set_chat_settings(self, conversation_id: str, settings: ChatSettings) -> bool:
         rows = await self._rows(
@@ -124,8 +142,12 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, PostgresOrganising, Run
         return conversation_from_row(rows[0]) if rows else None
 
     async def list_conversations(
-        self, limit: int | None = None, before: tuple[datetime, str] | None = None, query: str = "",
-        owner: str | None = None, shown: Shown = Shown(),  # noqa: B008 - a frozen value
+        self,
+        limit: int | None = None,
+        before: tuple[datetime, str] | None = None,
+        query: str = "",
+        owner: str | None = None,
+        shown: Shown = Shown(),  # noqa: B008 - a frozen value
     ) -> Sequence[Conversation]:
         (where, args), sql = shown_sql(shown), SUMMARY
         if owner is not None:
@@ -155,16 +177,20 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, PostgresOrganising, Run
     async def find_conversations(self, id_prefix: str, limit: int, owner: str | None = None) -> Sequence[Conversation]:
         # a range on the primary key in byte order (the column's collation may order '-' apart)
         mine = "" if owner is None else " AND c.owner = %s"
-        sql = SUMMARY + (f' WHERE c.id COLLATE "C" >= %s AND c.id COLLATE "C" < %s AND c.temporary = 0{mine}'
-                         " ORDER BY c.updated_at DESC, c.id DESC LIMIT %s")
+        sql = SUMMARY + (
+            f' WHERE c.id COLLATE "C" >= %s AND c.id COLLATE "C" < %s AND c.temporary = 0{mine}'
+            " ORDER BY c.updated_at DESC, c.id DESC LIMIT %s"
+        )
         args: list[object] = [id_prefix, id_prefix + "~", *([] if owner is None else [owner]), limit]
         return [conversation_from_row(r) for r in await self._rows(sql, args)]
 
     async def restore_conversation(self, conversation_id: str, message_count: int, updated_at: datetime) -> bool:
         await self.ready()
         async with self.db.cursor(transaction=True) as cur:
-            await cur.execute("UPDATE conversations SET message_count = %s, updated_at = %s WHERE id = %s RETURNING id",
-                              (message_count, stamp(updated_at), conversation_id))
+            await cur.execute(
+                "UPDATE conversations SET message_count = %s, updated_at = %s WHERE id = %s RETURNING id",
+                (message_count, stamp(updated_at), conversation_id),
+            )
             return await cur.fetchone() is not None
 
     async def rename_conversation(self, conversation_id: str, title: str, now: datetime) -> bool:
@@ -186,9 +212,7 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, PostgresOrganising, Run
             await cur.execute("SELECT 1 FROM conversations WHERE id = %s FOR UPDATE", (conversation_id,))
             if await cur.fetchone() is None:
                 return False
-            await cur.execute(
-                "SELECT 1 FROM runs WHERE conversation_id = %s AND status = 'running'", (conversation_id,)
-            )
+            await cur.execute("SELECT 1 FROM runs WHERE conversation_id = %s AND status = 'running'", (conversation_id,))
             if await cur.fetchone():
                 raise SessionInProgress()
             # runs, their events, the journal and the queue go by ON DELETE CASCADE
@@ -198,9 +222,7 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, PostgresOrganising, Run
 
     # --- runs ----------------------------------------------------------------------------
 
-    async def start_run(
-        self, run: Run, now: datetime, flushed_by_input: bool = False, cap: LoadCap | None = None
-    ) -> None:
+    async def start_run(self, run: Run, now: datetime, flushed_by_input: bool = False, cap: LoadCap | None = None) -> None:
         await self.ready()
         try:
             async with self.db.cursor(transaction=True) as cur:
@@ -251,8 +273,7 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, PostgresOrganising, Run
             if row is None:
                 return False
             await cur.execute(
-                "UPDATE conversations SET updated_at = %s, message_count = coalesce(%s, message_count) "
-                "WHERE id = %s",
+                "UPDATE conversations SET updated_at = %s, message_count = coalesce(%s, message_count) WHERE id = %s",
                 (stamp(finish.now), finish.message_count, row[0]),
             )
             if finish.events:
@@ -314,11 +335,13 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, PostgresOrganising, Run
         rows = await self._rows(
             "SELECT k.kwargs FROM run_kwargs k JOIN conversations c ON c.id = k.conversation_id "
             "WHERE k.run_id = %(rid)s AND k.conversation_id = %(cid)s AND (%(o)s::text IS NULL OR c.owner = %(o)s)",
-            {"rid": run_id, "cid": conversation_id, "o": owner})
+            {"rid": run_id, "cid": conversation_id, "o": owner},
+        )
         return rows[0][0] if rows else None
 
-    async def set_run_kwargs(self, conversation_id: str, run_id: str, kwargs: Mapping[str, Any],
-                             owner: str | None = None) -> bool:
+    async def set_run_kwargs(
+        self, conversation_id: str, run_id: str, kwargs: Mapping[str, Any], owner: str | None = None
+    ) -> bool:
         rows = await self._rows(
             "INSERT INTO run_kwargs (run_id, conversation_id, kwargs) SELECT %(rid)s, id, %(k)s FROM conversations "
             "WHERE id = %(cid)s AND (%(o)s::text IS NULL OR owner = %(o)s) "
@@ -335,9 +358,7 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, PostgresOrganising, Run
         return [run_from_row(r) for r in rows]
 
     async def running_runs(self, lease_seconds: float = 0.0) -> Sequence[Run]:
-        rows = await self._rows(
-            RUNS + " WHERE r.status = 'running' ORDER BY r.started_at, r.n", {"lease": lease_seconds}
-        )
+        rows = await self._rows(RUNS + " WHERE r.status = 'running' ORDER BY r.started_at, r.n", {"lease": lease_seconds})
         return [run_from_row(r) for r in rows]
 
     async def interrupted_conversations(self) -> Sequence[Run]:
@@ -354,97 +375,7 @@ class PostgresRunStore(PostgresApprovals, PostgresQueue, PostgresOrganising, Run
         if not ids:
             return set()
         rows = await self._rows(
-            "UPDATE runs SET heartbeat_at = now() WHERE status = 'running' AND owner_instance = %s "
-            "AND id = ANY(%s) RETURNING id",
+            "UPDATE runs SET heartbeat_at = now() WHERE status = 'running' AND owner_instance = %s AND id = ANY(%s) RETURNING id",
             (owner.instance, ids),
         )
         return {r[0] for r in rows}
-
-    # --- RunEventLog ---------------------------------------------------------------------
-
-    async def append(self, batches: Mapping[str, EventBatch]) -> None:
-        rows = [(rid, seq, name, Jsonb(data)) for rid, batch in batches.items() for seq, name, data in pack(batch)]
-        if not rows:
-            return
-        await self.ready()
-        async with self.db.cursor(transaction=True) as cur:
-            await cur.execute("SELECT id FROM runs WHERE status = 'running' AND id = ANY(%s)", (list(batches),))
-            live = {r[0] for r in await cur.fetchall()}
-            await cur.executemany(
-                "INSERT INTO run_events (run_id, seq, event, data) VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                [r for r in rows if r[0] in live],
-            )
-            await cur.execute(NOTIFY, (sorted(live),))  # delivered at commit
-        self._wakeups.wake(batches)
-
-    async def read(self, run_id: str, after: int) -> EventBatch:
-        rows = await self._rows(
-            "SELECT seq, event, data FROM run_events WHERE run_id = %s AND seq > %s ORDER BY seq", (run_id, after)
-        )
-        return unpack(rows, after)
-
-    async def wait(self, run_id: str, after: int, timeout: float) -> EventBatch:
-        return await self._wakeups.wait(run_id, lambda: self.read(run_id, after), timeout, self.poll_interval)
-
-    async def prune(self, retention_seconds: float) -> int:
-        await self.ready()
-        async with self.db.cursor() as cur:
-            await cur.execute(
-                "DELETE FROM run_events e USING runs r WHERE r.id = e.run_id AND r.status <> 'running' "
-                "AND r.ended_at < now() - make_interval(secs => %s)",
-                (retention_seconds,),
-            )
-            deleted = cur.rowcount
-            # dead processes, once none of their runs is left running
-            await cur.execute(
-                f"DELETE FROM processes p WHERE NOT {OWNER_ALIVE} AND NOT EXISTS (SELECT 1 FROM runs r "
-                "WHERE r.owner_instance = p.instance AND r.status = 'running')"
-            )
-            return deleted
-
-    # --- RunSignals ----------------------------------------------------------------------
-
-    async def request_cancel(self, run_id: str) -> bool:
-        return bool(
-            await self._rows(
-                "UPDATE runs SET cancel_requested_at = coalesce(cancel_requested_at, now()) "
-                "WHERE id = %s AND status = 'running' RETURNING id",
-                (run_id,),
-            )
-        )
-
-    async def cancel_requested(self, run_ids: Sequence[str]) -> set[str]:
-        ids = list(dict.fromkeys(run_ids))
-        if not ids:
-            return set()
-        rows = await self._rows(
-            "SELECT id FROM runs WHERE status = 'running' AND cancel_requested_at IS NOT NULL AND id = ANY(%s)",
-            (ids,),
-        )
-        return {r[0] for r in rows}
-
-    # --- ToolJournal ---------------------------------------------------------------------
-
-    async def call_started(
-        self, key: str, conversation_id: str, run_id: str | None, tool: str, unsafe: bool, now: datetime
-    ) -> None:
-        await self.ready()
-        async with self.db.cursor(transaction=True) as cur:
-            if run_id is not None:
-                # FOR SHARE: a reclaim of the run waits for this record, or this sees it
-                await cur.execute("SELECT 1 FROM runs WHERE id = %s AND status = 'running' FOR SHARE", (run_id,))
-                if await cur.fetchone() is None:
-                    raise RunLost()
-            await cur.execute(
-                "INSERT INTO tool_calls (key, conversation_id, run_id, tool, unsafe, started_at) "
-                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (key) DO UPDATE SET "
-                "attempts = tool_calls.attempts + 1, run_id = excluded.run_id, started_at = excluded.started_at",
-                (key, conversation_id, run_id, tool, unsafe, stamp(now)),
-            )
-
-    async def entries(self, keys: Iterable[str]) -> dict[str, JournalEntry]:
-        wanted = list(dict.fromkeys(keys))
-        if not wanted:
-            return {}
-        rows = await self._rows("SELECT key, tool, unsafe, attempts FROM tool_calls WHERE key = ANY(%s)", (wanted,))
-        return {r[0]: JournalEntry(r[0], r[1], bool(r[2]), r[3]) for r in rows}

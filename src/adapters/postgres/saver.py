@@ -92,8 +92,7 @@ PENDING_WRITES = (
     "WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s"
 )
 LATEST_ID = (
-    "SELECT checkpoint_id FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = %s "
-    "ORDER BY checkpoint_id DESC LIMIT 1"
+    "SELECT checkpoint_id FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = %s ORDER BY checkpoint_id DESC LIMIT 1"
 )
 
 LOG_ROW = (
@@ -201,8 +200,9 @@ class FencedPostgresSaver(AsyncPostgresSaver, Saver, MessagesOnce):
                 await self._retain(cur, thread_id, ns, self.keep, seqs)
         self.file_stage.stored(thread_id, files)
         meta = json.dumps(get_serializable_checkpoint_metadata(config, metadata)).encode()
-        self.latest.remember(thread_id, ns, checkpoint, meta, configurable.get("checkpoint_id"),
-                             planned.refs if planned else None)
+        self.latest.remember(
+            thread_id, ns, checkpoint, meta, configurable.get("checkpoint_id"), planned.refs if planned else None
+        )
         if planned is not None and numbers is not None:
             self.numbering.remember(thread_id, ns, checkpoint["id"], numbers)
         return next_config
@@ -262,7 +262,9 @@ class FencedPostgresSaver(AsyncPostgresSaver, Saver, MessagesOnce):
                 by_thread.setdefault((str(c["thread_id"]), str(c.get("checkpoint_ns", ""))), []).append(t)
         for (thread_id, ns), tuples in by_thread.items():
             async with conn.cursor() as cur:
-                rows = await message_rows.rows_of(cur, thread_id, ns, [t.checkpoint["channel_values"]["messages"] for t in tuples])
+                rows = await message_rows.rows_of(
+                    cur, thread_id, ns, [t.checkpoint["channel_values"]["messages"] for t in tuples]
+                )
             try:
                 for t in tuples:
                     values = t.checkpoint["channel_values"]
@@ -293,8 +295,10 @@ class FencedPostgresSaver(AsyncPostgresSaver, Saver, MessagesOnce):
             if row is None or row[0] != cached.checkpoint["id"]:
                 return None
             await cur.execute(PENDING_WRITES, (thread_id, ns, row[0]))
-            stored = [(str(t).encode(), str(c).encode(), str(ty).encode(), bytes(b), str(p).encode(), str(i).encode())
-                      for t, c, ty, b, p, i in await cur.fetchall()]
+            stored = [
+                (str(t).encode(), str(c).encode(), str(ty).encode(), bytes(b), str(p).encode(), str(i).encode())
+                for t, c, ty, b, p, i in await cur.fetchall()
+            ]
         writes = await asyncio.to_thread(self._load_writes, stored)
         return cached.tuple(thread_id, ns, writes)
 
@@ -347,8 +351,7 @@ class FencedPostgresSaver(AsyncPostgresSaver, Saver, MessagesOnce):
         async with self.db.cursor() as cur:
             return await file_rows.read(cur, thread_id, digests)
 
-    async def import_branches(self, thread_id: str, branches: Sequence[Branch],
-                              own: Mapping[int, Sequence[BaseMessage]]) -> None:
+    async def import_branches(self, thread_id: str, branches: Sequence[Branch], own: Mapping[int, Sequence[BaseMessage]]) -> None:
         # encoded off the loop: the import's heavy part (aput encodes a checkpoint on it, as LangGraph's saver does)
         rows = await asyncio.to_thread(branching.imported, branches, own, self.serde.dumps_typed, thread_id, iso(utc_now()))
         files = self.file_stage.taken(thread_id, [list(m) for m in own.values()])
@@ -422,8 +425,7 @@ class FencedPostgresSaver(AsyncPostgresSaver, Saver, MessagesOnce):
 
     async def history(self, thread_id: str) -> list[CheckpointSummary]:
         rows = await self._rows(
-            f"SELECT {HISTORY_COLUMNS} FROM checkpoint_log WHERE thread_id = %s AND checkpoint_ns = '' "
-            "ORDER BY checkpoint_id",
+            f"SELECT {HISTORY_COLUMNS} FROM checkpoint_log WHERE thread_id = %s AND checkpoint_ns = '' ORDER BY checkpoint_id",
             (thread_id,),
         )
         return [summary_from_row(row) for row in rows]
@@ -440,4 +442,3 @@ class FencedPostgresSaver(AsyncPostgresSaver, Saver, MessagesOnce):
             _, latest = await branches.latest(cur, thread_id)
             content = branching.branch_content(rows, await branches.deltas(cur, thread_id), number, latest)
             return BranchContent(tuple(content), tuple(await branches.stashed_next(cur, thread_id, number)))
-

@@ -59,8 +59,7 @@ ENTRY = (
 )
 # the inactive branches (every branch but the active one: a thread never forked has no rows)
 UNSEARCHED = "SELECT count(*), count(DISTINCT b.conversation_id) FROM branches b WHERE NOT b.active"
-OWNED_UNSEARCHED = UNSEARCHED + (
-    " AND EXISTS (SELECT 1 FROM conversations c WHERE c.id = b.conversation_id AND c.owner = %s)")
+OWNED_UNSEARCHED = UNSEARCHED + (" AND EXISTS (SELECT 1 FROM conversations c WHERE c.id = b.conversation_id AND c.owner = %s)")
 STATE = "SELECT raw_count, next_index, last_id FROM search_threads WHERE conversation_id = %s FOR UPDATE"
 # a thread seen for the first time: its row, created and locked (or locked, if another
 # transaction created it meanwhile)
@@ -88,7 +87,8 @@ def conditions(q: TsQueries) -> tuple[sql.Composable, sql.Composable]:
     parts += [sql.SQL("({} OR {})").format(_on("words", w), _on("stems", s)) for w, s in q.either]
     ranks = [
         sql.SQL("ts_rank(e.{}, to_tsquery('simple', {}), 16)").format(sql.Identifier(column), sql.Literal(text))
-        for column, text in zip(("words", "stems"), q.ranked(), strict=True) if text
+        for column, text in zip(("words", "stems"), q.ranked(), strict=True)
+        if text
     ]
     return sql.SQL(" AND ").join(parts), sql.SQL(" + ").join(ranks)
 
@@ -121,9 +121,7 @@ async def index_thread(
     if update is None:
         return
     if update.restart:
-        await cur.execute(
-            "DELETE FROM search_entries WHERE conversation_id = %s AND message_index IS NOT NULL", (thread_id,)
-        )
+        await cur.execute("DELETE FROM search_entries WHERE conversation_id = %s AND message_index IS NOT NULL", (thread_id,))
     if update.entries:
         await cur.executemany(ENTRY, [entry(thread_id, *e) for e in update.entries])
     done = update.indexed
@@ -212,10 +210,16 @@ class PostgresSearchIndex(SearchIndex):
         async with self.db.cursor() as cur:  # one statement: one snapshot
             values = {"ranked": RANKED, "limit": limit, "offset": offset}
             # one user's: the window is the most recent matches in their own conversations
-            mine = sql.SQL("") if owner is None else sql.SQL(
-                " AND e.conversation_id IN (SELECT id FROM conversations WHERE owner = {})").format(sql.Literal(owner))
-            await cur.execute(sql.SQL(SEARCH_SQL).format(
-                match=match, rank=rank, mine=mine, **{k: sql.Literal(v) for k, v in values.items()}))
+            mine = (
+                sql.SQL("")
+                if owner is None
+                else sql.SQL(" AND e.conversation_id IN (SELECT id FROM conversations WHERE owner = {})").format(
+                    sql.Literal(owner)
+                )
+            )
+            await cur.execute(
+                sql.SQL(SEARCH_SQL).format(match=match, rank=rank, mine=mine, **{k: sql.Literal(v) for k, v in values.items()})
+            )
             rows = await cur.fetchall()
         # snippets are CPU work on up to `limit` bodies: off the loop, so streams and probes go on
         return await asyncio.to_thread(_hits, rows, query)
@@ -235,5 +239,7 @@ class PostgresSearchIndex(SearchIndex):
 
 
 def _hits(rows: Sequence[tuple[Any, ...]], query: SearchQuery) -> list[SearchHit]:
-    return [SearchHit(cid, title, index, role, snippet(body, query, indexed=MAX_TERMS_BYTES))
-            for cid, title, index, role, body in rows]
+    return [
+        SearchHit(cid, title, index, role, snippet(body, query, indexed=MAX_TERMS_BYTES))
+        for cid, title, index, role, body in rows
+    ]

@@ -58,7 +58,7 @@ async def index_checkpoint(cur: AsyncCursor[Any], thread_id: str, checkpoint: Ch
     messages = checkpoint["channel_values"].get("messages")
     raw: list[BaseMessage] = messages if isinstance(messages, list) else []
     seen = await indexed_state(cur, thread_id)
-    unseen = raw if restarts(seen, raw, _id) else raw[seen.raw_count:]
+    unseen = raw if restarts(seen, raw, _id) else raw[seen.raw_count :]
     found = await _texts(cur, thread_id, referenced([m for m in unseen if isinstance(m, HumanMessage)]))
     await index_thread(cur, thread_id, raw, with_file_texts(to_domain, lambda _: found), _id, seen=seen)
 
@@ -80,10 +80,16 @@ async def _index_stored(cur: AsyncCursor[Any], thread_id: str) -> None:
         fields = await message_rows.plain_fields(cur, thread_id, row[0], row[1]) or []
         await cur.execute(PENDING_INPUT, (thread_id, row[2], INPUT_TASK))
         fields += input_fields(await cur.fetchall())
-    named = {str(f["digest"]) for fs in fields for f in ((fs.get("additional_kwargs") or {}).get(FILES_KEY) or [])
-             if isinstance(f, dict) and "digest" in f}
+    named = {
+        str(f["digest"])
+        for fs in fields
+        for f in ((fs.get("additional_kwargs") or {}).get(FILES_KEY) or [])
+        if isinstance(f, dict) and "digest" in f
+    }
     found = await _texts(cur, thread_id, named)
-    await index_thread(cur, thread_id, fields, with_file_texts(from_fields, lambda _: found), lambda f: f.get("id"), seen_before=False)
+    await index_thread(
+        cur, thread_id, fields, with_file_texts(from_fields, lambda _: found), lambda f: f.get("id"), seen_before=False
+    )
 
 
 async def index_missing(conn: AsyncConnection[Any]) -> int:

@@ -38,7 +38,7 @@ CREATE INDEX IF NOT EXISTS conversations_owner ON conversations (owner, updated_
 
 
 async def add_rule_owner(conn: AsyncConnection[Any]) -> None:
-    """"Always allow" rules become per user: (owner, tool) is the key; the rules so far were
+    """ "Always allow" rules become per user: (owner, tool) is the key; the rules so far were
     the bootstrap admin's. A step in Python: whether the key changed already is a question."""
     await conn.execute("ALTER TABLE tool_allow_rules ADD COLUMN IF NOT EXISTS owner TEXT NOT NULL DEFAULT 'admin'")
     cur = await conn.execute("SELECT 1 FROM pg_constraint WHERE conname = 'tool_allow_rules_owner_pkey'")

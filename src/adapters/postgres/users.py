@@ -45,8 +45,9 @@ class PostgresUserStore(UserStore):
         return User(user_id, name, role, False, now)
 
     async def user(self, name_or_id: str) -> User | None:
-        rows = await self._rows(f"{_USER} WHERE id = %s OR name_key = %s ORDER BY id = %s DESC LIMIT 1",
-                                (name_or_id, name_or_id.lower(), name_or_id))
+        rows = await self._rows(
+            f"{_USER} WHERE id = %s OR name_key = %s ORDER BY id = %s DESC LIMIT 1", (name_or_id, name_or_id.lower(), name_or_id)
+        )
         return _user(rows[0]) if rows else None
 
     async def users(self) -> list[User]:

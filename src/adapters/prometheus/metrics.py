@@ -66,21 +66,32 @@ class PrometheusMetrics(MetricsPort):
         )
         self.runs_active = Gauge("sophos_runs_active", "Runs this process is executing", registry=registry)
         self.streams_active = Gauge(
-            "sophos_streams_active", "Event streams being followed (local run or the run event log)", ["source"],
+            "sophos_streams_active",
+            "Event streams being followed (local run or the run event log)",
+            ["source"],
             registry=registry,
         )
         self.run_seconds = Histogram(
             "sophos_run_duration_seconds", "Run duration, by outcome", ["status"], registry=registry, buckets=RUN_BUCKETS
         )
         self.model_seconds = Histogram(
-            "sophos_model_call_duration_seconds", "Model call (one agent step) duration", ["model", "outcome"],
-            registry=registry, buckets=MODEL_BUCKETS,
+            "sophos_model_call_duration_seconds",
+            "Model call (one agent step) duration",
+            ["model", "outcome"],
+            registry=registry,
+            buckets=MODEL_BUCKETS,
         )
         self.tool_seconds = Histogram(
-            "sophos_tool_call_duration_seconds", "Tool call duration", ["server", "tool", "outcome"],
-            registry=registry, buckets=TOOL_BUCKETS,
+            "sophos_tool_call_duration_seconds",
+            "Tool call duration",
+            ["server", "tool", "outcome"],
+            registry=registry,
+            buckets=TOOL_BUCKETS,
         )
-        # series that exist from the start, so a rate or an alert sees 0 rather than nothing
+        self._precreate()
+
+    def _precreate(self) -> None:
+        """Series that exist from the start, so a rate or an alert sees 0 rather than nothing."""
         for trigger in RunTrigger:
             self.runs_started.labels(trigger.value)
         for status in FINISHED:

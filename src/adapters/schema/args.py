@@ -18,8 +18,7 @@ from ports.approvals import ArgsChecker
 
 BACKTRACK_LIMIT = 100_000  # steps of one pattern match with lookaround; then it does not match
 REGEX_SIZE = 1 << 20  # bytes of a compiled pattern (and of its DFA cache)
-PATTERNS = jsonschema_rs.FancyRegexOptions(backtrack_limit=BACKTRACK_LIMIT, size_limit=REGEX_SIZE,
-                                           dfa_size_limit=REGEX_SIZE)
+PATTERNS = jsonschema_rs.FancyRegexOptions(backtrack_limit=BACKTRACK_LIMIT, size_limit=REGEX_SIZE, dfa_size_limit=REGEX_SIZE)
 
 
 class JsonSchemaArgs(ArgsChecker):

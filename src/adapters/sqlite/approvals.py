@@ -26,8 +26,14 @@ class _Stale(Exception):
 def request_from_row(row: tuple[Any, ...]) -> ApprovalRequest:
     cid, call_id, run_id, name, server, args, description, schema, requested, decision, decided = row
     return ApprovalRequest(
-        cid, ToolCall(call_id, name, json.loads(args)), run_id, server, description, json.loads(schema),
-        datetime.fromisoformat(requested), decision_from_dict(json.loads(decision)) if decision else None,
+        cid,
+        ToolCall(call_id, name, json.loads(args)),
+        run_id,
+        server,
+        description,
+        json.loads(schema),
+        datetime.fromisoformat(requested),
+        decision_from_dict(json.loads(decision)) if decision else None,
         datetime.fromisoformat(decided) if decided else None,
     )
 
@@ -42,8 +48,17 @@ class SqliteApprovals(ApprovalStore):
 
     async def add_request(self, request: ApprovalRequest) -> None:
         c = request.call
-        row = (request.conversation_id, c.id, request.run_id, c.name, request.server, json.dumps(c.args),
-               request.description, json.dumps(request.schema), iso(request.requested_at))
+        row = (
+            request.conversation_id,
+            c.id,
+            request.run_id,
+            c.name,
+            request.server,
+            json.dumps(c.args),
+            request.description,
+            json.dumps(request.schema),
+            iso(request.requested_at),
+        )
 
         def write(conn: sqlite3.Connection) -> None:
             with transaction(conn):
@@ -89,29 +104,42 @@ class SqliteApprovals(ApprovalStore):
         def write(conn: sqlite3.Connection) -> None:
             with transaction(conn):
                 if conversation_id is None:
-                    conn.execute("INSERT INTO tool_allow_rules (owner, tool, since) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                                 (BOOTSTRAP_ID, tool, iso(now)))
+                    conn.execute(
+                        "INSERT INTO tool_allow_rules (owner, tool, since) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                        (BOOTSTRAP_ID, tool, iso(now)),
+                    )
                 else:  # the owner read in the same statement: nothing can change it in between
-                    conn.execute("INSERT INTO tool_allow_rules (owner, tool, since) SELECT owner, ?, ? FROM conversations "
-                                 "WHERE id = ? ON CONFLICT DO NOTHING", (tool, iso(now), conversation_id))
+                    conn.execute(
+                        "INSERT INTO tool_allow_rules (owner, tool, since) SELECT owner, ?, ? FROM conversations "
+                        "WHERE id = ? ON CONFLICT DO NOTHING",
+                        (tool, iso(now), conversation_id),
+                    )
 
         await self._writer.run(write)
 
     async def always_allowed(self, owner: str = BOOTSTRAP_ID) -> Sequence[AllowRule]:
-        rows = await self._reader.run(fetchall, "SELECT tool, since FROM tool_allow_rules WHERE owner = ? ORDER BY tool",
-                                      (owner,))
+        rows = await self._reader.run(
+            fetchall, "SELECT tool, since FROM tool_allow_rules WHERE owner = ? ORDER BY tool", (owner,)
+        )
         return [AllowRule(r[0], datetime.fromisoformat(r[1])) for r in rows]
 
     async def rules_for(self, conversation_id: str) -> Sequence[AllowRule]:
-        rows = await self._reader.run(fetchall, "SELECT r.tool, r.since FROM tool_allow_rules r JOIN conversations c "
-                                      "ON c.owner = r.owner WHERE c.id = ? ORDER BY r.tool", (conversation_id,))
+        rows = await self._reader.run(
+            fetchall,
+            "SELECT r.tool, r.since FROM tool_allow_rules r JOIN conversations c "
+            "ON c.owner = r.owner WHERE c.id = ? ORDER BY r.tool",
+            (conversation_id,),
+        )
         return [AllowRule(r[0], datetime.fromisoformat(r[1])) for r in rows]
 
     async def give_rules(self, from_owner: str, to_owner: str) -> int:
         def write(conn: sqlite3.Connection) -> int:
             with transaction(conn):
-                conn.execute("INSERT INTO tool_allow_rules (owner, tool, since) SELECT ?, tool, since FROM tool_allow_rules "
-                             "WHERE owner = ? ON CONFLICT DO NOTHING", (to_owner, from_owner))
+                conn.execute(
+                    "INSERT INTO tool_allow_rules (owner, tool, since) SELECT ?, tool, since FROM tool_allow_rules "
+                    "WHERE owner = ? ON CONFLICT DO NOTHING",
+                    (to_owner, from_owner),
+                )
                 return conn.execute("DELETE FROM tool_allow_rules WHERE owner = ?", (from_owner,)).rowcount
 
         return await self._writer.run(write)

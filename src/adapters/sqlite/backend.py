@@ -48,9 +48,7 @@ class SqliteBackend(Backend):
 
     name = "sqlite"
 
-    def __init__(
-        self, path: str, busy_timeout: float = 5.0, keep: int = 3, metrics: MetricsPort = NO_METRICS
-    ) -> None:
+    def __init__(self, path: str, busy_timeout: float = 5.0, keep: int = 3, metrics: MetricsPort = NO_METRICS) -> None:
         self.path = path
         self.busy_timeout = busy_timeout
         self.keep = keep
@@ -71,8 +69,9 @@ class SqliteBackend(Backend):
         if self._saver is None:
             from adapters.sqlite.saver import ThreadedSqliteSaver
 
-            self._saver = ThreadedSqliteSaver.open(self.path, keep=self.keep, metrics=self.metrics,
-                                                   busy_timeout=self.busy_timeout)
+            self._saver = ThreadedSqliteSaver.open(
+                self.path, keep=self.keep, metrics=self.metrics, busy_timeout=self.busy_timeout
+            )
         return self._saver
 
     def maintenance(self) -> SqliteMaintenance:
@@ -114,10 +113,17 @@ class SqliteBackend(Backend):
             return Health(self.path, reachable=False, writable=False, problem=e.message, fix=OPEN_FIX)
         full = disk_full(self.path)
         if damage is None and full is not None:
-            return Health(self.path, reachable=True, writable=False, schema_version=store.schema_version,
-                          problem=full, fix=FULL_FIX)
-        return Health(self.path, reachable=True, writable=damage is None, schema_version=store.schema_version,
-                      integrity=damage, fix=DAMAGE_FIX if damage else "")
+            return Health(
+                self.path, reachable=True, writable=False, schema_version=store.schema_version, problem=full, fix=FULL_FIX
+            )
+        return Health(
+            self.path,
+            reachable=True,
+            writable=damage is None,
+            schema_version=store.schema_version,
+            integrity=damage,
+            fix=DAMAGE_FIX if damage else "",
+        )
 
     async def aclose(self) -> None:
         # newest first: the search index and the saver read what the run store migrated

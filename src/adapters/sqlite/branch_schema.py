@@ -18,7 +18,9 @@ CREATE TABLE IF NOT EXISTS checkpoint_log (
 )
 """
 
-MIGRATION_BRANCHES = CHECKPOINT_LOG.strip() + """;
+MIGRATION_BRANCHES = (
+    CHECKPOINT_LOG.strip()
+    + """;
 ALTER TABLE checkpoint_log ADD COLUMN branch INTEGER;
 CREATE TABLE branches (
     conversation_id TEXT NOT NULL,
@@ -39,3 +41,4 @@ CREATE TRIGGER conversations_branches_ad AFTER DELETE ON conversations BEGIN
     DELETE FROM branches WHERE conversation_id = old.id;
 END
 """
+)

@@ -52,7 +52,8 @@ def apply(cur: sqlite3.Cursor, thread_id: str, op: dict[str, Any], checkpoint: d
     if not branches:  # never forked: the thread so far is branch 1
         cur.execute(
             "INSERT INTO branches (conversation_id, number, parent, fork_index, active, created_at, updated_at) "
-            "VALUES (?, 1, NULL, 0, 1, ?, ?)", (thread_id, now, now),
+            "VALUES (?, 1, NULL, 0, 1, ?, ?)",
+            (thread_id, now, now),
         )
         branches = load(cur, thread_id)
     active = next(b for b in branches if b.active)
@@ -63,8 +64,10 @@ def apply(cur: sqlite3.Cursor, thread_id: str, op: dict[str, Any], checkpoint: d
     head = cur.execute(LATEST, (thread_id,)).fetchone()
     fields = fields_of(cur, thread_id, head)
     if at >= len(fields):  # nothing is left behind (a regenerate of an unanswered message)
-        cur.execute("UPDATE branches SET head = ?, updated_at = ? WHERE conversation_id = ? AND number = ?",
-                    (checkpoint["id"], now, thread_id, active.number))
+        cur.execute(
+            "UPDATE branches SET head = ?, updated_at = ? WHERE conversation_id = ? AND number = ?",
+            (checkpoint["id"], now, thread_id, active.number),
+        )
         return
     _stash(cur, thread_id, active, head, fields, op.get("next") or [])
     parent = fork_parent(branches, active.number, at)
@@ -77,8 +80,13 @@ def apply(cur: sqlite3.Cursor, thread_id: str, op: dict[str, Any], checkpoint: d
 
 
 def _switch(
-    cur: sqlite3.Cursor, thread_id: str, op: dict[str, Any], checkpoint_id: str, count: int,
-    branches: list[Branch], active: Branch,
+    cur: sqlite3.Cursor,
+    thread_id: str,
+    op: dict[str, Any],
+    checkpoint_id: str,
+    count: int,
+    branches: list[Branch],
+    active: Branch,
 ) -> None:
     target = next((b for b in branches if b.number == op["to"]), None)
     if target is None:
@@ -88,12 +96,10 @@ def _switch(
     head = cur.execute(LATEST, (thread_id,)).fetchone()
     _stash(cur, thread_id, active, head, fields_of(cur, thread_id, head), op.get("next") or [])
     cur.execute(
-        "UPDATE branches SET active = 1, messages = NULL, head = ?, message_count = ? "
-        "WHERE conversation_id = ? AND number = ?",
+        "UPDATE branches SET active = 1, messages = NULL, head = ?, message_count = ? WHERE conversation_id = ? AND number = ?",
         (checkpoint_id, count, thread_id, target.number),
     )
-    cur.execute("UPDATE conversations SET message_count = ?, updated_at = ? WHERE id = ?",
-                (count, target.updated_at, thread_id))
+    cur.execute("UPDATE conversations SET message_count = ?, updated_at = ? WHERE id = ?", (count, target.updated_at, thread_id))
 
 
 def fields_of(cur: sqlite3.Cursor, thread_id: str, head: Sequence[Any] | None) -> Fields:
@@ -101,14 +107,15 @@ def fields_of(cur: sqlite3.Cursor, thread_id: str, head: Sequence[Any] | None) -
     return [] if head is None else plain_messages(read_plain(cur, thread_id, head[2], head[3]))
 
 
-def _stash(cur: sqlite3.Cursor, thread_id: str, branch: Branch, head: Sequence[Any] | None, fields: Fields,
-           next_nodes: Sequence[str]) -> None:
+def _stash(
+    cur: sqlite3.Cursor, thread_id: str, branch: Branch, head: Sequence[Any] | None, fields: Fields, next_nodes: Sequence[str]
+) -> None:
     """Keep the branch being left as a delta: its own messages and what was left to run."""
     head_id, updated = (head[0], stamp(head[1])) if head else (None, branch.updated_at)
     cur.execute(
         "UPDATE branches SET active = 0, head = ?, next = ?, message_count = ?, messages = ?, updated_at = ? "
         "WHERE conversation_id = ? AND number = ?",
-        (head_id, json.dumps(list(next_nodes)), len(fields), pack(fields[branch.fork:]), updated, thread_id, branch.number),
+        (head_id, json.dumps(list(next_nodes)), len(fields), pack(fields[branch.fork :]), updated, thread_id, branch.number),
     )
 
 

@@ -26,8 +26,16 @@ def fence(cur: sqlite3.Cursor, run_id: object) -> None:
         raise RunLost()
 
 
-def insert_checkpoint(cur: sqlite3.Cursor, key: tuple[str, str, str], parent_id: str | None, type_: str,
-                      blob: bytes, meta_blob: bytes, summary: Sequence[Any], branch: int | None) -> None:
+def insert_checkpoint(
+    cur: sqlite3.Cursor,
+    key: tuple[str, str, str],
+    parent_id: str | None,
+    type_: str,
+    blob: bytes,
+    meta_blob: bytes,
+    summary: Sequence[Any],
+    branch: int | None,
+) -> None:
     """The checkpoint `key` (thread, namespace, id) and its line in the checkpoint log
     (`summary`: adapters.langgraph.rows.summary_row)."""
     cur.execute(
@@ -42,8 +50,13 @@ def insert_checkpoint(cur: sqlite3.Cursor, key: tuple[str, str, str], parent_id:
     )
 
 
-def write_rows(configurable: Mapping[str, Any], writes: Sequence[tuple[str, Any]], task_id: str, task_path: str,
-               dumps: Callable[[Any], tuple[str, bytes]]) -> list[WriteRow]:
+def write_rows(
+    configurable: Mapping[str, Any],
+    writes: Sequence[tuple[str, Any]],
+    task_id: str,
+    task_path: str,
+    dumps: Callable[[Any], tuple[str, bytes]],
+) -> list[WriteRow]:
     """A task's writes as rows of `writes`, each value encoded by `dumps` (as SqliteSaver.put_writes)."""
     return [
         (
@@ -72,8 +85,7 @@ def insert_writes(cur: sqlite3.Cursor, writes: Sequence[tuple[str, Any]], rows: 
 
 def latest_id(cur: sqlite3.Cursor, thread_id: str, ns: str) -> str | None:
     row = cur.execute(
-        "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
-        "ORDER BY checkpoint_id DESC LIMIT 1",
+        "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id DESC LIMIT 1",
         (thread_id, ns),
     ).fetchone()
     return None if row is None else str(row[0])
@@ -104,7 +116,6 @@ def checkpoint_blob(cur: sqlite3.Cursor, thread_id: str, checkpoint_id: str) -> 
 def history_rows(cur: sqlite3.Cursor, thread_id: str) -> list[tuple[Any, ...]]:
     """The thread's log, oldest first (HISTORY_COLUMNS)."""
     return cur.execute(
-        f"SELECT {HISTORY_COLUMNS} FROM checkpoint_log WHERE thread_id = ? AND checkpoint_ns = '' "
-        "ORDER BY checkpoint_id",
+        f"SELECT {HISTORY_COLUMNS} FROM checkpoint_log WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id",
         (thread_id,),
     ).fetchall()

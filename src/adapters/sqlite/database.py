@@ -149,9 +149,22 @@ CREATE TABLE IF NOT EXISTS tool_allow_rules (
 # a step is SQL, or a function of the connection for what SQL cannot say idempotently
 Migration = str | Callable[[sqlite3.Connection], None]
 MIGRATIONS: tuple[Migration, ...] = (
-    MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4, MIGRATION_SEARCH, MIGRATION_BRANCHES, MIGRATION_APPROVALS,
-    MIGRATION_MESSAGES, MIGRATION_LOG_FORMAT, MIGRATION_SESSIONS, MIGRATION_THREAD_METADATA, add_chat_settings, MIGRATION_QUEUE,
-    add_users, add_owner, add_rule_owner,
+    MIGRATION_1,
+    MIGRATION_2,
+    MIGRATION_3,
+    MIGRATION_4,
+    MIGRATION_SEARCH,
+    MIGRATION_BRANCHES,
+    MIGRATION_APPROVALS,
+    MIGRATION_MESSAGES,
+    MIGRATION_LOG_FORMAT,
+    MIGRATION_SESSIONS,
+    MIGRATION_THREAD_METADATA,
+    add_chat_settings,
+    MIGRATION_QUEUE,
+    add_users,
+    add_owner,
+    add_rule_owner,
     MIGRATION_FILES,
     MIGRATION_RUN_KWARGS,  # v18
     add_stems,  # v19
@@ -373,16 +386,12 @@ class Worker:
         else:
             self._pool.shutdown(wait=wait)
 
-    def call(
-        self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kwargs: P.kwargs
-    ) -> T:
+    def call(self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
         """Run `fn(connection, …)` on the worker's thread and wait for it (blocking: for
         opening and closing, outside the event loop)."""
         return self._pool.submit(self._guarded, partial(fn, self._conn, *args, **kwargs)).result()
 
-    async def run(
-        self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kwargs: P.kwargs
-    ) -> T:
+    async def run(self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
         """Run `fn(connection, …)` on the worker's thread; the loop goes on meanwhile.
 
         A cancelled caller does not stop a call already started: it completes (or rolls

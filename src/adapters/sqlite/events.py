@@ -48,9 +48,7 @@ class SqliteRunEvents(RunEventLog, RunSignals, ToolJournal):
             with unsynced(c), transaction(c):
                 live = {
                     r[0]
-                    for r in c.execute(
-                        f"SELECT id FROM runs WHERE status = 'running' AND id IN ({marks(ids)})", ids
-                    ).fetchall()
+                    for r in c.execute(f"SELECT id FROM runs WHERE status = 'running' AND id IN ({marks(ids)})", ids).fetchall()
                 }
                 c.executemany(
                     "INSERT OR IGNORE INTO run_events (run_id, seq, event, data) VALUES (?, ?, ?, ?)",
@@ -115,9 +113,7 @@ class SqliteRunEvents(RunEventLog, RunSignals, ToolJournal):
             with transaction(c):
                 if (
                     run_id is not None
-                    and not c.execute(
-                        "SELECT 1 FROM runs WHERE id = ? AND status = 'running'", (run_id,)
-                    ).fetchone()
+                    and not c.execute("SELECT 1 FROM runs WHERE id = ? AND status = 'running'", (run_id,)).fetchone()
                 ):
                     raise RunLost()
                 c.execute(
@@ -133,7 +129,5 @@ class SqliteRunEvents(RunEventLog, RunSignals, ToolJournal):
         wanted = list(dict.fromkeys(keys))
         if not wanted:
             return {}
-        rows = await self._read(
-            f"SELECT key, tool, unsafe, attempts FROM tool_calls WHERE key IN ({marks(wanted)})", wanted
-        )
+        rows = await self._read(f"SELECT key, tool, unsafe, attempts FROM tool_calls WHERE key IN ({marks(wanted)})", wanted)
         return {r[0]: JournalEntry(r[0], r[1], bool(r[2]), r[3]) for r in rows}

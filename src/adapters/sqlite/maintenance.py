@@ -26,7 +26,9 @@ def prune_thread(cur: sqlite3.Cursor, thread_id: str, ns: str, keep: int, adding
     collect(cur, thread_id, ns, ids[keep:], ids[:keep], adding)
     args = (thread_id, ns, thread_id, ns, keep)
     cur.execute(f"DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({OLDER_THAN_KEPT})", args)
-    cur.execute(f"DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({OLDER_THAN_KEPT})", args)
+    cur.execute(
+        f"DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({OLDER_THAN_KEPT})", args
+    )
     return cur.rowcount
 
 

@@ -50,9 +50,7 @@ def _refs_of(cur: sqlite3.Cursor, thread_id: str, ns: str, ids: Iterable[str]) -
     return out
 
 
-def collect(
-    cur: sqlite3.Cursor, thread_id: str, ns: str, pruned: list[str], kept: list[str], adding: bytes | None
-) -> int:
+def collect(cur: sqlite3.Cursor, thread_id: str, ns: str, pruned: list[str], kept: list[str], adding: bytes | None) -> int:
     """Before the checkpoints `pruned` are deleted: delete the message rows only they
     refer to, given the checkpoints `kept` and the digests of one being added. Returns how many."""
     dropped = garbage(_refs_of(cur, thread_id, ns, pruned), adding, lambda: _refs_of(cur, thread_id, ns, kept))

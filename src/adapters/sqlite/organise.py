@@ -47,22 +47,28 @@ class SqliteOrganising:
         return await self._writer.run(write)
 
     async def retitle(self, conversation_id: str, title: str, source: TitleSource) -> bool:
-        return await self._write("UPDATE conversations SET title = ?, title_by = ? WHERE id = ? AND title_by = ?",
-                                 (title, source.value, conversation_id, TitleSource.MESSAGE.value))
+        return await self._write(
+            "UPDATE conversations SET title = ?, title_by = ? WHERE id = ? AND title_by = ?",
+            (title, source.value, conversation_id, TitleSource.MESSAGE.value),
+        )
 
     async def organise(self, conversation_id: str, change: Organise) -> bool:
         return await self._write(
             "UPDATE conversations SET pinned = coalesce(?, pinned), archived = coalesce(?, archived) WHERE id = ?",
-            (None if change.pinned is None else int(change.pinned),
-             None if change.archived is None else int(change.archived), conversation_id),
+            (
+                None if change.pinned is None else int(change.pinned),
+                None if change.archived is None else int(change.archived),
+                conversation_id,
+            ),
         )
 
     async def set_turns(self, conversation_id: str, turns: int) -> bool:
         return await self._write("UPDATE conversations SET turns = ? WHERE id = ?", (turns, conversation_id))
 
     async def leave_temporary(self, conversation_id: str) -> bool:
-        return await self._write("UPDATE conversations SET temporary = ? WHERE id = ? AND temporary <> 0",
-                                 (LEFT, conversation_id))
+        return await self._write(
+            "UPDATE conversations SET temporary = ? WHERE id = ? AND temporary <> 0", (LEFT, conversation_id)
+        )
 
     async def abandoned(self, idle_since: datetime) -> Sequence[str]:
         rows: list[tuple[Any, ...]] = await self._reader.run(fetchall, ABANDONED, (iso(idle_since),))

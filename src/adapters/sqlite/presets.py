@@ -38,10 +38,10 @@ class SqlitePresetStore(PresetStore):
         def write(c: sqlite3.Connection) -> bool:
             with transaction(c):
                 if preset.name != DEFAULT_NAME:
-                    (named,) = c.execute("SELECT count(*) FROM chat_presets WHERE owner = ? AND name <> ?",
-                                         (owner, DEFAULT_NAME)).fetchone()
-                    known = c.execute("SELECT 1 FROM chat_presets WHERE owner = ? AND name = ?",
-                                      (owner, preset.name)).fetchone()
+                    (named,) = c.execute(
+                        "SELECT count(*) FROM chat_presets WHERE owner = ? AND name <> ?", (owner, DEFAULT_NAME)
+                    ).fetchone()
+                    known = c.execute("SELECT 1 FROM chat_presets WHERE owner = ? AND name = ?", (owner, preset.name)).fetchone()
                     if known is None and named >= limit:
                         return False
                 c.execute(f"INSERT OR REPLACE INTO chat_presets (owner, {COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)", row)

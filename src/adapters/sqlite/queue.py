@@ -37,8 +37,7 @@ def _latest(c: sqlite3.Connection, conversation_id: str) -> Run | None:
 def claim_first(c: sqlite3.Connection, run: Run, now: datetime) -> QueuedMessage | None:
     """Start the conversation's first waiting message as `run`, in the caller's transaction."""
     first = c.execute(
-        f"SELECT {COLUMNS} FROM queued_messages WHERE conversation_id = ? AND state = 'queued' "
-        "ORDER BY position LIMIT 1",
+        f"SELECT {COLUMNS} FROM queued_messages WHERE conversation_id = ? AND state = 'queued' ORDER BY position LIMIT 1",
         (run.conversation_id,),
     ).fetchone()
     if first is None:
@@ -88,8 +87,14 @@ class SqliteQueue(MessageQueue):
                     raise QueueFull()
                 c.execute(
                     f"INSERT INTO queued_messages ({COLUMNS}) VALUES (?, ?, ?, ?, ?, 'queued', NULL, ?)",
-                    (message.id, cid, first - 1 if message.steer else last + 1, message.text, iso(message.created_at),
-                     int(message.steer)),
+                    (
+                        message.id,
+                        cid,
+                        first - 1 if message.steer else last + 1,
+                        message.text,
+                        iso(message.created_at),
+                        int(message.steer),
+                    ),
                 )
                 row = c.execute(f"SELECT {COLUMNS} FROM queued_messages WHERE id = ?", (message.id,)).fetchone()
             return message_from_row(row)

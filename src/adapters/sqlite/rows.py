@@ -89,9 +89,7 @@ def insert_running(c: sqlite3.Connection, run: Run, now: datetime) -> None:
     """Insert `run` as running (heartbeat: the store's clock) and bump its conversation,
     in the caller's transaction; SessionInProgress if one of the conversation's runs is
     running."""
-    if c.execute(
-        "SELECT 1 FROM runs WHERE conversation_id = ? AND status = 'running'", (run.conversation_id,)
-    ).fetchone():
+    if c.execute("SELECT 1 FROM runs WHERE conversation_id = ? AND status = 'running'", (run.conversation_id,)).fetchone():
         raise SessionInProgress()
     # the run's own message is committed with it: the list counts it while it runs
     bumped = c.execute(

@@ -8,11 +8,10 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from contextlib import nullcontext
 from datetime import datetime
 from functools import partial
-from typing import Any
 
 from adapters.sqlite.approvals import SqliteApprovals
 from adapters.sqlite.database import (
@@ -25,6 +24,7 @@ from adapters.sqlite.database import (
     unsynced,
 )
 from adapters.sqlite.events import SqliteRunEvents
+from adapters.sqlite.metadata import SqliteThreadMetadata
 from adapters.sqlite.organise import SqliteOrganising, shown_sql
 from adapters.sqlite.queue import SqliteQueue, after_finish
 from adapters.sqlite.rows import (
@@ -51,7 +51,7 @@ from ports.metrics import NO_METRICS, MetricsPort
 from ports.runs import LoadCap, RunFinish, RunRepository
 
 
-class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, SqliteOrganising, RunRepository):
+class SqliteRunStore(SqliteRunEvents, SqliteThreadMetadata, SqliteApprovals, SqliteQueue, SqliteOrganising, RunRepository):
     """Two connections to the file, each on its own thread: a writer (every write is a
     BEGIN IMMEDIATE transaction, so processes on one file queue behind `busy_timeout`
     seconds, then get StorageFailure) and a reader, which in WAL mode never waits for a
@@ -65,8 +65,12 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, SqliteOrgani
         self._wakeups = Wakeups()
         self.file: FileIdentity | None = None  # set once the file exists
         self._writer = Worker(
-            "writer", partial(connect, path, busy_timeout), metrics, before=self._check_file, shared_path=path,
-            busy_timeout=busy_timeout
+            "writer",
+            partial(connect, path, busy_timeout),
+            metrics,
+            before=self._check_file,
+            shared_path=path,
+            busy_timeout=busy_timeout,
         )
         try:
             self.schema_version = self._writer.call(migrate)
@@ -125,15 +129,37 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, SqliteOrgani
                 c.execute(
                     "INSERT INTO conversations (id, title, created_at, updated_at, message_count, model, system, owner, "
                     "system_mode, title_by, temporary) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (conversation_id, title, iso(now), iso(now), message_count, settings.model, settings.system, owner,
-                     settings.system_mode.value, title_by.value, int(temporary)),
+                    (
+                        conversation_id,
+                        title,
+                        iso(now),
+                        iso(now),
+                        message_count,
+                        settings.model,
+                        settings.system,
+                        owner,
+                        settings.system_mode.value,
+                        title_by.value,
+                        int(temporary),
+                    ),
                 )
                 stem_title(c.cursor(), conversation_id)  # the trigger wrote its entry
 
         await self._writer.run(write)
         stamp = datetime.fromisoformat(iso(now))  # stored with milliseconds
-        return Conversation(conversation_id, title, stamp, stamp, message_count, model=settings.model, system=settings.system,
-                            owner=owner, system_mode=settings.system_mode, title_by=title_by, temporary=temporary)
+        return Conversation(
+            conversation_id,
+            title,
+            stamp,
+            stamp,
+            message_count,
+            model=settings.model,
+            system=settings.system,
+            owner=owner,
+            system_mode=settings.system_mode,
+            title_by=title_by,
+            temporary=temporary,
+        )
 
     async def set_chat_settings(self, conversation_id: str, settings: ChatSettings) -> bool:
         def write(c: sqlite3.Connection) -> bool:
@@ -151,8 +177,12 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, SqliteOrgani
         return conversation_from_row(rows[0]) if rows else None
 
     async def list_conversations(
-        self, limit: int | None = None, before: tuple[datetime, str] | None = None, query: str = "",
-        owner: str | None = None, shown: Shown = Shown(),  # noqa: B008 - a frozen value
+        self,
+        limit: int | None = None,
+        before: tuple[datetime, str] | None = None,
+        query: str = "",
+        owner: str | None = None,
+        shown: Shown = Shown(),  # noqa: B008 - a frozen value
     ) -> Sequence[Conversation]:
         kept, args = shown_sql(shown)
         sql = SUMMARY + " WHERE 1" + kept
@@ -192,8 +222,10 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, SqliteOrgani
     async def restore_conversation(self, conversation_id: str, message_count: int, updated_at: datetime) -> bool:
         def write(c: sqlite3.Connection) -> bool:
             with transaction(c):
-                cur = c.execute("UPDATE conversations SET message_count = ?, updated_at = ? WHERE id = ?",
-                                (message_count, iso(updated_at), conversation_id))
+                cur = c.execute(
+                    "UPDATE conversations SET message_count = ?, updated_at = ? WHERE id = ?",
+                    (message_count, iso(updated_at), conversation_id),
+                )
             return cur.rowcount > 0
 
         return await self._writer.run(write)
@@ -226,9 +258,7 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, SqliteOrgani
 
     # --- runs ----------------------------------------------------------------------------
 
-    async def start_run(
-        self, run: Run, now: datetime, flushed_by_input: bool = False, cap: LoadCap | None = None
-    ) -> None:
+    async def start_run(self, run: Run, now: datetime, flushed_by_input: bool = False, cap: LoadCap | None = None) -> None:
         def write(c: sqlite3.Connection) -> None:
             # WAL frames are ordered: the input's synced commit makes this row durable too
             with unsynced(c) if flushed_by_input else nullcontext(), transaction(c):
@@ -248,10 +278,7 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, SqliteOrgani
         heartbeat: datetime | None = None,
     ) -> bool | QueuedMessage:
         move = finish.transition
-        sql = (
-            "UPDATE runs SET status = ?, error_code = ?, error_message = ?, finished_at = ? "
-            "WHERE id = ? AND status = ?"
-        )
+        sql = "UPDATE runs SET status = ?, error_code = ?, error_message = ?, finished_at = ? WHERE id = ? AND status = ?"
         error = finish.error
         code, message = (error.code, error.message) if error else (None, None)
         args: list[object] = [move.target.value, code, message, iso(finish.now), run_id, move.source.value]
@@ -271,9 +298,7 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, SqliteOrgani
                 if row is None:
                     return False
                 if finish.message_count is None:
-                    c.execute(
-                        "UPDATE conversations SET updated_at = ? WHERE id = ?", (iso(finish.now), row[0])
-                    )
+                    c.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (iso(finish.now), row[0]))
                 else:
                     c.execute(
                         "UPDATE conversations SET updated_at = ?, message_count = ? WHERE id = ?",
@@ -299,8 +324,7 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, SqliteOrgani
         def write(c: sqlite3.Connection) -> bool:
             with transaction(c):
                 cur = c.execute(
-                    "UPDATE runs SET status = ?, error_code = ?, error_message = ?, finished_at = ? "
-                    "WHERE id = ? AND status = ?",
+                    "UPDATE runs SET status = ?, error_code = ?, error_message = ?, finished_at = ? WHERE id = ? AND status = ?",
                     (GIVE_UP.target.value, error.code, error.message, iso(now), run_id, GIVE_UP.source.value),
                 )
             return cur.rowcount > 0
@@ -333,56 +357,6 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, SqliteOrgani
 
         return await self._reader.run(read)  # one round trip to the reader, not two
 
-    async def thread_metadata(self, conversation_ids: Sequence[str]) -> Mapping[str, Mapping[str, Any]]:
-        found: dict[str, Mapping[str, Any]] = {}
-        ids = list(dict.fromkeys(conversation_ids))
-        for start in range(0, len(ids), 500):  # SQLite bounds the number of parameters
-            chunk = ids[start:start + 500]
-            rows = await self._read(
-                f"SELECT conversation_id, metadata FROM thread_metadata WHERE conversation_id IN ({marks(chunk)})",
-                chunk,
-            )
-            found.update((r[0], json.loads(r[1])) for r in rows)
-        return found
-
-    async def merge_thread_metadata(self, conversation_id: str, metadata: Mapping[str, Any]) -> bool:
-        def write(c: sqlite3.Connection) -> bool:
-            with transaction(c):
-                if c.execute("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)).fetchone() is None:
-                    return False
-                row = c.execute("SELECT metadata FROM thread_metadata WHERE conversation_id = ?",
-                                (conversation_id,)).fetchone()
-                merged = {**(json.loads(row[0]) if row else {}), **metadata}
-                c.execute(
-                    "INSERT INTO thread_metadata (conversation_id, metadata) VALUES (?, ?) "
-                    "ON CONFLICT (conversation_id) DO UPDATE SET metadata = excluded.metadata",
-                    (conversation_id, json.dumps(merged, ensure_ascii=False)),
-                )
-            return True
-
-        return await self._writer.run(write)
-
-    async def run_kwargs(self, conversation_id: str, run_id: str, owner: str | None = None) -> Mapping[str, Any] | None:
-        rows = await self._read(
-            "SELECT k.kwargs FROM run_kwargs k JOIN conversations c ON c.id = k.conversation_id "
-            "WHERE k.run_id = ? AND k.conversation_id = ? AND (? IS NULL OR c.owner = ?)",
-            (run_id, conversation_id, owner, owner))
-        return json.loads(rows[0][0]) if rows else None
-
-    async def set_run_kwargs(self, conversation_id: str, run_id: str, kwargs: Mapping[str, Any],
-                             owner: str | None = None) -> bool:
-        def write(c: sqlite3.Connection) -> bool:
-            # unsynced: a power cut may lose them, and a join then streams the default modes
-            with unsynced(c), transaction(c):
-                cur = c.execute(
-                    "INSERT INTO run_kwargs (run_id, conversation_id, kwargs) SELECT ?, id, ? FROM conversations "
-                    "WHERE id = ? AND (? IS NULL OR owner = ?) ON CONFLICT (run_id) DO UPDATE SET kwargs = excluded.kwargs",
-                    (run_id, json.dumps(kwargs, ensure_ascii=False), conversation_id, owner, owner),
-                )
-            return cur.rowcount > 0
-
-        return await self._writer.run(write)
-
     async def recent_runs(self, conversation_id: str, limit: int) -> Sequence[Run]:
         rows = await self._read(
             RUNS + " WHERE conversation_id = ? ORDER BY started_at DESC, rowid DESC LIMIT ?",
@@ -391,9 +365,7 @@ class SqliteRunStore(SqliteRunEvents, SqliteApprovals, SqliteQueue, SqliteOrgani
         return [run_from_row(r) for r in rows]
 
     async def running_runs(self, lease_seconds: float = 0.0) -> Sequence[Run]:
-        rows = await self._read(
-            RUNS + " WHERE status = 'running' ORDER BY started_at, rowid", (lease_seconds, lease_seconds)
-        )
+        rows = await self._read(RUNS + " WHERE status = 'running' ORDER BY started_at, rowid", (lease_seconds, lease_seconds))
         return [run_from_row(r) for r in rows]
 
     async def interrupted_conversations(self) -> Sequence[Run]:

@@ -88,7 +88,6 @@ from ports.saver import BranchContent, MessageFields, StoredHead
 log = logging.getLogger(__name__)
 
 
-
 def _has_tool_result(value: Any) -> bool:
     """A write carrying a tool call's result: the call took effect, keep it at once."""
     items = value if isinstance(value, list) else [value]
@@ -115,8 +114,9 @@ class ThreadedSqliteSaver(SqliteSaver, Saver, MessagesOnce):
         self.busy_timeout = BUSY_TIMEOUT_MS / 1000
 
     @classmethod
-    def open(cls, path: str, keep: int = 3, metrics: MetricsPort = NO_METRICS,
-             busy_timeout: float = BUSY_TIMEOUT_MS / 1000) -> ThreadedSqliteSaver:
+    def open(
+        cls, path: str, keep: int = 3, metrics: MetricsPort = NO_METRICS, busy_timeout: float = BUSY_TIMEOUT_MS / 1000
+    ) -> ThreadedSqliteSaver:
         try:
             conn = connect(path, busy_timeout)
             conn.isolation_level = "DEFERRED"  # SqliteSaver commits after each cursor
@@ -214,8 +214,9 @@ class ThreadedSqliteSaver(SqliteSaver, Saver, MessagesOnce):
                 prune_thread(cur, thread_id, ns, self.keep - 1, refs)
             if planned is not None:
                 written += message_rows.store(cur, thread_id, ns, planned)
-            checkpoint_rows.insert_checkpoint(cur, key, configurable.get("checkpoint_id"), type_, blob, meta_blob,
-                                              summary, branch)
+            checkpoint_rows.insert_checkpoint(
+                cur, key, configurable.get("checkpoint_id"), type_, blob, meta_blob, summary, branch
+            )
             if not ns:
                 index_checkpoint(cur, thread_id, checkpoint)
             if self.keep == 1:
@@ -375,8 +376,7 @@ class ThreadedSqliteSaver(SqliteSaver, Saver, MessagesOnce):
             content = branching.branch_content(rows, branches.deltas(cur, thread_id), number, latest)
             return BranchContent(tuple(content), tuple(branches.stashed_next(cur, thread_id, number)))
 
-    async def import_branches(self, thread_id: str, branches: Sequence[Branch],
-                              own: Mapping[int, Sequence[BaseMessage]]) -> None:
+    async def import_branches(self, thread_id: str, branches: Sequence[Branch], own: Mapping[int, Sequence[BaseMessage]]) -> None:
         # encoded off the file's one writer thread (the import's heavy part), then one transaction on it
         rows = await asyncio.to_thread(branching.imported, branches, own, self.serde.dumps_typed, thread_id, iso(utc_now()))
         files = self.file_stage.taken(thread_id, [list(m) for m in own.values()])

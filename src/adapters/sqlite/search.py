@@ -52,8 +52,7 @@ FROM search_entries e JOIN conversations c ON c.id = e.conversation_id WHERE e.i
 # one user's: each branch's conversation looked up (not the user's conversations listed: 9 ms
 # at 10,000 conversations)
 UNSEARCHED = "SELECT count(*), count(DISTINCT b.conversation_id) FROM branches b WHERE b.active = 0"
-OWNED_UNSEARCHED = UNSEARCHED + (
-    " AND EXISTS (SELECT 1 FROM conversations c WHERE c.id = b.conversation_id AND c.owner = ?)")
+OWNED_UNSEARCHED = UNSEARCHED + (" AND EXISTS (SELECT 1 FROM conversations c WHERE c.id = b.conversation_id AND c.owner = ?)")
 
 
 def _fts_term(term: Term) -> str:
@@ -117,8 +116,9 @@ def reset(cur: sqlite3.Cursor) -> None:
     stem_pending(cur)
 
 
-def _search(conn: sqlite3.Connection, query: SearchQuery, limit: int, offset: int, budget: float = BUDGET,
-            owner: str | None = None) -> list[SearchHit]:
+def _search(
+    conn: sqlite3.Connection, query: SearchQuery, limit: int, offset: int, budget: float = BUDGET, owner: str | None = None
+) -> list[SearchHit]:
     match = fts_query(query)
     deadline = time.monotonic() + budget
     conn.set_progress_handler(lambda: time.monotonic() > deadline, PROGRESS_STEPS)  # true: interrupt
@@ -147,8 +147,7 @@ def _unsearched(conn: sqlite3.Connection, owner: str | None) -> Unsearched:
 
 
 UNINDEXED_THREAD = (
-    "SELECT 1 FROM checkpoints WHERE checkpoint_ns = '' "
-    "AND thread_id NOT IN (SELECT conversation_id FROM search_threads) LIMIT 1"
+    "SELECT 1 FROM checkpoints WHERE checkpoint_ns = '' AND thread_id NOT IN (SELECT conversation_id FROM search_threads) LIMIT 1"
 )
 # a title written by another program (whose trigger wrote no stems)
 UNSTEMMED = "SELECT 1 FROM search_entries WHERE stems IS NULL LIMIT 1"

@@ -113,4 +113,3 @@ def rebuild(conn: sqlite3.Connection) -> int:
         conn.rollback()
         raise
     return int(count)
-

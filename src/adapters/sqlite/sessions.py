@@ -29,8 +29,9 @@ class SqliteSessionStore(SessionStore):
     ) -> None:
         def write(conn: sqlite3.Connection) -> None:
             with transaction(conn):
-                conn.execute("DELETE FROM login_sessions WHERE expires_at <= ? OR fingerprint <> ?",
-                             (now.timestamp(), fingerprint))
+                conn.execute(
+                    "DELETE FROM login_sessions WHERE expires_at <= ? OR fingerprint <> ?", (now.timestamp(), fingerprint)
+                )
                 conn.execute(
                     "INSERT OR REPLACE INTO login_sessions (key, fingerprint, created_at, expires_at, principal) "
                     "VALUES (?, ?, ?, ?, ?)",

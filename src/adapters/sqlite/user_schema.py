@@ -50,7 +50,7 @@ def add_owner(conn: sqlite3.Connection) -> None:
 
 
 def add_rule_owner(conn: sqlite3.Connection) -> None:
-    """"Always allow" rules become per user: (owner, tool) is the key, so SQLite rebuilds the
+    """ "Always allow" rules become per user: (owner, tool) is the key, so SQLite rebuilds the
     table (it cannot change a primary key); the rules so far were the bootstrap admin's."""
     have = {row[1] for row in conn.execute("PRAGMA table_info(tool_allow_rules)")}
     if "owner" in have:

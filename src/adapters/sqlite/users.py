@@ -36,9 +36,10 @@ def _token(row: tuple[Any, ...]) -> ApiToken:
 
 
 def _find(conn: sqlite3.Connection, name_or_id: str) -> User | None:
-    row = conn.execute(f"{_USER} WHERE id = ?", (name_or_id,)).fetchone() or conn.execute(
-        f"{_USER} WHERE name_key = ?", (name_or_id.lower(),)
-    ).fetchone()
+    row = (
+        conn.execute(f"{_USER} WHERE id = ?", (name_or_id,)).fetchone()
+        or conn.execute(f"{_USER} WHERE name_key = ?", (name_or_id.lower(),)).fetchone()
+    )
     return None if row is None else _user(row)
 
 
@@ -121,8 +122,9 @@ class SqliteUserStore(UserStore):
     async def revoke_token(self, token_id: str, now: datetime) -> ApiToken | None:
         def write(conn: sqlite3.Connection) -> ApiToken | None:
             with transaction(conn):
-                conn.execute("UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
-                             (now.timestamp(), token_id))
+                conn.execute(
+                    "UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", (now.timestamp(), token_id)
+                )
                 row = conn.execute(f"{_TOKEN} WHERE id = ?", (token_id,)).fetchone()
             return None if row is None else _token(row)
 
@@ -134,6 +136,7 @@ class SqliteUserStore(UserStore):
             return None
         token_id, last_used, principal = found
         if last_used is None or now.timestamp() - last_used >= touch_after:
+
             def touch(conn: sqlite3.Connection) -> None:
                 with transaction(conn):
                     conn.execute("UPDATE api_tokens SET last_used_at = ? WHERE id = ?", (now.timestamp(), token_id))

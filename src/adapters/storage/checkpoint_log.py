@@ -21,8 +21,9 @@ def head_from_row(row: Sequence[Any] | None) -> StoredHead | None:
     if row is None:
         return None
     checkpoint_id, next_json, count, run_id, writes, pending = row
-    return StoredHead(str(checkpoint_id), tuple(json.loads(next_json)), int(count), str(run_id) if run_id else None,
-                      int(writes), int(pending))
+    return StoredHead(
+        str(checkpoint_id), tuple(json.loads(next_json)), int(count), str(run_id) if run_id else None, int(writes), int(pending)
+    )
 
 
 def summary_from_row(row: Sequence[Any]) -> CheckpointSummary:

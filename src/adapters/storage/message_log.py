@@ -70,7 +70,12 @@ def decode(text: str) -> Message:
         calls = tuple(ToolCall(c.get("id") or "", c["name"], c.get("args") or {}) for c in row.get("calls") or ())
         thought = row.get("thought")
         return AssistantMessage(
-            content, calls, id=message_id, cut=bool(row.get("cut")), model=row.get("model"), reasoning=row.get("reasoning"),
+            content,
+            calls,
+            id=message_id,
+            cut=bool(row.get("cut")),
+            model=row.get("model"),
+            reasoning=row.get("reasoning"),
             reasoning_seconds=float(thought) if isinstance(thought, (int, float)) else None,
         )
     if role == "summary":
@@ -85,6 +90,14 @@ def upgrade(text: str) -> str:
 
 def _from_format_0(dto: dict[str, Any]) -> dict[str, Any]:
     """The pre-format rows' names (the MessageDto of the time, frozen here)."""
-    return {"role": dto["role"], "id": dto.get("id"), "text": dto.get("content"), "calls": dto.get("toolCalls"),
-            "tool": dto.get("name"), "call": dto.get("toolCallId"), "status": dto.get("status"),
-            "covers": dto.get("covers"), "cut": dto.get("cut")}
+    return {
+        "role": dto["role"],
+        "id": dto.get("id"),
+        "text": dto.get("content"),
+        "calls": dto.get("toolCalls"),
+        "tool": dto.get("name"),
+        "call": dto.get("toolCallId"),
+        "status": dto.get("status"),
+        "covers": dto.get("covers"),
+        "cut": dto.get("cut"),
+    }

@@ -35,9 +35,7 @@ class Wakeups:
                 if not futures:
                     del self._futures[run_id]
 
-    async def wait(
-        self, run_id: str, read: Callable[[], Awaitable[T]], timeout: float, poll_interval: float
-    ) -> T:
+    async def wait(self, run_id: str, read: Callable[[], Awaitable[T]], timeout: float, poll_interval: float) -> T:
         """`read()` until it gives something (or `timeout` passes): woken at once by a
         write of this process, else every `poll_interval` (writes of other processes)."""
         loop = asyncio.get_running_loop()

@@ -82,7 +82,28 @@ def main(ctx: click.Context) -> None:
         configure_logging("ERROR")
 
 
-for command in (chat, resume, regenerate, approve, approvals, cancel, repl, conversations, show, branch, export, import_,
-                rename, delete, search, models, db, doctor, serve, users, graphs):
+for command in (
+    chat,
+    resume,
+    regenerate,
+    approve,
+    approvals,
+    cancel,
+    repl,
+    conversations,
+    show,
+    branch,
+    export,
+    import_,
+    rename,
+    delete,
+    search,
+    models,
+    db,
+    doctor,
+    serve,
+    users,
+    graphs,
+):
     main.add_command(command)
 db.add_command(reindex)

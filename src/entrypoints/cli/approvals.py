@@ -53,16 +53,28 @@ def _decisions(cid: str, calls: Sequence[str], waiting: Sequence[str], decision:
 
 @click.command()
 @click.argument("conversation")
-@click.option("--call", "calls", multiple=True, metavar="ID", help="The tool call to decide on (repeatable); default: every waiting call.")
-@click.option("--edit-args", metavar="JSON", help="Run the call with these arguments instead (checked against the tool's schema).")
+@click.option(
+    "--call", "calls", multiple=True, metavar="ID", help="The tool call to decide on (repeatable); default: every waiting call."
+)
+@click.option(
+    "--edit-args", metavar="JSON", help="Run the call with these arguments instead (checked against the tool's schema)."
+)
 @click.option("--reject", "reason", metavar="REASON", help="Do not run the call; the model is told REASON.")
 @click.option("--always", is_flag=True, help="Approve, and never ask again for this tool (see sophos approvals).")
 @json_option
 @server_option
 @global_options
 @pass_ctx
-def approve(ctx: Context, conversation: str, calls: tuple[str, ...], edit_args: str | None, reason: str | None,
-            always: bool, as_json: bool, server: str | None) -> None:
+def approve(
+    ctx: Context,
+    conversation: str,
+    calls: tuple[str, ...],
+    edit_args: str | None,
+    reason: str | None,
+    always: bool,
+    as_json: bool,
+    server: str | None,
+) -> None:
     """Approve (or edit, or reject) the tool calls CONVERSATION waits on, and continue it."""
     decision = _decision(edit_args, reason, always)
 

@@ -37,8 +37,9 @@ def decide_one(call: dict[str, Any]) -> dict[str, Any]:
     if call.get("description"):
         click.echo(f"  {call['description']}", err=True)
     while True:
-        choice = click.prompt("  [a]pprove / [e]dit / [r]eject / [A]lways", type=click.Choice(CHOICES),
-                              show_choices=False, err=True)
+        choice = click.prompt(
+            "  [a]pprove / [e]dit / [r]eject / [A]lways", type=click.Choice(CHOICES), show_choices=False, err=True
+        )
         if choice == "a":
             return {"type": "approve"}
         if choice == "A":

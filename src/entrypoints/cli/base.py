@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
+
 class CliError(click.ClickException):
     """An expected failure: one line on stderr, a meaningful exit code."""
 
@@ -133,7 +134,11 @@ class Context:
 
 pass_ctx = click.make_pass_decorator(Context, ensure=True)
 
-_SETTINGS = {"database": ("DATABASE_PATH", "--db"), "backend": ("MODEL_BACKEND", "--backend"), "tools": ("TOOLS_BACKEND", "--tools")}
+_SETTINGS = {
+    "database": ("DATABASE_PATH", "--db"),
+    "backend": ("MODEL_BACKEND", "--backend"),
+    "tools": ("TOOLS_BACKEND", "--tools"),
+}
 BACKENDS = ("ollama", "openai", "demo")
 
 
@@ -160,8 +165,11 @@ def _set(ctx: click.Context, param: click.Parameter, value: Any) -> None:
             obj.chat["model"] = value
             return
         # the old spelling, when --model picked the backend: it still does, for these three names
-        click.echo(f"note: `--model {value}` picks the backend; say `--backend {value}` "
-                   "(--model now names the model, e.g. `--model llama3.2`)", err=True)
+        click.echo(
+            f"note: `--model {value}` picks the backend; say `--backend {value}` "
+            "(--model now names the model, e.g. `--model llama3.2`)",
+            err=True,
+        )
         name = "backend"
     setting, flag = _SETTINGS[name]
     obj.overrides[setting] = value
@@ -178,23 +186,46 @@ server_option = click.option("--server", metavar="URL", help="Use a running serv
 
 
 _OPTIONS: dict[str, Callable[[Any], Any]] = {
-    "db": click.option("--db", "database", metavar="PATH", callback=_set, expose_value=False,
-                       help="SQLite file (DATABASE_PATH)."),
-    "backend": click.option("--backend", type=click.Choice(BACKENDS), callback=_set, expose_value=False,
-                            help="Model backend (MODEL_BACKEND)."),
-    "model": click.option("-m", "--model", metavar="NAME", callback=_set, expose_value=False,
-                          help="The model to answer with, from this turn on (`sophos models` lists them)."),
-    "system": click.option("-s", "--system", metavar="TEXT", callback=_set, expose_value=False,
-                           help="The conversation's instructions, after config/system.md, from this turn on "
-                                "(\"\": none)."),
-    "replace_system": click.option("--replace-system", is_flag=True, callback=_set, expose_value=False,
-                                   help="Its instructions replace config/system.md instead of following it."),
-    "no_reasoning": click.option("--no-reasoning", is_flag=True, callback=_set, expose_value=False,
-                                 help="Do not print the model's thinking."),
-    "tools": click.option("--tools", type=click.Choice(["mcp", "demo", "none"]), callback=_set, expose_value=False,
-                          help="Tools backend (TOOLS_BACKEND)."),
-    "verbose": click.option("-v", "--verbose", is_flag=True, callback=_set, expose_value=False,
-                            help="Log progress to stderr."),
+    "db": click.option(
+        "--db", "database", metavar="PATH", callback=_set, expose_value=False, help="SQLite file (DATABASE_PATH)."
+    ),
+    "backend": click.option(
+        "--backend", type=click.Choice(BACKENDS), callback=_set, expose_value=False, help="Model backend (MODEL_BACKEND)."
+    ),
+    "model": click.option(
+        "-m",
+        "--model",
+        metavar="NAME",
+        callback=_set,
+        expose_value=False,
+        help="The model to answer with, from this turn on (`sophos models` lists them).",
+    ),
+    "system": click.option(
+        "-s",
+        "--system",
+        metavar="TEXT",
+        callback=_set,
+        expose_value=False,
+        help='The conversation\'s instructions, after config/system.md, from this turn on ("": none).',
+    ),
+    "replace_system": click.option(
+        "--replace-system",
+        is_flag=True,
+        callback=_set,
+        expose_value=False,
+        help="Its instructions replace config/system.md instead of following it.",
+    ),
+    "no_reasoning": click.option(
+        "--no-reasoning", is_flag=True, callback=_set, expose_value=False, help="Do not print the model's thinking."
+    ),
+    "tools": click.option(
+        "--tools",
+        type=click.Choice(["mcp", "demo", "none"]),
+        callback=_set,
+        expose_value=False,
+        help="Tools backend (TOOLS_BACKEND).",
+    ),
+    "verbose": click.option("-v", "--verbose", is_flag=True, callback=_set, expose_value=False, help="Log progress to stderr."),
 }
 
 

@@ -27,6 +27,7 @@ from entrypoints.cli.resuming import resume_hint
 
 def _table(items: Sequence[Json]) -> str:
     """A header and relative times for a person at a terminal; plain ISO rows for scripts."""
+
     def status(c: Json) -> str:
         return str(c["status"] or "-")
 
@@ -37,9 +38,7 @@ def _table(items: Sequence[Json]) -> str:
     rows = [("ID", "UPDATED", "MSGS", "STATUS", "TITLE")]
     rows += [(c["id"], ago(parse_time(c["updatedAt"])), str(c["messageCount"]), status(c), c["title"]) for c in items]
     width = [max(len(r[i]) for r in rows) for i in range(4)]
-    return "\n".join(
-        f"{r[0]:<{width[0]}}  {r[1]:<{width[1]}}  {r[2]:>{width[2]}}  {r[3]:<{width[3]}}  {r[4]}" for r in rows
-    )
+    return "\n".join(f"{r[0]:<{width[0]}}  {r[1]:<{width[1]}}  {r[2]:>{width[2]}}  {r[3]:<{width[3]}}  {r[4]}" for r in rows)
 
 
 def parse_time(value: str) -> datetime:
@@ -86,9 +85,11 @@ def print_detail(ctx: Context, d: Json) -> None:
     """A conversation's detail for a person (`sophos show`, the REPL's /show)."""
     c = d["conversation"]
     branches = d["branchCount"] if d["branchCount"] > 1 else 0
-    click.echo(f"# {c['title']}\n{c['id']} · {c['messageCount']} messages · {c['status'] or 'no runs'}"
-               + (f" · branch {d['activeBranch']} of {branches}" if branches else "")
-               + (f" · model {c['model']}" if c.get("model") else ""))
+    click.echo(
+        f"# {c['title']}\n{c['id']} · {c['messageCount']} messages · {c['status'] or 'no runs'}"
+        + (f" · branch {d['activeBranch']} of {branches}" if branches else "")
+        + (f" · model {c['model']}" if c.get("model") else "")
+    )
     if c.get("system"):
         click.echo(f"system: {c['system']}")
     if c.get("error"):
@@ -96,7 +97,9 @@ def print_detail(ctx: Context, d: Json) -> None:
     view = d["context"]
     for i, dto in enumerate(d["messages"]):
         if view and i == view["sentFrom"] and i > 0:
-            click.echo(f"\n--- the model no longer sees the messages above (it saw ~{view['tokens']} of {view['budget']} tokens) ---")
+            click.echo(
+                f"\n--- the model no longer sees the messages above (it saw ~{view['tokens']} of {view['budget']} tokens) ---"
+            )
         if dto["role"] == "summary":
             click.echo(f"\n[summary of the first {dto['covers']} messages, written for the model]\n{dto['content']}")
         elif dto["role"] == "tool":
@@ -123,8 +126,10 @@ def print_detail(ctx: Context, d: Json) -> None:
         click.echo("")
         for call in d["pendingApprovals"]:
             click.echo(approval_line(call))
-        click.echo(f"Decide: {resume_hint(ctx, c['id']).replace('sophos resume', 'sophos approve', 1)} "
-                   "[--call ID] [--edit-args JSON | --reject REASON | --always]")
+        click.echo(
+            f"Decide: {resume_hint(ctx, c['id']).replace('sophos resume', 'sophos approve', 1)} "
+            "[--call ID] [--edit-args JSON | --reject REASON | --always]"
+        )
     elif d["resumable"]:
         click.echo(f"\nThe last run stopped before it finished. Resume with: {resume_hint(ctx, c['id'])}")
 

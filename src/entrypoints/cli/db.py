@@ -31,8 +31,10 @@ def stats(ctx: Context, as_json: bool) -> None:
         click.echo(json.dumps(asdict(s)))
         return
     click.echo(f"{s.path}: {_mb(s.file_bytes)} ({_mb(s.free_bytes)} free inside)")
-    click.echo(f"conversations {s.conversations}  runs {s.runs}  checkpoints {s.checkpoints} "
-               f"(history {s.logged_checkpoints})  pending writes {s.writes}")
+    click.echo(
+        f"conversations {s.conversations}  runs {s.runs}  checkpoints {s.checkpoints} "
+        f"(history {s.logged_checkpoints})  pending writes {s.writes}"
+    )
     for t in s.largest:
         click.echo(f"  {t.thread_id}  {t.checkpoints} checkpoints  {_mb(t.bytes)}")
 

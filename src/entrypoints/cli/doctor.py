@@ -44,8 +44,9 @@ async def _checks(ctx: Context) -> list[Check]:
         checks.append(Check("tools", s.name, bool(s.ok), detail, target, "" if s.ok else fix))
     cost = await measure(container)
     detail = cost.problem() or f"the system prompt and tools take ~{cost.total:,} of {cost.budget:,} prompt tokens"
-    checks.append(Check("context", f"MODEL_CONTEXT {settings.MODEL_CONTEXT}", not cost.over, detail,
-                        fix=CROWDED_FIX if cost.over else ""))
+    checks.append(
+        Check("context", f"MODEL_CONTEXT {settings.MODEL_CONTEXT}", not cost.over, detail, fix=CROWDED_FIX if cost.over else "")
+    )
     health = await ctx.services.backend().health(integrity=True)
     checks.append(Check("database", health.where, health.ok, health.detail, fix="" if health.ok else health.fix))
     return checks

@@ -48,8 +48,13 @@ def attachments(paths: Sequence[str], limits: AttachmentLimits) -> list[dict[str
         for path in paths:
             name, data = _read(path, limits.max_bytes)
             upload = parse_upload(name, None, data, limits)
-            out.append({"name": upload.attachment.name, "type": upload.attachment.media_type,
-                        "data": base64.b64encode(data).decode("ascii")})
+            out.append(
+                {
+                    "name": upload.attachment.name,
+                    "type": upload.attachment.media_type,
+                    "data": base64.b64encode(data).decode("ascii"),
+                }
+            )
     except SophosError as e:
         raise fail(e) from None
     return out

@@ -17,8 +17,13 @@ def graph_line(graph: HostedGraph, width: int) -> str:
 
 
 def graph_json(graph: HostedGraph) -> dict[str, object]:
-    return {"graph_id": graph.graph_id, "source": graph.source, "kind": graph.kind.value,
-            "factory_args": list(graph.factory_args), "description": graph.description}
+    return {
+        "graph_id": graph.graph_id,
+        "source": graph.source,
+        "kind": graph.kind.value,
+        "factory_args": list(graph.factory_args),
+        "description": graph.description,
+    }
 
 
 @click.command()
@@ -34,8 +39,11 @@ def graphs(ctx: Context, path: str | None, as_json: bool) -> None:
     catalog = ctx.call(catalog_of) if catalog_of is not None else None
     listed = catalog.graphs() if catalog is not None else ()
     if as_json:
-        click.echo(json.dumps({"file": catalog.source if catalog else None, "graphs": [graph_json(g) for g in listed]},
-                              ensure_ascii=False))
+        click.echo(
+            json.dumps(
+                {"file": catalog.source if catalog else None, "graphs": [graph_json(g) for g in listed]}, ensure_ascii=False
+            )
+        )
         return
     if catalog is None or catalog.source is None:
         click.echo("no langgraph.json is configured: set LANGGRAPH_JSON, or give --langgraph-json PATH", err=True)

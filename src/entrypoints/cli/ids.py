@@ -25,8 +25,11 @@ class AmbiguousId(CliError):
     def __init__(self, prefix: str, matches: list[Json]) -> None:
         more = len(matches) > MAX_MATCHES
         shown = matches[:MAX_MATCHES]
-        super().__init__("AMBIGUOUS_ID", f"{prefix} names {'more than ' if more else ''}{len(shown)} conversations; "
-                                         "give more of the id:", EXIT_BAD_INPUT)
+        super().__init__(
+            "AMBIGUOUS_ID",
+            f"{prefix} names {'more than ' if more else ''}{len(shown)} conversations; give more of the id:",
+            EXIT_BAD_INPUT,
+        )
         self.matches = shown
 
     def show(self, file: object = None) -> None:
@@ -50,8 +53,11 @@ async def resolve(client: SophosClient, given: str) -> str:
     try:
         parse_id_prefix(text)
     except InvalidInput:
-        raise CliError("BAD_REQUEST", f"Invalid Conversation ID: give the id, a unique prefix of it "
-                                      f"({MIN_PREFIX} or more hex digits) or {LAST}", EXIT_BAD_INPUT) from None
+        raise CliError(
+            "BAD_REQUEST",
+            f"Invalid Conversation ID: give the id, a unique prefix of it ({MIN_PREFIX} or more hex digits) or {LAST}",
+            EXIT_BAD_INPUT,
+        ) from None
     matches = await client.find(text)
     if not matches:
         raise CliError("NOT_FOUND", f"no conversation id starts with {text}", EXIT_NOT_FOUND)

@@ -41,7 +41,7 @@ class LineReader:
         self._remember(line)
         if not line.lstrip().startswith(QUOTES):
             return line
-        first = line.lstrip()[len(QUOTES):]
+        first = line.lstrip()[len(QUOTES) :]
         if first.rstrip().endswith(QUOTES):  # """one line"""
             return first.rstrip()[: -len(QUOTES)]
         lines = [first] if first.strip() else []

@@ -37,8 +37,13 @@ if TYPE_CHECKING:
 def command_of(body: Json, limits: AttachmentLimits) -> StartRun:
     """The command a chat body names, as the API reads it (so both refuse the same input)."""
     return start_command(
-        body.get("message"), body.get("conversation"), body.get("resume") is True, body.get("decision"),
-        edit_of=body.get("editOf"), regenerate=body.get("regenerate") is True, decisions=body.get("decisions"),
+        body.get("message"),
+        body.get("conversation"),
+        body.get("resume") is True,
+        body.get("decision"),
+        edit_of=body.get("editOf"),
+        regenerate=body.get("regenerate") is True,
+        decisions=body.get("decisions"),
         settings=settings_change(settings_fields(body)),
         multitask=body.get("multitask"),
         files=json_files(body.get("attachments"), limits),

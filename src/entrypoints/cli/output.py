@@ -139,7 +139,11 @@ class Printer:
             click.echo(data, nl=False)
         elif event == "queued":
             self.spinner.clear()
-            how = "steers the active run (a text answer stops at once)" if data.get("steer") else "starts when the active run completes"
+            how = (
+                "steers the active run (a text answer stops at once)"
+                if data.get("steer")
+                else "starts when the active run completes"
+            )
             click.secho(f"queued ({data['id']}, position {data['position']}): {how}", fg="yellow", err=True)
         elif event == "started":  # the next queued message's run
             self.spinner.clear()
@@ -180,8 +184,11 @@ class Printer:
         if self.status == "waiting":
             approve = resume_hint.replace("sophos resume", "sophos approve", 1)
             count = len(self.approvals) or "some"
-            click.echo(f"waiting for approval of {count} tool call(s). Decide with: {approve} "
-                       "[--call ID] [--edit-args JSON | --reject REASON | --always]", err=True)
+            click.echo(
+                f"waiting for approval of {count} tool call(s). Decide with: {approve} "
+                "[--call ID] [--edit-args JSON | --reject REASON | --always]",
+                err=True,
+            )
         click.echo(f"conversation: {cid}  run: {run_id}  status: {self.status}", err=True)
         return self.exit_code()
 

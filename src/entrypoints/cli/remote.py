@@ -91,8 +91,12 @@ class HttpClient(SophosClient):
 
     async def import_file(self, data: bytes) -> list[Json]:
         try:
-            response = await self._http.post("/api/import", content=data, headers={"Content-Type": "application/octet-stream"},
-                                              timeout=httpx.Timeout(TIMEOUT, write=None, read=None))
+            response = await self._http.post(
+                "/api/import",
+                content=data,
+                headers={"Content-Type": "application/octet-stream"},
+                timeout=httpx.Timeout(TIMEOUT, write=None, read=None),
+            )
         except httpx.HTTPError as e:
             raise RemoteError("UNREACHABLE", f"cannot reach {self.base}: {e}") from e
         if not response.is_success:
@@ -177,8 +181,9 @@ class HttpClient(SophosClient):
             headers = {"Last-Event-ID": last} if last else {}
             try:
                 params = {"conversation": cid, "follow": "queue"}
-                async with aconnect_sse(self._http, "GET", "/api/chat", params=params, headers=headers,
-                                        timeout=httpx.Timeout(TIMEOUT, read=None)) as source:
+                async with aconnect_sse(
+                    self._http, "GET", "/api/chat", params=params, headers=headers, timeout=httpx.Timeout(TIMEOUT, read=None)
+                ) as source:
                     if not source.response.is_success:
                         await source.response.aread()
                         raise _refusal(source.response)

@@ -99,6 +99,7 @@ def run_and_report(ctx: Context, body: Callable[[SophosClient], Awaitable[Json]]
 
 def given(body: Json) -> Callable[[SophosClient], Awaitable[Json]]:
     """The body, its conversation resolved (a prefix, `last`) once the client is open."""
+
     async def body_of(client: SophosClient) -> Json:
         if "conversation" in body:
             return {**body, "conversation": await resolve(client, body["conversation"])}
@@ -115,22 +116,51 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print events
 @click.option("-c", "--conversation", help="Continue this conversation (its id, a unique prefix, or `last`).")
 @click.option("--last", is_flag=True, help="Continue the most recently updated conversation (as -c last).")
 @click.option("-i", "--interactive", is_flag=True, help="A prompt loop on one conversation (as `sophos repl`).")
-@click.option("--edit", "edit_of", type=int, metavar="N",
-              help="Replace user message N (as `sophos show` numbers them) with MESSAGE, on a new branch.")
-@click.option("-a", "--attach", "attach", multiple=True, metavar="PATH",
-              help="Attach a file (repeatable; `-` reads it from stdin): text, code, Markdown, CSV, JSON, PDF, or an "
-                   "image for a model that can see.")
-@click.option("--queue", "multitask", flag_value="enqueue",
-              help="While the conversation's run works, queue MESSAGE: it is answered when the run completes.")
-@click.option("--steer", "multitask", flag_value="interrupt",
-              help="While the conversation's run works, steer it: a text answer stops at once (its text kept), a tool call "
-                   "in flight finishes first; then MESSAGE is answered.")
+@click.option(
+    "--edit",
+    "edit_of",
+    type=int,
+    metavar="N",
+    help="Replace user message N (as `sophos show` numbers them) with MESSAGE, on a new branch.",
+)
+@click.option(
+    "-a",
+    "--attach",
+    "attach",
+    multiple=True,
+    metavar="PATH",
+    help="Attach a file (repeatable; `-` reads it from stdin): text, code, Markdown, CSV, JSON, PDF, or an "
+    "image for a model that can see.",
+)
+@click.option(
+    "--queue",
+    "multitask",
+    flag_value="enqueue",
+    help="While the conversation's run works, queue MESSAGE: it is answered when the run completes.",
+)
+@click.option(
+    "--steer",
+    "multitask",
+    flag_value="interrupt",
+    help="While the conversation's run works, steer it: a text answer stops at once (its text kept), a tool call "
+    "in flight finishes first; then MESSAGE is answered.",
+)
 @json_option
 @server_option
 @global_options
 @pass_ctx
-def chat(ctx: Context, message: str | None, conversation: str | None, last: bool, interactive: bool,
-         edit_of: int | None, multitask: str | None, attach: tuple[str, ...], as_json: bool, server: str | None) -> None:
+def chat(
+    ctx: Context,
+    message: str | None,
+    conversation: str | None,
+    last: bool,
+    interactive: bool,
+    edit_of: int | None,
+    multitask: str | None,
+    attach: tuple[str, ...],
+    as_json: bool,
+    server: str | None,
+) -> None:
     """Send MESSAGE and stream the answer (tokens, tool calls) as it comes.
 
     MESSAGE `-` (or none, with a pipe) reads it from stdin; with `-a -`, stdin is the file."""
@@ -142,8 +172,9 @@ def chat(ctx: Context, message: str | None, conversation: str | None, last: bool
     if edit_of is not None and conversation is None:
         raise CliError("BAD_REQUEST", "--edit needs the conversation: sophos chat -c ID --edit N MESSAGE", EXIT_BAD_INPUT)
     if multitask is not None and (conversation is None or edit_of is not None):
-        raise CliError("BAD_REQUEST", "--queue and --steer need a conversation: sophos chat -c ID --queue MESSAGE",
-                       EXIT_BAD_INPUT)
+        raise CliError(
+            "BAD_REQUEST", "--queue and --steer need a conversation: sophos chat -c ID --queue MESSAGE", EXIT_BAD_INPUT
+        )
     # checked here against this machine's settings; a server checks against its own (and
     # only what no Sophos accepts is refused before it is sent there)
     limits = ctx.settings.attachment_limits if server is None else WIDEST_LIMITS

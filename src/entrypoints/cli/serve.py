@@ -14,8 +14,12 @@ from entrypoints.logs import configure_logging
 @click.command()
 @click.option("--host", help="Interface to listen on (HOST, default 127.0.0.1).")
 @click.option("--port", type=click.IntRange(1, 65535), help="Port (PORT, default 8000).")
-@click.option("--langgraph-json", "langgraph_json", metavar="PATH",
-              help="A langgraph.json whose graphs are loaded at start-up (LANGGRAPH_JSON).")
+@click.option(
+    "--langgraph-json",
+    "langgraph_json",
+    metavar="PATH",
+    help="A langgraph.json whose graphs are loaded at start-up (LANGGRAPH_JSON).",
+)
 @options("backend", "tools")
 @pass_ctx
 def serve(ctx: Context, host: str | None, port: int | None, langgraph_json: str | None) -> None:

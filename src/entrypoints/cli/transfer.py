@@ -42,12 +42,21 @@ def write_file(output: str, name: str, content: bytes) -> None:
 
 @click.command()
 @click.argument("conversation", required=False)
-@click.option("--format", "fmt", type=click.Choice(["md", "json", "jsonl"]), default="md", show_default=True,
-              help="md: the active branch to read; json: everything, every branch (what import reads); "
-                   "jsonl: the checkpoint history.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["md", "json", "jsonl"]),
+    default="md",
+    show_default=True,
+    help="md: the active branch to read; json: everything, every branch (what import reads); jsonl: the checkpoint history.",
+)
 @click.option("--all", "every", is_flag=True, help="Every conversation, as a zip of their JSON (to -o, or a file here).")
-@click.option("-o", "--output", type=click.Path(writable=True),
-              help="Write to this file, or into this directory under a name from the title and date.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(writable=True),
+    help="Write to this file, or into this directory under a name from the title and date.",
+)
 @server_option
 @options()
 @pass_ctx

@@ -27,11 +27,21 @@ def _when(value: object) -> str:
 
 def _user_json(user: User, tokens: list[ApiToken]) -> dict[str, object]:
     return {
-        "id": user.id, "name": user.name, "role": user.role.value, "disabled": user.disabled,
+        "id": user.id,
+        "name": user.name,
+        "role": user.role.value,
+        "disabled": user.disabled,
         "created": user.created_at.isoformat(),
-        "tokens": [{"id": t.id, "label": t.label, "created": t.created_at.isoformat(),
-                    "lastUsed": t.last_used_at.isoformat() if t.last_used_at else None,
-                    "revoked": t.revoked_at.isoformat() if t.revoked_at else None} for t in tokens],
+        "tokens": [
+            {
+                "id": t.id,
+                "label": t.label,
+                "created": t.created_at.isoformat(),
+                "lastUsed": t.last_used_at.isoformat() if t.last_used_at else None,
+                "revoked": t.revoked_at.isoformat() if t.revoked_at else None,
+            }
+            for t in tokens
+        ],
     }
 
 
@@ -42,28 +52,38 @@ async def _issue_first(service: UserService, user: User) -> None:
 
 
 def _say_claimed(claimed: Claimed) -> None:
-    click.echo(f"gave {claimed.user.name} the bootstrap admin's {claimed.conversations} conversation(s) and "
-               f"{claimed.rules} always-allow rule(s)")
+    click.echo(
+        f"gave {claimed.user.name} the bootstrap admin's {claimed.conversations} conversation(s) and "
+        f"{claimed.rules} always-allow rule(s)"
+    )
 
 
 def _say_what_changed(added: Added) -> None:
     """What a first user, or conversations nobody sees any more, mean for whoever ran the server alone."""
     if added.first:
-        click.echo("note: the first user: from now on a server on this database answers only requests with a token "
-                   "or a login (the page asks for one), within a second", err=True)
+        click.echo(
+            "note: the first user: from now on a server on this database answers only requests with a token "
+            "or a login (the page asks for one), within a second",
+            err=True,
+        )
     if added.unclaimed:
-        click.echo(f"note: {added.unclaimed} conversation(s) made without a token stay the bootstrap admin's, "
-                   f"whom no user sees: to keep them, `sophos users claim YOUR_NAME` gives them to you (made an admin "
-                   f"with a token if needed), or set API_TOKEN on the server and log in with it", err=True)
+        click.echo(
+            f"note: {added.unclaimed} conversation(s) made without a token stay the bootstrap admin's, "
+            f"whom no user sees: to keep them, `sophos users claim YOUR_NAME` gives them to you (made an admin "
+            f"with a token if needed), or set API_TOKEN on the server and log in with it",
+            err=True,
+        )
 
 
 @users.command("add")
 @click.argument("name")
 @click.option("--admin", is_flag=True, help="Role admin (default: user).")
-@click.option("--owner", is_flag=True,
-              help="The server's owner: an admin who gets the conversations made without a token (as `users claim`).")
-@click.option("--token/--no-token", "with_token", default=True, show_default=True,
-              help="Issue a first API token (shown once).")
+@click.option(
+    "--owner",
+    is_flag=True,
+    help="The server's owner: an admin who gets the conversations made without a token (as `users claim`).",
+)
+@click.option("--token/--no-token", "with_token", default=True, show_default=True, help="Issue a first API token (shown once).")
 @options()
 @pass_ctx
 def add(ctx: Context, name: str, admin: bool, owner: bool, with_token: bool) -> None:
@@ -85,8 +105,13 @@ def add(ctx: Context, name: str, admin: bool, owner: bool, with_token: bool) -> 
 
 @users.command("claim")
 @click.argument("name")
-@click.option("--token/--no-token", "with_token", default=True, show_default=True,
-              help="Issue a first API token when NAME is made (shown once).")
+@click.option(
+    "--token/--no-token",
+    "with_token",
+    default=True,
+    show_default=True,
+    help="Issue a first API token when NAME is made (shown once).",
+)
 @options()
 @pass_ctx
 def claim(ctx: Context, name: str, with_token: bool) -> None:

@@ -60,8 +60,7 @@ def create_app(container: Container, manage_lifecycle: bool = True) -> Starlette
         middleware=[
             Middleware(HardeningMiddleware),
             Middleware(ForwardedMiddleware, proxies=TrustedProxies(settings.TRUSTED_PROXY_IPS)),
-            Middleware(GuardMiddleware, token=settings.API_TOKEN, hosts=hosts, sessions=services.sessions,
-                       cookie=cookie),
+            Middleware(GuardMiddleware, token=settings.API_TOKEN, hosts=hosts, sessions=services.sessions, cookie=cookie),
         ],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,

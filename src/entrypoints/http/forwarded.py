@@ -58,6 +58,8 @@ def named_user(connection: HTTPConnection, proxy: ProxyTrust | None) -> str | No
         return None
     values = connection.headers.getlist(proxy.header)
     if len(values) > 1:
-        raise InvalidInput(f"The {proxy.header} header was sent {len(values)} times: it names one user, "
-                           "and the proxy must replace what the client sent")
+        raise InvalidInput(
+            f"The {proxy.header} header was sent {len(values)} times: it names one user, "
+            "and the proxy must replace what the client sent"
+        )
     return values[0] if values else None

@@ -132,9 +132,7 @@ class GuardMiddleware:
     is needed (API_TOKEN set or a user exists); the principal is put in the scope for the
     routes. /metrics: admins only. Writes: no cross-origin requests."""
 
-    def __init__(
-        self, app: ASGIApp, token: str, hosts: HostPolicy, sessions: Callable[[], SessionService], cookie: str
-    ) -> None:
+    def __init__(self, app: ASGIApp, token: str, hosts: HostPolicy, sessions: Callable[[], SessionService], cookie: str) -> None:
         self.app = app
         self.token = token
         self.hosts = hosts
@@ -159,8 +157,7 @@ class GuardMiddleware:
             return error_response(
                 400,
                 "HOST_NOT_ALLOWED",
-                "This server does not answer to the host name in the request; "
-                "add it to ALLOWED_HOSTS to serve it",
+                "This server does not answer to the host name in the request; add it to ALLOWED_HOSTS to serve it",
             )
         if needs_token(request.url.path):
             try:

@@ -29,8 +29,12 @@ class Param:
     description: str = ""
 
     def document(self) -> Schema:
-        out: Schema = {"name": self.name, "in": self.where, "required": self.required or self.where == "path",
-                       "schema": self.schema}
+        out: Schema = {
+            "name": self.name,
+            "in": self.where,
+            "required": self.required or self.where == "path",
+            "schema": self.schema,
+        }
         return {**out, "description": self.description} if self.description else out
 
 
@@ -97,5 +101,9 @@ def openapi_document(routes: Sequence[ApiRoute], components: Schema, limits: Att
     paths: dict[str, Schema] = {}
     for route in routes:
         paths.setdefault(route.template, {})[route.method.lower()] = route.document(limits)
-    return {"openapi": "3.0.3", "info": {"title": "Sophos API", "version": "1"}, "paths": paths,
-            "components": {"schemas": components}}
+    return {
+        "openapi": "3.0.3",
+        "info": {"title": "Sophos API", "version": "1"},
+        "paths": paths,
+        "components": {"schemas": components},
+    }

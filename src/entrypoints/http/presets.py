@@ -32,15 +32,20 @@ def _service(request: Request) -> PresetService:
 
 def preset_dto(preset: Preset) -> dict[str, Any]:
     s = preset.settings
-    dto: dict[str, Any] = {"model": s.model, "system": s.system, "systemMode": s.system_mode.value,
-                           "updatedAt": iso(preset.updated_at)}
+    dto: dict[str, Any] = {
+        "model": s.model,
+        "system": s.system,
+        "systemMode": s.system_mode.value,
+        "updatedAt": iso(preset.updated_at),
+    }
     return dto if preset.is_default else {"name": preset.name, **dto}
 
 
 async def list_presets(request: Request) -> Response:
     saved = await _service(request).saved(by=principal_of(request))
-    return JSONResponse({"defaults": preset_dto(saved.default) if saved.default else None,
-                         "presets": [preset_dto(p) for p in saved.presets]})
+    return JSONResponse(
+        {"defaults": preset_dto(saved.default) if saved.default else None, "presets": [preset_dto(p) for p in saved.presets]}
+    )
 
 
 async def put_defaults(request: Request) -> Response:
@@ -66,32 +71,60 @@ async def delete_preset(request: Request) -> Response:
     return Response(status_code=204)
 
 
-MODE: Schema = {"type": "string", "nullable": True, "enum": ["add", "replace", None],
-                "description": "add (the default): the instructions follow config/system.md; replace: instead of it"}
-SETTINGS: Schema = {"type": "object", "additionalProperties": False, "properties": {
-    "model": {"type": "string", "nullable": True, "maxLength": 200},
-    "system": {"type": "string", "nullable": True, "maxLength": 16000}, "systemMode": MODE}}
+MODE: Schema = {
+    "type": "string",
+    "nullable": True,
+    "enum": ["add", "replace", None],
+    "description": "add (the default): the instructions follow config/system.md; replace: instead of it",
+}
+SETTINGS: Schema = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "model": {"type": "string", "nullable": True, "maxLength": 200},
+        "system": {"type": "string", "nullable": True, "maxLength": 16000},
+        "systemMode": MODE,
+    },
+}
 NAME = Param("name", "path", {"type": "string", "minLength": 1, "maxLength": 60})
 BOOL_TEXT: Schema = {"type": "string", "enum": ["true", "false"]}
 # GET /api/conversations: the archive, the pins, the organising fields (domain.organise)
 LIST_PARAMS = (
     Param("archived", "query", BOOL_TEXT, description="true: the archive; false (the default): the others"),
     Param("pinned", "query", BOOL_TEXT, description="true: only pinned conversations; false: only the others"),
-    Param("fields", "query", {"type": "string", "enum": ["all"]},
-          description="all: each summary also has pinned, archived, turns and titleBy"),
+    Param(
+        "fields",
+        "query",
+        {"type": "string", "enum": ["all"]},
+        description="all: each summary also has pinned, archived, turns and titleBy",
+    ),
 )
 
 ROUTES: tuple[ApiRoute, ...] = (
-    ApiRoute("/api/presets", "GET", list_presets, "The user's default settings for new conversations and named presets",
-             errors=(503,)),
-    ApiRoute("/api/presets/defaults", "PUT", put_defaults,
-             "What the user's new conversations start with (the fields a first message does not name)",
-             body=SETTINGS, errors=(400, 413)),
-    ApiRoute("/api/presets/defaults", "DELETE", delete_defaults, "Back to the server's default for new conversations",
-             Answer(204)),
-    ApiRoute("/api/presets/named/{name}", "PUT", put_preset,
-             "Save a preset (a model with instructions) under a name; 409 PRESET_LIMIT for a new one past 50",
-             params=(NAME,), body=SETTINGS, errors=(400, 409, 413)),
-    ApiRoute("/api/presets/named/{name}", "DELETE", delete_preset, "Delete a preset", Answer(204), params=(NAME,),
-             errors=(400, 404)),
+    ApiRoute(
+        "/api/presets", "GET", list_presets, "The user's default settings for new conversations and named presets", errors=(503,)
+    ),
+    ApiRoute(
+        "/api/presets/defaults",
+        "PUT",
+        put_defaults,
+        "What the user's new conversations start with (the fields a first message does not name)",
+        body=SETTINGS,
+        errors=(400, 413),
+    ),
+    ApiRoute(
+        "/api/presets/defaults", "DELETE", delete_defaults, "Back to the server's default for new conversations", Answer(204)
+    ),
+    ApiRoute(
+        "/api/presets/named/{name}",
+        "PUT",
+        put_preset,
+        "Save a preset (a model with instructions) under a name; 409 PRESET_LIMIT for a new one past 50",
+        params=(NAME,),
+        body=SETTINGS,
+        errors=(400, 409, 413),
+    ),
+    ApiRoute(
+        "/api/presets/named/{name}", "DELETE", delete_preset, "Delete a preset", Answer(204), params=(NAME,), errors=(400, 404)
+    ),
 )

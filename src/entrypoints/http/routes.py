@@ -125,8 +125,21 @@ def _services(request: Request) -> Services:
     return services
 
 
-CHAT_FIELDS = {"message", "conversation", "resume", "decision", "decisions", "editOf", "regenerate", "model", "system",
-               "systemMode", "multitask", "attachments", "temporary"}
+CHAT_FIELDS = {
+    "message",
+    "conversation",
+    "resume",
+    "decision",
+    "decisions",
+    "editOf",
+    "regenerate",
+    "model",
+    "system",
+    "systemMode",
+    "multitask",
+    "attachments",
+    "temporary",
+}
 FORM_FIELDS = {"message", "conversation", "model", "system", "systemMode"}  # multipart: a new message with its files
 
 
@@ -149,8 +162,13 @@ async def _chat_body(request: Request) -> tuple[dict[str, Any], tuple[Upload, ..
 async def post_chat(request: Request) -> Response:
     body, uploads = await _chat_body(request)
     command = start_command(
-        body.get("message"), body.get("conversation"), body.get("resume") is True, body.get("decision"),
-        edit_of=body.get("editOf"), regenerate=body.get("regenerate") is True, decisions=body.get("decisions"),
+        body.get("message"),
+        body.get("conversation"),
+        body.get("resume") is True,
+        body.get("decision"),
+        edit_of=body.get("editOf"),
+        regenerate=body.get("regenerate") is True,
+        decisions=body.get("decisions"),
         settings=settings_change(settings_fields(body)),
         multitask=body.get("multitask"),
         files=uploads,
@@ -190,8 +208,9 @@ async def get_chat(request: Request) -> Response:
 async def cancel_chat(request: Request) -> Response:
     """200 once the run is stopped; 202 when its owner has not stopped it yet."""
     body = await read_json(request, {"conversation"})
-    result = await _services(request).runs().cancel(Cancel(parse_conversation_id(body.get("conversation"))),
-                                                    by=principal_of(request))
+    result = (
+        await _services(request).runs().cancel(Cancel(parse_conversation_id(body.get("conversation"))), by=principal_of(request))
+    )
     payload = {"conversation": result.conversation_id, "run": result.run_id, "status": result.status.value}
     return JSONResponse(payload, status_code=202 if result.status is RunStatus.RUNNING else 200)
 
@@ -279,18 +298,28 @@ async def list_models(request: Request) -> Response:
         models = await catalog.list()
     except (ModelUnreachable, ModelBadResponse) as e:
         error = {"code": e.code.value, "message": e.message}
-        return JSONResponse({"default": catalog.default, "models": [], "error": error, "attachments": files,
-                             "autoTitle": services.auto_title})
-    return JSONResponse({"default": catalog.default, "models": [model_dto(m, catalog.default) for m in models],
-                         "attachments": files, "autoTitle": services.auto_title})
+        return JSONResponse(
+            {"default": catalog.default, "models": [], "error": error, "attachments": files, "autoTitle": services.auto_title}
+        )
+    return JSONResponse(
+        {
+            "default": catalog.default,
+            "models": [model_dto(m, catalog.default) for m in models],
+            "attachments": files,
+            "autoTitle": services.auto_title,
+        }
+    )
 
 
 async def patch_queued(request: Request) -> Response:
     """Edit a queued message's text while it waits (`{"message": ...}`)."""
     body = await read_json(request, {"message"})
     cid = parse_conversation_id(request.path_params["conversation_id"])
-    edited = await _services(request).queue().edit(cid, request.path_params["queued_id"], body.get("message"),
-                                                   by=principal_of(request))
+    edited = (
+        await _services(request)
+        .queue()
+        .edit(cid, request.path_params["queued_id"], body.get("message"), by=principal_of(request))
+    )
     return JSONResponse({"conversation": cid, "queued": queued_dto(edited)})
 
 
@@ -306,15 +335,17 @@ async def fork_conversation(request: Request) -> Response:
     body = await read_json(request, {"messageIndex"})
     if "messageIndex" not in body:
         raise InvalidInput("messageIndex is required")
-    conv = await _services(request).conversations().fork(request.path_params["conversation_id"], body["messageIndex"],
-                                                         by=principal_of(request))
+    conv = (
+        await _services(request)
+        .conversations()
+        .fork(request.path_params["conversation_id"], body["messageIndex"], by=principal_of(request))
+    )
     return JSONResponse({"conversation": summary_dto(conv)}, status_code=201)
 
 
 async def delete_conversation(request: Request) -> Response:
     """204 once deleted; 202 for a temporary conversation with a run going: deleted when it ends."""
-    done = await _services(request).conversations().delete(request.path_params["conversation_id"],
-                                                            by=principal_of(request))
+    done = await _services(request).conversations().delete(request.path_params["conversation_id"], by=principal_of(request))
     return Response(status_code=204 if done else 202)
 
 
@@ -345,8 +376,11 @@ async def search(request: Request) -> Response:
     unknown = set(params) - {"q", "limit", "before"}
     if unknown:
         raise InvalidInput(f"Unknown parameter(s): {', '.join(sorted(unknown))}")
-    page = await _services(request).search().search(params.get("q"), params.get("limit"), params.get("before"),
-                                                    by=principal_of(request))
+    page = (
+        await _services(request)
+        .search()
+        .search(params.get("q"), params.get("limit"), params.get("before"), by=principal_of(request))
+    )
     return JSONResponse(search_page_dto(page))
 
 
@@ -365,8 +399,11 @@ async def readyz(request: Request) -> Response:
             ready: Readiness = await asyncio.wait_for(services.model().check(), READY_TIMEOUT)
             return ready
         except TimeoutError:
-            return Readiness(False, f"the model server did not answer within {READY_TIMEOUT:g} s",
-                             fix="check the model server with `sophos doctor`")
+            return Readiness(
+                False,
+                f"the model server did not answer within {READY_TIMEOUT:g} s",
+                fix="check the model server with `sophos doctor`",
+            )
 
     async def tools_started() -> None:  # servers still in their first start get a moment
         with contextlib.suppress(TimeoutError):

@@ -140,8 +140,7 @@ async def login(request: Request) -> Response:
 
 def _logged_out(request: Request) -> Response:
     response = Response(status_code=204)
-    response.delete_cookie(_cookie(request), path="/", httponly=True, samesite="strict",
-                           secure=request.url.scheme == "https")
+    response.delete_cookie(_cookie(request), path="/", httponly=True, samesite="strict", secure=request.url.scheme == "https")
     return response
 
 
@@ -155,4 +154,3 @@ async def logout_everywhere(request: Request) -> Response:
     """Ends every session of the caller (the guard lets only an authenticated request this far)."""
     await _sessions(request).logout_everywhere(principal_of(request))
     return _logged_out(request)
-

@@ -48,8 +48,12 @@ def single(event: StreamEvent) -> StreamingResponse:
 
 
 def follow(
-    events: RunStream, ping_seconds: float, closing: asyncio.Event, headers: dict[str, str] | None = None,
-    allowed: Callable[[], Awaitable[bool]] | None = None, recheck_seconds: float = RECHECK_SECONDS,
+    events: RunStream,
+    ping_seconds: float,
+    closing: asyncio.Event,
+    headers: dict[str, str] | None = None,
+    allowed: Callable[[], Awaitable[bool]] | None = None,
+    recheck_seconds: float = RECHECK_SECONDS,
 ) -> StreamingResponse:
     """Stream a run's events up to its last one, the events that were ready together in one
     write; a `ping` every `ping_seconds` meanwhile. Ends early, with no error, when `closing`
@@ -58,6 +62,7 @@ def follow(
     saw) cannot skip the new run's events. `allowed` is asked every `recheck_seconds`
     whether the request's credentials still name someone: a log-out, a revoked token or a
     disabled user ends the stream within that time."""
+
     async def body() -> AsyncIterator[bytes]:
         closed: asyncio.Future[Any] = asyncio.ensure_future(closing.wait())
         pending: asyncio.Future[Batch] | None = None

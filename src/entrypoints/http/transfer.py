@@ -37,8 +37,9 @@ def export_headers(conversation: Conversation, extension: str) -> dict[str, str]
     `filename*` from the title and date, as `sophos export -o` names the file, which
     browsers take over `filename` (RFC 6266 4.3): the page saves `hello-2026-12-05.md`."""
     name = file_name(conversation.title, conversation.created_at, extension)
-    return {"Content-Disposition": f"attachment; filename=\"{conversation.id}.{extension}\"; "
-                                   f"filename*=UTF-8''{quote(name, safe='')}"}
+    return {
+        "Content-Disposition": f"attachment; filename=\"{conversation.id}.{extension}\"; filename*=UTF-8''{quote(name, safe='')}"
+    }
 
 
 async def export_json(request: Request, conversation_id: str) -> Response:

@@ -66,8 +66,13 @@ def create_lgapi_app(services: Services, settings: Settings, closing: asyncio.Ev
         middleware=[
             Middleware(HardeningMiddleware),
             Middleware(ForwardedMiddleware, proxies=TrustedProxies(settings.TRUSTED_PROXY_IPS)),
-            Middleware(LangGraphGuard, token=settings.API_TOKEN, hosts=hosts,
-                       cors=CorsPolicy(settings.LANGGRAPH_API_CORS_ORIGINS), sessions=services.sessions),
+            Middleware(
+                LangGraphGuard,
+                token=settings.API_TOKEN,
+                hosts=hosts,
+                cors=CorsPolicy(settings.LANGGRAPH_API_CORS_ORIGINS),
+                sessions=services.sessions,
+            ),
         ],
         exception_handlers=EXCEPTION_HANDLERS,
     )

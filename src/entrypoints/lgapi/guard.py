@@ -57,8 +57,9 @@ def _given_token(headers: Headers) -> bytes | None:
 
 
 class LangGraphGuard:
-    def __init__(self, app: ASGIApp, token: str, hosts: HostPolicy, cors: CorsPolicy,
-                 sessions: Callable[[], SessionService]) -> None:
+    def __init__(
+        self, app: ASGIApp, token: str, hosts: HostPolicy, cors: CorsPolicy, sessions: Callable[[], SessionService]
+    ) -> None:
         self.app = app
         self.token = token
         self.hosts = hosts
@@ -74,16 +75,24 @@ class LangGraphGuard:
         allowed_origin = origin if origin is not None and self.cors.allows(origin) else None
         refusal = await self._refusal(request, origin, allowed_origin)
         if refusal is None and request.method == "OPTIONS" and allowed_origin is not None:
-            refusal = Response(status_code=204, headers={
-                "Access-Control-Allow-Methods": "GET, POST, PATCH, DELETE, OPTIONS",
-                "Access-Control-Allow-Headers": ALLOW_HEADERS, "Access-Control-Max-Age": "600"})
+            refusal = Response(
+                status_code=204,
+                headers={
+                    "Access-Control-Allow-Methods": "GET, POST, PATCH, DELETE, OPTIONS",
+                    "Access-Control-Allow-Headers": ALLOW_HEADERS,
+                    "Access-Control-Max-Age": "600",
+                },
+            )
         target = refusal if refusal is not None else self.app
 
         async def send_with_cors(message: Message) -> None:
             if message["type"] == "http.response.start" and allowed_origin is not None:
                 headers = list(message.get("headers", []))
-                headers += [(b"access-control-allow-origin", allowed_origin.encode("latin-1")),
-                            (b"access-control-expose-headers", EXPOSE_HEADERS.encode()), (b"vary", b"Origin")]
+                headers += [
+                    (b"access-control-allow-origin", allowed_origin.encode("latin-1")),
+                    (b"access-control-expose-headers", EXPOSE_HEADERS.encode()),
+                    (b"vary", b"Origin"),
+                ]
                 message = {**message, "headers": headers}
             await send(message)
 
@@ -93,21 +102,30 @@ class LangGraphGuard:
         given = request.headers.getlist("host")
         authority = parse_authority(given[0]) if len(given) == 1 else None
         if authority is None or not self.hosts.allows(authority.host):
-            return error_response(400, "HOST_NOT_ALLOWED", "This server does not answer to the host name in the "
-                                  "request; add it to ALLOWED_HOSTS to serve it")
+            return error_response(
+                400,
+                "HOST_NOT_ALLOWED",
+                "This server does not answer to the host name in the request; add it to ALLOWED_HOSTS to serve it",
+            )
         cross = (origin is not None and not same_origin(origin, request.scope["scheme"], authority)) or (
-            request.headers.get("sec-fetch-site") == "cross-site")
+            request.headers.get("sec-fetch-site") == "cross-site"
+        )
         if cross and allowed_origin is None and (request.method not in SAFE_METHODS or request.method == "OPTIONS"):
-            return error_response(403, "FORBIDDEN", "Cross-origin requests are refused; allow the origin with "
-                                  "LANGGRAPH_API_CORS_ORIGINS")
+            return error_response(
+                403, "FORBIDDEN", "Cross-origin requests are refused; allow the origin with LANGGRAPH_API_CORS_ORIGINS"
+            )
         if request.method == "OPTIONS" or request.url.path in OPEN_PATHS:
             return None
         credentials = _given_token(request.headers)
         if cross and credentials is None:
             # a page of another origin acts only with a token it was given: never as the
             # tokenless admin, nor as the user a proxy's login in this browser names
-            return error_response(401, "UNAUTHORIZED", "A request from another origin needs a token (X-Api-Key "
-                                  "or a bearer)", {"WWW-Authenticate": "Bearer"})
+            return error_response(
+                401,
+                "UNAUTHORIZED",
+                "A request from another origin needs a token (X-Api-Key or a bearer)",
+                {"WWW-Authenticate": "Bearer"},
+            )
         sessions = self.sessions()
         peer = peer_of(request)
         try:
@@ -122,8 +140,12 @@ class LangGraphGuard:
         except SophosError as e:  # a repeated user header; too many failed attempts; the store failing
             return domain_error_response(e)
         if principal is None:
-            return error_response(401, "UNAUTHORIZED", "The server's API_TOKEN or a user's token is required "
-                                  "(X-Api-Key or a bearer)", {"WWW-Authenticate": "Bearer"})
+            return error_response(
+                401,
+                "UNAUTHORIZED",
+                "The server's API_TOKEN or a user's token is required (X-Api-Key or a bearer)",
+                {"WWW-Authenticate": "Bearer"},
+            )
         set_principal(request.scope, principal, partial(_still_allowed, sessions, named, peer, credentials))
         return None
 

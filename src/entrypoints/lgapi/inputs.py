@@ -15,12 +15,34 @@ from domain.errors import DecisionRequired, InvalidInput, StaleDecision
 from domain.model import CheckpointSummary, Message, UserMessage
 from domain.queue import Multitask
 
-RUN_FIELDS = frozenset({
-    "assistant_id", "input", "command", "stream_mode", "stream_subgraphs", "stream_resumable", "config", "context",
-    "metadata", "checkpoint", "checkpoint_id", "checkpoint_during", "multitask_strategy", "if_not_exists",
-    "on_disconnect", "on_completion", "after_seconds", "durability", "interrupt_before", "interrupt_after",
-    "webhook", "feedback_keys", "langsmith_tracer", "strict_resume",
-})
+RUN_FIELDS = frozenset(
+    {
+        "assistant_id",
+        "input",
+        "command",
+        "stream_mode",
+        "stream_subgraphs",
+        "stream_resumable",
+        "config",
+        "context",
+        "metadata",
+        "checkpoint",
+        "checkpoint_id",
+        "checkpoint_during",
+        "multitask_strategy",
+        "if_not_exists",
+        "on_disconnect",
+        "on_completion",
+        "after_seconds",
+        "durability",
+        "interrupt_before",
+        "interrupt_after",
+        "webhook",
+        "feedback_keys",
+        "langsmith_tracer",
+        "strict_resume",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -71,8 +93,9 @@ def check_options(body: Mapping[str, Any]) -> None:
     # `cancel` (what useStream sends by default) is taken as `continue`: a run is durable and
     # goes on when its stream closes (a reload re-joins it); a client stops it with cancel
     if body.get("on_disconnect") not in (None, "continue", "cancel"):
-        raise InvalidInput("on_disconnect must be \"continue\" (or \"cancel\", taken as continue: a run goes on "
-                           "when its stream is closed)")
+        raise InvalidInput(
+            'on_disconnect must be "continue" (or "cancel", taken as continue: a run goes on when its stream is closed)'
+        )
 
 
 def _text(content: object) -> str:
@@ -118,8 +141,10 @@ def _human_text(raw_input: object, view: ThreadView) -> str | None:
         if kind == "tool":
             # a client closing an open call with a made-up result must not decide it
             if view.pending_calls:
-                raise DecisionRequired("A tool call of this thread waits for a decision or has an unknown "
-                                       "outcome: answer it with command.resume, not with a tool message")
+                raise DecisionRequired(
+                    "A tool call of this thread waits for a decision or has an unknown "
+                    "outcome: answer it with command.resume, not with a tool message"
+                )
             raise InvalidInput("Tool messages are written by the server only")
         if kind not in ("human", "user"):
             raise InvalidInput("Only human messages may be sent as input")
@@ -199,7 +224,7 @@ def decisions_of(resume: object, waiting: Sequence[ApprovalRequest]) -> dict[str
         if not set(resume) <= set(schemas):
             raise StaleDecision("A decision names a tool call that does not wait for one")
         return {str(k): _decision(v, schemas[str(k)]) for k, v in resume.items()}
-    raise InvalidInput("command.resume must be a list of decisions or {\"decisions\": [...]}")
+    raise InvalidInput('command.resume must be a list of decisions or {"decisions": [...]}')
 
 
 def checkpoint_id(body: Mapping[str, Any]) -> str | None:
@@ -245,8 +270,7 @@ def _from_checkpoint(view: ThreadView, checkpoint: str, text: str | None) -> Sta
     at = entry.message_count
     if text is not None:
         if at >= len(view.messages) or not isinstance(view.messages[at], UserMessage):
-            raise InvalidInput("A message from an older checkpoint replaces the user message that followed it; "
-                               "none does")
+            raise InvalidInput("A message from an older checkpoint replaces the user message that followed it; none does")
         return Edit(view.thread_id, at, text)
     # clients regenerate from the parent of the answer's first checkpoint: after the question,
     # after a tools step, or (when the question was pending input) just before it

@@ -14,8 +14,7 @@ from domain.branches import Branch
 from domain.model import CheckpointSummary
 
 
-def lineage(log: Sequence[CheckpointSummary], branches: Sequence[Branch], number: int | None = None
-            ) -> list[CheckpointSummary]:
+def lineage(log: Sequence[CheckpointSummary], branches: Sequence[Branch], number: int | None = None) -> list[CheckpointSummary]:
     """Branch `number`'s checkpoints (the active branch's when None) and its ancestors' up
     to each fork, oldest first."""
     by_number = {b.number: b for b in branches}

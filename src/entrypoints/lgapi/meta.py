@@ -25,9 +25,14 @@ async def ok(request: Request) -> Response:
 
 
 async def info(request: Request) -> Response:
-    return JSONResponse({"version": _version(), "server": "sophos",
-                         "flags": {"assistants": True, "crons": False, "langsmith": False, "store": False},
-                         "metadata": {}})
+    return JSONResponse(
+        {
+            "version": _version(),
+            "server": "sophos",
+            "flags": {"assistants": True, "crons": False, "langsmith": False, "store": False},
+            "metadata": {},
+        }
+    )
 
 
 def _assistant(request: Request) -> dict[str, Any]:
@@ -37,14 +42,17 @@ def _assistant(request: Request) -> dict[str, Any]:
 
 
 async def search_assistants(request: Request) -> Response:
-    body = await read_body(request, {"metadata", "graph_id", "name", "limit", "offset", "sort_by", "sort_order",
-                                     "select"})
+    body = await read_body(request, {"metadata", "graph_id", "name", "limit", "offset", "sort_by", "sort_order", "select"})
     found = shapes.assistant()
     metadata = body.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise InvalidInput("metadata must be an object")
-    keep = (body.get("graph_id") in (None, shapes.GRAPH_ID) and body.get("name") in (None, shapes.GRAPH_ID)
-            and all(found["metadata"].get(k) == v for k, v in metadata.items()) and not body.get("offset"))
+    keep = (
+        body.get("graph_id") in (None, shapes.GRAPH_ID)
+        and body.get("name") in (None, shapes.GRAPH_ID)
+        and all(found["metadata"].get(k) == v for k, v in metadata.items())
+        and not body.get("offset")
+    )
     return JSONResponse([found] if keep else [])
 
 
@@ -59,22 +67,38 @@ async def get_assistant(request: Request) -> Response:
 
 async def get_graph(request: Request) -> Response:
     _assistant(request)
-    nodes = [{"id": n, "type": "runnable" if n in ("agent", "tools") else "schema", "data": n}
-             for n in ("__start__", "agent", "tools", "__end__")]
-    edges = [{"source": "__start__", "target": "agent"}, {"source": "agent", "target": "tools", "conditional": True},
-             {"source": "agent", "target": "__end__", "conditional": True}, {"source": "tools", "target": "agent"}]
+    nodes = [
+        {"id": n, "type": "runnable" if n in ("agent", "tools") else "schema", "data": n}
+        for n in ("__start__", "agent", "tools", "__end__")
+    ]
+    edges = [
+        {"source": "__start__", "target": "agent"},
+        {"source": "agent", "target": "tools", "conditional": True},
+        {"source": "agent", "target": "__end__", "conditional": True},
+        {"source": "tools", "target": "agent"},
+    ]
     return JSONResponse({"nodes": nodes, "edges": edges})
 
 
-MESSAGES_SCHEMA = {"type": "object", "properties": {"messages": {"type": "array", "items": {"type": "object"}}},
-                   "required": ["messages"]}
+MESSAGES_SCHEMA = {
+    "type": "object",
+    "properties": {"messages": {"type": "array", "items": {"type": "object"}}},
+    "required": ["messages"],
+}
 
 
 async def get_schemas(request: Request) -> Response:
     _assistant(request)
-    return JSONResponse({"graph_id": shapes.GRAPH_ID, "input_schema": MESSAGES_SCHEMA, "output_schema": MESSAGES_SCHEMA,
-                         "state_schema": MESSAGES_SCHEMA, "config_schema": {"type": "object", "properties": {}},
-                         "context_schema": {"type": "object", "properties": {}}})
+    return JSONResponse(
+        {
+            "graph_id": shapes.GRAPH_ID,
+            "input_schema": MESSAGES_SCHEMA,
+            "output_schema": MESSAGES_SCHEMA,
+            "state_schema": MESSAGES_SCHEMA,
+            "config_schema": {"type": "object", "properties": {}},
+            "context_schema": {"type": "object", "properties": {}},
+        }
+    )
 
 
 async def get_subgraphs(request: Request) -> Response:

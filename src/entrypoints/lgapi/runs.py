@@ -42,8 +42,7 @@ async def _keep_modes(request: Request, cid: str, rid: str, modes: tuple[str, ..
     """The run's stream modes, kept in the database (every process, after a restart) for a
     join that names none; the default needs no row."""
     if modes != DEFAULT_MODES:
-        await services(request).conversations().keep_run_kwargs(cid, rid, {"stream_mode": list(modes)},
-                                                                by=principal_of(request))
+        await services(request).conversations().keep_run_kwargs(cid, rid, {"stream_mode": list(modes)}, by=principal_of(request))
 
 
 async def _run_modes(request: Request, cid: str, rid: str) -> tuple[str, ...]:
@@ -59,8 +58,9 @@ async def _start(request: Request, tid: str | None) -> tuple[dict[str, Any], str
     the request is known good."""
     body = await read_body(request, set(RUN_FIELDS))
     if not shapes.is_assistant(body.get("assistant_id")):
-        raise ConversationNotFound(f"Assistant {str(body.get('assistant_id'))[:64]!r} not found: "
-                                   f"the one assistant is {shapes.GRAPH_ID!r}")
+        raise ConversationNotFound(
+            f"Assistant {str(body.get('assistant_id'))[:64]!r} not found: the one assistant is {shapes.GRAPH_ID!r}"
+        )
     modes = _modes(body.get("stream_mode"))
     if body.get("if_not_exists") not in (None, "create", "reject"):
         raise InvalidInput('if_not_exists must be "create" or "reject"')
@@ -112,6 +112,7 @@ def _read(request: Request, tid: str) -> ReadThread:
         conversations = services(request).conversations()
         messages = (await conversations.get(tid, by=principal_of(request))).messages
         return messages, await conversations.checkpoint_log(tid, by=principal_of(request))
+
     return read
 
 
@@ -150,15 +151,20 @@ async def _stream_new(request: Request, tid: str | None) -> Response:
             projector.base = run.base_count
     rid = projector.run_id
     state = request.app.state
-    return stream_response(projector, _follow(request, started), state.ping_seconds, state.closing,
-                           _headers(cid, rid, tid is None), allowed=recheck_of(request))
+    return stream_response(
+        projector,
+        _follow(request, started),
+        state.ping_seconds,
+        state.closing,
+        _headers(cid, rid, tid is None),
+        allowed=recheck_of(request),
+    )
 
 
 async def create_run(request: Request) -> Response:
     body, cid, started = await _start(request, thread_id(request))
     if isinstance(started, QueuedMessage):
-        return JSONResponse(shapes.queued_run_dict(started, str(body["multitask_strategy"])),
-                            headers=_headers(cid, started.id))
+        return JSONResponse(shapes.queued_run_dict(started, str(body["multitask_strategy"])), headers=_headers(cid, started.id))
     run = await services(request).conversations().run(cid, started.run_id, by=principal_of(request))
     return JSONResponse(shapes.run_dict(run), headers=_headers(cid, run.id))
 
@@ -207,14 +213,18 @@ async def list_runs(request: Request) -> Response:
     params = request.query_params
     limit = bounded(_int(params.get("limit")), "limit", 10, 1)
     offset = bounded(_int(params.get("offset")), "offset", 0, 0, MAX_RUNS)
-    runs = await services(request).conversations().runs_of(thread_id(request), min(limit + offset, MAX_RUNS), by=principal_of(request))
+    runs = (
+        await services(request)
+        .conversations()
+        .runs_of(thread_id(request), min(limit + offset, MAX_RUNS), by=principal_of(request))
+    )
     status = params.get("status")
     waiting = await services(request).queue().waiting(thread_id(request), by=principal_of(request))
     # newest first: the last queued message runs last
     out = [shapes.queued_run_dict(q) for q in reversed(waiting)] + [shapes.run_dict(r) for r in runs]
     if status:
         out = [r for r in out if r["status"] == status]
-    return JSONResponse(out[offset:offset + limit])
+    return JSONResponse(out[offset : offset + limit])
 
 
 MAX_RUNS = 1000
@@ -230,7 +240,11 @@ def _int(raw: str | None) -> int | None:
 
 
 async def _run(request: Request) -> Run:
-    return await services(request).conversations().run(thread_id(request), str(request.path_params["run_id"]), by=principal_of(request))
+    return (
+        await services(request)
+        .conversations()
+        .run(thread_id(request), str(request.path_params["run_id"]), by=principal_of(request))
+    )
 
 
 async def _run_or_queued(request: Request) -> Run | QueuedMessage:
@@ -271,17 +285,29 @@ async def join_stream(request: Request) -> Response:
     if isinstance(found, QueuedMessage):  # nothing sent yet: from the start, once it starts
         cid, qid = found.conversation_id, found.id
         state = request.app.state
-        return stream_response(Projector(modes, cid, qid, _read(request, cid)), _follow(request, found),
-                               state.ping_seconds, state.closing, _headers(cid, qid),
-                               allowed=recheck_of(request))
+        return stream_response(
+            Projector(modes, cid, qid, _read(request, cid)),
+            _follow(request, found),
+            state.ping_seconds,
+            state.closing,
+            _headers(cid, qid),
+            allowed=recheck_of(request),
+        )
     given = _LAST_ID.fullmatch((request.headers.get("last-event-id") or "").strip())
     after, tag = (int(given[1]), given[2]) if given else (0, None)
     run, after = await services(request).runs().rejoin_point(found, after, tag)
     cid = run.conversation_id
     projector = Projector(modes, cid, run.id, _read(request, cid), run.base_count)
     state = request.app.state
-    return stream_response(projector, _follow(request, run, after), state.ping_seconds, state.closing,
-                           _headers(cid, run.id), begin=after == 0, allowed=recheck_of(request))
+    return stream_response(
+        projector,
+        _follow(request, run, after),
+        state.ping_seconds,
+        state.closing,
+        _headers(cid, run.id),
+        begin=after == 0,
+        allowed=recheck_of(request),
+    )
 
 
 async def cancel_run(request: Request) -> Response:

@@ -65,8 +65,7 @@ def message_dict(message: Message, index: int) -> dict[str, Any]:
     """A message as LangChain serialises it (`type`: human, ai, tool, system). A summary is
     a system message (clients do not render those) marked `sophos_summary`."""
     mid = message.id or f"sophos-{index}"
-    base: dict[str, Any] = {"id": mid, "content": message.content, "additional_kwargs": {}, "response_metadata": {},
-                            "name": None}
+    base: dict[str, Any] = {"id": mid, "content": message.content, "additional_kwargs": {}, "response_metadata": {}, "name": None}
     if isinstance(message, UserMessage):
         return {**base, "type": "human", "example": False}
     if isinstance(message, AssistantMessage):
@@ -78,11 +77,24 @@ def message_dict(message: Message, index: int) -> dict[str, Any]:
         if message.context is not None:  # what the model saw when it wrote this reply
             response["sophos_context"] = context_dto(message.context)
         base["response_metadata"] = response
-        return {**base, "type": "ai", "example": False, "tool_calls": calls, "invalid_tool_calls": [],
-                "usage_metadata": None, "additional_kwargs": extra}
+        return {
+            **base,
+            "type": "ai",
+            "example": False,
+            "tool_calls": calls,
+            "invalid_tool_calls": [],
+            "usage_metadata": None,
+            "additional_kwargs": extra,
+        }
     if isinstance(message, ToolResult):
-        return {**base, "type": "tool", "tool_call_id": message.tool_call_id, "name": message.name,
-                "status": message.status, "artifact": None}
+        return {
+            **base,
+            "type": "tool",
+            "tool_call_id": message.tool_call_id,
+            "name": message.name,
+            "status": message.status,
+            "artifact": None,
+        }
     assert isinstance(message, SummaryMessage)
     return {**base, "type": "system", "additional_kwargs": {"sophos_summary": {"covers": message.covers}}}
 
@@ -93,8 +105,9 @@ def messages_value(messages: Sequence[Message]) -> dict[str, Any]:
 
 def interrupt_dict(requests: Sequence[ApprovalRequest]) -> dict[str, Any]:
     """The calls waiting for a person as one interrupt (hitl_interrupt)."""
-    return hitl_interrupt([{"id": r.call.id, "name": r.call.name, "args": r.call.args,
-                            "description": r.description} for r in requests])
+    return hitl_interrupt(
+        [{"id": r.call.id, "name": r.call.name, "args": r.call.args, "description": r.description} for r in requests]
+    )
 
 
 # the older Agent Inbox's choices, all of which Sophos's decisions cover (inputs._decision)
@@ -109,15 +122,19 @@ def hitl_interrupt(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     keys (`action_request`, `config`, `description`): UIs of that generation (Agent Chat UI
     as create-agent-chat-app ships it) then render their inbox instead of raw JSON."""
     value: dict[str, Any] = {
-        "action_requests": [{"name": c["name"], "args": c["args"], "description": c.get("description")
-                             or f"Run {c['name']}", "id": c["id"]} for c in calls],
-        "review_configs": [{"action_name": c["name"], "allowed_decisions": ["approve", "edit", "reject"]}
-                           for c in calls],
+        "action_requests": [
+            {"name": c["name"], "args": c["args"], "description": c.get("description") or f"Run {c['name']}", "id": c["id"]}
+            for c in calls
+        ],
+        "review_configs": [{"action_name": c["name"], "allowed_decisions": ["approve", "edit", "reject"]} for c in calls],
     }
     if len(calls) == 1:
         only = value["action_requests"][0]
-        value.update(action_request={"action": only["name"], "args": only["args"]}, config=dict(INBOX_CONFIG),
-                     description=only["description"])
+        value.update(
+            action_request={"action": only["name"], "args": only["args"]},
+            config=dict(INBOX_CONFIG),
+            description=only["description"],
+        )
     return {"value": value, "id": calls[0]["id"]}
 
 
@@ -132,8 +149,13 @@ def full_metadata(conversation: Conversation, stored: Mapping[str, Any] | None) 
     return {**thread_metadata(), "title": conversation.title, **(stored or {})}
 
 
-def thread_dict(conversation: Conversation, status: str, stored: Mapping[str, Any] | None = None,
-                values: dict[str, Any] | None = None, interrupts: dict[str, Any] | None = None) -> dict[str, Any]:
+def thread_dict(
+    conversation: Conversation,
+    status: str,
+    stored: Mapping[str, Any] | None = None,
+    values: dict[str, Any] | None = None,
+    interrupts: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     return {
         "thread_id": conversation.id,
         "created_at": iso(conversation.created_at),
@@ -155,8 +177,11 @@ def run_dict(run: Run) -> dict[str, Any]:
         "created_at": iso(run.started_at),
         "updated_at": iso(when),
         "status": RUN_STATUS[run.status],
-        "metadata": {"sophos_status": run.status.value, "trigger": run.trigger.value,
-                     **({"error": {"code": run.error_code, "message": run.error_message}} if run.error_code else {})},
+        "metadata": {
+            "sophos_status": run.status.value,
+            "trigger": run.trigger.value,
+            **({"error": {"code": run.error_code, "message": run.error_message}} if run.error_code else {}),
+        },
         "kwargs": {},
         "multitask_strategy": "reject",
     }
@@ -195,8 +220,22 @@ def state_dict(
     step: int = -1,
 ) -> dict[str, Any]:
     interrupts = [interrupt] if interrupt else []
-    tasks = [{"id": interrupt["id"], "name": "tools", "path": ["__pregel_pull", "tools"], "error": None,
-              "interrupts": interrupts, "checkpoint": None, "state": None, "result": None}] if interrupt else []
+    tasks = (
+        [
+            {
+                "id": interrupt["id"],
+                "name": "tools",
+                "path": ["__pregel_pull", "tools"],
+                "error": None,
+                "interrupts": interrupts,
+                "checkpoint": None,
+                "state": None,
+                "result": None,
+            }
+        ]
+        if interrupt
+        else []
+    )
     return {
         "values": values,
         "next": list(next_nodes),

@@ -24,8 +24,7 @@ from entrypoints.http.sse import RECHECK_SECONDS
 from entrypoints.lgapi.shapes import ASSISTANT_ID, GRAPH_ID, hitl_interrupt, message_dict
 from services.handles import Batch, RunStream, run_tag
 
-MODES = frozenset({"values", "updates", "messages-tuple", "messages", "custom", "events", "debug", "tasks",
-                   "checkpoints"})
+MODES = frozenset({"values", "updates", "messages-tuple", "messages", "custom", "events", "debug", "tasks", "checkpoints"})
 DEFAULT_MODES = ("values",)
 HEADERS = {"Cache-Control": "no-cache, no-transform", "Connection": "keep-alive", "X-Accel-Buffering": "no"}
 
@@ -73,9 +72,16 @@ class Projector:
     _chunk: tuple[tuple[str, int], str, str] | None = None
 
     def _meta(self, node: str) -> dict[str, Any]:
-        return {"langgraph_node": node, "langgraph_step": self.step, "langgraph_triggers": [f"branch:to:{node}"],
-                "langgraph_path": ["__pregel_pull", node], "thread_id": self.thread_id, "run_id": self.run_id,
-                "graph_id": GRAPH_ID, "assistant_id": ASSISTANT_ID}
+        return {
+            "langgraph_node": node,
+            "langgraph_step": self.step,
+            "langgraph_triggers": [f"branch:to:{node}"],
+            "langgraph_path": ["__pregel_pull", node],
+            "thread_id": self.thread_id,
+            "run_id": self.run_id,
+            "graph_id": GRAPH_ID,
+            "assistant_id": ASSISTANT_ID,
+        }
 
     @property
     def wants_state(self) -> bool:
@@ -86,7 +92,7 @@ class Projector:
         if self.wants_state:
             # the state the run started from, even when this stream begins after its end
             thread = (await self.read())[0]
-            messages = [message_dict(m, i) for i, m in enumerate(thread[:self.base] if self.base else thread)]
+            messages = [message_dict(m, i) for i, m in enumerate(thread[: self.base] if self.base else thread)]
             self.seen = len(messages)
             if "values" in self.modes:
                 self.last_values = messages
@@ -107,7 +113,7 @@ class Projector:
         messages = [message_dict(m, i) for i, m in enumerate(thread[:count])]
         out: list[Out] = []
         if "updates" in self.modes:
-            new = messages[self.seen:] if self.seen is not None and self.seen <= len(messages) else []
+            new = messages[self.seen :] if self.seen is not None and self.seen <= len(messages) else []
             if new:
                 out.append(("updates", {node: {"messages": new}}))
         self.seen = len(messages)
@@ -121,9 +127,19 @@ class Projector:
         key = (self.run_id, self.step)
         if self._chunk is None or self._chunk[0] != key:
             mark = "\x00"
-            chunk: dict[str, Any] = {"type": "AIMessageChunk", "content": mark, "id": f"run-{self.run_id}-{self.step}",
-                     "tool_calls": [], "tool_call_chunks": [], "invalid_tool_calls": [], "additional_kwargs": {},
-                     "response_metadata": {}, "name": None, "example": False, "usage_metadata": None}
+            chunk: dict[str, Any] = {
+                "type": "AIMessageChunk",
+                "content": mark,
+                "id": f"run-{self.run_id}-{self.step}",
+                "tool_calls": [],
+                "tool_call_chunks": [],
+                "invalid_tool_calls": [],
+                "additional_kwargs": {},
+                "response_metadata": {},
+                "name": None,
+                "example": False,
+                "usage_metadata": None,
+            }
             before, _, after = json.dumps([chunk, self._meta("agent")], ensure_ascii=False).partition(json.dumps(mark))
             self._chunk = (key, before, after)
         return Encoded(f"{self._chunk[1]}{json.dumps(text, ensure_ascii=False)}{self._chunk[2]}")
@@ -154,9 +170,17 @@ class Projector:
                 out += await self._step_ended(str(data.get("node", self.node)), int(data.get("step", self.step)))
             elif note == "result" and "messages-tuple" in self.modes:
                 r = data.get("data") or {}
-                message = {"type": "tool", "content": r.get("result", ""), "tool_call_id": r.get("tool_call_id"),
-                           "name": r.get("name"), "id": f"run-{self.run_id}-tool-{r.get('tool_call_id')}",
-                           "status": "success", "additional_kwargs": {}, "response_metadata": {}, "artifact": None}
+                message = {
+                    "type": "tool",
+                    "content": r.get("result", ""),
+                    "tool_call_id": r.get("tool_call_id"),
+                    "name": r.get("name"),
+                    "id": f"run-{self.run_id}-tool-{r.get('tool_call_id')}",
+                    "status": "success",
+                    "additional_kwargs": {},
+                    "response_metadata": {},
+                    "artifact": None,
+                }
                 out.append(("messages", [message, self._meta("tools")]))
         elif kind == "approval":
             calls = data.get("calls", []) if isinstance(data, dict) else []
@@ -213,8 +237,7 @@ def stream_response(
                                 return
                             next_check = clock() + recheck_seconds
                         timeout = max(0.0, min(next_ping, next_check) - clock())
-                        done, _ = await asyncio.wait({pending, closed}, timeout=timeout,
-                                                     return_when=asyncio.FIRST_COMPLETED)
+                        done, _ = await asyncio.wait({pending, closed}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
                         if pending in done:
                             try:
                                 batch = pending.result()
@@ -244,4 +267,3 @@ async def _close(pending: asyncio.Future[Any] | None, events: RunStream) -> None
         pending.cancel()
         await asyncio.gather(pending, return_exceptions=True)
     await events.aclose()
-

@@ -27,9 +27,15 @@ SORTS = {"thread_id", "status", "created_at", "updated_at"}
 # the JSON type of the body fields that langgraph-api's request schemas type the same way on
 # every route: another type is 422 there, and here (null is taken as absent)
 FIELD_TYPES: dict[str, tuple[type, str]] = {
-    "metadata": (dict, "an object"), "limit": (int, "an integer"), "offset": (int, "an integer"),
-    "ids": (list, "an array"), "select": (list, "an array"), "sort_by": (str, "a string"),
-    "sort_order": (str, "a string"), "graph_id": (str, "a string"), "name": (str, "a string"),
+    "metadata": (dict, "an object"),
+    "limit": (int, "an integer"),
+    "offset": (int, "an integer"),
+    "ids": (list, "an array"),
+    "select": (list, "an array"),
+    "sort_by": (str, "a string"),
+    "sort_order": (str, "a string"),
+    "graph_id": (str, "a string"),
+    "name": (str, "a string"),
     "status": (str, "a string"),
 }
 
@@ -85,8 +91,7 @@ async def view(request: Request, tid: object) -> tuple[ConversationDetail, Threa
     cid = detail.conversation.id
     head = await conversations.head(cid, by=principal_of(request))
     log = lineage(await conversations.checkpoint_log(cid, by=principal_of(request)), detail.branches)
-    return detail, ThreadView(cid, detail.messages, detail.pending_approvals, len(detail.pending_calls),
-                              head.checkpoint_id, log)
+    return detail, ThreadView(cid, detail.messages, detail.pending_approvals, len(detail.pending_calls), head.checkpoint_id, log)
 
 
 def _interrupt(detail: ConversationDetail) -> dict[str, Any] | None:
@@ -98,9 +103,13 @@ async def thread_body(request: Request, tid: object) -> dict[str, Any]:
     detail = await conversations.get(tid, by=principal_of(request))
     interrupt = _interrupt(detail)
     stored = (await conversations.metadata([detail.conversation.id])).get(detail.conversation.id)
-    return shapes.thread_dict(detail.conversation, status_of(detail.conversation), stored,
-                              shapes.messages_value(detail.messages),
-                              {"": [interrupt]} if interrupt else {})
+    return shapes.thread_dict(
+        detail.conversation,
+        status_of(detail.conversation),
+        stored,
+        shapes.messages_value(detail.messages),
+        {"": [interrupt]} if interrupt else {},
+    )
 
 
 async def create_thread(request: Request) -> Response:
@@ -121,8 +130,7 @@ async def create_thread(request: Request) -> Response:
     await conversations.merge_metadata(conversation.id, metadata, by=principal_of(request))
     # made now: nothing to read back (no message, no run, the metadata just given); a
     # client's first turn begins with this request
-    return JSONResponse(shapes.thread_dict(conversation, status_of(conversation), metadata or None,
-                                           shapes.messages_value(())))
+    return JSONResponse(shapes.thread_dict(conversation, status_of(conversation), metadata or None, shapes.messages_value(())))
 
 
 async def get_thread(request: Request) -> Response:
@@ -165,8 +173,9 @@ async def delete_thread(request: Request) -> Response:
     return Response(status_code=204)
 
 
-def _matches(conversation: Conversation, stored: Mapping[str, Any] | None, metadata: dict[str, Any],
-             status: object, ids: set[str] | None) -> bool:
+def _matches(
+    conversation: Conversation, stored: Mapping[str, Any] | None, metadata: dict[str, Any], status: object, ids: set[str] | None
+) -> bool:
     mine = shapes.full_metadata(conversation, stored)
     if any(k not in mine or mine[k] != v for k, v in metadata.items()):
         return False
@@ -196,18 +205,23 @@ async def _search(request: Request, body: dict[str, Any]) -> list[Conversation]:
     order = body.get("sort_order") or "desc"
     if not isinstance(sort_by, str) or sort_by not in SORTS or order not in ("asc", "desc"):
         raise InvalidInput(f"sort_by must be one of {', '.join(sorted(SORTS))}; sort_order asc or desc")
-    key = {"thread_id": lambda c: c.id, "status": status_of, "created_at": lambda c: c.created_at,
-           "updated_at": lambda c: c.updated_at}[sort_by]
+    key = {
+        "thread_id": lambda c: c.id,
+        "status": status_of,
+        "created_at": lambda c: c.created_at,
+        "updated_at": lambda c: c.updated_at,
+    }[sort_by]
     found.sort(key=key, reverse=order == "desc")
     return found
 
 
 async def search_threads(request: Request) -> Response:
-    body = await read_body(request, {"metadata", "values", "ids", "status", "limit", "offset", "sort_by",
-                                     "sort_order", "select", "extract"})
+    body = await read_body(
+        request, {"metadata", "values", "ids", "status", "limit", "offset", "sort_by", "sort_order", "select", "extract"}
+    )
     limit = bounded(body.get("limit"), "limit", 10, 1)
     offset = bounded(body.get("offset"), "offset", 0, 0, 1_000_000)
-    page = (await _search(request, body))[offset:offset + limit]
+    page = (await _search(request, body))[offset : offset + limit]
     select = body.get("select")
     with_values = select is None or (isinstance(select, list) and "values" in select)
     out = []
@@ -242,8 +256,16 @@ def _head_state(detail: ConversationDetail, v: ThreadView) -> dict[str, Any]:
     parent = v.log[-2].checkpoint_id if len(v.log) > 1 else None
     created = v.log[-1].created_at if v.log else None
     step = v.log[-1].step if v.log else -1
-    return shapes.state_dict(v.thread_id, shapes.messages_value(detail.messages), v.head_checkpoint, parent,
-                             _next(detail), _interrupt(detail), created, step)
+    return shapes.state_dict(
+        v.thread_id,
+        shapes.messages_value(detail.messages),
+        v.head_checkpoint,
+        parent,
+        _next(detail),
+        _interrupt(detail),
+        created,
+        step,
+    )
 
 
 def _entry_state(detail: ConversationDetail, v: ThreadView, i: int) -> dict[str, Any]:
@@ -253,9 +275,8 @@ def _entry_state(detail: ConversationDetail, v: ThreadView, i: int) -> dict[str,
     if entry.checkpoint_id == v.head_checkpoint:
         return _head_state(detail, v)
     parent = v.log[i - 1].checkpoint_id if i > 0 else None
-    values = shapes.messages_value(detail.messages[:entry.message_count])
-    return shapes.state_dict(v.thread_id, values, entry.checkpoint_id, parent, entry.next, None, entry.created_at,
-                             entry.step)
+    values = shapes.messages_value(detail.messages[: entry.message_count])
+    return shapes.state_dict(v.thread_id, values, entry.checkpoint_id, parent, entry.next, None, entry.created_at, entry.step)
 
 
 async def get_state_at(request: Request) -> Response:
@@ -281,20 +302,24 @@ async def history(request: Request) -> Response:
     states = {c.checkpoint_id: _entry_state(detail, v, i) for i, c in enumerate(v.log)}
     if len(detail.branches) > 1:
         states.update(await _other_branches(request, detail, states))
-    order = {c.checkpoint_id: i for i, c in enumerate(await services(request).conversations().checkpoint_log(v.thread_id, by=principal_of(request)))}
+    order = {
+        c.checkpoint_id: i
+        for i, c in enumerate(await services(request).conversations().checkpoint_log(v.thread_id, by=principal_of(request)))
+    }
     newest = sorted(states, key=lambda cid: order.get(cid, -1), reverse=True)
     before = body.get("before")
     if isinstance(before, dict):
         config = before.get("configurable") or before
         wanted = config.get("checkpoint_id") if isinstance(config, dict) else None
-        newest = newest[newest.index(wanted) + 1:] if wanted in newest else []
+        newest = newest[newest.index(wanted) + 1 :] if wanted in newest else []
     elif before is not None:
         raise InvalidInput("before must be a checkpoint config")
     return JSONResponse([states[cid] for cid in newest[:limit]])
 
 
-async def _other_branches(request: Request, detail: ConversationDetail,
-                          seen: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+async def _other_branches(
+    request: Request, detail: ConversationDetail, seen: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
     conversations = services(request).conversations()
     cid = detail.conversation.id
     log = await conversations.checkpoint_log(cid, by=principal_of(request))
@@ -309,8 +334,15 @@ async def _other_branches(request: Request, detail: ConversationDetail,
                 continue
             parent = chain[i - 1].checkpoint_id if i > 0 else None
             out[entry.checkpoint_id] = shapes.state_dict(
-                cid, shapes.messages_value(messages[:entry.message_count]), entry.checkpoint_id, parent, entry.next,
-                None, entry.created_at, entry.step)
+                cid,
+                shapes.messages_value(messages[: entry.message_count]),
+                entry.checkpoint_id,
+                parent,
+                entry.next,
+                None,
+                entry.created_at,
+                entry.step,
+            )
     return out
 
 

@@ -1,0 +1,308 @@
+"""The adapters' factories the container (entrypoints/container.py) wires: each imports its
+adapter when first called, so a command that only lists conversations never loads LangGraph,
+LangChain or the MCP client."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from domain.approvals import parse_mode
+from domain.context import ContextPolicy
+from domain.principals import ProxyTrust
+from entrypoints.lazy import LazyCopies, LazyThreads
+from ports.approvals import ArgsChecker
+from ports.attachments import TextExtractor
+from ports.backend import RunStore
+from ports.checkpoints import CheckpointPort
+from ports.copies import ThreadCopies
+from ports.engine import AgentEngine
+from ports.metrics import MetricsPort
+from ports.model import ModelPort
+from ports.processes import ProcessPort
+from ports.prompts import SystemPromptSource
+from ports.search import SearchIndex
+from ports.sessions import SessionStore
+from ports.storage import StoragePort
+from ports.tools import ToolPort
+from ports.users import UserStore
+from ports.workers import Worker
+from services.approvals import ApprovalGate
+from services.attachments import FileIntake
+from services.conversations import ConversationService
+from services.handles import RunStores
+from services.models import ModelCatalog
+from services.presets import PresetService
+from services.runs import RunService
+from services.transfer import TransferService
+from services.unsaved import UnsavedOutcomes
+
+if TYPE_CHECKING:
+    from adapters.graphs.catalog import LangGraphJsonCatalog
+    from adapters.langgraph.graph import AgentNodes
+    from adapters.langgraph.saver import Saver
+    from adapters.memory.backend import MemoryBackend
+    from adapters.postgres.backend import PostgresBackend
+    from adapters.prometheus.metrics import PrometheusMetrics
+    from adapters.sqlite.backend import SqliteBackend
+
+    # the concrete classes: each one's saver is also LangGraph's, which the engine needs
+    StorageBackend = SqliteBackend | PostgresBackend | MemoryBackend
+
+# Each thing that holds a connection, a pool or a process is a `providers.Resource` made by a
+# one-step generator: the Resource records that it was opened (lazily, on first use) and
+# close_container() closes exactly those. The teardown is not after the `yield` because it is
+# async: an async Resource hands its dependents futures instead of objects (dependency-injector
+# 4.49 turns every Singleton that injects one into an awaitable), and Sophos builds its graph
+# lazily and synchronously so that `sophos conversations` never starts a tool server.
+
+
+def prometheus() -> PrometheusMetrics:
+    from adapters.prometheus.metrics import PrometheusMetrics
+
+    return PrometheusMetrics()
+
+
+def sqlite_backend(path: str, busy_timeout: float, keep: int, metrics: MetricsPort) -> Iterator[StorageBackend]:
+    from adapters.sqlite.backend import SqliteBackend
+
+    yield SqliteBackend(path, busy_timeout=busy_timeout, keep=keep, metrics=metrics)
+
+
+def postgres_backend(
+    url: str, pool_size: int, wait_timeout: float, keep: int, processes: ProcessPort
+) -> Iterator[StorageBackend]:
+    from adapters.postgres.backend import PostgresBackend
+
+    yield PostgresBackend(url, pool_size=pool_size, wait_timeout=wait_timeout, keep=keep, owner=processes.current())
+
+
+def memory_backend() -> StorageBackend:
+    from adapters.memory.backend import MemoryBackend
+
+    return MemoryBackend()
+
+
+def saver(backend: StorageBackend) -> Saver:
+    return backend.saver()
+
+
+def run_store(backend: StorageBackend) -> RunStore:
+    return backend.runs()
+
+
+def maintenance(backend: StorageBackend) -> StoragePort:
+    return backend.maintenance()
+
+
+def search_index(backend: StorageBackend, threads: Callable[[], CheckpointPort]) -> SearchIndex:
+    return backend.search(threads)
+
+
+def processes() -> ProcessPort:
+    from adapters.system.processes import LocalProcesses
+
+    return LocalProcesses()
+
+
+def graphs(path: str) -> LangGraphJsonCatalog:
+    """The graphs of LANGGRAPH_JSON, imported (their env and dependencies applied): the
+    first use is at start-up, so a graph that fails stops it (GraphLoadFailed)."""
+    from adapters.graphs.catalog import LangGraphJsonCatalog
+
+    return LangGraphJsonCatalog.load(path) if path else LangGraphJsonCatalog.empty()
+
+
+def prompt(config_dir: str) -> SystemPromptSource:
+    from adapters.system.prompt import FilePrompt
+
+    return FilePrompt(Path(config_dir) / "system.md")
+
+
+def ollama(
+    base_url: str,
+    model: str,
+    think: str,
+    timeout: float,
+    context: int,
+    transport: str,
+    max_tokens: int,
+    tool_choice: str,
+) -> Iterator[ModelPort]:
+    from adapters.ollama.model import OllamaModel
+
+    yield OllamaModel(base_url, model, think, timeout, context, transport, max_tokens, tool_choice or None)
+
+
+def openai(
+    base_url: str, model: str, api_key: str, timeout: float, transport: str, max_tokens: int, tool_choice: str
+) -> Iterator[ModelPort]:
+    from adapters.openai.model import OpenAIModel
+
+    yield OpenAIModel(base_url, model, api_key, timeout, transport, max_tokens, tool_choice or None)
+
+
+def demo_model() -> ModelPort:
+    from adapters.demo.model import DemoModel
+
+    return DemoModel()
+
+
+def mcp(config_dir: str, memory_file: str, start_timeout: float, call_timeout: float) -> Iterator[ToolPort]:
+    from adapters.mcp.toolbox import McpToolbox
+
+    yield McpToolbox(Path(config_dir), Path(memory_file), call_timeout=call_timeout, start_timeout=start_timeout)
+
+
+def demo_tools() -> ToolPort:
+    from adapters.demo.tools import demo_toolbox
+
+    return demo_toolbox()
+
+
+def no_tools() -> ToolPort:
+    from adapters.memory.toolbox import StaticToolbox
+
+    return StaticToolbox()
+
+
+def context(window: int, reserve: int, tool_share: float, summaries: bool) -> ContextPolicy:
+    return ContextPolicy(window, reserve, tool_share, summaries)
+
+
+def nodes(
+    model: ModelPort,
+    tools: ToolPort,
+    prompt: SystemPromptSource,
+    journal: RunStore,
+    context: ContextPolicy,
+    metrics: MetricsPort,
+    approval: str,
+    files: Saver,
+) -> AgentNodes:
+    from adapters.langgraph.graph import AgentNodes
+
+    gate = ApprovalGate(journal, parse_mode(approval))
+    return AgentNodes(model, tools, prompt, journal, context=context, metrics=metrics, gate=gate, files=files)
+
+
+def pdf_reader(seconds: float, memory: int, workers: int) -> Iterator[TextExtractor]:
+    from adapters.files.pdf import PdfLimits, ProcessPdfExtractor
+
+    yield ProcessPdfExtractor(PdfLimits(seconds, memory, workers))
+
+
+def intake(catalog: ModelCatalog, extractor: TextExtractor) -> FileIntake:
+    return FileIntake(extractor, catalog)
+
+
+def args_checker() -> ArgsChecker:
+    from adapters.schema.args import JsonSchemaArgs
+
+    return JsonSchemaArgs()
+
+
+def engine(nodes: AgentNodes, checkpointer: Saver) -> AgentEngine:
+    from adapters.langgraph.engine import LangGraphEngine
+    from adapters.langgraph.graph import build_graph
+
+    return LangGraphEngine(build_graph(nodes, checkpointer), checkpointer)
+
+
+def threads(checkpointer: Saver) -> CheckpointPort:
+    from adapters.langgraph.engine import LangGraphThreads
+    from adapters.langgraph.graph import build_graph
+
+    # reading threads needs the graph's shape only: no model client, no MCP servers
+    return LangGraphThreads(build_graph(None, checkpointer), checkpointer)
+
+
+def stores(store: RunStore, threads: CheckpointPort) -> RunStores:
+    return RunStores(
+        runs=store,
+        events=store,
+        signals=store,
+        journal=store,
+        checkpoints=threads,
+        approvals=store,
+        checker=args_checker(),
+        queue=store,
+    )
+
+
+def conversations(
+    store: RunStore,
+    threads: Callable[[], CheckpointPort],
+    service: Callable[[], RunService],
+    catalog: Callable[[], ModelCatalog],
+    saver: Callable[[], Saver],
+    worker: Callable[[], Worker],
+    unsaved: UnsavedOutcomes,
+    presets: Callable[[], PresetService],
+) -> ConversationService:
+    async def is_active(conversation_id: str) -> bool:
+        return await service().is_active(conversation_id)
+
+    lazy = LazyThreads(threads)
+    copies = LazyCopies(lambda: copies(threads(), saver(), worker()))
+    return ConversationService(
+        store,
+        lazy,
+        is_active,
+        store,
+        branches=lazy,
+        approvals=store,
+        copies=copies,
+        catalog=catalog,
+        unsaved=unsaved,
+        defaults=lambda user: presets().defaults_for(user),
+    )
+
+
+def copies(threads: CheckpointPort, saver: Saver, worker: Worker) -> ThreadCopies:
+    from adapters.langgraph.copies import LangGraphCopies
+    from adapters.langgraph.engine import LangGraphThreads
+
+    assert isinstance(threads, LangGraphThreads)  # what threads builds, on `saver`
+    return LangGraphCopies(threads, saver, worker)
+
+
+def import_worker() -> Iterator[Worker]:
+    from adapters.system.workers import WorkerThreads
+
+    yield WorkerThreads("sophos-import")  # one import read at a time, whatever the number sent
+
+
+def bulk_worker() -> Iterator[Worker]:
+    from adapters.system.workers import WorkerThreads
+
+    # the zip of every conversation, an upload unpacked: asyncio's default executor is
+    # storage's (LangGraph's PostgreSQL saver writes through it), a request's large work never goes there
+    yield WorkerThreads("sophos-bulk", 2)
+
+
+def transfer(
+    store: RunStore, threads: Callable[[], CheckpointPort], files: Callable[[], Saver], worker: Worker, extractor: TextExtractor
+) -> TransferService:
+    return TransferService(
+        store,
+        LazyThreads(threads),
+        LazyCopies(lambda: copies(threads(), files(), worker)),
+        store,
+        files=files,
+        extractor=extractor,
+        worker=worker,
+    )
+
+
+def sessions(backend: StorageBackend) -> SessionStore:
+    return backend.sessions()
+
+
+def users(backend: StorageBackend) -> UserStore:
+    return backend.users()
+
+
+def proxy(auth: str, header: str, trusted: str, auto_create: bool) -> ProxyTrust | None:
+    return ProxyTrust(header, trusted, auto_create) if auth == "proxy" else None

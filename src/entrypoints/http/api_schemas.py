@@ -1,0 +1,205 @@
+"""The shapes the /api route table (entrypoints/http/api.py) names: request bodies,
+answers and the OpenAPI document's shared components."""
+
+from __future__ import annotations
+
+from domain.attachments import AttachmentLimits, size_text
+from entrypoints.http import presets
+from entrypoints.http.openapi import Answer, Param, Schema
+
+UUID: Schema = {
+    "type": "string",
+    "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-5][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$",
+}
+TEXT: Schema = {"type": "string"}
+OBJECT: Schema = {"type": "object"}
+SUMMARY: Schema = {"$ref": "#/components/schemas/ConversationSummary"}
+QUEUED: Schema = {"type": "object", "properties": {"id": TEXT, "position": {"type": "integer"}, "text": TEXT, "createdAt": TEXT}}
+CONVERSATION = Param("conversation_id", "path", TEXT)
+QUEUED_ID = Param("queued_id", "path", TEXT)
+NONE = Answer(204)
+
+
+def closed(properties: Schema, *required: str, **more: object) -> Schema:
+    """A JSON object with these properties only."""
+    schema: Schema = {
+        "type": "object",
+        "additionalProperties": False,
+        **({"required": list(required)} if required else {}),
+        **more,
+        "properties": properties,
+    }
+    return schema
+
+
+def chat_body(limits: AttachmentLimits) -> Schema:
+    """POST /api/chat's body, with this server's attachment limits."""
+    attachments = {
+        "type": "array",
+        "maxItems": limits.max_files,
+        "description": "files of a new message (also as multipart/form-data: fields message, conversation, model, "
+        f"system and files under `attachments`); at most {limits.max_files}, "
+        f"{size_text(limits.max_bytes)} each; {limits.shown} (MAX_ATTACHMENTS, MAX_ATTACHMENT_BYTES, "
+        "ATTACHMENT_TYPES)",
+        "items": closed({"name": TEXT, "type": TEXT, "data": {"type": "string", "format": "byte"}}, "name", "data"),
+    }
+    decision = closed(
+        {
+            "type": {"type": "string", "enum": ["approve", "edit", "reject", "retry", "skip"]},
+            "args": OBJECT,
+            "message": TEXT,
+            "always": {"type": "boolean"},
+        },
+        "type",
+    )
+    return closed(
+        {
+            "message": TEXT,
+            "conversation": TEXT,
+            "resume": {"type": "boolean"},
+            "decision": {"type": "string", "enum": ["retry", "skip"]},
+            "editOf": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "index of the user message the new message replaces, on a new branch",
+            },
+            "regenerate": {"type": "boolean", "description": "answer the last user message again, on a new branch"},
+            "model": {
+                "type": "string",
+                "nullable": True,
+                "maxLength": 200,
+                "description": "the conversation's model from this turn on (GET /api/models); null: the server's "
+                "default; unknown: 400 UNKNOWN_MODEL, nothing stored",
+            },
+            "system": {
+                "type": "string",
+                "nullable": True,
+                "maxLength": 16000,
+                "description": "the conversation's instructions from this turn on; null: config/system.md alone",
+            },
+            "systemMode": presets.MODE,
+            "temporary": {
+                "type": "boolean",
+                "description": "a new conversation that is not kept: never listed nor searched, deleted once its page leaves it",
+            },
+            "attachments": attachments,
+            "multitask": {
+                "type": "string",
+                "enum": ["reject", "enqueue", "interrupt", "rollback"],
+                "description": "what a new message does while the conversation has an active or waiting run "
+                "(default reject: 409)",
+            },
+            "decisions": {"type": "object", "additionalProperties": decision},
+        }
+    )
+
+
+STARTED = Answer(
+    schema={"type": "object", "properties": {"conversation": UUID, "run": TEXT, "queued": QUEUED}},
+    # with `Accept: text/event-stream`: the run's events as GET /api/chat streams them, its ids in headers
+    more={"text/event-stream": TEXT},
+    headers={
+        "X-Conversation-Id": {"description": "the conversation (streamed answer only)", "schema": UUID},
+        "X-Run-Id": {"description": "the run (streamed answer only)", "schema": TEXT},
+        "X-Queued-Id": {"description": "the queued message (multitask enqueue behind an active run)", "schema": TEXT},
+    },
+)
+MODELS: Schema = {
+    "type": "object",
+    "required": ["default", "models"],
+    "properties": {
+        "default": TEXT,
+        "models": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name"],
+                "properties": {
+                    "name": TEXT,
+                    "size": {"type": "integer", "nullable": True},
+                    "context": {"type": "integer", "nullable": True},
+                    "capabilities": {"type": "array", "items": TEXT},
+                    "family": {"type": "string", "nullable": True},
+                    "default": {"type": "boolean"},
+                },
+            },
+        },
+        "error": OBJECT,
+        "attachments": {
+            "type": "object",
+            "description": "what a message may carry here",
+            "properties": {
+                "maxBytes": {"type": "integer"},
+                "maxFiles": {"type": "integer"},
+                "types": {"type": "array", "items": TEXT},
+                "shown": TEXT,
+            },
+        },
+        "autoTitle": {"type": "boolean", "description": "AUTO_TITLE: the model titles a conversation after its first answer"},
+    },
+}
+SEARCH: Schema = {
+    "type": "object",
+    "properties": {
+        "results": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "conversation": UUID,
+                    "title": TEXT,
+                    "messageIndex": {"type": "integer", "nullable": True},
+                    "role": {"type": "string", "enum": ["user", "assistant", "title"]},
+                    "snippet": TEXT,
+                },
+            },
+        },
+        "nextCursor": {"type": "string", "nullable": True},
+        # the inactive branches, which the index does not hold (docs/search.md)
+        "unsearched": {
+            "type": "object",
+            "properties": {"branches": {"type": "integer", "minimum": 0}, "conversations": {"type": "integer", "minimum": 0}},
+        },
+    },
+}
+
+COMPONENTS: Schema = {
+    "Error": {
+        "type": "object",
+        "required": ["error"],
+        "properties": {
+            "error": {"type": "object", "required": ["code", "message"], "properties": {"code": TEXT, "message": TEXT}}
+        },
+    },
+    "Context": {
+        "type": "object",
+        "nullable": True,
+        "description": "What the model saw on its latest call: the messages from index sentFrom on, about `tokens` "
+        "of its `budget` (MODEL_CONTEXT - MODEL_RESERVE); null before any call",
+        "required": ["sentFrom", "tokens", "budget"],
+        "properties": {
+            "sentFrom": {"type": "integer", "minimum": 0},
+            "tokens": {"type": "integer", "minimum": 0},
+            "budget": {"type": "integer", "minimum": 1},
+        },
+    },
+    "ConversationSummary": {
+        "type": "object",
+        "required": ["id", "title", "createdAt", "updatedAt", "messageCount", "status"],
+        "properties": {
+            "id": TEXT,
+            "title": TEXT,
+            "createdAt": TEXT,
+            "updatedAt": TEXT,
+            "messageCount": {"type": "integer"},
+            "status": {"type": "string", "nullable": True},
+            "error": OBJECT,
+            # organising (issue 48): the flags when set; all of them with `fields=all`
+            "pinned": {"type": "boolean"},
+            "archived": {"type": "boolean"},
+            "temporary": {"type": "boolean"},
+            "turns": {"type": "integer", "nullable": True, "description": "its user messages"},
+            "titleBy": {"type": "string", "enum": ["message", "model", "user"]},
+        },
+    },
+}
