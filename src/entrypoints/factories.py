@@ -245,7 +245,7 @@ def conversations(
         return await service().is_active(conversation_id)
 
     lazy = LazyThreads(threads)
-    copies = LazyCopies(lambda: copies(threads(), saver(), worker()))
+    lazy_copies = LazyCopies(lambda: copies(threads(), saver(), worker()))
     return ConversationService(
         store,
         lazy,
@@ -253,7 +253,7 @@ def conversations(
         store,
         branches=lazy,
         approvals=store,
-        copies=copies,
+        copies=lazy_copies,
         catalog=catalog,
         unsaved=unsaved,
         defaults=lambda user: presets().defaults_for(user),

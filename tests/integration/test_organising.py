@@ -126,7 +126,12 @@ def test_the_list_counts_turns_not_messages(client: TestClient, quick: FakeOllam
     turn(client, {"message": "second", "conversation": cid})
     summary = until(
         lambda: next(
-            c for c in client.get("/api/conversations?fields=all").json()["conversations"] if c["id"] == cid and c["turns"] == 2
+            (
+                c
+                for c in client.get("/api/conversations?fields=all").json()["conversations"]
+                if c["id"] == cid and c["turns"] == 2
+            ),
+            None,
         )
     )
     assert summary["messageCount"] == 6  # user, a call, its result, the answer; user, answer
