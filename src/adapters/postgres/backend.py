@@ -90,8 +90,7 @@ class PostgresBackend(Backend):
         return PostgresSessionStore(self.database())
 
     def users(self) -> PostgresUserStore:
-        from adapters.postgres.usage import PostgresAuditLog, PostgresUsageStore
-    from adapters.postgres.users import PostgresUserStore
+        from adapters.postgres.users import PostgresUserStore
 
         return PostgresUserStore(self.database())
 

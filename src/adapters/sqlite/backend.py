@@ -88,8 +88,7 @@ class SqliteBackend(Backend):
         return SqliteSessionStore(*self.runs().workers())  # the run store's writer and reader threads
 
     def users(self) -> SqliteUserStore:
-        from adapters.sqlite.usage import SqliteAuditLog, SqliteUsageStore
-    from adapters.sqlite.users import SqliteUserStore
+        from adapters.sqlite.users import SqliteUserStore
 
         return SqliteUserStore(*self.runs().workers())
 
