@@ -3,6 +3,7 @@ never changed; only the retention (AUDIT_RETENTION_DAYS) removes the oldest."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -62,3 +63,10 @@ MAX_FIELD = 500  # characters kept of a field: a hostile name or header costs a 
 
 def clipped(text: str) -> str:
     return text if len(text) <= MAX_FIELD else text[: MAX_FIELD - 1] + "…"
+
+
+def changed_fields(before: object, after: object) -> str:
+    """The names of the fields two values of one dataclass differ in (`model, system`): what
+    a settings row says changed, never the values (a system prompt may be long or private)."""
+    names = [f.name for f in dataclasses.fields(before)] if dataclasses.is_dataclass(before) else []
+    return ", ".join(n for n in names if getattr(before, n) != getattr(after, n))

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from domain.approvals import ApprovalRequest, decided_on, waiting, waiting_message
+from domain.audit import Action, changed_fields
 from domain.branches import Branch, BranchMarker, fork_messages, fork_title, markers
 from domain.errors import (
     BranchNotFound,
@@ -49,6 +50,7 @@ from ports.checkpoints import CheckpointPort
 from ports.copies import ThreadCopies
 from ports.journal import ToolJournal
 from ports.runs import RunRepository
+from services.audit import NO_AUDIT, AuditTrail
 from services.listing import decode_cursor, encode_cursor, page_size, title_query
 from services.models import ModelCatalog
 from services.pending import annotate_pending
@@ -135,7 +137,9 @@ class ConversationService:
         copies: ThreadCopies | None = None,
         unsaved: UnsavedOutcomes | None = None,
         defaults: Callable[[str], Awaitable[ChatSettings]] | None = None,
+        audit: AuditTrail = NO_AUDIT,
     ) -> None:
+        self.audit = audit  # deletions and settings changes
         self.defaults = defaults  # a user's saved default settings (services.presets)
         self.unsaved = unsaved or UnsavedOutcomes()  # the run service's: outcomes the store refused
         self.catalog = catalog  # a getter: reading conversations never builds a model client
@@ -392,6 +396,8 @@ class ConversationService:
         settings = change.apply(current)
         if settings != current and not await self.runs.set_chat_settings(conv.id, settings):
             raise ConversationNotFound()
+        if settings != current:
+            await self.audit.record(Action.SETTINGS_CHANGED, conv.id, changed_fields(current, settings))
         return await self.summary(conv.id, by=by)
 
     async def delete(self, conversation: object, *, by: Principal = LOCAL) -> bool:
@@ -408,6 +414,7 @@ class ConversationService:
             raise SessionInProgress()
         await self.checkpoints.delete_thread(conv.id)
         await self.runs.delete_conversation(conv.id)
+        await self.audit.record(Action.CONVERSATION_DELETED, conv.id, conv.title)
         return True
 
     async def organise(self, conversation: object, change: Organise, *, by: Principal = LOCAL) -> Conversation:

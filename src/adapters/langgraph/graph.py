@@ -54,6 +54,7 @@ from ports.prompts import SystemPromptSource
 from ports.tools import ToolPort, ToolSpec
 from services.approvals import ApprovalGate
 from services.prompting import ContextKeeper
+from services.usage import UsageMeter, model_cost
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +153,9 @@ class AgentNodes:
         context: ContextPolicy | None = None,
         gate: ApprovalGate | None = None,
         files: AttachmentStore | None = None,
+        usage: UsageMeter | None = None,
     ) -> None:
+        self.usage = usage  # None: calls are neither counted nor held to a quota
         self.files = FilePrompts(files) if files is not None else None  # None: files are left out
         self.gate = gate  # None: no call ever waits for approval
         self.model = model
@@ -172,8 +175,12 @@ class AgentNodes:
         choice = run.choice
         name = choice.model or self.model.name
         write(NodeStarted(step, "agent", name))
-        specs = await self.tools.list_tools()
         thread_id = str(config["configurable"]["thread_id"])
+        if self.usage is not None:
+            # before any model call of the step (its summary's too): QuotaExceeded fails the
+            # run with nothing of the step saved, resumable once the quota resets
+            await self.usage.before_model_call(thread_id)
+        specs = await self.tools.list_tools()
         thread = self.cache.convert_thread(thread_id, state["messages"])
         if self.files is not None:
             thread = await self.files.expand(thread_id, thread, file_chars(self.context.policy_for(choice)))
@@ -191,9 +198,10 @@ class AgentNodes:
                 step, len(plan.messages), plan.left_out, plan.summarized, plan.shortened, plan.sent_from, plan.tokens, plan.budget
             )
         )
-        thinking = Thinking()
+        thinking, began = Thinking(), time.monotonic()
         with _timed(lambda outcome, seconds: self.metrics.model_call(name, outcome, seconds)):
             reply, usage = await self._answer(plan, specs, choice.model, step, thinking, write)
+        await self._count(thread_id, name, plan, reply, usage, time.monotonic() - began)
         self._check_evaluation(config, step, plan, usage, run)
         if reply.cut:
             # stored as the step's reply (it has no tool calls: the graph ends after it);
@@ -247,6 +255,18 @@ class AgentNodes:
             raise RuntimeError("the model ended its stream without a reply")
         return reply, usage
 
+    async def _count(
+        self, thread_id: str, model: str, plan: PromptPlan, reply: AssistantMessage, usage: Usage | None, seconds: float
+    ) -> None:
+        """The call's tokens and seconds in its owner's usage (services.usage): the server's
+        counts, else the prompt's calibrated estimate and the reply's, marked estimated."""
+        if self.usage is None:
+            return
+        reported = (usage.prompt_tokens, usage.completion_tokens) if usage is not None else None
+        out = reply.content + (reply.reasoning or "")
+        cost = model_cost(reported, lambda: (plan.tokens, estimate_text(out)), seconds)
+        await self.usage.model_call(thread_id, model, cost)
+
     def _check_evaluation(
         self, config: RunnableConfig, step: int, plan: PromptPlan, usage: Usage | None, run: RunContext
     ) -> None:
@@ -285,9 +305,11 @@ class AgentNodes:
         if skipped:
             content, failed = SKIPPED, True
         else:
-            started = time.monotonic()
-            content, failed = await self._decided_call(call, step, str(config["configurable"]["thread_id"]), run.run_id)
+            started, thread_id = time.monotonic(), str(config["configurable"]["thread_id"])
+            content, failed = await self._decided_call(call, step, thread_id, run.run_id)
             ms = round((time.monotonic() - started) * 1000)
+            if self.usage is not None:
+                await self.usage.tool_call(thread_id, run.choice.model or self.model.name, time.monotonic() - started)
         result = ToolResult(content, call.id, call.name, "error" if failed else "success", duration_ms=ms, skipped=skipped)
         write(ToolCallFinished(step, result))
         return {"messages": [to_langchain(result)]}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import date, datetime
+from typing import Any
 
 from adapters.postgres.database import PostgresDatabase
 from domain.audit import AuditEntry
@@ -36,6 +37,7 @@ class PostgresUsageStore(UsageStore):
             await cur.execute(ADD, (*values, estimated))
 
     async def rows(self, user: str | None, first: date, last: date) -> Sequence[UsageRow]:
+        args: list[Any]
         where, args = "day BETWEEN %s AND %s", [first, last]
         if user is not None:
             where, args = where + " AND owner = %s", [*args, user]
