@@ -392,7 +392,7 @@ class QuotaExceeded(SophosError):
     code = ErrorCode.QUOTA_EXCEEDED
 
     def __init__(self, reset_at: datetime) -> None:
-        super().__init__(f"Daily token quota used up (USER_DAILY_TOKENS); it resets at {reset_at.isoformat()}")
+        super().__init__(f"Daily token quota used up (USER_DAILY_TOKENS); it resets at {reset_at:%Y-%m-%d %H:%M} UTC")
         self.reset_at = reset_at
 
 

@@ -47,7 +47,7 @@ def usage(ctx: Context, first: str | None, last: str | None, everyone: bool, as_
 @options()
 @pass_ctx
 def audit(ctx: Context, since: str | None, limit: int, as_json: bool, server: str | None) -> None:
-    """The audit log, oldest first: who did what, when and from where (admins)."""
+    """The audit log, oldest first: who did what, when, from where."""
     entries = ctx.with_client(lambda c: c.audit(since, limit), server)
     if as_json:
         click.echo(json.dumps({"entries": entries}))
