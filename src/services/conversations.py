@@ -334,11 +334,13 @@ class ConversationService:
         branches = tuple(await self.branch_store.branches(conv.id)) if self.branch_store else ()
         active = next((b.number for b in branches if b.active), 1)
         where = (active, len(branches)) if len(branches) > 1 else None
+        await self.audit.record(Action.EXPORT, conv.id, "markdown")
         return Transcript(conv, messages, view.sent_from if view else None, where)
 
     async def export_history(self, conversation: object, *, by: Principal = LOCAL) -> CheckpointHistory:
         """What the checkpoint JSONL export lists (entrypoints/export.py writes it)."""
         conv = await self.summary(conversation, by=by)
+        await self.audit.record(Action.EXPORT, conv.id, "jsonl")
         history = await self.checkpoints.list_checkpoints(conv.id)
         if self.copies is None:  # the active branch's messages only
             messages = (await self.checkpoints.get_thread(conv.id)).messages

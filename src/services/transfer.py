@@ -67,7 +67,7 @@ class TransferService:
             stored = await self.files().files(conv.id, digests)
             names = {a.digest: a for b in branches for m in b.messages if isinstance(m, UserMessage) for a in m.attachments}
             copy = replace(copy, files=tuple(Upload(names[d], f.data, f.text) for d, f in stored.items()))
-        await self.audit.record(Action.EXPORT, conv.id, conv.title)
+        await self.audit.record(Action.EXPORT, conv.id, "json")
         return conv, copy
 
     async def export_all(self, *, by: Principal = LOCAL) -> AsyncIterator[tuple[Conversation, ConversationCopy]]:

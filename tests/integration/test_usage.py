@@ -6,9 +6,7 @@ the test controls (no sleeps)."""
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -16,77 +14,27 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from domain.principals import Role
-from entrypoints.container import Container, create_container
-from entrypoints.http.app import create_app
 from entrypoints.lgapi.app import create_lgapi_app
-from tests.support.app import app_env
 from tests.support.fake_ollama import FakeOllama
-
-DAY = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
-
-
-@dataclass
-class Clock:
-    now: datetime = DAY
-
-    def __call__(self) -> datetime:
-        return self.now
+from tests.support.metering import DAY, Setup, start_setup, turn
 
 
-@dataclass
-class Setup:
-    client: TestClient
-    container: Container
-    clock: Clock
-    tokens: dict[str, dict[str, str]]  # user name -> Authorization header
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def database(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
     return {"DATABASE_URL": request.getfixturevalue("pg_url")} if request.param == "postgres" else {}
 
 
 @pytest.fixture
 def make_setup(tmp_path: Path, ollama: FakeOllama, database: dict[str, str]) -> Iterator[Any]:
-    made: list[TestClient] = []
+    made: list[Setup] = []
 
     def make(**settings: Any) -> Setup:
-        ollama.latency = 0.0
-        env = app_env(tmp_path, ollama.url, TOOLS_BACKEND="demo", API_TOKEN="admin-token", **database)
-        env.update({k: str(v) for k, v in settings.items()})
-        container, clock = create_container(env), Clock()
-        container.meter().clock = clock  # the meter counts days and checks the quota on it
-        container.usage().clock = clock
-        client = TestClient(create_app(container))
-        client.__enter__()
-        made.append(client)
-        users = client.app.state.services.users()
-        tokens = {"admin": {"Authorization": "Bearer admin-token"}}
-        for name in ("ann", "bob"):
-            user = client.portal.call(users.add, name, Role.USER)
-            tokens[name] = {"Authorization": f"Bearer {client.portal.call(users.issue_token, user.id, '').token}"}
-        return Setup(client, container, clock, tokens)
+        made.append(start_setup(tmp_path, ollama, database, **settings))
+        return made[-1]
 
     yield make
-    for client in made:
-        client.__exit__(None, None, None)
-
-
-def turn(setup: Setup, who: str, body: dict[str, Any]) -> list[tuple[str, Any]]:
-    """Start a run as `who` and read its events to the end."""
-    started = setup.client.post("/api/chat", json=body, headers=setup.tokens[who])
-    assert started.status_code == 200, started.text
-    cid = started.json()["conversation"]
-    out: list[tuple[str, Any]] = []
-    with setup.client.stream("GET", f"/api/chat?conversation={cid}", headers=setup.tokens[who]) as response:
-        event = None
-        for line in response.iter_lines():
-            if line.startswith("event: "):
-                event = line[7:]
-            elif line.startswith("data: ") and event is not None:
-                out.append((event, json.loads(line[6:])))
-    return [("conversation", cid), *out]
+    for setup in made:
+        setup.client.__exit__(None, None, None)
 
 
 def usage_of(setup: Setup, who: str, **params: str) -> list[dict[str, Any]]:
