@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 
 from adapters.langgraph.graph import AgentNodes, build_graph
 from adapters.memory.model import ScriptedModel
@@ -18,6 +18,7 @@ from adapters.memory.saver import InMemoryThreadSaver
 from adapters.memory.toolbox import StaticToolbox
 from adapters.memory.usage import InMemoryUsageStore
 from adapters.system.prompt import FixedPrompt
+from domain.context import ContextPolicy
 from domain.errors import QuotaExceeded
 from domain.principals import BOOTSTRAP_ID
 from domain.usage import Cost, reset_at
@@ -69,3 +70,16 @@ async def test_the_quota_refuses_from_the_limit_on_and_resets_at_midnight_utc() 
 async def test_a_day_is_a_utc_day_whatever_the_clocks_zone() -> None:
     east = datetime(2026, 3, 2, 0, 30, tzinfo=UTC).astimezone(ZoneInfo("Asia/Tokyo"))
     assert reset_at(east) == datetime(2026, 3, 3, tzinfo=UTC)
+
+
+async def test_a_summary_call_is_counted_as_a_model_call_of_its_step() -> None:
+    meter, store, cid, _ = await meter_with_conversation()
+    model = ScriptedModel(["A SUMMARY.", "the answer"])
+    policy = ContextPolicy(window=1024, reserve=256, summaries=True)
+    graph = build_graph(AgentNodes(model, StaticToolbox(), FixedPrompt(), context=policy, usage=meter), InMemoryThreadSaver())
+    long = "word " * 300  # two such messages no longer fit: the second turn summarizes first
+    history = [HumanMessage(f"one {long}"), AIMessage("first answer"), HumanMessage(f"two {long}")]
+    await graph.ainvoke({"messages": history}, {"configurable": {"thread_id": cid}})
+    assert len(model.seen) == 2
+    (row,) = await store.rows("u_ann", NOON.date(), NOON.date())
+    assert (row.calls, row.estimated_calls) == (2, 2) and row.input_tokens > 600

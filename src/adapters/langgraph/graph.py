@@ -53,7 +53,7 @@ from ports.model import ModelPort, ReasoningChunk, TextChunk, Usage
 from ports.prompts import SystemPromptSource
 from ports.tools import ToolPort, ToolSpec
 from services.approvals import ApprovalGate
-from services.prompting import ContextKeeper
+from services.prompting import ContextKeeper, Spent
 from services.usage import UsageMeter, model_cost
 
 log = logging.getLogger(__name__)
@@ -190,7 +190,11 @@ class AgentNodes:
         if plan.summarize is not None:
             # stored in a checkpoint of its own before the answer is asked for: a resume
             # after a crash finds it, and no later call pays for it again
-            summary = await self.context.summarize(thread, plan, choice.model)
+            spent: list[Spent] = []
+            began = time.monotonic()
+            summary = await self.context.summarize(thread, plan, choice.model, spent)
+            for cost in spent:
+                await self._count(thread_id, name, cost.sent, cost.answer, cost.usage, time.monotonic() - began)
             write(ContextSummarized(step, summary.covers, estimate_text(summary.content)))
             return Command(update={"messages": [to_langchain(summary)]}, goto="agent")
         write(
@@ -201,7 +205,7 @@ class AgentNodes:
         thinking, began = Thinking(), time.monotonic()
         with _timed(lambda outcome, seconds: self.metrics.model_call(name, outcome, seconds)):
             reply, usage = await self._answer(plan, specs, choice.model, step, thinking, write)
-        await self._count(thread_id, name, plan, reply, usage, time.monotonic() - began)
+        await self._count(thread_id, name, plan.tokens, reply.content + (reply.reasoning or ""), usage, time.monotonic() - began)
         self._check_evaluation(config, step, plan, usage, run)
         if reply.cut:
             # stored as the step's reply (it has no tool calls: the graph ends after it);
@@ -255,17 +259,13 @@ class AgentNodes:
             raise RuntimeError("the model ended its stream without a reply")
         return reply, usage
 
-    async def _count(
-        self, thread_id: str, model: str, plan: PromptPlan, reply: AssistantMessage, usage: Usage | None, seconds: float
-    ) -> None:
+    async def _count(self, thread_id: str, model: str, sent: int, answer: str, usage: Usage | None, seconds: float) -> None:
         """The call's tokens and seconds in its owner's usage (services.usage): the server's
-        counts, else the prompt's calibrated estimate and the reply's, marked estimated."""
+        counts, else the prompt's estimate (`sent`) and the answer's, marked estimated."""
         if self.usage is None:
             return
         reported = (usage.prompt_tokens, usage.completion_tokens) if usage is not None else None
-        out = reply.content + (reply.reasoning or "")
-        cost = model_cost(reported, lambda: (plan.tokens, estimate_text(out)), seconds)
-        await self.usage.model_call(thread_id, model, cost)
+        await self.usage.model_call(thread_id, model, model_cost(reported, lambda: (sent, estimate_text(answer)), seconds))
 
     def _check_evaluation(
         self, config: RunnableConfig, step: int, plan: PromptPlan, usage: Usage | None, run: RunContext
