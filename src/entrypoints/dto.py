@@ -69,9 +69,12 @@ def _reply_fields(message: AssistantMessage) -> dict[str, Any]:
     return dto
 
 
-def context_dto(view: ContextView) -> dict[str, int]:
+def context_dto(view: ContextView) -> dict[str, Any]:
     """What the model saw when it wrote a reply (the Context schema)."""
-    return {"sentFrom": view.sent_from, "tokens": view.tokens, "budget": view.budget}
+    out: dict[str, Any] = {"sentFrom": view.sent_from, "tokens": view.tokens, "budget": view.budget}
+    if view.searched:
+        out["searched"] = list(view.searched)
+    return out
 
 
 def checkpoint_dto(summary: CheckpointSummary) -> dict[str, Any]:

@@ -182,8 +182,9 @@ class AgentNodes:
             await self.usage.before_model_call(thread_id)
         specs = await self.tools.list_tools()
         thread = self.cache.convert_thread(thread_id, state["messages"])
+        searched: tuple[str, ...] = ()
         if self.files is not None:
-            thread = await self.files.expand(thread_id, thread, file_chars(self.context.policy_for(choice)))
+            thread, searched = await self.files.expand(thread_id, thread, file_chars(self.context.policy_for(choice)))
         replaced = choice.system is not None and choice.system_mode is SystemMode.REPLACE
         system = compose_system("" if replaced else self.prompt.read(), choice.system, choice.system_mode)
         plan = self.context.plan(thread_id, thread, system, specs, choice)
@@ -199,7 +200,15 @@ class AgentNodes:
             return Command(update={"messages": [to_langchain(summary)]}, goto="agent")
         write(
             ContextPlanned(
-                step, len(plan.messages), plan.left_out, plan.summarized, plan.shortened, plan.sent_from, plan.tokens, plan.budget
+                step,
+                len(plan.messages),
+                plan.left_out,
+                plan.summarized,
+                plan.shortened,
+                plan.sent_from,
+                plan.tokens,
+                plan.budget,
+                searched,
             )
         )
         thinking, began = Thinking(), time.monotonic()
@@ -216,7 +225,7 @@ class AgentNodes:
             write(ToolCallRequested(step, call))
         reply = replace(
             reply,
-            context=ContextView(plan.sent_from, plan.tokens, plan.budget),
+            context=ContextView(plan.sent_from, plan.tokens, plan.budget, searched),
             model=name,
             reasoning=reply.reasoning or thinking.text or None,
             reasoning_seconds=thinking.seconds(),

@@ -181,6 +181,11 @@ COMPONENTS: Schema = {
             "sentFrom": {"type": "integer", "minimum": 0},
             "tokens": {"type": "integer", "minimum": 0},
             "budget": {"type": "integer", "minimum": 1},
+            "searched": {
+                "type": "array",
+                "items": TEXT,
+                "description": "files too long to send whole: the passages that best match the message were sent",
+            },
         },
     },
     "ConversationSummary": {
