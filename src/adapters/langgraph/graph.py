@@ -44,7 +44,17 @@ from domain.events import (
     ToolCallRequested,
 )
 from domain.lifecycle import idempotency_key, own_call_ids
-from domain.model import AssistantMessage, ContextView, SystemMode, ToolCall, ToolResult, new_call_id, utc_now
+from domain.model import (
+    AssistantMessage,
+    ContextView,
+    Message,
+    SummaryMessage,
+    SystemMode,
+    ToolCall,
+    ToolResult,
+    new_call_id,
+    utc_now,
+)
 from domain.models import compose_system
 from ports.attachments import AttachmentStore
 from ports.journal import ToolJournal
@@ -191,11 +201,7 @@ class AgentNodes:
         if plan.summarize is not None:
             # stored in a checkpoint of its own before the answer is asked for: a resume
             # after a crash finds it, and no later call pays for it again
-            spent: list[Spent] = []
-            began = time.monotonic()
-            summary = await self.context.summarize(thread, plan, choice.model, spent)
-            for cost in spent:
-                await self._count(thread_id, name, cost.sent, cost.answer, cost.usage, time.monotonic() - began)
+            summary = await self._summarize(thread_id, name, thread, plan, choice.model)
             write(ContextSummarized(step, summary.covers, estimate_text(summary.content)))
             return Command(update={"messages": [to_langchain(summary)]}, goto="agent")
         write(
@@ -231,6 +237,17 @@ class AgentNodes:
             reasoning_seconds=thinking.seconds(),
         )
         return {"messages": [to_langchain(reply)]}
+
+    async def _summarize(
+        self, thread_id: str, name: str, thread: Sequence[Message], plan: PromptPlan, model: str | None
+    ) -> SummaryMessage:
+        """The summary the plan asks for, its call counted in the owner's usage."""
+        spent: list[Spent] = []
+        began = time.monotonic()
+        summary = await self.context.summarize(thread, plan, model, spent)
+        for cost in spent:
+            await self._count(thread_id, name, cost.sent, cost.answer, cost.usage, time.monotonic() - began)
+        return summary
 
     async def _answer(
         self,
