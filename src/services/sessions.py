@@ -164,6 +164,9 @@ class SessionService:
             try:
                 user = await self.users.add_user(new_user_id(), checked, Role.USER, self._clock())
                 log.info("user %s created on first sight through the proxy", checked)
+                await self.audit.record(
+                    Action.USER_ADDED, checked, "on first sight (PROXY_AUTO_CREATE)", actor="proxy", origin=peer
+                )
             except UserExists:  # another process created them meanwhile
                 user = await self.users.user(checked)
         if user is None:
