@@ -56,14 +56,16 @@ class UsageMeter:
         self.metrics = metrics
         self._owners: OrderedDict[str, str] = OrderedDict()  # conversation -> owner, bounded
 
-    async def owner_of(self, conversation_id: str) -> str:
-        """The conversation's owner, whom its calls are counted against (cached: an owner
-        changes only when a user claims the bootstrap admin's conversations)."""
-        owner = self._owners.get(conversation_id)
+    async def owner_of(self, conversation_id: str, fresh: bool = False) -> str:
+        """The conversation's owner, whom its calls are counted against: read at each
+        step's start (`fresh`: a `sophos users claim` in another process changes it), kept
+        for the step's calls."""
+        owner = None if fresh else self._owners.get(conversation_id)
         if owner is None:
             found = await self.runs.get_conversation(conversation_id)
             owner = found.owner if found is not None else BOOTSTRAP_ID
             self._owners[conversation_id] = owner
+            self._owners.move_to_end(conversation_id)
             if len(self._owners) > OWNERS_KEPT:
                 self._owners.popitem(last=False)
         return owner
@@ -77,9 +79,11 @@ class UsageMeter:
             raise QuotaExceeded(reset_at(now))
 
     async def before_model_call(self, conversation_id: str) -> None:
-        """QuotaExceeded when the conversation's owner used their tokens for today."""
+        """At an agent step's start: QuotaExceeded when the conversation's owner used their
+        tokens for today."""
+        owner = await self.owner_of(conversation_id, fresh=True)
         if self.daily_tokens:
-            await self.admit(await self.owner_of(conversation_id))
+            await self.admit(owner)
 
     async def model_call(self, conversation_id: str, model: str, cost: Cost) -> None:
         await self.store.add(await self.owner_of(conversation_id), model, day_of(self.clock()), cost)

@@ -83,3 +83,13 @@ async def test_a_summary_call_is_counted_as_a_model_call_of_its_step() -> None:
     assert len(model.seen) == 2
     (row,) = await store.rows("u_ann", NOON.date(), NOON.date())
     assert (row.calls, row.estimated_calls) == (2, 2) and row.input_tokens > 600
+
+
+async def test_calls_count_against_the_owner_the_conversation_has_at_the_steps_start() -> None:
+    meter, store, cid, _ = await meter_with_conversation()
+    await meter.before_model_call(cid)
+    await meter.model_call(cid, "m", Cost(1, 1, 0, 0, 1))
+    assert await meter.runs.give_conversations("u_ann", "u_bob") == 1  # a claim, as from another process
+    await meter.before_model_call(cid)
+    await meter.model_call(cid, "m", Cost(2, 2, 0, 0, 1))
+    assert (await store.tokens("u_ann", NOON.date()), await store.tokens("u_bob", NOON.date())) == (2, 4)
