@@ -23,8 +23,8 @@ class Cost:
 
 @dataclass(frozen=True)
 class UsageRow:
-    """A user's use of one model on one UTC day. `estimated_calls`: how many of `calls`
-    had their tokens estimated (the server reported none)."""
+    """A user's (by id) use of one model on one UTC day. `estimated_calls`: how many of
+    `calls` had their tokens estimated (the server reported none)."""
 
     user: str
     model: str
@@ -35,6 +35,7 @@ class UsageRow:
     tool_seconds: float
     calls: int
     estimated_calls: int = 0
+    user_name: str | None = None  # the user's name, where a report looked it up
 
     @property
     def tokens(self) -> int:

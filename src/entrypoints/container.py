@@ -121,7 +121,6 @@ class Container(containers.DeclarativeContainer):
     )
     usage_store = providers.Singleton(factories.usage_store, backend)
     meter = providers.Singleton(UsageMeter, usage_store, store, config.USER_DAILY_TOKENS, metrics=metrics)
-    usage = providers.Singleton(UsageService, usage_store)
     audit = providers.Singleton(factories.audit, backend, config.AUDIT_RETENTION_DAYS)
     nodes = providers.Singleton(
         factories.nodes, model, tools, prompt, store, context, metrics, config.TOOL_APPROVAL, checkpointer, meter
@@ -199,6 +198,7 @@ class Container(containers.DeclarativeContainer):
         audit=audit,
     )
     users = providers.Singleton(UserService, user_store, session_store, history=store, audit=audit)
+    usage = providers.Singleton(UsageService, usage_store, user_store)
     # what the edges get instead of this container (built once; each getter lazy)
     services = providers.Singleton(
         Services,

@@ -271,7 +271,8 @@ def pending_dto(detail: ConversationDetail) -> dict[str, Any]:
 
 def usage_dto(row: UsageRow) -> dict[str, Any]:
     return {
-        "user": row.user,
+        "user": row.user_name or row.user,
+        "userId": row.user,
         "model": row.model,
         "day": row.day.isoformat(),
         "inputTokens": row.input_tokens,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import date, datetime, timedelta
 
 from domain.errors import Forbidden, InvalidInput, QuotaExceeded
@@ -23,6 +24,7 @@ from domain.usage import Cost, UsageRow, day_of, over_quota, reset_at
 from ports.metrics import NO_METRICS, MetricsPort
 from ports.runs import RunRepository
 from ports.usage import UsageStore
+from ports.users import UserStore
 
 MAX_DAYS = 366  # a report's range at most: a year of rows is a bounded answer
 OWNERS_KEPT = 1024
@@ -98,8 +100,9 @@ class UsageService:
     """The usage report (GET /api/usage, `sophos usage`): a user's own rows; an admin's
     `everyone` adds every user's."""
 
-    def __init__(self, store: UsageStore, clock: Callable[[], datetime] = utc_now) -> None:
+    def __init__(self, store: UsageStore, users: UserStore | None = None, clock: Callable[[], datetime] = utc_now) -> None:
         self.store = store
+        self.users = users  # to name each row's user (None: rows name ids only)
         self.clock = clock
 
     async def report(
@@ -117,7 +120,11 @@ class UsageService:
             raise InvalidInput("`from` is after `to`")
         if (last - first).days >= MAX_DAYS:
             raise InvalidInput(f"a usage report covers at most {MAX_DAYS} days")
-        return await self.store.rows(None if everyone else by.user_id, first, last)
+        rows = await self.store.rows(None if everyone else by.user_id, first, last)
+        names = {BOOTSTRAP_ID: BOOTSTRAP_ID, by.user_id: by.name}
+        if everyone and self.users is not None and rows:
+            names.update({u.id: u.name for u in await self.users.users()})  # users are never deleted
+        return [replace(r, user_name=names.get(r.user)) for r in rows]
 
 
 def parse_day(value: object, name: str) -> date | None:

@@ -6,6 +6,7 @@ the test controls (no sleeps)."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from entrypoints.lgapi.app import create_lgapi_app
+from tests.support.cli import sophos
 from tests.support.fake_ollama import FakeOllama
 from tests.support.metering import DAY, Setup, start_setup, turn
 
@@ -45,7 +47,9 @@ def usage_of(setup: Setup, who: str, **params: str) -> list[dict[str, Any]]:
     return rows
 
 
-def test_usage_totals_equal_the_model_servers_counts_and_each_user_sees_their_own(make_setup: Any, ollama: FakeOllama) -> None:
+def test_usage_totals_equal_the_model_servers_counts_and_each_user_sees_their_own(
+    make_setup: Any, ollama: FakeOllama, tmp_path: Path
+) -> None:
     setup = make_setup()
     reported: dict[str, list[tuple[int, int]]] = {}
     for who, turns in (("ann", 12), ("bob", 7)):
@@ -62,14 +66,18 @@ def test_usage_totals_equal_the_model_servers_counts_and_each_user_sees_their_ow
         reported[who] = ollama.reported[before:]
     for who in ("ann", "bob"):
         rows = usage_of(setup, who)
-        assert [r["user"] for r in rows] == [rows[0]["user"]] and rows[0]["model"] == "qwen3"
         (row,) = rows
+        assert row["user"] == who and row["userId"].startswith("u_") and row["model"] == "qwen3"
         assert row["inputTokens"] == sum(i for i, _ in reported[who])
         assert row["outputTokens"] == sum(o for _, o in reported[who])
         assert row["calls"] == len(reported[who]) and row["estimated"] is False
         assert row["modelSeconds"] > 0 and row["toolSeconds"] > 0
     everyone = usage_of(setup, "admin", all="true")
-    assert sorted(r["calls"] for r in everyone) == sorted(len(v) for v in reported.values())
+    assert {r["user"]: r["calls"] for r in everyone} == {who: len(v) for who, v in reported.items()}
+    day = DAY.date().isoformat()
+    done = sophos(setup.env, tmp_path, "usage", "--from", day, "--to", day, "--all", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["rows"] == everyone  # this machine's command reads the same rows
     refused = setup.client.get("/api/usage", params={"all": "true"}, headers=setup.tokens["ann"])
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "FORBIDDEN"
     bad = setup.client.get("/api/usage", params={"from": "yesterday"}, headers=setup.tokens["ann"])

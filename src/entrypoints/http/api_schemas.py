@@ -220,7 +220,8 @@ USAGE_ROWS: Schema = {
             "items": {
                 "type": "object",
                 "properties": {
-                    "user": TEXT,
+                    "user": {"type": "string", "description": "the user's name"},
+                    "userId": TEXT,
                     "model": TEXT,
                     "day": {"type": "string", "format": "date"},
                     "inputTokens": INTEGER,
