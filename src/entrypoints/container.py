@@ -157,7 +157,7 @@ class Container(containers.DeclarativeContainer):
         auto_resume=config.AUTO_RESUME,
         event_retention=config.RUN_EVENT_RETENTION_SECONDS,
         approval_timeout=config.APPROVAL_TIMEOUT,
-        after_runs=providers.Singleton(AfterRuns, store, threads, model.provider, config.AUTO_TITLE),
+        after_runs=providers.Singleton(AfterRuns, store, threads, model.provider, config.AUTO_TITLE, meter=meter),
         audit=audit,
     )
     import_worker = providers.Resource(factories.import_worker)  # an import's file read and its messages built
