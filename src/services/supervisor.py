@@ -26,6 +26,7 @@ from domain.errors import (
 from domain.lifecycle import Adoption, StopReason
 from domain.model import PendingCall, RunTrigger
 from services.after_runs import AfterRuns
+from services.audit import AuditTrail
 from services.handles import StartedRun
 from services.kernel import KernelDeps, RunKernel, RunUseCases
 from services.pending import annotate_pending
@@ -49,7 +50,9 @@ class Supervisor:
         event_retention: float = 300.0,
         approval_timeout: float = 0.0,
         after_runs: AfterRuns | None = None,
+        audit: AuditTrail | None = None,
     ) -> None:
+        self.audit = audit  # its rows past AUDIT_RETENTION_DAYS are pruned here
         self.after_runs = after_runs  # what follows each run here: turns, titles, temporary chats
         self.service = service
         self.approval_timeout = approval_timeout  # seconds; 0: a question waits for ever
@@ -114,6 +117,8 @@ class Supervisor:
         if self.after_runs is not None:
             await self.after_runs.sweep()
         await self.deps.stores.events.prune(self.event_retention)
+        if self.audit is not None:
+            await self.audit.prune()
 
     async def renew(self) -> None:
         """Renew the leases of this process's runs; stop at once those it lost."""

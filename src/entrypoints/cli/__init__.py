@@ -24,6 +24,7 @@ from entrypoints.cli.repl import repl
 from entrypoints.cli.runs import cancel, chat, regenerate, resume
 from entrypoints.cli.serve import serve
 from entrypoints.cli.transfer import export, import_
+from entrypoints.cli.usage import audit, usage
 from entrypoints.cli.users import users
 from entrypoints.cli_search import reindex, search
 from entrypoints.logs import configure_logging
@@ -103,6 +104,8 @@ for command in (
     doctor,
     serve,
     users,
+    usage,
+    audit,
     graphs,
 ):
     main.add_command(command)

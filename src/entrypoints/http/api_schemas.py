@@ -208,3 +208,51 @@ COMPONENTS: Schema = {
         },
     },
 }
+
+# GET /api/usage and GET /api/audit (entrypoints/http/usage.py)
+NUMBER: Schema = {"type": "number"}
+INTEGER: Schema = {"type": "integer"}
+USAGE_ROWS: Schema = {
+    "type": "object",
+    "properties": {
+        "rows": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "user": {"type": "string", "description": "the user's name"},
+                    "userId": TEXT,
+                    "model": TEXT,
+                    "day": {"type": "string", "format": "date"},
+                    "inputTokens": INTEGER,
+                    "outputTokens": INTEGER,
+                    "modelSeconds": NUMBER,
+                    "toolSeconds": NUMBER,
+                    "calls": INTEGER,
+                    "estimated": {"type": "boolean", "description": "some calls' tokens were estimated: the server gave none"},
+                    "estimatedCalls": INTEGER,
+                },
+            },
+        }
+    },
+}
+AUDIT_ROWS: Schema = {
+    "type": "object",
+    "properties": {
+        "entries": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "seq": INTEGER,
+                    "at": TEXT,
+                    "actor": TEXT,
+                    "action": TEXT,
+                    "origin": {"type": "string", "description": "the client's address, or cli:<os user>"},
+                    "target": TEXT,
+                    "detail": TEXT,
+                },
+            },
+        }
+    },
+}
