@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from services.allow_rules import AllowRules
     from services.conversations import ConversationService
     from services.files import FileService
+    from services.hosted import HostedRuns
     from services.models import ModelCatalog
     from services.presets import PresetService
     from services.queueing import QueueService
@@ -62,5 +63,6 @@ class Services:
     files: Callable[[], FileService] | None = None  # the files messages carry (None: not served)
     attachment_limits: AttachmentLimits = DEFAULT_LIMITS  # what a message may carry (settings)
     graphs: Callable[[], GraphCatalog] | None = None  # the graphs of LANGGRAPH_JSON (None: not wired)
+    hosted: Callable[[], HostedRuns] | None = None  # runs of those graphs (None: not wired)
     presets: Callable[[], PresetService] | None = None  # each user's saved chat settings (None: not wired)
     auto_title: bool = True  # AUTO_TITLE: the model titles a conversation after its first answer

@@ -27,6 +27,7 @@ from ports.sessions import SessionStore
 from ports.storage import StoragePort
 from ports.tools import ToolPort
 from ports.users import UserStore
+from ports.graphs import GraphRunner
 from ports.workers import Worker
 from services.approvals import ApprovalGate
 from services.attachments import FileIntake
@@ -112,6 +113,14 @@ def graphs(path: str) -> LangGraphJsonCatalog:
     from adapters.graphs.catalog import LangGraphJsonCatalog
 
     return LangGraphJsonCatalog.load(path) if path else LangGraphJsonCatalog.empty()
+
+
+def graph_runner(catalog: LangGraphJsonCatalog, checkpointer: Saver) -> GraphRunner:
+    """The hosted graphs run on the backend's saver (fenced by the run) and, until the
+    server's store port lands, a store of this process's memory (the seam: its `store`)."""
+    from adapters.graphs.runner import CatalogGraphRunner
+
+    return CatalogGraphRunner(catalog, checkpointer)
 
 
 def prompt(config_dir: str) -> SystemPromptSource:

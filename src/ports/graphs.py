@@ -6,7 +6,7 @@ that exists holds only graphs that imported."""
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, Protocol
 
 from domain.graphs import HostedGraph
@@ -42,7 +42,7 @@ class GraphRunner(Protocol):
     process's (paused past its lease, taken over) gets RunLost and writes nothing."""
 
     @abstractmethod
-    def stream(self, run: GraphRun, run_id: str) -> AsyncIterator[GraphChunk]:
+    def stream(self, run: GraphRun, run_id: str) -> AsyncGenerator[GraphChunk, None]:
         """Run `run` as the recorded run `run_id`, its chunks as they come (JSON payloads), in
         LangGraph's order. Raises what the graph raises (GraphNotFound for an unknown graph,
         RunLost when a write is fenced off); an `interrupt()` or interrupt_before/after ends
@@ -68,3 +68,13 @@ class GraphRunner(Protocol):
     ) -> str:
         """Write `values` into the thread as node `as_node` wrote them (None: as LangGraph
         picks), from `checkpoint_id` (None: the latest); the new checkpoint's id."""
+
+    @abstractmethod
+    async def drawing(self, graph_id: str, *, xray: bool | int = False) -> Mapping[str, Any]:
+        """The graph's nodes and edges (LangGraph's `get_graph().to_json()`, as JSON);
+        `xray`: its subgraphs' too (a depth, or True for all)."""
+
+    @abstractmethod
+    async def schemas(self, graph_id: str) -> Mapping[str, Any]:
+        """The graph's JSON schemas: `input_schema`, `output_schema`, `state_schema`,
+        `config_schema`, `context_schema` (None for one LangGraph cannot give)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from datetime import date, datetime
 from enum import Enum
 from typing import Any
@@ -48,7 +48,7 @@ class CatalogGraphRunner(GraphRunner):
             graph_id, access=access, store=self._store, checkpointer=self._checkpointer, config=config, context=context
         )
 
-    async def stream(self, run: GraphRun, run_id: str) -> AsyncIterator[GraphChunk]:
+    async def stream(self, run: GraphRun, run_id: str) -> AsyncGenerator[GraphChunk, None]:
         config = run_config(run, run_id)
         names = {_MODES.get(m, m): m for m in run.stream_modes if _MODES.get(m, m) in _NATIVE}
         modes = list(names) or ["values"]
@@ -88,6 +88,31 @@ class CatalogGraphRunner(GraphRunner):
         async with self._graph(graph_id, "threads.update", config) as graph:
             written = await graph.aupdate_state(config, values, as_node=as_node)
         return str(written["configurable"]["checkpoint_id"])
+
+    async def drawing(self, graph_id: str, *, xray: bool | int = False) -> Mapping[str, Any]:
+        async with self._graph(graph_id, "assistants.read") as graph:
+            drawn = await graph.aget_graph(xray=xray)
+        out: dict[str, Any] = jsonable(drawn.to_json())
+        return out
+
+    async def schemas(self, graph_id: str) -> Mapping[str, Any]:
+        async with self._graph(graph_id, "assistants.read") as graph:
+            return {
+                "graph_id": graph_id,
+                "input_schema": _schema(graph.get_input_jsonschema),
+                "output_schema": _schema(graph.get_output_jsonschema),
+                "state_schema": _schema(lambda: graph.get_input_jsonschema() | {"title": graph.name}),
+                "config_schema": _schema(graph.get_config_jsonschema),
+                "context_schema": _schema(graph.get_context_jsonschema),
+            }
+
+
+def _schema(make: Callable[[], Any]) -> Any:
+    """A schema LangGraph gives, or None where it cannot (as langgraph-api answers)."""
+    try:
+        return jsonable(make())
+    except Exception:
+        return None
 
 
 def run_config(run: GraphRun, run_id: str) -> dict[str, Any]:
