@@ -19,7 +19,8 @@ GRAPH_EVENT = "graph"  # the stream event that carries a hosted graph's chunk: {
 # LangGraph's `messages`); `events` (astream_events) is accepted and sends nothing
 STREAM_MODES = ("values", "updates", "messages-tuple", "messages", "custom", "debug", "tasks", "checkpoints", "events")
 THREAD_GRAPH_KEY = "graph_id"  # thread metadata naming the graph the thread's runs run, as langgraph-api stamps it
-MAX_NODES = 256  # interrupt_before / interrupt_after entries
+MAX_NODES = 256
+DURABILITY = ("sync", "async", "exit")  # interrupt_before / interrupt_after entries
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,8 @@ class GraphRun:
     """One run of graph `graph_id` on thread `thread_id`: `input` (any JSON; None resumes from
     the thread's last checkpoint) or `command` (`resume`, `update`, `goto`), the run's
     `config` and `context`, the stream modes asked for, the nodes to stop before or after
-    (`"*"`: every node), whether subgraphs stream, and the checkpoint to run from."""
+    (`"*"`: every node), whether subgraphs stream, the checkpoint to run from, and when
+    checkpoints are written."""
 
     graph_id: str
     thread_id: str
@@ -40,8 +42,13 @@ class GraphRun:
     interrupt_after: tuple[str, ...] | str = ()
     subgraphs: bool = False
     checkpoint_id: str | None = None
+    # LangGraph's durability: "sync" (Sophos's default: a step's checkpoint is committed
+    # before the next step begins, so a crash re-runs only the step it cut), "async", "exit"
+    durability: str = "sync"
 
     def __post_init__(self) -> None:
+        if self.durability not in DURABILITY:
+            raise InvalidInput('durability must be "sync", "async" or "exit"')
         if self.input is not None and self.command is not None:
             raise InvalidInput("A run takes an input or a command, not both")
         if self.command is not None and not set(self.command) & {"resume", "update", "goto"}:
@@ -62,6 +69,7 @@ class GraphRun:
             "config": dict(self.config),
             "context": self.context,
             "subgraphs": self.subgraphs,
+            "durability": self.durability,
         }
 
     @classmethod
@@ -76,6 +84,7 @@ class GraphRun:
             context=kept.get("context"),
             stream_modes=tuple(modes) if isinstance(modes, list) and modes else ("values",),
             subgraphs=bool(kept.get("subgraphs")),
+            durability=str(kept.get("durability") or "sync"),
         )
 
 

@@ -52,7 +52,7 @@ class CatalogGraphRunner(GraphRunner):
         config = run_config(run, run_id)
         names = {_MODES.get(m, m): m for m in run.stream_modes if _MODES.get(m, m) in _NATIVE}
         modes = list(names) or ["values"]
-        kwargs: dict[str, Any] = {"stream_mode": modes, "subgraphs": run.subgraphs}
+        kwargs: dict[str, Any] = {"stream_mode": modes, "subgraphs": run.subgraphs, "durability": run.durability}
         for name in ("interrupt_before", "interrupt_after"):
             nodes = getattr(run, name)
             if nodes:

@@ -112,6 +112,7 @@ def graph_run(body: dict[str, Any], cid: str, graph_id: str) -> GraphRun:
         interrupt_after=_nodes(body.get("interrupt_after"), "interrupt_after"),
         subgraphs=bool(body.get("stream_subgraphs")),
         checkpoint_id=checkpoint_id if isinstance(checkpoint_id, str) else None,
+        durability=body.get("durability") or "sync",
     )
 
 

@@ -1,0 +1,213 @@
+"""A person's own LangGraph graphs (a `langgraph.json`) served by a real `sophos serve` on its
+LangGraph API, driven by the pinned langgraph-sdk (issue 44): a run is a Sophos run (its
+stream, join and re-join, its state, history and update_state through the graph), an
+`interrupt()` in the person's node resumes once with `command.resume`, a failing node is
+LangGraph's `error` event, and a run cut by kill -9 of the server is resumed with its own
+graph from the last checkpoint (AUTO_RESUME, SQLite)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from langgraph_sdk import get_sync_client
+from langgraph_sdk.client import SyncLangGraphClient
+
+from tests.support.app import app_env
+from tests.support.server import LiveServer, free_port
+
+GRAPHS = """
+import os, time, operator
+from typing import Annotated
+from typing_extensions import TypedDict
+from langgraph.config import get_stream_writer
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+
+
+def mark(what):  # every execution of a node, in order: what the test counts
+    with open(os.environ["HOSTED_TEST_LOG"], "a") as log:
+        log.write(what + "\\n")
+
+
+class State(TypedDict):
+    items: Annotated[list[str], operator.add]
+
+
+def first(state):
+    mark("first")
+    get_stream_writer()({"node": "first"})
+    return {"items": ["first"]}
+
+
+def ask(state):
+    mark("ask")
+    answer = interrupt("ok?")
+    mark(f"answered:{answer}")
+    return {"items": [f"answer:{answer}"]}
+
+
+def slow(state):  # holds until the test opens the gate: the server is killed meanwhile
+    mark("slow")
+    gate = os.environ["HOSTED_TEST_GATE"]
+    while not os.path.exists(gate):
+        time.sleep(0.01)
+    return {"items": ["slow"]}
+
+
+def fail(state):
+    raise ValueError("the node failed on purpose")
+
+
+def build(*nodes):
+    builder = StateGraph(State)
+    previous = START
+    for node in nodes:
+        builder.add_node(node.__name__, node)
+        builder.add_edge(previous, node.__name__)
+        previous = node.__name__
+    builder.add_edge(previous, END)
+    return builder.compile()
+
+
+asker = build(first, ask)
+slower = build(first, slow)
+failing = build(first, fail)
+"""
+
+
+@contextmanager
+def hosting(tmp_path: Path, **env: str) -> Iterator[tuple[LiveServer, SyncLangGraphClient, Path]]:
+    """`sophos serve` hosting GRAPHS (asker, slower, failing); the node log's path."""
+    (tmp_path / "graphs").mkdir(exist_ok=True)
+    (tmp_path / "graphs" / "nodes.py").write_text(GRAPHS)
+    log = tmp_path / "nodes.log"
+    config = tmp_path / "langgraph.json"
+    config.write_text(
+        json.dumps(
+            {
+                "graphs": {name: f"./graphs/nodes.py:{name}" for name in ("asker", "slower", "failing")},
+                "env": {"HOSTED_TEST_LOG": str(log), "HOSTED_TEST_GATE": str(tmp_path / "gate")},
+            }
+        )
+    )
+    lg_port = free_port()
+    settings = {"LANGGRAPH_JSON": str(config), "LANGGRAPH_API_PORT": str(lg_port), "MODEL_BACKEND": "demo", **env}
+    server = LiveServer(app_env(tmp_path, TOOLS_BACKEND="none", **settings), tmp_path).start()
+    try:
+        wait_for(lambda: httpx.get(f"http://127.0.0.1:{lg_port}/ok").status_code == 200, "the LangGraph API")
+        yield server, get_sync_client(url=f"http://127.0.0.1:{lg_port}"), log
+    finally:
+        server.stop()
+
+
+def wait_for(condition: Any, what: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if condition():
+                return
+        except (httpx.HTTPError, OSError):
+            pass
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def executions(log: Path) -> list[str]:
+    return log.read_text().split() if log.exists() else []
+
+
+def test_an_interrupt_in_a_users_node_waits_and_resumes_once_with_command_resume(tmp_path: Path) -> None:
+    with hosting(tmp_path) as (_, client, log):
+        assert [a["graph_id"] for a in client.assistants.search()] == ["asker", "slower", "failing", "agent"]
+        tid = client.threads.create()["thread_id"]
+        parts = [
+            (p.event, p.data) for p in client.runs.stream(tid, "asker", input={"items": []}, stream_mode=["updates", "custom"])
+        ]
+        assert ("custom", {"node": "first"}) in parts
+        assert ("updates", {"first": {"items": ["first"]}}) in parts
+        interrupts = [d["__interrupt__"] for e, d in parts if e == "updates" and "__interrupt__" in d]
+        assert [i["value"] for i in interrupts[0]] == ["ok?"]
+        thread = client.threads.get(tid)
+        assert thread["status"] == "interrupted" and thread["metadata"]["graph_id"] == "asker"
+        state = client.threads.get_state(tid)
+        assert state["next"] == ["ask"] and state["values"] == {"items": ["first"]}
+        assert [i["value"] for i in state["tasks"][0]["interrupts"]] == ["ok?"]
+
+        done = client.runs.wait(tid, "asker", command={"resume": "yes"})
+        assert done == {"items": ["first", "answer:yes"]}
+        # the node ran again from its start when resumed (LangGraph's rule), its side effect after interrupt() once
+        assert executions(log) == ["first", "ask", "ask", "answered:yes"]
+        assert client.threads.get(tid)["status"] == "idle"
+        assert client.threads.get_state(tid)["next"] == []
+
+
+def test_a_hosted_thread_has_history_update_state_and_a_join_in_the_runs_own_modes(tmp_path: Path) -> None:
+    with hosting(tmp_path) as (_, client, log):
+        tid = client.threads.create()["thread_id"]
+        run = client.runs.create(tid, "asker", input={"items": []}, stream_mode=["updates"], interrupt_before=["ask"])
+        # a second client's join names no mode: it gets the run's own
+        joined = [(p.event, p.data) for p in client.runs.join_stream(tid, run["run_id"])]
+        assert [e for e, _ in joined] == ["metadata", "updates", "updates", "end"]
+        assert joined[1][1] == {"first": {"items": ["first"]}}
+        assert "ask" not in executions(log)  # stopped before the node
+        assert client.threads.get_state(tid)["next"] == ["ask"]
+
+        # written as if `ask` had answered: the graph goes past it
+        client.threads.update_state(tid, {"items": ["by hand"]}, as_node="ask")
+        state = client.threads.get_state(tid)
+        assert state["values"] == {"items": ["first", "by hand"]} and state["next"] == []
+        history = client.threads.get_history(tid, limit=10)
+        assert history[0]["values"] == state["values"]
+        assert history[0]["parent_checkpoint"]["checkpoint_id"] == history[1]["checkpoint"]["checkpoint_id"]
+        assert [h["metadata"]["source"] for h in history][:2] == ["update", "loop"]
+
+
+def test_a_failing_node_ends_its_run_with_langgraphs_error_event(tmp_path: Path) -> None:
+    with hosting(tmp_path) as (_, client, _):
+        tid = client.threads.create()["thread_id"]
+        parts = [(p.event, p.data) for p in client.runs.stream(tid, "failing", input={"items": []})]
+        assert parts[-2] == ("error", {"error": "ValueError", "message": "the node failed on purpose"})
+        assert parts[-1][0] == "end"
+        assert [r["status"] for r in client.runs.list(tid)] == ["error"]
+        assert client.threads.get_state(tid)["values"] == {"items": ["first"]}  # its step before the failure stays
+
+
+def test_a_second_run_on_a_busy_hosted_thread_is_refused_or_interrupts_it(tmp_path: Path) -> None:
+    with hosting(tmp_path) as (_, client, log):
+        tid = client.threads.create()["thread_id"]
+        first = client.runs.create(tid, "slower", input={"items": []})
+        wait_for(lambda: "slow" in executions(log), "the slow node")
+        with pytest.raises(httpx.HTTPStatusError) as refused:
+            client.runs.create(tid, "slower", input={"items": []})
+        assert refused.value.response.status_code == 409
+        second = client.runs.create(tid, "asker", input={"items": []}, multitask_strategy="interrupt")
+        (tmp_path / "gate").touch()  # the cancelled run's node thread ends; what it returns is fenced off
+        client.runs.join(tid, second["run_id"])
+        assert client.runs.get(tid, first["run_id"])["status"] == "interrupted"  # cancelled
+        assert client.runs.get(tid, second["run_id"])["status"] == "success"
+        assert "slow" not in client.threads.get_state(tid)["values"]["items"]
+
+
+@pytest.mark.slow
+def test_a_hosted_run_killed_with_the_server_is_resumed_from_its_last_checkpoint_by_auto_resume(tmp_path: Path) -> None:
+    with hosting(tmp_path, AUTO_RESUME="true") as (server, client, log):
+        tid = client.threads.create()["thread_id"]
+        run = client.runs.create(tid, "slower", input={"items": []}, stream_mode=["values"])
+        # durability "sync" (Sophos's default): `first`'s checkpoint is committed before `slow` begins
+        wait_for(lambda: "slow" in executions(log), "the slow node")
+        server.kill()
+        (tmp_path / "gate").touch()
+        server.start()
+        # the join (a GET) follows the run that adoption started with the same graph
+        assert client.runs.join(tid, run["run_id"]) == {"items": ["first", "slow"]}
+        assert executions(log) == ["first", "slow", "slow"]  # the cut node again, the finished one never
+        runs = client.runs.list(tid)
+        assert [(r["status"], r["metadata"]["trigger"]) for r in runs] == [("success", "adopt"), ("interrupted", "user")]
+        assert client.threads.get(tid)["status"] == "idle"
