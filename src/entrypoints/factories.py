@@ -18,6 +18,7 @@ from ports.backend import RunStore
 from ports.checkpoints import CheckpointPort
 from ports.copies import ThreadCopies
 from ports.engine import AgentEngine
+from ports.graphs import GraphRunner
 from ports.metrics import MetricsPort
 from ports.model import ModelPort
 from ports.processes import ProcessPort
@@ -27,7 +28,6 @@ from ports.sessions import SessionStore
 from ports.storage import StoragePort
 from ports.tools import ToolPort
 from ports.users import UserStore
-from ports.graphs import GraphRunner
 from ports.workers import Worker
 from services.approvals import ApprovalGate
 from services.attachments import FileIntake

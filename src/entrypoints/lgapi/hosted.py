@@ -19,7 +19,7 @@ from domain.hosted import STREAM_MODES, THREAD_GRAPH_KEY, GraphChunk, GraphRun, 
 from domain.model import Run, new_id
 from entrypoints.http.principal import principal_of
 from entrypoints.lgapi import shapes
-from entrypoints.lgapi.stream import sse
+from entrypoints.lgapi.stream import Projecting, sse
 from entrypoints.lgapi.threads import services
 from services.handles import Batch, RunStream, StartedRun
 from services.hosted import HostedRuns
@@ -169,7 +169,7 @@ async def values(request: Request, graph_id: str, cid: str) -> dict[str, Any]:
 
 
 @dataclass
-class ChunkProjector:
+class ChunkProjector(Projecting):
     """A hosted run's stored chunks as langgraph-api's SSE events, for the modes asked
     (`error` always): each Sophos event is at most one LangGraph event, with its id."""
 
