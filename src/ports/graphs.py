@@ -70,6 +70,11 @@ class GraphRunner(Protocol):
         picks), from `checkpoint_id` (None: the latest); the new checkpoint's id."""
 
     @abstractmethod
+    async def began_at(self, graph_id: str, thread_id: str, run_id: str) -> str | None:
+        """The checkpoint run `run_id` began from (the parent of the first it wrote), for a
+        rollback; None when it wrote none or began on an empty thread."""
+
+    @abstractmethod
     async def drawing(self, graph_id: str, *, xray: bool | int = False) -> Mapping[str, Any]:
         """The graph's nodes and edges (LangGraph's `get_graph().to_json()`, as JSON);
         `xray`: its subgraphs' too (a depth, or True for all)."""

@@ -14,12 +14,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncGenerator, Callable
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
 from domain import lifecycle
 from domain.commands import Cancel, Resume, StartRun
-from domain.errors import RunLost, RunNotResumable, SessionInProgress, ShuttingDown
+from domain.errors import NoActiveRun, RunLost, RunNotResumable, SessionInProgress, ShuttingDown
 from domain.hosted import THREAD_GRAPH_KEY, GraphChunk, GraphRun, GraphState
 from domain.lifecycle import Outcome, StopReason
 from domain.model import Conversation, Run, RunStatus, RunTrigger, new_id
@@ -115,6 +116,19 @@ class HostedRuns:
         if kept is None or not self.hosts(str(kept.get("graph_id"))):
             return None
         return dict(kept)
+
+    async def roll_back(self, run: GraphRun, *, by: Principal = LOCAL) -> StartedRun:
+        """Cancel the thread's run going and start `run` from the checkpoint that run began
+        at (multitask_strategy rollback): the thread's state is as before the cancelled run,
+        whose checkpoints stay in its history as a fork, never deleted."""
+        cid = run.thread_id
+        latest = await self.runs.stores.runs.latest_run(cid)
+        with contextlib.suppress(NoActiveRun):  # it ended meanwhile: rolled back all the same
+            await self.runs.cancel(Cancel(cid), by=by)
+        if latest is not None and run.checkpoint_id is None:
+            began = await self.runner.began_at(run.graph_id, cid, latest.id)
+            run = replace(run, checkpoint_id=began)
+        return await self.start(run, by=by)
 
     async def resume(self, cid: str, trigger: RunTrigger = RunTrigger.USER, *, by: Principal = LOCAL) -> StartedRun:
         """Resume the thread's stopped hosted run (a crash, a drain) with its own graph,

@@ -195,6 +195,24 @@ def test_a_second_run_on_a_busy_hosted_thread_is_refused_or_interrupts_it(tmp_pa
         assert "slow" not in client.threads.get_state(tid)["values"]["items"]
 
 
+def test_a_rollback_cancels_the_run_going_and_starts_from_where_it_began(tmp_path: Path) -> None:
+    with hosting(tmp_path) as (_, client, log):
+        tid = client.threads.create()["thread_id"]
+        client.runs.wait(tid, "asker", input={"items": []}, interrupt_before=["ask"])
+        began = client.threads.get_state(tid)["checkpoint"]["checkpoint_id"]
+        cut = client.runs.create(tid, "slower", input={"items": ["cut"]})
+        wait_for(lambda: "slow" in executions(log), "the slow node")
+        again = client.runs.create(
+            tid, "asker", input={"items": ["again"]}, multitask_strategy="rollback", interrupt_before=["ask"]
+        )
+        (tmp_path / "gate").touch()
+        client.runs.join(tid, again["run_id"])
+        assert client.runs.get(tid, cut["run_id"])["status"] == "interrupted"
+        state = client.threads.get_state(tid)
+        assert state["values"] == {"items": ["first", "again", "first"]}  # nothing of the cancelled run
+        assert began in [h["checkpoint"]["checkpoint_id"] for h in client.threads.get_history(tid, limit=20)]
+
+
 @pytest.mark.slow
 def test_a_hosted_run_killed_with_the_server_is_resumed_from_its_last_checkpoint_by_auto_resume(tmp_path: Path) -> None:
     with hosting(tmp_path, AUTO_RESUME="true") as (server, client, log):

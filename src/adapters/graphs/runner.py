@@ -23,12 +23,13 @@ from langgraph.types import Command, StateSnapshot
 from pydantic import BaseModel
 
 from adapters.graphs.catalog import AccessContext, LangGraphJsonCatalog
-from adapters.langgraph.keys import RUN_KEY
+from adapters.langgraph.keys import KEEP_ALL_KEY, RUN_KEY
 from domain.hosted import GraphChunk, GraphRun, GraphState
 from ports.graphs import GraphRunner
 
 # langgraph-api's stream mode names -> LangGraph's (`events` is astream_events: not streamed)
 _MODES = {"messages-tuple": "messages", "messages": "messages"}
+MAX_RUN_CHECKPOINTS = 10_000  # read to find where a run began (a rollback)
 _NATIVE = {"values", "updates", "custom", "debug", "tasks", "checkpoints", "messages"}
 
 
@@ -89,6 +90,15 @@ class CatalogGraphRunner(GraphRunner):
             written = await graph.aupdate_state(config, values, as_node=as_node)
         return str(written["configurable"]["checkpoint_id"])
 
+    async def began_at(self, graph_id: str, thread_id: str, run_id: str) -> str | None:
+        config = _thread_config(thread_id, None)
+        first = None
+        async with self._graph(graph_id, "threads.read", config) as graph:
+            async for snap in graph.aget_state_history(config, filter={RUN_KEY: run_id}, limit=MAX_RUN_CHECKPOINTS):
+                first = snap  # newest first: the last one is the run's first
+        parent = first.parent_config if first is not None else None
+        return str(parent["configurable"]["checkpoint_id"]) if parent else None
+
     async def drawing(self, graph_id: str, *, xray: bool | int = False) -> Mapping[str, Any]:
         async with self._graph(graph_id, "assistants.read") as graph:
             drawn = await graph.aget_graph(xray=xray)
@@ -117,11 +127,12 @@ def _schema(make: Callable[[], Any]) -> Any:
 
 def run_config(run: GraphRun, run_id: str) -> dict[str, Any]:
     """The run's RunnableConfig: the client's, with the thread, the checkpoint to start
-    from and the run's id for the savers' fencing (never LangGraph's own `run_id` key in
-    `configurable`, which LangGraph reads as re-entry into that run)."""
+    from, the run's id for the savers' fencing (never LangGraph's own `run_id` key in
+    `configurable`, which LangGraph reads as re-entry into that run), and KEEP_ALL_KEY: a
+    hosted graph's checkpoints are all kept (history, time travel, rollback read them)."""
     config = {k: v for k, v in run.config.items() if k in ("tags", "metadata", "recursion_limit", "max_concurrency")}
     configurable = {k: v for k, v in dict(run.config.get("configurable") or {}).items() if not k.startswith("__")}
-    configurable.update({"thread_id": run.thread_id, RUN_KEY: run_id})
+    configurable.update({"thread_id": run.thread_id, RUN_KEY: run_id, KEEP_ALL_KEY: True})
     if run.checkpoint_id:
         configurable["checkpoint_id"] = run.checkpoint_id
     config["configurable"] = configurable
@@ -129,7 +140,7 @@ def run_config(run: GraphRun, run_id: str) -> dict[str, Any]:
 
 
 def _thread_config(thread_id: str, checkpoint_id: str | None, namespace: str = "") -> dict[str, Any]:
-    configurable: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": namespace}
+    configurable: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": namespace, KEEP_ALL_KEY: True}
     if checkpoint_id:
         configurable["checkpoint_id"] = checkpoint_id
     return {"configurable": configurable}

@@ -118,8 +118,9 @@ def graph_run(body: dict[str, Any], cid: str, graph_id: str) -> GraphRun:
 
 async def start(request: Request, tid: str | None, body: dict[str, Any], graph_id: str) -> tuple[str, GraphRun, StartedRun]:
     """Start a run of `graph_id` on thread `tid` (None: a new thread, stateless), as
-    `multitask_strategy` says when the thread has a run going: reject (409), interrupt or
-    rollback (the run going is cancelled first; a rollback keeps it: see docs)."""
+    `multitask_strategy` says when the thread has a run going: reject (409), interrupt (the
+    run going is cancelled first) or rollback (cancelled, and the new run starts from the
+    checkpoint it began at)."""
     runner, by = hosted(request), principal_of(request)
     assert runner is not None  # graph_of found the graph
     if body.get("if_not_exists") not in (None, "create", "reject"):
@@ -138,11 +139,15 @@ async def start(request: Request, tid: str | None, body: dict[str, Any], graph_i
             fresh = True
     if fresh:
         await conversations.create(cid, by=by)
-    elif strategy != "reject" and await services(request).runs().is_active(cid):
-        if strategy == "enqueue":
-            raise NotSupported("enqueue is not served for a hosted graph yet: use reject or interrupt")
-        await services(request).runs().cancel(Cancel(cid), by=by)
-    begun = await runner.start(run, by=by)
+    busy = not fresh and strategy != "reject" and await services(request).runs().is_active(cid)
+    if busy and strategy == "enqueue":
+        raise NotSupported("enqueue is not served for a hosted graph yet: use reject, interrupt or rollback")
+    if busy and strategy == "rollback":
+        begun = await runner.roll_back(run, by=by)
+    else:
+        if busy:  # interrupt: the run going is cancelled, its progress kept
+            await services(request).runs().cancel(Cancel(cid), by=by)
+        begun = await runner.start(run, by=by)
     await conversations.merge_metadata(cid, {"assistant_id": assistant_id(graph_id)}, by=by)  # clients filter by it
     return cid, run, begun
 
