@@ -70,7 +70,7 @@ def test_serve_loads_the_graphs_of_langgraph_json_before_it_listens(tmp_path: Pa
         lines = server.log.read_text().splitlines()
     finally:
         server.stop()
-    loaded = f"Graphs loaded from {config}: echo, echo_builder, echo_factory (not served yet)"
+    loaded = f"Graphs loaded from {config}: echo, echo_builder, echo_factory"
     assert lines.index(loaded) < next(i for i, line in enumerate(lines) if "listening" in line)
 
 
