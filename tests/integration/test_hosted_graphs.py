@@ -213,6 +213,28 @@ def test_a_rollback_cancels_the_run_going_and_starts_from_where_it_began(tmp_pat
         assert began in [h["checkpoint"]["checkpoint_id"] for h in client.threads.get_history(tid, limit=20)]
 
 
+@pytest.mark.parametrize("backend", ["memory", "postgres"])
+def test_a_hosted_graph_waits_resumes_and_rolls_back_on_the_other_backends(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    storage = {"STORAGE_BACKEND": "memory"} if backend == "memory" else {"DATABASE_URL": request.getfixturevalue("pg_url")}
+    with hosting(tmp_path, **storage) as (_, client, log):
+        tid = client.threads.create()["thread_id"]
+        assert "__interrupt__" in client.runs.wait(tid, "asker", input={"items": []})
+        assert client.runs.wait(tid, "asker", command={"resume": "yes"}) == {"items": ["first", "answer:yes"]}
+        cut = client.runs.create(tid, "slower", input={"items": ["cut"]})
+        wait_for(lambda: executions(log).count("slow") == 1, "the slow node")
+        again = client.runs.create(
+            tid, "asker", input={"items": ["again"]}, multitask_strategy="rollback", interrupt_before=["ask"]
+        )
+        (tmp_path / "gate").touch()
+        client.runs.join(tid, again["run_id"])
+        assert client.runs.get(tid, cut["run_id"])["status"] == "interrupted"
+        # every checkpoint kept (CHECKPOINT_KEEP is 3): the rollback found where the cut run began
+        assert client.threads.get_state(tid)["values"] == {"items": ["first", "answer:yes", "again", "first"]}
+        assert len(client.threads.get_history(tid, limit=100)) > 3
+
+
 @pytest.mark.slow
 def test_a_hosted_run_killed_with_the_server_is_resumed_from_its_last_checkpoint_by_auto_resume(tmp_path: Path) -> None:
     with hosting(tmp_path, AUTO_RESUME="true") as (server, client, log):
