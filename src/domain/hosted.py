@@ -117,7 +117,8 @@ class GraphChunk:
 @dataclass(frozen=True)
 class GraphState:
     """A thread's state at one checkpoint as its graph reads it (LangGraph's StateSnapshot,
-    its parts as JSON): `tasks` as langgraph-api shapes them, `interrupts` those of every task."""
+    its parts as JSON): `tasks` as langgraph-api shapes them, `interrupts` those of every task.
+    `checkpoint` None: no checkpoint is saved there (an empty thread, an unknown id)."""
 
     values: Any
     next: tuple[str, ...] = ()

@@ -20,7 +20,7 @@ from typing import Any
 
 from domain import lifecycle
 from domain.commands import Cancel, Resume, StartRun
-from domain.errors import NoActiveRun, RunLost, RunNotResumable, SessionInProgress, ShuttingDown
+from domain.errors import ConversationNotFound, NoActiveRun, RunLost, RunNotResumable, SessionInProgress, ShuttingDown
 from domain.hosted import THREAD_GRAPH_KEY, GraphChunk, GraphRun, GraphState
 from domain.lifecycle import Outcome, StopReason
 from domain.model import Conversation, Run, RunStatus, RunTrigger, new_id
@@ -68,6 +68,8 @@ class HostedRuns:
             raise ShuttingDown()
         self.catalog.get(run.graph_id)  # GraphNotFound before anything is stored
         await self.runs.visible(run.thread_id, by)
+        if run.checkpoint_id is not None:
+            await self.state(run.graph_id, run.thread_id, run.checkpoint_id)  # 404 for an unknown one
         if trigger is RunTrigger.USER:
             await self.runs.admit(by)
         await self._refuse_if_active(run.thread_id)
@@ -179,7 +181,12 @@ class HostedRuns:
         return lifecycle.outcome_of(failure, active.stop_reason, waiting=waiting)
 
     async def state(self, graph_id: str, cid: str, checkpoint_id: str | None = None, *, subgraphs: bool = False) -> GraphState:
-        return await self.runner.state(graph_id, cid, checkpoint_id, subgraphs=subgraphs)
+        """The thread's state (at `checkpoint_id`); ConversationNotFound for a checkpoint
+        the thread does not have."""
+        state = await self.runner.state(graph_id, cid, checkpoint_id, subgraphs=subgraphs)
+        if checkpoint_id is not None and state.checkpoint is None:
+            raise ConversationNotFound("Checkpoint Not Found")
+        return state
 
     async def update_state(
         self, graph_id: str, cid: str, values: Any, *, as_node: str | None, checkpoint_id: str | None, by: Principal = LOCAL

@@ -167,6 +167,18 @@ def test_a_hosted_thread_has_history_update_state_and_a_join_in_the_runs_own_mod
         assert history[0]["values"] == state["values"]
         assert history[0]["parent_checkpoint"]["checkpoint_id"] == history[1]["checkpoint"]["checkpoint_id"]
         assert [h["metadata"]["source"] for h in history][:2] == ["update", "loop"]
+        older = history[1]["checkpoint"]["checkpoint_id"]
+        assert client.threads.get_state(tid, checkpoint_id=older)["values"] == {"items": ["first"]}
+
+        # a checkpoint the thread does not have is 404, never an empty state or a run from nothing
+        unknown = "1f000000-0000-6000-8000-000000000000"
+        for call in (
+            lambda: client.threads.get_state(tid, checkpoint_id=unknown),
+            lambda: client.runs.wait(tid, "asker", input={"items": []}, checkpoint_id=unknown),
+        ):
+            with pytest.raises(httpx.HTTPStatusError) as missing:
+                call()
+            assert missing.value.response.status_code == 404
 
 
 def test_a_failing_node_ends_its_run_with_langgraphs_error_event(tmp_path: Path) -> None:
@@ -251,3 +263,13 @@ def test_a_hosted_run_killed_with_the_server_is_resumed_from_its_last_checkpoint
         runs = client.runs.list(tid)
         assert [(r["status"], r["metadata"]["trigger"]) for r in runs] == [("success", "adopt"), ("interrupted", "user")]
         assert client.threads.get(tid)["status"] == "idle"
+
+        # an interrupt outlives a kill -9: not resumed by AUTO_RESUME (a person answers it), answered once after
+        assert "__interrupt__" in client.runs.wait(tid, "asker", input={"items": []})
+        server.kill()
+        server.start()
+        assert client.threads.get(tid)["status"] == "interrupted"
+        assert len(client.runs.list(tid)) == 3
+        done = client.runs.wait(tid, "asker", command={"resume": "later"})
+        assert done["items"][-2:] == ["first", "answer:later"]
+        assert executions(log)[-4:] == ["first", "ask", "ask", "answered:later"]

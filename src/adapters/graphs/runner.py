@@ -147,12 +147,14 @@ def _thread_config(thread_id: str, checkpoint_id: str | None, namespace: str = "
 
 
 def graph_state(snap: StateSnapshot) -> GraphState:
+    """A snapshot as a GraphState; one of no saved checkpoint (an empty thread, an unknown
+    checkpoint id) has no `checkpoint`."""
     tasks = tuple(_task(t) for t in snap.tasks)
     return GraphState(
         values=jsonable(snap.values),
         next=tuple(snap.next),
         tasks=tasks,
-        checkpoint=_ref(snap.config),
+        checkpoint=_ref(snap.config) if snap.created_at is not None else None,
         parent_checkpoint=_ref(snap.parent_config),
         metadata=jsonable(snap.metadata or {}),
         created_at=snap.created_at,
