@@ -154,6 +154,7 @@ class HostedRuns:
         """The run's body (services.kernel.Body): stream the graph's chunks into the run's
         events until it ends, whatever ends it, and the outcome it comes to."""
         active.started = True
+        active.follow_up = False  # no turn count, no model title: the state is the graph's
         failure: BaseException | None = None
         try:
             if active.stop_reason is not None:

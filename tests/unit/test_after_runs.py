@@ -4,11 +4,13 @@ when titles are off, turn counts, and temporary conversations deleted once left.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 from adapters.memory.model import ScriptedModel
 from adapters.memory.runs import InMemoryRunStore
 from domain.errors import ModelUnreachable
+from domain.lifecycle import Outcome
 from domain.model import (
     NEW_CONVERSATION_TITLE,
     AssistantMessage,
@@ -23,6 +25,7 @@ from domain.model import (
 from domain.organise import TITLE_SYSTEM, model_title, title_request
 from ports.runs import RunFinish
 from services.after_runs import AfterRuns
+from services.hub import ActiveRun
 from tests.support.fake_engine import FakeEngine, Thread
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -149,3 +152,19 @@ def test_a_models_answer_is_made_a_short_title() -> None:
     assert title_request([UserMessage("hi")]) is None
     system, text = title_request([UserMessage("a" * 5000), AssistantMessage("b")]) or ("", "")
     assert system == TITLE_SYSTEM and len(text) < 1600
+
+
+async def test_a_run_that_asks_no_follow_up_gets_no_title_nor_turn_count() -> None:
+    """A hosted graph's run (services.hosted): its thread's state is the graph's, so neither
+    the model's title nor a turn count is asked for."""
+    after, store, model, cid = await world()
+    active = ActiveRun(new_id(), cid)
+    active.outcome, active.follow_up = Outcome(RunStatus.COMPLETED), False
+    after.run_ended(active)
+    await asyncio.gather(*after._tasks)  # none, or the follow-up it should not have
+    conv = await store.get_conversation(cid)
+    assert conv is not None and (conv.title_by, conv.turns) == (TitleSource.MESSAGE, None) and model.seen == []
+    active.follow_up = True  # the same run of Sophos's agent is followed up
+    after.run_ended(active)
+    await asyncio.gather(*after._tasks)
+    assert (await store.get_conversation(cid)).turns == 1  # type: ignore[union-attr]

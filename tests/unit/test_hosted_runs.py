@@ -7,6 +7,8 @@ import json
 
 import pytest
 
+from adapters.graphs.runner import run_config
+from adapters.langgraph.keys import KEEP_ALL_KEY, RUN_KEY
 from domain.errors import InvalidInput
 from domain.events import StreamEvent
 from domain.hosted import GraphChunk, GraphRun
@@ -78,3 +80,19 @@ async def test_stored_chunks_are_sent_in_the_modes_asked_each_with_its_event_id(
         'id: 3@abcd1234\nevent: messages\ndata: [{"content": "hi"}, {}]\n\n'
         'id: 4@abcd1234\nevent: error\ndata: {"error": "ValueError", "message": "no"}\n\n'
     )
+
+
+def test_a_clients_configurable_cannot_name_another_thread_checkpoint_or_run() -> None:
+    hostile = {
+        "thread_id": "other",
+        "checkpoint_ns": "x",
+        "checkpoint_id": "c0",
+        RUN_KEY: "r0",
+        KEEP_ALL_KEY: False,
+        "__pregel_x": 1,
+    }
+    run = GraphRun("g", "t", config={"configurable": {**hostile, "user": "u1"}, "recursion_limit": 7, "callbacks": "no"})
+    assert run_config(run, "r1") == {
+        "recursion_limit": 7,
+        "configurable": {"user": "u1", "thread_id": "t", RUN_KEY: "r1", KEEP_ALL_KEY: True},
+    }

@@ -29,6 +29,9 @@ from ports.graphs import GraphRunner
 
 # langgraph-api's stream mode names -> LangGraph's (`events` is astream_events: not streamed)
 _MODES = {"messages-tuple": "messages", "messages": "messages"}
+# what a client's `configurable` may not set: where the run reads and writes (the thread, its
+# checkpoint and namespace come from the request's own fields) and the savers' keys
+_RESERVED = frozenset({"thread_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map", RUN_KEY, KEEP_ALL_KEY})
 MAX_RUN_CHECKPOINTS = 10_000  # read to find where a run began (a rollback)
 _NATIVE = {"values", "updates", "custom", "debug", "tasks", "checkpoints", "messages"}
 
@@ -131,7 +134,8 @@ def run_config(run: GraphRun, run_id: str) -> dict[str, Any]:
     `configurable`, which LangGraph reads as re-entry into that run), and KEEP_ALL_KEY: a
     hosted graph's checkpoints are all kept (history, time travel, rollback read them)."""
     config = {k: v for k, v in run.config.items() if k in ("tags", "metadata", "recursion_limit", "max_concurrency")}
-    configurable = {k: v for k, v in dict(run.config.get("configurable") or {}).items() if not k.startswith("__")}
+    given = dict(run.config.get("configurable") or {})
+    configurable = {k: v for k, v in given.items() if not k.startswith("__") and k not in _RESERVED}
     configurable.update({"thread_id": run.thread_id, RUN_KEY: run_id, KEEP_ALL_KEY: True})
     if run.checkpoint_id:
         configurable["checkpoint_id"] = run.checkpoint_id
