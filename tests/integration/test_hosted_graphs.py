@@ -147,15 +147,22 @@ def test_an_interrupt_in_a_users_node_waits_and_resumes_once_with_command_resume
         assert client.threads.get(tid)["status"] == "idle"
         assert client.threads.get_state(tid)["next"] == []
 
+        stateless = client.runs.wait(None, "asker", input={"items": []})  # a new thread of its own
+        assert [i["value"] for i in stateless["__interrupt__"]] == ["ok?"] and stateless["items"] == ["first"]
+
 
 def test_a_hosted_thread_has_history_update_state_and_a_join_in_the_runs_own_modes(tmp_path: Path) -> None:
     with hosting(tmp_path) as (_, client, log):
         tid = client.threads.create()["thread_id"]
         run = client.runs.create(tid, "asker", input={"items": []}, stream_mode=["updates"], interrupt_before=["ask"])
         # a second client's join names no mode: it gets the run's own
-        joined = [(p.event, p.data) for p in client.runs.join_stream(tid, run["run_id"])]
+        parts = list(client.runs.join_stream(tid, run["run_id"]))
+        joined = [(p.event, p.data) for p in parts]
         assert [e for e, _ in joined] == ["metadata", "updates", "updates", "end"]
         assert joined[1][1] == {"first": {"items": ["first"]}}
+        # a re-join after the first update's id gets the rest, nothing twice (another process reads the event log alike)
+        rest = list(client.runs.join_stream(tid, run["run_id"], last_event_id=parts[1].id))
+        assert [(p.event, p.data) for p in rest] == joined[2:]
         assert "ask" not in executions(log)  # stopped before the node
         assert client.threads.get_state(tid)["next"] == ["ask"]
 
