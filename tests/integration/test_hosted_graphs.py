@@ -210,7 +210,8 @@ def test_a_second_run_on_a_busy_hosted_thread_is_refused_or_interrupts_it(tmp_pa
         (tmp_path / "gate").touch()  # the cancelled run's node thread ends; what it returns is fenced off
         client.runs.join(tid, second["run_id"])
         assert client.runs.get(tid, first["run_id"])["status"] == "interrupted"  # cancelled
-        assert client.runs.get(tid, second["run_id"])["status"] == "success"
+        got = client.runs.get(tid, second["run_id"])
+        assert got["status"] == "success" and got["assistant_id"] == client.assistants.get("asker")["assistant_id"]
         assert "slow" not in client.threads.get_state(tid)["values"]["items"]
 
 

@@ -289,7 +289,10 @@ async def _run_or_queued(request: Request) -> Run | QueuedMessage:
 
 async def get_run(request: Request) -> Response:
     found = await _run_or_queued(request)
-    return JSONResponse(shapes.queued_run_dict(found) if isinstance(found, QueuedMessage) else shapes.run_dict(found))
+    if isinstance(found, QueuedMessage):
+        return JSONResponse(shapes.queued_run_dict(found))
+    graph = await _run_graph(request, found)  # a hosted graph's run is its assistant's
+    return JSONResponse({**shapes.run_dict(found), **({"assistant_id": hosted.assistant_id(graph)} if graph else {})})
 
 
 async def delete_run(request: Request) -> Response:
