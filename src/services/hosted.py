@@ -109,15 +109,13 @@ class HostedRuns:
             raise SessionInProgress()  # a live owner's (a dead owner's row is reclaimed here)
 
     async def kept(self, cid: str) -> dict[str, Any] | None:
-        """What the thread's latest run kept (GraphRun.kept), when it ran a hosted graph this
-        server still hosts; None otherwise (Sophos's own agent, or a graph no longer served)."""
+        """What the thread's latest run kept (GraphRun.kept) when it ran a hosted graph
+        (served or no longer); None for Sophos's own agent's."""
         latest = await self.runs.stores.runs.latest_run(cid)
         if latest is None:
             return None
         kept = await self.runs.stores.runs.run_kwargs(cid, latest.id)
-        if kept is None or not self.hosts(str(kept.get("graph_id"))):
-            return None
-        return dict(kept)
+        return dict(kept) if kept is not None and isinstance(kept.get("graph_id"), str) else None
 
     async def roll_back(self, run: GraphRun, *, by: Principal = LOCAL) -> StartedRun:
         """Cancel the thread's run going and start `run` from the checkpoint that run began
@@ -139,6 +137,8 @@ class HostedRuns:
         kept = await self.kept(cid)
         if kept is None:
             raise RunNotResumable("The thread's last run is not a hosted graph's")
+        if not self.hosts(kept["graph_id"]):  # never Sophos's agent on a graph's thread
+            raise RunNotResumable(f"The thread's graph {kept['graph_id'][:128]!r} is not served (LANGGRAPH_JSON)")
         return await self.start(GraphRun.resumed(cid, kept), trigger, by=by)
 
     def follow_from(

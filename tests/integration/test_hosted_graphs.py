@@ -147,6 +147,10 @@ def test_an_interrupt_in_a_users_node_waits_and_resumes_once_with_command_resume
         assert client.threads.get(tid)["status"] == "idle"
         assert client.threads.get_state(tid)["next"] == []
 
+        with pytest.raises(httpx.HTTPStatusError) as refused:  # Sophos's agent never runs on a graph's state
+            client.runs.wait(tid, "agent", input={"messages": [{"type": "human", "content": "hi"}]})
+        assert refused.value.response.status_code == 400
+
         stateless = client.runs.wait(None, "asker", input={"items": []})  # a new thread of its own
         assert [i["value"] for i in stateless["__interrupt__"]] == ["ok?"] and stateless["items"] == ["first"]
 

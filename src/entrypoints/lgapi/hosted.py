@@ -74,6 +74,15 @@ async def thread_graph(request: Request, cid: str) -> str | None:
     return graph if isinstance(graph, str) and graph in graph_ids(request) else None
 
 
+async def refuse_graph_thread(request: Request, cid: str) -> None:
+    """InvalidInput for a run of Sophos's agent on a thread whose runs run a graph (its
+    metadata `graph_id`, served or no longer): the agent's state is not the graph's."""
+    stored = (await services(request).conversations().metadata([cid])).get(cid) or {}
+    graph = stored.get(THREAD_GRAPH_KEY)
+    if isinstance(graph, str) and graph != shapes.GRAPH_ID:
+        raise InvalidInput(f"Thread {cid} runs graph {graph[:128]!r}: run it with that graph's assistant")
+
+
 # --- a run request ----------------------------------------------------------------------------
 
 

@@ -77,6 +77,7 @@ async def _start(
         command = run_command(body, ThreadView(cid, (), (), 0, None, ()))
         await conversations.create(cid, by=principal_of(request))
     else:
+        await hosted.refuse_graph_thread(request, cid)  # Sophos's agent never runs on a graph's state
         v = await _thread_for(request, cid, body) if needs_thread(body) else ThreadView(cid, (), (), 0, None, ())
         command = run_command(body, v)
     started: StartedRun | QueuedMessage
