@@ -82,29 +82,35 @@ failing = build(first, fail)
 """
 
 
-@contextmanager
-def hosting(tmp_path: Path, **env: str) -> Iterator[tuple[LiveServer, SyncLangGraphClient, Path]]:
-    """`sophos serve` hosting GRAPHS (asker, slower, failing); the node log's path."""
+def graphs_file(tmp_path: Path) -> Path:
+    """GRAPHS (asker, slower, failing) in a langgraph.json under tmp_path."""
     (tmp_path / "graphs").mkdir(exist_ok=True)
     (tmp_path / "graphs" / "nodes.py").write_text(GRAPHS)
-    log = tmp_path / "nodes.log"
     config = tmp_path / "langgraph.json"
-    config.write_text(
-        json.dumps(
-            {
-                "graphs": {name: f"./graphs/nodes.py:{name}" for name in ("asker", "slower", "failing")},
-                "env": {"HOSTED_TEST_LOG": str(log), "HOSTED_TEST_GATE": str(tmp_path / "gate")},
-            }
-        )
-    )
+    env = {"HOSTED_TEST_LOG": str(tmp_path / "nodes.log"), "HOSTED_TEST_GATE": str(tmp_path / "gate")}
+    graphs = {name: f"./graphs/nodes.py:{name}" for name in ("asker", "slower", "failing")}
+    config.write_text(json.dumps({"graphs": graphs, "env": env}))
+    return config
+
+
+@contextmanager
+def serving(tmp_path: Path, **env: str) -> Iterator[tuple[LiveServer, SyncLangGraphClient]]:
+    """A `sophos serve` on tmp_path's database hosting GRAPHS, and an SDK client of it."""
     lg_port = free_port()
-    settings = {"LANGGRAPH_JSON": str(config), "LANGGRAPH_API_PORT": str(lg_port), "MODEL_BACKEND": "demo", **env}
+    settings = {"LANGGRAPH_JSON": str(graphs_file(tmp_path)), "LANGGRAPH_API_PORT": str(lg_port), "MODEL_BACKEND": "demo", **env}
     server = LiveServer(app_env(tmp_path, TOOLS_BACKEND="none", **settings), tmp_path).start()
     try:
         wait_for(lambda: httpx.get(f"http://127.0.0.1:{lg_port}/ok").status_code == 200, "the LangGraph API")
-        yield server, get_sync_client(url=f"http://127.0.0.1:{lg_port}"), log
+        yield server, get_sync_client(url=f"http://127.0.0.1:{lg_port}")
     finally:
         server.stop()
+
+
+@contextmanager
+def hosting(tmp_path: Path, **env: str) -> Iterator[tuple[LiveServer, SyncLangGraphClient, Path]]:
+    """`sophos serve` hosting GRAPHS; the node log's path."""
+    with serving(tmp_path, **env) as (server, client):
+        yield server, client, tmp_path / "nodes.log"
 
 
 def wait_for(condition: Any, what: str, timeout: float = 20) -> None:
@@ -257,6 +263,23 @@ def test_a_hosted_graph_waits_resumes_and_rolls_back_on_the_other_backends(
         # every checkpoint kept (CHECKPOINT_KEEP is 3): the rollback found where the cut run began
         assert client.threads.get_state(tid)["values"] == {"items": ["first", "answer:yes", "again", "first"]}
         assert len(client.threads.get_history(tid, limit=100)) > 3
+
+
+def test_another_process_joins_a_hosted_run_from_the_event_log_and_cancels_it(tmp_path: Path) -> None:
+    with hosting(tmp_path) as (_, a, log), serving(tmp_path) as (_, b):  # two servers, one SQLite file
+        tid = a.threads.create()["thread_id"]
+        run = a.runs.create(tid, "slower", input={"items": []}, stream_mode=["updates"])
+        wait_for(lambda: "slow" in executions(log), "the slow node")
+        parts = b.runs.join_stream(tid, run["run_id"])
+        assert [(p.event, p.data) for p in (next(parts), next(parts))] == [
+            ("metadata", {"run_id": run["run_id"], "attempt": 1}),
+            ("updates", {"first": {"items": ["first"]}}),
+        ]
+        assert b.runs.cancel(tid, run["run_id"])["status"] == "interrupted"  # A executes it, B asked
+        assert [p.event for p in parts] == ["end"]
+        (tmp_path / "gate").touch()  # the cancelled node's thread on A ends; what it returns is fenced off
+        assert a.runs.get(tid, run["run_id"])["status"] == "interrupted"
+        assert a.threads.get_state(tid)["values"] == {"items": ["first"]}
 
 
 @pytest.mark.slow

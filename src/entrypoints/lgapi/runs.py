@@ -146,7 +146,8 @@ async def _stream_new(request: Request, tid: str | None) -> Response:
     graph = hosted.graph_of(request, body.get("assistant_id"))
     if graph is not None:
         cid, asked, begun = await hosted.start(request, tid, body, graph)
-        return _chunks(request, asked.stream_modes, hosted.follow(request, begun), _headers(cid, begun.run_id, tid is None))
+        runs = hosted.follow(request, begun)
+        return _chunks(request, asked.stream_modes, begun.run_id, runs, _headers(cid, begun.run_id, tid is None))
     body, cid, started = await _start(request, tid, body)
     modes = _modes(body.get("stream_mode"))
     if isinstance(started, QueuedMessage):  # its run starts later: the thread as it is now
@@ -169,11 +170,16 @@ async def _stream_new(request: Request, tid: str | None) -> Response:
 
 
 def _chunks(
-    request: Request, modes: Sequence[str], runs: AsyncGenerator[RunStream, None], headers: dict[str, str], after: int = 0
+    request: Request,
+    modes: Sequence[str],
+    run_id: str,
+    runs: AsyncGenerator[RunStream, None],
+    headers: dict[str, str],
+    after: int = 0,
 ) -> Response:
     """A hosted graph's run (and the runs that resumed it) as its own chunks, in `modes`."""
     state = request.app.state
-    projector = hosted.ChunkProjector(tuple(modes), "")
+    projector = hosted.ChunkProjector(tuple(modes), run_id)
     return stream_response(
         projector, runs, state.ping_seconds, state.closing, headers, begin=after == 0, allowed=recheck_of(request)
     )
@@ -348,7 +354,7 @@ async def join_stream(request: Request) -> Response:
     run, after = await services(request).runs().rejoin_point(found, after, tag)
     cid = run.conversation_id
     if graph is not None:
-        return _chunks(request, modes, hosted.follow(request, run, after), _headers(cid, run.id), after)
+        return _chunks(request, modes, run.id, hosted.follow(request, run, after), _headers(cid, run.id), after)
     projector = Projector(modes, cid, run.id, _read(request, cid), run.base_count)
     state = request.app.state
     return stream_response(
