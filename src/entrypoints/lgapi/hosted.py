@@ -6,7 +6,6 @@ history and updates read and written through its graph."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +14,7 @@ from starlette.requests import Request
 
 from domain.commands import Cancel
 from domain.errors import ConversationNotFound, InvalidInput, NotSupported
+from domain.graphs import assistant_id_of
 from domain.hosted import STREAM_MODES, THREAD_GRAPH_KEY, GraphChunk, GraphRun, GraphState
 from domain.model import Run, new_id
 from entrypoints.http.principal import principal_of
@@ -24,13 +24,12 @@ from entrypoints.lgapi.threads import services
 from services.handles import Batch, RunStream, StartedRun
 from services.hosted import HostedRuns
 
-_NAMESPACE = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430cd")  # LangGraph's graph namespace (shapes.ASSISTANT_ID)
 _WIRE = {"messages-tuple": "messages"}  # langgraph-api's event name for a mode
 
 
 def assistant_id(graph_id: str) -> str:
-    """The id langgraph-api gives a graph's default assistant: uuid5(its namespace, graph id)."""
-    return str(uuid.uuid5(_NAMESPACE, graph_id))
+    """The id langgraph-api gives a graph's default assistant (domain.graphs.assistant_id_of)."""
+    return assistant_id_of(graph_id)
 
 
 def hosted(request: Request) -> HostedRuns | None:
