@@ -21,6 +21,7 @@ from typing import Any
 from domain import lifecycle
 from domain.commands import Cancel, Resume, StartRun
 from domain.errors import ConversationNotFound, NoActiveRun, RunLost, RunNotResumable, SessionInProgress, ShuttingDown
+from domain.graphs import assistant_id_of
 from domain.hosted import THREAD_GRAPH_KEY, GraphChunk, GraphRun, GraphState
 from domain.lifecycle import Outcome, StopReason
 from domain.model import Conversation, Run, RunStatus, RunTrigger, new_id
@@ -62,7 +63,7 @@ class HostedRuns:
     async def start(self, run: GraphRun, trigger: RunTrigger = RunTrigger.USER, *, by: Principal = LOCAL) -> StartedRun:
         """Record the run (refused while the thread has one running, or `by` is at
         USER_MAX_ACTIVE_RUNS) and execute it here in the background. The thread must exist
-        and be `by`'s; it records the graph (thread metadata `graph_id`)."""
+        and be `by`'s; it records the graph (thread metadata `graph_id` and `assistant_id`)."""
         kernel, stores, deps = self.kernel, self.runs.stores, self.runs.deps
         if kernel.draining:
             raise ShuttingDown()
@@ -74,21 +75,20 @@ class HostedRuns:
             await self.runs.admit(by)
         await self._refuse_if_active(run.thread_id)
         now = deps.clock()
-        head = await stores.checkpoints.head(run.thread_id)
         row = Run(
             new_id(),
             run.thread_id,
             RunStatus.RUNNING,
             now,
             owner=deps.processes.current(),
-            base_count=head.message_count,
+            base_count=0,  # no messages of Sophos's: the thread's state is the graph's
             trigger=trigger,
         )
         cap = cap_of(by, self.runs.user_max_active) if trigger is RunTrigger.USER else None
         with kernel.claim(row):
             await stores.runs.start_run(row, now, cap=cap)
             await stores.runs.set_run_kwargs(row.conversation_id, row.id, run.kept())
-            await stores.runs.merge_thread_metadata(row.conversation_id, {THREAD_GRAPH_KEY: run.graph_id})
+            await stores.runs.merge_thread_metadata(row.conversation_id, _stamp(run.graph_id))
 
             async def body(active: ActiveRun) -> Outcome:
                 return await self._execute(active, run)
@@ -197,8 +197,14 @@ class HostedRuns:
         await self.runs.visible(cid, by)
         await self._refuse_if_active(cid)
         written = await self.runner.update_state(graph_id, cid, values, as_node=as_node, checkpoint_id=checkpoint_id)
-        await self.runs.stores.runs.merge_thread_metadata(cid, {THREAD_GRAPH_KEY: graph_id})
+        await self.runs.stores.runs.merge_thread_metadata(cid, _stamp(graph_id))
         return written
+
+
+def _stamp(graph_id: str) -> dict[str, str]:
+    """What a thread that runs `graph_id` carries in its metadata, as langgraph-api stamps it
+    (clients filter threads by it)."""
+    return {THREAD_GRAPH_KEY: graph_id, "assistant_id": assistant_id_of(graph_id)}
 
 
 class GraphAwareRuns:

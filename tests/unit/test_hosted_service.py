@@ -12,7 +12,7 @@ import pytest
 from adapters.memory.runs import InMemoryRunStore
 from domain.commands import Resume
 from domain.errors import RunNotResumable
-from domain.graphs import GraphKind, GraphNotFound, HostedGraph
+from domain.graphs import GraphKind, GraphNotFound, HostedGraph, assistant_id_of
 from domain.hosted import GraphChunk, GraphRun, GraphState
 from domain.model import RunOwner, RunStatus, new_id, utc_now
 from ports.graphs import GraphCatalog, GraphRunner
@@ -123,7 +123,7 @@ async def test_a_hosted_runs_chunks_are_its_events_and_its_outcome_is_recorded(
     assert chunks == expected
     assert graph.runs == [(GraphRun("g", cid, input={"x": 0}, stream_modes=("values", "updates")), started.run_id)]
     assert (await store.run_kwargs(cid, started.run_id) or {})["graph_id"] == "g"
-    assert (await store.thread_metadata([cid]))[cid]["graph_id"] == "g"
+    assert (await store.thread_metadata([cid]))[cid] == {"graph_id": "g", "assistant_id": assistant_id_of("g")}
 
 
 async def test_a_resume_of_a_graphs_thread_runs_its_graph_and_never_sophoss_agent() -> None:

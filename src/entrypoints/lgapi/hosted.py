@@ -156,7 +156,6 @@ async def start(request: Request, tid: str | None, body: dict[str, Any], graph_i
         if busy:  # interrupt: the run going is cancelled, its progress kept
             await services(request).runs().cancel(Cancel(cid), by=by)
         begun = await runner.start(run, by=by)
-    await conversations.merge_metadata(cid, {"assistant_id": assistant_id(graph_id)}, by=by)  # clients filter by it
     return cid, run, begun
 
 
