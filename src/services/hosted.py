@@ -85,10 +85,12 @@ class HostedRuns:
             trigger=trigger,
         )
         cap = cap_of(by, self.runs.user_max_active) if trigger is RunTrigger.USER else None
+        # kept before the row exists: a crash right after it leaves a run whose graph is known
+        # (adoption resumes it with that graph, never with Sophos's agent)
+        await stores.runs.set_run_kwargs(row.conversation_id, row.id, run.kept())
+        await stores.runs.merge_thread_metadata(row.conversation_id, _stamp(run.graph_id))
         with kernel.claim(row):
             await stores.runs.start_run(row, now, cap=cap)
-            await stores.runs.set_run_kwargs(row.conversation_id, row.id, run.kept())
-            await stores.runs.merge_thread_metadata(row.conversation_id, _stamp(run.graph_id))
 
             async def body(active: ActiveRun) -> Outcome:
                 return await self._execute(active, run)
