@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from services.audit import AuditTrail
     from services.conversations import ConversationService
     from services.files import FileService
+    from services.hosted import HostedRuns
     from services.models import ModelCatalog
     from services.presets import PresetService
     from services.queueing import QueueService
@@ -64,6 +65,7 @@ class Services:
     files: Callable[[], FileService] | None = None  # the files messages carry (None: not served)
     attachment_limits: AttachmentLimits = DEFAULT_LIMITS  # what a message may carry (settings)
     graphs: Callable[[], GraphCatalog] | None = None  # the graphs of LANGGRAPH_JSON (None: not wired)
+    hosted: Callable[[], HostedRuns] | None = None  # runs of those graphs (None: not wired)
     presets: Callable[[], PresetService] | None = None  # each user's saved chat settings (None: not wired)
     usage: Callable[[], UsageService] | None = None  # tokens and seconds per user, model and day (None: not wired)
     audit: Callable[[], AuditTrail] | None = None  # the audit log (None: not wired)

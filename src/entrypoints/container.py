@@ -21,6 +21,7 @@ from ports.tools import ToolPort
 from services.after_runs import AfterRuns
 from services.allow_rules import AllowRules
 from services.files import FileService
+from services.hosted import GraphAwareRuns, HostedRuns
 from services.models import ModelCatalog
 from services.presets import PresetService
 from services.queueing import QueueService
@@ -151,9 +152,11 @@ class Container(containers.DeclarativeContainer):
         quota=meter,
     )
     queue = providers.Singleton(QueueService, run_service, store, config.MAX_QUEUED)
+    graph_runner = providers.Singleton(factories.graph_runner, graphs, checkpointer)
+    hosted = providers.Singleton(HostedRuns, run_service, graph_runner.provider, graphs.provider)
     supervisor = providers.Singleton(
         Supervisor,
-        service=run_service,
+        service=providers.Singleton(GraphAwareRuns, run_service, hosted),
         auto_resume=config.AUTO_RESUME,
         event_retention=config.RUN_EVENT_RETENTION_SECONDS,
         approval_timeout=config.APPROVAL_TIMEOUT,
@@ -221,6 +224,7 @@ class Container(containers.DeclarativeContainer):
         files=files.provider,
         attachment_limits=settings.provided.attachment_limits,
         graphs=graphs.provider,
+        hosted=hosted.provider,
         presets=presets.provider,
         usage=usage.provider,
         audit=audit.provider,

@@ -18,6 +18,7 @@ from ports.backend import RunStore
 from ports.checkpoints import CheckpointPort
 from ports.copies import ThreadCopies
 from ports.engine import AgentEngine
+from ports.graphs import GraphRunner
 from ports.metrics import MetricsPort
 from ports.model import ModelPort
 from ports.processes import ProcessPort
@@ -115,6 +116,14 @@ def graphs(path: str) -> LangGraphJsonCatalog:
     from adapters.graphs.catalog import LangGraphJsonCatalog
 
     return LangGraphJsonCatalog.load(path) if path else LangGraphJsonCatalog.empty()
+
+
+def graph_runner(catalog: LangGraphJsonCatalog, checkpointer: Saver) -> GraphRunner:
+    """The hosted graphs run on the backend's saver (fenced by the run) and, until the
+    server's store port lands, a store of this process's memory (the seam: its `store`)."""
+    from adapters.graphs.runner import CatalogGraphRunner
+
+    return CatalogGraphRunner(catalog, checkpointer)
 
 
 def prompt(config_dir: str) -> SystemPromptSource:

@@ -330,8 +330,8 @@ class Settings:
         "",
         "a `langgraph.json` (langgraph-cli's format) whose graphs `sophos serve` imports at start-up, "
         "stopping with one line naming the file and the error when one fails (`--langgraph-json PATH`; "
-        "`sophos graphs` lists them); see [Your own graphs](langgraph-api.md#your-own-graphs): they are not "
-        "served yet",
+        "`sophos graphs` lists them); the LangGraph API serves each as an assistant, its runs durable as "
+        "Sophos's own: see [Your own graphs](langgraph-api.md#your-own-graphs)",
     )
     MAX_QUEUED: int = setting(
         20,
