@@ -21,6 +21,7 @@ from ports.saver import SaverPort
 from ports.search import SearchIndex
 from ports.sessions import SessionStore
 from ports.signals import RunSignals
+from ports.store import StorePort
 from ports.storage import StoragePort
 from ports.users import UserStore
 
@@ -99,6 +100,11 @@ class Backend(Protocol):
     @abstractmethod
     def presets(self) -> PresetStore:
         """Each user's saved chat settings, in the same database (shared by every process on it)."""
+
+    @abstractmethod
+    def store(self) -> StorePort:
+        """The long-term store (items under each user's namespaces), in the same database
+        (shared by every process on it)."""
 
     @abstractmethod
     async def health(self, integrity: bool = False) -> Health:

@@ -30,6 +30,7 @@ from adapters.postgres.queue_schema import MIGRATION_QUEUE
 from adapters.postgres.search_schema import add_stems
 from adapters.postgres.session_schema import MIGRATION_SESSIONS
 from adapters.postgres.user_schema import MIGRATION_OWNER, MIGRATION_USERS, add_rule_owner
+from adapters.postgres.store_schema import MIGRATION_STORE
 from domain.errors import StorageFailure
 
 log = logging.getLogger(__name__)
@@ -194,6 +195,7 @@ MIGRATIONS: tuple[str | Setup, ...] = (
     MIGRATION_RUN_KWARGS,  # v15
     add_stems,  # v16
     add_organising,  # v17
+    MIGRATION_STORE,
 )
 
 

@@ -23,6 +23,7 @@ from adapters.sqlite.organise_schema import add_organising
 from adapters.sqlite.queue_schema import MIGRATION_QUEUE
 from adapters.sqlite.search_schema import MIGRATION_SEARCH, add_stems
 from adapters.sqlite.session_schema import MIGRATION_SESSIONS
+from adapters.sqlite.store_schema import MIGRATION_STORE
 from adapters.sqlite.threads import SerialThread, release, writer_thread
 from adapters.sqlite.user_schema import add_owner, add_rule_owner, add_users
 from domain.errors import StorageFailure
@@ -169,6 +170,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     MIGRATION_RUN_KWARGS,  # v18
     add_stems,  # v19
     add_organising,  # v20
+    MIGRATION_STORE,
 )
 
 BUSY_MESSAGE = "The database is busy: another process holds the write lock; try again"
