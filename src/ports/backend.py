@@ -21,8 +21,8 @@ from ports.saver import SaverPort
 from ports.search import SearchIndex
 from ports.sessions import SessionStore
 from ports.signals import RunSignals
-from ports.store import StorePort
 from ports.storage import StoragePort
+from ports.store import StorePort
 from ports.users import UserStore
 
 

@@ -29,8 +29,8 @@ from adapters.postgres.organise_schema import add_organising
 from adapters.postgres.queue_schema import MIGRATION_QUEUE
 from adapters.postgres.search_schema import add_stems
 from adapters.postgres.session_schema import MIGRATION_SESSIONS
-from adapters.postgres.user_schema import MIGRATION_OWNER, MIGRATION_USERS, add_rule_owner
 from adapters.postgres.store_schema import MIGRATION_STORE
+from adapters.postgres.user_schema import MIGRATION_OWNER, MIGRATION_USERS, add_rule_owner
 from domain.errors import StorageFailure
 
 log = logging.getLogger(__name__)
