@@ -211,7 +211,7 @@ def _compare(op: str, have: Any, want: Any) -> bool:
     numbers = all(isinstance(x, int | float) and not isinstance(x, bool) for x in (have, want))
     if not numbers and not (isinstance(have, str) and isinstance(want, str)):
         return False  # an order between a number and a string is not one
-    return {"$gt": have > want, "$gte": have >= want, "$lt": have < want, "$lte": have <= want}[op]
+    return bool({"$gt": have > want, "$gte": have >= want, "$lt": have < want, "$lte": have <= want}[op])
 
 
 def matches(value: Mapping[str, Any], filter: Mapping[str, Any]) -> bool:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from services.runs import RunService
     from services.search import SearchService
     from services.sessions import SessionService
+    from services.store import StoreService
     from services.supervisor import Supervisor
     from services.transfer import TransferService
     from services.users import UserService
@@ -63,4 +64,5 @@ class Services:
     attachment_limits: AttachmentLimits = DEFAULT_LIMITS  # what a message may carry (settings)
     graphs: Callable[[], GraphCatalog] | None = None  # the graphs of LANGGRAPH_JSON (None: not wired)
     presets: Callable[[], PresetService] | None = None  # each user's saved chat settings (None: not wired)
+    store: Callable[[], StoreService] | None = None  # each user's long-term store (None: not wired)
     auto_title: bool = True  # AUTO_TITLE: the model titles a conversation after its first answer

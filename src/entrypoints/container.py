@@ -27,6 +27,7 @@ from services.queueing import QueueService
 from services.runs import RunService
 from services.search import SearchService
 from services.sessions import SessionService
+from services.store import StoreService
 from services.supervisor import Supervisor
 from services.unsaved import UnsavedOutcomes
 from services.users import UserService
@@ -127,6 +128,7 @@ class Container(containers.DeclarativeContainer):
 
     catalog = providers.Singleton(ModelCatalog, model)
     presets = providers.Singleton(PresetService, backend.provided.presets.call(), catalog.provider)
+    long_term = providers.Singleton(StoreService, backend.provided.store.call())  # each user's store (issue 45)
     # PDFs are read in worker processes of their own (one pool for chats and imports)
     pdf_reader = providers.Resource(factories.pdf_reader, config.PDF_TIMEOUT, config.PDF_MEMORY, config.PDF_WORKERS)
     intake = providers.Singleton(factories.intake, catalog, pdf_reader)
@@ -211,6 +213,7 @@ class Container(containers.DeclarativeContainer):
         attachment_limits=settings.provided.attachment_limits,
         graphs=graphs.provider,
         presets=presets.provider,
+        store=long_term.provider,
         auto_title=config.AUTO_TITLE,
     )
 

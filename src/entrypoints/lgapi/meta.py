@@ -10,7 +10,7 @@ from starlette.responses import JSONResponse, Response
 
 from domain.errors import ConversationNotFound, InvalidInput
 from entrypoints.lgapi import shapes
-from entrypoints.lgapi.threads import read_body
+from entrypoints.lgapi.threads import read_body, services
 
 
 def _version() -> str:
@@ -29,7 +29,7 @@ async def info(request: Request) -> Response:
         {
             "version": _version(),
             "server": "sophos",
-            "flags": {"assistants": True, "crons": False, "langsmith": False, "store": False},
+            "flags": {"assistants": True, "crons": False, "langsmith": False, "store": services(request).store is not None},
             "metadata": {},
         }
     )
