@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from services.allow_rules import AllowRules
     from services.conversations import ConversationService
     from services.files import FileService
+    from services.memory import MemoryService
     from services.models import ModelCatalog
     from services.presets import PresetService
     from services.queueing import QueueService
@@ -65,4 +66,5 @@ class Services:
     graphs: Callable[[], GraphCatalog] | None = None  # the graphs of LANGGRAPH_JSON (None: not wired)
     presets: Callable[[], PresetService] | None = None  # each user's saved chat settings (None: not wired)
     store: Callable[[], StoreService] | None = None  # each user's long-term store (None: not wired)
+    memory: Callable[[], MemoryService] | None = None  # what the agent remembers about each user (None: not wired)
     auto_title: bool = True  # AUTO_TITLE: the model titles a conversation after its first answer

@@ -21,6 +21,7 @@ from ports.tools import ToolPort
 from services.after_runs import AfterRuns
 from services.allow_rules import AllowRules
 from services.files import FileService
+from services.memory import MemoryService
 from services.models import ModelCatalog
 from services.presets import PresetService
 from services.queueing import QueueService
@@ -107,10 +108,19 @@ class Container(containers.DeclarativeContainer):
         ),
         demo=providers.Singleton(factories.demo_model),
     )
+    # what the agent remembers about each user, in the store (MEMORY_BACKEND=store)
+    memory = providers.Singleton(MemoryService, backend.provided.store.call())
     tools: providers.Selector[ToolPort] = providers.Selector(
         config.TOOLS_BACKEND,
         mcp=providers.Resource(
-            factories.mcp, config.CONFIG_DIR, config.MEMORY_FILE_PATH, config.MCP_START_TIMEOUT, config.TOOL_TIMEOUT
+            factories.mcp,
+            config.CONFIG_DIR,
+            config.MEMORY_FILE_PATH,
+            config.MCP_START_TIMEOUT,
+            config.TOOL_TIMEOUT,
+            config.MEMORY_BACKEND,
+            memory.provider,
+            store.provider,
         ),
         demo=providers.Singleton(factories.demo_tools),
         none=providers.Singleton(factories.no_tools),
@@ -214,6 +224,7 @@ class Container(containers.DeclarativeContainer):
         graphs=graphs.provider,
         presets=presets.provider,
         store=long_term.provider,
+        memory=memory.provider,
         auto_title=config.AUTO_TITLE,
     )
 

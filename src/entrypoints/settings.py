@@ -62,6 +62,13 @@ class Settings:
         "data/memory/memory.jsonl",
         "the Memory server's file; replaces `${MEMORY_FILE_PATH}` in `mcp.json`",
     )
+    MEMORY_BACKEND: str = setting(
+        "store",
+        "who serves `mcp.json`'s `memory` entry: `store`, Sophos's own memory tools (`memory__remember`, "
+        "`memory__recall`, `memory__forget`), each user's memories their own, in the database; `mcp-file`, the "
+        "Memory MCP server, one file (`MEMORY_FILE_PATH`) shared by everyone: for a one-person server (docs/memory.md)",
+        choices=("store", "mcp-file"),
+    )
     MODEL_BACKEND: str = setting(
         "ollama",
         "`ollama`, `openai` (any OpenAI-compatible server) or `demo` (offline)",
