@@ -45,7 +45,3 @@ class StorePort(Protocol):
     @abstractmethod
     async def list_namespaces(self, owner: str, query: ListNamespaces, now: datetime) -> Sequence[Namespace]:
         """The owner's namespaces that hold an item, as `query.select` picks them."""
-
-    @abstractmethod
-    async def delete_owner(self, owner: str) -> int:
-        """Delete every item of `owner` (the user is deleted); how many there were."""

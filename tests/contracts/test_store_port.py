@@ -62,7 +62,6 @@ class StoreContract:
         await store.put(bob, PutItem(("notes",), "k", {"text": "bob's"}), T0)
         ann_item = await store.get(ann, ("notes",), "k", T0)
         assert ann_item is not None and ann_item.value == {"text": "ann's secret lighthouse"}
-        assert await store.delete_owner(ann) == 1
         bob_item = await store.get(bob, ("notes",), "k", T0)
         assert bob_item is not None and bob_item.value == {"text": "bob's"}
 

@@ -79,10 +79,3 @@ class InMemoryStore(StorePort):
     async def list_namespaces(self, owner: str, query: ListNamespaces, now: datetime) -> Sequence[Namespace]:
         with self._lock:
             return query.select([row.item.namespace for _, row in self._live(owner, now)])
-
-    async def delete_owner(self, owner: str) -> int:
-        with self._lock:
-            mine = [k for k in self._rows if k[0] == owner]
-            for k in mine:
-                del self._rows[k]
-            return len(mine)

@@ -124,8 +124,3 @@ class PostgresStore(StorePort):
         async with self.db.cursor() as cur:
             await cur.execute(f"SELECT DISTINCT namespace FROM store_items WHERE owner = %s AND {LIVE}", (owner, now))
             return query.select([namespace_of(r[0]) for r in await cur.fetchall()])
-
-    async def delete_owner(self, owner: str) -> int:
-        async with self.db.cursor() as cur:
-            await cur.execute("DELETE FROM store_items WHERE owner = %s", (owner,))
-            return cur.rowcount

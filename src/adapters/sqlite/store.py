@@ -138,10 +138,3 @@ class SqliteStore(StorePort):
         sql = f"SELECT DISTINCT i.namespace FROM store_items i WHERE i.owner = ? AND {LIVE}"
         rows = await self._reader.run(lambda c: c.execute(sql, (owner, iso(now))).fetchall())
         return query.select([namespace_of(r[0]) for r in rows])
-
-    async def delete_owner(self, owner: str) -> int:
-        def write(c: sqlite3.Connection) -> int:
-            with transaction(c):
-                return c.execute("DELETE FROM store_items WHERE owner = ?", (owner,)).rowcount
-
-        return await self._writer.run(write)
