@@ -36,15 +36,18 @@ def answer(body: dict[str, Any]) -> dict[str, Any]:
     return {"text": "Hello."}
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[tuple[LiveServer, dict[str, str], FakeOllama, dict[str, str], str]]:
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def server(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[tuple[LiveServer, dict[str, str], FakeOllama, dict[str, str], str]]:
     # the shipped mcp.json's memory entry: with MEMORY_BACKEND=store (the default) Sophos
     # serves it with its own tools, and the Memory MCP server is never started
     config_dir(tmp_path, {"memory": SHIPPED_MEMORY})
     lg_port = free_port()
+    database = {"DATABASE_URL": request.getfixturevalue("pg_url")} if request.param == "postgres" else {}
     with fake_ollama() as fake:
         fake.responder = answer
-        env = app_env(tmp_path, fake.url, TOOL_APPROVAL="unsafe", LANGGRAPH_API_PORT=str(lg_port))
+        env = app_env(tmp_path, fake.url, TOOL_APPROVAL="unsafe", LANGGRAPH_API_PORT=str(lg_port), **database)
         tokens = {name: add_user(env, name)[1] for name in ("ann", "bob")}
         live = LiveServer(env, tmp_path).start()
         try:
