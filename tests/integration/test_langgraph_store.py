@@ -110,4 +110,6 @@ def test_hostile_store_requests_get_a_clear_error(sqlite_server: tuple[str, dict
             r = c.request(method, path, **kw)
             assert r.status_code == 422, (method, path, kw, r.status_code, r.text)
         assert c.get("/store/items", params={"namespace": "a"}).status_code == 400  # no key
+        big = c.put("/store/items", json={"namespace": ["a"], "key": "k", "value": {"v": "x" * 100_000}})
+        assert big.status_code == 413  # the API's bodies are bounded (64 KiB) before any parsing
         assert c.put("/store/items", json={"namespace": ["a"], "key": "k", "value": {}, "extra": 1}).status_code == 400
