@@ -13,8 +13,9 @@ import pytest
 from adapters.memory.store import InMemoryStore
 from adapters.postgres.database import PostgresDatabase
 from adapters.postgres.store import PostgresStore
+from adapters.sqlite.database import connect
 from adapters.sqlite.runs import SqliteRunStore
-from adapters.sqlite.store import SqliteStore
+from adapters.sqlite.store import SqliteStore, matches_sql, prefix_range
 from domain.errors import InvalidInput
 from domain.model import new_id
 from domain.store import ListNamespaces, PutItem, SearchItems
@@ -158,6 +159,16 @@ class TestSqliteStore(StoreContract):
         runs = await SqliteRunStore.open(str(tmp_path / "db" / "sophos.db"))
         yield SqliteStore(*runs.workers())
         await runs.aclose()
+
+    async def test_a_query_reads_the_full_text_index_first(self, tmp_path: Path) -> None:
+        runs = await SqliteRunStore.open(str(tmp_path / "db" / "sophos.db"))
+        await runs.aclose()
+        conn = connect(str(tmp_path / "db" / "sophos.db"))
+        where, bounds = prefix_range(("docs",))
+        plan = conn.execute("EXPLAIN QUERY PLAN " + matches_sql(where, " LIMIT 10"), ('"x"', "ann", *bounds, "now")).fetchall()
+        conn.close()
+        steps = [row[3] for row in plan]
+        assert steps[0].startswith("SCAN store_fts") and "rowid=?" in steps[1], steps  # not once per item
 
     async def test_another_process_on_the_file_sees_a_put_item(self, tmp_path: Path) -> None:
         path = str(tmp_path / "db" / "sophos.db")

@@ -54,6 +54,16 @@ def prefix_range(prefix: Namespace) -> tuple[str, tuple[str, ...]]:
     return "i.namespace >= ? AND i.namespace < ?", (low, low[:-1] + "/")
 
 
+def matches_sql(where: str, window: str) -> str:
+    """The items matching an FTS query, best first. CROSS JOIN keeps the index's matches the
+    outer loop: with a plain JOIN the planner ran the MATCH once per item under the prefix
+    (12.5 s at 10,000 items; 7 ms so)."""
+    return (
+        f"SELECT {COLUMNS}, -bm25(store_fts) FROM store_fts CROSS JOIN store_items i ON i.rowid = store_fts.rowid "
+        f"WHERE store_fts MATCH ? AND i.owner = ? AND {where} AND {LIVE} ORDER BY bm25(store_fts), i.rowid{window}"
+    )
+
+
 def fts_query(stems: Sequence[str]) -> str:
     return " OR ".join(f'"{s}"' for s in stems)
 
@@ -117,10 +127,7 @@ class SqliteStore(StorePort):
             stems = query_stems(query.query)
             if not stems:
                 return []
-            sql = (
-                f"SELECT {COLUMNS}, -bm25(store_fts) FROM store_fts JOIN store_items i ON i.rowid = store_fts.rowid "
-                f"WHERE store_fts MATCH ? AND i.owner = ? AND {where} AND {LIVE} ORDER BY bm25(store_fts), i.rowid{window}"
-            )
+            sql = matches_sql(where, window)
             args: tuple[Any, ...] = (fts_query(stems), *base)
         else:
             sql = f"SELECT {COLUMNS}, NULL FROM store_items i WHERE i.owner = ? AND {where} AND {LIVE} "
