@@ -105,6 +105,8 @@ def test_hostile_store_requests_get_a_clear_error(sqlite_server: tuple[str, dict
             ("POST", "/store/items/search", {"json": {"namespace_prefix": ["a"], "filter": {"v": {"$where": 1}}}}),
             ("POST", "/store/items/search", {"json": {"namespace_prefix": ["a"], "limit": 100000}}),
             ("POST", "/store/namespaces", {"json": {"max_depth": 0}}),
+            ("POST", "/store/items/search", {"json": {"namespace_prefix": ["a"], "refresh_ttl": "yes"}}),
+            ("GET", "/store/items", {"params": {"namespace": "a", "key": "k", "refresh_ttl": "maybe"}}),
         ]
         for method, path, kw in cases:
             r = c.request(method, path, **kw)

@@ -108,6 +108,12 @@ async def delete_item(request: Request) -> Response:
     return Response(status_code=204)
 
 
+def _flag(value: object, name: str) -> bool:
+    if value is not None and not isinstance(value, bool):
+        raise HTTPException(422, f"{name} must be true or false")
+    return bool(value)
+
+
 def _filter(value: object) -> Mapping[str, Any]:
     if value is None:
         return {}
@@ -125,7 +131,7 @@ async def search_items(request: Request) -> Response:
         _filter(body.get("filter")),
         10 if body.get("limit") is None else body["limit"],
         body.get("offset") or 0,
-        bool(body.get("refresh_ttl")),
+        _flag(body.get("refresh_ttl"), "refresh_ttl"),
     )
     found = await _store(request).search(query, by=principal_of(request))
     return JSONResponse({"items": [item_dict(i) for i in found]})
