@@ -415,3 +415,10 @@ class TooManyPresets(SophosError):
 
     code = ErrorCode.PRESET_LIMIT
     default_message = "Too many presets: delete one first"
+
+
+class MemoryNotFound(SophosError):
+    """Raised when a memory id names none of the user's memories (another user's included)."""
+
+    code = ErrorCode.NOT_FOUND
+    default_message = "No such memory"

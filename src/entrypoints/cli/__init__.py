@@ -18,6 +18,7 @@ from entrypoints.cli.doctor import doctor
 from entrypoints.cli.exits import EXIT_PIPE, EXIT_STOPPED
 from entrypoints.cli.graphs import graphs
 from entrypoints.cli.help import format_sections
+from entrypoints.cli.memory import memory
 from entrypoints.cli.models import models
 from entrypoints.cli.output import silence_output
 from entrypoints.cli.repl import repl
@@ -107,6 +108,7 @@ for command in (
     usage,
     audit,
     graphs,
+    memory,
 ):
     main.add_command(command)
 db.add_command(reindex)

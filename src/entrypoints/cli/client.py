@@ -134,6 +134,15 @@ class SophosClient(Protocol):
         """GET /api/audit's entries (admins only)."""
         ...
 
+    async def memories(self) -> list[Json]:
+        """What the agent remembers about the user, as GET /api/memory gives it: `[{id, text,
+        createdAt, updatedAt}]`, newest first (locally: the bootstrap admin's, this machine's user)."""
+        ...
+
+    async def forget_memory(self, memory: str) -> None:
+        """Forget one; NOT_FOUND when the user has no memory of that id."""
+        ...
+
     async def run(self, body: Json, printer: Printer, stopper: Stopper) -> tuple[str, str]:
         """Start the run a POST /api/chat `body` names and feed its events to `printer`
         until it ends; `stopper` (and a closed stdout) stop it. (conversation, run)."""

@@ -9,6 +9,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Chat", ("chat", "repl", "resume", "regenerate", "cancel", "models")),
     ("Conversations", ("conversations", "show", "search", "branch", "rename", "delete", "export", "import")),
     ("Approvals", ("approve", "approvals")),
+    ("Memory", ("memory",)),
     ("Server", ("serve", "doctor", "users", "usage", "audit", "graphs")),
     ("Database", ("db",)),
 )
@@ -27,6 +28,7 @@ SUMMARIES = {
     "import": "Add conversations from a Sophos or ChatGPT export file.",
     "approve": "Approve, edit or reject the calls a conversation waits on.",
     "approvals": "List or revoke the tools you always allow.",
+    "memory": "List or forget what the agent remembers about you.",
     "doctor": "Check the model server, every tool server and the database.",
     "models": "List the models the model server serves (* marks the default).",
     "db": "Inspect and maintain the database (SQLite, or PostgreSQL).",

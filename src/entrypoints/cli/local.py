@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from domain.attachments import AttachmentLimits
 from domain.commands import Cancel, SendMessage, StartRun, start_command
-from domain.errors import ModelBadResponse, ModelUnreachable
+from domain.errors import ModelBadResponse, ModelUnreachable, NotSupported
 from domain.events import StreamEvent
 from domain.model import parse_conversation_id
 from domain.models import settings_change
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from entrypoints.bundle import Services
     from entrypoints.cli.output import Printer
     from entrypoints.container import Container
+    from services.memory import MemoryService
     from services.supervisor import Supervisor
 
 
@@ -159,6 +160,19 @@ class LocalClient(SophosClient):
 
         getter = self._services.audit
         return [] if getter is None else [audit_dto(e) for e in await getter().entries(parse_since(since), limit, by=LOCAL)]
+
+    async def memories(self) -> list[Json]:
+        from entrypoints.http.memory import memory_dto
+
+        return [memory_dto(m) for m in await self._memory().list()]
+
+    async def forget_memory(self, memory: str) -> None:
+        await self._memory().forget(memory)
+
+    def _memory(self) -> MemoryService:
+        if self._services.memory is None:
+            raise NotSupported("This database keeps no memory")
+        return self._services.memory()
 
     async def run(self, body: Json, printer: Printer, stopper: Stopper) -> tuple[str, str]:
         """The run in this process, with leases and cancel signals kept by a supervisor (no

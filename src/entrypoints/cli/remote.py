@@ -129,6 +129,13 @@ class HttpClient(SophosClient):
         entries: list[Json] = (await self._json("GET", "/api/audit", params=params))["entries"]
         return entries
 
+    async def memories(self) -> list[Json]:
+        found: list[Json] = (await self._json("GET", "/api/memory"))["memories"]
+        return found
+
+    async def forget_memory(self, memory: str) -> None:
+        await self._request("DELETE", f"/api/memory/{quote(memory, safe='')}")
+
     async def run(self, body: Json, printer: Printer, stopper: Stopper) -> tuple[str, str]:
         """POST the run, then follow its stream. Stopping it (Ctrl-C, a closed stdout) stops
         following and cancels it on the server."""
