@@ -164,7 +164,7 @@ class Container(containers.DeclarativeContainer):
         quota=meter,
     )
     queue = providers.Singleton(QueueService, run_service, store, config.MAX_QUEUED)
-    graph_runner = providers.Singleton(factories.graph_runner, graphs, checkpointer)
+    graph_runner = providers.Singleton(factories.graph_runner, graphs, checkpointer, backend.provided.store.call())
     hosted = providers.Singleton(HostedRuns, run_service, graph_runner.provider, graphs.provider)
     supervisor = providers.Singleton(
         Supervisor,

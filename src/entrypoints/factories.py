@@ -26,6 +26,7 @@ from ports.prompts import SystemPromptSource
 from ports.search import SearchIndex
 from ports.sessions import SessionStore
 from ports.storage import StoragePort
+from ports.store import StorePort
 from ports.tools import ToolPort
 from ports.usage import UsageStore
 from ports.users import UserStore
@@ -119,12 +120,13 @@ def graphs(path: str) -> LangGraphJsonCatalog:
     return LangGraphJsonCatalog.load(path) if path else LangGraphJsonCatalog.empty()
 
 
-def graph_runner(catalog: LangGraphJsonCatalog, checkpointer: Saver) -> GraphRunner:
-    """The hosted graphs run on the backend's saver (fenced by the run) and, until the
-    server's store port lands, a store of this process's memory (the seam: its `store`)."""
+def graph_runner(catalog: LangGraphJsonCatalog, checkpointer: Saver, store: StorePort) -> GraphRunner:
+    """The hosted graphs run on the backend's saver (fenced by the run), their nodes' store
+    the server's, as the thread's owner sees it (the `/store/*` API's and the memory tools')."""
     from adapters.graphs.runner import CatalogGraphRunner
+    from adapters.graphs.store import OwnedStore
 
-    return CatalogGraphRunner(catalog, checkpointer)
+    return CatalogGraphRunner(catalog, checkpointer, lambda owner: OwnedStore(store, owner))
 
 
 def prompt(config_dir: str) -> SystemPromptSource:
