@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from services.presets import PresetService
     from services.queueing import QueueService
     from services.runs import RunService
+    from services.schedules import ScheduleService
     from services.search import SearchService
     from services.sessions import SessionService
     from services.supervisor import Supervisor
@@ -63,4 +64,5 @@ class Services:
     attachment_limits: AttachmentLimits = DEFAULT_LIMITS  # what a message may carry (settings)
     graphs: Callable[[], GraphCatalog] | None = None  # the graphs of LANGGRAPH_JSON (None: not wired)
     presets: Callable[[], PresetService] | None = None  # each user's saved chat settings (None: not wired)
+    schedules: Callable[[], ScheduleService] | None = None  # each user's scheduled runs (None: not wired)
     auto_title: bool = True  # AUTO_TITLE: the model titles a conversation after its first answer

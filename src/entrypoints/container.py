@@ -25,6 +25,8 @@ from services.models import ModelCatalog
 from services.presets import PresetService
 from services.queueing import QueueService
 from services.runs import RunService
+from services.scheduler import Scheduler
+from services.schedules import ScheduleService
 from services.search import SearchService
 from services.sessions import SessionService
 from services.supervisor import Supervisor
@@ -146,6 +148,8 @@ class Container(containers.DeclarativeContainer):
         defaults=presets.provided.defaults_for,
     )
     queue = providers.Singleton(QueueService, run_service, store, config.MAX_QUEUED)
+    scheduler = providers.Singleton(Scheduler, run_service, queue, store)
+    schedules = providers.Singleton(ScheduleService, store, run_service)
     supervisor = providers.Singleton(
         Supervisor,
         service=run_service,
@@ -153,6 +157,7 @@ class Container(containers.DeclarativeContainer):
         event_retention=config.RUN_EVENT_RETENTION_SECONDS,
         approval_timeout=config.APPROVAL_TIMEOUT,
         after_runs=providers.Singleton(AfterRuns, store, threads, model.provider, config.AUTO_TITLE),
+        scheduler=scheduler,
     )
     import_worker = providers.Resource(factories.import_worker)  # an import's file read and its messages built
     conversations = providers.Singleton(
@@ -211,6 +216,7 @@ class Container(containers.DeclarativeContainer):
         attachment_limits=settings.provided.attachment_limits,
         graphs=graphs.provider,
         presets=presets.provider,
+        schedules=schedules.provider,
         auto_title=config.AUTO_TITLE,
     )
 

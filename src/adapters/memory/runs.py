@@ -16,6 +16,7 @@ from adapters.memory.approvals import InMemoryApprovals
 from adapters.memory.metadata import InMemoryMetadata
 from adapters.memory.organise import InMemoryOrganising
 from adapters.memory.queue import InMemoryQueue
+from adapters.memory.schedules import InMemorySchedules
 from adapters.storage.event_rows import pack, unpack
 from domain.errors import ConversationNotFound, RunLost, SessionInProgress, UserLimitReached
 from domain.lifecycle import GIVE_UP
@@ -24,6 +25,7 @@ from domain.models import ChatSettings
 from domain.organise import Shown
 from domain.principals import BOOTSTRAP_ID
 from domain.queue import QueuedMessage
+from domain.schedules import FiringClaim
 from ports.events import EventBatch, RunEventLog
 from ports.journal import JournalEntry, ToolJournal
 from ports.runs import LoadCap, RunFinish, RunRepository
@@ -42,7 +44,15 @@ class _Waiter:
 
 
 class InMemoryRunStore(
-    InMemoryApprovals, InMemoryQueue, InMemoryMetadata, InMemoryOrganising, RunRepository, RunEventLog, RunSignals, ToolJournal
+    InMemoryApprovals,
+    InMemoryQueue,
+    InMemorySchedules,
+    InMemoryMetadata,
+    InMemoryOrganising,
+    RunRepository,
+    RunEventLog,
+    RunSignals,
+    ToolJournal,
 ):
     """Plain dicts behind one lock (never held across an await). Event data goes through
     JSON, as in SQLite, so what is not JSON-encodable fails here too."""
@@ -60,6 +70,7 @@ class InMemoryRunStore(
         self._queue_init()
         self._metadata_init()
         self._organise_init()
+        self._schedules_init()
 
     def close(self) -> None:
         pass
@@ -230,11 +241,22 @@ class InMemoryRunStore(
         )
         return replace(run, lease_expired=expired)
 
-    async def start_run(self, run: Run, now: datetime, flushed_by_input: bool = False, cap: LoadCap | None = None) -> None:
+    async def start_run(
+        self,
+        run: Run,
+        now: datetime,
+        flushed_by_input: bool = False,
+        cap: LoadCap | None = None,
+        firing: FiringClaim | None = None,
+    ) -> None:
         with self._lock:
             if cap is not None and self._load(cap.owner) >= cap.limit:
                 raise UserLimitReached()
+            if firing is not None:
+                self._check_claim(firing)
             self._insert_running(run, now)
+            if firing is not None:
+                self._take_claim(firing, run.id, run.conversation_id, False)
 
     def _insert_running(self, run: Run, now: datetime) -> None:
         if any(r.conversation_id == run.conversation_id and r.status is RunStatus.RUNNING for r in self._runs.values()):
@@ -290,6 +312,8 @@ class InMemoryRunStore(
                 seq = max(finish.event_id or 0, max(events, default=0) + 1)
                 events[seq] = (finish.event.event, data)
                 self._wake(run_id)
+            if not finish.input_recorded:
+                self._firing_unsaved(run_id)
             return self._after_finish(run, finish) or True
 
     async def give_up(self, run_id: str, error: RunError, now: datetime) -> bool:

@@ -21,6 +21,7 @@ from adapters.sqlite.message_schema import MIGRATION_MESSAGES
 from adapters.sqlite.metadata_schema import MIGRATION_RUN_KWARGS, MIGRATION_THREAD_METADATA
 from adapters.sqlite.organise_schema import add_organising
 from adapters.sqlite.queue_schema import MIGRATION_QUEUE
+from adapters.sqlite.schedule_schema import MIGRATION_SCHEDULES
 from adapters.sqlite.search_schema import MIGRATION_SEARCH, add_stems
 from adapters.sqlite.session_schema import MIGRATION_SESSIONS
 from adapters.sqlite.threads import SerialThread, release, writer_thread
@@ -169,6 +170,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     MIGRATION_RUN_KWARGS,  # v18
     add_stems,  # v19
     add_organising,  # v20
+    MIGRATION_SCHEDULES,
 )
 
 BUSY_MESSAGE = "The database is busy: another process holds the write lock; try again"
