@@ -93,6 +93,9 @@ async def firing_unsaved(cur: AsyncCursor[Any], run_id: str) -> None:
 class PostgresSchedules(ScheduleStore):
     db: PostgresDatabase
 
+    async def ready(self) -> None:
+        raise NotImplementedError
+
     async def _rows(self, sql: str, args: Sequence[object] | Mapping[str, object] = ()) -> list[tuple[Any, ...]]:
         raise NotImplementedError
 
@@ -142,14 +145,17 @@ class PostgresSchedules(ScheduleStore):
         return bool(rows)
 
     async def tick(self, now: datetime) -> datetime | None:
-        # the row's old value, read under the update's lock: each tick sees the one before it
-        rows = await self._rows(
-            "WITH old AS (SELECT ticked_at FROM scheduler_ticks WHERE id = 1 FOR UPDATE) "
-            "INSERT INTO scheduler_ticks (id, ticked_at) VALUES (1, %s) ON CONFLICT (id) DO UPDATE "
-            "SET ticked_at = greatest(scheduler_ticks.ticked_at, excluded.ticked_at) RETURNING (SELECT ticked_at FROM old)",
-            (now,),
-        )
-        return rows[0][0] if rows else None
+        await self.ready()
+        async with self.db.cursor(transaction=True) as cur:
+            # the row locked to the commit: each tick reads the one before it
+            await cur.execute("SELECT ticked_at FROM scheduler_ticks WHERE id = 1 FOR UPDATE")
+            row = await cur.fetchone()
+            await cur.execute(
+                "INSERT INTO scheduler_ticks (id, ticked_at) VALUES (1, %s) ON CONFLICT (id) DO UPDATE "
+                "SET ticked_at = greatest(scheduler_ticks.ticked_at, excluded.ticked_at)",
+                (now,),
+            )
+        return row[0] if row else None
 
     async def redo_firings(self, limit: int) -> Sequence[Firing]:
         rows = await self._rows(
