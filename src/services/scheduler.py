@@ -9,6 +9,7 @@ ticks next. The supervisor runs it in the server (services.supervisor)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
@@ -34,8 +35,15 @@ class Scheduler:
     process) means every process was down, and the firings between were missed."""
 
     def __init__(
-        self, service: RunUseCases, queue: QueueService, store: ScheduleStore, period: float = 0.5, gap: float = GAP_SECONDS
+        self,
+        service: RunUseCases,
+        queue: QueueService,
+        store: ScheduleStore,
+        period: float = 0.5,
+        gap: float = GAP_SECONDS,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
+        self.clock = clock or service.kernel.deps.clock  # a test's hand-driven clock
         self.service = service
         self.queue = queue
         self.store = store
@@ -47,7 +55,7 @@ class Scheduler:
         kernel = self.service.kernel
         if kernel.draining:
             return 0
-        now = kernel.deps.clock()
+        now = self.clock()
         last = await self.store.tick(now)
         started = 0
         for firing in await self.store.redo_firings(BATCH):
@@ -60,7 +68,7 @@ class Scheduler:
         """Start the due firings of `schedule`, late ones one by one in order."""
         started = 0
         for _ in range(LATE_PER_TICK):
-            plan = plan_tick(schedule, self.service.kernel.deps.clock(), last, self.gap)
+            plan = plan_tick(schedule, self.clock(), last, self.gap)
             if plan is None:
                 break
             if plan.fire is None:
@@ -74,7 +82,7 @@ class Scheduler:
 
     async def _fire(self, schedule: Schedule, plan: TickPlan) -> bool:
         """Start `plan.fire`; False when nothing more of this schedule is to start now."""
-        metrics, now = self.service.kernel.deps.metrics, self.service.kernel.deps.clock()
+        metrics, now = self.service.kernel.deps.metrics, self.clock()
         ctx = {"schedule_id": schedule.id, "conversation_id": schedule.conversation_id}
         assert plan.fire is not None and schedule.next_at is not None
         if plan.missed_some:
@@ -114,7 +122,7 @@ class Scheduler:
             log.warning("firing of the schedule not started again yet: %s", e.message, extra=ctx)
             return 0
         self.service.kernel.deps.metrics.schedule_fired(
-            "redone", lateness(firing.scheduled_for, self.service.kernel.deps.clock())
+            "redone", lateness(firing.scheduled_for, self.clock())
         )
         log.info("firing for %s started again: %s", firing.scheduled_for.isoformat(), _id_of(answer), extra=ctx)
         return 1
