@@ -121,9 +121,7 @@ class Scheduler:
         except SophosError as e:
             log.warning("firing of the schedule not started again yet: %s", e.message, extra=ctx)
             return 0
-        self.service.kernel.deps.metrics.schedule_fired(
-            "redone", lateness(firing.scheduled_for, self.clock())
-        )
+        self.service.kernel.deps.metrics.schedule_fired("redone", lateness(firing.scheduled_for, self.clock()))
         log.info("firing for %s started again: %s", firing.scheduled_for.isoformat(), _id_of(answer), extra=ctx)
         return 1
 

@@ -126,6 +126,20 @@ class SophosClient(Protocol):
 
     async def revoke_rule(self, tool: str) -> None: ...
 
+    async def schedules(self) -> list[Json]:
+        """The schedules as GET /api/schedules gives them, oldest first."""
+        ...
+
+    async def add_schedule(self, body: Json) -> Json:
+        """Make the schedule a POST /api/schedules `body` names; the schedule."""
+        ...
+
+    async def edit_schedule(self, schedule_id: str, body: Json) -> Json:
+        """Apply a PATCH /api/schedules/ID `body` (pause: `{"enabled": false}`); the schedule."""
+        ...
+
+    async def delete_schedule(self, schedule_id: str) -> None: ...
+
     async def run(self, body: Json, printer: Printer, stopper: Stopper) -> tuple[str, str]:
         """Start the run a POST /api/chat `body` names and feed its events to `printer`
         until it ends; `stopper` (and a closed stdout) stop it. (conversation, run)."""

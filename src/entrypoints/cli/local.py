@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from domain.attachments import AttachmentLimits
 from domain.commands import Cancel, SendMessage, StartRun, start_command
-from domain.errors import ModelBadResponse, ModelUnreachable
+from domain.errors import ModelBadResponse, ModelUnreachable, NotSupported
 from domain.events import StreamEvent
 from domain.model import parse_conversation_id
 from domain.models import settings_change
@@ -26,11 +26,13 @@ from entrypoints.dto import (
     settings_fields,
     summary_dto,
 )
+from entrypoints.schedule_dto import edit_of, schedule_dto, spec_of
 
 if TYPE_CHECKING:
     from entrypoints.bundle import Services
     from entrypoints.cli.output import Printer
     from entrypoints.container import Container
+    from services.schedules import ScheduleService
     from services.supervisor import Supervisor
 
 
@@ -140,6 +142,24 @@ class LocalClient(SophosClient):
 
     async def revoke_rule(self, tool: str) -> None:
         await self._services.allow_rules().revoke(tool)
+
+    def _schedules(self) -> ScheduleService:
+        schedules = self._services.schedules
+        if schedules is None:
+            raise NotSupported("This database keeps no schedules")
+        return schedules()
+
+    async def schedules(self) -> list[Json]:
+        return [schedule_dto(s) for s in await self._schedules().list()]
+
+    async def add_schedule(self, body: Json) -> Json:
+        return schedule_dto(await self._schedules().create(spec_of(body)))
+
+    async def edit_schedule(self, schedule_id: str, body: Json) -> Json:
+        return schedule_dto(await self._schedules().edit(schedule_id, edit_of(body)))
+
+    async def delete_schedule(self, schedule_id: str) -> None:
+        await self._schedules().delete(schedule_id)
 
     async def run(self, body: Json, printer: Printer, stopper: Stopper) -> tuple[str, str]:
         """The run in this process, with leases and cancel signals kept by a supervisor (no
