@@ -31,6 +31,7 @@ INF = float("inf")
 RUN_BUCKETS = (0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 1800, INF)
 MODEL_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, INF)
 TOOL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, INF)
+LATENESS = "Seconds between a firing's time and the start of its run"
 LATENESS_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600, INF)
 FINISHED = [s.value for s in RunStatus if s.finished]
 
@@ -67,10 +68,7 @@ class PrometheusMetrics(MetricsPort):
         )
         self.firings = counter("schedule_firings", "Schedules' firings, by outcome (services.scheduler)", "outcome")
         self.firing_lateness = Histogram(
-            "sophos_schedule_lateness_seconds",
-            "Seconds between a firing's time and the start of its run",
-            registry=registry,
-            buckets=LATENESS_BUCKETS,
+            "sophos_schedule_lateness_seconds", LATENESS, registry=registry, buckets=LATENESS_BUCKETS
         )
         self.runs_active = Gauge("sophos_runs_active", "Runs this process is executing", registry=registry)
         self.streams_active = Gauge(
