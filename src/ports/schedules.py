@@ -11,7 +11,7 @@ with `input_recorded` False marks it `redo`), and any live process starts it aga
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -71,6 +71,11 @@ class ScheduleStore(Protocol):
     async def redo_firings(self, limit: int) -> Sequence[Firing]:
         """At most `limit` firings in state redo (oldest first): to be started again.
         Only reads."""
+
+    @abstractmethod
+    async def scheduled_times(self, run_ids: Sequence[str]) -> Mapping[str, datetime]:
+        """The scheduled time of each of the runs (or queued messages) a firing started;
+        the others are left out. Only reads."""
 
     @abstractmethod
     async def firings(self, schedule_id: str, limit: int) -> Sequence[Firing]:

@@ -5,7 +5,7 @@ conversation is: another user's answers as unknown (ScheduleNotFound: 404 alike)
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from domain.errors import InvalidInput, ScheduleNotFound
@@ -61,6 +61,11 @@ class ScheduleService:
     async def delete(self, schedule_id: object, *, by: Principal = LOCAL) -> None:
         if not await self.store.delete_schedule(check_schedule_id(schedule_id), owner_filter(by)):
             raise ScheduleNotFound()
+
+    async def scheduled_times(self, run_ids: Sequence[str]) -> Mapping[str, datetime]:
+        """The scheduled time of each of these runs that a firing started (the caller has
+        checked the runs are the principal's to see)."""
+        return await self.store.scheduled_times(run_ids)
 
     async def firings(self, schedule_id: object, limit: int = 50, *, by: Principal = LOCAL) -> Sequence[Firing]:
         """The schedule's latest firings, newest first (each with its run's id)."""

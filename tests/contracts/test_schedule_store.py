@@ -92,6 +92,8 @@ class ScheduleStoreContract(StoreContract):
         assert stored is not None and stored.next_at == T0 + timedelta(seconds=1) and stored.last_run_id == first.id
         [firing] = await store.firings(s.id, 10)
         assert (firing.scheduled_for, firing.run_id, firing.conversation_id, firing.redo) == (T0, first.id, cid, False)
+        assert await store.scheduled_times([first.id, new_id()]) == {first.id: T0}
+        assert await store.scheduled_times([]) == {}
 
     async def test_a_refused_run_leaves_the_firing_unclaimed(self, store: Store, clock: StoreClock) -> None:
         busy = await a_running_run(store, clock)

@@ -5,6 +5,7 @@ scheduled time."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ from starlette.testclient import TestClient
 from domain.principals import Role
 from entrypoints.container import create_container
 from entrypoints.http.app import create_app
+from entrypoints.lgapi.app import create_lgapi_app
 from tests.integration.test_ownership import bearer
 from tests.support.app import app_env
 from tests.support.fake_ollama import FakeOllama
@@ -139,3 +141,21 @@ def test_an_every_second_schedule_fires_in_the_server_each_run_with_its_time(cli
     assert len({f["scheduledFor"] for f in every}) == len(every)  # never two runs for one time
     messages = client.get(f"/api/conversations/{cid}").json()["messages"]
     assert sum(m["content"] == "tick" for m in messages if m["role"] == "user") >= 1
+
+
+def test_the_langgraph_api_shows_a_scheduled_runs_time_in_its_metadata(tmp_path: Path, ollama: FakeOllama) -> None:
+    ollama.latency = 0.0
+    container = create_container(app_env(tmp_path, ollama.url, TOOLS_BACKEND="none"))
+    with TestClient(create_app(container)) as client:
+        lg = TestClient(create_lgapi_app(container.services(), container.settings(), asyncio.Event()))
+        s = client.post("/api/schedules", json={"cron": "* * * * * *", "message": "tick"}).json()["schedule"]
+        firing = wait_for(lambda: client.get(f"/api/schedules/{s['id']}/runs").json()["firings"])[-1]
+        client.patch(f"/api/schedules/{s['id']}", json={"enabled": False})
+        listed = lg.get(f"/threads/{firing['conversationId']}/runs").json()
+        [run] = [r for r in listed if r["run_id"] == firing["runId"]]
+        assert run["metadata"]["trigger"] == "schedule" and run["metadata"]["scheduled_for"] == firing["scheduledFor"]
+        one = lg.get(f"/threads/{firing['conversationId']}/runs/{firing['runId']}").json()
+        assert one["metadata"]["scheduled_for"] == firing["scheduledFor"]
+        user_run = client.post("/api/chat", json={"message": "hi"}).json()
+        plain = lg.get(f"/threads/{user_run['conversation']}/runs/{user_run['run']}").json()
+        assert "scheduled_for" not in plain["metadata"]

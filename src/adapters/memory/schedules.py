@@ -4,7 +4,7 @@ run's insert are one step, as in the durable stores' one transaction."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
@@ -102,6 +102,11 @@ class InMemorySchedules(ScheduleStore):
         with self._lock:
             found = [f for f in self._firings.values() if f.redo and f.schedule_id in self._schedules]
         return sorted(found, key=lambda f: f.scheduled_for)[:limit]
+
+    async def scheduled_times(self, run_ids: Sequence[str]) -> Mapping[str, datetime]:
+        wanted = set(run_ids)
+        with self._lock:
+            return {f.run_id: f.scheduled_for for f in self._firings.values() if f.run_id in wanted}
 
     async def firings(self, schedule_id: str, limit: int) -> Sequence[Firing]:
         with self._lock:

@@ -165,6 +165,13 @@ class PostgresSchedules(ScheduleStore):
         )
         return [firing_from_row(r) for r in rows]
 
+    async def scheduled_times(self, run_ids: Sequence[str]) -> Mapping[str, datetime]:
+        ids = list(dict.fromkeys(run_ids))
+        if not ids:
+            return {}
+        rows = await self._rows("SELECT run_id, scheduled_for FROM schedule_firings WHERE run_id = ANY(%s)", (ids,))
+        return {r[0]: r[1] for r in rows}
+
     async def firings(self, schedule_id: str, limit: int) -> Sequence[Firing]:
         rows = await self._rows(
             f"SELECT {FIRING_COLUMNS} FROM schedule_firings WHERE schedule_id = %s ORDER BY scheduled_for DESC LIMIT %s",

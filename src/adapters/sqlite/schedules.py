@@ -5,12 +5,12 @@ one writer at a time (BEGIN IMMEDIATE), so two processes never both take it."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from adapters.sqlite.database import Worker, transaction, unsynced
-from adapters.sqlite.rows import fetchall
+from adapters.sqlite.rows import fetchall, marks
 from domain.errors import FiringTaken
 from domain.model import iso
 from domain.schedules import CatchUp, Firing, FiringClaim, Schedule, Timing
@@ -183,6 +183,15 @@ class SqliteSchedules(ScheduleStore):
             (limit,),
         )
         return [firing_from_row(r) for r in rows]
+
+    async def scheduled_times(self, run_ids: Sequence[str]) -> Mapping[str, datetime]:
+        ids = list(dict.fromkeys(run_ids))
+        if not ids:
+            return {}
+        rows = await self._reader.run(
+            fetchall, f"SELECT run_id, scheduled_for FROM schedule_firings WHERE run_id IN ({marks(ids)})", ids
+        )
+        return {r[0]: datetime.fromisoformat(r[1]) for r in rows}
 
     async def firings(self, schedule_id: str, limit: int) -> Sequence[Firing]:
         rows = await self._reader.run(
