@@ -269,7 +269,7 @@ def plan_tick(schedule: Schedule, now: datetime, last_tick: datetime | None, gap
     awake = last_tick is not None and (now - last_tick).total_seconds() < gap
     if awake or (last_tick is not None and due <= last_tick):
         return TickPlan(due, schedule.following(due))
-    latest = schedule.timing.latest_until(now)
+    latest = schedule.timing.latest_until(min(now, schedule.ends_at or now))
     if latest is None or latest < due:
         latest = due
     following = schedule.following(now)

@@ -145,6 +145,12 @@ def test_firings_missed_while_no_process_ran_run_once_as_the_latest() -> None:
     assert plan.fire == utc(2026, 1, 1, 17) and plan.following == utc(2026, 1, 1, 18) and plan.missed_some
 
 
+def test_a_catch_up_never_runs_a_firing_past_the_end_date() -> None:
+    due = schedule("0 * * * *", ends_at=utc(2026, 1, 1, 15, 30)).armed(NOW)
+    plan = plan_tick(due, NOW + timedelta(hours=5, minutes=10), last_tick=NOW)
+    assert plan is not None and plan.fire == utc(2026, 1, 1, 15) and plan.following is None
+
+
 def test_firings_missed_while_no_process_ran_are_skipped_with_catch_up_skip() -> None:
     due = schedule("0 * * * *", catch_up=CatchUp.SKIP).armed(NOW)
     plan = plan_tick(due, NOW + timedelta(hours=5, minutes=10), last_tick=NOW)
