@@ -14,7 +14,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from domain.commands import SendMessage
-from domain.errors import FiringTaken, ShuttingDown, SophosError
+from domain.errors import FiringTaken, SessionInProgress, ShuttingDown, SophosError, StorageFailure
 from domain.model import RunTrigger
 from domain.principals import Principal, Role
 from domain.queue import Multitask, QueuedMessage
@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 
 BATCH = 50  # schedules (and firings to start again) read per tick
 LATE_PER_TICK = 20  # late firings of one schedule started per tick, in order
+# a firing that meets these is left for the next tick; any other refusal passes it over
+TRY_AGAIN = (FiringTaken, ShuttingDown, StorageFailure, SessionInProgress)
 
 
 class Scheduler:
@@ -91,9 +93,9 @@ class Scheduler:
         command = SendMessage(schedule.message, schedule.conversation_id, multitask=Multitask.ENQUEUE)
         try:
             answer = await self.queue.enqueue(command, by=owner_of(schedule), firing=claim, trigger=RunTrigger.SCHEDULE)
-        except FiringTaken:
-            return False  # another process started it (or the schedule changed): it goes on there
-        except ShuttingDown:
+        except TRY_AGAIN:
+            # another process started it (or the schedule changed), or this one cannot now:
+            # the next tick (here or elsewhere) sees what is left
             return False
         except SophosError as e:
             # the firing cannot start (its conversation's queue is full, the model is unknown...):
@@ -116,7 +118,7 @@ class Scheduler:
         ctx = {"schedule_id": schedule.id, "conversation_id": firing.conversation_id}
         try:
             answer = await self.queue.enqueue(command, by=owner_of(schedule), firing=claim, trigger=RunTrigger.SCHEDULE)
-        except (FiringTaken, ShuttingDown):
+        except TRY_AGAIN:
             return 0
         except SophosError as e:
             log.warning("firing of the schedule not started again yet: %s", e.message, extra=ctx)

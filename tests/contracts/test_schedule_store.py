@@ -140,6 +140,27 @@ class ScheduleStoreContract(StoreContract):
         assert firing.run_id == again.id and not firing.redo
         assert s.id not in [f.schedule_id for f in await store.redo_firings(1000)]
 
+    async def test_a_redo_queued_behind_a_run_is_left_to_its_queue(self, store: Store, clock: StoreClock) -> None:
+        cid = await a_conversation(store, clock)
+        s = every_second(cid=cid)
+        await store.put_schedule(s)
+        lost = run_in(cid, clock)
+        await store.start_run(lost, clock.now(), firing=claim_of(s))
+        await store.finish_run(lost.id, RunFinish(RunStatus.INTERRUPTED, clock.now(), input_recorded=False))
+        busy = await a_running_run(store, clock, cid)
+        message = QueuedMessage(new_id(), cid, 0, "tick", clock.now())
+        assert await store.enqueue(message, 20, FiringClaim(s.id, T0, None, redo=True)) is not None
+        [firing] = await store.firings(s.id, 10)
+        assert firing.queued and firing.run_id == message.id and not firing.redo
+        # its run stopping before the message is saved puts the message back in the queue,
+        # and the firing is not handed back too (it would run twice)
+        then = Run(new_id(), cid, RunStatus.RUNNING, clock.now(), owner=OWNER, trigger=RunTrigger.QUEUE)
+        started = await store.finish_run(busy.id, RunFinish(RunStatus.COMPLETED, clock.now(), then=then))
+        assert isinstance(started, QueuedMessage) and started.run_id == message.id
+        await store.finish_run(message.id, RunFinish(RunStatus.INTERRUPTED, clock.now(), input_recorded=False))
+        assert [q.id for q in await store.queued(cid)] == [message.id]
+        assert s.id not in [f.schedule_id for f in await store.redo_firings(1000)]
+
     async def test_advance_is_a_compare_and_set(self, store: Store, clock: StoreClock) -> None:
         s = every_second(catch_up=CatchUp.SKIP)
         await store.put_schedule(s)

@@ -9,6 +9,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 from domain.commands import SendMessage
+from domain.errors import StorageFailure
 from domain.model import Run, RunOwner, RunStatus, RunTrigger, new_id
 from domain.principals import BOOTSTRAP_ID
 from domain.schedules import CatchUp, FiringClaim, Schedule, ScheduleSpec, Timing
@@ -167,3 +168,23 @@ async def test_a_draining_process_starts_no_firing() -> None:
     await a_schedule(h)
     h.runs.kernel.refuse_new_runs()
     assert await scheduler_of(h, Clock(T0 + timedelta(seconds=5))).tick() == 0
+
+
+async def test_a_storage_failure_leaves_the_firing_for_the_next_tick() -> None:
+    h = make_harness(["fine"])
+    s = await a_schedule(h)
+    await h.repo.tick(T0)
+    real = h.repo.start_run
+
+    async def failing(*args: object, **kwargs: object) -> None:
+        raise StorageFailure("the disk is full")
+
+    h.repo.start_run = failing
+    clock = Clock(T0 + timedelta(seconds=1, milliseconds=200))
+    assert await scheduler_of(h, clock).tick() == 0
+    stored = await h.repo.schedule(s.id)
+    assert stored is not None and stored.next_at == T0 + timedelta(seconds=1)  # not passed over
+    h.repo.start_run = real
+    assert await scheduler_of(h, clock).tick() == 1
+    await settle(h)
+    assert [at for at, _ in await runs_for(h, s)] == [T0 + timedelta(seconds=1)]

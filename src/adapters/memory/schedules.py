@@ -35,7 +35,7 @@ class InMemorySchedules(ScheduleStore):
     def _take_claim(self, claim: FiringClaim, run_id: str, conversation_id: str, queued: bool) -> None:
         key = (claim.schedule_id, claim.scheduled_for)
         if claim.redo:
-            self._firings[key] = replace(self._firings[key], run_id=run_id, redo=False)
+            self._firings[key] = replace(self._firings[key], run_id=run_id, queued=queued, redo=False)
             return
         found = self._schedules[claim.schedule_id]
         self._schedules[found.id] = replace(

@@ -60,10 +60,10 @@ async def claim_firing(cur: AsyncCursor[Any], claim: FiringClaim, run_id: str, c
     FiringTaken when it cannot be, and the caller's transaction rolls back."""
     if claim.redo:
         await cur.execute(
-            "UPDATE schedule_firings SET state = 'started', run_id = %s WHERE (schedule_id, scheduled_for) IN "
+            "UPDATE schedule_firings SET state = 'started', run_id = %s, queued = %s WHERE (schedule_id, scheduled_for) IN "
             "(SELECT schedule_id, scheduled_for FROM schedule_firings WHERE schedule_id = %s AND scheduled_for = %s "
             "AND state = 'redo' FOR UPDATE SKIP LOCKED)",
-            (run_id, claim.schedule_id, claim.scheduled_for),
+            (run_id, queued, claim.schedule_id, claim.scheduled_for),
         )
         if cur.rowcount == 0:
             raise FiringTaken()

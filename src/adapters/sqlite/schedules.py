@@ -80,9 +80,9 @@ def claim_firing(c: sqlite3.Connection, claim: FiringClaim, run_id: str, convers
     at = iso(claim.scheduled_for)
     if claim.redo:
         cur = c.execute(
-            "UPDATE schedule_firings SET state = 'started', run_id = ? WHERE schedule_id = ? AND scheduled_for = ? "
-            "AND state = 'redo'",
-            (run_id, claim.schedule_id, at),
+            "UPDATE schedule_firings SET state = 'started', run_id = ?, queued = ? WHERE schedule_id = ? "
+            "AND scheduled_for = ? AND state = 'redo'",
+            (run_id, int(queued), claim.schedule_id, at),
         )
         if cur.rowcount == 0:
             raise FiringTaken()
