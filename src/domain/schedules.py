@@ -25,7 +25,9 @@ from domain.errors import InvalidInput, ScheduleNotFound
 
 MAX_CRON = 120  # characters: a cron expression is short; a longer one is hostile
 MAX_MESSAGE = 16_000  # characters, as a chat message
-GAP_SECONDS = 5.0  # a tick this long after the last one: the firings between were missed
+# a tick this long after the last one (of any process): every process was down (or stalled
+# as long), and the firings between were missed; shorter gaps (a restart) only make them late
+GAP_SECONDS = 30.0
 
 
 class CatchUp(StrEnum):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from domain.commands import SendMessage
 from domain.errors import FiringTaken, SessionInProgress, ShuttingDown, SophosError, StorageFailure
@@ -26,6 +26,7 @@ from services.queueing import QueueService
 
 log = logging.getLogger(__name__)
 
+WATCHED = timedelta(days=36_500)  # how far ahead `due` reads to find every enabled schedule
 BATCH = 50  # schedules (and firings to start again) read per tick
 LATE_PER_TICK = 20  # late firings of one schedule started per tick, in order
 # a firing that meets these is left for the next tick; any other refusal passes it over
@@ -58,19 +59,26 @@ class Scheduler:
         if kernel.draining:
             return 0
         now = self.clock()
-        last = await self.store.tick(now)
         started = 0
         for firing in await self.store.redo_firings(BATCH):
             started += await self._redo(firing)
-        for schedule in await self.store.due(now, BATCH):
-            started += await self._run_due(schedule, last)
+        # the enabled schedules, soonest first: with none, no firing can be missed, so the
+        # tick is not recorded (an idle server writes nothing)
+        armed = await self.store.due(now + WATCHED, BATCH)
+        if not armed:
+            return started
+        last = await self.store.tick(now)
+        for schedule in armed:
+            if schedule.next_at is not None and schedule.next_at <= now:
+                started += await self._run_due(schedule, now, last)
         return started
 
-    async def _run_due(self, schedule: Schedule, last: datetime | None) -> int:
-        """Start the due firings of `schedule`, late ones one by one in order."""
+    async def _run_due(self, schedule: Schedule, now: datetime, last: datetime | None) -> int:
+        """Start the firings of `schedule` due at `now` (this tick's time, however long
+        starting them takes), late ones one by one in order."""
         started = 0
         for _ in range(LATE_PER_TICK):
-            plan = plan_tick(schedule, self.clock(), last, self.gap)
+            plan = plan_tick(schedule, now, last, self.gap)
             if plan is None:
                 break
             if plan.fire is None:

@@ -37,6 +37,7 @@ class ScheduleService:
         if schedule.next_at is None and schedule.enabled:
             raise InvalidInput("The schedule would never fire (its time, or its end date, has passed)")
         await self.store.put_schedule(schedule)
+        await self._armed(schedule)
         log.info("schedule made, first firing %s", schedule.next_at, extra={"schedule_id": schedule.id})
         return schedule
 
@@ -55,8 +56,16 @@ class ScheduleService:
         edited = edit.apply(found, self.clock())
         if not await self.store.replace_schedule(edited, owner_filter(by)):
             raise ScheduleNotFound()
+        await self._armed(edited)
         log.info("schedule edited, next firing %s", edited.next_at, extra={"schedule_id": edited.id})
         return edited
+
+    async def _armed(self, schedule: Schedule) -> None:
+        """Record a scheduler tick at the arming: the schedulers tick only while some
+        schedule is enabled, so without it a first firing due before their next tick would
+        look missed (services.scheduler)."""
+        if schedule.enabled:
+            await self.store.tick(self.clock())
 
     async def delete(self, schedule_id: object, *, by: Principal = LOCAL) -> None:
         if not await self.store.delete_schedule(check_schedule_id(schedule_id), owner_filter(by)):

@@ -188,3 +188,22 @@ async def test_a_storage_failure_leaves_the_firing_for_the_next_tick() -> None:
     assert await scheduler_of(h, clock).tick() == 1
     await settle(h)
     assert [at for at, _ in await runs_for(h, s)] == [T0 + timedelta(seconds=1)]
+
+
+async def test_with_no_enabled_schedule_a_tick_writes_nothing() -> None:
+    h = make_harness()
+    await a_schedule(h, enabled=False)
+    assert await scheduler_of(h, Clock(T0 + timedelta(seconds=5))).tick() == 0
+    assert await h.repo.tick(T0) is None  # no tick was recorded before this one
+
+
+async def test_a_ten_second_stall_of_the_only_process_makes_firings_late_not_missed() -> None:
+    h = make_harness()
+    s = await a_schedule(h)
+    await h.repo.tick(T0)
+    clock = Clock(T0 + timedelta(seconds=1, milliseconds=200))
+    assert await scheduler_of(h, clock).tick() == 1
+    clock.at += timedelta(seconds=10)  # the process (or its database) stalled, or it restarted
+    assert await scheduler_of(h, clock).tick() == 10
+    await settle(h)
+    assert [at for at, _ in await runs_for(h, s)] == [T0 + timedelta(seconds=n) for n in range(1, 12)]
