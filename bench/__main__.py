@@ -55,6 +55,7 @@ from bench import (
     peers,
     postgres,
     search,
+    search_postgres,
     startup,
 )
 from bench.context import prompt_building
@@ -349,7 +350,7 @@ async def main(argv: Sequence[str] | None = None) -> None:
     sections = {
         "core": core,
         "branches": branches_only,
-        "search": search.section,
+        "search": search_postgres.section,
         "imports": imports_section,
         "postgres": postgres.section,
         "concurrency": concurrency.section,

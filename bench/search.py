@@ -5,12 +5,9 @@ indexing adds to a turn (the checkpointer's index write, timed inside real turns
 
 from __future__ import annotations
 
-import argparse
 import random
-import shutil
 import sqlite3
 import statistics
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -21,7 +18,7 @@ import httpx
 from tests.support.app import app_env
 from tests.support.long_thread import long_thread_harness
 
-from bench.table import Row, print_table
+from bench.table import Row
 
 MESSAGES = 20
 
@@ -203,19 +200,3 @@ async def indexing_cost(tmp: Path, turns: int) -> Row:
 
 async def rows(tmp: Path, conversations: int, turns: int) -> list[Row]:
     return [*await query_time(tmp, conversations), await indexing_cost(tmp, min(turns, 100))]
-
-
-async def section(args: argparse.Namespace) -> None:
-    """`--only search`: the query figures on SQLite, then on PostgreSQL (a private server)."""
-    from tests.support.postgres import postgres_server
-
-    from bench import search_postgres
-
-    tmp = Path(tempfile.mkdtemp(prefix="sophos-bench-search-"))
-    try:
-        found = await query_time(tmp, args.conversations)
-        with postgres_server(durable=True) as server:
-            found += await search_postgres.query_time(server, tmp, args.conversations)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print_table(("figure", "baseline", "sophos", "target"), found)

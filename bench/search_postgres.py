@@ -4,6 +4,9 @@ inside the fenced saver's transactions of real turns)."""
 
 from __future__ import annotations
 
+import argparse
+import shutil
+import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -17,7 +20,8 @@ from tests.support.long_thread import note, turn_replies
 from tests.support.postgres import create_database, drop_database
 
 from bench.search import MESSAGES, corpus, timed_queries
-from bench.table import Row
+from bench.search import query_time as sqlite_query_time
+from bench.table import Row, print_table
 
 BATCH = 500  # conversations per transaction while seeding
 
@@ -130,3 +134,17 @@ async def indexing_cost(server: str, turns: int) -> Row:
 
 async def rows(server: str, tmp: Path, conversations: int, turns: int) -> list[Row]:
     return [*await query_time(server, tmp, conversations), await indexing_cost(server, min(turns, 100))]
+
+
+async def section(args: argparse.Namespace) -> None:
+    """`--only search`: the query figures on SQLite, then on PostgreSQL (a private server)."""
+    from tests.support.postgres import postgres_server
+
+    tmp = Path(tempfile.mkdtemp(prefix="sophos-bench-search-"))
+    try:
+        found = await sqlite_query_time(tmp, args.conversations)
+        with postgres_server(durable=True) as server:
+            found += await query_time(server, tmp, args.conversations)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print_table(("figure", "baseline", "sophos", "target"), found)

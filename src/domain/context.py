@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 from domain.attachments import IMAGE_TOKENS, PromptImage, StoredFile, fenced_block, with_files
 from domain.model import AssistantMessage, Message, SummaryMessage, ToolResult, UserMessage
+from domain.passages import Rank, search_file
 from domain.tools import ToolSpec
 
 CHARS_PER_TOKEN = 4  # a cheap estimate; calibration corrects it per conversation
@@ -126,13 +127,16 @@ def file_chars(policy: ContextPolicy) -> int:
     return int(policy.budget * policy.tool_share) * CHARS_PER_TOKEN
 
 
-def with_attachments(message: UserMessage, stored: Mapping[str, StoredFile], max_chars: int) -> UserMessage:
+def with_attachments(
+    message: UserMessage, stored: Mapping[str, StoredFile], max_chars: int, rank: Rank | None = None
+) -> UserMessage:
     """The user message as a model call sends it: its text, then each text file (a PDF's
-    text too) as a fenced block under its name, the files sharing `max_chars` and each one
-    too long shortened head and tail with a marker (as a tool result is); its images as
-    images. A file no longer stored is named as missing."""
-    texts = [a for a in message.attachments if a.kind != "image"]
-    share = max(max_chars // max(len(texts), 1), 200)
+    text too) as a fenced block under its name, the files sharing `max_chars`; a file too
+    long for its share is searched (`rank`: the passages that best match the message, under
+    a note saying so: domain.passages), or without a ranker shortened head and tail with a
+    marker (as a tool result is); its images as images. A file no longer stored is named
+    as missing."""
+    share = _share(message, max_chars)
     blocks: list[str] = []
     images: list[PromptImage] = []
     for a in message.attachments:
@@ -142,8 +146,30 @@ def with_attachments(message: UserMessage, stored: Mapping[str, StoredFile], max
         elif a.kind == "image":
             images.append(PromptImage(a.media_type, found.data))
         else:
-            blocks.append(fenced_block(a.name, shorten(found.text or "", share)))
+            blocks.append(fenced_block(a.name, _fitted(a.name, found.text or "", message.content, share, rank)))
     return replace(message, content=with_files(message.content, blocks), images=tuple(images))
+
+
+def _share(message: UserMessage, max_chars: int) -> int:
+    texts = [a for a in message.attachments if a.kind != "image"]
+    return max(max_chars // max(len(texts), 1), 200)
+
+
+def searched_files(message: UserMessage, stored: Mapping[str, StoredFile], max_chars: int) -> tuple[str, ...]:
+    """The names of the message's text files too long for their share: with_attachments sends
+    their best passages (given a ranker), and the reply says so."""
+    share = _share(message, max_chars)
+    return tuple(
+        a.name
+        for a in message.attachments
+        if a.kind != "image" and (found := stored.get(a.digest)) is not None and len(found.text or "") > share
+    )
+
+
+def _fitted(name: str, text: str, query: str, share: int, rank: Rank | None) -> str:
+    if len(text) <= share or rank is None:
+        return shorten(text, share)
+    return search_file(text, query, share, rank).block_text(name, text.count("\n") + 1)
 
 
 def summary_block(summary: SummaryMessage) -> str:

@@ -6,6 +6,7 @@ entrypoints translate them once (HTTP status table, CLI exit codes) and never gu
 
 from __future__ import annotations
 
+from datetime import datetime
 from enum import StrEnum
 
 
@@ -42,6 +43,8 @@ class ErrorCode(StrEnum):
     USER_EXISTS = "USER_EXISTS"
     CONVERSATION_EXISTS = "CONVERSATION_EXISTS"
     USER_LIMIT = "USER_LIMIT"
+    QUOTA_EXCEEDED = "QUOTA_EXCEEDED"
+    FORBIDDEN = "FORBIDDEN"
     PRESET_LIMIT = "PRESET_LIMIT"
     ATTACHMENT_TOO_LARGE = "ATTACHMENT_TOO_LARGE"
     ATTACHMENT_TYPE_NOT_ALLOWED = "ATTACHMENT_TYPE_NOT_ALLOWED"
@@ -395,6 +398,24 @@ class FiringTaken(SophosError):
 
     code = ErrorCode.SESSION_IN_PROGRESS
     default_message = "The firing was started elsewhere"
+
+
+class QuotaExceeded(SophosError):
+    """Raised when a user who used USER_DAILY_TOKENS tokens today (UTC) starts a run or
+    their run reaches its next model call; `reset_at` is the next UTC midnight."""
+
+    code = ErrorCode.QUOTA_EXCEEDED
+
+    def __init__(self, reset_at: datetime) -> None:
+        super().__init__(f"Daily token quota used up (USER_DAILY_TOKENS); it resets at {reset_at:%Y-%m-%d %H:%M} UTC")
+        self.reset_at = reset_at
+
+
+class Forbidden(SophosError):
+    """Raised when a user who is not an admin asks for what only an admin may see."""
+
+    code = ErrorCode.FORBIDDEN
+    default_message = "Only an admin may do this"
 
 
 class PresetNotFound(SophosError):

@@ -59,6 +59,7 @@ class ContextPlanned:
     sent_from: int  # thread index of the first message sent
     tokens: int  # estimated tokens of the prompt
     budget: int
+    searched: tuple[str, ...] = ()  # files searched, not sent whole (domain.passages)
 
 
 @dataclass(frozen=True)

@@ -228,6 +228,7 @@ class ContextView:
     sent_from: int
     tokens: int
     budget: int
+    searched: tuple[str, ...] = ()  # files too long to send whole: their best passages were sent
 
 
 @dataclass(frozen=True)

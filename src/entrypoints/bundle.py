@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ports.tools import ToolPort
     from ports.workers import Worker
     from services.allow_rules import AllowRules
+    from services.audit import AuditTrail
     from services.conversations import ConversationService
     from services.files import FileService
     from services.models import ModelCatalog
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from services.sessions import SessionService
     from services.supervisor import Supervisor
     from services.transfer import TransferService
+    from services.usage import UsageService
     from services.users import UserService
 
 
@@ -65,4 +67,6 @@ class Services:
     graphs: Callable[[], GraphCatalog] | None = None  # the graphs of LANGGRAPH_JSON (None: not wired)
     presets: Callable[[], PresetService] | None = None  # each user's saved chat settings (None: not wired)
     schedules: Callable[[], ScheduleService] | None = None  # each user's scheduled runs (None: not wired)
+    usage: Callable[[], UsageService] | None = None  # tokens and seconds per user, model and day (None: not wired)
+    audit: Callable[[], AuditTrail] | None = None  # the audit log (None: not wired)
     auto_title: bool = True  # AUTO_TITLE: the model titles a conversation after its first answer

@@ -31,6 +31,7 @@ from services.search import SearchService
 from services.sessions import SessionService
 from services.supervisor import Supervisor
 from services.unsaved import UnsavedOutcomes
+from services.usage import UsageMeter, UsageService
 from services.users import UserService
 
 if TYPE_CHECKING:
@@ -120,15 +121,18 @@ class Container(containers.DeclarativeContainer):
     context = providers.Singleton(
         factories.context, config.MODEL_CONTEXT, config.MODEL_RESERVE, config.CONTEXT_TOOL_SHARE, config.CONTEXT_SUMMARY
     )
+    usage_store = providers.Singleton(factories.usage_store, backend)
+    meter = providers.Singleton(UsageMeter, usage_store, store, config.USER_DAILY_TOKENS, metrics=metrics)
+    audit = providers.Singleton(factories.audit, backend, config.AUDIT_RETENTION_DAYS)
     nodes = providers.Singleton(
-        factories.nodes, model, tools, prompt, store, context, metrics, config.TOOL_APPROVAL, checkpointer
+        factories.nodes, model, tools, prompt, store, context, metrics, config.TOOL_APPROVAL, checkpointer, meter
     )
     engine = providers.Singleton(factories.engine, nodes, checkpointer)
     threads = providers.Singleton(factories.threads, checkpointer)
-    stores = providers.Singleton(factories.stores, store, threads)
+    stores = providers.Singleton(factories.stores, store, threads, audit)
 
     catalog = providers.Singleton(ModelCatalog, model)
-    presets = providers.Singleton(PresetService, backend.provided.presets.call(), catalog.provider)
+    presets = providers.Singleton(PresetService, backend.provided.presets.call(), catalog.provider, audit=audit)
     # PDFs are read in worker processes of their own (one pool for chats and imports)
     pdf_reader = providers.Resource(factories.pdf_reader, config.PDF_TIMEOUT, config.PDF_MEMORY, config.PDF_WORKERS)
     intake = providers.Singleton(factories.intake, catalog, pdf_reader)
@@ -146,6 +150,7 @@ class Container(containers.DeclarativeContainer):
         user_max_active=config.USER_MAX_ACTIVE_RUNS,
         unsaved=unsaved,
         defaults=presets.provided.defaults_for,
+        quota=meter,
     )
     queue = providers.Singleton(QueueService, run_service, store, config.MAX_QUEUED)
     scheduler = providers.Singleton(Scheduler, run_service, queue, store)
@@ -156,7 +161,8 @@ class Container(containers.DeclarativeContainer):
         auto_resume=config.AUTO_RESUME,
         event_retention=config.RUN_EVENT_RETENTION_SECONDS,
         approval_timeout=config.APPROVAL_TIMEOUT,
-        after_runs=providers.Singleton(AfterRuns, store, threads, model.provider, config.AUTO_TITLE),
+        after_runs=providers.Singleton(AfterRuns, store, threads, model.provider, config.AUTO_TITLE, meter=meter),
+        audit=audit,
         scheduler=scheduler,
     )
     import_worker = providers.Resource(factories.import_worker)  # an import's file read and its messages built
@@ -170,12 +176,15 @@ class Container(containers.DeclarativeContainer):
         import_worker.provider,
         unsaved,
         presets.provider,
+        audit,
     )
     files = providers.Singleton(FileService, conversations, threads, checkpointer.provider)
     search_index = providers.Singleton(factories.search_index, backend, threads.provider)
     search = providers.Singleton(SearchService, search_index, store)
-    allow_rules = providers.Singleton(AllowRules, store)
-    transfer = providers.Singleton(factories.transfer, store, threads.provider, checkpointer.provider, import_worker, pdf_reader)
+    allow_rules = providers.Singleton(AllowRules, store, audit)
+    transfer = providers.Singleton(
+        factories.transfer, store, threads.provider, checkpointer.provider, import_worker, pdf_reader, audit
+    )
     bulk_worker = providers.Resource(factories.bulk_worker)
     # the page's login sessions: in the run store's database, whichever it is
     session_store = providers.Singleton(factories.sessions, backend)
@@ -191,8 +200,10 @@ class Container(containers.DeclarativeContainer):
         users=user_store,
         admin_sees_all=config.ADMIN_SEES_ALL,
         proxy=proxy,
+        audit=audit,
     )
-    users = providers.Singleton(UserService, user_store, session_store, history=store)
+    users = providers.Singleton(UserService, user_store, session_store, history=store, audit=audit)
+    usage = providers.Singleton(UsageService, usage_store, user_store)
     # what the edges get instead of this container (built once; each getter lazy)
     services = providers.Singleton(
         Services,
@@ -217,6 +228,8 @@ class Container(containers.DeclarativeContainer):
         graphs=graphs.provider,
         presets=presets.provider,
         schedules=schedules.provider,
+        usage=usage.provider,
+        audit=audit.provider,
         auto_title=config.AUTO_TITLE,
     )
 

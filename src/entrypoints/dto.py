@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from domain.approvals import ApprovalRequest
 from domain.attachments import AttachmentLimits, attachment_fields
+from domain.audit import AuditEntry
 from domain.branches import BranchMarker
+from domain.errors import InvalidInput
 from domain.model import (
     AssistantMessage,
     CheckpointSummary,
@@ -28,6 +31,7 @@ from domain.model import (
 from domain.models import ModelInfo
 from domain.queue import QueuedMessage
 from domain.search import MARK_CLOSE, MARK_OPEN, SearchPage, SearchResult
+from domain.usage import UsageRow
 from services.conversations import ConversationDetail
 from services.stream import approval_call
 
@@ -65,9 +69,12 @@ def _reply_fields(message: AssistantMessage) -> dict[str, Any]:
     return dto
 
 
-def context_dto(view: ContextView) -> dict[str, int]:
+def context_dto(view: ContextView) -> dict[str, Any]:
     """What the model saw when it wrote a reply (the Context schema)."""
-    return {"sentFrom": view.sent_from, "tokens": view.tokens, "budget": view.budget}
+    out: dict[str, Any] = {"sentFrom": view.sent_from, "tokens": view.tokens, "budget": view.budget}
+    if view.searched:
+        out["searched"] = list(view.searched)
+    return out
 
 
 def checkpoint_dto(summary: CheckpointSummary) -> dict[str, Any]:
@@ -260,3 +267,42 @@ def pending_dto(detail: ConversationDetail) -> dict[str, Any]:
     if detail.pending_approvals:
         body["pendingApprovals"] = [approval_dto(r) for r in detail.pending_approvals]
     return body
+
+
+def usage_dto(row: UsageRow) -> dict[str, Any]:
+    return {
+        "user": row.user_name or row.user,
+        "userId": row.user,
+        "model": row.model,
+        "day": row.day.isoformat(),
+        "inputTokens": row.input_tokens,
+        "outputTokens": row.output_tokens,
+        "modelSeconds": round(row.model_seconds, 3),
+        "toolSeconds": round(row.tool_seconds, 3),
+        "calls": row.calls,
+        "estimated": row.estimated_calls > 0,
+        "estimatedCalls": row.estimated_calls,
+    }
+
+
+def audit_dto(entry: AuditEntry) -> dict[str, Any]:
+    return {
+        "seq": entry.seq,
+        "at": iso(entry.at),
+        "actor": entry.actor,
+        "action": entry.action,
+        "origin": entry.origin,
+        "target": entry.target,
+        "detail": entry.detail,
+    }
+
+
+def parse_since(value: str | None) -> datetime | None:
+    """An ISO date or time (UTC when it names no zone); InvalidInput otherwise."""
+    if not value:
+        return None
+    try:
+        at = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise InvalidInput("`since` is an ISO date or time (2026-03-01 or 2026-03-01T12:00:00Z)") from None
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)

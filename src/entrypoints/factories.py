@@ -26,10 +26,12 @@ from ports.search import SearchIndex
 from ports.sessions import SessionStore
 from ports.storage import StoragePort
 from ports.tools import ToolPort
+from ports.usage import UsageStore
 from ports.users import UserStore
 from ports.workers import Worker
 from services.approvals import ApprovalGate
 from services.attachments import FileIntake
+from services.audit import AuditTrail
 from services.conversations import ConversationService
 from services.handles import RunStores
 from services.models import ModelCatalog
@@ -37,6 +39,7 @@ from services.presets import PresetService
 from services.runs import RunService
 from services.transfer import TransferService
 from services.unsaved import UnsavedOutcomes
+from services.usage import UsageMeter
 
 if TYPE_CHECKING:
     from adapters.graphs.catalog import LangGraphJsonCatalog
@@ -180,11 +183,12 @@ def nodes(
     metrics: MetricsPort,
     approval: str,
     files: Saver,
+    usage: UsageMeter,
 ) -> AgentNodes:
     from adapters.langgraph.graph import AgentNodes
 
     gate = ApprovalGate(journal, parse_mode(approval))
-    return AgentNodes(model, tools, prompt, journal, context=context, metrics=metrics, gate=gate, files=files)
+    return AgentNodes(model, tools, prompt, journal, context=context, metrics=metrics, gate=gate, files=files, usage=usage)
 
 
 def pdf_reader(seconds: float, memory: int, workers: int) -> Iterator[TextExtractor]:
@@ -218,7 +222,7 @@ def threads(checkpointer: Saver) -> CheckpointPort:
     return LangGraphThreads(build_graph(None, checkpointer), checkpointer)
 
 
-def stores(store: RunStore, threads: CheckpointPort) -> RunStores:
+def stores(store: RunStore, threads: CheckpointPort, audit: AuditTrail) -> RunStores:
     return RunStores(
         runs=store,
         events=store,
@@ -228,6 +232,7 @@ def stores(store: RunStore, threads: CheckpointPort) -> RunStores:
         approvals=store,
         checker=args_checker(),
         queue=store,
+        audit=audit,
     )
 
 
@@ -240,6 +245,7 @@ def conversations(
     worker: Callable[[], Worker],
     unsaved: UnsavedOutcomes,
     presets: Callable[[], PresetService],
+    audit: AuditTrail,
 ) -> ConversationService:
     async def is_active(conversation_id: str) -> bool:
         return await service().is_active(conversation_id)
@@ -257,6 +263,7 @@ def conversations(
         catalog=catalog,
         unsaved=unsaved,
         defaults=lambda user: presets().defaults_for(user),
+        audit=audit,
     )
 
 
@@ -283,7 +290,12 @@ def bulk_worker() -> Iterator[Worker]:
 
 
 def transfer(
-    store: RunStore, threads: Callable[[], CheckpointPort], files: Callable[[], Saver], worker: Worker, extractor: TextExtractor
+    store: RunStore,
+    threads: Callable[[], CheckpointPort],
+    files: Callable[[], Saver],
+    worker: Worker,
+    extractor: TextExtractor,
+    audit: AuditTrail,
 ) -> TransferService:
     return TransferService(
         store,
@@ -293,6 +305,7 @@ def transfer(
         files=files,
         extractor=extractor,
         worker=worker,
+        audit=audit,
     )
 
 
@@ -302,6 +315,14 @@ def sessions(backend: StorageBackend) -> SessionStore:
 
 def users(backend: StorageBackend) -> UserStore:
     return backend.users()
+
+
+def usage_store(backend: StorageBackend) -> UsageStore:
+    return backend.usage()
+
+
+def audit(backend: StorageBackend, retention_days: int) -> AuditTrail:
+    return AuditTrail(backend.audit(), retention_days)
 
 
 def proxy(auth: str, header: str, trusted: str, auto_create: bool) -> ProxyTrust | None:

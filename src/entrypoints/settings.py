@@ -211,6 +211,9 @@ class Settings:
         low=0,
         said="0 (no limit) or a number of runs",
     )
+    USER_DAILY_TOKENS: int = setting(
+        0, "tokens in and out a user's model calls may use per UTC day; beyond it 429 `QUOTA_EXCEEDED` (0: no quota)", low=0
+    )
     ALLOWED_HOSTS: str = setting(
         "",
         "host names served besides `localhost`, IP addresses and `HOST`, comma-separated; `.example.com` "
@@ -238,6 +241,9 @@ class Settings:
     RUN_EVENT_RETENTION_SECONDS: float = setting(
         300,
         "how long a finished run's events stay in the database for late or cross-process followers",
+    )
+    AUDIT_RETENTION_DAYS: int = setting(
+        365, "days the audit log keeps a row; older rows are deleted by the server's maintenance (0: kept for ever)", low=0
     )
     DATABASE_BUSY_TIMEOUT: float = setting(
         5,

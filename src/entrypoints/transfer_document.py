@@ -51,7 +51,10 @@ def message_doc(m: Message) -> dict[str, Any]:
         if m.reasoning:
             doc["reasoning"] = m.reasoning
         if m.context is not None:
-            doc["context"] = {"sentFrom": m.context.sent_from, "tokens": m.context.tokens, "budget": m.context.budget}
+            view = m.context
+            doc["context"] = {"sentFrom": view.sent_from, "tokens": view.tokens, "budget": view.budget}
+            if view.searched:
+                doc["context"]["searched"] = list(view.searched)
         if m.cut:
             doc["cut"] = True
     elif isinstance(m, ToolResult):
@@ -185,7 +188,12 @@ class _Reader:
             context = None
             if view is not None:
                 v = self.obj(view, f"{what}.context")
-                context = ContextView(*(self.integer(v.get(k), f"{what}.context.{k}") for k in ("sentFrom", "tokens", "budget")))
+                sent_from, tokens, budget = (
+                    self.integer(v.get(k), f"{what}.context.{k}") for k in ("sentFrom", "tokens", "budget")
+                )
+                searched = self.items(v.get("searched", []), f"{what}.context.searched")
+                names = tuple(self.text(n, f"{what}.context.searched") for n in searched)
+                context = ContextView(sent_from, tokens, budget, names)
             return AssistantMessage(
                 content,
                 calls,

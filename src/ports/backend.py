@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ports.approvals import ApprovalStore
+from ports.audit import AuditLog
 from ports.checkpoints import CheckpointPort
 from ports.events import RunEventLog
 from ports.journal import ToolJournal
@@ -22,6 +23,7 @@ from ports.search import SearchIndex
 from ports.sessions import SessionStore
 from ports.signals import RunSignals
 from ports.storage import StoragePort
+from ports.usage import UsageStore
 from ports.users import UserStore
 
 
@@ -99,6 +101,14 @@ class Backend(Protocol):
     @abstractmethod
     def presets(self) -> PresetStore:
         """Each user's saved chat settings, in the same database (shared by every process on it)."""
+
+    @abstractmethod
+    def usage(self) -> UsageStore:
+        """Tokens and seconds per user, model and day, in the same database."""
+
+    @abstractmethod
+    def audit(self) -> AuditLog:
+        """The audit log, in the same database (shared by every process on it)."""
 
     @abstractmethod
     async def health(self, integrity: bool = False) -> Health:

@@ -54,6 +54,11 @@ class MetricsPort(Protocol):
         `cancelled`."""
 
     @abstractmethod
+    def model_tokens(self, model: str, input_tokens: int, output_tokens: int) -> None:
+        """One model call of `model` took `input_tokens` in and gave `output_tokens` out (as
+        the server counted them, or estimated where it reported none)."""
+
+    @abstractmethod
     def tool_call(self, tool: str, outcome: str, seconds: float) -> None:
         """One tool call took `seconds`: `tool` is `<server>__<tool>` (or UNKNOWN_TOOL),
         outcome `ok`, `error` (an error result or an exception) or `cancelled`."""
@@ -104,6 +109,9 @@ class NullMetrics(MetricsPort):
         pass
 
     def model_call(self, model: str, outcome: str, seconds: float) -> None:
+        pass
+
+    def model_tokens(self, model: str, input_tokens: int, output_tokens: int) -> None:
         pass
 
     def tool_call(self, tool: str, outcome: str, seconds: float) -> None:

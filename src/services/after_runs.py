@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
+from domain.context import estimate_text
 from domain.errors import SessionInProgress, SophosError
 from domain.model import (
     NEW_CONVERSATION_TITLE,
@@ -30,9 +32,10 @@ from domain.model import (
 )
 from domain.organise import TEMPORARY_IDLE, count_turns, model_title, title_request
 from ports.checkpoints import CheckpointPort
-from ports.model import ModelPort, TextChunk
+from ports.model import ModelPort, TextChunk, Usage
 from ports.runs import RunRepository
 from services.hub import ActiveRun
+from services.usage import UsageMeter, model_cost
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +52,9 @@ class AfterRuns:
         model: Callable[[], ModelPort],
         auto_title: bool = True,
         clock: Callable[[], datetime] = utc_now,
+        meter: UsageMeter | None = None,
     ) -> None:
+        self.meter = meter  # a title's call counts in its owner's usage (None: not counted)
         self.runs = runs
         self.checkpoints = checkpoints
         self.model = model  # a getter: built by the run that ended already
@@ -115,7 +120,9 @@ class AfterRuns:
             return None
         system, text = request
         reply: list[str] = []
+        usage: Usage | None = None
         async with self._titling:
+            began = time.monotonic()
             try:
                 # left early, the stream's generator is closed by the loop (its request with it)
                 async for out in self.model().stream(system, [UserMessage(text)], [], conv.model):
@@ -123,11 +130,18 @@ class AfterRuns:
                         reply.append(out.text)
                         if sum(map(len, reply)) > TITLE_TEXT_MAX:
                             break
+                    elif isinstance(out, Usage):
+                        usage = out
                     elif isinstance(out, AssistantMessage) and not reply:
                         reply.append(out.content)
             except SophosError as e:
                 log.info("no title from the model: %s", e.message, extra={"conversation_id": conv.id})
                 return None
+            if self.meter is not None:
+                reported = (usage.prompt_tokens, usage.completion_tokens) if usage is not None else None
+                guess = (estimate_text(system) + estimate_text(text), estimate_text("".join(reply)))
+                cost = model_cost(reported, lambda: guess, time.monotonic() - began)
+                await self.meter.model_call(conv.id, conv.model or self.model().name, cost)
         return model_title("".join(reply))
 
     async def forget(self, conversation_id: str) -> None:

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from domain.audit import Action
 from domain.errors import AllowRuleNotFound, InvalidInput
 from domain.principals import LOCAL, Principal
 from ports.approvals import AllowRule, ApprovalStore
+from services.audit import NO_AUDIT, AuditTrail
 
 
 class AllowRules:
-    def __init__(self, store: ApprovalStore) -> None:
+    def __init__(self, store: ApprovalStore, audit: AuditTrail = NO_AUDIT) -> None:
         self.store = store
+        self.audit = audit
 
     async def list(self, *, by: Principal = LOCAL) -> Sequence[AllowRule]:
         """Every tool that never asks `by` any more, by name."""
@@ -24,3 +27,4 @@ class AllowRules:
             raise InvalidInput("A tool name is required (as `sophos approvals list` shows it)")
         if not await self.store.revoke(tool.strip(), by.user_id):
             raise AllowRuleNotFound(f"No always-allow rule for {tool.strip()!r} (see sophos approvals list)")
+        await self.audit.record(Action.RULE_REVOKED, tool.strip())

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from domain.approvals import ApprovalRequest, decided_on, waiting, waiting_message
+from domain.audit import Action, changed_fields
 from domain.branches import Branch, BranchMarker, fork_messages, fork_title, markers
 from domain.errors import (
     BranchNotFound,
@@ -49,6 +50,7 @@ from ports.checkpoints import CheckpointPort
 from ports.copies import ThreadCopies
 from ports.journal import ToolJournal
 from ports.runs import RunRepository
+from services.audit import NO_AUDIT, AuditTrail
 from services.listing import decode_cursor, encode_cursor, page_size, title_query
 from services.models import ModelCatalog
 from services.pending import annotate_pending
@@ -135,7 +137,9 @@ class ConversationService:
         copies: ThreadCopies | None = None,
         unsaved: UnsavedOutcomes | None = None,
         defaults: Callable[[str], Awaitable[ChatSettings]] | None = None,
+        audit: AuditTrail = NO_AUDIT,
     ) -> None:
+        self.audit = audit  # deletions and settings changes
         self.defaults = defaults  # a user's saved default settings (services.presets)
         self.unsaved = unsaved or UnsavedOutcomes()  # the run service's: outcomes the store refused
         self.catalog = catalog  # a getter: reading conversations never builds a model client
@@ -330,11 +334,13 @@ class ConversationService:
         branches = tuple(await self.branch_store.branches(conv.id)) if self.branch_store else ()
         active = next((b.number for b in branches if b.active), 1)
         where = (active, len(branches)) if len(branches) > 1 else None
+        await self.audit.record(Action.EXPORT, conv.id, "markdown")
         return Transcript(conv, messages, view.sent_from if view else None, where)
 
     async def export_history(self, conversation: object, *, by: Principal = LOCAL) -> CheckpointHistory:
         """What the checkpoint JSONL export lists (entrypoints/export.py writes it)."""
         conv = await self.summary(conversation, by=by)
+        await self.audit.record(Action.EXPORT, conv.id, "jsonl")
         history = await self.checkpoints.list_checkpoints(conv.id)
         if self.copies is None:  # the active branch's messages only
             messages = (await self.checkpoints.get_thread(conv.id)).messages
@@ -392,6 +398,8 @@ class ConversationService:
         settings = change.apply(current)
         if settings != current and not await self.runs.set_chat_settings(conv.id, settings):
             raise ConversationNotFound()
+        if settings != current:
+            await self.audit.record(Action.SETTINGS_CHANGED, conv.id, changed_fields(current, settings))
         return await self.summary(conv.id, by=by)
 
     async def delete(self, conversation: object, *, by: Principal = LOCAL) -> bool:
@@ -408,6 +416,7 @@ class ConversationService:
             raise SessionInProgress()
         await self.checkpoints.delete_thread(conv.id)
         await self.runs.delete_conversation(conv.id)
+        await self.audit.record(Action.CONVERSATION_DELETED, conv.id, conv.title)
         return True
 
     async def organise(self, conversation: object, change: Organise, *, by: Principal = LOCAL) -> Conversation:

@@ -17,6 +17,7 @@ from ports.journal import ToolJournal
 from ports.queue import MessageQueue
 from ports.runs import RunRepository
 from ports.signals import RunSignals
+from services.audit import NO_AUDIT, AuditTrail
 
 TERMINAL_EVENTS = frozenset({"end", "chat-error"})
 Item = tuple[int, StreamEvent]
@@ -100,3 +101,4 @@ class RunStores:
     approvals: ApprovalStore = NO_APPROVALS
     checker: ArgsChecker = ANY_ARGS  # edited tool arguments against the tool's schema
     queue: MessageQueue | None = None  # None: messages are never queued (a store without one)
+    audit: AuditTrail = NO_AUDIT  # a person's decisions on tool calls

@@ -10,6 +10,7 @@ from datetime import datetime
 from domain import commands, lifecycle
 from domain.approvals import Decision, plan_decisions, waiting, waiting_message
 from domain.attachments import Upload
+from domain.audit import Action
 from domain.branches import edit_fork, regenerate_fork
 from domain.errors import DecisionRequired, StaleDecision
 from domain.model import PendingCall, ThreadHead
@@ -17,6 +18,7 @@ from ports.approvals import ApprovalStore, ArgsChecker
 from ports.checkpoints import CheckpointPort
 from ports.engine import Fork, NewMessage, Resume, RunInput
 from ports.journal import ToolJournal
+from services.audit import NO_AUDIT, AuditTrail
 
 
 async def annotate_pending(pending: Iterable[PendingCall], journal: ToolJournal, conversation_id: str) -> tuple[PendingCall, ...]:
@@ -41,6 +43,7 @@ class PlanPorts:
     journal: ToolJournal
     approvals: ApprovalStore
     checker: ArgsChecker
+    audit: AuditTrail = NO_AUDIT  # each decision and "always allow"
 
 
 @dataclass(frozen=True)
@@ -88,9 +91,11 @@ async def plan_input(
     if plan.approvals and not await ports.approvals.decide(conversation_id, plan.approvals, now):
         raise StaleDecision()  # another request answered them first
     for call_id, d in plan.approvals.items():
+        name = next(r.call.name for r in requests if r.call.id == call_id)
+        await ports.audit.record(Action.APPROVAL, conversation_id, f"{d.type.value} {name} ({call_id})")
         if d.always:
-            name = next(r.call.name for r in requests if r.call.id == call_id)
             await ports.approvals.allow_always(name, now, conversation_id)
+            await ports.audit.record(Action.ALLOW_ALWAYS, name, conversation_id)
     return Resume(skip=skip | plan.skip), lifecycle.base_count(head, 0, new_message=False)
 
 

@@ -7,12 +7,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from domain.audit import Action
 from domain.errors import PresetNotFound, TooManyPresets
 from domain.model import utc_now
 from domain.models import ChatSettings
 from domain.presets import DEFAULT_NAME, PRESETS_MAX, Preset, check_preset_name, preset_settings
 from domain.principals import LOCAL, Principal
 from ports.presets import PresetStore
+from services.audit import NO_AUDIT, AuditTrail
 from services.models import ModelCatalog
 
 
@@ -31,7 +33,9 @@ class PresetService:
         catalog: Callable[[], ModelCatalog] | None = None,
         clock: Callable[[], datetime] = utc_now,
         limit: int = PRESETS_MAX,
+        audit: AuditTrail = NO_AUDIT,
     ) -> None:
+        self.audit = audit  # saved and deleted presets: settings changed through the API
         self.store = store
         self.catalog = catalog  # a getter: listing presets never builds a model client
         self.clock = clock
@@ -55,6 +59,7 @@ class PresetService:
         await self._check(preset.settings)
         if not await self.store.put_preset(by.user_id, preset, self.limit):
             raise TooManyPresets(f"You have {self.limit} presets already: delete one first")
+        await self.audit.record(Action.PRESET_SAVED, preset.name)
         return preset
 
     async def set_default(self, fields: Mapping[str, object], *, by: Principal = LOCAL) -> Preset:
@@ -62,15 +67,18 @@ class PresetService:
         preset = Preset(DEFAULT_NAME, preset_settings(fields), self.clock())
         await self._check(preset.settings)
         await self.store.put_preset(by.user_id, preset, self.limit)
+        await self.audit.record(Action.PRESET_SAVED, "(default)")
         return preset
 
     async def delete(self, name: object, *, by: Principal = LOCAL) -> None:
         if not await self.store.delete_preset(by.user_id, check_preset_name(name)):
             raise PresetNotFound()
+        await self.audit.record(Action.PRESET_DELETED, str(name))
 
     async def clear_default(self, *, by: Principal = LOCAL) -> None:
         """Back to the server's default for new conversations (nothing to clear is fine)."""
-        await self.store.delete_preset(by.user_id, DEFAULT_NAME)
+        if await self.store.delete_preset(by.user_id, DEFAULT_NAME):
+            await self.audit.record(Action.PRESET_DELETED, "(default)")
 
     async def _check(self, settings: ChatSettings) -> None:
         if settings.model is not None and self.catalog is not None:

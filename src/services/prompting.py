@@ -8,7 +8,15 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from domain.context import ContextPolicy, CostCache, PromptPlan, clip_summary, plan_prompt, summary_request
+from domain.context import (
+    ContextPolicy,
+    CostCache,
+    PromptPlan,
+    clip_summary,
+    estimate_text,
+    plan_prompt,
+    summary_request,
+)
 from domain.model import AssistantMessage, Message, SummaryMessage, UserMessage, new_id
 from domain.models import SERVER_DEFAULT, ModelChoice
 from ports.model import ModelPort, Usage
@@ -26,6 +34,16 @@ class Evaluation:
     evaluated: int
     truncated: bool
     filled: bool = False  # the report reached the window: the server certainly cut the prompt
+
+
+@dataclass(frozen=True)
+class Spent:
+    """What a summary call cost: the server's counts (None: it reported none), the request's
+    estimated tokens and the answer, to estimate from."""
+
+    usage: Usage | None
+    sent: int
+    answer: str
 
 
 class Calibration:
@@ -108,16 +126,24 @@ class ContextKeeper:
         ratio = self.calibration.ratio(self.key(conversation_id, choice))
         return plan_prompt(thread, system, tools, self.policy_for(choice), ratio, self.costs)
 
-    async def summarize(self, thread: Sequence[Message], plan: PromptPlan, model: str | None = None) -> SummaryMessage:
+    async def summarize(
+        self, thread: Sequence[Message], plan: PromptPlan, model: str | None = None, spent: list[Spent] | None = None
+    ) -> SummaryMessage:
         """Ask the model (without tools) for a summary of the range `plan.summarize`,
-        folding in the summary in use; the result replaces that range from now on."""
+        folding in the summary in use; the result replaces that range from now on. The
+        call's cost is appended to `spent` (for the usage meter) once it answered."""
         assert plan.summarize is not None
         start, end = plan.summarize
         system, text = summary_request(plan.summary, thread[start:end], self.policy)
         reply: AssistantMessage | None = None
+        usage: Usage | None = None
         async for out in self.model.stream(system, [UserMessage(text)], [], model):
             if isinstance(out, AssistantMessage):
                 reply = out
+            elif isinstance(out, Usage):
+                usage = out
+        if spent is not None:
+            spent.append(Spent(usage, estimate_text(system) + estimate_text(text), reply.content if reply else ""))
         content = clip_summary(reply.content if reply else "", self.policy)
         return SummaryMessage(content or "(the model wrote no summary)", end, id=f"summary-{new_id()}")
 

@@ -48,6 +48,7 @@ from services.kernel import KernelDeps, LiveRuns, RunKernel
 from services.models import ModelCatalog
 from services.pending import PlanPorts, RunRequest, plan_command, plan_input
 from services.unsaved import UnsavedOutcomes
+from services.usage import UsageMeter
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +75,9 @@ class RunService:
         user_max_active: int = 0,
         unsaved: UnsavedOutcomes | None = None,
         defaults: Callable[[str], Awaitable[ChatSettings]] | None = None,
+        quota: UsageMeter | None = None,
     ) -> None:
+        self.quota = quota  # USER_DAILY_TOKENS, checked when a run is admitted (None: no quota)
         self.defaults = defaults  # a user's saved default settings (services.presets); None: the server's
         self.unsaved = unsaved or UnsavedOutcomes()  # what reads show for outcomes the store refused
         self.intake = intake  # None: a message with files is refused
@@ -87,7 +90,7 @@ class RunService:
         self.cancel_wait = cancel_wait
         limit = recursion_limit if recursion_limit > 0 else DEFAULT_RECURSION_LIMIT
         self.execution = Execution(engine, stores.checkpoints, limit)
-        self._plan_ports = PlanPorts(stores.checkpoints, stores.journal, stores.approvals, stores.checker)
+        self._plan_ports = PlanPorts(stores.checkpoints, stores.journal, stores.approvals, stores.checker, stores.audit)
         self.deps = KernelDeps(stores, processes, clock, metrics, lease_seconds, poll_seconds, self.unsaved)
         self.kernel = RunKernel(self.deps, self._start_queued, hub)
 
@@ -105,7 +108,7 @@ class RunService:
 
     async def admit(self, by: Principal) -> None:
         """UserLimitReached when `by` is at USER_MAX_ACTIVE_RUNS (services.admission)."""
-        await admission.admit(self.stores.runs, by, self.user_max_active)
+        await admission.admit(self.stores.runs, by, self.user_max_active, self.quota)
 
     async def visible(self, conversation_id: str, by: Principal) -> Conversation:
         """The conversation, when `by` may reach it; ConversationNotFound for an unknown one

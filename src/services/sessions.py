@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
+from domain.audit import Action
 from domain.errors import InvalidInput, TooManyAttempts, UserExists
 from domain.model import utc_now
 from domain.principals import (
@@ -35,6 +36,7 @@ from domain.principals import (
 from domain.sessions import FailedAttempts, open_session, session_key, token_fingerprint, well_formed
 from ports.sessions import SessionStore
 from ports.users import UserStore
+from services.audit import NO_AUDIT, AuditTrail
 
 USERS_RECHECK = 1.0  # seconds a "no users yet" answer is trusted before the store is asked again
 
@@ -62,7 +64,9 @@ class SessionService:
         users: UserStore | None = None,
         admin_sees_all: bool = False,
         proxy: ProxyTrust | None = None,
+        audit: AuditTrail = NO_AUDIT,
     ) -> None:
+        self.audit = audit  # logins and failed logins
         self.proxy = proxy
         self.store = store
         self.users = users
@@ -136,6 +140,7 @@ class SessionService:
         found = await self._token_principal(given)
         if found is None:
             self._failed(client, "bearer token")
+            await self.audit.record(Action.LOGIN_FAILED, detail="bearer token", actor="unknown", origin=client)
             return None
         return self._as(found)
 
@@ -159,6 +164,9 @@ class SessionService:
             try:
                 user = await self.users.add_user(new_user_id(), checked, Role.USER, self._clock())
                 log.info("user %s created on first sight through the proxy", checked)
+                await self.audit.record(
+                    Action.USER_ADDED, checked, "on first sight (PROXY_AUTO_CREATE)", actor="proxy", origin=peer
+                )
             except UserExists:  # another process created them meanwhile
                 user = await self.users.user(checked)
         if user is None:
@@ -196,10 +204,12 @@ class SessionService:
         principal = await self._token_principal(given)
         if principal is None:
             self._failed(client, "login")
+            await self.audit.record(Action.LOGIN_FAILED, detail="login", actor="unknown", origin=client)
             return None
         now = self._clock()
         new = open_session(now, self.lifetime_seconds)
         await self.store.create(new.key, self._fingerprint, now, new.expires_at, principal.user_id)
+        await self.audit.record(Action.LOGIN, detail="login", actor=principal.name, origin=client)
         return new.session_id
 
     async def logout(self, session_id: str) -> None:

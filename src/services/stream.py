@@ -94,6 +94,8 @@ class StreamTranslator:
                 "tokens": event.tokens,
                 "budget": event.budget,
             }
+            if event.searched:
+                data["searched"] = list(event.searched)
             out.append(trace(event.step, self._name, "agent", "context", data))
         elif isinstance(event, ContextSummarized):
             data = {"covers": event.covers, "tokens": event.tokens}

@@ -26,6 +26,7 @@ from domain.errors import (
 from domain.lifecycle import Adoption, StopReason
 from domain.model import PendingCall, RunTrigger
 from services.after_runs import AfterRuns
+from services.audit import AuditTrail
 from services.handles import StartedRun
 from services.kernel import KernelDeps, RunKernel, RunUseCases
 from services.pending import annotate_pending
@@ -50,8 +51,10 @@ class Supervisor:
         event_retention: float = 300.0,
         approval_timeout: float = 0.0,
         after_runs: AfterRuns | None = None,
+        audit: AuditTrail | None = None,
         scheduler: Scheduler | None = None,
     ) -> None:
+        self.audit = audit  # its rows past AUDIT_RETENTION_DAYS are pruned here
         self.scheduler = scheduler  # the schedules' firings (services.scheduler); None: none fire here
         self.after_runs = after_runs  # what follows each run here: turns, titles, temporary chats
         self.service = service
@@ -121,6 +124,8 @@ class Supervisor:
         if self.after_runs is not None:
             await self.after_runs.sweep()
         await self.deps.stores.events.prune(self.event_retention)
+        if self.audit is not None:
+            await self.audit.prune()
 
     async def fire_schedules(self) -> None:
         """Start the schedules' due firings (services.scheduler)."""

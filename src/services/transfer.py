@@ -10,6 +10,7 @@ from datetime import datetime
 
 from domain.approvals import ApprovalRequest
 from domain.attachments import PDF_TYPE, Upload
+from domain.audit import Action
 from domain.errors import AttachmentUnreadable, ConversationNotFound, InvalidImport
 from domain.model import Conversation, TitleSource, UserMessage, new_id, parse_conversation_id, utc_now
 from domain.organise import count_turns
@@ -21,6 +22,7 @@ from ports.checkpoints import CheckpointPort
 from ports.copies import ThreadCopies
 from ports.runs import RunRepository
 from ports.workers import Worker
+from services.audit import NO_AUDIT, AuditTrail
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +39,9 @@ class TransferService:
         *,
         worker: Worker,
         clock: Callable[[], datetime] = utc_now,
+        audit: AuditTrail = NO_AUDIT,
     ) -> None:
+        self.audit = audit  # each export and import
         self.clock = clock  # an import's times where the file gives none
         self.worker = worker  # reads the files: a large one never holds the event loop
         self.files = files  # None: no file is exported, a file to import is refused
@@ -63,6 +67,7 @@ class TransferService:
             stored = await self.files().files(conv.id, digests)
             names = {a.digest: a for b in branches for m in b.messages if isinstance(m, UserMessage) for a in m.attachments}
             copy = replace(copy, files=tuple(Upload(names[d], f.data, f.text) for d, f in stored.items()))
+        await self.audit.record(Action.EXPORT, conv.id, "json")
         return conv, copy
 
     async def export_all(self, *, by: Principal = LOCAL) -> AsyncIterator[tuple[Conversation, ConversationCopy]]:
@@ -92,7 +97,10 @@ class TransferService:
         """Store every conversation, each as a new one (never over another). The edge reads
         the files whole first (entrypoints/transfer_document.py), so a malformed one stores
         nothing at all."""
-        return [await self._import(copy, by.user_id) for copy in copies]
+        imported = [await self._import(copy, by.user_id) for copy in copies]
+        for conv in imported:
+            await self.audit.record(Action.IMPORT, conv.id, conv.title)
+        return imported
 
     async def _with_text(self, files: Sequence[Upload]) -> tuple[Upload, ...]:
         if files and self.files is None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from domain.audit import Action
 from domain.errors import UserExists, UserNotFound
 from domain.model import utc_now
 from domain.principals import (
@@ -24,6 +25,7 @@ from domain.principals import (
 )
 from ports.sessions import SessionStore
 from ports.users import UserStore
+from services.audit import NO_AUDIT, AuditTrail
 
 if TYPE_CHECKING:  # the run ports take ~0.1 s to import: `sophos users` and the CLI's start do without
     from ports.backend import RunStore
@@ -66,7 +68,9 @@ class UserService:
         *,
         history: RunStore | None = None,
         clock: Callable[[], datetime] = utc_now,
+        audit: AuditTrail = NO_AUDIT,
     ) -> None:
+        self.audit = audit  # every change of a user or a token
         self.users = users
         self.sessions = sessions
         self.history = history  # the conversations and their rules; None: no history to give
@@ -85,6 +89,7 @@ class UserService:
                 + (f" ({found.id}, {found.role.value})" if found else "")
             ) from None
         log.info("user %s added (%s, role %s)", user.name, user.id, role.value)
+        await self.audit.record(Action.USER_ADDED, user.name, f"{user.id}, role {role.value}")
         return user
 
     async def join(self, name: str, role: Role = Role.USER) -> Added:
@@ -113,6 +118,7 @@ class UserService:
         if self.history is not None:
             conversations = await self.history.give_conversations(BOOTSTRAP_ID, user.id)
             rules = await self.history.give_rules(BOOTSTRAP_ID, user.id)
+        await self.audit.record(Action.USER_CLAIMED, user.name, f"{conversations} conversations, {rules} rules")
         log.info(
             "%d conversations and %d always-allow rules of the bootstrap admin given to %s (%s)",
             conversations,
@@ -135,6 +141,7 @@ class UserService:
         """Disable (or enable) a user; a disabled user's sessions end at once."""
         user = await self.get(name_or_id)
         await self.users.set_disabled(user.id, disabled)
+        await self.audit.record(Action.USER_DISABLED if disabled else Action.USER_ENABLED, user.name, user.id)
         if disabled:
             ended = await self.sessions.delete_principal(user.id)
             log.info("user %s disabled; %d login sessions ended", user.name, ended)
@@ -145,6 +152,7 @@ class UserService:
         made = new_token()
         record = await self.users.add_token(made.id, user.id, made.hash, token_label(label), self._clock())
         log.info("token %s issued to %s", record.id, user.name)
+        await self.audit.record(Action.TOKEN_ISSUED, record.id, f"for {user.name}")
         return IssuedToken(record, made.token)
 
     async def revoke(self, token_id: str) -> ApiToken:
@@ -154,5 +162,6 @@ class UserService:
         if record is None:
             raise UserNotFound(f"No token {token_id!r}")
         ended = await self.sessions.delete_principal(record.user_id)
+        await self.audit.record(Action.TOKEN_REVOKED, record.id, f"of {record.user_id}")
         log.info("token %s revoked; %d login sessions of %s ended", record.id, ended, record.user_id)
         return record

@@ -155,3 +155,25 @@ def test_a_file_waiting_to_be_sent_is_a_readable_chip_with_its_name_its_size_and
     assert seen["inOrder"] and seen["inside"], seen  # name, size, ×, in a row, none cut off by the chip or the box
     expect(chip.get_by_test_id("remove-attachment")).to_have_accessible_name(f"Remove {name}")
     page.screenshot(path=str(SHOTS / f"pending-chip-{width}.png"))
+
+
+def test_a_400_kb_csv_is_searched_not_cut_and_the_page_says_so(page: Page, ollama: FakeOllama) -> None:
+    """Issue 45, item 4: a file far past its share of the prompt reaches the model as its
+    passages that best match the message, under a note, and the page tells the user."""
+    rows = [f"town {i:05d},{1000 + i}" for i in range(25000)]
+    rows[14321] = "Quimper,63283"
+    big = ("town,people\n" + "\n".join(rows) + "\n").encode()
+    assert len(big) > 400_000
+    ollama.add({"text": "Quimper has 63283 people."})
+    page.get_by_test_id("attach-input").set_input_files({"name": "towns.csv", "mimeType": "text/csv", "buffer": big})
+    expect(page.get_by_test_id("pending-attachment")).to_have_count(1)
+    page.get_by_test_id("message-input").fill("how many people live in Quimper?")
+    page.get_by_test_id("send-button").click()
+    expect(page.get_by_test_id("assistant-message").last).to_contain_text("Quimper has 63283 people.")
+    drawn(page)
+    sent = ollama.requests[-1]["messages"][-1]["content"]
+    assert "[towns.csv was searched, not read whole:" in sent and "Quimper,63283" in sent
+    assert "characters left out" not in sent and len(sent) < 40_000
+    expect(page.get_by_test_id("searched-note")).to_contain_text("towns.csv")
+    page.reload()
+    expect(page.get_by_test_id("searched-note")).to_contain_text("too long for the model to read whole")

@@ -74,15 +74,23 @@ def test_a_text_file_reaches_the_model_as_a_fenced_block_and_a_large_one_within_
     turn(client, {"message": "sum the people", "attachments": [attached("cities.csv", "text/csv", CSV)]})
     sent = models.requests[-1]["messages"][-1]["content"]
     assert sent == "sum the people\n\ncities.csv:\n```\n" + CSV.decode() + "\n```"
-    # llama3.2 reports 2048 tokens: a 200 KB file is sent shortened, head and tail, with a marker
-    big = "".join(f"line {i:06d} of the log\n" for i in range(8000)).encode()
+    # llama3.2 reports 2048 tokens: a 200 KB file is searched, its passages that match the
+    # message sent under a note that says so (issue 45: never cut silently)
+    lines = [f"line {i:06d} of the log" for i in range(8000)]
+    lines[5321] = "line 005321 quota exceeded on /var"
+    big = "\n".join(lines).encode()
     cid, seen = turn(
-        client, {"message": "what went wrong?", "model": "llama3.2", "attachments": [attached("server.log", "text/plain", big)]}
+        client,
+        {
+            "message": "why was the quota exceeded?",
+            "model": "llama3.2",
+            "attachments": [attached("server.log", "text/plain", big)],
+        },
     )
     sent = models.requests[-1]["messages"][-1]["content"]
-    assert sent.startswith("what went wrong?\n\nserver.log:\n```\nline 000000 of the log\n")
-    assert sent.rstrip("`\n").endswith("line 007999 of the log")
-    assert "characters left out here to fit the model's context" in sent
+    assert sent.startswith("why was the quota exceeded?\n\nserver.log:\n```\n[server.log was searched, not read whole:")
+    assert "line 005321 quota exceeded on /var" in sent and "of 8000]" in sent
+    assert "characters left out" not in sent and len(sent) < 1100  # its share of a 2,048-token window
     context = next(d["data"] for n, d in seen if n == "trace" and d["event"] == "context")
     assert context["tokens"] <= context["budget"] == 2048 - 1024
     # the next turn sends the file again (it is part of the conversation), as shortened

@@ -298,3 +298,16 @@ def test_a_database_path_that_cannot_be_opened_is_one_line_and_a_bad_doctor_line
     doctor = sophos(env, tmp_path, "doctor")
     assert doctor.returncode == 1 and doctor.stdout.startswith("ok   model    demo demo")
     assert "BAD  database" in doctor.stdout and "fix: point DATABASE_PATH (or --db) at a writable place" in doctor.stdout
+
+
+def test_doctor_compares_model_context_with_the_window_the_server_reports(tmp_path: Path) -> None:
+    from tests.support.fake_openai import fake_openai
+
+    config_dir(tmp_path)
+    with fake_openai() as oai:
+        oai.trained, oai.slot_window = 32768, 2048
+        env = app_env(tmp_path, TOOLS_BACKEND="none", MODEL_BACKEND="openai", OPENAI_BASE_URL=oai.url, OPENAI_MODEL="local-model")
+        result = sophos(env, tmp_path, "doctor")
+    window = next(line for line in result.stdout.splitlines() if " window " in line)
+    assert window.startswith("ok   window   MODEL_CONTEXT 8192: the server gives local-model 2,048 tokens a request"), window
+    assert "runs plan for 2,048, not 8,192" in window

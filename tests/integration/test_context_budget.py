@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from domain.attachments import parse_upload
 from domain.commands import start_command
 from tests.support.app import SOPHOS, app_env, config_dir, ledger_server_entry, process_env
 from tests.support.fake_ollama import FakeOllama, fake_ollama, prompt_tokens
@@ -264,4 +265,34 @@ async def test_model_context_is_the_budget_of_an_openai_compatible_server_too(tm
         assert sent[0] == "You are a test." and sent[-1].startswith("two ")
         assert not any(str(c).startswith("one ") for c in sent)  # left out: it no longer fits
         assert len((await container.conversations().get(cid)).messages) == 4  # the thread keeps it
+        await close_container(container)
+
+
+async def test_llama_cpps_slot_window_is_the_budget_not_its_training_length(tmp_path: Path) -> None:
+    """Issue 45, item 4: llama-server lists the model's training length (32,768) but a request
+    gets one slot's window (`/props` n_ctx, 2,048): with MODEL_CONTEXT unset, an 11.7 KB file
+    is planned for 2,048 tokens (searched), not sent whole into a 400."""
+    from entrypoints.container import close_container, create_container
+    from tests.support.fake_openai import fake_openai
+
+    with fake_openai([{"text": "It fits."}]) as oai:
+        oai.trained, oai.slot_window = 32768, 2048
+        container = create_container(app_env(tmp_path, TOOLS_BACKEND="none", MODEL_BACKEND="openai", OPENAI_BASE_URL=oai.url))
+        listed = await container.model().models()
+        assert [m.context for m in listed] == [2048]
+        oai.slot_window = None  # another server: /props is not found, the listed length stands
+        assert [m.context for m in await container.model().models()] == [32768]
+        oai.slot_window = 2048
+        text = "\n".join(f"entry {i:04d} of the ledger, nothing to see" for i in range(280))
+        assert 11_000 < len(text) < 12_500
+        service = container.run_service()
+        started = await service.start(
+            start_command("what does entry 0123 say?", None, files=(parse_upload("ledger.txt", "text/plain", text.encode()),))
+        )
+        active = service.hub.get(started.conversation_id)
+        if active is not None:
+            await active.finished.wait()
+        sent = oai.requests[-1]["messages"][-1]["content"]
+        assert "ledger.txt was searched, not read whole" in sent and "entry 0123 of the ledger" in sent
+        assert prompt_tokens(oai.requests[-1]) <= 2048
         await close_container(container)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
+from domain.principals import BOOTSTRAP_ADMIN
 from entrypoints.container import create_container
 from entrypoints.http.app import create_app
 from entrypoints.lgapi.app import create_lgapi_app
@@ -61,6 +63,11 @@ def test_the_trusted_proxys_header_logs_in_and_creates_the_user(clients: Any) ->
     assert proxy.get(f"/api/conversations/{cid}", headers={"X-Forwarded-User": "bob@example.com"}).status_code == 404
     users = proxy.portal.call(proxy.app.state.services.users().list)  # type: ignore[attr-defined,union-attr]
     assert sorted(u.name for u, _ in users) == ["ann@example.com", "bob@example.com"]
+    audit = proxy.app.state.services.audit()  # type: ignore[attr-defined]
+    rows = proxy.portal.call(partial(audit.entries, by=BOOTSTRAP_ADMIN))  # type: ignore[union-attr]
+    assert [(e.actor, e.action, e.target, e.origin) for e in rows] == [
+        ("proxy", "user.added", name, PROXY) for name in ("ann@example.com", "bob@example.com")
+    ]
 
 
 def test_a_spoofed_header_from_another_address_is_ignored_and_logged(clients: Any, caplog: pytest.LogCaptureFixture) -> None:

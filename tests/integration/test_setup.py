@@ -166,7 +166,7 @@ def resolve_lock_for(python: str, target: Path) -> subprocess.CompletedProcess[s
         ],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,  # a resolution over the network, on a loaded machine: slow is not wrong
     )
 
 

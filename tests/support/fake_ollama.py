@@ -9,7 +9,8 @@ request's `num_predict` with done_reason "length", as Ollama does, otherwise it 
 "token_delay" slows the stream down per token; "before" is a callable run when the reply is
 served; {"thinking": "...", "text": "..."} streams the thinking first (as `message.thinking`
 when the request asks `think: true`, as Ollama does; not at all otherwise). `streamed` counts the tokens written to clients.
-When the script runs out, `default` answers (a short text).
+When the script runs out, `default` answers (a short text). `reported` keeps the
+counts each final line reported, for usage totals to be compared with.
 
 Every final line reports `prompt_eval_count` as a real server would: the prompt's tokens by
 the fake's own count (`prompt_tokens`, about 3 characters a token, so a client's estimate
@@ -87,6 +88,7 @@ class FakeOllama:
         self.count_words = False
         self.dropped = 0  # replies cut short because the client closed the connection
         self.streamed = 0  # tokens written to clients
+        self.reported: list[tuple[int, int]] = []  # (prompt_eval_count, eval_count) of each final line written
         self.lock = threading.Lock()
         self.server: ThreadingHTTPServer | None = None
 
@@ -249,6 +251,8 @@ class FakeOllama:
                 },
                 "done": False,
             }
+        with self.lock:
+            self.reported.append((evaluated, max(n, 1)))
         yield {
             "model": model,
             "created_at": now,

@@ -34,6 +34,8 @@ class FakeOpenAI:
         self.refuse_stream_options = False
         self.streamed_now = 0  # tokens of the answer being written (one answer at a time)
         self.server: ThreadingHTTPServer | None = None
+        self.trained: int | None = None  # llama.cpp's /models `meta.n_ctx_train`
+        self.slot_window: int | None = None  # llama.cpp's /props `default_generation_settings.n_ctx`
 
     @property
     def url(self) -> str:
@@ -59,7 +61,10 @@ class FakeOpenAI:
 
             def do_GET(self) -> None:
                 if self.path == "/v1/models":
-                    self._json(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in fake.models]})
+                    meta = {"meta": {"n_ctx_train": fake.trained}} if fake.trained else {}
+                    self._json(200, {"object": "list", "data": [{"id": m, "object": "model", **meta} for m in fake.models]})
+                elif self.path == "/props" and fake.slot_window:
+                    self._json(200, {"default_generation_settings": {"n_ctx": fake.slot_window}, "total_slots": 1})
                 else:
                     self._json(404, {"error": {"message": "not found"}})
 

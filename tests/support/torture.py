@@ -142,6 +142,7 @@ class Torture:
             self.t.stuck_runs += stuck
             self.t.violations.append(f"{stuck} run(s) left running after restart")
         starts = self.ledger_starts()
+        saved_now: set[str] = set()
         for cid, messages in self.acked.items():
             detail = self.read(server, cid, messages)
             users = [m["content"] for m in detail["messages"] if m["role"] == "user"]
@@ -166,10 +167,7 @@ class Torture:
             if any(n > 1 for n in per_call.values()):
                 self.t.violations.append(f"a tool call with two results in {cid}")
                 self.t.unanswered_tool_calls += 1
-            for m in results:
-                key = f"{cid}:{m['toolCallId']}"
-                if m["status"] == "success":
-                    self.saved.setdefault(key, starts[key])
+            saved_now.update(f"{cid}:{m['toolCallId']}" for m in results if m["status"] == "success")
             if final:
                 recorded = {
                     f"{cid}:{c['id']}" for m in detail["messages"] if m["role"] == "assistant" for c in m.get("toolCalls", [])
@@ -184,11 +182,16 @@ class Torture:
                 called = [c["id"] for m in detail["messages"] if m["role"] == "assistant" for c in m.get("toolCalls", [])]
                 missing = [c for c in called if per_call.get(c) != 1]
                 self.t.unanswered_tool_calls += len(missing)
+        # the baseline of a result seen saved: the ledger read after the thread (read before it,
+        # a call that started and was saved in between would count as run again)
+        after = self.ledger_starts()
+        for key in saved_now:
+            self.saved.setdefault(key, after[key])
         for key, seen in self.saved.items():
-            if starts[key] > seen:
-                self.t.duplicate_executions += starts[key] - seen
+            if after[key] > seen:
+                self.t.duplicate_executions += after[key] - seen
                 self.t.violations.append(f"{key} ran again after its result was saved")
-                self.saved[key] = starts[key]
+                self.saved[key] = after[key]
 
     def read(self, server: LiveServer, cid: str, messages: list[str], timeout: float = 10.0) -> dict[str, Any]:
         """The conversation as the API shows it. A queued message whose run has just started

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from adapters.memory.model import ScriptedModel
 from adapters.memory.runs import InMemoryRunStore
+from adapters.memory.usage import InMemoryUsageStore
 from domain.errors import ModelUnreachable
 from domain.model import (
     NEW_CONVERSATION_TITLE,
@@ -21,8 +22,10 @@ from domain.model import (
     new_id,
 )
 from domain.organise import TITLE_SYSTEM, model_title, title_request
+from domain.principals import BOOTSTRAP_ID
 from ports.runs import RunFinish
 from services.after_runs import AfterRuns
+from services.usage import UsageMeter
 from tests.support.fake_engine import FakeEngine, Thread
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -149,3 +152,13 @@ def test_a_models_answer_is_made_a_short_title() -> None:
     assert title_request([UserMessage("hi")]) is None
     system, text = title_request([UserMessage("a" * 5000), AssistantMessage("b")]) or ("", "")
     assert system == TITLE_SYSTEM and len(text) < 1600
+
+
+async def test_a_titles_model_call_counts_in_the_owners_usage_estimated_when_the_server_gave_no_counts() -> None:
+    after, store, model, cid = await world()
+    usage = InMemoryUsageStore()
+    after.meter = UsageMeter(usage, store, clock=lambda: T0)
+    await after.follow_up(cid, RunStatus.COMPLETED)
+    (row,) = await usage.rows(BOOTSTRAP_ID, T0.date(), T0.date())
+    assert (row.model, row.calls, row.estimated_calls) == (model.name, 1, 1)
+    assert row.input_tokens > 0 and row.output_tokens == 5  # "Lighthouse history": 18 characters

@@ -87,15 +87,20 @@ def flatten(content: Any) -> str:
 
 # a stored reply's CONTEXT_KEY: {"sentFrom", "tokens", "budget"}, as every thread since the
 # context budget holds it (the API's Context shape of the time, kept as it is: a stored format)
-def _context_fields(view: ContextView) -> dict[str, int]:
-    return {"sentFrom": view.sent_from, "tokens": view.tokens, "budget": view.budget}
+def _context_fields(view: ContextView) -> dict[str, Any]:
+    fields: dict[str, Any] = {"sentFrom": view.sent_from, "tokens": view.tokens, "budget": view.budget}
+    if view.searched:
+        fields["searched"] = list(view.searched)
+    return fields
 
 
 def _context(extra: dict[str, Any] | None) -> ContextView | None:
     view = (extra or {}).get(CONTEXT_KEY)
     if not isinstance(view, dict):
         return None
-    return ContextView(int(view.get("sentFrom", 0)), int(view.get("tokens", 0)), int(view.get("budget", 0)))
+    searched = view.get("searched")
+    names = tuple(str(n) for n in searched) if isinstance(searched, list) else ()
+    return ContextView(int(view.get("sentFrom", 0)), int(view.get("tokens", 0)), int(view.get("budget", 0)), names)
 
 
 def _summary(content: str, extra: dict[str, Any] | None, id: str | None) -> SummaryMessage | None:

@@ -12,15 +12,17 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.messages import HumanMessage
 
+from adapters.files.passages import Bm25Passages
 from adapters.langchain.messages import FILES_KEY
 from domain.attachments import Upload
-from domain.context import with_attachments
+from domain.context import searched_files, with_attachments
 from domain.model import Message, UserMessage
 from ports.attachments import AttachmentStore
+from ports.passages import PassageRanker
 
 
 def _digests_of(message: HumanMessage) -> list[str]:
@@ -87,21 +89,30 @@ class FileStage:
             self._files.pop(thread_id, None)
 
 
+class Expanded(NamedTuple):
+    thread: tuple[Message, ...]
+    searched: tuple[str, ...]
+
+
 class FilePrompts:
     """The thread as a model call sends it: user messages with files get their files'
     text and images (domain.context.with_attachments). Each is built once per message and
     share of the budget, and kept (bounded), so a long thread's call reads no file again
     and sends the very same message objects (the Ollama adapter reuses their JSON)."""
 
-    def __init__(self, store: AttachmentStore, size: int = 256) -> None:
+    def __init__(self, store: AttachmentStore, size: int = 256, ranker: PassageRanker | None = None) -> None:
         self.store = store
+        self.ranker = ranker or Bm25Passages()  # a file too long for its share is searched, not cut
         self.size = size
-        self._built: OrderedDict[tuple[int, int], tuple[UserMessage, UserMessage]] = OrderedDict()
+        self._built: OrderedDict[tuple[int, int], tuple[UserMessage, UserMessage, tuple[str, ...]]] = OrderedDict()
 
-    async def expand(self, thread_id: str, thread: Sequence[Message], max_chars: int) -> tuple[Message, ...]:
+    async def expand(self, thread_id: str, thread: Sequence[Message], max_chars: int) -> Expanded:
+        """The thread with its files in its user messages, and the names of the files that
+        were searched (too long for their share: their best passages sent)."""
         if not any(isinstance(m, UserMessage) and m.attachments for m in thread):
-            return tuple(thread)
+            return Expanded(tuple(thread), ())
         out: list[Message] = []
+        searched: list[str] = []
         for m in thread:
             if not isinstance(m, UserMessage) or not m.attachments:
                 out.append(m)
@@ -110,12 +121,12 @@ class FilePrompts:
             hit = self._built.get(key)
             if hit is not None and hit[0] is m:
                 self._built.move_to_end(key)
-                out.append(hit[1])
-                continue
-            stored = await self.store.files(thread_id, [a.digest for a in m.attachments])
-            built = with_attachments(m, stored, max_chars)
-            self._built[key] = (m, built)
-            if len(self._built) > self.size:
-                self._built.popitem(last=False)
-            out.append(built)
-        return tuple(out)
+            else:
+                stored = await self.store.files(thread_id, [a.digest for a in m.attachments])
+                hit = (m, with_attachments(m, stored, max_chars, self.ranker.rank), searched_files(m, stored, max_chars))
+                self._built[key] = hit
+                if len(self._built) > self.size:
+                    self._built.popitem(last=False)
+            out.append(hit[1])
+            searched.extend(hit[2])
+        return Expanded(tuple(out), tuple(dict.fromkeys(searched)))

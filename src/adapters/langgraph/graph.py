@@ -44,7 +44,17 @@ from domain.events import (
     ToolCallRequested,
 )
 from domain.lifecycle import idempotency_key, own_call_ids
-from domain.model import AssistantMessage, ContextView, SystemMode, ToolCall, ToolResult, new_call_id, utc_now
+from domain.model import (
+    AssistantMessage,
+    ContextView,
+    Message,
+    SummaryMessage,
+    SystemMode,
+    ToolCall,
+    ToolResult,
+    new_call_id,
+    utc_now,
+)
 from domain.models import compose_system
 from ports.attachments import AttachmentStore
 from ports.journal import ToolJournal
@@ -53,7 +63,8 @@ from ports.model import ModelPort, ReasoningChunk, TextChunk, Usage
 from ports.prompts import SystemPromptSource
 from ports.tools import ToolPort, ToolSpec
 from services.approvals import ApprovalGate
-from services.prompting import ContextKeeper
+from services.prompting import ContextKeeper, Spent
+from services.usage import UsageMeter, model_cost
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +163,9 @@ class AgentNodes:
         context: ContextPolicy | None = None,
         gate: ApprovalGate | None = None,
         files: AttachmentStore | None = None,
+        usage: UsageMeter | None = None,
     ) -> None:
+        self.usage = usage  # None: calls are neither counted nor held to a quota
         self.files = FilePrompts(files) if files is not None else None  # None: files are left out
         self.gate = gate  # None: no call ever waits for approval
         self.model = model
@@ -172,28 +185,42 @@ class AgentNodes:
         choice = run.choice
         name = choice.model or self.model.name
         write(NodeStarted(step, "agent", name))
-        specs = await self.tools.list_tools()
         thread_id = str(config["configurable"]["thread_id"])
+        if self.usage is not None:
+            # before any model call of the step (its summary's too): QuotaExceeded fails the
+            # run with nothing of the step saved, resumable once the quota resets
+            await self.usage.before_model_call(thread_id)
+        specs = await self.tools.list_tools()
         thread = self.cache.convert_thread(thread_id, state["messages"])
+        searched: tuple[str, ...] = ()
         if self.files is not None:
-            thread = await self.files.expand(thread_id, thread, file_chars(self.context.policy_for(choice)))
+            thread, searched = await self.files.expand(thread_id, thread, file_chars(self.context.policy_for(choice)))
         replaced = choice.system is not None and choice.system_mode is SystemMode.REPLACE
         system = compose_system("" if replaced else self.prompt.read(), choice.system, choice.system_mode)
         plan = self.context.plan(thread_id, thread, system, specs, choice)
         if plan.summarize is not None:
             # stored in a checkpoint of its own before the answer is asked for: a resume
             # after a crash finds it, and no later call pays for it again
-            summary = await self.context.summarize(thread, plan, choice.model)
+            summary = await self._summarize(thread_id, name, thread, plan, choice.model)
             write(ContextSummarized(step, summary.covers, estimate_text(summary.content)))
             return Command(update={"messages": [to_langchain(summary)]}, goto="agent")
         write(
             ContextPlanned(
-                step, len(plan.messages), plan.left_out, plan.summarized, plan.shortened, plan.sent_from, plan.tokens, plan.budget
+                step,
+                len(plan.messages),
+                plan.left_out,
+                plan.summarized,
+                plan.shortened,
+                plan.sent_from,
+                plan.tokens,
+                plan.budget,
+                searched,
             )
         )
-        thinking = Thinking()
+        thinking, began = Thinking(), time.monotonic()
         with _timed(lambda outcome, seconds: self.metrics.model_call(name, outcome, seconds)):
             reply, usage = await self._answer(plan, specs, choice.model, step, thinking, write)
+        await self._count(thread_id, name, plan.tokens, reply.content + (reply.reasoning or ""), usage, time.monotonic() - began)
         self._check_evaluation(config, step, plan, usage, run)
         if reply.cut:
             # stored as the step's reply (it has no tool calls: the graph ends after it);
@@ -204,12 +231,23 @@ class AgentNodes:
             write(ToolCallRequested(step, call))
         reply = replace(
             reply,
-            context=ContextView(plan.sent_from, plan.tokens, plan.budget),
+            context=ContextView(plan.sent_from, plan.tokens, plan.budget, searched),
             model=name,
             reasoning=reply.reasoning or thinking.text or None,
             reasoning_seconds=thinking.seconds(),
         )
         return {"messages": [to_langchain(reply)]}
+
+    async def _summarize(
+        self, thread_id: str, name: str, thread: Sequence[Message], plan: PromptPlan, model: str | None
+    ) -> SummaryMessage:
+        """The summary the plan asks for, its call counted in the owner's usage."""
+        spent: list[Spent] = []
+        began = time.monotonic()
+        summary = await self.context.summarize(thread, plan, model, spent)
+        for cost in spent:
+            await self._count(thread_id, name, cost.sent, cost.answer, cost.usage, time.monotonic() - began)
+        return summary
 
     async def _answer(
         self,
@@ -246,6 +284,14 @@ class AgentNodes:
         if reply is None:
             raise RuntimeError("the model ended its stream without a reply")
         return reply, usage
+
+    async def _count(self, thread_id: str, model: str, sent: int, answer: str, usage: Usage | None, seconds: float) -> None:
+        """The call's tokens and seconds in its owner's usage (services.usage): the server's
+        counts, else the prompt's estimate (`sent`) and the answer's, marked estimated."""
+        if self.usage is None:
+            return
+        reported = (usage.prompt_tokens, usage.completion_tokens) if usage is not None else None
+        await self.usage.model_call(thread_id, model, model_cost(reported, lambda: (sent, estimate_text(answer)), seconds))
 
     def _check_evaluation(
         self, config: RunnableConfig, step: int, plan: PromptPlan, usage: Usage | None, run: RunContext
@@ -285,9 +331,11 @@ class AgentNodes:
         if skipped:
             content, failed = SKIPPED, True
         else:
-            started = time.monotonic()
-            content, failed = await self._decided_call(call, step, str(config["configurable"]["thread_id"]), run.run_id)
+            started, thread_id = time.monotonic(), str(config["configurable"]["thread_id"])
+            content, failed = await self._decided_call(call, step, thread_id, run.run_id)
             ms = round((time.monotonic() - started) * 1000)
+            if self.usage is not None:
+                await self.usage.tool_call(thread_id, run.choice.model or self.model.name, time.monotonic() - started)
         result = ToolResult(content, call.id, call.name, "error" if failed else "success", duration_ms=ms, skipped=skipped)
         write(ToolCallFinished(step, result))
         return {"messages": [to_langchain(result)]}

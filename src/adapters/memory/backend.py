@@ -11,6 +11,7 @@ from adapters.memory.runs import InMemoryRunStore
 from adapters.memory.saver import InMemoryThreadSaver
 from adapters.memory.search import InMemorySearchIndex
 from adapters.memory.sessions import InMemorySessionStore
+from adapters.memory.usage import InMemoryAuditLog, InMemoryUsageStore
 from adapters.memory.users import InMemoryUserStore
 from ports.backend import Backend, Health
 from ports.checkpoints import CheckpointPort
@@ -28,6 +29,8 @@ class MemoryBackend(Backend):
         self._sessions = InMemorySessionStore()
         self._users = InMemoryUserStore()
         self._presets = InMemoryPresetStore()
+        self._usage = InMemoryUsageStore()
+        self._audit = InMemoryAuditLog()
 
     def runs(self) -> InMemoryRunStore:
         return self._runs
@@ -51,6 +54,12 @@ class MemoryBackend(Backend):
 
     def presets(self) -> InMemoryPresetStore:
         return self._presets
+
+    def usage(self) -> InMemoryUsageStore:
+        return self._usage
+
+    def audit(self) -> InMemoryAuditLog:
+        return self._audit
 
     async def health(self, integrity: bool = False) -> Health:
         return Health(WHERE, reachable=True, writable=True)

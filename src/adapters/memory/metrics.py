@@ -54,6 +54,10 @@ class InMemoryMetrics(MetricsPort):
     def model_call(self, model: str, outcome: str, seconds: float) -> None:
         self._observe("model_call", (model, outcome), seconds)
 
+    def model_tokens(self, model: str, input_tokens: int, output_tokens: int) -> None:
+        self._add("model_tokens", (model, "input"), input_tokens)
+        self._add("model_tokens", (model, "output"), output_tokens)
+
     def tool_call(self, tool: str, outcome: str, seconds: float) -> None:
         self._observe("tool_call", (tool, outcome), seconds)
 

@@ -109,7 +109,7 @@ class OpenAIModel(ModelPort):
                 if not response.is_success:
                     raise ModelBadResponse(f"{url} answered {response.status_code}: check OPENAI_BASE_URL and OPENAI_API_KEY")
                 body = json.loads(await read_capped(response))
-            return [listed_model(m) for m in body.get("data", []) if isinstance(m, dict) and isinstance(m.get("id"), str)]
+            listed = [listed_model(m) for m in body.get("data", []) if isinstance(m, dict) and isinstance(m.get("id"), str)]
         except ModelBadResponse:
             raise
         except (ValueError, AttributeError) as e:
@@ -119,6 +119,26 @@ class OpenAIModel(ModelPort):
             if refused is not None:
                 raise self._refused(refused) from e
             raise ModelUnreachable(f"{self.base_url} did not list its models: {START_IT}") from e
+        window = await self._slot_window()
+        if window is None:
+            return listed
+        return [replace(m, context=min(m.context or window, window)) for m in listed]
+
+    async def _slot_window(self) -> int | None:
+        """llama.cpp's server: the context a request really gets (`/props`,
+        `default_generation_settings.n_ctx`: the window of one slot), where /models gives the
+        training length. None from any other server (no such route) or on any doubt."""
+        origin = self.base_url.removesuffix("/v1")
+        try:
+            headers = {"Authorization": f"Bearer {self.api_key}"}
+            async with self._probe.stream("GET", f"{origin}/props", headers=headers, timeout=LIST_TIMEOUT) as response:
+                if not response.is_success:
+                    return None
+                props = json.loads(await read_capped(response))
+            n_ctx = props["default_generation_settings"]["n_ctx"]
+        except Exception:  # not llama.cpp, or not this shape: /models stands
+            return None
+        return n_ctx if isinstance(n_ctx, int) and not isinstance(n_ctx, bool) and n_ctx > 0 else None
 
     async def stream(
         self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec], model: str | None = None

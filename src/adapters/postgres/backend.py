@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from adapters.postgres.saver import FencedPostgresSaver
     from adapters.postgres.search import PostgresSearchIndex
     from adapters.postgres.sessions import PostgresSessionStore
+    from adapters.postgres.usage import PostgresAuditLog, PostgresUsageStore
     from adapters.postgres.users import PostgresUserStore
 
 FIX = "check that the PostgreSQL server is up and DATABASE_URL is right"
@@ -98,6 +99,18 @@ class PostgresBackend(Backend):
 
         self.runs()  # the schema is migrated by the run store's first use
         return PostgresPresetStore(self.database())
+
+    def usage(self) -> PostgresUsageStore:
+        from adapters.postgres.usage import PostgresUsageStore
+
+        self.runs()  # the schema is migrated by the run store's first use
+        return PostgresUsageStore(self.database())
+
+    def audit(self) -> PostgresAuditLog:
+        from adapters.postgres.usage import PostgresAuditLog
+
+        self.runs()
+        return PostgresAuditLog(self.database())
 
     def search(self, threads: Callable[[], CheckpointPort]) -> PostgresSearchIndex:
         if self._search is None:

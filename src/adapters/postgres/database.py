@@ -30,6 +30,7 @@ from adapters.postgres.queue_schema import MIGRATION_QUEUE
 from adapters.postgres.schedule_schema import MIGRATION_SCHEDULES
 from adapters.postgres.search_schema import add_stems
 from adapters.postgres.session_schema import MIGRATION_SESSIONS
+from adapters.postgres.usage_schema import MIGRATION_USAGE_AUDIT
 from adapters.postgres.user_schema import MIGRATION_OWNER, MIGRATION_USERS, add_rule_owner
 from domain.errors import StorageFailure
 
@@ -195,6 +196,7 @@ MIGRATIONS: tuple[str | Setup, ...] = (
     MIGRATION_RUN_KWARGS,  # v15
     add_stems,  # v16
     add_organising,  # v17
+    MIGRATION_USAGE_AUDIT,
     MIGRATION_SCHEDULES,
 )
 

@@ -70,6 +70,7 @@ class PrometheusMetrics(MetricsPort):
         self.firing_lateness = Histogram(
             "sophos_schedule_lateness_seconds", LATENESS, registry=registry, buckets=LATENESS_BUCKETS
         )
+        self.model_tokens_total = counter("model_tokens", "Tokens of model calls, by model and direction", "model", "direction")
         self.runs_active = Gauge("sophos_runs_active", "Runs this process is executing", registry=registry)
         self.streams_active = Gauge(
             "sophos_streams_active",
@@ -146,6 +147,10 @@ class PrometheusMetrics(MetricsPort):
 
     def model_call(self, model: str, outcome: str, seconds: float) -> None:
         self.model_seconds.labels(model, outcome).observe(seconds)
+
+    def model_tokens(self, model: str, input_tokens: int, output_tokens: int) -> None:
+        self.model_tokens_total.labels(model, "input").inc(input_tokens)
+        self.model_tokens_total.labels(model, "output").inc(output_tokens)
 
     def tool_call(self, tool: str, outcome: str, seconds: float) -> None:
         if tool not in self._tools:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from adapters.sqlite.saver import ThreadedSqliteSaver
     from adapters.sqlite.search import SqliteSearchIndex
     from adapters.sqlite.sessions import SqliteSessionStore
+    from adapters.sqlite.usage import SqliteAuditLog, SqliteUsageStore
     from adapters.sqlite.users import SqliteUserStore
 
 OPEN_FIX = "point DATABASE_PATH (or --db) at a writable place"
@@ -95,6 +96,16 @@ class SqliteBackend(Backend):
         from adapters.sqlite.presets import SqlitePresetStore
 
         return SqlitePresetStore(*self.runs().workers())
+
+    def usage(self) -> SqliteUsageStore:
+        from adapters.sqlite.usage import SqliteUsageStore
+
+        return SqliteUsageStore(*self.runs().workers())
+
+    def audit(self) -> SqliteAuditLog:
+        from adapters.sqlite.usage import SqliteAuditLog
+
+        return SqliteAuditLog(*self.runs().workers())
 
     def search(self, threads: Callable[[], CheckpointPort]) -> SqliteSearchIndex:
         if self._search is None:

@@ -25,6 +25,7 @@ from adapters.sqlite.schedule_schema import MIGRATION_SCHEDULES
 from adapters.sqlite.search_schema import MIGRATION_SEARCH, add_stems
 from adapters.sqlite.session_schema import MIGRATION_SESSIONS
 from adapters.sqlite.threads import SerialThread, release, writer_thread
+from adapters.sqlite.usage_schema import add_usage_and_audit
 from adapters.sqlite.user_schema import add_owner, add_rule_owner, add_users
 from domain.errors import StorageFailure
 from ports.metrics import NO_METRICS, MetricsPort
@@ -170,6 +171,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     MIGRATION_RUN_KWARGS,  # v18
     add_stems,  # v19
     add_organising,  # v20
+    add_usage_and_audit,
     MIGRATION_SCHEDULES,
 )
 

@@ -25,6 +25,7 @@ from entrypoints.cli.runs import cancel, chat, regenerate, resume
 from entrypoints.cli.schedules import schedule
 from entrypoints.cli.serve import serve
 from entrypoints.cli.transfer import export, import_
+from entrypoints.cli.usage import audit, usage
 from entrypoints.cli.users import users
 from entrypoints.cli_search import reindex, search
 from entrypoints.logs import configure_logging
@@ -104,6 +105,8 @@ for command in (
     doctor,
     serve,
     users,
+    usage,
+    audit,
     graphs,
     schedule,
 ):

@@ -91,6 +91,7 @@ class Context:
             finally:
                 await close_container(self.container)
 
+        act_locally()
         try:
             return asyncio.run(main())
         except SophosError as e:
@@ -114,6 +115,7 @@ class Context:
             return HttpClient(server, api_token())
         from entrypoints.cli.local import LocalClient
 
+        act_locally()
         return LocalClient(self.services, self.container)
 
     def with_client(self, work: Callable[[SophosClient], Awaitable[T]], server: str | None = None) -> T:
@@ -130,6 +132,21 @@ class Context:
             return asyncio.run(main())
         except (SophosError, RemoteError) as e:
             raise fail(e) from None
+
+
+def act_locally() -> None:
+    """This machine's commands act as the bootstrap admin, from `cli:<os user>` (the audit log)."""
+    import getpass
+
+    from domain.audit import Caller
+    from domain.principals import BOOTSTRAP_ID
+    from services.audit import acting
+
+    try:
+        user = getpass.getuser()
+    except (OSError, KeyError):  # no name for this uid (a container's arbitrary user)
+        user = str(os.getuid()) if hasattr(os, "getuid") else "unknown"
+    acting(Caller(BOOTSTRAP_ID, f"cli:{user}"))
 
 
 pass_ctx = click.make_pass_decorator(Context, ensure=True)

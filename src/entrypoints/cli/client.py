@@ -140,6 +140,14 @@ class SophosClient(Protocol):
 
     async def delete_schedule(self, schedule_id: str) -> None: ...
 
+    async def usage(self, first: str | None, last: str | None, everyone: bool) -> list[Json]:
+        """GET /api/usage's rows (days YYYY-MM-DD, UTC)."""
+        ...
+
+    async def audit(self, since: str | None, limit: int) -> list[Json]:
+        """GET /api/audit's entries (admins only)."""
+        ...
+
     async def run(self, body: Json, printer: Printer, stopper: Stopper) -> tuple[str, str]:
         """Start the run a POST /api/chat `body` names and feed its events to `printer`
         until it ends; `stopper` (and a closed stdout) stop it. (conversation, run)."""

@@ -47,9 +47,29 @@ async def _checks(ctx: Context) -> list[Check]:
     checks.append(
         Check("context", f"MODEL_CONTEXT {settings.MODEL_CONTEXT}", not cost.over, detail, fix=CROWDED_FIX if cost.over else "")
     )
+    if ready.ok:
+        checks.append(await _window(ctx))
     health = await ctx.services.backend().health(integrity=True)
     checks.append(Check("database", health.where, health.ok, health.detail, fix="" if health.ok else health.fix))
     return checks
+
+
+async def _window(ctx: Context) -> Check:
+    """MODEL_CONTEXT beside what the server reports for the default model: llama.cpp's
+    window of one slot (`/props`), Ollama's training length (`/api/show`, the most `num_ctx`
+    can give). Runs plan for the smaller, so a larger setting is said, not an error."""
+    model, setting = ctx.container.model(), ctx.settings.MODEL_CONTEXT
+    try:
+        reported = next((m.context for m in await model.models() if m.name == model.name), None)
+    except Exception as e:  # the model check above says what is wrong with the server
+        return Check("window", f"MODEL_CONTEXT {setting}", True, f"the server's window is unknown ({e})")
+    if reported is None:
+        return Check("window", f"MODEL_CONTEXT {setting}", True, "the server reports no window: runs plan for MODEL_CONTEXT")
+    if reported < setting:
+        detail = f"the server gives {model.name} {reported:,} tokens a request: runs plan for {reported:,}, not {setting:,}"
+    else:
+        detail = f"the server allows {model.name} up to {reported:,} tokens: runs plan for {setting:,}"
+    return Check("window", f"MODEL_CONTEXT {setting}", True, detail)
 
 
 def _line(c: Check) -> str:

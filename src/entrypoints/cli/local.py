@@ -16,6 +16,7 @@ from domain.queue import Multitask, QueuedMessage
 from entrypoints.attachments import json_files
 from entrypoints.cli.client import Json, SophosClient, Stopper
 from entrypoints.dto import (
+    audit_dto,
     detail_dto,
     model_dto,
     pending_dto,
@@ -25,6 +26,7 @@ from entrypoints.dto import (
     settings_dto,
     settings_fields,
     summary_dto,
+    usage_dto,
 )
 from entrypoints.schedule_dto import edit_of, schedule_dto, spec_of
 
@@ -160,6 +162,23 @@ class LocalClient(SophosClient):
 
     async def delete_schedule(self, schedule_id: str) -> None:
         await self._schedules().delete(schedule_id)
+
+    async def usage(self, first: str | None, last: str | None, everyone: bool) -> list[Json]:
+        from domain.principals import LOCAL
+        from services.usage import parse_day
+
+        getter = self._services.usage
+        if getter is None:
+            return []
+        rows = await getter().report(parse_day(first, "from"), parse_day(last, "to"), everyone=everyone, by=LOCAL)
+        return [usage_dto(r) for r in rows]
+
+    async def audit(self, since: str | None, limit: int) -> list[Json]:
+        from domain.principals import LOCAL
+        from entrypoints.dto import parse_since
+
+        getter = self._services.audit
+        return [] if getter is None else [audit_dto(e) for e in await getter().entries(parse_since(since), limit, by=LOCAL)]
 
     async def run(self, body: Json, printer: Printer, stopper: Stopper) -> tuple[str, str]:
         """The run in this process, with leases and cancel signals kept by a supervisor (no

@@ -134,6 +134,16 @@ class HttpClient(SophosClient):
     async def delete_schedule(self, schedule_id: str) -> None:
         await self._request("DELETE", f"/api/schedules/{quote(schedule_id, safe='')}")
 
+    async def usage(self, first: str | None, last: str | None, everyone: bool) -> list[Json]:
+        params = {k: v for k, v in (("from", first), ("to", last), ("all", "true" if everyone else None)) if v}
+        rows: list[Json] = (await self._json("GET", "/api/usage", params=params))["rows"]
+        return rows
+
+    async def audit(self, since: str | None, limit: int) -> list[Json]:
+        params: dict[str, Any] = {"limit": limit, **({"since": since} if since else {})}
+        entries: list[Json] = (await self._json("GET", "/api/audit", params=params))["entries"]
+        return entries
+
     async def run(self, body: Json, printer: Printer, stopper: Stopper) -> tuple[str, str]:
         """POST the run, then follow its stream. Stopping it (Ctrl-C, a closed stdout) stops
         following and cancels it on the server."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from entrypoints.http import files, presets, routes, schedules, session, transfer
+from entrypoints.http import files, presets, routes, schedules, session, transfer, usage
 from entrypoints.http.api_schemas import (
     COMPONENTS,
     CONVERSATION,
@@ -293,6 +293,7 @@ ROUTES: tuple[ApiRoute, ...] = (
     ),
     *presets.ROUTES,
     *schedules.ROUTES,
+    *usage.ROUTES,
     ApiRoute("/api/healthz", "GET", routes.healthz, "Liveness"),
     ApiRoute("/api/readyz", "GET", routes.readyz, "Model and tool readiness", errors=(503,)),
     ApiRoute("/api/openapi.json", "GET", document, "This document"),

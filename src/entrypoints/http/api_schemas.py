@@ -181,6 +181,11 @@ COMPONENTS: Schema = {
             "sentFrom": {"type": "integer", "minimum": 0},
             "tokens": {"type": "integer", "minimum": 0},
             "budget": {"type": "integer", "minimum": 1},
+            "searched": {
+                "type": "array",
+                "items": TEXT,
+                "description": "files too long to send whole: the passages that best match the message were sent",
+            },
         },
     },
     "ConversationSummary": {
@@ -201,6 +206,54 @@ COMPONENTS: Schema = {
             "turns": {"type": "integer", "nullable": True, "description": "its user messages"},
             "titleBy": {"type": "string", "enum": ["message", "model", "user"]},
         },
+    },
+}
+
+# GET /api/usage and GET /api/audit (entrypoints/http/usage.py)
+NUMBER: Schema = {"type": "number"}
+INTEGER: Schema = {"type": "integer"}
+USAGE_ROWS: Schema = {
+    "type": "object",
+    "properties": {
+        "rows": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "user": {"type": "string", "description": "the user's name"},
+                    "userId": TEXT,
+                    "model": TEXT,
+                    "day": {"type": "string", "format": "date"},
+                    "inputTokens": INTEGER,
+                    "outputTokens": INTEGER,
+                    "modelSeconds": NUMBER,
+                    "toolSeconds": NUMBER,
+                    "calls": INTEGER,
+                    "estimated": {"type": "boolean", "description": "some calls' tokens were estimated: the server gave none"},
+                    "estimatedCalls": INTEGER,
+                },
+            },
+        }
+    },
+}
+AUDIT_ROWS: Schema = {
+    "type": "object",
+    "properties": {
+        "entries": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "seq": INTEGER,
+                    "at": TEXT,
+                    "actor": TEXT,
+                    "action": TEXT,
+                    "origin": {"type": "string", "description": "the client's address, or cli:<os user>"},
+                    "target": TEXT,
+                    "detail": TEXT,
+                },
+            },
+        }
     },
 }
 

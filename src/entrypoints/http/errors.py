@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+import math
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from domain.errors import ErrorCode, SophosError, TooManyAttempts
+from domain.errors import ErrorCode, QuotaExceeded, SophosError, TooManyAttempts
+from domain.model import iso, utc_now
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +41,8 @@ STATUS: dict[ErrorCode, int] = {
     ErrorCode.USER_EXISTS: 409,
     ErrorCode.CONVERSATION_EXISTS: 409,
     ErrorCode.USER_LIMIT: 429,
+    ErrorCode.QUOTA_EXCEEDED: 429,
+    ErrorCode.FORBIDDEN: 403,
     ErrorCode.PRESET_LIMIT: 409,
     ErrorCode.NOT_SUPPORTED: 501,
     ErrorCode.MODEL_UNAVAILABLE: 503,
@@ -74,6 +78,11 @@ class RouteFailure(Exception):
 
 
 def domain_error_response(exc: SophosError) -> JSONResponse:
+    if isinstance(exc, QuotaExceeded):
+        # the reset time in the body (for people and the page) and as Retry-After (for clients)
+        wait = max(1, math.ceil((exc.reset_at - utc_now()).total_seconds()))
+        body = {"error": {"code": exc.code.value, "message": exc.message, "resetAt": iso(exc.reset_at)}}
+        return JSONResponse(body, status_code=429, headers={"Retry-After": str(wait)})
     headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, TooManyAttempts) else None
     return error_response(STATUS.get(exc.code, 500), exc.code.value, exc.message, headers)
 

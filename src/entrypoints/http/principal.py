@@ -8,7 +8,9 @@ from collections.abc import Awaitable, Callable
 from starlette.requests import HTTPConnection
 from starlette.types import Scope
 
+from domain.audit import Caller
 from domain.principals import Principal
+from services.audit import acting
 
 KEY = "sophos.principal"
 RECHECK = "sophos.recheck"
@@ -21,6 +23,8 @@ def set_principal(scope: Scope, principal: Principal, recheck: Recheck | None = 
     must end once they stop (a log-out, a revoked token, a disabled user)."""
     state = scope.setdefault("state", {})
     state[KEY] = principal
+    client = scope.get("client")  # the forwarded client's, behind a trusted proxy (ForwardedMiddleware)
+    acting(Caller(principal.name, str(client[0]) if client else "unknown"))  # for the audit log
     if recheck is not None:
         state[RECHECK] = recheck
 

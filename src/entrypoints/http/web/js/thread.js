@@ -135,14 +135,20 @@ const contextCache = new Map();  // the same marker or summary node while it say
 
 function contextNodes(index, m) {
   const view = state.detail && state.detail.context;
-  const key = JSON.stringify([index, view && index === view.sentFrom ? view : null, m.role === "summary" ? [m.covers, m.content] : null]);
-  if (key.endsWith("null,null]")) return [];
+  const searched = view && view.searched && m.role === "user" && m.attachments
+    ? m.attachments.map((a) => a.name).filter((name) => view.searched.includes(name)) : [];
+  const key = JSON.stringify([index, view && index === view.sentFrom ? view : null, m.role === "summary" ? [m.covers, m.content] : null, searched]);
+  if (key.endsWith("null,null,[]]")) return [];
   const hit = contextCache.get(key);
   if (hit) return hit;
   const out = [];
   if (view && index === view.sentFrom && index > 0) {
     out.push(el("div", { class: "context-marker", role: "separator", "data-testid": "context-marker" },
       `The model no longer sees the messages above (it saw about ${view.tokens} of ${view.budget} tokens)`));
+  }
+  if (searched.length) {
+    out.push(el("div", { class: "context-marker", role: "note", "data-testid": "searched-note" },
+      `${searched.join(", ")}: too long for the model to read whole, so it was searched: the model saw the passages that best match the message`));
   }
   if (m.role === "summary") {
     out.push(el("details", { class: "context-summary", "data-testid": "summary-message" },
