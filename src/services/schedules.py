@@ -28,9 +28,13 @@ class ScheduleService:
 
     async def create(self, spec: ScheduleSpec, *, by: Principal = LOCAL) -> Schedule:
         """A new schedule of `by`'s, armed for its first firing. Its conversation, when
-        named, must be one `by` reaches (ConversationNotFound otherwise)."""
+        named, must be one `by` reaches (ConversationNotFound otherwise) and their own: the
+        firings send as the schedule's owner (an admin who sees every conversation may not
+        schedule messages into another user's)."""
         if spec.conversation_id is not None:
-            await self.runs.visible(spec.conversation_id, by)
+            found = await self.runs.visible(spec.conversation_id, by)
+            if found.owner != by.user_id:
+                raise InvalidInput("A schedule sends as its owner: name one of your own conversations")
         if len(await self.store.schedules(by.user_id)) >= MAX_SCHEDULES:
             raise InvalidInput(f"A user may have at most {MAX_SCHEDULES} schedules")
         schedule = spec.schedule(new_id(), by.user_id, self.clock())

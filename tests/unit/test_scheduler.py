@@ -8,12 +8,15 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from domain.commands import SendMessage
-from domain.errors import StorageFailure
+from domain.errors import InvalidInput, StorageFailure
 from domain.model import Run, RunOwner, RunStatus, RunTrigger, new_id
-from domain.principals import BOOTSTRAP_ID
+from domain.principals import BOOTSTRAP_ID, LOCAL, Principal, Role
 from domain.schedules import CatchUp, FiringClaim, Schedule, ScheduleSpec, Timing
 from services.scheduler import Scheduler
+from services.schedules import ScheduleService
 from tests.support.harness import Harness, make_harness
 
 T0 = datetime(2026, 3, 1, 8, 0, 0, tzinfo=UTC)
@@ -207,3 +210,15 @@ async def test_a_ten_second_stall_of_the_only_process_makes_firings_late_not_mis
     assert await scheduler_of(h, clock).tick() == 10
     await settle(h)
     assert [at for at, _ in await runs_for(h, s)] == [T0 + timedelta(seconds=n) for n in range(1, 12)]
+
+
+async def test_an_admin_who_sees_everything_may_not_schedule_into_another_users_conversation() -> None:
+    h = make_harness()
+    cid = new_id()
+    await h.repo.create_conversation(cid, "Ann's", T0, owner="ann")
+    service = ScheduleService(h.repo, h.runs, clock=Clock(T0))
+    with pytest.raises(InvalidInput, match="your own"):
+        await service.create(ScheduleSpec(Timing("0 8 * * *"), "hi", cid), by=LOCAL)
+    assert await h.repo.schedules() == []
+    mine = await service.create(ScheduleSpec(Timing("0 8 * * *"), "hi", cid), by=Principal("ann", "ann", Role.USER))
+    assert mine.owner == "ann" and mine.conversation_id == cid
