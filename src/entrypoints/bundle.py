@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from services.presets import PresetService
     from services.queueing import QueueService
     from services.runs import RunService
+    from services.schedules import ScheduleService
     from services.search import SearchService
     from services.sessions import SessionService
     from services.store import StoreService
@@ -69,6 +70,7 @@ class Services:
     graphs: Callable[[], GraphCatalog] | None = None  # the graphs of LANGGRAPH_JSON (None: not wired)
     hosted: Callable[[], HostedRuns] | None = None  # runs of those graphs (None: not wired)
     presets: Callable[[], PresetService] | None = None  # each user's saved chat settings (None: not wired)
+    schedules: Callable[[], ScheduleService] | None = None  # each user's scheduled runs (None: not wired)
     usage: Callable[[], UsageService] | None = None  # tokens and seconds per user, model and day (None: not wired)
     audit: Callable[[], AuditTrail] | None = None  # the audit log (None: not wired)
     store: Callable[[], StoreService] | None = None  # each user's long-term store (None: not wired)

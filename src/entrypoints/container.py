@@ -27,6 +27,8 @@ from services.models import ModelCatalog
 from services.presets import PresetService
 from services.queueing import QueueService
 from services.runs import RunService
+from services.scheduler import Scheduler
+from services.schedules import ScheduleService
 from services.search import SearchService
 from services.sessions import SessionService
 from services.store import StoreService
@@ -166,6 +168,8 @@ class Container(containers.DeclarativeContainer):
     queue = providers.Singleton(QueueService, run_service, store, config.MAX_QUEUED)
     graph_runner = providers.Singleton(factories.graph_runner, graphs, checkpointer, backend.provided.store.call())
     hosted = providers.Singleton(HostedRuns, run_service, graph_runner.provider, graphs.provider)
+    scheduler = providers.Singleton(Scheduler, run_service, queue, store)
+    schedules = providers.Singleton(ScheduleService, store, run_service)
     supervisor = providers.Singleton(
         Supervisor,
         service=providers.Singleton(GraphAwareRuns, run_service, hosted),
@@ -174,6 +178,7 @@ class Container(containers.DeclarativeContainer):
         approval_timeout=config.APPROVAL_TIMEOUT,
         after_runs=providers.Singleton(AfterRuns, store, threads, model.provider, config.AUTO_TITLE, meter=meter),
         audit=audit,
+        scheduler=scheduler,
     )
     import_worker = providers.Resource(factories.import_worker)  # an import's file read and its messages built
     conversations = providers.Singleton(
@@ -238,6 +243,7 @@ class Container(containers.DeclarativeContainer):
         graphs=graphs.provider,
         hosted=hosted.provider,
         presets=presets.provider,
+        schedules=schedules.provider,
         usage=usage.provider,
         audit=audit.provider,
         store=long_term.provider,

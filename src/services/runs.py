@@ -20,6 +20,7 @@ from domain.attachments import Upload
 from domain.commands import Cancel, Resume, SendMessage, StartRun
 from domain.errors import (
     ConversationNotFound,
+    FiringTaken,
     NoActiveRun,
     NotSupported,
     SessionInProgress,
@@ -32,6 +33,7 @@ from domain.model import Conversation, Run, RunStatus, RunTrigger, new_id, title
 from domain.models import ChatSettings, ModelChoice, settings_of
 from domain.principals import LOCAL, Principal, sees
 from domain.queue import QueuedMessage
+from domain.schedules import FiringClaim
 from ports.engine import AgentEngine, Fork, NewMessage, RunInput
 from ports.metrics import NO_METRICS, MetricsPort
 from ports.processes import ProcessPort
@@ -116,10 +118,18 @@ class RunService:
             raise ConversationNotFound()
         return found
 
-    async def start(self, command: StartRun, trigger: RunTrigger = RunTrigger.USER, *, by: Principal = LOCAL) -> StartedRun:
+    async def start(
+        self,
+        command: StartRun,
+        trigger: RunTrigger = RunTrigger.USER,
+        *,
+        by: Principal = LOCAL,
+        firing: FiringClaim | None = None,
+    ) -> StartedRun:
         """Record the run and (for a message) the input, then execute in the background.
         Returns once the input is durable. An Edit or a Regenerate starts the run on a new
-        branch. A new conversation belongs to `by`; an existing one must be theirs to reach."""
+        branch. A new conversation belongs to `by`; an existing one must be theirs to reach.
+        `firing`: a schedule's firing, claimed in the run's insert (FiringTaken: taken)."""
         if self.kernel.draining:
             raise ShuttingDown()
         change, runs = command.settings, self.stores.runs
@@ -149,10 +159,9 @@ class RunService:
         choice = await self._choice(settings)
         run_input, base = await plan_command(self._plan_ports, command, cid, files, self.deps.clock())
         try:
-            return await self._launch(
-                cid, run_input, base, trigger, choice, cap_of(by, self.user_max_active) if trigger is RunTrigger.USER else None
-            )
-        except UserLimitReached:
+            cap = cap_of(by, self.user_max_active) if trigger is RunTrigger.USER else None
+            return await self._launch(cid, run_input, base, trigger, choice, cap, firing)
+        except (UserLimitReached, FiringTaken):
             if command.conversation_id is None:  # a burst's loser: its new conversation goes too
                 await self.stores.runs.delete_conversation(cid)
             raise
@@ -190,6 +199,7 @@ class RunService:
         trigger: RunTrigger,
         choice: ModelChoice | None = None,
         cap: LoadCap | None = None,
+        firing: FiringClaim | None = None,
     ) -> StartedRun:
         now = self.deps.clock()
         run = Run(new_id(), cid, RunStatus.RUNNING, now, owner=self.processes.current(), base_count=base, trigger=trigger)
@@ -197,7 +207,7 @@ class RunService:
         with self.kernel.claim(run):  # recovery may read the row before the run is live
             # raises SessionInProgress if another process won. With an input, nothing is
             # acknowledged before the input's synced commit, which makes the row durable too
-            await self.stores.runs.start_run(run, now, flushed_by_input=needs_input, cap=cap)
+            await self.stores.runs.start_run(run, now, flushed_by_input=needs_input, cap=cap, firing=firing)
             body = partial(self.execution, run_input=run_input, choice=choice)
             active = self.kernel.launch(run, body, needs_input=needs_input)
         if active.needs_input:

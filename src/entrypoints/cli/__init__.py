@@ -23,6 +23,7 @@ from entrypoints.cli.models import models
 from entrypoints.cli.output import silence_output
 from entrypoints.cli.repl import repl
 from entrypoints.cli.runs import cancel, chat, regenerate, resume
+from entrypoints.cli.schedules import schedule
 from entrypoints.cli.serve import serve
 from entrypoints.cli.transfer import export, import_
 from entrypoints.cli.usage import audit, usage
@@ -109,6 +110,7 @@ for command in (
     audit,
     graphs,
     memory,
+    schedule,
 ):
     main.add_command(command)
 db.add_command(reindex)

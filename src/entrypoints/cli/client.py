@@ -126,6 +126,20 @@ class SophosClient(Protocol):
 
     async def revoke_rule(self, tool: str) -> None: ...
 
+    async def schedules(self) -> list[Json]:
+        """The schedules as GET /api/schedules gives them, oldest first."""
+        ...
+
+    async def add_schedule(self, body: Json) -> Json:
+        """Make the schedule a POST /api/schedules `body` names; the schedule."""
+        ...
+
+    async def edit_schedule(self, schedule_id: str, body: Json) -> Json:
+        """Apply a PATCH /api/schedules/ID `body` (pause: `{"enabled": false}`); the schedule."""
+        ...
+
+    async def delete_schedule(self, schedule_id: str) -> None: ...
+
     async def usage(self, first: str | None, last: str | None, everyone: bool) -> list[Json]:
         """GET /api/usage's rows (days YYYY-MM-DD, UTC)."""
         ...

@@ -6,7 +6,7 @@ import click
 
 # every command of the group is in one section; a command missing here goes under "other"
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Chat", ("chat", "repl", "resume", "regenerate", "cancel", "models")),
+    ("Chat", ("chat", "repl", "resume", "regenerate", "cancel", "schedule", "models")),
     ("Conversations", ("conversations", "show", "search", "branch", "rename", "delete", "export", "import")),
     ("Approvals", ("approve", "approvals")),
     ("Memory", ("memory",)),
@@ -33,6 +33,7 @@ SUMMARIES = {
     "models": "List the models the model server serves (* marks the default).",
     "db": "Inspect and maintain the database (SQLite, or PostgreSQL).",
     "graphs": "List the graphs of the langgraph.json (LANGGRAPH_JSON).",
+    "schedule": "Send a message at set times (fired by sophos serve).",
 }
 
 

@@ -28,12 +28,14 @@ from entrypoints.dto import (
     summary_dto,
     usage_dto,
 )
+from entrypoints.schedule_dto import edit_of, schedule_dto, spec_of
 
 if TYPE_CHECKING:
     from entrypoints.bundle import Services
     from entrypoints.cli.output import Printer
     from entrypoints.container import Container
     from services.memory import MemoryService
+    from services.schedules import ScheduleService
     from services.supervisor import Supervisor
 
 
@@ -143,6 +145,24 @@ class LocalClient(SophosClient):
 
     async def revoke_rule(self, tool: str) -> None:
         await self._services.allow_rules().revoke(tool)
+
+    def _schedules(self) -> ScheduleService:
+        schedules = self._services.schedules
+        if schedules is None:
+            raise NotSupported("This database keeps no schedules")
+        return schedules()
+
+    async def schedules(self) -> list[Json]:
+        return [schedule_dto(s) for s in await self._schedules().list()]
+
+    async def add_schedule(self, body: Json) -> Json:
+        return schedule_dto(await self._schedules().create(spec_of(body)))
+
+    async def edit_schedule(self, schedule_id: str, body: Json) -> Json:
+        return schedule_dto(await self._schedules().edit(schedule_id, edit_of(body)))
+
+    async def delete_schedule(self, schedule_id: str) -> None:
+        await self._schedules().delete(schedule_id)
 
     async def usage(self, first: str | None, last: str | None, everyone: bool) -> list[Json]:
         from domain.principals import LOCAL

@@ -119,6 +119,21 @@ class HttpClient(SophosClient):
     async def revoke_rule(self, tool: str) -> None:
         await self._request("DELETE", f"/api/approvals/always/{quote(tool, safe='')}")
 
+    async def schedules(self) -> list[Json]:
+        found: list[Json] = (await self._json("GET", "/api/schedules"))["schedules"]
+        return found
+
+    async def add_schedule(self, body: Json) -> Json:
+        made: Json = (await self._json("POST", "/api/schedules", body))["schedule"]
+        return made
+
+    async def edit_schedule(self, schedule_id: str, body: Json) -> Json:
+        edited: Json = (await self._json("PATCH", f"/api/schedules/{quote(schedule_id, safe='')}", body))["schedule"]
+        return edited
+
+    async def delete_schedule(self, schedule_id: str) -> None:
+        await self._request("DELETE", f"/api/schedules/{quote(schedule_id, safe='')}")
+
     async def usage(self, first: str | None, last: str | None, everyone: bool) -> list[Json]:
         params = {k: v for k, v in (("from", first), ("to", last), ("all", "true" if everyone else None)) if v}
         rows: list[Json] = (await self._json("GET", "/api/usage", params=params))["rows"]
