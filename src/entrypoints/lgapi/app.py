@@ -16,7 +16,7 @@ from entrypoints.http.errors import EXCEPTION_HANDLERS
 from entrypoints.http.forwarded import ForwardedMiddleware
 from entrypoints.http.guard import HostPolicy
 from entrypoints.http.headers import HardeningMiddleware
-from entrypoints.lgapi import hosted_threads, meta, runs, threads
+from entrypoints.lgapi import hosted_threads, meta, protocol, runs, threads
 from entrypoints.lgapi.guard import CorsPolicy, LangGraphGuard
 from entrypoints.settings import Settings
 
@@ -55,6 +55,8 @@ ROUTES = [
     Route(R + "/stream", runs.join_stream, methods=["GET"]),
     Route(R + "/cancel", runs.cancel_run, methods=["POST"]),
     Route("/runs/stream", runs.stream_stateless, methods=["POST"]),
+    Route(T + "/commands", protocol.command, methods=["POST"]),
+    Route(T + "/stream/events", protocol.stream_events, methods=["POST"]),
     Route("/runs/wait", runs.wait_stateless, methods=["POST"]),
 ]
 

@@ -1,0 +1,187 @@
+"""LangGraph's thread protocol (langgraph-api 0.16's `/threads/{id}/commands` and
+`/threads/{id}/stream/events`), as plain values: what a subscription asks for
+(`Subscription`), and a thread's stored run events numbered and shaped as the protocol's
+events (`ThreadProjection`).
+
+A thread's event stream spans its runs. Each event carries `seq`, the run's place among
+the thread's runs times SEQ_PER_RUN plus its place in the run, so the same event has the
+same `seq` in every stream, whatever it filters (a client's `since` cursor is valid across
+its streams and reconnects), and a stream that resumes after `since` skips the earlier runs
+without reading them; `event_id` is `<run id>:<place>`. Around a run's own events the
+server says its lifecycle at the root namespace: `running` when it starts, `interrupted`
+when it stops for input (after one `input.requested` per interrupt), `completed`, `failed`
+(with the error) or `interrupted` (cancelled, or stopped by a crash) when it ends."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from domain.errors import InvalidInput
+from domain.events import StreamEvent
+from domain.hosted import PROTOCOL_MODE, GraphChunk
+
+SEQ_PER_RUN = 1 << 32
+RUN_START = "run-start"  # the marker before each run's events (services.thread_feed): {"run_id", "ordinal"}
+CHANNELS = frozenset({"values", "updates", "checkpoints", "messages", "tools", "custom", "lifecycle", "input", "tasks"})
+MAX_CHANNELS = 64
+MAX_NAMESPACES = 64
+MAX_NAME = 256  # characters of a channel or a namespace segment
+# the modes of a run not started through the protocol that the protocol also has
+_PLAIN = frozenset({"values", "updates", "custom", "tasks", "checkpoints"})
+_ENDED = {"completed": "completed", "waiting": "interrupted", "failed": "failed"}
+
+Event = dict[str, Any]
+
+
+def _namespaces(raw: object) -> tuple[tuple[str, ...], ...] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or len(raw) > MAX_NAMESPACES:
+        raise InvalidInput(f"namespaces must be a list of at most {MAX_NAMESPACES} namespaces")
+    out = []
+    for ns in raw:
+        if not isinstance(ns, list) or not all(isinstance(s, str) and len(s) <= MAX_NAME for s in ns):
+            raise InvalidInput("each namespace must be a list of strings")
+        out.append(tuple(ns))
+    return tuple(out)
+
+
+def _int(raw: object, name: str) -> int | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, int) or isinstance(raw, bool) or raw < 0:
+        raise InvalidInput(f"{name} must be a non-negative integer")
+    return raw
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """What a client streams: `channels` (`custom:<name>`: custom events of that name),
+    events of `namespaces` (prefixes; None: every namespace) at most `depth` below them
+    (None: any depth), after `since` (a seq; None: from the run going)."""
+
+    channels: frozenset[str]
+    namespaces: tuple[tuple[str, ...], ...] | None = None
+    depth: int | None = None
+    since: int | None = None
+
+    @classmethod
+    def parse(cls, body: object) -> Subscription:
+        """An EventStreamRequest (or a `subscription.subscribe`'s params), checked."""
+        if not isinstance(body, Mapping):
+            raise InvalidInput("The body must be an object")
+        channels = body.get("channels")
+        if not isinstance(channels, list) or not channels or len(channels) > MAX_CHANNELS:
+            raise InvalidInput(f"channels is required: a non-empty list of at most {MAX_CHANNELS} channels")
+        bad = [c for c in channels if not _known(c)]
+        if bad:
+            raise InvalidInput(
+                f"Unknown channels: {', '.join(repr(c)[:64] for c in bad[:5])}; known: {', '.join(sorted(CHANNELS))}, custom:<name>"
+            )
+        return cls(
+            frozenset(channels),
+            _namespaces(body.get("namespaces")),
+            _int(body.get("depth"), "depth"),
+            _int(body.get("since"), "since"),
+        )
+
+    @property
+    def first_run(self) -> int | None:
+        """The place of the first run the stream needs (None: the thread's latest)."""
+        return None if self.since is None else self.since // SEQ_PER_RUN
+
+    def matches(self, event: Event) -> bool:
+        if self.since is not None and event["seq"] <= self.since:
+            return False
+        method, params = event["method"], event["params"]
+        channel = "input" if method == "input.requested" else method
+        name = params["data"].get("name") if channel == "custom" and isinstance(params["data"], dict) else None
+        if channel not in self.channels and not (name is not None and f"custom:{name}" in self.channels):
+            return False
+        ns = tuple(params["namespace"])
+        if self.namespaces is None:
+            return self.depth is None or len(ns) <= self.depth
+        return any(ns[: len(p)] == p and (self.depth is None or len(ns) - len(p) <= self.depth) for p in self.namespaces)
+
+
+def _known(channel: object) -> bool:
+    if not isinstance(channel, str) or len(channel) > MAX_NAME:
+        return False
+    return channel in CHANNELS or (channel.startswith("custom:") and len(channel) > len("custom:"))
+
+
+@dataclass
+class ThreadProjection:
+    """A thread's stored events (services.thread_feed: each run after its `run-start`
+    marker) as protocol events, numbered; `now_ms` stamps them."""
+
+    run_id: str = ""
+    ordinal: int = 0
+    place: int = 0
+    asked: set[str] = field(default_factory=set)  # interrupt ids already requested in this run
+    paused: bool = False  # the run said `interrupted`
+    error: str | None = None
+
+    def feed(self, event: StreamEvent, now_ms: int) -> list[Event]:
+        if event.event == RUN_START:
+            self.run_id, self.ordinal = str(event.data["run_id"]), int(event.data["ordinal"])
+            self.place, self.paused, self.error = 0, False, None
+            self.asked = set()
+            return [self._lifecycle("running", now_ms)]
+        chunk = GraphChunk.of(event)
+        if chunk is not None:
+            return self._chunk(chunk, now_ms)
+        if event.event == "chat-error":
+            message = event.data.get("message") if isinstance(event.data, dict) else None
+            return [self._lifecycle("failed", now_ms, error=self.error or str(message or "failed"))]
+        if event.event == "end":
+            status = event.data.get("status") if isinstance(event.data, dict) else None
+            return self._ended(str(status), now_ms)
+        return []
+
+    def _chunk(self, chunk: GraphChunk, now_ms: int) -> list[Event]:
+        ns = list(chunk.namespace)
+        if chunk.mode == "error":
+            data = chunk.data if isinstance(chunk.data, dict) else {}
+            self.error = f"{data.get('error', 'Error')}: {data.get('message', '')}"
+            return []
+        if chunk.mode in _PLAIN:
+            return [self._event(chunk.mode, ns, chunk.data, now_ms)]
+        if chunk.mode != PROTOCOL_MODE or not isinstance(chunk.data, dict):
+            return []
+        out = [self._event(str(chunk.data.get("method")), ns, chunk.data.get("data"), now_ms)]
+        for interrupt in chunk.data.get("interrupts") or ():
+            iid = interrupt.get("id") if isinstance(interrupt, dict) else None
+            if isinstance(iid, str) and iid not in self.asked:
+                self.asked.add(iid)
+                out.append(self._event("input.requested", ns, {"interrupt_id": iid, "payload": interrupt.get("value")}, now_ms))
+        if self.asked and not self.paused:
+            out.append(self._lifecycle("interrupted", now_ms))
+        return out
+
+    def _ended(self, status: str, now_ms: int) -> list[Event]:
+        said = _ENDED.get(status, "interrupted")
+        if said == "interrupted" and self.paused:
+            return []
+        if said == "failed":
+            return [self._lifecycle("failed", now_ms, error=self.error or "failed")]
+        return [self._lifecycle(said, now_ms)]
+
+    def _lifecycle(self, said: str, now_ms: int, error: str | None = None) -> Event:
+        self.paused = self.paused or said == "interrupted"
+        data: dict[str, Any] = {"event": said}
+        if error is not None:
+            data["error"] = error
+        return self._event("lifecycle", [], data, now_ms)
+
+    def _event(self, method: str, namespace: list[str], data: Any, now_ms: int) -> Event:
+        self.place += 1
+        return {
+            "type": "event",
+            "event_id": f"{self.run_id}:{self.place}",
+            "seq": self.ordinal * SEQ_PER_RUN + self.place,
+            "method": method,
+            "params": {"namespace": namespace, "timestamp": now_ms, "data": data},
+        }
