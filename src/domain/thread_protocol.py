@@ -8,9 +8,10 @@ the thread's runs times SEQ_PER_RUN plus its place in the run, so the same event
 same `seq` in every stream, whatever it filters (a client's `since` cursor is valid across
 its streams and reconnects), and a stream that resumes after `since` skips the earlier runs
 without reading them; `event_id` is `<run id>:<place>`. Around a run's own events the
-server says its lifecycle at the root namespace: `running` when it starts, `interrupted`
-when it stops for input (after one `input.requested` per interrupt), `completed`, `failed`
-(with the error) or `interrupted` (cancelled, or stopped by a crash) when it ends."""
+server says its lifecycle at the root namespace: `running` when it starts, and when it ends
+`interrupted` when it stops for input (after one `input.requested` per interrupt, said only
+once the run has ended, so an answer never finds the thread busy), `completed`, `failed`
+(with the error) or `interrupted` (cancelled, or stopped by a crash)."""
 
 from __future__ import annotations
 
@@ -120,15 +121,14 @@ class ThreadProjection:
     run_id: str = ""
     ordinal: int = 0
     place: int = 0
-    asked: set[str] = field(default_factory=set)  # interrupt ids already requested in this run
-    paused: bool = False  # the run said `interrupted`
+    asked: dict[str, tuple[list[str], Any]] = field(default_factory=dict)  # the run's interrupts: id -> (namespace, value)
     error: str | None = None
 
     def feed(self, event: StreamEvent, now_ms: int) -> list[Event]:
         if event.event == RUN_START:
             self.run_id, self.ordinal = str(event.data["run_id"]), int(event.data["ordinal"])
-            self.place, self.paused, self.error = 0, False, None
-            self.asked = set()
+            self.place, self.error = 0, None
+            self.asked = {}
             return [self._lifecycle("running", now_ms)]
         chunk = GraphChunk.of(event)
         if chunk is not None:
@@ -151,26 +151,24 @@ class ThreadProjection:
             return [self._event(chunk.mode, ns, chunk.data, now_ms)]
         if chunk.mode != PROTOCOL_MODE or not isinstance(chunk.data, dict):
             return []
-        out = [self._event(str(chunk.data.get("method")), ns, chunk.data.get("data"), now_ms)]
         for interrupt in chunk.data.get("interrupts") or ():
             iid = interrupt.get("id") if isinstance(interrupt, dict) else None
-            if isinstance(iid, str) and iid not in self.asked:
-                self.asked.add(iid)
-                out.append(self._event("input.requested", ns, {"interrupt_id": iid, "payload": interrupt.get("value")}, now_ms))
-        if self.asked and not self.paused:
-            out.append(self._lifecycle("interrupted", now_ms))
-        return out
+            if isinstance(iid, str):
+                self.asked.setdefault(iid, (ns, interrupt.get("value")))
+        return [self._event(str(chunk.data.get("method")), ns, chunk.data.get("data"), now_ms)]
 
     def _ended(self, status: str, now_ms: int) -> list[Event]:
         said = _ENDED.get(status, "interrupted")
-        if said == "interrupted" and self.paused:
-            return []
+        if status == "waiting":  # asked once the run has ended: an answer then starts the next run
+            asked = [
+                self._event("input.requested", ns, {"interrupt_id": i, "payload": v}, now_ms) for i, (ns, v) in self.asked.items()
+            ]
+            return [*asked, self._lifecycle(said, now_ms)]
         if said == "failed":
             return [self._lifecycle("failed", now_ms, error=self.error or "failed")]
         return [self._lifecycle(said, now_ms)]
 
     def _lifecycle(self, said: str, now_ms: int, error: str | None = None) -> Event:
-        self.paused = self.paused or said == "interrupted"
         data: dict[str, Any] = {"event": said}
         if error is not None:
             data["error"] = error
