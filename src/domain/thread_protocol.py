@@ -11,7 +11,9 @@ without reading them; `event_id` is `<run id>:<place>`. Around a run's own event
 server says its lifecycle at the root namespace: `running` when it starts, and when it ends
 `interrupted` when it stops for input (after one `input.requested` per interrupt, said only
 once the run has ended, so an answer never finds the thread busy), `completed`, `failed`
-(with the error) or `interrupted` (cancelled, or stopped by a crash)."""
+(with the error; a cancelled run too, error `cancelled`: it ends there, where langgraph-api
+says `interrupted` and its clients wait on), or `interrupted` (stopped by a crash: the run
+that resumes it follows)."""
 
 from __future__ import annotations
 
@@ -164,8 +166,8 @@ class ThreadProjection:
                 self._event("input.requested", ns, {"interrupt_id": i, "payload": v}, now_ms) for i, (ns, v) in self.asked.items()
             ]
             return [*asked, self._lifecycle(said, now_ms)]
-        if said == "failed":
-            return [self._lifecycle("failed", now_ms, error=self.error or "failed")]
+        if said == "failed" or status == "cancelled":  # a cancelled run ends: no answer starts it again
+            return [self._lifecycle("failed", now_ms, error=self.error or ("cancelled" if status == "cancelled" else "failed"))]
         return [self._lifecycle(said, now_ms)]
 
     def _lifecycle(self, said: str, now_ms: int, error: str | None = None) -> Event:

@@ -61,12 +61,16 @@ def failure(command_id: int | None, error: SophosError) -> dict[str, Any]:
 
 async def run_start(conn: HTTPConnection, tid: str, params: Mapping[str, Any]) -> dict[str, Any]:
     """`run.start`: a run of the assistant's graph on the thread (made when missing, as the
-    SDK mints a thread id), streamed as the protocol's events."""
+    SDK mints a thread id), streamed as the protocol's events; on a thread waiting on
+    interrupts, their resume with the input."""
     graph = hosted.graph_of(conn, params.get("assistant_id"))
     if graph is None:
         raise ProtocolError("invalid_argument", "run.start requires the assistant_id of a served graph")
+    given = params.get("input")
+    waiting = await _waiting(conn, tid, graph)
     body = {
-        "input": params.get("input"),
+        "input": None if waiting else given,
+        "command": {"resume": given} if waiting else None,
         "config": params.get("config"),
         "metadata": params.get("metadata"),
         "if_not_exists": "create",
@@ -74,6 +78,19 @@ async def run_start(conn: HTTPConnection, tid: str, params: Mapping[str, Any]) -
     }
     _, _, begun = await hosted.start(conn, tid, body, graph, protocol=True)
     return {"run_id": begun.run_id}
+
+
+async def _waiting(conn: HTTPConnection, tid: str, graph: str) -> bool:
+    """Whether the thread waits on interrupts of `graph`: a run.start there resumes them with
+    its input, as langgraph-api decides (RemoteGraph sends `Command(resume=x)` as input x)."""
+    runner = hosted.hosted(conn)
+    if runner is None or await hosted.thread_graph(conn, tid) != graph:
+        return False
+    try:
+        await services(conn).runs().visible(tid, principal_of(conn))
+    except ConversationNotFound:
+        return False  # a new thread (the SDK mints its id): run.start makes it
+    return bool((await runner.state(graph, tid)).interrupts)
 
 
 async def input_respond(conn: HTTPConnection, tid: str, params: Mapping[str, Any]) -> dict[str, Any]:
