@@ -248,7 +248,7 @@ def side_server(settings: Settings, app: Any, host: str, sock: socket.socket) ->
         proxy_headers=False,  # as the main server: TRUSTED_PROXY_IPS decides (entrypoints.http.forwarded)
         # the thread protocol's socket (entrypoints.lgapi.protocol_ws): a message is a command,
         # bounded as a body is; no compression (a small frame must not inflate to a large one)
-        ws="websockets",
+        ws="websockets-sansio",
         ws_max_size=MAX_WS_MESSAGE,
         ws_per_message_deflate=False,
     )
