@@ -25,26 +25,30 @@ MAX_RUNS = 10_000  # of a thread, read to number them (a thread with more number
 WAIT_SECONDS = 0.25  # how often a feed that has replayed every run looks for the next one
 
 
-async def _runs_after(kernel: RunKernel, cid: str, seen: set[str]) -> list[Run]:
+async def _runs_after(kernel: RunKernel, cid: str, seen: set[str]) -> list[Run] | None:
     """The thread's runs not in `seen`, oldest first (its latest read first: one cheap read
-    while nothing new started)."""
+    while nothing new started); None once the thread is deleted."""
     stores = kernel.deps.stores.runs
     if seen:
         latest = await stores.latest_run(cid)
-        if latest is None or latest.id in seen:
+        if latest is not None and latest.id in seen:
             return []
     runs = await stores.recent_runs(cid, MAX_RUNS)
+    if not runs and await stores.get_conversation(cid) is None:
+        return None
     return sorted((r for r in runs if r.id not in seen), key=lambda r: r.started_at)
 
 
 async def thread_feed(kernel: RunKernel, cid: str, first: int | None = None) -> AsyncGenerator[Batch, None]:
     """The thread's runs from its `first` on (0: its first run; None: its latest, or the
     first to start), each as its `run-start` marker and its events, then each run that
-    starts after, forever (the caller stops)."""
+    starts after, until the caller stops or the thread is deleted."""
     seen: set[str] = set()
     ordinal = 0
     while True:
         fresh = await _runs_after(kernel, cid, seen)
+        if fresh is None:
+            return
         if first is None:
             first = len(fresh) - 1 if fresh else 0
         if not fresh:

@@ -141,7 +141,29 @@ def sse_events(response: httpx.Response) -> Iterator[Message]:
             yield json.loads(line[len("data: ") :])
 
 
-@pytest.mark.slow
+def test_a_thread_s_event_stream_spans_its_runs_and_ends_when_the_thread_is_deleted(tmp_path: Path) -> None:
+    with hosting(tmp_path) as (_, client, _log):
+        base = str(client.http.client.base_url).rstrip("/")
+        tid = client.threads.create()["thread_id"]
+        said: list[Any] = []
+        with httpx.stream(
+            "POST", f"{base}/threads/{tid}/stream/events", json={"channels": ["lifecycle"]}, timeout=20
+        ) as response:
+            events = sse_events(response)
+            for run in range(2):  # one stream, two runs: each said as it starts and ends
+                start = {"id": run, "method": "run.start", "params": {"assistant_id": "asker", "input": {"items": []}}}
+                if run:
+                    start["params"] = {"assistant_id": "failing", "input": {"items": []}}
+                assert httpx.post(f"{base}/threads/{tid}/commands", json=start).json()["type"] == "success"
+                for event in events:
+                    said.append((event["params"]["data"]["event"], event["seq"] >> 32))
+                    if event["params"]["data"]["event"] != "running":
+                        break
+            client.threads.delete(tid)
+            assert list(events) == [None]  # the stream's `end`, then it closes
+        assert said == [("running", 0), ("interrupted", 0), ("running", 1), ("failed", 1)]
+
+
 def test_a_thread_s_event_stream_resumes_after_kill_9_with_the_run_auto_resume_started(tmp_path: Path) -> None:
     with hosting(tmp_path, AUTO_RESUME="true") as (server, client, log):
         base = str(client.http.client.base_url).rstrip("/")
