@@ -122,13 +122,15 @@ async def handle(conn: HTTPConnection, tid: str, command_id: int, method: str, p
 
 
 async def command(request: Request) -> Response:
-    """POST /threads/{id}/commands: one command, its answer. A refused command is the main
-    API's error (its status and code), as every route here answers errors."""
+    """POST /threads/{id}/commands: one command, its answer. A command the protocol refuses
+    (unknown, an interrupt that no longer waits) is its error envelope, as langgraph-api
+    answers it (200); a body that is no command, and what Sophos refuses (a busy thread, a
+    thread one may not see), are the main API's errors, as every route here answers them."""
     command_id, method, params = command_parts(await read_body(request, COMMAND_FIELDS))
     try:
         return JSONResponse(await handle(request, thread_id(request), command_id, method, params))
     except ProtocolError as e:
-        return JSONResponse(failure(command_id, e), status_code=404 if e.error.startswith("no_such") else 400)
+        return JSONResponse(failure(command_id, e))
 
 
 def events_of(feed: AsyncGenerator[Batch, None], subscription: Subscription) -> AsyncIterator[list[Event]]:
