@@ -133,18 +133,18 @@ async def command(request: Request) -> Response:
         return JSONResponse(failure(command_id, e))
 
 
-def events_of(feed: AsyncGenerator[Batch, None], subscription: Subscription) -> AsyncIterator[list[Event]]:
+def _wanted(projection: ThreadProjection, subscription: Subscription, batch: Batch) -> list[Event]:
+    """A batch of the feed as protocol events (numbered whatever the filter), those asked."""
+    now = int(time.time() * 1000)
+    return [e for _, stored in batch for e in projection.feed(stored, now) if subscription.matches(e)]
+
+
+async def events_of(feed: AsyncGenerator[Batch, None], subscription: Subscription) -> AsyncIterator[list[Event]]:
     """The feed's events as the protocol's, those the subscription asks for, in batches."""
-
-    async def out() -> AsyncIterator[list[Event]]:
-        projection = ThreadProjection()
-        async for batch in feed:
-            now = int(time.time() * 1000)
-            wanted = [e for _, stored in batch for e in projection.feed(stored, now) if subscription.matches(e)]
-            if wanted:
-                yield wanted
-
-    return out()
+    projection = ThreadProjection()
+    async for batch in feed:
+        if wanted := _wanted(projection, subscription, batch):
+            yield wanted
 
 
 class _Encoder:
@@ -159,9 +159,7 @@ class _Encoder:
         return []
 
     async def encode(self, batch: Batch, tag: str) -> bytes:
-        now = int(time.time() * 1000)
-        events = [e for _, stored in batch for e in self._projection.feed(stored, now) if self._subscription.matches(e)]
-        return b"".join(sse(e["method"], e, str(e["seq"])) for e in events)
+        return b"".join(sse(e["method"], e, str(e["seq"])) for e in _wanted(self._projection, self._subscription, batch))
 
 
 async def stream_events(request: Request) -> Response:
