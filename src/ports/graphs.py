@@ -42,8 +42,9 @@ class GraphRunner(Protocol):
     process's (paused past its lease, taken over) gets RunLost and writes nothing."""
 
     @abstractmethod
-    def stream(self, run: GraphRun, run_id: str) -> AsyncGenerator[GraphChunk, None]:
-        """Run `run` as the recorded run `run_id`, its chunks as they come (JSON payloads), in
+    def stream(self, run: GraphRun, run_id: str, owner: str | None = None) -> AsyncGenerator[GraphChunk, None]:
+        """Run `run` as the recorded run `run_id` of a thread `owner` owns (its nodes' store is
+        that user's), its chunks as they come (JSON payloads), in
         LangGraph's order. Raises what the graph raises (GraphNotFound for an unknown graph,
         RunLost when a write is fenced off); an `interrupt()` or interrupt_before/after ends
         the stream normally (`state().waiting` then says so)."""

@@ -68,7 +68,7 @@ class HostedRuns:
         if kernel.draining:
             raise ShuttingDown()
         self.catalog.get(run.graph_id)  # GraphNotFound before anything is stored
-        await self.runs.visible(run.thread_id, by)
+        thread = await self.runs.visible(run.thread_id, by)
         if run.checkpoint_id is not None:
             await self.state(run.graph_id, run.thread_id, run.checkpoint_id)  # 404 for an unknown one
         if trigger is RunTrigger.USER:
@@ -93,7 +93,7 @@ class HostedRuns:
             await stores.runs.start_run(row, now, cap=cap)
 
             async def body(active: ActiveRun) -> Outcome:
-                return await self._execute(active, run)
+                return await self._execute(active, run, thread.owner)
 
             active = kernel.launch(row, body, needs_input=False)
         metrics = deps.metrics
@@ -152,7 +152,7 @@ class HostedRuns:
         resumer = partial(self.resume, by=by) if resume else None
         return following.follow_from(self.kernel, first, after, resume=resumer)
 
-    async def _execute(self, active: ActiveRun, run: GraphRun) -> Outcome:
+    async def _execute(self, active: ActiveRun, run: GraphRun, owner: str | None = None) -> Outcome:
         """The run's body (services.kernel.Body): stream the graph's chunks into the run's
         events until it ends, whatever ends it, and the outcome it comes to."""
         active.started = True
@@ -161,7 +161,7 @@ class HostedRuns:
         try:
             if active.stop_reason is not None:
                 raise asyncio.CancelledError  # stopped before its first step
-            async with contextlib.aclosing(self.runner.stream(run, active.run_id)) as chunks:
+            async with contextlib.aclosing(self.runner.stream(run, active.run_id, owner)) as chunks:
                 async for chunk in chunks:
                     active.publish(chunk.event())
         except asyncio.CancelledError:

@@ -30,6 +30,7 @@ from services.audit import AuditTrail
 from services.handles import StartedRun
 from services.kernel import KernelDeps, RunKernel, RunUseCases
 from services.pending import annotate_pending
+from services.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +52,10 @@ class Supervisor:
         approval_timeout: float = 0.0,
         after_runs: AfterRuns | None = None,
         audit: AuditTrail | None = None,
+        scheduler: Scheduler | None = None,
     ) -> None:
         self.audit = audit  # its rows past AUDIT_RETENTION_DAYS are pruned here
+        self.scheduler = scheduler  # the schedules' firings (services.scheduler); None: none fire here
         self.after_runs = after_runs  # what follows each run here: turns, titles, temporary chats
         self.service = service
         self.approval_timeout = approval_timeout  # seconds; 0: a question waits for ever
@@ -89,6 +92,10 @@ class Supervisor:
             asyncio.create_task(self._every(self.signal_seconds, self.check_signals), name="sophos-signals"),
             asyncio.create_task(self._every(self.flush_seconds, self.flush), name="sophos-events"),
         ]
+        if self.scheduler is not None:
+            self._tasks.append(
+                asyncio.create_task(self._every(self.scheduler.period, self.fire_schedules), name="sophos-schedules")
+            )
 
     async def _every(self, seconds: float, work: Callable[[], Awaitable[object]]) -> None:
         while True:
@@ -119,6 +126,11 @@ class Supervisor:
         await self.deps.stores.events.prune(self.event_retention)
         if self.audit is not None:
             await self.audit.prune()
+
+    async def fire_schedules(self) -> None:
+        """Start the schedules' due firings (services.scheduler)."""
+        if self.scheduler is not None:
+            await self.scheduler.tick()
 
     async def renew(self) -> None:
         """Renew the leases of this process's runs; stop at once those it lost."""

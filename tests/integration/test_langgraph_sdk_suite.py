@@ -95,3 +95,16 @@ def test_langgraph_sdk_s_own_thread_run_assistant_and_thread_protocol_tests_pass
     assert (
         f"Graphs loaded from {tmp_path / 'integration' / 'langgraph.json'}: agent, tools_agent, deep_agent, factory_agent"
     ) in (tmp_path / "server.log").read_text()
+
+
+STORE_TESTS = [
+    f"test_store_{what}_{mode}" for what in ("put_get_delete", "search_and_list_namespaces") for mode in ("async", "sync")
+]
+
+
+def test_langgraph_sdk_s_own_store_tests_pass_against_sophos(tmp_path: Path) -> None:
+    # issue 45: langgraph-sdk's tests/integration/test_store.py, unchanged
+    with port_taken_here(PORT):
+        run = run_suite("sophos", tmp_path, ["test_store.py"])
+    outcomes = {test.partition("::")[2]: outcome for test, outcome in run.outcomes.items()}
+    assert outcomes == dict.fromkeys(STORE_TESTS, "passed"), outcomes

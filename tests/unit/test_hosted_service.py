@@ -55,7 +55,7 @@ class ScriptedGraph(GraphRunner):
         self.chunks, self.failure, self.waits = chunks, failure, waits
         self.runs: list[tuple[GraphRun, str]] = []
 
-    async def stream(self, run: GraphRun, run_id: str) -> AsyncGenerator[GraphChunk, None]:
+    async def stream(self, run: GraphRun, run_id: str, owner: str | None = None) -> AsyncGenerator[GraphChunk, None]:
         self.runs.append((run, run_id))
         for chunk in self.chunks:
             yield chunk

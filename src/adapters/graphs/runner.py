@@ -45,18 +45,29 @@ class CatalogGraphRunner(GraphRunner):
     is given: the seam for the server's store port)."""
 
     def __init__(
-        self, catalog: LangGraphJsonCatalog, checkpointer: BaseCheckpointSaver[Any], store: BaseStore | None = None
+        self,
+        catalog: LangGraphJsonCatalog,
+        checkpointer: BaseCheckpointSaver[Any],
+        stores: Callable[[str], BaseStore] | None = None,
     ) -> None:
         self._catalog = catalog
         self._checkpointer = checkpointer
-        self._store = store if store is not None else InMemoryStore()
+        self._stores = stores  # a user's store, for the runs of their threads (adapters/graphs/store.py)
+        self._reads = InMemoryStore()  # what a factory gets to read state or draw the graph: no node runs
 
-    def _graph(self, graph_id: str, access: AccessContext, config: Mapping[str, Any] | None = None, context: Any = None) -> Any:
+    def _graph(
+        self,
+        graph_id: str,
+        access: AccessContext,
+        config: Mapping[str, Any] | None = None,
+        context: Any = None,
+        store: BaseStore | None = None,
+    ) -> Any:
         return self._catalog.graph(
-            graph_id, access=access, store=self._store, checkpointer=self._checkpointer, config=config, context=context
+            graph_id, access=access, store=store or self._reads, checkpointer=self._checkpointer, config=config, context=context
         )
 
-    async def stream(self, run: GraphRun, run_id: str) -> AsyncGenerator[GraphChunk, None]:
+    async def stream(self, run: GraphRun, run_id: str, owner: str | None = None) -> AsyncGenerator[GraphChunk, None]:
         config = run_config(run, run_id)
         names = {_MODES.get(m, m): m for m in run.stream_modes if _MODES.get(m, m) in _NATIVE}
         modes = list(names) or ["values"]
@@ -68,25 +79,26 @@ class CatalogGraphRunner(GraphRunner):
         if run.context is not None:
             kwargs["context"] = run.context
         given = Command(**dict(run.command)) if run.command is not None else run.input
+        store = self._stores(owner) if self._stores is not None and owner is not None else None
         if PROTOCOL_MODE in run.stream_modes:
-            async for chunk in self._protocol(run, given, config, kwargs):
+            async for chunk in self._protocol(run, given, config, kwargs, store):
                 yield chunk
             return
-        async with self._graph(run.graph_id, "threads.create_run", config, run.context) as graph:
+        async with self._graph(run.graph_id, "threads.create_run", config, run.context, store) as graph:
             async for part in graph.astream(given, config, **kwargs):
                 namespace, mode, chunk = part if run.subgraphs else ((), *part)
                 if mode in names:
                     yield GraphChunk(names[mode], jsonable(chunk), tuple(namespace))
 
     async def _protocol(
-        self, run: GraphRun, given: Any, config: dict[str, Any], kwargs: dict[str, Any]
+        self, run: GraphRun, given: Any, config: dict[str, Any], kwargs: dict[str, Any], store: BaseStore | None
     ) -> AsyncGenerator[GraphChunk, None]:
         """The run as LangGraph's thread-protocol events (LangGraph's own conversion of its v2
         stream parts, with its content-block message events), subgraphs included. A whole
         message a node returns (not streamed by a model) is on the `values`, not `messages`."""
         config["configurable"][CONFIG_KEY_STREAM_MESSAGES_V2] = True
         kwargs.update(stream_mode=_PROTOCOL, subgraphs=True, version="v2")
-        async with self._graph(run.graph_id, "threads.create_run", config, run.context) as graph:
+        async with self._graph(run.graph_id, "threads.create_run", config, run.context, store) as graph:
             async for part in graph.astream(given, config, **kwargs):
                 event = convert_to_protocol_event(part)
                 data, params = event["params"]["data"], event["params"]

@@ -10,7 +10,7 @@ from starlette.responses import JSONResponse, Response
 
 from domain.errors import ConversationNotFound, InvalidInput
 from entrypoints.lgapi import hosted, shapes
-from entrypoints.lgapi.threads import bounded, read_body
+from entrypoints.lgapi.threads import bounded, read_body, services
 from services.hosted import HostedRuns
 
 
@@ -30,7 +30,7 @@ async def info(request: Request) -> Response:
         {
             "version": _version(),
             "server": "sophos",
-            "flags": {"assistants": True, "crons": False, "langsmith": False, "store": False},
+            "flags": {"assistants": True, "crons": False, "langsmith": False, "store": services(request).store is not None},
             "metadata": {},
         }
     )

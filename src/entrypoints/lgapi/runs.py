@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from starlette.requests import Request
@@ -257,7 +258,8 @@ async def list_runs(request: Request) -> Response:
     status = params.get("status")
     waiting = await services(request).queue().waiting(thread_id(request), by=principal_of(request))
     # newest first: the last queued message runs last
-    out = [shapes.queued_run_dict(q) for q in reversed(waiting)] + [shapes.run_dict(r) for r in runs]
+    times = await _scheduled(request, [r.id for r in runs])
+    out = [shapes.queued_run_dict(q) for q in reversed(waiting)] + [shapes.run_dict(r, times.get(r.id)) for r in runs]
     if status:
         out = [r for r in out if r["status"] == status]
     return JSONResponse(out[offset : offset + limit])
@@ -299,7 +301,14 @@ async def get_run(request: Request) -> Response:
     if isinstance(found, QueuedMessage):
         return JSONResponse(shapes.queued_run_dict(found))
     graph = await _run_graph(request, found)  # a hosted graph's run is its assistant's
-    return JSONResponse({**shapes.run_dict(found), **({"assistant_id": hosted.assistant_id(graph)} if graph else {})})
+    body = shapes.run_dict(found, (await _scheduled(request, [found.id])).get(found.id))
+    return JSONResponse({**body, **({"assistant_id": hosted.assistant_id(graph)} if graph else {})})
+
+
+async def _scheduled(request: Request, run_ids: Sequence[str]) -> Mapping[str, datetime]:
+    """When a schedule's firing started these runs: their `metadata.scheduled_for`."""
+    schedules = services(request).schedules
+    return await schedules().scheduled_times(run_ids) if schedules is not None and run_ids else {}
 
 
 async def delete_run(request: Request) -> Response:
