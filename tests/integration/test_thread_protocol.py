@@ -164,6 +164,36 @@ def test_a_thread_s_event_stream_spans_its_runs_and_ends_when_the_thread_is_dele
         assert said == [("running", 0), ("interrupted", 0), ("running", 1), ("failed", 1)]
 
 
+def test_another_process_streams_a_protocol_run_from_the_event_log_and_its_answer_resumes_it(tmp_path: Path) -> None:
+    with hosting(tmp_path) as (_, a, log), serving(tmp_path) as (_, b):  # two servers, one SQLite file
+        a_base, b_base = (str(c.http.client.base_url).rstrip("/") for c in (a, b))
+        tid = a.threads.create()["thread_id"]
+        start = {"id": 1, "method": "run.start", "params": {"assistant_id": "slower", "input": {"items": []}}}
+        assert httpx.post(f"{a_base}/threads/{tid}/commands", json=start).json()["type"] == "success"
+        wait_for(lambda: "slow" in executions(log), "the slow node")
+        body = {"channels": ["values", "lifecycle"]}
+        with httpx.stream("POST", f"{b_base}/threads/{tid}/stream/events", json=body, timeout=20) as response:
+            events = sse_events(response)
+            values = (e["params"]["data"] for e in events if e["method"] == "values")
+            assert [next(values), next(values)] == [{"items": []}, {"items": ["first"]}]  # A's run, read by B from the log
+            (tmp_path / "gate").touch()
+            seen = []
+            for event in events:
+                seen.append(event)
+                if lifecycle("completed")(event):
+                    break
+        assert [e["params"]["data"] for e in seen if e["method"] == "values"][-1] == {"items": ["first", "slow"]}
+        # B answers an interrupt of a run A executed: the resume runs once, on B
+        ask = {"id": 2, "method": "run.start", "params": {"assistant_id": "asker", "input": {"items": []}}}
+        assert httpx.post(f"{a_base}/threads/{tid}/commands", json=ask).json()["type"] == "success"
+        wait_for(lambda: a.threads.get(tid)["status"] == "interrupted", "the interrupt")
+        interrupt_id = a.threads.get_state(tid)["interrupts"][0]["id"]
+        respond = {"id": 3, "method": "input.respond", "params": {"interrupt_id": interrupt_id, "response": "yes"}}
+        assert httpx.post(f"{b_base}/threads/{tid}/commands", json=respond).json()["type"] == "success"
+        wait_for(lambda: a.threads.get(tid)["status"] == "idle", "the resumed run")
+        assert executions(log).count("answered:yes") == 1
+
+
 def test_a_thread_s_event_stream_resumes_after_kill_9_with_the_run_auto_resume_started(tmp_path: Path) -> None:
     with hosting(tmp_path, AUTO_RESUME="true") as (server, client, log):
         base = str(client.http.client.base_url).rstrip("/")
