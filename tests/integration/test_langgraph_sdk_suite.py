@@ -19,12 +19,14 @@ from pathlib import Path
 from tests.support.sdk_suite import PORT, run_suite
 
 # langgraph-sdk's tests/integration/, by file and outcome against Sophos
+# test_messages.py and test_extensions.py pass too, but not every time on a loaded machine (nor
+# against langgraph dev): the SDK learns of an interrupt on a connection of its own and ends the
+# projection being read then, which may not have read the run's events from its own connection
+# yet (docs/langgraph-api.md). They are left out of `make test`; `sdk_suite sophos` runs them.
 THREAD_PROTOCOL = [
     "test_cancel.py",
     "test_concurrent.py",
-    "test_extensions.py",
     "test_lifecycle.py",
-    "test_messages.py",
     "test_reconnect.py",
     "test_remote_graph_v3.py",
     "test_subgraphs.py",
@@ -49,7 +51,7 @@ PASSING = [
     *(f"test_assistants_graph_introspection_{mode}" for mode in MODES),
     *(f"test_get_tree_and_extensions_cache_{mode}" for mode in MODES),
     # LangGraph's thread protocol (/threads/{id}/commands, its event stream and websocket)
-    *(f"test_{name}_{mode}" for name in ("cancel", "extensions", "lifecycle", "messages", "tools", "values") for mode in MODES),
+    *(f"test_{name}_{mode}" for name in ("cancel", "lifecycle", "tools", "values") for mode in MODES),
     *(
         f"test_{name}_{mode}"
         for name in ("update_state", "websocket", "concurrent_streams", "close_mid_iteration")
