@@ -18,6 +18,9 @@ GRAPH_EVENT = "graph"  # the stream event that carries a hosted graph's chunk: {
 # LangGraph's stream modes a hosted run streams (langgraph-api's names: `messages-tuple` is
 # LangGraph's `messages`); `events` (astream_events) is accepted and sends nothing
 STREAM_MODES = ("values", "updates", "messages-tuple", "messages", "custom", "debug", "tasks", "checkpoints", "events")
+# a run started through LangGraph's thread protocol (POST /threads/{id}/commands): its chunks
+# are that protocol's events (`method`, `data`, `interrupts`), made by LangGraph itself
+PROTOCOL_MODE = "protocol"
 THREAD_GRAPH_KEY = "graph_id"  # thread metadata naming the graph the thread's runs run, as langgraph-api stamps it
 MAX_NODES = 256
 DURABILITY = ("sync", "async", "exit")  # interrupt_before / interrupt_after entries
@@ -57,7 +60,7 @@ class GraphRun:
             nodes = getattr(self, name)
             if nodes != "*" and (len(nodes) > MAX_NODES or not all(isinstance(n, str) for n in nodes)):
                 raise InvalidInput(f'{name} must be "*" or a list of node names')
-        if not set(self.stream_modes) <= set(STREAM_MODES):
+        if not set(self.stream_modes) <= {*STREAM_MODES, PROTOCOL_MODE}:
             raise InvalidInput(f"stream_mode must be among {', '.join(STREAM_MODES)}")
 
     def kept(self) -> dict[str, Any]:

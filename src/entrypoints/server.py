@@ -230,6 +230,7 @@ def side_socket(settings: Settings, host: str) -> socket.socket | None:
 def side_server(settings: Settings, app: Any, host: str, sock: socket.socket) -> SideServer:
     """The LangGraph API's server on `sock`, over the main app's services."""
     from entrypoints.lgapi.app import create_lgapi_app
+    from entrypoints.lgapi.protocol_ws import MAX_WS_MESSAGE
 
     port = sock.getsockname()[1]
     lg_app = create_lgapi_app(app.state.services, settings, app.state.closing)
@@ -245,6 +246,11 @@ def side_server(settings: Settings, app: Any, host: str, sock: socket.socket) ->
         http=head_deadline_protocol(settings.REQUEST_TIMEOUT, settings.MAX_CONNECTIONS),
         h11_max_incomplete_event_size=MAX_HEAD,
         proxy_headers=False,  # as the main server: TRUSTED_PROXY_IPS decides (entrypoints.http.forwarded)
+        # the thread protocol's socket (entrypoints.lgapi.protocol_ws): a message is a command,
+        # bounded as a body is; no compression (a small frame must not inflate to a large one)
+        ws="websockets-sansio",
+        ws_max_size=MAX_WS_MESSAGE,
+        ws_per_message_deflate=False,
     )
     return SideServer(config)
 

@@ -90,6 +90,7 @@ VALID: dict[str, dict[str, Any]] = {
     "/assistants/search": {"graph_id": "agent", "metadata": {}, "limit": 10, "offset": 0},
     "/assistants/count": {"graph_id": "agent", "metadata": {}},
     "/threads": {"metadata": {"k": "v"}, "if_exists": "do_nothing"},
+    "/commands": {"id": 1, "method": "input.respond", "params": {"interrupt_id": "x", "namespace": [], "response": "yes"}},
     "/threads/search": {
         "metadata": {"fuzz": True},
         "status": "idle",
@@ -133,7 +134,10 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClien
 def routes() -> list[tuple[str, str]]:
     out = []
     for route in ROUTES:
-        assert isinstance(route, Route)
+        if not isinstance(route, Route) or route.path.endswith("/stream/events"):
+            # the thread protocol's event stream follows a thread until the client leaves, and its
+            # socket: their hostile input is tested in test_thread_protocol.py and unit/test_thread_protocol.py
+            continue
         for method in sorted((route.methods or set()) - {"HEAD"}):
             out.append((method, route.path))
     return out

@@ -19,17 +19,52 @@ from pathlib import Path
 from tests.support.sdk_suite import PORT, run_suite
 
 # langgraph-sdk's tests/integration/, by file and outcome against Sophos
-FILES = ["test_threads_crud.py", "test_runs.py", "test_factory_graph.py", "test_assistants.py"]
+# test_messages.py and test_extensions.py pass too, but not every time on a loaded machine (nor
+# against langgraph dev): the SDK learns of an interrupt on a connection of its own and ends the
+# projection being read then, which may not have read the run's events from its own connection
+# yet (docs/langgraph-api.md). They are left out of `make test`; `sdk_suite sophos` runs them.
+THREAD_PROTOCOL = [
+    "test_cancel.py",
+    "test_concurrent.py",
+    "test_lifecycle.py",
+    "test_reconnect.py",
+    "test_remote_graph_v3.py",
+    "test_subgraphs.py",
+    "test_tools.py",
+    "test_update_state.py",
+    "test_values.py",
+    "test_websocket.py",
+]
+FILES = [
+    "test_threads_crud.py",
+    "test_runs.py",
+    "test_factory_graph.py",
+    "test_assistants.py",
+    "test_helpers.py",
+    *THREAD_PROTOCOL,
+]
 MODES = ("async", "sync")
 PASSING = [
-    *(f"test_threads_{what}_{mode}" for what in ("create_get_delete", "search", "copy") for mode in MODES),
+    *(f"test_threads_{what}_{mode}" for what in ("create_get_delete", "search", "copy", "history_after_run") for mode in MODES),
     *(f"test_runs_{what}_{mode}" for what in ("create_get_list", "wait") for mode in MODES),
     *(f"test_factory_graph_executes_{mode}" for mode in MODES),
     *(f"test_assistants_graph_introspection_{mode}" for mode in MODES),
+    *(f"test_get_tree_and_extensions_cache_{mode}" for mode in MODES),
+    # LangGraph's thread protocol (/threads/{id}/commands, its event stream and websocket)
+    *(f"test_{name}_{mode}" for name in ("cancel", "lifecycle", "tools", "values") for mode in MODES),
+    *(
+        f"test_{name}_{mode}"
+        for name in ("update_state", "websocket", "concurrent_streams", "close_mid_iteration")
+        for mode in MODES
+    ),
+    *(f"test_subgraphs_{graph}_{mode}" for graph in ("agent", "deep_agent") for mode in MODES),
+    "test_abort_mid_run_cancels_server_side",
+    "test_async_happy_path_yields_output",
+    "test_async_interrupt_path_surfaces_interrupts",
+    "test_async_resume_after_interrupt",
+    "test_sync_happy_path_yields_output",
 ]
 FAILING = [
-    # its run goes through POST /threads/{id}/commands, langgraph-api's newer protocol (docs/langgraph-api.md)
-    *(f"test_threads_history_after_run_{mode}" for mode in MODES),
     # creating, updating and deleting assistants is not served
     *(f"test_assistants_crud_{mode}" for mode in MODES),
 ]
@@ -48,7 +83,7 @@ def port_taken_here(port: int) -> Iterator[None]:
         yield
 
 
-def test_langgraph_sdk_s_own_thread_run_and_assistant_tests_pass_against_sophos_hosting_the_suite_s_graphs(
+def test_langgraph_sdk_s_own_thread_run_assistant_and_thread_protocol_tests_pass_against_sophos_hosting_the_suite_s_graphs(
     tmp_path: Path,
 ) -> None:
     # the suite's server owns 2024 in its own network namespace while this machine's 2024 is taken

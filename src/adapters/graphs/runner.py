@@ -16,15 +16,17 @@ from enum import Enum
 from typing import Any
 from uuid import UUID
 
+from langgraph._internal._constants import CONFIG_KEY_STREAM_MESSAGES_V2
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
+from langgraph.stream._convert import convert_to_protocol_event
 from langgraph.types import Command, StateSnapshot
 from pydantic import BaseModel
 
 from adapters.graphs.catalog import AccessContext, LangGraphJsonCatalog
 from adapters.langgraph.keys import KEEP_ALL_KEY, RUN_KEY
-from domain.hosted import GraphChunk, GraphRun, GraphState
+from domain.hosted import PROTOCOL_MODE, GraphChunk, GraphRun, GraphState
 from ports.graphs import GraphRunner
 
 # langgraph-api's stream mode names -> LangGraph's (`events` is astream_events: not streamed)
@@ -34,6 +36,8 @@ _MODES = {"messages-tuple": "messages", "messages": "messages"}
 _RESERVED = frozenset({"thread_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map", RUN_KEY, KEEP_ALL_KEY})
 MAX_RUN_CHECKPOINTS = 10_000  # read to find where a run began (a rollback)
 _NATIVE = {"values", "updates", "custom", "debug", "tasks", "checkpoints", "messages"}
+# what a run of LangGraph's thread protocol streams (langgraph-api's modes for it)
+_PROTOCOL = ["values", "updates", "messages", "tools", "custom", "tasks", "checkpoints"]
 
 
 class CatalogGraphRunner(GraphRunner):
@@ -76,11 +80,36 @@ class CatalogGraphRunner(GraphRunner):
             kwargs["context"] = run.context
         given = Command(**dict(run.command)) if run.command is not None else run.input
         store = self._stores(owner) if self._stores is not None and owner is not None else None
+        if PROTOCOL_MODE in run.stream_modes:
+            async for chunk in self._protocol(run, given, config, kwargs, store):
+                yield chunk
+            return
         async with self._graph(run.graph_id, "threads.create_run", config, run.context, store) as graph:
             async for part in graph.astream(given, config, **kwargs):
                 namespace, mode, chunk = part if run.subgraphs else ((), *part)
                 if mode in names:
                     yield GraphChunk(names[mode], jsonable(chunk), tuple(namespace))
+
+    async def _protocol(
+        self, run: GraphRun, given: Any, config: dict[str, Any], kwargs: dict[str, Any], store: BaseStore | None
+    ) -> AsyncGenerator[GraphChunk, None]:
+        """The run as LangGraph's thread-protocol events (LangGraph's own conversion of its v2
+        stream parts, with its content-block message events), subgraphs included. A whole
+        message a node returns (not streamed by a model) is on the `values`, not `messages`."""
+        config["configurable"][CONFIG_KEY_STREAM_MESSAGES_V2] = True
+        kwargs.update(stream_mode=_PROTOCOL, subgraphs=True, version="v2")
+        async with self._graph(run.graph_id, "threads.create_run", config, run.context, store) as graph:
+            async for part in graph.astream(given, config, **kwargs):
+                event = convert_to_protocol_event(part)
+                data, params = event["params"]["data"], event["params"]
+                if event["method"] == "messages":
+                    data = data[0] if isinstance(data, tuple) and data else data
+                    if not isinstance(data, Mapping) or "event" not in data:
+                        continue
+                out = {"method": event["method"], "data": jsonable(data)}
+                if params.get("interrupts"):
+                    out["interrupts"] = jsonable(list(params["interrupts"]))
+                yield GraphChunk(PROTOCOL_MODE, out, tuple(params["namespace"]))
 
     async def state(
         self, graph_id: str, thread_id: str, checkpoint_id: str | None = None, *, subgraphs: bool = False

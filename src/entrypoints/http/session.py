@@ -12,7 +12,7 @@ Origin check, so the cookie opens no cross-site request forgery.
 
 from __future__ import annotations
 
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 
 from domain.errors import InvalidInput, StorageFailure
@@ -44,7 +44,7 @@ def bearer_credentials(header: str) -> bytes | None:
     return credentials.strip().encode("latin-1", "replace")
 
 
-def client_address(request: Request) -> str:
+def client_address(request: HTTPConnection) -> str:
     return attempt_source(request.client.host) if request.client else "unknown"
 
 

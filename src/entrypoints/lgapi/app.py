@@ -8,7 +8,7 @@ import asyncio
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
 
 from domain.principals import TrustedProxies
 from entrypoints.bundle import Services
@@ -16,7 +16,7 @@ from entrypoints.http.errors import EXCEPTION_HANDLERS
 from entrypoints.http.forwarded import ForwardedMiddleware
 from entrypoints.http.guard import HostPolicy
 from entrypoints.http.headers import HardeningMiddleware
-from entrypoints.lgapi import hosted_threads, meta, runs, store, threads
+from entrypoints.lgapi import hosted_threads, meta, protocol, protocol_ws, runs, store, threads
 from entrypoints.lgapi.guard import CorsPolicy, LangGraphGuard
 from entrypoints.settings import Settings
 
@@ -55,6 +55,9 @@ ROUTES = [
     Route(R + "/stream", runs.join_stream, methods=["GET"]),
     Route(R + "/cancel", runs.cancel_run, methods=["POST"]),
     Route("/runs/stream", runs.stream_stateless, methods=["POST"]),
+    Route(T + "/commands", protocol.command, methods=["POST"]),
+    Route(T + "/stream/events", protocol.stream_events, methods=["POST"]),
+    WebSocketRoute(T + "/stream/events", protocol_ws.thread_socket),
     Route("/runs/wait", runs.wait_stateless, methods=["POST"]),
     Route("/store/items", store.put_item, methods=["PUT"]),
     Route("/store/items", store.get_item, methods=["GET"]),

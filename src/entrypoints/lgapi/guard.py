@@ -17,9 +17,10 @@ from collections.abc import Callable
 from functools import partial
 
 from starlette.datastructures import Headers
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.websockets import WebSocketClose
 
 from domain.errors import SophosError, StorageFailure
 from entrypoints.http.errors import domain_error_response, error_response
@@ -67,13 +68,16 @@ class LangGraphGuard:
         self.sessions = sessions
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await self._websocket(scope, receive, send)
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         request = Request(scope)
         origin = request.headers.get("origin")
         allowed_origin = origin if origin is not None and self.cors.allows(origin) else None
-        refusal = await self._refusal(request, origin, allowed_origin)
+        refusal = await self._refusal(request, request.method, origin, allowed_origin)
         if refusal is None and request.method == "OPTIONS" and allowed_origin is not None:
             refusal = Response(
                 status_code=204,
@@ -98,7 +102,22 @@ class LangGraphGuard:
 
         await target(scope, receive, send_with_cors)
 
-    async def _refusal(self, request: Request, origin: str | None, allowed_origin: str | None) -> Response | None:
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A websocket's handshake, guarded as a write: the host, the origin (one not allowed
+        is refused, as a cross-origin write is), the token; refused, it is closed before it
+        is accepted (1008: the client sees its handshake refused)."""
+        conn = HTTPConnection(scope)
+        origin = conn.headers.get("origin")
+        allowed_origin = origin if origin is not None and self.cors.allows(origin) else None
+        refusal = await self._refusal(conn, "WEBSOCKET", origin, allowed_origin)
+        if refusal is not None:
+            await WebSocketClose(code=1008, reason=f"refused ({refusal.status_code})")(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    async def _refusal(
+        self, request: HTTPConnection, method: str, origin: str | None, allowed_origin: str | None
+    ) -> Response | None:
         given = request.headers.getlist("host")
         authority = parse_authority(given[0]) if len(given) == 1 else None
         if authority is None or not self.hosts.allows(authority.host):
@@ -110,11 +129,11 @@ class LangGraphGuard:
         cross = (origin is not None and not same_origin(origin, request.scope["scheme"], authority)) or (
             request.headers.get("sec-fetch-site") == "cross-site"
         )
-        if cross and allowed_origin is None and (request.method not in SAFE_METHODS or request.method == "OPTIONS"):
+        if cross and allowed_origin is None and (method not in SAFE_METHODS or method == "OPTIONS"):
             return error_response(
                 403, "FORBIDDEN", "Cross-origin requests are refused; allow the origin with LANGGRAPH_API_CORS_ORIGINS"
             )
-        if request.method == "OPTIONS" or request.url.path in OPEN_PATHS:
+        if method == "OPTIONS" or request.url.path in OPEN_PATHS:
             return None
         credentials = _given_token(request.headers)
         if cross and credentials is None:

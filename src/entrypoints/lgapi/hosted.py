@@ -7,15 +7,15 @@ history and updates read and written through its graph."""
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 
 from domain.commands import Cancel
 from domain.errors import ConversationNotFound, InvalidInput, NotSupported
 from domain.graphs import assistant_id_of
-from domain.hosted import STREAM_MODES, THREAD_GRAPH_KEY, GraphChunk, GraphRun, GraphState
+from domain.hosted import PROTOCOL_MODE, STREAM_MODES, THREAD_GRAPH_KEY, GraphChunk, GraphRun, GraphState
 from domain.model import Run, new_id
 from entrypoints.http.principal import principal_of
 from entrypoints.lgapi import shapes
@@ -32,18 +32,18 @@ def assistant_id(graph_id: str) -> str:
     return assistant_id_of(graph_id)
 
 
-def hosted(request: Request) -> HostedRuns | None:
+def hosted(request: HTTPConnection) -> HostedRuns | None:
     found = services(request).hosted
     return found() if found is not None else None
 
 
-def graph_ids(request: Request) -> tuple[str, ...]:
+def graph_ids(request: HTTPConnection) -> tuple[str, ...]:
     """The hosted graphs, in the file's order (none when no file is configured)."""
     graphs = services(request).graphs
     return tuple(g.graph_id for g in graphs().graphs()) if graphs is not None else ()
 
 
-def graph_of(request: Request, assistant: object) -> str | None:
+def graph_of(request: HTTPConnection, assistant: object) -> str | None:
     """The hosted graph an assistant id (or graph id) names; None for any other."""
     return next((g for g in graph_ids(request) if assistant in (g, assistant_id(g))), None)
 
@@ -66,7 +66,7 @@ def _assistant(graph_id: str, description: str | None) -> dict[str, Any]:
     }
 
 
-async def thread_graph(request: Request, cid: str) -> str | None:
+async def thread_graph(request: HTTPConnection, cid: str) -> str | None:
     """The hosted graph a thread's runs run (its metadata `graph_id`), None for Sophos's agent."""
     stored = (await services(request).conversations().metadata([cid])).get(cid) or {}
     graph = stored.get(THREAD_GRAPH_KEY)
@@ -124,11 +124,14 @@ def graph_run(body: dict[str, Any], cid: str, graph_id: str) -> GraphRun:
     )
 
 
-async def start(request: Request, tid: str | None, body: dict[str, Any], graph_id: str) -> tuple[str, GraphRun, StartedRun]:
+async def start(
+    request: HTTPConnection, tid: str | None, body: dict[str, Any], graph_id: str, *, protocol: bool = False
+) -> tuple[str, GraphRun, StartedRun]:
     """Start a run of `graph_id` on thread `tid` (None: a new thread, stateless), as
     `multitask_strategy` says when the thread has a run going: reject (409), interrupt (the
     run going is cancelled first) or rollback (cancelled, and the new run starts from the
-    checkpoint it began at)."""
+    checkpoint it began at). `protocol`: a run of LangGraph's thread protocol (its events
+    are that protocol's, entrypoints.lgapi.protocol)."""
     runner, by = hosted(request), principal_of(request)
     assert runner is not None  # graph_of found the graph
     if body.get("if_not_exists") not in (None, "create", "reject"):
@@ -139,6 +142,8 @@ async def start(request: Request, tid: str | None, body: dict[str, Any], graph_i
     conversations = services(request).conversations()
     cid = tid or new_id()
     run = graph_run(body, cid, graph_id)  # checked before a thread is made
+    if protocol:
+        run = replace(run, stream_modes=(PROTOCOL_MODE,))
     fresh = tid is None
     if not fresh and body.get("if_not_exists") == "create":
         try:

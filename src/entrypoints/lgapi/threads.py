@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 
 from domain.errors import ConversationExists, ConversationNotFound, InvalidInput, NotSupported
@@ -56,12 +56,12 @@ async def read_body(request: Request, allowed: set[str]) -> dict[str, Any]:
     return body
 
 
-def services(request: Request) -> Services:
+def services(request: HTTPConnection) -> Services:
     found: Services = request.app.state.services
     return found
 
 
-def thread_id(request: Request) -> str:
+def thread_id(request: HTTPConnection) -> str:
     return str(request.path_params["thread_id"])
 
 
