@@ -37,6 +37,7 @@ from services.handles import RunStores
 from services.models import ModelCatalog
 from services.presets import PresetService
 from services.runs import RunService
+from services.traces import RunTracer, TraceShipper
 from services.transfer import TransferService
 from services.unsaved import UnsavedOutcomes
 from services.usage import UsageMeter
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from adapters.langgraph.graph import AgentNodes
     from adapters.langgraph.saver import Saver
     from adapters.memory.backend import MemoryBackend
+    from adapters.otel.config import TraceConfig
     from adapters.postgres.backend import PostgresBackend
     from adapters.prometheus.metrics import PrometheusMetrics
     from adapters.sqlite.backend import SqliteBackend
@@ -184,11 +186,33 @@ def nodes(
     approval: str,
     files: Saver,
     usage: UsageMeter,
+    tracer: RunTracer | None,
 ) -> AgentNodes:
     from adapters.langgraph.graph import AgentNodes
 
     gate = ApprovalGate(journal, parse_mode(approval))
-    return AgentNodes(model, tools, prompt, journal, context=context, metrics=metrics, gate=gate, files=files, usage=usage)
+    return AgentNodes(
+        model, tools, prompt, journal, context=context, metrics=metrics, gate=gate, files=files, usage=usage, tracer=tracer
+    )
+
+
+def tracer(backend: StorageBackend, config: TraceConfig) -> RunTracer | None:
+    """None when tracing is off (no OTLP endpoint): the nodes record no span."""
+    if not config.on:
+        return None
+    from services.traces import RunTracer
+
+    return RunTracer(backend.traces(), config.capture_content)
+
+
+def shipper(backend: StorageBackend, config: TraceConfig) -> TraceShipper | None:
+    """None when tracing is off: OpenTelemetry is not even imported."""
+    if not config.on:
+        return None
+    from adapters.otel.sink import OtlpSpanSink
+    from services.traces import TraceShipper
+
+    return TraceShipper(backend.traces(), OtlpSpanSink(config))
 
 
 def pdf_reader(seconds: float, memory: int, workers: int) -> Iterator[TextExtractor]:

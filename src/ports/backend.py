@@ -23,6 +23,7 @@ from ports.search import SearchIndex
 from ports.sessions import SessionStore
 from ports.signals import RunSignals
 from ports.storage import StoragePort
+from ports.traces import SpanStore
 from ports.usage import UsageStore
 from ports.users import UserStore
 
@@ -109,6 +110,11 @@ class Backend(Protocol):
     @abstractmethod
     def audit(self) -> AuditLog:
         """The audit log, in the same database (shared by every process on it)."""
+
+    @abstractmethod
+    def traces(self) -> SpanStore:
+        """The trace spans recorded with the runs' steps, in the same database (shared by
+        every process on it: any of them ships them)."""
 
     @abstractmethod
     async def health(self, integrity: bool = False) -> Health:

@@ -30,6 +30,7 @@ from services.audit import AuditTrail
 from services.handles import StartedRun
 from services.kernel import KernelDeps, RunKernel, RunUseCases
 from services.pending import annotate_pending
+from services.traces import TraceShipper
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,11 @@ class Supervisor:
         approval_timeout: float = 0.0,
         after_runs: AfterRuns | None = None,
         audit: AuditTrail | None = None,
+        traces: TraceShipper | None = None,
+        ship_seconds: float = 1.0,
     ) -> None:
+        self.traces = traces  # None: no OTLP endpoint, nothing recorded or shipped
+        self.ship_seconds = ship_seconds
         self.audit = audit  # its rows past AUDIT_RETENTION_DAYS are pruned here
         self.after_runs = after_runs  # what follows each run here: turns, titles, temporary chats
         self.service = service
@@ -89,6 +94,9 @@ class Supervisor:
             asyncio.create_task(self._every(self.signal_seconds, self.check_signals), name="sophos-signals"),
             asyncio.create_task(self._every(self.flush_seconds, self.flush), name="sophos-events"),
         ]
+        if self.traces is not None:
+            # ships what any process recorded, after a restart too (services.traces)
+            self._tasks.append(asyncio.create_task(self._every(self.ship_seconds, self.ship_traces), name="sophos-traces"))
 
     async def _every(self, seconds: float, work: Callable[[], Awaitable[object]]) -> None:
         while True:
@@ -166,6 +174,9 @@ class Supervisor:
             active = live.by_run(run_id)
             if active is not None:
                 active.mark_flushed(items)
+
+    async def ship_traces(self) -> int:
+        return await self.traces.ship_once() if self.traces is not None else 0
 
     async def retry_unrecorded(self) -> None:
         await self.kernel.retry_unrecorded()
@@ -277,3 +288,13 @@ class Supervisor:
             await self.retry_unrecorded()
         except Exception:
             log.exception("final flush failed")
+        await self._close_traces()
+
+    async def _close_traces(self) -> None:
+        if self.traces is None:
+            return
+        try:  # what ended before the shutdown, if the receiver answers in time; the rest waits in the database
+            await asyncio.wait_for(self.traces.ship_once(), STOP_GRACE)
+        except Exception as e:
+            log.warning("the last spans were not shipped at shutdown (%s): the next start ships them", type(e).__name__)
+        await self.traces.aclose()

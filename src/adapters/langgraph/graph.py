@@ -28,6 +28,7 @@ from adapters.langchain.messages import ConversionCache, to_langchain
 from adapters.langgraph.appending import append_messages
 from adapters.langgraph.files import FilePrompts
 from adapters.langgraph.keys import RunContext
+from adapters.langgraph.tracing import traced_model_call, traced_tool_call
 from domain.approvals import Rejected, Wait, edited_note
 from domain.context import ContextPolicy, PromptPlan, estimate_text, file_chars
 from domain.errors import RunLost, StorageFailure, ToolOutcomeUnknown
@@ -64,6 +65,7 @@ from ports.prompts import SystemPromptSource
 from ports.tools import ToolPort, ToolSpec
 from services.approvals import ApprovalGate
 from services.prompting import ContextKeeper, Spent
+from services.traces import RunTracer
 from services.usage import UsageMeter, model_cost
 
 log = logging.getLogger(__name__)
@@ -164,7 +166,9 @@ class AgentNodes:
         gate: ApprovalGate | None = None,
         files: AttachmentStore | None = None,
         usage: UsageMeter | None = None,
+        tracer: RunTracer | None = None,
     ) -> None:
+        self.tracer = tracer  # None: no trace spans (no OTLP endpoint)
         self.usage = usage  # None: calls are neither counted nor held to a quota
         self.files = FilePrompts(files) if files is not None else None  # None: files are left out
         self.gate = gate  # None: no call ever waits for approval
@@ -219,7 +223,15 @@ class AgentNodes:
         )
         thinking, began = Thinking(), time.monotonic()
         with _timed(lambda outcome, seconds: self.metrics.model_call(name, outcome, seconds)):
-            reply, usage = await self._answer(plan, specs, choice.model, step, thinking, write)
+            reply, usage = await traced_model_call(
+                self.tracer,
+                run,
+                thread_id,
+                step,
+                name,
+                (plan.system, plan.messages),
+                lambda: self._answer(plan, specs, choice.model, step, thinking, write),
+            )
         await self._count(thread_id, name, plan.tokens, reply.content + (reply.reasoning or ""), usage, time.monotonic() - began)
         self._check_evaluation(config, step, plan, usage, run)
         if reply.cut:
@@ -332,7 +344,7 @@ class AgentNodes:
             content, failed = SKIPPED, True
         else:
             started, thread_id = time.monotonic(), str(config["configurable"]["thread_id"])
-            content, failed = await self._decided_call(call, step, thread_id, run.run_id)
+            content, failed = await self._decided_call(call, step, thread_id, run)
             ms = round((time.monotonic() - started) * 1000)
             if self.usage is not None:
                 await self.usage.tool_call(thread_id, run.choice.model or self.model.name, time.monotonic() - started)
@@ -340,7 +352,7 @@ class AgentNodes:
         write(ToolCallFinished(step, result))
         return {"messages": [to_langchain(result)]}
 
-    async def _decided_call(self, call: ToolCall, step: int, thread_id: str, run_id: str | None) -> tuple[str, bool]:
+    async def _decided_call(self, call: ToolCall, step: int, thread_id: str, run: RunContext) -> tuple[str, bool]:
         """The call as the approval policy decides: run (with edited args, if a person
         edited them), rejected, or not started at all. A call that waits ends this task
         with a LangGraph interrupt: the step's other calls finish, their results are saved,
@@ -351,18 +363,22 @@ class AgentNodes:
             log.warning("could not list the tools before calling %s", call.name, exc_info=True)
             spec = None
         if self.gate is None:
-            return await self._call(call, spec, thread_id, run_id)
-        verdict = await self.gate.check(thread_id, run_id, call, spec)
+            return await self._call(call, spec, thread_id, run)
+        verdict = await self.gate.check(thread_id, run.run_id, call, spec)
         if isinstance(verdict, Wait):
             get_stream_writer()(ApprovalRequested(step, verdict.request))
             interrupt({"approval": call.id})  # raises: nothing below runs, nothing is journaled
         if isinstance(verdict, Rejected):
             return verdict.content, True
         assert not isinstance(verdict, Wait)
-        content, failed = await self._call(replace(call, args=verdict.args), spec, thread_id, run_id)
+        content, failed = await self._call(replace(call, args=verdict.args), spec, thread_id, run)
         return (edited_note(verdict.args, content) if verdict.edited else content), failed
 
-    async def _call(self, call: ToolCall, spec: ToolSpec | None, thread_id: str, run_id: str | None) -> tuple[str, bool]:
+    async def _call(self, call: ToolCall, spec: ToolSpec | None, thread_id: str, run: RunContext) -> tuple[str, bool]:
+        # its span recorded before the journal's "about to call", ended with its outcome
+        return await traced_tool_call(self.tracer, run, thread_id, call, lambda: self._send(call, spec, thread_id, run.run_id))
+
+    async def _send(self, call: ToolCall, spec: ToolSpec | None, thread_id: str, run_id: str | None) -> tuple[str, bool]:
         key = idempotency_key(thread_id, call.id)
         try:
             if self.journal is not None:

@@ -11,6 +11,7 @@ from adapters.memory.runs import InMemoryRunStore
 from adapters.memory.saver import InMemoryThreadSaver
 from adapters.memory.search import InMemorySearchIndex
 from adapters.memory.sessions import InMemorySessionStore
+from adapters.memory.traces import InMemorySpanStore
 from adapters.memory.usage import InMemoryAuditLog, InMemoryUsageStore
 from adapters.memory.users import InMemoryUserStore
 from ports.backend import Backend, Health
@@ -31,6 +32,7 @@ class MemoryBackend(Backend):
         self._presets = InMemoryPresetStore()
         self._usage = InMemoryUsageStore()
         self._audit = InMemoryAuditLog()
+        self._traces = InMemorySpanStore(self._runs)
 
     def runs(self) -> InMemoryRunStore:
         return self._runs
@@ -60,6 +62,9 @@ class MemoryBackend(Backend):
 
     def audit(self) -> InMemoryAuditLog:
         return self._audit
+
+    def traces(self) -> InMemorySpanStore:
+        return self._traces
 
     async def health(self, integrity: bool = False) -> Health:
         return Health(WHERE, reachable=True, writable=True)

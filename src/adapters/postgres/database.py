@@ -29,6 +29,7 @@ from adapters.postgres.organise_schema import add_organising
 from adapters.postgres.queue_schema import MIGRATION_QUEUE
 from adapters.postgres.search_schema import add_stems
 from adapters.postgres.session_schema import MIGRATION_SESSIONS
+from adapters.postgres.trace_schema import MIGRATION_TRACES
 from adapters.postgres.usage_schema import MIGRATION_USAGE_AUDIT
 from adapters.postgres.user_schema import MIGRATION_OWNER, MIGRATION_USERS, add_rule_owner
 from domain.errors import StorageFailure
@@ -196,6 +197,7 @@ MIGRATIONS: tuple[str | Setup, ...] = (
     add_stems,  # v16
     add_organising,  # v17
     MIGRATION_USAGE_AUDIT,
+    MIGRATION_TRACES,
 )
 
 

@@ -13,6 +13,7 @@ from functools import partial
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
+from adapters.sqlite.approval_schema import MIGRATION_APPROVALS
 from adapters.sqlite.branch_schema import MIGRATION_BRANCHES
 from adapters.sqlite.chat_schema import add_chat_settings
 from adapters.sqlite.file_rows import MIGRATION_FILES
@@ -24,6 +25,7 @@ from adapters.sqlite.queue_schema import MIGRATION_QUEUE
 from adapters.sqlite.search_schema import MIGRATION_SEARCH, add_stems
 from adapters.sqlite.session_schema import MIGRATION_SESSIONS
 from adapters.sqlite.threads import SerialThread, release, writer_thread
+from adapters.sqlite.trace_schema import add_traces
 from adapters.sqlite.usage_schema import add_usage_and_audit
 from adapters.sqlite.user_schema import add_owner, add_rule_owner, add_users
 from domain.errors import StorageFailure
@@ -116,37 +118,6 @@ CREATE TABLE run_events (
 ) WITHOUT ROWID;
 """
 
-# Tool calls waiting for approval: a `waiting` status, the requests with their decisions,
-# and the tools a person always allows. SQLite cannot alter a CHECK, and rebuilding `runs`
-# would have to name every column other migrations add; a CHECK is not part of the file's
-# format, so its text is edited in place (SQLite's documented writable_schema procedure;
-# `migrate` then bumps the schema cookie so every connection re-reads it).
-MIGRATION_APPROVALS = """
-PRAGMA writable_schema = ON;
-UPDATE sqlite_master SET sql = replace(sql, '''cancelled'')', '''cancelled'', ''waiting'')')
-    WHERE type = 'table' AND name = 'runs' AND sql NOT LIKE '%''waiting''%';
-PRAGMA writable_schema = OFF;
-CREATE TABLE IF NOT EXISTS tool_approvals (
-    conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
-    call_id TEXT NOT NULL,
-    run_id TEXT,
-    name TEXT NOT NULL,
-    server TEXT NOT NULL,
-    args TEXT NOT NULL,
-    description TEXT NOT NULL,
-    schema TEXT NOT NULL,
-    requested_at TEXT NOT NULL,
-    decision TEXT,
-    decided_at TEXT,
-    PRIMARY KEY (conversation_id, call_id)
-);
-CREATE INDEX IF NOT EXISTS tool_approvals_undecided ON tool_approvals (requested_at) WHERE decision IS NULL;
-CREATE TABLE IF NOT EXISTS tool_allow_rules (
-    tool TEXT PRIMARY KEY,
-    since TEXT NOT NULL
-);
-"""
-
 # a step is SQL, or a function of the connection for what SQL cannot say idempotently
 Migration = str | Callable[[sqlite3.Connection], None]
 MIGRATIONS: tuple[Migration, ...] = (
@@ -171,6 +142,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     add_stems,  # v19
     add_organising,  # v20
     add_usage_and_audit,
+    add_traces,
 )
 
 BUSY_MESSAGE = "The database is busy: another process holds the write lock; try again"
