@@ -37,7 +37,6 @@ from services.handles import RunStores
 from services.models import ModelCatalog
 from services.presets import PresetService
 from services.runs import RunService
-from services.traces import RunTracer, TraceShipper
 from services.transfer import TransferService
 from services.unsaved import UnsavedOutcomes
 from services.usage import UsageMeter
@@ -51,6 +50,7 @@ if TYPE_CHECKING:
     from adapters.postgres.backend import PostgresBackend
     from adapters.prometheus.metrics import PrometheusMetrics
     from adapters.sqlite.backend import SqliteBackend
+    from services.traces import RunTracer, TraceShipper
 
     # the concrete classes: each one's saver is also LangGraph's, which the engine needs
     StorageBackend = SqliteBackend | PostgresBackend | MemoryBackend

@@ -11,6 +11,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from domain import lifecycle
 from domain.approvals import Decision, DecisionType
@@ -30,7 +31,9 @@ from services.audit import AuditTrail
 from services.handles import StartedRun
 from services.kernel import KernelDeps, RunKernel, RunUseCases
 from services.pending import annotate_pending
-from services.traces import TraceShipper
+
+if TYPE_CHECKING:
+    from services.traces import TraceShipper
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Annotated, Any, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import RunnableConfig
@@ -65,8 +65,10 @@ from ports.prompts import SystemPromptSource
 from ports.tools import ToolPort, ToolSpec
 from services.approvals import ApprovalGate
 from services.prompting import ContextKeeper, Spent
-from services.traces import RunTracer
 from services.usage import UsageMeter, model_cost
+
+if TYPE_CHECKING:
+    from services.traces import RunTracer
 
 log = logging.getLogger(__name__)
 

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from adapters.langgraph.keys import RunContext
 from domain.model import AssistantMessage, Message, SummaryMessage, ToolCall, ToolResult, UserMessage
 from ports.model import Usage
-from services.traces import RunTracer
+
+if TYPE_CHECKING:
+    from services.traces import RunTracer
 
 log = logging.getLogger(__name__)
 
