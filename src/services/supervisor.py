@@ -99,6 +99,9 @@ class Supervisor:
         ]
         if self.traces is not None:
             # ships what any process recorded, after a restart too (services.traces)
+            waiting = await self.traces.store.unacknowledged()
+            if waiting:
+                log.info("%d trace span(s) recorded before this start wait to be shipped", waiting)
             self._tasks.append(asyncio.create_task(self._every(self.ship_seconds, self.ship_traces), name="sophos-traces"))
 
     async def _every(self, seconds: float, work: Callable[[], Awaitable[object]]) -> None:

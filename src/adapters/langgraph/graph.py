@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 from langchain_core.messages import AIMessage, AnyMessage
@@ -114,6 +115,11 @@ def _timed(record: Callable[[str, float], None]) -> Iterator[Timing]:
         record(timing.outcome, time.monotonic() - began)
 
 
+def _planned(step: int, plan: PromptPlan, searched: tuple[str, ...]) -> ContextPlanned:
+    fields = (plan.left_out, plan.summarized, plan.shortened, plan.sent_from, plan.tokens, plan.budget)
+    return ContextPlanned(step, len(plan.messages), *fields, searched)
+
+
 async def route_after_agent(state: AgentState) -> Sequence[Send] | str:
     # async: LangGraph runs a sync edge function on a worker thread, a hop per model call
     last = state["messages"][-1] if state["messages"] else None
@@ -210,30 +216,11 @@ class AgentNodes:
             summary = await self._summarize(thread_id, name, thread, plan, choice.model)
             write(ContextSummarized(step, summary.covers, estimate_text(summary.content)))
             return Command(update={"messages": [to_langchain(summary)]}, goto="agent")
-        write(
-            ContextPlanned(
-                step,
-                len(plan.messages),
-                plan.left_out,
-                plan.summarized,
-                plan.shortened,
-                plan.sent_from,
-                plan.tokens,
-                plan.budget,
-                searched,
-            )
-        )
+        write(_planned(step, plan, searched))
         thinking, began = Thinking(), time.monotonic()
         with _timed(lambda outcome, seconds: self.metrics.model_call(name, outcome, seconds)):
-            reply, usage = await traced_model_call(
-                self.tracer,
-                run,
-                thread_id,
-                step,
-                name,
-                (plan.system, plan.messages),
-                lambda: self._answer(plan, specs, choice.model, step, thinking, write),
-            )
+            answer = partial(self._answer, plan, specs, choice.model, step, thinking, write)
+            reply, usage = await traced_model_call(self.tracer, run, thread_id, step, name, plan, answer)
         await self._count(thread_id, name, plan.tokens, reply.content + (reply.reasoning or ""), usage, time.monotonic() - began)
         self._check_evaluation(config, step, plan, usage, run)
         if reply.cut:

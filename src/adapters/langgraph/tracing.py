@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from adapters.langgraph.keys import RunContext
+from domain.context import PromptPlan
 from domain.model import AssistantMessage, Message, SummaryMessage, ToolCall, ToolResult, UserMessage
 from ports.model import Usage
 
@@ -48,13 +49,13 @@ async def traced_model_call(
     thread_id: str,
     step: int,
     model: str,
-    prompt: tuple[str, Sequence[Message]],
+    plan: PromptPlan,
     call: Callable[[], Awaitable[Answer]],
 ) -> Answer:
     if tracer is None or run.run_id is None:
         return await call()
     run_span = await tracer.run_span(run.run_id, thread_id, run.resumed)
-    sent = prompt_content(*prompt) if tracer.capture else None
+    sent = prompt_content(plan.system, plan.messages) if tracer.capture else None
     span = await tracer.model_call_started(run_span, step, 0, model, sent)
     try:
         reply, usage = await call()
