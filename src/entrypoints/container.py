@@ -167,6 +167,7 @@ class Container(containers.DeclarativeContainer):
         after_runs=providers.Singleton(AfterRuns, store, threads, model.provider, config.AUTO_TITLE, meter=meter),
         audit=audit,
         traces=shipper,
+        ship_seconds=trace_config.provided.schedule_delay,
     )
     import_worker = providers.Resource(factories.import_worker)  # an import's file read and its messages built
     conversations = providers.Singleton(

@@ -212,7 +212,7 @@ def shipper(backend: StorageBackend, config: TraceConfig) -> TraceShipper | None
     from adapters.otel.sink import OtlpSpanSink
     from services.traces import TraceShipper
 
-    return TraceShipper(backend.traces(), OtlpSpanSink(config))
+    return TraceShipper(backend.traces(), OtlpSpanSink(config), batch=config.batch)
 
 
 def pdf_reader(seconds: float, memory: int, workers: int) -> Iterator[TextExtractor]:

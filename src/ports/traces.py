@@ -15,9 +15,11 @@ class SpanStore(Protocol):
     it returns (durably, on a durable backend)."""
 
     @abstractmethod
-    async def record(self, span: SpanRecord) -> None:
-        """Store `span` (before the work it describes starts). Idempotent: a span whose id is
-        stored already is left as it is."""
+    async def record(self, spans: Sequence[SpanRecord]) -> None:
+        """Store `spans` in one write, before the work they describe starts. Idempotent: a
+        span whose id is stored already is left as it is. Durable against a crash of the
+        process when it returns; a store may leave the flush to disk to its next synced
+        write (a power cut may then lose the last spans, never a process crash)."""
 
     @abstractmethod
     async def end(self, span_id: str, ended: int, status: SpanStatus, attributes: dict[str, Attribute]) -> None:

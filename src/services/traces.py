@@ -52,9 +52,11 @@ class RunTracer:
         self.capture = capture
         self.clock = clock
         self._runs: OrderedDict[str, SpanRecord] = OrderedDict()  # run -> its span, bounded
+        self._unrecorded: set[str] = set()
 
     async def run_span(self, run_id: str, conversation_id: str, resumed: bool) -> SpanRecord:
-        """The run's span, recorded at its first step in this process. A resumed run (after a
+        """The run's span, recorded with its first call's span (its first model or tool call
+        in this process). A resumed run (after a
         crash, a stop or a question) joins the trace of the conversation's latest run, as a
         child of that trace's first run span."""
         known = self._runs.get(run_id)
@@ -83,10 +85,10 @@ class RunTracer:
             self.clock(),
             attributes=attributes,
         )
-        await self.store.record(span)
         self._runs[run_id] = span
+        self._unrecorded.add(span.span_id)  # written with the run's first call's span: one write
         if len(self._runs) > RUNS_KEPT:
-            self._runs.popitem(last=False)
+            self._unrecorded.discard(self._runs.popitem(last=False)[1].span_id)
         return span
 
     async def model_call_started(self, run: SpanRecord, step: int, index: int, model: str, messages: Any = None) -> str:
@@ -131,7 +133,11 @@ class RunTracer:
         span = SpanRecord(
             span_id, run.trace_id, run.span_id, run.conversation_id, run.run_id, kind, name, self.clock(), attributes=attributes
         )
-        await self.store.record(span)
+        if run.span_id in self._unrecorded:
+            await self.store.record([run, span])
+            self._unrecorded.discard(run.span_id)
+        else:
+            await self.store.record([span])
         return span_id
 
     async def _end(self, span_id: str, attributes: dict[str, Attribute], error: str | None) -> None:

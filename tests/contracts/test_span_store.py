@@ -68,9 +68,9 @@ class SpanStoreContract:
     ) -> None:
         run = await a_running_run(store, clock)
         chat, tool = chat_span_id(run.id, 1, 0), tool_span_id(run.id, "call-1")
-        await spans.record(agent_span(run))
-        await spans.record(child(run, SpanKind.CHAT, chat))
-        await spans.record(child(run, SpanKind.TOOL, tool))
+        await spans.record([agent_span(run)])
+        await spans.record([child(run, SpanKind.CHAT, chat)])
+        await spans.record([child(run, SpanKind.TOOL, tool)])
         await spans.end(
             chat, T0 + 5, SpanStatus.OK, {"gen_ai.usage.input_tokens": 7, "gen_ai.response.finish_reasons": ("stop",)}
         )
@@ -89,8 +89,8 @@ class SpanStoreContract:
     ) -> None:
         run = await a_running_run(store, clock)
         tool = tool_span_id(run.id, "call-1")
-        await spans.record(agent_span(run))
-        await spans.record(child(run, SpanKind.TOOL, tool))
+        await spans.record([agent_span(run)])
+        await spans.record([child(run, SpanKind.TOOL, tool)])
         assert await store.finish_run(run.id, RunFinish(RunStatus.INTERRUPTED, clock.now()))
         pending = {p.span.span_id: p for p in await spans.claim("me", 1000.0, 30.0, 1000)}
         assert set(pending) == {agent_span_id(run.id), tool}
@@ -102,8 +102,8 @@ class SpanStoreContract:
     ) -> None:
         run = await a_running_run(store, clock)
         chat = chat_span_id(run.id, 1, 0)
-        await spans.record(child(run, SpanKind.CHAT, chat))
-        await spans.record(child(run, SpanKind.CHAT, chat, started=T0 + 99))
+        await spans.record([child(run, SpanKind.CHAT, chat)])
+        await spans.record([child(run, SpanKind.CHAT, chat, started=T0 + 99)])
         await spans.end(chat, T0 + 5, SpanStatus.OK, {})
         await spans.end(chat, T0 + 9, SpanStatus.ERROR, {"error.type": "late"})
         (pending,) = await spans.claim("me", 1000.0, 30.0, 1000)
@@ -116,7 +116,7 @@ class SpanStoreContract:
         run = await a_running_run(store, clock)
         ids = [chat_span_id(run.id, step, 0) for step in range(3)]
         for i, span_id in enumerate(ids):
-            await spans.record(child(run, SpanKind.CHAT, span_id, started=T0 + i))
+            await spans.record([child(run, SpanKind.CHAT, span_id, started=T0 + i)])
             await spans.end(span_id, T0 + 10, SpanStatus.OK, {})
         first = await spans.claim("a", 1000.0, 30.0, 2)
         assert [p.span.span_id for p in first] == ids[:2]  # oldest first, `limit` at most
@@ -133,7 +133,7 @@ class SpanStoreContract:
         run = await a_running_run(store, clock)
         ids = [tool_span_id(run.id, f"call-{i}") for i in range(40)]
         for span_id in ids:
-            await spans.record(child(run, SpanKind.TOOL, span_id))
+            await spans.record([child(run, SpanKind.TOOL, span_id)])
             await spans.end(span_id, T0 + 10, SpanStatus.OK, {})
         batches = await asyncio.gather(*(spans.claim(f"p{i}", 1000.0, 30.0, 7) for i in range(8)))
         got = [p.span.span_id for batch in batches for p in batch if p.span.run_id == run.id]
@@ -144,11 +144,11 @@ class SpanStoreContract:
     ) -> None:
         first = await a_running_run(store, clock)
         assert await spans.latest_run_span(first.conversation_id) is None
-        await spans.record(agent_span(first))
+        await spans.record([agent_span(first)])
         assert await store.finish_run(first.id, RunFinish(RunStatus.INTERRUPTED, clock.now()))
         second = await a_running_run(store, clock, first.conversation_id)
         joined = agent_span(second, T0 + 50, parent=agent_span_id(first.id), trace=trace_id(first.conversation_id, first.id))
-        await spans.record(joined)
+        await spans.record([joined])
         latest = await spans.latest_run_span(first.conversation_id)
         assert latest == joined
 

@@ -66,7 +66,8 @@ def ollama() -> Iterator[FakeOllama]:
 def traced_env(tmp_path: Path, ollama: FakeOllama, receiver: OtlpReceiver, **extra: str) -> dict[str, str]:
     book = tmp_path / "ledger.jsonl"
     config_dir(tmp_path, {"ledger": ledger_server_entry(book)})
-    return app_env(tmp_path, ollama.url, OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint, **extra)
+    # shipped every 0.1 s (the default waits 5 s between shipments)
+    return app_env(tmp_path, ollama.url, OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY="100", **extra)
 
 
 async def run_to_end(container: Any, message: str) -> str:

@@ -23,7 +23,9 @@ def test_phoenix_shows_a_run_with_a_tool_call_as_one_trace_with_the_genai_attrib
     (tmp_path / "phoenix").mkdir()
     with phoenix(tmp_path / "phoenix") as px, fake_ollama() as ollama:
         ollama.add({"tool_calls": [("ledger__append", {"label": "seen"})], "text": ""}, {"text": "Appended."})
-        server = LiveServer(app_env(tmp_path, ollama.url, OTEL_EXPORTER_OTLP_ENDPOINT=px.url), tmp_path).start()
+        server = LiveServer(
+            app_env(tmp_path, ollama.url, OTEL_EXPORTER_OTLP_ENDPOINT=px.url, OTEL_BSP_SCHEDULE_DELAY="100"), tmp_path
+        ).start()
         try:
             cid = server.post("/api/chat", {"message": "append one"}).json()["conversation"]
             deadline = time.monotonic() + 60

@@ -65,7 +65,11 @@ async def test_a_resumed_run_joins_the_trace_of_the_run_before_under_its_first_r
     first = await tracer.run_span("r1", "conv", resumed=False)
     again = await tracer.run_span("r1", "conv", resumed=False)
     assert again == first and first.parent_id is None and first.trace_id == trace_id("conv", "r1")
+    assert await spans.latest_run_span("conv") is None  # written with the run's first call's span
+    await tracer.tool_call_started(first, "call-1", "append")
+    assert await spans.latest_run_span("conv") == first
     second = await tracer.run_span("r2", "conv", resumed=True)
+    await tracer.model_call_started(second, 3, 0, "qwen3")
     third = await tracer.run_span("r3", "conv", resumed=True)
     assert second.trace_id == third.trace_id == first.trace_id
     assert second.parent_id == third.parent_id == first.span_id

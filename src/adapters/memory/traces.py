@@ -25,9 +25,10 @@ class InMemorySpanStore(SpanStore):
         self._lock = threading.Lock()
         self._rows: dict[str, _Row] = {}
 
-    async def record(self, span: SpanRecord) -> None:
+    async def record(self, spans: Sequence[SpanRecord]) -> None:
         with self._lock:
-            self._rows.setdefault(span.span_id, _Row(span, len(self._rows)))
+            for span in spans:
+                self._rows.setdefault(span.span_id, _Row(span, len(self._rows)))
 
     async def end(self, span_id: str, ended: int, status: SpanStatus, attributes: dict[str, Attribute]) -> None:
         with self._lock:

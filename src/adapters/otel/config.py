@@ -22,6 +22,8 @@ class TraceConfig:
     service_name: str = "sophos"
     resource: tuple[tuple[str, str], ...] = ()
     capture_content: bool = False
+    schedule_delay: float = 5.0  # seconds between two shipments (OTEL_BSP_SCHEDULE_DELAY)
+    batch: int = 512  # spans per request at most (OTEL_BSP_MAX_EXPORT_BATCH_SIZE)
 
     @property
     def on(self) -> bool:
@@ -38,13 +40,16 @@ def _pairs(text: str) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def _seconds(env: Mapping[str, str]) -> float:
-    raw = env.get("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT") or env.get("OTEL_EXPORTER_OTLP_TIMEOUT") or "10000"
-    try:
-        millis = float(raw)
-    except ValueError:
-        raise ValueError(f"OTEL_EXPORTER_OTLP_TIMEOUT is milliseconds (got {raw[:40]!r})") from None
-    return max(millis, 1.0) / 1000
+def _number(env: Mapping[str, str], names: tuple[str, ...], default: float) -> float:
+    """The first of `names` that is set, a number (milliseconds or a count) of at least 1."""
+    for name in names:
+        raw = env.get(name, "").strip()
+        if raw:
+            try:
+                return max(float(raw), 1.0)
+            except ValueError:
+                raise ValueError(f"{name} is a number (got {raw[:40]!r})") from None
+    return default
 
 
 def trace_config(env: Mapping[str, str]) -> TraceConfig:
@@ -64,4 +69,7 @@ def trace_config(env: Mapping[str, str]) -> TraceConfig:
     resource = _pairs(env.get("OTEL_RESOURCE_ATTRIBUTES", ""))
     service = env.get("OTEL_SERVICE_NAME", "").strip() or dict(resource).get("service.name") or "sophos"
     capture = env.get("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "").strip().lower() == "true"
-    return TraceConfig(endpoint, headers, _seconds(env), service, resource, capture)
+    timeout = _number(env, ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"), 10_000) / 1000
+    delay = _number(env, ("OTEL_BSP_SCHEDULE_DELAY",), 5000) / 1000
+    batch = int(_number(env, ("OTEL_BSP_MAX_EXPORT_BATCH_SIZE",), 512))
+    return TraceConfig(endpoint, headers, timeout, service, resource, capture, delay, batch)

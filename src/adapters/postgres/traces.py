@@ -50,9 +50,9 @@ class PostgresSpanStore(SpanStore):
     def __init__(self, db: PostgresDatabase) -> None:
         self.db = db
 
-    async def record(self, span: SpanRecord) -> None:
-        async with self.db.cursor() as cur:
-            await cur.execute(RECORD, span_row(span))
+    async def record(self, spans: Sequence[SpanRecord]) -> None:
+        async with self.db.cursor(transaction=len(spans) > 1) as cur:
+            await cur.executemany(RECORD, [span_row(s) for s in spans])
 
     async def end(self, span_id: str, ended: int, status: SpanStatus, attributes: dict[str, Attribute]) -> None:
         async with self.db.cursor() as cur:

@@ -1,13 +1,16 @@
 """SpanStore on the SQLite file, on the run store's writer and reader threads. A claim is
 a write transaction (BEGIN IMMEDIATE): the file's one writer at a time, so two processes on
-the file never claim the same span within a lease."""
+the file never claim the same span within a lease. Spans are committed without an fsync
+(database.unsynced): a kill -9 loses none of them (the WAL is in the system's cache), and the
+next synced commit on the file (the tool journal's "about to call", right after a tool span;
+the step's checkpoint, after a model call) makes them durable against a power cut too."""
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
 
-from adapters.sqlite.database import Worker, transaction
+from adapters.sqlite.database import Worker, transaction, unsynced
 from adapters.sqlite.rows import fetchall
 from adapters.storage.span_rows import COLUMNS, attributes_json, pending_of, span_of, span_row
 from domain.traces import Attribute, PendingSpan, SpanRecord, SpanStatus
@@ -36,16 +39,16 @@ class SqliteSpanStore(SpanStore):
         self._writer = writer
         self._reader = reader
 
-    async def record(self, span: SpanRecord) -> None:
+    async def record(self, spans: Sequence[SpanRecord]) -> None:
         def write(c: sqlite3.Connection) -> None:
-            with transaction(c):
-                c.execute(RECORD, span_row(span))
+            with unsynced(c), transaction(c):
+                c.executemany(RECORD, [span_row(s) for s in spans])
 
         await self._writer.run(write)
 
     async def end(self, span_id: str, ended: int, status: SpanStatus, attributes: dict[str, Attribute]) -> None:
         def write(c: sqlite3.Connection) -> None:
-            with transaction(c):
+            with unsynced(c), transaction(c):
                 c.execute(END, (ended, status.value, attributes_json(attributes), span_id))
 
         await self._writer.run(write)
