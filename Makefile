@@ -184,7 +184,7 @@ bench-search: install
 N ?= 1000
 BACKEND ?= sqlite
 soak: install
-	PYTHONPATH=.:src $(PY) -m tests.support.torture --kills $(N) --backend $(BACKEND) $(if $(QUEUE),--queue)
+	PYTHONPATH=.:src $(PY) -m tests.support.torture --kills $(N) --backend $(BACKEND) $(if $(QUEUE),--queue) $(if $(TRACES),--traces)
 
 clean-db:
 	rm -rf data/db
