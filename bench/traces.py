@@ -6,7 +6,9 @@ of its own. A turn is POST /api/chat of a new conversation and its stream read t
 the receiver has every span, so the shipping is counted too (both arms then measure the same
 idle time, in which the server's own loops run). The target is at most 3% more.
 The load average is printed: on a busy machine the spread of the samples says more than
-their median.
+their median. So the tracing work is also measured alone, in this process, steadier: a run's
+and a model call's spans recorded and ended on a SQLite file, then shipped (every 50 turns)
+to a receiver in a process of its own, as CPU per turn.
 
 Usage: python -m bench.traces [--turns 60] [--reps 3] [--results DIR]
 """
@@ -17,6 +19,7 @@ import argparse
 import asyncio
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -27,7 +30,7 @@ import httpx
 from tests.support.otlp_receiver import OtlpReceiver
 
 from bench.concurrency import turn
-from bench.serving import ROOT, CpuMeter, FakeModel, Server, Tree, fake_ollama_process
+from bench.serving import ROOT, CpuMeter, FakeModel, Server, Tree, fake_ollama_process, free_port
 from bench.table import RESULTS, recording
 
 TARGET = 3.0  # percent
@@ -71,6 +74,41 @@ async def sample(model: FakeModel, turns: int, receiver: OtlpReceiver | None) ->
             server.stop()
 
 
+async def work_alone(turns: int = 500, every: int = 50) -> float:
+    """CPU milliseconds per turn of the tracing work itself (RunTracer and TraceShipper)."""
+    from adapters.otel.config import trace_config
+    from adapters.otel.sink import OtlpSpanSink
+    from adapters.sqlite.runs import SqliteRunStore
+    from adapters.sqlite.traces import SqliteSpanStore
+    from services.traces import RunTracer, TraceShipper
+
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'src'}"}
+    receiver = subprocess.Popen([sys.executable, "-m", "tests.support.otlp_receiver", str(port)], env=env, stdout=subprocess.PIPE)
+    assert receiver.stdout is not None
+    receiver.stdout.readline()  # listening
+    with tempfile.TemporaryDirectory(prefix="sophos-bench-traces-") as tmp:
+        runs = await SqliteRunStore.open(f"{tmp}/sophos.db")
+        try:
+            store = SqliteSpanStore(*runs.workers())
+            tracer = RunTracer(store)
+            shipper = TraceShipper(store, OtlpSpanSink(trace_config({"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}"})))
+            started = time.process_time()
+            for i in range(turns):
+                run = await tracer.run_span(f"run-{i}", "conversation", resumed=False)
+                span = await tracer.model_call_started(run, 1, 0, "qwen3")
+                await tracer.model_call_ended(span, (120, 40), "stop")
+                if (i + 1) % every == 0:
+                    await shipper.ship_once()
+            cpu = time.process_time() - started
+            await shipper.aclose()
+        finally:
+            await runs.aclose()
+            receiver.terminate()
+            receiver.wait()
+    return cpu / turns * 1000
+
+
 async def compare(turns: int, reps: int) -> tuple[list[float], list[float]]:
     off: list[float] = []
     on: list[float] = []
@@ -106,6 +144,12 @@ async def main() -> None:
         print(f"| on | {b:.2f} | {', '.join(f'{x:.2f}' for x in on)} |")
         verdict = "met" if cost <= TARGET else "NOT met"
         print(f"\ntracing on costs {cost:+.1f}% CPU per turn (target ≤ {TARGET:g}%: {verdict}); load average {load()} at the end")
+        alone = statistics.median([await work_alone() for _ in range(3)])
+        share = alone / a * 100
+        print(
+            f"the tracing work alone: {alone:.2f} ms CPU per turn, {share:.1f}% of a turn's {a:.2f} ms "
+            f"(target ≤ {TARGET:g}%: {'met' if share <= TARGET else 'NOT met'}); load average {load()}"
+        )
 
 
 if __name__ == "__main__":
