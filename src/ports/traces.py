@@ -43,6 +43,11 @@ class SpanStore(Protocol):
         """The receiver has these spans: never claimed again."""
 
     @abstractmethod
+    async def prune(self, before: int) -> int:
+        """Delete the acknowledged spans that started before `before` (Unix ns); how many.
+        A run resumed after that starts a trace of its own."""
+
+    @abstractmethod
     async def unacknowledged(self) -> int:
         """How many spans wait to be shipped (ready or not). Only reads."""
 

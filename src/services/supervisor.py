@@ -133,6 +133,8 @@ class Supervisor:
         await self.deps.stores.events.prune(self.event_retention)
         if self.audit is not None:
             await self.audit.prune()
+        if self.traces is not None:
+            await self.traces.prune()
 
     async def renew(self) -> None:
         """Renew the leases of this process's runs; stop at once those it lost."""

@@ -36,6 +36,7 @@ from ports.traces import SpanSink, SpanStore
 log = logging.getLogger(__name__)
 
 RUNS_KEPT = 1024
+KEPT_SECONDS = 7 * 86_400  # acknowledged spans are kept a week: a resume within it joins its turn's trace
 CONTENT_CHARS = 16_000  # a captured message's text at most: a span stays a bounded size
 
 
@@ -181,6 +182,10 @@ class TraceShipper:
             shipped += len(spans)
             if len(pending) < self.batch:
                 return shipped
+
+    async def prune(self) -> int:
+        """Delete the acknowledged spans older than KEPT_SECONDS."""
+        return await self.store.prune(time.time_ns() - KEPT_SECONDS * 1_000_000_000)
 
     async def aclose(self) -> None:
         await self.sink.aclose()

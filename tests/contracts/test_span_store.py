@@ -139,6 +139,21 @@ class SpanStoreContract:
         got = [p.span.span_id for batch in batches for p in batch if p.span.run_id == run.id]
         assert sorted(got) == sorted(ids) and len(got) == len(set(got))
 
+    async def test_prune_deletes_only_acknowledged_spans_started_before_the_cut(
+        self, store: RunStore, clock: StoreClock, spans: SpanStore
+    ) -> None:
+        run = await a_running_run(store, clock)
+        old, new, unshipped = (tool_span_id(run.id, c) for c in ("old", "new", "unshipped"))
+        await spans.record([child(run, SpanKind.TOOL, old, started=T0), child(run, SpanKind.TOOL, new, started=T0 + 100)])
+        await spans.record([child(run, SpanKind.TOOL, unshipped, started=T0)])
+        await spans.acknowledge([old, new])
+        assert await spans.prune(T0 + 50) == 1
+        assert await spans.unacknowledged() == 1
+        await spans.end(unshipped, T0 + 1, SpanStatus.OK, {})
+        assert [p.span.span_id for p in await spans.claim("me", 1000.0, 30.0, 10)] == [unshipped]
+        await spans.acknowledge([unshipped])
+        assert await spans.prune(T0 + 200) == 2
+
     async def test_the_latest_run_span_of_a_conversation_is_what_a_resume_joins(
         self, store: RunStore, clock: StoreClock, spans: SpanStore
     ) -> None:

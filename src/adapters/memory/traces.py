@@ -69,6 +69,13 @@ class InMemorySpanStore(SpanStore):
                 if span_id in self._rows:
                     self._rows[span_id].acked = True
 
+    async def prune(self, before: int) -> int:
+        with self._lock:
+            old = [k for k, r in self._rows.items() if r.acked and r.span.started < before]
+            for k in old:
+                del self._rows[k]
+        return len(old)
+
     async def unacknowledged(self) -> int:
         with self._lock:
             return sum(1 for r in self._rows.values() if not r.acked)

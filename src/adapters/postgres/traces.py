@@ -74,6 +74,11 @@ class PostgresSpanStore(SpanStore):
         async with self.db.cursor() as cur:
             await cur.execute("UPDATE trace_spans SET acked = true WHERE span_id = ANY(%s)", (list(span_ids),))
 
+    async def prune(self, before: int) -> int:
+        async with self.db.cursor() as cur:
+            await cur.execute("DELETE FROM trace_spans WHERE acked AND started < %s", (before,))
+            return int(cur.rowcount)
+
     async def unacknowledged(self) -> int:
         async with self.db.cursor() as cur:
             await cur.execute("SELECT count(*) FROM trace_spans WHERE NOT acked")

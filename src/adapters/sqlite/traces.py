@@ -74,6 +74,13 @@ class SqliteSpanStore(SpanStore):
 
         await self._writer.run(write)
 
+    async def prune(self, before: int) -> int:
+        def write(c: sqlite3.Connection) -> int:
+            with transaction(c):
+                return int(c.execute("DELETE FROM trace_spans WHERE acked = 1 AND started < ?", (before,)).rowcount)
+
+        return await self._writer.run(write)
+
     async def unacknowledged(self) -> int:
         ((count,),) = await self._reader.run(fetchall, "SELECT count(*) FROM trace_spans WHERE acked = 0", ())
         return int(count)
