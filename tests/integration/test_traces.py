@@ -261,3 +261,9 @@ def test_a_protocol_the_exporter_does_not_speak_is_a_clear_settings_error(tmp_pa
     env = app_env(tmp_path, OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:4318", OTEL_EXPORTER_OTLP_PROTOCOL=protocol)
     with pytest.raises(SettingsError, match="http/protobuf"):
         create_container(env)
+
+
+def test_a_malformed_number_is_a_clear_settings_error(tmp_path: Path) -> None:
+    env = app_env(tmp_path, OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:4318", OTEL_BSP_SCHEDULE_DELAY="soon")
+    with pytest.raises(SettingsError, match="OTEL_BSP_SCHEDULE_DELAY is a number"):
+        create_container(env)
