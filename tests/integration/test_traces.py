@@ -182,7 +182,9 @@ def test_spans_of_a_run_killed_during_a_tool_call_all_reach_the_receiver_after_a
     model request and every tool execution has one span, the cut call's marked interrupted,
     the resumed run in the same trace, no span without its parent."""
     book = tmp_path / "ledger.jsonl"
-    ollama.add({"tool_calls": [("ledger__append", {"label": "slow", "delay": 30})], "text": ""})
+    # long enough to be killed in (the kill follows the ledger's "start" at once); the adopted
+    # run sends the same call again, which takes as long
+    ollama.add({"tool_calls": [("ledger__append", {"label": "slow", "delay": 4})], "text": ""})
     env = traced_env(tmp_path, ollama, receiver, RUN_LEASE_SECONDS="2")
     first = LiveServer(env, tmp_path).start()
     try:
@@ -193,7 +195,7 @@ def test_spans_of_a_run_killed_during_a_tool_call_all_reach_the_receiver_after_a
         first.stop()
     ollama.add({"text": "Done after the crash."})
     ollama.default = {"text": "Done after the crash."}
-    # the adopted run sends the (idempotent) call again, quickly this time
+    # the adopted run sends the (idempotent) call again
     second = LiveServer({**env, "AUTO_RESUME": "true"}, tmp_path).start()
     try:
         wait_until(lambda: second.get(f"/api/conversations/{cid}").json()["conversation"]["status"] == "completed", 60)
