@@ -27,7 +27,7 @@ TEST_PACKAGES := chromium=chromium pg_ctlcluster=postgresql
 # (two of its containers share a PostgreSQL server the tests start)
 DEPLOY_PACKAGES := podman=podman runc=runc debootstrap=debootstrap pg_ctlcluster=postgresql
 
-.PHONY: install install-dev run demo test test-fast test-deploy need-deploy test-model test-phoenix test-unit lint bench bench-concurrency bench-postgres bench-search bench-peers bench-graph-suite bench-startup soak clean-db check-python need-node need-test help
+.PHONY: install install-dev run demo test test-fast test-deploy need-deploy test-model test-phoenix test-unit lint bench bench-concurrency bench-postgres bench-search bench-peers bench-graph-suite bench-startup soak soak-schedules clean-db check-python need-node need-test help
 
 help:
 	@echo "make run      start Sophos (creates .venv and installs everything first)"
@@ -45,6 +45,7 @@ help:
 	@echo "make bench-graph-suite   LangGraph's own integration suite against langgraph dev and sophos serve (scores per test)"
 	@echo "make bench-startup  only start-up: --help, a read command and serve, main against this tree"
 	@echo "make soak N=1000   the kill -9 torture test, long form (BACKEND=postgres: three processes on PostgreSQL; QUEUE=1: queued messages)"
+	@echo "make soak-schedules N=200 SECONDS=600   the scheduled runs' kill -9 torture (two processes; BACKEND=postgres)"
 
 CHECK_PYTHON = $(PYTHON) -c 'import sys; need = tuple(map(int, "$(MIN_PYTHON)".split("."))); \
 	sys.exit(0 if sys.version_info >= need else "Sophos needs Python $(MIN_PYTHON) or newer, but $(PYTHON) is " \
@@ -185,6 +186,10 @@ N ?= 1000
 BACKEND ?= sqlite
 soak: install
 	PYTHONPATH=.:src $(PY) -m tests.support.torture --kills $(N) --backend $(BACKEND) $(if $(QUEUE),--queue) $(if $(TRACES),--traces)
+
+# scheduled runs: two processes, a schedule firing every second, N kills over SECONDS seconds
+soak-schedules: install
+	PYTHONPATH=.:src $(PY) -m tests.support.schedule_torture --kills $(N) --seconds $(or $(SECONDS),600) --backend $(BACKEND)
 
 clean-db:
 	rm -rf data/db

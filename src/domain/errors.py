@@ -385,6 +385,21 @@ class UserLimitReached(SophosError):
     default_message = "You have too many runs going or messages queued: wait for some to finish"
 
 
+class ScheduleNotFound(SophosError):
+    """Raised when a schedule does not exist or is another user's (404 alike)."""
+
+    code = ErrorCode.NOT_FOUND
+    default_message = "Schedule not found"
+
+
+class FiringTaken(SophosError):
+    """Raised when a firing's claim finds it started by another process (or the schedule
+    changed meanwhile): nothing was stored; the caller moves on."""
+
+    code = ErrorCode.SESSION_IN_PROGRESS
+    default_message = "The firing was started elsewhere"
+
+
 class QuotaExceeded(SophosError):
     """Raised when a user who used USER_DAILY_TOKENS tokens today (UTC) starts a run or
     their run reaches its next model call; `reset_at` is the next UTC midnight."""
@@ -415,3 +430,10 @@ class TooManyPresets(SophosError):
 
     code = ErrorCode.PRESET_LIMIT
     default_message = "Too many presets: delete one first"
+
+
+class MemoryNotFound(SophosError):
+    """Raised when a memory id names none of the user's memories (another user's included)."""
+
+    code = ErrorCode.NOT_FOUND
+    default_message = "No such memory"

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -29,6 +30,7 @@ from typing import Any
 
 from domain.errors import ErrorCode, SophosError
 
+GRAPH_NAMESPACE = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430cd")  # langgraph-api's, for assistant ids
 MAX_CONFIG_BYTES = 1_048_576  # a langgraph.json is a few hundred bytes; more is not one
 MAX_GRAPHS = 256
 MAX_GRAPH_ID = 128
@@ -90,6 +92,11 @@ class HostedGraph:
     description: str = ""
 
     @property
+    def assistant_id(self) -> str:
+        """The id of the graph's assistant on the LangGraph API (assistant_id_of)."""
+        return assistant_id_of(self.graph_id)
+
+    @property
     def kind_text(self) -> str:
         """The kind for people: `factory(config, runtime)` for a factory."""
         if self.kind is GraphKind.FACTORY:
@@ -114,6 +121,12 @@ class GraphsConfig:
     def fault(self, what: str) -> GraphLoadFailed:
         """The one-line error for a fault of this file."""
         return GraphLoadFailed(f"{self.path}: {one_line(what)}")
+
+
+def assistant_id_of(graph_id: str) -> str:
+    """The id langgraph-api gives a graph's default assistant, made at start-up:
+    uuid5(LangGraph's graph namespace, the graph id)."""
+    return str(uuid.uuid5(GRAPH_NAMESPACE, graph_id))
 
 
 def one_line(text: str, limit: int = 500) -> str:

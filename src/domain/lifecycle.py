@@ -43,6 +43,11 @@ def idempotency_key(conversation_id: str, tool_call_id: str) -> str:
     return f"{conversation_id}:{tool_call_id}"
 
 
+def conversation_of_key(key: str) -> str:
+    """The conversation of an idempotency key (a conversation id holds no colon)."""
+    return key.partition(":")[0]
+
+
 def own_call_ids(calls: Sequence[ToolCall], new_id: Callable[[], str]) -> tuple[ToolCall, ...]:
     """The calls of a model's reply, each with an id of our own, unique in the conversation;
     the model's id is kept as `model_id`. Model servers number calls per response (`call_0`

@@ -136,6 +136,7 @@ class RunTrigger(StrEnum):
     USER = "user"  # a message or a resume asked for by a person
     ADOPT = "adopt"  # a resume started by a live process for an orphaned run (AUTO_RESUME)
     QUEUE = "queue"  # a queued message, started when the run before it completed
+    SCHEDULE = "schedule"  # a schedule's firing (domain.schedules)
 
 
 @dataclass(frozen=True)

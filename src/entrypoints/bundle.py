@@ -25,12 +25,16 @@ if TYPE_CHECKING:
     from services.audit import AuditTrail
     from services.conversations import ConversationService
     from services.files import FileService
+    from services.hosted import HostedRuns
+    from services.memory import MemoryService
     from services.models import ModelCatalog
     from services.presets import PresetService
     from services.queueing import QueueService
     from services.runs import RunService
+    from services.schedules import ScheduleService
     from services.search import SearchService
     from services.sessions import SessionService
+    from services.store import StoreService
     from services.supervisor import Supervisor
     from services.transfer import TransferService
     from services.usage import UsageService
@@ -64,7 +68,11 @@ class Services:
     files: Callable[[], FileService] | None = None  # the files messages carry (None: not served)
     attachment_limits: AttachmentLimits = DEFAULT_LIMITS  # what a message may carry (settings)
     graphs: Callable[[], GraphCatalog] | None = None  # the graphs of LANGGRAPH_JSON (None: not wired)
+    hosted: Callable[[], HostedRuns] | None = None  # runs of those graphs (None: not wired)
     presets: Callable[[], PresetService] | None = None  # each user's saved chat settings (None: not wired)
+    schedules: Callable[[], ScheduleService] | None = None  # each user's scheduled runs (None: not wired)
     usage: Callable[[], UsageService] | None = None  # tokens and seconds per user, model and day (None: not wired)
     audit: Callable[[], AuditTrail] | None = None  # the audit log (None: not wired)
+    store: Callable[[], StoreService] | None = None  # each user's long-term store (None: not wired)
+    memory: Callable[[], MemoryService] | None = None  # what the agent remembers about each user (None: not wired)
     auto_title: bool = True  # AUTO_TITLE: the model titles a conversation after its first answer

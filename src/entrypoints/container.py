@@ -23,12 +23,17 @@ from ports.tools import ToolPort
 from services.after_runs import AfterRuns
 from services.allow_rules import AllowRules
 from services.files import FileService
+from services.hosted import GraphAwareRuns, HostedRuns
+from services.memory import MemoryService
 from services.models import ModelCatalog
 from services.presets import PresetService
 from services.queueing import QueueService
 from services.runs import RunService
+from services.scheduler import Scheduler
+from services.schedules import ScheduleService
 from services.search import SearchService
 from services.sessions import SessionService
+from services.store import StoreService
 from services.supervisor import Supervisor
 from services.unsaved import UnsavedOutcomes
 from services.usage import UsageMeter, UsageService
@@ -109,10 +114,19 @@ class Container(containers.DeclarativeContainer):
         ),
         demo=providers.Singleton(factories.demo_model),
     )
+    # what the agent remembers about each user, in the store (MEMORY_BACKEND=store)
+    memory = providers.Singleton(MemoryService, backend.provided.store.call())
     tools: providers.Selector[ToolPort] = providers.Selector(
         config.TOOLS_BACKEND,
         mcp=providers.Resource(
-            factories.mcp, config.CONFIG_DIR, config.MEMORY_FILE_PATH, config.MCP_START_TIMEOUT, config.TOOL_TIMEOUT
+            factories.mcp,
+            config.CONFIG_DIR,
+            config.MEMORY_FILE_PATH,
+            config.MCP_START_TIMEOUT,
+            config.TOOL_TIMEOUT,
+            config.MEMORY_BACKEND,
+            memory.provider,
+            store.provider,
         ),
         demo=providers.Singleton(factories.demo_tools),
         none=providers.Singleton(factories.no_tools),
@@ -138,6 +152,7 @@ class Container(containers.DeclarativeContainer):
 
     catalog = providers.Singleton(ModelCatalog, model)
     presets = providers.Singleton(PresetService, backend.provided.presets.call(), catalog.provider, audit=audit)
+    long_term = providers.Singleton(StoreService, backend.provided.store.call())  # each user's store (issue 45)
     # PDFs are read in worker processes of their own (one pool for chats and imports)
     pdf_reader = providers.Resource(factories.pdf_reader, config.PDF_TIMEOUT, config.PDF_MEMORY, config.PDF_WORKERS)
     intake = providers.Singleton(factories.intake, catalog, pdf_reader)
@@ -158,14 +173,19 @@ class Container(containers.DeclarativeContainer):
         quota=meter,
     )
     queue = providers.Singleton(QueueService, run_service, store, config.MAX_QUEUED)
+    graph_runner = providers.Singleton(factories.graph_runner, graphs, checkpointer, backend.provided.store.call())
+    hosted = providers.Singleton(HostedRuns, run_service, graph_runner.provider, graphs.provider)
+    scheduler = providers.Singleton(Scheduler, run_service, queue, store)
+    schedules = providers.Singleton(ScheduleService, store, run_service)
     supervisor = providers.Singleton(
         Supervisor,
-        service=run_service,
+        service=providers.Singleton(GraphAwareRuns, run_service, hosted),
         auto_resume=config.AUTO_RESUME,
         event_retention=config.RUN_EVENT_RETENTION_SECONDS,
         approval_timeout=config.APPROVAL_TIMEOUT,
         after_runs=providers.Singleton(AfterRuns, store, threads, model.provider, config.AUTO_TITLE, meter=meter),
         audit=audit,
+        scheduler=scheduler,
         traces=shipper,
         ship_seconds=trace_config.provided.schedule_delay,
     )
@@ -230,9 +250,13 @@ class Container(containers.DeclarativeContainer):
         files=files.provider,
         attachment_limits=settings.provided.attachment_limits,
         graphs=graphs.provider,
+        hosted=hosted.provider,
         presets=presets.provider,
+        schedules=schedules.provider,
         usage=usage.provider,
         audit=audit.provider,
+        store=long_term.provider,
+        memory=memory.provider,
         auto_title=config.AUTO_TITLE,
     )
 

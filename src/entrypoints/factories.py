@@ -18,6 +18,7 @@ from ports.backend import RunStore
 from ports.checkpoints import CheckpointPort
 from ports.copies import ThreadCopies
 from ports.engine import AgentEngine
+from ports.graphs import GraphRunner
 from ports.metrics import MetricsPort
 from ports.model import ModelPort
 from ports.processes import ProcessPort
@@ -25,6 +26,7 @@ from ports.prompts import SystemPromptSource
 from ports.search import SearchIndex
 from ports.sessions import SessionStore
 from ports.storage import StoragePort
+from ports.store import StorePort
 from ports.tools import ToolPort
 from ports.usage import UsageStore
 from ports.users import UserStore
@@ -34,6 +36,7 @@ from services.attachments import FileIntake
 from services.audit import AuditTrail
 from services.conversations import ConversationService
 from services.handles import RunStores
+from services.memory import MemoryService, MemoryTools
 from services.models import ModelCatalog
 from services.presets import PresetService
 from services.runs import RunService
@@ -119,6 +122,15 @@ def graphs(path: str) -> LangGraphJsonCatalog:
     return LangGraphJsonCatalog.load(path) if path else LangGraphJsonCatalog.empty()
 
 
+def graph_runner(catalog: LangGraphJsonCatalog, checkpointer: Saver, store: StorePort) -> GraphRunner:
+    """The hosted graphs run on the backend's saver (fenced by the run), their nodes' store
+    the server's, as the thread's owner sees it (the `/store/*` API's and the memory tools')."""
+    from adapters.graphs.runner import CatalogGraphRunner
+    from adapters.graphs.store import OwnedStore
+
+    return CatalogGraphRunner(catalog, checkpointer, lambda owner: OwnedStore(store, owner))
+
+
 def prompt(config_dir: str) -> SystemPromptSource:
     from adapters.system.prompt import FilePrompt
 
@@ -154,10 +166,41 @@ def demo_model() -> ModelPort:
     return DemoModel()
 
 
-def mcp(config_dir: str, memory_file: str, start_timeout: float, call_timeout: float) -> Iterator[ToolPort]:
+def mcp(
+    config_dir: str,
+    memory_file: str,
+    start_timeout: float,
+    call_timeout: float,
+    memory_backend: str = "mcp-file",
+    memory: Callable[[], MemoryService] | None = None,
+    runs: Callable[[], RunStore] | None = None,
+) -> Iterator[ToolPort]:
+    """The servers of mcp.json; with MEMORY_BACKEND=store, its `memory` entry (when it has
+    one, enabled) is served by Sophos's own memory tools over the store instead."""
+    from adapters.mcp.config import McpConfigError, load_mcp_config
     from adapters.mcp.toolbox import McpToolbox
 
-    yield McpToolbox(Path(config_dir), Path(memory_file), call_timeout=call_timeout, start_timeout=start_timeout)
+    try:
+        own = memory_backend == "store" and "memory" in load_mcp_config(Path(config_dir), Path(memory_file)).servers
+    except McpConfigError:
+        own = False  # the toolbox reports the file's error
+    box = McpToolbox(
+        Path(config_dir),
+        Path(memory_file),
+        call_timeout=call_timeout,
+        start_timeout=start_timeout,
+        leave_out=frozenset({"memory"}) if own else frozenset(),
+    )
+    if not own or memory is None or runs is None:
+        yield box
+        return
+    store = runs
+
+    async def owner_of(conversation_id: str) -> str | None:
+        found = await store().get_conversation(conversation_id)
+        return found.owner if found is not None else None
+
+    yield MemoryTools(box, memory(), owner_of)
 
 
 def demo_tools() -> ToolPort:

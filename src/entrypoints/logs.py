@@ -9,7 +9,9 @@ import sys
 class ContextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         line = super().format(record)
-        ctx = [f"{key}={getattr(record, key)}" for key in ("conversation_id", "run_id") if getattr(record, key, None)]
+        ctx = [
+            f"{key}={getattr(record, key)}" for key in ("conversation_id", "run_id", "schedule_id") if getattr(record, key, None)
+        ]
         return f"{line} {' '.join(ctx)}" if ctx else line
 
 

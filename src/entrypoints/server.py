@@ -266,8 +266,8 @@ def load_graphs(container: Container) -> None:
     catalog: GraphCatalog = container.graphs()
     if catalog.source is not None:
         ids = ", ".join(g.graph_id for g in catalog.graphs())
-        # loaded and checked; runs of them come with the run kernel (docs/langgraph-api.md#your-own-graphs)
-        print(f"Graphs loaded from {catalog.source}: {ids} (not served yet)", flush=True)
+        # loaded and checked; the LangGraph API serves each as an assistant (docs/langgraph-api.md#your-own-graphs)
+        print(f"Graphs loaded from {catalog.source}: {ids}", flush=True)
 
 
 def serve(container: Container) -> None:

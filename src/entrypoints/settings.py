@@ -13,7 +13,6 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from domain.attachments import (
     ATTACHMENT_BYTES_CEILING,
@@ -26,7 +25,7 @@ from domain.attachments import (
     attachment_types,
     size_text,
 )
-from entrypoints.settings_checks import CROSS_CHECKS, defaults_file
+from entrypoints.settings_checks import CROSS_CHECKS, attachment_types_ok, database_label, defaults_file, postgres_url
 from entrypoints.settings_rules import SettingsError, declarations, merged, read, setting
 
 __all__ = ["MAX_ANSWER_TOKENS", "Settings", "SettingsError", "database_label", "load_settings"]
@@ -39,18 +38,6 @@ MAX_TOOL_TIMEOUT = 86_400
 MAX_SESSION_SECONDS = 400 * 86_400  # browsers cap a cookie's Max-Age at 400 days
 
 
-def _postgres_url(name: str, value: str) -> None:
-    if value and not value.startswith(("postgresql://", "postgres://")):
-        raise SettingsError(f"{name} must be a postgresql:// URL, got {database_label({'DATABASE_URL': value})!r}")
-
-
-def _attachment_types(name: str, value: str) -> None:
-    try:
-        attachment_types(value)
-    except ValueError as e:
-        raise SettingsError(f"{name}: {e}") from None
-
-
 @dataclass(frozen=True)
 class Settings:
     """Every setting, typed, with its default: the one place defaults are written. The
@@ -61,6 +48,13 @@ class Settings:
     MEMORY_FILE_PATH: str = setting(
         "data/memory/memory.jsonl",
         "the Memory server's file; replaces `${MEMORY_FILE_PATH}` in `mcp.json`",
+    )
+    MEMORY_BACKEND: str = setting(
+        "store",
+        "who serves `mcp.json`'s `memory` entry: `store`, Sophos's own memory tools (`memory__remember`, "
+        "`memory__recall`, `memory__forget`), each user's memories their own, in the database; `mcp-file`, the "
+        "Memory MCP server, one file (`MEMORY_FILE_PATH`) shared by everyone: for a one-person server (docs/memory.md)",
+        choices=("store", "mcp-file"),
     )
     MODEL_BACKEND: str = setting(
         "ollama",
@@ -254,7 +248,7 @@ class Settings:
         "",
         "`postgresql://user:pass@host:5432/db`: PostgreSQL holds everything instead of the SQLite file, "
         "for every command; several processes may share it (see [operations](operations.md))",
-        check=_postgres_url,
+        check=postgres_url,
         said="empty, or a `postgresql://` (or `postgres://`) URL",
     )
     STORAGE_BACKEND: str = setting(
@@ -330,8 +324,8 @@ class Settings:
         "",
         "a `langgraph.json` (langgraph-cli's format) whose graphs `sophos serve` imports at start-up, "
         "stopping with one line naming the file and the error when one fails (`--langgraph-json PATH`; "
-        "`sophos graphs` lists them); see [Your own graphs](langgraph-api.md#your-own-graphs): they are not "
-        "served yet",
+        "`sophos graphs` lists them); the LangGraph API serves each as an assistant, its runs durable as "
+        "Sophos's own: see [Your own graphs](langgraph-api.md#your-own-graphs)",
     )
     MAX_QUEUED: int = setting(
         20,
@@ -364,7 +358,7 @@ class Settings:
         "types Sophos reads (`text/markdown`, `image/png`, …). A type Sophos cannot read (SVG, a binary) "
         "cannot be let in; another is 415 `ATTACHMENT_TYPE_NOT_ALLOWED`. Imports read back any file a "
         "Sophos could have stored",
-        check=_attachment_types,
+        check=attachment_types_ok,
         said="comma-separated kinds (`text`, `image`, `pdf`) or media types",
     )
     MAX_IMAGE_PIXELS: int = setting(
@@ -436,14 +430,3 @@ def chosen(name: str, settings: Settings, env: Mapping[str, str] | None = None) 
     env = os.environ if env is None else env
     default = next(d.default for d in declarations(Settings) if d.name == name)
     return bool(env.get(name)) or getattr(settings, name) != default
-
-
-def database_label(settings: Mapping[str, Any]) -> str:
-    """Where the data lives, for people: the file, or the PostgreSQL URL without password."""
-    url = str(settings.get("DATABASE_URL") or "")
-    if not url:
-        return str(settings["DATABASE_PATH"])
-    scheme, _, rest = url.partition("://")
-    credentials, at, where = rest.rpartition("@")
-    user = credentials.partition(":")[0]
-    return f"{scheme}://{user}{at}{where}"

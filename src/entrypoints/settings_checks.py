@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from domain.attachments import attachment_types
 from domain.errors import InvalidInput
 from domain.principals import TrustedProxies
 from entrypoints.settings_rules import SettingsError
@@ -63,3 +64,29 @@ def defaults_file(path: Path) -> dict[str, Any]:
     if not isinstance(loaded, dict):
         raise SettingsError(f"{path}: must map setting names to values")
     return loaded
+
+
+# --- checks of one value, named in the declarations ---------------------------------
+
+
+def postgres_url(name: str, value: str) -> None:
+    if value and not value.startswith(("postgresql://", "postgres://")):
+        raise SettingsError(f"{name} must be a postgresql:// URL, got {database_label({'DATABASE_URL': value})!r}")
+
+
+def attachment_types_ok(name: str, value: str) -> None:
+    try:
+        attachment_types(value)
+    except ValueError as e:
+        raise SettingsError(f"{name}: {e}") from None
+
+
+def database_label(settings: Mapping[str, Any]) -> str:
+    """Where the data lives, for people: the file, or the PostgreSQL URL without password."""
+    url = str(settings.get("DATABASE_URL") or "")
+    if not url:
+        return str(settings["DATABASE_PATH"])
+    scheme, _, rest = url.partition("://")
+    credentials, at, where = rest.rpartition("@")
+    user = credentials.partition(":")[0]
+    return f"{scheme}://{user}{at}{where}"

@@ -23,6 +23,7 @@ from ports.search import SearchIndex
 from ports.sessions import SessionStore
 from ports.signals import RunSignals
 from ports.storage import StoragePort
+from ports.store import StorePort
 from ports.traces import SpanStore
 from ports.usage import UsageStore
 from ports.users import UserStore
@@ -110,6 +111,11 @@ class Backend(Protocol):
     @abstractmethod
     def audit(self) -> AuditLog:
         """The audit log, in the same database (shared by every process on it)."""
+
+    @abstractmethod
+    def store(self) -> StorePort:
+        """The long-term store (items under each user's namespaces), in the same database
+        (shared by every process on it)."""
 
     @abstractmethod
     def traces(self) -> SpanStore:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Protocol
 
+FIRING_OUTCOMES = ("started", "queued", "redone", "skipped", "failed")  # services.scheduler
 UNKNOWN_TOOL = "unknown"  # the tool label of a call to a tool the toolbox does not offer
 
 
@@ -76,6 +77,11 @@ class MetricsPort(Protocol):
     def maintenance_failed(self, task: str) -> None:
         """A round of the supervisor's background work (`task`: its name) failed."""
 
+    @abstractmethod
+    def schedule_fired(self, outcome: str, lateness: float) -> None:
+        """A schedule's firing came to `outcome` (FIRING_OUTCOMES) `lateness` seconds after
+        its time (0 for those that never started)."""
+
 
 class NullMetrics(MetricsPort):
     """Measures nothing: for one-shot commands that nobody scrapes, and the default of
@@ -118,6 +124,9 @@ class NullMetrics(MetricsPort):
         pass
 
     def maintenance_failed(self, task: str) -> None:
+        pass
+
+    def schedule_fired(self, outcome: str, lateness: float) -> None:
         pass
 
 

@@ -10,6 +10,7 @@ from typing import Protocol
 
 from domain.model import Run
 from domain.queue import QueuedMessage
+from domain.schedules import FiringClaim
 
 
 class MessageQueue(Protocol):
@@ -20,13 +21,15 @@ class MessageQueue(Protocol):
     `start_queued` starts it (with the message's id)."""
 
     @abstractmethod
-    async def enqueue(self, message: QueuedMessage, limit: int) -> QueuedMessage | None:
+    async def enqueue(self, message: QueuedMessage, limit: int, firing: FiringClaim | None = None) -> QueuedMessage | None:
         """Append `message` (its id, text, created_at and steer; the store assigns the
         position after the last, or before the first for a steer) when the conversation's latest run is running or waiting
         (domain.queue.accepts_queue), checked in the same transaction, committed and
         flushed before returning. None, storing nothing, when no run is active (the
         caller starts the message itself). Raises QueueFull when `limit` messages already
-        wait, ConversationNotFound for an unknown conversation."""
+        wait, ConversationNotFound for an unknown conversation. `firing`: a schedule's
+        firing claimed in the same transaction, by the message's id (ports.schedules);
+        FiringTaken, storing nothing, when it cannot be."""
 
     @abstractmethod
     async def queued(self, conversation_id: str) -> Sequence[QueuedMessage]:

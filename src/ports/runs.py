@@ -16,6 +16,7 @@ from domain.models import ChatSettings
 from domain.organise import Organise, Shown
 from domain.principals import BOOTSTRAP_ID
 from domain.queue import QueuedMessage
+from domain.schedules import FiringClaim
 from ports.events import EventBatch
 
 
@@ -181,7 +182,14 @@ class RunRepository(Protocol):
         """
 
     @abstractmethod
-    async def start_run(self, run: Run, now: datetime, flushed_by_input: bool = False, cap: LoadCap | None = None) -> None:
+    async def start_run(
+        self,
+        run: Run,
+        now: datetime,
+        flushed_by_input: bool = False,
+        cap: LoadCap | None = None,
+        firing: FiringClaim | None = None,
+    ) -> None:
         """Insert `run` (status running, heartbeat = the store's now) and bump the
         conversation's updated_at to `now`, atomically.
 
@@ -192,6 +200,9 @@ class RunRepository(Protocol):
         `cap.limit` or more. The load is read in the insert's own transaction, serialised
         with every other capped insert for that user on every process, so a burst of
         starts never takes a user past the limit.
+
+        `firing`: a schedule's firing claimed in the same transaction (ports.schedules):
+        FiringTaken, inserting nothing, when another process took it or the schedule changed.
 
         `flushed_by_input`: the caller commits the run's input to this same store, flushed
         to disk, before it acknowledges anything; a store whose commits are ordered (a WAL)
@@ -216,7 +227,8 @@ class RunRepository(Protocol):
         the one the reclaimer read (its owner did not renew meanwhile). Returns False,
         changing nothing, when the run is unknown, finished, or the guard fails.
         `finish.then` and `finish.input_recorded` act on the queue in the same
-        transaction (see RunFinish); when `then` was started, the answer is the queued
+        transaction (see RunFinish), and `input_recorded` False hands a schedule's firing
+        the run was started for back (ports.schedules: `redo`); when `then` was started, the answer is the queued
         message it took (truthy, like True; its `run_id` the started run's id), so the
         caller needs no second read.
         """

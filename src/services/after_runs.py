@@ -66,8 +66,8 @@ class AfterRuns:
     def run_ended(self, active: ActiveRun) -> None:
         """A run of this process ended: follow it up in the background."""
         outcome = active.outcome
-        if outcome is None or not outcome.recorded:
-            return  # lost to another process: that one follows it up
+        if outcome is None or not outcome.recorded or not active.follow_up:
+            return  # lost to another process (that one follows it up), or a hosted graph's
         if len(self._tasks) >= MAX_PENDING:
             log.info("too much follow-up pending: this run's title and turns wait for the next", extra=active.context)
             return

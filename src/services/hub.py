@@ -56,6 +56,9 @@ class ActiveRun:
     failure: BaseException | None = None  # what ended the run, if it failed
     outcome: Outcome | None = None
     began: float = field(default_factory=time.monotonic)  # for the run duration metric
+    # followed up when it ends (turn counts, the model's title: services.after_runs); a hosted
+    # graph's run is not: its state is the graph's, not a conversation's messages
+    follow_up: bool = True
 
     @property
     def context(self) -> dict[str, str]:

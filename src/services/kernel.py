@@ -27,6 +27,7 @@ from domain.lifecycle import Outcome, StopReason
 from domain.model import Conversation, Run, RunStatus, RunTrigger, new_id, utc_now
 from domain.principals import LOCAL, Principal
 from domain.queue import QueuedMessage, queue_due
+from domain.schedules import FiringClaim
 from ports.metrics import NO_METRICS, MetricsPort
 from ports.processes import ProcessPort
 from ports.runs import RunFinish
@@ -324,7 +325,14 @@ class RunUseCases(Protocol):
     @property
     def kernel(self) -> RunKernel: ...
 
-    async def start(self, command: StartRun, trigger: RunTrigger = RunTrigger.USER, *, by: Principal = LOCAL) -> StartedRun: ...
+    async def start(
+        self,
+        command: StartRun,
+        trigger: RunTrigger = RunTrigger.USER,
+        *,
+        by: Principal = LOCAL,
+        firing: FiringClaim | None = None,
+    ) -> StartedRun: ...
 
     async def cancel(self, command: Cancel, *, by: Principal = LOCAL) -> CancelResult: ...
 

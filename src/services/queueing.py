@@ -12,9 +12,10 @@ from collections.abc import Sequence
 
 from domain.commands import Cancel, Edit, SendMessage, check_message
 from domain.errors import InvalidInput, QueuedNotFound, SessionInProgress, ShuttingDown
-from domain.model import RunStatus, check_text, new_id
+from domain.model import RunStatus, RunTrigger, check_text, new_id
 from domain.principals import LOCAL, Principal
 from domain.queue import MAX_QUEUED, Multitask, QueuedMessage, rollback_point
+from domain.schedules import FiringClaim
 from ports.queue import MessageQueue
 from services.handles import StartedRun
 from services.kernel import RunUseCases
@@ -42,23 +43,33 @@ class QueueService:
             return await self.rollback(command, by=by)
         return await self.service.start(command, by=by)
 
-    async def enqueue(self, command: SendMessage, steer: bool = False, *, by: Principal = LOCAL) -> StartedRun | QueuedMessage:
+    async def enqueue(
+        self,
+        command: SendMessage,
+        steer: bool = False,
+        *,
+        by: Principal = LOCAL,
+        firing: FiringClaim | None = None,
+        trigger: RunTrigger = RunTrigger.USER,
+    ) -> StartedRun | QueuedMessage:
         """Queue the message behind the conversation's active (or waiting) run, committed
         before this returns; with no run active, start it at once (as `start` would).
+        `firing`: a schedule's, claimed with the message or the run (ports.schedules).
         `steer`: first in line, and the active run hands over to it at its next step
         boundary (a tool call in flight finishes and its result is kept)."""
         service = self.service
         cid = command.conversation_id
         if cid is None:
-            return await service.start(command, by=by)
+            return await service.start(command, trigger, by=by, firing=firing)
         await service.visible(cid, by)  # nothing is queued on another user's conversation
-        await service.admit(by)
+        if trigger is RunTrigger.USER:
+            await service.admit(by)
         kernel = service.kernel
         if kernel.draining:
             raise ShuttingDown()
         for _ in range(ENQUEUE_TRIES):
             message = QueuedMessage(new_id(), cid, 0, command.text.strip(), kernel.deps.clock(), steer=steer)
-            queued = await self.queue.enqueue(message, self.max_queued)
+            queued = await self.queue.enqueue(message, self.max_queued, firing)
             if queued is not None:
                 ctx = {"conversation_id": cid}
                 log.info("message %s %s at %d", queued.id, "steers" if steer else "queued", queued.position, extra=ctx)
@@ -67,7 +78,7 @@ class QueueService:
                     active.request_steer()
                 return queued
             try:
-                return await service.start(command, by=by)
+                return await service.start(command, trigger, by=by, firing=firing)
             except SessionInProgress:
                 # a run started (or has not left this process's hub yet): queue behind it
                 await asyncio.sleep(kernel.deps.poll_seconds)

@@ -11,27 +11,28 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from functools import partial
 
 from domain import lifecycle
 from domain.attachments import Upload
-from domain.commands import Cancel, Resume, SendMessage, StartRun
+from domain.commands import Cancel, SendMessage, StartRun
 from domain.errors import (
     ConversationNotFound,
+    FiringTaken,
     NoActiveRun,
     NotSupported,
     SessionInProgress,
     ShuttingDown,
     UserLimitReached,
 )
-from domain.events import StreamEvent
 from domain.lifecycle import Outcome, StopReason
 from domain.model import Conversation, Run, RunStatus, RunTrigger, new_id, title_from_message, utc_now
 from domain.models import ChatSettings, ModelChoice, settings_of
 from domain.principals import LOCAL, Principal, sees
 from domain.queue import QueuedMessage
+from domain.schedules import FiringClaim
 from ports.engine import AgentEngine, Fork, NewMessage, RunInput
 from ports.metrics import NO_METRICS, MetricsPort
 from ports.processes import ProcessPort
@@ -40,7 +41,8 @@ from services import admission, following
 from services.admission import cap_of
 from services.attachments import FileIntake
 from services.execution import Execution
-from services.handles import CancelResult, Item, LiveRun, RunStores, RunStream, StartedRun
+from services.follows import Follows
+from services.handles import CancelResult, RunStores, RunStream, StartedRun
 from services.hub import ActiveRun, RunHub
 from services.kernel import KernelDeps, LiveRuns, RunKernel
 from services.models import ModelCatalog
@@ -53,7 +55,7 @@ log = logging.getLogger(__name__)
 DEFAULT_RECURSION_LIMIT = 25
 
 
-class RunService:
+class RunService(Follows):
     """Starts runs (on this process's kernel), follows and cancels them from any process."""
 
     def __init__(
@@ -116,10 +118,18 @@ class RunService:
             raise ConversationNotFound()
         return found
 
-    async def start(self, command: StartRun, trigger: RunTrigger = RunTrigger.USER, *, by: Principal = LOCAL) -> StartedRun:
+    async def start(
+        self,
+        command: StartRun,
+        trigger: RunTrigger = RunTrigger.USER,
+        *,
+        by: Principal = LOCAL,
+        firing: FiringClaim | None = None,
+    ) -> StartedRun:
         """Record the run and (for a message) the input, then execute in the background.
         Returns once the input is durable. An Edit or a Regenerate starts the run on a new
-        branch. A new conversation belongs to `by`; an existing one must be theirs to reach."""
+        branch. A new conversation belongs to `by`; an existing one must be theirs to reach.
+        `firing`: a schedule's firing, claimed in the run's insert (FiringTaken: taken)."""
         if self.kernel.draining:
             raise ShuttingDown()
         change, runs = command.settings, self.stores.runs
@@ -149,10 +159,9 @@ class RunService:
         choice = await self._choice(settings)
         run_input, base = await plan_command(self._plan_ports, command, cid, files, self.deps.clock())
         try:
-            return await self._launch(
-                cid, run_input, base, trigger, choice, cap_of(by, self.user_max_active) if trigger is RunTrigger.USER else None
-            )
-        except UserLimitReached:
+            cap = cap_of(by, self.user_max_active) if trigger is RunTrigger.USER else None
+            return await self._launch(cid, run_input, base, trigger, choice, cap, firing)
+        except (UserLimitReached, FiringTaken):
             if command.conversation_id is None:  # a burst's loser: its new conversation goes too
                 await self.stores.runs.delete_conversation(cid)
             raise
@@ -190,6 +199,7 @@ class RunService:
         trigger: RunTrigger,
         choice: ModelChoice | None = None,
         cap: LoadCap | None = None,
+        firing: FiringClaim | None = None,
     ) -> StartedRun:
         now = self.deps.clock()
         run = Run(new_id(), cid, RunStatus.RUNNING, now, owner=self.processes.current(), base_count=base, trigger=trigger)
@@ -197,7 +207,7 @@ class RunService:
         with self.kernel.claim(run):  # recovery may read the row before the run is live
             # raises SessionInProgress if another process won. With an input, nothing is
             # acknowledged before the input's synced commit, which makes the row durable too
-            await self.stores.runs.start_run(run, now, flushed_by_input=needs_input, cap=cap)
+            await self.stores.runs.start_run(run, now, flushed_by_input=needs_input, cap=cap, firing=firing)
             body = partial(self.execution, run_input=run_input, choice=choice)
             active = self.kernel.launch(run, body, needs_input=needs_input)
         if active.needs_input:
@@ -231,51 +241,7 @@ class RunService:
         log.info("queued message %s started", message.id, extra=active.context)
         return self._started(active)
 
-    # --- following, stopping ------------------------------------------------------------
-
-    async def live_run(self, conversation_id: str) -> LiveRun | None:
-        """The conversation's running run, wherever it executes."""
-        return await self.kernel.live_run(conversation_id)
-
-    async def is_active(self, conversation_id: str) -> bool:
-        return await self.kernel.live_run(conversation_id) is not None
-
-    async def follow(
-        self, conversation_id: str, after: int, tag: str | None = None, through_queue: bool = False
-    ) -> AsyncGenerator[Item, None] | StreamEvent:
-        """The events of the conversation's live run after id `after`, one at a time
-        (services.following.follow_batches)."""
-        answer = await self.follow_batches(conversation_id, after, tag, through_queue)
-        return answer if isinstance(answer, StreamEvent) else following.flatten(answer)
-
-    async def follow_batches(
-        self,
-        conversation_id: str,
-        after: int,
-        tag: str | None = None,
-        through_queue: bool = False,
-        *,
-        by: Principal = LOCAL,
-    ) -> RunStream | StreamEvent:
-        """The conversation's live run after id `after`, in batches; another user's
-        conversation answers as an unknown one (services.following.follow_batches)."""
-        return await following.follow_batches(self.kernel, conversation_id, after, tag, through_queue, by=by)
-
-    def follow_from(
-        self, first: Run | QueuedMessage | StartedRun, after: int = 0, *, by: Principal = LOCAL, resume: bool = True
-    ) -> AsyncGenerator[RunStream, None]:
-        """The runs a client follows from `first` on (services.following.follow_from): a run
-        a crash stopped is followed by the run that resumed it, else (with `resume`) by a
-        resume started here as `by`."""
-        resumer = partial(self._resume, by=by) if resume else None
-        return following.follow_from(self.kernel, first, after, resume=resumer)
-
-    async def _resume(self, conversation_id: str, *, by: Principal) -> StartedRun:
-        return await self.start(Resume(conversation_id), by=by)
-
-    async def rejoin_point(self, run: Run, after: int, tag: str | None) -> tuple[Run, int]:
-        """Where a re-join of `run` after event `after@tag` resumes (services.following)."""
-        return await following.rejoin_point(self.kernel, run, after, tag)
+    # --- stopping ---------------------------------------------------------------------
 
     async def cancel(self, command: Cancel, *, by: Principal = LOCAL) -> CancelResult:
         """Stop the conversation's running run wherever it executes; it is recorded

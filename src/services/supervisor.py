@@ -31,6 +31,7 @@ from services.audit import AuditTrail
 from services.handles import StartedRun
 from services.kernel import KernelDeps, RunKernel, RunUseCases
 from services.pending import annotate_pending
+from services.scheduler import Scheduler
 
 if TYPE_CHECKING:
     from services.traces import TraceShipper
@@ -55,12 +56,14 @@ class Supervisor:
         approval_timeout: float = 0.0,
         after_runs: AfterRuns | None = None,
         audit: AuditTrail | None = None,
+        scheduler: Scheduler | None = None,
         traces: TraceShipper | None = None,
         ship_seconds: float = 1.0,
     ) -> None:
         self.traces = traces  # None: no OTLP endpoint, nothing recorded or shipped
         self.ship_seconds = ship_seconds
         self.audit = audit  # its rows past AUDIT_RETENTION_DAYS are pruned here
+        self.scheduler = scheduler  # the schedules' firings (services.scheduler); None: none fire here
         self.after_runs = after_runs  # what follows each run here: turns, titles, temporary chats
         self.service = service
         self.approval_timeout = approval_timeout  # seconds; 0: a question waits for ever
@@ -97,6 +100,10 @@ class Supervisor:
             asyncio.create_task(self._every(self.signal_seconds, self.check_signals), name="sophos-signals"),
             asyncio.create_task(self._every(self.flush_seconds, self.flush), name="sophos-events"),
         ]
+        if self.scheduler is not None:
+            self._tasks.append(
+                asyncio.create_task(self._every(self.scheduler.period, self.fire_schedules), name="sophos-schedules")
+            )
         if self.traces is not None:
             # ships what any process recorded, after a restart too (services.traces)
             waiting = await self.traces.store.unacknowledged()
@@ -135,6 +142,11 @@ class Supervisor:
             await self.audit.prune()
         if self.traces is not None:
             await self.traces.prune()
+
+    async def fire_schedules(self) -> None:
+        """Start the schedules' due firings (services.scheduler)."""
+        if self.scheduler is not None:
+            await self.scheduler.tick()
 
     async def renew(self) -> None:
         """Renew the leases of this process's runs; stop at once those it lost."""

@@ -5,6 +5,7 @@ listens, and a graph that fails stops it with one line naming the file and the e
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 
 from tests.support.app import app_env
@@ -70,7 +71,7 @@ def test_serve_loads_the_graphs_of_langgraph_json_before_it_listens(tmp_path: Pa
         lines = server.log.read_text().splitlines()
     finally:
         server.stop()
-    loaded = f"Graphs loaded from {config}: echo, echo_builder, echo_factory (not served yet)"
+    loaded = f"Graphs loaded from {config}: echo, echo_builder, echo_factory"
     assert lines.index(loaded) < next(i for i, line in enumerate(lines) if "listening" in line)
 
 
@@ -79,17 +80,20 @@ def test_sophos_graphs_lists_id_kind_and_source_from_the_setting_or_the_option(t
     env = app_env(tmp_path, LANGGRAPH_JSON=str(config))
     listed = sophos(env, tmp_path, "graphs")
     assert listed.returncode == 0, listed.stderr
+    assistants = {
+        g: str(uuid.uuid5(uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430cd"), g)) for g in ("echo", "echo_builder", "echo_factory")
+    }
     assert [line.split() for line in listed.stdout.splitlines()] == [
-        ["echo", "compiled", "./graphs/agent.py:graph"],
-        ["echo_builder", "state", "graph", "./graphs/agent.py:builder"],
-        ["echo_factory", "factory(config,", "runtime)", "./graphs/agent.py:make_graph"],
+        ["echo", assistants["echo"], "compiled", "./graphs/agent.py:graph"],
+        ["echo_builder", assistants["echo_builder"], "state", "graph", "./graphs/agent.py:builder"],
+        ["echo_factory", assistants["echo_factory"], "factory(config,", "runtime)", "./graphs/agent.py:make_graph"],
     ]
     as_json = json.loads(sophos(app_env(tmp_path), tmp_path, "graphs", "--json", "--langgraph-json", str(config)).stdout)
     assert as_json["file"] == str(config)
-    assert [(g["graph_id"], g["kind"], g["factory_args"]) for g in as_json["graphs"]] == [
-        ("echo", "compiled", []),
-        ("echo_builder", "state graph", []),
-        ("echo_factory", "factory", ["config", "runtime"]),
+    assert [(g["graph_id"], g["assistant_id"], g["kind"], g["factory_args"]) for g in as_json["graphs"]] == [
+        ("echo", assistants["echo"], "compiled", []),
+        ("echo_builder", assistants["echo_builder"], "state graph", []),
+        ("echo_factory", assistants["echo_factory"], "factory", ["config", "runtime"]),
     ]
     none = sophos(app_env(tmp_path), tmp_path, "graphs")
     assert (none.returncode, none.stdout) == (0, "")

@@ -286,8 +286,9 @@ def test_remembering_with_the_shipped_config_writes_the_memory_file(tmp_path: Pa
     entity = {"name": "user", "entityType": "person", "observations": ["favourite colour is green"]}
     replies = [{"tool_calls": [("memory__create_entities", {"entities": [entity]})]}, {"text": "I will remember that."}]
     with fake_ollama(replies) as fake:
-        # the default policy: creating memories is not destructive, so it runs unasked
-        env = app_env(tmp_path, fake.url, CONFIG_DIR=str(ROOT / "config"), TOOL_APPROVAL="unsafe")
+        # the default policy: creating memories is not destructive, so it runs unasked; the
+        # shared file is the Memory server's (MEMORY_BACKEND=mcp-file: a one-person server)
+        env = app_env(tmp_path, fake.url, CONFIG_DIR=str(ROOT / "config"), TOOL_APPROVAL="unsafe", MEMORY_BACKEND="mcp-file")
         run = subprocess.run(
             [SOPHOS, "chat", "remember that my favourite colour is green"],
             env=process_env(env),

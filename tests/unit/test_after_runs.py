@@ -4,12 +4,14 @@ when titles are off, turn counts, and temporary conversations deleted once left.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 from adapters.memory.model import ScriptedModel
 from adapters.memory.runs import InMemoryRunStore
 from adapters.memory.usage import InMemoryUsageStore
 from domain.errors import ModelUnreachable
+from domain.lifecycle import Outcome
 from domain.model import (
     NEW_CONVERSATION_TITLE,
     AssistantMessage,
@@ -25,6 +27,7 @@ from domain.organise import TITLE_SYSTEM, model_title, title_request
 from domain.principals import BOOTSTRAP_ID
 from ports.runs import RunFinish
 from services.after_runs import AfterRuns
+from services.hub import ActiveRun
 from services.usage import UsageMeter
 from tests.support.fake_engine import FakeEngine, Thread
 
@@ -162,3 +165,19 @@ async def test_a_titles_model_call_counts_in_the_owners_usage_estimated_when_the
     (row,) = await usage.rows(BOOTSTRAP_ID, T0.date(), T0.date())
     assert (row.model, row.calls, row.estimated_calls) == (model.name, 1, 1)
     assert row.input_tokens > 0 and row.output_tokens == 5  # "Lighthouse history": 18 characters
+
+
+async def test_a_run_that_asks_no_follow_up_gets_no_title_nor_turn_count() -> None:
+    """A hosted graph's run (services.hosted): its thread's state is the graph's, so neither
+    the model's title nor a turn count is asked for."""
+    after, store, model, cid = await world()
+    active = ActiveRun(new_id(), cid)
+    active.outcome, active.follow_up = Outcome(RunStatus.COMPLETED), False
+    after.run_ended(active)
+    await asyncio.gather(*after._tasks)  # none, or the follow-up it should not have
+    conv = await store.get_conversation(cid)
+    assert conv is not None and (conv.title_by, conv.turns) == (TitleSource.MESSAGE, None) and model.seen == []
+    active.follow_up = True  # the same run of Sophos's agent is followed up
+    after.run_ended(active)
+    await asyncio.gather(*after._tasks)
+    assert (await store.get_conversation(cid)).turns == 1  # type: ignore[union-attr]

@@ -16,6 +16,7 @@ def test_help_lists_every_command_once_in_its_group_with_an_uncut_summary() -> N
         "Chat commands:",
         "Conversations commands:",
         "Approvals commands:",
+        "Memory commands:",
         "Server commands:",
         "Database commands:",
     ]

@@ -125,8 +125,10 @@ async def test_recovery_that_reads_a_run_before_its_task_is_registered_leaves_it
     reclaimed: list[bool] = []
 
     class Racing(InMemoryRunStore):
-        async def start_run(self, run: Any, now: Any, flushed_by_input: bool = False, cap: Any = None) -> None:
-            await super().start_run(run, now, flushed_by_input, cap)
+        async def start_run(
+            self, run: Any, now: Any, flushed_by_input: bool = False, cap: Any = None, firing: Any = None
+        ) -> None:
+            await super().start_run(run, now, flushed_by_input, cap, firing)
             reclaimed.append(await h.runs.reclaim(run))  # what Supervisor.recover does if its read lands here
 
     h = make_harness(["fine"], repo=Racing())

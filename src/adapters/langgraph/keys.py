@@ -14,6 +14,10 @@ from domain.models import ModelChoice
 # "run_id": LangGraph reads a matching run_id on the latest checkpoint as re-entry into that
 # run and would drop new input
 RUN_KEY = "sophos_run_id"
+# in `configurable` of a hosted graph's writes (adapters.graphs.runner): the thread's
+# checkpoints are all kept, whatever CHECKPOINT_KEEP says, since its history, time travel and a
+# rollback read them (Sophos's own threads keep their history in the checkpoint log instead)
+KEEP_ALL_KEY = "sophos_keep_all"
 # LangGraph's NULL_TASK_ID (private in langgraph, and a stored format: every saver's writes
 # table holds it): writes no task made, applied to the checkpoint they are saved on when a
 # run resumes from it, as a Command's are. tests/unit/test_pending_input.py holds it to

@@ -17,6 +17,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -121,8 +122,10 @@ class McpToolbox(ToolPort):
         retry_after: float = RETRY_AFTER,
         first_wait: float = FIRST_WAIT,
         start_timeout: float = START_TIMEOUT,
+        leave_out: frozenset[str] = frozenset(),
     ) -> None:
         self.config_dir = config_dir
+        self.leave_out = leave_out  # servers of mcp.json served otherwise (MEMORY_BACKEND=store: "memory")
         self.memory_file = memory_file
         self.call_timeout = call_timeout
         self.retry_after = retry_after
@@ -141,6 +144,12 @@ class McpToolbox(ToolPort):
             log.error("%s", e)
             return McpConfig({}, {})
         self.config_error = None
+        if self.leave_out:
+            config = replace(
+                config,
+                servers={k: v for k, v in config.servers.items() if k not in self.leave_out},
+                errors={k: v for k, v in config.errors.items() if k not in self.leave_out},
+            )
         for message in config.errors.values():
             log.error("%s: that server is left out", message)
         for name in config.disabled:

@@ -11,6 +11,7 @@ from adapters.memory.runs import InMemoryRunStore
 from adapters.memory.saver import InMemoryThreadSaver
 from adapters.memory.search import InMemorySearchIndex
 from adapters.memory.sessions import InMemorySessionStore
+from adapters.memory.store import InMemoryStore
 from adapters.memory.traces import InMemorySpanStore
 from adapters.memory.usage import InMemoryAuditLog, InMemoryUsageStore
 from adapters.memory.users import InMemoryUserStore
@@ -32,6 +33,7 @@ class MemoryBackend(Backend):
         self._presets = InMemoryPresetStore()
         self._usage = InMemoryUsageStore()
         self._audit = InMemoryAuditLog()
+        self._store = InMemoryStore()
         self._traces = InMemorySpanStore(self._runs)
 
     def runs(self) -> InMemoryRunStore:
@@ -62,6 +64,9 @@ class MemoryBackend(Backend):
 
     def audit(self) -> InMemoryAuditLog:
         return self._audit
+
+    def store(self) -> InMemoryStore:
+        return self._store
 
     def traces(self) -> InMemorySpanStore:
         return self._traces

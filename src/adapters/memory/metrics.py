@@ -69,3 +69,7 @@ class InMemoryMetrics(MetricsPort):
 
     def maintenance_failed(self, task: str) -> None:
         self._add("maintenance_failures", (task,))
+
+    def schedule_fired(self, outcome: str, lateness: float) -> None:
+        self._add("schedule_firings", (outcome,))
+        self._observe("schedule_lateness", (outcome,), lateness)

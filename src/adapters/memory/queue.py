@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 
 from domain.errors import ConversationNotFound, QueueFull
 from domain.model import Conversation, Run, RunStatus
 from domain.queue import QueuedMessage, QueueState, accepts_queue
+from domain.schedules import FiringClaim
 from ports.queue import MessageQueue
 from ports.runs import RunFinish
 
@@ -18,6 +19,8 @@ class InMemoryQueue(MessageQueue):
     _lock: threading.Lock
     _conversations: dict[str, Conversation]
     _runs: dict[str, Run]
+    _check_claim: Callable[[FiringClaim], None]  # adapters.memory.schedules, on the same store
+    _take_claim: Callable[[FiringClaim, str, str, bool], None]
 
     def _queue_init(self) -> None:
         self._queue: dict[str, QueuedMessage] = {}  # id -> message
@@ -63,7 +66,7 @@ class InMemoryQueue(MessageQueue):
         self._queue[claimed.id] = claimed
         return claimed
 
-    async def enqueue(self, message: QueuedMessage, limit: int) -> QueuedMessage | None:
+    async def enqueue(self, message: QueuedMessage, limit: int, firing: FiringClaim | None = None) -> QueuedMessage | None:
         with self._lock:
             if message.conversation_id not in self._conversations:
                 raise ConversationNotFound()
@@ -77,6 +80,9 @@ class InMemoryQueue(MessageQueue):
             else:
                 position = max((q.position for q in mine), default=0) + 1
             stored = replace(message, position=position, state=QueueState.WAITING, run_id=None)
+            if firing is not None:
+                self._check_claim(firing)
+                self._take_claim(firing, stored.id, stored.conversation_id, True)
             self._queue[stored.id] = stored
             return stored
 

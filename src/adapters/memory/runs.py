@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
@@ -16,18 +16,20 @@ from adapters.memory.approvals import InMemoryApprovals
 from adapters.memory.metadata import InMemoryMetadata
 from adapters.memory.organise import InMemoryOrganising
 from adapters.memory.queue import InMemoryQueue
+from adapters.memory.schedules import InMemorySchedules
+from adapters.memory.signals import InMemorySignals
 from adapters.storage.event_rows import pack, unpack
-from domain.errors import ConversationNotFound, RunLost, SessionInProgress, UserLimitReached
+from domain.errors import ConversationNotFound, SessionInProgress, UserLimitReached
 from domain.lifecycle import GIVE_UP
 from domain.model import Conversation, Run, RunError, RunOwner, RunStatus, TitleSource, iso, utc_now
 from domain.models import ChatSettings
 from domain.organise import Shown
 from domain.principals import BOOTSTRAP_ID
 from domain.queue import QueuedMessage
+from domain.schedules import FiringClaim
 from ports.events import EventBatch, RunEventLog
-from ports.journal import JournalEntry, ToolJournal
+from ports.journal import JournalEntry
 from ports.runs import LoadCap, RunFinish, RunRepository
-from ports.signals import RunSignals
 
 
 def _ms(ts: datetime) -> datetime:
@@ -42,7 +44,14 @@ class _Waiter:
 
 
 class InMemoryRunStore(
-    InMemoryApprovals, InMemoryQueue, InMemoryMetadata, InMemoryOrganising, RunRepository, RunEventLog, RunSignals, ToolJournal
+    InMemoryApprovals,
+    InMemoryQueue,
+    InMemorySchedules,
+    InMemoryMetadata,
+    InMemoryOrganising,
+    InMemorySignals,
+    RunRepository,
+    RunEventLog,
 ):
     """Plain dicts behind one lock (never held across an await). Event data goes through
     JSON, as in SQLite, so what is not JSON-encodable fails here too."""
@@ -60,6 +69,7 @@ class InMemoryRunStore(
         self._queue_init()
         self._metadata_init()
         self._organise_init()
+        self._schedules_init()
 
     def close(self) -> None:
         pass
@@ -230,11 +240,22 @@ class InMemoryRunStore(
         )
         return replace(run, lease_expired=expired)
 
-    async def start_run(self, run: Run, now: datetime, flushed_by_input: bool = False, cap: LoadCap | None = None) -> None:
+    async def start_run(
+        self,
+        run: Run,
+        now: datetime,
+        flushed_by_input: bool = False,
+        cap: LoadCap | None = None,
+        firing: FiringClaim | None = None,
+    ) -> None:
         with self._lock:
             if cap is not None and self._load(cap.owner) >= cap.limit:
                 raise UserLimitReached()
+            if firing is not None:
+                self._check_claim(firing)
             self._insert_running(run, now)
+            if firing is not None:
+                self._take_claim(firing, run.id, run.conversation_id, False)
 
     def _insert_running(self, run: Run, now: datetime) -> None:
         if any(r.conversation_id == run.conversation_id and r.status is RunStatus.RUNNING for r in self._runs.values()):
@@ -290,6 +311,8 @@ class InMemoryRunStore(
                 seq = max(finish.event_id or 0, max(events, default=0) + 1)
                 events[seq] = (finish.event.event, data)
                 self._wake(run_id)
+            if not finish.input_recorded:
+                self._firing_unsaved(run_id)
             return self._after_finish(run, finish) or True
 
     async def give_up(self, run_id: str, error: RunError, now: datetime) -> bool:
@@ -408,41 +431,3 @@ class InMemoryRunStore(
                 if run is not None and run.finished_at is not None and run.finished_at < cutoff:
                     deleted += len(self._events.pop(rid))
             return deleted
-
-    # --- RunSignals ----------------------------------------------------------------------
-
-    async def request_cancel(self, run_id: str) -> bool:
-        with self._lock:
-            run = self._runs.get(run_id)
-            if run is None or run.status is not RunStatus.RUNNING:
-                return False
-            self._cancels.add(run_id)
-            return True
-
-    async def cancel_requested(self, run_ids: Sequence[str]) -> set[str]:
-        with self._lock:
-            return {
-                rid
-                for rid in run_ids
-                if rid in self._cancels and (run := self._runs.get(rid)) is not None and run.status is RunStatus.RUNNING
-            }
-
-    # --- ToolJournal ---------------------------------------------------------------------
-
-    async def call_started(
-        self, key: str, conversation_id: str, run_id: str | None, tool: str, unsafe: bool, now: datetime
-    ) -> None:
-        with self._lock:
-            if run_id is not None:
-                run = self._runs.get(run_id)
-                if run is None or run.status is not RunStatus.RUNNING:
-                    raise RunLost()
-            old = self._journal.get(key)
-            if old is None:
-                self._journal[key] = (conversation_id, JournalEntry(key, tool, unsafe, 1))
-            else:  # as SQLite's ON CONFLICT: the first tool and flag stay, attempts count
-                self._journal[key] = (old[0], replace(old[1], attempts=old[1].attempts + 1))
-
-    async def entries(self, keys: Iterable[str]) -> dict[str, JournalEntry]:
-        with self._lock:
-            return {k: self._journal[k][1] for k in keys if k in self._journal}

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from adapters.postgres.saver import FencedPostgresSaver
     from adapters.postgres.search import PostgresSearchIndex
     from adapters.postgres.sessions import PostgresSessionStore
+    from adapters.postgres.store import PostgresStore
     from adapters.postgres.traces import PostgresSpanStore
     from adapters.postgres.usage import PostgresAuditLog, PostgresUsageStore
     from adapters.postgres.users import PostgresUserStore
@@ -118,6 +119,12 @@ class PostgresBackend(Backend):
 
         self.runs()
         return PostgresAuditLog(self.database())
+
+    def store(self) -> PostgresStore:
+        from adapters.postgres.store import PostgresStore
+
+        self.runs()  # the schema is migrated by the run store's first use
+        return PostgresStore(self.database())
 
     def search(self, threads: Callable[[], CheckpointPort]) -> PostgresSearchIndex:
         if self._search is None:

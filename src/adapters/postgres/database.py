@@ -27,8 +27,10 @@ from adapters.postgres.message_schema import MIGRATION_MESSAGES
 from adapters.postgres.metadata_schema import MIGRATION_RUN_KWARGS, MIGRATION_THREAD_METADATA
 from adapters.postgres.organise_schema import add_organising
 from adapters.postgres.queue_schema import MIGRATION_QUEUE
+from adapters.postgres.schedule_schema import MIGRATION_SCHEDULES
 from adapters.postgres.search_schema import add_stems
 from adapters.postgres.session_schema import MIGRATION_SESSIONS
+from adapters.postgres.store_schema import MIGRATION_STORE
 from adapters.postgres.trace_schema import MIGRATION_TRACES
 from adapters.postgres.usage_schema import MIGRATION_USAGE_AUDIT
 from adapters.postgres.user_schema import MIGRATION_OWNER, MIGRATION_USERS, add_rule_owner
@@ -197,6 +199,8 @@ MIGRATIONS: tuple[str | Setup, ...] = (
     add_stems,  # v16
     add_organising,  # v17
     MIGRATION_USAGE_AUDIT,
+    MIGRATION_STORE,
+    MIGRATION_SCHEDULES,
     MIGRATION_TRACES,
 )
 

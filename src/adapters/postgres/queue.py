@@ -13,9 +13,11 @@ from psycopg import AsyncCursor
 
 from adapters.postgres.database import PostgresDatabase
 from adapters.postgres.rows import insert_running, stamp
+from adapters.postgres.schedules import claim_firing
 from domain.errors import ConversationNotFound, QueueFull
 from domain.model import Run, RunStatus
 from domain.queue import QueuedMessage, QueueState, accepts_queue
+from domain.schedules import FiringClaim
 from ports.queue import MessageQueue
 from ports.runs import RunFinish
 
@@ -84,7 +86,7 @@ class PostgresQueue(MessageQueue):
     async def _rows(self, sql: str, args: Sequence[object] | Mapping[str, object] = ()) -> list[tuple[Any, ...]]:
         raise NotImplementedError
 
-    async def enqueue(self, message: QueuedMessage, limit: int) -> QueuedMessage | None:
+    async def enqueue(self, message: QueuedMessage, limit: int, firing: FiringClaim | None = None) -> QueuedMessage | None:
         cid = message.conversation_id
         await self.ready()
         async with self.db.cursor(transaction=True) as cur:
@@ -113,6 +115,8 @@ class PostgresQueue(MessageQueue):
                 ),
             )
             row = await cur.fetchone()
+            if firing is not None:  # the same transaction: both or neither
+                await claim_firing(cur, firing, message.id, cid, queued=True)
         assert row is not None
         return message_from_row(row)
 

@@ -26,16 +26,18 @@ from adapters.postgres.rows import (
     run_from_row,
     stamp,
 )
+from adapters.postgres.schedules import PostgresSchedules, claim_firing, firing_unsaved
 from adapters.postgres.search import forget_conversation, index_title
 from adapters.storage.event_rows import pack
 from adapters.storage.wakeups import Wakeups
-from domain.errors import SessionInProgress, UserLimitReached
+from domain.errors import FiringTaken, SessionInProgress, UserLimitReached
 from domain.lifecycle import GIVE_UP
 from domain.model import Conversation, Run, RunError, RunOwner, TitleSource
 from domain.models import ChatSettings
 from domain.organise import Shown
 from domain.principals import BOOTSTRAP_ID
 from domain.queue import QueuedMessage
+from domain.schedules import FiringClaim
 from ports.runs import LoadCap, RunFinish, RunRepository
 
 # USER_MAX_ACTIVE_RUNS: a user's running runs plus their queued messages (two args: the user twice)
@@ -46,7 +48,7 @@ OWNER_LOAD = (
 )
 
 
-class PostgresRunStore(PostgresRunEvents, PostgresApprovals, PostgresQueue, PostgresOrganising, RunRepository):
+class PostgresRunStore(PostgresRunEvents, PostgresApprovals, PostgresQueue, PostgresSchedules, PostgresOrganising, RunRepository):
     """Every method takes a pooled connection for one statement or one transaction.
     `owner`, when given, is this process: its presence (liveness lock, notifications) is
     held from first use until `aclose`. `poll_interval` bounds how long a follower waits
@@ -222,7 +224,14 @@ class PostgresRunStore(PostgresRunEvents, PostgresApprovals, PostgresQueue, Post
 
     # --- runs ----------------------------------------------------------------------------
 
-    async def start_run(self, run: Run, now: datetime, flushed_by_input: bool = False, cap: LoadCap | None = None) -> None:
+    async def start_run(
+        self,
+        run: Run,
+        now: datetime,
+        flushed_by_input: bool = False,
+        cap: LoadCap | None = None,
+        firing: FiringClaim | None = None,
+    ) -> None:
         await self.ready()
         try:
             async with self.db.cursor(transaction=True) as cur:
@@ -235,8 +244,10 @@ class PostgresRunStore(PostgresRunEvents, PostgresApprovals, PostgresQueue, Post
                     await cur.execute(OWNER_LOAD, (cap.owner, cap.owner))
                     if (load := await cur.fetchone()) is not None and load[0] >= cap.limit:
                         raise UserLimitReached()
+                if firing is not None:  # the same transaction: both or neither
+                    await claim_firing(cur, firing, run.id, run.conversation_id, queued=False)
                 await insert_running(cur, run, now)
-        except (SessionInProgress, UserLimitReached):
+        except (SessionInProgress, UserLimitReached, FiringTaken):
             raise
         except Exception as e:
             # the partial unique index (one running run per conversation) has the last word
@@ -288,6 +299,8 @@ class PostgresRunStore(PostgresRunEvents, PostgresApprovals, PostgresQueue, Post
                     (run_id, finish.event_id or 0, run_id, event.event, Jsonb(event.data)),
                 )
                 await cur.execute(NOTIFY, ([run_id],))
+            if not finish.input_recorded:
+                await firing_unsaved(cur, run_id)
             started = await after_finish(cur, run_id, row[0], finish)
         if event is not None:
             self._wakeups.wake([run_id])

@@ -50,7 +50,7 @@ from psycopg.rows import DictRow, dict_row
 from psycopg_pool import PoolTimeout
 
 from adapters.langgraph import branching
-from adapters.langgraph.keys import INPUT_TASK, RUN_KEY
+from adapters.langgraph.keys import INPUT_TASK, KEEP_ALL_KEY, RUN_KEY
 from adapters.langgraph.latest import LatestCheckpoints
 from adapters.langgraph.rows import summary_row
 from adapters.langgraph.saver import MessagesOnce, Saver
@@ -196,7 +196,7 @@ class FencedPostgresSaver(AsyncPostgresSaver, Saver, MessagesOnce):
             await cur.execute(LOG_ROW, (thread_id, ns, checkpoint["id"], *summary, branch))
             if not ns:
                 await index_checkpoint(cur, thread_id, checkpoint)
-            if self.keep > 0:
+            if self.keep > 0 and not config["configurable"].get(KEEP_ALL_KEY):  # a hosted graph's: all kept
                 await self._retain(cur, thread_id, ns, self.keep, seqs)
         self.file_stage.stored(thread_id, files)
         meta = json.dumps(get_serializable_checkpoint_metadata(config, metadata)).encode()

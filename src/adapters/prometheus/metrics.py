@@ -23,7 +23,7 @@ from prometheus_client import (
 from prometheus_client.exposition import choose_encoder
 
 from domain.model import RunStatus, RunTrigger
-from ports.metrics import MetricsPort
+from ports.metrics import FIRING_OUTCOMES, MetricsPort
 
 MAX_TOOL_SERIES = 100
 TOOL_SEP = "__"  # tool names are `<server>__<tool>` (ports.tools.ToolSpec)
@@ -31,6 +31,8 @@ INF = float("inf")
 RUN_BUCKETS = (0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 1800, INF)
 MODEL_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, INF)
 TOOL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, INF)
+LATENESS = "Seconds between a firing's time and the start of its run"
+LATENESS_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600, INF)
 FINISHED = [s.value for s in RunStatus if s.finished]
 
 
@@ -63,6 +65,10 @@ class PrometheusMetrics(MetricsPort):
         self.storage_failures = counter("storage_failures", "Storage calls that failed", "reason")
         self.maintenance_failures = counter(
             "maintenance_failures", "Failed rounds of the background work (leases, signals, events, recovery)", "task"
+        )
+        self.firings = counter("schedule_firings", "Schedules' firings, by outcome (services.scheduler)", "outcome")
+        self.firing_lateness = Histogram(
+            "sophos_schedule_lateness_seconds", LATENESS, registry=registry, buckets=LATENESS_BUCKETS
         )
         self.model_tokens_total = counter("model_tokens", "Tokens of model calls, by model and direction", "model", "direction")
         self.runs_active = Gauge("sophos_runs_active", "Runs this process is executing", registry=registry)
@@ -104,6 +110,8 @@ class PrometheusMetrics(MetricsPort):
             self.checkpoint_bytes.labels(label)
         for label in ("busy", "error"):
             self.storage_failures.labels(label)
+        for label in FIRING_OUTCOMES:
+            self.firings.labels(label)
         for label in ("local", "log"):
             self.streams_active.labels(label)
 
@@ -164,3 +172,8 @@ class PrometheusMetrics(MetricsPort):
 
     def maintenance_failed(self, task: str) -> None:
         self.maintenance_failures.labels(task).inc()
+
+    def schedule_fired(self, outcome: str, lateness: float) -> None:
+        self.firings.labels(outcome).inc()
+        if outcome in ("started", "queued", "redone"):
+            self.firing_lateness.observe(lateness)

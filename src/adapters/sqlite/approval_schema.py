@@ -1,4 +1,4 @@
-"""Tool calls waiting for approval (a migration of the SQLite file)."""
+"""The tool-approval tables on the SQLite file (v7 in database.MIGRATIONS)."""
 
 from __future__ import annotations
 

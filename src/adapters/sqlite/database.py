@@ -22,8 +22,10 @@ from adapters.sqlite.message_schema import MIGRATION_MESSAGES
 from adapters.sqlite.metadata_schema import MIGRATION_RUN_KWARGS, MIGRATION_THREAD_METADATA
 from adapters.sqlite.organise_schema import add_organising
 from adapters.sqlite.queue_schema import MIGRATION_QUEUE
+from adapters.sqlite.schedule_schema import MIGRATION_SCHEDULES
 from adapters.sqlite.search_schema import MIGRATION_SEARCH, add_stems
 from adapters.sqlite.session_schema import MIGRATION_SESSIONS
+from adapters.sqlite.store_schema import MIGRATION_STORE
 from adapters.sqlite.threads import SerialThread, release, writer_thread
 from adapters.sqlite.trace_schema import add_traces
 from adapters.sqlite.usage_schema import add_usage_and_audit
@@ -142,6 +144,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     add_stems,  # v19
     add_organising,  # v20
     add_usage_and_audit,
+    MIGRATION_STORE,
+    MIGRATION_SCHEDULES,
     add_traces,
 )
 

@@ -12,9 +12,11 @@ from typing import Any
 
 from adapters.sqlite.database import Worker, transaction
 from adapters.sqlite.rows import LATEST_RUN, fetchall, insert_running, marks
+from adapters.sqlite.schedules import claim_firing
 from domain.errors import ConversationNotFound, QueueFull
 from domain.model import Run, RunStatus, iso
 from domain.queue import QueuedMessage, QueueState, accepts_queue
+from domain.schedules import FiringClaim
 from ports.queue import MessageQueue
 from ports.runs import RunFinish
 
@@ -69,7 +71,7 @@ class SqliteQueue(MessageQueue):
     _writer: Worker
     _reader: Worker
 
-    async def enqueue(self, message: QueuedMessage, limit: int) -> QueuedMessage | None:
+    async def enqueue(self, message: QueuedMessage, limit: int, firing: FiringClaim | None = None) -> QueuedMessage | None:
         cid = message.conversation_id
 
         def write(c: sqlite3.Connection) -> QueuedMessage | None:
@@ -96,6 +98,8 @@ class SqliteQueue(MessageQueue):
                         int(message.steer),
                     ),
                 )
+                if firing is not None:  # the same transaction: both or neither
+                    claim_firing(c, firing, message.id, cid, queued=True)
                 row = c.execute(f"SELECT {COLUMNS} FROM queued_messages WHERE id = ?", (message.id,)).fetchone()
             return message_from_row(row)
 

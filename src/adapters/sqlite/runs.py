@@ -37,6 +37,7 @@ from adapters.sqlite.rows import (
     marks,
     run_from_row,
 )
+from adapters.sqlite.schedules import SqliteSchedules, claim_firing, firing_unsaved
 from adapters.sqlite.search_schema import stem_title
 from adapters.storage.event_rows import pack
 from adapters.storage.wakeups import Wakeups
@@ -47,11 +48,14 @@ from domain.models import ChatSettings
 from domain.organise import Shown
 from domain.principals import BOOTSTRAP_ID
 from domain.queue import QueuedMessage
+from domain.schedules import FiringClaim
 from ports.metrics import NO_METRICS, MetricsPort
 from ports.runs import LoadCap, RunFinish, RunRepository
 
 
-class SqliteRunStore(SqliteRunEvents, SqliteThreadMetadata, SqliteApprovals, SqliteQueue, SqliteOrganising, RunRepository):
+class SqliteRunStore(
+    SqliteRunEvents, SqliteThreadMetadata, SqliteApprovals, SqliteQueue, SqliteSchedules, SqliteOrganising, RunRepository
+):
     """Two connections to the file, each on its own thread: a writer (every write is a
     BEGIN IMMEDIATE transaction, so processes on one file queue behind `busy_timeout`
     seconds, then get StorageFailure) and a reader, which in WAL mode never waits for a
@@ -258,7 +262,14 @@ class SqliteRunStore(SqliteRunEvents, SqliteThreadMetadata, SqliteApprovals, Sql
 
     # --- runs ----------------------------------------------------------------------------
 
-    async def start_run(self, run: Run, now: datetime, flushed_by_input: bool = False, cap: LoadCap | None = None) -> None:
+    async def start_run(
+        self,
+        run: Run,
+        now: datetime,
+        flushed_by_input: bool = False,
+        cap: LoadCap | None = None,
+        firing: FiringClaim | None = None,
+    ) -> None:
         def write(c: sqlite3.Connection) -> None:
             # WAL frames are ordered: the input's synced commit makes this row durable too
             with unsynced(c) if flushed_by_input else nullcontext(), transaction(c):
@@ -266,6 +277,8 @@ class SqliteRunStore(SqliteRunEvents, SqliteThreadMetadata, SqliteApprovals, Sql
                 # read here is the load the insert adds to
                 if cap is not None and c.execute(OWNER_LOAD, (cap.owner, cap.owner)).fetchone()[0] >= cap.limit:
                     raise UserLimitReached()
+                if firing is not None:  # the same transaction: both or neither
+                    claim_firing(c, firing, run.id, run.conversation_id, queued=False)
                 insert_running(c, run, now)
 
         await self._writer.run(write)
@@ -312,6 +325,8 @@ class SqliteRunStore(SqliteRunEvents, SqliteThreadMetadata, SqliteApprovals, Sql
                         "(SELECT coalesce(max(seq), 0) + 1 FROM run_events WHERE run_id = ?)), ?, ?)",
                         (run_id, finish.event_id or 0, run_id, event.event, data),
                     )
+                if not finish.input_recorded:
+                    firing_unsaved(c, run_id)
                 started = after_finish(c, run_id, row[0], finish)
             return started or True
 

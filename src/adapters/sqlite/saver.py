@@ -54,7 +54,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.utils import load_pending_writes, pending_writes_sql
 
 from adapters.langgraph import branching
-from adapters.langgraph.keys import INPUT_TASK, RUN_KEY
+from adapters.langgraph.keys import INPUT_TASK, KEEP_ALL_KEY, RUN_KEY
 from adapters.langgraph.latest import LatestCheckpoints
 from adapters.langgraph.rows import plain_messages, summary_row
 from adapters.langgraph.saver import MessagesOnce, Saver
@@ -208,10 +208,11 @@ class ThreadedSqliteSaver(SqliteSaver, Saver, MessagesOnce):
             if op is not None:
                 branches.apply(cur, thread_id, op, dict(checkpoint), summary[4])
             branch = branches.active_number(cur, thread_id) if not ns else None
-            if self.keep > 1:
+            keep = 0 if configurable.get(KEEP_ALL_KEY) else self.keep
+            if keep > 1:
                 # pruned before the insert, so the new blob reuses the pages the oldest one
                 # frees: pruned after, a thread's file kept a whole checkpoint's worth of free pages
-                prune_thread(cur, thread_id, ns, self.keep - 1, refs)
+                prune_thread(cur, thread_id, ns, keep - 1, refs)
             if planned is not None:
                 written += message_rows.store(cur, thread_id, ns, planned)
             checkpoint_rows.insert_checkpoint(
@@ -219,8 +220,8 @@ class ThreadedSqliteSaver(SqliteSaver, Saver, MessagesOnce):
             )
             if not ns:
                 index_checkpoint(cur, thread_id, checkpoint)
-            if self.keep == 1:
-                prune_thread(cur, thread_id, ns, self.keep, refs)
+            if keep == 1:
+                prune_thread(cur, thread_id, ns, keep, refs)
         self.file_stage.stored(thread_id, files)
         self.metrics.checkpoint_written("checkpoint", len(blob) + len(meta_blob) + written)
         self.latest.remember(thread_id, ns, checkpoint, meta_blob, configurable.get("checkpoint_id"), refs)

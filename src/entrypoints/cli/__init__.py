@@ -18,10 +18,12 @@ from entrypoints.cli.doctor import doctor
 from entrypoints.cli.exits import EXIT_PIPE, EXIT_STOPPED
 from entrypoints.cli.graphs import graphs
 from entrypoints.cli.help import format_sections
+from entrypoints.cli.memory import memory
 from entrypoints.cli.models import models
 from entrypoints.cli.output import silence_output
 from entrypoints.cli.repl import repl
 from entrypoints.cli.runs import cancel, chat, regenerate, resume
+from entrypoints.cli.schedules import schedule
 from entrypoints.cli.serve import serve
 from entrypoints.cli.transfer import export, import_
 from entrypoints.cli.usage import audit, usage
@@ -107,6 +109,8 @@ for command in (
     usage,
     audit,
     graphs,
+    memory,
+    schedule,
 ):
     main.add_command(command)
 db.add_command(reindex)

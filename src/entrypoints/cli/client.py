@@ -126,12 +126,35 @@ class SophosClient(Protocol):
 
     async def revoke_rule(self, tool: str) -> None: ...
 
+    async def schedules(self) -> list[Json]:
+        """The schedules as GET /api/schedules gives them, oldest first."""
+        ...
+
+    async def add_schedule(self, body: Json) -> Json:
+        """Make the schedule a POST /api/schedules `body` names; the schedule."""
+        ...
+
+    async def edit_schedule(self, schedule_id: str, body: Json) -> Json:
+        """Apply a PATCH /api/schedules/ID `body` (pause: `{"enabled": false}`); the schedule."""
+        ...
+
+    async def delete_schedule(self, schedule_id: str) -> None: ...
+
     async def usage(self, first: str | None, last: str | None, everyone: bool) -> list[Json]:
         """GET /api/usage's rows (days YYYY-MM-DD, UTC)."""
         ...
 
     async def audit(self, since: str | None, limit: int) -> list[Json]:
         """GET /api/audit's entries (admins only)."""
+        ...
+
+    async def memories(self) -> list[Json]:
+        """What the agent remembers about the user, as GET /api/memory gives it: `[{id, text,
+        createdAt, updatedAt}]`, newest first (locally: the bootstrap admin's, this machine's user)."""
+        ...
+
+    async def forget_memory(self, memory: str) -> None:
+        """Forget one; NOT_FOUND when the user has no memory of that id."""
         ...
 
     async def run(self, body: Json, printer: Printer, stopper: Stopper) -> tuple[str, str]:

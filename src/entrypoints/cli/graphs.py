@@ -1,6 +1,7 @@
 """`sophos graphs`: the graphs of the configured `langgraph.json` (LANGGRAPH_JSON), as
-`sophos serve` loads them at start-up: each one imported, so a graph that fails is the
-same one line here as there."""
+`sophos serve` loads them at start-up (each one imported, so a graph that fails is the
+same one line here as there), with the id of the assistant that serves each on the
+LangGraph API."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ from entrypoints.cli.base import Context, global_options, pass_ctx
 
 
 def graph_line(graph: HostedGraph, width: int) -> str:
-    return f"{graph.graph_id:<{width}}  {graph.kind_text:<24}  {graph.source}"
+    return f"{graph.graph_id:<{width}}  {graph.assistant_id}  {graph.kind_text:<24}  {graph.source}"
 
 
 def graph_json(graph: HostedGraph) -> dict[str, object]:
     return {
         "graph_id": graph.graph_id,
+        "assistant_id": graph.assistant_id,
         "source": graph.source,
         "kind": graph.kind.value,
         "factory_args": list(graph.factory_args),
@@ -32,7 +34,7 @@ def graph_json(graph: HostedGraph) -> dict[str, object]:
 @global_options
 @pass_ctx
 def graphs(ctx: Context, path: str | None, as_json: bool) -> None:
-    """List the graphs of the langgraph.json (LANGGRAPH_JSON): id, kind and source."""
+    """List the graphs of the langgraph.json (LANGGRAPH_JSON): id, assistant id, kind and source."""
     if path:
         ctx.overrides["LANGGRAPH_JSON"] = path
     catalog_of = ctx.services.graphs

@@ -6,9 +6,10 @@ import click
 
 # every command of the group is in one section; a command missing here goes under "other"
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Chat", ("chat", "repl", "resume", "regenerate", "cancel", "models")),
+    ("Chat", ("chat", "repl", "resume", "regenerate", "cancel", "schedule", "models")),
     ("Conversations", ("conversations", "show", "search", "branch", "rename", "delete", "export", "import")),
     ("Approvals", ("approve", "approvals")),
+    ("Memory", ("memory",)),
     ("Server", ("serve", "doctor", "users", "usage", "audit", "graphs")),
     ("Database", ("db",)),
 )
@@ -27,10 +28,12 @@ SUMMARIES = {
     "import": "Add conversations from a Sophos or ChatGPT export file.",
     "approve": "Approve, edit or reject the calls a conversation waits on.",
     "approvals": "List or revoke the tools you always allow.",
+    "memory": "List or forget what the agent remembers about you.",
     "doctor": "Check the model server, every tool server and the database.",
     "models": "List the models the model server serves (* marks the default).",
     "db": "Inspect and maintain the database (SQLite, or PostgreSQL).",
     "graphs": "List the graphs of the langgraph.json (LANGGRAPH_JSON).",
+    "schedule": "Send a message at set times (fired by sophos serve).",
 }
 
 

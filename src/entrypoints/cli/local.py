@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from domain.attachments import AttachmentLimits
 from domain.commands import Cancel, SendMessage, StartRun, start_command
-from domain.errors import ModelBadResponse, ModelUnreachable
+from domain.errors import ModelBadResponse, ModelUnreachable, NotSupported
 from domain.events import StreamEvent
 from domain.model import parse_conversation_id
 from domain.models import settings_change
@@ -28,11 +28,14 @@ from entrypoints.dto import (
     summary_dto,
     usage_dto,
 )
+from entrypoints.schedule_dto import edit_of, schedule_dto, spec_of
 
 if TYPE_CHECKING:
     from entrypoints.bundle import Services
     from entrypoints.cli.output import Printer
     from entrypoints.container import Container
+    from services.memory import MemoryService
+    from services.schedules import ScheduleService
     from services.supervisor import Supervisor
 
 
@@ -143,6 +146,24 @@ class LocalClient(SophosClient):
     async def revoke_rule(self, tool: str) -> None:
         await self._services.allow_rules().revoke(tool)
 
+    def _schedules(self) -> ScheduleService:
+        schedules = self._services.schedules
+        if schedules is None:
+            raise NotSupported("This database keeps no schedules")
+        return schedules()
+
+    async def schedules(self) -> list[Json]:
+        return [schedule_dto(s) for s in await self._schedules().list()]
+
+    async def add_schedule(self, body: Json) -> Json:
+        return schedule_dto(await self._schedules().create(spec_of(body)))
+
+    async def edit_schedule(self, schedule_id: str, body: Json) -> Json:
+        return schedule_dto(await self._schedules().edit(schedule_id, edit_of(body)))
+
+    async def delete_schedule(self, schedule_id: str) -> None:
+        await self._schedules().delete(schedule_id)
+
     async def usage(self, first: str | None, last: str | None, everyone: bool) -> list[Json]:
         from domain.principals import LOCAL
         from services.usage import parse_day
@@ -159,6 +180,19 @@ class LocalClient(SophosClient):
 
         getter = self._services.audit
         return [] if getter is None else [audit_dto(e) for e in await getter().entries(parse_since(since), limit, by=LOCAL)]
+
+    async def memories(self) -> list[Json]:
+        from entrypoints.http.memory import memory_dto
+
+        return [memory_dto(m) for m in await self._memory().list()]
+
+    async def forget_memory(self, memory: str) -> None:
+        await self._memory().forget(memory)
+
+    def _memory(self) -> MemoryService:
+        if self._services.memory is None:
+            raise NotSupported("This database keeps no memory")
+        return self._services.memory()
 
     async def run(self, body: Json, printer: Printer, stopper: Stopper) -> tuple[str, str]:
         """The run in this process, with leases and cancel signals kept by a supervisor (no

@@ -119,6 +119,21 @@ class HttpClient(SophosClient):
     async def revoke_rule(self, tool: str) -> None:
         await self._request("DELETE", f"/api/approvals/always/{quote(tool, safe='')}")
 
+    async def schedules(self) -> list[Json]:
+        found: list[Json] = (await self._json("GET", "/api/schedules"))["schedules"]
+        return found
+
+    async def add_schedule(self, body: Json) -> Json:
+        made: Json = (await self._json("POST", "/api/schedules", body))["schedule"]
+        return made
+
+    async def edit_schedule(self, schedule_id: str, body: Json) -> Json:
+        edited: Json = (await self._json("PATCH", f"/api/schedules/{quote(schedule_id, safe='')}", body))["schedule"]
+        return edited
+
+    async def delete_schedule(self, schedule_id: str) -> None:
+        await self._request("DELETE", f"/api/schedules/{quote(schedule_id, safe='')}")
+
     async def usage(self, first: str | None, last: str | None, everyone: bool) -> list[Json]:
         params = {k: v for k, v in (("from", first), ("to", last), ("all", "true" if everyone else None)) if v}
         rows: list[Json] = (await self._json("GET", "/api/usage", params=params))["rows"]
@@ -128,6 +143,13 @@ class HttpClient(SophosClient):
         params: dict[str, Any] = {"limit": limit, **({"since": since} if since else {})}
         entries: list[Json] = (await self._json("GET", "/api/audit", params=params))["entries"]
         return entries
+
+    async def memories(self) -> list[Json]:
+        found: list[Json] = (await self._json("GET", "/api/memory"))["memories"]
+        return found
+
+    async def forget_memory(self, memory: str) -> None:
+        await self._request("DELETE", f"/api/memory/{quote(memory, safe='')}")
 
     async def run(self, body: Json, printer: Printer, stopper: Stopper) -> tuple[str, str]:
         """POST the run, then follow its stream. Stopping it (Ctrl-C, a closed stdout) stops

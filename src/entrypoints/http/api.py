@@ -8,7 +8,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from entrypoints.http import files, presets, routes, session, transfer, usage
+from entrypoints.http import files, memory, presets, routes, schedules, session, transfer, usage
 from entrypoints.http.api_schemas import (
     COMPONENTS,
     CONVERSATION,
@@ -292,7 +292,9 @@ ROUTES: tuple[ApiRoute, ...] = (
         errors=(401, 403, 429),
     ),
     *presets.ROUTES,
+    *schedules.ROUTES,
     *usage.ROUTES,
+    *memory.ROUTES,
     ApiRoute("/api/healthz", "GET", routes.healthz, "Liveness"),
     ApiRoute("/api/readyz", "GET", routes.readyz, "Model and tool readiness", errors=(503,)),
     ApiRoute("/api/openapi.json", "GET", document, "This document"),

@@ -256,3 +256,45 @@ AUDIT_ROWS: Schema = {
         }
     },
 }
+
+# /api/schedules (entrypoints/http/schedules.py)
+WHEN: Schema = {"type": "string", "format": "date-time", "maxLength": 40}
+SCHEDULE_FIELDS: Schema = {
+    "cron": {
+        "type": "string",
+        "maxLength": 120,
+        "description": "5 fields (minute hour day month weekday), or 6 with seconds first; or give `at`",
+    },
+    "at": {**WHEN, "description": "once, at this time (with an offset); or give `cron`"},
+    "tz": {"type": "string", "maxLength": 64, "description": "the IANA time zone the cron is read in (default UTC)"},
+    "message": {"type": "string", "minLength": 1, "maxLength": 16000},
+    "catchUp": {
+        "type": "string",
+        "enum": ["once", "skip"],
+        "description": "firings missed while no process ran: run once (the latest) at start-up, or skip them",
+    },
+    "endsAt": {**WHEN, "nullable": True, "description": "no firing after this time"},
+    "enabled": {"type": "boolean", "description": "false: paused"},
+}
+SCHEDULE: Schema = {
+    "type": "object",
+    "properties": {
+        "id": UUID,
+        **SCHEDULE_FIELDS,
+        "conversationId": {**UUID, "nullable": True, "description": "null: a new conversation per firing"},
+        "nextAt": {**WHEN, "nullable": True},
+        "createdAt": WHEN,
+        "lastRunId": {"type": "string", "nullable": True},
+        "lastFiredFor": {**WHEN, "nullable": True},
+    },
+}
+FIRING: Schema = {
+    "type": "object",
+    "properties": {
+        "scheduledFor": WHEN,
+        "runId": TEXT,
+        "conversationId": UUID,
+        "queued": {"type": "boolean", "description": "queued behind a run going (its run takes runId when it starts)"},
+        "redo": {"type": "boolean", "description": "its run stopped before its message was saved: it starts again"},
+    },
+}

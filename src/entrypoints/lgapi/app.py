@@ -16,7 +16,7 @@ from entrypoints.http.errors import EXCEPTION_HANDLERS
 from entrypoints.http.forwarded import ForwardedMiddleware
 from entrypoints.http.guard import HostPolicy
 from entrypoints.http.headers import HardeningMiddleware
-from entrypoints.lgapi import meta, runs, threads
+from entrypoints.lgapi import hosted_threads, meta, runs, store, threads
 from entrypoints.lgapi.guard import CorsPolicy, LangGraphGuard
 from entrypoints.settings import Settings
 
@@ -38,14 +38,14 @@ ROUTES = [
     Route(A + "/subgraphs", meta.get_subgraphs, methods=["GET"]),
     Route("/threads/search", threads.search_threads, methods=["POST"]),
     Route("/threads/count", threads.count_threads, methods=["POST"]),
-    Route(T, threads.get_thread, methods=["GET"]),
+    Route(T, hosted_threads.get_thread, methods=["GET"]),
     Route(T, threads.patch_thread, methods=["PATCH"]),
-    Route(T, threads.delete_thread, methods=["DELETE"]),
+    Route(T, hosted_threads.delete_thread, methods=["DELETE"]),
     Route(T + "/copy", threads.copy_thread, methods=["POST"]),
-    Route(T + "/state", threads.get_state, methods=["GET"]),
-    Route(T + "/state", threads.update_state, methods=["POST"]),
-    Route(T + "/state/{checkpoint_id}", threads.get_state_at, methods=["GET"]),
-    Route(T + "/history", threads.history, methods=["POST"]),
+    Route(T + "/state", hosted_threads.get_state, methods=["GET"]),
+    Route(T + "/state", hosted_threads.update_state, methods=["POST"]),
+    Route(T + "/state/{checkpoint_id}", hosted_threads.get_state_at, methods=["GET"]),
+    Route(T + "/history", hosted_threads.history, methods=["POST"]),
     Route(T + "/runs", runs.create_run, methods=["POST"]),
     Route(T + "/runs", runs.list_runs, methods=["GET"]),
     Route(T + "/runs/wait", runs.wait_run, methods=["POST"]),
@@ -56,6 +56,11 @@ ROUTES = [
     Route(R + "/cancel", runs.cancel_run, methods=["POST"]),
     Route("/runs/stream", runs.stream_stateless, methods=["POST"]),
     Route("/runs/wait", runs.wait_stateless, methods=["POST"]),
+    Route("/store/items", store.put_item, methods=["PUT"]),
+    Route("/store/items", store.get_item, methods=["GET"]),
+    Route("/store/items", store.delete_item, methods=["DELETE"]),
+    Route("/store/items/search", store.search_items, methods=["POST"]),
+    Route("/store/namespaces", store.list_namespaces, methods=["POST"]),
 ]
 
 

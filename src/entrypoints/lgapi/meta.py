@@ -1,4 +1,4 @@
-"""/ok, /info and the one assistant (graph `agent`)."""
+"""/ok, /info and the assistants: one per hosted graph, and Sophos's `agent` (entrypoints.lgapi.hosted)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from domain.errors import ConversationNotFound, InvalidInput
-from entrypoints.lgapi import shapes
-from entrypoints.lgapi.threads import read_body
+from entrypoints.lgapi import hosted, shapes
+from entrypoints.lgapi.threads import bounded, read_body, services
+from services.hosted import HostedRuns
 
 
 def _version() -> str:
@@ -29,44 +30,57 @@ async def info(request: Request) -> Response:
         {
             "version": _version(),
             "server": "sophos",
-            "flags": {"assistants": True, "crons": False, "langsmith": False, "store": False},
+            "flags": {"assistants": True, "crons": False, "langsmith": False, "store": services(request).store is not None},
             "metadata": {},
         }
     )
 
 
 def _assistant(request: Request) -> dict[str, Any]:
-    if not shapes.is_assistant(request.path_params["assistant_id"]):
+    wanted = request.path_params["assistant_id"]
+    found = next((a for a in hosted.assistants(request) if wanted in (a["assistant_id"], a["graph_id"])), None)
+    if found is None:
         raise ConversationNotFound("Assistant Not Found")
-    return shapes.assistant()
+    return found
 
 
 async def search_assistants(request: Request) -> Response:
     body = await read_body(request, {"metadata", "graph_id", "name", "limit", "offset", "sort_by", "sort_order", "select"})
-    found = shapes.assistant()
     metadata = body.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise InvalidInput("metadata must be an object")
-    keep = (
-        body.get("graph_id") in (None, shapes.GRAPH_ID)
-        and body.get("name") in (None, shapes.GRAPH_ID)
-        and all(found["metadata"].get(k) == v for k, v in metadata.items())
-        and not body.get("offset")
-    )
-    return JSONResponse([found] if keep else [])
+    limit, offset = bounded(body.get("limit"), "limit", 10, 1), bounded(body.get("offset"), "offset", 0)
+    found = [
+        a
+        for a in hosted.assistants(request)
+        if body.get("graph_id") in (None, a["graph_id"])
+        and body.get("name") in (None, a["name"])
+        and all(a["metadata"].get(k) == v for k, v in metadata.items())
+    ]
+    return JSONResponse(found[offset : offset + limit])
 
 
 async def count_assistants(request: Request) -> Response:
-    await read_body(request, {"metadata", "graph_id", "name"})
-    return JSONResponse(1)
+    body = await read_body(request, {"metadata", "graph_id", "name"})
+    return JSONResponse(sum(1 for a in hosted.assistants(request) if body.get("graph_id") in (None, a["graph_id"])))
 
 
 async def get_assistant(request: Request) -> Response:
     return JSONResponse(_assistant(request))
 
 
+def _hosted_graph(request: Request) -> tuple[HostedRuns, str] | None:
+    graph = hosted.graph_of(request, _assistant(request)["graph_id"])
+    runner = hosted.hosted(request)
+    return (runner, graph) if graph is not None and runner is not None else None
+
+
 async def get_graph(request: Request) -> Response:
-    _assistant(request)
+    found = _hosted_graph(request)
+    if found is not None:
+        xray = request.query_params.get("xray", "false").lower()
+        depth: bool | int = int(xray) if xray.isdigit() else xray == "true"
+        return JSONResponse(await found[0].runner.drawing(found[1], xray=depth))
     nodes = [
         {"id": n, "type": "runnable" if n in ("agent", "tools") else "schema", "data": n}
         for n in ("__start__", "agent", "tools", "__end__")
@@ -88,7 +102,9 @@ MESSAGES_SCHEMA = {
 
 
 async def get_schemas(request: Request) -> Response:
-    _assistant(request)
+    found = _hosted_graph(request)
+    if found is not None:
+        return JSONResponse(await found[0].runner.schemas(found[1]))
     return JSONResponse(
         {
             "graph_id": shapes.GRAPH_ID,

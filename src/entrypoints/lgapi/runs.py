@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from starlette.requests import Request
@@ -15,7 +16,7 @@ from domain.errors import ConversationNotFound, InvalidInput, NotSupported, Queu
 from domain.model import CheckpointSummary, Message, Run, RunStatus, new_id
 from domain.queue import Multitask, QueuedMessage
 from entrypoints.http.principal import principal_of, recheck_of
-from entrypoints.lgapi import shapes
+from entrypoints.lgapi import hosted, shapes
 from entrypoints.lgapi.inputs import RUN_FIELDS, ThreadView, checkpoint_id, needs_thread, run_command
 from entrypoints.lgapi.stream import DEFAULT_MODES, Projector, ReadThread, parse_modes, stream_response
 from entrypoints.lgapi.threads import bounded, branch_of, read_body, services, thread_body, thread_id, view
@@ -51,12 +52,13 @@ async def _run_modes(request: Request, cid: str, rid: str) -> tuple[str, ...]:
     return parse_modes(kept) or DEFAULT_MODES
 
 
-async def _start(request: Request, tid: str | None) -> tuple[dict[str, Any], str, StartedRun | QueuedMessage]:
-    """Parse a run request and start its run: (body, thread id, started run, or the
+async def _start(
+    request: Request, tid: str | None, body: dict[str, Any]
+) -> tuple[dict[str, Any], str, StartedRun | QueuedMessage]:
+    """Start a run request's run (`body`) on Sophos's agent: (body, thread id, started run, or the
     message queued behind the thread's active run: `multitask_strategy` enqueue or
     interrupt). A thread the run makes (stateless, `if_not_exists: create`) is made once
     the request is known good."""
-    body = await read_body(request, set(RUN_FIELDS))
     if not shapes.is_assistant(body.get("assistant_id")):
         raise ConversationNotFound(
             f"Assistant {str(body.get('assistant_id'))[:64]!r} not found: the one assistant is {shapes.GRAPH_ID!r}"
@@ -76,6 +78,7 @@ async def _start(request: Request, tid: str | None) -> tuple[dict[str, Any], str
         command = run_command(body, ThreadView(cid, (), (), 0, None, ()))
         await conversations.create(cid, by=principal_of(request))
     else:
+        await hosted.refuse_graph_thread(request, cid)  # Sophos's agent never runs on a graph's state
         v = await _thread_for(request, cid, body) if needs_thread(body) else ThreadView(cid, (), (), 0, None, ())
         command = run_command(body, v)
     started: StartedRun | QueuedMessage
@@ -140,7 +143,13 @@ async def stream_stateless(request: Request) -> Response:
 
 
 async def _stream_new(request: Request, tid: str | None) -> Response:
-    body, cid, started = await _start(request, tid)
+    body = await read_body(request, set(RUN_FIELDS))
+    graph = hosted.graph_of(request, body.get("assistant_id"))
+    if graph is not None:
+        cid, asked, begun = await hosted.start(request, tid, body, graph)
+        runs = hosted.follow(request, begun)
+        return _chunks(request, asked.stream_modes, begun.run_id, runs, _headers(cid, begun.run_id, tid is None))
+    body, cid, started = await _start(request, tid, body)
     modes = _modes(body.get("stream_mode"))
     if isinstance(started, QueuedMessage):  # its run starts later: the thread as it is now
         projector = Projector(modes, cid, started.id, _read(request, cid))
@@ -161,8 +170,30 @@ async def _stream_new(request: Request, tid: str | None) -> Response:
     )
 
 
+def _chunks(
+    request: Request,
+    modes: Sequence[str],
+    run_id: str,
+    runs: AsyncGenerator[RunStream, None],
+    headers: dict[str, str],
+    after: int = 0,
+) -> Response:
+    """A hosted graph's run (and the runs that resumed it) as its own chunks, in `modes`."""
+    state = request.app.state
+    projector = hosted.ChunkProjector(tuple(modes), run_id)
+    return stream_response(
+        projector, runs, state.ping_seconds, state.closing, headers, begin=after == 0, allowed=recheck_of(request)
+    )
+
+
 async def create_run(request: Request) -> Response:
-    body, cid, started = await _start(request, thread_id(request))
+    body = await read_body(request, set(RUN_FIELDS))
+    graph = hosted.graph_of(request, body.get("assistant_id"))
+    if graph is not None:
+        cid, _, begun = await hosted.start(request, thread_id(request), body, graph)
+        run = await services(request).conversations().run(cid, begun.run_id, by=principal_of(request))
+        return JSONResponse({**shapes.run_dict(run), "assistant_id": hosted.assistant_id(graph)}, headers=_headers(cid, run.id))
+    body, cid, started = await _start(request, thread_id(request), body)
     if isinstance(started, QueuedMessage):
         return JSONResponse(shapes.queued_run_dict(started, str(body["multitask_strategy"])), headers=_headers(cid, started.id))
     run = await services(request).conversations().run(cid, started.run_id, by=principal_of(request))
@@ -203,7 +234,13 @@ async def wait_stateless(request: Request) -> Response:
 
 
 async def _wait_new(request: Request, tid: str | None) -> Response:
-    _, cid, started = await _start(request, tid)
+    body = await read_body(request, set(RUN_FIELDS))
+    graph = hosted.graph_of(request, body.get("assistant_id"))
+    if graph is not None:
+        cid, _, begun = await hosted.start(request, tid, body, graph)
+        await _drain(hosted.follow(request, begun))
+        return JSONResponse(await hosted.values(request, graph, cid), headers=_headers(cid, begun.run_id, tid is None))
+    _, cid, started = await _start(request, tid, body)
     await _drain(_follow(request, started))
     rid = started.id if isinstance(started, QueuedMessage) else started.run_id
     return JSONResponse(await _values(request, cid), headers=_headers(cid, rid, tid is None))
@@ -221,7 +258,8 @@ async def list_runs(request: Request) -> Response:
     status = params.get("status")
     waiting = await services(request).queue().waiting(thread_id(request), by=principal_of(request))
     # newest first: the last queued message runs last
-    out = [shapes.queued_run_dict(q) for q in reversed(waiting)] + [shapes.run_dict(r) for r in runs]
+    times = await _scheduled(request, [r.id for r in runs])
+    out = [shapes.queued_run_dict(q) for q in reversed(waiting)] + [shapes.run_dict(r, times.get(r.id)) for r in runs]
     if status:
         out = [r for r in out if r["status"] == status]
     return JSONResponse(out[offset : offset + limit])
@@ -260,7 +298,17 @@ async def _run_or_queued(request: Request) -> Run | QueuedMessage:
 
 async def get_run(request: Request) -> Response:
     found = await _run_or_queued(request)
-    return JSONResponse(shapes.queued_run_dict(found) if isinstance(found, QueuedMessage) else shapes.run_dict(found))
+    if isinstance(found, QueuedMessage):
+        return JSONResponse(shapes.queued_run_dict(found))
+    graph = await _run_graph(request, found)  # a hosted graph's run is its assistant's
+    body = shapes.run_dict(found, (await _scheduled(request, [found.id])).get(found.id))
+    return JSONResponse({**body, **({"assistant_id": hosted.assistant_id(graph)} if graph else {})})
+
+
+async def _scheduled(request: Request, run_ids: Sequence[str]) -> Mapping[str, datetime]:
+    """When a schedule's firing started these runs: their `metadata.scheduled_for`."""
+    schedules = services(request).schedules
+    return await schedules().scheduled_times(run_ids) if schedules is not None and run_ids else {}
 
 
 async def delete_run(request: Request) -> Response:
@@ -268,8 +316,21 @@ async def delete_run(request: Request) -> Response:
     raise NotSupported("A run's record stays with its thread; delete the thread")
 
 
+async def _run_graph(request: Request, found: Run | QueuedMessage) -> str | None:
+    """The hosted graph a run runs (kept with it), None for Sophos's agent's."""
+    if isinstance(found, QueuedMessage):
+        return None
+    kept = await services(request).conversations().run_kwargs(found.conversation_id, found.id, by=principal_of(request))
+    graph = kept.get("graph_id")
+    return graph if isinstance(graph, str) and graph in hosted.graph_ids(request) else None
+
+
 async def join_run(request: Request) -> Response:
     found = await _run_or_queued(request)
+    graph = await _run_graph(request, found)
+    if graph is not None and isinstance(found, Run):
+        await _drain(hosted.follow(request, found))
+        return JSONResponse(await hosted.values(request, graph, found.conversation_id))
     await _drain(_follow(request, found))
     return JSONResponse(await _values(request, found.conversation_id))
 
@@ -281,7 +342,11 @@ async def join_stream(request: Request) -> Response:
     found = await _run_or_queued(request)
     # none named (the Python SDK sends `stream_mode=`, empty): the run's own, as langgraph-api
     named = [m for m in request.query_params.getlist("stream_mode") if m]
-    modes = _modes(named) if named else await _run_modes(request, found.conversation_id, found.id)
+    graph = await _run_graph(request, found)  # a hosted run's chunks may be of any of LangGraph's modes
+    if named:
+        modes = tuple(dict.fromkeys(named)) if graph is not None else _modes(named)
+    else:
+        modes = await _run_modes(request, found.conversation_id, found.id)
     if isinstance(found, QueuedMessage):  # nothing sent yet: from the start, once it starts
         cid, qid = found.conversation_id, found.id
         state = request.app.state
@@ -297,6 +362,8 @@ async def join_stream(request: Request) -> Response:
     after, tag = (int(given[1]), given[2]) if given else (0, None)
     run, after = await services(request).runs().rejoin_point(found, after, tag)
     cid = run.conversation_id
+    if graph is not None:
+        return _chunks(request, modes, run.id, hosted.follow(request, run, after), _headers(cid, run.id), after)
     projector = Projector(modes, cid, run.id, _read(request, cid), run.base_count)
     state = request.app.state
     return stream_response(

@@ -168,7 +168,8 @@ def thread_dict(
     }
 
 
-def run_dict(run: Run) -> dict[str, Any]:
+def run_dict(run: Run, scheduled_for: datetime | None = None) -> dict[str, Any]:
+    """`scheduled_for`: the time of the schedule's firing that started it (issue 46)."""
     when = run.finished_at or run.started_at
     return {
         "run_id": run.id,
@@ -180,6 +181,7 @@ def run_dict(run: Run) -> dict[str, Any]:
         "metadata": {
             "sophos_status": run.status.value,
             "trigger": run.trigger.value,
+            **({"scheduled_for": iso(scheduled_for)} if scheduled_for is not None else {}),
             **({"error": {"code": run.error_code, "message": run.error_message}} if run.error_code else {}),
         },
         "kwargs": {},

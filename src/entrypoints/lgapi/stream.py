@@ -14,7 +14,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from starlette.responses import StreamingResponse
 
@@ -201,8 +201,19 @@ class Projector:
         return out
 
 
+class Projecting(Protocol):
+    """What turns a run's events into SSE: Projector (Sophos's agent), or a hosted graph's
+    (entrypoints.lgapi.hosted.ChunkProjector)."""
+
+    run_id: str
+
+    async def begin(self) -> list[Out]: ...
+
+    async def encode(self, batch: Batch, tag: str) -> bytes: ...
+
+
 def stream_response(
-    projector: Projector,
+    projector: Projecting,
     source: AsyncIterator[RunStream],
     ping_seconds: float,
     closing: asyncio.Event,

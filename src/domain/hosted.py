@@ -1,0 +1,135 @@
+"""A run of a hosted graph (issue 44), as plain values: what starting one takes (`GraphRun`),
+what its stream carries (`GraphChunk`, stored in the run event log as a `graph` event, so a
+join, a re-join after Last-Event-ID and another process's join read it as they read a
+Sophos run's events) and a thread's state as the graph reads it (`GraphState`). Payloads are
+JSON values already: the graph runner (ports.graphs.GraphRunner) converts LangGraph's
+objects (messages, interrupts) at its boundary, as langgraph-api serialises them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from domain.errors import InvalidInput
+from domain.events import StreamEvent
+
+GRAPH_EVENT = "graph"  # the stream event that carries a hosted graph's chunk: {"mode", "ns", "data"}
+# LangGraph's stream modes a hosted run streams (langgraph-api's names: `messages-tuple` is
+# LangGraph's `messages`); `events` (astream_events) is accepted and sends nothing
+STREAM_MODES = ("values", "updates", "messages-tuple", "messages", "custom", "debug", "tasks", "checkpoints", "events")
+THREAD_GRAPH_KEY = "graph_id"  # thread metadata naming the graph the thread's runs run, as langgraph-api stamps it
+MAX_NODES = 256
+DURABILITY = ("sync", "async", "exit")  # interrupt_before / interrupt_after entries
+
+
+@dataclass(frozen=True)
+class GraphRun:
+    """One run of graph `graph_id` on thread `thread_id`: `input` (any JSON; None resumes from
+    the thread's last checkpoint) or `command` (`resume`, `update`, `goto`), the run's
+    `config` and `context`, the stream modes asked for, the nodes to stop before or after
+    (`"*"`: every node), whether subgraphs stream, the checkpoint to run from, and when
+    checkpoints are written."""
+
+    graph_id: str
+    thread_id: str
+    input: Any = None
+    command: Mapping[str, Any] | None = None
+    config: Mapping[str, Any] = field(default_factory=dict)
+    context: Any = None
+    stream_modes: tuple[str, ...] = ("values",)
+    interrupt_before: tuple[str, ...] | str = ()
+    interrupt_after: tuple[str, ...] | str = ()
+    subgraphs: bool = False
+    checkpoint_id: str | None = None
+    # LangGraph's durability: "sync" (Sophos's default: a step's checkpoint is committed
+    # before the next step begins, so a crash re-runs only the step it cut), "async", "exit"
+    durability: str = "sync"
+
+    def __post_init__(self) -> None:
+        if self.durability not in DURABILITY:
+            raise InvalidInput('durability must be "sync", "async" or "exit"')
+        if self.input is not None and self.command is not None:
+            raise InvalidInput("A run takes an input or a command, not both")
+        if self.command is not None and not set(self.command) & {"resume", "update", "goto"}:
+            raise InvalidInput("command must have resume, update or goto")
+        for name in ("interrupt_before", "interrupt_after"):
+            nodes = getattr(self, name)
+            if nodes != "*" and (len(nodes) > MAX_NODES or not all(isinstance(n, str) for n in nodes)):
+                raise InvalidInput(f'{name} must be "*" or a list of node names')
+        if not set(self.stream_modes) <= set(STREAM_MODES):
+            raise InvalidInput(f"stream_mode must be among {', '.join(STREAM_MODES)}")
+
+    def kept(self) -> dict[str, Any]:
+        """What is kept with the run (ports.runs set_run_kwargs) so a resume after a crash
+        runs the same graph with the same config and a join streams the run's own modes."""
+        return {
+            "graph_id": self.graph_id,
+            "stream_mode": list(self.stream_modes),
+            "config": dict(self.config),
+            "context": self.context,
+            "subgraphs": self.subgraphs,
+            "durability": self.durability,
+        }
+
+    @classmethod
+    def resumed(cls, thread_id: str, kept: Mapping[str, Any]) -> GraphRun:
+        """The run that resumes a stopped one (kept: its `kept()`) from the thread's last
+        checkpoint: no input, the same graph, config, context and modes."""
+        modes = kept.get("stream_mode")
+        return cls(
+            str(kept["graph_id"]),
+            thread_id,
+            config=dict(kept.get("config") or {}),
+            context=kept.get("context"),
+            stream_modes=tuple(modes) if isinstance(modes, list) and modes else ("values",),
+            subgraphs=bool(kept.get("subgraphs")),
+            durability=str(kept.get("durability") or "sync"),
+        )
+
+
+@dataclass(frozen=True)
+class GraphChunk:
+    """One chunk of a hosted graph's stream: its mode (or `error`), the subgraph namespace
+    it comes from (empty: the graph itself) and its JSON payload."""
+
+    mode: str
+    data: Any
+    namespace: tuple[str, ...] = ()
+
+    def event(self) -> StreamEvent:
+        return StreamEvent(GRAPH_EVENT, {"mode": self.mode, "ns": list(self.namespace), "data": self.data})
+
+    @classmethod
+    def of(cls, event: StreamEvent) -> GraphChunk | None:
+        """The chunk a stored `graph` event carries; None for any other event."""
+        data = event.data
+        if event.event != GRAPH_EVENT or not isinstance(data, dict):
+            return None
+        return cls(str(data.get("mode")), data.get("data"), tuple(str(n) for n in data.get("ns") or ()))
+
+    @property
+    def name(self) -> str:
+        """The SSE event's name, as langgraph-api says it: `mode`, or `mode|ns` for a subgraph's."""
+        return "|".join((self.mode, *self.namespace)) if self.namespace else self.mode
+
+
+@dataclass(frozen=True)
+class GraphState:
+    """A thread's state at one checkpoint as its graph reads it (LangGraph's StateSnapshot,
+    its parts as JSON): `tasks` as langgraph-api shapes them, `interrupts` those of every task.
+    `checkpoint` None: no checkpoint is saved there (an empty thread, an unknown id)."""
+
+    values: Any
+    next: tuple[str, ...] = ()
+    tasks: tuple[Mapping[str, Any], ...] = ()
+    checkpoint: Mapping[str, Any] | None = None
+    parent_checkpoint: Mapping[str, Any] | None = None
+    metadata: Mapping[str, Any] | None = None
+    created_at: str | None = None
+    interrupts: tuple[Mapping[str, Any], ...] = ()
+
+    @property
+    def waiting(self) -> bool:
+        """The graph stopped with work left: an `interrupt()` or interrupt_before/after."""
+        return bool(self.next) or bool(self.interrupts)

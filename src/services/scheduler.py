@@ -1,0 +1,154 @@
+"""The scheduler: each tick starts the schedules' due firings (domain.schedules.plan_tick)
+through the run kernel's one door, the run use case's `start` (or the queue, when the
+conversation has a run going: its multitask rule, queue by default), with the firing's
+claim in the transaction that creates the run or queues the message (ports.schedules). Any
+number of processes tick on one store: the claim lets one of them start each firing, and
+a firing whose run stopped before its message was saved is started again by whichever
+ticks next. The supervisor runs it in the server (services.supervisor)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from domain.commands import SendMessage
+from domain.errors import FiringTaken, SessionInProgress, ShuttingDown, SophosError, StorageFailure
+from domain.model import RunTrigger
+from domain.principals import Principal, Role
+from domain.queue import Multitask, QueuedMessage
+from domain.schedules import GAP_SECONDS, Firing, FiringClaim, Schedule, TickPlan, lateness, plan_tick
+from ports.schedules import ScheduleStore
+from services.handles import StartedRun
+from services.kernel import RunUseCases
+from services.queueing import QueueService
+
+log = logging.getLogger(__name__)
+
+WATCHED = timedelta(days=36_500)  # how far ahead `due` reads to find every enabled schedule
+BATCH = 50  # schedules (and firings to start again) read per tick
+LATE_PER_TICK = 20  # late firings of one schedule started per tick, in order
+# a firing that meets these is left for the next tick; any other refusal passes it over
+TRY_AGAIN = (FiringTaken, ShuttingDown, StorageFailure, SessionInProgress)
+
+
+class Scheduler:
+    """`period`: seconds between ticks; `gap`: a tick this long after the last one (of any
+    process) means every process was down, and the firings between were missed."""
+
+    def __init__(
+        self,
+        service: RunUseCases,
+        queue: QueueService,
+        store: ScheduleStore,
+        period: float = 0.5,
+        gap: float = GAP_SECONDS,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        self.clock = clock or service.kernel.deps.clock  # a test's hand-driven clock
+        self.service = service
+        self.queue = queue
+        self.store = store
+        self.period = period
+        self.gap = max(gap, 2 * period)
+
+    async def tick(self) -> int:
+        """Start what is due now; how many firings started (or were queued)."""
+        kernel = self.service.kernel
+        if kernel.draining:
+            return 0
+        now = self.clock()
+        started = 0
+        for firing in await self.store.redo_firings(BATCH):
+            started += await self._redo(firing)
+        # the enabled schedules, soonest first: with none, no firing can be missed, so the
+        # tick is not recorded (an idle server writes nothing)
+        armed = await self.store.due(now + WATCHED, BATCH)
+        if not armed:
+            return started
+        last = await self.store.tick(now)
+        for schedule in armed:
+            if schedule.next_at is not None and schedule.next_at <= now:
+                started += await self._run_due(schedule, now, last)
+        return started
+
+    async def _run_due(self, schedule: Schedule, now: datetime, last: datetime | None) -> int:
+        """Start the firings of `schedule` due at `now` (this tick's time, however long
+        starting them takes), late ones one by one in order."""
+        started = 0
+        for _ in range(LATE_PER_TICK):
+            plan = plan_tick(schedule, now, last, self.gap)
+            if plan is None:
+                break
+            if plan.fire is None:
+                await self.skip_missed(schedule, plan)
+                break
+            if not await self._fire(schedule, plan):
+                break
+            started += 1
+            schedule = replace(schedule, next_at=plan.following)
+        return started
+
+    async def _fire(self, schedule: Schedule, plan: TickPlan) -> bool:
+        """Start `plan.fire`; False when nothing more of this schedule is to start now."""
+        metrics, now = self.service.kernel.deps.metrics, self.clock()
+        ctx = {"schedule_id": schedule.id, "conversation_id": schedule.conversation_id}
+        assert plan.fire is not None and schedule.next_at is not None
+        if plan.missed_some:
+            log.info("missed firings of the schedule: running the latest (%s) once", plan.fire.isoformat(), extra=ctx)
+        claim = FiringClaim(schedule.id, plan.fire, plan.following, expected=schedule.next_at)
+        command = SendMessage(schedule.message, schedule.conversation_id, multitask=Multitask.ENQUEUE)
+        try:
+            answer = await self.queue.enqueue(command, by=owner_of(schedule), firing=claim, trigger=RunTrigger.SCHEDULE)
+        except TRY_AGAIN:
+            # another process started it (or the schedule changed), or this one cannot now:
+            # the next tick (here or elsewhere) sees what is left
+            return False
+        except SophosError as e:
+            # the firing cannot start (its conversation's queue is full, the model is unknown...):
+            # it is passed over rather than tried again on every tick
+            log.warning("firing of the schedule failed: %s", e.message, extra=ctx)
+            metrics.schedule_fired("failed", 0.0)
+            return await self.store.advance(schedule.id, schedule.next_at, plan.following)
+        outcome = "queued" if isinstance(answer, QueuedMessage) else "started"
+        metrics.schedule_fired(outcome, lateness(plan.fire, now))
+        log.info("schedule fired for %s: %s %s", plan.fire.isoformat(), outcome, _id_of(answer), extra=ctx)
+        return True
+
+    async def _redo(self, firing: Firing) -> int:
+        """Start again a firing whose run stopped before its message was saved."""
+        schedule = await self.store.schedule(firing.schedule_id)
+        if schedule is None:
+            return 0
+        claim = FiringClaim(schedule.id, firing.scheduled_for, None, redo=True)
+        command = SendMessage(schedule.message, firing.conversation_id, multitask=Multitask.ENQUEUE)
+        ctx = {"schedule_id": schedule.id, "conversation_id": firing.conversation_id}
+        try:
+            answer = await self.queue.enqueue(command, by=owner_of(schedule), firing=claim, trigger=RunTrigger.SCHEDULE)
+        except TRY_AGAIN:
+            return 0
+        except SophosError as e:
+            log.warning("firing of the schedule not started again yet: %s", e.message, extra=ctx)
+            return 0
+        self.service.kernel.deps.metrics.schedule_fired("redone", lateness(firing.scheduled_for, self.clock()))
+        log.info("firing for %s started again: %s", firing.scheduled_for.isoformat(), _id_of(answer), extra=ctx)
+        return 1
+
+    async def skip_missed(self, schedule: Schedule, plan: TickPlan) -> bool:
+        """catchUp skip: pass over the missed firings without running them."""
+        assert schedule.next_at is not None
+        skipped = await self.store.advance(schedule.id, schedule.next_at, plan.following)
+        if skipped:
+            self.service.kernel.deps.metrics.schedule_fired("skipped", 0.0)
+            log.info("missed firings of the schedule skipped", extra={"schedule_id": schedule.id})
+        return skipped
+
+
+def owner_of(schedule: Schedule) -> Principal:
+    """The schedule's owner, as its runs act: a user who reaches their own conversations."""
+    return Principal(schedule.owner, schedule.owner, Role.USER)
+
+
+def _id_of(answer: StartedRun | QueuedMessage) -> str:
+    return answer.id if isinstance(answer, QueuedMessage) else answer.run_id

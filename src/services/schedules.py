@@ -1,0 +1,86 @@
+"""Use cases of a user's schedules (domain.schedules): make, list, read, edit (pause,
+resume), delete, and the firings a schedule started. A schedule is its owner's as a
+conversation is: another user's answers as unknown (ScheduleNotFound: 404 alike)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+
+from domain.errors import InvalidInput, ScheduleNotFound
+from domain.model import new_id, utc_now
+from domain.principals import LOCAL, Principal, owner_filter
+from domain.schedules import Firing, Schedule, ScheduleEdit, ScheduleSpec, check_schedule_id
+from ports.schedules import ScheduleStore
+from services.kernel import RunUseCases
+
+log = logging.getLogger(__name__)
+
+MAX_SCHEDULES = 100  # per user: each one is read on every tick it is due
+
+
+class ScheduleService:
+    def __init__(self, store: ScheduleStore, runs: RunUseCases, clock: Callable[[], datetime] = utc_now) -> None:
+        self.store = store
+        self.runs = runs
+        self.clock = clock
+
+    async def create(self, spec: ScheduleSpec, *, by: Principal = LOCAL) -> Schedule:
+        """A new schedule of `by`'s, armed for its first firing. Its conversation, when
+        named, must be one `by` reaches (ConversationNotFound otherwise) and their own: the
+        firings send as the schedule's owner (an admin who sees every conversation may not
+        schedule messages into another user's)."""
+        if spec.conversation_id is not None:
+            found = await self.runs.visible(spec.conversation_id, by)
+            if found.owner != by.user_id:
+                raise InvalidInput("A schedule sends as its owner: name one of your own conversations")
+        if len(await self.store.schedules(by.user_id)) >= MAX_SCHEDULES:
+            raise InvalidInput(f"A user may have at most {MAX_SCHEDULES} schedules")
+        schedule = spec.schedule(new_id(), by.user_id, self.clock())
+        if schedule.next_at is None and schedule.enabled:
+            raise InvalidInput("The schedule would never fire (its time, or its end date, has passed)")
+        await self.store.put_schedule(schedule)
+        await self._armed(schedule)
+        log.info("schedule made, first firing %s", schedule.next_at, extra={"schedule_id": schedule.id})
+        return schedule
+
+    async def list(self, *, by: Principal = LOCAL) -> Sequence[Schedule]:
+        return await self.store.schedules(owner_filter(by))
+
+    async def get(self, schedule_id: object, *, by: Principal = LOCAL) -> Schedule:
+        found = await self.store.schedule(check_schedule_id(schedule_id), owner_filter(by))
+        if found is None:
+            raise ScheduleNotFound()
+        return found
+
+    async def edit(self, schedule_id: object, edit: ScheduleEdit, *, by: Principal = LOCAL) -> Schedule:
+        """Apply `edit` (pause: enabled False; resume: enabled True, from the next firing)."""
+        found = await self.get(schedule_id, by=by)
+        edited = edit.apply(found, self.clock())
+        if not await self.store.replace_schedule(edited, owner_filter(by)):
+            raise ScheduleNotFound()
+        await self._armed(edited)
+        log.info("schedule edited, next firing %s", edited.next_at, extra={"schedule_id": edited.id})
+        return edited
+
+    async def _armed(self, schedule: Schedule) -> None:
+        """Record a scheduler tick at the arming: the schedulers tick only while some
+        schedule is enabled, so without it a first firing due before their next tick would
+        look missed (services.scheduler)."""
+        if schedule.enabled:
+            await self.store.tick(self.clock())
+
+    async def delete(self, schedule_id: object, *, by: Principal = LOCAL) -> None:
+        if not await self.store.delete_schedule(check_schedule_id(schedule_id), owner_filter(by)):
+            raise ScheduleNotFound()
+
+    async def scheduled_times(self, run_ids: Sequence[str]) -> Mapping[str, datetime]:
+        """The scheduled time of each of these runs that a firing started (the caller has
+        checked the runs are the principal's to see)."""
+        return await self.store.scheduled_times(run_ids)
+
+    async def firings(self, schedule_id: object, limit: int = 50, *, by: Principal = LOCAL) -> Sequence[Firing]:
+        """The schedule's latest firings, newest first (each with its run's id)."""
+        found = await self.get(schedule_id, by=by)
+        return await self.store.firings(found.id, limit)

@@ -1,0 +1,190 @@
+"""The StorePort contract (issue 45 item 1: LangGraph's BaseStore semantics, each user's
+namespaces their own), run against every adapter (memory, SQLite, PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from adapters.memory.store import InMemoryStore
+from adapters.postgres.database import PostgresDatabase
+from adapters.postgres.store import PostgresStore
+from adapters.sqlite.database import connect
+from adapters.sqlite.runs import SqliteRunStore
+from adapters.sqlite.store import SqliteStore, matches_sql, prefix_range
+from domain.errors import InvalidInput
+from domain.model import new_id
+from domain.store import ListNamespaces, PutItem, SearchItems
+from ports.store import StorePort
+
+T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+
+
+def at(minutes: float) -> datetime:
+    return T0 + timedelta(minutes=minutes)
+
+
+class StoreContract:
+    @pytest.fixture
+    def store(self) -> StorePort:
+        raise NotImplementedError
+
+    async def test_a_put_item_comes_back_and_a_deleted_one_is_unknown(self, store: StorePort) -> None:
+        ann = new_id()
+        await store.put(ann, PutItem(("notes",), "k1", {"title": "Hello", "n": [1, {"x": None}]}), T0)
+        got = await store.get(ann, ("notes",), "k1", at(1))
+        assert got is not None
+        assert (got.namespace, got.key, dict(got.value)) == (("notes",), "k1", {"title": "Hello", "n": [1, {"x": None}]})
+        assert got.created_at == got.updated_at == T0
+        assert await store.delete(ann, ("notes",), "k1")
+        assert await store.get(ann, ("notes",), "k1", at(1)) is None
+        assert not await store.delete(ann, ("notes",), "k1")
+
+    async def test_a_put_again_replaces_the_value_and_keeps_created_at(self, store: StorePort) -> None:
+        ann = new_id()
+        await store.put(ann, PutItem(("a", "b"), "k", {"v": 1}), T0)
+        await store.put(ann, PutItem(("a", "b"), "k", {"v": 2}), at(5))
+        got = await store.get(ann, ("a", "b"), "k", at(6))
+        assert got is not None and got.value == {"v": 2} and (got.created_at, got.updated_at) == (T0, at(5))
+        assert [i.key for i in await store.search(ann, SearchItems(("a",)), at(6))] == ["k"]
+
+    async def test_each_user_has_a_private_view_of_the_same_namespace(self, store: StorePort) -> None:
+        ann, bob = new_id(), new_id()
+        await store.put(ann, PutItem(("notes",), "k", {"text": "ann's secret lighthouse"}), T0)
+        assert await store.get(bob, ("notes",), "k", T0) is None
+        assert list(await store.search(bob, SearchItems(("notes",)), T0)) == []
+        assert list(await store.search(bob, SearchItems((), query="lighthouse"), T0)) == []
+        assert list(await store.list_namespaces(bob, ListNamespaces(), T0)) == []
+        assert not await store.delete(bob, ("notes",), "k")
+        await store.put(bob, PutItem(("notes",), "k", {"text": "bob's"}), T0)
+        ann_item = await store.get(ann, ("notes",), "k", T0)
+        assert ann_item is not None and ann_item.value == {"text": "ann's secret lighthouse"}
+        bob_item = await store.get(bob, ("notes",), "k", T0)
+        assert bob_item is not None and bob_item.value == {"text": "bob's"}
+
+    async def test_search_keeps_the_prefix_and_the_filter_newest_first(self, store: StorePort) -> None:
+        ann = new_id()
+        await store.put(ann, PutItem(("docs", "x"), "1", {"kind": "alpha", "size": 3, "meta": {"lang": "en"}}), at(1))
+        await store.put(ann, PutItem(("docs", "y"), "2", {"kind": "beta", "size": 7}), at(2))
+        await store.put(ann, PutItem(("docs",), "3", {"kind": "alpha", "size": 10}), at(3))
+        await store.put(ann, PutItem(("docsy",), "4", {"kind": "alpha"}), at(4))  # not under ("docs",)
+
+        async def keys(q: SearchItems) -> list[str]:
+            return [i.key for i in await store.search(ann, q, at(5))]
+
+        assert await keys(SearchItems(("docs",))) == ["3", "2", "1"]
+        assert await keys(SearchItems(("docs", "x"))) == ["1"]
+        assert await keys(SearchItems(())) == ["4", "3", "2", "1"]
+        assert await keys(SearchItems(("docs",), filter={"kind": "alpha"})) == ["3", "1"]
+        assert await keys(SearchItems(("docs",), filter={"size": {"$gt": 3}})) == ["3", "2"]
+        assert await keys(SearchItems(("docs",), filter={"size": {"$gte": 3, "$lt": 10}})) == ["2", "1"]
+        assert await keys(SearchItems(("docs",), filter={"kind": {"$ne": "alpha"}})) == ["2"]
+        assert await keys(SearchItems(("docs",), filter={"meta.lang": "en"})) == ["1"]
+        assert await keys(SearchItems(("docs",), limit=1, offset=1)) == ["2"]
+        assert await keys(SearchItems(("docs",), filter={"kind": "alpha"}, limit=1, offset=1)) == ["1"]
+
+    async def test_a_query_finds_items_by_their_words_best_first(self, store: StorePort) -> None:
+        ann = new_id()
+        await store.put(ann, PutItem(("memories",), "a", {"text": "Ann keeps lighthouses in Cornwall"}), T0)
+        await store.put(ann, PutItem(("memories",), "b", {"text": "Ann likes tea", "tags": ["lighthouse keeper"]}), T0)
+        await store.put(ann, PutItem(("memories",), "c", {"text": "Nothing to see"}), T0)
+        await store.put(ann, PutItem(("memories",), "d", {"text": "a hidden lighthouse"}, index=False), T0)
+        found = await store.search(ann, SearchItems(("memories",), query="lighthouse Cornwall"), at(1))
+        assert [i.key for i in found] == ["a", "b"]
+        assert all(i.score is not None for i in found) and found[0].score > found[1].score  # type: ignore[operator]
+        assert list(await store.search(ann, SearchItems(("memories",), query="?!"), at(1))) == []  # no word
+        tea = SearchItems(("memories",), query="TEA", filter={"text": "Ann likes tea"})
+        assert [i.key for i in await store.search(ann, tea, T0)] == ["b"]
+
+    async def test_an_item_past_its_ttl_is_unknown_and_a_refreshing_read_extends_it(self, store: StorePort) -> None:
+        ann = new_id()
+        await store.put(ann, PutItem(("t",), "k", {"v": 1}, ttl_minutes=10), T0)
+        await store.put(ann, PutItem(("t",), "forever", {"v": 2}), T0)
+        assert await store.get(ann, ("t",), "k", at(9), refresh_ttl=True) is not None  # now lives to at(19)
+        assert await store.get(ann, ("t",), "k", at(15)) is not None
+        assert await store.get(ann, ("t",), "k", at(20)) is None
+        assert [i.key for i in await store.search(ann, SearchItems(("t",)), at(20))] == ["forever"]
+        assert list(await store.list_namespaces(ann, ListNamespaces(), at(20))) == [("t",)]
+
+    async def test_list_namespaces_by_prefix_suffix_and_depth(self, store: StorePort) -> None:
+        ann = new_id()
+        for ns in [("a", "b", "c"), ("a", "b", "d"), ("a", "e"), ("x", "b", "c"), ("ab",)]:
+            await store.put(ann, PutItem(ns, "k", {"v": 1}), T0)
+
+        async def listed(q: ListNamespaces) -> list[tuple[str, ...]]:
+            return list(await store.list_namespaces(ann, q, T0))
+
+        assert await listed(ListNamespaces()) == [("a", "b", "c"), ("a", "b", "d"), ("a", "e"), ("ab",), ("x", "b", "c")]
+        assert await listed(ListNamespaces(prefix=("a",))) == [("a", "b", "c"), ("a", "b", "d"), ("a", "e")]
+        assert await listed(ListNamespaces(suffix=("c",))) == [("a", "b", "c"), ("x", "b", "c")]
+        assert await listed(ListNamespaces(prefix=("*", "b"))) == [("a", "b", "c"), ("a", "b", "d"), ("x", "b", "c")]
+        assert await listed(ListNamespaces(prefix=("a",), max_depth=2)) == [("a", "b"), ("a", "e")]
+        assert await listed(ListNamespaces(limit=2, offset=1)) == [("a", "b", "d"), ("a", "e")]
+
+    async def test_puts_at_once_of_one_key_leave_one_item(self, store: StorePort) -> None:
+        ann = new_id()
+        await asyncio.gather(*(store.put(ann, PutItem(("m",), "k", {"v": i}), at(i)) for i in range(8)))
+        assert len(await store.search(ann, SearchItems(("m",)), at(10))) == 1
+
+    def test_bad_namespaces_keys_and_values_are_refused_before_the_store(self) -> None:
+        for bad in [
+            lambda: PutItem((), "k", {}),
+            lambda: PutItem(("a.b",), "k", {}),
+            lambda: PutItem(("",), "k", {}),
+            lambda: PutItem(("a",), "", {}),
+            lambda: PutItem(("a",), "k", {"v": "\x00"}),
+            lambda: PutItem(("a",), "k", {"v": float("nan")}),
+            lambda: PutItem(("a",), "k", {}, ttl_minutes=-1),
+            lambda: SearchItems(("a",), limit=0),
+            lambda: SearchItems(("a",), filter={"v": {"$regex": "x"}}),
+            lambda: ListNamespaces(max_depth=0),
+        ]:
+            with pytest.raises(InvalidInput):
+                bad()
+
+
+class TestInMemoryStore(StoreContract):
+    @pytest.fixture
+    def store(self) -> StorePort:
+        return InMemoryStore()
+
+
+class TestSqliteStore(StoreContract):
+    @pytest.fixture
+    async def store(self, tmp_path: Path) -> AsyncIterator[StorePort]:
+        runs = await SqliteRunStore.open(str(tmp_path / "db" / "sophos.db"))
+        yield SqliteStore(*runs.workers())
+        await runs.aclose()
+
+    async def test_a_query_reads_the_full_text_index_first(self, tmp_path: Path) -> None:
+        runs = await SqliteRunStore.open(str(tmp_path / "db" / "sophos.db"))
+        await runs.aclose()
+        conn = connect(str(tmp_path / "db" / "sophos.db"))
+        where, bounds = prefix_range(("docs",))
+        plan = conn.execute("EXPLAIN QUERY PLAN " + matches_sql(where, " LIMIT 10"), ('"x"', "ann", *bounds, "now")).fetchall()
+        conn.close()
+        steps = [row[3] for row in plan]
+        assert steps[0].startswith("SCAN store_fts") and "rowid=?" in steps[1], steps  # not once per item
+
+    async def test_another_process_on_the_file_sees_a_put_item(self, tmp_path: Path) -> None:
+        path = str(tmp_path / "db" / "sophos.db")
+        one, two = await SqliteRunStore.open(path), await SqliteRunStore.open(path)
+        try:
+            ann = new_id()
+            await SqliteStore(*one.workers()).put(ann, PutItem(("n",), "k", {"v": 1}), T0)
+            assert await SqliteStore(*two.workers()).get(ann, ("n",), "k", T0) is not None
+        finally:
+            await one.aclose()
+            await two.aclose()
+
+
+class TestPostgresStore(StoreContract):
+    @pytest.fixture
+    async def store(self, pg_url: str) -> AsyncIterator[StorePort]:
+        db = PostgresDatabase(pg_url)
+        yield PostgresStore(db)
+        await db.close()
