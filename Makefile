@@ -27,7 +27,7 @@ TEST_PACKAGES := chromium=chromium pg_ctlcluster=postgresql
 # (two of its containers share a PostgreSQL server the tests start)
 DEPLOY_PACKAGES := podman=podman runc=runc debootstrap=debootstrap pg_ctlcluster=postgresql
 
-.PHONY: install install-dev run demo test test-fast test-deploy need-deploy test-model test-unit lint bench bench-concurrency bench-postgres bench-search bench-peers bench-graph-suite bench-startup soak soak-schedules clean-db check-python need-node need-test help
+.PHONY: install install-dev run demo test test-fast test-deploy need-deploy test-model test-phoenix test-unit lint bench bench-concurrency bench-postgres bench-search bench-peers bench-graph-suite bench-startup soak soak-schedules clean-db check-python need-node need-test help
 
 help:
 	@echo "make run      start Sophos (creates .venv and installs everything first)"
@@ -36,6 +36,7 @@ help:
 	@echo "make test-fast   the edit loop: unit tests and the in-memory/SQLite contracts, no server or browser"
 	@echo "make test-deploy   build the container image (deploy/) and run it; render the Helm chart (slow the first time)"
 	@echo "make test-model  end-to-end against a real model (SmolLM2-135M on llama-server; builds it once, cached)"
+	@echo "make test-phoenix  the traces in Arize Phoenix (installed once into a cache)"
 	@echo "make bench    run the benchmarks and print their figures"
 	@echo "make bench-concurrency   only the concurrency section (BENCH_BASELINE_REF=ref to compare with)"
 	@echo "make bench-postgres      only the storage section on PostgreSQL (both backends, the bare official saver)"
@@ -111,7 +112,7 @@ test: need-test install-dev
 	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest --collect-only -q -p no:cacheprovider > /dev/null || true; \
 	$(PY) -m compileall -q -j 0 src tests > /dev/null; \
 	wait $$mypy
-	$(PY) -m pytest -q -m "not model and not deploy" --durations=25 $(XDIST)
+	$(PY) -m pytest -q -m "not model and not deploy and not phoenix" --durations=25 $(XDIST)
 
 # a real model: scripts/model-server fetches it and builds llama-server once, into a cache
 # outside the work tree (SOPHOS_MODEL_CACHE, default ~/.cache/sophos-model); tests/model runs
@@ -122,6 +123,11 @@ test-model: install-dev
 
 # the image, the chart and the container runs (tests/deploy, marker `deploy`): the first run
 # debootstraps the base (~6 min) and builds the image; both are cached in ~/.cache/sophos-deploy
+# Arize Phoenix as the trace receiver: installed once (some 10 minutes, 850 MB) into a cache
+# outside the work tree (SOPHOS_PHOENIX_CACHE, default ~/.cache/sophos-phoenix)
+test-phoenix: install-dev
+	$(PY) -m pytest -q -m phoenix tests/phoenix
+
 test-deploy: need-deploy install-dev
 	$(PY) -m pytest -q -m deploy tests/deploy
 
@@ -179,7 +185,7 @@ bench-search: install
 N ?= 1000
 BACKEND ?= sqlite
 soak: install
-	PYTHONPATH=.:src $(PY) -m tests.support.torture --kills $(N) --backend $(BACKEND) $(if $(QUEUE),--queue)
+	PYTHONPATH=.:src $(PY) -m tests.support.torture --kills $(N) --backend $(BACKEND) $(if $(QUEUE),--queue) $(if $(TRACES),--traces)
 
 # scheduled runs: two processes, a schedule firing every second, N kills over SECONDS seconds
 soak-schedules: install

@@ -9,12 +9,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import os
 from typing import TYPE_CHECKING, Any, Protocol
 
+from adapters.otel.config import TraceConfig, trace_config
 from entrypoints import factories
 from entrypoints.bundle import Services
 from entrypoints.di import containers, providers
-from entrypoints.settings import Settings, load_settings
+from entrypoints.settings import Settings, SettingsError, load_settings
 from ports.metrics import MetricsPort, NullMetrics
 from ports.model import ModelPort
 from ports.tools import ToolPort
@@ -136,8 +138,13 @@ class Container(containers.DeclarativeContainer):
     usage_store = providers.Singleton(factories.usage_store, backend)
     meter = providers.Singleton(UsageMeter, usage_store, store, config.USER_DAILY_TOKENS, metrics=metrics)
     audit = providers.Singleton(factories.audit, backend, config.AUDIT_RETENTION_DAYS)
+    # OTLP traces (OTEL_* variables; off without an endpoint): spans recorded with the steps,
+    # shipped by the supervisor of any live process
+    trace_config = providers.Dependency(instance_of=TraceConfig)
+    tracer = providers.Singleton(factories.tracer, backend, trace_config)
+    shipper = providers.Singleton(factories.shipper, backend, trace_config)  # closed by the supervisor
     nodes = providers.Singleton(
-        factories.nodes, model, tools, prompt, store, context, metrics, config.TOOL_APPROVAL, checkpointer, meter
+        factories.nodes, model, tools, prompt, store, context, metrics, config.TOOL_APPROVAL, checkpointer, meter, tracer
     )
     engine = providers.Singleton(factories.engine, nodes, checkpointer)
     threads = providers.Singleton(factories.threads, checkpointer)
@@ -179,6 +186,8 @@ class Container(containers.DeclarativeContainer):
         after_runs=providers.Singleton(AfterRuns, store, threads, model.provider, config.AUTO_TITLE, meter=meter),
         audit=audit,
         scheduler=scheduler,
+        traces=shipper,
+        ship_seconds=trace_config.provided.schedule_delay,
     )
     import_worker = providers.Resource(factories.import_worker)  # an import's file read and its messages built
     conversations = providers.Singleton(
@@ -262,7 +271,11 @@ def create_container(
     overrides (the CLI's --db, --model, --tools) and `METRICS_BACKEND="none"` for a process
     nobody scrapes; nothing is opened until first used."""
     settings = dataclasses.replace(load_settings(env), **overrides)
-    container = Container(settings=providers.Object(settings))
+    try:
+        traces = trace_config(os.environ if env is None else env)
+    except ValueError as e:
+        raise SettingsError(str(e)) from None
+    container = Container(settings=providers.Object(settings), trace_config=providers.Object(traces))
     container.config.from_dict(
         {
             **dataclasses.asdict(settings),

@@ -49,9 +49,11 @@ if TYPE_CHECKING:
     from adapters.langgraph.graph import AgentNodes
     from adapters.langgraph.saver import Saver
     from adapters.memory.backend import MemoryBackend
+    from adapters.otel.config import TraceConfig
     from adapters.postgres.backend import PostgresBackend
     from adapters.prometheus.metrics import PrometheusMetrics
     from adapters.sqlite.backend import SqliteBackend
+    from services.traces import RunTracer, TraceShipper
 
     # the concrete classes: each one's saver is also LangGraph's, which the engine needs
     StorageBackend = SqliteBackend | PostgresBackend | MemoryBackend
@@ -227,11 +229,33 @@ def nodes(
     approval: str,
     files: Saver,
     usage: UsageMeter,
+    tracer: RunTracer | None,
 ) -> AgentNodes:
     from adapters.langgraph.graph import AgentNodes
 
     gate = ApprovalGate(journal, parse_mode(approval))
-    return AgentNodes(model, tools, prompt, journal, context=context, metrics=metrics, gate=gate, files=files, usage=usage)
+    return AgentNodes(
+        model, tools, prompt, journal, context=context, metrics=metrics, gate=gate, files=files, usage=usage, tracer=tracer
+    )
+
+
+def tracer(backend: StorageBackend, config: TraceConfig) -> RunTracer | None:
+    """None when tracing is off (no OTLP endpoint): the nodes record no span."""
+    if not config.on:
+        return None
+    from services.traces import RunTracer
+
+    return RunTracer(backend.traces(), config.capture_content)
+
+
+def shipper(backend: StorageBackend, config: TraceConfig) -> TraceShipper | None:
+    """None when tracing is off: OpenTelemetry is not even imported."""
+    if not config.on:
+        return None
+    from adapters.otel.sink import OtlpSpanSink
+    from services.traces import TraceShipper
+
+    return TraceShipper(backend.traces(), OtlpSpanSink(config), batch=config.batch)
 
 
 def pdf_reader(seconds: float, memory: int, workers: int) -> Iterator[TextExtractor]:

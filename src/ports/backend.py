@@ -24,6 +24,7 @@ from ports.sessions import SessionStore
 from ports.signals import RunSignals
 from ports.storage import StoragePort
 from ports.store import StorePort
+from ports.traces import SpanStore
 from ports.usage import UsageStore
 from ports.users import UserStore
 
@@ -115,6 +116,11 @@ class Backend(Protocol):
     def store(self) -> StorePort:
         """The long-term store (items under each user's namespaces), in the same database
         (shared by every process on it)."""
+
+    @abstractmethod
+    def traces(self) -> SpanStore:
+        """The trace spans recorded with the runs' steps, in the same database (shared by
+        every process on it: any of them ships them)."""
 
     @abstractmethod
     async def health(self, integrity: bool = False) -> Health:

@@ -11,6 +11,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from domain import lifecycle
 from domain.approvals import Decision, DecisionType
@@ -31,6 +32,9 @@ from services.handles import StartedRun
 from services.kernel import KernelDeps, RunKernel, RunUseCases
 from services.pending import annotate_pending
 from services.scheduler import Scheduler
+
+if TYPE_CHECKING:
+    from services.traces import TraceShipper
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +57,11 @@ class Supervisor:
         after_runs: AfterRuns | None = None,
         audit: AuditTrail | None = None,
         scheduler: Scheduler | None = None,
+        traces: TraceShipper | None = None,
+        ship_seconds: float = 1.0,
     ) -> None:
+        self.traces = traces  # None: no OTLP endpoint, nothing recorded or shipped
+        self.ship_seconds = ship_seconds
         self.audit = audit  # its rows past AUDIT_RETENTION_DAYS are pruned here
         self.scheduler = scheduler  # the schedules' firings (services.scheduler); None: none fire here
         self.after_runs = after_runs  # what follows each run here: turns, titles, temporary chats
@@ -96,6 +104,12 @@ class Supervisor:
             self._tasks.append(
                 asyncio.create_task(self._every(self.scheduler.period, self.fire_schedules), name="sophos-schedules")
             )
+        if self.traces is not None:
+            # ships what any process recorded, after a restart too (services.traces)
+            waiting = await self.traces.store.unacknowledged()
+            if waiting:
+                log.info("%d trace span(s) recorded before this start wait to be shipped", waiting)
+            self._tasks.append(asyncio.create_task(self._every(self.ship_seconds, self.ship_traces), name="sophos-traces"))
 
     async def _every(self, seconds: float, work: Callable[[], Awaitable[object]]) -> None:
         while True:
@@ -126,6 +140,8 @@ class Supervisor:
         await self.deps.stores.events.prune(self.event_retention)
         if self.audit is not None:
             await self.audit.prune()
+        if self.traces is not None:
+            await self.traces.prune()
 
     async def fire_schedules(self) -> None:
         """Start the schedules' due firings (services.scheduler)."""
@@ -178,6 +194,9 @@ class Supervisor:
             active = live.by_run(run_id)
             if active is not None:
                 active.mark_flushed(items)
+
+    async def ship_traces(self) -> int:
+        return await self.traces.ship_once() if self.traces is not None else 0
 
     async def retry_unrecorded(self) -> None:
         await self.kernel.retry_unrecorded()
@@ -289,3 +308,13 @@ class Supervisor:
             await self.retry_unrecorded()
         except Exception:
             log.exception("final flush failed")
+        await self._close_traces()
+
+    async def _close_traces(self) -> None:
+        if self.traces is None:
+            return
+        try:  # what ended before the shutdown, if the receiver answers in time; the rest waits in the database
+            await asyncio.wait_for(self.traces.ship_once(), STOP_GRACE)
+        except Exception as e:
+            log.warning("the last spans were not shipped at shutdown (%s): the next start ships them", type(e).__name__)
+        await self.traces.aclose()

@@ -22,6 +22,16 @@ def test_thirty_random_sigkills_lose_nothing_and_repeat_no_finished_call(tmp_pat
 
 @pytest.mark.timeout(900)
 @pytest.mark.slow
+def test_every_call_cut_by_random_sigkills_has_its_span_at_the_receiver(tmp_path: Path) -> None:
+    tallies = run(kills=8, seed=2047, workdir=tmp_path, traces=True)
+    print(tallies.table())
+    assert tallies.kills == 8 and tallies.acknowledged > 0 and tallies.spans > 0 and tallies.spans_interrupted > 0
+    assert tallies.violations == []
+    assert tallies.ok()
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.slow
 def test_queued_messages_survive_random_sigkills_each_answered_once_in_order(tmp_path: Path) -> None:
     tallies = run(kills=10, seed=2030, workdir=tmp_path, queue=True)
     print(tallies.table())

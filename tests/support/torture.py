@@ -11,7 +11,10 @@ With `--queue`, a turn for a conversation that is busy is queued (`multitask: "e
 instead of refused: every queued message must be answered exactly once, in order, and
 every queue drained by the end.
 
-    python -m tests.support.torture --kills 1000 [--seed 7] [--dir DIR] [--backend postgres] [--queue]
+With `--traces`, the servers export OTLP traces to a receiver in this process; at the end
+every model request and tool execution must have its span there (tests/support/torture_traces.py).
+
+    python -m tests.support.torture --kills 1000 [--seed 7] [--dir DIR] [--backend postgres] [--queue] [--traces]
 """
 
 from __future__ import annotations
@@ -33,8 +36,10 @@ import httpx
 
 from tests.support.app import app_env, config_dir, ledger_server_entry
 from tests.support.fake_ollama import FakeOllama
+from tests.support.otlp_receiver import OtlpReceiver
 from tests.support.postgres import create_database, postgres_server
 from tests.support.server import LiveServer
+from tests.support.torture_traces import trace_violations, wait_shipped
 
 PROCESSES = {"sqlite": 1, "postgres": 3}
 
@@ -56,6 +61,10 @@ class Tallies:
     unanswered_tool_calls: int = 0
     not_completed: int = 0
     integrity_failures: int = 0
+    spans: int = 0  # distinct spans received (--traces)
+    span_resends: int = 0  # spans received again after a lost acknowledgement
+    spans_interrupted: int = 0  # calls and runs a kill cut, shipped as interrupted
+    trace_violations: int = 0
     violations: list[str] = field(default_factory=list)
 
     def ok(self) -> bool:
@@ -70,6 +79,7 @@ class Tallies:
             or self.started_twice
             or self.out_of_order
             or self.undrained
+            or self.trace_violations
         )
 
     def table(self) -> str:
@@ -92,8 +102,9 @@ def responder(body: dict[str, Any]) -> dict[str, Any]:
 
 
 class Torture:
-    def __init__(self, workdir: Path, seed: int, database_url: str = "", queue: bool = False) -> None:
+    def __init__(self, workdir: Path, seed: int, database_url: str = "", queue: bool = False, traces: bool = False) -> None:
         self.queue = queue
+        self.receiver = OtlpReceiver().start() if traces else None
         self.dir = workdir
         self.url = database_url  # PostgreSQL, shared by PROCESSES["postgres"] servers
         self.rng = random.Random(seed)
@@ -102,6 +113,8 @@ class Torture:
         self.ollama = FakeOllama().start()
         self.ollama.responder = responder
         self.env = app_env(workdir, self.ollama.url, RUN_LEASE_SECONDS="5", SHUTDOWN_TIMEOUT="2", DATABASE_URL=self.url)
+        if self.receiver is not None:
+            self.env |= {"OTEL_EXPORTER_OTLP_ENDPOINT": self.receiver.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "200"}
         self.db = Path(self.env["DATABASE_PATH"])
         self.servers: list[LiveServer] = []
         self.acked: dict[str, list[str]] = {}  # conversation -> acknowledged messages
@@ -290,12 +303,27 @@ class Torture:
                 self.resume_all(server, wait=True)
             self.settle(server)
             self.check(server, final=True)
+            if self.receiver is not None:
+                self.check_traces()
         finally:
             for server in self.servers:
                 server.stop()
         starts = self.ledger_starts()
         self.t.reexecutions_in_flight = sum(n - 1 for n in starts.values() if n > 1)
         self.ollama.stop()
+        if self.receiver is not None:
+            self.receiver.stop()
+
+    def check_traces(self) -> None:
+        assert self.receiver is not None
+        missing = wait_shipped(self.receiver, self.db, self.url)
+        spans = self.receiver.snapshot()
+        found = trace_violations(spans, len(self.ollama.requests), self.ledger_starts(), missing)
+        self.t.spans = len({s.span_id for s in spans})
+        self.t.span_resends = len(spans) - self.t.spans
+        self.t.spans_interrupted = len({s.span_id for s in spans if s.attributes.get("sophos.interrupted") is True})
+        self.t.trace_violations = len(found)
+        self.t.violations += found
 
 
 @contextmanager
@@ -308,8 +336,10 @@ def database(backend: str) -> Iterator[str]:
         yield create_database(server)
 
 
-def run(kills: int, seed: int, workdir: Path, progress: int = 0, database_url: str = "", queue: bool = False) -> Tallies:
-    torture = Torture(workdir, seed, database_url, queue)
+def run(
+    kills: int, seed: int, workdir: Path, progress: int = 0, database_url: str = "", queue: bool = False, traces: bool = False
+) -> Tallies:
+    torture = Torture(workdir, seed, database_url, queue, traces)
     started = time.monotonic()
     for i in range(kills):
         torture.trial()
@@ -332,12 +362,13 @@ def main() -> None:
     parser.add_argument("--dir", type=Path)
     parser.add_argument("--backend", choices=sorted(PROCESSES), default="sqlite")
     parser.add_argument("--queue", action="store_true", help="queue turns sent to busy conversations")
+    parser.add_argument("--traces", action="store_true", help="export traces and check every call has its span")
     args = parser.parse_args()
     workdir = args.dir or Path(tempfile.mkdtemp(prefix="sophos-soak-"))
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with database(args.backend) as url:
-        tallies = run(args.kills, args.seed, workdir, progress=50, database_url=url, queue=args.queue)
+        tallies = run(args.kills, args.seed, workdir, progress=50, database_url=url, queue=args.queue, traces=args.traces)
     print(tallies.table())
     print(f"{'seconds':<30} {time.monotonic() - started:.0f}")
     for v in tallies.violations[:20]:

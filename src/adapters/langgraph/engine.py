@@ -369,7 +369,9 @@ class LangGraphEngine(AgentEngine):
         self, thread_id: str, run_id: str, run_input: RunInput, recursion_limit: int, choice: ModelChoice | None = None
     ) -> AsyncGenerator[AgentEvent, None]:
         config = _config(thread_id, run_id, recursion_limit)
-        context = RunContext(run_id, choice or ModelChoice())
+        # a resume continues the turn of the run before it: its spans join that run's trace
+        resumed = not isinstance(run_input, (NewMessage, Fork))
+        context = RunContext(run_id, choice or ModelChoice(), resumed=resumed)
         if isinstance(run_input, NewMessage) and run_input.files:
             # written by the saver in the transaction of the message's first write
             self.saver.stage_files(thread_id, run_input.files)

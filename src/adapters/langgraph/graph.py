@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Annotated, Any, TypedDict
+from functools import partial
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import RunnableConfig
@@ -28,6 +29,7 @@ from adapters.langchain.messages import ConversionCache, to_langchain
 from adapters.langgraph.appending import append_messages
 from adapters.langgraph.files import FilePrompts
 from adapters.langgraph.keys import RunContext
+from adapters.langgraph.tracing import traced_model_call, traced_tool_call
 from domain.approvals import Rejected, Wait, edited_note
 from domain.context import ContextPolicy, PromptPlan, estimate_text, file_chars
 from domain.errors import RunLost, StorageFailure, ToolOutcomeUnknown
@@ -65,6 +67,9 @@ from ports.tools import ToolPort, ToolSpec
 from services.approvals import ApprovalGate
 from services.prompting import ContextKeeper, Spent
 from services.usage import UsageMeter, model_cost
+
+if TYPE_CHECKING:
+    from services.traces import RunTracer
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +113,11 @@ def _timed(record: Callable[[str, float], None]) -> Iterator[Timing]:
         raise
     finally:
         record(timing.outcome, time.monotonic() - began)
+
+
+def _planned(step: int, plan: PromptPlan, searched: tuple[str, ...]) -> ContextPlanned:
+    fields = (plan.left_out, plan.summarized, plan.shortened, plan.sent_from, plan.tokens, plan.budget)
+    return ContextPlanned(step, len(plan.messages), *fields, searched)
 
 
 async def route_after_agent(state: AgentState) -> Sequence[Send] | str:
@@ -164,7 +174,9 @@ class AgentNodes:
         gate: ApprovalGate | None = None,
         files: AttachmentStore | None = None,
         usage: UsageMeter | None = None,
+        tracer: RunTracer | None = None,
     ) -> None:
+        self.tracer = tracer  # None: no trace spans (no OTLP endpoint)
         self.usage = usage  # None: calls are neither counted nor held to a quota
         self.files = FilePrompts(files) if files is not None else None  # None: files are left out
         self.gate = gate  # None: no call ever waits for approval
@@ -204,22 +216,11 @@ class AgentNodes:
             summary = await self._summarize(thread_id, name, thread, plan, choice.model)
             write(ContextSummarized(step, summary.covers, estimate_text(summary.content)))
             return Command(update={"messages": [to_langchain(summary)]}, goto="agent")
-        write(
-            ContextPlanned(
-                step,
-                len(plan.messages),
-                plan.left_out,
-                plan.summarized,
-                plan.shortened,
-                plan.sent_from,
-                plan.tokens,
-                plan.budget,
-                searched,
-            )
-        )
+        write(_planned(step, plan, searched))
         thinking, began = Thinking(), time.monotonic()
         with _timed(lambda outcome, seconds: self.metrics.model_call(name, outcome, seconds)):
-            reply, usage = await self._answer(plan, specs, choice.model, step, thinking, write)
+            answer = partial(self._answer, plan, specs, choice.model, step, thinking, write)
+            reply, usage = await traced_model_call(self.tracer, run, thread_id, step, name, plan, answer)
         await self._count(thread_id, name, plan.tokens, reply.content + (reply.reasoning or ""), usage, time.monotonic() - began)
         self._check_evaluation(config, step, plan, usage, run)
         if reply.cut:
@@ -332,7 +333,7 @@ class AgentNodes:
             content, failed = SKIPPED, True
         else:
             started, thread_id = time.monotonic(), str(config["configurable"]["thread_id"])
-            content, failed = await self._decided_call(call, step, thread_id, run.run_id)
+            content, failed = await self._decided_call(call, step, thread_id, run)
             ms = round((time.monotonic() - started) * 1000)
             if self.usage is not None:
                 await self.usage.tool_call(thread_id, run.choice.model or self.model.name, time.monotonic() - started)
@@ -340,7 +341,7 @@ class AgentNodes:
         write(ToolCallFinished(step, result))
         return {"messages": [to_langchain(result)]}
 
-    async def _decided_call(self, call: ToolCall, step: int, thread_id: str, run_id: str | None) -> tuple[str, bool]:
+    async def _decided_call(self, call: ToolCall, step: int, thread_id: str, run: RunContext) -> tuple[str, bool]:
         """The call as the approval policy decides: run (with edited args, if a person
         edited them), rejected, or not started at all. A call that waits ends this task
         with a LangGraph interrupt: the step's other calls finish, their results are saved,
@@ -351,18 +352,22 @@ class AgentNodes:
             log.warning("could not list the tools before calling %s", call.name, exc_info=True)
             spec = None
         if self.gate is None:
-            return await self._call(call, spec, thread_id, run_id)
-        verdict = await self.gate.check(thread_id, run_id, call, spec)
+            return await self._call(call, spec, thread_id, run)
+        verdict = await self.gate.check(thread_id, run.run_id, call, spec)
         if isinstance(verdict, Wait):
             get_stream_writer()(ApprovalRequested(step, verdict.request))
             interrupt({"approval": call.id})  # raises: nothing below runs, nothing is journaled
         if isinstance(verdict, Rejected):
             return verdict.content, True
         assert not isinstance(verdict, Wait)
-        content, failed = await self._call(replace(call, args=verdict.args), spec, thread_id, run_id)
+        content, failed = await self._call(replace(call, args=verdict.args), spec, thread_id, run)
         return (edited_note(verdict.args, content) if verdict.edited else content), failed
 
-    async def _call(self, call: ToolCall, spec: ToolSpec | None, thread_id: str, run_id: str | None) -> tuple[str, bool]:
+    async def _call(self, call: ToolCall, spec: ToolSpec | None, thread_id: str, run: RunContext) -> tuple[str, bool]:
+        # its span recorded before the journal's "about to call", ended with its outcome
+        return await traced_tool_call(self.tracer, run, thread_id, call, lambda: self._send(call, spec, thread_id, run.run_id))
+
+    async def _send(self, call: ToolCall, spec: ToolSpec | None, thread_id: str, run_id: str | None) -> tuple[str, bool]:
         key = idempotency_key(thread_id, call.id)
         try:
             if self.journal is not None:

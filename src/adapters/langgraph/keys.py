@@ -34,8 +34,11 @@ class RunContext:
     stored in a checkpoint: a system prompt has no place in every one; a run resumed after a
     crash gets the same choice again from the conversation's stored settings). `skip`: tool
     call ids not to run again (their outcome was unknown and the user chose Skip). `run_id`:
-    the run, for the tool journal and logs (the checkpoints get it from RUN_KEY)."""
+    the run, for the tool journal and logs (the checkpoints get it from RUN_KEY). `resumed`:
+    the run continues the turn of the run before it (a resume, not a new message or a fork):
+    its trace spans join that run's trace."""
 
     run_id: str | None = None
     choice: ModelChoice = field(default_factory=ModelChoice)
     skip: frozenset[str] = frozenset()
+    resumed: bool = False

@@ -12,6 +12,7 @@ from adapters.memory.saver import InMemoryThreadSaver
 from adapters.memory.search import InMemorySearchIndex
 from adapters.memory.sessions import InMemorySessionStore
 from adapters.memory.store import InMemoryStore
+from adapters.memory.traces import InMemorySpanStore
 from adapters.memory.usage import InMemoryAuditLog, InMemoryUsageStore
 from adapters.memory.users import InMemoryUserStore
 from ports.backend import Backend, Health
@@ -33,6 +34,7 @@ class MemoryBackend(Backend):
         self._usage = InMemoryUsageStore()
         self._audit = InMemoryAuditLog()
         self._store = InMemoryStore()
+        self._traces = InMemorySpanStore(self._runs)
 
     def runs(self) -> InMemoryRunStore:
         return self._runs
@@ -65,6 +67,9 @@ class MemoryBackend(Backend):
 
     def store(self) -> InMemoryStore:
         return self._store
+
+    def traces(self) -> InMemorySpanStore:
+        return self._traces
 
     async def health(self, integrity: bool = False) -> Health:
         return Health(WHERE, reachable=True, writable=True)

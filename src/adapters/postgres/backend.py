@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from adapters.postgres.search import PostgresSearchIndex
     from adapters.postgres.sessions import PostgresSessionStore
     from adapters.postgres.store import PostgresStore
+    from adapters.postgres.traces import PostgresSpanStore
     from adapters.postgres.usage import PostgresAuditLog, PostgresUsageStore
     from adapters.postgres.users import PostgresUserStore
 
@@ -106,6 +107,12 @@ class PostgresBackend(Backend):
 
         self.runs()  # the schema is migrated by the run store's first use
         return PostgresUsageStore(self.database())
+
+    def traces(self) -> PostgresSpanStore:
+        from adapters.postgres.traces import PostgresSpanStore
+
+        self.runs()  # migrates
+        return PostgresSpanStore(self.database())
 
     def audit(self) -> PostgresAuditLog:
         from adapters.postgres.usage import PostgresAuditLog

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from adapters.sqlite.search import SqliteSearchIndex
     from adapters.sqlite.sessions import SqliteSessionStore
     from adapters.sqlite.store import SqliteStore
+    from adapters.sqlite.traces import SqliteSpanStore
     from adapters.sqlite.usage import SqliteAuditLog, SqliteUsageStore
     from adapters.sqlite.users import SqliteUserStore
 
@@ -102,6 +103,11 @@ class SqliteBackend(Backend):
         from adapters.sqlite.usage import SqliteUsageStore
 
         return SqliteUsageStore(*self.runs().workers())
+
+    def traces(self) -> SqliteSpanStore:
+        from adapters.sqlite.traces import SqliteSpanStore
+
+        return SqliteSpanStore(*self.runs().workers())
 
     def audit(self) -> SqliteAuditLog:
         from adapters.sqlite.usage import SqliteAuditLog

@@ -27,6 +27,7 @@ from adapters.sqlite.search_schema import MIGRATION_SEARCH, add_stems
 from adapters.sqlite.session_schema import MIGRATION_SESSIONS
 from adapters.sqlite.store_schema import MIGRATION_STORE
 from adapters.sqlite.threads import SerialThread, release, writer_thread
+from adapters.sqlite.trace_schema import add_traces
 from adapters.sqlite.usage_schema import add_usage_and_audit
 from adapters.sqlite.user_schema import add_owner, add_rule_owner, add_users
 from domain.errors import StorageFailure
@@ -145,6 +146,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     add_usage_and_audit,
     MIGRATION_STORE,
     MIGRATION_SCHEDULES,
+    add_traces,
 )
 
 BUSY_MESSAGE = "The database is busy: another process holds the write lock; try again"
