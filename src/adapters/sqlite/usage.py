@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, date, datetime
 
-from adapters.sqlite.database import Worker, transaction
+from adapters.sqlite.database import Worker, transaction, unsynced
 from adapters.sqlite.rows import fetchall
 from domain.audit import AuditEntry
 from domain.usage import Cost, UsageRow
@@ -49,7 +49,9 @@ class SqliteUsageStore(UsageStore):
 
     async def add(self, user: str, model: str, day: date, cost: Cost) -> None:
         def write(c: sqlite3.Connection) -> None:
-            with transaction(c):
+            # no fsync of its own (a turn's durable writes stay two): a kill -9 loses none,
+            # a power cut at most the last counts, and the next synced commit makes them durable
+            with unsynced(c), transaction(c):
                 c.execute(ADD, usage_values(user, model, day, cost))
 
         await self._writer.run(write)
