@@ -189,7 +189,8 @@ class Container(containers.DeclarativeContainer):
         traces=shipper,
         ship_seconds=trace_config.provided.schedule_delay,
     )
-    import_worker = providers.Resource(factories.import_worker)  # an import's file read and its messages built
+    import_worker = providers.Resource(factories.import_worker)  # an import's file read, in a process
+    bulk_worker = providers.Resource(factories.bulk_worker)  # a zip made or unpacked, a copy's messages built
     conversations = providers.Singleton(
         factories.conversations,
         store,
@@ -197,7 +198,7 @@ class Container(containers.DeclarativeContainer):
         run_service.provider,
         catalog.provider,
         checkpointer.provider,
-        import_worker.provider,
+        bulk_worker.provider,
         unsaved,
         presets.provider,
         audit,
@@ -207,9 +208,8 @@ class Container(containers.DeclarativeContainer):
     search = providers.Singleton(SearchService, search_index, store)
     allow_rules = providers.Singleton(AllowRules, store, audit)
     transfer = providers.Singleton(
-        factories.transfer, store, threads.provider, checkpointer.provider, import_worker, pdf_reader, audit
+        factories.transfer, store, threads.provider, checkpointer.provider, import_worker, bulk_worker.provider, pdf_reader, audit
     )
-    bulk_worker = providers.Resource(factories.bulk_worker)
     # the page's login sessions: in the run store's database, whichever it is
     session_store = providers.Singleton(factories.sessions, backend)
     user_store = providers.Singleton(factories.users, backend)

@@ -342,10 +342,19 @@ def copies(threads: CheckpointPort, saver: Saver, worker: Worker) -> ThreadCopie
     return LangGraphCopies(threads, saver, worker)
 
 
-def import_worker() -> Iterator[Worker]:
-    from adapters.system.workers import WorkerThreads
+# the address space of the import worker: a file at the limits (64 MB of ChatGPT's JSON, 8
+# conversations of 20,000 messages) peaked at 421 MB resident; a file that would need more
+# is refused, never the server's memory
+IMPORT_MEMORY = 2 * 1024 * 1024 * 1024
 
-    yield WorkerThreads("sophos-import")  # one import read at a time, whatever the number sent
+
+def import_worker() -> Iterator[Worker]:
+    from adapters.system.processes_pool import WorkerProcesses
+    from domain.errors import InvalidImport
+
+    # one import read at a time, whatever the number sent, in a process of its own: the
+    # file's parsed objects never enter the server's heap (adapters/system/processes_pool.py)
+    yield WorkerProcesses(1, IMPORT_MEMORY, lambda: InvalidImport("the file needs more memory than an import may use"))
 
 
 def bulk_worker() -> Iterator[Worker]:
@@ -360,18 +369,19 @@ def transfer(
     store: RunStore,
     threads: Callable[[], CheckpointPort],
     files: Callable[[], Saver],
-    worker: Worker,
+    reader: Worker,
+    builder: Callable[[], Worker],
     extractor: TextExtractor,
     audit: AuditTrail,
 ) -> TransferService:
     return TransferService(
         store,
         LazyThreads(threads),
-        LazyCopies(lambda: copies(threads(), files(), worker)),
+        LazyCopies(lambda: copies(threads(), files(), builder())),
         store,
         files=files,
         extractor=extractor,
-        worker=worker,
+        worker=reader,
         audit=audit,
     )
 

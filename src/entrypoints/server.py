@@ -203,6 +203,20 @@ def tune_gc() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
+async def freeze_heap(main: uvicorn.Server) -> None:
+    """Once the server has started: what start-up built (modules, the app, the supervisor's
+    recovery) lives as long as the process, so it is moved out of the collector's reach
+    (`gc.freeze`). Each full pass, every thread stopped, then walks only what was made
+    since: beside a 20,000-message import read in the server, passes took 233-650 ms, and at
+    most 166 ms with the start-up heap frozen (measured with `gc.callbacks`)."""
+    while not main.started:
+        if main.should_exit:
+            return
+        await asyncio.sleep(0.05)
+    gc.collect()
+    gc.freeze()
+
+
 LGAPI_SETTING = "LANGGRAPH_API_PORT, or 0 to serve no LangGraph API"
 
 
@@ -311,6 +325,7 @@ def serve(container: Container) -> None:
         await warn_if_model_not_ready(services.model())
         # in the background: it waits for the tool servers, which "listening" must not
         crowded = asyncio.create_task(warn_if_crowded(container))
+        frozen = asyncio.create_task(freeze_heap(server))
         print(f"Sophos is listening on http://{url_host(host)}:{port}", flush=True)
         try:
             if side is None:
@@ -325,6 +340,7 @@ def serve(container: Container) -> None:
                 await asyncio.gather(lg_task, return_exceptions=True)
         finally:
             crowded.cancel()
+            frozen.cancel()
 
     # one loop for the checks and the server (what uvicorn's Server.run does, with the checks first)
     with asyncio.Runner(loop_factory=uv_config.get_loop_factory()) as runner:

@@ -377,12 +377,14 @@ def read_import(data: bytes, now: datetime, limits: Limits | None = None) -> lis
 NOTHING = "nothing to import: the file holds no conversation with a message to keep"
 
 
-def read_imports(files: Sequence[bytes], now: datetime) -> list[ConversationCopy]:
+def read_imports(files: Sequence[bytes], now: datetime, limits: Limits | None = None) -> list[ConversationCopy]:
     """Every conversation of an import's files, each checked whole before anything is stored;
-    InvalidImport for the first malformed one, or when none holds anything to import."""
-    copies = [copy for data in files for copy in read_import(data, now)]
-    if len(copies) > LIMITS.conversations:
-        raise InvalidImport(f"the files hold more than {LIMITS.conversations} conversations")
+    InvalidImport for the first malformed one, or when none holds anything to import. (It
+    runs in the import worker's process: the limits come as an argument, not from there.)"""
+    limits = limits or LIMITS
+    copies = [copy for data in files for copy in read_import(data, now, limits)]
+    if len(copies) > limits.conversations:
+        raise InvalidImport(f"the files hold more than {limits.conversations} conversations")
     if not copies:
         raise InvalidImport(NOTHING)
     return copies

@@ -5,6 +5,9 @@ messages as one plain chain."""
 
 from __future__ import annotations
 
+import os
+import time
+from pathlib import Path
 from typing import Any
 
 TEXT = "x" * 150  # 20,000 messages of it: a 4 MB file, as in issue 42
@@ -79,3 +82,15 @@ def late_forks_chatgpt(messages: int, branches: int) -> list[dict[str, Any]]:
         mapping[question]["children"].append(f"again{n}")
     current = f"again{branches}" if branches > 1 else above
     return [{"title": "late forks", "create_time": 1.7e9, "update_time": 1.8e9, "current_node": current, "mapping": mapping}]
+
+
+def proc_cpu(pid: int) -> float:
+    """utime + stime of a live process (all its threads), from /proc/<pid>/stat."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def import_cpu(container: Any) -> float:
+    """The CPU seconds an import can use so far: this process (every thread: the loop, the
+    saver's, the build's) and the import worker's process, where the file is read."""
+    return time.process_time() + sum(proc_cpu(pid) for pid in container.import_worker().pids())

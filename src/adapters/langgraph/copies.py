@@ -22,6 +22,8 @@ from domain.transfer import BranchCopy
 from ports.copies import ThreadCopies
 from ports.workers import Worker
 
+HEAD_STEP = 1000
+
 
 def _built(branches: Sequence[BranchCopy], active: int) -> tuple[dict[int, list[BaseMessage]], list[BaseMessage]]:
     """Each branch's own messages built once, each with an id of its own, and the whole
@@ -73,7 +75,12 @@ class LangGraphCopies(ThreadCopies):
             await self.saver.import_branches(thread_id, shapes, own)
         elif not head:
             return  # an empty conversation: no checkpoint at all, as a new one
-        await self.threads.graph.aupdate_state(_config(thread_id), {"messages": head}, as_node="agent")
+        # the head in steps of HEAD_STEP messages: each step's write (encoding, rows, index)
+        # is short, so the chats beside a long import keep their share of the process
+        for start in range(0, len(head), HEAD_STEP):
+            await self.threads.graph.aupdate_state(
+                _config(thread_id), {"messages": head[start : start + HEAD_STEP]}, as_node="agent"
+            )
         await self._settle(thread_id)
 
     async def _settle(self, thread_id: str) -> None:

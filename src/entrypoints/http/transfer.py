@@ -5,6 +5,7 @@ and an import."""
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from urllib.parse import quote
 
 from starlette.exceptions import HTTPException
@@ -78,5 +79,6 @@ async def import_conversations(request: Request) -> Response:
     data = await _upload(request)
     files = await _services(request).bulk().run(upload_files, data)
     # read whole on the import worker: a large file is seconds of parsing and checking
-    imported = await _services(request).transfer().import_files(files, read_imports, by=principal_of(request))
+    read = partial(read_imports, limits=LIMITS)  # the import worker's process reads them with these
+    imported = await _services(request).transfer().import_files(files, read, by=principal_of(request))
     return JSONResponse({"conversations": [summary_dto(c) for c in imported]}, status_code=201)
