@@ -33,8 +33,8 @@ from domain.errors import (
 from domain.graphs import assistant_id_of
 from domain.hosted import THREAD_GRAPH_KEY, GraphChunk, GraphRun, GraphState
 from domain.lifecycle import Outcome, StopReason
-from domain.models import ChatSettings
 from domain.model import NEW_CONVERSATION_TITLE, Conversation, Run, RunStatus, RunTrigger, new_id
+from domain.models import ChatSettings
 from domain.principals import LOCAL, Principal
 from domain.schedules import FiringClaim
 from ports.checkpoints import CheckpointPort
