@@ -10,7 +10,6 @@ import json
 import time
 from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -145,7 +144,9 @@ def test_a_cron_is_its_owners_only(served: Served) -> None:
         assert served.raw("bob", "POST", "/runs/crons/search", {}).json() == []
         assert served.raw("bob", "POST", "/runs/crons/count", {}).json() == 0
         bobs_thread = served.client("bob").threads.create()["thread_id"]
-        made = served.raw("ann", "POST", f"/threads/{bobs_thread}/runs/crons", {"assistant_id": "shouter", "schedule": "0 8 * * *"})
+        made = served.raw(
+            "ann", "POST", f"/threads/{bobs_thread}/runs/crons", {"assistant_id": "shouter", "schedule": "0 8 * * *"}
+        )
         assert made.status_code == 404
         assert served.raw("ann", "GET", path).json()["enabled"] is True
     finally:
