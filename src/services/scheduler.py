@@ -13,8 +13,10 @@ import logging
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from domain.commands import SendMessage
+from domain.crons import GraphInput
 from domain.errors import FiringTaken, NotSupported, SessionInProgress, ShuttingDown, SophosError, StorageFailure
 from domain.model import RunTrigger
 from domain.principals import Principal, Role
@@ -22,7 +24,6 @@ from domain.queue import Multitask, QueuedMessage
 from domain.schedules import GAP_SECONDS, Firing, FiringClaim, Schedule, TickPlan, lateness, plan_tick
 from ports.schedules import ScheduleStore
 from services.handles import StartedRun
-from services.hosted import HostedRuns
 from services.kernel import RunUseCases
 from services.queueing import QueueService
 
@@ -33,6 +34,13 @@ BATCH = 50  # schedules (and firings to start again) read per tick
 LATE_PER_TICK = 20  # late firings of one schedule started per tick, in order
 # a firing that meets these is left for the next tick; any other refusal passes it over
 TRY_AGAIN = (FiringTaken, ShuttingDown, StorageFailure, SessionInProgress)
+
+
+class GraphFirings(Protocol):
+    """Starts a hosted graph's firing (services.hosted.HostedRuns.fire): on `thread_id`, or on
+    a new thread of `by`'s (None), `firing` claimed in the run's insert (FiringTaken: taken)."""
+
+    async def fire(self, graph: GraphInput, thread_id: str | None, firing: FiringClaim, *, by: Principal) -> StartedRun: ...
 
 
 class Scheduler:
@@ -47,7 +55,7 @@ class Scheduler:
         period: float = 0.5,
         gap: float = GAP_SECONDS,
         clock: Callable[[], datetime] | None = None,
-        hosted: Callable[[], HostedRuns] | None = None,
+        hosted: Callable[[], GraphFirings] | None = None,
     ) -> None:
         self.clock = clock or service.kernel.deps.clock  # a test's hand-driven clock
         self.hosted = hosted  # the hosted graphs' runs: a LangGraph cron's firing starts one
