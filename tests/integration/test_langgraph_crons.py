@@ -107,6 +107,10 @@ def test_a_cron_fires_its_hosted_graph_with_its_input_and_each_run_has_its_sched
     assert ann.crons.count(thread_id=thread) == 0
 
 
+def test_info_says_crons_are_served(served: Served) -> None:
+    assert served.raw("ann", "GET", "/info").json()["flags"]["crons"] is True
+
+
 def test_crons_are_searched_counted_updated_and_deleted_with_langgraph_apis_shapes(served: Served) -> None:
     ann = served.client("ann")
     made = ann.crons.create(
