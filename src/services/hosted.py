@@ -65,7 +65,7 @@ class HostedRuns:
         self._runner = runner  # made on first use: a process that hosts nothing never imports LangGraph for it
         self._catalog = catalog
         self._checkpoints = checkpoints  # a thread's checkpoints, deleted with a cron's firing thread
-        self.ephemeral: set[str] = set()  # runs of this process whose thread goes when they end (fire)
+        self.ephemeral: set[str] = set()  # runs of this process whose thread goes when they end (GraphRun.delete_thread)
         self._tasks: set[asyncio.Task[None]] = set()
         runs.kernel.live.when_ended(self.run_ended)
 
@@ -128,6 +128,8 @@ class HostedRuns:
                 return await self._execute(active, run, thread.owner)
 
             active = kernel.launch(row, body, needs_input=False)
+            if run.delete_thread:  # before the run can end: it runs once this returns
+                self.ephemeral.add(row.id)
         metrics = deps.metrics
         return StartedRun(
             row.conversation_id,
@@ -147,15 +149,13 @@ class HostedRuns:
             await self.runs.stores.runs.create_conversation(
                 cid, NEW_CONVERSATION_TITLE, self.runs.deps.clock(), settings, owner=by.user_id
             )
+        run = replace(graph.run(cid), delete_thread=fresh and graph.on_completed is not OnCompleted.KEEP)
         try:
-            started = await self.start(graph.run(cid), RunTrigger.SCHEDULE, by=by, firing=firing)
+            return await self.start(run, RunTrigger.SCHEDULE, by=by, firing=firing)
         except BaseException:
             if fresh:
                 await self.runs.stores.runs.delete_conversation(cid)
             raise
-        if fresh and graph.on_completed is not OnCompleted.KEEP:
-            self.ephemeral.add(started.run_id)
-        return started
 
     def run_ended(self, active: ActiveRun) -> None:
         """A run of this process ended: a cron's firing thread whose run came to an end

@@ -7,11 +7,12 @@ going there leaves the firing for the next tick); a graph no longer served is pa
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from adapters.memory.runs import InMemoryRunStore
 from domain.crons import GraphInput, OnCompleted
-from domain.hosted import GraphChunk
+from domain.hosted import GraphChunk, GraphRun
 from domain.model import RunStatus, RunTrigger, new_id, utc_now
 from domain.schedules import Schedule, ScheduleSpec, Timing
 from services.handles import RunStores
@@ -136,3 +137,16 @@ async def test_a_cron_of_a_graph_no_longer_served_is_passed_over() -> None:
     stored = await w.store.schedule(s.id)
     assert stored is not None and stored.next_at == T0 + timedelta(seconds=2)
     assert not w.graph.runs and await w.store.list_conversations() == []
+
+
+async def test_a_firings_run_resumed_by_another_process_still_deletes_its_thread() -> None:
+    w = World(ScriptedGraph([]))
+    cid = new_id()
+    await w.store.create_conversation(cid, "t", utc_now(), owner=OWNER)
+    kept = replace(agent_input().run(cid), delete_thread=True).kept()  # what the firing's run kept
+    resumer = HostedRuns(w.runs, lambda: w.graph, lambda: Catalog("agent"))  # knows nothing of the firing
+    await resumer.start(GraphRun.resumed(cid, kept), RunTrigger.ADOPT)
+    for active in w.runs.hub.all():
+        await active.finished.wait()
+    await asyncio.gather(*resumer._tasks)
+    assert await w.store.get_conversation(cid) is None
