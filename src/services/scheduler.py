@@ -58,7 +58,7 @@ class Scheduler:
         hosted: Callable[[], GraphFirings] | None = None,
     ) -> None:
         self.clock = clock or service.kernel.deps.clock  # a test's hand-driven clock
-        self.hosted = hosted  # the hosted graphs' runs: a LangGraph cron's firing starts one
+        self.hosted: Callable[[], GraphFirings] | None = hosted  # a LangGraph cron's firing starts a hosted run
         self.service = service
         self.queue = queue
         self.store = store
