@@ -159,14 +159,14 @@ class HostedRuns:
 
     def run_ended(self, active: ActiveRun) -> None:
         """A run of this process ended: a cron's firing thread whose run came to an end
-        (not one that waits for an answer, nor one a shutdown stopped) is deleted."""
+        (not one that waits for an answer, nor one a shutdown stopped) is deleted, off the
+        run's path (services.hub.when_ended: a listener never blocks)."""
         if active.run_id not in self.ephemeral:
             return
-        outcome = active.outcome
-        if outcome is None or outcome.status not in ENDED:
-            self.ephemeral.discard(active.run_id)
-            return
         self.ephemeral.discard(active.run_id)
+        outcome = active.outcome
+        if outcome is None or not outcome.recorded or outcome.status not in ENDED:
+            return  # waits, stopped, or taken over by another process (which ends it)
         task = asyncio.create_task(self._forget(active.conversation_id), name=f"forget-{active.run_id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
