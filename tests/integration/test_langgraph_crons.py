@@ -10,6 +10,7 @@ import json
 import time
 from collections.abc import Iterator
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -184,3 +185,30 @@ def test_an_unknown_cron_or_a_bad_search_gets_a_clear_error(served: Served) -> N
     assert served.raw("ann", "POST", "/runs/crons/search", {"select": ["password"]}).status_code == 422
     assert served.raw("ann", "POST", "/runs/crons/search", {"sort_by": "owner"}).status_code == 400
     assert served.raw("ann", "POST", "/runs/crons/search", {"limit": 0}).status_code == 400
+
+
+@pytest.mark.parametrize("backend", ["memory", "postgres"])
+def test_a_cron_fires_its_hosted_graph_on_the_other_backends(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    storage = {"STORAGE_BACKEND": "memory"} if backend == "memory" else {"DATABASE_URL": request.getfixturevalue("pg_url")}
+    (tmp_path / "graphs").mkdir()
+    (tmp_path / "graphs" / "shouter.py").write_text(GRAPH)
+    (tmp_path / "langgraph.json").write_text(json.dumps({"graphs": {"shouter": "./graphs/shouter.py:shouter"}}))
+    lg_port = free_port()
+    env = {"LANGGRAPH_API_PORT": str(lg_port), "LANGGRAPH_JSON": str(tmp_path / "langgraph.json"), **storage}
+    server = LiveServer(app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none", **env), tmp_path).start()
+    try:
+        wait_up(f"http://127.0.0.1:{lg_port}/ok")
+        client = get_sync_client(url=f"http://127.0.0.1:{lg_port}")
+        thread = client.threads.create()["thread_id"]
+        cron = client.crons.create_for_thread(
+            thread, "shouter", schedule="* * * * * *", input={"value": "tock"}, webhook="https://example.com/hook"
+        )
+        assert client.crons.search(thread_id=thread)[0]["payload"]["webhook"] == "https://example.com/hook"
+        found = runs_of(client, thread, 1)
+        client.crons.delete(cron["cron_id"])
+        assert all(r["metadata"].get("scheduled_for") for r in found)
+        assert client.threads.get_state(thread)["values"] == {"value": "tock!"}
+    finally:
+        server.stop()
