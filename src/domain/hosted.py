@@ -48,6 +48,9 @@ class GraphRun:
     # LangGraph's durability: "sync" (Sophos's default: a step's checkpoint is committed
     # before the next step begins, so a crash re-runs only the step it cut), "async", "exit"
     durability: str = "sync"
+    # the thread goes once the run ends (a thread-less cron's firing, `on_run_completed`
+    # delete): kept with the run, so a process that resumes it after a crash deletes it too
+    delete_thread: bool = False
 
     def __post_init__(self) -> None:
         if self.durability not in DURABILITY:
@@ -73,6 +76,7 @@ class GraphRun:
             "context": self.context,
             "subgraphs": self.subgraphs,
             "durability": self.durability,
+            **({"delete_thread": True} if self.delete_thread else {}),
         }
 
     @classmethod
@@ -88,6 +92,7 @@ class GraphRun:
             stream_modes=tuple(modes) if isinstance(modes, list) and modes else ("values",),
             subgraphs=bool(kept.get("subgraphs")),
             durability=str(kept.get("durability") or "sync"),
+            delete_thread=kept.get("delete_thread") is True,
         )
 
 

@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from cronsim import CronSim, CronSimError
 
+from domain.crons import GraphInput
 from domain.errors import InvalidInput, ScheduleNotFound
 
 MAX_CRON = 120  # characters: a cron expression is short; a longer one is hostile
@@ -111,7 +112,9 @@ class Schedule:
     """A user's schedule. `conversation_id` None: a new conversation per firing.
     `next_at`: the next firing due (UTC); None when none is left (a one-off that fired, an
     end date passed). `enabled` False: paused (nothing fires; resuming goes on from the
-    next firing after that moment, never catching up on the pause)."""
+    next firing after that moment, never catching up on the pause). `graph`: a firing runs
+    that hosted graph with its own input (a LangGraph cron; `message` is then empty), not
+    Sophos's agent with `message`. `webhook`: the URL told when a firing's run ends."""
 
     id: str
     owner: str
@@ -125,9 +128,11 @@ class Schedule:
     next_at: datetime | None = None
     last_run_id: str | None = None
     last_fired_for: datetime | None = None
+    graph: GraphInput | None = None
+    webhook: str | None = None
 
     def __post_init__(self) -> None:
-        check_message_text(self.message)
+        check_sends(self.message, self.graph)
 
     def following(self, moment: datetime) -> datetime | None:
         """The first firing strictly after `moment` that is not past the end date."""
@@ -152,16 +157,28 @@ class ScheduleSpec:
     catch_up: CatchUp = CatchUp.ONCE
     ends_at: datetime | None = None
     enabled: bool = True
+    graph: GraphInput | None = None
+    webhook: str | None = None
 
     def __post_init__(self) -> None:
-        check_message_text(self.message)
+        check_sends(self.message, self.graph)
         if self.ends_at is not None and self.ends_at.tzinfo is None:
             raise InvalidInput("endsAt must carry a time zone offset")
 
     def schedule(self, schedule_id: str, owner: str, now: datetime) -> Schedule:
         """The schedule, armed for its first firing after `now`."""
         made = Schedule(
-            schedule_id, owner, self.timing, self.message, now, self.conversation_id, self.catch_up, self.enabled, self.ends_at
+            schedule_id,
+            owner,
+            self.timing,
+            self.message,
+            now,
+            self.conversation_id,
+            self.catch_up,
+            self.enabled,
+            self.ends_at,
+            graph=self.graph,
+            webhook=self.webhook,
         )
         return made.armed(now)
 
@@ -180,6 +197,8 @@ class ScheduleEdit:
     ends_at: datetime | None = None
     clear_end: bool = False
     enabled: bool | None = None
+    graph: GraphInput | None = None
+    webhook: str | None = None
 
     def apply(self, schedule: Schedule, now: datetime) -> Schedule:
         old = schedule.timing
@@ -188,12 +207,28 @@ class ScheduleEdit:
         edited = replace(
             schedule,
             timing=Timing(cron, self.tz or old.tz, at),
-            message=check_message_text(self.message) if self.message is not None else schedule.message,
+            message=self.message if self.message is not None else schedule.message,
             catch_up=self.catch_up or schedule.catch_up,
             ends_at=None if self.clear_end else (self.ends_at or schedule.ends_at),
             enabled=schedule.enabled if self.enabled is None else self.enabled,
+            graph=self._graph(schedule),
+            webhook=self.webhook if self.webhook is not None else schedule.webhook,
         )
         return edited.armed(now)
+
+    def _graph(self, schedule: Schedule) -> GraphInput | None:
+        if self.graph is not None and schedule.graph is None:
+            raise InvalidInput("A schedule of Sophos's agent sends a message, not a graph's input")
+        return self.graph or schedule.graph
+
+
+def check_sends(message: object, graph: GraphInput | None) -> None:
+    """A schedule sends a message to Sophos's agent or (with `graph`) a graph's input, with
+    no message."""
+    if graph is None:
+        check_message_text(message)
+    elif message != "":
+        raise InvalidInput("A schedule of a hosted graph sends its input, not a message")
 
 
 def check_message_text(text: object) -> str:

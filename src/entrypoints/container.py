@@ -174,8 +174,8 @@ class Container(containers.DeclarativeContainer):
     )
     queue = providers.Singleton(QueueService, run_service, store, config.MAX_QUEUED)
     graph_runner = providers.Singleton(factories.graph_runner, graphs, checkpointer, backend.provided.store.call())
-    hosted = providers.Singleton(HostedRuns, run_service, graph_runner.provider, graphs.provider)
-    scheduler = providers.Singleton(Scheduler, run_service, queue, store)
+    hosted = providers.Singleton(HostedRuns, run_service, graph_runner.provider, graphs.provider, threads.provider)
+    scheduler = providers.Singleton(Scheduler, run_service, queue, store, hosted=hosted.provider)
     schedules = providers.Singleton(ScheduleService, store, run_service)
     supervisor = providers.Singleton(
         Supervisor,

@@ -96,6 +96,8 @@ def schedule_dto(s: Schedule) -> dict[str, Any]:
         "createdAt": iso(s.created_at),
         "lastRunId": s.last_run_id,
         "lastFiredFor": _iso(s.last_fired_for),
+        "graphId": s.graph.graph_id if s.graph is not None else None,
+        "webhook": s.webhook,
     }
 
 

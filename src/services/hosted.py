@@ -20,12 +20,24 @@ from typing import Any
 
 from domain import lifecycle
 from domain.commands import Cancel, Resume, StartRun
-from domain.errors import ConversationNotFound, NoActiveRun, RunLost, RunNotResumable, SessionInProgress, ShuttingDown
+from domain.crons import GraphInput, OnCompleted
+from domain.errors import (
+    ConversationNotFound,
+    NoActiveRun,
+    RunLost,
+    RunNotResumable,
+    SessionInProgress,
+    ShuttingDown,
+    SophosError,
+)
 from domain.graphs import assistant_id_of
 from domain.hosted import THREAD_GRAPH_KEY, GraphChunk, GraphRun, GraphState
 from domain.lifecycle import Outcome, StopReason
-from domain.model import Conversation, Run, RunStatus, RunTrigger, new_id
+from domain.model import NEW_CONVERSATION_TITLE, Conversation, Run, RunStatus, RunTrigger, new_id
+from domain.models import ChatSettings
 from domain.principals import LOCAL, Principal
+from domain.schedules import FiringClaim
+from ports.checkpoints import CheckpointPort
 from ports.graphs import GraphCatalog, GraphRunner
 from services import following
 from services.admission import cap_of
@@ -36,14 +48,26 @@ from services.runs import RunService
 
 log = logging.getLogger(__name__)
 
+ENDED = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)  # a run that waits keeps its thread
+
 
 class HostedRuns:
     """Starts, resumes and reads the runs of the catalog's graphs on `runs`' kernel."""
 
-    def __init__(self, runs: RunService, runner: Callable[[], GraphRunner], catalog: Callable[[], GraphCatalog]) -> None:
+    def __init__(
+        self,
+        runs: RunService,
+        runner: Callable[[], GraphRunner],
+        catalog: Callable[[], GraphCatalog],
+        checkpoints: Callable[[], CheckpointPort] | None = None,
+    ) -> None:
         self.runs = runs
         self._runner = runner  # made on first use: a process that hosts nothing never imports LangGraph for it
         self._catalog = catalog
+        self._checkpoints = checkpoints  # a thread's checkpoints, deleted with a cron's firing thread
+        self.ephemeral: set[str] = set()  # runs of this process whose thread goes when they end (GraphRun.delete_thread)
+        self._tasks: set[asyncio.Task[None]] = set()
+        runs.kernel.live.when_ended(self.run_ended)
 
     @property
     def runner(self) -> GraphRunner:
@@ -60,10 +84,18 @@ class HostedRuns:
     def hosts(self, graph_id: str) -> bool:
         return any(g.graph_id == graph_id for g in self.catalog.graphs())
 
-    async def start(self, run: GraphRun, trigger: RunTrigger = RunTrigger.USER, *, by: Principal = LOCAL) -> StartedRun:
+    async def start(
+        self,
+        run: GraphRun,
+        trigger: RunTrigger = RunTrigger.USER,
+        *,
+        by: Principal = LOCAL,
+        firing: FiringClaim | None = None,
+    ) -> StartedRun:
         """Record the run (refused while the thread has one running, or `by` is at
         USER_MAX_ACTIVE_RUNS) and execute it here in the background. The thread must exist
-        and be `by`'s; it records the graph (thread metadata `graph_id` and `assistant_id`)."""
+        and be `by`'s; it records the graph (thread metadata `graph_id` and `assistant_id`).
+        `firing`: a schedule's firing, claimed in the run's insert (FiringTaken: taken)."""
         kernel, stores, deps = self.kernel, self.runs.stores, self.runs.deps
         if kernel.draining:
             raise ShuttingDown()
@@ -90,18 +122,64 @@ class HostedRuns:
         await stores.runs.set_run_kwargs(row.conversation_id, row.id, run.kept())
         await stores.runs.merge_thread_metadata(row.conversation_id, _stamp(run.graph_id))
         with kernel.claim(row):
-            await stores.runs.start_run(row, now, cap=cap)
+            await stores.runs.start_run(row, now, cap=cap, firing=firing)
 
             async def body(active: ActiveRun) -> Outcome:
                 return await self._execute(active, run, thread.owner)
 
             active = kernel.launch(row, body, needs_input=False)
+            if run.delete_thread:  # before the run can end: it runs once this returns
+                self.ephemeral.add(row.id)
         metrics = deps.metrics
         return StartedRun(
             row.conversation_id,
             row.id,
             lambda: RunStream(active.run_id, following.counted(active.batches(0), metrics, "local")),
         )
+
+    async def fire(self, graph: GraphInput, thread_id: str | None, firing: FiringClaim, *, by: Principal) -> StartedRun:
+        """Start a schedule's firing of a hosted graph (services.scheduler) on `thread_id`,
+        or on a new thread of `by`'s (None: a cron without a thread), which goes again when
+        the firing was taken meanwhile. A new thread's run ends by deleting it when the
+        cron says so (`on_run_completed` delete)."""
+        fresh = thread_id is None
+        cid = thread_id or new_id()
+        if fresh:
+            settings = await self.runs.defaults(by.user_id) if self.runs.defaults is not None else ChatSettings()
+            await self.runs.stores.runs.create_conversation(
+                cid, NEW_CONVERSATION_TITLE, self.runs.deps.clock(), settings, owner=by.user_id
+            )
+        run = replace(graph.run(cid), delete_thread=fresh and graph.on_completed is not OnCompleted.KEEP)
+        try:
+            return await self.start(run, RunTrigger.SCHEDULE, by=by, firing=firing)
+        except BaseException:
+            if fresh:
+                await self.runs.stores.runs.delete_conversation(cid)
+            raise
+
+    def run_ended(self, active: ActiveRun) -> None:
+        """A run of this process ended: a cron's firing thread whose run came to an end
+        (not one that waits for an answer, nor one a shutdown stopped) is deleted, off the
+        run's path (services.hub.when_ended: a listener never blocks)."""
+        if active.run_id not in self.ephemeral:
+            return
+        self.ephemeral.discard(active.run_id)
+        outcome = active.outcome
+        if outcome is None or not outcome.recorded or outcome.status not in ENDED:
+            return  # waits, stopped, or taken over by another process (which ends it)
+        task = asyncio.create_task(self._forget(active.conversation_id), name=f"forget-{active.run_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _forget(self, cid: str) -> None:
+        try:
+            if self._checkpoints is not None:
+                await self._checkpoints().delete_thread(cid)
+            await self.runs.stores.runs.delete_conversation(cid)
+        except SophosError as e:
+            log.warning("a cron's thread was not deleted: %s", e.message, extra={"conversation_id": cid})
+            return
+        log.info("a cron's thread deleted after its run (on_run_completed delete)", extra={"conversation_id": cid})
 
     async def _refuse_if_active(self, cid: str) -> None:
         if self.kernel.live.get(cid) is not None:

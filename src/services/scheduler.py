@@ -1,6 +1,7 @@
 """The scheduler: each tick starts the schedules' due firings (domain.schedules.plan_tick)
 through the run kernel's one door, the run use case's `start` (or the queue, when the
-conversation has a run going: its multitask rule, queue by default), with the firing's
+conversation has a run going: its multitask rule, queue by default) or, for a hosted
+graph's schedule (a LangGraph cron), the hosted runs' `fire` (services.hosted), with the firing's
 claim in the transaction that creates the run or queues the message (ports.schedules). Any
 number of processes tick on one store: the claim lets one of them start each firing, and
 a firing whose run stopped before its message was saved is started again by whichever
@@ -12,9 +13,11 @@ import logging
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from domain.commands import SendMessage
-from domain.errors import FiringTaken, SessionInProgress, ShuttingDown, SophosError, StorageFailure
+from domain.crons import GraphInput
+from domain.errors import FiringTaken, NotSupported, SessionInProgress, ShuttingDown, SophosError, StorageFailure
 from domain.model import RunTrigger
 from domain.principals import Principal, Role
 from domain.queue import Multitask, QueuedMessage
@@ -33,6 +36,13 @@ LATE_PER_TICK = 20  # late firings of one schedule started per tick, in order
 TRY_AGAIN = (FiringTaken, ShuttingDown, StorageFailure, SessionInProgress)
 
 
+class GraphFirings(Protocol):
+    """Starts a hosted graph's firing (services.hosted.HostedRuns.fire): on `thread_id`, or on
+    a new thread of `by`'s (None), `firing` claimed in the run's insert (FiringTaken: taken)."""
+
+    async def fire(self, graph: GraphInput, thread_id: str | None, firing: FiringClaim, *, by: Principal) -> StartedRun: ...
+
+
 class Scheduler:
     """`period`: seconds between ticks; `gap`: a tick this long after the last one (of any
     process) means every process was down, and the firings between were missed."""
@@ -45,8 +55,10 @@ class Scheduler:
         period: float = 0.5,
         gap: float = GAP_SECONDS,
         clock: Callable[[], datetime] | None = None,
+        hosted: Callable[[], GraphFirings] | None = None,
     ) -> None:
         self.clock = clock or service.kernel.deps.clock  # a test's hand-driven clock
+        self.hosted: Callable[[], GraphFirings] | None = hosted  # a LangGraph cron's firing starts a hosted run
         self.service = service
         self.queue = queue
         self.store = store
@@ -98,9 +110,8 @@ class Scheduler:
         if plan.missed_some:
             log.info("missed firings of the schedule: running the latest (%s) once", plan.fire.isoformat(), extra=ctx)
         claim = FiringClaim(schedule.id, plan.fire, plan.following, expected=schedule.next_at)
-        command = SendMessage(schedule.message, schedule.conversation_id, multitask=Multitask.ENQUEUE)
         try:
-            answer = await self.queue.enqueue(command, by=owner_of(schedule), firing=claim, trigger=RunTrigger.SCHEDULE)
+            answer = await self._start(schedule, schedule.conversation_id, claim)
         except TRY_AGAIN:
             # another process started it (or the schedule changed), or this one cannot now:
             # the next tick (here or elsewhere) sees what is left
@@ -122,10 +133,9 @@ class Scheduler:
         if schedule is None:
             return 0
         claim = FiringClaim(schedule.id, firing.scheduled_for, None, redo=True)
-        command = SendMessage(schedule.message, firing.conversation_id, multitask=Multitask.ENQUEUE)
         ctx = {"schedule_id": schedule.id, "conversation_id": firing.conversation_id}
         try:
-            answer = await self.queue.enqueue(command, by=owner_of(schedule), firing=claim, trigger=RunTrigger.SCHEDULE)
+            answer = await self._start(schedule, firing.conversation_id, claim)
         except TRY_AGAIN:
             return 0
         except SophosError as e:
@@ -134,6 +144,17 @@ class Scheduler:
         self.service.kernel.deps.metrics.schedule_fired("redone", lateness(firing.scheduled_for, self.clock()))
         log.info("firing for %s started again: %s", firing.scheduled_for.isoformat(), _id_of(answer), extra=ctx)
         return 1
+
+    async def _start(self, schedule: Schedule, cid: str | None, claim: FiringClaim) -> StartedRun | QueuedMessage:
+        """The one door of a firing: Sophos's agent's message through the queue (the
+        conversation's multitask rule: queued behind a run going), or a hosted graph's run
+        with its own input (a run going: SessionInProgress, tried again at the next tick)."""
+        if schedule.graph is None:
+            command = SendMessage(schedule.message, cid, multitask=Multitask.ENQUEUE)
+            return await self.queue.enqueue(command, by=owner_of(schedule), firing=claim, trigger=RunTrigger.SCHEDULE)
+        if self.hosted is None:
+            raise NotSupported("This server hosts no graphs: the schedule's graph cannot run")
+        return await self.hosted().fire(schedule.graph, cid, claim, by=owner_of(schedule))
 
     async def skip_missed(self, schedule: Schedule, plan: TickPlan) -> bool:
         """catchUp skip: pass over the missed firings without running them."""

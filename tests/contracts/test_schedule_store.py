@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 import pytest
 
+from domain.crons import GraphInput, OnCompleted
 from domain.errors import FiringTaken, SessionInProgress
 from domain.model import Run, RunStatus, RunTrigger, new_id
 from domain.queue import QueuedMessage
@@ -68,6 +70,30 @@ class ScheduleStoreContract(StoreContract):
         stored = await store.schedule(s.id)
         assert stored is not None and not stored.enabled and stored.message == "new" and stored.next_at is None
         assert stored.owner == "me" and stored.created_at == s.created_at
+
+    async def test_a_hosted_graphs_input_and_webhook_are_stored_and_replaced(self, store: Store, clock: StoreClock) -> None:
+        graph = GraphInput(
+            "agent",
+            "a-1",
+            {"messages": [], "value": "init"},
+            {"configurable": {"k": 1}},
+            {"ctx": True},
+            {"label": "crons"},
+            ("values", "updates"),
+            "*",
+            ("tools",),
+            True,
+            "async",
+            OnCompleted.KEEP,
+        )
+        s = replace(every_second("me"), message="", graph=graph, webhook="https://example.com/hook")
+        await store.put_schedule(s)
+        assert await store.schedule(s.id) == s
+        edited = ScheduleEdit(graph=replace(graph, metadata={"label": "other"}), webhook="https://example.com/2").apply(s, T0)
+        assert await store.replace_schedule(edited, owner="me")
+        stored = await store.schedule(s.id)
+        assert stored is not None and stored.graph == edited.graph and stored.webhook == "https://example.com/2"
+        assert [x.graph for x in await store.schedules("me")] == [edited.graph]
 
     async def test_due_lists_enabled_schedules_whose_time_came(self, store: Store, clock: StoreClock) -> None:
         s = every_second("due-" + new_id())

@@ -49,6 +49,12 @@ FIELDS = sorted(
         "content",
         "resume",
         "decisions",
+        "schedule",
+        "timezone",
+        "end_time",
+        "enabled",
+        "webhook",
+        "on_run_completed",
     }
 )
 HOSTILE = st.text(st.characters(categories=["Cs", "Cf", "Cc", "Co", "Zl", "Mn", "Lo", "Nd"]), max_size=20) | st.sampled_from(
@@ -107,6 +113,14 @@ VALID: dict[str, dict[str, Any]] = {
     "/runs": RUN,
     "/runs/stream": RUN,
     "/runs/wait": RUN,
+    "/runs/crons": {**RUN, "schedule": "* * * * * *", "timezone": "Europe/Paris", "end_time": "2099-01-01T00:00:00"},
+    "/runs/crons/search": {
+        "assistant_id": "agent",
+        "enabled": True,
+        "limit": 5,
+        "sort_by": "next_run_date",
+        "select": ["cron_id"],
+    },
 }
 
 
@@ -151,6 +165,7 @@ def test_no_request_makes_the_langgraph_api_fail(client: tuple[TestClient, str, 
         "run_id": st.sampled_from([rid, str(uuid.uuid4())]),
         "assistant_id": st.sampled_from(["agent", str(uuid.uuid4())]) | HOSTILE,
         "checkpoint_id": HOSTILE,
+        "cron_id": st.sampled_from([str(uuid.uuid4())]) | HOSTILE,
     }
     names = re.findall(r"{(\w+)(?::\w+)?}", path)
 

@@ -110,3 +110,12 @@ def test_langgraph_sdk_s_own_store_tests_pass_against_sophos(tmp_path: Path) -> 
         run = run_suite("sophos", tmp_path, ["test_store.py"])
     outcomes = {test.partition("::")[2]: outcome for test, outcome in run.outcomes.items()}
     assert outcomes == dict.fromkeys(STORE_TESTS, "passed"), outcomes
+
+
+def test_langgraph_sdk_s_own_cron_tests_pass_against_sophos(tmp_path: Path) -> None:
+    # issue 46: langgraph-sdk's tests/integration/test_crons.py, unchanged (crons over the
+    # schedules, on the suite's own `agent` graph)
+    with port_taken_here(PORT):
+        run = run_suite("sophos", tmp_path, ["test_crons.py"])
+    outcomes = {test.partition("::")[2]: outcome for test, outcome in run.outcomes.items()}
+    assert outcomes == {f"test_crons_create_search_delete_{mode}": "passed" for mode in MODES}, outcomes

@@ -23,9 +23,11 @@ from adapters.sqlite.database import (
     WRITE_MESSAGE,
 )
 from adapters.sqlite.runs import SqliteRunStore
+from adapters.sqlite.schedule_schema import MIGRATION_CRONS
 from domain.errors import RunLost, SessionInProgress, StorageFailure
 from domain.events import StreamEvent
 from domain.model import Run, RunError, RunOwner, RunStatus, RunTrigger, iso, new_id, utc_now
+from domain.schedules import Schedule, Timing
 from ports.runs import RunFinish
 from tests.contracts.run_stores import OWNER, RealClock, a_running_run, other_owner
 
@@ -355,3 +357,23 @@ async def test_a_follower_in_another_process_sees_events_within_the_poll_interva
         assert max(delays) < 0.25
     finally:
         await other.aclose()
+
+
+async def test_a_file_from_before_crons_keeps_its_schedules_which_send_messages(db: Path) -> None:
+    made = await SqliteRunStore.open(str(db))
+    now = utc_now().replace(microsecond=0)  # stored to the millisecond
+    schedule = Schedule(new_id(), "u", Timing("0 8 * * *"), "hello", now).armed(now)
+    await made.put_schedule(schedule)
+    await made.aclose()
+    conn = raw(db)  # the file as it was before MIGRATION_CRONS
+    conn.execute("ALTER TABLE schedules DROP COLUMN graph")
+    conn.execute("ALTER TABLE schedules DROP COLUMN webhook")
+    conn.execute(f"PRAGMA user_version = {MIGRATIONS.index(MIGRATION_CRONS)}")
+    conn.commit()
+    conn.close()
+    store = await SqliteRunStore.open(str(db))
+    try:
+        assert store.schema_version == len(MIGRATIONS)
+        assert await store.schedule(schedule.id) == schedule  # no graph, no webhook
+    finally:
+        await store.aclose()

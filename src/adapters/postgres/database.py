@@ -27,7 +27,7 @@ from adapters.postgres.message_schema import MIGRATION_MESSAGES
 from adapters.postgres.metadata_schema import MIGRATION_RUN_KWARGS, MIGRATION_THREAD_METADATA
 from adapters.postgres.organise_schema import add_organising
 from adapters.postgres.queue_schema import MIGRATION_QUEUE
-from adapters.postgres.schedule_schema import MIGRATION_SCHEDULES
+from adapters.postgres.schedule_schema import MIGRATION_CRONS, MIGRATION_SCHEDULES
 from adapters.postgres.search_schema import add_stems
 from adapters.postgres.session_schema import MIGRATION_SESSIONS
 from adapters.postgres.store_schema import MIGRATION_STORE
@@ -202,6 +202,7 @@ MIGRATIONS: tuple[str | Setup, ...] = (
     MIGRATION_STORE,
     MIGRATION_SCHEDULES,
     MIGRATION_TRACES,
+    MIGRATION_CRONS,
 )
 
 

@@ -1,5 +1,6 @@
 """The schedules' tables (adapters/postgres/schedules.py), as on SQLite
-(adapters/sqlite/schedule_schema.py)."""
+(adapters/sqlite/schedule_schema.py), with MIGRATION_CRONS's `graph` (a hosted graph's
+input as JSON text, adapters/storage/graph_input.py) and `webhook`."""
 
 MIGRATION_SCHEDULES = """
 CREATE TABLE IF NOT EXISTS schedules (
@@ -35,4 +36,9 @@ CREATE TABLE IF NOT EXISTS scheduler_ticks (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     ticked_at TIMESTAMPTZ NOT NULL
 )
+"""
+
+MIGRATION_CRONS = """
+ALTER TABLE schedules ADD COLUMN IF NOT EXISTS graph TEXT;
+ALTER TABLE schedules ADD COLUMN IF NOT EXISTS webhook TEXT
 """

@@ -4,7 +4,9 @@
 the run (or the queued message whose run takes its id) started for it; `state` 'redo': the
 run stopped before its message was saved, to start again. Firings outlive their schedule
 (the runs they name keep their scheduled time). `scheduler_ticks`: one row, the latest time
-a scheduler ticked (what tells a missed firing from a late one)."""
+a scheduler ticked (what tells a missed firing from a late one). `graph` (added by
+MIGRATION_CRONS): a hosted graph's input, JSON (adapters/storage/graph_input.py), NULL for a
+schedule of Sophos's agent; `webhook`: the URL told when a firing's run ends (NULL: none)."""
 
 MIGRATION_SCHEDULES = """
 CREATE TABLE IF NOT EXISTS schedules (
@@ -40,4 +42,9 @@ CREATE TABLE IF NOT EXISTS scheduler_ticks (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     ticked_at TEXT NOT NULL
 );
+"""
+
+MIGRATION_CRONS = """
+ALTER TABLE schedules ADD COLUMN graph TEXT;
+ALTER TABLE schedules ADD COLUMN webhook TEXT;
 """

@@ -39,7 +39,8 @@ def _line(s: Json) -> str:
     when = s["cron"] if s["cron"] is not None else f"at {s['at']}"
     state = "paused" if not s["enabled"] else f"next {s['nextAt'] or '-'}"
     where = s["conversationId"][:8] if s["conversationId"] else "new"
-    return f"{s['id'][:8]}  {when} ({s['tz']})  {state}  in {where}  {s['message'][:60]!r}"
+    sends = f"graph {s['graphId']}" if s.get("graphId") else repr(s["message"][:60])  # a LangGraph cron runs its graph
+    return f"{s['id'][:8]}  {when} ({s['tz']})  {state}  in {where}  {sends}"
 
 
 @schedule.command("add")

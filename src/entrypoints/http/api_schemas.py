@@ -281,7 +281,14 @@ SCHEDULE: Schema = {
     "properties": {
         "id": UUID,
         **SCHEDULE_FIELDS,
+        "message": {"type": "string", "maxLength": 16000, "description": "empty for a hosted graph's schedule (graphId)"},
         "conversationId": {**UUID, "nullable": True, "description": "null: a new conversation per firing"},
+        "graphId": {
+            "type": "string",
+            "nullable": True,
+            "description": "a LangGraph cron's hosted graph, run with its own input (null: Sophos's agent gets message)",
+        },
+        "webhook": {"type": "string", "nullable": True, "description": "the URL told when a firing's run ends"},
         "nextAt": {**WHEN, "nullable": True},
         "createdAt": WHEN,
         "lastRunId": {"type": "string", "nullable": True},

@@ -16,7 +16,7 @@ from entrypoints.http.errors import EXCEPTION_HANDLERS
 from entrypoints.http.forwarded import ForwardedMiddleware
 from entrypoints.http.guard import HostPolicy
 from entrypoints.http.headers import HardeningMiddleware
-from entrypoints.lgapi import hosted_threads, meta, protocol, protocol_ws, runs, store, threads
+from entrypoints.lgapi import crons, hosted_threads, meta, protocol, protocol_ws, runs, store, threads
 from entrypoints.lgapi.guard import CorsPolicy, LangGraphGuard
 from entrypoints.settings import Settings
 
@@ -59,6 +59,13 @@ ROUTES = [
     Route(T + "/stream/events", protocol.stream_events, methods=["POST"]),
     WebSocketRoute(T + "/stream/events", protocol_ws.thread_socket),
     Route("/runs/wait", runs.wait_stateless, methods=["POST"]),
+    Route("/runs/crons", crons.create_cron, methods=["POST"]),
+    Route("/runs/crons/search", crons.search_crons, methods=["POST"]),
+    Route("/runs/crons/count", crons.count_crons, methods=["POST"]),
+    Route(T + "/runs/crons", crons.create_thread_cron, methods=["POST"]),
+    Route("/runs/crons/{cron_id}", crons.get_cron, methods=["GET"]),
+    Route("/runs/crons/{cron_id}", crons.patch_cron, methods=["PATCH"]),
+    Route("/runs/crons/{cron_id}", crons.delete_cron, methods=["DELETE"]),
     Route("/store/items", store.put_item, methods=["PUT"]),
     Route("/store/items", store.get_item, methods=["GET"]),
     Route("/store/items", store.delete_item, methods=["DELETE"]),

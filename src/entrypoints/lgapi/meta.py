@@ -30,7 +30,12 @@ async def info(request: Request) -> Response:
         {
             "version": _version(),
             "server": "sophos",
-            "flags": {"assistants": True, "crons": False, "langsmith": False, "store": services(request).store is not None},
+            "flags": {
+                "assistants": True,
+                "crons": services(request).schedules is not None,
+                "langsmith": False,
+                "store": services(request).store is not None,
+            },
             "metadata": {},
         }
     )
