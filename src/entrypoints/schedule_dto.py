@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from domain.errors import InvalidInput
-from domain.model import iso, parse_conversation_id
+from domain.model import Run, iso, parse_conversation_id
 from domain.schedules import (
     Firing,
     Schedule,
@@ -106,4 +106,18 @@ def firing_dto(f: Firing) -> dict[str, Any]:
         "conversationId": f.conversation_id,
         "queued": f.queued,
         "redo": f.redo,
+    }
+
+
+def last_run_dto(run: Run | None) -> dict[str, Any] | None:
+    """The outcome of a schedule's last run (None: none started yet, or it is gone)."""
+    if run is None:
+        return None
+    error = run.error
+    return {
+        "id": run.id,
+        "conversationId": run.conversation_id,
+        "status": run.status.value,
+        "finishedAt": _iso(run.finished_at),
+        "error": {"code": error.code, "message": error.message} if error else None,
     }
