@@ -9,7 +9,7 @@ from typing import Any
 
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import App, drawn
+from tests.browser.conftest import App, drawn, shoot
 from tests.browser.test_organising import send
 from tests.integration.test_schedules import wait_for
 from tests.support.fake_ollama import FakeOllama
@@ -43,6 +43,7 @@ def test_a_schedule_made_in_the_page_fires_into_the_conversation_and_stops_when_
     expect(page.get_by_test_id("assistant-message").last).to_have_text("Pong from the model", timeout=15000)
     expect(page.get_by_test_id("user-message").first).not_to_contain_text("Scheduled ·")  # the person's own is not marked
     expect(item.get_by_test_id("schedule-last")).to_contain_text("Last: done", timeout=15000)
+    shoot(page, "scheduled")
     # paused: the list says so, and no firing comes after (while another schedule fires three times)
     item.get_by_test_id("schedule-pause").click()
     expect(item.get_by_test_id("schedule-next")).to_have_text("Paused")

@@ -421,7 +421,7 @@ $("trace-close").append(icon("close"));
 installAccount({ logout });
 installUsage();
 // a schedule fired: the open conversation it sent into is read again (its run streams in), or the list shows the new one
-installScheduled({ open: actions.open, fired: (cid) => {
+installScheduled({ open: actions.open, shown: () => { if (narrow()) { state.sidebarOpen = false; renderHeader(); } }, fired: (cid) => {
   if (cid && cid === state.current) { if (!state.streaming) openConversation(cid, { keepError: true }); } else loadList();
 } });
 // Enter while an answer streams, or while a tool call waits for approval: the message waits

@@ -10,7 +10,7 @@ import { errorNote, errorParts } from "/static/js/errors.js";
 import { state } from "/static/js/state.js";
 
 const POLL_MS = 2000;
-const hooks = { open: () => {}, fired: () => {} };
+const hooks = { open: () => {}, fired: () => {}, shown: () => {} };
 let schedules = [];
 let seen = null;  // schedule id -> the last run id already known (null: not read yet)
 let timer = null;
@@ -137,10 +137,11 @@ function kind() {
 export function toggleScheduled(open = $("scheduled-panel").hidden) {
   $("scheduled-panel").hidden = !open;
   $("scheduled-view").setAttribute("aria-expanded", String(open));
-  if (open) { render(); loadSchedules(); $("schedule-message").focus(); }
+  if (open) { hooks.shown(); render(); loadSchedules(); $("schedule-message").focus(); }
 }
 
-// open(id): show a conversation; fired(conversationId or null): a firing started a run
+// open(id): show a conversation; fired(conversationId or null): a firing started a run;
+// shown(): the list was opened (a phone's sidebar makes way for it)
 export function installScheduled(actions) {
   Object.assign(hooks, actions);
   $("scheduled-view").prepend(icon("clock"));

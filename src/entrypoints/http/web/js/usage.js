@@ -36,7 +36,12 @@ function total(rows) {
 export async function loadUsage() {
   const params = new URLSearchParams({ from: $("usage-from").value, to: $("usage-to").value, all: "true" });
   let rows;
-  try { rows = (await api(`/api/usage?${params}`)).rows; } catch (e) { showError(e); return; }
+  try { rows = (await api(`/api/usage?${params}`)).rows; } catch (e) {
+    showError(e);
+    $("usage-table").hidden = true;  // no rows of another range stay under the error
+    $("usage-empty").hidden = true;
+    return;
+  }
   showError(null);
   rows.sort((a, b) => b.day.localeCompare(a.day) || a.user.localeCompare(b.user) || a.model.localeCompare(b.model));
   $("usage-rows").replaceChildren(...rows.map(row));
