@@ -4,6 +4,7 @@ and the CLI's local client, so both read and answer alike."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -18,6 +19,7 @@ from domain.schedules import (
     check_message_text,
     parse_catch_up,
 )
+from services.schedules import ScheduleService
 
 FIELDS = {"cron", "at", "tz", "message", "catchUp", "endsAt", "enabled"}  # what a PATCH may change
 
@@ -121,3 +123,9 @@ def last_run_dto(run: Run | None) -> dict[str, Any] | None:
         "finishedAt": _iso(run.finished_at),
         "error": {"code": error.code, "message": error.message} if error else None,
     }
+
+
+async def schedules_dto(service: ScheduleService, schedules: Sequence[Schedule]) -> list[dict[str, Any]]:
+    """The schedules as JSON, each with `lastRun`: the outcome of the run it last started."""
+    last = await service.last_runs(schedules)
+    return [{**schedule_dto(s), "lastRun": last_run_dto(last.get(s.id))} for s in schedules]

@@ -1,4 +1,4 @@
-""" The page's "Scheduled" list (issue 46 item 4), in Chromium against a real server and the
+"""The page's "Scheduled" list (issue 46 item 4), in Chromium against a real server and the
 fake Ollama: a schedule made in the page fires into the open conversation (its message,
 marked as a schedule's, and the model's answer appear), shows its next firing and last
 outcome, pauses (and no firing follows), resumes and is deleted."""

@@ -27,7 +27,9 @@ def test_an_admin_sees_every_users_usage_over_a_date_range_and_a_user_sees_no_us
 ) -> None:
     ann, bob = add_user(team, "add", "ann", "--admin"), add_user(team, "add", "bob")
     cid = team.server.post("/api/chat", {"message": "bob asks"}, headers=bearer(bob)).json()["conversation"]
-    wait_for(lambda: team.server.get(f"/api/conversations/{cid}", headers=bearer(bob)).json()["conversation"]["status"] == "completed")
+    wait_for(
+        lambda: team.server.get(f"/api/conversations/{cid}", headers=bearer(bob)).json()["conversation"]["status"] == "completed"
+    )
     with open_page(browser, team.server.url, "usage-admin") as page:
         log_in(page, ann)
         send(page, "ann asks")
@@ -39,8 +41,16 @@ def test_an_admin_sees_every_users_usage_over_a_date_range_and_a_user_sees_no_us
         for r in rows:
             line = page.locator(f"[data-testid=usage-row][data-user={r['user']}]")
             expect(line.locator("td")).to_have_text(
-                [r["day"], r["user"], "qwen3", f"{r['inputTokens']:,}", f"{r['outputTokens']:,}", f"{r['modelSeconds']:.1f}",
-                 f"{r['toolSeconds']:.1f}", str(r["calls"])]
+                [
+                    r["day"],
+                    r["user"],
+                    "qwen3",
+                    f"{r['inputTokens']:,}",
+                    f"{r['outputTokens']:,}",
+                    f"{r['modelSeconds']:.1f}",
+                    f"{r['toolSeconds']:.1f}",
+                    str(r["calls"]),
+                ]
             )
         total = sum(r["inputTokens"] for r in rows)
         expect(page.get_by_test_id("usage-total").locator("td").nth(1)).to_have_text(f"{total:,}")

@@ -5,19 +5,15 @@ in ROUTES, which the route table (entrypoints/http/api.py) takes in."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from domain.errors import NotSupported
-from domain.schedules import Schedule
 from entrypoints.http.api_schemas import FIRING, SCHEDULE, SCHEDULE_FIELDS, UUID, closed
 from entrypoints.http.openapi import Answer, ApiRoute, Param
 from entrypoints.http.principal import principal_of
 from entrypoints.http.routes import read_json
-from entrypoints.schedule_dto import FIELDS, edit_of, firing_dto, last_run_dto, schedule_dto, spec_of
+from entrypoints.schedule_dto import FIELDS, edit_of, firing_dto, schedules_dto, spec_of
 from services.schedules import ScheduleService
 
 ID = Param("schedule_id", "path", UUID)
@@ -31,36 +27,30 @@ def _service(request: Request) -> ScheduleService:
     return service
 
 
-async def _dtos(service: ScheduleService, schedules: Sequence[Schedule]) -> list[dict[str, Any]]:
-    """The schedules as JSON, each with `lastRun`: the outcome of the run it last started."""
-    last = await service.last_runs(schedules)
-    return [{**schedule_dto(s), "lastRun": last_run_dto(last.get(s.id))} for s in schedules]
-
-
 async def list_schedules(request: Request) -> Response:
     service = _service(request)
     found = await service.list(by=principal_of(request))
-    return JSONResponse({"schedules": await _dtos(service, found)})
+    return JSONResponse({"schedules": await schedules_dto(service, found)})
 
 
 async def post_schedule(request: Request) -> Response:
     body = await read_json(request, FIELDS | {"conversationId"})
     service = _service(request)
     made = await service.create(spec_of(body), by=principal_of(request))
-    return JSONResponse({"schedule": (await _dtos(service, [made]))[0]}, status_code=201)
+    return JSONResponse({"schedule": (await schedules_dto(service, [made]))[0]}, status_code=201)
 
 
 async def get_schedule(request: Request) -> Response:
     service = _service(request)
     found = await service.get(request.path_params["schedule_id"], by=principal_of(request))
-    return JSONResponse({"schedule": (await _dtos(service, [found]))[0]})
+    return JSONResponse({"schedule": (await schedules_dto(service, [found]))[0]})
 
 
 async def patch_schedule(request: Request) -> Response:
     body = await read_json(request, FIELDS)
     service = _service(request)
     edited = await service.edit(request.path_params["schedule_id"], edit_of(body), by=principal_of(request))
-    return JSONResponse({"schedule": (await _dtos(service, [edited]))[0]})
+    return JSONResponse({"schedule": (await schedules_dto(service, [edited]))[0]})
 
 
 async def delete_schedule(request: Request) -> Response:

@@ -79,6 +79,7 @@ function announce() {
 
 export async function loadSchedules() {
   clearTimeout(timer);
+  if (state.auth.required && !state.auth.authenticated) return;  // logged out: asked again after the login
   try { schedules = (await api("/api/schedules")).schedules; } catch (e) {
     if ($("scheduled-panel").hidden || e.code === "SERVER_UNREACHABLE") return;  // a server that keeps none: nothing to show
     showError(e);
