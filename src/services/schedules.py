@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from domain.errors import InvalidInput, ScheduleNotFound
-from domain.model import Message, Run, UserMessage, new_id, utc_now
+from domain.model import Message, Run, RunTrigger, UserMessage, new_id, utc_now
 from domain.principals import LOCAL, Principal, owner_filter
 from domain.schedules import Firing, Schedule, ScheduleEdit, ScheduleSpec, check_schedule_id
 from ports.schedules import ScheduleStore
@@ -98,7 +98,8 @@ class ScheduleService:
         sent, by index, with the firing's time: a run's own message is the last before its
         output (`base_count`). Among its latest MARKED_RUNS runs; the caller has checked the
         conversation is the principal's to see."""
-        runs = await self.runs.kernel.deps.stores.runs.recent_runs(conversation_id, MARKED_RUNS)
-        times = await self.store.scheduled_times([r.id for r in runs])
+        recent = await self.runs.kernel.deps.stores.runs.recent_runs(conversation_id, MARKED_RUNS)
+        runs = [r for r in recent if r.trigger in (RunTrigger.SCHEDULE, RunTrigger.QUEUE)]  # a queued firing starts as QUEUE
+        times = await self.store.scheduled_times([r.id for r in runs]) if runs else {}
         marks = {r.base_count - 1: times[r.id] for r in runs if r.id in times}
         return {i: at for i, at in marks.items() if 0 <= i < len(messages) and isinstance(messages[i], UserMessage)}

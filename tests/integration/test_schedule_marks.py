@@ -25,7 +25,13 @@ def test_the_messages_a_schedule_sent_carry_their_firings_time(client: TestClien
     wait_for(lambda: settled(client, cid))
     s = client.post("/api/schedules", json={"cron": "* * * * * *", "message": "tick", "conversationId": cid}).json()["schedule"]
     assert s["lastRun"] is None  # nothing fired yet
-    wait_for(lambda: len(client.get(f"/api/schedules/{s['id']}/runs").json()["firings"]) >= 2)
+    ollama.latency = 1.5  # a firing meets the run of the one before: queued, it starts later as a queued message
+
+    def one_queued() -> bool:
+        firings = client.get(f"/api/schedules/{s['id']}/runs").json()["firings"]
+        return len(firings) >= 2 and any(f["queued"] for f in firings)
+
+    wait_for(one_queued, timeout=30)
     assert client.patch(f"/api/schedules/{s['id']}", json={"enabled": False}).status_code == 200
     detail = wait_for(lambda: settled(client, cid))
     firings = client.get(f"/api/schedules/{s['id']}/runs").json()["firings"]
