@@ -4,11 +4,12 @@ and the CLI's local client, so both read and answer alike."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from domain.errors import InvalidInput
-from domain.model import iso, parse_conversation_id
+from domain.model import Run, iso, parse_conversation_id
 from domain.schedules import (
     Firing,
     Schedule,
@@ -18,6 +19,7 @@ from domain.schedules import (
     check_message_text,
     parse_catch_up,
 )
+from services.schedules import ScheduleService
 
 FIELDS = {"cron", "at", "tz", "message", "catchUp", "endsAt", "enabled"}  # what a PATCH may change
 
@@ -109,3 +111,23 @@ def firing_dto(f: Firing) -> dict[str, Any]:
         "queued": f.queued,
         "redo": f.redo,
     }
+
+
+def last_run_dto(run: Run | None) -> dict[str, Any] | None:
+    """The outcome of a schedule's last run (None: none started yet, or it is gone)."""
+    if run is None:
+        return None
+    error = run.error
+    return {
+        "id": run.id,
+        "conversationId": run.conversation_id,
+        "status": run.status.value,
+        "finishedAt": _iso(run.finished_at),
+        "error": {"code": error.code, "message": error.message} if error else None,
+    }
+
+
+async def schedules_dto(service: ScheduleService, schedules: Sequence[Schedule]) -> list[dict[str, Any]]:
+    """The schedules as JSON, each with `lastRun`: the outcome of the run it last started."""
+    last = await service.last_runs(schedules)
+    return [{**schedule_dto(s), "lastRun": last_run_dto(last.get(s.id))} for s in schedules]

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from domain.errors import InvalidInput, ScheduleNotFound
-from domain.model import new_id, utc_now
+from domain.model import Message, Run, RunTrigger, UserMessage, new_id, utc_now
 from domain.principals import LOCAL, Principal, owner_filter
 from domain.schedules import Firing, Schedule, ScheduleEdit, ScheduleSpec, check_schedule_id
 from ports.schedules import ScheduleStore
@@ -18,6 +18,7 @@ from services.kernel import RunUseCases
 log = logging.getLogger(__name__)
 
 MAX_SCHEDULES = 100  # per user: each one is read on every tick it is due
+MARKED_RUNS = 200  # the latest runs of a conversation whose messages may be marked as a schedule's
 
 
 class ScheduleService:
@@ -84,3 +85,21 @@ class ScheduleService:
         """The schedule's latest firings, newest first (each with its run's id)."""
         found = await self.get(schedule_id, by=by)
         return await self.store.firings(found.id, limit)
+
+    async def last_runs(self, schedules: Sequence[Schedule]) -> Mapping[str, Run]:
+        """The run each schedule last started, by schedule id (left out: none yet, or its
+        message still queued); the schedules are the principal's own, as `list` gave them."""
+        runs = self.runs.kernel.deps.stores.runs
+        found = {s.id: await runs.get_run(s.last_run_id) for s in schedules if s.last_run_id}
+        return {sid: run for sid, run in found.items() if run is not None}
+
+    async def sent_by_schedules(self, conversation_id: str, messages: Sequence[Message]) -> Mapping[int, datetime]:
+        """The messages of the conversation (its thread, as read) that a schedule's firing
+        sent, by index, with the firing's time: a run's own message is the last before its
+        output (`base_count`). Among its latest MARKED_RUNS runs; the caller has checked the
+        conversation is the principal's to see."""
+        recent = await self.runs.kernel.deps.stores.runs.recent_runs(conversation_id, MARKED_RUNS)
+        runs = [r for r in recent if r.trigger in (RunTrigger.SCHEDULE, RunTrigger.QUEUE)]  # a queued firing starts as QUEUE
+        times = await self.store.scheduled_times([r.id for r in runs]) if runs else {}
+        marks = {r.base_count - 1: times[r.id] for r in runs if r.id in times}
+        return {i: at for i, at in marks.items() if 0 <= i < len(messages) and isinstance(messages[i], UserMessage)}

@@ -28,7 +28,7 @@ from entrypoints.dto import (
     summary_dto,
     usage_dto,
 )
-from entrypoints.schedule_dto import edit_of, schedule_dto, spec_of
+from entrypoints.schedule_dto import edit_of, schedules_dto, spec_of
 
 if TYPE_CHECKING:
     from entrypoints.bundle import Services
@@ -153,13 +153,16 @@ class LocalClient(SophosClient):
         return schedules()
 
     async def schedules(self) -> list[Json]:
-        return [schedule_dto(s) for s in await self._schedules().list()]
+        service = self._schedules()
+        return await schedules_dto(service, await service.list())
 
     async def add_schedule(self, body: Json) -> Json:
-        return schedule_dto(await self._schedules().create(spec_of(body)))
+        service = self._schedules()
+        return (await schedules_dto(service, [await service.create(spec_of(body))]))[0]
 
     async def edit_schedule(self, schedule_id: str, body: Json) -> Json:
-        return schedule_dto(await self._schedules().edit(schedule_id, edit_of(body)))
+        service = self._schedules()
+        return (await schedules_dto(service, [await service.edit(schedule_id, edit_of(body))]))[0]
 
     async def delete_schedule(self, schedule_id: str) -> None:
         await self._schedules().delete(schedule_id)

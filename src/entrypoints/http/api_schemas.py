@@ -293,6 +293,18 @@ SCHEDULE: Schema = {
         "createdAt": WHEN,
         "lastRunId": {"type": "string", "nullable": True},
         "lastFiredFor": {**WHEN, "nullable": True},
+        "lastRun": {
+            "type": "object",
+            "nullable": True,
+            "description": "the outcome of the run it last started (null: none yet, or its message still queued)",
+            "properties": {
+                "id": TEXT,
+                "conversationId": UUID,
+                "status": {"type": "string", "enum": ["running", "completed", "failed", "interrupted", "cancelled", "waiting"]},
+                "finishedAt": {**WHEN, "nullable": True},
+                "error": {"type": "object", "nullable": True, "properties": {"code": TEXT, "message": TEXT}},
+            },
+        },
     },
 }
 FIRING: Schema = {

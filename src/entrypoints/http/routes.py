@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -17,7 +18,7 @@ from domain.attachments import Upload
 from domain.commands import Cancel, SendMessage, start_command
 from domain.errors import InvalidInput, ModelBadResponse, ModelUnreachable, SophosError
 from domain.events import StreamEvent
-from domain.model import RunStatus, check_text, iso, parse_conversation_id
+from domain.model import Message, RunStatus, check_text, iso, parse_conversation_id
 from domain.models import settings_change
 from domain.organise import organise_change, shown_by
 from domain.queue import Multitask, QueuedMessage
@@ -255,12 +256,21 @@ async def get_conversation(request: Request) -> Response:
     except Exception as e:
         raise RouteFailure("LOAD_ERROR", "Failed to load conversation") from e
     body = detail_dto(detail)
+    await _mark_scheduled(request, conv.id, detail.messages, body["messages"])
     live = await _services(request).runs().live_run(conv.id)
     if live is not None:  # lets a reloaded page show what precedes the run, then replay it
         body["activeRun"] = {"id": live.run_id, "baseMessageCount": live.base_count}
     body.update(pending_dto(detail))
     body.update(queue_dto(await _services(request).queue().waiting(conv.id, by=by)))
     return JSONResponse(body)
+
+
+async def _mark_scheduled(request: Request, cid: str, messages: Sequence[Message], dtos: list[dict[str, Any]]) -> None:
+    """Each message a schedule's firing sent carries the firing's time, `scheduledFor`."""
+    schedules = _services(request).schedules
+    if schedules is not None:
+        for i, at in (await schedules().sent_by_schedules(cid, messages)).items():
+            dtos[i]["scheduledFor"] = iso(at)
 
 
 async def patch_conversation(request: Request) -> Response:

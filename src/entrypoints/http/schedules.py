@@ -13,7 +13,7 @@ from entrypoints.http.api_schemas import FIRING, SCHEDULE, SCHEDULE_FIELDS, UUID
 from entrypoints.http.openapi import Answer, ApiRoute, Param
 from entrypoints.http.principal import principal_of
 from entrypoints.http.routes import read_json
-from entrypoints.schedule_dto import FIELDS, edit_of, firing_dto, schedule_dto, spec_of
+from entrypoints.schedule_dto import FIELDS, edit_of, firing_dto, schedules_dto, spec_of
 from services.schedules import ScheduleService
 
 ID = Param("schedule_id", "path", UUID)
@@ -28,25 +28,29 @@ def _service(request: Request) -> ScheduleService:
 
 
 async def list_schedules(request: Request) -> Response:
-    found = await _service(request).list(by=principal_of(request))
-    return JSONResponse({"schedules": [schedule_dto(s) for s in found]})
+    service = _service(request)
+    found = await service.list(by=principal_of(request))
+    return JSONResponse({"schedules": await schedules_dto(service, found)})
 
 
 async def post_schedule(request: Request) -> Response:
     body = await read_json(request, FIELDS | {"conversationId"})
-    made = await _service(request).create(spec_of(body), by=principal_of(request))
-    return JSONResponse({"schedule": schedule_dto(made)}, status_code=201)
+    service = _service(request)
+    made = await service.create(spec_of(body), by=principal_of(request))
+    return JSONResponse({"schedule": (await schedules_dto(service, [made]))[0]}, status_code=201)
 
 
 async def get_schedule(request: Request) -> Response:
-    found = await _service(request).get(request.path_params["schedule_id"], by=principal_of(request))
-    return JSONResponse({"schedule": schedule_dto(found)})
+    service = _service(request)
+    found = await service.get(request.path_params["schedule_id"], by=principal_of(request))
+    return JSONResponse({"schedule": (await schedules_dto(service, [found]))[0]})
 
 
 async def patch_schedule(request: Request) -> Response:
     body = await read_json(request, FIELDS)
-    edited = await _service(request).edit(request.path_params["schedule_id"], edit_of(body), by=principal_of(request))
-    return JSONResponse({"schedule": schedule_dto(edited)})
+    service = _service(request)
+    edited = await service.edit(request.path_params["schedule_id"], edit_of(body), by=principal_of(request))
+    return JSONResponse({"schedule": (await schedules_dto(service, [edited]))[0]})
 
 
 async def delete_schedule(request: Request) -> Response:

@@ -13,6 +13,7 @@ FILES = {
     "app.js": WEB / "app.js",
     "style.css": WEB / "style.css",
     "organise.css": WEB / "organise.css",  # the sidebar's pins, archive and temporary chats, the presets
+    "views.css": WEB / "views.css",  # the "Scheduled" list and the usage view
     "search.js": WEB / "search.js",
     "favicon.svg": WEB / "favicon.svg",
     **{f"js/{module.name}": module for module in (WEB / "js").glob("*.js")},

@@ -17,6 +17,8 @@ import { installMore, renderMore } from "/static/js/more.js";
 import { enqueue, onQueue, renderQueue, setQueue } from "/static/js/queue.js";
 import { renderResume } from "/static/js/resume.js";
 import { renderList } from "/static/js/sidebar.js";
+import { installScheduled, loadSchedules } from "/static/js/scheduled.js";
+import { installUsage, renderUsageItem } from "/static/js/usage.js";
 import { offerUndo } from "/static/js/undo.js";
 import { currentSummary, state } from "/static/js/state.js";
 import { installPinning, onMessageKey, renderMessages, renderStreaming, renderTrace, threadActions } from "/static/js/thread.js";
@@ -44,6 +46,7 @@ function renderHeader() {
   $("connection").hidden = !state.offline;
   renderReadiness();
   renderAccount(state.auth);
+  renderUsageItem(state.auth);
   renderMore();
   $("layout").classList.toggle("sidebar-open", state.sidebarOpen);
   $("scrim").hidden = !(state.sidebarOpen && narrow());
@@ -379,6 +382,7 @@ async function boot() {
   checkReadiness();
   loadModels();
   loadPresets();
+  loadSchedules();
   await loadList();
   // the latest conversation, unless the person already chose one or a new chat meanwhile
   if (state.conversations.length && !state.chosen) await openConversation(state.conversations[0].id);
@@ -415,6 +419,11 @@ installOrganise();
 installAttachments({ changed: () => renderComposer(), failed: failAt("composer") });
 $("trace-close").append(icon("close"));
 installAccount({ logout });
+installUsage();
+// a schedule fired: the open conversation it sent into is read again (its run streams in), or the list shows the new one
+installScheduled({ open: actions.open, shown: () => { if (narrow()) { state.sidebarOpen = false; renderHeader(); } }, fired: (cid) => {
+  if (cid && cid === state.current) { if (!state.streaming) openConversation(cid, { keepError: true }); } else loadList();
+} });
 // Enter while an answer streams, or while a tool call waits for approval: the message waits
 // on the server, in order (js/queue.js)
 $("composer").addEventListener("submit", (e) => {

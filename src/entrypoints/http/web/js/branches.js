@@ -2,6 +2,7 @@
 // (branchActions); a message with alternatives carries `branch: {index, count, branches}`.
 import { attachmentChips } from "/static/js/attachments.js";
 import { el, icon } from "/static/js/dom.js";
+import { scheduledMark } from "/static/js/scheduled.js";
 import { state } from "/static/js/state.js";
 
 export const branchActions = { edit: () => {}, regenerate: () => {}, switchTo: () => {} };
@@ -43,7 +44,7 @@ export function userMessage(m, index) {
       onclick: () => { state.editing = index; branchActions.rerender(); } }, icon("pencil"));
   const nav = branchNav(m);
   return el("div", { class: "msg user", "data-testid": "user-message", "data-index": index },
-    el("div", { class: "user-text" }, m.content), attachmentChips(m),
+    scheduledMark(m), el("div", { class: "user-text" }, m.content), attachmentChips(m),
     pencil || nav ? el("div", { class: "msg-foot" }, nav, pencil) : null);
 }
 

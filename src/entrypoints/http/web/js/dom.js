@@ -38,6 +38,7 @@ const PATHS = {
   pin: "M12 17v5M9 3h6l-1 7 4 3v2H6v-2l4-3z",
   archive: "M3 4h18v4H3zM5 8v12h14V8M10 12h4",
   hourglass: "M6 2h12M6 22h12M7 2v3l5 7-5 7v3M17 2v3l-5 7 5 7v3",
+  clock: "M12 21a9 9 0 1 0 0-18 9 9 0 0 0 0 18zM12 7v5l3 2",
 };
 
 export function icon(name, label) {
