@@ -25,6 +25,9 @@ with `contexts`' context length when one is given) and records the names asked f
 `nodelay=True` sets TCP_NODELAY on accepted sockets, as real Ollama (Go) does: without it each
 small chunk waits for the client's delayed ACK (~40 ms), which dominates a zero-latency model.
 `python -m tests.support.fake_ollama --port N` serves one in a process of its own.
+
+/api/embed answers each `input` with tests/support/embedding.py's deterministic vector (for
+the models of `embedders`; 404 for another), and keeps the texts in `embedded`.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.support.embedding import concept_values
 
 # how often the serving thread looks for shutdown(): the default 0.5 s added up to 0.5 s to
 # every test that stops a fake
@@ -77,6 +82,8 @@ class FakeOllama:
         self.shown: list[str] = []
         self.lists_capabilities = True  # False: /api/show without `capabilities`, as Ollama before 0.6.4
         self.requests: list[dict[str, Any]] = []
+        self.embedders: tuple[str, ...] = ("fake-embed",)  # the models /api/embed serves
+        self.embedded: list[str] = []  # every text /api/embed was asked for
         self.record = True  # False: keep no request (a long benchmark would grow the list)
         self.default: dict[str, Any] = {"text": "Done."}
         # when set, answers every request the script does not: (request body) -> reply
@@ -145,6 +152,9 @@ class FakeOllama:
                 if self.path == "/api/show":
                     self._show(str(body.get("model") or body.get("name") or ""))
                     return
+                if self.path == "/api/embed":
+                    self._embed(body)
+                    return
                 if fake.record:
                     with fake.lock:
                         fake.requests.append(body)
@@ -177,6 +187,16 @@ class FakeOllama:
                 except (BrokenPipeError, ConnectionResetError):
                     with fake.lock:
                         fake.dropped += 1
+
+            def _embed(self, body: dict[str, Any]) -> None:
+                model, texts = body.get("model"), body.get("input")
+                if model not in fake.embedders:
+                    self._json(404, {"error": f'model "{model}" not found, try pulling it first'})
+                    return
+                texts = [texts] if isinstance(texts, str) else list(texts or [])
+                with fake.lock:
+                    fake.embedded.extend(texts)
+                self._json(200, {"model": model, "embeddings": [concept_values(t) for t in texts]})
 
             def _show(self, name: str) -> None:
                 fake.shown.append(name)
