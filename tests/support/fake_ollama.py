@@ -149,11 +149,12 @@ class FakeOllama:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
-                if self.path == "/api/show":
-                    self._show(str(body.get("model") or body.get("name") or ""))
-                    return
-                if self.path == "/api/embed":
-                    self._embed(body)
+                aside = {
+                    "/api/show": lambda: self._show(str(body.get("model") or body.get("name") or "")),
+                    "/api/embed": lambda: self._json(*fake.embed_answer(body)),
+                }.get(self.path)
+                if aside is not None:  # not a chat: not recorded
+                    aside()
                     return
                 if fake.record:
                     with fake.lock:
@@ -188,16 +189,6 @@ class FakeOllama:
                     with fake.lock:
                         fake.dropped += 1
 
-            def _embed(self, body: dict[str, Any]) -> None:
-                model, texts = body.get("model"), body.get("input")
-                if model not in fake.embedders:
-                    self._json(404, {"error": f'model "{model}" not found, try pulling it first'})
-                    return
-                texts = [texts] if isinstance(texts, str) else list(texts or [])
-                with fake.lock:
-                    fake.embedded.extend(texts)
-                self._json(200, {"model": model, "embeddings": [concept_values(t) for t in texts]})
-
             def _show(self, name: str) -> None:
                 fake.shown.append(name)
                 known = {m: m for m in fake.models} | {m.split(":")[0]: m for m in fake.models}
@@ -220,6 +211,16 @@ class FakeOllama:
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, args=(POLL,), daemon=True).start()
         return self
+
+    def embed_answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """/api/embed's status and body for a request."""
+        model, texts = body.get("model"), body.get("input")
+        if model not in self.embedders:
+            return 404, {"error": f'model "{model}" not found, try pulling it first'}
+        texts = [texts] if isinstance(texts, str) else list(texts or [])
+        with self.lock:
+            self.embedded.extend(texts)
+        return 200, {"model": model, "embeddings": [concept_values(t) for t in texts]}
 
     def evaluated(self, body: dict[str, Any]) -> int:
         """The prompt tokens the server evaluates: all of them, or the context it runs with."""

@@ -23,7 +23,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from tests.support.embedding import concept_values
-
 from tests.support.fake_ollama import POLL, prompt_tokens
 
 
