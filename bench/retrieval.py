@@ -39,6 +39,7 @@ from adapters.postgres.database import PostgresDatabase
 from adapters.postgres.store import PostgresStore
 from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqlite.store import SqliteStore
+from bench.table import Row, print_table
 from domain.passages import split_passages
 from domain.ranking import Vector, cosine, unit
 from domain.store import PutItem, SearchItems
@@ -46,8 +47,6 @@ from ports.embeddings import EmbeddingPort
 from ports.passages import PassageRanker
 from ports.store import StorePort
 from services.retrieval import rank
-
-from bench.table import Row, print_table
 
 JUDGEMENTS = Path(__file__).resolve().parent / "retrieval_judgements.json"
 K = 10
