@@ -4,6 +4,7 @@ namespaces their own), run against every adapter (memory, SQLite, PostgreSQL).""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,8 +18,10 @@ from adapters.postgres.store import PostgresStore
 from adapters.sqlite.database import connect
 from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqlite.store import SqliteStore, matches_sql, prefix_range
+from adapters.sqlite.vectors import install, to_blob
 from domain.errors import InvalidInput
 from domain.model import new_id
+from domain.ranking import cosine
 from domain.store import ListNamespaces, PutItem, SearchItems
 from ports.store import StorePort
 from tests.support.embedding import concept_vector
@@ -189,6 +192,20 @@ class TestSqliteStore(StoreContract):
         steps = [row[3] for row in plan]
         assert steps[0].startswith("SCAN store_fts") and "rowid=?" in steps[1], steps  # not once per item
 
+    def test_vectors_are_compared_by_vec_distance_cosine_with_or_without_the_extension(self) -> None:
+        a, b = concept_vector("my sedan"), concept_vector("a red automobile")
+        for how in ("loaded", "python"):
+            conn = sqlite3.connect(":memory:")
+            if how == "python":  # a CPython that cannot load extensions (this project's machines)
+                conn = PlainConnection(":memory:")
+            install(conn)
+            got = conn.execute(
+                "SELECT vec_distance_cosine(?, ?), vec_distance_cosine(?, ?)",
+                (to_blob(a.values), to_blob(b.values), to_blob(a.values), None),
+            ).fetchone()
+            conn.close()
+            assert got[0] == pytest.approx(1 - cosine(a.values, b.values), abs=1e-6) and got[1] is None
+
     async def test_another_process_on_the_file_sees_a_put_item(self, tmp_path: Path) -> None:
         path = str(tmp_path / "db" / "sophos.db")
         one, two = await SqliteRunStore.open(path), await SqliteRunStore.open(path)
@@ -199,6 +216,10 @@ class TestSqliteStore(StoreContract):
         finally:
             await one.aclose()
             await two.aclose()
+
+
+class PlainConnection(sqlite3.Connection):
+    enable_load_extension = property()  # hasattr() is False, as on a CPython built without it
 
 
 class TestPostgresStore(StoreContract):

@@ -23,10 +23,6 @@ def to_blob(values: Sequence[float]) -> bytes:
     return struct.pack(f"<{len(values)}f", *values)
 
 
-def from_blob(blob: bytes) -> tuple[float, ...]:
-    return struct.unpack(f"<{len(blob) // 4}f", blob)
-
-
 def _cosine_distance(a: bytes | None, b: bytes | None) -> float | None:
     """1 - the cosine of two unit vectors (NULL for a missing one or two widths)."""
     if a is None or b is None or len(a) != len(b) or len(a) % 4:
