@@ -27,7 +27,7 @@ TEST_PACKAGES := chromium=chromium pg_ctlcluster=postgresql
 # (two of its containers share a PostgreSQL server the tests start)
 DEPLOY_PACKAGES := podman=podman runc=runc debootstrap=debootstrap pg_ctlcluster=postgresql
 
-.PHONY: install install-dev run demo test test-fast test-deploy need-deploy test-model test-phoenix test-unit lint bench bench-concurrency bench-postgres bench-search bench-peers bench-graph-suite bench-startup soak soak-schedules clean-db check-python need-node need-test help
+.PHONY: install install-dev run demo test test-fast test-deploy need-deploy test-model test-phoenix test-unit lint bench bench-retrieval bench-concurrency bench-postgres bench-search bench-peers bench-graph-suite bench-startup soak soak-schedules clean-db check-python need-node need-test help
 
 help:
 	@echo "make run      start Sophos (creates .venv and installs everything first)"
@@ -40,6 +40,7 @@ help:
 	@echo "make bench    run the benchmarks and print their figures"
 	@echo "make bench-concurrency   only the concurrency section (BENCH_BASELINE_REF=ref to compare with)"
 	@echo "make bench-postgres      only the storage section on PostgreSQL (both backends, the bare official saver)"
+	@echo "make bench-retrieval     only retrieval quality (recall@10, nDCG@10: hybrid, BM25, embedding) and 10,000-chunk timings"
 	@echo "make bench-search        only the search queries (as typed too), 10,000 conversations on SQLite and PostgreSQL"
 	@echo "make bench-peers   only the side-by-side run with the LangGraph dev server and bare LangGraph"
 	@echo "make bench-graph-suite   LangGraph's own integration suite against langgraph dev and sophos serve (scores per test)"
@@ -160,8 +161,17 @@ $(SERVE_STAMP): requirements.lock
 	$(SERVE_VENV)/bin/pip install --disable-pip-version-check -q -r requirements.lock 2>&1 | grep -v "is ignored" || true
 	touch $(SERVE_STAMP)
 
-bench: install $(BENCH_STAMP) $(SERVE_STAMP)
+# the retrieval benchmark's extra (wordllama's embedding model, bm25s) in .venv, never in the runtime lock
+RETRIEVAL_STAMP := $(VENV)/.bench-retrieval-installed
+$(RETRIEVAL_STAMP): $(STAMP) requirements-bench.lock
+	$(PY) -m pip install --disable-pip-version-check -q -r requirements.lock -r requirements-bench.lock 2>&1 | grep -v "is ignored" || true
+	touch $(RETRIEVAL_STAMP)
+
+bench: install $(BENCH_STAMP) $(SERVE_STAMP) $(RETRIEVAL_STAMP)
 	PYTHONPATH=.:src $(PY) -m bench
+
+bench-retrieval: install $(RETRIEVAL_STAMP) need-test
+	PYTHONPATH=.:src $(PY) -m bench --only retrieval
 
 bench-peers: install $(BENCH_STAMP) $(SERVE_STAMP)
 	PYTHONPATH=.:src $(PY) -m bench --only peers

@@ -16,7 +16,10 @@ Each section's tables are printed and also written to bench/results/<start, UTC>
 (bench/results/README.md); --results DIR writes them elsewhere.
 Search: typical queries and every query sent while typing, at 10,000 conversations of 20 messages,
 on SQLite and PostgreSQL (bench/search.py; in core and postgres; alone with --only search).
-Usage: python -m bench [--only core|branches|search|imports|postgres|concurrency|endurance|peers|page|graph-suite|startup|hostile]
+Retrieval: recall@10 and nDCG@10 of hybrid, BM25 and embedding retrieval on a frozen set built
+from CPython's pydoc_data topics, and the store's times at 10,000 chunks (bench/retrieval.py;
+needs the bench extra, requirements-bench.lock).
+Usage: python -m bench [--only core|branches|search|imports|postgres|concurrency|endurance|peers|page|graph-suite|startup|hostile|retrieval]
 [--turns 300]
 [--conversations 10000] [--baseline-ref REF] [--reps 3] [--results DIR]"""
 
@@ -54,6 +57,7 @@ from bench import (
     page_stream,
     peers,
     postgres,
+    retrieval,
     search,
     search_postgres,
     startup,
@@ -329,6 +333,7 @@ async def main(argv: Sequence[str] | None = None) -> None:
             "graph-suite",
             "startup",
             "hostile",
+            "retrieval",
         ),
         help="run one section of the benchmarks",
     )
@@ -360,6 +365,7 @@ async def main(argv: Sequence[str] | None = None) -> None:
         "graph-suite": graph_suite.section,
         "startup": startup.section,
         "hostile": hostile.section,
+        "retrieval": retrieval.section,
     }
     # branches and search are part of core (search on PostgreSQL: of postgres); alone only when asked for. The graph suite (two runs of a
     # 55-test suite, minutes) needs the dev tools' pytest: its own target, bench-graph-suite.

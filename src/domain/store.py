@@ -13,11 +13,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from domain.errors import InvalidInput
+from domain.ranking import fuse
 
 Namespace = tuple[str, ...]
 
@@ -34,7 +35,8 @@ OPERATORS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"})
 
 @dataclass(frozen=True)
 class StoreItem:
-    """An item as stored; `score` only on a full-text search's results (higher: better)."""
+    """An item as stored; `score` only on a query's results (higher: better): the full-text
+    rank, or with an embedding model the fused rank (domain.ranking.fuse)."""
 
     namespace: Namespace
     key: str
@@ -261,3 +263,19 @@ def namespace_key(namespace: Namespace) -> str:
 
 def namespace_of(key: str) -> Namespace:
     return tuple(key.split(".")[:-1])
+
+
+def candidate_depth(query: SearchItems) -> int:
+    """How many of each ranking a hybrid search fuses: twice the page's end, at least 50."""
+    return max(50, 2 * (query.offset + query.limit))
+
+
+def fused_page(lexical: Sequence[StoreItem], semantic: Sequence[StoreItem], query: SearchItems) -> list[StoreItem]:
+    """A hybrid search's page: the full-text ranking and the embedding ranking (each best
+    first, at most candidate_depth after the filter) fused by reciprocal rank, each item with
+    its fused score."""
+    depth = candidate_depth(query)
+    legs = [[i for i in leg if matches(i.value, query.filter)][:depth] for leg in (lexical, semantic)]
+    by_key = {(i.namespace, i.key): i for leg in legs for i in leg}
+    fused = fuse([[(i.namespace, i.key) for i in leg] for leg in legs])
+    return [replace(by_key[k], score=score) for k, score in fused[query.offset : query.offset + query.limit]]

@@ -114,8 +114,19 @@ class Container(containers.DeclarativeContainer):
         ),
         demo=providers.Singleton(factories.demo_model),
     )
+    # each user's store (issue 45), with semantic search when EMBEDDING_MODEL is set
+    long_term_store = providers.Resource(
+        factories.long_term_store,
+        backend,
+        config.MODEL_BACKEND,
+        config.EMBEDDING_MODEL,
+        config.OLLAMA_HOST,
+        config.OPENAI_BASE_URL,
+        config.OPENAI_API_KEY,
+        config.MODEL_TIMEOUT,
+    )
     # what the agent remembers about each user, in the store (MEMORY_BACKEND=store)
-    memory = providers.Singleton(MemoryService, backend.provided.store.call())
+    memory = providers.Singleton(MemoryService, long_term_store)
     tools: providers.Selector[ToolPort] = providers.Selector(
         config.TOOLS_BACKEND,
         mcp=providers.Resource(
@@ -152,7 +163,7 @@ class Container(containers.DeclarativeContainer):
 
     catalog = providers.Singleton(ModelCatalog, model)
     presets = providers.Singleton(PresetService, backend.provided.presets.call(), catalog.provider, audit=audit)
-    long_term = providers.Singleton(StoreService, backend.provided.store.call())  # each user's store (issue 45)
+    long_term = providers.Singleton(StoreService, long_term_store)
     # PDFs are read in worker processes of their own (one pool for chats and imports)
     pdf_reader = providers.Resource(factories.pdf_reader, config.PDF_TIMEOUT, config.PDF_MEMORY, config.PDF_WORKERS)
     intake = providers.Singleton(factories.intake, catalog, pdf_reader)
@@ -173,7 +184,7 @@ class Container(containers.DeclarativeContainer):
         quota=meter,
     )
     queue = providers.Singleton(QueueService, run_service, store, config.MAX_QUEUED)
-    graph_runner = providers.Singleton(factories.graph_runner, graphs, checkpointer, backend.provided.store.call())
+    graph_runner = providers.Singleton(factories.graph_runner, graphs, checkpointer, long_term_store)
     hosted = providers.Singleton(HostedRuns, run_service, graph_runner.provider, graphs.provider, threads.provider)
     scheduler = providers.Singleton(Scheduler, run_service, queue, store, hosted=hosted.provider)
     schedules = providers.Singleton(ScheduleService, store, run_service)

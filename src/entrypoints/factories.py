@@ -17,6 +17,7 @@ from ports.attachments import TextExtractor
 from ports.backend import RunStore
 from ports.checkpoints import CheckpointPort
 from ports.copies import ThreadCopies
+from ports.embeddings import EmbeddingPort
 from ports.engine import AgentEngine
 from ports.graphs import GraphRunner
 from ports.metrics import MetricsPort
@@ -158,6 +159,25 @@ def openai(
     from adapters.openai.model import OpenAIModel
 
     yield OpenAIModel(base_url, model, api_key, timeout, transport, max_tokens, tool_choice or None)
+
+
+def long_term_store(
+    backend: StorageBackend, model_backend: str, model: str, ollama_host: str, openai_url: str, api_key: str, timeout: float
+) -> Iterator[StorePort]:
+    """The backend's store, with semantic search when EMBEDDING_MODEL names a model on the
+    chat model's server (none on the offline demo backend); closed with the container."""
+    from services.semantic_store import SemanticStore
+
+    embeddings: EmbeddingPort | None = None
+    if model and model_backend == "ollama":
+        from adapters.embeddings.http import OllamaEmbeddings
+
+        embeddings = OllamaEmbeddings(ollama_host, model, timeout)
+    elif model and model_backend == "openai":
+        from adapters.embeddings.http import OpenAIEmbeddings
+
+        embeddings = OpenAIEmbeddings(openai_url, model, timeout, api_key)
+    yield SemanticStore(backend.store(), embeddings)
 
 
 def demo_model() -> ModelPort:

@@ -81,6 +81,13 @@ class Settings:
     )
     OPENAI_MODEL: str = setting("local-model", "its model name")
     OPENAI_API_KEY: str = setting("", "its key, if it wants one")
+    EMBEDDING_MODEL: str = setting(
+        "",
+        "the embedding model, on the chat model's server (`MODEL_BACKEND`: Ollama's `/api/embed` at "
+        "`OLLAMA_HOST`, or `/embeddings` at `OPENAI_BASE_URL` with `OPENAI_API_KEY`): the store's search "
+        "ranks by meaning and words together (hybrid); unset, by words alone ([memory](memory.md#search))",
+        shown="(unset)",
+    )
     MODEL_TIMEOUT: int = setting(
         120,
         "seconds; a model server that stalls longer fails the run with `MODEL_UNREACHABLE`",

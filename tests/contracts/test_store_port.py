@@ -4,9 +4,11 @@ namespaces their own), run against every adapter (memory, SQLite, PostgreSQL).""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,10 +18,13 @@ from adapters.postgres.store import PostgresStore
 from adapters.sqlite.database import connect
 from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqlite.store import SqliteStore, matches_sql, prefix_range
+from adapters.sqlite.vectors import install, to_blob
 from domain.errors import InvalidInput
 from domain.model import new_id
+from domain.ranking import cosine
 from domain.store import ListNamespaces, PutItem, SearchItems
 from ports.store import StorePort
+from tests.support.embedding import concept_vector
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -130,6 +135,39 @@ class StoreContract:
         await asyncio.gather(*(store.put(ann, PutItem(("m",), "k", {"v": i}), at(i)) for i in range(8)))
         assert len(await store.search(ann, SearchItems(("m",)), at(10))) == 1
 
+    # semantic search (EMBEDDING_MODEL): vectors given, as services.semantic_store gives them
+    async def put_embedded(self, store: StorePort, owner: str, key: str, text: str, **kw: Any) -> None:
+        await store.put(owner, PutItem(("mem",), key, {"text": text}, **kw), T0, concept_vector(text))
+
+    async def test_a_query_with_a_vector_finds_by_meaning_what_shares_no_word(self, store: StorePort) -> None:
+        ann = new_id()
+        for key, text in [("c", "My red sedan is parked outside"), ("s", "The yacht leaves at dawn"), ("d", "Walk the puppy")]:
+            await self.put_embedded(store, ann, key, text)
+        assert list(await store.search(ann, SearchItems(("mem",), query="automobile"), T0)) == []  # no word in common
+        found = await store.search(ann, SearchItems(("mem",), query="automobile"), T0, concept_vector("automobile"))
+        assert [i.key for i in found][0] == "c" and all(i.score is not None and i.score > 0 for i in found)
+        bob = new_id()
+        assert list(await store.search(bob, SearchItems(("mem",), query="automobile"), T0, concept_vector("automobile"))) == []
+
+    async def test_a_hybrid_query_ranks_first_what_both_rankings_find(self, store: StorePort) -> None:
+        ann = new_id()
+        for key, text in [("words", "a red sedan"), ("meaning", "the vessel sails away"), ("both", "red boat")]:
+            await self.put_embedded(store, ann, key, text)
+        query = SearchItems(("mem",), query="red ship")
+        assert [i.key for i in await store.search(ann, query, T0, concept_vector("red ship"))][0] == "both"
+        window = SearchItems(("mem",), query="red ship", limit=1, offset=1, filter={"text": {"$ne": "red boat"}})
+        assert len(await store.search(ann, window, T0, concept_vector("red ship"))) == 1
+
+    async def test_no_vector_is_kept_without_index_nor_compared_across_models(self, store: StorePort) -> None:
+        ann = new_id()
+        await self.put_embedded(store, ann, "hidden", "my sedan", index=False)
+        await store.put(ann, PutItem(("mem",), "other", {"text": "my sedan"}), T0, concept_vector("my sedan", model="other"))
+        await store.put(ann, PutItem(("mem",), "plain", {"text": "the puppy"}), T0)  # put without a vector
+        found = await store.search(ann, SearchItems(("mem",), query="automobile"), T0, concept_vector("automobile"))
+        assert list(found) == []
+        found = await store.search(ann, SearchItems(("mem",), query="puppy"), T0, concept_vector("puppy"))
+        assert [i.key for i in found] == ["plain"]  # by its words
+
 
 class TestInMemoryStore(StoreContract):
     @pytest.fixture
@@ -154,6 +192,20 @@ class TestSqliteStore(StoreContract):
         steps = [row[3] for row in plan]
         assert steps[0].startswith("SCAN store_fts") and "rowid=?" in steps[1], steps  # not once per item
 
+    def test_vectors_are_compared_by_vec_distance_cosine_with_or_without_the_extension(self) -> None:
+        a, b = concept_vector("my sedan"), concept_vector("a red automobile")
+        for how in ("loaded", "python"):
+            conn = sqlite3.connect(":memory:")
+            if how == "python":  # a CPython that cannot load extensions (this project's machines)
+                conn = PlainConnection(":memory:")
+            install(conn)
+            got = conn.execute(
+                "SELECT vec_distance_cosine(?, ?), vec_distance_cosine(?, ?)",
+                (to_blob(a.values), to_blob(b.values), to_blob(a.values), None),
+            ).fetchone()
+            conn.close()
+            assert got[0] == pytest.approx(1 - cosine(a.values, b.values), abs=1e-6) and got[1] is None
+
     async def test_another_process_on_the_file_sees_a_put_item(self, tmp_path: Path) -> None:
         path = str(tmp_path / "db" / "sophos.db")
         one, two = await SqliteRunStore.open(path), await SqliteRunStore.open(path)
@@ -164,6 +216,10 @@ class TestSqliteStore(StoreContract):
         finally:
             await one.aclose()
             await two.aclose()
+
+
+class PlainConnection(sqlite3.Connection):
+    enable_load_extension = property()  # hasattr() is False, as on a CPython built without it
 
 
 class TestPostgresStore(StoreContract):

@@ -25,6 +25,9 @@ with `contexts`' context length when one is given) and records the names asked f
 `nodelay=True` sets TCP_NODELAY on accepted sockets, as real Ollama (Go) does: without it each
 small chunk waits for the client's delayed ACK (~40 ms), which dominates a zero-latency model.
 `python -m tests.support.fake_ollama --port N` serves one in a process of its own.
+
+/api/embed answers each `input` with tests/support/embedding.py's deterministic vector (for
+the models of `embedders`; 404 for another), and keeps the texts in `embedded`.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.support.embedding import concept_values
 
 # how often the serving thread looks for shutdown(): the default 0.5 s added up to 0.5 s to
 # every test that stops a fake
@@ -77,6 +82,8 @@ class FakeOllama:
         self.shown: list[str] = []
         self.lists_capabilities = True  # False: /api/show without `capabilities`, as Ollama before 0.6.4
         self.requests: list[dict[str, Any]] = []
+        self.embedders: tuple[str, ...] = ("fake-embed",)  # the models /api/embed serves
+        self.embedded: list[str] = []  # every text /api/embed was asked for
         self.record = True  # False: keep no request (a long benchmark would grow the list)
         self.default: dict[str, Any] = {"text": "Done."}
         # when set, answers every request the script does not: (request body) -> reply
@@ -142,8 +149,12 @@ class FakeOllama:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
-                if self.path == "/api/show":
-                    self._show(str(body.get("model") or body.get("name") or ""))
+                aside = {
+                    "/api/show": lambda: self._show(str(body.get("model") or body.get("name") or "")),
+                    "/api/embed": lambda: self._json(*fake.embed_answer(body)),
+                }.get(self.path)
+                if aside is not None:  # not a chat: not recorded
+                    aside()
                     return
                 if fake.record:
                     with fake.lock:
@@ -200,6 +211,16 @@ class FakeOllama:
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, args=(POLL,), daemon=True).start()
         return self
+
+    def embed_answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """/api/embed's status and body for a request."""
+        model, texts = body.get("model"), body.get("input")
+        if model not in self.embedders:
+            return 404, {"error": f'model "{model}" not found, try pulling it first'}
+        texts = [texts] if isinstance(texts, str) else list(texts or [])
+        with self.lock:
+            self.embedded.extend(texts)
+        return 200, {"model": model, "embeddings": [concept_values(t) for t in texts]}
 
     def evaluated(self, body: dict[str, Any]) -> int:
         """The prompt tokens the server evaluates: all of them, or the context it runs with."""

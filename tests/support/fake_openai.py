@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.support.embedding import concept_values
 from tests.support.fake_ollama import POLL, prompt_tokens
 
 
@@ -70,6 +71,11 @@ class FakeOpenAI:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                if self.path == "/v1/embeddings":  # tests/support/embedding.py's vectors, last first in the list
+                    texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                    data = [{"object": "embedding", "index": i, "embedding": concept_values(t)} for i, t in enumerate(texts)]
+                    self._json(200, {"object": "list", "data": data[::-1], "model": body.get("model")})
+                    return
                 fake.requests.append(body)
                 if fake.refuse_stream_options and "stream_options" in body:
                     self._json(

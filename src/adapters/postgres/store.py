@@ -11,13 +11,16 @@ from typing import Any
 
 from adapters.postgres.database import PostgresDatabase
 from adapters.storage.store_text import item_stems, query_stems
+from domain.ranking import Vector
 from domain.store import (
     ListNamespaces,
     Namespace,
     PutItem,
     SearchItems,
     StoreItem,
+    candidate_depth,
     expiry,
+    fused_page,
     matches,
     namespace_key,
     namespace_of,
@@ -27,12 +30,16 @@ from ports.store import StorePort
 COLUMNS = "namespace, key, value, created_at, updated_at"
 LIVE = "(expires_at IS NULL OR expires_at > %s)"
 UPSERT = """
-INSERT INTO store_items (owner, namespace, key, value, stems, created_at, updated_at, ttl_minutes, expires_at)
-VALUES (%s, %s, %s, %s, strip(to_tsvector('simple', %s)), %s, %s, %s, %s)
+INSERT INTO store_items (owner, namespace, key, value, stems, created_at, updated_at, ttl_minutes, expires_at,
+    embedding, embedding_model)
+VALUES (%s, %s, %s, %s, strip(to_tsvector('simple', %s)), %s, %s, %s, %s, %s, %s)
 ON CONFLICT (owner, namespace, key) DO UPDATE SET
     value = excluded.value, stems = excluded.stems, updated_at = excluded.updated_at,
-    ttl_minutes = excluded.ttl_minutes, expires_at = excluded.expires_at
+    ttl_minutes = excluded.ttl_minutes, expires_at = excluded.expires_at,
+    embedding = excluded.embedding, embedding_model = excluded.embedding_model
 """
+# the cosine of two unit vectors, computed in SQL (pgvector is not installable here: store_schema.py)
+SIMILARITY = "(SELECT sum(a * b) FROM unnest(embedding, %s::real[]) AS v(a, b))"
 REFRESH = (
     "UPDATE store_items SET expires_at = %s + ttl_minutes * interval '1 minute' "
     "WHERE owner = %s AND namespace = ANY(%s) AND key = ANY(%s) AND ttl_minutes IS NOT NULL"
@@ -52,12 +59,25 @@ def prefix_range(prefix: Namespace) -> tuple[str, tuple[str, ...]]:
     return "namespace >= %s AND namespace < %s", (low, low[:-1] + "/")
 
 
+def _tsquery(stems: Sequence[str]) -> str:
+    return " | ".join(f"'{s}'" for s in stems)
+
+
+def _matches_sql(where: str, window: str) -> str:
+    return (
+        f"SELECT {COLUMNS}, ts_rank(stems, q) FROM store_items, to_tsquery('simple', %s) q "
+        f"WHERE stems @@ q AND owner = %s AND {where} AND {LIVE} ORDER BY 6 DESC, namespace, key{window}"
+    )
+
+
 class PostgresStore(StorePort):
     def __init__(self, db: PostgresDatabase) -> None:
         self.db = db
 
-    async def put(self, owner: str, item: PutItem, now: datetime) -> None:
+    async def put(self, owner: str, item: PutItem, now: datetime, vector: Vector | None = None) -> None:
         stems = item_stems(item.value, item.index)
+        kept = vector if item.index else None
+        embedded = (list(kept.values), kept.model) if kept is not None else (None, None)
         value = json.dumps(item.value, ensure_ascii=False)
         args = (owner, namespace_key(item.namespace), item.key, value, stems, now, now, item.ttl_minutes)
         async with self.db.cursor(transaction=True) as cur:
@@ -66,7 +86,7 @@ class PostgresStore(StorePort):
                 "DELETE FROM store_items WHERE owner = %s AND namespace = %s AND key = %s AND expires_at <= %s",
                 (owner, namespace_key(item.namespace), item.key, now),
             )
-            await cur.execute(UPSERT, (*args, expiry(now, item.ttl_minutes)))
+            await cur.execute(UPSERT, (*args, expiry(now, item.ttl_minutes), *embedded))
 
     async def get(self, owner: str, namespace: Namespace, key: str, now: datetime, refresh_ttl: bool = False) -> StoreItem | None:
         async with self.db.cursor() as cur:
@@ -94,19 +114,41 @@ class PostgresStore(StorePort):
             )
             return await cur.fetchone() is not None
 
-    async def search(self, owner: str, query: SearchItems, now: datetime) -> Sequence[StoreItem]:
+    async def search(self, owner: str, query: SearchItems, now: datetime, vector: Vector | None = None) -> Sequence[StoreItem]:
+        if vector is not None and query.query is not None:
+            found = await self._hybrid(owner, query, now, vector)
+        else:
+            found = await self._plain(owner, query, now)
+        if query.refresh_ttl and found:
+            await self._refresh(owner, [(i.namespace, i.key) for i in found], now)
+        return found
+
+    async def _hybrid(self, owner: str, query: SearchItems, now: datetime, vector: Vector) -> list[StoreItem]:
+        where, bounds = prefix_range(query.prefix)
+        window = "" if query.filter else f" LIMIT {candidate_depth(query)}"
+        stems = query_stems(query.query or "")
+        nearest_sql = (
+            f"SELECT {COLUMNS}, {SIMILARITY} AS s FROM store_items WHERE owner = %s AND {where} AND {LIVE} "
+            f"AND embedding_model = %s AND cardinality(embedding) = %s ORDER BY s DESC, namespace, key{window}"
+        )
+        async with self.db.cursor() as cur:
+            lexical: list[Any] = []
+            if stems:
+                await cur.execute(_matches_sql(where, window).encode(), (_tsquery(stems), owner, *bounds, now))
+                lexical = list(await cur.fetchall())
+            await cur.execute(nearest_sql.encode(), (list(vector.values), owner, *bounds, now, vector.model, vector.dimensions))
+            nearest = list(await cur.fetchall())
+        return fused_page([item_from_row(r) for r in lexical], [item_from_row(r) for r in nearest], query)
+
+    async def _plain(self, owner: str, query: SearchItems, now: datetime) -> list[StoreItem]:
         where, bounds = prefix_range(query.prefix)
         window = "" if query.filter else f" LIMIT {query.limit} OFFSET {query.offset}"
         if query.query is not None:
             stems = query_stems(query.query)
             if not stems:
                 return []
-            tsquery = " | ".join(f"'{s}'" for s in stems)
-            sql = (
-                f"SELECT {COLUMNS}, ts_rank(stems, q) FROM store_items, to_tsquery('simple', %s) q "
-                f"WHERE stems @@ q AND owner = %s AND {where} AND {LIVE} ORDER BY 6 DESC, namespace, key{window}"
-            )
-            args: tuple[Any, ...] = (tsquery, owner, *bounds, now)
+            sql = _matches_sql(where, window)
+            args: tuple[Any, ...] = (_tsquery(stems), owner, *bounds, now)
         else:
             sql = f"SELECT {COLUMNS}, NULL FROM store_items WHERE owner = %s AND {where} AND {LIVE} "
             sql += f"ORDER BY updated_at DESC, namespace, key{window}"
@@ -116,8 +158,6 @@ class PostgresStore(StorePort):
             found = [item_from_row(r) for r in await cur.fetchall()]
         if query.filter:
             found = [i for i in found if matches(i.value, query.filter)][query.offset : query.offset + query.limit]
-        if query.refresh_ttl and found:
-            await self._refresh(owner, [(i.namespace, i.key) for i in found], now)
         return found
 
     async def list_namespaces(self, owner: str, query: ListNamespaces, now: datetime) -> Sequence[Namespace]:

@@ -21,3 +21,13 @@ CREATE TABLE IF NOT EXISTS store_items (
 CREATE INDEX IF NOT EXISTS store_items_stems ON store_items USING GIN (stems);
 CREATE INDEX IF NOT EXISTS store_items_expiry ON store_items (expires_at) WHERE expires_at IS NOT NULL
 """
+
+# The items' embeddings (EMBEDDING_MODEL) as arrays of reals, with the model that made them;
+# a query's cosine with each is computed in SQL (adapters/postgres/store.py). Not pgvector's
+# `vector` type: the PostgreSQL the tests and the image run is Debian 12's, whose archive has
+# no postgresql-15-pgvector (docs/memory.md says how it would change), and an array needs no
+# extension a server may lack.
+MIGRATION_STORE_VECTORS = """
+ALTER TABLE store_items ADD COLUMN IF NOT EXISTS embedding REAL[];
+ALTER TABLE store_items ADD COLUMN IF NOT EXISTS embedding_model TEXT
+"""

@@ -13,6 +13,7 @@ from functools import partial
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
+from adapters.sqlite import vectors
 from adapters.sqlite.approval_schema import MIGRATION_APPROVALS
 from adapters.sqlite.branch_schema import MIGRATION_BRANCHES
 from adapters.sqlite.chat_schema import add_chat_settings
@@ -25,7 +26,7 @@ from adapters.sqlite.queue_schema import MIGRATION_QUEUE
 from adapters.sqlite.schedule_schema import MIGRATION_CRONS, MIGRATION_SCHEDULES
 from adapters.sqlite.search_schema import MIGRATION_SEARCH, add_stems
 from adapters.sqlite.session_schema import MIGRATION_SESSIONS
-from adapters.sqlite.store_schema import MIGRATION_STORE
+from adapters.sqlite.store_schema import MIGRATION_STORE, add_store_vectors
 from adapters.sqlite.threads import SerialThread, release, writer_thread
 from adapters.sqlite.trace_schema import add_traces
 from adapters.sqlite.usage_schema import add_usage_and_audit
@@ -148,6 +149,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     MIGRATION_SCHEDULES,
     add_traces,
     MIGRATION_CRONS,
+    add_store_vectors,
 )
 
 BUSY_MESSAGE = "The database is busy: another process holds the write lock; try again"
@@ -253,6 +255,7 @@ def connect(path: str, busy_timeout: float = BUSY_TIMEOUT_MS / 1000) -> sqlite3.
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA foreign_keys = ON")
+    vectors.install(conn)
     return conn
 
 

@@ -12,15 +12,19 @@ from datetime import datetime
 from typing import Any
 
 from adapters.sqlite.database import Worker, transaction
+from adapters.sqlite.vectors import to_blob
 from adapters.storage.store_text import item_stems, query_stems
 from domain.model import iso
+from domain.ranking import Vector
 from domain.store import (
     ListNamespaces,
     Namespace,
     PutItem,
     SearchItems,
     StoreItem,
+    candidate_depth,
     expiry,
+    fused_page,
     matches,
     namespace_key,
     namespace_of,
@@ -30,11 +34,13 @@ from ports.store import StorePort
 COLUMNS = "i.namespace, i.key, i.value, i.created_at, i.updated_at"
 LIVE = "(i.expires_at IS NULL OR i.expires_at > ?)"
 UPSERT = """
-INSERT INTO store_items (owner, namespace, key, value, stems, created_at, updated_at, ttl_minutes, expires_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO store_items (owner, namespace, key, value, stems, created_at, updated_at, ttl_minutes, expires_at,
+    embedding, embedding_model)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (owner, namespace, key) DO UPDATE SET
     value = excluded.value, stems = excluded.stems, updated_at = excluded.updated_at,
-    ttl_minutes = excluded.ttl_minutes, expires_at = excluded.expires_at
+    ttl_minutes = excluded.ttl_minutes, expires_at = excluded.expires_at,
+    embedding = excluded.embedding, embedding_model = excluded.embedding_model
 """
 
 
@@ -73,18 +79,20 @@ class SqliteStore(StorePort):
         self._writer = writer
         self._reader = reader
 
-    async def put(self, owner: str, item: PutItem, now: datetime) -> None:
+    async def put(self, owner: str, item: PutItem, now: datetime, vector: Vector | None = None) -> None:
         stems = item_stems(item.value, item.index)
+        kept = vector if item.index else None
         at = iso(now)
         expires = expiry(now, item.ttl_minutes)
         row = (owner, namespace_key(item.namespace), item.key, json.dumps(item.value, ensure_ascii=False), stems, at, at)
         ttl = (item.ttl_minutes, iso(expires) if expires is not None else None)
+        embedded = (to_blob(kept.values), kept.model) if kept is not None else (None, None)
 
         def write(c: sqlite3.Connection) -> None:
             with transaction(c):
                 # an expired item is gone: the new one starts afresh (and expired rows go, by their index)
                 c.execute("DELETE FROM store_items WHERE expires_at IS NOT NULL AND expires_at <= ?", (at,))
-                c.execute(UPSERT, row + ttl)
+                c.execute(UPSERT, row + ttl + embedded)
 
         await self._writer.run(write)
 
@@ -118,7 +126,35 @@ class SqliteStore(StorePort):
 
         return await self._writer.run(write)
 
-    async def search(self, owner: str, query: SearchItems, now: datetime) -> Sequence[StoreItem]:
+    async def search(self, owner: str, query: SearchItems, now: datetime, vector: Vector | None = None) -> Sequence[StoreItem]:
+        if vector is not None and query.query is not None:
+            found = await self._hybrid(owner, query, now, vector)
+        else:
+            found = await self._plain(owner, query, now)
+        if query.refresh_ttl and found:
+            await self._refresh(owner, [(i.namespace, i.key) for i in found], now)
+        return found
+
+    async def _hybrid(self, owner: str, query: SearchItems, now: datetime, vector: Vector) -> list[StoreItem]:
+        where, bounds = prefix_range(query.prefix)
+        window = "" if query.filter else f" LIMIT {candidate_depth(query)}"
+        stems = query_stems(query.query or "")
+        lexical_sql = matches_sql(where, window)
+        nearest_sql = (
+            f"SELECT {COLUMNS}, vec_distance_cosine(i.embedding, ?) AS d FROM store_items i WHERE i.owner = ? AND {where} "
+            f"AND {LIVE} AND i.embedding_model = ? AND length(i.embedding) = ? ORDER BY d, i.rowid{window}"
+        )
+        blob = to_blob(vector.values)
+
+        def read(c: sqlite3.Connection) -> tuple[list[Any], list[Any]]:
+            lexical = c.execute(lexical_sql, (fts_query(stems), owner, *bounds, iso(now))).fetchall() if stems else []
+            nearest = c.execute(nearest_sql, (blob, owner, *bounds, iso(now), vector.model, len(blob))).fetchall()
+            return lexical, nearest
+
+        lexical, nearest = await self._reader.run(read)
+        return fused_page([item_from_row(r) for r in lexical], [item_from_row(r) for r in nearest], query)
+
+    async def _plain(self, owner: str, query: SearchItems, now: datetime) -> list[StoreItem]:
         where, bounds = prefix_range(query.prefix)
         base = (owner, *bounds, iso(now))
         # with a filter, the window is cut after it (in Python); without, by the database
@@ -137,8 +173,6 @@ class SqliteStore(StorePort):
         found = [item_from_row(r, r[5]) for r in rows]
         if query.filter:
             found = [i for i in found if matches(i.value, query.filter)][query.offset : query.offset + query.limit]
-        if query.refresh_ttl and found:
-            await self._refresh(owner, [(i.namespace, i.key) for i in found], now)
         return found
 
     async def list_namespaces(self, owner: str, query: ListNamespaces, now: datetime) -> Sequence[Namespace]:

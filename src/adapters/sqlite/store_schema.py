@@ -10,6 +10,8 @@ whose trigger fires; REPLACE would delete without firing the delete trigger)."""
 
 from __future__ import annotations
 
+import sqlite3
+
 MIGRATION_STORE = """
 CREATE TABLE IF NOT EXISTS store_items (
     owner TEXT NOT NULL,
@@ -38,3 +40,13 @@ CREATE TRIGGER IF NOT EXISTS store_items_au AFTER UPDATE OF stems ON store_items
     INSERT INTO store_fts (rowid, stems) SELECT new.rowid, new.stems WHERE new.stems IS NOT NULL;
 END
 """
+
+
+def add_store_vectors(conn: sqlite3.Connection) -> None:
+    """The items' embeddings (EMBEDDING_MODEL): `embedding` a BLOB of float32s
+    (adapters/sqlite/vectors.py; NULL: none), `embedding_model` the model that made it (a
+    query's vector is compared only with its own model's, of its own width). Idempotent."""
+    have = {row[1] for row in conn.execute("PRAGMA table_info(store_items)")}
+    for column, kind in (("embedding", "BLOB"), ("embedding_model", "TEXT")):
+        if column not in have:
+            conn.execute(f"ALTER TABLE store_items ADD COLUMN {column} {kind}")
