@@ -51,6 +51,17 @@ class SpanRecord:
 
 
 @dataclass(frozen=True)
+class SpanEnd:
+    """The end of a recorded span: when, how, and the attributes it adds (SpanStore.end's
+    arguments, as a value another write can carry: a model call's end goes with its usage row)."""
+
+    span_id: str
+    ended: int  # Unix ns
+    status: SpanStatus
+    attributes: dict[str, Attribute] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class PendingSpan:
     """A recorded span not yet acknowledged by the receiver, with its run's state as the
     store read it in the claim: `run_status` None when the run row is gone."""

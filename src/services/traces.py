@@ -22,6 +22,7 @@ from typing import Any
 from domain.traces import (
     AGENT_NAME,
     Attribute,
+    SpanEnd,
     SpanKind,
     SpanRecord,
     SpanStatus,
@@ -105,12 +106,22 @@ class RunTracer:
     async def model_call_ended(
         self, span_id: str, tokens: tuple[int, int] | None, finish_reason: str, output: Any = None, error: str | None = None
     ) -> None:
+        await self.end(self.model_call_ending(span_id, tokens, finish_reason, output, error))
+
+    def model_call_ending(
+        self, span_id: str, tokens: tuple[int, int] | None, finish_reason: str, output: Any = None, error: str | None = None
+    ) -> SpanEnd:
+        """A model call's end, not written: the caller writes it with the call's usage row
+        (UsageStore.add), else with `end`."""
         attributes: dict[str, Attribute] = {"gen_ai.response.finish_reasons": (finish_reason,)}
         if tokens is not None:
             attributes["gen_ai.usage.input_tokens"], attributes["gen_ai.usage.output_tokens"] = tokens
         if self.capture and output is not None:
             attributes["gen_ai.output.messages"] = _content(output)
-        await self._end(span_id, attributes, error)
+        return self._ending(span_id, attributes, error)
+
+    async def end(self, ending: SpanEnd) -> None:
+        await self.store.end(ending.span_id, ending.ended, ending.status, ending.attributes)
 
     async def tool_call_started(self, run: SpanRecord, call_id: str, name: str, args: Any = None) -> str:
         attributes: dict[str, Attribute] = {
@@ -142,9 +153,12 @@ class RunTracer:
         return span_id
 
     async def _end(self, span_id: str, attributes: dict[str, Attribute], error: str | None) -> None:
+        await self.end(self._ending(span_id, attributes, error))
+
+    def _ending(self, span_id: str, attributes: dict[str, Attribute], error: str | None) -> SpanEnd:
         if error is not None:
             attributes["error.type"] = error
-        await self.store.end(span_id, self.clock(), SpanStatus.ERROR if error else SpanStatus.OK, attributes)
+        return SpanEnd(span_id, self.clock(), SpanStatus.ERROR if error else SpanStatus.OK, attributes)
 
 
 def _ids(run: SpanRecord) -> dict[str, Attribute]:

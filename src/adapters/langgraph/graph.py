@@ -58,6 +58,7 @@ from domain.model import (
     utc_now,
 )
 from domain.models import compose_system
+from domain.traces import SpanEnd
 from ports.attachments import AttachmentStore
 from ports.journal import ToolJournal
 from ports.metrics import NO_METRICS, UNKNOWN_TOOL, MetricsPort
@@ -220,8 +221,9 @@ class AgentNodes:
         thinking, began = Thinking(), time.monotonic()
         with _timed(lambda outcome, seconds: self.metrics.model_call(name, outcome, seconds)):
             answer = partial(self._answer, plan, specs, choice.model, step, thinking, write)
-            reply, usage = await traced_model_call(self.tracer, run, thread_id, step, name, plan, answer)
-        await self._count(thread_id, name, plan.tokens, reply.content + (reply.reasoning or ""), usage, time.monotonic() - began)
+            (reply, usage), ending = await traced_model_call(self.tracer, run, thread_id, step, name, plan, answer)
+        spent = reply.content + (reply.reasoning or "")
+        await self._count(thread_id, name, plan.tokens, spent, usage, time.monotonic() - began, ending)
         self._check_evaluation(config, step, plan, usage, run)
         if reply.cut:
             # stored as the step's reply (it has no tool calls: the graph ends after it);
@@ -286,13 +288,19 @@ class AgentNodes:
             raise RuntimeError("the model ended its stream without a reply")
         return reply, usage
 
-    async def _count(self, thread_id: str, model: str, sent: int, answer: str, usage: Usage | None, seconds: float) -> None:
+    async def _count(
+        self, thread_id: str, model: str, sent: int, answer: str, usage: Usage | None, seconds: float, span: SpanEnd | None = None
+    ) -> None:
         """The call's tokens and seconds in its owner's usage (services.usage): the server's
-        counts, else the prompt's estimate (`sent`) and the answer's, marked estimated."""
+        counts, else the prompt's estimate (`sent`) and the answer's, marked estimated. The
+        call's trace span (`span`) ends in the same write."""
         if self.usage is None:
+            if span is not None and self.tracer is not None:
+                await self.tracer.end(span)
             return
         reported = (usage.prompt_tokens, usage.completion_tokens) if usage is not None else None
-        await self.usage.model_call(thread_id, model, model_cost(reported, lambda: (sent, estimate_text(answer)), seconds))
+        cost = model_cost(reported, lambda: (sent, estimate_text(answer)), seconds)
+        await self.usage.model_call(thread_id, model, cost, span)
 
     def _check_evaluation(
         self, config: RunnableConfig, step: int, plan: PromptPlan, usage: Usage | None, run: RunContext
