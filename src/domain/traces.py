@@ -97,6 +97,16 @@ def chat_span_id(run_id: str, step: int, index: int) -> str:
     return span_id(run_id, "chat", str(step), str(index))
 
 
+def summary_span_id(run_id: str, step: int) -> str:
+    """The model call that summarised the conversation's older messages at the run's `step`."""
+    return span_id(run_id, "chat", "summary", str(step))
+
+
+def title_span_id(run_id: str) -> str:
+    """The model call that titled the conversation after the run (AUTO_TITLE)."""
+    return span_id(run_id, "chat", "title")
+
+
 def tool_span_id(run_id: str, call_id: str) -> str:
     return span_id(run_id, "execute_tool", call_id)
 

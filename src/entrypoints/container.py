@@ -174,7 +174,7 @@ class Container(containers.DeclarativeContainer):
     )
     queue = providers.Singleton(QueueService, run_service, store, config.MAX_QUEUED)
     graph_runner = providers.Singleton(factories.graph_runner, graphs, checkpointer, backend.provided.store.call())
-    hosted = providers.Singleton(HostedRuns, run_service, graph_runner.provider, graphs.provider)
+    hosted = providers.Singleton(HostedRuns, run_service, graph_runner.provider, graphs.provider, tracer)
     scheduler = providers.Singleton(Scheduler, run_service, queue, store)
     schedules = providers.Singleton(ScheduleService, store, run_service)
     supervisor = providers.Singleton(
@@ -183,7 +183,7 @@ class Container(containers.DeclarativeContainer):
         auto_resume=config.AUTO_RESUME,
         event_retention=config.RUN_EVENT_RETENTION_SECONDS,
         approval_timeout=config.APPROVAL_TIMEOUT,
-        after_runs=providers.Singleton(AfterRuns, store, threads, model.provider, config.AUTO_TITLE, meter=meter),
+        after_runs=providers.Singleton(AfterRuns, store, threads, model.provider, config.AUTO_TITLE, meter=meter, tracer=tracer),
         audit=audit,
         scheduler=scheduler,
         traces=shipper,

@@ -33,6 +33,7 @@ from services.handles import CancelResult, RunStream, StartedRun
 from services.hub import ActiveRun
 from services.kernel import RunKernel
 from services.runs import RunService
+from services.traces import RunTracer
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +41,15 @@ log = logging.getLogger(__name__)
 class HostedRuns:
     """Starts, resumes and reads the runs of the catalog's graphs on `runs`' kernel."""
 
-    def __init__(self, runs: RunService, runner: Callable[[], GraphRunner], catalog: Callable[[], GraphCatalog]) -> None:
+    def __init__(
+        self,
+        runs: RunService,
+        runner: Callable[[], GraphRunner],
+        catalog: Callable[[], GraphCatalog],
+        tracer: RunTracer | None = None,
+    ) -> None:
         self.runs = runs
+        self.tracer = tracer  # an invoke_agent span per run (None: tracing off)
         self._runner = runner  # made on first use: a process that hosts nothing never imports LangGraph for it
         self._catalog = catalog
 
@@ -161,6 +169,9 @@ class HostedRuns:
         try:
             if active.stop_reason is not None:
                 raise asyncio.CancelledError  # stopped before its first step
+            if self.tracer is not None:  # the graph's own calls are not seen: the run's span only
+                resumed = run.input is None and run.command is None
+                await self.tracer.hosted_run(active.run_id, run.thread_id, run.graph_id, resumed)
             async with contextlib.aclosing(self.runner.stream(run, active.run_id, owner)) as chunks:
                 async for chunk in chunks:
                     active.publish(chunk.event())

@@ -4,8 +4,8 @@ PostgreSQL), each beside its run store (a span is shipped by its run's state).""
 from __future__ import annotations
 
 import asyncio
-from datetime import date
 from collections.abc import AsyncIterator
+from datetime import date
 
 import pytest
 

@@ -29,7 +29,7 @@ from adapters.langchain.messages import ConversionCache, to_langchain
 from adapters.langgraph.appending import append_messages
 from adapters.langgraph.files import FilePrompts
 from adapters.langgraph.keys import RunContext
-from adapters.langgraph.tracing import traced_model_call, traced_tool_call
+from adapters.langgraph.tracing import traced_model_call, traced_summary_call, traced_tool_call
 from domain.approvals import Rejected, Wait, edited_note
 from domain.context import ContextPolicy, PromptPlan, estimate_text, file_chars
 from domain.errors import RunLost, StorageFailure, ToolOutcomeUnknown
@@ -214,7 +214,7 @@ class AgentNodes:
         if plan.summarize is not None:
             # stored in a checkpoint of its own before the answer is asked for: a resume
             # after a crash finds it, and no later call pays for it again
-            summary = await self._summarize(thread_id, name, thread, plan, choice.model)
+            summary = await self._summarize(thread_id, name, thread, plan, choice.model, (run, step))
             write(ContextSummarized(step, summary.covers, estimate_text(summary.content)))
             return Command(update={"messages": [to_langchain(summary)]}, goto="agent")
         write(_planned(step, plan, searched))
@@ -242,14 +242,29 @@ class AgentNodes:
         return {"messages": [to_langchain(reply)]}
 
     async def _summarize(
-        self, thread_id: str, name: str, thread: Sequence[Message], plan: PromptPlan, model: str | None
+        self,
+        thread_id: str,
+        name: str,
+        thread: Sequence[Message],
+        plan: PromptPlan,
+        model: str | None,
+        at: tuple[RunContext, int],
     ) -> SummaryMessage:
-        """The summary the plan asks for, its call counted in the owner's usage."""
+        """The summary the plan asks for, its call counted in the owner's usage and traced
+        (a chat span of purpose "summary", ended with its usage row)."""
         spent: list[Spent] = []
         began = time.monotonic()
-        summary = await self.context.summarize(thread, plan, model, spent)
+
+        async def call() -> tuple[SummaryMessage, Usage | None]:
+            summary = await self.context.summarize(thread, plan, model, spent)
+            return summary, spent[-1].usage if spent else None
+
+        summary, ending = await traced_summary_call(self.tracer, *at, thread_id, name, call)
         for cost in spent:
-            await self._count(thread_id, name, cost.sent, cost.answer, cost.usage, time.monotonic() - began)
+            await self._count(thread_id, name, cost.sent, cost.answer, cost.usage, time.monotonic() - began, ending)
+            ending = None
+        if ending is not None and self.tracer is not None:
+            await self.tracer.end(ending)
         return summary
 
     async def _answer(

@@ -70,6 +70,28 @@ async def traced_model_call(
     return (reply, usage), tracer.model_call_ending(span, tokens, finish_reason(reply), output)
 
 
+async def traced_summary_call(
+    tracer: RunTracer | None,
+    run: RunContext,
+    step: int,
+    thread_id: str,
+    model: str,
+    call: Callable[[], Awaitable[tuple[SummaryMessage, Usage | None]]],
+) -> tuple[SummaryMessage, SpanEnd | None]:
+    """The summary, and its call's span's end for the caller to write with its usage row."""
+    if tracer is None or run.run_id is None:
+        return (await call())[0], None
+    run_span = await tracer.run_span(run.run_id, thread_id, run.resumed)
+    span = await tracer.model_call_started(run_span, step, 0, model, purpose="summary")
+    try:
+        summary, usage = await call()
+    except Exception as e:
+        await _quietly(tracer.model_call_ended(span, None, "error", error=type(e).__name__))
+        raise
+    tokens = (usage.prompt_tokens, usage.completion_tokens) if usage is not None else None
+    return summary, tracer.model_call_ending(span, tokens, "stop")
+
+
 async def traced_tool_call(
     tracer: RunTracer | None, run: RunContext, thread_id: str, call: ToolCall, send: Callable[[], Awaitable[tuple[str, bool]]]
 ) -> tuple[str, bool]:
