@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from domain.context import estimate_text
 from domain.errors import SessionInProgress, SophosError
@@ -35,8 +36,10 @@ from ports.checkpoints import CheckpointPort
 from ports.model import ModelPort, TextChunk, Usage
 from ports.runs import RunRepository
 from services.hub import ActiveRun
-from services.traces import RunTracer
 from services.usage import UsageMeter, model_cost
+
+if TYPE_CHECKING:  # imported only when tracing is on (entrypoints/factories.py)
+    from services.traces import RunTracer
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ import logging
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from domain import lifecycle
 from domain.commands import Cancel, Resume, StartRun
@@ -33,7 +33,9 @@ from services.handles import CancelResult, RunStream, StartedRun
 from services.hub import ActiveRun
 from services.kernel import RunKernel
 from services.runs import RunService
-from services.traces import RunTracer
+
+if TYPE_CHECKING:  # imported only when tracing is on (entrypoints/factories.py)
+    from services.traces import RunTracer
 
 log = logging.getLogger(__name__)
 
