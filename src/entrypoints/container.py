@@ -172,7 +172,7 @@ class Container(containers.DeclarativeContainer):
         defaults=presets.provided.defaults_for,
         quota=meter,
     )
-    queue = providers.Singleton(QueueService, run_service, store, config.MAX_QUEUED)
+    queue = providers.Singleton(QueueService, run_service, store, config.MAX_QUEUED, audit)
     graph_runner = providers.Singleton(factories.graph_runner, graphs, checkpointer, backend.provided.store.call())
     hosted = providers.Singleton(HostedRuns, run_service, graph_runner.provider, graphs.provider, tracer)
     scheduler = providers.Singleton(Scheduler, run_service, queue, store)

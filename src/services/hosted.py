@@ -19,6 +19,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from domain import lifecycle
+from domain.audit import Action
 from domain.commands import Cancel, Resume, StartRun
 from domain.errors import ConversationNotFound, NoActiveRun, RunLost, RunNotResumable, SessionInProgress, ShuttingDown
 from domain.graphs import assistant_id_of
@@ -213,6 +214,7 @@ class HostedRuns:
         await self._refuse_if_active(cid)
         written = await self.runner.update_state(graph_id, cid, values, as_node=as_node, checkpoint_id=checkpoint_id)
         await self.runs.stores.runs.merge_thread_metadata(cid, _stamp(graph_id))
+        await self.runs.stores.audit.record(Action.STATE_UPDATED, cid, f"{graph_id} as {as_node or '(last node)'}: {written}")
         return written
 
 
