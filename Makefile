@@ -27,7 +27,7 @@ TEST_PACKAGES := chromium=chromium pg_ctlcluster=postgresql
 # (two of its containers share a PostgreSQL server the tests start)
 DEPLOY_PACKAGES := podman=podman runc=runc debootstrap=debootstrap pg_ctlcluster=postgresql
 
-.PHONY: install install-dev run demo test test-fast test-deploy need-deploy test-model test-phoenix test-unit lint bench bench-retrieval bench-concurrency bench-postgres bench-search bench-peers bench-graph-suite bench-startup soak soak-schedules clean-db check-python need-node need-test help
+.PHONY: install install-dev run demo test test-fast test-deploy need-deploy test-model test-phoenix test-unit lint bench bench-retrieval bench-concurrency bench-postgres bench-search bench-peers bench-graph-suite bench-startup bench-traces bench-usage soak soak-schedules clean-db check-python need-node need-test help
 
 help:
 	@echo "make run      start Sophos (creates .venv and installs everything first)"
@@ -45,6 +45,8 @@ help:
 	@echo "make bench-peers   only the side-by-side run with the LangGraph dev server and bare LangGraph"
 	@echo "make bench-graph-suite   LangGraph's own integration suite against langgraph dev and sophos serve (scores per test)"
 	@echo "make bench-startup  only start-up: --help, a read command and serve, main against this tree"
+	@echo "make bench-traces   what OTLP tracing costs a turn, A/B, with the load average (not part of make bench)"
+	@echo "make bench-usage    usage totals against the fake model server's counts over 1,000 turns"
 	@echo "make soak N=1000   the kill -9 torture test, long form (BACKEND=postgres: three processes on PostgreSQL; QUEUE=1: queued messages)"
 	@echo "make soak-schedules N=200 SECONDS=600   the scheduled runs' kill -9 torture (two processes; BACKEND=postgres)"
 
@@ -191,6 +193,12 @@ bench-startup: install $(SERVE_STAMP)
 
 bench-search: install
 	PYTHONPATH=.:src $(PY) -m bench --only search
+
+bench-traces: install
+	PYTHONPATH=.:src $(PY) -m bench.traces --turns 100 --reps 4
+
+bench-usage: install
+	PYTHONPATH=.:src $(PY) -m bench.usage --turns 1000
 
 N ?= 1000
 BACKEND ?= sqlite

@@ -75,11 +75,21 @@ async def sample(model: FakeModel, turns: int, receiver: OtlpReceiver | None) ->
 
 
 async def work_alone(turns: int = 500, every: int = 50) -> float:
-    """CPU milliseconds per turn of the tracing work itself (RunTracer and TraceShipper)."""
+    """CPU milliseconds per turn of the tracing work itself (RunTracer and TraceShipper): a
+    turn's usage row is written with tracing off too, so what tracing adds is measured as
+    the difference between the two, each on a file of its own."""
+    return await _turns(turns, every, traced=True) - await _turns(turns, every, traced=False)
+
+
+async def _turns(turns: int, every: int, traced: bool) -> float:
+    from datetime import date
+
     from adapters.otel.config import trace_config
     from adapters.otel.sink import OtlpSpanSink
     from adapters.sqlite.runs import SqliteRunStore
     from adapters.sqlite.traces import SqliteSpanStore
+    from adapters.sqlite.usage import SqliteUsageStore
+    from domain.usage import Cost
     from services.traces import RunTracer, TraceShipper
 
     port = free_port()
@@ -90,14 +100,20 @@ async def work_alone(turns: int = 500, every: int = 50) -> float:
     with tempfile.TemporaryDirectory(prefix="sophos-bench-traces-") as tmp:
         runs = await SqliteRunStore.open(f"{tmp}/sophos.db")
         try:
-            store = SqliteSpanStore(*runs.workers())
+            store, usage = SqliteSpanStore(*runs.workers()), SqliteUsageStore(*runs.workers())
             tracer = RunTracer(store)
             shipper = TraceShipper(store, OtlpSpanSink(trace_config({"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}"})))
+            cost, day = Cost(120, 40, 0.5, 0.0, 1), date(2026, 12, 7)
             started = time.process_time()
             for i in range(turns):
+                if not traced:  # the model call's usage row, written with tracing off too
+                    await usage.add("user", "qwen3", day, cost)
+                    continue
+                # as the agent node does: the run's and the call's span before the call, the
+                # call's end with its usage row
                 run = await tracer.run_span(f"run-{i}", "conversation", resumed=False)
                 span = await tracer.model_call_started(run, 1, 0, "qwen3")
-                await tracer.model_call_ended(span, (120, 40), "stop")
+                await usage.add("user", "qwen3", day, cost, tracer.model_call_ending(span, (120, 40), "stop"))
                 if (i + 1) % every == 0:
                     await shipper.ship_once()
             cpu = time.process_time() - started

@@ -29,6 +29,9 @@ class Action(StrEnum):
     SETTINGS_CHANGED = "settings.changed"
     PRESET_SAVED = "preset.saved"
     PRESET_DELETED = "preset.deleted"
+    QUEUED_DROPPED = "queue.dropped"  # a queued message deleted before its run
+    DB_PRUNED = "db.pruned"  # `sophos db prune`: old checkpoints deleted
+    STATE_UPDATED = "state.updated"  # a hosted graph's thread state written (POST /threads/{id}/state)
 
 
 @dataclass(frozen=True)

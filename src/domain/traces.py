@@ -51,6 +51,17 @@ class SpanRecord:
 
 
 @dataclass(frozen=True)
+class SpanEnd:
+    """The end of a recorded span: when, how, and the attributes it adds (SpanStore.end's
+    arguments, as a value another write can carry: a model call's end goes with its usage row)."""
+
+    span_id: str
+    ended: int  # Unix ns
+    status: SpanStatus
+    attributes: dict[str, Attribute] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class PendingSpan:
     """A recorded span not yet acknowledged by the receiver, with its run's state as the
     store read it in the claim: `run_status` None when the run row is gone."""
@@ -84,6 +95,16 @@ def agent_span_id(run_id: str) -> str:
 def chat_span_id(run_id: str, step: int, index: int) -> str:
     """The model call `index` (0, 1, ...) of the run's step `step`."""
     return span_id(run_id, "chat", str(step), str(index))
+
+
+def summary_span_id(run_id: str, step: int) -> str:
+    """The model call that summarised the conversation's older messages at the run's `step`."""
+    return span_id(run_id, "chat", "summary", str(step))
+
+
+def title_span_id(run_id: str) -> str:
+    """The model call that titled the conversation after the run (AUTO_TITLE)."""
+    return span_id(run_id, "chat", "title")
 
 
 def tool_span_id(run_id: str, call_id: str) -> str:

@@ -183,9 +183,9 @@ class Container(containers.DeclarativeContainer):
         defaults=presets.provided.defaults_for,
         quota=meter,
     )
-    queue = providers.Singleton(QueueService, run_service, store, config.MAX_QUEUED)
+    queue = providers.Singleton(QueueService, run_service, store, config.MAX_QUEUED, audit)
     graph_runner = providers.Singleton(factories.graph_runner, graphs, checkpointer, long_term_store)
-    hosted = providers.Singleton(HostedRuns, run_service, graph_runner.provider, graphs.provider, threads.provider)
+    hosted = providers.Singleton(HostedRuns, run_service, graph_runner.provider, graphs.provider, threads.provider, tracer)
     scheduler = providers.Singleton(Scheduler, run_service, queue, store, hosted=hosted.provider)
     schedules = providers.Singleton(ScheduleService, store, run_service)
     supervisor = providers.Singleton(
@@ -194,7 +194,7 @@ class Container(containers.DeclarativeContainer):
         auto_resume=config.AUTO_RESUME,
         event_retention=config.RUN_EVENT_RETENTION_SECONDS,
         approval_timeout=config.APPROVAL_TIMEOUT,
-        after_runs=providers.Singleton(AfterRuns, store, threads, model.provider, config.AUTO_TITLE, meter=meter),
+        after_runs=providers.Singleton(AfterRuns, store, threads, model.provider, config.AUTO_TITLE, meter=meter, tracer=tracer),
         audit=audit,
         scheduler=scheduler,
         traces=shipper,

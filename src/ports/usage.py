@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from datetime import date
 from typing import Protocol
 
+from domain.traces import SpanEnd
 from domain.usage import Cost, UsageRow
 
 
@@ -15,10 +16,11 @@ class UsageStore(Protocol):
     processes sharing the store as soon as it returns."""
 
     @abstractmethod
-    async def add(self, user: str, model: str, day: date, cost: Cost) -> None:
+    async def add(self, user: str, model: str, day: date, cost: Cost, span: SpanEnd | None = None) -> None:
         """Add `cost` to the row of (`user`, `model`, `day`), making it if there is none: one
         transaction, so two processes adding at once both count. Not idempotent: the caller
-        adds each call once."""
+        adds each call once. `span`: the call's trace span, ended in the same transaction as
+        SpanStore.end would end it (a model call's end costs no write of its own)."""
 
     @abstractmethod
     async def rows(self, user: str | None, first: date, last: date) -> Sequence[UsageRow]:

@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from domain.context import estimate_text
 from domain.errors import SessionInProgress, SophosError
@@ -37,6 +38,9 @@ from ports.runs import RunRepository
 from services.hub import ActiveRun
 from services.usage import UsageMeter, model_cost
 
+if TYPE_CHECKING:  # imported only when tracing is on (entrypoints/factories.py)
+    from services.traces import RunTracer
+
 log = logging.getLogger(__name__)
 
 MAX_PENDING = 64
@@ -53,8 +57,10 @@ class AfterRuns:
         auto_title: bool = True,
         clock: Callable[[], datetime] = utc_now,
         meter: UsageMeter | None = None,
+        tracer: RunTracer | None = None,
     ) -> None:
         self.meter = meter  # a title's call counts in its owner's usage (None: not counted)
+        self.tracer = tracer  # a title's call is a span of its run's trace (None: tracing off)
         self.runs = runs
         self.checkpoints = checkpoints
         self.model = model  # a getter: built by the run that ended already
@@ -71,11 +77,13 @@ class AfterRuns:
         if len(self._tasks) >= MAX_PENDING:
             log.info("too much follow-up pending: this run's title and turns wait for the next", extra=active.context)
             return
-        task = asyncio.create_task(self.follow_up(active.conversation_id, outcome.status), name=f"after-{active.run_id}")
+        task = asyncio.create_task(
+            self.follow_up(active.conversation_id, outcome.status, active.run_id), name=f"after-{active.run_id}"
+        )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def follow_up(self, conversation_id: str, status: RunStatus) -> None:
+    async def follow_up(self, conversation_id: str, status: RunStatus, run_id: str | None = None) -> None:
         ctx = {"conversation_id": conversation_id}
         try:
             conv = await self.runs.get_conversation(conversation_id)
@@ -90,7 +98,7 @@ class AfterRuns:
             if conv.turns != turns:
                 await self.runs.set_turns(conversation_id, turns)
             if conv.title_by is TitleSource.MESSAGE and status is RunStatus.COMPLETED:
-                await self.title(conv, messages)
+                await self.title(conv, messages, run_id)
         except asyncio.CancelledError:
             raise
         except SophosError as e:
@@ -98,12 +106,12 @@ class AfterRuns:
         except Exception:
             log.exception("after the run", extra=ctx)
 
-    async def title(self, conv: Conversation, messages: Sequence[Message]) -> None:
+    async def title(self, conv: Conversation, messages: Sequence[Message], run_id: str | None = None) -> None:
         """The model's title for a conversation after its first answer, or (AUTO_TITLE off,
         or the model gave none) the first message's line in place of the placeholder. A
         person's title is never replaced (ports.runs.retitle), even one given meanwhile."""
         ctx = {"conversation_id": conv.id}
-        written = await self._model_title(conv, messages) if self.auto_title else None
+        written = await self._model_title(conv, messages, run_id) if self.auto_title else None
         if written is not None:
             if await self.runs.retitle(conv.id, written, TitleSource.MODEL):
                 log.info("titled by the model", extra=ctx)
@@ -114,7 +122,7 @@ class AfterRuns:
             if line != NEW_CONVERSATION_TITLE:
                 await self.runs.retitle(conv.id, line, TitleSource.MESSAGE)
 
-    async def _model_title(self, conv: Conversation, messages: Sequence[Message]) -> str | None:
+    async def _model_title(self, conv: Conversation, messages: Sequence[Message], run_id: str | None) -> str | None:
         request = title_request(messages)
         if request is None:
             return None
@@ -123,6 +131,7 @@ class AfterRuns:
         usage: Usage | None = None
         async with self._titling:
             began = time.monotonic()
+            span = await self._title_span(conv, run_id)
             try:
                 # left early, the stream's generator is closed by the loop (its request with it)
                 async for out in self.model().stream(system, [UserMessage(text)], [], conv.model):
@@ -136,13 +145,28 @@ class AfterRuns:
                         reply.append(out.content)
             except SophosError as e:
                 log.info("no title from the model: %s", e.message, extra={"conversation_id": conv.id})
+                if span is not None and self.tracer is not None:
+                    await self.tracer.model_call_ended(span, None, "error", error=type(e).__name__)
                 return None
+            reported = (usage.prompt_tokens, usage.completion_tokens) if usage is not None else None
+            ending = self.tracer.model_call_ending(span, reported, "stop") if span is not None and self.tracer else None
             if self.meter is not None:
-                reported = (usage.prompt_tokens, usage.completion_tokens) if usage is not None else None
                 guess = (estimate_text(system) + estimate_text(text), estimate_text("".join(reply)))
                 cost = model_cost(reported, lambda: guess, time.monotonic() - began)
-                await self.meter.model_call(conv.id, conv.model or self.model().name, cost)
+                await self.meter.model_call(conv.id, conv.model or self.model().name, cost, ending)
+            elif ending is not None and self.tracer is not None:
+                await self.tracer.end(ending)
         return model_title("".join(reply))
+
+    async def _title_span(self, conv: Conversation, run_id: str | None) -> str | None:
+        """The title call's span, a child of the span of the run it follows (none when that
+        run has no span: tracing off, or no call of it traced)."""
+        if self.tracer is None or run_id is None:
+            return None
+        run = await self.tracer.ended_run_span(run_id, conv.id)
+        if run is None:
+            return None
+        return await self.tracer.model_call_started(run, 0, 0, conv.model or self.model().name, purpose="title")
 
     async def forget(self, conversation_id: str) -> None:
         """Delete a temporary conversation: its thread, then its row (as a delete does)."""

@@ -16,9 +16,10 @@ import logging
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from domain import lifecycle
+from domain.audit import Action
 from domain.commands import Cancel, Resume, StartRun
 from domain.crons import GraphInput, OnCompleted
 from domain.errors import (
@@ -46,6 +47,9 @@ from services.hub import ActiveRun
 from services.kernel import RunKernel
 from services.runs import RunService
 
+if TYPE_CHECKING:  # imported only when tracing is on (entrypoints/factories.py)
+    from services.traces import RunTracer
+
 log = logging.getLogger(__name__)
 
 ENDED = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)  # a run that waits keeps its thread
@@ -60,8 +64,10 @@ class HostedRuns:
         runner: Callable[[], GraphRunner],
         catalog: Callable[[], GraphCatalog],
         checkpoints: Callable[[], CheckpointPort] | None = None,
+        tracer: RunTracer | None = None,
     ) -> None:
         self.runs = runs
+        self.tracer = tracer  # an invoke_agent span per run (None: tracing off)
         self._runner = runner  # made on first use: a process that hosts nothing never imports LangGraph for it
         self._catalog = catalog
         self._checkpoints = checkpoints  # a thread's checkpoints, deleted with a cron's firing thread
@@ -239,6 +245,9 @@ class HostedRuns:
         try:
             if active.stop_reason is not None:
                 raise asyncio.CancelledError  # stopped before its first step
+            if self.tracer is not None:  # the graph's own calls are not seen: the run's span only
+                resumed = run.input is None and run.command is None
+                await self.tracer.hosted_run(active.run_id, run.thread_id, run.graph_id, resumed)
             async with contextlib.aclosing(self.runner.stream(run, active.run_id, owner)) as chunks:
                 async for chunk in chunks:
                     active.publish(chunk.event())
@@ -278,6 +287,7 @@ class HostedRuns:
         await self._refuse_if_active(cid)
         written = await self.runner.update_state(graph_id, cid, values, as_node=as_node, checkpoint_id=checkpoint_id)
         await self.runs.stores.runs.merge_thread_metadata(cid, _stamp(graph_id))
+        await self.runs.stores.audit.record(Action.STATE_UPDATED, cid, f"{graph_id} as {as_node or '(last node)'}: {written}")
         return written
 
 

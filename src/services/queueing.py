@@ -10,6 +10,7 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
+from domain.audit import Action
 from domain.commands import Cancel, Edit, SendMessage, check_message
 from domain.errors import InvalidInput, QueuedNotFound, SessionInProgress, ShuttingDown
 from domain.model import RunStatus, RunTrigger, check_text, new_id
@@ -17,6 +18,7 @@ from domain.principals import LOCAL, Principal
 from domain.queue import MAX_QUEUED, Multitask, QueuedMessage, rollback_point
 from domain.schedules import FiringClaim
 from ports.queue import MessageQueue
+from services.audit import NO_AUDIT, AuditTrail
 from services.handles import StartedRun
 from services.kernel import RunUseCases
 
@@ -28,7 +30,10 @@ ENQUEUE_TRIES = 5  # a run ending while a message is queued behind it: look agai
 class QueueService:
     """`service` starts and cancels runs; its kernel says which are live."""
 
-    def __init__(self, service: RunUseCases, queue: MessageQueue, max_queued: int = MAX_QUEUED) -> None:
+    def __init__(
+        self, service: RunUseCases, queue: MessageQueue, max_queued: int = MAX_QUEUED, audit: AuditTrail = NO_AUDIT
+    ) -> None:
+        self.audit = audit  # a dropped message is audited (it is gone: no run, no checkpoint says so)
         self.service = service
         self.queue = queue
         self.max_queued = max_queued
@@ -129,3 +134,4 @@ class QueueService:
             await self.service.visible(conversation_id, by)
         if not await self.queue.drop_queued(conversation_id, check_text(message_id, "Id")):
             raise QueuedNotFound()
+        await self.audit.record(Action.QUEUED_DROPPED, conversation_id, message_id)

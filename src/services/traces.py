@@ -22,12 +22,15 @@ from typing import Any
 from domain.traces import (
     AGENT_NAME,
     Attribute,
+    SpanEnd,
     SpanKind,
     SpanRecord,
     SpanStatus,
     agent_span_id,
     chat_span_id,
     finish,
+    summary_span_id,
+    title_span_id,
     tool_span_id,
     trace_id,
 )
@@ -55,11 +58,11 @@ class RunTracer:
         self._runs: OrderedDict[str, SpanRecord] = OrderedDict()  # run -> its span, bounded
         self._unrecorded: set[str] = set()
 
-    async def run_span(self, run_id: str, conversation_id: str, resumed: bool) -> SpanRecord:
+    async def run_span(self, run_id: str, conversation_id: str, resumed: bool, agent: str = AGENT_NAME) -> SpanRecord:
         """The run's span, recorded with its first call's span (its first model or tool call
         in this process). A resumed run (after a
         crash, a stop or a question) joins the trace of the conversation's latest run, as a
-        child of that trace's first run span."""
+        child of that trace's first run span. `agent`: a hosted graph's id, else Sophos."""
         known = self._runs.get(run_id)
         if known is not None:
             return known
@@ -70,7 +73,7 @@ class RunTracer:
                 trace, parent = before.trace_id, before.parent_id or before.span_id
         attributes: dict[str, Attribute] = {
             "gen_ai.operation.name": "invoke_agent",
-            "gen_ai.agent.name": AGENT_NAME,
+            "gen_ai.agent.name": agent,
             "gen_ai.conversation.id": conversation_id,
             "sophos.run.id": run_id,
             "sophos.run.resumed": resumed,
@@ -82,7 +85,7 @@ class RunTracer:
             conversation_id,
             run_id,
             SpanKind.AGENT,
-            f"invoke_agent {AGENT_NAME}",
+            f"invoke_agent {agent}",
             self.clock(),
             attributes=attributes,
         )
@@ -92,7 +95,28 @@ class RunTracer:
             self._unrecorded.discard(self._runs.popitem(last=False)[1].span_id)
         return span
 
-    async def model_call_started(self, run: SpanRecord, step: int, index: int, model: str, messages: Any = None) -> str:
+    async def hosted_run(self, run_id: str, conversation_id: str, graph_id: str, resumed: bool) -> None:
+        """A hosted graph's run span (services.hosted), recorded now: the calls inside the
+        user's graph are not seen, so no call's span carries it. It ends with the run."""
+        span = await self.run_span(run_id, conversation_id, resumed, agent=graph_id)
+        if span.span_id in self._unrecorded:
+            await self.store.record([span])
+            self._unrecorded.discard(span.span_id)
+
+    async def ended_run_span(self, run_id: str, conversation_id: str) -> SpanRecord | None:
+        """The span of a run of this process that ended (what a call after it, the title's,
+        joins); None when the run has none recorded (no call was traced)."""
+        known = self._runs.get(run_id)
+        if known is not None and known.span_id not in self._unrecorded:
+            return known
+        latest = await self.store.latest_run_span(conversation_id)
+        return latest if latest is not None and latest.run_id == run_id else None
+
+    async def model_call_started(
+        self, run: SpanRecord, step: int, index: int, model: str, messages: Any = None, purpose: str | None = None
+    ) -> str:
+        """A model call's span, recorded before the call. `purpose`: "summary" or "title"
+        for the calls Sophos makes besides the answer (sophos.call.purpose), their own ids."""
         attributes: dict[str, Attribute] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.request.model": model,
@@ -100,17 +124,31 @@ class RunTracer:
         }
         if self.capture and messages is not None:
             attributes["gen_ai.input.messages"] = _content(messages)
-        return await self._start(run, chat_span_id(run.run_id, step, index), SpanKind.CHAT, f"chat {model}", attributes)
+        span_id = chat_span_id(run.run_id, step, index)
+        if purpose is not None:
+            attributes["sophos.call.purpose"] = purpose
+            span_id = title_span_id(run.run_id) if purpose == "title" else summary_span_id(run.run_id, step)
+        return await self._start(run, span_id, SpanKind.CHAT, f"chat {model}", attributes)
 
     async def model_call_ended(
         self, span_id: str, tokens: tuple[int, int] | None, finish_reason: str, output: Any = None, error: str | None = None
     ) -> None:
+        await self.end(self.model_call_ending(span_id, tokens, finish_reason, output, error))
+
+    def model_call_ending(
+        self, span_id: str, tokens: tuple[int, int] | None, finish_reason: str, output: Any = None, error: str | None = None
+    ) -> SpanEnd:
+        """A model call's end, not written: the caller writes it with the call's usage row
+        (UsageStore.add), else with `end`."""
         attributes: dict[str, Attribute] = {"gen_ai.response.finish_reasons": (finish_reason,)}
         if tokens is not None:
             attributes["gen_ai.usage.input_tokens"], attributes["gen_ai.usage.output_tokens"] = tokens
         if self.capture and output is not None:
             attributes["gen_ai.output.messages"] = _content(output)
-        await self._end(span_id, attributes, error)
+        return self._ending(span_id, attributes, error)
+
+    async def end(self, ending: SpanEnd) -> None:
+        await self.store.end(ending.span_id, ending.ended, ending.status, ending.attributes)
 
     async def tool_call_started(self, run: SpanRecord, call_id: str, name: str, args: Any = None) -> str:
         attributes: dict[str, Attribute] = {
@@ -142,9 +180,12 @@ class RunTracer:
         return span_id
 
     async def _end(self, span_id: str, attributes: dict[str, Attribute], error: str | None) -> None:
+        await self.end(self._ending(span_id, attributes, error))
+
+    def _ending(self, span_id: str, attributes: dict[str, Attribute], error: str | None) -> SpanEnd:
         if error is not None:
             attributes["error.type"] = error
-        await self.store.end(span_id, self.clock(), SpanStatus.ERROR if error else SpanStatus.OK, attributes)
+        return SpanEnd(span_id, self.clock(), SpanStatus.ERROR if error else SpanStatus.OK, attributes)
 
 
 def _ids(run: SpanRecord) -> dict[str, Attribute]:

@@ -20,6 +20,7 @@ from datetime import date, datetime, timedelta
 from domain.errors import Forbidden, InvalidInput, QuotaExceeded
 from domain.model import utc_now
 from domain.principals import BOOTSTRAP_ID, Principal
+from domain.traces import SpanEnd
 from domain.usage import Cost, UsageRow, day_of, over_quota, reset_at
 from ports.metrics import NO_METRICS, MetricsPort
 from ports.runs import RunRepository
@@ -87,8 +88,9 @@ class UsageMeter:
         if self.daily_tokens:
             await self.admit(owner)
 
-    async def model_call(self, conversation_id: str, model: str, cost: Cost) -> None:
-        await self.store.add(await self.owner_of(conversation_id), model, day_of(self.clock()), cost)
+    async def model_call(self, conversation_id: str, model: str, cost: Cost, span: SpanEnd | None = None) -> None:
+        """`span`: the call's trace span's end, written with the call's row."""
+        await self.store.add(await self.owner_of(conversation_id), model, day_of(self.clock()), cost, span)
         self.metrics.model_tokens(model, cost.input_tokens, cost.output_tokens)
 
     async def tool_call(self, conversation_id: str, model: str, seconds: float) -> None:

@@ -5,18 +5,24 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from datetime import date
 
 import pytest
 
 from adapters.memory.traces import InMemorySpanStore
+from adapters.memory.usage import InMemoryUsageStore
 from adapters.postgres.database import PostgresDatabase
 from adapters.postgres.traces import PostgresSpanStore
+from adapters.postgres.usage import PostgresUsageStore
 from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqlite.traces import SqliteSpanStore
+from adapters.sqlite.usage import SqliteUsageStore
 from domain.model import Run, RunStatus
-from domain.traces import SpanKind, SpanRecord, SpanStatus, agent_span_id, chat_span_id, tool_span_id, trace_id
+from domain.traces import SpanEnd, SpanKind, SpanRecord, SpanStatus, agent_span_id, chat_span_id, tool_span_id, trace_id
+from domain.usage import Cost
 from ports.runs import RunFinish
 from ports.traces import SpanStore
+from ports.usage import UsageStore
 from tests.contracts.run_stores import (
     InMemoryStores,
     PostgresStores,
@@ -27,6 +33,7 @@ from tests.contracts.run_stores import (
 )
 
 T0 = 1_700_000_000_000_000_000
+DAY = date(2026, 3, 1)
 
 
 def agent_span(run: Run, started: int = T0, parent: str | None = None, trace: str | None = None) -> SpanRecord:
@@ -62,6 +69,26 @@ class SpanStoreContract:
     @pytest.fixture
     def spans(self, store: RunStore) -> SpanStore:
         raise NotImplementedError
+
+    @pytest.fixture
+    def usage(self, spans: SpanStore) -> UsageStore:
+        """The backend's usage store, beside `spans`."""
+        raise NotImplementedError
+
+    async def test_a_model_calls_span_ends_with_its_usage_row(
+        self, store: RunStore, clock: StoreClock, spans: SpanStore, usage: UsageStore
+    ) -> None:
+        run = await a_running_run(store, clock)
+        chat = chat_span_id(run.id, 1, 0)
+        await spans.record([agent_span(run), child(run, SpanKind.CHAT, chat)])
+        user = f"user-{run.id}"
+        ending = SpanEnd(chat, T0 + 5, SpanStatus.OK, {"gen_ai.usage.input_tokens": 7})
+        await usage.add(user, "qwen3", DAY, Cost(7, 3, 0.5, 0.0, 1), ending)
+        await usage.add(user, "qwen3", DAY, Cost(1, 1, 0.5, 0.0, 1), SpanEnd(chat, T0 + 9, SpanStatus.ERROR, {}))
+        (pending,) = [p for p in await spans.claim("me", 1000.0, 30.0, 1000) if p.span.run_id == run.id]
+        assert (pending.span.span_id, pending.span.ended, pending.span.status) == (chat, T0 + 5, SpanStatus.OK)
+        assert pending.span.attributes == {"gen_ai.request.model": "qwen3", "gen_ai.usage.input_tokens": 7}
+        assert await usage.tokens(user, DAY) == 12  # the second row counted, its end ignored: the span had ended
 
     async def test_a_running_runs_spans_wait_but_its_ended_calls_ship(
         self, store: RunStore, clock: StoreClock, spans: SpanStore
@@ -173,6 +200,11 @@ class TestInMemorySpanStore(InMemoryStores, SpanStoreContract):
     def spans(self, store: RunStore) -> SpanStore:
         return InMemorySpanStore(store)
 
+    @pytest.fixture
+    def usage(self, spans: SpanStore) -> UsageStore:
+        assert isinstance(spans, InMemorySpanStore)
+        return InMemoryUsageStore(spans)
+
 
 class TestSqliteSpanStore(SqliteStores, SpanStoreContract):
     @pytest.fixture
@@ -180,10 +212,21 @@ class TestSqliteSpanStore(SqliteStores, SpanStoreContract):
         assert isinstance(store, SqliteRunStore)
         return SqliteSpanStore(*store.workers())
 
+    @pytest.fixture
+    def usage(self, store: RunStore) -> UsageStore:
+        assert isinstance(store, SqliteRunStore)
+        return SqliteUsageStore(*store.workers())
+
 
 class TestPostgresSpanStore(PostgresStores, SpanStoreContract):
     @pytest.fixture
     async def spans(self, pg_url: str, store: RunStore) -> AsyncIterator[SpanStore]:
         db = PostgresDatabase(pg_url)
         yield PostgresSpanStore(db)
+        await db.close()
+
+    @pytest.fixture
+    async def usage(self, pg_url: str, spans: SpanStore) -> AsyncIterator[UsageStore]:
+        db = PostgresDatabase(pg_url)
+        yield PostgresUsageStore(db)
         await db.close()

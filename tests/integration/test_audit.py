@@ -33,7 +33,7 @@ def entries(setup: Setup, **params: Any) -> list[dict[str, Any]]:
     return found
 
 
-def scripted_session(setup: Setup, ollama: FakeOllama, tmp_path: Path) -> None:
+def scripted_session(setup: Setup, ollama: FakeOllama, tmp_path: Path) -> str:
     """Every kind of action the audit log records, by ann over HTTP and by the operator's CLI."""
     c, ann = setup.client, setup.tokens["ann"]
     assert c.post("/api/session", json={"token": "sophos_" + "x" * 43}).status_code == 401
@@ -43,6 +43,11 @@ def scripted_session(setup: Setup, ollama: FakeOllama, tmp_path: Path) -> None:
     ollama.add({"tool_calls": [("demo__clock", {})], "text": ""}, {"text": "Noon."})
     cid = turn(setup, "ann", {"message": "time?"})[0][1]
     (call,) = c.get(f"/api/conversations/{cid}", headers=ann).json()["pendingApprovals"]
+    # a message queued behind the run waiting for approval, then dropped before it runs
+    queued = c.post("/api/chat", json={"conversation": cid, "message": "and the date?", "multitask": "enqueue"}, headers=ann)
+    assert queued.status_code == 200 and "queued" in queued.json(), queued.text
+    qid = queued.json()["queued"]["id"]
+    assert c.delete(f"/api/conversations/{cid}/queue/{qid}", headers=ann).status_code == 204
     decision = {call["id"]: {"type": "approve", "always": True}}
     assert turn(setup, "ann", {"conversation": cid, "resume": True, "decisions": decision})[-1][0] == "end"
     assert c.patch(f"/api/conversations/{cid}", json={"system": "Be kind."}, headers=ann).status_code == 200
@@ -52,20 +57,22 @@ def scripted_session(setup: Setup, ollama: FakeOllama, tmp_path: Path) -> None:
     assert imported.status_code == 201, imported.text
     assert c.delete(f"/api/approvals/always/{quote('demo__clock')}", headers=ann).status_code == 204
     assert c.delete(f"/api/conversations/{cid}", headers=ann).status_code == 204
-    for args in (("users", "token", "bob"), ("users", "disable", "bob")):
+    for args in (("users", "token", "bob"), ("users", "disable", "bob"), ("db", "prune", "--keep", "1")):
         done = sophos(setup.env, tmp_path, *args)
         assert done.returncode == 0, done.stderr
+    return str(qid)
 
 
 def test_a_scripted_sessions_actions_are_audit_rows_in_order(setup: Setup, ollama: FakeOllama, tmp_path: Path) -> None:
     first = entries(setup)[-1]["seq"]  # the users the setup made are rows of their own
-    scripted_session(setup, ollama, tmp_path)
+    qid = scripted_session(setup, ollama, tmp_path)
     rows = [e for e in entries(setup) if e["seq"] > first]
     cli = f"cli:{getpass.getuser()}"
     assert [(e["actor"], e["action"], e["origin"]) for e in rows] == [
         ("unknown", "login.failed", "testclient"),
         ("ann", "login", "testclient"),
         ("ann", "preset.saved", "testclient"),
+        ("ann", "queue.dropped", "testclient"),
         ("ann", "approval", "testclient"),
         ("ann", "rule.added", "testclient"),
         ("ann", "settings.changed", "testclient"),
@@ -75,9 +82,12 @@ def test_a_scripted_sessions_actions_are_audit_rows_in_order(setup: Setup, ollam
         ("ann", "conversation.deleted", "testclient"),
         ("admin", "token.issued", cli),
         ("admin", "user.disabled", cli),
+        ("admin", "db.pruned", cli),
     ]
-    assert rows[3]["detail"].startswith("approve demo__clock") and rows[4]["target"] == "demo__clock"
-    assert rows[5]["detail"] == "system" and rows[-1]["target"] == "bob"
+    assert rows[3]["detail"] == qid
+    assert rows[4]["detail"].startswith("approve demo__clock") and rows[5]["target"] == "demo__clock"
+    assert rows[6]["detail"] == "system" and rows[-2]["target"] == "bob"
+    assert rows[-1]["target"] == "checkpoints" and rows[-1]["detail"].endswith("deleted, the latest 1 kept")
     assert [e["seq"] for e in rows] == sorted(e["seq"] for e in rows)
     # this machine's `sophos audit` reads the same rows
     done = sophos(setup.env, tmp_path, "audit", "--json")

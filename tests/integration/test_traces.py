@@ -17,6 +17,7 @@ import pytest
 
 from domain.commands import start_command
 from domain.events import StreamEvent
+from domain.model import RunStatus
 from entrypoints.container import close_container, create_container
 from entrypoints.settings import SettingsError
 from tests.support.app import ROOT, app_env, config_dir, ledger_server_entry
@@ -269,3 +270,30 @@ def test_a_malformed_number_is_a_clear_settings_error(tmp_path: Path) -> None:
     env = app_env(tmp_path, OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:4318", OTEL_BSP_SCHEDULE_DELAY="soon")
     with pytest.raises(SettingsError, match="OTEL_BSP_SCHEDULE_DELAY is a number"):
         create_container(env)
+
+
+async def test_the_title_call_is_a_span_of_its_runs_trace_ended_with_its_tokens(
+    tmp_path: Path, ollama: FakeOllama, receiver: OtlpReceiver
+) -> None:
+    from tests.integration.test_titles import answers
+
+    ollama.responder = answers({"text": "Lighthouse keepers"})
+    c = create_container(traced_env(tmp_path, ollama, receiver, AUTO_TITLE="true"))
+    try:
+        cid = await run_to_end(c, "tell me about lighthouses")
+        runs, after = c.store(), c.supervisor().after_runs
+        latest = await runs.latest_run(cid)
+        assert latest is not None and after is not None
+        await after.follow_up(cid, RunStatus.COMPLETED, latest.id)  # what the supervisor does when a run ends
+        conv = await runs.get_conversation(cid)
+        assert conv is not None and conv.title == "Lighthouse keepers"
+        await c.supervisor().ship_traces()
+    finally:
+        await close_container(c)
+    names = by_name(receiver.snapshot())
+    (agent,) = names["invoke_agent"]
+    title = [s for s in names["chat"] if s.attributes.get("sophos.call.purpose") == "title"]
+    assert len(title) == 1 and len(names["chat"]) == 2
+    assert title[0].parent_id == agent.span_id and title[0].trace_id == agent.trace_id
+    assert title[0].attributes["gen_ai.usage.input_tokens"] > 0 and title[0].status == "ok"
+    assert_no_orphans(receiver.snapshot())

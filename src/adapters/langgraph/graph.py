@@ -29,7 +29,7 @@ from adapters.langchain.messages import ConversionCache, to_langchain
 from adapters.langgraph.appending import append_messages
 from adapters.langgraph.files import FilePrompts
 from adapters.langgraph.keys import RunContext
-from adapters.langgraph.tracing import traced_model_call, traced_tool_call
+from adapters.langgraph.tracing import traced_model_call, traced_summary_call, traced_tool_call
 from domain.approvals import Rejected, Wait, edited_note
 from domain.context import ContextPolicy, PromptPlan, estimate_text, file_chars
 from domain.errors import RunLost, StorageFailure, ToolOutcomeUnknown
@@ -58,6 +58,7 @@ from domain.model import (
     utc_now,
 )
 from domain.models import compose_system
+from domain.traces import SpanEnd
 from ports.attachments import AttachmentStore
 from ports.journal import ToolJournal
 from ports.metrics import NO_METRICS, UNKNOWN_TOOL, MetricsPort
@@ -213,15 +214,16 @@ class AgentNodes:
         if plan.summarize is not None:
             # stored in a checkpoint of its own before the answer is asked for: a resume
             # after a crash finds it, and no later call pays for it again
-            summary = await self._summarize(thread_id, name, thread, plan, choice.model)
+            summary = await self._summarize(thread_id, name, thread, plan, choice.model, (run, step))
             write(ContextSummarized(step, summary.covers, estimate_text(summary.content)))
             return Command(update={"messages": [to_langchain(summary)]}, goto="agent")
         write(_planned(step, plan, searched))
         thinking, began = Thinking(), time.monotonic()
         with _timed(lambda outcome, seconds: self.metrics.model_call(name, outcome, seconds)):
             answer = partial(self._answer, plan, specs, choice.model, step, thinking, write)
-            reply, usage = await traced_model_call(self.tracer, run, thread_id, step, name, plan, answer)
-        await self._count(thread_id, name, plan.tokens, reply.content + (reply.reasoning or ""), usage, time.monotonic() - began)
+            (reply, usage), ending = await traced_model_call(self.tracer, run, thread_id, step, name, plan, answer)
+        spent = reply.content + (reply.reasoning or "")
+        await self._count(thread_id, name, plan.tokens, spent, usage, time.monotonic() - began, ending)
         self._check_evaluation(config, step, plan, usage, run)
         if reply.cut:
             # stored as the step's reply (it has no tool calls: the graph ends after it);
@@ -240,14 +242,29 @@ class AgentNodes:
         return {"messages": [to_langchain(reply)]}
 
     async def _summarize(
-        self, thread_id: str, name: str, thread: Sequence[Message], plan: PromptPlan, model: str | None
+        self,
+        thread_id: str,
+        name: str,
+        thread: Sequence[Message],
+        plan: PromptPlan,
+        model: str | None,
+        at: tuple[RunContext, int],
     ) -> SummaryMessage:
-        """The summary the plan asks for, its call counted in the owner's usage."""
+        """The summary the plan asks for, its call counted in the owner's usage and traced
+        (a chat span of purpose "summary", ended with its usage row)."""
         spent: list[Spent] = []
         began = time.monotonic()
-        summary = await self.context.summarize(thread, plan, model, spent)
+
+        async def call() -> tuple[SummaryMessage, Usage | None]:
+            summary = await self.context.summarize(thread, plan, model, spent)
+            return summary, spent[-1].usage if spent else None
+
+        summary, ending = await traced_summary_call(self.tracer, *at, thread_id, name, call)
         for cost in spent:
-            await self._count(thread_id, name, cost.sent, cost.answer, cost.usage, time.monotonic() - began)
+            await self._count(thread_id, name, cost.sent, cost.answer, cost.usage, time.monotonic() - began, ending)
+            ending = None
+        if ending is not None and self.tracer is not None:
+            await self.tracer.end(ending)
         return summary
 
     async def _answer(
@@ -286,13 +303,19 @@ class AgentNodes:
             raise RuntimeError("the model ended its stream without a reply")
         return reply, usage
 
-    async def _count(self, thread_id: str, model: str, sent: int, answer: str, usage: Usage | None, seconds: float) -> None:
+    async def _count(
+        self, thread_id: str, model: str, sent: int, answer: str, usage: Usage | None, seconds: float, span: SpanEnd | None = None
+    ) -> None:
         """The call's tokens and seconds in its owner's usage (services.usage): the server's
-        counts, else the prompt's estimate (`sent`) and the answer's, marked estimated."""
+        counts, else the prompt's estimate (`sent`) and the answer's, marked estimated. The
+        call's trace span (`span`) ends in the same write."""
         if self.usage is None:
+            if span is not None and self.tracer is not None:
+                await self.tracer.end(span)
             return
         reported = (usage.prompt_tokens, usage.completion_tokens) if usage is not None else None
-        await self.usage.model_call(thread_id, model, model_cost(reported, lambda: (sent, estimate_text(answer)), seconds))
+        cost = model_cost(reported, lambda: (sent, estimate_text(answer)), seconds)
+        await self.usage.model_call(thread_id, model, cost, span)
 
     def _check_evaluation(
         self, config: RunnableConfig, step: int, plan: PromptPlan, usage: Usage | None, run: RunContext

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from adapters.langgraph.keys import RunContext
 from domain.context import PromptPlan
 from domain.model import AssistantMessage, Message, SummaryMessage, ToolCall, ToolResult, UserMessage
+from domain.traces import SpanEnd
 from ports.model import Usage
 
 if TYPE_CHECKING:
@@ -51,9 +52,11 @@ async def traced_model_call(
     model: str,
     plan: PromptPlan,
     call: Callable[[], Awaitable[Answer]],
-) -> Answer:
+) -> tuple[Answer, SpanEnd | None]:
+    """The answer, and the call's span's end for the caller to write with the call's usage
+    row (None: no span). A failed call's span is ended here."""
     if tracer is None or run.run_id is None:
-        return await call()
+        return await call(), None
     run_span = await tracer.run_span(run.run_id, thread_id, run.resumed)
     sent = prompt_content(plan.system, plan.messages) if tracer.capture else None
     span = await tracer.model_call_started(run_span, step, 0, model, sent)
@@ -64,8 +67,29 @@ async def traced_model_call(
         raise
     tokens = (usage.prompt_tokens, usage.completion_tokens) if usage is not None else None
     output = reply_content(reply) if tracer.capture else None
-    await tracer.model_call_ended(span, tokens, finish_reason(reply), output)
-    return reply, usage
+    return (reply, usage), tracer.model_call_ending(span, tokens, finish_reason(reply), output)
+
+
+async def traced_summary_call(
+    tracer: RunTracer | None,
+    run: RunContext,
+    step: int,
+    thread_id: str,
+    model: str,
+    call: Callable[[], Awaitable[tuple[SummaryMessage, Usage | None]]],
+) -> tuple[SummaryMessage, SpanEnd | None]:
+    """The summary, and its call's span's end for the caller to write with its usage row."""
+    if tracer is None or run.run_id is None:
+        return (await call())[0], None
+    run_span = await tracer.run_span(run.run_id, thread_id, run.resumed)
+    span = await tracer.model_call_started(run_span, step, 0, model, purpose="summary")
+    try:
+        summary, usage = await call()
+    except Exception as e:
+        await _quietly(tracer.model_call_ended(span, None, "error", error=type(e).__name__))
+        raise
+    tokens = (usage.prompt_tokens, usage.completion_tokens) if usage is not None else None
+    return summary, tracer.model_call_ending(span, tokens, "stop")
 
 
 async def traced_tool_call(

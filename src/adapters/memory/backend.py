@@ -31,10 +31,10 @@ class MemoryBackend(Backend):
         self._sessions = InMemorySessionStore()
         self._users = InMemoryUserStore()
         self._presets = InMemoryPresetStore()
-        self._usage = InMemoryUsageStore()
         self._audit = InMemoryAuditLog()
         self._store = InMemoryStore()
         self._traces = InMemorySpanStore(self._runs)
+        self._usage = InMemoryUsageStore(self._traces)
 
     def runs(self) -> InMemoryRunStore:
         return self._runs

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from domain.traces import Attribute, PendingSpan, SpanKind, SpanRecord, SpanStatus, ready
+from domain.traces import Attribute, PendingSpan, SpanEnd, SpanKind, SpanRecord, SpanStatus, ready
 from ports.runs import RunRepository
 from ports.traces import SpanStore
 
@@ -31,11 +31,14 @@ class InMemorySpanStore(SpanStore):
                 self._rows.setdefault(span.span_id, _Row(span, len(self._rows)))
 
     async def end(self, span_id: str, ended: int, status: SpanStatus, attributes: dict[str, Attribute]) -> None:
+        self.end_now(SpanEnd(span_id, ended, status, attributes))
+
+    def end_now(self, end: SpanEnd) -> None:
         with self._lock:
-            row = self._rows.get(span_id)
+            row = self._rows.get(end.span_id)
             if row is None or row.acked or row.span.ended is not None:
                 return
-            row.span = replace(row.span, ended=ended, status=status, attributes={**row.span.attributes, **attributes})
+            row.span = replace(row.span, ended=end.ended, status=end.status, attributes={**row.span.attributes, **end.attributes})
 
     async def latest_run_span(self, conversation_id: str) -> SpanRecord | None:
         with self._lock:

@@ -7,18 +7,25 @@ import threading
 from collections.abc import Sequence
 from datetime import date, datetime
 
+from adapters.memory.traces import InMemorySpanStore
 from domain.audit import AuditEntry
+from domain.traces import SpanEnd
 from domain.usage import Cost, UsageRow
 from ports.audit import AuditLog
 from ports.usage import UsageStore
 
 
 class InMemoryUsageStore(UsageStore):
-    def __init__(self) -> None:
+    """`spans`: the backend's span store, where a span given to `add` is ended."""
+
+    def __init__(self, spans: InMemorySpanStore | None = None) -> None:
         self._lock = threading.Lock()
         self._rows: dict[tuple[str, str, date], UsageRow] = {}
+        self._spans = spans
 
-    async def add(self, user: str, model: str, day: date, cost: Cost) -> None:
+    async def add(self, user: str, model: str, day: date, cost: Cost, span: SpanEnd | None = None) -> None:
+        if span is not None and self._spans is not None:
+            self._spans.end_now(span)
         with self._lock:
             row = self._rows.get((user, model, day)) or UsageRow(user, model, day, 0, 0, 0.0, 0.0, 0)
             self._rows[(user, model, day)] = UsageRow(

@@ -7,7 +7,10 @@ from datetime import date, datetime
 from typing import Any
 
 from adapters.postgres.database import PostgresDatabase
+from adapters.postgres.traces import END
+from adapters.storage.span_rows import attributes_json
 from domain.audit import AuditEntry
+from domain.traces import SpanEnd
 from domain.usage import Cost, UsageRow
 from ports.audit import AuditLog
 from ports.usage import UsageStore
@@ -30,11 +33,13 @@ class PostgresUsageStore(UsageStore):
     def __init__(self, db: PostgresDatabase) -> None:
         self.db = db
 
-    async def add(self, user: str, model: str, day: date, cost: Cost) -> None:
+    async def add(self, user: str, model: str, day: date, cost: Cost, span: SpanEnd | None = None) -> None:
         estimated = cost.calls if cost.estimated else 0
         values = (user, model, day, cost.input_tokens, cost.output_tokens, cost.model_seconds, cost.tool_seconds, cost.calls)
-        async with self.db.cursor() as cur:
+        async with self.db.cursor(transaction=span is not None) as cur:
             await cur.execute(ADD, (*values, estimated))
+            if span is not None:
+                await cur.execute(END, (span.ended, span.status.value, attributes_json(span.attributes), span.span_id))
 
     async def rows(self, user: str | None, first: date, last: date) -> Sequence[UsageRow]:
         args: list[Any]

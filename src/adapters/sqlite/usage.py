@@ -8,7 +8,10 @@ from datetime import UTC, date, datetime
 
 from adapters.sqlite.database import Worker, transaction, unsynced
 from adapters.sqlite.rows import fetchall
+from adapters.sqlite.traces import END
+from adapters.storage.span_rows import attributes_json
 from domain.audit import AuditEntry
+from domain.traces import SpanEnd
 from domain.usage import Cost, UsageRow
 from ports.audit import AuditLog
 from ports.usage import UsageStore
@@ -47,12 +50,14 @@ class SqliteUsageStore(UsageStore):
         self._writer = writer
         self._reader = reader
 
-    async def add(self, user: str, model: str, day: date, cost: Cost) -> None:
+    async def add(self, user: str, model: str, day: date, cost: Cost, span: SpanEnd | None = None) -> None:
         def write(c: sqlite3.Connection) -> None:
             # no fsync of its own (a turn's durable writes stay two): a kill -9 loses none,
             # a power cut at most the last counts, and the next synced commit makes them durable
             with unsynced(c), transaction(c):
                 c.execute(ADD, usage_values(user, model, day, cost))
+                if span is not None:
+                    c.execute(END, (span.ended, span.status.value, attributes_json(span.attributes), span.span_id))
 
         await self._writer.run(write)
 

@@ -6,6 +6,7 @@ import json
 
 import click
 
+from domain.audit import Action
 from entrypoints.cli.base import CliError, Context, options, pass_ctx
 
 
@@ -47,6 +48,9 @@ def prune(ctx: Context, keep: int | None) -> None:
     """Delete all but the latest checkpoints of every thread (the export history stays)."""
     k = keep if keep is not None else max(ctx.settings.CHECKPOINT_KEEP, 1)
     deleted = ctx.call(lambda: ctx.services.storage().prune(k))
+    trail = ctx.services.audit
+    if trail is not None:
+        ctx.run(lambda: trail().record(Action.DB_PRUNED, "checkpoints", f"{deleted} deleted, the latest {k} kept"))
     click.echo(f"deleted {deleted} checkpoint(s); kept the latest {k} of each thread")
 
 
