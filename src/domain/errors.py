@@ -52,6 +52,9 @@ class ErrorCode(StrEnum):
     TOO_MANY_ATTACHMENTS = "TOO_MANY_ATTACHMENTS"
     MODEL_CANNOT_SEE = "MODEL_CANNOT_SEE"
     BAD_GRAPH = "BAD_GRAPH"
+    ASSISTANT_EXISTS = "ASSISTANT_EXISTS"
+    ASSISTANT_LIMIT = "ASSISTANT_LIMIT"
+    GRAPH_THREAD = "GRAPH_THREAD"
     UNKNOWN_ERROR = "UNKNOWN_ERROR"
 
 
@@ -437,3 +440,25 @@ class MemoryNotFound(SophosError):
 
     code = ErrorCode.NOT_FOUND
     default_message = "No such memory"
+
+
+class AssistantExists(SophosError):
+    """Raised when an assistant is created with an id that is taken (whoever holds it)."""
+
+    code = ErrorCode.ASSISTANT_EXISTS
+    default_message = "Assistant already exists"
+
+
+class TooManyAssistants(SophosError):
+    """Raised when a user has the most assistants allowed, or an assistant the most versions."""
+
+    code = ErrorCode.ASSISTANT_LIMIT
+    default_message = "Too many assistants, or versions of one"
+
+
+class GraphThread(SophosError):
+    """Raised when Sophos's own agent is asked to run on, or list, a thread whose runs run a
+    hosted graph: its state is the graph's, not a conversation's."""
+
+    code = ErrorCode.GRAPH_THREAD
+    default_message = "This thread runs a hosted graph: use the LangGraph API with its assistant"

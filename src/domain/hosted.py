@@ -48,6 +48,9 @@ class GraphRun:
     # LangGraph's durability: "sync" (Sophos's default: a step's checkpoint is committed
     # before the next step begins, so a crash re-runs only the step it cut), "async", "exit"
     durability: str = "sync"
+    # the assistant the run uses (its config, context and metadata are in the fields above);
+    # None: the graph's start-up assistant
+    assistant_id: str | None = None
 
     def __post_init__(self) -> None:
         if self.durability not in DURABILITY:
@@ -73,6 +76,7 @@ class GraphRun:
             "context": self.context,
             "subgraphs": self.subgraphs,
             "durability": self.durability,
+            "assistant_id": self.assistant_id,
         }
 
     @classmethod
@@ -88,6 +92,7 @@ class GraphRun:
             stream_modes=tuple(modes) if isinstance(modes, list) and modes else ("values",),
             subgraphs=bool(kept.get("subgraphs")),
             durability=str(kept.get("durability") or "sync"),
+            assistant_id=kept.get("assistant_id") if isinstance(kept.get("assistant_id"), str) else None,
         )
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
 from adapters.sqlite.approval_schema import MIGRATION_APPROVALS
+from adapters.sqlite.assistant_schema import MIGRATION_ASSISTANTS
 from adapters.sqlite.branch_schema import MIGRATION_BRANCHES
 from adapters.sqlite.chat_schema import add_chat_settings
 from adapters.sqlite.file_rows import MIGRATION_FILES
@@ -147,6 +148,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     MIGRATION_STORE,
     MIGRATION_SCHEDULES,
     add_traces,
+    MIGRATION_ASSISTANTS,
 )
 
 BUSY_MESSAGE = "The database is busy: another process holds the write lock; try again"
