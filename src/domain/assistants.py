@@ -162,7 +162,7 @@ class AssistantPatch:
             graph_id=self.graph_id if self.graph_id is not None else current.graph_id,
             name=self.name if self.name is not None else current.name,
             description=self.description if self.description is not None else current.description,
-            config=config if self.config else current.config,
+            config=config if config else current.config,
             context=context if self.context is not None or config.get("configurable") else current.context,
             metadata={**current.metadata, **self.metadata} if self.metadata is not None else current.metadata,
             version=version,

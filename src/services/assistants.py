@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from domain.assistants import (
@@ -53,19 +53,12 @@ class AssistantService:
     async def register(self) -> None:
         """Each hosted graph's start-up assistant, made when missing (langgraph-api's
         `if_exists: do_nothing` at start-up): a deleted one comes back when a process starts."""
-        now = self.clock()
-        for graph in self._catalog().graphs():
+        now, graphs = self.clock(), self._catalog().graphs()
+        for place, graph in enumerate(graphs):
+            # the file's first graph the newest, a millisecond apart: a search (newest first) lists them in its order
+            at = now + timedelta(milliseconds=len(graphs) - place)
             made = Assistant(
-                graph.assistant_id,
-                graph.graph_id,
-                graph.graph_id,
-                {},
-                {},
-                SYSTEM_METADATA,
-                1,
-                now,
-                now,
-                graph.description or None,
+                graph.assistant_id, graph.graph_id, graph.graph_id, {}, {}, SYSTEM_METADATA, 1, at, at, graph.description or None
             )
             with contextlib.suppress(AssistantExists):
                 await self.store.create(made, 0)

@@ -61,9 +61,7 @@ async def _start(
     interrupt). A thread the run makes (stateless, `if_not_exists: create`) is made once
     the request is known good."""
     if not shapes.is_assistant(body.get("assistant_id")):
-        raise ConversationNotFound(
-            f"Assistant {str(body.get('assistant_id'))[:64]!r} not found: the one assistant is {shapes.GRAPH_ID!r}"
-        )
+        raise ConversationNotFound(f"Assistant {str(body.get('assistant_id'))[:64]!r} not found")
     modes = _modes(body.get("stream_mode"))
     if body.get("if_not_exists") not in (None, "create", "reject"):
         raise InvalidInput('if_not_exists must be "create" or "reject"')
