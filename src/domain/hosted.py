@@ -7,7 +7,7 @@ objects (messages, interrupts) at its boundary, as langgraph-api serialises them
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +22,7 @@ STREAM_MODES = ("values", "updates", "messages-tuple", "messages", "custom", "de
 # are that protocol's events (`method`, `data`, `interrupts`), made by LangGraph itself
 PROTOCOL_MODE = "protocol"
 THREAD_GRAPH_KEY = "graph_id"  # thread metadata naming the graph the thread's runs run, as langgraph-api stamps it
+SOPHOS_GRAPH = "agent"  # Sophos's own agent's graph id on the LangGraph API
 MAX_NODES = 256
 DURABILITY = ("sync", "async", "exit")  # interrupt_before / interrupt_after entries
 
@@ -141,3 +142,14 @@ class GraphState:
     def waiting(self) -> bool:
         """The graph stopped with work left: an `interrupt()` or interrupt_before/after."""
         return bool(self.next) or bool(self.interrupts)
+
+
+def graph_of_thread(metadata: Mapping[str, Any] | None, hosted: Collection[str]) -> str | None:
+    """The hosted graph a thread's runs run, by the metadata the server stamps on it when a
+    graph runs there (`graph_id`, services.hosted): any graph but Sophos's own `agent`, served
+    or no longer, or `agent` while a hosted graph replaces it (Sophos never stamps its own
+    threads); None for a thread of Sophos's agent, whose state is a conversation's."""
+    graph = (metadata or {}).get(THREAD_GRAPH_KEY)
+    if not isinstance(graph, str) or (graph == SOPHOS_GRAPH and graph not in hosted):
+        return None
+    return graph

@@ -54,11 +54,13 @@ looker = builder.compile()
 
 
 @contextmanager
-def serving(tmp_path: Path, users: tuple[str, ...] = ()) -> Iterator[tuple[SyncLangGraphClient, list[SyncLangGraphClient]]]:
-    """`sophos serve` on tmp_path's database hosting `looker`: a client without a token, and
-    one with each named user's (made before the server starts)."""
+def serving(
+    tmp_path: Path, users: tuple[str, ...] = (), graphs: tuple[str, ...] = ("looker",)
+) -> Iterator[tuple[SyncLangGraphClient, list[SyncLangGraphClient]]]:
+    """`sophos serve` on tmp_path's database hosting GRAPH under each of `graphs`: a client
+    without a token, and one with each named user's (made before the server starts)."""
     (tmp_path / "looker.py").write_text(GRAPH)
-    (tmp_path / "langgraph.json").write_text(json.dumps({"graphs": {"looker": "./looker.py:looker"}}))
+    (tmp_path / "langgraph.json").write_text(json.dumps({"graphs": dict.fromkeys(graphs, "./looker.py:looker")}))
     lg_port = free_port()
     env = app_env(
         tmp_path,
@@ -72,7 +74,9 @@ def serving(tmp_path: Path, users: tuple[str, ...] = ()) -> Iterator[tuple[SyncL
     url = f"http://127.0.0.1:{lg_port}"
     try:
         wait_for(lambda: httpx.get(f"{url}/ok").status_code == 200, "the LangGraph API")
-        yield get_sync_client(url=url), [get_sync_client(url=url, api_key=t) for t in tokens]
+        client = get_sync_client(url=url)
+        client.main_url = server.url  # type: ignore[attr-defined]  # the page's /api, for the tests that need it
+        yield client, [get_sync_client(url=url, api_key=t) for t in tokens]
     finally:
         server.stop()
 
@@ -167,3 +171,26 @@ def test_with_users_on_another_user_s_assistant_answers_as_unknown(tmp_path: Pat
         with pytest.raises(httpx.HTTPStatusError) as refused:
             bob.assistants.update("looker", name="bob's")
         assert refused.value.response.status_code == 403
+
+
+def test_the_page_s_api_neither_lists_nor_runs_sophos_s_agent_on_a_graph_s_thread(tmp_path: Path) -> None:
+    # `agent` here is a hosted graph replacing Sophos's on the LangGraph API; /api keeps Sophos's own
+    with serving(tmp_path, graphs=("looker", "agent")) as (client, _):
+        api = client.main_url  # type: ignore[attr-defined]
+        graph_threads = [seen(client, graph)["thread"] for graph in ("looker", "agent")]
+        own = httpx.post(f"{api}/api/chat", json={"message": "hello"}, timeout=30).json()["conversation"]
+        listed = [c["id"] for c in httpx.get(f"{api}/api/conversations").json()["conversations"]]
+        assert listed == [own]
+        paged = httpx.get(f"{api}/api/conversations", params={"limit": 10}).json()["conversations"]
+        assert [c["id"] for c in paged] == [own]
+        for tid in graph_threads:
+            for answer in (
+                httpx.post(f"{api}/api/chat", json={"conversation": tid, "message": "hi"}),
+                httpx.post(f"{api}/api/chat", json={"conversation": tid, "resume": True}),
+                httpx.get(f"{api}/api/conversations/{tid}"),
+            ):
+                assert answer.status_code == 409, answer.text
+                assert answer.json()["error"]["code"] == "GRAPH_THREAD"
+            assert client.runs.list(tid)[0]["status"] == "success"  # nothing ran on it since
+            assert len(client.runs.list(tid)) == 1
+        assert httpx.get(f"{api}/api/conversations/{own}").status_code == 200

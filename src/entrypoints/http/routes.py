@@ -39,6 +39,7 @@ from entrypoints.dto import (
 from entrypoints.export import export_text
 from entrypoints.http import files, sse, transfer
 from entrypoints.http.errors import RouteFailure
+from entrypoints.http.graph_threads import refuse_graph_thread, without_graph_threads
 from entrypoints.http.principal import principal_of, recheck_of
 from ports.model import Readiness
 
@@ -174,6 +175,7 @@ async def post_chat(request: Request) -> Response:
         files=uploads,
         temporary=body.get("temporary", False),
     )
+    await refuse_graph_thread(request, command.conversation_id)  # Sophos's agent never runs on a graph's state
     if isinstance(command, SendMessage) and command.multitask is not Multitask.REJECT:
         sent = await _services(request).queue().send(command, by=principal_of(request))
         if isinstance(sent, QueuedMessage):  # committed; it starts when the active run completes
@@ -239,7 +241,7 @@ async def list_conversations(request: Request) -> Response:
             raise  # a storage failure is a 503, not a fetch error
         except Exception as e:
             raise RouteFailure("FETCH_ERROR", "Failed to fetch conversations") from e
-    body: dict[str, Any] = {"conversations": [dto(c) for c in items]}
+    body: dict[str, Any] = {"conversations": [dto(c) for c in await without_graph_threads(request, items)]}
     if "limit" in params or "before" in params:
         body["nextCursor"] = cursor
     return JSONResponse(body)
@@ -248,6 +250,7 @@ async def list_conversations(request: Request) -> Response:
 async def get_conversation(request: Request) -> Response:
     service, by = _services(request).conversations(), principal_of(request)
     conv = await service.summary(request.path_params["conversation_id"], by=by)
+    await refuse_graph_thread(request, conv.id)
     try:
         detail = await service.get(conv.id, by=by)
     except SophosError:

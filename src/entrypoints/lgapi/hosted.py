@@ -16,10 +16,9 @@ from domain.assistants import Assistant, run_settings
 from domain.commands import Cancel
 from domain.errors import ConversationNotFound, InvalidInput, NotSupported
 from domain.graphs import assistant_id_of
-from domain.hosted import PROTOCOL_MODE, STREAM_MODES, THREAD_GRAPH_KEY, GraphChunk, GraphRun, GraphState
+from domain.hosted import PROTOCOL_MODE, STREAM_MODES, THREAD_GRAPH_KEY, GraphChunk, GraphRun, GraphState, graph_of_thread
 from domain.model import Run, new_id
 from entrypoints.http.principal import principal_of
-from entrypoints.lgapi import shapes
 from entrypoints.lgapi.stream import Projecting, sse
 from entrypoints.lgapi.threads import services
 from services.handles import Batch, RunStream, StartedRun
@@ -81,9 +80,9 @@ async def thread_graph(request: HTTPConnection, cid: str) -> str | None:
 async def refuse_graph_thread(request: Request, cid: str) -> None:
     """InvalidInput for a run of Sophos's agent on a thread whose runs run a graph (its
     metadata `graph_id`, served or no longer): the agent's state is not the graph's."""
-    stored = (await services(request).conversations().metadata([cid])).get(cid) or {}
-    graph = stored.get(THREAD_GRAPH_KEY)
-    if isinstance(graph, str) and graph != shapes.GRAPH_ID:
+    stored = (await services(request).conversations().metadata([cid])).get(cid)
+    graph = graph_of_thread(stored, graph_ids(request))
+    if graph is not None:
         raise InvalidInput(f"Thread {cid} runs graph {graph[:128]!r}: run it with that graph's assistant")
 
 
