@@ -68,15 +68,22 @@ class AssistantService:
         if not self._registered:
             await self.register()
 
-    def _key(self, ref: object) -> str:
-        """An assistant id, or a hosted graph's id as its start-up assistant's."""
-        return assistant_id_of(ref) if isinstance(ref, str) and ref in self.graph_ids() else valid_id(ref)
+    def _key(self, ref: object) -> str | None:
+        """An assistant id, or a hosted graph's id as its start-up assistant's; None for
+        anything else (no assistant has it)."""
+        if isinstance(ref, str) and ref in self.graph_ids():
+            return assistant_id_of(ref)
+        try:
+            return valid_id(ref)
+        except InvalidInput:
+            return None
 
     async def get(self, ref: object, *, by: Principal = LOCAL) -> Assistant:
         """The assistant `ref` names (its id, or a hosted graph's id); 404 when unknown, not
         `by`'s to see, or of a graph no longer served."""
         await self._ready()
-        found = await self.store.get(self._key(ref), owner_filter(by))
+        key = self._key(ref)
+        found = await self.store.get(key, owner_filter(by)) if key is not None else None
         if found is None or found.graph_id not in self.graph_ids():
             raise _not_found(ref)
         return found
@@ -92,8 +99,6 @@ class AssistantService:
         except ConversationNotFound:
             if ref in self.graph_ids() or ref in {assistant_id_of(g) for g in self.graph_ids()}:
                 raise
-            return None
-        except InvalidInput:  # not an assistant id at all: not a hosted graph's
             return None
 
     async def create(self, new: NewAssistant, *, by: Principal = LOCAL) -> Assistant:
