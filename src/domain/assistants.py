@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from domain.errors import InvalidInput
+from domain.errors import ErrorCode, InvalidInput, SophosError
 
 MAX_ASSISTANTS = 1000  # a user's assistants (the search reads them whole, so bounded)
 MAX_VERSIONS = 1000  # an assistant's versions
@@ -24,6 +24,20 @@ MAX_LIMIT = 1000
 IF_EXISTS = ("raise", "do_nothing")
 SORT_BY = ("assistant_id", "graph_id", "name", "created_at", "updated_at")
 SYSTEM_METADATA = {"created_by": "system"}  # what langgraph-api stamps on a graph's start-up assistant
+
+
+class AssistantExists(SophosError):
+    """Raised when an assistant is created with an id that is taken (whoever holds it)."""
+
+    code = ErrorCode.ASSISTANT_EXISTS
+    default_message = "Assistant already exists"
+
+
+class TooManyAssistants(SophosError):
+    """Raised when a user has the most assistants allowed, or an assistant the most versions."""
+
+    code = ErrorCode.ASSISTANT_LIMIT
+    default_message = "Too many assistants, or versions of one"
 
 
 @dataclass(frozen=True)

@@ -440,25 +440,3 @@ class MemoryNotFound(SophosError):
 
     code = ErrorCode.NOT_FOUND
     default_message = "No such memory"
-
-
-class AssistantExists(SophosError):
-    """Raised when an assistant is created with an id that is taken (whoever holds it)."""
-
-    code = ErrorCode.ASSISTANT_EXISTS
-    default_message = "Assistant already exists"
-
-
-class TooManyAssistants(SophosError):
-    """Raised when a user has the most assistants allowed, or an assistant the most versions."""
-
-    code = ErrorCode.ASSISTANT_LIMIT
-    default_message = "Too many assistants, or versions of one"
-
-
-class GraphThread(SophosError):
-    """Raised when Sophos's own agent is asked to run on, or list, a thread whose runs run a
-    hosted graph: its state is the graph's, not a conversation's."""
-
-    code = ErrorCode.GRAPH_THREAD
-    default_message = "This thread runs a hosted graph: use the LangGraph API with its assistant"

@@ -11,7 +11,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from domain.errors import InvalidInput
+from domain.errors import ErrorCode, InvalidInput, SophosError
 from domain.events import StreamEvent
 
 GRAPH_EVENT = "graph"  # the stream event that carries a hosted graph's chunk: {"mode", "ns", "data"}
@@ -25,6 +25,14 @@ THREAD_GRAPH_KEY = "graph_id"  # thread metadata naming the graph the thread's r
 SOPHOS_GRAPH = "agent"  # Sophos's own agent's graph id on the LangGraph API
 MAX_NODES = 256
 DURABILITY = ("sync", "async", "exit")  # interrupt_before / interrupt_after entries
+
+
+class GraphThread(SophosError):
+    """Raised when Sophos's own agent is asked to run on, or list, a thread whose runs run a
+    hosted graph: its state is the graph's, not a conversation's."""
+
+    code = ErrorCode.GRAPH_THREAD
+    default_message = "This thread runs a hosted graph: use the LangGraph API with its assistant"
 
 
 @dataclass(frozen=True)

@@ -20,13 +20,14 @@ from domain.assistants import (
     MAX_VERSIONS,
     SYSTEM_METADATA,
     Assistant,
+    AssistantExists,
     AssistantPatch,
     AssistantQuery,
     NewAssistant,
     page_versions,
     valid_id,
 )
-from domain.errors import AssistantExists, ConversationNotFound, Forbidden, InvalidInput
+from domain.errors import ConversationNotFound, Forbidden, InvalidInput
 from domain.graphs import GraphNotFound, assistant_id_of
 from domain.model import utc_now
 from domain.principals import LOCAL, Principal, owner_filter

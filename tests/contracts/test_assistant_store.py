@@ -15,8 +15,7 @@ from adapters.postgres.assistants import PostgresAssistantStore
 from adapters.postgres.database import PostgresDatabase
 from adapters.sqlite.assistants import SqliteAssistantStore
 from adapters.sqlite.runs import SqliteRunStore
-from domain.assistants import Assistant, AssistantPatch, NewAssistant
-from domain.errors import AssistantExists, TooManyAssistants
+from domain.assistants import Assistant, AssistantExists, AssistantPatch, NewAssistant, TooManyAssistants
 from domain.model import new_id
 from ports.assistants import AssistantStore
 

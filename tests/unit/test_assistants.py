@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 import pytest
 
 from adapters.memory.assistants import InMemoryAssistantStore
-from domain.assistants import AssistantPatch, AssistantQuery, NewAssistant, run_settings, settle
-from domain.errors import AssistantExists, ConversationNotFound, Forbidden, InvalidInput
+from domain.assistants import AssistantExists, AssistantPatch, AssistantQuery, NewAssistant, run_settings, settle
+from domain.errors import ConversationNotFound, Forbidden, InvalidInput
 from domain.graphs import GraphNotFound, assistant_id_of
 from domain.model import new_id
 from domain.principals import Principal, Role

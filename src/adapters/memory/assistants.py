@@ -7,8 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from domain.assistants import Assistant, AssistantPatch
-from domain.errors import AssistantExists, TooManyAssistants
+from domain.assistants import Assistant, AssistantExists, AssistantPatch, TooManyAssistants
 from ports.assistants import AssistantStore
 
 

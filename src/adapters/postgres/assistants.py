@@ -13,8 +13,7 @@ from psycopg import AsyncCursor
 from psycopg.types.json import Jsonb
 
 from adapters.postgres.database import ASSISTANT_LOCK, PostgresDatabase
-from domain.assistants import Assistant, AssistantPatch
-from domain.errors import AssistantExists, TooManyAssistants
+from domain.assistants import Assistant, AssistantExists, AssistantPatch, TooManyAssistants
 from ports.assistants import AssistantStore
 
 FIELDS = "graph_id, name, description, config, context, metadata"

@@ -11,8 +11,7 @@ from typing import Any
 
 from adapters.sqlite.database import Worker, transaction
 from adapters.sqlite.rows import fetchall, marks
-from domain.assistants import Assistant, AssistantPatch
-from domain.errors import AssistantExists, TooManyAssistants
+from domain.assistants import Assistant, AssistantExists, AssistantPatch, TooManyAssistants
 from domain.model import iso
 from ports.assistants import AssistantStore
 

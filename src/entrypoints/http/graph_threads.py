@@ -9,8 +9,7 @@ from collections.abc import Sequence
 
 from starlette.requests import Request
 
-from domain.errors import GraphThread
-from domain.hosted import graph_of_thread
+from domain.hosted import GraphThread, graph_of_thread
 from domain.model import Conversation
 from entrypoints.bundle import Services
 
