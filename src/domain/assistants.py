@@ -266,14 +266,20 @@ def run_settings(
     assistant: Assistant, config: Mapping[str, Any], context: Any, metadata: Mapping[str, Any] | None
 ) -> tuple[dict[str, Any], Any]:
     """A run's config and context with its assistant's under them, as langgraph-api merges
-    them: the request's keys over the assistant's (`configurable` and `metadata` key by key,
-    the run's metadata last), the assistant's context under the request's; the assistant's
-    and graph's ids in `configurable` and `metadata`."""
-    configurable = {**(assistant.config.get("configurable") or {}), **(config.get("configurable") or {})}
+    them: a request's context is also its `configurable`, and its `configurable` its context
+    (both at once: refused); the request's keys go over the assistant's (`configurable` and
+    `metadata` key by key, the run's metadata last, and the context); the assistant's and
+    graph's ids in `configurable` and `metadata`. A context that is no object is the run's."""
+    given = dict(config.get("configurable") or {})
+    if isinstance(context, dict) and context and given:
+        raise InvalidInput("Cannot specify both configurable and context: prefer setting context alone")
+    if isinstance(context, dict) and context:
+        given = dict(context)
+    configurable = {**(assistant.config.get("configurable") or {}), **given}
     configurable.update(assistant_id=assistant.assistant_id, graph_id=assistant.graph_id)
     merged_metadata = {**assistant.metadata, **(config.get("metadata") or {}), **(metadata or {})}
     merged_metadata["assistant_id"] = assistant.assistant_id
     merged = {**assistant.config, **config, "configurable": configurable, "metadata": merged_metadata}
     if context is None or isinstance(context, dict):
-        return merged, ({**assistant.context, **(context or {})} or None)
+        return merged, ({**assistant.context, **given} or None)
     return merged, context

@@ -98,7 +98,7 @@ def test_a_run_with_a_made_assistant_uses_its_settings_and_the_runs_list_names_i
         got = seen(client, aid, config={"configurable": {"model": "m2"}}, metadata={"run": True})
         assert got["configurable"] == {"model": "m2", "temp": 0, "assistant_id": aid, "graph_id": "looker"}
         assert got["metadata"] == {"team": "x", "run": True, "assistant_id": aid}
-        assert got["context"] == {"model": "m1", "temp": 0}
+        assert got["context"] == {"model": "m2", "temp": 0}  # as langgraph-api: the run's configurable is its context too
         # the run, the thread's runs and the thread name the assistant the run used, not the graph's
         [listed] = client.runs.list(got["thread"])
         assert listed["assistant_id"] == aid

@@ -88,8 +88,12 @@ def test_a_run_s_settings_go_over_its_assistant_s_as_langgraph_api_merges_them()
     assert config["tags"] == ["a"]
     assert config["configurable"] == {"model": "m2", "temp": 0, "assistant_id": a.assistant_id, "graph_id": "agent"}
     assert config["metadata"] == {"team": "x", "k": 2, "run": True, "assistant_id": a.assistant_id}
-    assert context == {"model": "m1", "temp": 0}  # the assistant's context (its configurable), none given
-    assert run_settings(a, {}, {"temp": 1}, None)[1] == {"model": "m1", "temp": 1}
+    assert context == {"model": "m2", "temp": 0}  # the request's configurable is its context, over the assistant's
+    config, context = run_settings(a, {}, {"temp": 1}, None)
+    assert (context, config["configurable"]["temp"]) == ({"model": "m1", "temp": 1}, 1)  # and its context its configurable
+    assert run_settings(a, {}, None, None)[1] == {"model": "m1", "temp": 0}
+    with pytest.raises(InvalidInput):
+        run_settings(a, {"configurable": {"model": "m2"}}, {"temp": 1}, None)
 
 
 def service() -> AssistantService:

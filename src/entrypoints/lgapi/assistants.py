@@ -97,7 +97,7 @@ def _query(body: dict[str, Any]) -> AssistantQuery:
         body.get("graph_id"),
         body.get("name"),
         body.get("metadata") or {},
-        body.get("limit") or 10,
+        10 if body.get("limit") is None else body["limit"],
         body.get("offset") or 0,
         body.get("sort_by"),
         body.get("sort_order"),
