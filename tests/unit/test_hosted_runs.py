@@ -69,6 +69,11 @@ def test_a_run_request_becomes_a_graph_run() -> None:
     )
     with pytest.raises(InvalidInput):
         graph_run({"config": ["x"]}, "t", G)
+    # useStream's submit({}, {command}), Agent Chat UI's inbox answer: the command alone
+    answered = graph_run({"input": {}, "command": {"resume": [{"type": "accept"}]}}, "t", G)
+    assert (answered.input, answered.command) == (None, {"resume": [{"type": "accept"}]})
+    with pytest.raises(InvalidInput):
+        graph_run({"input": {"x": 1}, "command": {"resume": 1}}, "t", G)
 
 
 async def test_stored_chunks_are_sent_in_the_modes_asked_each_with_its_event_id() -> None:

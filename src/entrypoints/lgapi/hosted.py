@@ -120,7 +120,9 @@ def graph_run(body: dict[str, Any], cid: str, assistant: Assistant) -> GraphRun:
     return GraphRun(
         assistant.graph_id,
         cid,
-        input=body.get("input"),
+        # useStream's `submit({}, {command})` (Agent Chat UI's inbox) sends an empty input beside
+        # a command: no input, as langgraph-api takes it
+        input=None if command and body.get("input") == {} else body.get("input"),
         command=command or None,
         config=config,
         context=context,
