@@ -183,6 +183,8 @@ def test_the_page_s_api_neither_lists_nor_runs_sophos_s_agent_on_a_graph_s_threa
         assert listed == [own]
         paged = httpx.get(f"{api}/api/conversations", params={"limit": 10}).json()["conversations"]
         assert [c["id"] for c in paged] == [own]
+        for tid in graph_threads:  # nor by the CLI's short ids
+            assert httpx.get(f"{api}/api/conversations", params={"idPrefix": tid[:8]}).json()["conversations"] == []
         for tid in graph_threads:
             for answer in (
                 httpx.post(f"{api}/api/chat", json={"conversation": tid, "message": "hi"}),

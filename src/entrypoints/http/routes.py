@@ -229,7 +229,7 @@ async def list_conversations(request: Request) -> Response:
     if "idPrefix" in params:  # an extension (docs/contract-extensions.md): the CLI's short ids
         if len(params) > 1:
             raise InvalidInput("idPrefix is not combined with other parameters")
-        found = await service.find(params["idPrefix"], by=by)
+        found = await without_graph_threads(request, await service.find(params["idPrefix"], by=by))
         return JSONResponse({"conversations": [summary_dto(c) for c in found]})
     if "limit" in params or "before" in params:
         page = await service.page(params.get("limit"), params.get("before"), params.get("q"), by=by, shown=shown)
