@@ -72,6 +72,7 @@ class GraphInput:
             interrupt_after=self.interrupt_after,
             subgraphs=self.subgraphs,
             durability=self.durability,
+            assistant_id=self.assistant_id,  # its config, context and metadata merged in already
         )
 
     @classmethod

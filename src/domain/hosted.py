@@ -7,11 +7,11 @@ objects (messages, interrupts) at its boundary, as langgraph-api serialises them
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from domain.errors import InvalidInput
+from domain.errors import ErrorCode, InvalidInput, SophosError
 from domain.events import StreamEvent
 
 GRAPH_EVENT = "graph"  # the stream event that carries a hosted graph's chunk: {"mode", "ns", "data"}
@@ -22,8 +22,17 @@ STREAM_MODES = ("values", "updates", "messages-tuple", "messages", "custom", "de
 # are that protocol's events (`method`, `data`, `interrupts`), made by LangGraph itself
 PROTOCOL_MODE = "protocol"
 THREAD_GRAPH_KEY = "graph_id"  # thread metadata naming the graph the thread's runs run, as langgraph-api stamps it
+SOPHOS_GRAPH = "agent"  # Sophos's own agent's graph id on the LangGraph API
 MAX_NODES = 256
 DURABILITY = ("sync", "async", "exit")  # interrupt_before / interrupt_after entries
+
+
+class GraphThread(SophosError):
+    """Raised when Sophos's own agent is asked to run on, or list, a thread whose runs run a
+    hosted graph: its state is the graph's, not a conversation's."""
+
+    code = ErrorCode.GRAPH_THREAD
+    default_message = "This thread runs a hosted graph: use the LangGraph API with its assistant"
 
 
 @dataclass(frozen=True)
@@ -51,6 +60,9 @@ class GraphRun:
     # the thread goes once the run ends (a thread-less cron's firing, `on_run_completed`
     # delete): kept with the run, so a process that resumes it after a crash deletes it too
     delete_thread: bool = False
+    # the assistant the run uses (its config, context and metadata are in the fields above);
+    # None: the graph's start-up assistant
+    assistant_id: str | None = None
 
     def __post_init__(self) -> None:
         if self.durability not in DURABILITY:
@@ -77,6 +89,7 @@ class GraphRun:
             "subgraphs": self.subgraphs,
             "durability": self.durability,
             **({"delete_thread": True} if self.delete_thread else {}),
+            "assistant_id": self.assistant_id,
         }
 
     @classmethod
@@ -93,6 +106,7 @@ class GraphRun:
             subgraphs=bool(kept.get("subgraphs")),
             durability=str(kept.get("durability") or "sync"),
             delete_thread=kept.get("delete_thread") is True,
+            assistant_id=kept.get("assistant_id") if isinstance(kept.get("assistant_id"), str) else None,
         )
 
 
@@ -141,3 +155,14 @@ class GraphState:
     def waiting(self) -> bool:
         """The graph stopped with work left: an `interrupt()` or interrupt_before/after."""
         return bool(self.next) or bool(self.interrupts)
+
+
+def graph_of_thread(metadata: Mapping[str, Any] | None, hosted: Collection[str]) -> str | None:
+    """The hosted graph a thread's runs run, by the metadata the server stamps on it when a
+    graph runs there (`graph_id`, services.hosted): any graph but Sophos's own `agent`, served
+    or no longer, or `agent` while a hosted graph replaces it (Sophos never stamps its own
+    threads); None for a thread of Sophos's agent, whose state is a conversation's."""
+    graph = (metadata or {}).get(THREAD_GRAPH_KEY)
+    if not isinstance(graph, str) or (graph == SOPHOS_GRAPH and graph not in hosted):
+        return None
+    return graph

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ports.tools import ToolPort
     from ports.workers import Worker
     from services.allow_rules import AllowRules
+    from services.assistants import AssistantService
     from services.audit import AuditTrail
     from services.conversations import ConversationService
     from services.files import FileService
@@ -69,6 +70,7 @@ class Services:
     attachment_limits: AttachmentLimits = DEFAULT_LIMITS  # what a message may carry (settings)
     graphs: Callable[[], GraphCatalog] | None = None  # the graphs of LANGGRAPH_JSON (None: not wired)
     hosted: Callable[[], HostedRuns] | None = None  # runs of those graphs (None: not wired)
+    assistants: Callable[[], AssistantService] | None = None  # those graphs' assistants (None: not wired)
     presets: Callable[[], PresetService] | None = None  # each user's saved chat settings (None: not wired)
     schedules: Callable[[], ScheduleService] | None = None  # each user's scheduled runs (None: not wired)
     usage: Callable[[], UsageService] | None = None  # tokens and seconds per user, model and day (None: not wired)

@@ -22,6 +22,7 @@ from ports.model import ModelPort
 from ports.tools import ToolPort
 from services.after_runs import AfterRuns
 from services.allow_rules import AllowRules
+from services.assistants import AssistantService
 from services.files import FileService
 from services.hosted import GraphAwareRuns, HostedRuns
 from services.memory import MemoryService
@@ -186,6 +187,7 @@ class Container(containers.DeclarativeContainer):
     queue = providers.Singleton(QueueService, run_service, store, config.MAX_QUEUED, audit)
     graph_runner = providers.Singleton(factories.graph_runner, graphs, checkpointer, long_term_store)
     hosted = providers.Singleton(HostedRuns, run_service, graph_runner.provider, graphs.provider, threads.provider, tracer)
+    assistants = providers.Singleton(AssistantService, backend.provided.assistants.call(), graphs.provider)
     scheduler = providers.Singleton(Scheduler, run_service, queue, store, hosted=hosted.provider)
     schedules = providers.Singleton(ScheduleService, store, run_service)
     supervisor = providers.Singleton(
@@ -262,6 +264,7 @@ class Container(containers.DeclarativeContainer):
         attachment_limits=settings.provided.attachment_limits,
         graphs=graphs.provider,
         hosted=hosted.provider,
+        assistants=assistants.provider,
         presets=presets.provider,
         schedules=schedules.provider,
         usage=usage.provider,

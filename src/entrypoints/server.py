@@ -321,6 +321,8 @@ def serve(container: Container) -> None:
 
     async def main() -> None:
         await check_storage(services.backend())
+        if services.assistants is not None and services.graphs is not None and services.graphs().graphs():
+            await services.assistants().register()  # each graph's start-up assistant, as langgraph-api makes them
         await check_cors(settings, services.sessions())  # the users are in the database
         await warn_if_model_not_ready(services.model())
         # in the background: it waits for the tool servers, which "listening" must not

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ports.approvals import ApprovalStore
+from ports.assistants import AssistantStore
 from ports.audit import AuditLog
 from ports.checkpoints import CheckpointPort
 from ports.events import RunEventLog
@@ -121,6 +122,11 @@ class Backend(Protocol):
     def traces(self) -> SpanStore:
         """The trace spans recorded with the runs' steps, in the same database (shared by
         every process on it: any of them ships them)."""
+
+    @abstractmethod
+    def assistants(self) -> AssistantStore:
+        """The hosted graphs' assistants and their versions, in the same database (shared by
+        every process on it)."""
 
     @abstractmethod
     async def health(self, integrity: bool = False) -> Health:

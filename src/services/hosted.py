@@ -126,7 +126,7 @@ class HostedRuns:
         # kept before the row exists: a crash right after it leaves a run whose graph is known
         # (adoption resumes it with that graph, never with Sophos's agent)
         await stores.runs.set_run_kwargs(row.conversation_id, row.id, run.kept())
-        await stores.runs.merge_thread_metadata(row.conversation_id, _stamp(run.graph_id))
+        await stores.runs.merge_thread_metadata(row.conversation_id, _stamp(run.graph_id, run.assistant_id))
         with kernel.claim(row):
             await stores.runs.start_run(row, now, cap=cap, firing=firing)
 
@@ -286,15 +286,17 @@ class HostedRuns:
         await self.runs.visible(cid, by)
         await self._refuse_if_active(cid)
         written = await self.runner.update_state(graph_id, cid, values, as_node=as_node, checkpoint_id=checkpoint_id)
-        await self.runs.stores.runs.merge_thread_metadata(cid, _stamp(graph_id))
+        kept = await self.kept(cid)  # the thread keeps the assistant its runs use
+        assistant = kept.get("assistant_id") if kept is not None and kept.get("graph_id") == graph_id else None
+        await self.runs.stores.runs.merge_thread_metadata(cid, _stamp(graph_id, assistant))
         await self.runs.stores.audit.record(Action.STATE_UPDATED, cid, f"{graph_id} as {as_node or '(last node)'}: {written}")
         return written
 
 
-def _stamp(graph_id: str) -> dict[str, str]:
-    """What a thread that runs `graph_id` carries in its metadata, as langgraph-api stamps it
-    (clients filter threads by it)."""
-    return {THREAD_GRAPH_KEY: graph_id, "assistant_id": assistant_id_of(graph_id)}
+def _stamp(graph_id: str, assistant_id: str | None = None) -> dict[str, str]:
+    """What a thread that runs `graph_id` (with assistant `assistant_id`, None: the graph's
+    start-up one) carries in its metadata, as langgraph-api stamps it (clients filter threads by it)."""
+    return {THREAD_GRAPH_KEY: graph_id, "assistant_id": assistant_id or assistant_id_of(graph_id)}
 
 
 class GraphAwareRuns:

@@ -4,11 +4,13 @@ langgraph-api's SSE events (entrypoints.lgapi.hosted.ChunkProjector)."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 
 from adapters.graphs.runner import run_config
 from adapters.langgraph.keys import KEEP_ALL_KEY, RUN_KEY
+from domain.assistants import NewAssistant
 from domain.errors import InvalidInput
 from domain.events import StreamEvent
 from domain.hosted import GraphChunk, GraphRun
@@ -45,6 +47,9 @@ def test_a_resumed_run_is_the_stopped_runs_graph_config_and_modes_without_input(
     )
 
 
+G = NewAssistant("g").made(None, datetime(2026, 1, 1, tzinfo=UTC))
+
+
 def test_a_run_request_becomes_a_graph_run() -> None:
     body = {
         "input": {"items": []},
@@ -53,7 +58,8 @@ def test_a_run_request_becomes_a_graph_run() -> None:
         "checkpoint": {"checkpoint_id": "c1"},
         "stream_subgraphs": True,
     }
-    run = graph_run(body, "t", "g")
+    run = graph_run(body, "t", G)
+    assert (run.graph_id, run.assistant_id, run.kept()["assistant_id"]) == ("g", G.assistant_id, G.assistant_id)
     assert (run.stream_modes, run.interrupt_before, run.checkpoint_id, run.subgraphs, run.durability) == (
         ("messages-tuple",),
         "*",
@@ -62,7 +68,12 @@ def test_a_run_request_becomes_a_graph_run() -> None:
         "sync",
     )
     with pytest.raises(InvalidInput):
-        graph_run({"config": ["x"]}, "t", "g")
+        graph_run({"config": ["x"]}, "t", G)
+    # useStream's submit({}, {command}), Agent Chat UI's inbox answer: the command alone
+    answered = graph_run({"input": {}, "command": {"resume": [{"type": "accept"}]}}, "t", G)
+    assert (answered.input, answered.command) == (None, {"resume": [{"type": "accept"}]})
+    with pytest.raises(InvalidInput):
+        graph_run({"input": {"x": 1}, "command": {"resume": 1}}, "t", G)
 
 
 async def test_stored_chunks_are_sent_in_the_modes_asked_each_with_its_event_id() -> None:

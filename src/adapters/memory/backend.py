@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from adapters.memory.assistants import InMemoryAssistantStore
 from adapters.memory.maintenance import InMemoryMaintenance
 from adapters.memory.presets import InMemoryPresetStore
 from adapters.memory.runs import InMemoryRunStore
@@ -33,6 +34,7 @@ class MemoryBackend(Backend):
         self._presets = InMemoryPresetStore()
         self._audit = InMemoryAuditLog()
         self._store = InMemoryStore()
+        self._assistants = InMemoryAssistantStore()
         self._traces = InMemorySpanStore(self._runs)
         self._usage = InMemoryUsageStore(self._traces)
 
@@ -67,6 +69,9 @@ class MemoryBackend(Backend):
 
     def store(self) -> InMemoryStore:
         return self._store
+
+    def assistants(self) -> InMemoryAssistantStore:
+        return self._assistants
 
     def traces(self) -> InMemorySpanStore:
         return self._traces

@@ -11,6 +11,7 @@ from ports.backend import Backend, Health
 from ports.checkpoints import CheckpointPort
 
 if TYPE_CHECKING:
+    from adapters.postgres.assistants import PostgresAssistantStore
     from adapters.postgres.database import PostgresDatabase
     from adapters.postgres.maintenance import PostgresMaintenance
     from adapters.postgres.presets import PostgresPresetStore
@@ -119,6 +120,12 @@ class PostgresBackend(Backend):
 
         self.runs()
         return PostgresAuditLog(self.database())
+
+    def assistants(self) -> PostgresAssistantStore:
+        from adapters.postgres.assistants import PostgresAssistantStore
+
+        self.runs()  # migrates
+        return PostgresAssistantStore(self.database())
 
     def store(self) -> PostgresStore:
         from adapters.postgres.store import PostgresStore

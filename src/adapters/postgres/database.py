@@ -19,6 +19,7 @@ import psycopg
 from psycopg import AsyncConnection, AsyncCursor
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from adapters.postgres.assistant_schema import MIGRATION_ASSISTANTS
 from adapters.postgres.branch_schema import MIGRATION_BRANCHES
 from adapters.postgres.chat_schema import MIGRATION_CHAT_SETTINGS
 from adapters.postgres.file_rows import MIGRATION_FILES
@@ -47,6 +48,8 @@ MIGRATION_LOCK = 0x50_48_05_05  # pg_try_advisory_lock(bigint): one migrator at 
 USER_LOAD_LOCK = 0x50_48_05_06
 # pg_advisory_xact_lock(int, int) with a user's hashtext: one user's new presets one at a time
 PRESET_LOCK = 0x50_48_05_07
+# pg_advisory_xact_lock(int, int) with a user's hashtext: one user's new assistants one at a time
+ASSISTANT_LOCK = 0x50_48_05_08
 MIGRATION_POLL = 0.1  # seconds between two tries of the migration lock
 
 MIGRATION_1 = """
@@ -204,6 +207,7 @@ MIGRATIONS: tuple[str | Setup, ...] = (
     MIGRATION_TRACES,
     MIGRATION_CRONS,
     MIGRATION_STORE_VECTORS,
+    MIGRATION_ASSISTANTS,
 )
 
 

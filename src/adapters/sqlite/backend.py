@@ -13,6 +13,7 @@ from ports.checkpoints import CheckpointPort
 from ports.metrics import NO_METRICS, MetricsPort
 
 if TYPE_CHECKING:
+    from adapters.sqlite.assistants import SqliteAssistantStore
     from adapters.sqlite.maintenance import SqliteMaintenance
     from adapters.sqlite.presets import SqlitePresetStore
     from adapters.sqlite.runs import SqliteRunStore
@@ -113,6 +114,11 @@ class SqliteBackend(Backend):
         from adapters.sqlite.usage import SqliteAuditLog
 
         return SqliteAuditLog(*self.runs().workers())
+
+    def assistants(self) -> SqliteAssistantStore:
+        from adapters.sqlite.assistants import SqliteAssistantStore
+
+        return SqliteAssistantStore(*self.runs().workers())
 
     def store(self) -> SqliteStore:
         from adapters.sqlite.store import SqliteStore

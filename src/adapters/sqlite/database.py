@@ -15,6 +15,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 from adapters.sqlite import vectors
 from adapters.sqlite.approval_schema import MIGRATION_APPROVALS
+from adapters.sqlite.assistant_schema import MIGRATION_ASSISTANTS
 from adapters.sqlite.branch_schema import MIGRATION_BRANCHES
 from adapters.sqlite.chat_schema import add_chat_settings
 from adapters.sqlite.file_rows import MIGRATION_FILES
@@ -150,6 +151,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     add_traces,
     MIGRATION_CRONS,
     add_store_vectors,
+    MIGRATION_ASSISTANTS,
 )
 
 BUSY_MESSAGE = "The database is busy: another process holds the write lock; try again"

@@ -40,6 +40,7 @@ from entrypoints.dto import (
 from entrypoints.export import export_text
 from entrypoints.http import files, sse, transfer
 from entrypoints.http.errors import RouteFailure
+from entrypoints.http.graph_threads import refuse_graph_thread, without_graph_threads
 from entrypoints.http.principal import principal_of, recheck_of
 from ports.model import Readiness
 
@@ -175,6 +176,7 @@ async def post_chat(request: Request) -> Response:
         files=uploads,
         temporary=body.get("temporary", False),
     )
+    await refuse_graph_thread(request, command.conversation_id)  # Sophos's agent never runs on a graph's state
     if isinstance(command, SendMessage) and command.multitask is not Multitask.REJECT:
         sent = await _services(request).queue().send(command, by=principal_of(request))
         if isinstance(sent, QueuedMessage):  # committed; it starts when the active run completes
@@ -228,7 +230,7 @@ async def list_conversations(request: Request) -> Response:
     if "idPrefix" in params:  # an extension (docs/contract-extensions.md): the CLI's short ids
         if len(params) > 1:
             raise InvalidInput("idPrefix is not combined with other parameters")
-        found = await service.find(params["idPrefix"], by=by)
+        found = await without_graph_threads(request, await service.find(params["idPrefix"], by=by))
         return JSONResponse({"conversations": [summary_dto(c) for c in found]})
     if "limit" in params or "before" in params:
         page = await service.page(params.get("limit"), params.get("before"), params.get("q"), by=by, shown=shown)
@@ -240,7 +242,7 @@ async def list_conversations(request: Request) -> Response:
             raise  # a storage failure is a 503, not a fetch error
         except Exception as e:
             raise RouteFailure("FETCH_ERROR", "Failed to fetch conversations") from e
-    body: dict[str, Any] = {"conversations": [dto(c) for c in items]}
+    body: dict[str, Any] = {"conversations": [dto(c) for c in await without_graph_threads(request, items)]}
     if "limit" in params or "before" in params:
         body["nextCursor"] = cursor
     return JSONResponse(body)
@@ -249,6 +251,7 @@ async def list_conversations(request: Request) -> Response:
 async def get_conversation(request: Request) -> Response:
     service, by = _services(request).conversations(), principal_of(request)
     conv = await service.summary(request.path_params["conversation_id"], by=by)
+    await refuse_graph_thread(request, conv.id)
     try:
         detail = await service.get(conv.id, by=by)
     except SophosError:

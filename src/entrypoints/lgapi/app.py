@@ -16,7 +16,7 @@ from entrypoints.http.errors import EXCEPTION_HANDLERS
 from entrypoints.http.forwarded import ForwardedMiddleware
 from entrypoints.http.guard import HostPolicy
 from entrypoints.http.headers import HardeningMiddleware
-from entrypoints.lgapi import crons, hosted_threads, meta, protocol, protocol_ws, runs, store, threads
+from entrypoints.lgapi import assistants, crons, hosted_threads, meta, protocol, protocol_ws, runs, store, threads
 from entrypoints.lgapi.guard import CorsPolicy, LangGraphGuard
 from entrypoints.settings import Settings
 
@@ -30,9 +30,14 @@ ROUTES = [
     Route("/threads", threads.create_thread, methods=["POST"]),
     Route("/ok", meta.ok, methods=["GET"]),
     Route("/info", meta.info, methods=["GET"]),
-    Route("/assistants/search", meta.search_assistants, methods=["POST"]),
-    Route("/assistants/count", meta.count_assistants, methods=["POST"]),
-    Route(A, meta.get_assistant, methods=["GET"]),
+    Route("/assistants", assistants.create_assistant, methods=["POST"]),
+    Route("/assistants/search", assistants.search_assistants, methods=["POST"]),
+    Route("/assistants/count", assistants.count_assistants, methods=["POST"]),
+    Route(A, assistants.get_assistant, methods=["GET"]),
+    Route(A, assistants.update_assistant, methods=["PATCH"]),
+    Route(A, assistants.delete_assistant, methods=["DELETE"]),
+    Route(A + "/versions", assistants.assistant_versions, methods=["POST"]),
+    Route(A + "/latest", assistants.set_latest, methods=["POST"]),
     Route(A + "/graph", meta.get_graph, methods=["GET"]),
     Route(A + "/schemas", meta.get_schemas, methods=["GET"]),
     Route(A + "/subgraphs", meta.get_subgraphs, methods=["GET"]),

@@ -95,17 +95,17 @@ def _flag(body: dict[str, Any], name: str) -> bool | None:
     return value
 
 
-def _graph_input(request: Request, body: dict[str, Any], stateless: bool) -> GraphInput:
-    assistant = body.get("assistant_id")
-    if not isinstance(assistant, str) or not assistant:
+async def _graph_input(request: Request, body: dict[str, Any], stateless: bool) -> GraphInput:
+    ref = body.get("assistant_id")
+    if not isinstance(ref, str) or not ref:
         raise HTTPException(422, "assistant_id is required")
-    graph = hosted.graph_of(request, assistant)
-    if graph is None:
-        raise GraphNotFound(f"Assistant {assistant[:64]!r} not found: a cron runs a hosted graph (LANGGRAPH_JSON)")
+    assistant = await hosted.assistant_of(request, ref)  # a made assistant, or a graph's start-up one
+    if assistant is None:
+        raise GraphNotFound(f"Assistant {ref[:64]!r} not found: a cron runs a hosted graph (LANGGRAPH_JSON)")
     on_completed = parse_on_completed(body.get("on_run_completed"))
-    run = hosted.graph_run(body, "", graph)
+    run = hosted.graph_run(body, "", assistant)
     return GraphInput.of(
-        run, hosted.assistant_id(graph), body.get("metadata") or {}, (on_completed or OnCompleted.DELETE) if stateless else None
+        run, assistant.assistant_id, body.get("metadata") or {}, (on_completed or OnCompleted.DELETE) if stateless else None
     )
 
 
@@ -121,7 +121,7 @@ async def _create(request: Request, cid: str | None) -> Response:
         cid,
         ends_at=_end(body.get("end_time")),
         enabled=True if enabled is None else enabled,
-        graph=_graph_input(request, body, stateless=cid is None),
+        graph=await _graph_input(request, body, stateless=cid is None),
         webhook=check_webhook(body.get("webhook")),
     )
     made = await _service(request).create(spec, by=principal_of(request))
@@ -147,10 +147,17 @@ async def get_cron(request: Request) -> Response:
     return JSONResponse(cron_dict(await _cron(request)))
 
 
-def edit_of(request: Request, cron: Schedule, body: dict[str, Any]) -> ScheduleEdit:
+async def edit_of(request: Request, cron: Schedule, body: dict[str, Any]) -> ScheduleEdit:
     """An update's body as an edit of `cron`: the run's fields given replace the kept ones."""
     assert cron.graph is not None
-    run = hosted.graph_run({**payload_of(cron), **body}, "", cron.graph.graph_id) if RUN_FIELDS & body.keys() else None
+    run = None
+    if RUN_FIELDS & body.keys():
+        assistant = await hosted.assistant_of(request, cron.graph.assistant_id) or await hosted.assistant_of(
+            request, cron.graph.graph_id
+        )
+        if assistant is None:
+            raise GraphNotFound(f"Graph {cron.graph.graph_id!r} is no longer served")
+        run = hosted.graph_run({**payload_of(cron), **body}, "", assistant)
     on_completed = parse_on_completed(body.get("on_run_completed")) if cron.conversation_id is None else None
     metadata = body.get("metadata")
     return ScheduleEdit(
@@ -169,7 +176,7 @@ async def patch_cron(request: Request) -> Response:
     if not body:
         raise InvalidInput("Request body cannot be empty")
     cron = await _cron(request)
-    edited = await _service(request).edit(cron.id, edit_of(request, cron, body), by=principal_of(request))
+    edited = await _service(request).edit(cron.id, await edit_of(request, cron, body), by=principal_of(request))
     return JSONResponse(cron_dict(edited))
 
 

@@ -12,13 +12,13 @@ from typing import Any
 
 from starlette.requests import HTTPConnection, Request
 
+from domain.assistants import Assistant, run_settings
 from domain.commands import Cancel
 from domain.errors import ConversationNotFound, InvalidInput, NotSupported
 from domain.graphs import assistant_id_of
-from domain.hosted import PROTOCOL_MODE, STREAM_MODES, THREAD_GRAPH_KEY, GraphChunk, GraphRun, GraphState
+from domain.hosted import PROTOCOL_MODE, STREAM_MODES, THREAD_GRAPH_KEY, GraphChunk, GraphRun, GraphState, graph_of_thread
 from domain.model import Run, new_id
 from entrypoints.http.principal import principal_of
-from entrypoints.lgapi import shapes
 from entrypoints.lgapi.stream import Projecting, sse
 from entrypoints.lgapi.threads import services
 from services.handles import Batch, RunStream, StartedRun
@@ -48,22 +48,26 @@ def graph_of(request: HTTPConnection, assistant: object) -> str | None:
     return next((g for g in graph_ids(request) if assistant in (g, assistant_id(g))), None)
 
 
-def assistants(request: Request) -> list[dict[str, Any]]:
-    """Every assistant: one per hosted graph, then Sophos's `agent` unless a graph replaces it."""
-    served = graph_ids(request)
-    catalog = services(request).graphs
-    found = [_assistant(g, catalog().get(g).description if catalog else None) for g in served]
-    return found + ([] if shapes.GRAPH_ID in served else [shapes.assistant()])
+async def assistant_of(conn: HTTPConnection, ref: object) -> Assistant | None:
+    """The hosted graph's assistant a run names (its id, or a hosted graph's id: the graph's
+    start-up assistant), as `conn`'s caller sees it; None for Sophos's own agent or an
+    unknown id (the caller answers); 404 for a hosted graph whose start-up one was deleted."""
+    found = services(conn).assistants
+    if found is None or not graph_ids(conn):
+        return None
+    return await found().resolve(ref, by=principal_of(conn))
 
 
-def _assistant(graph_id: str, description: str | None) -> dict[str, Any]:
-    return {
-        **shapes.assistant(),
-        "assistant_id": assistant_id(graph_id),
-        "graph_id": graph_id,
-        "name": graph_id,
-        "description": description,
-    }
+async def thread_assistant(conn: HTTPConnection, cid: str, graph_id: str) -> Assistant:
+    """The assistant a thread's runs use (its metadata `assistant_id`), or its graph's
+    start-up one when that one is gone or is not the thread's graph's."""
+    stored = (await services(conn).conversations().metadata([cid])).get(cid) or {}
+    found = await assistant_of(conn, stored.get("assistant_id"))
+    if found is not None and found.graph_id == graph_id:
+        return found
+    resolved = await assistant_of(conn, graph_id)
+    assert resolved is not None  # graph_id is served
+    return resolved
 
 
 async def thread_graph(request: HTTPConnection, cid: str) -> str | None:
@@ -76,9 +80,9 @@ async def thread_graph(request: HTTPConnection, cid: str) -> str | None:
 async def refuse_graph_thread(request: Request, cid: str) -> None:
     """InvalidInput for a run of Sophos's agent on a thread whose runs run a graph (its
     metadata `graph_id`, served or no longer): the agent's state is not the graph's."""
-    stored = (await services(request).conversations().metadata([cid])).get(cid) or {}
-    graph = stored.get(THREAD_GRAPH_KEY)
-    if isinstance(graph, str) and graph != shapes.GRAPH_ID:
+    stored = (await services(request).conversations().metadata([cid])).get(cid)
+    graph = graph_of_thread(stored, graph_ids(request))
+    if graph is not None:
         raise InvalidInput(f"Thread {cid} runs graph {graph[:128]!r}: run it with that graph's assistant")
 
 
@@ -95,8 +99,9 @@ def _nodes(raw: object, name: str) -> tuple[str, ...] | str:
     return tuple(raw)
 
 
-def graph_run(body: dict[str, Any], cid: str, graph_id: str) -> GraphRun:
-    """A run request's body (langgraph-api's RunCreate) as a GraphRun, checked."""
+def graph_run(body: dict[str, Any], cid: str, assistant: Assistant) -> GraphRun:
+    """A run request's body (langgraph-api's RunCreate) as a GraphRun of `assistant`, checked:
+    its config, context and metadata over the assistant's (domain.assistants.run_settings)."""
     modes = body.get("stream_mode")
     modes = [modes] if isinstance(modes, str) else modes or ["values"]
     if not isinstance(modes, list) or not all(isinstance(m, str) and m in STREAM_MODES for m in modes):
@@ -106,15 +111,22 @@ def graph_run(body: dict[str, Any], cid: str, graph_id: str) -> GraphRun:
         raise InvalidInput("command must be an object")
     if not isinstance(config, dict) or not isinstance(config.get("configurable") or {}, dict):
         raise InvalidInput("config must be an object, its configurable too")
+    metadata = body.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise InvalidInput("metadata must be an object")
+    config, context = run_settings(assistant, config, body.get("context"), metadata)
     checkpoint = body.get("checkpoint") or {}
     checkpoint_id = body.get("checkpoint_id") or (checkpoint.get("checkpoint_id") if isinstance(checkpoint, dict) else None)
     return GraphRun(
-        graph_id,
+        assistant.graph_id,
         cid,
-        input=body.get("input"),
+        # useStream's `submit({}, {command})` (Agent Chat UI's inbox) sends an empty input beside
+        # a command: no input, as langgraph-api takes it
+        input=None if command and body.get("input") == {} else body.get("input"),
         command=command or None,
         config=config,
-        context=body.get("context"),
+        context=context,
+        assistant_id=assistant.assistant_id,
         stream_modes=tuple(dict.fromkeys(modes)),
         interrupt_before=_nodes(body.get("interrupt_before"), "interrupt_before"),
         interrupt_after=_nodes(body.get("interrupt_after"), "interrupt_after"),
@@ -125,9 +137,9 @@ def graph_run(body: dict[str, Any], cid: str, graph_id: str) -> GraphRun:
 
 
 async def start(
-    request: HTTPConnection, tid: str | None, body: dict[str, Any], graph_id: str, *, protocol: bool = False
+    request: HTTPConnection, tid: str | None, body: dict[str, Any], assistant: Assistant, *, protocol: bool = False
 ) -> tuple[str, GraphRun, StartedRun]:
-    """Start a run of `graph_id` on thread `tid` (None: a new thread, stateless), as
+    """Start a run of `assistant`'s graph on thread `tid` (None: a new thread, stateless), as
     `multitask_strategy` says when the thread has a run going: reject (409), interrupt (the
     run going is cancelled first) or rollback (cancelled, and the new run starts from the
     checkpoint it began at). `protocol`: a run of LangGraph's thread protocol (its events
@@ -141,7 +153,7 @@ async def start(
         raise InvalidInput("multitask_strategy must be reject, interrupt, rollback or enqueue")
     conversations = services(request).conversations()
     cid = tid or new_id()
-    run = graph_run(body, cid, graph_id)  # checked before a thread is made
+    run = graph_run(body, cid, assistant)  # checked before a thread is made
     if protocol:
         run = replace(run, stream_modes=(PROTOCOL_MODE,))
     fresh = tid is None

@@ -1,16 +1,15 @@
-"""/ok, /info and the assistants: one per hosted graph, and Sophos's `agent` (entrypoints.lgapi.hosted)."""
+"""/ok, /info and an assistant's graph and schemas (the assistants themselves: entrypoints.lgapi.assistants)."""
 
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from domain.errors import ConversationNotFound, InvalidInput
-from entrypoints.lgapi import hosted, shapes
-from entrypoints.lgapi.threads import bounded, read_body, services
+from entrypoints.http.principal import principal_of
+from entrypoints.lgapi import assistants, hosted, shapes
+from entrypoints.lgapi.threads import services
 from services.hosted import HostedRuns
 
 
@@ -41,47 +40,19 @@ async def info(request: Request) -> Response:
     )
 
 
-def _assistant(request: Request) -> dict[str, Any]:
-    wanted = request.path_params["assistant_id"]
-    found = next((a for a in hosted.assistants(request) if wanted in (a["assistant_id"], a["graph_id"])), None)
-    if found is None:
-        raise ConversationNotFound("Assistant Not Found")
-    return found
-
-
-async def search_assistants(request: Request) -> Response:
-    body = await read_body(request, {"metadata", "graph_id", "name", "limit", "offset", "sort_by", "sort_order", "select"})
-    metadata = body.get("metadata") or {}
-    if not isinstance(metadata, dict):
-        raise InvalidInput("metadata must be an object")
-    limit, offset = bounded(body.get("limit"), "limit", 10, 1), bounded(body.get("offset"), "offset", 0)
-    found = [
-        a
-        for a in hosted.assistants(request)
-        if body.get("graph_id") in (None, a["graph_id"])
-        and body.get("name") in (None, a["name"])
-        and all(a["metadata"].get(k) == v for k, v in metadata.items())
-    ]
-    return JSONResponse(found[offset : offset + limit])
-
-
-async def count_assistants(request: Request) -> Response:
-    body = await read_body(request, {"metadata", "graph_id", "name"})
-    return JSONResponse(sum(1 for a in hosted.assistants(request) if body.get("graph_id") in (None, a["graph_id"])))
-
-
-async def get_assistant(request: Request) -> Response:
-    return JSONResponse(_assistant(request))
-
-
-def _hosted_graph(request: Request) -> tuple[HostedRuns, str] | None:
-    graph = hosted.graph_of(request, _assistant(request)["graph_id"])
+async def _hosted_graph(request: Request) -> tuple[HostedRuns, str] | None:
+    """The hosted runs and the graph of the assistant the path names; None for Sophos's own agent."""
+    ref = request.path_params["assistant_id"]
+    if assistants.names_sophos_agent(request, ref):
+        return None
+    found = await assistants.service(request).get(ref, by=principal_of(request))  # 404 for any other unknown
     runner = hosted.hosted(request)
-    return (runner, graph) if graph is not None and runner is not None else None
+    assert runner is not None  # the assistant's graph is hosted
+    return runner, found.graph_id
 
 
 async def get_graph(request: Request) -> Response:
-    found = _hosted_graph(request)
+    found = await _hosted_graph(request)
     if found is not None:
         xray = request.query_params.get("xray", "false").lower()
         depth: bool | int = int(xray) if xray.isdigit() else xray == "true"
@@ -107,7 +78,7 @@ MESSAGES_SCHEMA = {
 
 
 async def get_schemas(request: Request) -> Response:
-    found = _hosted_graph(request)
+    found = await _hosted_graph(request)
     if found is not None:
         return JSONResponse(await found[0].runner.schemas(found[1]))
     return JSONResponse(
@@ -123,5 +94,5 @@ async def get_schemas(request: Request) -> Response:
 
 
 async def get_subgraphs(request: Request) -> Response:
-    _assistant(request)
+    await _hosted_graph(request)  # 404 for an unknown assistant
     return JSONResponse({})

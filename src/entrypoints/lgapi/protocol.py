@@ -63,9 +63,10 @@ async def run_start(conn: HTTPConnection, tid: str, params: Mapping[str, Any]) -
     """`run.start`: a run of the assistant's graph on the thread (made when missing, as the
     SDK mints a thread id), streamed as the protocol's events; on a thread waiting on
     interrupts, their resume with the input."""
-    graph = hosted.graph_of(conn, params.get("assistant_id"))
-    if graph is None:
+    assistant = await hosted.assistant_of(conn, params.get("assistant_id"))
+    if assistant is None:
         raise ProtocolError("invalid_argument", "run.start requires the assistant_id of a served graph")
+    graph = assistant.graph_id
     given = params.get("input")
     waiting = await _waiting(conn, tid, graph)
     body = {
@@ -76,7 +77,7 @@ async def run_start(conn: HTTPConnection, tid: str, params: Mapping[str, Any]) -
         "if_not_exists": "create",
         "multitask_strategy": params.get("multitaskStrategy") or "reject",
     }
-    _, _, begun = await hosted.start(conn, tid, body, graph, protocol=True)
+    _, _, begun = await hosted.start(conn, tid, body, assistant, protocol=True)
     return {"run_id": begun.run_id}
 
 
@@ -108,7 +109,8 @@ async def input_respond(conn: HTTPConnection, tid: str, params: Mapping[str, Any
     if interrupt_id not in {i.get("id") for i in state.interrupts}:
         raise ProtocolError("no_such_interrupt", f"No interrupt {interrupt_id[:64]!r} waits on the thread")
     body = {"command": {"resume": {interrupt_id: params.get("response")}}}
-    _, _, begun = await hosted.start(conn, tid, body, graph, protocol=True)
+    assistant = await hosted.thread_assistant(conn, tid, graph)
+    _, _, begun = await hosted.start(conn, tid, body, assistant, protocol=True)
     return {"run_id": begun.run_id}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
 from collections.abc import AsyncGenerator, Mapping, Sequence
@@ -60,9 +61,7 @@ async def _start(
     interrupt). A thread the run makes (stateless, `if_not_exists: create`) is made once
     the request is known good."""
     if not shapes.is_assistant(body.get("assistant_id")):
-        raise ConversationNotFound(
-            f"Assistant {str(body.get('assistant_id'))[:64]!r} not found: the one assistant is {shapes.GRAPH_ID!r}"
-        )
+        raise ConversationNotFound(f"Assistant {str(body.get('assistant_id'))[:64]!r} not found")
     modes = _modes(body.get("stream_mode"))
     if body.get("if_not_exists") not in (None, "create", "reject"):
         raise InvalidInput('if_not_exists must be "create" or "reject"')
@@ -144,9 +143,9 @@ async def stream_stateless(request: Request) -> Response:
 
 async def _stream_new(request: Request, tid: str | None) -> Response:
     body = await read_body(request, set(RUN_FIELDS))
-    graph = hosted.graph_of(request, body.get("assistant_id"))
-    if graph is not None:
-        cid, asked, begun = await hosted.start(request, tid, body, graph)
+    assistant = await hosted.assistant_of(request, body.get("assistant_id"))
+    if assistant is not None:
+        cid, asked, begun = await hosted.start(request, tid, body, assistant)
         runs = hosted.follow(request, begun)
         return _chunks(request, asked.stream_modes, begun.run_id, runs, _headers(cid, begun.run_id, tid is None))
     body, cid, started = await _start(request, tid, body)
@@ -188,11 +187,11 @@ def _chunks(
 
 async def create_run(request: Request) -> Response:
     body = await read_body(request, set(RUN_FIELDS))
-    graph = hosted.graph_of(request, body.get("assistant_id"))
-    if graph is not None:
-        cid, _, begun = await hosted.start(request, thread_id(request), body, graph)
+    assistant = await hosted.assistant_of(request, body.get("assistant_id"))
+    if assistant is not None:
+        cid, _, begun = await hosted.start(request, thread_id(request), body, assistant)
         run = await services(request).conversations().run(cid, begun.run_id, by=principal_of(request))
-        return JSONResponse({**shapes.run_dict(run), "assistant_id": hosted.assistant_id(graph)}, headers=_headers(cid, run.id))
+        return JSONResponse({**shapes.run_dict(run), "assistant_id": assistant.assistant_id}, headers=_headers(cid, run.id))
     body, cid, started = await _start(request, thread_id(request), body)
     if isinstance(started, QueuedMessage):
         return JSONResponse(shapes.queued_run_dict(started, str(body["multitask_strategy"])), headers=_headers(cid, started.id))
@@ -235,11 +234,13 @@ async def wait_stateless(request: Request) -> Response:
 
 async def _wait_new(request: Request, tid: str | None) -> Response:
     body = await read_body(request, set(RUN_FIELDS))
-    graph = hosted.graph_of(request, body.get("assistant_id"))
-    if graph is not None:
-        cid, _, begun = await hosted.start(request, tid, body, graph)
+    assistant = await hosted.assistant_of(request, body.get("assistant_id"))
+    if assistant is not None:
+        cid, _, begun = await hosted.start(request, tid, body, assistant)
         await _drain(hosted.follow(request, begun))
-        return JSONResponse(await hosted.values(request, graph, cid), headers=_headers(cid, begun.run_id, tid is None))
+        return JSONResponse(
+            await hosted.values(request, assistant.graph_id, cid), headers=_headers(cid, begun.run_id, tid is None)
+        )
     _, cid, started = await _start(request, tid, body)
     await _drain(_follow(request, started))
     rid = started.id if isinstance(started, QueuedMessage) else started.run_id
@@ -259,7 +260,10 @@ async def list_runs(request: Request) -> Response:
     waiting = await services(request).queue().waiting(thread_id(request), by=principal_of(request))
     # newest first: the last queued message runs last
     times = await _scheduled(request, [r.id for r in runs])
-    out = [shapes.queued_run_dict(q) for q in reversed(waiting)] + [shapes.run_dict(r, times.get(r.id)) for r in runs]
+    used = await _assistants_used(request, runs)
+    out = [shapes.queued_run_dict(q) for q in reversed(waiting)] + [
+        {**shapes.run_dict(r, times.get(r.id)), **({"assistant_id": used[r.id]} if r.id in used else {})} for r in runs
+    ]
     if status:
         out = [r for r in out if r["status"] == status]
     return JSONResponse(out[offset : offset + limit])
@@ -300,9 +304,9 @@ async def get_run(request: Request) -> Response:
     found = await _run_or_queued(request)
     if isinstance(found, QueuedMessage):
         return JSONResponse(shapes.queued_run_dict(found))
-    graph = await _run_graph(request, found)  # a hosted graph's run is its assistant's
     body = shapes.run_dict(found, (await _scheduled(request, [found.id])).get(found.id))
-    return JSONResponse({**body, **({"assistant_id": hosted.assistant_id(graph)} if graph else {})})
+    used = await _assistants_used(request, [found])  # a hosted graph's run is the assistant's it used
+    return JSONResponse({**body, **({"assistant_id": used[found.id]} if found.id in used else {})})
 
 
 async def _scheduled(request: Request, run_ids: Sequence[str]) -> Mapping[str, datetime]:
@@ -314,6 +318,20 @@ async def _scheduled(request: Request, run_ids: Sequence[str]) -> Mapping[str, d
 async def delete_run(request: Request) -> Response:
     await _run(request)
     raise NotSupported("A run's record stays with its thread; delete the thread")
+
+
+async def _assistants_used(request: Request, runs: Sequence[Run]) -> dict[str, str]:
+    """The assistant each hosted graph's run used (kept with it: GraphRun.kept), by run id;
+    Sophos's agent's runs are absent. Read only for a thread that ran a graph."""
+    if not runs or not hosted.graph_ids(request) or await hosted.thread_graph(request, runs[0].conversation_id) is None:
+        return {}
+    conversations, by = services(request).conversations(), principal_of(request)
+    kept = await asyncio.gather(*(conversations.run_kwargs(r.conversation_id, r.id, by=by) for r in runs))
+    return {
+        r.id: str(k.get("assistant_id") or hosted.assistant_id(k["graph_id"]))
+        for r, k in zip(runs, kept, strict=True)
+        if isinstance(k.get("graph_id"), str)
+    }
 
 
 async def _run_graph(request: Request, found: Run | QueuedMessage) -> str | None:
