@@ -48,6 +48,7 @@ class GraphRun:
     # LangGraph's durability: "sync" (Sophos's default: a step's checkpoint is committed
     # before the next step begins, so a crash re-runs only the step it cut), "async", "exit"
     durability: str = "sync"
+    webhook: str | None = None  # called when the run ends (domain.webhooks), kept with the run
 
     def __post_init__(self) -> None:
         if self.durability not in DURABILITY:
@@ -66,7 +67,7 @@ class GraphRun:
     def kept(self) -> dict[str, Any]:
         """What is kept with the run (ports.runs set_run_kwargs) so a resume after a crash
         runs the same graph with the same config and a join streams the run's own modes."""
-        return {
+        kept = {
             "graph_id": self.graph_id,
             "stream_mode": list(self.stream_modes),
             "config": dict(self.config),
@@ -74,6 +75,7 @@ class GraphRun:
             "subgraphs": self.subgraphs,
             "durability": self.durability,
         }
+        return kept | ({"webhook": self.webhook} if self.webhook is not None else {})
 
     @classmethod
     def resumed(cls, thread_id: str, kept: Mapping[str, Any]) -> GraphRun:

@@ -125,6 +125,7 @@ class Schedule:
     next_at: datetime | None = None
     last_run_id: str | None = None
     last_fired_for: datetime | None = None
+    webhook: str | None = None  # called when each firing's run ends (domain.webhooks)
 
     def __post_init__(self) -> None:
         check_message_text(self.message)
@@ -152,6 +153,7 @@ class ScheduleSpec:
     catch_up: CatchUp = CatchUp.ONCE
     ends_at: datetime | None = None
     enabled: bool = True
+    webhook: str | None = None  # checked against WEBHOOK_ALLOWED_HOSTS by the service
 
     def __post_init__(self) -> None:
         check_message_text(self.message)
@@ -161,7 +163,16 @@ class ScheduleSpec:
     def schedule(self, schedule_id: str, owner: str, now: datetime) -> Schedule:
         """The schedule, armed for its first firing after `now`."""
         made = Schedule(
-            schedule_id, owner, self.timing, self.message, now, self.conversation_id, self.catch_up, self.enabled, self.ends_at
+            schedule_id,
+            owner,
+            self.timing,
+            self.message,
+            now,
+            self.conversation_id,
+            self.catch_up,
+            self.enabled,
+            self.ends_at,
+            webhook=self.webhook,
         )
         return made.armed(now)
 
@@ -180,6 +191,8 @@ class ScheduleEdit:
     ends_at: datetime | None = None
     clear_end: bool = False
     enabled: bool | None = None
+    webhook: str | None = None
+    clear_webhook: bool = False
 
     def apply(self, schedule: Schedule, now: datetime) -> Schedule:
         old = schedule.timing
@@ -192,6 +205,7 @@ class ScheduleEdit:
             catch_up=self.catch_up or schedule.catch_up,
             ends_at=None if self.clear_end else (self.ends_at or schedule.ends_at),
             enabled=schedule.enabled if self.enabled is None else self.enabled,
+            webhook=None if self.clear_webhook else (self.webhook or schedule.webhook),
         )
         return edited.armed(now)
 

@@ -19,7 +19,7 @@ from domain.schedules import (
     parse_catch_up,
 )
 
-FIELDS = {"cron", "at", "tz", "message", "catchUp", "endsAt", "enabled"}  # what a PATCH may change
+FIELDS = {"cron", "at", "tz", "message", "catchUp", "endsAt", "enabled", "webhook"}  # what a PATCH may change
 
 
 def _when(value: object, name: str) -> datetime | None:
@@ -60,6 +60,7 @@ def spec_of(body: dict[str, Any]) -> ScheduleSpec:
         parse_catch_up(body.get("catchUp")),
         _when(body.get("endsAt"), "endsAt"),
         True if enabled is None else enabled,
+        _text(body, "webhook"),
     )
 
 
@@ -74,6 +75,8 @@ def edit_of(body: dict[str, Any]) -> ScheduleEdit:
         ends_at=_when(body.get("endsAt"), "endsAt"),
         clear_end="endsAt" in body and body["endsAt"] is None,
         enabled=_flag(body, "enabled"),
+        webhook=_text(body, "webhook"),
+        clear_webhook="webhook" in body and body["webhook"] is None,
     )
 
 
@@ -96,6 +99,7 @@ def schedule_dto(s: Schedule) -> dict[str, Any]:
         "createdAt": iso(s.created_at),
         "lastRunId": s.last_run_id,
         "lastFiredFor": _iso(s.last_fired_for),
+        "webhook": s.webhook,
     }
 
 

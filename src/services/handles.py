@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 
+from domain.errors import NotSupported
 from domain.events import StreamEvent
 from domain.model import RunStatus
 from ports.approvals import ANY_ARGS, NO_APPROVALS, ApprovalStore, ArgsChecker
@@ -17,6 +18,7 @@ from ports.journal import ToolJournal
 from ports.queue import MessageQueue
 from ports.runs import RunRepository
 from ports.signals import RunSignals
+from ports.webhooks import WebhookOutbox
 from services.audit import NO_AUDIT, AuditTrail
 
 TERMINAL_EVENTS = frozenset({"end", "chat-error"})
@@ -102,3 +104,15 @@ class RunStores:
     checker: ArgsChecker = ANY_ARGS  # edited tool arguments against the tool's schema
     queue: MessageQueue | None = None  # None: messages are never queued (a store without one)
     audit: AuditTrail = NO_AUDIT  # a person's decisions on tool calls
+    webhooks: WebhookOutbox | None = None  # None: runs name no webhook (a store without an outbox)
+
+
+async def attach_webhook(stores: RunStores, run_id: str, conversation_id: str, url: str | None) -> None:
+    """Name `url` (None: none) as the webhook of the run `run_id` (or of the queued message
+    whose run takes that id), before the row is inserted: its outcome then makes a delivery
+    (ports.webhooks)."""
+    if url is None:
+        return
+    if stores.webhooks is None:
+        raise NotSupported("This store keeps no webhooks")
+    await stores.webhooks.attach_webhook(run_id, conversation_id, url)

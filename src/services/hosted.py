@@ -71,7 +71,7 @@ class HostedRuns:
         thread = await self.runs.visible(run.thread_id, by)
         if run.checkpoint_id is not None:
             await self.state(run.graph_id, run.thread_id, run.checkpoint_id)  # 404 for an unknown one
-        if trigger is RunTrigger.USER:
+        if trigger.limited:
             await self.runs.admit(by)
         await self._refuse_if_active(run.thread_id)
         now = deps.clock()
@@ -84,7 +84,7 @@ class HostedRuns:
             base_count=0,  # no messages of Sophos's: the thread's state is the graph's
             trigger=trigger,
         )
-        cap = cap_of(by, self.runs.user_max_active) if trigger is RunTrigger.USER else None
+        cap = cap_of(by, self.runs.user_max_active) if trigger.limited else None
         # kept before the row exists: a crash right after it leaves a run whose graph is known
         # (adoption resumes it with that graph, never with Sophos's agent)
         await stores.runs.set_run_kwargs(row.conversation_id, row.id, run.kept())

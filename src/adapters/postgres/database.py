@@ -34,6 +34,7 @@ from adapters.postgres.store_schema import MIGRATION_STORE
 from adapters.postgres.trace_schema import MIGRATION_TRACES
 from adapters.postgres.usage_schema import MIGRATION_USAGE_AUDIT
 from adapters.postgres.user_schema import MIGRATION_OWNER, MIGRATION_USERS, add_rule_owner
+from adapters.postgres.webhook_schema import MIGRATION_WEBHOOKS
 from domain.errors import StorageFailure
 
 log = logging.getLogger(__name__)
@@ -202,6 +203,7 @@ MIGRATIONS: tuple[str | Setup, ...] = (
     MIGRATION_STORE,
     MIGRATION_SCHEDULES,
     MIGRATION_TRACES,
+    MIGRATION_WEBHOOKS,
 )
 
 

@@ -18,15 +18,27 @@ from ports.schedules import ScheduleStore
 
 COLUMNS = (
     "id, owner, cron, tz, at, message, conversation_id, catch_up, enabled, ends_at, next_at, created_at, "
-    "last_run_id, last_fired_for"
+    "last_run_id, last_fired_for, webhook"
 )
 FIRING_COLUMNS = "schedule_id, scheduled_for, run_id, conversation_id, queued, state"
 
 
 def schedule_from_row(row: Sequence[Any]) -> Schedule:
-    sid, owner, cron, tz, at, message, cid, catch_up, enabled, ends, next_at, created, last_run, last_for = row
+    sid, owner, cron, tz, at, message, cid, catch_up, enabled, ends, next_at, created, last_run, last_for, hook = row
     return Schedule(
-        sid, owner, Timing(cron, tz, at), message, created, cid, CatchUp(catch_up), enabled, ends, next_at, last_run, last_for
+        sid,
+        owner,
+        Timing(cron, tz, at),
+        message,
+        created,
+        cid,
+        CatchUp(catch_up),
+        enabled,
+        ends,
+        next_at,
+        last_run,
+        last_for,
+        hook,
     )
 
 
@@ -47,6 +59,7 @@ def schedule_values(s: Schedule) -> tuple[object, ...]:
         s.created_at,
         s.last_run_id,
         s.last_fired_for,
+        s.webhook,
     )
 
 
@@ -100,7 +113,7 @@ class PostgresSchedules(ScheduleStore):
         raise NotImplementedError
 
     async def put_schedule(self, schedule: Schedule) -> None:
-        await self._rows(f"INSERT INTO schedules ({COLUMNS}) VALUES ({', '.join(['%s'] * 14)})", schedule_values(schedule))
+        await self._rows(f"INSERT INTO schedules ({COLUMNS}) VALUES ({', '.join(['%s'] * 15)})", schedule_values(schedule))
 
     async def schedule(self, schedule_id: str, owner: str | None = None) -> Schedule | None:
         rows = await self._rows(f"SELECT {COLUMNS} FROM schedules WHERE id = %s", (schedule_id,))
@@ -117,7 +130,7 @@ class PostgresSchedules(ScheduleStore):
         values = schedule_values(schedule)
         sql = (
             "UPDATE schedules SET cron = %s, tz = %s, at = %s, message = %s, conversation_id = %s, catch_up = %s, "
-            "enabled = %s, ends_at = %s, next_at = %s, last_run_id = %s, last_fired_for = %s WHERE id = %s"
+            "enabled = %s, ends_at = %s, next_at = %s, last_run_id = %s, last_fired_for = %s, webhook = %s WHERE id = %s"
         )
         args = [*values[2:11], *values[12:], schedule.id]
         if owner is not None:

@@ -18,7 +18,7 @@ from ports.schedules import ScheduleStore
 
 COLUMNS = (
     "id, owner, cron, tz, at, message, conversation_id, catch_up, enabled, ends_at, next_at, created_at, "
-    "last_run_id, last_fired_for"
+    "last_run_id, last_fired_for, webhook"
 )
 FIRING_COLUMNS = "schedule_id, scheduled_for, run_id, conversation_id, queued, state"
 
@@ -32,7 +32,7 @@ def _iso(value: datetime | None) -> str | None:
 
 
 def schedule_from_row(row: Sequence[Any]) -> Schedule:
-    sid, owner, cron, tz, at, message, cid, catch_up, enabled, ends, next_at, created, last_run, last_for = row
+    sid, owner, cron, tz, at, message, cid, catch_up, enabled, ends, next_at, created, last_run, last_for, hook = row
     return Schedule(
         sid,
         owner,
@@ -46,6 +46,7 @@ def schedule_from_row(row: Sequence[Any]) -> Schedule:
         _ts(next_at),
         last_run,
         _ts(last_for),
+        hook,
     )
 
 
@@ -66,6 +67,7 @@ def schedule_values(s: Schedule) -> tuple[object, ...]:
         iso(s.created_at),
         s.last_run_id,
         _iso(s.last_fired_for),
+        s.webhook,
     )
 
 
@@ -117,7 +119,7 @@ class SqliteSchedules(ScheduleStore):
         return await self._writer.run(write)
 
     async def put_schedule(self, schedule: Schedule) -> None:
-        await self._change(f"INSERT INTO schedules ({COLUMNS}) VALUES ({', '.join('?' * 14)})", schedule_values(schedule))
+        await self._change(f"INSERT INTO schedules ({COLUMNS}) VALUES ({', '.join('?' * 15)})", schedule_values(schedule))
 
     async def schedule(self, schedule_id: str, owner: str | None = None) -> Schedule | None:
         rows = await self._reader.run(fetchall, f"SELECT {COLUMNS} FROM schedules WHERE id = ?", (schedule_id,))
@@ -135,7 +137,7 @@ class SqliteSchedules(ScheduleStore):
         values = schedule_values(schedule)
         sql = (
             "UPDATE schedules SET cron = ?, tz = ?, at = ?, message = ?, conversation_id = ?, catch_up = ?, enabled = ?, "
-            "ends_at = ?, next_at = ?, last_run_id = ?, last_fired_for = ? WHERE id = ?"
+            "ends_at = ?, next_at = ?, last_run_id = ?, last_fired_for = ?, webhook = ? WHERE id = ?"
         )
         args = [*values[2:11], *values[12:], schedule.id]
         if owner is not None:

@@ -32,6 +32,14 @@ def closed(properties: Schema, *required: str, **more: object) -> Schema:
     return schema
 
 
+WEBHOOK: Schema = {
+    "type": "string",
+    "maxLength": 2000,
+    "description": "a URL called with the run's outcome when it ends, signed (docs/schedules.md#webhooks); "
+    "400 WEBHOOK_NOT_ALLOWED for an address WEBHOOK_ALLOWED_HOSTS does not allow",
+}
+
+
 def chat_body(limits: AttachmentLimits) -> Schema:
     """POST /api/chat's body, with this server's attachment limits."""
     attachments = {
@@ -83,6 +91,7 @@ def chat_body(limits: AttachmentLimits) -> Schema:
                 "description": "a new conversation that is not kept: never listed nor searched, deleted once its page leaves it",
             },
             "attachments": attachments,
+            "webhook": WEBHOOK,
             "multitask": {
                 "type": "string",
                 "enum": ["reject", "enqueue", "interrupt", "rollback"],
@@ -275,6 +284,12 @@ SCHEDULE_FIELDS: Schema = {
     },
     "endsAt": {**WHEN, "nullable": True, "description": "no firing after this time"},
     "enabled": {"type": "boolean", "description": "false: paused"},
+    "webhook": {
+        "type": "string",
+        "nullable": True,
+        "maxLength": 2000,
+        "description": "called with each firing's outcome when its run ends (docs/schedules.md#webhooks); null: none",
+    },
 }
 SCHEDULE: Schema = {
     "type": "object",

@@ -14,7 +14,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from domain.attachments import Upload
-from domain.commands import Cancel, SendMessage, start_command
+from domain.commands import Cancel, SendMessage, start_command, with_webhook
 from domain.errors import InvalidInput, ModelBadResponse, ModelUnreachable, SophosError
 from domain.events import StreamEvent
 from domain.model import RunStatus, check_text, iso, parse_conversation_id
@@ -139,6 +139,7 @@ CHAT_FIELDS = {
     "multitask",
     "attachments",
     "temporary",
+    "webhook",
 }
 FORM_FIELDS = {"message", "conversation", "model", "system", "systemMode"}  # multipart: a new message with its files
 
@@ -174,6 +175,8 @@ async def post_chat(request: Request) -> Response:
         files=uploads,
         temporary=body.get("temporary", False),
     )
+    if body.get("webhook") is not None:
+        command = with_webhook(command, await _services(request).webhooks().check(body["webhook"]))
     if isinstance(command, SendMessage) and command.multitask is not Multitask.REJECT:
         sent = await _services(request).queue().send(command, by=principal_of(request))
         if isinstance(sent, QueuedMessage):  # committed; it starts when the active run completes
