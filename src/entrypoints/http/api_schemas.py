@@ -40,6 +40,17 @@ WEBHOOK: Schema = {
 }
 
 
+DECISION = closed(
+    {
+        "type": {"type": "string", "enum": ["approve", "edit", "reject", "retry", "skip"]},
+        "args": OBJECT,
+        "message": TEXT,
+        "always": {"type": "boolean"},
+    },
+    "type",
+)
+
+
 def chat_body(limits: AttachmentLimits) -> Schema:
     """POST /api/chat's body, with this server's attachment limits."""
     attachments = {
@@ -51,15 +62,6 @@ def chat_body(limits: AttachmentLimits) -> Schema:
         "ATTACHMENT_TYPES)",
         "items": closed({"name": TEXT, "type": TEXT, "data": {"type": "string", "format": "byte"}}, "name", "data"),
     }
-    decision = closed(
-        {
-            "type": {"type": "string", "enum": ["approve", "edit", "reject", "retry", "skip"]},
-            "args": OBJECT,
-            "message": TEXT,
-            "always": {"type": "boolean"},
-        },
-        "type",
-    )
     return closed(
         {
             "message": TEXT,
@@ -98,7 +100,7 @@ def chat_body(limits: AttachmentLimits) -> Schema:
                 "description": "what a new message does while the conversation has an active or waiting run "
                 "(default reject: 409)",
             },
-            "decisions": {"type": "object", "additionalProperties": decision},
+            "decisions": {"type": "object", "additionalProperties": DECISION},
         }
     )
 
