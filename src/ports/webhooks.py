@@ -25,6 +25,10 @@ class WebhookOutbox(Protocol):
         takes its id), before that run's row is inserted; replaces one named before."""
 
     @abstractmethod
+    async def run_webhook(self, run_id: str) -> str | None:
+        """The webhook the run names (attached, or its run kwargs' `webhook`); None: none."""
+
+    @abstractmethod
     async def webhook_secret(self, owner: str, new: str) -> str:
         """The user's signing secret; `new` is stored and returned when they have none
         (atomically: two callers get the same secret)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 
+from domain.commands import Resume, SendMessage, StartRun
 from domain.errors import NotSupported
 from domain.events import StreamEvent
 from domain.model import RunStatus
@@ -116,3 +117,16 @@ async def attach_webhook(stores: RunStores, run_id: str, conversation_id: str, u
     if stores.webhooks is None:
         raise NotSupported("This store keeps no webhooks")
     await stores.webhooks.attach_webhook(run_id, conversation_id, url)
+
+
+async def webhook_of_command(stores: RunStores, command: StartRun) -> str | None:
+    """The webhook of the run `command` starts: a new message's own; a resume's is that of
+    the interrupted (or waiting) run it continues, whose outcome it completes."""
+    if isinstance(command, SendMessage):
+        return command.webhook
+    if not isinstance(command, Resume) or stores.webhooks is None:
+        return None
+    latest = await stores.runs.latest_run(command.conversation_id)
+    if latest is None or latest.status not in (RunStatus.INTERRUPTED, RunStatus.WAITING):
+        return None
+    return await stores.webhooks.run_webhook(latest.id)

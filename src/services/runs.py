@@ -42,7 +42,7 @@ from services.admission import cap_of
 from services.attachments import FileIntake
 from services.execution import Execution
 from services.follows import Follows
-from services.handles import CancelResult, RunStores, RunStream, StartedRun, attach_webhook
+from services.handles import CancelResult, RunStores, RunStream, StartedRun, attach_webhook, webhook_of_command
 from services.hub import ActiveRun, RunHub
 from services.kernel import KernelDeps, LiveRuns, RunKernel
 from services.models import ModelCatalog
@@ -160,7 +160,7 @@ class RunService(Follows):
         run_input, base = await plan_command(self._plan_ports, command, cid, files, self.deps.clock())
         try:
             cap = cap_of(by, self.user_max_active) if trigger.limited else None
-            hook = command.webhook if isinstance(command, SendMessage) else None
+            hook = await webhook_of_command(self.stores, command)
             return await self._launch(cid, run_input, base, trigger, choice, cap, firing, hook)
         except (UserLimitReached, FiringTaken):
             if command.conversation_id is None:  # a burst's loser: its new conversation goes too

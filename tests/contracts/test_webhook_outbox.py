@@ -56,12 +56,13 @@ class WebhookOutboxContract(StoreContract):
     async def test_a_run_without_a_webhook_makes_none(self, store: Store, clock: StoreClock) -> None:
         run = await a_running_run(store, clock)
         assert await store.finish_run(run.id, RunFinish(RunStatus.COMPLETED, clock.now()))
-        assert await store.deliveries(run.id) == []
+        assert await store.deliveries(run.id) == [] and await store.run_webhook(run.id) is None
 
     async def test_a_run_kwargs_webhook_counts_too(self, store: Store, clock: StoreClock) -> None:
         cid = await a_conversation(store, clock)
         run = await a_running_run(store, clock, cid)
         assert await store.set_run_kwargs(cid, run.id, {"graph_id": "g", "webhook": URL})
+        assert await store.run_webhook(run.id) == URL
         assert await store.finish_run(run.id, RunFinish(RunStatus.CANCELLED, clock.now()))
         [(delivery, _)] = await store.deliveries(run.id)
         assert json.loads(delivery.body)["status"] == "cancelled"

@@ -40,13 +40,16 @@ class InMemoryWebhooks(WebhookOutbox):
         for rid in [r for r, (cid, _) in self._hooks.items() if cid == conversation_id]:
             del self._hooks[rid]
 
+    def _webhook_of(self, run_id: str) -> str | None:
+        hook = self._hooks.get(run_id)
+        if hook is not None:
+            return hook[1]
+        named = json.loads(self._run_kwargs[run_id][1]).get("webhook") if run_id in self._run_kwargs else None
+        return named if isinstance(named, str) and named else None
+
     def _record_delivery(self, run_id: str, conversation_id: str, finish: RunFinish) -> None:
         """Under the lock, with the outcome: the run's delivery, when it names a webhook."""
-        hook = self._hooks.get(run_id)
-        url = hook[1] if hook is not None else None
-        if url is None and run_id in self._run_kwargs:
-            named = json.loads(self._run_kwargs[run_id][1]).get("webhook")
-            url = named if isinstance(named, str) and named else None
+        url = self._webhook_of(run_id)
         if url is None or any(r.delivery.run_id == run_id for r in self._outbox.values()):
             return
         scheduled = next((f.scheduled_for for f in self._firings.values() if f.run_id == run_id), None)
@@ -58,6 +61,10 @@ class InMemoryWebhooks(WebhookOutbox):
     async def attach_webhook(self, run_id: str, conversation_id: str, url: str) -> None:
         with self._lock:
             self._hooks[run_id] = (conversation_id, url)
+
+    async def run_webhook(self, run_id: str) -> str | None:
+        with self._lock:
+            return self._webhook_of(run_id)
 
     async def webhook_secret(self, owner: str, new: str) -> str:
         with self._lock:

@@ -61,6 +61,14 @@ class PostgresWebhooks(WebhookOutbox):
             (run_id, conversation_id, url),
         )
 
+    async def run_webhook(self, run_id: str) -> str | None:
+        rows = await self._rows(
+            "SELECT coalesce((SELECT url FROM run_webhooks WHERE run_id = %(r)s), "
+            "(SELECT kwargs->>'webhook' FROM run_kwargs WHERE run_id = %(r)s))",
+            {"r": run_id},
+        )
+        return rows[0][0] if rows and rows[0][0] else None
+
     async def webhook_secret(self, owner: str, new: str) -> str:
         rows = await self._rows(
             "WITH made AS (INSERT INTO webhook_secrets (owner, secret) VALUES (%(o)s, %(s)s) "

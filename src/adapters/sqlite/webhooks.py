@@ -70,6 +70,9 @@ class SqliteWebhooks(WebhookOutbox):
 
         await self._writer.run(write)
 
+    async def run_webhook(self, run_id: str) -> str | None:
+        return await self._reader.run(webhook_of, run_id)
+
     async def webhook_secret(self, owner: str, new: str) -> str:
         def write(c: sqlite3.Connection) -> str:
             with transaction(c):
