@@ -34,7 +34,10 @@ class Receiver:
                 pass
 
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length)
+                if len(body) < length:
+                    return  # the sender went away mid-call (a kill): nothing arrived
                 receiver.paths.append(self.path)
                 if self.path.startswith("/slow"):
                     receiver.closing.wait(30)
