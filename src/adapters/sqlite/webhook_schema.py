@@ -32,8 +32,7 @@ CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (next_at
 CREATE TABLE IF NOT EXISTS webhook_secrets (
     owner TEXT PRIMARY KEY,
     secret TEXT NOT NULL
-);
-ALTER TABLE schedules ADD COLUMN webhook TEXT
+)
 """
 
 
@@ -41,3 +40,7 @@ def add_webhooks(conn: sqlite3.Connection) -> None:
     for statement in TABLES.split(";"):  # executescript() would commit the migration's transaction
         if statement.strip():
             conn.execute(statement)
+    # the schedule's webhook (a column of its own: the crons' and /api/schedules' alike);
+    # looked for first, as SQLite has no ADD COLUMN IF NOT EXISTS
+    if "webhook" not in {row[1] for row in conn.execute("PRAGMA table_info(schedules)")}:
+        conn.execute("ALTER TABLE schedules ADD COLUMN webhook TEXT")
