@@ -30,6 +30,7 @@ from ports.runs import RunFinish
 from services.webhooks import WebhookService
 from tests.contracts.run_stores import OWNER
 from tests.integration.test_schedules import wait_for
+from tests.integration.test_users_server import EXIT_NOT_FOUND, sophos
 from tests.support.app import app_env
 from tests.support.fake_ollama import FakeOllama
 from tests.support.webhook_receiver import Receiver
@@ -243,3 +244,19 @@ def test_a_langgraph_api_runs_webhook_is_called(server: tuple[TestClient, Any], 
         assert got["threadId"] == thread and got["status"] == "completed"
         refused = lg.post(f"/threads/{thread}/runs", json={**body, "webhook": "http://192.168.1.1/"})
         assert refused.status_code == 400 and "not allowed" in json.dumps(refused.json())
+
+
+def test_the_cli_shows_the_same_secret_a_user_reads_from_the_api(server: tuple[TestClient, Any], tmp_path: Path) -> None:
+    client, container = server
+    users = container.services().users()
+    ann = client.portal.call(users.add, "ann", Role.USER)  # type: ignore[union-attr]
+    token = client.portal.call(users.issue_token, ann.id, "test").token  # type: ignore[union-attr]
+    theirs = client.get("/api/webhooks/secret", headers={"Authorization": f"Bearer {token}"}).json()["secret"]
+    client.portal.call(users.add, "bob", Role.USER)  # type: ignore[union-attr]
+    env = app_env(tmp_path, TOOLS_BACKEND="none")
+    shown = sophos(env, "users", "webhook-secret", "ann")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.strip() == theirs and len(theirs) == 64
+    bobs = sophos(env, "users", "webhook-secret", "bob")
+    assert bobs.returncode == 0 and bobs.stdout.strip() not in ("", theirs)  # one per user
+    assert sophos(env, "users", "webhook-secret", "nobody").returncode == EXIT_NOT_FOUND
