@@ -9,7 +9,7 @@ names only a conversation and a title: the use case checks those itself, with
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from domain.approvals import Decision, parse_decisions
@@ -43,6 +43,7 @@ class SendMessage:
     multitask: Multitask = Multitask.REJECT
     files: tuple[Upload, ...] = ()  # checked where they were read (domain.attachments.AttachmentLimits)
     temporary: bool = False  # a new conversation that is not kept (domain.organise)
+    webhook: str | None = None  # called when its run ends (domain.webhooks; checked by the edge's service)
 
     def __post_init__(self) -> None:
         check_message(self.text)
@@ -152,3 +153,10 @@ def start_command(
             raise InvalidEdit("editOf must be a message index (an integer)")
         return Edit(cid, edit_of, text, settings)
     return SendMessage(text, cid, settings, strategy, files)
+
+
+def with_webhook(command: StartRun, url: str) -> SendMessage:
+    """The command with a webhook (a checked URL): only a new message's run names one."""
+    if not isinstance(command, SendMessage):
+        raise InvalidInput("webhook goes with a new message, not with resume, editOf or regenerate")
+    return replace(command, webhook=url)

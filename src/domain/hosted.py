@@ -63,6 +63,7 @@ class GraphRun:
     # the assistant the run uses (its config, context and metadata are in the fields above);
     # None: the graph's start-up assistant
     assistant_id: str | None = None
+    webhook: str | None = None  # called when the run ends (domain.webhooks), kept with the run
 
     def __post_init__(self) -> None:
         if self.durability not in DURABILITY:
@@ -81,7 +82,7 @@ class GraphRun:
     def kept(self) -> dict[str, Any]:
         """What is kept with the run (ports.runs set_run_kwargs) so a resume after a crash
         runs the same graph with the same config and a join streams the run's own modes."""
-        return {
+        kept = {
             "graph_id": self.graph_id,
             "stream_mode": list(self.stream_modes),
             "config": dict(self.config),
@@ -91,6 +92,7 @@ class GraphRun:
             **({"delete_thread": True} if self.delete_thread else {}),
             "assistant_id": self.assistant_id,
         }
+        return kept | ({"webhook": self.webhook} if self.webhook is not None else {})
 
     @classmethod
     def resumed(cls, thread_id: str, kept: Mapping[str, Any]) -> GraphRun:

@@ -138,6 +138,13 @@ class RunTrigger(StrEnum):
     QUEUE = "queue"  # a queued message, started when the run before it completed
     SCHEDULE = "schedule"  # a schedule's firing (domain.schedules)
 
+    @property
+    def limited(self) -> bool:
+        """Whether such a run counts against USER_MAX_ACTIVE_RUNS when it starts (a person's
+        and a schedule's, on their owner's behalf; a queued message was counted when queued,
+        an adoption resumes what was counted)."""
+        return self in (RunTrigger.USER, RunTrigger.SCHEDULE)
+
 
 @dataclass(frozen=True)
 class Run:

@@ -129,7 +129,7 @@ class Schedule:
     last_run_id: str | None = None
     last_fired_for: datetime | None = None
     graph: GraphInput | None = None
-    webhook: str | None = None
+    webhook: str | None = None  # called when each firing's run ends (domain.webhooks)
 
     def __post_init__(self) -> None:
         check_sends(self.message, self.graph)
@@ -158,7 +158,7 @@ class ScheduleSpec:
     ends_at: datetime | None = None
     enabled: bool = True
     graph: GraphInput | None = None
-    webhook: str | None = None
+    webhook: str | None = None  # checked against WEBHOOK_ALLOWED_HOSTS by the service
 
     def __post_init__(self) -> None:
         check_sends(self.message, self.graph)
@@ -199,6 +199,7 @@ class ScheduleEdit:
     enabled: bool | None = None
     graph: GraphInput | None = None
     webhook: str | None = None
+    clear_webhook: bool = False
 
     def apply(self, schedule: Schedule, now: datetime) -> Schedule:
         old = schedule.timing
@@ -212,7 +213,7 @@ class ScheduleEdit:
             ends_at=None if self.clear_end else (self.ends_at or schedule.ends_at),
             enabled=schedule.enabled if self.enabled is None else self.enabled,
             graph=self._graph(schedule),
-            webhook=self.webhook if self.webhook is not None else schedule.webhook,
+            webhook=None if self.clear_webhook else (self.webhook if self.webhook is not None else schedule.webhook),
         )
         return edited.armed(now)
 

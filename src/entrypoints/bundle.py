@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from domain.attachments import DEFAULT_LIMITS, AttachmentLimits
+from domain.errors import NotSupported
 
 if TYPE_CHECKING:
     from ports.backend import Backend
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from services.transfer import TransferService
     from services.usage import UsageService
     from services.users import UserService
+    from services.webhooks import WebhookService
 
 
 class Exposition(Protocol):
@@ -73,8 +75,15 @@ class Services:
     assistants: Callable[[], AssistantService] | None = None  # those graphs' assistants (None: not wired)
     presets: Callable[[], PresetService] | None = None  # each user's saved chat settings (None: not wired)
     schedules: Callable[[], ScheduleService] | None = None  # each user's scheduled runs (None: not wired)
+    webhook_service: Callable[[], WebhookService] | None = None  # runs' webhooks (None: not wired)
     usage: Callable[[], UsageService] | None = None  # tokens and seconds per user, model and day (None: not wired)
     audit: Callable[[], AuditTrail] | None = None  # the audit log (None: not wired)
     store: Callable[[], StoreService] | None = None  # each user's long-term store (None: not wired)
     memory: Callable[[], MemoryService] | None = None  # what the agent remembers about each user (None: not wired)
     auto_title: bool = True  # AUTO_TITLE: the model titles a conversation after its first answer
+
+    def webhooks(self) -> WebhookService:
+        """The runs' webhooks; NotSupported when this server calls none."""
+        if self.webhook_service is None:
+            raise NotSupported("This server calls no webhooks")
+        return self.webhook_service()

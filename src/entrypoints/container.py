@@ -39,6 +39,7 @@ from services.supervisor import Supervisor
 from services.unsaved import UnsavedOutcomes
 from services.usage import UsageMeter, UsageService
 from services.users import UserService
+from services.webhooks import WebhookService
 
 if TYPE_CHECKING:
     from adapters.memory.backend import MemoryBackend
@@ -188,8 +189,20 @@ class Container(containers.DeclarativeContainer):
     graph_runner = providers.Singleton(factories.graph_runner, graphs, checkpointer, long_term_store)
     hosted = providers.Singleton(HostedRuns, run_service, graph_runner.provider, graphs.provider, threads.provider, tracer)
     assistants = providers.Singleton(AssistantService, backend.provided.assistants.call(), graphs.provider)
-    scheduler = providers.Singleton(Scheduler, run_service, queue, store, hosted=hosted.provider)
-    schedules = providers.Singleton(ScheduleService, store, run_service)
+    user_store = providers.Singleton(factories.users, backend)
+    # runs' webhooks: delivered from the run store's outbox by the supervisor of any live process
+    webhooks = providers.Singleton(
+        WebhookService,
+        store,
+        providers.Singleton(factories.resolver),
+        providers.Singleton(factories.webhook_sender, config.WEBHOOK_TIMEOUT_SECONDS),
+        settings.provided.webhook_hosts,
+        metrics,
+        config.WEBHOOK_RETRY_SECONDS,
+        config.WEBHOOK_TIMEOUT_SECONDS,
+    )
+    scheduler = providers.Singleton(Scheduler, run_service, queue, store, hosted=hosted.provider, users=user_store)
+    schedules = providers.Singleton(ScheduleService, store, run_service, webhooks=webhooks)
     supervisor = providers.Singleton(
         Supervisor,
         service=providers.Singleton(GraphAwareRuns, run_service, hosted),
@@ -199,6 +212,7 @@ class Container(containers.DeclarativeContainer):
         after_runs=providers.Singleton(AfterRuns, store, threads, model.provider, config.AUTO_TITLE, meter=meter, tracer=tracer),
         audit=audit,
         scheduler=scheduler,
+        webhooks=webhooks,
         traces=shipper,
         ship_seconds=trace_config.provided.schedule_delay,
     )
@@ -225,7 +239,6 @@ class Container(containers.DeclarativeContainer):
     )
     # the page's login sessions: in the run store's database, whichever it is
     session_store = providers.Singleton(factories.sessions, backend)
-    user_store = providers.Singleton(factories.users, backend)
     proxy = providers.Singleton(
         factories.proxy, config.AUTH, config.PROXY_USER_HEADER, config.TRUSTED_PROXY_IPS, config.PROXY_AUTO_CREATE
     )
@@ -267,6 +280,7 @@ class Container(containers.DeclarativeContainer):
         assistants=assistants.provider,
         presets=presets.provider,
         schedules=schedules.provider,
+        webhook_service=webhooks.provider,
         usage=usage.provider,
         audit=audit.provider,
         store=long_term.provider,

@@ -31,6 +31,7 @@ from ports.store import StorePort
 from ports.tools import ToolPort
 from ports.usage import UsageStore
 from ports.users import UserStore
+from ports.webhooks import AddressResolver, WebhookSender
 from ports.workers import Worker
 from services.approvals import ApprovalGate
 from services.attachments import FileIntake
@@ -320,6 +321,7 @@ def stores(store: RunStore, threads: CheckpointPort, audit: AuditTrail) -> RunSt
         checker=args_checker(),
         queue=store,
         audit=audit,
+        webhooks=store,
     )
 
 
@@ -424,3 +426,15 @@ def audit(backend: StorageBackend, retention_days: int) -> AuditTrail:
 
 def proxy(auth: str, header: str, trusted: str, auto_create: bool) -> ProxyTrust | None:
     return ProxyTrust(header, trusted, auto_create) if auth == "proxy" else None
+
+
+def resolver() -> AddressResolver:
+    from adapters.webhooks.http import SystemResolver
+
+    return SystemResolver()
+
+
+def webhook_sender(timeout: float) -> WebhookSender:
+    from adapters.webhooks.http import HttpxWebhookSender
+
+    return HttpxWebhookSender(timeout)

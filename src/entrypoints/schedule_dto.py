@@ -21,7 +21,7 @@ from domain.schedules import (
 )
 from services.schedules import ScheduleService
 
-FIELDS = {"cron", "at", "tz", "message", "catchUp", "endsAt", "enabled"}  # what a PATCH may change
+FIELDS = {"cron", "at", "tz", "message", "catchUp", "endsAt", "enabled", "webhook"}  # what a PATCH may change
 
 
 def _when(value: object, name: str) -> datetime | None:
@@ -62,6 +62,7 @@ def spec_of(body: dict[str, Any]) -> ScheduleSpec:
         parse_catch_up(body.get("catchUp")),
         _when(body.get("endsAt"), "endsAt"),
         True if enabled is None else enabled,
+        webhook=_text(body, "webhook"),
     )
 
 
@@ -76,6 +77,8 @@ def edit_of(body: dict[str, Any]) -> ScheduleEdit:
         ends_at=_when(body.get("endsAt"), "endsAt"),
         clear_end="endsAt" in body and body["endsAt"] is None,
         enabled=_flag(body, "enabled"),
+        webhook=_text(body, "webhook"),
+        clear_webhook="webhook" in body and body["webhook"] is None,
     )
 
 

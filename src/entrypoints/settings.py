@@ -25,6 +25,7 @@ from domain.attachments import (
     attachment_types,
     size_text,
 )
+from domain.webhooks import AllowedHosts
 from entrypoints.settings_checks import CROSS_CHECKS, attachment_types_ok, database_label, defaults_file, postgres_url
 from entrypoints.settings_rules import SettingsError, declarations, merged, read, setting
 
@@ -385,6 +386,17 @@ class Settings:
         high=3600,
         unit="seconds",
     )
+    WEBHOOK_ALLOWED_HOSTS: str = setting(
+        "",
+        "what a run's webhook may call: host names, `.domain` suffixes and networks (CIDRs), comma-separated; empty: "
+        "any host whose every address is public (no private, loopback or link-local one) ([security](security.md#webhooks))",
+    )
+    WEBHOOK_TIMEOUT_SECONDS: float = setting(
+        10, "seconds a webhook call may take, all of it (then it is retried)", low=1, high=60
+    )
+    WEBHOOK_RETRY_SECONDS: float = setting(
+        10, "the wait before a failed webhook call's first retry, doubling each time (8 calls at most)", low=0.1, high=3600
+    )
     PDF_MEMORY: int = setting(
         512 * 1024 * 1024,
         "bytes of memory (address space) a PDF worker process may use "
@@ -409,6 +421,11 @@ class Settings:
         return AttachmentLimits(
             self.MAX_ATTACHMENT_BYTES, self.MAX_ATTACHMENTS, attachment_types(self.ATTACHMENT_TYPES), self.MAX_IMAGE_PIXELS
         )
+
+    @property
+    def webhook_hosts(self) -> AllowedHosts:
+        """What a webhook may call (WEBHOOK_ALLOWED_HOSTS, checked at load)."""
+        return AllowedHosts.parse(self.WEBHOOK_ALLOWED_HOSTS)
 
     @property
     def storage_backend(self) -> str:

@@ -12,6 +12,7 @@ import yaml
 from domain.attachments import attachment_types
 from domain.errors import InvalidInput
 from domain.principals import TrustedProxies
+from domain.webhooks import AllowedHosts
 from entrypoints.settings_rules import SettingsError
 
 
@@ -39,6 +40,13 @@ def _proxy_named(s: dict[str, Any], env: Mapping[str, str]) -> None:
         raise SettingsError("PROXY_USER_HEADER must name a header (e.g. Remote-User)")
 
 
+def _webhook_hosts(s: dict[str, Any], env: Mapping[str, str]) -> None:
+    try:
+        AllowedHosts.parse(s["WEBHOOK_ALLOWED_HOSTS"])
+    except ValueError as e:
+        raise SettingsError(f"WEBHOOK_ALLOWED_HOSTS: {e}") from None
+
+
 def _postgres_has_url(s: dict[str, Any], env: Mapping[str, str]) -> None:
     # unset keeps what configurations meant before the setting existed: a URL means PostgreSQL
     if s["STORAGE_BACKEND"] == "postgres" and not s["DATABASE_URL"]:
@@ -50,6 +58,7 @@ CROSS_CHECKS: tuple[Callable[[dict[str, Any], Mapping[str, str]], None], ...] = 
     _reserve_fits,
     _proxy_named,
     _postgres_has_url,
+    _webhook_hosts,
 )
 
 

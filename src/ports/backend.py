@@ -28,9 +28,10 @@ from ports.store import StorePort
 from ports.traces import SpanStore
 from ports.usage import UsageStore
 from ports.users import UserStore
+from ports.webhooks import WebhookOutbox
 
 
-class RunStore(RunRepository, RunEventLog, RunSignals, ToolJournal, ApprovalStore, MessageQueue, Protocol):
+class RunStore(RunRepository, RunEventLog, RunSignals, ToolJournal, ApprovalStore, MessageQueue, WebhookOutbox, Protocol):
     """The run ports on one store: an outcome, its terminal event, its journal entries and
     the start of the next queued message share the store's transactions."""
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Protocol
 
-FIRING_OUTCOMES = ("started", "queued", "redone", "skipped", "failed")  # services.scheduler
+FIRING_OUTCOMES = ("started", "queued", "redone", "skipped", "failed", "deferred")  # services.scheduler
+DELIVERY_OUTCOMES = ("delivered", "retried", "failed")  # services.webhooks
 UNKNOWN_TOOL = "unknown"  # the tool label of a call to a tool the toolbox does not offer
 
 
@@ -82,6 +83,11 @@ class MetricsPort(Protocol):
         """A schedule's firing came to `outcome` (FIRING_OUTCOMES) `lateness` seconds after
         its time (0 for those that never started)."""
 
+    @abstractmethod
+    def webhook_delivered(self, outcome: str) -> None:
+        """A webhook call came to `outcome` (DELIVERY_OUTCOMES: `retried` failed and will be
+        tried again, `failed` failed for the last time)."""
+
 
 class NullMetrics(MetricsPort):
     """Measures nothing: for one-shot commands that nobody scrapes, and the default of
@@ -127,6 +133,9 @@ class NullMetrics(MetricsPort):
         pass
 
     def schedule_fired(self, outcome: str, lateness: float) -> None:
+        pass
+
+    def webhook_delivered(self, outcome: str) -> None:
         pass
 
 

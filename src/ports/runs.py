@@ -124,7 +124,8 @@ class RunRepository(Protocol):
     @abstractmethod
     async def give_conversations(self, from_owner: str, to_owner: str) -> int:
         """Make every conversation of the user `from_owner` the user `to_owner`'s (with all
-        that is theirs: runs, queue, search entries, files), atomically; how many there were.
+        that is theirs: runs, queue, search entries, files) and their schedules, atomically;
+        how many conversations there were.
         Idempotent: a second call finds none."""
 
     @abstractmethod

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 
+from domain.commands import Resume, SendMessage, StartRun
+from domain.errors import NotSupported
 from domain.events import StreamEvent
 from domain.model import RunStatus
 from ports.approvals import ANY_ARGS, NO_APPROVALS, ApprovalStore, ArgsChecker
@@ -17,6 +19,7 @@ from ports.journal import ToolJournal
 from ports.queue import MessageQueue
 from ports.runs import RunRepository
 from ports.signals import RunSignals
+from ports.webhooks import WebhookOutbox
 from services.audit import NO_AUDIT, AuditTrail
 
 TERMINAL_EVENTS = frozenset({"end", "chat-error"})
@@ -102,3 +105,28 @@ class RunStores:
     checker: ArgsChecker = ANY_ARGS  # edited tool arguments against the tool's schema
     queue: MessageQueue | None = None  # None: messages are never queued (a store without one)
     audit: AuditTrail = NO_AUDIT  # a person's decisions on tool calls
+    webhooks: WebhookOutbox | None = None  # None: runs name no webhook (a store without an outbox)
+
+
+async def attach_webhook(stores: RunStores, run_id: str, conversation_id: str, url: str | None) -> None:
+    """Name `url` (None: none) as the webhook of the run `run_id` (or of the queued message
+    whose run takes that id), before the row is inserted: its outcome then makes a delivery
+    (ports.webhooks)."""
+    if url is None:
+        return
+    if stores.webhooks is None:
+        raise NotSupported("This store keeps no webhooks")
+    await stores.webhooks.attach_webhook(run_id, conversation_id, url)
+
+
+async def webhook_of_command(stores: RunStores, command: StartRun) -> str | None:
+    """The webhook of the run `command` starts: a new message's own; a resume's is that of
+    the interrupted (or waiting) run it continues, whose outcome it completes."""
+    if isinstance(command, SendMessage):
+        return command.webhook
+    if not isinstance(command, Resume) or stores.webhooks is None:
+        return None
+    latest = await stores.runs.latest_run(command.conversation_id)
+    if latest is None or latest.status not in (RunStatus.INTERRUPTED, RunStatus.WAITING):
+        return None
+    return await stores.webhooks.run_webhook(latest.id)

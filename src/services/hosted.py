@@ -109,7 +109,7 @@ class HostedRuns:
         thread = await self.runs.visible(run.thread_id, by)
         if run.checkpoint_id is not None:
             await self.state(run.graph_id, run.thread_id, run.checkpoint_id)  # 404 for an unknown one
-        if trigger is RunTrigger.USER:
+        if trigger.limited:
             await self.runs.admit(by)
         await self._refuse_if_active(run.thread_id)
         now = deps.clock()
@@ -122,7 +122,7 @@ class HostedRuns:
             base_count=0,  # no messages of Sophos's: the thread's state is the graph's
             trigger=trigger,
         )
-        cap = cap_of(by, self.runs.user_max_active) if trigger is RunTrigger.USER else None
+        cap = cap_of(by, self.runs.user_max_active) if trigger.limited else None
         # kept before the row exists: a crash right after it leaves a run whose graph is known
         # (adoption resumes it with that graph, never with Sophos's agent)
         await stores.runs.set_run_kwargs(row.conversation_id, row.id, run.kept())
@@ -143,7 +143,9 @@ class HostedRuns:
             lambda: RunStream(active.run_id, following.counted(active.batches(0), metrics, "local")),
         )
 
-    async def fire(self, graph: GraphInput, thread_id: str | None, firing: FiringClaim, *, by: Principal) -> StartedRun:
+    async def fire(
+        self, graph: GraphInput, thread_id: str | None, firing: FiringClaim, *, by: Principal, webhook: str | None = None
+    ) -> StartedRun:
         """Start a schedule's firing of a hosted graph (services.scheduler) on `thread_id`,
         or on a new thread of `by`'s (None: a cron without a thread), which goes again when
         the firing was taken meanwhile. A new thread's run ends by deleting it when the
@@ -155,7 +157,7 @@ class HostedRuns:
             await self.runs.stores.runs.create_conversation(
                 cid, NEW_CONVERSATION_TITLE, self.runs.deps.clock(), settings, owner=by.user_id
             )
-        run = replace(graph.run(cid), delete_thread=fresh and graph.on_completed is not OnCompleted.KEEP)
+        run = replace(graph.run(cid), delete_thread=fresh and graph.on_completed is not OnCompleted.KEEP, webhook=webhook)
         try:
             return await self.start(run, RunTrigger.SCHEDULE, by=by, firing=firing)
         except BaseException:

@@ -19,7 +19,7 @@ from domain.queue import MAX_QUEUED, Multitask, QueuedMessage, rollback_point
 from domain.schedules import FiringClaim
 from ports.queue import MessageQueue
 from services.audit import NO_AUDIT, AuditTrail
-from services.handles import StartedRun
+from services.handles import StartedRun, attach_webhook
 from services.kernel import RunUseCases
 
 log = logging.getLogger(__name__)
@@ -67,13 +67,14 @@ class QueueService:
         if cid is None:
             return await service.start(command, trigger, by=by, firing=firing)
         await service.visible(cid, by)  # nothing is queued on another user's conversation
-        if trigger is RunTrigger.USER:
+        if trigger.limited:
             await service.admit(by)
         kernel = service.kernel
         if kernel.draining:
             raise ShuttingDown()
         for _ in range(ENQUEUE_TRIES):
             message = QueuedMessage(new_id(), cid, 0, command.text.strip(), kernel.deps.clock(), steer=steer)
+            await attach_webhook(kernel.deps.stores, message.id, cid, command.webhook)
             queued = await self.queue.enqueue(message, self.max_queued, firing)
             if queued is not None:
                 ctx = {"conversation_id": cid}

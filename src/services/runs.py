@@ -42,7 +42,7 @@ from services.admission import cap_of
 from services.attachments import FileIntake
 from services.execution import Execution
 from services.follows import Follows
-from services.handles import CancelResult, RunStores, RunStream, StartedRun
+from services.handles import CancelResult, RunStores, RunStream, StartedRun, attach_webhook, webhook_of_command
 from services.hub import ActiveRun, RunHub
 from services.kernel import KernelDeps, LiveRuns, RunKernel
 from services.models import ModelCatalog
@@ -133,7 +133,7 @@ class RunService(Follows):
         if self.kernel.draining:
             raise ShuttingDown()
         change, runs = command.settings, self.stores.runs
-        if trigger is RunTrigger.USER:
+        if trigger.limited:
             await self.admit(by)
         if change.sets_model and self.catalog is not None:
             await self.catalog.check(change.model)  # an unknown model: 400, nothing stored
@@ -159,8 +159,9 @@ class RunService(Follows):
         choice = await self._choice(settings)
         run_input, base = await plan_command(self._plan_ports, command, cid, files, self.deps.clock())
         try:
-            cap = cap_of(by, self.user_max_active) if trigger is RunTrigger.USER else None
-            return await self._launch(cid, run_input, base, trigger, choice, cap, firing)
+            cap = cap_of(by, self.user_max_active) if trigger.limited else None
+            hook = await webhook_of_command(self.stores, command)
+            return await self._launch(cid, run_input, base, trigger, choice, cap, firing, hook)
         except (UserLimitReached, FiringTaken):
             if command.conversation_id is None:  # a burst's loser: its new conversation goes too
                 await self.stores.runs.delete_conversation(cid)
@@ -200,9 +201,11 @@ class RunService(Follows):
         choice: ModelChoice | None = None,
         cap: LoadCap | None = None,
         firing: FiringClaim | None = None,
+        webhook: str | None = None,
     ) -> StartedRun:
         now = self.deps.clock()
         run = Run(new_id(), cid, RunStatus.RUNNING, now, owner=self.processes.current(), base_count=base, trigger=trigger)
+        await attach_webhook(self.stores, run.id, cid, webhook)
         needs_input = isinstance(run_input, (NewMessage, Fork))
         with self.kernel.claim(run):  # recovery may read the row before the run is live
             # raises SessionInProgress if another process won. With an input, nothing is

@@ -17,12 +17,21 @@ from typing import Protocol
 
 from domain.commands import SendMessage
 from domain.crons import GraphInput
-from domain.errors import FiringTaken, NotSupported, SessionInProgress, ShuttingDown, SophosError, StorageFailure
+from domain.errors import (
+    FiringTaken,
+    NotSupported,
+    SessionInProgress,
+    ShuttingDown,
+    SophosError,
+    StorageFailure,
+    UserLimitReached,
+)
 from domain.model import RunTrigger
 from domain.principals import Principal, Role
 from domain.queue import Multitask, QueuedMessage
 from domain.schedules import GAP_SECONDS, Firing, FiringClaim, Schedule, TickPlan, lateness, plan_tick
 from ports.schedules import ScheduleStore
+from ports.users import UserStore
 from services.handles import StartedRun
 from services.kernel import RunUseCases
 from services.queueing import QueueService
@@ -32,15 +41,19 @@ log = logging.getLogger(__name__)
 WATCHED = timedelta(days=36_500)  # how far ahead `due` reads to find every enabled schedule
 BATCH = 50  # schedules (and firings to start again) read per tick
 LATE_PER_TICK = 20  # late firings of one schedule started per tick, in order
-# a firing that meets these is left for the next tick; any other refusal passes it over
-TRY_AGAIN = (FiringTaken, ShuttingDown, StorageFailure, SessionInProgress)
+# a firing that meets these is left for the next tick; any other refusal passes it over.
+# UserLimitReached: the owner is at USER_MAX_ACTIVE_RUNS; the firing waits (late) until a
+# run of theirs ends, then runs once (counted `deferred` once per firing and process)
+TRY_AGAIN = (FiringTaken, ShuttingDown, StorageFailure, SessionInProgress, UserLimitReached)
 
 
 class GraphFirings(Protocol):
     """Starts a hosted graph's firing (services.hosted.HostedRuns.fire): on `thread_id`, or on
     a new thread of `by`'s (None), `firing` claimed in the run's insert (FiringTaken: taken)."""
 
-    async def fire(self, graph: GraphInput, thread_id: str | None, firing: FiringClaim, *, by: Principal) -> StartedRun: ...
+    async def fire(
+        self, graph: GraphInput, thread_id: str | None, firing: FiringClaim, *, by: Principal, webhook: str | None = None
+    ) -> StartedRun: ...
 
 
 class Scheduler:
@@ -56,6 +69,7 @@ class Scheduler:
         gap: float = GAP_SECONDS,
         clock: Callable[[], datetime] | None = None,
         hosted: Callable[[], GraphFirings] | None = None,
+        users: UserStore | None = None,
     ) -> None:
         self.clock = clock or service.kernel.deps.clock  # a test's hand-driven clock
         self.hosted: Callable[[], GraphFirings] | None = hosted  # a LangGraph cron's firing starts a hosted run
@@ -64,6 +78,8 @@ class Scheduler:
         self.store = store
         self.period = period
         self.gap = max(gap, 2 * period)
+        self.users = users  # whose accounts are disabled (None: no users to ask)
+        self._deferred: set[tuple[str, datetime]] = set()  # firings counted `deferred` here
 
     async def tick(self) -> int:
         """Start what is due now; how many firings started (or were queued)."""
@@ -82,6 +98,9 @@ class Scheduler:
         last = await self.store.tick(now)
         for schedule in armed:
             if schedule.next_at is not None and schedule.next_at <= now:
+                if await self._owner_disabled(schedule.owner):
+                    await self._pass_over(schedule, now)
+                    continue
                 started += await self._run_due(schedule, now, last)
         return started
 
@@ -102,6 +121,20 @@ class Scheduler:
             schedule = replace(schedule, next_at=plan.following)
         return started
 
+    async def _owner_disabled(self, owner: str) -> bool:
+        if self.users is None:
+            return False
+        user = await self.users.user(owner)
+        return user is not None and user.disabled
+
+    async def _pass_over(self, schedule: Schedule, now: datetime) -> None:
+        """A disabled user's schedule fires nothing: its firings due now are passed over
+        (enabled again, it goes on from its next firing, never catching up)."""
+        assert schedule.next_at is not None
+        if await self.store.advance(schedule.id, schedule.next_at, schedule.following(now)):
+            self.service.kernel.deps.metrics.schedule_fired("skipped", 0.0)
+            log.info("firing of the schedule passed over: its owner is disabled", extra={"schedule_id": schedule.id})
+
     async def _fire(self, schedule: Schedule, plan: TickPlan) -> bool:
         """Start `plan.fire`; False when nothing more of this schedule is to start now."""
         metrics, now = self.service.kernel.deps.metrics, self.clock()
@@ -112,6 +145,9 @@ class Scheduler:
         claim = FiringClaim(schedule.id, plan.fire, plan.following, expected=schedule.next_at)
         try:
             answer = await self._start(schedule, schedule.conversation_id, claim)
+        except UserLimitReached:
+            self._defer(schedule, plan.fire)
+            return False
         except TRY_AGAIN:
             # another process started it (or the schedule changed), or this one cannot now:
             # the next tick (here or elsewhere) sees what is left
@@ -126,6 +162,17 @@ class Scheduler:
         metrics.schedule_fired(outcome, lateness(plan.fire, now))
         log.info("schedule fired for %s: %s %s", plan.fire.isoformat(), outcome, _id_of(answer), extra=ctx)
         return True
+
+    def _defer(self, schedule: Schedule, fire: datetime) -> None:
+        """The owner is at USER_MAX_ACTIVE_RUNS: the firing waits for a run of theirs to end."""
+        if (schedule.id, fire) not in self._deferred:
+            if len(self._deferred) > 10_000:
+                self._deferred.clear()
+            self._deferred.add((schedule.id, fire))
+            self.service.kernel.deps.metrics.schedule_fired("deferred", 0.0)
+            log.info(
+                "firing for %s waits: its owner is at USER_MAX_ACTIVE_RUNS", fire.isoformat(), extra={"schedule_id": schedule.id}
+            )
 
     async def _redo(self, firing: Firing) -> int:
         """Start again a firing whose run stopped before its message was saved."""
@@ -150,11 +197,11 @@ class Scheduler:
         conversation's multitask rule: queued behind a run going), or a hosted graph's run
         with its own input (a run going: SessionInProgress, tried again at the next tick)."""
         if schedule.graph is None:
-            command = SendMessage(schedule.message, cid, multitask=Multitask.ENQUEUE)
+            command = SendMessage(schedule.message, cid, multitask=Multitask.ENQUEUE, webhook=schedule.webhook)
             return await self.queue.enqueue(command, by=owner_of(schedule), firing=claim, trigger=RunTrigger.SCHEDULE)
         if self.hosted is None:
             raise NotSupported("This server hosts no graphs: the schedule's graph cannot run")
-        return await self.hosted().fire(schedule.graph, cid, claim, by=owner_of(schedule))
+        return await self.hosted().fire(schedule.graph, cid, claim, by=owner_of(schedule), webhook=schedule.webhook)
 
     async def skip_missed(self, schedule: Schedule, plan: TickPlan) -> bool:
         """catchUp skip: pass over the missed firings without running them."""

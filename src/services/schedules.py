@@ -8,12 +8,13 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
-from domain.errors import InvalidInput, ScheduleNotFound
+from domain.errors import InvalidInput, NotSupported, ScheduleNotFound
 from domain.model import Message, Run, RunTrigger, UserMessage, new_id, utc_now
 from domain.principals import LOCAL, Principal, owner_filter
 from domain.schedules import Firing, Schedule, ScheduleEdit, ScheduleSpec, check_schedule_id
 from ports.schedules import ScheduleStore
 from services.kernel import RunUseCases
+from services.webhooks import WebhookService
 
 log = logging.getLogger(__name__)
 
@@ -22,10 +23,17 @@ MARKED_RUNS = 200  # the latest runs of a conversation whose messages may be mar
 
 
 class ScheduleService:
-    def __init__(self, store: ScheduleStore, runs: RunUseCases, clock: Callable[[], datetime] = utc_now) -> None:
+    def __init__(
+        self,
+        store: ScheduleStore,
+        runs: RunUseCases,
+        clock: Callable[[], datetime] = utc_now,
+        webhooks: WebhookService | None = None,
+    ) -> None:
         self.store = store
         self.runs = runs
         self.clock = clock
+        self.webhooks = webhooks  # checks a schedule's webhook (None: a schedule may name none)
 
     async def create(self, spec: ScheduleSpec, *, by: Principal = LOCAL) -> Schedule:
         """A new schedule of `by`'s, armed for its first firing. Its conversation, when
@@ -36,6 +44,7 @@ class ScheduleService:
             found = await self.runs.visible(spec.conversation_id, by)
             if found.owner != by.user_id:
                 raise InvalidInput("A schedule sends as its owner: name one of your own conversations")
+        await self._check_webhook(spec.webhook)
         if len(await self.store.schedules(by.user_id)) >= MAX_SCHEDULES:
             raise InvalidInput(f"A user may have at most {MAX_SCHEDULES} schedules")
         schedule = spec.schedule(new_id(), by.user_id, self.clock())
@@ -58,12 +67,21 @@ class ScheduleService:
     async def edit(self, schedule_id: object, edit: ScheduleEdit, *, by: Principal = LOCAL) -> Schedule:
         """Apply `edit` (pause: enabled False; resume: enabled True, from the next firing)."""
         found = await self.get(schedule_id, by=by)
+        await self._check_webhook(edit.webhook)
         edited = edit.apply(found, self.clock())
         if not await self.store.replace_schedule(edited, owner_filter(by)):
             raise ScheduleNotFound()
         await self._armed(edited)
         log.info("schedule edited, next firing %s", edited.next_at, extra={"schedule_id": edited.id})
         return edited
+
+    async def _check_webhook(self, url: str | None) -> None:
+        """WebhookNotAllowed for a URL the operator does not allow (WEBHOOK_ALLOWED_HOSTS)."""
+        if url is None:
+            return
+        if self.webhooks is None:
+            raise NotSupported("This server calls no webhooks")
+        await self.webhooks.check(url)
 
     async def _armed(self, schedule: Schedule) -> None:
         """Record a scheduler tick at the arming: the schedulers tick only while some

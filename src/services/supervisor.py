@@ -32,6 +32,7 @@ from services.handles import StartedRun
 from services.kernel import KernelDeps, RunKernel, RunUseCases
 from services.pending import annotate_pending
 from services.scheduler import Scheduler
+from services.webhooks import WebhookService
 
 if TYPE_CHECKING:
     from services.traces import TraceShipper
@@ -57,6 +58,7 @@ class Supervisor:
         after_runs: AfterRuns | None = None,
         audit: AuditTrail | None = None,
         scheduler: Scheduler | None = None,
+        webhooks: WebhookService | None = None,
         traces: TraceShipper | None = None,
         ship_seconds: float = 1.0,
     ) -> None:
@@ -64,6 +66,7 @@ class Supervisor:
         self.ship_seconds = ship_seconds
         self.audit = audit  # its rows past AUDIT_RETENTION_DAYS are pruned here
         self.scheduler = scheduler  # the schedules' firings (services.scheduler); None: none fire here
+        self.webhooks = webhooks  # the runs' webhook calls (services.webhooks); None: none are made here
         self.after_runs = after_runs  # what follows each run here: turns, titles, temporary chats
         self.service = service
         self.approval_timeout = approval_timeout  # seconds; 0: a question waits for ever
@@ -103,6 +106,11 @@ class Supervisor:
         if self.scheduler is not None:
             self._tasks.append(
                 asyncio.create_task(self._every(self.scheduler.period, self.fire_schedules), name="sophos-schedules")
+            )
+        if self.webhooks is not None:
+            # what any process's runs left in the outbox, after a restart too
+            self._tasks.append(
+                asyncio.create_task(self._every(self.webhooks.period, self.deliver_webhooks), name="sophos-webhooks")
             )
         if self.traces is not None:
             # ships what any process recorded, after a restart too (services.traces)
@@ -147,6 +155,11 @@ class Supervisor:
         """Start the schedules' due firings (services.scheduler)."""
         if self.scheduler is not None:
             await self.scheduler.tick()
+
+    async def deliver_webhooks(self) -> None:
+        """Call the runs' webhooks that are due (services.webhooks)."""
+        if self.webhooks is not None:
+            await self.webhooks.deliver_due()
 
     async def renew(self) -> None:
         """Renew the leases of this process's runs; stop at once those it lost."""

@@ -13,6 +13,7 @@ import pytest
 from domain.crons import GraphInput, OnCompleted
 from domain.errors import FiringTaken, SessionInProgress
 from domain.model import Run, RunStatus, RunTrigger, new_id
+from domain.principals import BOOTSTRAP_ID
 from domain.queue import QueuedMessage
 from domain.schedules import CatchUp, FiringClaim, Schedule, ScheduleEdit, Timing
 from ports.runs import RunFinish
@@ -218,13 +219,25 @@ class ScheduleStoreContract(StoreContract):
         assert len(await store.firings(s.id, 10)) == 1
 
 
-class TestInMemoryScheduleStore(InMemoryStores, ScheduleStoreContract):
+class ScheduleGivingContract(StoreContract):
+    async def test_giving_a_users_conversations_gives_their_schedules_too(self, store: Store, clock: StoreClock) -> None:
+        cid = await a_conversation(store, clock)  # the bootstrap admin's
+        theirs, others = every_second(BOOTSTRAP_ID, cid), every_second("someone")
+        await store.put_schedule(theirs)
+        await store.put_schedule(others)
+        assert await store.give_conversations(BOOTSTRAP_ID, "ann") == 1
+        assert [s.id for s in await store.schedules("ann")] == [theirs.id]
+        assert [s.id for s in await store.schedules(BOOTSTRAP_ID)] == []
+        assert [s.id for s in await store.schedules("someone")] == [others.id]
+
+
+class TestInMemoryScheduleStore(InMemoryStores, ScheduleStoreContract, ScheduleGivingContract):
     pass
 
 
-class TestSqliteScheduleStore(SqliteStores, ScheduleStoreContract):
+class TestSqliteScheduleStore(SqliteStores, ScheduleStoreContract, ScheduleGivingContract):
     pass
 
 
-class TestPostgresScheduleStore(PostgresStores, ScheduleStoreContract):
+class TestPostgresScheduleStore(PostgresStores, ScheduleStoreContract, ScheduleGivingContract):
     pass

@@ -1,7 +1,8 @@
 """The short form of the scheduled runs' kill -9 torture (tests/support/schedule_torture.py;
 `make soak-schedules N=200` runs the long form): two processes share the database, one at a
 time is SIGKILLed and started again, and every second of the window ran exactly once, by
-its scheduled time."""
+its scheduled time; and every webhook delivery arrived at a local receiver at least once and
+was processed once."""
 
 from __future__ import annotations
 
@@ -18,6 +19,11 @@ def assert_exactly_once(t: ScheduleTorture, seconds: float, kills: int) -> None:
     assert report.kills >= 2 and report.firings >= seconds / 2
     assert (report.missing, report.not_completed, report.message_counts, report.ledger) == ([], [], [], [])
     assert report.unclaimed_runs == 0 and report.outside == 0
+    # webhooks: every delivery arrived at least once (each was retried after a 500) and was
+    # processed once; every finished run of a firing told its outcome, every firing its completion
+    assert report.deliveries >= report.firings and report.redeliveries >= report.deliveries
+    assert (report.undelivered, report.runs_without_delivery, report.firings_without_outcome) == ([], [], [])
+    assert report.twice_processed == 0 and report.bad_signatures == 0
     assert report.ok()
 
 

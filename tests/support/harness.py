@@ -111,7 +111,7 @@ def make_harness(
     nodes = AgentNodes(model, toolbox, FixedPrompt("You are a test."), store, context=context, metrics=metrics)
     graph = build_graph(nodes, saver)
     threads = LangGraphThreads(graph, saver)
-    stores = RunStores(runs=store, events=store, signals=store, journal=store, checkpoints=threads, queue=store)
+    stores = RunStores(runs=store, events=store, signals=store, journal=store, checkpoints=threads, queue=store, webhooks=store)
     runs = RunService(
         stores, LangGraphEngine(graph, saver), processes, None, recursion_limit, lease_seconds, cancel_wait=2.0, metrics=metrics
     )

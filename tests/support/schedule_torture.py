@@ -4,7 +4,11 @@ second, each firing in a new conversation whose message makes the fake model cal
 ledger tool once; one process at a time is SIGKILLed at random and started again. At the
 end, every second of the window has exactly one firing (by its scheduled time), each
 firing's conversation holds its message once and its run completed, and the ledger holds
-exactly one tool call (one idempotency key) per firing.
+exactly one tool call (one idempotency key) per firing. The schedule names a webhook at a
+local receiver that fails each delivery's first call (so every one is retried, across the
+kills): every delivery the outbox holds arrived at least once with a good signature and was
+processed once, every run of a firing made one (its outcome; an interrupted run's resume
+carries it on), and none is left undelivered.
 
     python -m tests.support.schedule_torture --seconds 300 --kills 200 [--backend postgres] [--seed 7]
 """
@@ -29,6 +33,7 @@ from tests.support.app import app_env, config_dir, ledger_server_entry
 from tests.support.fake_ollama import FakeOllama
 from tests.support.postgres import create_database, postgres_server
 from tests.support.server import LiveServer
+from tests.support.webhook_receiver import Receiver
 
 PROCESSES = 2
 
@@ -44,10 +49,27 @@ class Report:
     ledger: list[str] = field(default_factory=list)  # conversations without exactly one tool call key
     unclaimed_runs: int = 0  # scheduled runs in a conversation no firing names: a firing started twice
     reexecutions_in_flight: int = 0  # a call in flight at a kill run again with its key (at least once)
+    deliveries: int = 0  # webhook deliveries in the outbox
+    undelivered: list[str] = field(default_factory=list)  # deliveries not delivered, or not arrived at the receiver
+    runs_without_delivery: list[str] = field(default_factory=list)  # finished runs of a firing with no delivery
+    firings_without_outcome: list[str] = field(default_factory=list)  # firings whose completion was never told
+    twice_processed: int = 0  # a run told under two delivery ids (the receiver would process it twice)
+    bad_signatures: int = 0
+    redeliveries: int = 0  # calls beyond the first per delivery id (the receiver's 500s, kills): at least once
 
     def ok(self) -> bool:
         return not (
-            self.missing or self.outside or self.not_completed or self.message_counts or self.ledger or self.unclaimed_runs
+            self.missing
+            or self.outside
+            or self.not_completed
+            or self.message_counts
+            or self.ledger
+            or self.unclaimed_runs
+            or self.undelivered
+            or self.runs_without_delivery
+            or self.firings_without_outcome
+            or self.twice_processed
+            or self.bad_signatures
         )
 
     def table(self) -> str:
@@ -71,6 +93,7 @@ class ScheduleTorture:
         config_dir(workdir, {"ledger": ledger_server_entry(self.book)})
         self.ollama = FakeOllama().start()
         self.ollama.responder = responder
+        self.receiver = Receiver().__enter__()
         self.env = app_env(
             workdir,
             self.ollama.url,
@@ -78,6 +101,9 @@ class ScheduleTorture:
             SHUTDOWN_TIMEOUT="2",
             AUTO_RESUME="true",
             DATABASE_URL=self.url,
+            WEBHOOK_ALLOWED_HOSTS="127.0.0.1",
+            WEBHOOK_RETRY_SECONDS="0.5",
+            WEBHOOK_TIMEOUT_SECONDS="2",
         )
         self.servers: list[LiveServer] = []
         self.report = Report()
@@ -99,11 +125,15 @@ class ScheduleTorture:
 
     def run(self, seconds: float, kills: int) -> Report:
         self.servers = [LiveServer(self.env, self.dir).start(timeout=120) for _ in range(PROCESSES)]
-        made = self.alive().post("/api/schedules", {"cron": "* * * * * *", "message": "tick"}).json()["schedule"]
+        self.receiver.secret = self.alive().get("/api/webhooks/secret").json()["secret"]
+        hook = self.receiver.url("/fail-once")
+        made = self.alive().post("/api/schedules", {"cron": "* * * * * *", "message": "tick", "webhook": hook}).json()["schedule"]
         start = datetime.fromisoformat(made["createdAt"])
         deadline = time.monotonic() + seconds
         pause = max(seconds / max(kills, 1), 0.5)
-        while time.monotonic() < deadline and self.report.kills < kills:
+        # the window lasts `seconds`, and on a loaded machine (slow restarts) on until at least
+        # two kills were made, whatever the random moments
+        while (time.monotonic() < deadline or self.report.kills < min(kills, 2)) and self.report.kills < kills:
             time.sleep(self.rng.uniform(0.2, 2 * pause))  # the moment of the kill: random
             victim = self.rng.choice(self.servers)
             victim.kill()
@@ -121,7 +151,8 @@ class ScheduleTorture:
         while time.monotonic() < end:
             running = self.query("SELECT count(*) FROM runs WHERE status IN ('running', 'interrupted')")[0][0]
             redo = self.query("SELECT count(*) FROM schedule_firings WHERE state = 'redo'")[0][0]
-            if not running and not redo:
+            pending = self.query("SELECT count(*) FROM webhook_deliveries WHERE state = 'pending'")[0][0]
+            if not running and not redo and not pending:
                 return
             time.sleep(0.2)
 
@@ -155,6 +186,29 @@ class ScheduleTorture:
             if len(keys) != 1:
                 self.report.ledger.append(f"{at.isoformat()} {cid}: {len(keys)} keys")
             self.report.reexecutions_in_flight += sum(starts[k] - 1 for k in keys)
+        self.check_deliveries({cid for _, cid in fired.values()})
+
+    def check_deliveries(self, conversations: set[str]) -> None:
+        """Every delivery arrived (at least once) and was processed once; every finished run
+        of a firing made one; every firing's completion was told."""
+        rows = self.query("SELECT id, run_id, state, body FROM webhook_deliveries")
+        self.report.deliveries = len(rows)
+        with self.receiver.lock:
+            arrivals, processed = dict(self.receiver.arrivals), dict(self.receiver.processed)
+            self.report.bad_signatures = self.receiver.bad_signatures
+        for did, run_id, state, _ in rows:
+            if state != "delivered" or did not in arrivals or did not in processed:
+                self.report.undelivered.append(f"{did} run {run_id}: {state}, arrived {arrivals.get(did, 0)}")
+        self.report.redeliveries = sum(n - 1 for n in arrivals.values())
+        told = Counter(body["runId"] for body in processed.values())
+        self.report.twice_processed = sum(n > 1 for n in told.values())
+        delivered_runs = {r[1] for r in rows}
+        finished = self.query("SELECT id, conversation_id, status FROM runs WHERE status <> 'running'")
+        for run_id, cid, status in finished:
+            if cid in conversations and run_id not in delivered_runs:
+                self.report.runs_without_delivery.append(f"{run_id} {cid} {status}")
+        completed = {body["conversationId"] for body in processed.values() if body["status"] == "completed"}
+        self.report.firings_without_outcome = sorted(conversations - completed)
 
     def ledger_keys(self) -> Counter[str]:
         if not self.book.exists():
@@ -166,6 +220,7 @@ class ScheduleTorture:
         for server in self.servers:
             server.stop()
         self.ollama.stop()
+        self.receiver.__exit__()
 
 
 def _when(value: Any) -> datetime:
@@ -201,7 +256,7 @@ def main() -> int:
     with torture(workdir, args.seed, args.backend) as t:
         report = t.run(args.seconds, args.kills)
     print(report.table())
-    for name in ("missing", "not_completed", "message_counts", "ledger"):
+    for name in ("missing", "not_completed", "message_counts", "ledger", "undelivered", "runs_without_delivery"):
         for line in getattr(report, name)[:20]:
             print(f"{name}: {line}")
     return 0 if report.ok() else 1

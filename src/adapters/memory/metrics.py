@@ -73,3 +73,6 @@ class InMemoryMetrics(MetricsPort):
     def schedule_fired(self, outcome: str, lateness: float) -> None:
         self._add("schedule_firings", (outcome,))
         self._observe("schedule_lateness", (outcome,), lateness)
+
+    def webhook_delivered(self, outcome: str) -> None:
+        self._add("webhook_deliveries", (outcome,))

@@ -18,6 +18,7 @@ from adapters.memory.organise import InMemoryOrganising
 from adapters.memory.queue import InMemoryQueue
 from adapters.memory.schedules import InMemorySchedules
 from adapters.memory.signals import InMemorySignals
+from adapters.memory.webhooks import InMemoryWebhooks
 from adapters.storage.event_rows import pack, unpack
 from domain.errors import ConversationNotFound, SessionInProgress, UserLimitReached
 from domain.lifecycle import GIVE_UP
@@ -47,6 +48,7 @@ class InMemoryRunStore(
     InMemoryApprovals,
     InMemoryQueue,
     InMemorySchedules,
+    InMemoryWebhooks,
     InMemoryMetadata,
     InMemoryOrganising,
     InMemorySignals,
@@ -70,6 +72,7 @@ class InMemoryRunStore(
         self._metadata_init()
         self._organise_init()
         self._schedules_init()
+        self._webhooks_init()
 
     def close(self) -> None:
         pass
@@ -182,6 +185,7 @@ class InMemoryRunStore(
             mine = [c for c in self._conversations.values() if c.owner == from_owner]
             for conv in mine:
                 self._conversations[conv.id] = replace(conv, owner=to_owner)
+            self._give_schedules(from_owner, to_owner)
             return len(mine)
 
     async def find_conversations(self, id_prefix: str, limit: int, owner: str | None = None) -> Sequence[Conversation]:
@@ -225,6 +229,7 @@ class InMemoryRunStore(
                 del self._journal[key]
             self._forget_approvals(conversation_id)
             self._forget_metadata(conversation_id)
+            self._forget_webhooks(conversation_id)
             self._forget_queue(conversation_id)
             self._forget_organising(conversation_id)
             del self._conversations[conversation_id]
@@ -313,6 +318,7 @@ class InMemoryRunStore(
                 self._wake(run_id)
             if not finish.input_recorded:
                 self._firing_unsaved(run_id)
+            self._record_delivery(run_id, run.conversation_id, finish)
             return self._after_finish(run, finish) or True
 
     async def give_up(self, run_id: str, error: RunError, now: datetime) -> bool:

@@ -49,6 +49,11 @@ class InMemorySchedules(ScheduleStore):
             if firing.run_id == run_id and not firing.queued:
                 self._firings[key] = replace(firing, redo=True)
 
+    def _give_schedules(self, from_owner: str, to_owner: str) -> None:
+        for sid, found in list(self._schedules.items()):
+            if found.owner == from_owner:
+                self._schedules[sid] = replace(found, owner=to_owner)
+
     async def put_schedule(self, schedule: Schedule) -> None:
         with self._lock:
             self._schedules[schedule.id] = schedule

@@ -35,6 +35,7 @@ from adapters.postgres.store_schema import MIGRATION_STORE, MIGRATION_STORE_VECT
 from adapters.postgres.trace_schema import MIGRATION_TRACES
 from adapters.postgres.usage_schema import MIGRATION_USAGE_AUDIT
 from adapters.postgres.user_schema import MIGRATION_OWNER, MIGRATION_USERS, add_rule_owner
+from adapters.postgres.webhook_schema import MIGRATION_WEBHOOKS
 from domain.errors import StorageFailure
 
 log = logging.getLogger(__name__)
@@ -208,6 +209,7 @@ MIGRATIONS: tuple[str | Setup, ...] = (
     MIGRATION_CRONS,
     MIGRATION_STORE_VECTORS,
     MIGRATION_ASSISTANTS,
+    MIGRATION_WEBHOOKS,
 )
 
 

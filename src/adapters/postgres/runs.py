@@ -28,6 +28,7 @@ from adapters.postgres.rows import (
 )
 from adapters.postgres.schedules import PostgresSchedules, claim_firing, firing_unsaved
 from adapters.postgres.search import forget_conversation, index_title
+from adapters.postgres.webhooks import PostgresWebhooks, record_delivery
 from adapters.storage.event_rows import pack
 from adapters.storage.wakeups import Wakeups
 from domain.errors import FiringTaken, SessionInProgress, UserLimitReached
@@ -48,7 +49,9 @@ OWNER_LOAD = (
 )
 
 
-class PostgresRunStore(PostgresRunEvents, PostgresApprovals, PostgresQueue, PostgresSchedules, PostgresOrganising, RunRepository):
+class PostgresRunStore(
+    PostgresRunEvents, PostgresApprovals, PostgresQueue, PostgresSchedules, PostgresWebhooks, PostgresOrganising, RunRepository
+):
     """Every method takes a pooled connection for one statement or one transaction.
     `owner`, when given, is this process: its presence (liveness lock, notifications) is
     held from first use until `aclose`. `poll_interval` bounds how long a follower waits
@@ -173,7 +176,11 @@ class PostgresRunStore(PostgresRunEvents, PostgresApprovals, PostgresQueue, Post
         return int((await self._rows(OWNER_LOAD, [owner, owner]))[0][0])
 
     async def give_conversations(self, from_owner: str, to_owner: str) -> int:
-        rows = await self._rows("UPDATE conversations SET owner = %s WHERE owner = %s RETURNING 1", (to_owner, from_owner))
+        rows = await self._rows(
+            "WITH moved AS (UPDATE schedules SET owner = %(to)s WHERE owner = %(from)s) "
+            "UPDATE conversations SET owner = %(to)s WHERE owner = %(from)s RETURNING 1",
+            {"to": to_owner, "from": from_owner},
+        )
         return len(rows)
 
     async def find_conversations(self, id_prefix: str, limit: int, owner: str | None = None) -> Sequence[Conversation]:
@@ -301,6 +308,7 @@ class PostgresRunStore(PostgresRunEvents, PostgresApprovals, PostgresQueue, Post
                 await cur.execute(NOTIFY, ([run_id],))
             if not finish.input_recorded:
                 await firing_unsaved(cur, run_id)
+            await record_delivery(cur, run_id, row[0], finish)
             started = await after_finish(cur, run_id, row[0], finish)
         if event is not None:
             self._wakeups.wake([run_id])

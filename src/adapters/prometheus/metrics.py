@@ -23,7 +23,7 @@ from prometheus_client import (
 from prometheus_client.exposition import choose_encoder
 
 from domain.model import RunStatus, RunTrigger
-from ports.metrics import FIRING_OUTCOMES, MetricsPort
+from ports.metrics import DELIVERY_OUTCOMES, FIRING_OUTCOMES, MetricsPort
 
 MAX_TOOL_SERIES = 100
 TOOL_SEP = "__"  # tool names are `<server>__<tool>` (ports.tools.ToolSpec)
@@ -67,6 +67,7 @@ class PrometheusMetrics(MetricsPort):
             "maintenance_failures", "Failed rounds of the background work (leases, signals, events, recovery)", "task"
         )
         self.firings = counter("schedule_firings", "Schedules' firings, by outcome (services.scheduler)", "outcome")
+        self.deliveries = counter("webhook_deliveries", "Webhook calls, by outcome (services.webhooks)", "outcome")
         self.firing_lateness = Histogram(
             "sophos_schedule_lateness_seconds", LATENESS, registry=registry, buckets=LATENESS_BUCKETS
         )
@@ -112,6 +113,8 @@ class PrometheusMetrics(MetricsPort):
             self.storage_failures.labels(label)
         for label in FIRING_OUTCOMES:
             self.firings.labels(label)
+        for label in DELIVERY_OUTCOMES:
+            self.deliveries.labels(label)
         for label in ("local", "log"):
             self.streams_active.labels(label)
 
@@ -177,3 +180,6 @@ class PrometheusMetrics(MetricsPort):
         self.firings.labels(outcome).inc()
         if outcome in ("started", "queued", "redone"):
             self.firing_lateness.observe(lateness)
+
+    def webhook_delivered(self, outcome: str) -> None:
+        self.deliveries.labels(outcome).inc()

@@ -32,6 +32,7 @@ from adapters.sqlite.threads import SerialThread, release, writer_thread
 from adapters.sqlite.trace_schema import add_traces
 from adapters.sqlite.usage_schema import add_usage_and_audit
 from adapters.sqlite.user_schema import add_owner, add_rule_owner, add_users
+from adapters.sqlite.webhook_schema import add_webhooks
 from domain.errors import StorageFailure
 from ports.metrics import NO_METRICS, MetricsPort
 
@@ -152,6 +153,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     MIGRATION_CRONS,
     add_store_vectors,
     MIGRATION_ASSISTANTS,
+    add_webhooks,
 )
 
 BUSY_MESSAGE = "The database is busy: another process holds the write lock; try again"

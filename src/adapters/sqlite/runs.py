@@ -39,6 +39,7 @@ from adapters.sqlite.rows import (
 )
 from adapters.sqlite.schedules import SqliteSchedules, claim_firing, firing_unsaved
 from adapters.sqlite.search_schema import stem_title
+from adapters.sqlite.webhooks import SqliteWebhooks, record_delivery
 from adapters.storage.event_rows import pack
 from adapters.storage.wakeups import Wakeups
 from domain.errors import SessionInProgress, UserLimitReached
@@ -54,7 +55,14 @@ from ports.runs import LoadCap, RunFinish, RunRepository
 
 
 class SqliteRunStore(
-    SqliteRunEvents, SqliteThreadMetadata, SqliteApprovals, SqliteQueue, SqliteSchedules, SqliteOrganising, RunRepository
+    SqliteRunEvents,
+    SqliteThreadMetadata,
+    SqliteApprovals,
+    SqliteQueue,
+    SqliteSchedules,
+    SqliteWebhooks,
+    SqliteOrganising,
+    RunRepository,
 ):
     """Two connections to the file, each on its own thread: a writer (every write is a
     BEGIN IMMEDIATE transaction, so processes on one file queue behind `busy_timeout`
@@ -211,6 +219,7 @@ class SqliteRunStore(
     async def give_conversations(self, from_owner: str, to_owner: str) -> int:
         def write(c: sqlite3.Connection) -> int:
             with transaction(c):
+                c.execute("UPDATE schedules SET owner = ? WHERE owner = ?", (to_owner, from_owner))
                 return c.execute("UPDATE conversations SET owner = ? WHERE owner = ?", (to_owner, from_owner)).rowcount
 
         return await self._writer.run(write)
@@ -327,6 +336,7 @@ class SqliteRunStore(
                     )
                 if not finish.input_recorded:
                     firing_unsaved(c, run_id)
+                record_delivery(c, run_id, row[0], finish)
                 started = after_finish(c, run_id, row[0], finish)
             return started or True
 

@@ -180,3 +180,18 @@ def revoke(ctx: Context, token_id: str) -> None:
     """Revoke a token by its id (t_…): it stops working, and its user's logins end."""
     record = ctx.run(lambda: ctx.services.users().revoke(token_id))
     click.echo(f"revoked {record.id}")
+
+
+@users.command("webhook-secret")
+@click.argument("name")
+@options()
+@pass_ctx
+def webhook_secret(ctx: Context, name: str) -> None:
+    """Show the secret that signs a user's webhook calls (made on first use): a receiver
+    checks X-Sophos-Signature, HMAC-SHA256 of the body, with it."""
+
+    async def work() -> str:
+        user = await ctx.services.users().get(name)
+        return await ctx.services.webhooks().secret(user.principal())
+
+    click.echo(ctx.run(work))

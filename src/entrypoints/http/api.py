@@ -8,7 +8,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from entrypoints.http import files, memory, presets, routes, schedules, session, transfer, usage
+from entrypoints.http import files, memory, presets, routes, schedules, session, transfer, usage, webhooks
 from entrypoints.http.api_schemas import (
     COMPONENTS,
     CONVERSATION,
@@ -293,6 +293,7 @@ ROUTES: tuple[ApiRoute, ...] = (
     ),
     *presets.ROUTES,
     *schedules.ROUTES,
+    *webhooks.ROUTES,
     *usage.ROUTES,
     *memory.ROUTES,
     ApiRoute("/api/healthz", "GET", routes.healthz, "Liveness"),

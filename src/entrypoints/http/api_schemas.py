@@ -32,6 +32,25 @@ def closed(properties: Schema, *required: str, **more: object) -> Schema:
     return schema
 
 
+WEBHOOK: Schema = {
+    "type": "string",
+    "maxLength": 2000,
+    "description": "a URL called with the run's outcome when it ends, signed (docs/schedules.md#webhooks); "
+    "400 WEBHOOK_NOT_ALLOWED for an address WEBHOOK_ALLOWED_HOSTS does not allow",
+}
+
+
+DECISION = closed(
+    {
+        "type": {"type": "string", "enum": ["approve", "edit", "reject", "retry", "skip"]},
+        "args": OBJECT,
+        "message": TEXT,
+        "always": {"type": "boolean"},
+    },
+    "type",
+)
+
+
 def chat_body(limits: AttachmentLimits) -> Schema:
     """POST /api/chat's body, with this server's attachment limits."""
     attachments = {
@@ -43,15 +62,6 @@ def chat_body(limits: AttachmentLimits) -> Schema:
         "ATTACHMENT_TYPES)",
         "items": closed({"name": TEXT, "type": TEXT, "data": {"type": "string", "format": "byte"}}, "name", "data"),
     }
-    decision = closed(
-        {
-            "type": {"type": "string", "enum": ["approve", "edit", "reject", "retry", "skip"]},
-            "args": OBJECT,
-            "message": TEXT,
-            "always": {"type": "boolean"},
-        },
-        "type",
-    )
     return closed(
         {
             "message": TEXT,
@@ -83,13 +93,14 @@ def chat_body(limits: AttachmentLimits) -> Schema:
                 "description": "a new conversation that is not kept: never listed nor searched, deleted once its page leaves it",
             },
             "attachments": attachments,
+            "webhook": WEBHOOK,
             "multitask": {
                 "type": "string",
                 "enum": ["reject", "enqueue", "interrupt", "rollback"],
                 "description": "what a new message does while the conversation has an active or waiting run "
                 "(default reject: 409)",
             },
-            "decisions": {"type": "object", "additionalProperties": decision},
+            "decisions": {"type": "object", "additionalProperties": DECISION},
         }
     )
 
@@ -275,6 +286,12 @@ SCHEDULE_FIELDS: Schema = {
     },
     "endsAt": {**WHEN, "nullable": True, "description": "no firing after this time"},
     "enabled": {"type": "boolean", "description": "false: paused"},
+    "webhook": {
+        "type": "string",
+        "nullable": True,
+        "maxLength": 2000,
+        "description": "called with each firing's outcome when its run ends (docs/schedules.md#webhooks); null: none",
+    },
 }
 SCHEDULE: Schema = {
     "type": "object",

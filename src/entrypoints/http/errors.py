@@ -25,6 +25,7 @@ STATUS: dict[ErrorCode, int] = {
     ErrorCode.ATTACHMENT_UNREADABLE: 400,
     ErrorCode.TOO_MANY_ATTACHMENTS: 400,
     ErrorCode.MODEL_CANNOT_SEE: 400,
+    ErrorCode.WEBHOOK_NOT_ALLOWED: 400,
     ErrorCode.NOT_FOUND: 404,
     ErrorCode.SESSION_IN_PROGRESS: 409,
     ErrorCode.RUN_NOT_RESUMABLE: 409,

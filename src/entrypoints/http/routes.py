@@ -15,7 +15,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from domain.attachments import Upload
-from domain.commands import Cancel, SendMessage, start_command
+from domain.commands import Cancel, SendMessage, start_command, with_webhook
 from domain.errors import InvalidInput, ModelBadResponse, ModelUnreachable, SophosError
 from domain.events import StreamEvent
 from domain.model import Message, RunStatus, check_text, iso, parse_conversation_id
@@ -141,6 +141,7 @@ CHAT_FIELDS = {
     "multitask",
     "attachments",
     "temporary",
+    "webhook",
 }
 FORM_FIELDS = {"message", "conversation", "model", "system", "systemMode"}  # multipart: a new message with its files
 
@@ -177,6 +178,8 @@ async def post_chat(request: Request) -> Response:
         temporary=body.get("temporary", False),
     )
     await refuse_graph_thread(request, command.conversation_id)  # Sophos's agent never runs on a graph's state
+    if body.get("webhook") is not None:
+        command = with_webhook(command, await _services(request).webhooks().check(body["webhook"]))
     if isinstance(command, SendMessage) and command.multitask is not Multitask.REJECT:
         sent = await _services(request).queue().send(command, by=principal_of(request))
         if isinstance(sent, QueuedMessage):  # committed; it starts when the active run completes

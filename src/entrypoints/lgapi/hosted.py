@@ -154,6 +154,8 @@ async def start(
     conversations = services(request).conversations()
     cid = tid or new_id()
     run = graph_run(body, cid, assistant)  # checked before a thread is made
+    if body.get("webhook") is not None:
+        run = replace(run, webhook=await services(request).webhooks().check(body["webhook"]))
     if protocol:
         run = replace(run, stream_modes=(PROTOCOL_MODE,))
     fresh = tid is None

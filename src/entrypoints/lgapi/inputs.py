@@ -86,8 +86,6 @@ def check_options(body: Mapping[str, Any]) -> None:
     for key in ("interrupt_before", "interrupt_after"):
         if body.get(key):
             raise InvalidInput(f"{key} is not supported: tool calls wait for approval by the server's TOOL_APPROVAL")
-    if body.get("webhook"):
-        raise InvalidInput("webhook is not supported")
     if body.get("after_seconds"):
         raise InvalidInput("after_seconds is not supported: runs start at once")
     # `cancel` (what useStream sends by default) is taken as `continue`: a run is durable and

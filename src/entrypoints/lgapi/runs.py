@@ -12,7 +12,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from domain.commands import Cancel, SendMessage
+from domain.commands import Cancel, SendMessage, with_webhook
 from domain.errors import ConversationNotFound, InvalidInput, NotSupported, QueuedNotFound
 from domain.model import CheckpointSummary, Message, Run, RunStatus, new_id
 from domain.queue import Multitask, QueuedMessage
@@ -66,6 +66,7 @@ async def _start(
     if body.get("if_not_exists") not in (None, "create", "reject"):
         raise InvalidInput('if_not_exists must be "create" or "reject"')
     conversations = services(request).conversations()
+    hook = await _webhook(request, body)
     fresh = tid is None
     if tid is not None and body.get("if_not_exists") == "create":
         try:
@@ -80,6 +81,8 @@ async def _start(
         await hosted.refuse_graph_thread(request, cid)  # Sophos's agent never runs on a graph's state
         v = await _thread_for(request, cid, body) if needs_thread(body) else ThreadView(cid, (), (), 0, None, ())
         command = run_command(body, v)
+    if hook is not None:
+        command = with_webhook(command, hook)
     started: StartedRun | QueuedMessage
     if isinstance(command, SendMessage) and command.multitask is not Multitask.REJECT:
         started = await services(request).queue().send(command, by=principal_of(request))
@@ -87,6 +90,11 @@ async def _start(
         started = await services(request).runs().start(command, by=principal_of(request))
     await _keep_modes(request, cid, started.id if isinstance(started, QueuedMessage) else started.run_id, modes)
     return body, cid, started
+
+
+async def _webhook(request: Request, body: dict[str, Any]) -> str | None:
+    """The run's `webhook`, when it names one the operator allows (400 WEBHOOK_NOT_ALLOWED)."""
+    return None if body.get("webhook") is None else await services(request).webhooks().check(body["webhook"])
 
 
 async def _thread_for(request: Request, cid: str, body: dict[str, Any]) -> ThreadView:

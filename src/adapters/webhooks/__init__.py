@@ -1,0 +1,1 @@
+"""Webhook calls over HTTP (httpx) and the system resolver."""
