@@ -16,7 +16,7 @@ Each section's tables are printed and also written to bench/results/<start, UTC>
 (bench/results/README.md); --results DIR writes them elsewhere.
 Search: typical queries and every query sent while typing, at 10,000 conversations of 20 messages,
 on SQLite and PostgreSQL (bench/search.py; in core and postgres; alone with --only search).
-Usage: python -m bench [--only core|branches|search|imports|postgres|concurrency|endurance|peers|page|graph-suite|startup|hostile]
+Usage: python -m bench [--only core|branches|search|imports|postgres|concurrency|endurance|peers|peers-hosted|page|graph-suite|startup|hostile]
 [--turns 300]
 [--conversations 10000] [--baseline-ref REF] [--reps 3] [--results DIR]"""
 
@@ -53,6 +53,7 @@ from bench import (
     imports,
     page_stream,
     peers,
+    peers_hosted,
     postgres,
     search,
     search_postgres,
@@ -325,6 +326,7 @@ async def main(argv: Sequence[str] | None = None) -> None:
             "concurrency",
             "endurance",
             "peers",
+            "peers-hosted",
             "page",
             "graph-suite",
             "startup",
@@ -356,6 +358,7 @@ async def main(argv: Sequence[str] | None = None) -> None:
         "concurrency": concurrency.section,
         "endurance": endurance.section,
         "peers": peers.section,
+        "peers-hosted": peers_hosted.section,
         "page": page_stream.section,
         "graph-suite": graph_suite.section,
         "startup": startup.section,
@@ -364,7 +367,7 @@ async def main(argv: Sequence[str] | None = None) -> None:
     # branches and search are part of core (search on PostgreSQL: of postgres); alone only when asked for. The graph suite (two runs of a
     # 55-test suite, minutes) needs the dev tools' pytest: its own target, bench-graph-suite.
     # The soak (hostile) is minutes of load beside a server: only alone
-    alone = ("branches", "search", "graph-suite", "hostile")
+    alone = ("branches", "search", "graph-suite", "hostile", "peers-hosted")  # peers-hosted: in peers
     chosen = [args.only] if args.only else [name for name in sections if name not in alone]
     for i, name in enumerate(chosen):
         if i:
