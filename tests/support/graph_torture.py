@@ -31,7 +31,7 @@ import signal
 import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -256,12 +256,12 @@ def run(kills: int, seed: int, workdir: Path, progress: int = 0) -> Tallies:
 
 
 def report(tallies: Tallies, args: argparse.Namespace, seconds: float, load: tuple[float, float, float]) -> str:
-    now = datetime.now(UTC)
+    began = datetime.now(UTC) - timedelta(seconds=seconds)
     return "\n".join(
         [
             "# Soak: kill -9 of `sophos serve` hosting LangGraph's integration suite's graphs",
             "",
-            f"- started: {now:%Y-%m-%d %H:%M} UTC",
+            f"- started: {began:%Y-%m-%d %H:%M} UTC",
             f"- command: `make soak-graphs N={args.kills}` (seed {args.seed}; SQLite, one process, AUTO_RESUME=true)"
             + (f"; stopped by SIGTERM after {tallies.kills} kills" if tallies.kills < args.kills else ""),
             f"- machine: {os.cpu_count()} cores; load average at the start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, "
