@@ -27,7 +27,7 @@ TEST_PACKAGES := chromium=chromium pg_ctlcluster=postgresql
 # (two of its containers share a PostgreSQL server the tests start)
 DEPLOY_PACKAGES := podman=podman runc=runc debootstrap=debootstrap pg_ctlcluster=postgresql
 
-.PHONY: install install-dev run demo test test-fast test-deploy need-deploy test-model test-phoenix test-unit lint bench bench-retrieval bench-concurrency bench-postgres bench-search bench-peers bench-graph-suite bench-startup bench-traces bench-usage soak soak-schedules clean-db check-python need-node need-test help
+.PHONY: install install-dev run demo test test-fast test-deploy need-deploy test-model test-phoenix test-unit lint bench bench-retrieval bench-concurrency bench-postgres bench-search bench-peers bench-graph-suite bench-startup bench-traces bench-usage soak soak-schedules soak-graphs clean-db check-python need-node need-test help
 
 help:
 	@echo "make run      start Sophos (creates .venv and installs everything first)"
@@ -49,6 +49,7 @@ help:
 	@echo "make bench-usage    usage totals against the fake model server's counts over 1,000 turns"
 	@echo "make soak N=1000   the kill -9 torture test, long form (BACKEND=postgres: three processes on PostgreSQL; QUEUE=1: queued messages)"
 	@echo "make soak-schedules N=200 SECONDS=600   the scheduled runs' kill -9 torture (two processes; BACKEND=postgres)"
+	@echo "make soak-graphs N=100   kill -9 during the streamed runs of LangGraph's integration suite's graphs (hosted)"
 
 CHECK_PYTHON = $(PYTHON) -c 'import sys; need = tuple(map(int, "$(MIN_PYTHON)".split("."))); \
 	sys.exit(0 if sys.version_info >= need else "Sophos needs Python $(MIN_PYTHON) or newer, but $(PYTHON) is " \
@@ -208,6 +209,12 @@ soak: install
 # scheduled runs: two processes, a schedule firing every second, N kills over SECONDS seconds
 soak-schedules: install
 	PYTHONPATH=.:src $(PY) -m tests.support.schedule_torture --kills $(N) --seconds $(or $(SECONDS),600) --backend $(BACKEND)
+
+# the suite's graphs (langgraph-sdk's integration/langgraph.json) hosted by `sophos serve`, killed -9
+# N times at random points of their streamed runs, re-joined after an AUTO_RESUME restart; a dated
+# report goes to bench/results (the suite's packages: tests/support/graph-suite-requirements.txt)
+soak-graphs: install-dev
+	PYTHONPATH=.:src $(PY) -m tests.support.graph_torture --kills $(N) --seed $(or $(SEED),1) --results bench/results
 
 clean-db:
 	rm -rf data/db

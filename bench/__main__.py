@@ -19,7 +19,7 @@ on SQLite and PostgreSQL (bench/search.py; in core and postgres; alone with --on
 Retrieval: recall@10 and nDCG@10 of hybrid, BM25 and embedding retrieval on a frozen set built
 from CPython's pydoc_data topics, and the store's times at 10,000 chunks (bench/retrieval.py;
 needs the bench extra, requirements-bench.lock).
-Usage: python -m bench [--only core|branches|search|imports|postgres|concurrency|endurance|peers|page|graph-suite|startup|hostile|retrieval]
+Usage: python -m bench [--only core|branches|search|imports|postgres|concurrency|endurance|peers|peers-hosted|page|graph-suite|startup|hostile|retrieval]
 [--turns 300]
 [--conversations 10000] [--baseline-ref REF] [--reps 3] [--results DIR]"""
 
@@ -56,6 +56,7 @@ from bench import (
     imports,
     page_stream,
     peers,
+    peers_hosted,
     postgres,
     retrieval,
     search,
@@ -329,6 +330,7 @@ async def main(argv: Sequence[str] | None = None) -> None:
             "concurrency",
             "endurance",
             "peers",
+            "peers-hosted",
             "page",
             "graph-suite",
             "startup",
@@ -361,6 +363,7 @@ async def main(argv: Sequence[str] | None = None) -> None:
         "concurrency": concurrency.section,
         "endurance": endurance.section,
         "peers": peers.section,
+        "peers-hosted": peers_hosted.section,
         "page": page_stream.section,
         "graph-suite": graph_suite.section,
         "startup": startup.section,
@@ -370,7 +373,7 @@ async def main(argv: Sequence[str] | None = None) -> None:
     # branches and search are part of core (search on PostgreSQL: of postgres); alone only when asked for. The graph suite (two runs of a
     # 55-test suite, minutes) needs the dev tools' pytest: its own target, bench-graph-suite.
     # The soak (hostile) is minutes of load beside a server: only alone
-    alone = ("branches", "search", "graph-suite", "hostile")
+    alone = ("branches", "search", "graph-suite", "hostile", "peers-hosted")  # peers-hosted: in peers
     chosen = [args.only] if args.only else [name for name in sections if name not in alone]
     for i, name in enumerate(chosen):
         if i:

@@ -111,10 +111,10 @@ def rss_mb(pid: int) -> float:
 class PeerServer:
     """`langgraph dev` on a copy of bench/peer in a temporary directory (it writes state there)."""
 
-    def __init__(self, data: Path, ollama_url: str, placement: Placement = UNPINNED) -> None:
+    def __init__(self, data: Path, ollama_url: str, placement: Placement = UNPINNED, source: Path = PEER_DIR) -> None:
         self.dir, self.port = data / "peer", free_port()
         self.placement = placement
-        shutil.copytree(PEER_DIR, self.dir, ignore=shutil.ignore_patterns("requirements.txt", "__pycache__"))
+        shutil.copytree(source, self.dir, ignore=shutil.ignore_patterns("requirements.txt", "__pycache__"))
         self.env = {
             **os.environ,
             "OLLAMA_HOST": ollama_url,
@@ -477,6 +477,10 @@ async def section(args: argparse.Namespace) -> None:
         print_rows(baseline_rows(base, ours, ref))
     load_avg = (_machine() - busy0) / (time.perf_counter() - t0)
     print(f"machine: {os.cpu_count()} cores, {load_avg:.2f} cores busy on average while measuring (all processes)")
+    print()
+    from bench import peers_hosted  # a hosted graph through the SDK, beside langgraph dev and bare LangGraph
+
+    await peers_hosted.section(args)
     print(
         "placement: "
         + (

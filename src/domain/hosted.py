@@ -8,7 +8,7 @@ objects (messages, interrupts) at its boundary, as langgraph-api serialises them
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from domain.errors import ErrorCode, InvalidInput, SophosError
@@ -81,7 +81,8 @@ class GraphRun:
 
     def kept(self) -> dict[str, Any]:
         """What is kept with the run (ports.runs set_run_kwargs) so a resume after a crash
-        runs the same graph with the same config and a join streams the run's own modes."""
+        runs the same graph with the same config, a join streams the run's own modes, and a
+        run a crash cut before it wrote anything starts again as it was asked (`start`)."""
         kept = {
             "graph_id": self.graph_id,
             "stream_mode": list(self.stream_modes),
@@ -91,8 +92,36 @@ class GraphRun:
             "durability": self.durability,
             **({"delete_thread": True} if self.delete_thread else {}),
             "assistant_id": self.assistant_id,
+            "start": {
+                "input": self.input,
+                "command": dict(self.command) if self.command is not None else None,
+                "checkpoint_id": self.checkpoint_id,
+                "interrupt_before": _nodes(self.interrupt_before),
+                "interrupt_after": _nodes(self.interrupt_after),
+            },
         }
         return kept | ({"webhook": self.webhook} if self.webhook is not None else {})
+
+    @classmethod
+    def restarted(cls, thread_id: str, kept: Mapping[str, Any]) -> GraphRun:
+        """The run that starts a stopped one again as it was asked (its input or command,
+        checkpoint and interrupt nodes): for a run a crash cut before anything of it reached
+        the thread, whose input a resume from the thread's last checkpoint would lose, as
+        langgraph-api runs a run again whose worker died. A run kept before `start` was
+        kept resumes (`resumed`)."""
+        resumed = cls.resumed(thread_id, kept)
+        start = kept.get("start")
+        if not isinstance(start, Mapping):
+            return resumed
+        command = start.get("command")
+        return replace(
+            resumed,
+            input=start.get("input"),
+            command=dict(command) if isinstance(command, Mapping) else None,
+            checkpoint_id=start.get("checkpoint_id") if isinstance(start.get("checkpoint_id"), str) else None,
+            interrupt_before=_kept_nodes(start.get("interrupt_before")),
+            interrupt_after=_kept_nodes(start.get("interrupt_after")),
+        )
 
     @classmethod
     def resumed(cls, thread_id: str, kept: Mapping[str, Any]) -> GraphRun:
@@ -109,7 +138,16 @@ class GraphRun:
             durability=str(kept.get("durability") or "sync"),
             delete_thread=kept.get("delete_thread") is True,
             assistant_id=kept.get("assistant_id") if isinstance(kept.get("assistant_id"), str) else None,
+            webhook=kept.get("webhook") if isinstance(kept.get("webhook"), str) else None,
         )
+
+
+def _nodes(nodes: tuple[str, ...] | str) -> list[str] | str:
+    return nodes if isinstance(nodes, str) else list(nodes)
+
+
+def _kept_nodes(nodes: Any) -> tuple[str, ...] | str:
+    return "*" if nodes == "*" else tuple(n for n in nodes if isinstance(n, str)) if isinstance(nodes, list) else ()
 
 
 @dataclass(frozen=True)

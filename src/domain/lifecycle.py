@@ -280,6 +280,13 @@ def adoption_verdict(recent: Sequence[Run], head: ThreadHead, pending: Sequence[
         return Adoption.LEAVE
     if any(p.needs_decision for p in pending):
         return Adoption.LEAVE
+    return restart_verdict(recent)
+
+
+def restart_verdict(recent: Sequence[Run]) -> Adoption:
+    """Adopt the conversation's latest run (a hosted graph's whose input never reached its
+    thread starts again, services.hosted) unless ADOPTION_ATTEMPTS adopted runs in a row
+    did not finish: then give up."""
     attempts = 0
     for run in recent:
         if run.trigger is not RunTrigger.ADOPT:

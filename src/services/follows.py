@@ -63,6 +63,11 @@ class Follows:
     async def _resume(self, conversation_id: str, *, by: Principal) -> StartedRun:
         return await self.start(Resume(conversation_id), by=by)
 
+    async def restartable(self, run: Run) -> bool:
+        """Never for Sophos's agent: a message that never reached its thread is its client's
+        to send again (INPUT_NOT_RECORDED); hosted graphs' runs start again (services.hosted)."""
+        return False
+
     async def rejoin_point(self, run: Run, after: int, tag: str | None) -> tuple[Run, int]:
         """Where a re-join of `run` after event `after@tag` resumes (services.following)."""
         return await following.rejoin_point(self.kernel, run, after, tag)

@@ -24,6 +24,7 @@ from domain.commands import Cancel, Resume, StartRun
 from domain.crons import GraphInput, OnCompleted
 from domain.errors import (
     ConversationNotFound,
+    ErrorCode,
     NoActiveRun,
     RunLost,
     RunNotResumable,
@@ -227,7 +228,17 @@ class HostedRuns:
             raise RunNotResumable("The thread's last run is not a hosted graph's")
         if not self.hosts(kept["graph_id"]):  # never Sophos's agent on a graph's thread
             raise RunNotResumable(f"The thread's graph {kept['graph_id'][:128]!r} is not served (LANGGRAPH_JSON)")
-        return await self.start(GraphRun.resumed(cid, kept), trigger, by=by)
+        return await self.start(await self._again(cid, kept), trigger, by=by)
+
+    async def _again(self, cid: str, kept: dict[str, Any]) -> GraphRun:
+        """The stopped run once more: from the thread's last checkpoint when that is the run's
+        own (it wrote one), else as it was asked (GraphRun.restarted): nothing of it reached
+        the thread, not even its input or its answer to an interrupt."""
+        latest = await self.runs.stores.runs.latest_run(cid)
+        head = await self.runs.stores.checkpoints.head(cid)
+        if latest is not None and head.run_id != latest.id:
+            return GraphRun.restarted(cid, kept)
+        return GraphRun.resumed(cid, kept)
 
     def follow_from(
         self, first: Run | StartedRun, after: int = 0, *, by: Principal = LOCAL, resume: bool = True
@@ -322,6 +333,12 @@ class GraphAwareRuns:
 
     async def cancel(self, command: Cancel, *, by: Principal = LOCAL) -> CancelResult:
         return await self._runs.cancel(command, by=by)
+
+    async def restartable(self, run: Run) -> bool:
+        """A hosted graph's run that a crash cut before anything of it reached its thread
+        (INPUT_NOT_RECORDED) starts again: its input is kept with it, as langgraph-api keeps
+        a run's. Sophos's agent's waits for its client to send the message again."""
+        return run.error_code == ErrorCode.INPUT_NOT_RECORDED.value and await self._hosted.kept(run.conversation_id) is not None
 
     async def visible(self, conversation_id: str, by: Principal) -> Conversation:
         return await self._runs.visible(conversation_id, by)

@@ -245,6 +245,8 @@ class Supervisor:
                 thread = await stores.checkpoints.get_thread(cid)
                 pending = await annotate_pending(thread.pending_calls, stores.journal, cid)
             verdict = lifecycle.adoption_verdict(recent, head, pending)
+            if verdict is Adoption.LEAVE and await self.service.restartable(run):  # its input is kept: once more
+                verdict = lifecycle.restart_verdict(recent)
             ctx = {"conversation_id": cid, "run_id": run.id}
             if verdict is Adoption.GIVE_UP:
                 if await stores.runs.give_up(run.id, lifecycle.ADOPTION_FAILED, deps.clock()):

@@ -308,3 +308,35 @@ def test_a_hosted_run_killed_with_the_server_is_resumed_from_its_last_checkpoint
         done = client.runs.wait(tid, "asker", command={"resume": "later"})
         assert done["items"][-2:] == ["first", "answer:later"]
         assert executions(log)[-4:] == ["first", "ask", "ask", "answered:later"]
+
+
+def test_on_postgresql_b_joins_and_cancels_a_run_of_a_and_adopts_a_run_of_a_killed(tmp_path: Path, pg_url: str) -> None:
+    shared = {"DATABASE_URL": pg_url, "AUTO_RESUME": "true", "RUN_LEASE_SECONDS": "3"}
+    with hosting(tmp_path, **shared) as (a_server, a, log), serving(tmp_path, **shared) as (_, b):  # two processes
+        cut, kept = a.threads.create()["thread_id"], a.threads.create()["thread_id"]
+        run = a.runs.create(cut, "slower", input={"items": []}, stream_mode=["updates"])
+        wait_for(lambda: executions(log).count("slow") == 1, "the slow node on A")
+        parts = b.runs.join_stream(cut, run["run_id"])  # B follows A's run from the event log
+        assert [(p.event, p.data) for p in (next(parts), next(parts))] == [
+            ("metadata", {"run_id": run["run_id"], "attempt": 1}),
+            ("updates", {"first": {"items": ["first"]}}),
+        ]
+        assert b.runs.cancel(cut, run["run_id"])["status"] == "interrupted"  # A executes it, B asked
+        assert [p.event for p in parts] == ["end"]
+        assert a.runs.get(cut, run["run_id"])["status"] == "interrupted"
+
+        adopted = a.runs.create(kept, "slower", input={"items": []}, stream_mode=["values"])
+        wait_for(lambda: executions(log).count("slow") == 2, "the second slow node on A")
+        a_server.kill()  # both node threads die with A, the cancelled run's and the running one's
+        (tmp_path / "gate").touch()
+        # B finds A's session gone, records the run as interrupted and resumes it (AUTO_RESUME); a GET
+        # join made before that resume starts ends with the interrupted run, so the test waits for it
+        wait_for(lambda: len(b.runs.list(kept)) == 2, "B's adoption", timeout=30)
+        assert b.runs.join(kept, adopted["run_id"]) == {"items": ["first", "slow"]}  # followed to the end of the adopted run
+        assert executions(log) == ["first", "slow", "first", "slow", "slow"]  # the cut node once more, nothing else
+        assert [(r["status"], r["metadata"]["trigger"]) for r in b.runs.list(kept)] == [
+            ("success", "adopt"),
+            ("interrupted", "user"),
+        ]
+        assert [r["status"] for r in b.runs.list(cut)] == ["interrupted"]  # a cancelled run is never adopted
+        assert b.threads.get_state(cut)["values"] == {"items": ["first"]}

@@ -5,6 +5,7 @@ events and its outcome recorded (completed, waiting at an interrupt, failed with
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -129,8 +130,9 @@ async def test_a_hosted_runs_chunks_are_its_events_and_its_outcome_is_recorded(
 async def test_a_resume_of_a_graphs_thread_runs_its_graph_and_never_sophoss_agent() -> None:
     graph = ScriptedGraph([GraphChunk("values", {"x": 1})])
     hosted, runs, store, engine, cid = await world(graph)
-    await hosted.start(GraphRun("g", cid, input={"x": 0}, config={"configurable": {"k": 1}}))
+    first = await hosted.start(GraphRun("g", cid, input={"x": 0}, config={"configurable": {"k": 1}}))
     await finished(runs, store, cid)
+    engine.threads[cid] = Thread(work_left=True, run_id=first.run_id)  # the run's own checkpoint is the thread's last
     aware = GraphAwareRuns(runs, hosted)
     again = await aware.start(Resume(cid))
     await finished(runs, store, cid)
@@ -146,3 +148,29 @@ async def test_a_resume_of_a_graphs_thread_runs_its_graph_and_never_sophoss_agen
     with pytest.raises(RunNotResumable):
         await GraphAwareRuns(runs, gone).start(Resume(cid))
     assert len(graph.runs) == 2 and engine.writes == []  # the agent never wrote a checkpoint
+
+
+async def test_a_hosted_run_cut_before_anything_of_it_reached_the_thread_starts_again_as_it_was_asked() -> None:
+    graph = ScriptedGraph([GraphChunk("values", {"x": 1})])
+    hosted, runs, store, engine, cid = await world(graph)
+    asked = GraphRun("g", cid, command={"resume": "yes"}, interrupt_before=("b",), stream_modes=("updates",))
+    await hosted.start(GraphRun("g", cid, input={"x": 0}))
+    await finished(runs, store, cid)
+    earlier = await store.latest_run(cid)
+    assert earlier is not None
+    engine.threads[cid] = Thread(work_left=True, run_id=earlier.id)  # waits at an interrupt, written by the earlier run
+    cut = await hosted.start(asked)
+    await finished(runs, store, cid)
+    aware = GraphAwareRuns(runs, hosted)
+    # the answer never reached the thread (its last checkpoint is the earlier run's): a resume
+    # from that checkpoint would lose it and wait again; the run starts again with its command
+    again = await aware.start(Resume(cid))
+    await finished(runs, store, cid)
+    assert graph.runs[-1] == (asked, again.run_id) and again.run_id != cut.run_id
+
+    # a run whose input never reached the thread (INPUT_NOT_RECORDED) is adopted: its input is kept
+    row = await store.get_run(again.run_id)
+    assert row is not None
+    assert await aware.restartable(replace(row, status=RunStatus.INTERRUPTED, error_code="INPUT_NOT_RECORDED"))
+    assert not await aware.restartable(replace(row, status=RunStatus.INTERRUPTED))  # resumed from its checkpoint instead
+    assert not await runs.restartable(replace(row, status=RunStatus.INTERRUPTED, error_code="INPUT_NOT_RECORDED"))

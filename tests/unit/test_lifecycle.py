@@ -150,6 +150,9 @@ def test_adoption_gives_up_after_three_adopted_attempts() -> None:
     assert lifecycle.adoption_verdict([run(RunTrigger.USER)], ThreadHead(False), ()) is Adoption.LEAVE
     unsafe = PendingCall(call(), started=True, unsafe=True)
     assert lifecycle.adoption_verdict([run(RunTrigger.USER)], ThreadHead(True, True), (unsafe,)) is Adoption.LEAVE
+    # a hosted graph's run whose input never reached its thread starts again, as often as a resume
+    assert lifecycle.restart_verdict([run(RunTrigger.USER)]) is Adoption.ADOPT
+    assert lifecycle.restart_verdict(three) is Adoption.GIVE_UP
 
 
 # --- the service over fakes ------------------------------------------------------------------
