@@ -28,7 +28,8 @@ from entrypoints.http.app import create_app
 from entrypoints.lgapi.guard import CorsPolicy
 from entrypoints.overhead import warn_if_crowded
 from entrypoints.protocol import MAX_HEAD, head_deadline_protocol
-from entrypoints.settings import Settings, chosen
+from entrypoints.settings import Settings
+from entrypoints.settings_rules import chosen
 from ports.backend import Backend
 from ports.graphs import GraphCatalog
 from ports.model import ModelPort, Readiness

@@ -446,11 +446,3 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     for check in CROSS_CHECKS:
         check(values, env)
     return Settings(**values)
-
-
-def chosen(name: str, settings: Settings, env: Mapping[str, str] | None = None) -> bool:
-    """Whether a person chose the setting `name`: set in the environment (`env`, or the
-    process's), or to another value than its declared default (in `config/defaults.yaml`)."""
-    env = os.environ if env is None else env
-    default = next(d.default for d in declarations(Settings) if d.name == name)
-    return bool(env.get(name)) or getattr(settings, name) != default

@@ -7,6 +7,7 @@ and choice checks with their error, and the row of the table in docs/configurati
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -187,3 +188,11 @@ def merged(defaults: Mapping[str, Any], from_file: Mapping[str, Any], env: Mappi
     raw.update({k: v for k, v in from_file.items() if k in defaults and k not in fixed and v is not None})
     raw.update({k: env[k] for k in defaults if env.get(k)})
     return raw
+
+
+def chosen(name: str, settings: object, env: Mapping[str, str] | None = None) -> bool:
+    """Whether a person chose the setting `name`: set in the environment (`env`, or the
+    process's), or to another value than its declared default (in `config/defaults.yaml`)."""
+    env = os.environ if env is None else env
+    default = next(d.default for d in declarations(type(settings)) if d.name == name)
+    return bool(env.get(name)) or getattr(settings, name) != default

@@ -24,6 +24,8 @@ from tests.integration.test_users_server import add_user
 from tests.support.app import app_env
 from tests.support.server import LiveServer, free_port
 
+HOOK = "http://127.0.0.1:9"  # allowed by the servers below (WEBHOOK_ALLOWED_HOSTS); nothing listens: stored, not called
+
 GRAPH = """
 from typing_extensions import TypedDict
 from langgraph.graph import END, START, StateGraph
@@ -70,6 +72,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         TOOLS_BACKEND="none",
         LANGGRAPH_API_PORT=str(lg_port),
         LANGGRAPH_JSON=str(tmp_path / "langgraph.json"),
+        WEBHOOK_ALLOWED_HOSTS="127.0.0.1",
     )
     tokens = {name: add_user(settings, name)[1] for name in ("ann", "bob")}
     server = LiveServer(settings, tmp_path).start()
@@ -129,8 +132,8 @@ def test_crons_are_searched_counted_updated_and_deleted_with_langgraph_apis_shap
         updated = ann.crons.update(made["cron_id"], schedule="30 8 * * *", input={"value": "c"}, enabled=False)
         assert updated["schedule"] == "30 8 * * *" and updated["payload"]["input"] == {"value": "c"}
         assert updated["enabled"] is False and updated["next_run_date"] is None and updated["metadata"] == {"label": "daily"}
-        ended = ann.crons.update(other["cron_id"], end_time=datetime(2099, 1, 1), webhook="https://example.com/done")
-        assert ended["end_time"].startswith("2099-01-01") and ended["payload"]["webhook"] == "https://example.com/done"
+        ended = ann.crons.update(other["cron_id"], end_time=datetime(2099, 1, 1), webhook=HOOK + "/done")
+        assert ended["end_time"].startswith("2099-01-01") and ended["payload"]["webhook"] == HOOK + "/done"
         assert ann.crons.update(other["cron_id"], end_time=None)["end_time"] is None
     finally:
         ann.crons.delete(made["cron_id"])
@@ -196,16 +199,21 @@ def test_a_cron_fires_its_hosted_graph_on_the_other_backends(
     (tmp_path / "graphs" / "shouter.py").write_text(GRAPH)
     (tmp_path / "langgraph.json").write_text(json.dumps({"graphs": {"shouter": "./graphs/shouter.py:shouter"}}))
     lg_port = free_port()
-    env = {"LANGGRAPH_API_PORT": str(lg_port), "LANGGRAPH_JSON": str(tmp_path / "langgraph.json"), **storage}
+    env = {
+        "LANGGRAPH_API_PORT": str(lg_port),
+        "LANGGRAPH_JSON": str(tmp_path / "langgraph.json"),
+        "WEBHOOK_ALLOWED_HOSTS": "127.0.0.1",
+        **storage,
+    }
     server = LiveServer(app_env(tmp_path, MODEL_BACKEND="demo", TOOLS_BACKEND="none", **env), tmp_path).start()
     try:
         wait_up(f"http://127.0.0.1:{lg_port}/ok")
         client = get_sync_client(url=f"http://127.0.0.1:{lg_port}")
         thread = client.threads.create()["thread_id"]
         cron = client.crons.create_for_thread(
-            thread, "shouter", schedule="* * * * * *", input={"value": "tock"}, webhook="https://example.com/hook"
+            thread, "shouter", schedule="* * * * * *", input={"value": "tock"}, webhook=HOOK + "/hook"
         )
-        assert client.crons.search(thread_id=thread)[0]["payload"]["webhook"] == "https://example.com/hook"
+        assert client.crons.search(thread_id=thread)[0]["payload"]["webhook"] == HOOK + "/hook"
         found = runs_of(client, thread, 1)
         client.crons.delete(cron["cron_id"])
         assert all(r["metadata"].get("scheduled_for") for r in found)
