@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from services.conversations import ConversationService
     from services.files import FileService
     from services.hosted import HostedRuns
+    from services.knowledge import KnowledgeService
     from services.memory import MemoryService
     from services.models import ModelCatalog
     from services.presets import PresetService
@@ -75,4 +76,5 @@ class Services:
     audit: Callable[[], AuditTrail] | None = None  # the audit log (None: not wired)
     store: Callable[[], StoreService] | None = None  # each user's long-term store (None: not wired)
     memory: Callable[[], MemoryService] | None = None  # what the agent remembers about each user (None: not wired)
+    knowledge: Callable[[], KnowledgeService] | None = None  # each user's document collections (None: not wired)
     auto_title: bool = True  # AUTO_TITLE: the model titles a conversation after its first answer

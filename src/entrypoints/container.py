@@ -24,6 +24,7 @@ from services.after_runs import AfterRuns
 from services.allow_rules import AllowRules
 from services.files import FileService
 from services.hosted import GraphAwareRuns, HostedRuns
+from services.knowledge import KnowledgeService
 from services.memory import MemoryService
 from services.models import ModelCatalog
 from services.presets import PresetService
@@ -143,8 +144,23 @@ class Container(containers.DeclarativeContainer):
     trace_config = providers.Dependency(instance_of=TraceConfig)
     tracer = providers.Singleton(factories.tracer, backend, trace_config)
     shipper = providers.Singleton(factories.shipper, backend, trace_config)  # closed by the supervisor
+    # PDFs are read in worker processes of their own (one pool for chats, imports and collections)
+    pdf_reader = providers.Resource(factories.pdf_reader, config.PDF_TIMEOUT, config.PDF_MEMORY, config.PDF_WORKERS)
+    # each user's document collections, searched for a message that names one (#name)
+    knowledge = providers.Singleton(KnowledgeService, backend.provided.knowledge.call(), pdf_reader)
     nodes = providers.Singleton(
-        factories.nodes, model, tools, prompt, store, context, metrics, config.TOOL_APPROVAL, checkpointer, meter, tracer
+        factories.nodes,
+        model,
+        tools,
+        prompt,
+        store,
+        context,
+        metrics,
+        config.TOOL_APPROVAL,
+        checkpointer,
+        meter,
+        tracer,
+        knowledge,
     )
     engine = providers.Singleton(factories.engine, nodes, checkpointer)
     threads = providers.Singleton(factories.threads, checkpointer)
@@ -153,8 +169,6 @@ class Container(containers.DeclarativeContainer):
     catalog = providers.Singleton(ModelCatalog, model)
     presets = providers.Singleton(PresetService, backend.provided.presets.call(), catalog.provider, audit=audit)
     long_term = providers.Singleton(StoreService, backend.provided.store.call())  # each user's store (issue 45)
-    # PDFs are read in worker processes of their own (one pool for chats and imports)
-    pdf_reader = providers.Resource(factories.pdf_reader, config.PDF_TIMEOUT, config.PDF_MEMORY, config.PDF_WORKERS)
     intake = providers.Singleton(factories.intake, catalog, pdf_reader)
     unsaved = providers.Singleton(UnsavedOutcomes)  # outcomes the store refused, as reads show them
     run_service = providers.Singleton(
@@ -257,6 +271,7 @@ class Container(containers.DeclarativeContainer):
         audit=audit.provider,
         store=long_term.provider,
         memory=memory.provider,
+        knowledge=knowledge.provider,
         auto_title=config.AUTO_TITLE,
     )
 

@@ -74,6 +74,8 @@ def context_dto(view: ContextView) -> dict[str, Any]:
     out: dict[str, Any] = {"sentFrom": view.sent_from, "tokens": view.tokens, "budget": view.budget}
     if view.searched:
         out["searched"] = list(view.searched)
+    if view.cited:
+        out["cited"] = [{"collection": c.collection, "file": c.file, "first": c.first, "last": c.last} for c in view.cited]
     return out
 
 

@@ -36,6 +36,7 @@ from services.attachments import FileIntake
 from services.audit import AuditTrail
 from services.conversations import ConversationService
 from services.handles import RunStores
+from services.knowledge import KnowledgeService
 from services.memory import MemoryService, MemoryTools
 from services.models import ModelCatalog
 from services.presets import PresetService
@@ -230,12 +231,28 @@ def nodes(
     files: Saver,
     usage: UsageMeter,
     tracer: RunTracer | None,
+    knowledge: KnowledgeService | None = None,
 ) -> AgentNodes:
     from adapters.langgraph.graph import AgentNodes
+    from adapters.langgraph.knowledge import KnowledgePrompts
+
+    async def owner_of(conversation_id: str) -> str | None:
+        found = await journal.get_conversation(conversation_id)
+        return found.owner if found is not None else None
 
     gate = ApprovalGate(journal, parse_mode(approval))
     return AgentNodes(
-        model, tools, prompt, journal, context=context, metrics=metrics, gate=gate, files=files, usage=usage, tracer=tracer
+        model,
+        tools,
+        prompt,
+        journal,
+        context=context,
+        metrics=metrics,
+        gate=gate,
+        files=files,
+        usage=usage,
+        tracer=tracer,
+        knowledge=KnowledgePrompts(knowledge, owner_of) if knowledge is not None else None,
     )
 
 

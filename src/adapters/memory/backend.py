@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from adapters.memory.knowledge import InMemoryKnowledge
 from adapters.memory.maintenance import InMemoryMaintenance
 from adapters.memory.presets import InMemoryPresetStore
 from adapters.memory.runs import InMemoryRunStore
@@ -34,6 +35,7 @@ class MemoryBackend(Backend):
         self._usage = InMemoryUsageStore()
         self._audit = InMemoryAuditLog()
         self._store = InMemoryStore()
+        self._knowledge = InMemoryKnowledge()
         self._traces = InMemorySpanStore(self._runs)
 
     def runs(self) -> InMemoryRunStore:
@@ -67,6 +69,9 @@ class MemoryBackend(Backend):
 
     def store(self) -> InMemoryStore:
         return self._store
+
+    def knowledge(self) -> InMemoryKnowledge:
+        return self._knowledge
 
     def traces(self) -> InMemorySpanStore:
         return self._traces

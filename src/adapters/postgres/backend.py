@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from adapters.postgres.saver import FencedPostgresSaver
     from adapters.postgres.search import PostgresSearchIndex
     from adapters.postgres.sessions import PostgresSessionStore
+    from adapters.postgres.knowledge import PostgresKnowledge
     from adapters.postgres.store import PostgresStore
     from adapters.postgres.traces import PostgresSpanStore
     from adapters.postgres.usage import PostgresAuditLog, PostgresUsageStore
@@ -125,6 +126,12 @@ class PostgresBackend(Backend):
 
         self.runs()  # the schema is migrated by the run store's first use
         return PostgresStore(self.database())
+
+    def knowledge(self) -> PostgresKnowledge:
+        from adapters.postgres.knowledge import PostgresKnowledge
+
+        self.runs()  # the schema is migrated by the run store's first use
+        return PostgresKnowledge(self.database())
 
     def search(self, threads: Callable[[], CheckpointPort]) -> PostgresSearchIndex:
         if self._search is None:

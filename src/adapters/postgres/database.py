@@ -30,6 +30,7 @@ from adapters.postgres.queue_schema import MIGRATION_QUEUE
 from adapters.postgres.schedule_schema import MIGRATION_SCHEDULES
 from adapters.postgres.search_schema import add_stems
 from adapters.postgres.session_schema import MIGRATION_SESSIONS
+from adapters.postgres.knowledge_schema import MIGRATION_KNOWLEDGE
 from adapters.postgres.store_schema import MIGRATION_STORE
 from adapters.postgres.trace_schema import MIGRATION_TRACES
 from adapters.postgres.usage_schema import MIGRATION_USAGE_AUDIT
@@ -202,6 +203,7 @@ MIGRATIONS: tuple[str | Setup, ...] = (
     MIGRATION_STORE,
     MIGRATION_SCHEDULES,
     MIGRATION_TRACES,
+    MIGRATION_KNOWLEDGE,
 )
 
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from adapters.sqlite.saver import ThreadedSqliteSaver
     from adapters.sqlite.search import SqliteSearchIndex
     from adapters.sqlite.sessions import SqliteSessionStore
+    from adapters.sqlite.knowledge import SqliteKnowledge
     from adapters.sqlite.store import SqliteStore
     from adapters.sqlite.traces import SqliteSpanStore
     from adapters.sqlite.usage import SqliteAuditLog, SqliteUsageStore
@@ -118,6 +119,11 @@ class SqliteBackend(Backend):
         from adapters.sqlite.store import SqliteStore
 
         return SqliteStore(*self.runs().workers())
+
+    def knowledge(self) -> SqliteKnowledge:
+        from adapters.sqlite.knowledge import SqliteKnowledge
+
+        return SqliteKnowledge(*self.runs().workers())
 
     def search(self, threads: Callable[[], CheckpointPort]) -> SqliteSearchIndex:
         if self._search is None:

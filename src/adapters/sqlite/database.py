@@ -25,6 +25,7 @@ from adapters.sqlite.queue_schema import MIGRATION_QUEUE
 from adapters.sqlite.schedule_schema import MIGRATION_SCHEDULES
 from adapters.sqlite.search_schema import MIGRATION_SEARCH, add_stems
 from adapters.sqlite.session_schema import MIGRATION_SESSIONS
+from adapters.sqlite.knowledge_schema import MIGRATION_KNOWLEDGE
 from adapters.sqlite.store_schema import MIGRATION_STORE
 from adapters.sqlite.threads import SerialThread, release, writer_thread
 from adapters.sqlite.trace_schema import add_traces
@@ -147,6 +148,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     MIGRATION_STORE,
     MIGRATION_SCHEDULES,
     add_traces,
+    MIGRATION_KNOWLEDGE,
 )
 
 BUSY_MESSAGE = "The database is busy: another process holds the write lock; try again"

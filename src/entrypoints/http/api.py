@@ -8,7 +8,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from entrypoints.http import files, memory, presets, routes, schedules, session, transfer, usage
+from entrypoints.http import files, knowledge, memory, presets, routes, schedules, session, transfer, usage
 from entrypoints.http.api_schemas import (
     COMPONENTS,
     CONVERSATION,
@@ -295,6 +295,7 @@ ROUTES: tuple[ApiRoute, ...] = (
     *schedules.ROUTES,
     *usage.ROUTES,
     *memory.ROUTES,
+    *knowledge.ROUTES,
     ApiRoute("/api/healthz", "GET", routes.healthz, "Liveness"),
     ApiRoute("/api/readyz", "GET", routes.readyz, "Model and tool readiness", errors=(503,)),
     ApiRoute("/api/openapi.json", "GET", document, "This document"),
