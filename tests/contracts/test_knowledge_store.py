@@ -13,8 +13,8 @@ import pytest
 from adapters.memory.knowledge import InMemoryKnowledge
 from adapters.postgres.database import PostgresDatabase
 from adapters.postgres.knowledge import PostgresKnowledge
-from adapters.sqlite.runs import SqliteRunStore
 from adapters.sqlite.knowledge import SqliteKnowledge
+from adapters.sqlite.runs import SqliteRunStore
 from domain.knowledge import Chunk, KnowledgeFile
 from domain.model import new_id
 from ports.knowledge import KnowledgeStore

@@ -18,8 +18,8 @@ from langchain_core.messages import (
 )
 
 from adapters.langchain.prefix import PrefixMemo
-from domain.knowledge import Cited
 from domain.attachments import Attachment, attachment_fields, attachment_from_fields
+from domain.knowledge import Cited
 from domain.model import (
     AssistantMessage,
     ContextView,

@@ -12,13 +12,13 @@ from ports.checkpoints import CheckpointPort
 
 if TYPE_CHECKING:
     from adapters.postgres.database import PostgresDatabase
+    from adapters.postgres.knowledge import PostgresKnowledge
     from adapters.postgres.maintenance import PostgresMaintenance
     from adapters.postgres.presets import PostgresPresetStore
     from adapters.postgres.runs import PostgresRunStore
     from adapters.postgres.saver import FencedPostgresSaver
     from adapters.postgres.search import PostgresSearchIndex
     from adapters.postgres.sessions import PostgresSessionStore
-    from adapters.postgres.knowledge import PostgresKnowledge
     from adapters.postgres.store import PostgresStore
     from adapters.postgres.traces import PostgresSpanStore
     from adapters.postgres.usage import PostgresAuditLog, PostgresUsageStore

@@ -22,6 +22,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from adapters.postgres.branch_schema import MIGRATION_BRANCHES
 from adapters.postgres.chat_schema import MIGRATION_CHAT_SETTINGS
 from adapters.postgres.file_rows import MIGRATION_FILES
+from adapters.postgres.knowledge_schema import MIGRATION_KNOWLEDGE
 from adapters.postgres.log_schema import migrate_log_format
 from adapters.postgres.message_schema import MIGRATION_MESSAGES
 from adapters.postgres.metadata_schema import MIGRATION_RUN_KWARGS, MIGRATION_THREAD_METADATA
@@ -30,7 +31,6 @@ from adapters.postgres.queue_schema import MIGRATION_QUEUE
 from adapters.postgres.schedule_schema import MIGRATION_SCHEDULES
 from adapters.postgres.search_schema import add_stems
 from adapters.postgres.session_schema import MIGRATION_SESSIONS
-from adapters.postgres.knowledge_schema import MIGRATION_KNOWLEDGE
 from adapters.postgres.store_schema import MIGRATION_STORE
 from adapters.postgres.trace_schema import MIGRATION_TRACES
 from adapters.postgres.usage_schema import MIGRATION_USAGE_AUDIT

@@ -13,13 +13,13 @@ from ports.checkpoints import CheckpointPort
 from ports.metrics import NO_METRICS, MetricsPort
 
 if TYPE_CHECKING:
+    from adapters.sqlite.knowledge import SqliteKnowledge
     from adapters.sqlite.maintenance import SqliteMaintenance
     from adapters.sqlite.presets import SqlitePresetStore
     from adapters.sqlite.runs import SqliteRunStore
     from adapters.sqlite.saver import ThreadedSqliteSaver
     from adapters.sqlite.search import SqliteSearchIndex
     from adapters.sqlite.sessions import SqliteSessionStore
-    from adapters.sqlite.knowledge import SqliteKnowledge
     from adapters.sqlite.store import SqliteStore
     from adapters.sqlite.traces import SqliteSpanStore
     from adapters.sqlite.usage import SqliteAuditLog, SqliteUsageStore

@@ -17,6 +17,7 @@ from adapters.sqlite.approval_schema import MIGRATION_APPROVALS
 from adapters.sqlite.branch_schema import MIGRATION_BRANCHES
 from adapters.sqlite.chat_schema import add_chat_settings
 from adapters.sqlite.file_rows import MIGRATION_FILES
+from adapters.sqlite.knowledge_schema import MIGRATION_KNOWLEDGE
 from adapters.sqlite.log_schema import MIGRATION_LOG_FORMAT
 from adapters.sqlite.message_schema import MIGRATION_MESSAGES
 from adapters.sqlite.metadata_schema import MIGRATION_RUN_KWARGS, MIGRATION_THREAD_METADATA
@@ -25,7 +26,6 @@ from adapters.sqlite.queue_schema import MIGRATION_QUEUE
 from adapters.sqlite.schedule_schema import MIGRATION_SCHEDULES
 from adapters.sqlite.search_schema import MIGRATION_SEARCH, add_stems
 from adapters.sqlite.session_schema import MIGRATION_SESSIONS
-from adapters.sqlite.knowledge_schema import MIGRATION_KNOWLEDGE
 from adapters.sqlite.store_schema import MIGRATION_STORE
 from adapters.sqlite.threads import SerialThread, release, writer_thread
 from adapters.sqlite.trace_schema import add_traces
