@@ -22,6 +22,7 @@ MAX_COLLECTIONS = 200  # of one user
 MAX_FILES = 2000  # of one collection
 MAX_MENTIONS = 8  # collections one message attaches
 CANDIDATES = 50  # full-text matches a ranker orders (it sees no more)
+FLOOR = 0.2  # of the best score: a passage scoring less matches a word or two by chance
 NOTE = "[Passages from your knowledge collections, best first. Cite each one you use as written above it, e.g. {example}]"
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 _MENTION = re.compile(r"(?<![\w#/&])#([A-Za-z0-9][A-Za-z0-9_-]{0,63})\b")
@@ -116,10 +117,14 @@ def cite(file: str, first: int, last: int) -> str:
 
 def fit(candidates: Sequence[Candidate], max_chars: int) -> tuple[Candidate, ...]:
     """The best candidates (in the order given: best first) that fit `max_chars` together
-    with their citations and the note; a passage longer than what is left is skipped."""
+    with their citations and the note; a passage longer than what is left is skipped, and
+    so is one scoring under FLOOR of the best."""
     room = max_chars - len(NOTE) - 40
     chosen: list[Candidate] = []
+    best = max((c.score for c in candidates), default=0.0)
     for c in candidates:
+        if c.score < best * FLOOR:
+            continue
         cost = len(c.text) + len(c.citation) + 2
         if cost <= room:
             chosen.append(c)

@@ -8,6 +8,13 @@ from adapters.search_text import WORD, fold, stems
 from adapters.storage.store_text import query_stems
 
 MAX_QUERY_STEMS = 64  # words of a message a search uses: the longest first, they tell most
+# words of a question that say nothing of what it is about: matched, they would bring every
+# passage (a query of only these searches with them all the same)
+STOP = frozenset(
+    "a an and are as at be by can do does did for from has have how i in is it its me my of on or our so "
+    "that the their them then there these they this to was we were what when where which who why will "
+    "with you your".split()
+)
 
 
 def passage_stems(text: str) -> str:
@@ -16,4 +23,6 @@ def passage_stems(text: str) -> str:
 
 def search_stems(query: str) -> list[str]:
     """A query's distinct stems, the longest first, at most MAX_QUERY_STEMS (none: no word)."""
-    return sorted(query_stems(query), key=lambda s: (-len(s), s))[:MAX_QUERY_STEMS]
+    words = query_stems(query)
+    telling = [w for w in words if w not in STOP] or words
+    return sorted(telling, key=lambda s: (-len(s), s))[:MAX_QUERY_STEMS]

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from entrypoints.bundle import Services
     from entrypoints.cli.output import Printer
     from entrypoints.container import Container
+    from services.knowledge import KnowledgeService
     from services.memory import MemoryService
     from services.schedules import ScheduleService
     from services.supervisor import Supervisor
@@ -193,6 +194,34 @@ class LocalClient(SophosClient):
         if self._services.memory is None:
             raise NotSupported("This database keeps no memory")
         return self._services.memory()
+
+    async def collections(self) -> list[Json]:
+        from entrypoints.http.knowledge import collection_dto
+
+        return [collection_dto(c) for c in await self._knowledge().collections()]
+
+    async def knowledge_files(self, name: str) -> list[Json]:
+        from entrypoints.http.knowledge import file_dto
+
+        return [file_dto(f) for f in await self._knowledge().files(name)]
+
+    async def add_knowledge(self, name: str, files: list[tuple[str, bytes]]) -> list[Json]:
+        from domain.attachments import parse_upload
+        from entrypoints.http.knowledge import added_dto
+
+        uploads = [parse_upload(n, None, data, self._services.attachment_limits) for n, data in files]
+        return [added_dto(a) for a in await self._knowledge().add(name, uploads)]
+
+    async def remove_knowledge(self, name: str, file: str | None) -> None:
+        if file is None:
+            await self._knowledge().drop(name)
+        else:
+            await self._knowledge().delete_file(name, file)
+
+    def _knowledge(self) -> KnowledgeService:
+        if self._services.knowledge is None:
+            raise NotSupported("This database keeps no knowledge collections")
+        return self._services.knowledge()
 
     async def run(self, body: Json, printer: Printer, stopper: Stopper) -> tuple[str, str]:
         """The run in this process, with leases and cancel signals kept by a supervisor (no
