@@ -161,6 +161,7 @@ class Container(containers.DeclarativeContainer):
         meter,
         tracer,
         knowledge,
+        memory,
     )
     engine = providers.Singleton(factories.engine, nodes, checkpointer)
     threads = providers.Singleton(factories.threads, checkpointer)

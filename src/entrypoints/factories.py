@@ -232,6 +232,7 @@ def nodes(
     usage: UsageMeter,
     tracer: RunTracer | None,
     knowledge: KnowledgeService | None = None,
+    memory: MemoryService | None = None,
 ) -> AgentNodes:
     from adapters.langgraph.graph import AgentNodes
     from adapters.langgraph.knowledge import KnowledgePrompts
@@ -239,6 +240,10 @@ def nodes(
     async def owner_of(conversation_id: str) -> str | None:
         found = await journal.get_conversation(conversation_id)
         return found.owner if found is not None else None
+
+    async def withheld(conversation_id: str) -> frozenset[str]:  # tool servers, by name
+        owner = await owner_of(conversation_id)
+        return frozenset() if memory is None or owner is None else await memory.withheld(owner)
 
     gate = ApprovalGate(journal, parse_mode(approval))
     return AgentNodes(
@@ -253,6 +258,7 @@ def nodes(
         usage=usage,
         tracer=tracer,
         knowledge=KnowledgePrompts(knowledge, owner_of) if knowledge is not None else None,
+        withheld=withheld if memory is not None else None,
     )
 
 

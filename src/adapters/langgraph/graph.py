@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -178,7 +178,9 @@ class AgentNodes:
         usage: UsageMeter | None = None,
         tracer: RunTracer | None = None,
         knowledge: KnowledgePrompts | None = None,
+        withheld: Callable[[str], Awaitable[frozenset[str]]] | None = None,
     ) -> None:
+        self.withheld = withheld  # a conversation's tool servers not offered (memory turned off); None: none
         self.knowledge = knowledge  # None: `#name` attaches nothing
         self.tracer = tracer  # None: no trace spans (no OTLP endpoint)
         self.usage = usage  # None: calls are neither counted nor held to a quota
@@ -206,7 +208,7 @@ class AgentNodes:
             # before any model call of the step (its summary's too): QuotaExceeded fails the
             # run with nothing of the step saved, resumable once the quota resets
             await self.usage.before_model_call(thread_id)
-        specs = await self.tools.list_tools()
+        specs = await self._offered(thread_id)
         thread = self.cache.convert_thread(thread_id, state["messages"])
         searched: tuple[str, ...] = ()
         if self.files is not None:
@@ -245,6 +247,13 @@ class AgentNodes:
             reasoning_seconds=thinking.seconds(),
         )
         return {"messages": [to_langchain(reply)]}
+
+    async def _offered(self, thread_id: str) -> Sequence[ToolSpec]:
+        specs = await self.tools.list_tools()
+        if self.withheld is None:
+            return specs
+        withheld = await self.withheld(thread_id)
+        return [s for s in specs if s.name.split("__", 1)[0] not in withheld] if withheld else specs
 
     async def _summarize(
         self, thread_id: str, name: str, thread: Sequence[Message], plan: PromptPlan, model: str | None
