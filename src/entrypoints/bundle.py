@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from services.supervisor import Supervisor
     from services.transfer import TransferService
     from services.usage import UsageService
+    from services.user_data import UserData
     from services.users import UserService
 
 
@@ -77,4 +78,5 @@ class Services:
     store: Callable[[], StoreService] | None = None  # each user's long-term store (None: not wired)
     memory: Callable[[], MemoryService] | None = None  # what the agent remembers about each user (None: not wired)
     knowledge: Callable[[], KnowledgeService] | None = None  # each user's document collections (None: not wired)
+    user_data: Callable[[], UserData] | None = None  # a user's store items and collections, as a whole
     auto_title: bool = True  # AUTO_TITLE: the model titles a conversation after its first answer

@@ -38,6 +38,7 @@ from services.store import StoreService
 from services.supervisor import Supervisor
 from services.unsaved import UnsavedOutcomes
 from services.usage import UsageMeter, UsageService
+from services.user_data import UserData
 from services.users import UserService
 
 if TYPE_CHECKING:
@@ -241,6 +242,7 @@ class Container(containers.DeclarativeContainer):
         proxy=proxy,
         audit=audit,
     )
+    user_data = providers.Singleton(UserData, backend.provided.store.call(), backend.provided.knowledge.call())
     users = providers.Singleton(UserService, user_store, session_store, history=store, audit=audit)
     usage = providers.Singleton(UsageService, usage_store, user_store)
     # what the edges get instead of this container (built once; each getter lazy)
@@ -273,6 +275,7 @@ class Container(containers.DeclarativeContainer):
         store=long_term.provider,
         memory=memory.provider,
         knowledge=knowledge.provider,
+        user_data=user_data.provider,
         auto_title=config.AUTO_TITLE,
     )
 

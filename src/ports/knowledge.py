@@ -68,3 +68,15 @@ class Ranker(Protocol):
     @abstractmethod
     async def rank(self, query: str, candidates: Sequence[Candidate]) -> Sequence[Candidate]:
         """The candidates, best first (a subset is allowed); never more than given."""
+
+
+class Retriever(Protocol):
+    """What the agent's prompt needs of knowledge (services.knowledge.KnowledgeService)."""
+
+    @abstractmethod
+    async def existing(self, owner: str, names: Sequence[str]) -> list[str]:
+        """Those of `names` the owner has as collections."""
+
+    @abstractmethod
+    async def retrieve(self, owner: str, names: Sequence[str], query: str, max_chars: int) -> tuple[Candidate, ...]:
+        """The passages of the owner's collections `names` that best answer `query`, within `max_chars`."""

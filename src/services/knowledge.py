@@ -34,7 +34,7 @@ from domain.model import utc_now
 from domain.passages import split_passages
 from domain.principals import LOCAL, Principal
 from ports.attachments import TextExtractor
-from ports.knowledge import KnowledgeStore, Ranker
+from ports.knowledge import KnowledgeStore, Ranker, Retriever
 
 log = logging.getLogger(__name__)
 MAX_LINES = 200  # of a passage read back for a citation's link
@@ -59,7 +59,7 @@ class Added:
     same_as: str | None = None
 
 
-class KnowledgeService:
+class KnowledgeService(Retriever):
     def __init__(
         self,
         store: KnowledgeStore,

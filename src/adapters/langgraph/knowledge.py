@@ -14,7 +14,7 @@ from typing import NamedTuple
 from domain.attachments import with_files
 from domain.knowledge import Cited, knowledge_block, mentions
 from domain.model import Message, UserMessage
-from services.knowledge import KnowledgeService
+from ports.knowledge import Retriever
 
 
 class WithKnowledge(NamedTuple):
@@ -23,7 +23,7 @@ class WithKnowledge(NamedTuple):
 
 
 class KnowledgePrompts:
-    def __init__(self, service: KnowledgeService, owner_of: Callable[[str], Awaitable[str | None]], size: int = 256) -> None:
+    def __init__(self, service: Retriever, owner_of: Callable[[str], Awaitable[str | None]], size: int = 256) -> None:
         self.service = service
         self.owner_of = owner_of
         self.size = size

@@ -115,21 +115,19 @@ class LocalClient(SophosClient):
         return text
 
     async def export_file(self, conversation: str | None) -> tuple[str, bytes]:
-        from domain.model import utc_now
-        from entrypoints.transfer_files import document_bytes, export_zip, json_name, zip_name
+        from entrypoints.transfer_files import document_bytes, json_name
+        from entrypoints.user_transfer import export_all
 
         service = self._services.transfer()
         if conversation is None:
-            items = [item async for item in service.export_all()]
-            return zip_name(utc_now()), await self._services.bulk().run(export_zip, items)
+            return await export_all(self._services)
         conv, copy = await service.export(conversation)
         return json_name(copy), document_bytes(conv, copy)
 
     async def import_file(self, data: bytes) -> list[Json]:
-        from entrypoints.transfer_document import read_imports
-        from entrypoints.transfer_files import upload_files
+        from entrypoints.user_transfer import import_upload
 
-        imported = await self._services.transfer().import_files(upload_files(data), read_imports)
+        imported, _ = await import_upload(self._services, data)
         return [summary_dto(c) for c in imported]
 
     async def search(self, query: str, limit: int) -> Json:
