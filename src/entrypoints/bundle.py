@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from services.transfer import TransferService
     from services.usage import UsageService
     from services.user_data import UserData
+    from services.user_deletion import UserDeletion
     from services.users import UserService
 
 
@@ -79,4 +80,5 @@ class Services:
     memory: Callable[[], MemoryService] | None = None  # what the agent remembers about each user (None: not wired)
     knowledge: Callable[[], KnowledgeService] | None = None  # each user's document collections (None: not wired)
     user_data: Callable[[], UserData] | None = None  # a user's store items and collections, as a whole
+    user_deletion: Callable[[], UserDeletion] | None = None  # `sophos users delete`
     auto_title: bool = True  # AUTO_TITLE: the model titles a conversation after its first answer

@@ -39,6 +39,7 @@ from services.supervisor import Supervisor
 from services.unsaved import UnsavedOutcomes
 from services.usage import UsageMeter, UsageService
 from services.user_data import UserData
+from services.user_deletion import UserDeletion
 from services.users import UserService
 
 if TYPE_CHECKING:
@@ -245,6 +246,9 @@ class Container(containers.DeclarativeContainer):
     user_data = providers.Singleton(UserData, backend.provided.store.call(), backend.provided.knowledge.call())
     users = providers.Singleton(UserService, user_store, session_store, history=store, audit=audit)
     usage = providers.Singleton(UsageService, usage_store, user_store)
+    user_deletion = providers.Singleton(
+        UserDeletion, users, user_store, session_store, store, conversations, user_data, schedules, audit=audit
+    )
     # what the edges get instead of this container (built once; each getter lazy)
     services = providers.Singleton(
         Services,
@@ -276,6 +280,7 @@ class Container(containers.DeclarativeContainer):
         memory=memory.provider,
         knowledge=knowledge.provider,
         user_data=user_data.provider,
+        user_deletion=user_deletion.provider,
         auto_title=config.AUTO_TITLE,
     )
 

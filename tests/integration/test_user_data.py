@@ -13,11 +13,13 @@ from collections.abc import Iterator
 import httpx
 from langgraph_sdk import get_sync_client
 
-from tests.integration.test_knowledge import GUIDE, ask, server  # noqa: F401 (the fixture)
+from tests.integration.test_knowledge import GUIDE, ask
+from tests.integration.test_knowledge import server as knowledge_server
 from tests.integration.test_users_server import sophos
 from tests.support.fake_ollama import FakeOllama
 from tests.support.server import LiveServer
 
+server = knowledge_server  # the same two users on each backend
 Served = tuple[LiveServer, dict[str, str], FakeOllama, dict[str, str], str]
 
 
@@ -81,7 +83,7 @@ def test_deleting_a_user_deletes_their_memories_collections_and_conversations(se
     assert "1 conversations" in done.stdout and "1 collections" in done.stdout, done.stdout
     assert ann.get("/api/knowledge").status_code == 401  # the token went with the user
     listed = sophos(env, "users", "list", "--json")
-    assert "ann" not in [u["name"] for u in json.loads(listed.stdout)["users"]]
+    assert "ann" not in [u["name"] for u in json.loads(listed.stdout)]
     audit = sophos(env, "audit", "--json")
     assert "user.delete" in audit.stdout, audit.stdout
     # bob's are untouched
