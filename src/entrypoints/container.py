@@ -247,7 +247,7 @@ class Container(containers.DeclarativeContainer):
     users = providers.Singleton(UserService, user_store, session_store, history=store, audit=audit)
     usage = providers.Singleton(UsageService, usage_store, user_store)
     user_deletion = providers.Singleton(
-        UserDeletion, users, user_store, session_store, store, conversations, user_data, schedules, audit=audit
+        UserDeletion, users, user_store, session_store, store, conversations, user_data, store, audit=audit
     )
     # what the edges get instead of this container (built once; each getter lazy)
     services = providers.Singleton(

@@ -17,11 +17,11 @@ from domain.errors import UserNotFound
 from domain.organise import ALL_SHOWN
 from domain.principals import Principal
 from ports.runs import RunRepository
+from ports.schedules import ScheduleStore
 from ports.sessions import SessionStore
 from ports.users import UserStore
 from services.audit import NO_AUDIT, AuditTrail
 from services.conversations import ConversationService
-from services.schedules import ScheduleService
 from services.user_data import UserData
 from services.users import UserService
 
@@ -46,7 +46,7 @@ class UserDeletion:
         history: RunRepository,
         conversations: ConversationService,
         data: UserData,
-        schedules: ScheduleService | None = None,
+        schedules: ScheduleStore | None = None,
         audit: AuditTrail = NO_AUDIT,
     ) -> None:
         self.users = users
@@ -65,9 +65,10 @@ class UserDeletion:
         await self.sessions.delete_principal(user.id)
         schedules = 0
         if self.schedules is not None:
-            for s in await self.schedules.list(by=owner):
-                await self.schedules.delete(s.id, by=owner)
-                schedules += 1
+            # through the store: the schedule service would build the run service, which a
+            # deletion does not need (and whose parts a one-shot command would have to close)
+            for s in await self.schedules.schedules(user.id):
+                schedules += await self.schedules.delete_schedule(s.id, user.id)
         conversations = 0
         while found := await self.history.list_conversations(limit=500, owner=user.id, shown=ALL_SHOWN):
             for c in found:
