@@ -100,11 +100,12 @@ async def delete_file(request: Request) -> Response:
 
 
 def _lines(raw: str | None) -> tuple[int, int]:
-    try:
-        first, _, last = (raw or "").partition("-")
-        return int(first), int(last or first)
-    except ValueError:
-        raise InvalidInput("lines must be FIRST-LAST (line numbers)") from None
+    """FIRST-LAST; (0, 0) when malformed, which the service refuses once it knows the file
+    (an unknown one is 404 whatever the lines, as another user's is)."""
+    first, _, last = (raw or "").partition("-")
+    if not first.isdigit() or not (last or first).isdigit() or len(raw or "") > 24:
+        return 0, 0
+    return int(first), int(last or first)
 
 
 async def read_passage(request: Request) -> Response:
