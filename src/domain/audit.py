@@ -18,6 +18,7 @@ class Action(StrEnum):
     USER_DISABLED = "user.disabled"
     USER_ENABLED = "user.enabled"
     USER_CLAIMED = "user.claimed"
+    USER_DELETED = "user.delete"
     TOKEN_ISSUED = "token.issued"
     TOKEN_REVOKED = "token.revoked"
     EXPORT = "export"

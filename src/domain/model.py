@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from domain.attachments import Attachment, PromptImage
 from domain.errors import InvalidInput
+from domain.knowledge import Cited
 
 NEW_CONVERSATION_TITLE = "New Conversation"
 TITLE_MAX = 50
@@ -236,6 +237,7 @@ class ContextView:
     tokens: int
     budget: int
     searched: tuple[str, ...] = ()  # files too long to send whole: their best passages were sent
+    cited: tuple[Cited, ...] = ()  # passages of knowledge collections sent (the answer's citations link to them)
 
 
 @dataclass(frozen=True)

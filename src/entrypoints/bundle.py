@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from services.conversations import ConversationService
     from services.files import FileService
     from services.hosted import HostedRuns
+    from services.knowledge import KnowledgeService
     from services.memory import MemoryService
     from services.models import ModelCatalog
     from services.presets import PresetService
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
     from services.supervisor import Supervisor
     from services.transfer import TransferService
     from services.usage import UsageService
+    from services.user_data import UserData
+    from services.user_deletion import UserDeletion
     from services.users import UserService
     from services.webhooks import WebhookService
 
@@ -80,6 +83,9 @@ class Services:
     audit: Callable[[], AuditTrail] | None = None  # the audit log (None: not wired)
     store: Callable[[], StoreService] | None = None  # each user's long-term store (None: not wired)
     memory: Callable[[], MemoryService] | None = None  # what the agent remembers about each user (None: not wired)
+    knowledge: Callable[[], KnowledgeService] | None = None  # each user's document collections (None: not wired)
+    user_data: Callable[[], UserData] | None = None  # a user's store items and collections, as a whole
+    user_deletion: Callable[[], UserDeletion] | None = None  # `sophos users delete`
     auto_title: bool = True  # AUTO_TITLE: the model titles a conversation after its first answer
 
     def webhooks(self) -> WebhookService:

@@ -25,6 +25,7 @@ from services.allow_rules import AllowRules
 from services.assistants import AssistantService
 from services.files import FileService
 from services.hosted import GraphAwareRuns, HostedRuns
+from services.knowledge import KnowledgeService
 from services.memory import MemoryService
 from services.models import ModelCatalog
 from services.presets import PresetService
@@ -38,6 +39,8 @@ from services.store import StoreService
 from services.supervisor import Supervisor
 from services.unsaved import UnsavedOutcomes
 from services.usage import UsageMeter, UsageService
+from services.user_data import UserData
+from services.user_deletion import UserDeletion
 from services.users import UserService
 from services.webhooks import WebhookService
 
@@ -156,8 +159,24 @@ class Container(containers.DeclarativeContainer):
     trace_config = providers.Dependency(instance_of=TraceConfig)
     tracer = providers.Singleton(factories.tracer, backend, trace_config)
     shipper = providers.Singleton(factories.shipper, backend, trace_config)  # closed by the supervisor
+    # PDFs are read in worker processes of their own (one pool for chats, imports and collections)
+    pdf_reader = providers.Resource(factories.pdf_reader, config.PDF_TIMEOUT, config.PDF_MEMORY, config.PDF_WORKERS)
+    # each user's document collections, searched for a message that names one (#name)
+    knowledge = providers.Singleton(KnowledgeService, backend.provided.knowledge.call(), pdf_reader)
     nodes = providers.Singleton(
-        factories.nodes, model, tools, prompt, store, context, metrics, config.TOOL_APPROVAL, checkpointer, meter, tracer
+        factories.nodes,
+        model,
+        tools,
+        prompt,
+        store,
+        context,
+        metrics,
+        config.TOOL_APPROVAL,
+        checkpointer,
+        meter,
+        tracer,
+        knowledge,
+        memory,
     )
     engine = providers.Singleton(factories.engine, nodes, checkpointer)
     threads = providers.Singleton(factories.threads, checkpointer)
@@ -165,9 +184,7 @@ class Container(containers.DeclarativeContainer):
 
     catalog = providers.Singleton(ModelCatalog, model)
     presets = providers.Singleton(PresetService, backend.provided.presets.call(), catalog.provider, audit=audit)
-    long_term = providers.Singleton(StoreService, long_term_store)
-    # PDFs are read in worker processes of their own (one pool for chats and imports)
-    pdf_reader = providers.Resource(factories.pdf_reader, config.PDF_TIMEOUT, config.PDF_MEMORY, config.PDF_WORKERS)
+    long_term = providers.Singleton(StoreService, long_term_store)  # each user's store (issue 45)
     intake = providers.Singleton(factories.intake, catalog, pdf_reader)
     unsaved = providers.Singleton(UnsavedOutcomes)  # outcomes the store refused, as reads show them
     run_service = providers.Singleton(
@@ -252,8 +269,12 @@ class Container(containers.DeclarativeContainer):
         proxy=proxy,
         audit=audit,
     )
+    user_data = providers.Singleton(UserData, backend.provided.store.call(), backend.provided.knowledge.call())
     users = providers.Singleton(UserService, user_store, session_store, history=store, audit=audit)
     usage = providers.Singleton(UsageService, usage_store, user_store)
+    user_deletion = providers.Singleton(
+        UserDeletion, users, user_store, session_store, store, conversations, user_data, store, audit=audit
+    )
     # what the edges get instead of this container (built once; each getter lazy)
     services = providers.Singleton(
         Services,
@@ -285,6 +306,9 @@ class Container(containers.DeclarativeContainer):
         audit=audit.provider,
         store=long_term.provider,
         memory=memory.provider,
+        knowledge=knowledge.provider,
+        user_data=user_data.provider,
+        user_deletion=user_deletion.provider,
         auto_title=config.AUTO_TITLE,
     )
 

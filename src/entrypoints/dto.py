@@ -17,6 +17,7 @@ from domain.attachments import AttachmentLimits, attachment_fields
 from domain.audit import AuditEntry
 from domain.branches import BranchMarker
 from domain.errors import InvalidInput
+from domain.knowledge import Cited
 from domain.model import (
     AssistantMessage,
     CheckpointSummary,
@@ -62,6 +63,8 @@ def _reply_fields(message: AssistantMessage) -> dict[str, Any]:
         dto["cut"] = True
     if message.model:
         dto["model"] = message.model
+    if message.context is not None and message.context.cited:
+        dto["cited"] = cited_dto(message.context.cited)  # the passages its citations link to
     if message.reasoning:
         dto["reasoning"] = message.reasoning
         if message.reasoning_seconds is not None:
@@ -74,7 +77,13 @@ def context_dto(view: ContextView) -> dict[str, Any]:
     out: dict[str, Any] = {"sentFrom": view.sent_from, "tokens": view.tokens, "budget": view.budget}
     if view.searched:
         out["searched"] = list(view.searched)
+    if view.cited:
+        out["cited"] = cited_dto(view.cited)
     return out
+
+
+def cited_dto(cited: Sequence[Cited]) -> list[dict[str, Any]]:
+    return [{"collection": c.collection, "file": c.file, "first": c.first, "last": c.last} for c in cited]
 
 
 def checkpoint_dto(summary: CheckpointSummary) -> dict[str, Any]:

@@ -38,6 +38,7 @@ from services.attachments import FileIntake
 from services.audit import AuditTrail
 from services.conversations import ConversationService
 from services.handles import RunStores
+from services.knowledge import KnowledgeService
 from services.memory import MemoryService, MemoryTools
 from services.models import ModelCatalog
 from services.presets import PresetService
@@ -251,12 +252,34 @@ def nodes(
     files: Saver,
     usage: UsageMeter,
     tracer: RunTracer | None,
+    knowledge: KnowledgeService | None = None,
+    memory: MemoryService | None = None,
 ) -> AgentNodes:
     from adapters.langgraph.graph import AgentNodes
+    from adapters.langgraph.knowledge import KnowledgePrompts
+
+    async def owner_of(conversation_id: str) -> str | None:
+        found = await journal.get_conversation(conversation_id)
+        return found.owner if found is not None else None
+
+    async def withheld(conversation_id: str) -> frozenset[str]:  # tool servers, by name
+        owner = await owner_of(conversation_id)
+        return frozenset() if memory is None or owner is None else await memory.withheld(owner)
 
     gate = ApprovalGate(journal, parse_mode(approval))
     return AgentNodes(
-        model, tools, prompt, journal, context=context, metrics=metrics, gate=gate, files=files, usage=usage, tracer=tracer
+        model,
+        tools,
+        prompt,
+        journal,
+        context=context,
+        metrics=metrics,
+        gate=gate,
+        files=files,
+        usage=usage,
+        tracer=tracer,
+        knowledge=KnowledgePrompts(knowledge, owner_of) if knowledge is not None else None,
+        withheld=withheld if memory is not None else None,
     )
 
 

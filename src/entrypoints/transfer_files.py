@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
 from domain.errors import InvalidImport
@@ -30,11 +30,11 @@ def zip_name(now: datetime) -> str:
     return f"sophos-export-{now.date().isoformat()}.zip"
 
 
-def export_zip(items: Iterable[tuple[Conversation, ConversationCopy]]) -> bytes:
+def export_zip(items: Iterable[tuple[Conversation, ConversationCopy]], extra: Mapping[str, bytes] | None = None) -> bytes:
     """One JSON file per conversation, named from its title and date (numbered when two
-    names are the same)."""
+    names are the same), and the `extra` files by name (the user's `sophos-user.json`)."""
     out = io.BytesIO()
-    taken: set[str] = set()
+    taken: set[str] = set(extra or {})
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as z:
         for conversation, copy in items:
             name = json_name(copy)
@@ -43,6 +43,8 @@ def export_zip(items: Iterable[tuple[Conversation, ConversationCopy]]) -> bytes:
                 name, n = f"{stem}-{n}.json", n + 1
             taken.add(name)
             z.writestr(name, document_bytes(conversation, copy))
+        for name, data in (extra or {}).items():
+            z.writestr(name, data)
     return out.getvalue()
 
 

@@ -16,6 +16,7 @@ from ports.audit import AuditLog
 from ports.checkpoints import CheckpointPort
 from ports.events import RunEventLog
 from ports.journal import ToolJournal
+from ports.knowledge import KnowledgeStore
 from ports.presets import PresetStore
 from ports.queue import MessageQueue
 from ports.runs import RunRepository
@@ -117,6 +118,11 @@ class Backend(Protocol):
     @abstractmethod
     def store(self) -> StorePort:
         """The long-term store (items under each user's namespaces), in the same database
+        (shared by every process on it)."""
+
+    @abstractmethod
+    def knowledge(self) -> KnowledgeStore:
+        """Each user's document collections and their full-text index, in the same database
         (shared by every process on it)."""
 
     @abstractmethod

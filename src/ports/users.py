@@ -37,6 +37,13 @@ class UserStore(Protocol):
         user's tokens resolve to no principal until enabled again."""
 
     @abstractmethod
+    async def delete_user(self, user_id: str) -> bool:
+        """Delete the user with their tokens and the small things kept by their id in the
+        same store (saved chat settings, always-allow rules, usage rows); False when there is
+        none. Their conversations, store items and collections are deleted before, by the
+        service (services.user_data.UserDeletion)."""
+
+    @abstractmethod
     async def add_token(self, token_id: str, user_id: str, token_hash: str, label: str, now: datetime) -> ApiToken:
         """Store a token of that user. UserNotFound when the user does not exist."""
 

@@ -27,6 +27,7 @@ from ports.tools import ToolOutcome, ToolPort, ToolServerStatus, ToolSpec
 log = logging.getLogger(__name__)
 
 NAMESPACE = ("memories",)
+SETTINGS = ("sophos", "settings")  # the user's own settings item `memory`: {"enabled": bool}
 MAX_TEXT = 2000  # characters of one memory
 RECALL_LIMIT = 10
 LIST_LIMIT = 1000
@@ -73,6 +74,25 @@ class MemoryService:
         if edited is None:  # forgotten meanwhile
             raise MemoryNotFound()
         return edited
+
+    async def enabled(self, owner: str) -> bool:
+        """Whether the user lets the agent remember (on until they turn it off)."""
+        found = await self.store.get(owner, SETTINGS, "memory", self.clock())
+        return found is None or found.value.get("enabled") is not False
+
+    async def set_enabled(self, enabled: object, *, by: Principal = LOCAL) -> bool:
+        """Turn the user's memory on or off: off, the agent is offered no memory tool in
+        their conversations (and a call of one is refused); their memories are kept."""
+        if not isinstance(enabled, bool):
+            raise InvalidInput("enabled must be true or false")
+        await self.store.put(by.user_id, PutItem(SETTINGS, "memory", {"enabled": enabled}, index=False), self.clock())
+        log.info("memory turned %s by the user %s", "on" if enabled else "off", by.user_id)
+        return enabled
+
+    async def withheld(self, owner: str) -> frozenset[str]:
+        """The tool servers not offered in the user's conversations: `memory` when it is off
+        (Sophos's own memory tools, or the shared file's Memory server with MEMORY_BACKEND=mcp-file)."""
+        return frozenset() if await self.enabled(owner) else frozenset({SERVER})
 
     async def forget(self, memory: str, *, by: Principal = LOCAL) -> None:
         await self.forget_of(by.user_id, memory)
@@ -139,6 +159,8 @@ class MemoryTools(ToolPort):
         owner = await self.owner_of(conversation)
         if owner is None:
             return ToolOutcome("Error: the conversation is gone", is_error=True)
+        if not await self.memory.enabled(owner):
+            return ToolOutcome("Error: the user has turned memory off", is_error=True)
         try:
             return ToolOutcome(await tool(owner, args, idempotency_key))
         except (InvalidInput, MemoryNotFound) as e:

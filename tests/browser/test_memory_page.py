@@ -49,4 +49,30 @@ def test_what_sophos_remembers_is_listed_edited_and_forgotten_in_the_settings(pa
     expect(page.get_by_test_id("memory-note")).to_have_text("Forgotten")
     expect(texts).to_have_count(0)
     expect(page.get_by_test_id("memory-empty")).to_be_visible()
-    assert memory_app.server.get("/api/memory").json() == {"memories": []}
+    assert memory_app.server.get("/api/memory").json() == {"memories": [], "enabled": True}
+
+
+def test_memory_turned_off_in_the_settings_withholds_the_memory_tools(page: Page, memory_app: App, ollama: FakeOllama) -> None:
+    settings(page)
+    page.get_by_test_id("memory-panel").locator("summary").click()
+    switch = page.get_by_test_id("memory-enabled")
+    expect(switch).to_be_checked()
+    switch.uncheck()
+    expect(page.get_by_test_id("memory-note")).to_have_text("Memory off: nothing new is remembered")
+    assert memory_app.server.get("/api/memory").json()["enabled"] is False
+    before = len(ollama.requests)
+    send(page, "remember my cat is called Miso")
+    sent = ollama.requests[before:]
+    assert sent and all(not t["function"]["name"].startswith("memory__") for r in sent for t in r.get("tools") or [])
+    # the fake model calls the tool all the same: it is refused, nothing is written
+    assert "turned memory off" in sent[-1]["messages"][-1]["content"]
+    assert memory_app.server.get("/api/memory").json()["memories"] == []
+    page.reload()
+    settings(page)
+    page.get_by_test_id("memory-panel").locator("summary").click()
+    expect(page.get_by_test_id("memory-enabled")).not_to_be_checked()
+    page.get_by_test_id("memory-enabled").check()
+    expect(page.get_by_test_id("memory-note")).to_have_text("Memory on")
+    before = len(ollama.requests)
+    send(page, "remember my cat is called Mochi")
+    assert any(t["function"]["name"] == "memory__remember" for t in ollama.requests[before]["tools"])

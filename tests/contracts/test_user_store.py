@@ -98,6 +98,21 @@ class UserStoreContract:
         assert await users.by_token(made.hash, now) == user.principal()
         assert not await users.set_disabled(new_user_id(), True)
 
+    async def test_a_deleted_user_is_gone_with_their_tokens_and_the_others_stay(self, users: UserStore) -> None:
+        now = utc_now()
+        ann = await users.add_user(new_user_id(), unique("an"), Role.USER, now)
+        bob = await users.add_user(new_user_id(), unique("bo"), Role.USER, now)
+        hers, his = new_token(), new_token()
+        await users.add_token(hers.id, ann.id, hers.hash, "", now)
+        await users.add_token(his.id, bob.id, his.hash, "", now)
+        assert await users.delete_user(ann.id)
+        assert await users.user(ann.id) is None and await users.user(ann.name) is None
+        assert await users.by_token(hers.hash, now) is None and await users.tokens(ann.id) == []
+        assert await users.by_token(his.hash, now) == bob.principal()
+        assert not await users.delete_user(ann.id)
+        again = await users.add_user(new_user_id(), ann.name, Role.USER, now)  # the name is free again
+        assert again.name == ann.name
+
     async def test_a_use_is_recorded_at_most_once_a_minute(self, users: UserStore) -> None:
         now = utc_now()
         user = await users.add_user(new_user_id(), unique("ed"), Role.USER, now)

@@ -100,6 +100,7 @@ def fuzz(operation: Any, mode: GenerationMode, examples: int, tried: dict[str, i
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)  # ~50 requests an operation: 102 s for 40 operations on this loaded machine, more with each route
 def test_no_input_makes_the_api_answer_with_a_server_error(tmp_path: Path) -> None:
     # no model server: a started run fails fast (MODEL_UNREACHABLE), which is data, not a 5xx
     container = create_container(app_env(tmp_path, "http://127.0.0.1:9", TOOLS_BACKEND="none"))

@@ -79,7 +79,7 @@ def test_what_the_agent_remembers_for_ann_never_reaches_a_model_request_of_bob(
     bob_api = httpx.Client(base_url=live.url, headers={"Authorization": f"Bearer {tokens['bob']}"})
     mine = ann_api.get("/api/memory").json()["memories"]
     assert [m["text"] for m in mine] == [secret]
-    assert bob_api.get("/api/memory").json() == {"memories": []}
+    assert bob_api.get("/api/memory").json() == {"memories": [], "enabled": True}
 
     ann_done = len(fake.requests)
     say(lg_url, tokens["bob"], "what do you remember about me?")
@@ -112,4 +112,4 @@ def test_what_the_agent_remembers_for_ann_never_reaches_a_model_request_of_bob(
     assert as_bob.returncode != 0 and "No such memory" in as_bob.stderr
     gone = sophos(env, "memory", "forget", memory, "--server", live.url, API_TOKEN=tokens["ann"])
     assert gone.returncode == 0, gone.stderr
-    assert ann_api.get("/api/memory").json() == {"memories": []}
+    assert ann_api.get("/api/memory").json() == {"memories": [], "enabled": True}

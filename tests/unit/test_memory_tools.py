@@ -91,3 +91,17 @@ async def test_the_store_serves_mcp_jsons_memory_entry_and_the_memory_server_is_
     )  # type: ignore[arg-type,return-value]
     assert isinstance(without, McpToolbox)  # no memory entry: no memory tools
     await without.aclose()
+
+
+async def test_memory_turned_off_withholds_the_memory_server_and_refuses_its_calls_for_that_user_only() -> None:
+    box, memory = tools()
+    assert await memory.withheld("ann") == frozenset()
+    await memory.set_enabled(False, by=as_user("ann"))
+    assert await memory.withheld("ann") == frozenset({"memory"}) and await memory.withheld("bob") == frozenset()
+    refused = await box.call(REMEMBER.name, {"text": "likes tea"}, idempotency_key("c-ann", "1"))
+    assert refused.is_error and "turned memory off" in refused.content
+    assert list(await memory.list(by=as_user("ann"))) == []
+    assert not (await box.call(REMEMBER.name, {"text": "likes coffee"}, idempotency_key("c-bob", "2"))).is_error
+    await memory.set_enabled(True, by=as_user("ann"))
+    assert not (await box.call(REMEMBER.name, {"text": "likes tea"}, idempotency_key("c-ann", "3"))).is_error
+    assert [m.value["text"] for m in await memory.list(by=as_user("ann"))] == ["likes tea"]

@@ -19,6 +19,7 @@ from langchain_core.messages import (
 
 from adapters.langchain.prefix import PrefixMemo
 from domain.attachments import Attachment, attachment_fields, attachment_from_fields
+from domain.knowledge import Cited
 from domain.model import (
     AssistantMessage,
     ContextView,
@@ -91,7 +92,27 @@ def _context_fields(view: ContextView) -> dict[str, Any]:
     fields: dict[str, Any] = {"sentFrom": view.sent_from, "tokens": view.tokens, "budget": view.budget}
     if view.searched:
         fields["searched"] = list(view.searched)
+    if view.cited:
+        fields["cited"] = [cited_fields(c) for c in view.cited]
     return fields
+
+
+def cited_fields(c: Cited) -> dict[str, Any]:
+    return {"collection": c.collection, "file": c.file, "first": c.first, "last": c.last}
+
+
+def cited_of(raw: object) -> tuple[Cited, ...]:
+    """Stored (or imported) cited passages; anything malformed is left out."""
+    if not isinstance(raw, list):
+        return ()
+    return tuple(
+        Cited(str(c["collection"]), str(c["file"]), int(c["first"]), int(c["last"]))
+        for c in raw
+        if isinstance(c, dict)
+        and {"collection", "file", "first", "last"} <= c.keys()
+        and isinstance(c["first"], int)
+        and isinstance(c["last"], int)
+    )
 
 
 def _context(extra: dict[str, Any] | None) -> ContextView | None:
@@ -100,7 +121,8 @@ def _context(extra: dict[str, Any] | None) -> ContextView | None:
         return None
     searched = view.get("searched")
     names = tuple(str(n) for n in searched) if isinstance(searched, list) else ()
-    return ContextView(int(view.get("sentFrom", 0)), int(view.get("tokens", 0)), int(view.get("budget", 0)), names)
+    sent_from, tokens, budget = int(view.get("sentFrom", 0)), int(view.get("tokens", 0)), int(view.get("budget", 0))
+    return ContextView(sent_from, tokens, budget, names, cited_of(view.get("cited")))
 
 
 def _summary(content: str, extra: dict[str, Any] | None, id: str | None) -> SummaryMessage | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -29,6 +29,7 @@ from adapters.langchain.messages import ConversionCache, to_langchain
 from adapters.langgraph.appending import append_messages
 from adapters.langgraph.files import FilePrompts
 from adapters.langgraph.keys import RunContext
+from adapters.langgraph.knowledge import KnowledgePrompts
 from adapters.langgraph.tracing import traced_model_call, traced_summary_call, traced_tool_call
 from domain.approvals import Rejected, Wait, edited_note
 from domain.context import ContextPolicy, PromptPlan, estimate_text, file_chars
@@ -45,6 +46,7 @@ from domain.events import (
     ToolCallFinished,
     ToolCallRequested,
 )
+from domain.knowledge import Cited
 from domain.lifecycle import idempotency_key, own_call_ids
 from domain.model import (
     AssistantMessage,
@@ -176,7 +178,11 @@ class AgentNodes:
         files: AttachmentStore | None = None,
         usage: UsageMeter | None = None,
         tracer: RunTracer | None = None,
+        knowledge: KnowledgePrompts | None = None,
+        withheld: Callable[[str], Awaitable[frozenset[str]]] | None = None,
     ) -> None:
+        self.withheld = withheld  # a conversation's tool servers not offered (memory turned off); None: none
+        self.knowledge = knowledge  # None: `#name` attaches nothing
         self.tracer = tracer  # None: no trace spans (no OTLP endpoint)
         self.usage = usage  # None: calls are neither counted nor held to a quota
         self.files = FilePrompts(files) if files is not None else None  # None: files are left out
@@ -203,11 +209,14 @@ class AgentNodes:
             # before any model call of the step (its summary's too): QuotaExceeded fails the
             # run with nothing of the step saved, resumable once the quota resets
             await self.usage.before_model_call(thread_id)
-        specs = await self.tools.list_tools()
+        specs = await self._offered(thread_id)
         thread = self.cache.convert_thread(thread_id, state["messages"])
         searched: tuple[str, ...] = ()
         if self.files is not None:
             thread, searched = await self.files.expand(thread_id, thread, file_chars(self.context.policy_for(choice)))
+        cited: tuple[Cited, ...] = ()
+        if self.knowledge is not None:
+            thread, cited = await self.knowledge.expand(thread_id, thread, file_chars(self.context.policy_for(choice)))
         replaced = choice.system is not None and choice.system_mode is SystemMode.REPLACE
         system = compose_system("" if replaced else self.prompt.read(), choice.system, choice.system_mode)
         plan = self.context.plan(thread_id, thread, system, specs, choice)
@@ -234,12 +243,19 @@ class AgentNodes:
             write(ToolCallRequested(step, call))
         reply = replace(
             reply,
-            context=ContextView(plan.sent_from, plan.tokens, plan.budget, searched),
+            context=ContextView(plan.sent_from, plan.tokens, plan.budget, searched, cited),
             model=name,
             reasoning=reply.reasoning or thinking.text or None,
             reasoning_seconds=thinking.seconds(),
         )
         return {"messages": [to_langchain(reply)]}
+
+    async def _offered(self, thread_id: str) -> Sequence[ToolSpec]:
+        specs = await self.tools.list_tools()
+        if self.withheld is None:
+            return specs
+        withheld = await self.withheld(thread_id)
+        return [s for s in specs if s.name.split("__", 1)[0] not in withheld] if withheld else specs
 
     async def _summarize(
         self,

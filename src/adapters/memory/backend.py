@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from adapters.memory.assistants import InMemoryAssistantStore
+from adapters.memory.knowledge import InMemoryKnowledge
 from adapters.memory.maintenance import InMemoryMaintenance
 from adapters.memory.presets import InMemoryPresetStore
 from adapters.memory.runs import InMemoryRunStore
@@ -35,6 +36,7 @@ class MemoryBackend(Backend):
         self._audit = InMemoryAuditLog()
         self._store = InMemoryStore()
         self._assistants = InMemoryAssistantStore()
+        self._knowledge = InMemoryKnowledge()
         self._traces = InMemorySpanStore(self._runs)
         self._usage = InMemoryUsageStore(self._traces)
 
@@ -72,6 +74,9 @@ class MemoryBackend(Backend):
 
     def assistants(self) -> InMemoryAssistantStore:
         return self._assistants
+
+    def knowledge(self) -> InMemoryKnowledge:
+        return self._knowledge
 
     def traces(self) -> InMemorySpanStore:
         return self._traces

@@ -47,6 +47,12 @@ class InMemoryUserStore(UserStore):
             self._users[user_id] = dataclasses.replace(user, disabled=disabled)
             return True
 
+    async def delete_user(self, user_id: str) -> bool:
+        with self._lock:
+            for token_id in [i for i, (_, t) in self._tokens.items() if t.user_id == user_id]:
+                del self._tokens[token_id]
+            return self._users.pop(user_id, None) is not None
+
     async def add_token(self, token_id: str, user_id: str, token_hash: str, label: str, now: datetime) -> ApiToken:
         with self._lock:
             if user_id not in self._users:

@@ -13,6 +13,7 @@ from ports.checkpoints import CheckpointPort
 if TYPE_CHECKING:
     from adapters.postgres.assistants import PostgresAssistantStore
     from adapters.postgres.database import PostgresDatabase
+    from adapters.postgres.knowledge import PostgresKnowledge
     from adapters.postgres.maintenance import PostgresMaintenance
     from adapters.postgres.presets import PostgresPresetStore
     from adapters.postgres.runs import PostgresRunStore
@@ -132,6 +133,12 @@ class PostgresBackend(Backend):
 
         self.runs()  # the schema is migrated by the run store's first use
         return PostgresStore(self.database())
+
+    def knowledge(self) -> PostgresKnowledge:
+        from adapters.postgres.knowledge import PostgresKnowledge
+
+        self.runs()  # the schema is migrated by the run store's first use
+        return PostgresKnowledge(self.database())
 
     def search(self, threads: Callable[[], CheckpointPort]) -> PostgresSearchIndex:
         if self._search is None:

@@ -23,6 +23,7 @@ from adapters.postgres.assistant_schema import MIGRATION_ASSISTANTS
 from adapters.postgres.branch_schema import MIGRATION_BRANCHES
 from adapters.postgres.chat_schema import MIGRATION_CHAT_SETTINGS
 from adapters.postgres.file_rows import MIGRATION_FILES
+from adapters.postgres.knowledge_schema import MIGRATION_KNOWLEDGE
 from adapters.postgres.log_schema import migrate_log_format
 from adapters.postgres.message_schema import MIGRATION_MESSAGES
 from adapters.postgres.metadata_schema import MIGRATION_RUN_KWARGS, MIGRATION_THREAD_METADATA
@@ -210,6 +211,7 @@ MIGRATIONS: tuple[str | Setup, ...] = (
     MIGRATION_STORE_VECTORS,
     MIGRATION_ASSISTANTS,
     MIGRATION_WEBHOOKS,
+    MIGRATION_KNOWLEDGE,
 )
 
 

@@ -25,6 +25,10 @@ def _token(row: tuple[Any, ...]) -> ApiToken:
     return ApiToken(row[0], row[1], row[2], row[3], row[4], row[5])
 
 
+# what else a user keeps by their id in this database, deleted with them
+OWNED = ("chat_presets", "tool_allow_rules", "usage_days")
+
+
 class PostgresUserStore(UserStore):
     def __init__(self, db: PostgresDatabase) -> None:
         self.db = db
@@ -58,6 +62,14 @@ class PostgresUserStore(UserStore):
 
     async def set_disabled(self, user_id: str, disabled: bool) -> bool:
         return bool(await self._rows("UPDATE users SET disabled = %s WHERE id = %s RETURNING id", (disabled, user_id)))
+
+    async def delete_user(self, user_id: str) -> bool:
+        async with self.db.cursor(transaction=True) as cur:
+            await cur.execute("DELETE FROM api_tokens WHERE user_id = %s", (user_id,))
+            for table in OWNED:
+                await cur.execute(f"DELETE FROM {table} WHERE owner = %s".encode(), (user_id,))
+            await cur.execute("DELETE FROM users WHERE id = %s RETURNING id", (user_id,))
+            return await cur.fetchone() is not None
 
     async def add_token(self, token_id: str, user_id: str, token_hash: str, label: str, now: datetime) -> ApiToken:
         added = await self._rows(

@@ -14,6 +14,7 @@ from ports.metrics import NO_METRICS, MetricsPort
 
 if TYPE_CHECKING:
     from adapters.sqlite.assistants import SqliteAssistantStore
+    from adapters.sqlite.knowledge import SqliteKnowledge
     from adapters.sqlite.maintenance import SqliteMaintenance
     from adapters.sqlite.presets import SqlitePresetStore
     from adapters.sqlite.runs import SqliteRunStore
@@ -124,6 +125,11 @@ class SqliteBackend(Backend):
         from adapters.sqlite.store import SqliteStore
 
         return SqliteStore(*self.runs().workers())
+
+    def knowledge(self) -> SqliteKnowledge:
+        from adapters.sqlite.knowledge import SqliteKnowledge
+
+        return SqliteKnowledge(*self.runs().workers())
 
     def search(self, threads: Callable[[], CheckpointPort]) -> SqliteSearchIndex:
         if self._search is None:

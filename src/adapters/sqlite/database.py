@@ -19,6 +19,7 @@ from adapters.sqlite.assistant_schema import MIGRATION_ASSISTANTS
 from adapters.sqlite.branch_schema import MIGRATION_BRANCHES
 from adapters.sqlite.chat_schema import add_chat_settings
 from adapters.sqlite.file_rows import MIGRATION_FILES
+from adapters.sqlite.knowledge_schema import MIGRATION_KNOWLEDGE
 from adapters.sqlite.log_schema import MIGRATION_LOG_FORMAT
 from adapters.sqlite.message_schema import MIGRATION_MESSAGES
 from adapters.sqlite.metadata_schema import MIGRATION_RUN_KWARGS, MIGRATION_THREAD_METADATA
@@ -154,6 +155,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     add_store_vectors,
     MIGRATION_ASSISTANTS,
     add_webhooks,
+    MIGRATION_KNOWLEDGE,
 )
 
 BUSY_MESSAGE = "The database is busy: another process holds the write lock; try again"

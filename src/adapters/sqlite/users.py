@@ -15,6 +15,8 @@ from ports.users import UserStore
 
 log = logging.getLogger(__name__)
 
+# what else a user keeps by their id in this file, deleted with them
+OWNED = ("chat_presets", "tool_allow_rules", "usage_days")
 _USER = "SELECT id, name, role, disabled, created_at FROM users"
 _TOKEN = "SELECT id, user_id, label, created_at, last_used_at, revoked_at FROM api_tokens"
 
@@ -97,6 +99,16 @@ class SqliteUserStore(UserStore):
         def write(conn: sqlite3.Connection) -> bool:
             with transaction(conn):
                 return conn.execute("UPDATE users SET disabled = ? WHERE id = ?", (int(disabled), user_id)).rowcount > 0
+
+        return await self._writer.run(write)
+
+    async def delete_user(self, user_id: str) -> bool:
+        def write(conn: sqlite3.Connection) -> bool:
+            with transaction(conn):
+                conn.execute("DELETE FROM api_tokens WHERE user_id = ?", (user_id,))
+                for table in OWNED:
+                    conn.execute(f"DELETE FROM {table} WHERE owner = ?", (user_id,))
+                return conn.execute("DELETE FROM users WHERE id = ?", (user_id,)).rowcount > 0
 
         return await self._writer.run(write)
 

@@ -18,6 +18,7 @@ from entrypoints.cli.doctor import doctor
 from entrypoints.cli.exits import EXIT_PIPE, EXIT_STOPPED
 from entrypoints.cli.graphs import graphs
 from entrypoints.cli.help import format_sections
+from entrypoints.cli.knowledge import knowledge
 from entrypoints.cli.memory import memory
 from entrypoints.cli.models import models
 from entrypoints.cli.output import silence_output
@@ -110,6 +111,7 @@ for command in (
     audit,
     graphs,
     memory,
+    knowledge,
     schedule,
 ):
     main.add_command(command)

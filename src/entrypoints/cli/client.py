@@ -157,6 +157,22 @@ class SophosClient(Protocol):
         """Forget one; NOT_FOUND when the user has no memory of that id."""
         ...
 
+    async def collections(self) -> list[Json]:
+        """The user's knowledge collections, as GET /api/knowledge gives them."""
+        ...
+
+    async def knowledge_files(self, name: str) -> list[Json]:
+        """A collection's files, as GET /api/knowledge/{name}/files gives them; NOT_FOUND for none."""
+        ...
+
+    async def add_knowledge(self, name: str, files: list[tuple[str, bytes]]) -> list[Json]:
+        """Put files (name, bytes) into the collection (created if new): what became of each."""
+        ...
+
+    async def remove_knowledge(self, name: str, file: str | None) -> None:
+        """Delete a file of the collection, or (file None) the whole collection; NOT_FOUND for none."""
+        ...
+
     async def run(self, body: Json, printer: Printer, stopper: Stopper) -> tuple[str, str]:
         """Start the run a POST /api/chat `body` names and feed its events to `printer`
         until it ends; `stopper` (and a closed stdout) stop it. (conversation, run)."""

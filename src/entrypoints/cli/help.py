@@ -9,7 +9,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Chat", ("chat", "repl", "resume", "regenerate", "cancel", "schedule", "models")),
     ("Conversations", ("conversations", "show", "search", "branch", "rename", "delete", "export", "import")),
     ("Approvals", ("approve", "approvals")),
-    ("Memory", ("memory",)),
+    ("Memory", ("memory", "knowledge")),
     ("Server", ("serve", "doctor", "users", "usage", "audit", "graphs")),
     ("Database", ("db",)),
 )

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from entrypoints.bundle import Services
     from entrypoints.cli.output import Printer
     from entrypoints.container import Container
+    from services.knowledge import KnowledgeService
     from services.memory import MemoryService
     from services.schedules import ScheduleService
     from services.supervisor import Supervisor
@@ -114,21 +115,19 @@ class LocalClient(SophosClient):
         return text
 
     async def export_file(self, conversation: str | None) -> tuple[str, bytes]:
-        from domain.model import utc_now
-        from entrypoints.transfer_files import document_bytes, export_zip, json_name, zip_name
+        from entrypoints.transfer_files import document_bytes, json_name
+        from entrypoints.user_transfer import export_all
 
         service = self._services.transfer()
         if conversation is None:
-            items = [item async for item in service.export_all()]
-            return zip_name(utc_now()), await self._services.bulk().run(export_zip, items)
+            return await export_all(self._services)
         conv, copy = await service.export(conversation)
         return json_name(copy), document_bytes(conv, copy)
 
     async def import_file(self, data: bytes) -> list[Json]:
-        from entrypoints.transfer_document import read_imports
-        from entrypoints.transfer_files import upload_files
+        from entrypoints.user_transfer import import_upload
 
-        imported = await self._services.transfer().import_files(upload_files(data), read_imports)
+        imported, _ = await import_upload(self._services, data)
         return [summary_dto(c) for c in imported]
 
     async def search(self, query: str, limit: int) -> Json:
@@ -196,6 +195,34 @@ class LocalClient(SophosClient):
         if self._services.memory is None:
             raise NotSupported("This database keeps no memory")
         return self._services.memory()
+
+    async def collections(self) -> list[Json]:
+        from entrypoints.http.knowledge import collection_dto
+
+        return [collection_dto(c) for c in await self._knowledge().collections()]
+
+    async def knowledge_files(self, name: str) -> list[Json]:
+        from entrypoints.http.knowledge import file_dto
+
+        return [file_dto(f) for f in await self._knowledge().files(name)]
+
+    async def add_knowledge(self, name: str, files: list[tuple[str, bytes]]) -> list[Json]:
+        from domain.attachments import parse_upload
+        from entrypoints.http.knowledge import added_dto
+
+        uploads = [parse_upload(n, None, data, self._services.attachment_limits) for n, data in files]
+        return [added_dto(a) for a in await self._knowledge().add(name, uploads)]
+
+    async def remove_knowledge(self, name: str, file: str | None) -> None:
+        if file is None:
+            await self._knowledge().drop(name)
+        else:
+            await self._knowledge().delete_file(name, file)
+
+    def _knowledge(self) -> KnowledgeService:
+        if self._services.knowledge is None:
+            raise NotSupported("This database keeps no knowledge collections")
+        return self._services.knowledge()
 
     async def run(self, body: Json, printer: Printer, stopper: Stopper) -> tuple[str, str]:
         """The run in this process, with leases and cancel signals kept by a supervisor (no

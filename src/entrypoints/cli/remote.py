@@ -148,6 +148,29 @@ class HttpClient(SophosClient):
         found: list[Json] = (await self._json("GET", "/api/memory"))["memories"]
         return found
 
+    async def collections(self) -> list[Json]:
+        found: list[Json] = (await self._json("GET", "/api/knowledge"))["collections"]
+        return found
+
+    async def knowledge_files(self, name: str) -> list[Json]:
+        found: list[Json] = (await self._json("GET", f"/api/knowledge/{quote(name, safe='')}/files"))["files"]
+        return found
+
+    async def add_knowledge(self, name: str, files: list[tuple[str, bytes]]) -> list[Json]:
+        parts = [("files", (n.rsplit("/", 1)[-1], data, "application/octet-stream")) for n, data in files]
+        try:
+            response = await self._http.post(f"/api/knowledge/{quote(name, safe='')}/files", files=parts)
+        except httpx.HTTPError as e:
+            raise RemoteError("UNREACHABLE", f"cannot reach {self.base}: {e}") from e
+        if not response.is_success:
+            raise _refusal(response)
+        added: list[Json] = response.json()["files"]
+        return added
+
+    async def remove_knowledge(self, name: str, file: str | None) -> None:
+        path = f"/api/knowledge/{quote(name, safe='')}"
+        await self._request("DELETE", path if file is None else f"{path}/files/{quote(file, safe='')}")
+
     async def forget_memory(self, memory: str) -> None:
         await self._request("DELETE", f"/api/memory/{quote(memory, safe='')}")
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from domain.principals import ApiToken, Role, User
-from entrypoints.cli.base import Context, options, pass_ctx
+from entrypoints.cli.base import CliError, Context, options, pass_ctx
 
 if TYPE_CHECKING:
     from services.users import Added, Claimed, UserService
@@ -158,6 +158,27 @@ def disable(ctx: Context, name: str, enable: bool) -> None:
     """Disable a user: their tokens stop working and their logins end at once."""
     user = ctx.run(lambda: ctx.services.users().set_disabled(name, not enable))
     click.echo(f"{user.name}: {'disabled' if user.disabled else 'enabled'}")
+
+
+@users.command("delete")
+@click.argument("name")
+@click.option("--yes", is_flag=True, help="Delete without asking.")
+@options()
+@pass_ctx
+def delete(ctx: Context, name: str, yes: bool) -> None:
+    """Delete a user and everything they keep: conversations, schedules, memories and other
+    store items, knowledge collections, tokens, settings (the audit log keeps the deletion).
+    To keep their data but stop them, `sophos users disable` instead."""
+    if not yes:
+        click.confirm(f"Delete the user {name} and all their conversations, memories and documents?", abort=True)
+    getter = ctx.services.user_deletion
+    if getter is None:
+        raise CliError("NOT_SUPPORTED", "this database cannot delete users", 1)
+    done = ctx.run(lambda: getter().delete(name))
+    click.echo(
+        f"Deleted {done.name}: {done.conversations} conversations, {done.schedules} schedules, "
+        f"{done.items} store items, {done.collections} collections."
+    )
 
 
 @users.command("token")

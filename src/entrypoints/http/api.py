@@ -8,7 +8,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from entrypoints.http import files, memory, presets, routes, schedules, session, transfer, usage, webhooks
+from entrypoints.http import files, knowledge, memory, presets, routes, schedules, session, transfer, usage, webhooks
 from entrypoints.http.api_schemas import (
     COMPONENTS,
     CONVERSATION,
@@ -206,7 +206,8 @@ ROUTES: tuple[ApiRoute, ...] = (
         "/api/export",
         "GET",
         transfer.export_all,
-        "Every conversation as a zip of their JSON exports (format=json), one file each",
+        "Every conversation as a zip of their JSON exports (format=json), one file each, and sophos-user.json: "
+        "the user's store items (memories among them) and knowledge collections",
         Answer(schema={"type": "string", "format": "binary"}, media="application/zip"),
         errors=(503,),
     ),
@@ -215,8 +216,19 @@ ROUTES: tuple[ApiRoute, ...] = (
         "POST",
         transfer.import_conversations,
         "Import the body: a Sophos JSON export (one conversation or a list), the zip of GET /api/export, or "
-        "ChatGPT's conversations.json. Each conversation becomes a new one; a malformed file stores nothing (400)",
-        Answer(201, {"type": "object", "properties": {"conversations": {"type": "array", "items": SUMMARY}}}),
+        "ChatGPT's conversations.json. Each conversation becomes a new one; a malformed file stores nothing (400). "
+        "A sophos-user.json (in the zip or alone) stores its items and collections back for the caller",
+        Answer(
+            201,
+            {
+                "type": "object",
+                "properties": {
+                    "conversations": {"type": "array", "items": SUMMARY},
+                    "items": {"type": "integer", "description": "store items imported (with a sophos-user.json)"},
+                    "collections": {"type": "integer", "description": "collections imported (with a sophos-user.json)"},
+                },
+            },
+        ),
         media={"application/json": {}, "application/octet-stream": {"type": "string", "format": "binary"}},
         errors=(400, 408, 413, 501, 503),
     ),
@@ -296,6 +308,7 @@ ROUTES: tuple[ApiRoute, ...] = (
     *webhooks.ROUTES,
     *usage.ROUTES,
     *memory.ROUTES,
+    *knowledge.ROUTES,
     ApiRoute("/api/healthz", "GET", routes.healthz, "Liveness"),
     ApiRoute("/api/readyz", "GET", routes.readyz, "Model and tool readiness", errors=(503,)),
     ApiRoute("/api/openapi.json", "GET", document, "This document"),

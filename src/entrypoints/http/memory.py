@@ -37,8 +37,15 @@ def memory_dto(item: StoreItem) -> dict[str, Any]:
 
 
 async def list_memories(request: Request) -> Response:
-    found = await _service(request).list(by=principal_of(request))
-    return JSONResponse({"memories": [memory_dto(m) for m in found]})
+    service, by = _service(request), principal_of(request)
+    found = await service.list(by=by)
+    return JSONResponse({"memories": [memory_dto(m) for m in found], "enabled": await service.enabled(by.user_id)})
+
+
+async def switch_memory(request: Request) -> Response:
+    body = await read_json(request, {"enabled"})
+    enabled = await _service(request).set_enabled(body.get("enabled"), by=principal_of(request))
+    return JSONResponse({"enabled": enabled})
 
 
 async def edit_memory(request: Request) -> Response:
@@ -69,8 +76,30 @@ ROUTES: tuple[ApiRoute, ...] = (
         "GET",
         list_memories,
         "What the agent remembers about the user (MEMORY_BACKEND=store), newest first",
-        Answer(schema={"type": "object", "properties": {"memories": {"type": "array", "items": MEMORY}}}),
+        Answer(
+            schema={
+                "type": "object",
+                "properties": {
+                    "memories": {"type": "array", "items": MEMORY},
+                    "enabled": {"type": "boolean", "description": "false: the user turned memory off"},
+                },
+            }
+        ),
         errors=(503,),
+    ),
+    ApiRoute(
+        "/api/memory",
+        "PATCH",
+        switch_memory,
+        "Turn the user's memory on or off (off: no memory tool is offered in their conversations; memories are kept)",
+        Answer(schema={"type": "object", "properties": {"enabled": {"type": "boolean"}}}),
+        body={
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["enabled"],
+            "properties": {"enabled": {"type": "boolean"}},
+        },
+        errors=(400, 503),
     ),
     ApiRoute(
         "/api/memory/{id}",

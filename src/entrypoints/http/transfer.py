@@ -5,20 +5,19 @@ and an import."""
 from __future__ import annotations
 
 import asyncio
-from functools import partial
 from urllib.parse import quote
 
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
-from domain.model import Conversation, utc_now
+from domain.model import Conversation
 from domain.transfer import LIMITS, file_name
+from entrypoints import user_transfer
 from entrypoints.bundle import Services
 from entrypoints.dto import summary_dto
 from entrypoints.http.principal import principal_of
-from entrypoints.transfer_document import read_imports
-from entrypoints.transfer_files import document_bytes, export_zip, json_name, upload_files, zip_name
+from entrypoints.transfer_files import document_bytes, json_name
 
 UPLOAD_TIME = 10  # an import's body may take this many times REQUEST_TIMEOUT to arrive: it can be large
 
@@ -49,10 +48,8 @@ async def export_json(request: Request, conversation_id: str) -> Response:
 
 
 async def export_all(request: Request) -> Response:
-    service = _services(request).transfer()
-    items = [item async for item in service.export_all(by=principal_of(request))]
-    body = await _services(request).bulk().run(export_zip, items)  # compressing a large history takes a while
-    return Response(body, media_type="application/zip", headers=_attachment(zip_name(utc_now())))
+    name, body = await user_transfer.export_all(_services(request), principal_of(request))
+    return Response(body, media_type="application/zip", headers=_attachment(name))
 
 
 async def _upload(request: Request) -> bytes:
@@ -77,8 +74,9 @@ async def import_conversations(request: Request) -> Response:
     """The body is the file: a Sophos export (one conversation, or the zip of all) or
     ChatGPT's conversations.json. 201 with the new conversations' summaries."""
     data = await _upload(request)
-    files = await _services(request).bulk().run(upload_files, data)
-    # read whole on the import worker: a large file is seconds of parsing and checking
-    read = partial(read_imports, limits=LIMITS)  # the import worker's process reads them with these
-    imported = await _services(request).transfer().import_files(files, read, by=principal_of(request))
-    return JSONResponse({"conversations": [summary_dto(c) for c in imported]}, status_code=201)
+    imported, users = await user_transfer.import_upload(_services(request), data, principal_of(request))
+    body: dict[str, object] = {"conversations": [summary_dto(c) for c in imported]}
+    if users:  # a sophos-user.json: the user's store items and collections
+        body["items"] = sum(len(u.items) for u in users)
+        body["collections"] = sum(len(u.collections) for u in users)
+    return JSONResponse(body, status_code=201)

@@ -10,6 +10,7 @@ import { installResizer } from "/static/js/layout.js";
 import { installShortcuts } from "/static/js/shortcuts.js";
 import { autoTitles, conversationChanged, draftSettings, installModels, loadModels, newDraft, onModels, settingsSaved } from "/static/js/models.js";
 import { installOrganise, leaving, listParams, loadPinned, onOrganise, setArchived, setPinned, titleLater } from "/static/js/organise.js";
+import { installKnowledge, loadKnowledge } from "/static/js/knowledge.js";
 import { installMemory } from "/static/js/memory.js";
 import { installPresets, loadPresets, onPresets } from "/static/js/presets.js";
 import { renderErrors } from "/static/js/errors.js";
@@ -381,6 +382,7 @@ async function logout(everywhere = false) {
 async function boot() {
   checkReadiness();
   loadModels();
+  loadKnowledge();
   loadPresets();
   loadSchedules();
   await loadList();
@@ -415,6 +417,7 @@ $("settings-toggle").append(icon("sliders"));
 installModels();
 installPresets();
 installMemory();
+installKnowledge();
 installOrganise();
 installAttachments({ changed: () => renderComposer(), failed: failAt("composer") });
 $("trace-close").append(icon("close"));

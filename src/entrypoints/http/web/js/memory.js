@@ -25,11 +25,21 @@ function row(memory) {
 
 export async function loadMemory() {
   let found;
-  try { found = (await api("/api/memory")).memories; } catch (e) { note(e.message); return; }
+  try {
+    const body = await api("/api/memory");
+    found = body.memories;
+    $("memory-enabled").checked = body.enabled !== false;
+  } catch (e) { note(e.message); return; }
   $("memory-list").replaceChildren(...found.map(row));
   $("memory-empty").hidden = found.length > 0;
 }
 
 export function installMemory() {
   $("memory-panel").addEventListener("toggle", () => { if ($("memory-panel").open) loadMemory(); });
+  $("memory-enabled").addEventListener("change", async (event) => {
+    const enabled = event.target.checked;
+    try { await api("/api/memory", { method: "PATCH", body: { enabled } }); }
+    catch (e) { event.target.checked = !enabled; note(e.message); return; }
+    note(enabled ? "Memory on" : "Memory off: nothing new is remembered");
+  });
 }

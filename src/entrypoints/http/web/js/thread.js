@@ -1,6 +1,7 @@
 // The messages of the open conversation and the reasoning trace of its latest run.
 import { branchNav, regenerateButton, userMessage } from "/static/js/branches.js";
 import { $, copyButton, el, icon } from "/static/js/dom.js";
+import { linkCitations } from "/static/js/knowledge.js";
 import { renderMarkdown } from "/static/js/markdown.js";
 import { state } from "/static/js/state.js";
 import { emptyState } from "/static/js/status.js";
@@ -41,7 +42,7 @@ function assistant(group, results) {
     const out = [];
     if (k > 0) out.push(el("div", { class: "continued-mark", role: "separator", "data-testid": "continued-mark" }, "continued"));
     out.push(thinkingBlock(m));
-    if (m.content) { const div = el("div", { class: "content" }); renderMarkdown(div, m.content); out.push(div); }
+    if (m.content) { const div = el("div", { class: "content" }); renderMarkdown(div, m.content); linkCitations(div, m.cited); out.push(div); }
     out.push(...(m.toolCalls || []).map((c) => toolCard(c, results.get(c.id))));
     return out;
   });
@@ -100,7 +101,7 @@ function node(m, results, index, shown) {
   const calls = msgs.flatMap((x) => (x.toolCalls || []).map((c) => { const r = results.get(c.id); return [callStatus(c, r, decisionOf(c.id)), r && r.content, r && r.durationMs]; }));
   // `state.streaming` only where it shows (branch arrows; calls use it through their status):
   // the edit, regenerate and fork icons are hidden by a class while a run streams
-  const key = JSON.stringify([index, msgs.map((x) => [x.content, x.toolCalls, !!x.stopped, !!x.failed, !!x.cut, x.reasoning, !!x.thinking && state.streaming, x.reasoningSeconds, x.model]), m.status, m.branch ? state.streaming : null, m.branch,
+  const key = JSON.stringify([index, msgs.map((x) => [x.content, x.toolCalls, !!x.stopped, !!x.failed, !!x.cut, x.reasoning, !!x.thinking && state.streaming, x.reasoningSeconds, x.model, x.cited]), m.status, m.branch ? state.streaming : null, m.branch,
     state.editing === index, group[group.length - 1] === state.messages.length - 1, !!state.current, calls, m.role === "tool" && shown.has(m.toolCallId)]);
   const hit = cached(m);
   if (hit && hit[0] === key) return hit[1];
