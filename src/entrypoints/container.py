@@ -162,7 +162,12 @@ class Container(containers.DeclarativeContainer):
     # PDFs are read in worker processes of their own (one pool for chats, imports and collections)
     pdf_reader = providers.Resource(factories.pdf_reader, config.PDF_TIMEOUT, config.PDF_MEMORY, config.PDF_WORKERS)
     # each user's document collections, searched for a message that names one (#name)
-    knowledge = providers.Singleton(KnowledgeService, backend.provided.knowledge.call(), pdf_reader)
+    knowledge = providers.Singleton(
+        KnowledgeService,
+        backend.provided.knowledge.call(),
+        pdf_reader,
+        providers.Singleton(factories.knowledge_ranker, long_term_store),  # hybrid with EMBEDDING_MODEL
+    )
     nodes = providers.Singleton(
         factories.nodes,
         model,

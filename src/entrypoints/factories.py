@@ -20,6 +20,7 @@ from ports.copies import ThreadCopies
 from ports.embeddings import EmbeddingPort
 from ports.engine import AgentEngine
 from ports.graphs import GraphRunner
+from ports.knowledge import Ranker
 from ports.metrics import MetricsPort
 from ports.model import ModelPort
 from ports.processes import ProcessPort
@@ -180,6 +181,16 @@ def long_term_store(
 
         embeddings = OpenAIEmbeddings(openai_url, model, timeout, api_key)
     yield SemanticStore(backend.store(), embeddings)
+
+
+def knowledge_ranker(store: StorePort) -> Ranker | None:
+    """With EMBEDDING_MODEL, a collection's passages are ranked hybrid, on the store's
+    embedding model (services.retrieval.HybridOrder); without, in the full-text order."""
+    from services.retrieval import HybridOrder
+    from services.semantic_store import SemanticStore
+
+    embeddings = store.embeddings if isinstance(store, SemanticStore) else None
+    return HybridOrder(embeddings) if embeddings is not None else None
 
 
 def demo_model() -> ModelPort:

@@ -4,11 +4,17 @@ chunks): the lexical ranker's order and the embedding's order fused by reciproca
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
+from domain.errors import SophosError
+from domain.knowledge import Candidate
 from domain.ranking import Vector, cosine, hybrid_scores
 from ports.embeddings import EmbeddingPort
+from ports.knowledge import Ranker
 from ports.passages import PassageRanker
+
+log = logging.getLogger(__name__)
 
 
 async def rank(
@@ -33,3 +39,31 @@ async def rank(
         for v in kept
     ]
     return hybrid_scores(scores, similarity)
+
+
+class _IndexOrder(PassageRanker):
+    """The order the passages came in (a full-text index's), as scores."""
+
+    def rank(self, query: str, passages: Sequence[str]) -> Sequence[float]:
+        return [1.0 / (i + 1) for i in range(len(passages))]
+
+
+class HybridOrder(Ranker):
+    """A knowledge collection's candidates (the full-text index's, best first) ordered by
+    hybrid rank: that order fused (reciprocal rank fusion, domain.ranking) with each
+    passage's similarity to the message, both embedded now (collections keep no vectors).
+    When the embedding server fails, the full-text order stands: a message's passages are
+    never lost to it (logged)."""
+
+    def __init__(self, embeddings: EmbeddingPort) -> None:
+        self.embeddings = embeddings
+
+    async def rank(self, query: str, candidates: Sequence[Candidate]) -> Sequence[Candidate]:
+        if len(candidates) < 2:
+            return candidates
+        try:
+            scores = await rank(query, [c.text for c in candidates], lexical=_IndexOrder(), embeddings=self.embeddings)
+        except SophosError as e:
+            log.warning("the passages keep their full-text order: %s", e.message)
+            return candidates
+        return [candidates[i] for i in sorted(range(len(candidates)), key=lambda i: (-scores[i], i))]
