@@ -76,6 +76,10 @@ class LlamaServer:
             "--chat-template-file",
             self.found["SOPHOS_LLAMA_TOOL_TEMPLATE"],
             "--no-webui",
+            # greedy: the same prompt gets the same answer, so a test of what the model says
+            # from a passage checks Sophos, not a draw of the sampler
+            "--temp",
+            "0",
         ]
         out = self.log.open("ab")
         self.proc = subprocess.Popen(cmd, stdout=out, stderr=out)

@@ -369,6 +369,33 @@ def test_a_tool_call_if_the_model_makes_one(backend: str, tmp_path: Path, llama:
     assert len(results) >= 1  # an unknown tool name is an error result, still a result
 
 
+# a fact no model knows, in a file of a collection among others that do not hold it
+LAB = """# The lab
+
+The door code of the lab is 4417.
+The lab is on the third floor, behind the blue door.
+Visitors sign the book at the desk.
+"""
+OTHER = "# The garden\n\nThe garden is watered at seven every morning.\nThe tools are in the shed.\n"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_model_answers_from_a_passage_of_a_collection(
+    backend: str, tmp_path: Path, llama: LlamaServer, ollama_proxy: Proxy
+) -> None:
+    env = model_env(tmp_path, backend, url_of(backend, llama, ollama_proxy), MODEL_MAX_TOKENS="48")
+    with serving(env, tmp_path) as server:
+        files = [("files", ("lab.md", LAB.encode(), "text/markdown")), ("files", ("garden.md", OTHER.encode(), "text/markdown"))]
+        added = httpx.post(f"{server.url}/api/knowledge/site/files", files=files, timeout=30)
+        assert added.status_code == 200, added.text
+        events = chat(server, {"message": "#site Where is the lab?"}, "answer from a collection", backend)
+        finished_well(events)
+        reply = [m for m in detail(server, conversation_of(events))["messages"] if m["role"] == "assistant"][-1]
+    assert reply["cited"] == [{"collection": "site", "file": "lab.md", "first": 1, "last": 5}], reply
+    # what only the passage says (greedy decoding: the same answer each run)
+    assert "third floor" in streamed(events) or "blue door" in streamed(events), streamed(events)
+
+
 def test_the_suite_leaves_no_model_server_behind(llama: LlamaServer) -> None:
     """Last in the file: the session's llama-server is the one started (a restart after a
     kill -9 reused its port)."""
