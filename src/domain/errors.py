@@ -441,11 +441,3 @@ class MemoryNotFound(SophosError):
 
     code = ErrorCode.NOT_FOUND
     default_message = "No such memory"
-
-
-class CollectionNotFound(SophosError):
-    """Raised when a name (or a file in it) names none of the user's knowledge collections
-    (another user's included: it answers as an unknown one)."""
-
-    code = ErrorCode.NOT_FOUND
-    default_message = "No such collection"

@@ -14,7 +14,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from domain.errors import CollectionNotFound, InvalidInput
+from domain.errors import ErrorCode, InvalidInput, SophosError
+
+
+class CollectionNotFound(SophosError):
+    """Raised when a name (or a file in it) names none of the user's knowledge collections
+    (another user's included: it answers as an unknown one)."""
+
+    code = ErrorCode.NOT_FOUND
+    default_message = "No such collection"
+
 
 NAME_MAX = 64
 FILE_NAME_MAX = 255

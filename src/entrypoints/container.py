@@ -13,7 +13,7 @@ import os
 from typing import TYPE_CHECKING, Any, Protocol
 
 from adapters.otel.config import TraceConfig, trace_config
-from entrypoints import factories
+from entrypoints import conversation_factories, factories
 from entrypoints.bundle import Services
 from entrypoints.di import containers, providers
 from entrypoints.settings import Settings, SettingsError, load_settings
@@ -238,10 +238,10 @@ class Container(containers.DeclarativeContainer):
         traces=shipper,
         ship_seconds=trace_config.provided.schedule_delay,
     )
-    import_worker = providers.Resource(factories.import_worker)  # an import's file read, in a process
-    bulk_worker = providers.Resource(factories.bulk_worker)  # a zip made or unpacked, a copy's messages built
+    import_worker = providers.Resource(conversation_factories.import_worker)  # an import's file read, in a process
+    bulk_worker = providers.Resource(conversation_factories.bulk_worker)  # a zip made or unpacked, a copy's messages built
     conversations = providers.Singleton(
-        factories.conversations,
+        conversation_factories.conversations,
         store,
         threads.provider,
         run_service.provider,
@@ -257,7 +257,14 @@ class Container(containers.DeclarativeContainer):
     search = providers.Singleton(SearchService, search_index, store)
     allow_rules = providers.Singleton(AllowRules, store, audit)
     transfer = providers.Singleton(
-        factories.transfer, store, threads.provider, checkpointer.provider, import_worker, bulk_worker.provider, pdf_reader, audit
+        conversation_factories.transfer,
+        store,
+        threads.provider,
+        checkpointer.provider,
+        import_worker,
+        bulk_worker.provider,
+        pdf_reader,
+        audit,
     )
     # the page's login sessions: in the run store's database, whichever it is
     session_store = providers.Singleton(factories.sessions, backend)

@@ -23,7 +23,9 @@ async def export_all(services: Services, by: Principal = LOCAL) -> tuple[str, by
     items = [item async for item in services.transfer().export_all(by=by)]
     extra = {}
     if services.user_data is not None:
-        extra[MEMBER] = user_document(await services.user_data().export(by.user_id))
+        kept = await services.user_data().export(by.user_id)
+        if kept.items or kept.collections:  # a user who keeps nothing else gets the zip as before
+            extra[MEMBER] = user_document(kept)
     # compressing a large history takes a while
     return zip_name(utc_now()), await services.bulk().run(export_zip, items, extra)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from domain.attachments import PDF_TYPE, Upload
-from domain.errors import CollectionNotFound, InvalidInput
+from domain.errors import InvalidInput
 from domain.knowledge import (
     CANDIDATES,
     MAX_COLLECTIONS,
@@ -25,6 +25,7 @@ from domain.knowledge import (
     Candidate,
     Chunk,
     Collection,
+    CollectionNotFound,
     KnowledgeFile,
     check_file_name,
     check_name,

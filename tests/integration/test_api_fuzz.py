@@ -126,6 +126,7 @@ SECRET = "quokkazanzibar"
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)  # every route's examples, as the first user's fuzzing: more with each route
 def test_a_second_user_fuzzing_gets_no_server_error_and_nothing_of_the_first_users(tmp_path: Path) -> None:
     """Users ann and bob: bob (or nobody) fuzzes every operation, often with ann's
     conversation id in a path, a query or the body; never a 5xx, and no answer holds ann's

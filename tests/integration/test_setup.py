@@ -171,6 +171,7 @@ def resolve_lock_for(python: str, target: Path) -> subprocess.CompletedProcess[s
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # a resolution of up to 600 s (resolve_lock_for), over the network
 def test_the_locks_install_on_the_minimum_python_and_on_debian_12s(tmp_path: Path) -> None:
     """pip resolves every pin of both locks as wheels for the minimum Python, so a
     Requires-Python that excludes it (soupsieve 3.0.2+ needs 3.11.5) or a pin yanked for it

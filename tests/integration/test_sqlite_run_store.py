@@ -23,7 +23,7 @@ from adapters.sqlite.database import (
     WRITE_MESSAGE,
 )
 from adapters.sqlite.runs import SqliteRunStore
-from adapters.sqlite.schedule_schema import MIGRATION_CRONS
+from adapters.sqlite.schedule_schema import add_crons
 from domain.errors import RunLost, SessionInProgress, StorageFailure
 from domain.events import StreamEvent
 from domain.model import Run, RunError, RunOwner, RunStatus, RunTrigger, iso, new_id, utc_now
@@ -365,10 +365,10 @@ async def test_a_file_from_before_crons_keeps_its_schedules_which_send_messages(
     schedule = Schedule(new_id(), "u", Timing("0 8 * * *"), "hello", now).armed(now)
     await made.put_schedule(schedule)
     await made.aclose()
-    conn = raw(db)  # the file as it was before MIGRATION_CRONS
+    conn = raw(db)  # the file as it was before add_crons
     conn.execute("ALTER TABLE schedules DROP COLUMN graph")
     conn.execute("ALTER TABLE schedules DROP COLUMN webhook")
-    conn.execute(f"PRAGMA user_version = {MIGRATIONS.index(MIGRATION_CRONS)}")
+    conn.execute(f"PRAGMA user_version = {MIGRATIONS.index(add_crons)}")
     conn.commit()
     conn.close()
     store = await SqliteRunStore.open(str(db))

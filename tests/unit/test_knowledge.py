@@ -10,8 +10,8 @@ import pytest
 
 from adapters.memory.knowledge import InMemoryKnowledge
 from domain.attachments import parse_upload
-from domain.errors import CollectionNotFound, InvalidInput
-from domain.knowledge import Candidate, check_name, cite, fit, knowledge_block, mentions
+from domain.errors import InvalidInput
+from domain.knowledge import Candidate, CollectionNotFound, check_name, cite, fit, knowledge_block, mentions
 from domain.principals import Principal, Role
 from ports.attachments import TextExtractor
 from ports.knowledge import Ranker

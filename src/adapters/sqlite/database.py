@@ -25,7 +25,7 @@ from adapters.sqlite.message_schema import MIGRATION_MESSAGES
 from adapters.sqlite.metadata_schema import MIGRATION_RUN_KWARGS, MIGRATION_THREAD_METADATA
 from adapters.sqlite.organise_schema import add_organising
 from adapters.sqlite.queue_schema import MIGRATION_QUEUE
-from adapters.sqlite.schedule_schema import MIGRATION_CRONS, MIGRATION_SCHEDULES
+from adapters.sqlite.schedule_schema import MIGRATION_SCHEDULES, add_crons
 from adapters.sqlite.search_schema import MIGRATION_SEARCH, add_stems
 from adapters.sqlite.session_schema import MIGRATION_SESSIONS
 from adapters.sqlite.store_schema import MIGRATION_STORE, add_store_vectors
@@ -151,7 +151,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     MIGRATION_STORE,
     MIGRATION_SCHEDULES,
     add_traces,
-    MIGRATION_CRONS,
+    add_crons,
     add_store_vectors,
     MIGRATION_ASSISTANTS,
     add_webhooks,

@@ -5,8 +5,12 @@ the run (or the queued message whose run takes its id) started for it; `state` '
 run stopped before its message was saved, to start again. Firings outlive their schedule
 (the runs they name keep their scheduled time). `scheduler_ticks`: one row, the latest time
 a scheduler ticked (what tells a missed firing from a late one). `graph` (added by
-MIGRATION_CRONS): a hosted graph's input, JSON (adapters/storage/graph_input.py), NULL for a
+add_crons): a hosted graph's input, JSON (adapters/storage/graph_input.py), NULL for a
 schedule of Sophos's agent; `webhook`: the URL told when a firing's run ends (NULL: none)."""
+
+from __future__ import annotations
+
+import sqlite3
 
 MIGRATION_SCHEDULES = """
 CREATE TABLE IF NOT EXISTS schedules (
@@ -44,7 +48,11 @@ CREATE TABLE IF NOT EXISTS scheduler_ticks (
 );
 """
 
-MIGRATION_CRONS = """
-ALTER TABLE schedules ADD COLUMN graph TEXT;
-ALTER TABLE schedules ADD COLUMN webhook TEXT;
-"""
+
+def add_crons(conn: sqlite3.Connection) -> None:
+    """A schedule's hosted-graph input and webhook. Idempotent (a file whose version was set
+    back runs it again): SQLite has no ADD COLUMN IF NOT EXISTS, so the columns are looked for."""
+    have = {row[1] for row in conn.execute("PRAGMA table_info(schedules)")}
+    for column in ("graph", "webhook"):
+        if column not in have:
+            conn.execute(f"ALTER TABLE schedules ADD COLUMN {column} TEXT")

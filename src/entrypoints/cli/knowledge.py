@@ -17,7 +17,7 @@ MAX_FILES = 32  # a command's files (one request)
 
 @click.group()
 def knowledge() -> None:
-    """Your document collections: `#NAME` in a message sends the agent their best passages."""
+    """Your document collections; `#NAME` in a message searches one."""
 
 
 @knowledge.command()

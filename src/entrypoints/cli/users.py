@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 @click.group()
 def users() -> None:
-    """Add, list and disable users; issue and revoke their API tokens."""
+    """Add, list, disable and delete users; their API tokens."""
 
 
 def _when(value: object) -> str:
