@@ -178,6 +178,7 @@ bench-retrieval: install $(RETRIEVAL_STAMP) need-test
 
 bench-peers: install $(BENCH_STAMP) $(SERVE_STAMP)
 	PYTHONPATH=.:src $(PY) -m bench --only peers
+	PYTHONPATH=.:src $(PY) -m bench --only peers-hosted
 
 # the suite's pytest is the dev tools' (install-dev); the peer is .bench-venv's `langgraph dev`
 bench-graph-suite: install-dev $(BENCH_STAMP)

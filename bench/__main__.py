@@ -373,7 +373,7 @@ async def main(argv: Sequence[str] | None = None) -> None:
     # branches and search are part of core (search on PostgreSQL: of postgres); alone only when asked for. The graph suite (two runs of a
     # 55-test suite, minutes) needs the dev tools' pytest: its own target, bench-graph-suite.
     # The soak (hostile) is minutes of load beside a server: only alone
-    alone = ("branches", "search", "graph-suite", "hostile", "peers-hosted")  # peers-hosted: in peers
+    alone = ("branches", "search", "graph-suite", "hostile")
     chosen = [args.only] if args.only else [name for name in sections if name not in alone]
     for i, name in enumerate(chosen):
         if i:

@@ -477,10 +477,6 @@ async def section(args: argparse.Namespace) -> None:
         print_rows(baseline_rows(base, ours, ref))
     load_avg = (_machine() - busy0) / (time.perf_counter() - t0)
     print(f"machine: {os.cpu_count()} cores, {load_avg:.2f} cores busy on average while measuring (all processes)")
-    print()
-    from bench import peers_hosted  # a hosted graph through the SDK, beside langgraph dev and bare LangGraph
-
-    await peers_hosted.section(args)
     print(
         "placement: "
         + (
